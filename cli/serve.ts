@@ -1,0 +1,36 @@
+/** `svc serve`: the HTTP service. Flags override SVC_PORT, SVC_HOST, SVC_DATA_DIR. */
+import type { Command } from 'commander';
+import { loadConfig, type ConfigOverrides } from '../src/config.ts';
+import { closeOnSignals, startServer } from '../src/server.ts';
+import { DataDirLockedError } from '../src/store/owner-lock.ts';
+import { parsePort } from './options.ts';
+
+export function registerServe(program: Command): void {
+  program
+    .command('serve')
+    .description('run the HTTP service (gateway wires, /api/v1, dashboard, docs)')
+    .option('-p, --port <port>', 'TCP port; 0 picks a free port (env SVC_PORT, default 8787)', parsePort)
+    .option('-H, --host <host>', 'interface to bind (env SVC_HOST, default 127.0.0.1)')
+    .option('-d, --data-dir <dir>', 'data directory (env SVC_DATA_DIR, default ~/.svc)')
+    .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent (env SVC_LOG_LEVEL, default info)')
+    .action(async (options: { port?: number; host?: string; dataDir?: string; logLevel?: ConfigOverrides['logLevel'] }) => {
+      const overrides: ConfigOverrides = {};
+      if (options.port !== undefined) overrides.port = options.port;
+      if (options.host !== undefined) overrides.host = options.host;
+      if (options.dataDir !== undefined) overrides.dataDir = options.dataDir;
+      if (options.logLevel !== undefined) overrides.logLevel = options.logLevel;
+      const config = loadConfig(process.env, overrides);
+      try {
+        const server = await startServer(config);
+        // One line on stdout that scripts (and the tests) can read: where svc listens.
+        process.stdout.write(`svc listening on ${server.address} (data ${config.dataDir})\n`);
+        closeOnSignals(server, config.limits.shutdownTimeoutMs, (line) => process.stderr.write(`${line}\n`));
+      } catch (error) {
+        if (error instanceof DataDirLockedError) {
+          process.stderr.write(`svc: ${error.message}; stop it first or use another --data-dir\n`);
+          process.exit(1);
+        }
+        throw error;
+      }
+    });
+}

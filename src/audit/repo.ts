@@ -1,0 +1,146 @@
+/**
+ * The audit log: append-only rows, hash-chained per tenant (`hash_n = sha256(hash_{n-1} || canonical_json(row_n))`,
+ * `hash_0` over the tenant id). Appends compute the link inside the write, so concurrent appends chain in commit order.
+ */
+import { chainHash } from '../core/canonical-json.ts';
+import { newId, sha256Hex } from '../core/ids.ts';
+import type { Store } from '../store/store.ts';
+
+export type AuditDecision = 'allow' | 'deny';
+
+export interface AuditEntry {
+  tenantId: string;
+  action: string;
+  decision: AuditDecision;
+  actor: Record<string, string>;
+  target: string | null;
+  details: Record<string, unknown>;
+}
+
+export interface AuditRecord extends AuditEntry {
+  id: string;
+  seq: number;
+  createdAt: number;
+  prevHash: string;
+  hash: string;
+}
+
+export interface AuditRepository {
+  append(entry: AuditEntry, now: number): Promise<AuditRecord>;
+  /** Newest first. */
+  list(tenantId: string, options: { limit: number; decision?: AuditDecision }): Promise<AuditRecord[]>;
+  /** Recompute the tenant's chain; returns the first broken seq or null when intact. */
+  verify(tenantId: string): Promise<{ ok: boolean; count: number; brokenAt: number | null }>;
+}
+
+interface AuditRow {
+  id: string;
+  tenant_id: string;
+  seq: number;
+  action: string;
+  decision: AuditDecision;
+  actor_json: string;
+  target: string | null;
+  details_json: string;
+  created_at: number;
+  prev_hash: string;
+  hash: string;
+}
+
+function genesisHash(tenantId: string): string {
+  return sha256Hex(`audit:${tenantId}`);
+}
+
+/** The part of a row the hash covers. */
+function hashedFields(record: Omit<AuditRecord, 'prevHash' | 'hash'>) {
+  return {
+    id: record.id,
+    tenantId: record.tenantId,
+    seq: record.seq,
+    action: record.action,
+    decision: record.decision,
+    actor: record.actor,
+    target: record.target,
+    details: record.details,
+    createdAt: record.createdAt,
+  };
+}
+
+function fromRow(row: AuditRow): AuditRecord {
+  return {
+    id: row.id,
+    tenantId: row.tenant_id,
+    seq: row.seq,
+    action: row.action,
+    decision: row.decision,
+    actor: JSON.parse(row.actor_json) as Record<string, string>,
+    target: row.target,
+    details: JSON.parse(row.details_json) as Record<string, unknown>,
+    createdAt: row.created_at,
+    prevHash: row.prev_hash,
+    hash: row.hash,
+  };
+}
+
+export function createAuditRepository(store: Store): AuditRepository {
+  return {
+    append(entry, now) {
+      return store.write((sql) => {
+        const last = sql.get<{ seq: number; hash: string }>(
+          'SELECT seq, hash FROM audit_events WHERE tenant_id = ? ORDER BY seq DESC LIMIT 1',
+          [entry.tenantId],
+        );
+        const base = { ...entry, id: newId('aud'), seq: (last?.seq ?? 0) + 1, createdAt: now };
+        const prevHash = last?.hash ?? genesisHash(entry.tenantId);
+        const hash = chainHash(prevHash, hashedFields(base));
+        sql.run(
+          `INSERT INTO audit_events (id, tenant_id, seq, action, decision, actor_json, target, details_json, created_at, prev_hash, hash)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          [
+            base.id,
+            base.tenantId,
+            base.seq,
+            base.action,
+            base.decision,
+            JSON.stringify(base.actor),
+            base.target,
+            JSON.stringify(base.details),
+            now,
+            prevHash,
+            hash,
+          ],
+        );
+        return { ...base, prevHash, hash };
+      });
+    },
+    list(tenantId, { limit, decision }) {
+      return store.read((sql) => {
+        const rows = decision
+          ? sql.all<AuditRow>(
+              'SELECT * FROM audit_events WHERE tenant_id = ? AND decision = ? ORDER BY seq DESC LIMIT ?',
+              [tenantId, decision, limit],
+            )
+          : sql.all<AuditRow>('SELECT * FROM audit_events WHERE tenant_id = ? ORDER BY seq DESC LIMIT ?', [
+              tenantId,
+              limit,
+            ]);
+        return rows.map(fromRow);
+      });
+    },
+    verify(tenantId) {
+      return store.read((sql) => {
+        let prev = genesisHash(tenantId);
+        let count = 0;
+        for (const row of sql.all<AuditRow>('SELECT * FROM audit_events WHERE tenant_id = ? ORDER BY seq', [tenantId])) {
+          const record = fromRow(row);
+          count++;
+          if (record.prevHash !== prev || chainHash(prev, hashedFields(record)) !== record.hash) {
+            return { ok: false, count, brokenAt: record.seq };
+          }
+          prev = record.hash;
+        }
+        return { ok: true, count, brokenAt: null };
+      });
+    },
+  };
+}

@@ -1,0 +1,38 @@
+/** Records audited actions (SPEC 6.2) and serves the log. */
+import type { Clock } from '../core/clock.ts';
+import { actorOf, type AuthContext } from '../identity/auth-context.ts';
+import type { AuditDecision, AuditRecord, AuditRepository } from './repo.ts';
+
+export interface AuditService {
+  record(
+    auth: AuthContext,
+    action: string,
+    options?: { decision?: AuditDecision; target?: string | null; details?: Record<string, unknown>; tenantId?: string },
+  ): Promise<AuditRecord>;
+  list(auth: AuthContext, options: { limit: number; decision?: AuditDecision }): Promise<AuditRecord[]>;
+  verify(auth: AuthContext): Promise<{ ok: boolean; count: number; brokenAt: number | null }>;
+}
+
+export function createAuditService(repo: AuditRepository, clock: Clock): AuditService {
+  return {
+    record(auth, action, options = {}) {
+      return repo.append(
+        {
+          tenantId: options.tenantId ?? auth.tenantId,
+          action,
+          decision: options.decision ?? 'allow',
+          actor: actorOf(auth),
+          target: options.target ?? null,
+          details: options.details ?? {},
+        },
+        clock.now(),
+      );
+    },
+    list(auth, options) {
+      return repo.list(auth.tenantId, options);
+    },
+    verify(auth) {
+      return repo.verify(auth.tenantId);
+    },
+  };
+}

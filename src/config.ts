@@ -1,0 +1,177 @@
+/**
+ * Every setting of svc, parsed once from the environment (and `svc serve` flags) by one zod schema.
+ * This module and cli/ are the only readers of `process.env`; everything else receives a `Config`.
+ * docs/configuration.md lists each variable; keep the two in step.
+ */
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { z } from 'zod';
+
+const MiB = 1024 * 1024;
+
+/** `true`/`1`/`yes`/`on` (any case) are true; anything else set is false; unset is the default. */
+const flag = (fallback: boolean) =>
+  z
+    .string()
+    .optional()
+    .transform((value) => (value === undefined || value.trim() === '' ? fallback : /^(true|1|yes|on)$/i.test(value.trim())));
+
+const int = (fallback: number, min: number, max: number) =>
+  z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      if (value === undefined || value.trim() === '') return fallback;
+      const n = Number(value);
+      if (!Number.isInteger(n) || n < min || n > max) {
+        ctx.addIssue({ code: 'custom', message: `must be an integer from ${min} to ${max}` });
+        return z.NEVER;
+      }
+      return n;
+    });
+
+const optionalString = z
+  .string()
+  .optional()
+  .transform((value) => (value === undefined || value.trim() === '' ? null : value.trim()));
+
+const cidrList = optionalString.transform((value) =>
+  value === null ? [] : value.split(',').map((entry) => entry.trim()).filter(Boolean),
+);
+
+export const DEFAULT_PORT = 8787;
+export const DEFAULT_HOST = '127.0.0.1';
+export function defaultDataDir(): string {
+  return join(homedir(), '.svc');
+}
+
+const envSchema = z.object({
+  SVC_PORT: int(DEFAULT_PORT, 0, 65535),
+  SVC_HOST: optionalString,
+  SVC_DATA_DIR: optionalString,
+  SVC_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
+
+  SVC_API_KEY: optionalString,
+  SVC_REQUIRE_LOGIN: flag(false),
+  SVC_ALLOW_OPEN_GATEWAY: flag(false),
+  SVC_TRUST_PROXY_HEADERS: flag(false),
+  SVC_TRUSTED_PROXY_CIDRS: cidrList,
+  SVC_MASTER_KEY: optionalString,
+
+  SVC_ALLOW_PUBLIC_SIGNUP: flag(false),
+  SVC_APP_BASE_URL: optionalString,
+  SVC_EMAIL_FROM: optionalString,
+  EMAILPROV_API_KEY: optionalString,
+
+  CHATCOMP_API_KEY: optionalString,
+  CHATCOMP_BASE_URL: optionalString,
+  MESSAGES_API_KEY: optionalString,
+  MESSAGES_BASE_URL: optionalString,
+
+  SVC_GATEWAY_BODY_LIMIT_BYTES: int(32 * MiB, 1024, 1024 * MiB),
+  SVC_API_BODY_LIMIT_BYTES: int(1 * MiB, 1024, 256 * MiB),
+  SVC_RATE_LIMIT_API_PER_MINUTE: int(600, 1, 10_000_000),
+  SVC_RATE_LIMIT_GATEWAY_PER_MINUTE: int(3000, 1, 10_000_000),
+  SVC_HEADERS_TIMEOUT_MS: int(15_000, 1000, 600_000),
+  SVC_REQUEST_TIMEOUT_MS: int(120_000, 1000, 3_600_000),
+  SVC_IDLE_TIMEOUT_MS: int(960_000, 1000, 86_400_000),
+  SVC_KEEP_ALIVE_TIMEOUT_MS: int(72_000, 1000, 600_000),
+  SVC_SHUTDOWN_TIMEOUT_MS: int(30_000, 0, 600_000),
+});
+
+export interface Config {
+  port: number;
+  host: string;
+  /** Absolute path of the data directory, or null for an in-memory store (tests only). */
+  dataDir: string | null;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  version: string;
+  auth: {
+    /** The bootstrap token of protected mode (SPEC 5.1). */
+    bootstrapToken: string | null;
+    requireLogin: boolean;
+    allowOpenGateway: boolean;
+  };
+  proxy: { trustHeaders: boolean; trustedCidrs: string[] };
+  /** Raw master key material from SVC_MASTER_KEY; null means the key file in the data directory. */
+  masterKey: string | null;
+  accounts: { allowPublicSignup: boolean; appBaseUrl: string | null; emailFrom: string | null; emailApiKey: string | null };
+  providers: {
+    chatCompletions: { apiKey: string | null; baseUrl: string };
+    messages: { apiKey: string | null; baseUrl: string };
+  };
+  limits: {
+    gatewayBodyBytes: number;
+    apiBodyBytes: number;
+    apiRatePerMinute: number;
+    gatewayRatePerMinute: number;
+    headersTimeoutMs: number;
+    requestTimeoutMs: number;
+    idleTimeoutMs: number;
+    keepAliveTimeoutMs: number;
+    shutdownTimeoutMs: number;
+  };
+}
+
+/** Flags of `svc serve` that override the environment. */
+export interface ConfigOverrides {
+  port?: number;
+  host?: string;
+  dataDir?: string | null;
+  logLevel?: Config['logLevel'];
+}
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+export const SVC_VERSION: string = typeof __SVC_VERSION__ === 'string' ? __SVC_VERSION__ : '0.1.0-dev';
+declare const __SVC_VERSION__: string | undefined;
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: ConfigOverrides = {}): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
+    throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
+  }
+  const e = parsed.data;
+  const dataDir = overrides.dataDir !== undefined ? overrides.dataDir : (e.SVC_DATA_DIR ?? defaultDataDir());
+  return {
+    port: overrides.port ?? e.SVC_PORT,
+    host: overrides.host ?? e.SVC_HOST ?? DEFAULT_HOST,
+    dataDir: dataDir === null ? null : resolve(dataDir),
+    logLevel: overrides.logLevel ?? e.SVC_LOG_LEVEL ?? 'info',
+    version: SVC_VERSION,
+    auth: {
+      bootstrapToken: e.SVC_API_KEY,
+      requireLogin: e.SVC_REQUIRE_LOGIN,
+      allowOpenGateway: e.SVC_ALLOW_OPEN_GATEWAY,
+    },
+    proxy: { trustHeaders: e.SVC_TRUST_PROXY_HEADERS, trustedCidrs: e.SVC_TRUSTED_PROXY_CIDRS },
+    masterKey: e.SVC_MASTER_KEY,
+    accounts: {
+      allowPublicSignup: e.SVC_ALLOW_PUBLIC_SIGNUP,
+      appBaseUrl: e.SVC_APP_BASE_URL,
+      emailFrom: e.SVC_EMAIL_FROM,
+      emailApiKey: e.EMAILPROV_API_KEY,
+    },
+    providers: {
+      chatCompletions: { apiKey: e.CHATCOMP_API_KEY, baseUrl: e.CHATCOMP_BASE_URL ?? 'https://api.openai.com/v1' },
+      messages: { apiKey: e.MESSAGES_API_KEY, baseUrl: e.MESSAGES_BASE_URL ?? 'https://api.anthropic.com' },
+    },
+    limits: {
+      gatewayBodyBytes: e.SVC_GATEWAY_BODY_LIMIT_BYTES,
+      apiBodyBytes: e.SVC_API_BODY_LIMIT_BYTES,
+      apiRatePerMinute: e.SVC_RATE_LIMIT_API_PER_MINUTE,
+      gatewayRatePerMinute: e.SVC_RATE_LIMIT_GATEWAY_PER_MINUTE,
+      headersTimeoutMs: e.SVC_HEADERS_TIMEOUT_MS,
+      requestTimeoutMs: e.SVC_REQUEST_TIMEOUT_MS,
+      idleTimeoutMs: e.SVC_IDLE_TIMEOUT_MS,
+      keepAliveTimeoutMs: e.SVC_KEEP_ALIVE_TIMEOUT_MS,
+      shutdownTimeoutMs: e.SVC_SHUTDOWN_TIMEOUT_MS,
+    },
+  };
+}

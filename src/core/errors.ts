@@ -1,0 +1,71 @@
+/**
+ * The one error model of svc. Services throw `AppError`s carrying a catalogue code; each HTTP surface
+ * (management API, chat-completions wire, messages wire) renders them in its own shape, in one place
+ * (src/http/error-shapes.ts). Every code is listed in docs/errors.md.
+ */
+
+/** Catalogue entry: HTTP status and the default human message of a code. */
+interface CatalogueEntry {
+  status: number;
+  message: string;
+}
+
+export const ERROR_CATALOGUE = {
+  invalid_request: { status: 400, message: 'The request is invalid.' },
+  invalid_json: { status: 400, message: 'The request body is not valid JSON.' },
+  unsupported_setting: { status: 400, message: 'Unknown or unsupported setting.' },
+  unauthorized: { status: 401, message: 'Missing or invalid bearer token.' },
+  forbidden: { status: 403, message: 'This identity is not allowed to do that.' },
+  admin_required: { status: 403, message: 'An admin identity is required.' },
+  tenant_admin_required: { status: 403, message: 'A tenant-wide admin identity is required; app-pinned keys are rejected.' },
+  private_url_blocked: { status: 403, message: 'The URL points at a private, loopback or otherwise non-public address.' },
+  not_found: { status: 404, message: 'Not found.' },
+  route_not_found: { status: 404, message: 'No such route.' },
+  method_not_allowed: { status: 405, message: 'Method not allowed.' },
+  conflict: { status: 409, message: 'The request conflicts with the current state.' },
+  payload_too_large: { status: 413, message: 'The request body is too large.' },
+  unsupported_media_type: { status: 415, message: 'The request body must be JSON.' },
+  rate_limited: { status: 429, message: 'Rate limit exceeded.' },
+  data_dir_locked: { status: 503, message: 'The data directory is owned by another running process.' },
+  internal: { status: 500, message: 'Internal server error.' },
+  unavailable: { status: 503, message: 'The service is temporarily unavailable.' },
+} as const satisfies Record<string, CatalogueEntry>;
+
+export type ErrorCode = keyof typeof ERROR_CATALOGUE;
+
+export interface AppErrorOptions {
+  message?: string;
+  details?: unknown;
+  cause?: unknown;
+  /** Extra response headers (e.g. `retry-after` for 429). */
+  headers?: Record<string, string>;
+}
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly details: unknown;
+  readonly headers: Record<string, string>;
+
+  constructor(code: ErrorCode, options: AppErrorOptions = {}) {
+    super(options.message ?? ERROR_CATALOGUE[code].message, { cause: options.cause });
+    this.name = 'AppError';
+    this.code = code;
+    this.status = ERROR_CATALOGUE[code].status;
+    this.details = options.details;
+    this.headers = options.headers ?? {};
+  }
+}
+
+export function isAppError(value: unknown): value is AppError {
+  return value instanceof AppError;
+}
+
+/** Shorthand for the most common error: a 400 with a message and optional field-level details. */
+export function invalid(message: string, details?: unknown): AppError {
+  return new AppError('invalid_request', { message, details });
+}
+
+export function notFound(what: string): AppError {
+  return new AppError('not_found', { message: `${what} not found.` });
+}

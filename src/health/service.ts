@@ -1,0 +1,138 @@
+/**
+ * Health (public, SPEC 4.1) and readiness (admin): readiness items are computed from the live configuration,
+ * so an operator sees what still needs attention before exposing svc.
+ */
+import type { Config } from '../config.ts';
+import type { Clock } from '../core/clock.ts';
+import type { AuthMode } from '../identity/service.ts';
+import type { MasterKeySource } from '../secrets/vault-cipher.ts';
+
+export const TRIAL_DAYS = 30;
+export const TRIAL_PLAN = 'pro';
+
+export interface Health {
+  ok: boolean;
+  version: string;
+  provider: string;
+  webAdapter: boolean;
+  publicSignup: boolean;
+  selfServeTrial: { enabled: boolean; days: number; plan: string };
+}
+
+export type ReadinessStatus = 'ready' | 'attention' | 'info';
+
+export interface ReadinessItem {
+  id: string;
+  label: string;
+  status: ReadinessStatus;
+  message: string;
+  action: string | null;
+  actionHref: string | null;
+  docsHref: string;
+}
+
+export interface Readiness {
+  generatedAt: number;
+  summary: { ready: number; attention: number; info: number; publicReady: boolean };
+  items: ReadinessItem[];
+}
+
+export interface HealthService {
+  health(): Health;
+  readiness(): Promise<Readiness>;
+}
+
+/** Which live providers are configured, in a stable order; empty means the deterministic mock answers. */
+export function liveProviders(config: Config): string[] {
+  const live: string[] = [];
+  if (config.providers.chatCompletions.apiKey) live.push('chat-completions');
+  if (config.providers.messages.apiKey) live.push('messages');
+  return live;
+}
+
+export function createHealthService(deps: {
+  config: Config;
+  clock: Clock;
+  masterKeySource: MasterKeySource;
+  authMode: () => Promise<AuthMode>;
+  isStoreOpen: () => boolean;
+}): HealthService {
+  const { config, clock } = deps;
+  const live = liveProviders(config);
+
+  return {
+    health() {
+      const publicSignup = config.accounts.allowPublicSignup;
+      return {
+        ok: deps.isStoreOpen(),
+        version: config.version,
+        provider: live.length ? live.join('+') : 'mock',
+        webAdapter: false,
+        publicSignup,
+        selfServeTrial: { enabled: publicSignup, days: TRIAL_DAYS, plan: TRIAL_PLAN },
+      };
+    },
+
+    async readiness() {
+      const mode = await deps.authMode();
+      const item = (
+        id: string,
+        label: string,
+        status: ReadinessStatus,
+        message: string,
+        action: string | null = null,
+        actionHref: string | null = null,
+      ): ReadinessItem => ({ id, label, status, message, action, actionHref, docsHref: `/docs/configuration#${id}` });
+
+      const items: ReadinessItem[] = [
+        mode === 'open'
+          ? item('auth', 'Dashboard and API authentication', 'attention',
+              'Open dev mode: every caller is an admin of the default tenant.',
+              'Set SVC_API_KEY, create the first user (SVC_ADMIN_EMAIL/SVC_ADMIN_PASSWORD) or set SVC_REQUIRE_LOGIN=true.')
+          : config.auth.allowOpenGateway
+            ? item('auth', 'Dashboard and API authentication', 'attention',
+                `${mode === 'login' ? 'Login' : 'Protected'} mode, but SVC_ALLOW_OPEN_GATEWAY=true lets unauthenticated gateway traffic in.`,
+                'Unset SVC_ALLOW_OPEN_GATEWAY outside development.')
+            : item('auth', 'Dashboard and API authentication', 'ready',
+                mode === 'login' ? 'Login mode: the dashboard needs a session and agents use API keys.' : 'Protected mode: a bearer token is required.'),
+        deps.masterKeySource === 'env'
+          ? item('vault', 'Credential vault encryption', 'ready', 'Secrets are encrypted with AES-256-GCM under SVC_MASTER_KEY.')
+          : deps.masterKeySource === 'key_file'
+            ? item('vault', 'Credential vault encryption', 'info',
+                'Secrets are encrypted with AES-256-GCM under a key file (mode 0600) in the data directory; a backup of the directory carries the key.',
+                'Set SVC_MASTER_KEY to keep the key apart from the data.')
+            : item('vault', 'Credential vault encryption', 'attention', 'An ephemeral in-memory key: stored secrets will not survive a restart.'),
+        live.length
+          ? item('provider', 'Live provider', 'ready', `Live provider configured: ${live.join(', ')}.`)
+          : item('provider', 'Live provider', 'attention', 'No provider key: the deterministic mock provider answers every request.',
+              'Set CHATCOMP_API_KEY and/or MESSAGES_API_KEY.'),
+        live.length >= 2
+          ? item('failover', 'Provider failover', 'ready', 'More than one live provider family is configured.')
+          : item('failover', 'Provider failover', 'info',
+              live.length === 1 ? 'One live provider: no failover target.' : 'No live provider, so no failover.'),
+        item('jobs', 'Background job draining', 'ready', 'Background work is drained on shutdown (SIGINT/SIGTERM) before the data file closes.'),
+        mode === 'open'
+          ? item('private_fetch', 'Private web fetch and webhooks', 'attention',
+              'Open dev mode allows web fetches to private addresses; webhooks must be public in every mode.')
+          : item('private_fetch', 'Private web fetch and webhooks', 'ready', 'Web fetches and webhooks are limited to public addresses.'),
+        config.accounts.appBaseUrl
+          ? item('host_split', 'Public app host', 'ready', `E-mailed links use ${config.accounts.appBaseUrl}.`)
+          : item('host_split', 'Public app host', 'info', 'SVC_APP_BASE_URL is unset: e-mailed links use the request host.',
+              'Set SVC_APP_BASE_URL to the public address of the app.'),
+        item('billing', 'Billing and quota enforcement', 'info', 'No payment provider is configured: plans are changed directly by an admin.'),
+      ];
+      const count = (status: ReadinessStatus) => items.filter((i) => i.status === status).length;
+      const publicCritical = new Set(['auth', 'vault', 'private_fetch']);
+      return {
+        generatedAt: clock.now(),
+        summary: {
+          ready: count('ready'),
+          attention: count('attention'),
+          info: count('info'),
+          publicReady: !items.some((i) => publicCritical.has(i.id) && i.status === 'attention'),
+        },
+        items,
+      };
+    },
+  };
+}

@@ -1,0 +1,87 @@
+/**
+ * `buildApp(services)`: the fastify app with every surface registered, not listening (tests use `inject`;
+ * `svc serve` listens, src/server.ts). Registration is explicit: the bundle contains everything by import.
+ */
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Services } from '../services.ts';
+import { auditRoutes } from '../audit/routes.ts';
+import { healthRoute, readinessRoute } from '../health/routes.ts';
+import { keysRoutes } from '../keys/routes.ts';
+import { settingsRoutes } from '../settings/routes.ts';
+import { AppError } from '../core/errors.ts';
+import { renderError, surfaceOfUrl } from './error-shapes.ts';
+import { installErrorHandler, registerSurface } from './surface.ts';
+
+export interface BuildAppOptions {
+  /** fastify logger: false in tests, pino options in `svc serve`. */
+  logger?: boolean | { level: string };
+}
+
+export async function buildApp(services: Services, options: BuildAppOptions = {}): Promise<FastifyInstance> {
+  const { config } = services;
+  const limits = config.limits;
+  const app = Fastify({
+    logger: options.logger ?? false,
+    // The largest surface limit; each surface narrows it per route (src/http/surface.ts).
+    bodyLimit: Math.max(limits.gatewayBodyBytes, limits.apiBodyBytes),
+    onProtoPoisoning: 'error',
+    onConstructorPoisoning: 'error',
+    // SPEC 5.4: forwarded headers count only from a direct peer inside SVC_TRUSTED_PROXY_CIDRS.
+    trustProxy: config.proxy.trustHeaders && config.proxy.trustedCidrs.length > 0 ? config.proxy.trustedCidrs : false,
+    // No total timeout on a request: buffered model calls may take up to 15 minutes and streams longer.
+    // Slow clients are cut by the header, body-receipt and idle timeouts of the node server (src/server.ts).
+    connectionTimeout: limits.idleTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    http: { headersTimeout: limits.headersTimeoutMs },
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    routerOptions: { ignoreTrailingSlash: true },
+  });
+  app.decorateRequest('auth', null);
+
+  installErrorHandler(app);
+  app.setNotFoundHandler((request, reply) => {
+    const error = new AppError('route_not_found', { message: `No route for ${request.method} ${request.url.split('?', 1)[0]}.` });
+    return reply.status(404).send(renderError(surfaceOfUrl(request.url), error));
+  });
+
+  await app.register(healthRoute(services.health));
+
+  await app.register(
+    async (api) => {
+      await registerSurface(api, {
+        surface: 'api',
+        bodyLimit: limits.apiBodyBytes,
+        ratePerMinute: limits.apiRatePerMinute,
+        identity: services.identity,
+      });
+      await api.register(readinessRoute(services.health));
+      await api.register(keysRoutes(services.keys));
+      await api.register(settingsRoutes(services.settings));
+      await api.register(auditRoutes(services.audit));
+      api.setNotFoundHandler((request, reply) => {
+        throw new AppError('route_not_found', { message: `No route for ${request.method} ${request.url.split('?', 1)[0]}.` });
+      });
+    },
+    { prefix: '/api/v1' },
+  );
+
+  await app.register(
+    async (gateway) => {
+      await registerSurface(gateway, {
+        surface: 'gateway',
+        bodyLimit: limits.gatewayBodyBytes,
+        ratePerMinute: limits.gatewayRatePerMinute,
+        identity: services.identity,
+        acceptApiKeyHeader: (request) => surfaceOfUrl(request.url) === 'messages',
+      });
+      gateway.setNotFoundHandler((request) => {
+        throw new AppError('route_not_found', { message: `No route for ${request.method} ${request.url.split('?', 1)[0]}.` });
+      });
+    },
+    { prefix: '/v1' },
+  );
+
+  return app;
+}

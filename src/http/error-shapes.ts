@@ -1,0 +1,113 @@
+/**
+ * The only place errors become response bodies. Each surface has its own envelope:
+ * - management API (`/api/v1/*`, `/health`, everything else): `{error: {code, message, details?}}`;
+ * - chat-completions-family wires (`/v1/*`): `{error: {message, type, param, code}}`;
+ * - messages wire (`/v1/messages*`): `{type: "error", error: {type, message}}`.
+ * 5xx bodies are generic; the cause goes to the log only.
+ */
+import { ZodError } from 'zod';
+import { AppError, ERROR_CATALOGUE, type ErrorCode } from '../core/errors.ts';
+
+export type ErrorSurface = 'management' | 'chat' | 'messages';
+
+export function surfaceOfUrl(url: string): ErrorSurface {
+  const path = url.split('?', 1)[0]!;
+  if (path === '/v1/messages' || path.startsWith('/v1/messages/')) return 'messages';
+  if (path.startsWith('/v1/') || path === '/v1') return 'chat';
+  return 'management';
+}
+
+interface FastifyLikeError {
+  code?: string;
+  statusCode?: number;
+  message: string;
+  validation?: unknown;
+}
+
+/** Map anything thrown during a request onto an AppError (unknown errors become a generic 500). */
+export function toAppError(error: unknown): AppError {
+  if (error instanceof AppError) return error;
+  if (error instanceof ZodError) {
+    return new AppError('invalid_request', {
+      message: error.issues.map((issue) => `${issue.path.join('.') || 'body'}: ${issue.message}`).join('; '),
+      details: { issues: error.issues.map((issue) => ({ path: issue.path.join('.'), message: issue.message })) },
+    });
+  }
+  const err = error as FastifyLikeError;
+  switch (err.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new AppError('payload_too_large');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new AppError('unsupported_media_type');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new AppError('invalid_json', { message: 'The request body is empty but declared as JSON.' });
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new AppError('invalid_request', { message: 'Content-Length does not match the body.' });
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      // Also what a `__proto__` / `constructor.prototype` key yields: secure-json-parse refuses them.
+      return new AppError('invalid_json', {
+        message: 'The request body is not valid JSON or contains a forbidden key (__proto__, constructor.prototype).',
+      });
+  }
+  if (error instanceof SyntaxError) return new AppError('invalid_json');
+  if (err.statusCode === 404) return new AppError('route_not_found');
+  if (err.statusCode === 405) return new AppError('method_not_allowed');
+  if (err.statusCode === 429) return new AppError('rate_limited');
+  if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
+    return new AppError('invalid_request', { message: err.message });
+  }
+  return new AppError('internal', { cause: error });
+}
+
+const CHAT_TYPES: Partial<Record<number, string>> = {
+  400: 'invalid_request_error',
+  401: 'invalid_request_error',
+  403: 'permission_error',
+  404: 'invalid_request_error',
+  409: 'invalid_request_error',
+  413: 'invalid_request_error',
+  415: 'invalid_request_error',
+  429: 'rate_limit_error',
+};
+
+const CHAT_CODES: Partial<Record<ErrorCode, string>> = {
+  unauthorized: 'invalid_api_key',
+  rate_limited: 'rate_limit_exceeded',
+  route_not_found: 'unknown_url',
+};
+
+const MESSAGES_TYPES: Partial<Record<number, string>> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  409: 'invalid_request_error',
+  413: 'request_too_large',
+  415: 'invalid_request_error',
+  429: 'rate_limit_error',
+  503: 'overloaded_error',
+};
+
+export function renderError(surface: ErrorSurface, error: AppError): unknown {
+  const message = error.status >= 500 ? ERROR_CATALOGUE[error.code].message : error.message;
+  switch (surface) {
+    case 'management':
+      return { error: { code: error.code, message, ...(error.details !== undefined ? { details: error.details } : {}) } };
+    case 'chat':
+      return {
+        error: {
+          message,
+          type: CHAT_TYPES[error.status] ?? (error.status >= 500 ? 'server_error' : 'invalid_request_error'),
+          param: paramOf(error),
+          code: CHAT_CODES[error.code] ?? error.code,
+        },
+      };
+    case 'messages':
+      return { type: 'error', error: { type: MESSAGES_TYPES[error.status] ?? 'api_error', message } };
+  }
+}
+
+function paramOf(error: AppError): string | null {
+  const details = error.details as { param?: unknown } | undefined;
+  return typeof details?.param === 'string' ? details.param : null;
+}

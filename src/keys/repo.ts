@@ -1,0 +1,121 @@
+/** Tenant API keys (SPEC 2.2). Only the sha256 of a token is stored; lookups go by that hash. */
+import type { Sql } from '../store/sql.ts';
+import type { Store } from '../store/store.ts';
+import type { KeyMode } from '../identity/auth-context.ts';
+
+export interface ApiKey {
+  id: string;
+  tenantId: string;
+  name: string;
+  mode: KeyMode;
+  appId: string | null;
+  admin: boolean;
+  /** The first characters of the token (`svc_AbCd`), enough to recognise a key in a list; never the secret. */
+  tokenPrefix: string;
+  createdAt: number;
+  revokedAt: number | null;
+  lastUsedAt: number | null;
+}
+
+export interface NewApiKey {
+  id: string;
+  tenantId: string;
+  name: string;
+  mode: KeyMode;
+  appId: string | null;
+  admin: boolean;
+  tokenHash: string;
+  tokenPrefix: string;
+  createdAt: number;
+}
+
+export interface ApiKeysRepository {
+  insert(key: NewApiKey): Promise<ApiKey>;
+  findByTokenHash(tokenHash: string): Promise<ApiKey | null>;
+  findById(tenantId: string, id: string): Promise<ApiKey | null>;
+  list(tenantId: string, options: { limit: number; offset: number; appId?: string }): Promise<{ keys: ApiKey[]; total: number }>;
+  setMode(tenantId: string, id: string, mode: KeyMode): Promise<ApiKey | null>;
+  revoke(tenantId: string, id: string, now: number): Promise<ApiKey | null>;
+}
+
+interface KeyRow {
+  id: string;
+  tenant_id: string;
+  name: string;
+  mode: KeyMode;
+  app_id: string | null;
+  admin: number;
+  token_prefix: string;
+  created_at: number;
+  revoked_at: number | null;
+  last_used_at: number | null;
+}
+
+const COLUMNS = 'id, tenant_id, name, mode, app_id, admin, token_prefix, created_at, revoked_at, last_used_at';
+
+function fromRow(row: KeyRow): ApiKey {
+  return {
+    id: row.id,
+    tenantId: row.tenant_id,
+    name: row.name,
+    mode: row.mode,
+    appId: row.app_id,
+    admin: row.admin === 1,
+    tokenPrefix: row.token_prefix,
+    createdAt: row.created_at,
+    revokedAt: row.revoked_at,
+    lastUsedAt: row.last_used_at,
+  };
+}
+
+export function createApiKeysRepository(store: Store): ApiKeysRepository {
+  const byId = (sql: Sql, tenantId: string, id: string) => {
+    const row = sql.get<KeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE tenant_id = ? AND id = ?`, [tenantId, id]);
+    return row ? fromRow(row) : null;
+  };
+  return {
+    insert(key) {
+      return store.write((sql) => {
+        sql.run(
+          `INSERT INTO api_keys (id, tenant_id, name, mode, app_id, admin, token_hash, token_prefix, created_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          [key.id, key.tenantId, key.name, key.mode, key.appId, key.admin ? 1 : 0, key.tokenHash, key.tokenPrefix, key.createdAt],
+        );
+        return byId(sql, key.tenantId, key.id)!;
+      });
+    },
+    findByTokenHash(tokenHash) {
+      return store.read((sql) => {
+        const row = sql.get<KeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE token_hash = ?`, [tokenHash]);
+        return row ? fromRow(row) : null;
+      });
+    },
+    findById(tenantId, id) {
+      return store.read((sql) => byId(sql, tenantId, id));
+    },
+    list(tenantId, { limit, offset, appId }) {
+      return store.read((sql) => {
+        const where = appId === undefined ? 'tenant_id = ?' : 'tenant_id = ? AND app_id = ?';
+        const params = appId === undefined ? [tenantId] : [tenantId, appId];
+        const total = sql.get<{ n: number }>(`SELECT COUNT(*) AS n FROM api_keys WHERE ${where}`, params)!.n;
+        const rows = sql.all<KeyRow>(
+          `SELECT ${COLUMNS} FROM api_keys WHERE ${where} ORDER BY created_at DESC, id LIMIT ? OFFSET ?`,
+          [...params, limit, offset],
+        );
+        return { keys: rows.map(fromRow), total };
+      });
+    },
+    setMode(tenantId, id, mode) {
+      return store.write((sql) => {
+        sql.run('UPDATE api_keys SET mode = ? WHERE tenant_id = ? AND id = ? AND revoked_at IS NULL', [mode, tenantId, id]);
+        return byId(sql, tenantId, id);
+      });
+    },
+    revoke(tenantId, id, now) {
+      return store.write((sql) => {
+        sql.run('UPDATE api_keys SET revoked_at = ? WHERE tenant_id = ? AND id = ? AND revoked_at IS NULL', [now, tenantId, id]);
+        return byId(sql, tenantId, id);
+      });
+    },
+  };
+}

@@ -1,0 +1,143 @@
+/**
+ * API key management (SPEC 2.2, 4.6). Keys belong to a tenant, not to a user: no account operation revokes them.
+ *
+ * Who may do what (docs/api.md):
+ * - a tenant-wide admin (unpinned admin key, bootstrap token, owner/admin session, local operator) manages every
+ *   key of its tenant;
+ * - an app-pinned admin key manages only keys pinned to its own app, and cannot mint admin keys, so a pinned
+ *   key never widens its own authority;
+ * - non-admin identities manage nothing.
+ */
+import type { Clock } from '../core/clock.ts';
+import { AppError, invalid, notFound } from '../core/errors.ts';
+import { newId, newToken, sha256Hex } from '../core/ids.ts';
+import type { Page } from '../core/pagination.ts';
+import { pageOf } from '../core/pagination.ts';
+import type { AuditService } from '../audit/service.ts';
+import type { AuthContext, KeyMode } from '../identity/auth-context.ts';
+import type { ApiKey, ApiKeysRepository } from './repo.ts';
+
+/** Every svc API key starts with this; the rest is 256 random bits, base64url. */
+export const API_KEY_PREFIX = 'svc_';
+const SHOWN_PREFIX_LENGTH = API_KEY_PREFIX.length + 6;
+
+export interface CreateKeyInput {
+  name: string;
+  mode: KeyMode;
+  appId?: string | null;
+  admin?: boolean;
+}
+
+export interface KeysService {
+  create(auth: AuthContext, input: CreateKeyInput): Promise<{ key: ApiKey; token: string }>;
+  list(auth: AuthContext, page: { limit: number; offset: number }): Promise<{ keys: ApiKey[]; pagination: Page }>;
+  setMode(auth: AuthContext, id: string, mode: KeyMode): Promise<ApiKey>;
+  revoke(auth: AuthContext, id: string): Promise<ApiKey>;
+  /** The live (unrevoked) key a presented token belongs to, or null. */
+  authenticate(token: string): Promise<ApiKey | null>;
+  /** True when the token has our prefix: a caller presenting it meant an svc key, so a miss is a hard 401. */
+  looksLikeKey(token: string): boolean;
+}
+
+function requireAdmin(auth: AuthContext): void {
+  if (!auth.admin) throw new AppError('admin_required');
+}
+
+/** An app-pinned admin only sees and touches keys of its own app. */
+function visibleTo(auth: AuthContext, key: ApiKey): boolean {
+  return auth.tenantWide || key.appId === auth.appId;
+}
+
+export function createKeysService(deps: { repo: ApiKeysRepository; audit: AuditService; clock: Clock }): KeysService {
+  const { repo, audit, clock } = deps;
+
+  async function findVisible(auth: AuthContext, id: string): Promise<ApiKey> {
+    const key = await repo.findById(auth.tenantId, id);
+    if (!key || !visibleTo(auth, key)) throw notFound('API key');
+    return key;
+  }
+
+  return {
+    async create(auth, input) {
+      requireAdmin(auth);
+      let appId = input.appId ?? null;
+      if (!auth.tenantWide) {
+        if (input.admin) throw new AppError('tenant_admin_required', { message: 'An app-pinned key cannot create admin keys.' });
+        if (appId !== null && appId !== auth.appId) {
+          throw new AppError('forbidden', { message: 'An app-pinned key can only create keys pinned to its own app.' });
+        }
+        appId = auth.appId;
+      }
+      const token = newToken(API_KEY_PREFIX);
+      const id = newId('key');
+      const [key] = await Promise.all([
+        repo.insert({
+          id,
+          tenantId: auth.tenantId,
+          name: input.name,
+          mode: input.mode,
+          appId,
+          admin: input.admin ?? false,
+          tokenHash: sha256Hex(token),
+          tokenPrefix: token.slice(0, SHOWN_PREFIX_LENGTH),
+          createdAt: clock.now(),
+        }),
+        // Issued in the same turn as the insert, so both land in one group commit.
+        audit.record(auth, 'key.create', {
+          target: id,
+          details: { name: input.name, mode: input.mode, appId, admin: input.admin ?? false },
+        }),
+      ]);
+      return { key, token };
+    },
+
+    async list(auth, { limit, offset }) {
+      requireAdmin(auth);
+      const { keys, total } = await repo.list(auth.tenantId, {
+        limit,
+        offset,
+        ...(auth.tenantWide ? {} : { appId: auth.appId ?? '' }),
+      });
+      return { keys, pagination: pageOf(limit, offset, total) };
+    },
+
+    async setMode(auth, id, mode) {
+      requireAdmin(auth);
+      const existing = await findVisible(auth, id);
+      if (existing.revokedAt !== null) throw new AppError('conflict', { message: 'The API key is revoked.' });
+      if (existing.mode === mode) return existing;
+      const [key] = await Promise.all([
+        repo.setMode(auth.tenantId, id, mode),
+        audit.record(auth, 'key.mode_change', { target: id, details: { from: existing.mode, to: mode } }),
+      ]);
+      return key!;
+    },
+
+    async revoke(auth, id) {
+      requireAdmin(auth);
+      const existing = await findVisible(auth, id);
+      if (existing.revokedAt !== null) return existing;
+      const [key] = await Promise.all([
+        repo.revoke(auth.tenantId, id, clock.now()),
+        audit.record(auth, 'key.revoke', { target: id, details: { name: existing.name } }),
+      ]);
+      return key!;
+    },
+
+    async authenticate(token) {
+      if (!token.startsWith(API_KEY_PREFIX)) return null;
+      const key = await repo.findByTokenHash(sha256Hex(token));
+      return key && key.revokedAt === null ? key : null;
+    },
+
+    looksLikeKey(token) {
+      return token.startsWith(API_KEY_PREFIX);
+    },
+  };
+}
+
+export function assertKeyName(name: string): string {
+  const trimmed = name.trim();
+  if (!trimmed) throw invalid('name must be a non-empty string');
+  return trimmed;
+}

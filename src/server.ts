@@ -1,0 +1,109 @@
+/**
+ * `svc serve`: own the data directory, open the store, build the app, listen on TCP and on the local operator
+ * socket, and shut down gracefully on SIGINT/SIGTERM (stop accepting, finish in-flight requests, flush the
+ * write queue, close the file, release the lock).
+ */
+import { createServer, type Server } from 'node:http';
+import { chmodSync, mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import type { Config } from './config.ts';
+import { buildApp } from './http/app.ts';
+import { markLocalSocket } from './http/local-socket.ts';
+import { createServices, type Services } from './services.ts';
+import { acquireOwnerLock, type OwnerLock } from './store/owner-lock.ts';
+import { openStore } from './store/store.ts';
+
+export const SOCKET_FILE = 'svc.sock';
+
+export interface RunningServer {
+  app: FastifyInstance;
+  services: Services;
+  /** `http://host:port` actually bound (with `--port 0`, the port picked). */
+  address: string;
+  socketPath: string | null;
+  close(): Promise<void>;
+}
+
+export async function startServer(config: Config): Promise<RunningServer> {
+  if (config.dataDir === null) throw new Error('svc serve needs a data directory');
+  const socketPath = join(config.dataDir, SOCKET_FILE);
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  const lock: OwnerLock = acquireOwnerLock(config.dataDir, socketPath);
+  let services: Services | null = null;
+  try {
+    const store = openStore({ dataDir: config.dataDir });
+    services = await createServices(config, store);
+    const app = await buildApp(services, { logger: config.logLevel === 'silent' ? false : { level: config.logLevel } });
+    const address = await app.listen({ port: config.port, host: config.host });
+
+    // The local socket: same routing, no TCP; only this machine's users with access to the 0700 data dir reach it.
+    rmSync(socketPath, { force: true });
+    const local: Server = createServer((req, res) => app.routing(req, res));
+    local.on('connection', markLocalSocket);
+    local.headersTimeout = config.limits.headersTimeoutMs;
+    local.requestTimeout = config.limits.requestTimeoutMs;
+    local.keepAliveTimeout = config.limits.keepAliveTimeoutMs;
+    await new Promise<void>((resolve, reject) => {
+      local.once('error', reject);
+      local.listen(socketPath, () => resolve());
+    });
+    chmodSync(socketPath, 0o600);
+
+    let closing: Promise<void> | null = null;
+    const running: RunningServer = {
+      app,
+      services,
+      address,
+      socketPath,
+      close() {
+        closing ??= (async () => {
+          await new Promise<void>((resolve) => {
+            local.close(() => resolve());
+            local.closeIdleConnections();
+          });
+          await app.close(); // stops accepting, waits for in-flight requests
+          await services!.store.close(); // flushes the write queue, then closes the file
+          rmSync(socketPath, { force: true });
+          lock.release();
+        })();
+        return closing;
+      },
+    };
+    return running;
+  } catch (error) {
+    if (services) await services.store.close().catch(() => {});
+    lock.release();
+    throw error;
+  }
+}
+
+/** Install SIGINT/SIGTERM handlers that close the server gracefully, bounded by the shutdown timeout. */
+export function closeOnSignals(server: RunningServer, timeoutMs: number, log: (line: string) => void): void {
+  let signalled = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (signalled) {
+      log(`svc: second ${signal}, exiting now`);
+      process.exit(1);
+    }
+    signalled = true;
+    log(`svc: ${signal} received, finishing in-flight requests`);
+    const timer = setTimeout(() => {
+      log('svc: shutdown timed out, exiting');
+      process.exit(1);
+    }, timeoutMs);
+    timer.unref();
+    server.close().then(
+      () => {
+        log('svc: stopped');
+        process.exit(0);
+      },
+      (error: unknown) => {
+        log(`svc: error during shutdown: ${(error as Error).message}`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+}

@@ -1,0 +1,79 @@
+/**
+ * Builds every domain service from the configuration and an open store. Shared by `svc serve`, the CLI's
+ * in-process mode and the tests, so all three run the same code.
+ */
+import type { Config } from './config.ts';
+import { systemClock, type Clock } from './core/clock.ts';
+import { createAuditRepository } from './audit/repo.ts';
+import { createAuditService, type AuditService } from './audit/service.ts';
+import { createHealthService, type HealthService } from './health/service.ts';
+import { createIdentityService, type IdentityService, type SessionResolver } from './identity/service.ts';
+import { createApiKeysRepository } from './keys/repo.ts';
+import { createKeysService, type KeysService } from './keys/service.ts';
+import { checkOutboundUrl } from './net/url-guard.ts';
+import { createSecretCipher, loadMasterKey, type SecretCipher } from './secrets/vault-cipher.ts';
+import { createSettingsRepository } from './settings/repo.ts';
+import { createSettingsService, type PublicUrlCheck, type SettingsService } from './settings/service.ts';
+import type { Store } from './store/store.ts';
+import { createTenantsRepository } from './tenants/repo.ts';
+
+export interface Services {
+  config: Config;
+  store: Store;
+  clock: Clock;
+  cipher: SecretCipher;
+  audit: AuditService;
+  keys: KeysService;
+  settings: SettingsService;
+  identity: IdentityService;
+  health: HealthService;
+}
+
+export interface ServiceOverrides {
+  clock?: Clock;
+  /** Replace the public-URL check (tests that must not touch DNS). */
+  checkPublicUrl?: PublicUrlCheck;
+  countUsers?: () => Promise<number>;
+  sessions?: SessionResolver;
+}
+
+export async function createServices(config: Config, store: Store, overrides: ServiceOverrides = {}): Promise<Services> {
+  const clock = overrides.clock ?? systemClock;
+  const tenants = createTenantsRepository(store);
+  await tenants.ensureDefault(clock.now());
+
+  const { key, source } = loadMasterKey(config.masterKey, config.dataDir);
+  const cipher = createSecretCipher(key, source);
+  const audit = createAuditService(createAuditRepository(store), clock);
+  const keysRepo = createApiKeysRepository(store);
+  const keys = createKeysService({ repo: keysRepo, audit, clock });
+  const checkPublicUrl: PublicUrlCheck =
+    overrides.checkPublicUrl ??
+    (async (url) => {
+      await checkOutboundUrl(url, { allowPrivate: false });
+    });
+  const settings = createSettingsService({
+    repo: createSettingsRepository(store),
+    keys: keysRepo,
+    audit,
+    cipher,
+    checkPublicUrl,
+    clock,
+  });
+  const identity = createIdentityService({
+    bootstrapToken: config.auth.bootstrapToken,
+    requireLogin: config.auth.requireLogin,
+    allowOpenGateway: config.auth.allowOpenGateway,
+    keys,
+    countUsers: overrides.countUsers ?? (async () => 0),
+    ...(overrides.sessions ? { sessions: overrides.sessions } : {}),
+  });
+  const health = createHealthService({
+    config,
+    clock,
+    masterKeySource: source,
+    authMode: () => identity.mode(),
+    isStoreOpen: () => store.isOpen,
+  });
+  return { config, store, clock, cipher, audit, keys, settings, identity, health };
+}

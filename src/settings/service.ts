@@ -1,0 +1,124 @@
+/**
+ * Tenant settings (SPEC 2.4, 4.8): read by any identity of the tenant (secrets masked, connector grants withheld
+ * from app-pinned identities), written one key at a time by a tenant-wide admin only.
+ */
+import type { Clock } from '../core/clock.ts';
+import { AppError, invalid } from '../core/errors.ts';
+import type { AuditService } from '../audit/service.ts';
+import type { AuthContext } from '../identity/auth-context.ts';
+import type { ApiKeysRepository } from '../keys/repo.ts';
+import type { SecretCipher } from '../secrets/vault-cipher.ts';
+import type { SettingsRepository } from './repo.ts';
+import {
+  SECRET_MASK,
+  SETTINGS,
+  defaultSettings,
+  isSecretSetting,
+  isSettingKey,
+  type ConnectorGrants,
+  type SettingKey,
+  type SettingsMap,
+} from './schema.ts';
+
+/** Checks that a URL is a public http(s) target; throws an AppError otherwise (src/net/url-guard.ts). */
+export type PublicUrlCheck = (url: string) => Promise<void>;
+
+export type SettingsView = Partial<Record<SettingKey, unknown>>;
+
+export interface SettingsService {
+  /** What an identity may see: secrets as `[set]` (or null when unset), grants withheld from app-pinned callers. */
+  view(auth: AuthContext): Promise<SettingsView>;
+  update(auth: AuthContext, key: string, value: unknown): Promise<SettingsView>;
+  /** Decrypted effective settings for internal use (webhooks, gateway); never returned over HTTP. */
+  effective(tenantId: string): Promise<SettingsMap>;
+}
+
+export function createSettingsService(deps: {
+  repo: SettingsRepository;
+  keys: ApiKeysRepository;
+  audit: AuditService;
+  cipher: SecretCipher;
+  checkPublicUrl: PublicUrlCheck;
+  clock: Clock;
+}): SettingsService {
+  const { repo, keys, audit, cipher, checkPublicUrl, clock } = deps;
+
+  async function effective(tenantId: string): Promise<SettingsMap> {
+    const settings = defaultSettings() as Record<string, unknown>;
+    for (const stored of await repo.list(tenantId)) {
+      if (!isSettingKey(stored.key)) continue; // a key retired by a later version
+      const value = JSON.parse(stored.valueJson) as unknown;
+      settings[stored.key] = stored.encrypted && typeof value === 'string' ? cipher.decrypt(value) : value;
+    }
+    return settings as SettingsMap;
+  }
+
+  async function validateGrants(tenantId: string, grants: ConnectorGrants): Promise<void> {
+    const bindingByKey = new Map<string, string>();
+    for (const [index, grant] of grants.grants.entries()) {
+      for (const keyId of grant.keyIds) {
+        const key = await keys.findById(tenantId, keyId);
+        if (!key || key.revokedAt !== null) throw invalid(`grants[${index}]: unknown or revoked key ${keyId}`);
+        if (key.appId === null) throw invalid(`grants[${index}]: key ${keyId} is not app-pinned; grants need app-pinned keys`);
+        if (key.appId !== grant.appId) throw invalid(`grants[${index}]: key ${keyId} is pinned to another app`);
+        const binding = JSON.stringify([grant.agentId, grant.subject]);
+        const previous = bindingByKey.get(keyId);
+        if (previous !== undefined && previous !== binding) {
+          throw invalid(`grants[${index}]: every grant naming key ${keyId} must bind the same agentId and subject`);
+        }
+        bindingByKey.set(keyId, binding);
+      }
+    }
+  }
+
+  function mask(auth: AuthContext, settings: SettingsMap): SettingsView {
+    const view: SettingsView = {};
+    for (const key of Object.keys(SETTINGS) as SettingKey[]) {
+      if (key === 'managed_connector_grants' && !auth.tenantWide) continue;
+      const value = settings[key];
+      view[key] = isSecretSetting(key) ? (value === null ? null : SECRET_MASK) : value;
+    }
+    return view;
+  }
+
+  return {
+    async view(auth) {
+      return mask(auth, await effective(auth.tenantId));
+    },
+
+    async update(auth, key, rawValue) {
+      if (!auth.admin) throw new AppError('admin_required');
+      if (!auth.tenantWide) throw new AppError('tenant_admin_required');
+      if (!isSettingKey(key)) {
+        throw new AppError('unsupported_setting', { message: `Unknown setting "${key}".`, details: { key } });
+      }
+      const parsed = SETTINGS[key].schema.safeParse(rawValue);
+      if (!parsed.success) {
+        throw invalid(`Invalid value for ${key}: ${parsed.error.issues.map((issue) => issue.message).join('; ')}`, {
+          key,
+          issues: parsed.error.issues.map((issue) => ({ path: issue.path.join('.'), message: issue.message })),
+        });
+      }
+      let value: unknown = parsed.data;
+      if (key === 'webhook_url' && typeof value === 'string') {
+        const trimmed = value.trim();
+        value = trimmed === '' ? null : trimmed;
+        // Webhooks must be public in every mode, open dev mode included (SPEC 2.4).
+        if (value !== null) await checkPublicUrl(value as string);
+      }
+      if (key === 'managed_connector_grants') await validateGrants(auth.tenantId, value as ConnectorGrants);
+      const secret = isSecretSetting(key);
+      const stored = secret && value !== null ? cipher.encrypt(value as string) : value;
+      await Promise.all([
+        repo.put(auth.tenantId, { key, valueJson: JSON.stringify(stored), encrypted: secret }, clock.now()),
+        audit.record(auth, 'settings.update', {
+          target: key,
+          details: { key, value: secret ? (value === null ? null : SECRET_MASK) : value },
+        }),
+      ]);
+      return mask(auth, await effective(auth.tenantId));
+    },
+
+    effective,
+  };
+}

@@ -1,0 +1,56 @@
+/**
+ * The synchronous SQL surface the repositories of the embedded store use inside `store.read` / `store.write`.
+ * Statements are prepared once and cached per connection: preparing is the dominant cost of a small query.
+ */
+import type { Database, Statement } from 'node-sqlite3-wasm';
+
+export type SqlValue = string | number | bigint | boolean | null | Uint8Array;
+export type SqlParams = SqlValue[] | Record<string, SqlValue>;
+export type Row = Record<string, string | number | bigint | Uint8Array | null>;
+
+export interface Sql {
+  /** Run a statement that returns no rows; `changes` is the number of rows it touched. */
+  run(sql: string, params?: SqlParams): { changes: number };
+  get<T = Row>(sql: string, params?: SqlParams): T | undefined;
+  all<T = Row>(sql: string, params?: SqlParams): T[];
+}
+
+export class CachedSql implements Sql {
+  private readonly statements = new Map<string, Statement>();
+
+  constructor(private readonly db: Database) {}
+
+  private statement(sql: string): Statement {
+    let stmt = this.statements.get(sql);
+    if (!stmt) {
+      stmt = this.db.prepare(sql);
+      this.statements.set(sql, stmt);
+    }
+    return stmt;
+  }
+
+  run(sql: string, params?: SqlParams): { changes: number } {
+    const result = this.statement(sql).run(params as never);
+    return { changes: result.changes };
+  }
+
+  get<T = Row>(sql: string, params?: SqlParams): T | undefined {
+    return (this.statement(sql).get(params as never) ?? undefined) as T | undefined;
+  }
+
+  all<T = Row>(sql: string, params?: SqlParams): T[] {
+    return this.statement(sql).all(params as never) as T[];
+  }
+
+  exec(sql: string): void {
+    this.db.exec(sql);
+  }
+
+  /** Finalize every cached statement; must run before the database is closed. */
+  finalizeAll(): void {
+    for (const stmt of this.statements.values()) {
+      if (!stmt.isFinalized) stmt.finalize();
+    }
+    this.statements.clear();
+  }
+}

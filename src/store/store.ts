@@ -1,0 +1,248 @@
+/**
+ * The embedded data file: SQLite compiled to WebAssembly (node-sqlite3-wasm) with direct file access.
+ *
+ * - SQLite's own pager and atomic commit, `synchronous=FULL`, a rollback journal, and `locking_mode=EXCLUSIVE`
+ *   (only svc opens the file; see DESIGN.md section 3).
+ * - One write queue with group commit: writes that arrive in the same event-loop turn share one
+ *   `BEGIN IMMEDIATE ... COMMIT`; each write's promise settles only after that commit returned, so a 2xx
+ *   answered after `await store.write(...)` survives a crash. Each write runs in its own savepoint, so one
+ *   failing write does not take its batch neighbours down with it.
+ * - Deferred writes (the gateway's own ledger) join the next group commit, at most `deferredWindowMs` later;
+ *   `flush()` waits for them, which readers naming a run call first (read-your-writes).
+ * - "database is locked" is retried with async backoff, never a busy-wait.
+ */
+import { mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import sqlite from 'node-sqlite3-wasm';
+import { CachedSql, type Sql } from './sql.ts';
+import { MIGRATIONS, type Migration } from './migrations.ts';
+
+export const DATA_FILE_NAME = 'svc.db';
+
+export interface StoreOptions {
+  /** Directory holding the data file; `null` opens a private in-memory database (tests). */
+  dataDir: string | null;
+  /** Upper bound on how long a deferred write may wait for its commit. */
+  deferredWindowMs?: number;
+  migrations?: readonly Migration[];
+}
+
+export interface Store {
+  /** Run synchronous reads against a consistent view. */
+  read<T>(fn: (sql: Sql) => T): Promise<T>;
+  /** Run a write; resolves after the group commit that holds it returned. */
+  write<T>(fn: (sql: Sql) => T): Promise<T>;
+  /** Queue a write for the next group commit without waiting for it (bounded window). */
+  writeDeferred(fn: (sql: Sql) => void): void;
+  /** Wait until every queued write, deferred ones included, is committed. */
+  flush(): Promise<void>;
+  /** Flush, then close the file. */
+  close(): Promise<void>;
+  readonly schemaVersion: number;
+  readonly filePath: string | null;
+  readonly isOpen: boolean;
+}
+
+interface PendingWrite {
+  fn: (sql: Sql) => unknown;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
+const BUSY_BACKOFF_MS = [2, 5, 10, 25, 50, 100, 200];
+
+function isBusy(error: unknown): boolean {
+  return error instanceof Error && /database is locked|SQLITE_BUSY/i.test(error.message);
+}
+
+/** Open the data file, clear a stale engine lock, apply pending migrations. */
+export function openStore(options: StoreOptions): Store {
+  let filePath: string | null = null;
+  if (options.dataDir !== null) {
+    mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
+    filePath = join(options.dataDir, DATA_FILE_NAME);
+    // The engine locks by creating `<file>.lock/`. The caller owns the data directory (src/store/owner-lock.ts
+    // proved the recorded previous owner dead), so a lock directory still present was left by a killed process.
+    rmSync(`${filePath}.lock`, { recursive: true, force: true });
+  }
+  const db = new sqlite.Database(filePath ?? undefined);
+  const sql = new CachedSql(db);
+  if (filePath) {
+    sql.exec('PRAGMA locking_mode = EXCLUSIVE');
+    sql.exec('PRAGMA journal_mode = PERSIST');
+    sql.exec('PRAGMA synchronous = FULL');
+  }
+  sql.exec('PRAGMA foreign_keys = ON');
+  const schemaVersion = migrate(sql, options.migrations ?? MIGRATIONS);
+  return new GroupCommitStore(db, sql, filePath, schemaVersion, options.deferredWindowMs ?? 20);
+}
+
+function migrate(sql: CachedSql, migrations: readonly Migration[]): number {
+  sql.exec(
+    'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)',
+  );
+  const row = sql.get<{ v: number | null }>('SELECT MAX(version) AS v FROM schema_migrations');
+  let current = row?.v ?? 0;
+  for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
+    if (migration.version <= current) continue;
+    sql.exec('BEGIN IMMEDIATE');
+    try {
+      sql.exec(migration.sql);
+      sql.run('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)', [
+        migration.version,
+        migration.name,
+        Date.now(),
+      ]);
+      sql.exec('COMMIT');
+    } catch (error) {
+      sql.exec('ROLLBACK');
+      throw new Error(`migration ${migration.version} (${migration.name}) failed: ${(error as Error).message}`, {
+        cause: error,
+      });
+    }
+    current = migration.version;
+  }
+  return current;
+}
+
+class GroupCommitStore implements Store {
+  private queue: PendingWrite[] = [];
+  private deferred: Array<(sql: Sql) => void> = [];
+  private deferredTimer: NodeJS.Timeout | null = null;
+  private draining: Promise<void> | null = null;
+  private closed = false;
+
+  constructor(
+    private readonly db: sqlite.Database,
+    private readonly sql: CachedSql,
+    readonly filePath: string | null,
+    readonly schemaVersion: number,
+    private readonly deferredWindowMs: number,
+  ) {}
+
+  get isOpen(): boolean {
+    return !this.closed;
+  }
+
+  async read<T>(fn: (sql: Sql) => T): Promise<T> {
+    this.assertOpen();
+    return fn(this.sql);
+  }
+
+  write<T>(fn: (sql: Sql) => T): Promise<T> {
+    this.assertOpen();
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ fn, resolve: resolve as (value: unknown) => void, reject });
+      this.scheduleDrain();
+    });
+  }
+
+  writeDeferred(fn: (sql: Sql) => void): void {
+    this.assertOpen();
+    this.deferred.push(fn);
+    if (!this.deferredTimer) {
+      this.deferredTimer = setTimeout(() => {
+        this.deferredTimer = null;
+        this.scheduleDrain();
+      }, this.deferredWindowMs);
+    }
+  }
+
+  async flush(): Promise<void> {
+    while (this.queue.length > 0 || this.deferred.length > 0 || this.draining) {
+      this.scheduleDrain();
+      await this.draining;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    await this.flush();
+    this.closed = true;
+    if (this.deferredTimer) clearTimeout(this.deferredTimer);
+    this.sql.finalizeAll();
+    this.db.close();
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error('store is closed');
+  }
+
+  private scheduleDrain(): void {
+    if (this.draining) return; // a scheduled or running drain loops until both queues are empty
+    // setImmediate lets every write issued in the current turn join the same commit.
+    this.draining = new Promise<void>((resolve) => {
+      setImmediate(() => {
+        this.drainLoop().finally(() => {
+          this.draining = null;
+          resolve();
+        });
+      });
+    });
+  }
+
+  private async drainLoop(): Promise<void> {
+    while (this.queue.length > 0 || this.deferred.length > 0) {
+      const batch = this.queue;
+      const deferred = this.deferred;
+      this.queue = [];
+      this.deferred = [];
+      if (this.deferredTimer) {
+        clearTimeout(this.deferredTimer);
+        this.deferredTimer = null;
+      }
+      await this.commitBatch(batch, deferred);
+    }
+  }
+
+  private async commitBatch(batch: PendingWrite[], deferred: Array<(sql: Sql) => void>): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        this.sql.exec('BEGIN IMMEDIATE');
+        break;
+      } catch (error) {
+        if (!isBusy(error) || attempt >= BUSY_BACKOFF_MS.length) {
+          for (const write of batch) write.reject(error);
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, BUSY_BACKOFF_MS[attempt]));
+      }
+    }
+    const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+    for (const fn of deferred) {
+      this.inSavepoint(fn); // a failing ledger write is dropped alone; its request was already answered
+    }
+    for (const write of batch) {
+      outcomes.push(this.inSavepoint(write.fn));
+    }
+    try {
+      this.sql.exec('COMMIT');
+    } catch (error) {
+      try {
+        this.sql.exec('ROLLBACK');
+      } catch {
+        // the failed COMMIT may already have rolled back
+      }
+      for (const write of batch) write.reject(error);
+      return;
+    }
+    batch.forEach((write, i) => {
+      const outcome = outcomes[i]!;
+      if (outcome.ok) write.resolve(outcome.value);
+      else write.reject(outcome.error);
+    });
+  }
+
+  private inSavepoint(fn: (sql: Sql) => unknown): { ok: true; value: unknown } | { ok: false; error: unknown } {
+    this.sql.exec('SAVEPOINT w');
+    try {
+      const value = fn(this.sql);
+      this.sql.exec('RELEASE w');
+      return { ok: true, value };
+    } catch (error) {
+      this.sql.exec('ROLLBACK TO w');
+      this.sql.exec('RELEASE w');
+      return { ok: false, error };
+    }
+  }
+}
