@@ -1,0 +1,76 @@
+#!/usr/bin/env node
+// Runs every test file (test/**/*.test.ts) as its own `node --test` process, several at a time (test files are
+// independent: each builds its own app, data directory and ports). Prints each file's result, the full output
+// of failing files, and a closing "N passed, N failed" line. Usage: node test/run.mjs [filter-substring ...]
+import { spawn } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { availableParallelism } from 'node:os';
+
+const root = join(import.meta.dirname, '..');
+const filters = process.argv.slice(2);
+const concurrency = Number(process.env.SVC_TEST_CONCURRENCY) || Math.max(2, availableParallelism() + 1);
+
+function findTests(dir) {
+  const out = [];
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) {
+      if (name !== 'bench' && name !== 'node_modules') out.push(...findTests(path));
+    } else if (name.endsWith('.test.ts')) out.push(path);
+  }
+  return out;
+}
+
+const files = findTests(join(root, 'test'))
+  .map((file) => relative(root, file))
+  .filter((file) => filters.length === 0 || filters.some((f) => file.includes(f)))
+  .sort();
+
+let passed = 0;
+let failed = 0;
+let skipped = 0;
+const failures = [];
+const started = Date.now();
+
+function runFile(file) {
+  return new Promise((resolve) => {
+    const t0 = Date.now();
+    const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', file], {
+      cwd: root,
+      env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk) => (output += chunk));
+    child.stderr.on('data', (chunk) => (output += chunk));
+    child.on('close', (code) => {
+      const count = (label) => Number(new RegExp(`^ℹ ${label} (\\d+)`, 'm').exec(output)?.[1] ?? 0);
+      let p = count('pass');
+      let f = count('fail') + count('cancelled');
+      const s = count('skipped') + count('todo');
+      if (code !== 0 && f === 0) f = 1; // crashed before reporting
+      passed += p;
+      failed += f;
+      skipped += s;
+      const secs = ((Date.now() - t0) / 1000).toFixed(1);
+      console.log(`${f ? 'FAIL' : 'ok  '} ${file} (${p} passed, ${f} failed, ${secs}s)`);
+      if (f) failures.push({ file, output });
+      resolve();
+    });
+  });
+}
+
+const queue = [...files];
+await Promise.all(
+  Array.from({ length: Math.min(concurrency, queue.length) }, async () => {
+    while (queue.length) await runFile(queue.shift());
+  }),
+);
+
+for (const { file, output } of failures) {
+  console.log(`\n===== ${file} =====\n${output}`);
+}
+console.log(`\n${files.length} test files in ${((Date.now() - started) / 1000).toFixed(1)}s`);
+console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
+process.exit(failed > 0 || files.length === 0 ? 1 : 0);

@@ -1,0 +1,40 @@
+/**
+ * `build(t)`: buildApp over a fresh in-memory store, closed after the test (fastify/demo test/helper.ts).
+ * Pass `env` to choose the auth mode etc.; it is parsed by the real config loader.
+ */
+import type { TestContext } from 'node:test';
+import type { FastifyInstance } from 'fastify';
+import { loadConfig, type Config } from '../../src/config.ts';
+import { buildApp } from '../../src/http/app.ts';
+import { createServices, type ServiceOverrides, type Services } from '../../src/services.ts';
+import { openStore } from '../../src/store/store.ts';
+
+export interface Built {
+  app: FastifyInstance;
+  services: Services;
+  config: Config;
+}
+
+export async function build(
+  t: TestContext,
+  options: { env?: Record<string, string>; overrides?: ServiceOverrides; dataDir?: string } = {},
+): Promise<Built> {
+  const config = loadConfig({ SVC_LOG_LEVEL: 'silent', ...options.env }, { dataDir: options.dataDir ?? null });
+  const store = openStore({ dataDir: config.dataDir });
+  const services = await createServices(config, store, options.overrides);
+  const app = await buildApp(services);
+  t.after(async () => {
+    await app.close();
+    await store.close();
+  });
+  return { app, services, config };
+}
+
+/** JSON body of an inject response. */
+export function json<T = any>(response: { body: string }): T {
+  return JSON.parse(response.body) as T;
+}
+
+export function bearer(token: string): Record<string, string> {
+  return { authorization: `Bearer ${token}` };
+}
