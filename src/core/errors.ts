@@ -21,6 +21,8 @@ export const ERROR_CATALOGUE = {
   private_url_blocked: { status: 403, message: 'The URL points at a private, loopback or otherwise non-public address.' },
   not_found: { status: 404, message: 'Not found.' },
   route_not_found: { status: 404, message: 'No such route.' },
+  model_not_found: { status: 404, message: 'The model does not exist.' },
+  unsupported_model: { status: 400, message: 'The model is not offered on this wire.' },
   method_not_allowed: { status: 405, message: 'Method not allowed.' },
   conflict: { status: 409, message: 'The request conflicts with the current state.' },
   payload_too_large: { status: 413, message: 'The request body is too large.' },
@@ -28,6 +30,9 @@ export const ERROR_CATALOGUE = {
   rate_limited: { status: 429, message: 'Rate limit exceeded.' },
   data_dir_locked: { status: 503, message: 'The data directory is owned by another running process.' },
   internal: { status: 500, message: 'Internal server error.' },
+  upstream_error: { status: 502, message: 'The upstream model provider failed.' },
+  upstream_rejected: { status: 400, message: 'The upstream model provider rejected the request.' },
+  upstream_timeout: { status: 504, message: 'The upstream model provider did not answer in time.' },
   unavailable: { status: 503, message: 'The service is temporarily unavailable.' },
 } as const satisfies Record<string, CatalogueEntry>;
 
@@ -39,6 +44,8 @@ export interface AppErrorOptions {
   cause?: unknown;
   /** Extra response headers (e.g. `retry-after` for 429). */
   headers?: Record<string, string>;
+  /** Overrides the catalogue status (an upstream's own 4xx relayed as `upstream_rejected`). */
+  status?: number;
 }
 
 export class AppError extends Error {
@@ -51,7 +58,7 @@ export class AppError extends Error {
     super(options.message ?? ERROR_CATALOGUE[code].message, { cause: options.cause });
     this.name = 'AppError';
     this.code = code;
-    this.status = ERROR_CATALOGUE[code].status;
+    this.status = options.status ?? ERROR_CATALOGUE[code].status;
     this.details = options.details;
     this.headers = options.headers ?? {};
   }
