@@ -5,6 +5,14 @@
 import type { Config } from './config.ts';
 import { systemClock, type Clock } from './core/clock.ts';
 import { createAuditRepository } from './audit/repo.ts';
+import { createCacheRepository } from './caches/repo.ts';
+import { createCacheService, type CacheService } from './caches/service.ts';
+import { createLedger, type Ledger } from './evidence/ledger.ts';
+import { createRunsRepository } from './evidence/repo.ts';
+import { createRunsService, type RunsService } from './evidence/service.ts';
+import { createChatGateway, type ChatGateway } from './gateway/chat.ts';
+import { createProviderRegistry } from './gateway/providers/registry.ts';
+import type { ProviderRegistry } from './gateway/providers/types.ts';
 import { createAuditService, type AuditService } from './audit/service.ts';
 import { createHealthService, type HealthService } from './health/service.ts';
 import { createIdentityService, type IdentityService, type SessionResolver } from './identity/service.ts';
@@ -27,6 +35,11 @@ export interface Services {
   settings: SettingsService;
   identity: IdentityService;
   health: HealthService;
+  providers: ProviderRegistry;
+  ledger: Ledger;
+  runs: RunsService;
+  cache: CacheService;
+  chat: ChatGateway;
 }
 
 export interface ServiceOverrides {
@@ -75,5 +88,12 @@ export async function createServices(config: Config, store: Store, overrides: Se
     authMode: () => identity.mode(),
     isStoreOpen: () => store.isOpen,
   });
-  return { config, store, clock, cipher, audit, keys, settings, identity, health };
+  const providers = createProviderRegistry({ config });
+  const runsRepo = createRunsRepository(store);
+  const ledger = createLedger({ repo: runsRepo, clock });
+  const runs = createRunsService({ repo: runsRepo, clock });
+  const cacheRepo = createCacheRepository(store);
+  const cache = createCacheService({ repo: cacheRepo, audit });
+  const chat = createChatGateway({ registry: providers, ledger, cache: cacheRepo, clock });
+  return { config, store, clock, cipher, audit, keys, settings, identity, health, providers, ledger, runs, cache, chat };
 }

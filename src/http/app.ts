@@ -2,6 +2,7 @@
  * `buildApp(services)`: the fastify app with every surface registered, not listening (tests use `inject`;
  * `svc serve` listens, src/server.ts). Registration is explicit: the bundle contains everything by import.
  */
+import cors from '@fastify/cors';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Services } from '../services.ts';
 import { auditRoutes } from '../audit/routes.ts';
@@ -9,8 +10,18 @@ import { healthRoute, readinessRoute } from '../health/routes.ts';
 import { keysRoutes } from '../keys/routes.ts';
 import { settingsRoutes } from '../settings/routes.ts';
 import { AppError } from '../core/errors.ts';
+import { newId } from '../core/ids.ts';
+import { cacheRoutes } from '../caches/routes.ts';
+import { runsRoutes } from '../evidence/routes.ts';
+import { chatCompletionsRoutes } from '../gateway/wires/chat-completions.ts';
 import { renderError, surfaceOfUrl } from './error-shapes.ts';
 import { installErrorHandler, registerSurface } from './surface.ts';
+
+/** A client-sent `x-request-id` is kept when it is well formed; otherwise svc generates one. */
+const REQUEST_ID = /^[A-Za-z0-9._:@\/+=-]{1,128}$/;
+
+/** Response headers browsers may read cross-origin (SPEC 4.2: run id and route are exposed through CORS). */
+export const EXPOSED_HEADERS = ['x-svc-run-id', 'x-svc-route', 'x-svc-run-url', 'x-request-id', 'retry-after'];
 
 export interface BuildAppOptions {
   /** fastify logger: false in tests, pino options in `svc serve`. */
@@ -37,7 +48,16 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true },
+    genReqId: (raw) => {
+      const sent = raw.headers['x-request-id'];
+      return typeof sent === 'string' && REQUEST_ID.test(sent) ? sent : newId('req');
+    },
   });
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  // Bearer tokens, never cookies, cross origins: `*` without credentials keeps session cookies out of reach.
+  await app.register(cors, { origin: '*', credentials: false, exposedHeaders: EXPOSED_HEADERS, maxAge: 600 });
   app.decorateRequest('auth', null);
 
   installErrorHandler(app);
@@ -60,6 +80,8 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
       await api.register(keysRoutes(services.keys));
       await api.register(settingsRoutes(services.settings));
       await api.register(auditRoutes(services.audit));
+      await api.register(runsRoutes(services.runs));
+      await api.register(cacheRoutes(services.cache));
       api.setNotFoundHandler((request, reply) => {
         throw new AppError('route_not_found', { message: `No route for ${request.method} ${request.url.split('?', 1)[0]}.` });
       });
@@ -76,6 +98,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
         identity: services.identity,
         acceptApiKeyHeader: (request) => surfaceOfUrl(request.url) === 'messages',
       });
+      await gateway.register(chatCompletionsRoutes({ gateway: services.chat, appBaseUrl: config.accounts.appBaseUrl }));
       gateway.setNotFoundHandler((request) => {
         throw new AppError('route_not_found', { message: `No route for ${request.method} ${request.url.split('?', 1)[0]}.` });
       });

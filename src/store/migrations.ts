@@ -57,4 +57,84 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX audit_events_decision ON audit_events (tenant_id, decision, seq);
     `,
   },
+  {
+    version: 2,
+    name: 'run ledger and exact cache',
+    sql: `
+      CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        tenant_id TEXT NOT NULL,
+        app_id TEXT,
+        agent TEXT,
+        subject TEXT,
+        key_id TEXT,
+        mode TEXT NOT NULL,
+        wire TEXT NOT NULL,
+        model TEXT NOT NULL,
+        provider TEXT,
+        status TEXT NOT NULL,
+        route TEXT,
+        stream INTEGER NOT NULL DEFAULT 0,
+        request_id TEXT,
+        explanation_json TEXT,
+        prompt_tokens INTEGER NOT NULL DEFAULT 0,
+        completion_tokens INTEGER NOT NULL DEFAULT 0,
+        cost_usd REAL NOT NULL DEFAULT 0,
+        saved_usd REAL NOT NULL DEFAULT 0,
+        ghost_saved_usd REAL NOT NULL DEFAULT 0,
+        saved_ms INTEGER NOT NULL DEFAULT 0,
+        priced INTEGER NOT NULL DEFAULT 1,
+        latency_ms INTEGER,
+        error_json TEXT,
+        created_at INTEGER NOT NULL,
+        completed_at INTEGER,
+        event_count INTEGER NOT NULL DEFAULT 0,
+        last_hash TEXT NOT NULL
+      );
+      CREATE INDEX runs_tenant_created ON runs (tenant_id, created_at DESC, id);
+      CREATE INDEX runs_tenant_app_created ON runs (tenant_id, app_id, created_at DESC);
+      CREATE INDEX runs_tenant_status ON runs (tenant_id, status, created_at DESC);
+      CREATE INDEX runs_tenant_route ON runs (tenant_id, route, created_at DESC);
+      CREATE INDEX runs_created ON runs (created_at);
+      CREATE TABLE run_events (
+        run_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        payload_json TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        prev_hash TEXT NOT NULL,
+        hash TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq)
+      );
+      CREATE TABLE run_attempts (
+        run_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        provider TEXT NOT NULL,
+        model TEXT NOT NULL,
+        outcome TEXT NOT NULL,
+        error_kind TEXT,
+        upstream_status INTEGER,
+        prompt_tokens INTEGER NOT NULL DEFAULT 0,
+        completion_tokens INTEGER NOT NULL DEFAULT 0,
+        cost_usd REAL NOT NULL DEFAULT 0,
+        latency_ms INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (run_id, seq)
+      );
+      CREATE TABLE cache_entries (
+        tenant_id TEXT NOT NULL,
+        cache_type TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value_json TEXT NOT NULL,
+        source_run_id TEXT,
+        cost_usd REAL NOT NULL DEFAULT 0,
+        latency_ms INTEGER NOT NULL DEFAULT 0,
+        hits INTEGER NOT NULL DEFAULT 0,
+        created_at INTEGER NOT NULL,
+        last_hit_at INTEGER,
+        PRIMARY KEY (tenant_id, cache_type, key)
+      );
+      CREATE INDEX cache_entries_tenant_created ON cache_entries (tenant_id, created_at);
+    `,
+  },
 ];

@@ -1,0 +1,23 @@
+/** `GET /api/v1/cache/stats`, `POST /api/v1/cache/invalidate` (SPEC 4.11). */
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { authOf } from '../http/surface.ts';
+import type { CacheService } from './service.ts';
+
+const invalidateBody = z
+  .object({
+    cacheType: z.string().optional(),
+    keyPrefix: z.string().optional(),
+    all: z.boolean().optional(),
+  })
+  .strict();
+
+export function cacheRoutes(cache: CacheService) {
+  return async function (app: FastifyInstance) {
+    app.get('/cache/stats', async (request) => cache.stats(authOf(request)));
+    app.post('/cache/invalidate', async (request) => {
+      const body = invalidateBody.parse(request.body ?? {});
+      return cache.invalidate(authOf(request), body);
+    });
+  };
+}

@@ -1,0 +1,61 @@
+/** Cache administration (SPEC 4.11, 8): per-tier stats and audited invalidation. */
+import { AppError, invalid } from '../core/errors.ts';
+import type { AuditService } from '../audit/service.ts';
+import type { AuthContext } from '../identity/auth-context.ts';
+import type { CacheRepository } from './repo.ts';
+
+/** Tiers svc knows (SPEC 2.5 names the first four); invalidating an unknown tier is a 400, not a silent no-op. */
+export const CACHE_TYPES = ['exact_response', 'tool_result', 'som', 'negative', 'tool_plan', 'semantic_response'] as const;
+export type CacheType = (typeof CACHE_TYPES)[number];
+
+export const KEY_PREFIX_MAX = 512;
+
+export interface InvalidateRequest {
+  cacheType?: string | undefined;
+  keyPrefix?: string | undefined;
+  all?: boolean | undefined;
+}
+
+export interface CacheService {
+  stats(auth: AuthContext): Promise<{ stats: Array<{ cacheType: string; entries: number; hits: number }> }>;
+  invalidate(auth: AuthContext, request: InvalidateRequest): Promise<{ invalidated: number; cacheType: string | null; keyPrefix: string | null }>;
+}
+
+export function createCacheService(deps: { repo: CacheRepository; audit: AuditService }): CacheService {
+  const { repo, audit } = deps;
+  return {
+    async stats(auth) {
+      const rows = await repo.stats(auth.tenantId);
+      const byType = new Map(rows.map((row) => [row.cacheType, row]));
+      // Every known tier is listed, empty ones with zeros, so dashboards have stable rows.
+      const stats = CACHE_TYPES.map((cacheType) => byType.get(cacheType) ?? { cacheType, entries: 0, hits: 0 });
+      for (const row of rows) if (!CACHE_TYPES.includes(row.cacheType as CacheType)) stats.push(row);
+      return { stats };
+    },
+
+    async invalidate(auth, request) {
+      if (!auth.admin) throw new AppError('admin_required');
+      if (!auth.tenantWide) throw new AppError('tenant_admin_required');
+      const cacheType = request.cacheType ?? null;
+      const keyPrefix = request.keyPrefix ?? null;
+      if (cacheType !== null && !CACHE_TYPES.includes(cacheType as CacheType)) {
+        throw invalid(`Unknown cacheType "${cacheType}"; expected one of ${CACHE_TYPES.join(', ')}.`);
+      }
+      if (keyPrefix !== null) {
+        if (keyPrefix.length === 0 || keyPrefix.trim() !== keyPrefix || keyPrefix.length > KEY_PREFIX_MAX) {
+          throw invalid(`keyPrefix must be non-empty, without surrounding whitespace, and at most ${KEY_PREFIX_MAX} characters.`);
+        }
+        if (cacheType === null) throw invalid('keyPrefix requires cacheType.');
+      }
+      if (request.all === true && (cacheType !== null || keyPrefix !== null)) {
+        throw invalid('all: true clears every tier of the tenant; it cannot be combined with cacheType or keyPrefix.');
+      }
+      if (request.all === false && cacheType === null) {
+        throw invalid('Omitting cacheType clears every tier; pass all: true (or omit all) to confirm, or name a cacheType.');
+      }
+      const invalidated = await repo.invalidate(auth.tenantId, { cacheType, keyPrefix });
+      await audit.record(auth, 'cache.invalidate', { target: cacheType ?? 'all', details: { cacheType, keyPrefix, invalidated } });
+      return { invalidated, cacheType, keyPrefix };
+    },
+  };
+}

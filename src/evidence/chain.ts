@@ -1,0 +1,59 @@
+/**
+ * The trace hash chain of DESIGN.md section 2: `hash_0 = sha256("run:" || runId)`,
+ * `hash_n = sha256(hash_{n-1} || canonical_json(event_n))` over the event's identity and content.
+ */
+import { chainHash } from '../core/canonical-json.ts';
+import { sha256Hex } from '../core/ids.ts';
+import type { TraceEvent } from './types.ts';
+
+export function genesisHash(runId: string): string {
+  return sha256Hex(`run:${runId}`);
+}
+
+export function eventHash(prevHash: string, event: Pick<TraceEvent, 'runId' | 'seq' | 'type' | 'payload' | 'createdAt'>): string {
+  return chainHash(prevHash, {
+    runId: event.runId,
+    seq: event.seq,
+    type: event.type,
+    payload: event.payload,
+    createdAt: event.createdAt,
+  });
+}
+
+export interface ChainVerdict {
+  ok: boolean;
+  eventCount: number;
+  /** The first sequence number whose stored link or hash does not match the recomputation. */
+  brokenAt: number | null;
+  reason: string | null;
+  headHash: string;
+}
+
+/** Recompute a run's chain from its events in append order. */
+export function verifyChain(runId: string, events: readonly TraceEvent[], expectedCount: number): ChainVerdict {
+  let prev = genesisHash(runId);
+  for (const [index, event] of events.entries()) {
+    const expectedSeq = index + 1;
+    if (event.seq !== expectedSeq) {
+      return { ok: false, eventCount: events.length, brokenAt: expectedSeq, reason: `event ${expectedSeq} is missing`, headHash: prev };
+    }
+    if (event.prevHash !== prev) {
+      return { ok: false, eventCount: events.length, brokenAt: event.seq, reason: 'prevHash does not link to the previous event', headHash: prev };
+    }
+    const recomputed = eventHash(prev, event);
+    if (recomputed !== event.hash) {
+      return { ok: false, eventCount: events.length, brokenAt: event.seq, reason: 'event content does not match its hash', headHash: prev };
+    }
+    prev = recomputed;
+  }
+  if (events.length !== expectedCount) {
+    return {
+      ok: false,
+      eventCount: events.length,
+      brokenAt: events.length + 1,
+      reason: `the run records ${expectedCount} events but ${events.length} are stored`,
+      headHash: prev,
+    };
+  }
+  return { ok: true, eventCount: events.length, brokenAt: null, reason: null, headHash: prev };
+}

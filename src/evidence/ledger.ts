@@ -1,0 +1,168 @@
+/**
+ * Records one gateway request as a run: the run row, its hash-chained trace events and its provider attempts.
+ * Nothing here waits on the disk: writes are deferred to the next group commit (DESIGN.md section 3), and the
+ * chain is linked in memory because one request appends its events in order from one place.
+ */
+import type { Clock } from '../core/clock.ts';
+import { newId } from '../core/ids.ts';
+import { eventHash, genesisHash } from './chain.ts';
+import type { RunsRepository } from './repo.ts';
+import type { AttemptRecord, RouteExplanation, RunRecord, RunRoute, RunStatus, RunUsage, TraceEvent } from './types.ts';
+
+export interface RunStart {
+  tenantId: string;
+  appId: string | null;
+  agent: string | null;
+  subject: string | null;
+  keyId: string | null;
+  mode: 'observe' | 'optimize';
+  wire: string;
+  model: string;
+  stream: boolean;
+  requestId: string | null;
+}
+
+export interface RunOutcome {
+  status: Exclude<RunStatus, 'running'>;
+  route: RunRoute;
+  provider: string | null;
+  routeExplanation: RouteExplanation;
+  usage: RunUsage;
+  costUsd: number;
+  priced: boolean;
+  savedUsd?: number;
+  ghostSavedUsd?: number;
+  savedMs?: number;
+  error?: RunRecord['error'];
+}
+
+export type AttemptInput = Omit<AttemptRecord, 'runId' | 'seq' | 'createdAt'>;
+
+export interface RunRecorder {
+  readonly id: string;
+  readonly startedAt: number;
+  /** Append a trace event (type and payload; never secrets). */
+  event(type: string, payload: Record<string, unknown>): void;
+  /** Record one provider attempt, failed ones included (their cost counts, SPEC 4.9). */
+  attempt(attempt: AttemptInput): void;
+  readonly attempts: readonly AttemptRecord[];
+  /** Finalise the run once; later calls are ignored (a stream's `finally` may race an error path). */
+  finish(outcome: RunOutcome): void;
+  readonly finished: boolean;
+}
+
+export interface Ledger {
+  start(start: RunStart): RunRecorder;
+}
+
+export function createLedger(deps: { repo: RunsRepository; clock: Clock }): Ledger {
+  const { repo, clock } = deps;
+  return {
+    start(start) {
+      const id = newId('run');
+      const startedAt = clock.now();
+      let lastHash = genesisHash(id);
+      let seq = 0;
+      let attemptSeq = 0;
+      let finished = false;
+      const attempts: AttemptRecord[] = [];
+
+      const chained = (type: string, payload: Record<string, unknown>): TraceEvent => {
+        seq += 1;
+        const event = { runId: id, seq, type, payload, createdAt: clock.now() };
+        const hash = eventHash(lastHash, event);
+        const linked: TraceEvent = { ...event, prevHash: lastHash, hash };
+        lastHash = hash;
+        return linked;
+      };
+
+      const started = chained('run.started', {
+        wire: start.wire,
+        model: start.model,
+        stream: start.stream,
+        mode: start.mode,
+        ...(start.appId ? { appId: start.appId } : {}),
+        ...(start.agent ? { agent: start.agent } : {}),
+        ...(start.subject ? { subject: start.subject } : {}),
+      });
+      repo.recordDeferred({
+        insert: {
+          ...start,
+          id,
+          provider: null,
+          status: 'running',
+          route: null,
+          routeExplanation: null,
+          usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
+          costUsd: 0,
+          savedUsd: 0,
+          ghostSavedUsd: 0,
+          savedMs: 0,
+          priced: true,
+          latencyMs: null,
+          error: null,
+          createdAt: startedAt,
+          completedAt: null,
+          eventCount: seq,
+          lastHash,
+        },
+        events: [started],
+      });
+
+      return {
+        id,
+        startedAt,
+        get finished() {
+          return finished;
+        },
+        get attempts() {
+          return attempts;
+        },
+        event(type, payload) {
+          const event = chained(type, payload);
+          repo.recordDeferred({ events: [event], patch: { id, eventCount: seq, lastHash } });
+        },
+        attempt(input) {
+          attemptSeq += 1;
+          const attempt: AttemptRecord = { ...input, runId: id, seq: attemptSeq, createdAt: clock.now() };
+          attempts.push(attempt);
+          repo.recordDeferred({ attempts: [attempt] });
+        },
+        finish(outcome) {
+          if (finished) return;
+          finished = true;
+          const completedAt = clock.now();
+          const event = chained(`run.${outcome.status}`, {
+            route: outcome.route,
+            provider: outcome.provider,
+            usage: outcome.usage,
+            costUsd: outcome.costUsd,
+            latencyMs: completedAt - startedAt,
+            ...(outcome.error ? { error: outcome.error } : {}),
+          });
+          repo.recordDeferred({
+            events: [event],
+            patch: {
+              id,
+              status: outcome.status,
+              route: outcome.route,
+              provider: outcome.provider,
+              routeExplanation: outcome.routeExplanation,
+              usage: outcome.usage,
+              costUsd: outcome.costUsd,
+              priced: outcome.priced,
+              savedUsd: outcome.savedUsd ?? 0,
+              ghostSavedUsd: outcome.ghostSavedUsd ?? 0,
+              savedMs: outcome.savedMs ?? 0,
+              latencyMs: completedAt - startedAt,
+              error: outcome.error ?? null,
+              completedAt,
+              eventCount: seq,
+              lastHash,
+            },
+          });
+        },
+      };
+    },
+  };
+}

@@ -1,0 +1,342 @@
+/**
+ * The run ledger's tables. Writes of a gateway request are deferred: they join the next group commit after the
+ * answer was sent (DESIGN.md section 3); readers call `settle()` first so reads are read-your-writes.
+ */
+import type { Store } from '../store/store.ts';
+import type { Sql, SqlValue } from '../store/sql.ts';
+import type { AttemptRecord, RunFilter, RunRecord, TraceEvent } from './types.ts';
+
+export interface RunPatch {
+  status?: RunRecord['status'];
+  route?: RunRecord['route'];
+  provider?: string | null;
+  routeExplanation?: RunRecord['routeExplanation'];
+  usage?: RunRecord['usage'];
+  costUsd?: number;
+  savedUsd?: number;
+  ghostSavedUsd?: number;
+  savedMs?: number;
+  priced?: boolean;
+  latencyMs?: number | null;
+  error?: RunRecord['error'];
+  completedAt?: number | null;
+  eventCount?: number;
+  lastHash?: string;
+}
+
+export interface RunListResult {
+  runs: RunRecord[];
+  total: number;
+  facets: { route: Record<string, number>; status: Record<string, number> };
+}
+
+export interface RunsRepository {
+  /** Queue the ledger writes of one stage boundary: they commit together, within the deferred window. */
+  recordDeferred(change: { insert?: RunRecord; patch?: { id: string } & RunPatch; events?: TraceEvent[]; attempts?: AttemptRecord[] }): void;
+  /** Wait for every pending ledger write (read-your-writes for API calls naming a run). */
+  settle(): Promise<void>;
+  get(tenantId: string, id: string): Promise<RunRecord | null>;
+  list(filter: RunFilter, page: { limit: number; offset: number }): Promise<RunListResult>;
+  /** Newest `limit` events with seq < before (or the newest overall), returned in append order. */
+  eventsBefore(runId: string, options: { limit: number; before?: number }): Promise<TraceEvent[]>;
+  allEvents(runId: string): Promise<TraceEvent[]>;
+  attempts(runId: string): Promise<AttemptRecord[]>;
+  /** Delete up to `batch` of the tenant's runs created before `cutoff` with their events and attempts. */
+  pruneTenantRuns(tenantId: string, cutoff: number, batch: number): Promise<number>;
+}
+
+interface RunRow {
+  id: string;
+  tenant_id: string;
+  app_id: string | null;
+  agent: string | null;
+  subject: string | null;
+  key_id: string | null;
+  mode: string;
+  wire: string;
+  model: string;
+  provider: string | null;
+  status: string;
+  route: string | null;
+  stream: number;
+  request_id: string | null;
+  explanation_json: string | null;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cost_usd: number;
+  saved_usd: number;
+  ghost_saved_usd: number;
+  saved_ms: number;
+  priced: number;
+  latency_ms: number | null;
+  error_json: string | null;
+  created_at: number;
+  completed_at: number | null;
+  event_count: number;
+  last_hash: string;
+}
+
+function fromRow(row: RunRow): RunRecord {
+  return {
+    id: row.id,
+    tenantId: row.tenant_id,
+    appId: row.app_id,
+    agent: row.agent,
+    subject: row.subject,
+    keyId: row.key_id,
+    mode: row.mode as RunRecord['mode'],
+    wire: row.wire,
+    model: row.model,
+    provider: row.provider,
+    status: row.status as RunRecord['status'],
+    route: row.route as RunRecord['route'],
+    stream: row.stream === 1,
+    requestId: row.request_id,
+    routeExplanation: row.explanation_json ? (JSON.parse(row.explanation_json) as RunRecord['routeExplanation']) : null,
+    usage: {
+      promptTokens: row.prompt_tokens,
+      completionTokens: row.completion_tokens,
+      totalTokens: row.prompt_tokens + row.completion_tokens,
+    },
+    costUsd: row.cost_usd,
+    savedUsd: row.saved_usd,
+    ghostSavedUsd: row.ghost_saved_usd,
+    savedMs: row.saved_ms,
+    priced: row.priced === 1,
+    latencyMs: row.latency_ms,
+    error: row.error_json ? (JSON.parse(row.error_json) as RunRecord['error']) : null,
+    createdAt: row.created_at,
+    completedAt: row.completed_at,
+    eventCount: row.event_count,
+    lastHash: row.last_hash,
+  };
+}
+
+interface EventRow {
+  run_id: string;
+  seq: number;
+  type: string;
+  payload_json: string;
+  created_at: number;
+  prev_hash: string;
+  hash: string;
+}
+
+function eventFromRow(row: EventRow): TraceEvent {
+  return {
+    runId: row.run_id,
+    seq: row.seq,
+    type: row.type,
+    payload: JSON.parse(row.payload_json) as Record<string, unknown>,
+    createdAt: row.created_at,
+    prevHash: row.prev_hash,
+    hash: row.hash,
+  };
+}
+
+interface AttemptRow {
+  run_id: string;
+  seq: number;
+  provider: string;
+  model: string;
+  outcome: string;
+  error_kind: string | null;
+  upstream_status: number | null;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cost_usd: number;
+  latency_ms: number;
+  created_at: number;
+}
+
+function attemptFromRow(row: AttemptRow): AttemptRecord {
+  return {
+    runId: row.run_id,
+    seq: row.seq,
+    provider: row.provider,
+    model: row.model,
+    outcome: row.outcome as AttemptRecord['outcome'],
+    errorKind: row.error_kind,
+    upstreamStatus: row.upstream_status,
+    promptTokens: row.prompt_tokens,
+    completionTokens: row.completion_tokens,
+    costUsd: row.cost_usd,
+    latencyMs: row.latency_ms,
+    createdAt: row.created_at,
+  };
+}
+
+const PATCH_COLUMNS: Record<keyof RunPatch, (value: never) => Array<[string, SqlValue]>> = {
+  status: (v: RunRecord['status']) => [['status', v]],
+  route: (v: RunRecord['route']) => [['route', v]],
+  provider: (v: string | null) => [['provider', v]],
+  routeExplanation: (v: RunRecord['routeExplanation']) => [['explanation_json', v ? JSON.stringify(v) : null]],
+  usage: (v: RunRecord['usage']) => [
+    ['prompt_tokens', v.promptTokens],
+    ['completion_tokens', v.completionTokens],
+  ],
+  costUsd: (v: number) => [['cost_usd', v]],
+  savedUsd: (v: number) => [['saved_usd', v]],
+  ghostSavedUsd: (v: number) => [['ghost_saved_usd', v]],
+  savedMs: (v: number) => [['saved_ms', v]],
+  priced: (v: boolean) => [['priced', v ? 1 : 0]],
+  latencyMs: (v: number | null) => [['latency_ms', v]],
+  error: (v: RunRecord['error']) => [['error_json', v ? JSON.stringify(v) : null]],
+  completedAt: (v: number | null) => [['completed_at', v]],
+  eventCount: (v: number) => [['event_count', v]],
+  lastHash: (v: string) => [['last_hash', v]],
+};
+
+function insertRun(sql: Sql, run: RunRecord): void {
+  sql.run(
+    `INSERT INTO runs (id, tenant_id, app_id, agent, subject, key_id, mode, wire, model, provider, status, route, stream,
+       request_id, explanation_json, prompt_tokens, completion_tokens, cost_usd, saved_usd, ghost_saved_usd, saved_ms, priced,
+       latency_ms, error_json, created_at, completed_at, event_count, last_hash)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    [
+      run.id, run.tenantId, run.appId, run.agent, run.subject, run.keyId, run.mode, run.wire, run.model, run.provider,
+      run.status, run.route, run.stream ? 1 : 0, run.requestId,
+      run.routeExplanation ? JSON.stringify(run.routeExplanation) : null,
+      run.usage.promptTokens, run.usage.completionTokens, run.costUsd, run.savedUsd, run.ghostSavedUsd, run.savedMs,
+      run.priced ? 1 : 0, run.latencyMs, run.error ? JSON.stringify(run.error) : null, run.createdAt, run.completedAt,
+      run.eventCount, run.lastHash,
+    ],
+  );
+}
+
+function patchRun(sql: Sql, id: string, patch: RunPatch): void {
+  const assignments: Array<[string, SqlValue]> = [];
+  for (const [field, value] of Object.entries(patch) as Array<[keyof RunPatch, never]>) {
+    if (value === undefined) continue;
+    const toColumns = PATCH_COLUMNS[field];
+    if (toColumns) assignments.push(...toColumns(value));
+  }
+  if (assignments.length === 0) return;
+  sql.run(`UPDATE runs SET ${assignments.map(([column]) => `${column} = ?`).join(', ')} WHERE id = ?`, [
+    ...assignments.map(([, value]) => value),
+    id,
+  ]);
+}
+
+function insertEvent(sql: Sql, event: TraceEvent): void {
+  sql.run(
+    'INSERT INTO run_events (run_id, seq, type, payload_json, created_at, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    [event.runId, event.seq, event.type, JSON.stringify(event.payload), event.createdAt, event.prevHash, event.hash],
+  );
+}
+
+function insertAttempt(sql: Sql, attempt: AttemptRecord): void {
+  sql.run(
+    `INSERT INTO run_attempts (run_id, seq, provider, model, outcome, error_kind, upstream_status, prompt_tokens,
+       completion_tokens, cost_usd, latency_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    [
+      attempt.runId, attempt.seq, attempt.provider, attempt.model, attempt.outcome, attempt.errorKind,
+      attempt.upstreamStatus, attempt.promptTokens, attempt.completionTokens, attempt.costUsd, attempt.latencyMs,
+      attempt.createdAt,
+    ],
+  );
+}
+
+function whereOf(filter: RunFilter, omit?: 'route' | 'status'): { clause: string; params: SqlValue[] } {
+  const parts = ['tenant_id = ?'];
+  const params: SqlValue[] = [filter.tenantId];
+  const add = (column: string, value: SqlValue | undefined, op = '=') => {
+    if (value === undefined || value === null) return;
+    parts.push(`${column} ${op} ?`);
+    params.push(value);
+  };
+  add('app_id', filter.appId ?? undefined);
+  if (omit !== 'route') add('route', filter.route);
+  if (omit !== 'status') add('status', filter.status);
+  add('provider', filter.provider);
+  add('model', filter.model);
+  add('created_at', filter.since, '>=');
+  return { clause: parts.join(' AND '), params };
+}
+
+function deleteRuns(sql: Sql, ids: string[]): number {
+  for (const id of ids) {
+    sql.run('DELETE FROM run_events WHERE run_id = ?', [id]);
+    sql.run('DELETE FROM run_attempts WHERE run_id = ?', [id]);
+    sql.run('DELETE FROM runs WHERE id = ?', [id]);
+  }
+  return ids.length;
+}
+
+export function createRunsRepository(store: Store): RunsRepository {
+  return {
+    recordDeferred(change) {
+      store.writeDeferred((sql) => {
+        if (change.insert) insertRun(sql, change.insert);
+        for (const event of change.events ?? []) insertEvent(sql, event);
+        for (const attempt of change.attempts ?? []) insertAttempt(sql, attempt);
+        if (change.patch) patchRun(sql, change.patch.id, change.patch);
+      });
+    },
+
+    settle: () => store.flush(),
+
+    get: (tenantId, id) =>
+      store.read((sql) => {
+        const row = sql.get<RunRow>('SELECT * FROM runs WHERE id = ? AND tenant_id = ?', [id, tenantId]);
+        return row ? fromRow(row) : null;
+      }),
+
+    list: (filter, page) =>
+      store.read((sql) => {
+        const { clause, params } = whereOf(filter);
+        const rows = sql.all<RunRow>(
+          `SELECT * FROM runs WHERE ${clause} ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
+          [...params, page.limit, page.offset],
+        );
+        const total = sql.get<{ n: number }>(`SELECT COUNT(*) AS n FROM runs WHERE ${clause}`, params)?.n ?? 0;
+        const facet = (column: 'route' | 'status') => {
+          const scoped = whereOf(filter, column);
+          const counts: Record<string, number> = {};
+          for (const row of sql.all<{ value: string | null; n: number }>(
+            `SELECT ${column} AS value, COUNT(*) AS n FROM runs WHERE ${scoped.clause} GROUP BY ${column}`,
+            scoped.params,
+          )) {
+            counts[row.value ?? 'unknown'] = row.n;
+          }
+          return counts;
+        };
+        return { runs: rows.map(fromRow), total, facets: { route: facet('route'), status: facet('status') } };
+      }),
+
+    eventsBefore: (runId, options) =>
+      store.read((sql) => {
+        const rows =
+          options.before === undefined
+            ? sql.all<EventRow>('SELECT * FROM run_events WHERE run_id = ? ORDER BY seq DESC LIMIT ?', [runId, options.limit])
+            : sql.all<EventRow>('SELECT * FROM run_events WHERE run_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?', [
+                runId,
+                options.before,
+                options.limit,
+              ]);
+        return rows.reverse().map(eventFromRow);
+      }),
+
+    allEvents: (runId) =>
+      store.read((sql) => sql.all<EventRow>('SELECT * FROM run_events WHERE run_id = ? ORDER BY seq', [runId]).map(eventFromRow)),
+
+    attempts: (runId) =>
+      store.read((sql) =>
+        sql.all<AttemptRow>('SELECT * FROM run_attempts WHERE run_id = ? ORDER BY seq', [runId]).map(attemptFromRow),
+      ),
+
+    pruneTenantRuns: (tenantId, cutoff, batch) =>
+      store.write((sql) =>
+        deleteRuns(
+          sql,
+          sql
+            .all<{ id: string }>('SELECT id FROM runs WHERE tenant_id = ? AND created_at < ? ORDER BY created_at LIMIT ?', [
+              tenantId,
+              cutoff,
+              batch,
+            ])
+            .map((r) => r.id),
+        ),
+      ),
+  };
+}

@@ -1,0 +1,75 @@
+/** The runs endpoints of SPEC 4.9: list, detail, trace window, route explanation, integrity. */
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { authOf } from '../http/surface.ts';
+import { paginationQuery } from '../core/pagination.ts';
+import { EVENT_PAGE_DEFAULT_LIMIT, type RunsService } from './service.ts';
+import { RUN_ROUTES, RUN_STATUSES } from './types.ts';
+
+const optionalText = z
+  .string()
+  .trim()
+  .max(200)
+  .optional()
+  .transform((value) => (value ? value : undefined));
+
+const listQuery = paginationQuery(50, 200).extend({
+  route: z.enum(RUN_ROUTES as [string, ...string[]]).optional(),
+  status: z.enum(RUN_STATUSES as [string, ...string[]]).optional(),
+  provider: optionalText,
+  model: optionalText,
+  /** ISO 8601 timestamp or epoch milliseconds. */
+  since: z
+    .string()
+    .trim()
+    .optional()
+    .transform((value, ctx) => {
+      if (!value) return undefined;
+      const ms = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
+      if (!Number.isFinite(ms)) {
+        ctx.addIssue({ code: 'custom', message: 'since must be an ISO 8601 timestamp or epoch milliseconds' });
+        return z.NEVER;
+      }
+      return ms;
+    }),
+});
+
+const windowQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(500).default(EVENT_PAGE_DEFAULT_LIMIT),
+  before: z.coerce.number().int().min(1).optional(),
+});
+
+const params = z.object({ id: z.string().min(1).max(200) });
+
+export function runsRoutes(runs: RunsService) {
+  return async function (app: FastifyInstance) {
+    app.get('/runs', async (request) => {
+      const query = listQuery.parse(request.query);
+      return runs.list(authOf(request), {
+        limit: query.limit,
+        offset: query.offset,
+        ...(query.route ? { route: query.route } : {}),
+        ...(query.status ? { status: query.status } : {}),
+        ...(query.provider ? { provider: query.provider } : {}),
+        ...(query.model ? { model: query.model } : {}),
+        ...(query.since !== undefined ? { since: query.since } : {}),
+      });
+    });
+
+    app.get('/runs/:id', async (request) => {
+      const { id } = params.parse(request.params);
+      const { limit, before } = windowQuery.parse(request.query);
+      return runs.get(authOf(request), id, { limit, ...(before !== undefined ? { before } : {}) });
+    });
+
+    app.get('/runs/:id/events', async (request) => {
+      const { id } = params.parse(request.params);
+      const { limit, before } = windowQuery.parse(request.query);
+      return runs.events(authOf(request), id, { limit, ...(before !== undefined ? { before } : {}) });
+    });
+
+    app.get('/runs/:id/route', async (request) => runs.route(authOf(request), params.parse(request.params).id));
+
+    app.get('/runs/:id/integrity', async (request) => runs.integrity(authOf(request), params.parse(request.params).id));
+  };
+}

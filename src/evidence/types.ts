@@ -1,0 +1,107 @@
+/** The run ledger's records (SPEC 2.3, 4.9, 6.1). */
+
+export type RunStatus = 'running' | 'completed' | 'failed' | 'blocked';
+export type RunRoute = 'live' | 'exact_cache' | 'artifact' | 'blocked';
+export const RUN_STATUSES: readonly RunStatus[] = ['running', 'completed', 'failed', 'blocked'];
+export const RUN_ROUTES: readonly RunRoute[] = ['live', 'exact_cache', 'artifact', 'blocked'];
+
+/** How one cache tier was treated for a request (each skipped or suppressed route is evidence, SPEC 4.2). */
+export interface CacheDecision {
+  cacheType: string;
+  /** lookup outcome: hit/miss, or why it was not consulted. */
+  lookup: 'hit' | 'miss' | 'bypassed' | 'skipped_no_store' | 'observe_only' | 'not_applicable';
+  /** write outcome after a live answer. */
+  write?: 'stored' | 'refreshed' | 'suppressed_no_store' | 'not_cacheable';
+  /** the header that caused a bypass/suppression. */
+  control?: string;
+  key?: string;
+  sourceRunId?: string;
+}
+
+/** Why the response came from where it came from (SPEC 2.3 routeExplanation). */
+export interface RouteExplanation {
+  route: RunRoute;
+  reason: string;
+  rejectedAlternatives: Array<{ route: string; reason: string }>;
+  policyVerdict: { decision: 'allow' | 'block'; policy: string | null; reason: string | null };
+  cache: CacheDecision[];
+  artifact: null | { id: string; reason: string };
+  estimatedSavings: { usd: number; ms: number; ghost: boolean };
+  fallback: null | { from: string; to: string; reason: string };
+  provider: string | null;
+  model: string;
+  executionMethod: { id: string; referenceGrade: 'unverified' | 'verified' | 'not_applicable' };
+}
+
+export interface RunUsage {
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+}
+
+export interface RunRecord {
+  id: string;
+  tenantId: string;
+  appId: string | null;
+  agent: string | null;
+  subject: string | null;
+  keyId: string | null;
+  mode: 'observe' | 'optimize';
+  wire: string;
+  model: string;
+  provider: string | null;
+  status: RunStatus;
+  route: RunRoute | null;
+  stream: boolean;
+  requestId: string | null;
+  routeExplanation: RouteExplanation | null;
+  usage: RunUsage;
+  costUsd: number;
+  savedUsd: number;
+  ghostSavedUsd: number;
+  savedMs: number;
+  /** False when the model has no entry in the price table: its cost is not guessed (docs/pricing.md). */
+  priced: boolean;
+  latencyMs: number | null;
+  error: null | { kind: string; message: string; upstreamStatus?: number };
+  createdAt: number;
+  completedAt: number | null;
+  eventCount: number;
+  lastHash: string;
+}
+
+export interface TraceEvent {
+  runId: string;
+  seq: number;
+  type: string;
+  payload: Record<string, unknown>;
+  createdAt: number;
+  prevHash: string;
+  hash: string;
+}
+
+export interface AttemptRecord {
+  runId: string;
+  seq: number;
+  provider: string;
+  model: string;
+  outcome: 'success' | 'failed' | 'aborted';
+  errorKind: string | null;
+  upstreamStatus: number | null;
+  promptTokens: number;
+  completionTokens: number;
+  costUsd: number;
+  latencyMs: number;
+  createdAt: number;
+}
+
+export interface RunFilter {
+  tenantId: string;
+  /** Set for app-pinned identities: they see only their app's runs. */
+  appId?: string | null;
+  route?: string;
+  status?: string;
+  provider?: string;
+  model?: string;
+  since?: number;
+}

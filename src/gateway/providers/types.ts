@@ -1,0 +1,183 @@
+/**
+ * The one typed interface every model provider implements (STYLE.md section 2). A provider carries each wire
+ * natively: a provider that lacks a wire says so (`supports`) and the registry reports it as unsupported; a request is
+ * never translated silently to another wire.
+ *
+ * Request and response bodies are the wire's own JSON shapes (chat-completions and embeddings objects of the official
+ * OpenAPI document), so a compatible upstream receives the client's fields untouched and a mock answer is
+ * indistinguishable in shape from a live one.
+ */
+
+/** The inbound/outbound protocols svc speaks. */
+export type Wire = 'chat_completions' | 'embeddings' | 'responses' | 'messages';
+
+/** Model families of the registry table (docs/providers.md). */
+export type ModelFamily = 'chat_completions' | 'messages';
+
+export interface ChatMessage {
+  role: string;
+  content?: unknown;
+  name?: string;
+  tool_call_id?: string;
+  tool_calls?: ChatToolCall[];
+  refusal?: string | null;
+  [field: string]: unknown;
+}
+
+export interface ChatToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+export interface ChatTool {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean | null };
+}
+
+/** A validated chat-completions request body; every optional field of SPEC 4.2 passes through untouched. */
+export interface ChatRequest {
+  model: string;
+  messages: ChatMessage[];
+  stream?: boolean;
+  tools?: ChatTool[];
+  [field: string]: unknown;
+}
+
+export interface ChatUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  [field: string]: unknown;
+}
+
+/** A `chat.completion` object. */
+export interface ChatCompletion {
+  id: string;
+  object: 'chat.completion';
+  created: number;
+  model: string;
+  choices: Array<{
+    index: number;
+    message: { role: 'assistant'; content: string | null; refusal: string | null; tool_calls?: ChatToolCall[]; [field: string]: unknown };
+    finish_reason: string;
+    logprobs: unknown;
+  }>;
+  usage?: ChatUsage;
+  [field: string]: unknown;
+}
+
+/** A `chat.completion.chunk` object as relayed on the SSE stream. */
+export interface ChatChunk {
+  id: string;
+  object: 'chat.completion.chunk';
+  created: number;
+  model: string;
+  choices: Array<{
+    index: number;
+    delta: {
+      role?: 'assistant';
+      content?: string | null;
+      refusal?: string | null;
+      tool_calls?: Array<{ index: number; id?: string; type?: 'function'; function?: { name?: string; arguments?: string } }>;
+      [field: string]: unknown;
+    };
+    finish_reason: string | null;
+    logprobs?: unknown;
+  }>;
+  usage?: ChatUsage | null;
+  [field: string]: unknown;
+}
+
+/** Embedding inputs after wire normalisation: strings or token-id arrays, placeholders already substituted. */
+export interface EmbeddingsRequest {
+  model: string;
+  input: string[] | number[][];
+  dimensions?: number;
+  user?: string;
+}
+
+export interface EmbeddingsResult {
+  model: string;
+  /** One float vector per input, index-aligned with the request. */
+  vectors: number[][];
+  usage: { prompt_tokens: number; total_tokens: number };
+}
+
+/** Per-call context: cancellation (client disconnect) and the bounded time budget. */
+export interface ProviderCallContext {
+  signal: AbortSignal;
+}
+
+export interface Provider {
+  /** Stable name recorded on attempts and in route explanations, e.g. `mock`, `chatcomp`, `chatcomp-fallback`. */
+  readonly name: string;
+  readonly kind: 'mock' | 'live';
+  supports(wire: Wire): boolean;
+  /** Buffered chat completion. */
+  chat(request: ChatRequest, context: ProviderCallContext): Promise<ChatCompletion>;
+  /**
+   * Streamed chat completion. The promise settles once the upstream accepted the request (status and headers),
+   * so failures before the first byte may be retried or failed over; errors thrown while iterating happen after the
+   * stream started and are never retried. `stream_options.include_usage` is requested so the final chunk has usage.
+   */
+  streamChat(request: ChatRequest, context: ProviderCallContext): Promise<AsyncIterable<ChatChunk>>;
+  embed(request: EmbeddingsRequest, context: ProviderCallContext): Promise<EmbeddingsResult>;
+}
+
+/** How an upstream failure is classified, in one place (providers/errors.ts). */
+export type ProviderFailureKind =
+  | 'rate_limited' // upstream 429
+  | 'upstream_error' // upstream 5xx
+  | 'timeout' // no answer within the bounded time
+  | 'bad_response' // not valid JSON / SSE, or a truncated stream
+  | 'rejected' // upstream 4xx other than 429 (bad request, auth); not retryable, surfaced to the client
+  | 'batch_too_large' // embeddings backend refused the batch size; the caller splits
+  | 'unsupported' // the provider lacks the wire
+  | 'aborted' // the client went away
+  | 'network'; // connection refused / reset before an answer
+
+export class ProviderError extends Error {
+  readonly kind: ProviderFailureKind;
+  /** The upstream HTTP status when there was one. */
+  readonly upstreamStatus: number | undefined;
+  readonly retryable: boolean;
+  /** Seconds from the upstream `retry-after`, when given. */
+  readonly retryAfterSeconds: number | undefined;
+  readonly provider: string;
+
+  constructor(
+    kind: ProviderFailureKind,
+    message: string,
+    options: { provider: string; upstreamStatus?: number; retryable?: boolean; retryAfterSeconds?: number; cause?: unknown },
+  ) {
+    super(message, { cause: options.cause });
+    this.name = 'ProviderError';
+    this.kind = kind;
+    this.provider = options.provider;
+    this.upstreamStatus = options.upstreamStatus;
+    this.retryable = options.retryable ?? ['rate_limited', 'upstream_error', 'timeout', 'network', 'bad_response'].includes(kind);
+    this.retryAfterSeconds = options.retryAfterSeconds;
+  }
+}
+
+/** The registry's answer for one request: candidates in order (primary first, then fail-open fallbacks). */
+export interface ProviderRoute {
+  family: ModelFamily;
+  candidates: Provider[];
+}
+
+export interface ProviderRegistry {
+  /**
+   * Providers able to serve `wire` for `model` for this tenant, primary first. Throws ProviderError('unsupported')
+   * when the model's family has a live provider configured that lacks the wire.
+   */
+  route(wire: Wire, model: string, tenantId: string): Promise<ProviderRoute>;
+  /** Whether any live provider is configured (readiness). */
+  hasLiveProvider(): boolean;
+  /** Release upstream connections (app shutdown). */
+  close(): Promise<void>;
+}
+
+/** Seam for tenant bring-your-own keys from the credential vault (SPEC 4.2, 5.5); returns none until the vault lands. */
+export type TenantKeyLookup = (tenantId: string, family: ModelFamily) => Promise<{ apiKey: string; baseUrl?: string } | null>;
