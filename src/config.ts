@@ -65,6 +65,8 @@ const envSchema = z.object({
 
   CHATCOMP_API_KEY: optionalString,
   CHATCOMP_BASE_URL: optionalString,
+  CHATCOMP_FALLBACK_API_KEY: optionalString,
+  CHATCOMP_FALLBACK_BASE_URL: optionalString,
   MESSAGES_API_KEY: optionalString,
   MESSAGES_BASE_URL: optionalString,
 
@@ -97,7 +99,8 @@ export interface Config {
   masterKey: string | null;
   accounts: { allowPublicSignup: boolean; appBaseUrl: string | null; emailFrom: string | null; emailApiKey: string | null };
   providers: {
-    chatCompletions: { apiKey: string | null; baseUrl: string };
+    /** `fallback`: a second compatible upstream the registry fails open to (docs/providers.md); its base URL defaults to `baseUrl`. */
+    chatCompletions: { apiKey: string | null; baseUrl: string; fallback: { apiKey: string | null; baseUrl: string | null } };
     messages: { apiKey: string | null; baseUrl: string };
   };
   limits: {
@@ -159,7 +162,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
       emailApiKey: e.EMAILPROV_API_KEY,
     },
     providers: {
-      chatCompletions: { apiKey: e.CHATCOMP_API_KEY, baseUrl: e.CHATCOMP_BASE_URL ?? 'https://api.openai.com/v1' },
+      chatCompletions: {
+        apiKey: e.CHATCOMP_API_KEY,
+        baseUrl: e.CHATCOMP_BASE_URL ?? 'https://api.openai.com/v1',
+        fallback: { apiKey: e.CHATCOMP_FALLBACK_API_KEY, baseUrl: e.CHATCOMP_FALLBACK_BASE_URL },
+      },
       messages: { apiKey: e.MESSAGES_API_KEY, baseUrl: e.MESSAGES_BASE_URL ?? 'https://api.anthropic.com' },
     },
     limits: {

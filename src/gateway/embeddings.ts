@@ -1,0 +1,145 @@
+/**
+ * The embeddings service behind `POST /v1/embeddings` (SPEC 4.2): routes to the provider registry's candidates and
+ * fails open along them, splits a batch the backend refuses as too large (halving, recursively) and merges the parts
+ * index-aligned, embeds text and token-array inputs of one request as separate upstream batches (a compatible upstream
+ * takes one kind per call), and encodes the vectors as floats or base64. It records no run and populates no cache.
+ */
+import { AppError } from '../core/errors.ts';
+import { providerErrorToAppError } from './providers/errors.ts';
+import { ProviderError, type EmbeddingsResult, type Provider, type ProviderRegistry } from './providers/types.ts';
+
+/** SPEC 8: at most this many inputs per request. */
+export const MAX_EMBEDDING_INPUTS = 2048;
+/** Bounds of `dimensions` (the largest embedding models return 3072). */
+export const MIN_EMBEDDING_DIMENSIONS = 1;
+export const MAX_EMBEDDING_DIMENSIONS = 3072;
+/** What an empty string, a null chunk or an empty token array becomes, keeping indexes aligned. */
+export const EMBEDDING_PLACEHOLDER = ' ';
+
+/** One normalised input: text, or token ids. */
+export type EmbeddingInput = string | number[];
+
+export interface CreateEmbeddingsCommand {
+  model: string;
+  inputs: EmbeddingInput[];
+  dimensions?: number;
+  encodingFormat: 'float' | 'base64';
+  user?: string;
+}
+
+/** The `CreateEmbeddingResponse` object of the chat-completions wire. */
+export interface EmbeddingsResponse {
+  object: 'list';
+  data: Array<{ object: 'embedding'; index: number; embedding: number[] | string }>;
+  model: string;
+  usage: { prompt_tokens: number; total_tokens: number };
+}
+
+export interface EmbeddingsCallContext {
+  tenantId: string;
+  signal: AbortSignal;
+}
+
+export interface EmbeddingsService {
+  create(command: CreateEmbeddingsCommand, context: EmbeddingsCallContext): Promise<EmbeddingsResponse>;
+}
+
+/** Little-endian float32 bytes in base64, the encoding the official clients decode. */
+export function encodeEmbeddingBase64(vector: ArrayLike<number>): string {
+  const bytes = Buffer.alloc(vector.length * 4);
+  for (let i = 0; i < vector.length; i += 1) bytes.writeFloatLE(vector[i]!, i * 4);
+  return bytes.toString('base64');
+}
+
+interface Embedded {
+  model: string;
+  vectors: number[][];
+  tokens: number;
+}
+
+export function createEmbeddingsService(deps: { providers: ProviderRegistry }): EmbeddingsService {
+  /** Embed one same-kind batch with one provider, halving whenever the backend says the batch is too large. */
+  async function embedSplitting(provider: Provider, command: CreateEmbeddingsCommand, inputs: EmbeddingInput[], signal: AbortSignal): Promise<Embedded> {
+    let result: EmbeddingsResult;
+    try {
+      result = await provider.embed(
+        {
+          model: command.model,
+          input: inputs as string[] | number[][],
+          ...(command.dimensions !== undefined ? { dimensions: command.dimensions } : {}),
+          ...(command.user !== undefined ? { user: command.user } : {}),
+        },
+        { signal },
+      );
+    } catch (error) {
+      if (!(error instanceof ProviderError) || error.kind !== 'batch_too_large') throw error;
+      if (inputs.length <= 1) {
+        // One input that is still "too large" is too long, not too many: the client's to fix.
+        throw new ProviderError('rejected', error.message, { provider: error.provider, upstreamStatus: 400, cause: error });
+      }
+      const middle = Math.ceil(inputs.length / 2);
+      // Sequential halves: parallel ones would double the pressure on a backend that is already refusing.
+      const left = await embedSplitting(provider, command, inputs.slice(0, middle), signal);
+      const right = await embedSplitting(provider, command, inputs.slice(middle), signal);
+      return { model: left.model, vectors: [...left.vectors, ...right.vectors], tokens: left.tokens + right.tokens };
+    }
+    if (result.vectors.length !== inputs.length) {
+      throw new ProviderError('bad_response', `expected ${inputs.length} embeddings, got ${result.vectors.length}`, { provider: provider.name });
+    }
+    return { model: result.model, vectors: result.vectors, tokens: result.usage.prompt_tokens };
+  }
+
+  /** Every input with one provider: text and token inputs as separate batches, merged back by original index. */
+  async function embedAll(provider: Provider, command: CreateEmbeddingsCommand, signal: AbortSignal): Promise<Embedded> {
+    const textIndexes: number[] = [];
+    const tokenIndexes: number[] = [];
+    command.inputs.forEach((input, index) => (typeof input === 'string' ? textIndexes : tokenIndexes).push(index));
+    const vectors = new Array<number[]>(command.inputs.length);
+    let tokens = 0;
+    let model = command.model;
+    for (const indexes of [textIndexes, tokenIndexes]) {
+      if (indexes.length === 0) continue;
+      const part = await embedSplitting(provider, command, indexes.map((i) => command.inputs[i]!), signal);
+      indexes.forEach((original, position) => {
+        vectors[original] = part.vectors[position]!;
+      });
+      tokens += part.tokens;
+      model = part.model;
+    }
+    return { model, vectors, tokens };
+  }
+
+  async function create(command: CreateEmbeddingsCommand, context: EmbeddingsCallContext): Promise<EmbeddingsResponse> {
+    let embedded: Embedded | undefined;
+    try {
+      const { candidates } = await deps.providers.route('embeddings', command.model, context.tenantId);
+      for (let i = 0; i < candidates.length; i += 1) {
+        try {
+          embedded = await embedAll(candidates[i]!, command, context.signal);
+          break;
+        } catch (error) {
+          // Fail open to the next configured provider on a retryable failure; a rejection is the client's to see.
+          const last = i === candidates.length - 1;
+          if (last || !(error instanceof ProviderError) || !error.retryable || context.signal.aborted) throw error;
+        }
+      }
+    } catch (error) {
+      if (error instanceof ProviderError) throw providerErrorToAppError(error);
+      throw error;
+    }
+    if (!embedded) throw new AppError('upstream_error');
+    const { vectors, model, tokens } = embedded;
+    return {
+      object: 'list',
+      data: vectors.map((vector, index) => ({
+        object: 'embedding',
+        index,
+        embedding: command.encodingFormat === 'base64' ? encodeEmbeddingBase64(vector) : vector,
+      })),
+      model,
+      usage: { prompt_tokens: tokens, total_tokens: tokens },
+    };
+  }
+
+  return { create };
+}

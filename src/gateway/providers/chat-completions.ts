@@ -1,0 +1,277 @@
+/**
+ * The live chat-completions-compatible provider over undici: `POST {baseUrl}/chat/completions` (buffered and SSE)
+ * and `POST {baseUrl}/embeddings`, with a bearer key. The client's request fields go upstream untouched; only the
+ * transport fields (`stream`, `stream_options.include_usage`) are set for the call being made.
+ *
+ * Time is bounded without cutting long answers short: a connect timeout on the agent; for buffered calls one deadline
+ * of `bufferedMs` (900 s, the longest buffered deadline of SPEC 8) over headers and body; for streams a header deadline
+ * (30 s) and an idle timeout between body chunks, never a total. The caller's AbortSignal aborts the upstream call.
+ * Every failure is classified by providers/errors.ts. This provider carries the chat_completions and embeddings wires
+ * only; the registry reports the others as unsupported.
+ */
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { Agent, request, type Dispatcher } from 'undici';
+import { classifyHttpFailure, classifyThrown, redactSecrets, upstreamMessage } from './errors.ts';
+import {
+  ProviderError,
+  type ChatChunk,
+  type ChatCompletion,
+  type ChatRequest,
+  type EmbeddingsRequest,
+  type EmbeddingsResult,
+  type Provider,
+  type ProviderCallContext,
+  type Wire,
+} from './types.ts';
+
+export interface ProviderTimeouts {
+  /** TCP/TLS connect. */
+  connectMs: number;
+  /** Whole buffered call (headers and body); at least the 900 s buffered deadline of SPEC 8 by default. */
+  bufferedMs: number;
+  /** Until a stream's status and headers arrive. */
+  streamHeadersMs: number;
+  /** Longest silence between two chunks of a stream body. */
+  streamIdleMs: number;
+}
+
+export const DEFAULT_PROVIDER_TIMEOUTS: ProviderTimeouts = {
+  connectMs: 10_000,
+  bufferedMs: 900_000,
+  streamHeadersMs: 30_000,
+  streamIdleMs: 300_000,
+};
+
+/** One agent (connection pool) shared by every live provider of a registry. */
+export function createUpstreamAgent(timeouts: ProviderTimeouts = DEFAULT_PROVIDER_TIMEOUTS): Agent {
+  return new Agent({
+    connect: { timeout: timeouts.connectMs },
+    keepAliveTimeout: 30_000,
+    // Per-request values below replace these; they only bound a request made without them.
+    headersTimeout: timeouts.bufferedMs,
+    bodyTimeout: timeouts.bufferedMs,
+  });
+}
+
+export interface ChatCompletionsProviderOptions {
+  /** Recorded on attempts: `chatcomp`, `chatcomp-fallback`, `chatcomp-tenant`. */
+  name: string;
+  apiKey: string;
+  /** Base address including the version path, e.g. `https://upstream.example/v1`. */
+  baseUrl: string;
+  dispatcher: Dispatcher;
+  timeouts?: Partial<ProviderTimeouts>;
+}
+
+/** Error bodies are read up to this many bytes; the rest is discarded. */
+const MAX_ERROR_BODY_BYTES = 64 * 1024;
+
+type ResponseData = Dispatcher.ResponseData;
+
+async function readLimited(body: ResponseData['body'], limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const buf = chunk as Buffer;
+    if (size + buf.length > limit) {
+      chunks.push(buf.subarray(0, limit - size));
+      body.destroy();
+      break;
+    }
+    chunks.push(buf);
+    size += buf.length;
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function contentType(headers: ResponseData['headers']): string {
+  const value = headers['content-type'];
+  return ((Array.isArray(value) ? value[0] : value) ?? '').toLowerCase();
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function decodeBase64Floats(encoded: string): number[] {
+  const bytes = Buffer.from(encoded, 'base64');
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const out = new Array<number>(Math.floor(bytes.byteLength / 4));
+  for (let i = 0; i < out.length; i += 1) out[i] = view.getFloat32(i * 4, true);
+  return out;
+}
+
+export function createChatCompletionsProvider(options: ChatCompletionsProviderOptions): Provider {
+  const { name, apiKey, dispatcher } = options;
+  const timeouts = { ...DEFAULT_PROVIDER_TIMEOUTS, ...options.timeouts };
+  const base = options.baseUrl.replace(/\/+$/, '');
+  const secrets = [apiKey];
+
+  const badResponse = (message: string, upstreamStatus?: number) =>
+    new ProviderError('bad_response', message, { provider: name, ...(upstreamStatus !== undefined ? { upstreamStatus } : {}) });
+
+  async function post(
+    path: string,
+    wire: Wire,
+    body: unknown,
+    signal: AbortSignal,
+    limits: { headersTimeout: number; bodyTimeout: number },
+    clientSignal: AbortSignal,
+  ): Promise<ResponseData> {
+    let response: ResponseData;
+    try {
+      response = await request(`${base}${path}`, {
+        method: 'POST',
+        dispatcher,
+        signal,
+        headers: {
+          authorization: `Bearer ${apiKey}`,
+          'content-type': 'application/json',
+          accept: wire === 'chat_completions' && (body as { stream?: unknown }).stream ? 'text/event-stream' : 'application/json',
+        },
+        body: JSON.stringify(body),
+        headersTimeout: limits.headersTimeout,
+        bodyTimeout: limits.bodyTimeout,
+      });
+    } catch (error) {
+      throw classifyThrown(name, error, clientSignal);
+    }
+    if (response.statusCode < 200 || response.statusCode >= 300) {
+      let text = '';
+      try {
+        text = await readLimited(response.body, MAX_ERROR_BODY_BYTES);
+      } catch (error) {
+        // The status alone classifies the failure; a body that breaks off only loses the message.
+        if (clientSignal.aborted) throw classifyThrown(name, error, clientSignal);
+      }
+      throw classifyHttpFailure({ provider: name, wire, status: response.statusCode, headers: response.headers, body: text, secrets });
+    }
+    return response;
+  }
+
+  /** POST and parse a JSON answer within the buffered deadline. */
+  async function postJson(path: string, wire: Wire, body: unknown, context: ProviderCallContext): Promise<unknown> {
+    const signal = AbortSignal.any([context.signal, AbortSignal.timeout(timeouts.bufferedMs)]);
+    const limits = { headersTimeout: timeouts.bufferedMs, bodyTimeout: timeouts.bufferedMs };
+    const response = await post(path, wire, body, signal, limits, context.signal);
+    let text: string;
+    try {
+      text = await response.body.text();
+    } catch (error) {
+      throw classifyThrown(name, error, context.signal);
+    }
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      throw badResponse('the upstream answer is not valid JSON', response.statusCode);
+    }
+  }
+
+  async function chat(chatRequest: ChatRequest, context: ProviderCallContext): Promise<ChatCompletion> {
+    // A buffered call: the transport fields of streaming do not go upstream (stream_options without stream is a 400).
+    const { stream: _stream, stream_options: _streamOptions, ...body } = chatRequest;
+    const parsed = await postJson('/chat/completions', 'chat_completions', body, context);
+    if (!isObject(parsed) || !Array.isArray(parsed.choices)) throw badResponse('the upstream answer is not a chat completion');
+    return parsed as unknown as ChatCompletion;
+  }
+
+  async function streamChat(chatRequest: ChatRequest, context: ProviderCallContext): Promise<AsyncIterable<ChatChunk>> {
+    const streamOptions = isObject(chatRequest.stream_options) ? chatRequest.stream_options : {};
+    const body = { ...chatRequest, stream: true, stream_options: { ...streamOptions, include_usage: true } };
+    const limits = { headersTimeout: timeouts.streamHeadersMs, bodyTimeout: timeouts.streamIdleMs };
+    const response = await post('/chat/completions', 'chat_completions', body, context.signal, limits, context.signal);
+    const type = contentType(response.headers);
+    if (!type.includes('text/event-stream')) {
+      // An upstream that ignored `stream: true` or answered an error with 200: never relayed as if it were a stream.
+      const text = await readLimited(response.body, MAX_ERROR_BODY_BYTES).catch(() => '');
+      const message = redactSecrets(upstreamMessage(text), secrets);
+      throw badResponse(`expected an event stream, got ${type || 'no content type'}${message ? `: ${message}` : ''}`, response.statusCode);
+    }
+    return sseChunks(response.body, context.signal);
+  }
+
+  /** The SSE body as typed chunks; ends at `[DONE]`, and a body that ends without it is a bad_response. */
+  async function* sseChunks(body: ResponseData['body'], clientSignal: AbortSignal): AsyncGenerator<ChatChunk> {
+    const pending: EventSourceMessage[] = [];
+    const parser = createParser({ onEvent: (event) => pending.push(event) });
+    const decoder = new TextDecoder();
+    let finished = false;
+    const drain = function* (): Generator<ChatChunk> {
+      while (pending.length > 0) {
+        const event = pending.shift()!;
+        if (event.data === '[DONE]') {
+          finished = true;
+          return;
+        }
+        yield toChunk(event);
+      }
+    };
+    try {
+      for await (const piece of body) {
+        parser.feed(decoder.decode(piece as Buffer, { stream: true }));
+        for (const chunk of drain()) yield chunk;
+        if (finished) return;
+      }
+      parser.feed(decoder.decode());
+      parser.reset({ consume: true });
+      for (const chunk of drain()) yield chunk;
+      if (!finished) throw badResponse('the upstream stream ended without [DONE]', 200);
+    } catch (error) {
+      throw classifyThrown(name, error, clientSignal);
+    } finally {
+      // Stopping early (consumer break, error) must release the upstream connection.
+      if (!body.destroyed) body.destroy();
+    }
+  }
+
+  function toChunk(event: EventSourceMessage): ChatChunk {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(event.data);
+    } catch {
+      throw badResponse('an upstream stream event is not valid JSON', 200);
+    }
+    if (event.event === 'error' || (isObject(parsed) && isObject(parsed.error))) {
+      const message = redactSecrets(upstreamMessage(event.data), secrets) || 'the upstream reported an error mid-stream';
+      throw new ProviderError('upstream_error', message, { provider: name, upstreamStatus: 200 });
+    }
+    if (!isObject(parsed) || !Array.isArray(parsed.choices)) throw badResponse('an upstream stream event is not a chat completion chunk', 200);
+    return parsed as unknown as ChatChunk;
+  }
+
+  async function embed(embeddingsRequest: EmbeddingsRequest, context: ProviderCallContext): Promise<EmbeddingsResult> {
+    const body: Record<string, unknown> = { model: embeddingsRequest.model, input: embeddingsRequest.input, encoding_format: 'float' };
+    if (embeddingsRequest.dimensions !== undefined) body.dimensions = embeddingsRequest.dimensions;
+    if (embeddingsRequest.user !== undefined) body.user = embeddingsRequest.user;
+    const parsed = await postJson('/embeddings', 'embeddings', body, context);
+    if (!isObject(parsed) || !Array.isArray(parsed.data)) throw badResponse('the upstream answer is not an embeddings list');
+    const count = embeddingsRequest.input.length;
+    const vectors = new Array<number[] | undefined>(count);
+    parsed.data.forEach((item: unknown, position: number) => {
+      if (!isObject(item)) throw badResponse('an upstream embedding is not an object');
+      const index = typeof item.index === 'number' ? item.index : position;
+      const raw = item.embedding;
+      const vector =
+        typeof raw === 'string' ? decodeBase64Floats(raw) : Array.isArray(raw) && raw.every((v) => typeof v === 'number') ? (raw as number[]) : null;
+      if (!vector || !Number.isInteger(index) || index < 0 || index >= count) throw badResponse('an upstream embedding is malformed');
+      vectors[index] = vector;
+    });
+    if (vectors.some((v) => v === undefined)) throw badResponse(`the upstream returned ${parsed.data.length} embeddings for ${count} inputs`);
+    const usage = isObject(parsed.usage) ? parsed.usage : {};
+    const promptTokens = typeof usage.prompt_tokens === 'number' ? usage.prompt_tokens : 0;
+    return {
+      model: typeof parsed.model === 'string' ? parsed.model : embeddingsRequest.model,
+      vectors: vectors as number[][],
+      usage: { prompt_tokens: promptTokens, total_tokens: typeof usage.total_tokens === 'number' ? usage.total_tokens : promptTokens },
+    };
+  }
+
+  return {
+    name,
+    kind: 'live',
+    supports: (wire: Wire) => wire === 'chat_completions' || wire === 'embeddings',
+    chat,
+    streamChat,
+    embed,
+  };
+}

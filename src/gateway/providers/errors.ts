@@ -1,0 +1,230 @@
+/**
+ * The one place where upstream failures are classified (STYLE.md section 4, after openai-node's `APIError.generate`):
+ * an HTTP status and body, a thrown undici/abort error, or a broken stream becomes a `ProviderError` of one kind, with
+ * retryability and `retry-after`. `providerErrorStatus` is the matching table from kind to the status a wire answers.
+ * Upstream messages are relayed only after any API key in them has been masked.
+ */
+import { AppError } from '../../core/errors.ts';
+import { ProviderError, type ProviderFailureKind, type Wire } from './types.ts';
+
+/** Longest retry-after we relay; anything larger is clamped (a broken upstream must not park clients for days). */
+const MAX_RETRY_AFTER_SECONDS = 3600;
+
+type HeaderBag = Record<string, string | string[] | undefined> | Headers;
+
+function headerValue(headers: HeaderBag | undefined, name: string): string | undefined {
+  if (!headers) return undefined;
+  if (headers instanceof Headers) return headers.get(name) ?? undefined;
+  const value = headers[name] ?? headers[name.toLowerCase()];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * Seconds to wait from `retry-after-ms` (not a standard header; the chat-completions family sends it) or
+ * `retry-after` (delta-seconds or an HTTP date). Undefined when absent or unparseable; at least 1 when present.
+ */
+export function parseRetryAfter(headers: HeaderBag | undefined, nowMs: number = Date.now()): number | undefined {
+  const ms = headerValue(headers, 'retry-after-ms');
+  if (ms !== undefined && /^\s*\d+(\.\d+)?\s*$/.test(ms)) return clampRetry(Math.ceil(Number(ms) / 1000));
+  const raw = headerValue(headers, 'retry-after')?.trim();
+  if (!raw) return undefined;
+  if (/^\d+(\.\d+)?$/.test(raw)) return clampRetry(Math.ceil(Number(raw)));
+  const date = Date.parse(raw);
+  if (Number.isNaN(date)) return undefined;
+  return clampRetry(Math.ceil((date - nowMs) / 1000));
+}
+
+function clampRetry(seconds: number): number {
+  return Math.min(MAX_RETRY_AFTER_SECONDS, Math.max(1, seconds));
+}
+
+const KEY_PATTERN = /\b(sk|svc)[-_][A-Za-z0-9_\-*]{6,}/g;
+
+/** Mask anything that looks like an API key, and the given secrets verbatim, in a message relayed to a client. */
+export function redactSecrets(message: string, secrets: ReadonlyArray<string | null | undefined> = []): string {
+  let out = message;
+  for (const secret of secrets) if (secret && secret.length >= 4) out = out.split(secret).join('[redacted]');
+  return out.replace(KEY_PATTERN, '[redacted]');
+}
+
+/** The human message of an upstream error body (`{error:{message}}`, `{message}`, `{detail}` or plain text). */
+export function upstreamMessage(body: string): string {
+  const text = body.trim();
+  if (!text) return '';
+  try {
+    const parsed = JSON.parse(text) as { error?: unknown; message?: unknown; detail?: unknown };
+    const error = parsed.error;
+    if (error && typeof error === 'object' && typeof (error as { message?: unknown }).message === 'string') {
+      return (error as { message: string }).message;
+    }
+    if (typeof error === 'string') return error;
+    if (typeof parsed.message === 'string') return parsed.message;
+    if (typeof parsed.detail === 'string') return parsed.detail;
+  } catch {
+    // Not JSON: fall through to the raw text.
+  }
+  return text.slice(0, 500);
+}
+
+/** What an embeddings backend says when a batch has more inputs than it takes (several compatible servers' words). */
+const BATCH_TOO_LARGE =
+  /array too long|too many inputs|batch size|batch (is )?too (large|big)|maximum (batch|number of inputs|allowed batch)|input.*(must have|at most|maximum length) \d+|exceeds? (the )?max(imum)? (batch|number)/i;
+
+export interface HttpFailure {
+  provider: string;
+  wire: Wire;
+  status: number;
+  headers?: HeaderBag;
+  body: string;
+  /** Secrets to mask in the relayed message (the provider's own key). */
+  secrets?: ReadonlyArray<string | null | undefined>;
+  nowMs?: number;
+}
+
+/** Classify a non-2xx upstream answer. */
+export function classifyHttpFailure(failure: HttpFailure): ProviderError {
+  const { provider, status } = failure;
+  const message = redactSecrets(upstreamMessage(failure.body), failure.secrets) || `upstream answered HTTP ${status}`;
+  const base = { provider, upstreamStatus: status };
+  if (status === 429) {
+    const retryAfterSeconds = parseRetryAfter(failure.headers, failure.nowMs);
+    return new ProviderError('rate_limited', message, { ...base, ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}) });
+  }
+  if (status === 408) return new ProviderError('timeout', message, base);
+  if (status >= 500) return new ProviderError('upstream_error', message, base);
+  if (failure.wire === 'embeddings' && (status === 413 || (status === 400 && BATCH_TOO_LARGE.test(message)))) {
+    return new ProviderError('batch_too_large', message, base);
+  }
+  if (status >= 400) return new ProviderError('rejected', message, base);
+  return new ProviderError('bad_response', `unexpected upstream status ${status}`, base);
+}
+
+const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
+  'UND_ERR_DESTROYED',
+]);
+
+function codeChain(error: unknown): string[] {
+  const codes: string[] = [];
+  let current: unknown = error;
+  for (let depth = 0; current && typeof current === 'object' && depth < 5; depth += 1) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string') codes.push(code);
+    const name = (current as { name?: unknown }).name;
+    if (typeof name === 'string') codes.push(name);
+    current = (current as { cause?: unknown }).cause;
+  }
+  return codes;
+}
+
+/**
+ * Classify anything thrown while calling an upstream. `clientSignal` is the caller's signal: when it fired, the failure
+ * is an abort whatever undici reports; a fired deadline signal of our own is a timeout.
+ */
+export function classifyThrown(provider: string, error: unknown, clientSignal?: AbortSignal): ProviderError {
+  if (error instanceof ProviderError) return error;
+  const cause = { provider, cause: error };
+  if (clientSignal?.aborted) return new ProviderError('aborted', 'the client went away', cause);
+  const codes = codeChain(error);
+  if (codes.some((code) => TIMEOUT_CODES.has(code) || code === 'TimeoutError')) {
+    return new ProviderError('timeout', 'the upstream did not answer in time', cause);
+  }
+  if (codes.some((code) => NETWORK_CODES.has(code) || code.startsWith('UND_ERR_CONNECT'))) {
+    return new ProviderError('network', `could not reach the upstream (${codes[0]})`, cause);
+  }
+  if (codes.includes('AbortError') || codes.includes('UND_ERR_ABORTED')) {
+    return new ProviderError('aborted', 'the upstream call was aborted', cause);
+  }
+  if (error instanceof SyntaxError) return new ProviderError('bad_response', 'the upstream answer is not valid JSON', cause);
+  return new ProviderError('network', `upstream call failed: ${error instanceof Error ? error.message : String(error)}`, cause);
+}
+
+/** How a wire answers a provider failure. */
+export interface ProviderErrorHttp {
+  status: number;
+  /** The chat-completions error `type`. */
+  type: string;
+  /** The chat-completions error `code`. */
+  code: string;
+  /** Safe to show the client: upstream 4xx messages are relayed (keys masked), 5xx-class failures are generic. */
+  message: string;
+  /** Seconds for the `retry-after` response header. */
+  retryAfter?: number;
+}
+
+const STATUS_OF: Record<ProviderFailureKind, number> = {
+  rate_limited: 429,
+  upstream_error: 502,
+  bad_response: 502,
+  network: 502,
+  timeout: 504,
+  rejected: 400,
+  batch_too_large: 413,
+  unsupported: 400,
+  // nginx's "client closed request"; nobody is there to read it, but the run records it.
+  aborted: 499,
+};
+
+/**
+ * The HTTP answer to a provider failure: 429 with retry-after; 5xx, bad_response and network -> 502; timeout -> 504;
+ * rejected -> the upstream's own 4xx, except 401/403, which say the gateway's credential is wrong, not the caller's,
+ * and become 502; unsupported -> 400.
+ */
+export function providerErrorStatus(error: ProviderError): ProviderErrorHttp {
+  switch (error.kind) {
+    case 'rate_limited':
+      return {
+        status: 429,
+        type: 'rate_limit_error',
+        code: 'rate_limit_exceeded',
+        message: `The upstream provider is rate limiting requests${error.retryAfterSeconds ? `; retry after ${error.retryAfterSeconds} s` : ''}.`,
+        retryAfter: error.retryAfterSeconds ?? 1,
+      };
+    case 'rejected': {
+      const upstream = error.upstreamStatus ?? 400;
+      if (upstream === 401 || upstream === 403) {
+        return { status: 502, type: 'server_error', code: 'upstream_error', message: 'The upstream provider refused the gateway credentials.' };
+      }
+      return { status: upstream >= 400 && upstream < 500 ? upstream : 400, type: 'invalid_request_error', code: 'upstream_rejected', message: error.message };
+    }
+    case 'batch_too_large':
+      return { status: 413, type: 'invalid_request_error', code: 'upstream_rejected', message: error.message };
+    case 'unsupported':
+      return { status: 400, type: 'invalid_request_error', code: 'unsupported_model', message: error.message };
+    case 'timeout':
+      return { status: 504, type: 'server_error', code: 'upstream_timeout', message: 'The upstream provider did not answer in time.' };
+    case 'aborted':
+      return { status: STATUS_OF.aborted, type: 'server_error', code: 'aborted', message: 'The request was aborted.' };
+    default:
+      return { status: STATUS_OF[error.kind], type: 'server_error', code: 'upstream_error', message: 'The upstream provider failed.' };
+  }
+}
+
+/** The same mapping as an AppError, for wires that throw and let their plugin render (embeddings). */
+export function providerErrorToAppError(error: ProviderError): AppError {
+  const http = providerErrorStatus(error);
+  const headers: Record<string, string> = http.retryAfter !== undefined ? { 'retry-after': String(http.retryAfter) } : {};
+  switch (error.kind) {
+    case 'rate_limited':
+      return new AppError('rate_limited', { message: http.message, headers, cause: error });
+    case 'rejected':
+    case 'batch_too_large':
+      if (http.status >= 500) return new AppError('upstream_error', { cause: error });
+      return new AppError('upstream_rejected', { message: http.message, status: http.status, cause: error });
+    case 'unsupported':
+      return new AppError('unsupported_model', { message: http.message, details: { param: 'model' }, cause: error });
+    case 'timeout':
+      return new AppError('upstream_timeout', { cause: error });
+    default:
+      return new AppError('upstream_error', { cause: error });
+  }
+}

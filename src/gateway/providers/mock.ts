@@ -1,0 +1,426 @@
+/**
+ * The deterministic mock provider (TensorZero's `dummy` provider): it answers when no live provider is configured
+ * for a model family, and tests choose failure behaviour through the model name (docs/providers.md, "Mock models").
+ *
+ * Answers are functions of the request: the text mentions the last user message and carries a digest of the
+ * conversation; declared tools are called with arguments generated from their JSON Schema (honouring `tool_choice`
+ * and `parallel_tool_calls`); structured outputs follow `response_format`; usage comes from the real tokenizer.
+ * Streams are realistic chunk sequences (role chunk, content deltas, tool-call fragments, finish chunk, usage chunk).
+ * Embeddings are unit vectors built from hashes of the input, so equal inputs embed equally and texts sharing words
+ * are similar.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { countChatTokens, countTokens, truncateToTokens } from '../tokens.ts';
+import { sampleFromSchema } from './schema-sample.ts';
+import {
+  ProviderError,
+  type ChatChunk,
+  type ChatCompletion,
+  type ChatRequest,
+  type ChatTool,
+  type ChatToolCall,
+  type ChatUsage,
+  type EmbeddingsRequest,
+  type EmbeddingsResult,
+  type Provider,
+  type ProviderCallContext,
+  type Wire,
+} from './types.ts';
+
+export const MOCK_PROVIDER_NAME = 'mock';
+
+/** Default wait of `mock-slow` models; `mock-slow-<ms>` chooses its own. */
+export const MOCK_SLOW_DEFAULT_MS = 2000;
+
+export interface MockProviderOptions {
+  /** Epoch milliseconds (the `created` field); defaults to Date.now. */
+  now?: () => number;
+}
+
+/** Behaviour chosen by the model name; see docs/providers.md. */
+export interface MockBehaviour {
+  slowMs: number;
+  failure: 'rate_limited' | 'upstream_error' | 'timeout' | 'network' | 'rejected' | null;
+  stream: 'malformed' | 'truncated' | null;
+  /** Embeddings: largest batch accepted before answering batch_too_large. */
+  maxBatch: number | null;
+}
+
+export function mockBehaviour(model: string): MockBehaviour {
+  const id = model.toLowerCase();
+  const slow = /mock-slow(?:-(\d+))?/.exec(id);
+  const batch = /mock-batch-(\d+)/.exec(id);
+  let failure: MockBehaviour['failure'] = null;
+  if (id.includes('mock-429')) failure = 'rate_limited';
+  else if (id.includes('mock-5xx')) failure = 'upstream_error';
+  else if (id.includes('mock-timeout')) failure = 'timeout';
+  else if (id.includes('mock-network')) failure = 'network';
+  else if (id.includes('mock-400')) failure = 'rejected';
+  return {
+    slowMs: slow ? (slow[1] !== undefined ? Number(slow[1]) : MOCK_SLOW_DEFAULT_MS) : 0,
+    failure,
+    stream: id.includes('mock-malformed') ? 'malformed' : id.includes('mock-truncated') ? 'truncated' : null,
+    maxBatch: batch ? Math.max(1, Number(batch[1])) : null,
+  };
+}
+
+function failureError(failure: NonNullable<MockBehaviour['failure']>): ProviderError {
+  const provider = MOCK_PROVIDER_NAME;
+  switch (failure) {
+    case 'rate_limited':
+      return new ProviderError('rate_limited', 'mock rate limit (model name contains mock-429)', { provider, upstreamStatus: 429, retryAfterSeconds: 1 });
+    case 'upstream_error':
+      return new ProviderError('upstream_error', 'mock upstream failure (model name contains mock-5xx)', { provider, upstreamStatus: 500 });
+    case 'timeout':
+      return new ProviderError('timeout', 'mock timeout (model name contains mock-timeout)', { provider });
+    case 'network':
+      return new ProviderError('network', 'mock connection refused (model name contains mock-network)', { provider });
+    case 'rejected':
+      return new ProviderError('rejected', 'mock rejection (model name contains mock-400)', { provider, upstreamStatus: 400 });
+  }
+}
+
+function abortedError(): ProviderError {
+  return new ProviderError('aborted', 'the client went away', { provider: MOCK_PROVIDER_NAME });
+}
+
+function wait(ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.reject(abortedError());
+  if (ms <= 0) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(abortedError());
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** Wait and fail as the model name says, before any answer (so the caller may fail over). */
+async function preamble(behaviour: MockBehaviour, signal: AbortSignal): Promise<void> {
+  await wait(behaviour.slowMs, signal);
+  if (behaviour.failure) throw failureError(behaviour.failure);
+}
+
+function digest(value: unknown): string {
+  return createHash('sha256').update(JSON.stringify(value) ?? '').digest('hex');
+}
+
+function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) {
+    return content
+      .map((part) => (part && typeof part === 'object' && typeof (part as { text?: unknown }).text === 'string' ? (part as { text: string }).text : ''))
+      .filter(Boolean)
+      .join(' ');
+  }
+  return '';
+}
+
+function excerpt(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length <= max ? flat : `${flat.slice(0, max - 1)}…`;
+}
+
+interface PlannedChoice {
+  index: number;
+  content: string | null;
+  toolCalls: ChatToolCall[];
+  finishReason: 'stop' | 'length' | 'tool_calls';
+  completionTokens: number;
+}
+
+function declaredTools(request: ChatRequest): ChatTool[] {
+  return (Array.isArray(request.tools) ? request.tools : []).filter(
+    (tool): tool is ChatTool => tool?.type === 'function' && typeof tool.function?.name === 'string',
+  );
+}
+
+/** The tools the mock calls for this turn, or none (answer with text). */
+function selectTools(request: ChatRequest, lastUserText: string): ChatTool[] {
+  let tools = declaredTools(request);
+  if (tools.length === 0) return [];
+  const choice = request.tool_choice as unknown;
+  if (choice === 'none') return [];
+  let required = choice === 'required';
+  if (choice && typeof choice === 'object') {
+    const named = (choice as { function?: { name?: unknown } }).function?.name;
+    if (typeof named === 'string') {
+      const tool = tools.find((t) => t.function.name === named);
+      if (!tool) {
+        throw new ProviderError('rejected', `tool_choice names "${named}", which is not a declared tool`, {
+          provider: MOCK_PROVIDER_NAME,
+          upstreamStatus: 400,
+        });
+      }
+      return [tool];
+    }
+    const allowed = (choice as { allowed_tools?: { mode?: unknown; tools?: Array<{ function?: { name?: unknown } }> } }).allowed_tools;
+    if (allowed) {
+      const names = new Set((allowed.tools ?? []).map((t) => t.function?.name));
+      tools = tools.filter((t) => names.has(t.function.name));
+      required = allowed.mode === 'required';
+      if (tools.length === 0) return [];
+    }
+  }
+  // `auto`: call tools on a fresh user turn; once tool results came back, answer with text.
+  const last = request.messages[request.messages.length - 1];
+  if (!required && last?.role === 'tool') return [];
+  const mentioned = tools.filter((t) => lastUserText.includes(t.function.name));
+  const selected = mentioned.length > 0 ? mentioned : [tools[0]!];
+  return request.parallel_tool_calls === false ? selected.slice(0, 1) : selected;
+}
+
+function answerText(request: ChatRequest, seed: string, lastUserText: string): string {
+  const last = request.messages[request.messages.length - 1];
+  const tag = seed.slice(0, 8);
+  if (last?.role === 'tool') {
+    return `Mock answer ${tag} using the tool results: ${excerpt(textOf(last.content), 160)}`;
+  }
+  if (!lastUserText) return `Mock answer ${tag}: there was no user message to answer.`;
+  return `Mock answer ${tag}: you said "${excerpt(lastUserText, 160)}". This reply is deterministic for the same conversation.`;
+}
+
+function structuredContent(request: ChatRequest, text: string): string | null {
+  const format = request.response_format as { type?: unknown; json_schema?: { schema?: unknown } } | undefined;
+  if (format?.type === 'json_schema') return JSON.stringify(sampleFromSchema(format.json_schema?.schema ?? {}));
+  if (format?.type === 'json_object') return JSON.stringify({ answer: text });
+  return null;
+}
+
+function applyStop(text: string, stop: unknown): { text: string; stopped: boolean } {
+  const stops = typeof stop === 'string' ? [stop] : Array.isArray(stop) ? stop.filter((s): s is string => typeof s === 'string' && s !== '') : [];
+  let cut = -1;
+  for (const s of stops) {
+    const at = text.indexOf(s);
+    if (at >= 0 && (cut < 0 || at < cut)) cut = at;
+  }
+  return cut >= 0 ? { text: text.slice(0, cut), stopped: true } : { text, stopped: false };
+}
+
+function planChoices(request: ChatRequest): PlannedChoice[] {
+  const lastUser = [...request.messages].reverse().find((m) => m.role === 'user');
+  const lastUserText = textOf(lastUser?.content);
+  const count = typeof request.n === 'number' && Number.isInteger(request.n) && request.n > 1 ? Math.min(request.n, 8) : 1;
+  const maxTokens = [request.max_completion_tokens, request.max_tokens].find((v): v is number => typeof v === 'number' && v > 0);
+  const tools = selectTools(request, lastUserText);
+  const choices: PlannedChoice[] = [];
+  for (let index = 0; index < count; index += 1) {
+    const seed = digest({ model: request.model, messages: request.messages, index });
+    if (tools.length > 0) {
+      const toolCalls = tools.map((tool, i) => ({
+        id: `call_${digest({ seed, i, name: tool.function.name }).slice(0, 24)}`,
+        type: 'function' as const,
+        function: { name: tool.function.name, arguments: JSON.stringify(sampleFromSchema(tool.function.parameters ?? { type: 'object' })) },
+      }));
+      const completionTokens = toolCalls.reduce((sum, c) => sum + 3 + countTokens(c.function.name) + countTokens(c.function.arguments), 0);
+      choices.push({ index, content: null, toolCalls, finishReason: 'tool_calls', completionTokens });
+      continue;
+    }
+    const text = answerText(request, seed, lastUserText);
+    let content = structuredContent(request, text) ?? text;
+    let finishReason: PlannedChoice['finishReason'] = 'stop';
+    content = applyStop(content, request.stop).text;
+    if (maxTokens !== undefined && countTokens(content) > maxTokens) {
+      content = truncateToTokens(content, maxTokens);
+      finishReason = 'length';
+    }
+    choices.push({ index, content, toolCalls: [], finishReason, completionTokens: countTokens(content) });
+  }
+  return choices;
+}
+
+function usageOf(request: ChatRequest, choices: PlannedChoice[]): ChatUsage {
+  const prompt = countChatTokens(request);
+  const completion = choices.reduce((sum, c) => sum + c.completionTokens, 0);
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+    completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+  };
+}
+
+/** Pieces of a text as a model streams them: a word with its trailing whitespace per delta. */
+function contentPieces(text: string): string[] {
+  return text.match(/\s*\S+\s*/g) ?? (text ? [text] : []);
+}
+
+/** Tool-call arguments arrive in small fragments that split JSON tokens, as live upstreams send them. */
+function argumentPieces(args: string): string[] {
+  const pieces: string[] = [];
+  for (let i = 0; i < args.length; i += 7) pieces.push(args.slice(i, i + 7));
+  return pieces;
+}
+
+const SYSTEM_FINGERPRINT = 'fp_svc_mock';
+
+export function createMockProvider(options: MockProviderOptions = {}): Provider {
+  const now = options.now ?? Date.now;
+
+  async function chat(request: ChatRequest, context: ProviderCallContext): Promise<ChatCompletion> {
+    const behaviour = mockBehaviour(request.model);
+    await preamble(behaviour, context.signal);
+    if (behaviour.stream) {
+      throw new ProviderError('bad_response', `mock ${behaviour.stream} answer: the upstream body is not valid JSON`, { provider: MOCK_PROVIDER_NAME, upstreamStatus: 200 });
+    }
+    const choices = planChoices(request);
+    return {
+      id: `chatcmpl-${randomBytes(12).toString('hex')}`,
+      object: 'chat.completion',
+      created: Math.floor(now() / 1000),
+      model: request.model,
+      choices: choices.map((choice) => ({
+        index: choice.index,
+        message: {
+          role: 'assistant',
+          content: choice.content,
+          refusal: null,
+          annotations: [],
+          ...(choice.toolCalls.length > 0 ? { tool_calls: choice.toolCalls } : {}),
+        },
+        logprobs: null,
+        finish_reason: choice.finishReason,
+      })),
+      usage: usageOf(request, choices),
+      service_tier: 'default',
+      system_fingerprint: SYSTEM_FINGERPRINT,
+    };
+  }
+
+  async function streamChat(request: ChatRequest, context: ProviderCallContext): Promise<AsyncIterable<ChatChunk>> {
+    const behaviour = mockBehaviour(request.model);
+    await preamble(behaviour, context.signal);
+    const choices = planChoices(request);
+    const includeUsage = (request.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
+    const usage = usageOf(request, choices);
+    const id = `chatcmpl-${randomBytes(12).toString('hex')}`;
+    const created = Math.floor(now() / 1000);
+    const chunk = (index: number, delta: ChatChunk['choices'][number]['delta'], finishReason: string | null = null): ChatChunk => ({
+      id,
+      object: 'chat.completion.chunk',
+      created,
+      model: request.model,
+      service_tier: 'default',
+      system_fingerprint: SYSTEM_FINGERPRINT,
+      choices: [{ index, delta, logprobs: null, finish_reason: finishReason }],
+      ...(includeUsage ? { usage: null } : {}),
+    });
+
+    const sequence: ChatChunk[] = [];
+    for (const choice of choices) {
+      if (choice.toolCalls.length > 0) {
+        sequence.push(chunk(choice.index, { role: 'assistant', content: null, refusal: null }));
+        choice.toolCalls.forEach((call, i) => {
+          sequence.push(chunk(choice.index, { tool_calls: [{ index: i, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }] }));
+          for (const piece of argumentPieces(call.function.arguments)) {
+            sequence.push(chunk(choice.index, { tool_calls: [{ index: i, function: { arguments: piece } }] }));
+          }
+        });
+      } else {
+        sequence.push(chunk(choice.index, { role: 'assistant', content: '', refusal: null }));
+        for (const piece of contentPieces(choice.content ?? '')) sequence.push(chunk(choice.index, { content: piece }));
+      }
+      sequence.push(chunk(choice.index, {}, choice.finishReason));
+    }
+    if (includeUsage) {
+      sequence.push({ id, object: 'chat.completion.chunk', created, model: request.model, service_tier: 'default', system_fingerprint: SYSTEM_FINGERPRINT, choices: [], usage });
+    }
+    // Failure modes break off after the first few chunks, as a live stream would mid-answer.
+    const breakAt = behaviour.stream ? Math.min(3, sequence.length - 1) : sequence.length;
+    const signal = context.signal;
+
+    return {
+      async *[Symbol.asyncIterator]() {
+        for (let i = 0; i < breakAt; i += 1) {
+          if (signal.aborted) throw abortedError();
+          yield sequence[i]!;
+          // Let other work (and a client disconnect) in between chunks, as network pacing would.
+          await new Promise<void>((resolve) => setImmediate(resolve));
+        }
+        if (signal.aborted) throw abortedError();
+        if (behaviour.stream === 'malformed') {
+          throw new ProviderError('bad_response', 'mock malformed chunk: the stream event is not valid JSON', { provider: MOCK_PROVIDER_NAME, upstreamStatus: 200 });
+        }
+        if (behaviour.stream === 'truncated') {
+          throw new ProviderError('bad_response', 'mock truncated stream: ended without a finish chunk or [DONE]', { provider: MOCK_PROVIDER_NAME, upstreamStatus: 200 });
+        }
+      },
+    };
+  }
+
+  async function embed(request: EmbeddingsRequest, context: ProviderCallContext): Promise<EmbeddingsResult> {
+    const behaviour = mockBehaviour(request.model);
+    await preamble(behaviour, context.signal);
+    if (behaviour.maxBatch !== null && request.input.length > behaviour.maxBatch) {
+      throw new ProviderError('batch_too_large', `mock batch limit: at most ${behaviour.maxBatch} inputs per request`, { provider: MOCK_PROVIDER_NAME, upstreamStatus: 400 });
+    }
+    const dimensions = request.dimensions ?? defaultEmbeddingDimensions(request.model);
+    let tokens = 0;
+    const vectors = (request.input as Array<string | number[]>).map((input) => {
+      tokens += typeof input === 'string' ? countTokens(input) : input.length;
+      return mockEmbedding(input, dimensions);
+    });
+    return { model: request.model, vectors, usage: { prompt_tokens: tokens, total_tokens: tokens } };
+  }
+
+  return {
+    name: MOCK_PROVIDER_NAME,
+    kind: 'mock',
+    supports: (wire: Wire) => wire === 'chat_completions' || wire === 'embeddings',
+    chat,
+    streamChat,
+    embed,
+  };
+}
+
+/** 3072 for `*large*` embedding models, 1536 otherwise (text-embedding-3-small, ada-002, unknown ids). */
+export function defaultEmbeddingDimensions(model: string): number {
+  return /large/i.test(model) ? 3072 : 1536;
+}
+
+const WORD_POSITIONS = 8;
+const DENSE_WEIGHT = 0.5;
+
+/**
+ * A unit vector for one input: a dense part from a SHAKE-256 stream of the whole input (equal inputs, equal vectors)
+ * plus signed features hashed from each word or token id (inputs sharing words point the same way).
+ */
+export function mockEmbedding(input: string | number[], dimensions: number): number[] {
+  const key = typeof input === 'string' ? `s:${input}` : `t:${input.join(',')}`;
+  const bytes = createHash('shake256', { outputLength: dimensions * 2 }).update(key).digest();
+  const dense = new Float64Array(dimensions);
+  let denseNorm = 0;
+  for (let i = 0; i < dimensions; i += 1) {
+    dense[i] = bytes.readInt16LE(i * 2) / 32768;
+    denseNorm += dense[i]! * dense[i]!;
+  }
+  const words = typeof input === 'string' ? (input.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []) : input.map(String);
+  const features = new Float64Array(dimensions);
+  let featureNorm = 0;
+  for (const word of words.slice(0, 8192)) {
+    const h = createHash('sha256').update(word).digest();
+    for (let k = 0; k < WORD_POSITIONS; k += 1) {
+      const n = h.readUInt32LE(k * 4);
+      features[n % dimensions]! += n & 0x80000000 ? -1 : 1;
+    }
+  }
+  for (const value of features) featureNorm += value * value;
+  const denseScale = denseNorm > 0 ? DENSE_WEIGHT / Math.sqrt(denseNorm) : 0;
+  const featureScale = featureNorm > 0 ? 1 / Math.sqrt(featureNorm) : 0;
+  const out = new Array<number>(dimensions);
+  let norm = 0;
+  for (let i = 0; i < dimensions; i += 1) {
+    out[i] = dense[i]! * denseScale + features[i]! * featureScale;
+    norm += out[i]! * out[i]!;
+  }
+  const scale = norm > 0 ? 1 / Math.sqrt(norm) : 1;
+  // Rounded to float32 so float and base64 encodings of the same vector agree exactly.
+  for (let i = 0; i < dimensions; i += 1) out[i] = Math.fround(out[i]! * scale);
+  return out;
+}

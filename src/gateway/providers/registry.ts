@@ -1,0 +1,120 @@
+/**
+ * The provider registry: which providers may serve a (wire, model, tenant), in fail-open order.
+ *
+ * 1. The model id picks a family from `FAMILY_TABLE` (docs/providers.md): `claude*` is the messages family,
+ *    everything else (gpt-*, o1/o3/o4*, chatgpt-*, text-embedding-*, unknown ids) the chat-completions family.
+ * 2. Candidates of the chat-completions family, in order: the tenant's bring-your-own key (the `TenantKeyLookup` seam;
+ *    none until the credential vault lands), the platform key `CHATCOMP_API_KEY` at `CHATCOMP_BASE_URL`, the fallback
+ *    upstream `CHATCOMP_FALLBACK_API_KEY` at `CHATCOMP_FALLBACK_BASE_URL`. The caller fails open along this list.
+ * 3. The mock serves a family only when no live provider is configured for it. A configured live family whose
+ *    providers lack the wire is `unsupported` (never silently served by another wire or by the mock): today the
+ *    messages family has no provider for the chat_completions and embeddings wires.
+ */
+import { createHash } from 'node:crypto';
+import type { Dispatcher } from 'undici';
+import type { Config } from '../../config.ts';
+import { createChatCompletionsProvider, createUpstreamAgent, DEFAULT_PROVIDER_TIMEOUTS, type ProviderTimeouts } from './chat-completions.ts';
+import { createMockProvider } from './mock.ts';
+import { ProviderError, type ModelFamily, type Provider, type ProviderRegistry, type ProviderRoute, type TenantKeyLookup, type Wire } from './types.ts';
+
+/** Model-id prefixes of each family; first match wins, anything unmatched is `chat_completions`. */
+export const FAMILY_TABLE: ReadonlyArray<{ prefix: string; family: ModelFamily }> = [
+  { prefix: 'claude', family: 'messages' },
+  { prefix: 'gpt-', family: 'chat_completions' },
+  { prefix: 'chatgpt-', family: 'chat_completions' },
+  { prefix: 'o1', family: 'chat_completions' },
+  { prefix: 'o3', family: 'chat_completions' },
+  { prefix: 'o4', family: 'chat_completions' },
+  { prefix: 'text-embedding-', family: 'chat_completions' },
+];
+
+export function familyOf(model: string): ModelFamily {
+  const id = model.trim().toLowerCase();
+  return FAMILY_TABLE.find((entry) => id.startsWith(entry.prefix))?.family ?? 'chat_completions';
+}
+
+export const PROVIDER_NAMES = {
+  tenant: 'chatcomp-tenant',
+  platform: 'chatcomp',
+  fallback: 'chatcomp-fallback',
+} as const;
+
+export interface ProviderRegistryOptions {
+  config: Pick<Config, 'providers'>;
+  /** Tenant bring-your-own keys; absent means none. */
+  tenantKeys?: TenantKeyLookup;
+  /** Dispatcher for every live upstream call (tests inject a MockAgent); by default one shared undici Agent. */
+  fetchDispatcher?: Dispatcher;
+  timeouts?: Partial<ProviderTimeouts>;
+  /** Replace the mock provider (tests with a fixed clock). */
+  mock?: Provider;
+}
+
+/** Tenant providers are kept per (key, base URL) so their connection reuse survives between requests. */
+const MAX_TENANT_PROVIDERS = 256;
+
+export function createProviderRegistry(options: ProviderRegistryOptions): ProviderRegistry {
+  const { providers: settings } = options.config;
+  const timeouts = { ...DEFAULT_PROVIDER_TIMEOUTS, ...options.timeouts };
+  const ownAgent = options.fetchDispatcher ? null : createUpstreamAgent(timeouts);
+  const dispatcher: Dispatcher = options.fetchDispatcher ?? ownAgent!;
+  const mock = options.mock ?? createMockProvider();
+  const chat = settings.chatCompletions;
+  const live = (name: string, apiKey: string, baseUrl: string) =>
+    createChatCompletionsProvider({ name, apiKey, baseUrl, dispatcher, timeouts });
+
+  const platform = chat.apiKey ? live(PROVIDER_NAMES.platform, chat.apiKey, chat.baseUrl) : null;
+  // A fallback key without its own address is a second key for the platform upstream.
+  const fallback = chat.fallback.apiKey
+    ? live(PROVIDER_NAMES.fallback, chat.fallback.apiKey, chat.fallback.baseUrl ?? chat.baseUrl)
+    : null;
+  const messagesConfigured = Boolean(settings.messages.apiKey);
+  const tenantProviders = new Map<string, Provider>();
+
+  function tenantProvider(apiKey: string, baseUrl: string): Provider {
+    const cacheKey = createHash('sha256').update(`${baseUrl}\n${apiKey}`).digest('hex');
+    let provider = tenantProviders.get(cacheKey);
+    if (!provider) {
+      if (tenantProviders.size >= MAX_TENANT_PROVIDERS) tenantProviders.delete(tenantProviders.keys().next().value!);
+      provider = live(PROVIDER_NAMES.tenant, apiKey, baseUrl);
+      tenantProviders.set(cacheKey, provider);
+    }
+    return provider;
+  }
+
+  function unsupported(wire: Wire, model: string, family: ModelFamily): ProviderError {
+    return new ProviderError('unsupported', `The model "${model}" (${family} family) is not offered on the ${wire} wire.`, {
+      provider: family === 'messages' ? 'messages' : PROVIDER_NAMES.platform,
+      retryable: false,
+    });
+  }
+
+  async function route(wire: Wire, model: string, tenantId: string): Promise<ProviderRoute> {
+    const family = familyOf(model);
+    const tenantKey = options.tenantKeys ? await options.tenantKeys(tenantId, family) : null;
+    const configured: Provider[] = [];
+    if (family === 'chat_completions') {
+      if (tenantKey) configured.push(tenantProvider(tenantKey.apiKey, tenantKey.baseUrl ?? chat.baseUrl));
+      if (platform) configured.push(platform);
+      if (fallback) configured.push(fallback);
+    }
+    // The messages family has no live provider implementation for these wires yet; a key still counts as configured.
+    const liveConfigured = configured.length > 0 || (family === 'messages' && (messagesConfigured || tenantKey !== null));
+    if (liveConfigured) {
+      const candidates = configured.filter((provider) => provider.supports(wire));
+      if (candidates.length === 0) throw unsupported(wire, model, family);
+      return { family, candidates };
+    }
+    if (!mock.supports(wire)) throw unsupported(wire, model, family);
+    return { family, candidates: [mock] };
+  }
+
+  return {
+    route,
+    hasLiveProvider: () => platform !== null || fallback !== null || messagesConfigured,
+    async close() {
+      tenantProviders.clear();
+      await ownAgent?.close();
+    },
+  };
+}

@@ -1,0 +1,127 @@
+/**
+ * A value that satisfies a JSON Schema, for the mock provider's tool-call arguments and structured outputs: required
+ * properties with type-appropriate values, the first enum value, `const`, `default` and `examples` when given,
+ * lengths and bounds respected, local `$ref`s resolved. `pattern` cannot be satisfied in general and is ignored.
+ */
+
+type Schema = Record<string, unknown>;
+
+const MAX_DEPTH = 8;
+
+function isSchema(value: unknown): value is Schema {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function resolveRef(root: Schema, ref: string): Schema | undefined {
+  if (!ref.startsWith('#')) return undefined;
+  let node: unknown = root;
+  for (const raw of ref.slice(1).split('/').filter(Boolean)) {
+    const key = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
+    node = isSchema(node) ? node[key] : undefined;
+  }
+  return isSchema(node) ? node : undefined;
+}
+
+function sampleString(schema: Schema, name: string): string {
+  const formatted: Record<string, string> = {
+    'date-time': '2025-01-01T00:00:00Z',
+    date: '2025-01-01',
+    time: '00:00:00Z',
+    email: 'user@example.com',
+    uri: 'https://example.com/',
+    url: 'https://example.com/',
+    uuid: '00000000-0000-4000-8000-000000000000',
+    hostname: 'example.com',
+    ipv4: '192.0.2.1',
+    ipv6: '2001:db8::1',
+  };
+  let value = (typeof schema.format === 'string' && formatted[schema.format]) || (name ? `sample ${name}` : 'sample');
+  const min = typeof schema.minLength === 'number' ? schema.minLength : 0;
+  const max = typeof schema.maxLength === 'number' ? schema.maxLength : Infinity;
+  while (value.length < min) value += 'x';
+  if (value.length > max) value = value.slice(0, Math.max(min, max));
+  return value;
+}
+
+function sampleNumber(schema: Schema, integer: boolean): number {
+  const min = typeof schema.minimum === 'number' ? schema.minimum : undefined;
+  const exclusiveMin = typeof schema.exclusiveMinimum === 'number' ? schema.exclusiveMinimum : undefined;
+  const max = typeof schema.maximum === 'number' ? schema.maximum : undefined;
+  const exclusiveMax = typeof schema.exclusiveMaximum === 'number' ? schema.exclusiveMaximum : undefined;
+  let value = integer ? 1 : 1.5;
+  if (min !== undefined && value < min) value = min;
+  if (exclusiveMin !== undefined && value <= exclusiveMin) value = integer ? Math.floor(exclusiveMin) + 1 : exclusiveMin + 0.5;
+  if (max !== undefined && value > max) value = max;
+  if (exclusiveMax !== undefined && value >= exclusiveMax) value = integer ? Math.ceil(exclusiveMax) - 1 : exclusiveMax - 0.5;
+  if (integer) value = Math.ceil(value);
+  const multipleOf = typeof schema.multipleOf === 'number' && schema.multipleOf > 0 ? schema.multipleOf : undefined;
+  if (multipleOf !== undefined) value = Math.ceil(value / multipleOf) * multipleOf;
+  return value;
+}
+
+function sample(schema: unknown, root: Schema, name: string, depth: number): unknown {
+  if (!isSchema(schema) || depth > MAX_DEPTH) return null;
+  if (typeof schema.$ref === 'string') {
+    const target = resolveRef(root, schema.$ref);
+    return target ? sample(target, root, name, depth + 1) : null;
+  }
+  if ('const' in schema) return schema.const;
+  if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0];
+  if ('default' in schema && schema.default !== undefined) return schema.default;
+  if (Array.isArray(schema.examples) && schema.examples.length > 0) return schema.examples[0];
+  for (const key of ['anyOf', 'oneOf'] as const) {
+    const options = schema[key];
+    if (Array.isArray(options) && options.length > 0) {
+      const preferred = options.find((option) => !(isSchema(option) && option.type === 'null')) ?? options[0];
+      return sample(preferred, root, name, depth + 1);
+    }
+  }
+  if (Array.isArray(schema.allOf) && schema.allOf.length > 0) {
+    const merged: Record<string, unknown> = {};
+    for (const part of schema.allOf) {
+      const value = sample(part, root, name, depth + 1);
+      if (isSchema(value)) Object.assign(merged, value);
+      else if (schema.allOf.length === 1) return value;
+    }
+    return merged;
+  }
+  let type = schema.type;
+  if (Array.isArray(type)) type = type.find((t) => t !== 'null') ?? type[0];
+  if (type === undefined) type = isSchema(schema.properties) ? 'object' : schema.items !== undefined ? 'array' : 'string';
+  switch (type) {
+    case 'object': {
+      const out: Record<string, unknown> = {};
+      const properties = isSchema(schema.properties) ? schema.properties : {};
+      const required = Array.isArray(schema.required) ? schema.required.filter((k): k is string => typeof k === 'string') : [];
+      for (const key of required) out[key] = sample(properties[key] ?? {}, root, key, depth + 1);
+      const minProperties = typeof schema.minProperties === 'number' ? schema.minProperties : 0;
+      for (const key of Object.keys(properties)) {
+        if (Object.keys(out).length >= minProperties) break;
+        if (!(key in out)) out[key] = sample(properties[key], root, key, depth + 1);
+      }
+      return out;
+    }
+    case 'array': {
+      const count = Math.max(typeof schema.minItems === 'number' ? schema.minItems : 0, schema.maxItems === 0 ? 0 : 1);
+      const prefix = Array.isArray(schema.prefixItems) ? schema.prefixItems : [];
+      return Array.from({ length: Math.max(count, prefix.length) }, (_, i) =>
+        sample(prefix[i] ?? schema.items ?? {}, root, name, depth + 1),
+      );
+    }
+    case 'integer':
+      return sampleNumber(schema, true);
+    case 'number':
+      return sampleNumber(schema, false);
+    case 'boolean':
+      return true;
+    case 'null':
+      return null;
+    default:
+      return sampleString(schema, name);
+  }
+}
+
+/** A value valid against `schema` (for the schemas tools and structured outputs declare in practice). */
+export function sampleFromSchema(schema: unknown): unknown {
+  return sample(schema ?? {}, isSchema(schema) ? schema : {}, '', 0);
+}

@@ -1,0 +1,163 @@
+/**
+ * Token counting for usage figures of the mock provider, request accounting and embeddings usage.
+ *
+ * One bundled BPE rank file (`o200k_base`, the encoding of the current chat-completions model generations) through
+ * js-tiktoken's lite entry, so the bundle carries one table instead of six. Counts are exact for o200k models and an
+ * estimate for everything else (cl100k embedding models, the messages family); docs/providers.md says how far off.
+ * The encoder is built lazily on first use (about a second of CPU), or ahead of time with `warmTokenizer()`.
+ */
+import { Tiktoken } from 'js-tiktoken/lite';
+import o200kBase from 'js-tiktoken/ranks/o200k_base';
+
+/** The encoding every count uses, whatever the model. */
+export const TOKENIZER_ENCODING = 'o200k_base';
+
+let encoder: Tiktoken | null = null;
+
+function tokenizer(): Tiktoken {
+  encoder ??= new Tiktoken(o200kBase);
+  return encoder;
+}
+
+/** Build the encoder now (e.g. right after the server listens) so no request pays for it. */
+export function warmTokenizer(): void {
+  tokenizer();
+}
+
+/**
+ * Byte-pair merging is quadratic in the length of one pre-tokenised piece, and a piece is a run of letters or digits:
+ * a megabyte without whitespace would stall the event loop. Runs longer than this are counted in slices, which can
+ * differ from the exact count by a token per slice.
+ */
+const MAX_RUN = 256;
+const LONG_RUN = new RegExp(`\\S{${MAX_RUN + 1},}`, 'gu');
+
+/** Token ids of `text`. Special-token spellings such as `<|endoftext|>` are encoded as ordinary text. */
+export function encodeTokens(text: string): number[] {
+  const enc = tokenizer();
+  if (text.length <= MAX_RUN) return enc.encode(text, [], []);
+  const ids: number[] = [];
+  let last = 0;
+  for (const match of text.matchAll(LONG_RUN)) {
+    const start = match.index;
+    if (start > last) ids.push(...enc.encode(text.slice(last, start), [], []));
+    const run = match[0];
+    for (let i = 0; i < run.length; i += MAX_RUN) ids.push(...enc.encode(run.slice(i, i + MAX_RUN), [], []));
+    last = start + run.length;
+  }
+  if (last < text.length) ids.push(...enc.encode(text.slice(last), [], []));
+  return ids;
+}
+
+export function decodeTokens(ids: number[]): string {
+  return tokenizer().decode(ids);
+}
+
+/**
+ * Number of tokens of `text`. `model` is accepted so callers state what they count for; every family is counted with
+ * o200k_base today (docs/providers.md, "Token counting").
+ */
+export function countTokens(text: string, _model?: string): number {
+  if (text.length === 0) return 0;
+  return encodeTokens(text).length;
+}
+
+/** The longest prefix of `text` that has at most `maxTokens` tokens. */
+export function truncateToTokens(text: string, maxTokens: number): string {
+  if (maxTokens <= 0) return '';
+  const ids = encodeTokens(text);
+  if (ids.length <= maxTokens) return text;
+  // Drop a trailing partial UTF-8 sequence that decoding a cut token list can leave behind.
+  return decodeTokens(ids.slice(0, maxTokens)).replace(/\uFFFD+$/u, '');
+}
+
+// Overheads of the chat format (the published counting recipe for the chat-completions family): every message is
+// wrapped in `<|start|>{role}<|message|>...<|end|>`, a `name` costs one more token, and the reply is primed with 3.
+const TOKENS_PER_MESSAGE = 3;
+const TOKENS_PER_NAME = 1;
+const REPLY_PRIMING = 3;
+// Tool declarations are rendered into the prompt as a typed namespace; these constants follow the same recipe.
+const TOOLS_INIT = 7;
+const TOOL_PROPS_INIT = 3;
+const TOOL_PROP_KEY = 3;
+const TOOL_ENUM_INIT = -3;
+const TOOL_ENUM_ITEM = 3;
+const TOOLS_END = 12;
+// Image parts: a low-detail image is a fixed 85 tokens; anything else is estimated as one 512px tile plus the base.
+const IMAGE_LOW_TOKENS = 85;
+const IMAGE_DEFAULT_TOKENS = 255;
+
+/** The parts of a chat request that are counted; any chat-completions request body fits. */
+export interface CountableChatRequest {
+  model?: string;
+  messages: ReadonlyArray<{ role?: unknown; content?: unknown; name?: unknown; tool_calls?: unknown; [field: string]: unknown }>;
+  tools?: unknown;
+}
+
+function contentTokens(content: unknown): number {
+  if (typeof content === 'string') return countTokens(content);
+  if (!Array.isArray(content)) return 0;
+  let total = 0;
+  for (const part of content as Array<Record<string, unknown>>) {
+    if (!part || typeof part !== 'object') continue;
+    if (typeof part.text === 'string') total += countTokens(part.text);
+    else if (typeof part.refusal === 'string') total += countTokens(part.refusal);
+    else if (part.type === 'image_url') {
+      const detail = (part.image_url as { detail?: unknown } | undefined)?.detail;
+      total += detail === 'low' ? IMAGE_LOW_TOKENS : IMAGE_DEFAULT_TOKENS;
+    }
+    // Audio and file parts are not counted: their size is known only to the upstream.
+  }
+  return total;
+}
+
+function toolCallTokens(toolCalls: unknown): number {
+  if (!Array.isArray(toolCalls)) return 0;
+  let total = 0;
+  for (const call of toolCalls as Array<{ function?: { name?: unknown; arguments?: unknown } }>) {
+    const fn = call?.function;
+    if (!fn) continue;
+    total += TOKENS_PER_MESSAGE;
+    if (typeof fn.name === 'string') total += countTokens(fn.name);
+    if (typeof fn.arguments === 'string') total += countTokens(fn.arguments);
+  }
+  return total;
+}
+
+function toolsTokens(tools: unknown): number {
+  if (!Array.isArray(tools) || tools.length === 0) return 0;
+  let total = TOOLS_INIT;
+  for (const tool of tools as Array<{ function?: Record<string, unknown> }>) {
+    const fn = tool?.function;
+    if (!fn) continue;
+    total += countTokens(`${String(fn.name ?? '')}:${String(fn.description ?? '').replace(/\.$/u, '')}`);
+    const properties = (fn.parameters as { properties?: Record<string, Record<string, unknown>> } | undefined)?.properties;
+    if (properties && typeof properties === 'object' && Object.keys(properties).length > 0) {
+      total += TOOL_PROPS_INIT;
+      for (const [key, schema] of Object.entries(properties)) {
+        total += TOOL_PROP_KEY;
+        const type = typeof schema?.type === 'string' ? schema.type : 'object';
+        const description = typeof schema?.description === 'string' ? schema.description.replace(/\.$/u, '') : '';
+        if (Array.isArray(schema?.enum)) {
+          total += TOOL_ENUM_INIT;
+          for (const item of schema.enum) total += TOOL_ENUM_ITEM + countTokens(String(item));
+        }
+        total += countTokens(`${key}:${type}:${description}`);
+      }
+    }
+  }
+  return total + TOOLS_END;
+}
+
+/** Prompt tokens of a chat request: messages with their per-message overhead, tool calls and tool declarations. */
+export function countChatTokens(request: CountableChatRequest): number {
+  let total = REPLY_PRIMING;
+  for (const message of request.messages) {
+    total += TOKENS_PER_MESSAGE;
+    if (typeof message.role === 'string') total += countTokens(message.role);
+    total += contentTokens(message.content);
+    if (typeof message.name === 'string') total += TOKENS_PER_NAME + countTokens(message.name);
+    total += toolCallTokens(message.tool_calls);
+  }
+  return total + toolsTokens(request.tools);
+}
