@@ -12,6 +12,7 @@ import { createRunsRepository } from './evidence/repo.ts';
 import { createRunsService, type RunsService } from './evidence/service.ts';
 import { createChatGateway, type ChatGateway } from './gateway/chat.ts';
 import { createProviderRegistry } from './gateway/providers/registry.ts';
+import { createEmbeddingsService, type EmbeddingsService } from './gateway/embeddings.ts';
 import type { ProviderRegistry } from './gateway/providers/types.ts';
 import { createAuditService, type AuditService } from './audit/service.ts';
 import { createHealthService, type HealthService } from './health/service.ts';
@@ -36,6 +37,7 @@ export interface Services {
   identity: IdentityService;
   health: HealthService;
   providers: ProviderRegistry;
+  embeddings: EmbeddingsService;
   ledger: Ledger;
   runs: RunsService;
   cache: CacheService;
@@ -89,11 +91,12 @@ export async function createServices(config: Config, store: Store, overrides: Se
     isStoreOpen: () => store.isOpen,
   });
   const providers = createProviderRegistry({ config });
+  const embeddings = createEmbeddingsService({ providers });
   const runsRepo = createRunsRepository(store);
   const ledger = createLedger({ repo: runsRepo, clock });
   const runs = createRunsService({ repo: runsRepo, clock });
   const cacheRepo = createCacheRepository(store);
   const cache = createCacheService({ repo: cacheRepo, audit });
   const chat = createChatGateway({ registry: providers, ledger, cache: cacheRepo, clock });
-  return { config, store, clock, cipher, audit, keys, settings, identity, health, providers, ledger, runs, cache, chat };
+  return { config, store, clock, cipher, audit, keys, settings, identity, health, providers, embeddings, ledger, runs, cache, chat };
 }

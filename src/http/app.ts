@@ -14,6 +14,8 @@ import { newId } from '../core/ids.ts';
 import { cacheRoutes } from '../caches/routes.ts';
 import { runsRoutes } from '../evidence/routes.ts';
 import { chatCompletionsRoutes } from '../gateway/wires/chat-completions.ts';
+import { embeddingsRoutes } from '../gateway/wires/embeddings.ts';
+import { modelsRoutes } from '../gateway/wires/models.ts';
 import { renderError, surfaceOfUrl } from './error-shapes.ts';
 import { installErrorHandler, registerSurface } from './surface.ts';
 
@@ -59,6 +61,10 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   // Bearer tokens, never cookies, cross origins: `*` without credentials keeps session cookies out of reach.
   await app.register(cors, { origin: '*', credentials: false, exposedHeaders: EXPOSED_HEADERS, maxAge: 600 });
   app.decorateRequest('auth', null);
+  // Upstream connection pools close with the app.
+  app.addHook('onClose', async () => {
+    await services.providers.close();
+  });
 
   installErrorHandler(app);
   app.setNotFoundHandler((request, reply) => {
@@ -98,6 +104,8 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
         identity: services.identity,
         acceptApiKeyHeader: (request) => surfaceOfUrl(request.url) === 'messages',
       });
+      await gateway.register(modelsRoutes());
+      await gateway.register(embeddingsRoutes(services.embeddings));
       await gateway.register(chatCompletionsRoutes({ gateway: services.chat, appBaseUrl: config.accounts.appBaseUrl }));
       gateway.setNotFoundHandler((request) => {
         throw new AppError('route_not_found', { message: `No route for ${request.method} ${request.url.split('?', 1)[0]}.` });
