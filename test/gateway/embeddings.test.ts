@@ -1,0 +1,217 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { mockEmbedding } from '../../src/gateway/providers/mock.ts';
+import { build, json } from '../support/build.ts';
+import { validateAgainst } from '../support/openapi.ts';
+
+type Built = Awaited<ReturnType<typeof build>>;
+
+async function embed(app: Built['app'], body: unknown) {
+  return app.inject({ method: 'POST', url: '/v1/embeddings', payload: body as object });
+}
+
+function norm(vector: number[]): number {
+  return Math.sqrt(vector.reduce((sum, v) => sum + v * v, 0));
+}
+
+function cosine(a: number[], b: number[]): number {
+  return a.reduce((sum, v, i) => sum + v * b[i]!, 0) / (norm(a) * norm(b));
+}
+
+test('a string input answers one deterministic unit vector in the official response shape', async (t) => {
+  const { app } = await build(t);
+  const response = await embed(app, { model: 'text-embedding-3-small', input: 'The quick brown fox' });
+  assert.equal(response.statusCode, 200);
+  assert.equal(response.headers['cache-control'], 'no-store');
+  assert.equal(response.headers['x-svc-run-id'], undefined, 'embeddings create no run');
+  const body = json(response);
+  assert.equal(validateAgainst('CreateEmbeddingResponse', body), null);
+  assert.deepEqual(Object.keys(body).sort(), ['data', 'model', 'object', 'usage']);
+  assert.deepEqual(Object.keys(body.data[0]).sort(), ['embedding', 'index', 'object']);
+  assert.equal(body.object, 'list');
+  assert.equal(body.model, 'text-embedding-3-small');
+  assert.equal(body.data.length, 1);
+  assert.equal(body.data[0].embedding.length, 1536);
+  assert.ok(Math.abs(norm(body.data[0].embedding) - 1) < 1e-5);
+  assert.ok(body.usage.prompt_tokens > 0);
+  assert.equal(body.usage.total_tokens, body.usage.prompt_tokens);
+  const again = json(await embed(app, { model: 'text-embedding-3-small', input: 'The quick brown fox' }));
+  assert.deepEqual(again.data[0].embedding, body.data[0].embedding, 'same input, same vector');
+});
+
+test('the default dimension is 3072 for large models and dimensions is honoured', async (t) => {
+  const { app } = await build(t);
+  const large = json(await embed(app, { model: 'text-embedding-3-large', input: 'hello' }));
+  assert.equal(large.data[0].embedding.length, 3072);
+  const ada = json(await embed(app, { model: 'text-embedding-ada-002', input: 'hello' }));
+  assert.equal(ada.data[0].embedding.length, 1536);
+  const small = json(await embed(app, { model: 'text-embedding-3-large', input: 'hello', dimensions: 256 }));
+  assert.equal(small.data[0].embedding.length, 256);
+  assert.ok(Math.abs(norm(small.data[0].embedding) - 1) < 1e-5);
+});
+
+test('texts that share words embed closer than unrelated texts', async (t) => {
+  const { app } = await build(t);
+  const body = json(await embed(app, {
+    model: 'text-embedding-3-small',
+    input: ['the cat sat on the mat', 'on the mat the cat sat', 'quarterly revenue grew strongly'],
+  }));
+  const [a, b, c] = body.data.map((d: { embedding: number[] }) => d.embedding);
+  assert.ok(cosine(a, b) > 0.6, `reordered words are similar (${cosine(a, b)})`);
+  assert.ok(Math.abs(cosine(a, c)) < 0.3, `unrelated texts are not (${cosine(a, c)})`);
+});
+
+test('all four input forms are accepted with index-aligned output', async (t) => {
+  const { app } = await build(t);
+  const forms: Array<[unknown, number]> = [
+    ['one string', 1],
+    [['a', 'b', 'c'], 3],
+    [[1212, 318, 257, 1332, 13], 1],
+    [[[1212, 318], [257, 1332, 13]], 2],
+  ];
+  for (const [input, count] of forms) {
+    const response = await embed(app, { model: 'text-embedding-3-small', input, dimensions: 8 });
+    assert.equal(response.statusCode, 200, JSON.stringify(input));
+    const body = json(response);
+    assert.equal(body.data.length, count);
+    body.data.forEach((item: { index: number }, i: number) => assert.equal(item.index, i));
+  }
+  const tokens = json(await embed(app, { model: 'text-embedding-3-small', input: [[1, 2, 3]], dimensions: 8 }));
+  assert.equal(tokens.usage.prompt_tokens, 3, 'token inputs count their ids');
+  assert.deepEqual(tokens.data[0].embedding, mockEmbedding([1, 2, 3], 8));
+});
+
+test('empty strings, null chunks and empty token arrays become single-space placeholders in place', async (t) => {
+  const { app } = await build(t);
+  const body = json(await embed(app, { model: 'text-embedding-3-small', input: ['first', '', null, [], 'last', [5, 6]], dimensions: 16 }));
+  assert.equal(body.data.length, 6);
+  const space = mockEmbedding(' ', 16);
+  assert.deepEqual(body.data.map((d: { index: number }) => d.index), [0, 1, 2, 3, 4, 5]);
+  assert.deepEqual(body.data[0].embedding, mockEmbedding('first', 16));
+  assert.deepEqual(body.data[1].embedding, space);
+  assert.deepEqual(body.data[2].embedding, space);
+  assert.deepEqual(body.data[3].embedding, space);
+  assert.deepEqual(body.data[4].embedding, mockEmbedding('last', 16));
+  assert.deepEqual(body.data[5].embedding, mockEmbedding([5, 6], 16), 'text and token inputs of one request stay aligned');
+  const single = json(await embed(app, { model: 'text-embedding-3-small', input: '', dimensions: 16 }));
+  assert.deepEqual(single.data[0].embedding, space);
+});
+
+test('null, empty and whitespace-only optional fields count as omitted', async (t) => {
+  const { app } = await build(t);
+  for (const blank of [null, '', '   ']) {
+    const response = await embed(app, { model: 'text-embedding-3-small', input: 'x', dimensions: blank, encoding_format: blank, user: blank });
+    assert.equal(response.statusCode, 200, JSON.stringify(blank));
+    const body = json(response);
+    assert.ok(Array.isArray(body.data[0].embedding), 'float is the default');
+    assert.equal(body.data[0].embedding.length, 1536);
+  }
+});
+
+test('a strict digit-string dimensions is coerced; anything else is a 400 naming dimensions', async (t) => {
+  const { app } = await build(t);
+  const coerced = await embed(app, { model: 'text-embedding-3-small', input: 'x', dimensions: '64' });
+  assert.equal(coerced.statusCode, 200);
+  assert.equal(json(coerced).data[0].embedding.length, 64);
+  for (const bad of ['64.0', ' 64', '6e1', '0x40', 'abc', 0, -3, 3073, '3073', 2.5, true, [64]]) {
+    const response = await embed(app, { model: 'text-embedding-3-small', input: 'x', dimensions: bad });
+    assert.equal(response.statusCode, 400, JSON.stringify(bad));
+    const error = json(response).error;
+    assert.equal(error.type, 'invalid_request_error');
+    assert.equal(error.param, 'dimensions');
+  }
+  const max = await embed(app, { model: 'text-embedding-3-small', input: 'x', dimensions: '3072' });
+  assert.equal(json(max).data[0].embedding.length, 3072);
+});
+
+test('encoding_format base64 carries little-endian float32 bytes equal to the float vector', async (t) => {
+  const { app } = await build(t);
+  const float = json(await embed(app, { model: 'text-embedding-3-small', input: ['alpha', 'beta'], encoding_format: 'float' }));
+  const b64 = json(await embed(app, { model: 'text-embedding-3-small', input: ['alpha', 'beta'], encoding_format: 'base64' }));
+  for (let i = 0; i < 2; i += 1) {
+    assert.equal(typeof b64.data[i].embedding, 'string');
+    const bytes = Buffer.from(b64.data[i].embedding, 'base64');
+    const decoded = Array.from({ length: bytes.length / 4 }, (_, k) => bytes.readFloatLE(k * 4));
+    assert.deepEqual(decoded, float.data[i].embedding);
+  }
+  assert.deepEqual(b64.usage, float.usage);
+  const bad = await embed(app, { model: 'text-embedding-3-small', input: 'x', encoding_format: 'binary' });
+  assert.equal(bad.statusCode, 400);
+  assert.equal(json(bad).error.param, 'encoding_format');
+});
+
+test('at most 2048 inputs; more is a chat-completions-shaped 400', async (t) => {
+  const { app } = await build(t);
+  const ok = await embed(app, { model: 'text-embedding-3-small', input: Array.from({ length: 2048 }, (_, i) => `item ${i}`), dimensions: 4 });
+  assert.equal(ok.statusCode, 200);
+  assert.equal(json(ok).data.length, 2048);
+  const tooMany = await embed(app, { model: 'text-embedding-3-small', input: Array.from({ length: 2049 }, () => 'x') });
+  assert.equal(tooMany.statusCode, 400);
+  const error = json(tooMany).error;
+  assert.deepEqual(Object.keys(error).sort(), ['code', 'message', 'param', 'type']);
+  assert.equal(error.type, 'invalid_request_error');
+  assert.equal(error.code, 'invalid_request');
+  assert.equal(error.param, 'input');
+  assert.match(error.message, /2048/);
+});
+
+test('invalid bodies are 400s that name the parameter', async (t) => {
+  const { app } = await build(t);
+  const cases: Array<[unknown, string]> = [
+    [{ input: 'x' }, 'model'],
+    [{ model: '  ', input: 'x' }, 'model'],
+    [{ model: 42, input: 'x' }, 'model'],
+    [{ model: 'text-embedding-3-small' }, 'input'],
+    [{ model: 'text-embedding-3-small', input: null }, 'input'],
+    [{ model: 'text-embedding-3-small', input: [] }, 'input'],
+    [{ model: 'text-embedding-3-small', input: 7 }, 'input'],
+    [{ model: 'text-embedding-3-small', input: [1, -2] }, 'input'],
+    [{ model: 'text-embedding-3-small', input: [[1.5]] }, 'input'],
+    [{ model: 'text-embedding-3-small', input: ['a', { text: 'b' }] }, 'input'],
+    [{ model: 'text-embedding-3-small', input: 'x', user: 5 }, 'user'],
+  ];
+  for (const [body, param] of cases) {
+    const response = await embed(app, body);
+    assert.equal(response.statusCode, 400, JSON.stringify(body));
+    assert.equal(json(response).error.param, param, JSON.stringify(body));
+  }
+  const notObject = await app.inject({ method: 'POST', url: '/v1/embeddings', payload: '[1,2]', headers: { 'content-type': 'application/json' } });
+  assert.equal(notObject.statusCode, 400);
+  assert.equal(json(notObject).error.type, 'invalid_request_error');
+});
+
+test('a backend that refuses large batches is split internally and merged index-aligned', async (t) => {
+  const { app } = await build(t);
+  const input = Array.from({ length: 11 }, (_, i) => (i === 4 ? '' : `text ${i}`));
+  // Model names containing mock-batch-N make the mock refuse batches larger than N (docs/providers.md).
+  const response = await embed(app, { model: 'text-embedding-3-small-mock-batch-3', input, dimensions: 8 });
+  assert.equal(response.statusCode, 200);
+  const body = json(response);
+  assert.equal(body.data.length, 11);
+  body.data.forEach((item: { index: number; embedding: number[] }, i: number) => {
+    assert.equal(item.index, i);
+    assert.deepEqual(item.embedding, mockEmbedding(input[i] === '' ? ' ' : input[i]!, 8));
+  });
+});
+
+test('mock failure models map to wire statuses', async (t) => {
+  const { app } = await build(t);
+  const limited = await embed(app, { model: 'text-embedding-mock-429', input: 'x' });
+  assert.equal(limited.statusCode, 429);
+  assert.equal(limited.headers['retry-after'], '1');
+  assert.equal(json(limited).error.type, 'rate_limit_error');
+  const failed = await embed(app, { model: 'text-embedding-mock-5xx', input: 'x' });
+  assert.equal(failed.statusCode, 502);
+  assert.equal(json(failed).error.type, 'server_error');
+  assert.equal(json(failed).error.code, 'upstream_error');
+  const timeout = await embed(app, { model: 'text-embedding-mock-timeout', input: 'x' });
+  assert.equal(timeout.statusCode, 504);
+});
+
+test('claude models on the embeddings wire are unsupported once the messages family is configured', async (t) => {
+  const { app } = await build(t, { env: { MESSAGES_API_KEY: 'messages-test-key' } });
+  const response = await embed(app, { model: 'claude-sonnet-4-5', input: 'x' });
+  assert.equal(response.statusCode, 400);
+  assert.equal(json(response).error.code, 'unsupported_model');
+  assert.equal(json(response).error.param, 'model');
+});
