@@ -176,6 +176,10 @@ class GroupCommitStore implements Store {
         this.drainLoop().finally(() => {
           this.draining = null;
           resolve();
+          // A write queued between the loop's last emptiness check and this callback found `draining` still set
+          // and did not schedule itself: pick it up now, or it would wait forever.
+          if (this.queue.length > 0) this.scheduleDrain();
+          else if (this.deferred.length > 0 && !this.deferredTimer) this.scheduleDrain();
         });
       });
     });
