@@ -256,7 +256,8 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
       if (!vector || !Number.isInteger(index) || index < 0 || index >= count) throw badResponse('an upstream embedding is malformed');
       vectors[index] = vector;
     });
-    if (vectors.some((v) => v === undefined)) throw badResponse(`the upstream returned ${parsed.data.length} embeddings for ${count} inputs`);
+    // A plain loop: `some` would skip the holes of a sparse array.
+    for (let i = 0; i < count; i += 1) if (vectors[i] === undefined) throw badResponse(`the upstream returned ${parsed.data.length} embeddings for ${count} inputs`);
     const usage = isObject(parsed.usage) ? parsed.usage : {};
     const promptTokens = typeof usage.prompt_tokens === 'number' ? usage.prompt_tokens : 0;
     return {
