@@ -79,6 +79,10 @@ const envSchema = z.object({
   SVC_IDLE_TIMEOUT_MS: int(960_000, 1000, 86_400_000),
   SVC_KEEP_ALIVE_TIMEOUT_MS: int(72_000, 1000, 600_000),
   SVC_SHUTDOWN_TIMEOUT_MS: int(30_000, 0, 600_000),
+  SVC_PROVIDER_CONNECT_TIMEOUT_MS: int(10_000, 100, 600_000),
+  SVC_PROVIDER_TIMEOUT_MS: int(900_000, 100, 3_600_000),
+  SVC_PROVIDER_STREAM_HEADERS_TIMEOUT_MS: int(30_000, 100, 600_000),
+  SVC_PROVIDER_STREAM_IDLE_TIMEOUT_MS: int(300_000, 100, 3_600_000),
 });
 
 export interface Config {
@@ -102,6 +106,8 @@ export interface Config {
     /** `fallback`: a second compatible upstream the registry fails open to (docs/providers.md); its base URL defaults to `baseUrl`. */
     chatCompletions: { apiKey: string | null; baseUrl: string; fallback: { apiKey: string | null; baseUrl: string | null } };
     messages: { apiKey: string | null; baseUrl: string };
+    /** Upstream time bounds (docs/providers.md): connect; whole buffered call; stream headers; silence between chunks. */
+    timeouts: { connectMs: number; bufferedMs: number; streamHeadersMs: number; streamIdleMs: number };
   };
   limits: {
     gatewayBodyBytes: number;
@@ -168,6 +174,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
         fallback: { apiKey: e.CHATCOMP_FALLBACK_API_KEY, baseUrl: e.CHATCOMP_FALLBACK_BASE_URL },
       },
       messages: { apiKey: e.MESSAGES_API_KEY, baseUrl: e.MESSAGES_BASE_URL ?? 'https://api.anthropic.com' },
+      timeouts: {
+        connectMs: e.SVC_PROVIDER_CONNECT_TIMEOUT_MS,
+        bufferedMs: e.SVC_PROVIDER_TIMEOUT_MS,
+        streamHeadersMs: e.SVC_PROVIDER_STREAM_HEADERS_TIMEOUT_MS,
+        streamIdleMs: e.SVC_PROVIDER_STREAM_IDLE_TIMEOUT_MS,
+      },
     },
     limits: {
       gatewayBodyBytes: e.SVC_GATEWAY_BODY_LIMIT_BYTES,

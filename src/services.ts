@@ -90,7 +90,7 @@ export async function createServices(config: Config, store: Store, overrides: Se
     authMode: () => identity.mode(),
     isStoreOpen: () => store.isOpen,
   });
-  const providers = createProviderRegistry({ config });
+  const providers = createProviderRegistry({ config, timeouts: config.providers.timeouts });
   const embeddings = createEmbeddingsService({ providers });
   const runsRepo = createRunsRepository(store);
   const ledger = createLedger({ repo: runsRepo, clock });

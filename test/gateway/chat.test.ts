@@ -167,7 +167,8 @@ test('cache request controls: bypass and no-cache refresh, max-age=0 refreshes, 
   const { app } = await build(t);
   const primed = fresh();
   await chat(app, primed);
-  for (const headers of [{ 'x-svc-cache-bypass': 'true' }, { 'cache-control': 'no-cache' }, { 'cache-control': 'max-age=0' }]) {
+  const refreshing: Array<Record<string, string>> = [{ 'x-svc-cache-bypass': 'true' }, { 'cache-control': 'no-cache' }, { 'cache-control': 'max-age=0' }];
+  for (const headers of refreshing) {
     const response = await chat(app, primed, headers);
     assert.equal(response.headers['x-svc-route'], 'live', JSON.stringify(headers));
     const run = json(await app.inject({ url: `/api/v1/runs/${response.headers['x-svc-run-id']}` }));
@@ -349,7 +350,7 @@ test('cache invalidate: admin only, SPEC 8 key-prefix rules, and invalidated ans
   const body = fresh();
   await chat(app, body, admin);
   assert.equal((await chat(app, body, admin)).headers['x-svc-route'], 'exact_cache');
-  const invalidate = (payload: unknown, headers = admin) => app.inject({ method: 'POST', url: '/api/v1/cache/invalidate', payload, headers });
+  const invalidate = (payload: Record<string, unknown>, headers = admin) => app.inject({ method: 'POST', url: '/api/v1/cache/invalidate', payload, headers });
 
   assert.equal((await invalidate({ cacheType: 'exact_response' }, member)).statusCode, 403);
   for (const payload of [

@@ -11,9 +11,31 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 
 const here = dirname(fileURLToPath(import.meta.url));
-/** The shared folder sits beside the repository (../shared); SVC_OPENAPI_REFERENCE overrides the path. */
-export const OPENAPI_PATH =
-  process.env.SVC_OPENAPI_REFERENCE ?? join(here, '..', '..', '..', 'shared', 'reference', 'chat-completions-openapi.json');
+/**
+ * A copy of ../shared/reference/chat-completions-openapi.json is vendored in test/fixtures so a clean checkout (CI)
+ * validates against it too; SVC_OPENAPI_REFERENCE overrides the path.
+ */
+export const OPENAPI_PATH = process.env.SVC_OPENAPI_REFERENCE ?? join(here, '..', 'fixtures', 'chat-completions-openapi.json');
+
+/**
+ * The document mixes OpenAPI 3.0 `nullable: true` into 3.1 schemas; JSON Schema needs it as a `null` type (and a
+ * `null` enum member) instead.
+ */
+function withoutNullable(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(withoutNullable);
+  if (node === null || typeof node !== 'object') return node;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(node as Record<string, unknown>)) {
+    if (key !== 'nullable') out[key] = withoutNullable(value);
+  }
+  if ((node as { nullable?: unknown }).nullable === true) {
+    if (typeof out.type === 'string') out.type = [out.type, 'null'];
+    else if (Array.isArray(out.type) && !out.type.includes('null')) out.type = [...out.type, 'null'];
+    if (Array.isArray(out.enum) && !out.enum.includes(null)) out.enum = [...out.enum, null];
+    if (out.type === undefined && out.enum === undefined) return { anyOf: [out, { type: 'null' }] };
+  }
+  return out;
+}
 
 let ajv: Ajv | null = null;
 const compiled = new Map<string, ValidateFunction>();
@@ -27,7 +49,7 @@ function instance(): Ajv {
   addFormats(ajv);
   // OpenAPI 3.1 formats ajv does not know; values are checked by type only.
   for (const format of ['unixtime', 'float', 'double', 'int32', 'int64', 'binary']) ajv.addFormat(format, true);
-  ajv.addSchema({ components: document.components }, 'openapi');
+  ajv.addSchema({ components: withoutNullable(document.components) }, 'openapi');
   return ajv;
 }
 

@@ -1,0 +1,307 @@
+/**
+ * The chat-completions wire end to end: the official `openai` client against a listening svc whose live provider is
+ * a fake upstream started by the test. Success, passthrough, streamed tool calls, 429, fail-open on 5xx, timeouts,
+ * malformed and truncated answers, and a client abort mid-stream; payloads checked against the OpenAPI document.
+ */
+import assert from 'node:assert/strict';
+import test, { type TestContext } from 'node:test';
+import OpenAI from 'openai';
+import { bearer, build, json } from '../support/build.ts';
+import { completion, contentChunk, sendJson, sleep, startFakeUpstream, startSse, type FakeUpstream } from '../support/fake-upstream.ts';
+import { validateAgainst } from '../support/openapi.ts';
+
+const WEATHER_TOOL = {
+  type: 'function' as const,
+  function: {
+    name: 'get_weather',
+    parameters: { type: 'object', properties: { city: { type: 'string' }, unit: { enum: ['c', 'f'] } }, required: ['city'] },
+  },
+};
+
+async function gateway(t: TestContext, upstream: FakeUpstream, env: Record<string, string> = {}) {
+  const built = await build(t, { env: { CHATCOMP_API_KEY: 'sk-upstream-secret', CHATCOMP_BASE_URL: upstream.baseUrl, ...env } });
+  const address = await built.app.listen({ port: 0, host: '127.0.0.1' });
+  const client = new OpenAI({ baseURL: `${address}/v1`, apiKey: 'sk-local-dev', maxRetries: 0, timeout: 20_000 });
+  return { ...built, address, client };
+}
+
+function sse(res: import('node:http').ServerResponse, chunks: unknown[], done = true): void {
+  startSse(res);
+  for (const chunk of chunks) res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+  if (done) res.write('data: [DONE]\n\n');
+  res.end();
+}
+
+function toolChunks(): unknown[] {
+  const base = { id: 'chatcmpl-up', object: 'chat.completion.chunk', created: 1700000000, model: 'gpt-4o-mini' };
+  const delta = (d: unknown, finish: string | null = null) => ({ ...base, choices: [{ index: 0, delta: d, finish_reason: finish }] });
+  return [
+    delta({ role: 'assistant', content: null }),
+    delta({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '' } }] }),
+    delta({ tool_calls: [{ index: 0, function: { arguments: '{"ci' } }] }),
+    delta({ tool_calls: [{ index: 0, function: { arguments: 'ty":"Oslo"}' } }] }),
+    delta({ tool_calls: [{ index: 1, id: 'call_b', type: 'function', function: { name: 'get_weather', arguments: '{"city":' } }] }),
+    delta({ tool_calls: [{ index: 1, function: { arguments: '"Lima","unit":"c"}' } }] }),
+    delta({}, 'tool_calls'),
+    { ...base, choices: [], usage: { prompt_tokens: 30, completion_tokens: 20, total_tokens: 50 } },
+  ];
+}
+
+test('buffered chat through the SDK: fields pass through, the answer validates, cost comes from the price table', async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) => sendJson(res, 200, completion('Hello from upstream')));
+  const { client, app } = await gateway(t, upstream);
+  const { data, response } = await client.chat.completions
+    .create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'hi' }],
+      temperature: 0.2,
+      seed: 11,
+      parallel_tool_calls: false,
+      tools: [WEATHER_TOOL],
+      metadata: { team: 'infra' },
+      reasoning_effort: 'low',
+      stop: ['END'],
+      logit_bias: { '42': 1 },
+      user: 'u-1',
+      prompt_cache_key: 'k1',
+      service_tier: 'auto',
+      store: false,
+      response_format: { type: 'text' },
+    })
+    .withResponse();
+  assert.equal(data.choices[0]!.message.content, 'Hello from upstream');
+  assert.equal(validateAgainst('CreateChatCompletionResponse', data), null);
+  const sent = upstream.requests[0]!;
+  assert.equal(sent.url, '/v1/chat/completions');
+  assert.equal(sent.headers.authorization, 'Bearer sk-upstream-secret');
+  for (const field of ['temperature', 'seed', 'parallel_tool_calls', 'tools', 'metadata', 'reasoning_effort', 'stop', 'logit_bias', 'user', 'prompt_cache_key', 'service_tier', 'store', 'response_format']) {
+    assert.ok(field in sent.body, `${field} must reach the upstream`);
+  }
+  assert.equal(sent.body.parallel_tool_calls, false);
+  const runId = response.headers.get('x-svc-run-id')!;
+  assert.equal(response.headers.get('x-svc-route'), 'live');
+  const run = json(await app.inject({ url: `/api/v1/runs/${runId}` }));
+  assert.equal(run.run.provider, 'chatcomp');
+  assert.equal(run.run.priced, true);
+  assert.ok(run.run.costUsd > 0);
+  assert.deepEqual(run.run.usage, { promptTokens: 5, completionTokens: 2, totalTokens: 7 });
+  assert.equal(run.attempts[0].costUsd, run.run.costUsd);
+  assert.doesNotMatch(JSON.stringify(run), /sk-upstream-secret/);
+});
+
+test('a model without a list price is flagged, not guessed', async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) => sendJson(res, 200, completion('ok', 'acme-private-7b')));
+  const { client, app } = await gateway(t, upstream);
+  const { response } = await client.chat.completions.create({ model: 'acme-private-7b', messages: [{ role: 'user', content: 'x' }] }).withResponse();
+  const run = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` })).run;
+  assert.equal(run.priced, false);
+  assert.equal(run.costUsd, 0);
+});
+
+test('streamed tool calls: fragments assembled, each call emitted whole and valid, usage kept, chunks validate', async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) => sse(res, toolChunks()));
+  const { client, app } = await gateway(t, upstream);
+  const stream = await client.chat.completions.create({
+    model: 'gpt-4o-mini',
+    messages: [{ role: 'user', content: 'weather in Oslo and Lima' }],
+    tools: [WEATHER_TOOL],
+    stream: true,
+    stream_options: { include_usage: true },
+  });
+  const chunks = [];
+  for await (const chunk of stream) chunks.push(chunk);
+  for (const chunk of chunks) assert.equal(validateAgainst('CreateChatCompletionStreamResponse', chunk), null);
+  const calls = chunks.flatMap((chunk) => chunk.choices.flatMap((choice) => choice.delta.tool_calls ?? []));
+  assert.deepEqual(
+    calls.map((call) => [call.index, call.id, call.function?.name, JSON.parse(call.function!.arguments!)]),
+    [
+      [0, 'call_a', 'get_weather', { city: 'Oslo' }],
+      [1, 'call_b', 'get_weather', { city: 'Lima', unit: 'c' }],
+    ],
+  );
+  assert.equal(chunks.at(-1)!.usage!.total_tokens, 50);
+  assert.equal(upstream.requests[0]!.body.stream, true);
+
+  // The SDK's own assembly helper sees the same two calls.
+  const runner = client.chat.completions.stream({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'again' }], tools: [WEATHER_TOOL] });
+  const final = await runner.finalChatCompletion();
+  assert.equal(final.choices[0]!.message.tool_calls!.length, 2);
+  const runs = json(await app.inject({ url: '/api/v1/runs?status=completed' }));
+  assert.equal(runs.pagination.total, 2);
+  assert.equal(runs.runs[0].usage.totalTokens, 50);
+});
+
+test('a streamed tool call that does not match its schema is never emitted: the stream ends with an error', async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    const base = { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini' };
+    sse(res, [
+      { ...base, choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: 'call_x', type: 'function', function: { name: 'get_weather', arguments: '{"town":1}' } }] }, finish_reason: null }] },
+      { ...base, choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] },
+    ]);
+  });
+  const { address, app } = await gateway(t, upstream);
+  const response = await fetch(`${address}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], tools: [WEATHER_TOOL], stream: true }),
+  });
+  const text = await response.text();
+  assert.doesNotMatch(text, /"town"/);
+  assert.doesNotMatch(text, /\[DONE\]/);
+  assert.match(text, /"code":"invalid_tool_call"/);
+  const run = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` })).run;
+  assert.equal(run.status, 'failed');
+  assert.equal(run.error.kind, 'invalid_tool_call');
+});
+
+test('upstream 429 reaches the client as 429 with retry-after in the chat-completions shape', async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) =>
+    sendJson(res, 429, { error: { message: 'slow down', type: 'rate_limit_error' } }, { 'retry-after': '7' }),
+  );
+  const { client, address } = await gateway(t, upstream);
+  await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }), (error: unknown) => {
+    assert.ok(error instanceof OpenAI.RateLimitError);
+    assert.equal(error.headers.get('retry-after'), '7');
+    assert.match(error.headers.get('x-svc-run-id') ?? '', /^run_/);
+    return true;
+  });
+  const raw = await fetch(`${address}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'y' }] }),
+  });
+  assert.equal(raw.status, 429);
+  const body = await raw.json();
+  assert.equal(validateAgainst('ErrorResponse', body), null);
+});
+
+test('5xx fails open to the configured fallback upstream, recorded as fallback with both attempts', async (t) => {
+  const primary = await startFakeUpstream(t, (_req, res) => sendJson(res, 503, { error: { message: 'overloaded' } }));
+  const secondary = await startFakeUpstream(t, (_req, res) => sendJson(res, 200, completion('from the fallback')));
+  const { client, app } = await gateway(t, primary, { CHATCOMP_FALLBACK_API_KEY: 'sk-fallback', CHATCOMP_FALLBACK_BASE_URL: secondary.baseUrl });
+  const { data, response } = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }).withResponse();
+  assert.equal(data.choices[0]!.message.content, 'from the fallback');
+  const detail = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` }));
+  assert.deepEqual(detail.run.routeExplanation.fallback, { from: 'chatcomp', to: 'chatcomp-fallback', reason: 'upstream_error' });
+  assert.deepEqual(
+    detail.attempts.map((attempt: any) => [attempt.provider, attempt.outcome, attempt.upstreamStatus]),
+    [
+      ['chatcomp', 'failed', 503],
+      ['chatcomp-fallback', 'success', null],
+    ],
+  );
+  assert.ok(detail.events.some((event: any) => event.type === 'provider.fallback'));
+
+  // Without a fallback the client sees a classified 502 and the run is failed.
+  const alone = await startFakeUpstream(t, (_req, res) => sendJson(res, 500, { error: { message: 'boom' } }));
+  const single = await gateway(t, alone);
+  await assert.rejects(single.client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }), (error: unknown) => {
+    assert.ok(error instanceof OpenAI.APIError);
+    assert.equal(error.status, 502);
+    return true;
+  });
+});
+
+test('an upstream answer that is not JSON becomes a classified 502 recorded on the run', async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{"choices": [oops');
+  });
+  const { address, app } = await gateway(t, upstream);
+  const response = await fetch(`${address}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }),
+  });
+  assert.equal(response.status, 502);
+  const run = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` }));
+  assert.equal(run.run.status, 'failed');
+  assert.equal(run.attempts[0].errorKind, 'bad_response');
+});
+
+test('a stream cut off by the upstream ends with an error event and a failed run with partial usage', async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) => sse(res, [contentChunk('partial '), contentChunk('answer')], false));
+  const { address, app } = await gateway(t, upstream);
+  const response = await fetch(`${address}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], stream: true }),
+  });
+  const text = await response.text();
+  assert.match(text, /partial /);
+  assert.doesNotMatch(text, /\[DONE\]/);
+  assert.match(text, /"error"/);
+  const run = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` })).run;
+  assert.equal(run.status, 'failed');
+  assert.equal(run.error.kind, 'bad_response');
+  assert.ok(run.usage.completionTokens > 0, 'partial usage is recorded');
+});
+
+test('a slow upstream times out with a 504 (bounded provider timeouts)', async (t) => {
+  const upstream = await startFakeUpstream(t, async (_req, res) => {
+    await sleep(1500);
+    if (!res.destroyed) sendJson(res, 200, completion('too late'));
+  });
+  const built = await build(t, { env: { CHATCOMP_API_KEY: 'sk-x', CHATCOMP_BASE_URL: upstream.baseUrl, SVC_PROVIDER_TIMEOUT_MS: '300' } });
+  const response = await built.app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] } });
+  assert.equal(response.statusCode, 504);
+  const run = json(await built.app.inject({ url: `/api/v1/runs/${response.headers['x-svc-run-id']}` })).run;
+  assert.equal(run.error.kind, 'timeout');
+});
+
+test('a client abort mid-stream aborts the upstream call and the run is still finalised', async (t) => {
+  const upstream = await startFakeUpstream(t, async (_req, res) => {
+    startSse(res);
+    for (let i = 0; i < 200 && !res.destroyed; i++) {
+      res.write(`data: ${JSON.stringify(contentChunk(`piece ${i} `))}\n\n`);
+      await sleep(20);
+    }
+    res.end();
+  });
+  const { client, app } = await gateway(t, upstream);
+  const controller = new AbortController();
+  const stream = await client.chat.completions.create(
+    { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'long story' }], stream: true },
+    { signal: controller.signal },
+  );
+  let received = 0;
+  try {
+    for await (const _chunk of stream) {
+      received += 1;
+      if (received === 3) controller.abort();
+    }
+  } catch (error) {
+    assert.ok(error instanceof OpenAI.APIUserAbortError || (error as Error).name === 'AbortError', String(error));
+  }
+  assert.ok(received >= 3 && received < 200, 'the client stopped reading early');
+  const closed = await upstream.clientClosed();
+  assert.equal(closed.clientClosed, true);
+  let run: any;
+  for (let i = 0; i < 50; i++) {
+    const runs = json(await app.inject({ url: '/api/v1/runs' })).runs;
+    run = runs[0];
+    if (run?.status !== 'running') break;
+    await sleep(20);
+  }
+  assert.equal(run.status, 'failed');
+  assert.equal(run.error.kind, 'aborted');
+  assert.ok(run.usage.completionTokens > 0);
+  const detail = json(await app.inject({ url: `/api/v1/runs/${run.id}` }));
+  assert.equal(detail.attempts[0].outcome, 'aborted');
+});
+
+test('observe-mode keys record ghost savings for answers they could have had from the cache', async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) => sendJson(res, 200, completion('cached later')));
+  const built = await build(t, { env: { CHATCOMP_API_KEY: 'sk-x', CHATCOMP_BASE_URL: upstream.baseUrl, SVC_API_KEY: 'bootstrap-token-abcdefghijklmnop' } });
+  const admin = bearer('bootstrap-token-abcdefghijklmnop');
+  const observe = json(await built.app.inject({ method: 'POST', url: '/api/v1/keys', headers: admin, payload: { name: 'o', mode: 'observe' } })).token;
+  const payload = { model: 'gpt-4o', messages: [{ role: 'user', content: 'ghost' }] };
+  await built.app.inject({ method: 'POST', url: '/v1/chat/completions', payload, headers: admin });
+  const observed = await built.app.inject({ method: 'POST', url: '/v1/chat/completions', payload, headers: bearer(observe) });
+  assert.equal(observed.headers['x-svc-route'], 'live');
+  assert.equal(upstream.requests.length, 2);
+  const run = json(await built.app.inject({ url: `/api/v1/runs/${observed.headers['x-svc-run-id']}`, headers: admin })).run;
+  assert.ok(run.ghostSavedUsd > 0);
+  assert.equal(run.savedUsd, 0);
+  assert.equal(run.routeExplanation.estimatedSavings.ghost, true);
+});
