@@ -50,6 +50,12 @@ export async function startServer(config: Config): Promise<RunningServer> {
     });
     chmodSync(socketPath, 0o600);
 
+    const stopRetention = services.retention.schedule({
+      intervalMs: config.limits.retentionIntervalMs,
+      initialDelayMs: Math.min(30_000, config.limits.retentionIntervalMs),
+      onError: (error) => app.log.error({ err: error }, 'retention pass failed'),
+    });
+
     let closing: Promise<void> | null = null;
     const running: RunningServer = {
       app,
@@ -63,6 +69,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
             local.closeIdleConnections();
           });
           await app.close(); // stops accepting, waits for in-flight requests
+          await stopRetention();
           await services!.store.close(); // flushes the write queue, then closes the file
           rmSync(socketPath, { force: true });
           lock.release();

@@ -11,6 +11,7 @@ import { createLedger, type Ledger } from './evidence/ledger.ts';
 import { createRunsRepository } from './evidence/repo.ts';
 import { createRunsService, type RunsService } from './evidence/service.ts';
 import { createChatGateway, type ChatGateway } from './gateway/chat.ts';
+import { createRetentionService, type RetentionService } from './retention/service.ts';
 import { createProviderRegistry } from './gateway/providers/registry.ts';
 import { createEmbeddingsService, type EmbeddingsService } from './gateway/embeddings.ts';
 import type { ProviderRegistry } from './gateway/providers/types.ts';
@@ -42,6 +43,7 @@ export interface Services {
   runs: RunsService;
   cache: CacheService;
   chat: ChatGateway;
+  retention: RetentionService;
 }
 
 export interface ServiceOverrides {
@@ -98,5 +100,12 @@ export async function createServices(config: Config, store: Store, overrides: Se
   const cacheRepo = createCacheRepository(store);
   const cache = createCacheService({ repo: cacheRepo, audit });
   const chat = createChatGateway({ registry: providers, ledger, cache: cacheRepo, clock });
-  return { config, store, clock, cipher, audit, keys, settings, identity, health, providers, embeddings, ledger, runs, cache, chat };
+  const retention = createRetentionService({
+    clock,
+    tenantIds: () => tenants.listIds(),
+    retentionDays: async (tenantId) => (await settings.effective(tenantId)).retention_days,
+    pruneRuns: (tenantId, cutoff, batch) => runsRepo.pruneTenantRuns(tenantId, cutoff, batch),
+    pruneCache: (tenantId, cutoff, batch) => cacheRepo.pruneTenant(tenantId, cutoff, batch),
+  });
+  return { config, store, clock, cipher, audit, keys, settings, identity, health, providers, embeddings, ledger, runs, cache, chat, retention };
 }

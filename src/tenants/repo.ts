@@ -13,6 +13,8 @@ export interface Tenant {
 export interface TenantsRepository {
   ensureDefault(now: number): Promise<void>;
   find(id: string): Promise<Tenant | null>;
+  /** Every tenant id (background jobs such as retention walk them). */
+  listIds(): Promise<string[]>;
 }
 
 export function createTenantsRepository(store: Store): TenantsRepository {
@@ -25,6 +27,9 @@ export function createTenantsRepository(store: Store): TenantsRepository {
           now,
         ]);
       });
+    },
+    listIds() {
+      return store.read((sql) => sql.all<{ id: string }>('SELECT id FROM tenants ORDER BY id').map((row) => row.id));
     },
     find(id) {
       return store.read((sql) => {

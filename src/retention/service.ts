@@ -1,0 +1,80 @@
+/**
+ * Retention (DESIGN.md section 3, SPEC 2.4 `retention_days`): runs with their trace events and attempts, and cache
+ * entries, older than each tenant's window are deleted in small batches off the hot path. Each batch is its own
+ * short write; the pass yields to the event loop between batches, so gateway traffic never waits behind a long
+ * delete. Indexes `runs (tenant_id, created_at)` and `cache_entries (tenant_id, created_at)` serve the scans.
+ */
+import type { Clock } from '../core/clock.ts';
+
+export const RETENTION_BATCH = 200;
+const DAY_MS = 86_400_000;
+
+export interface RetentionDeps {
+  clock: Clock;
+  tenantIds(): Promise<string[]>;
+  retentionDays(tenantId: string): Promise<number>;
+  pruneRuns(tenantId: string, cutoff: number, batch: number): Promise<number>;
+  pruneCache(tenantId: string, cutoff: number, batch: number): Promise<number>;
+}
+
+export interface RetentionReport {
+  runsDeleted: number;
+  cacheEntriesDeleted: number;
+}
+
+export interface RetentionService {
+  /** One full pass over every tenant. */
+  runOnce(): Promise<RetentionReport>;
+  /** Start the periodic pass (first one after `initialDelayMs`); returns a stop function. */
+  schedule(options: { intervalMs: number; initialDelayMs: number; onError?: (error: unknown) => void }): () => Promise<void>;
+}
+
+const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+async function drain(prune: (batch: number) => Promise<number>, stopped: () => boolean): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const deleted = await prune(RETENTION_BATCH);
+    total += deleted;
+    if (deleted < RETENTION_BATCH || stopped()) return total;
+    await yieldToEventLoop();
+  }
+}
+
+export function createRetentionService(deps: RetentionDeps): RetentionService {
+  let stopping = false;
+
+  async function runOnce(): Promise<RetentionReport> {
+    const report: RetentionReport = { runsDeleted: 0, cacheEntriesDeleted: 0 };
+    for (const tenantId of await deps.tenantIds()) {
+      if (stopping) break;
+      const days = await deps.retentionDays(tenantId);
+      const cutoff = deps.clock.now() - days * DAY_MS;
+      report.runsDeleted += await drain((batch) => deps.pruneRuns(tenantId, cutoff, batch), () => stopping);
+      report.cacheEntriesDeleted += await drain((batch) => deps.pruneCache(tenantId, cutoff, batch), () => stopping);
+    }
+    return report;
+  }
+
+  return {
+    runOnce,
+    schedule({ intervalMs, initialDelayMs, onError }) {
+      let timer: NodeJS.Timeout | null = null;
+      let running: Promise<unknown> | null = null;
+      const tick = () => {
+        running = runOnce()
+          .catch((error) => onError?.(error))
+          .finally(() => {
+            running = null;
+            if (!stopping) timer = setTimeout(tick, intervalMs).unref();
+          });
+      };
+      timer = setTimeout(tick, initialDelayMs).unref();
+      return async () => {
+        stopping = true;
+        if (timer) clearTimeout(timer);
+        await running;
+      };
+    },
+  };
+}
