@@ -27,9 +27,22 @@ export function warmTokenizer(): void {
 /**
  * Byte-pair merging is quadratic in the length of one pre-tokenised piece, and a piece is a run of letters or digits:
  * a megabyte without whitespace would stall the event loop. Runs longer than this are counted in slices, which can
- * differ from the exact count by a token per slice.
+ * differ from the exact count by a token per slice; slices repeat often in such runs (padding, repeated characters),
+ * so their encodings are memoised.
  */
-const MAX_RUN = 256;
+const MAX_RUN = 64;
+const SLICE_MEMO_LIMIT = 4096;
+const sliceMemo = new Map<string, number[]>();
+
+function encodeSlice(enc: Tiktoken, slice: string): number[] {
+  let ids = sliceMemo.get(slice);
+  if (!ids) {
+    ids = enc.encode(slice, [], []);
+    if (sliceMemo.size >= SLICE_MEMO_LIMIT) sliceMemo.clear();
+    sliceMemo.set(slice, ids);
+  }
+  return ids;
+}
 const LONG_RUN = new RegExp(`\\S{${MAX_RUN + 1},}`, 'gu');
 
 /** Token ids of `text`. Special-token spellings such as `<|endoftext|>` are encoded as ordinary text. */
@@ -42,7 +55,7 @@ export function encodeTokens(text: string): number[] {
     const start = match.index;
     if (start > last) ids.push(...enc.encode(text.slice(last, start), [], []));
     const run = match[0];
-    for (let i = 0; i < run.length; i += MAX_RUN) ids.push(...enc.encode(run.slice(i, i + MAX_RUN), [], []));
+    for (let i = 0; i < run.length; i += MAX_RUN) ids.push(...encodeSlice(enc, run.slice(i, i + MAX_RUN)));
     last = start + run.length;
   }
   if (last < text.length) ids.push(...enc.encode(text.slice(last), [], []));

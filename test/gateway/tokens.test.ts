@@ -1,0 +1,46 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { countChatTokens, countTokens, decodeTokens, encodeTokens, truncateToTokens } from '../../src/gateway/tokens.ts';
+
+test('countTokens uses the o200k_base encoding', () => {
+  assert.equal(countTokens(''), 0);
+  assert.equal(countTokens('Hello world, this is a test'), 7);
+  assert.equal(countTokens('tiktoken is great!'), 6);
+  assert.equal(decodeTokens(encodeTokens('round trip ✓ ünïcode')), 'round trip ✓ ünïcode');
+  assert.equal(countTokens('<|endoftext|>') > 1, true, 'special-token spellings are ordinary text');
+});
+
+test('a very long run without whitespace is counted in bounded time', () => {
+  const started = Date.now();
+  const count = countTokens('a'.repeat(200_000));
+  assert.ok(count > 0);
+  assert.ok(Date.now() - started < 2000);
+});
+
+test('truncateToTokens keeps a prefix of at most N tokens', () => {
+  const text = 'one two three four five six';
+  assert.equal(truncateToTokens(text, 100), text);
+  assert.equal(truncateToTokens(text, 2), 'one two');
+  assert.equal(truncateToTokens(text, 0), '');
+});
+
+test('countChatTokens adds the per-message overhead, names, tool calls and tool declarations', () => {
+  const base = countChatTokens({ messages: [{ role: 'user', content: 'hello' }] });
+  // 3 (reply priming) + 3 (message) + role + content
+  assert.equal(base, 3 + 3 + countTokens('user') + countTokens('hello'));
+  const named = countChatTokens({ messages: [{ role: 'user', content: 'hello', name: 'ann' }] });
+  assert.equal(named, base + 1 + countTokens('ann'));
+  const parts = countChatTokens({ messages: [{ role: 'user', content: [{ type: 'text', text: 'hello' }] }] });
+  assert.equal(parts, base);
+  const image = countChatTokens({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x', detail: 'low' } }] }] });
+  assert.equal(image, 3 + 3 + countTokens('user') + 85);
+  const withTools = countChatTokens({
+    messages: [{ role: 'user', content: 'hello' }],
+    tools: [{ type: 'function', function: { name: 'f', description: 'Does f.', parameters: { type: 'object', properties: { a: { type: 'string', enum: ['x', 'y'] } } } } }],
+  });
+  assert.ok(withTools > base + 12);
+  const toolCall = countChatTokens({
+    messages: [{ role: 'assistant', content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{"a":"x"}' } }] }],
+  });
+  assert.ok(toolCall > 3 + 3 + countTokens('assistant'));
+});
