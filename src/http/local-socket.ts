@@ -1,10 +1,20 @@
 /**
- * Connections accepted on the data directory's local socket are the operator at the machine (DESIGN.md
- * section 4). The socket server marks each connection with a symbol that no TCP client can set.
+ * The operator at the machine (DESIGN.md section 4) reaches the app two ways, both local-only:
+ * - a connection on the data directory's 0600 local socket, which the socket server marks with a symbol no TCP
+ *   client can set;
+ * - an in-process request (`app.inject`, the CLI when no server owns the data directory), which carries a header
+ *   holding a random secret that exists only in this process's memory, so no remote client can present it.
  */
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
+import { constantTimeEqual } from '../core/ids.ts';
 
 const LOCAL_SOCKET = Symbol('svc.localSocket');
+
+/** Header an in-process caller sets to `LOCAL_OPERATOR_SECRET`. */
+export const LOCAL_OPERATOR_HEADER = 'x-svc-local-operator';
+export const LOCAL_OPERATOR_SECRET = randomBytes(32).toString('base64url');
 
 export function markLocalSocket(socket: Socket): void {
   (socket as Socket & { [LOCAL_SOCKET]?: true })[LOCAL_SOCKET] = true;
@@ -12,4 +22,11 @@ export function markLocalSocket(socket: Socket): void {
 
 export function isLocalSocket(socket: Socket | undefined): boolean {
   return (socket as (Socket & { [LOCAL_SOCKET]?: true }) | undefined)?.[LOCAL_SOCKET] === true;
+}
+
+/** Whether a request comes from the local operator (local socket or in-process with the secret). */
+export function isLocalOperator(raw: IncomingMessage): boolean {
+  if (isLocalSocket(raw.socket)) return true;
+  const presented = raw.headers[LOCAL_OPERATOR_HEADER];
+  return typeof presented === 'string' && constantTimeEqual(presented, LOCAL_OPERATOR_SECRET);
 }

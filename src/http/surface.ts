@@ -8,7 +8,7 @@ import { AppError } from '../core/errors.ts';
 import type { AuthContext } from '../identity/auth-context.ts';
 import type { IdentityService, Surface } from '../identity/service.ts';
 import { renderError, surfaceOfUrl, toAppError, type ErrorSurface } from './error-shapes.ts';
-import { isLocalSocket } from './local-socket.ts';
+import { isLocalOperator } from './local-socket.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -69,7 +69,7 @@ export async function registerSurface(app: FastifyInstance, options: SurfaceOpti
       authorization: header(request, 'authorization'),
       apiKeyHeader: options.acceptApiKeyHeader?.(request) ? header(request, 'x-api-key') : undefined,
       sessionToken: cookie(request, 'svc_session'),
-      localSocket: isLocalSocket(request.raw.socket),
+      localSocket: isLocalOperator(request.raw),
       appHeader: header(request, 'x-svc-app'),
       agentHeader: header(request, 'x-svc-agent'),
       subjectHeader: header(request, 'x-svc-subject'),

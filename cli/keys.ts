@@ -1,0 +1,74 @@
+/** `svc keys create|list|revoke|mode` (SPEC 2.2, 4.6). */
+import { InvalidArgumentError, type Command } from 'commander';
+import { confirmOrExit } from './confirm.ts';
+import { withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
+import { print, printJson, table } from './output.ts';
+import { parsePositiveInt } from './options.ts';
+
+const KEY_COLUMNS = { id: 'ID', name: 'NAME', mode: 'MODE', appId: 'APP', admin: 'ADMIN', status: 'STATUS', createdAt: 'CREATED' };
+
+function parseMode(value: string): 'observe' | 'optimize' {
+  if (value !== 'observe' && value !== 'optimize') throw new InvalidArgumentError('must be observe or optimize');
+  return value;
+}
+
+export function registerKeys(program: Command): void {
+  const keys = program.command('keys').description('manage API keys (tokens are shown once, at creation)');
+
+  withConnectionOptions(keys.command('create'))
+    .description('create an API key and print its token once')
+    .requiredOption('-n, --name <name>', 'a label for the key')
+    .option('--admin', 'the key may manage keys, settings and other admin actions')
+    .option('--app <appId>', 'pin the key to an app (its traffic and reads are scoped to that app)')
+    .option('--mode <mode>', 'observe or optimize (default optimize)', parseMode)
+    .action(async (options: ConnectionOptions & { name: string; admin?: boolean; app?: string; mode?: 'observe' | 'optimize' }) => {
+      const created = await withClient(options, (client) =>
+        client.keys.create({
+          name: options.name,
+          ...(options.admin ? { admin: true } : {}),
+          ...(options.app ? { appId: options.app } : {}),
+          ...(options.mode ? { mode: options.mode } : {}),
+        }),
+      );
+      if (options.json) return printJson(created);
+      print(table([created.key], KEY_COLUMNS));
+      print(`\ntoken: ${created.token}`);
+      process.stderr.write('Store this token now: svc keeps only its hash and will not show it again.\n');
+    });
+
+  withConnectionOptions(keys.command('list'))
+    .description('list API keys (never their tokens)')
+    .option('--limit <n>', 'page size (1-200, default 50)', parsePositiveInt)
+    .option('--offset <n>', 'skip this many keys', (value) => Number.parseInt(value, 10))
+    .action(async (options: ConnectionOptions & { limit?: number; offset?: number }) => {
+      const page = await withClient(options, (client) =>
+        client.keys.list({ ...(options.limit ? { limit: options.limit } : {}), ...(options.offset ? { offset: options.offset } : {}) }),
+      );
+      if (options.json) return printJson(page);
+      print(table(page.keys, KEY_COLUMNS, 'No API keys.'));
+    });
+
+  withConnectionOptions(keys.command('mode'))
+    .description('switch a key between observe and optimize without rotating it (audited)')
+    .argument('<id>', 'key id')
+    .argument('<mode>', 'observe or optimize', parseMode)
+    .action(async (id: string, mode: 'observe' | 'optimize', options: ConnectionOptions) => {
+      const result = await withClient(options, (client) => client.keys.setMode(id, mode));
+      if (options.json) return printJson(result);
+      print(table([result.key], KEY_COLUMNS));
+    });
+
+  withConnectionOptions(keys.command('revoke'))
+    .description('revoke a key; it is rejected from the very next request')
+    .argument('<id>', 'key id')
+    .option('-y, --yes', 'do not ask for confirmation')
+    .action(async (id: string, options: ConnectionOptions & { yes?: boolean }) => {
+      if (!(await confirmOrExit(`Revoke API key ${id}?`, options.yes))) {
+        process.stderr.write('Cancelled.\n');
+        return;
+      }
+      const result = await withClient(options, (client) => client.keys.revoke(id));
+      if (options.json) return printJson(result);
+      print(table([result.key], KEY_COLUMNS));
+    });
+}

@@ -1,0 +1,23 @@
+/** Human tables and `--json` output for admin commands: data on stdout, diagnostics on stderr. */
+
+export type Cell = string | number | boolean | null | undefined;
+
+/** A plain aligned table; columns are the keys of `columns`, headers its values. */
+export function table<T extends object>(rows: readonly T[], columns: Record<string, string>, empty = "(none)"): string {
+  if (rows.length === 0) return `${empty}\n`;
+  const keys = Object.keys(columns);
+  const text = (value: unknown) => (value === null || value === undefined ? '-' : typeof value === 'object' ? JSON.stringify(value) : String(value));
+  const body = rows.map((row) => keys.map((key) => text((row as Record<string, unknown>)[key])));
+  const headers = keys.map((key) => columns[key]!);
+  const widths = keys.map((_, i) => Math.max(headers[i]!.length, ...body.map((cells) => cells[i]!.length)));
+  const line = (cells: string[]) => cells.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd();
+  return [line(headers), ...body.map(line)].join('\n') + '\n';
+}
+
+export function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+export function print(text: string): void {
+  process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+}

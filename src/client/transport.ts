@@ -1,0 +1,93 @@
+/**
+ * How the reference client reaches svc: plain HTTP(S), the data directory's local socket, or an in-process app
+ * (`app.inject`). All three speak the same HTTP API, so every admin action takes the same validated, audited path.
+ */
+import { Agent, fetch } from 'undici';
+
+export interface TransportResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+export interface Transport {
+  request(method: string, path: string, body?: unknown): Promise<TransportResponse>;
+  close(): Promise<void>;
+}
+
+function parseBody(text: string): unknown {
+  if (text === '') return null;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
+
+function fetchTransport(baseUrl: string, headers: Record<string, string>, label: string, dispatcher?: Agent): Transport {
+  const base = baseUrl.replace(/\/+$/, '');
+  return {
+    async request(method, path, body) {
+      let response: Awaited<ReturnType<typeof fetch>>;
+      try {
+        response = await fetch(`${base}${path}`, {
+          method,
+          headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+          ...(dispatcher ? { dispatcher } : {}),
+        });
+      } catch (error) {
+        const cause = (error as Error & { cause?: Error }).cause?.message ?? (error as Error).message;
+        throw new Error(`cannot reach svc at ${label}: ${cause}`, { cause: error });
+      }
+      const result: TransportResponse = {
+        status: response.status,
+        headers: Object.fromEntries(response.headers.entries()),
+        body: parseBody(await response.text()),
+      };
+      return result;
+    },
+    async close() {
+      await dispatcher?.close();
+    },
+  };
+}
+
+/** HTTP(S) to a base URL such as `http://127.0.0.1:8787`, with an optional bearer token. */
+export function httpTransport(baseUrl: string, token: string | null): Transport {
+  return fetchTransport(baseUrl, token ? { authorization: `Bearer ${token}` } : {}, baseUrl);
+}
+
+/** HTTP over a unix socket: the local operator of a running `svc serve`. */
+export function socketTransport(socketPath: string): Transport {
+  return fetchTransport('http://localhost', {}, socketPath, new Agent({ connect: { socketPath } }));
+}
+
+/** The minimal surface of fastify's `inject` the in-process transport needs. */
+export interface Injectable {
+  inject(options: { method: string; url: string; headers: Record<string, string>; payload?: string }): PromiseLike<{
+    statusCode: number;
+    headers: Record<string, unknown>;
+    body: string;
+  }>;
+}
+
+/** Requests into an in-process app; `headers` carries the local-operator marker. */
+export function injectTransport(app: Injectable, headers: Record<string, string>, onClose: () => Promise<void>): Transport {
+  return {
+    async request(method, path, body) {
+      const response = await app.inject({
+        method,
+        url: path,
+        headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
+      });
+      return {
+        status: response.statusCode,
+        headers: Object.fromEntries(Object.entries(response.headers).map(([name, value]) => [name, String(value)])),
+        body: parseBody(response.body),
+      };
+    },
+    close: onClose,
+  };
+}

@@ -1,0 +1,84 @@
+/** Spawning the bundled executable (`bin/svc`) in tests: one-shot commands and a `svc serve` that is killed after. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestContext } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const SVC = join(ROOT, 'bin', 'svc');
+
+/** `npm test` builds first; a file run alone builds the bundle when it is missing. */
+export async function ensureBundle(): Promise<void> {
+  if (existsSync(join(ROOT, 'dist', 'svc.mjs'))) return;
+  await runSvc([], { script: join(ROOT, 'bin', 'build.mjs') });
+}
+
+export function tempDir(t: TestContext, prefix = 'svc-test-'): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+export interface RunResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function runSvc(args: string[], options: { env?: Record<string, string>; input?: string; script?: string; cwd?: string } = {}): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [options.script ?? SVC, ...args], {
+      cwd: options.cwd ?? ROOT,
+      env: { ...process.env, SVC_LOG_LEVEL: 'silent', ...options.env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(options.input ?? '');
+  });
+}
+
+export interface ServeProcess {
+  child: ChildProcess;
+  address: string;
+  output(): string;
+  /** Resolves with the exit code. */
+  exited: Promise<number | null>;
+}
+
+/** Start `svc serve --port 0` on `dataDir` and wait for its address line; killed after the test. */
+export function startServe(t: TestContext, dataDir: string, env: Record<string, string> = {}): Promise<ServeProcess> {
+  const child = spawn(process.execPath, [SVC, 'serve', '--port', '0', '--data-dir', dataDir], {
+    cwd: ROOT,
+    env: { ...process.env, SVC_LOG_LEVEL: 'silent', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  t.after(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`svc serve did not start: ${output}`)), 20_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /svc listening on (http:\/\/\S+)/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve({ child, address: match[1]!, output: () => output, exited });
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`svc serve exited with ${code}: ${output}`));
+    });
+  });
+}
