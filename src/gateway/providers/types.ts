@@ -107,6 +107,80 @@ export interface EmbeddingsResult {
 /** Per-call context: cancellation (client disconnect) and the bounded time budget. */
 export interface ProviderCallContext {
   signal: AbortSignal;
+  /** Messages wire only: the client's version and beta tokens, sent upstream under the provider's real header names. */
+  messagesVersion?: string;
+  messagesBetas?: string[];
+}
+
+/** A validated messages-wire request body (`model`, `messages`, `max_tokens`, ...); other fields pass through. */
+export interface MessagesRequest {
+  model: string;
+  messages: Array<{ role: 'user' | 'assistant'; content: string | Array<{ type: string; [field: string]: unknown }> }>;
+  max_tokens: number;
+  system?: string | Array<{ type: string; [field: string]: unknown }>;
+  tools?: Array<{ name: string; description?: string; input_schema: Record<string, unknown>; [field: string]: unknown }>;
+  tool_choice?: { type: 'auto' | 'any' | 'tool' | 'none'; name?: string; [field: string]: unknown };
+  stream?: boolean;
+  [field: string]: unknown;
+}
+
+export type MessagesContentBlock =
+  | { type: 'text'; text: string; [field: string]: unknown }
+  | { type: 'tool_use'; id: string; name: string; input: unknown; [field: string]: unknown }
+  | { type: string; [field: string]: unknown };
+
+export interface MessagesUsage {
+  input_tokens: number;
+  output_tokens: number;
+  [field: string]: unknown;
+}
+
+/** A messages-wire `message` response object. */
+export interface MessagesResponse {
+  id: string;
+  type: 'message';
+  role: 'assistant';
+  model: string;
+  content: MessagesContentBlock[];
+  stop_reason: string | null;
+  stop_sequence: string | null;
+  usage: MessagesUsage;
+  [field: string]: unknown;
+}
+
+/** One messages-wire stream event (`message_start`, `content_block_delta`, `ping`, `error`, ...). */
+export interface MessagesStreamEvent {
+  type: string;
+  [field: string]: unknown;
+}
+
+/** A validated responses-wire request body (`model`, `input`, ...); other fields pass through. */
+export interface ResponsesRequest {
+  model: string;
+  input?: unknown;
+  instructions?: string;
+  tools?: Array<{ type: string; name?: string; parameters?: Record<string, unknown>; [field: string]: unknown }>;
+  stream?: boolean;
+  [field: string]: unknown;
+}
+
+/** A responses-wire `Response` object (`object: "response"`, `status`, `output` items, `usage`). */
+export interface ResponseObject {
+  id: string;
+  object: 'response';
+  created_at: number;
+  status: string;
+  model: string;
+  output: Array<{ type: string; id?: string; [field: string]: unknown }>;
+  usage?: { input_tokens: number; output_tokens: number; total_tokens: number; [field: string]: unknown } | null;
+  [field: string]: unknown;
+}
+
+/** One responses-wire stream event; `sequence_number` increases by one per event. */
+export interface ResponseStreamEvent {
+  type: string;
+  sequence_number: number;
+  [field: string]: unknown;
 }
 
 export interface Provider {
@@ -123,6 +197,12 @@ export interface Provider {
    */
   streamChat(request: ChatRequest, context: ProviderCallContext): Promise<AsyncIterable<ChatChunk>>;
   embed(request: EmbeddingsRequest, context: ProviderCallContext): Promise<EmbeddingsResult>;
+  /** Messages wire, buffered and streamed (same contract as chat: the stream promise settles on upstream headers). */
+  messages(request: MessagesRequest, context: ProviderCallContext): Promise<MessagesResponse>;
+  streamMessages(request: MessagesRequest, context: ProviderCallContext): Promise<AsyncIterable<MessagesStreamEvent>>;
+  /** Responses wire, buffered and streamed. */
+  responses(request: ResponsesRequest, context: ProviderCallContext): Promise<ResponseObject>;
+  streamResponses(request: ResponsesRequest, context: ProviderCallContext): Promise<AsyncIterable<ResponseStreamEvent>>;
 }
 
 /** How an upstream failure is classified, in one place (providers/errors.ts). */
