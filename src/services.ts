@@ -10,7 +10,7 @@ import { createCacheService, type CacheService } from './caches/service.ts';
 import { createLedger, type Ledger } from './evidence/ledger.ts';
 import { createRunsRepository } from './evidence/repo.ts';
 import { createRunsService, type RunsService } from './evidence/service.ts';
-import { createChatGateway, type ChatGateway } from './gateway/chat.ts';
+import { createGateway, type Gateway } from './gateway/pipeline.ts';
 import { createRetentionService, type RetentionService } from './retention/service.ts';
 import { createProviderRegistry } from './gateway/providers/registry.ts';
 import { createEmbeddingsService, type EmbeddingsService } from './gateway/embeddings.ts';
@@ -42,7 +42,7 @@ export interface Services {
   ledger: Ledger;
   runs: RunsService;
   cache: CacheService;
-  chat: ChatGateway;
+  gateway: Gateway;
   retention: RetentionService;
 }
 
@@ -99,7 +99,7 @@ export async function createServices(config: Config, store: Store, overrides: Se
   const runs = createRunsService({ repo: runsRepo, clock });
   const cacheRepo = createCacheRepository(store);
   const cache = createCacheService({ repo: cacheRepo, audit });
-  const chat = createChatGateway({ registry: providers, ledger, cache: cacheRepo, clock });
+  const gateway = createGateway({ registry: providers, ledger, cache: cacheRepo, clock });
   const retention = createRetentionService({
     clock,
     tenantIds: () => tenants.listIds(),
@@ -107,5 +107,5 @@ export async function createServices(config: Config, store: Store, overrides: Se
     pruneRuns: (tenantId, cutoff, batch) => runsRepo.pruneTenantRuns(tenantId, cutoff, batch),
     pruneCache: (tenantId, cutoff, batch) => cacheRepo.pruneTenant(tenantId, cutoff, batch),
   });
-  return { config, store, clock, cipher, audit, keys, settings, identity, health, providers, embeddings, ledger, runs, cache, chat, retention };
+  return { config, store, clock, cipher, audit, keys, settings, identity, health, providers, embeddings, ledger, runs, cache, gateway, retention };
 }

@@ -5,7 +5,8 @@
  * what the run records and the exact cache stores.
  */
 import type { ChatChunk, ChatCompletion, ChatToolCall, ChatUsage } from './providers/types.ts';
-import type { DeclaredTools, ToolCallProblem } from './tool-schemas.ts';
+import { InvalidToolCallError } from './pipeline.ts';
+import type { DeclaredTools } from './tool-schemas.ts';
 
 interface PendingCall {
   index: number;
@@ -23,12 +24,6 @@ interface ChoiceState {
   finishReason: string | null;
 }
 
-export class InvalidToolCallError extends Error {
-  constructor(readonly problem: ToolCallProblem) {
-    super(`Invalid tool call from the model: ${problem.message}.`);
-    this.name = 'InvalidToolCallError';
-  }
-}
 
 export class StreamAssembler {
   private readonly choices = new Map<number, ChoiceState>();
@@ -141,7 +136,7 @@ export class StreamAssembler {
     state.pending = null;
     const call: ChatToolCall = { id: pending.id, type: 'function', function: { name: pending.name, arguments: pending.arguments } };
     const problem = this.tools.check(call, pending.index);
-    if (problem) throw new InvalidToolCallError(problem);
+    if (problem) throw new InvalidToolCallError(problem.message);
     state.calls.push(call);
     const meta = this.meta!;
     return {

@@ -106,7 +106,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
       });
       await gateway.register(modelsRoutes());
       await gateway.register(embeddingsRoutes(services.embeddings));
-      await gateway.register(chatCompletionsRoutes({ gateway: services.chat, appBaseUrl: config.accounts.appBaseUrl }));
+      await gateway.register(chatCompletionsRoutes({ gateway: services.gateway, clock: services.clock, appBaseUrl: config.accounts.appBaseUrl }));
       gateway.setNotFoundHandler((request) => {
         throw new AppError('route_not_found', { message: `No route for ${request.method} ${request.url.split('?', 1)[0]}.` });
       });

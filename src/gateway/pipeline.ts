@@ -1,0 +1,346 @@
+/**
+ * The gateway pipeline every model wire shares (DESIGN.md section 2): route to providers -> start the run -> policy
+ * verdict -> cache controls -> exact-response cache -> providers in registry order with fail-open -> record. What
+ * differs per wire (how to call a provider, relay and assemble its stream, replay a cached answer, shape a
+ * failure) is a `WireAdapter`; the rest is here once. Free of HTTP: wire plugins render the `GatewayResult`.
+ */
+import { AppError } from '../core/errors.ts';
+import type { Clock } from '../core/clock.ts';
+import type { CacheRepository } from '../caches/repo.ts';
+import type { Ledger, RunRecorder } from '../evidence/ledger.ts';
+import type { CacheDecision, RouteExplanation, RunRoute, RunUsage } from '../evidence/types.ts';
+import type { AuthContext } from '../identity/auth-context.ts';
+import { exactCacheKey, type CacheControls } from './cache-controls.ts';
+import { costOf } from './pricing.ts';
+import { classifyThrown, providerErrorToAppError } from './providers/errors.ts';
+import { ProviderError, type Provider, type ProviderRegistry, type Wire } from './providers/types.ts';
+import { countTokens } from './tokens.ts';
+
+export const EXACT_CACHE = 'exact_response';
+
+/** A model answered with a tool call that is not declared or does not match its schema. */
+export class InvalidToolCallError extends Error {
+  constructor(message: string) {
+    super(`Invalid tool call from the model: ${message}.`);
+    this.name = 'InvalidToolCallError';
+  }
+}
+
+export type UpstreamFailure = ProviderError | InvalidToolCallError;
+
+/** Relays one upstream stream to the client while assembling the whole answer. */
+export interface StreamRelay<Res, Ev> {
+  /** Events to send for one upstream event; throws UpstreamFailure when the stream is invalid. */
+  accept(event: unknown): Ev[];
+  /** Events to send at the end; throws when the stream ended incomplete (truncated). */
+  end(): Ev[];
+  /** Usage reported by the upstream, if any. */
+  readonly usage: RunUsage | null;
+  /** Text produced so far (for partial usage estimates). */
+  readonly producedText: string;
+  /** The assembled answer (cached and recorded). */
+  result(): Res;
+}
+
+export interface WireAdapter<Res, Ev> {
+  readonly wire: Extract<Wire, 'chat_completions' | 'messages' | 'responses'>;
+  readonly model: string;
+  readonly stream: boolean;
+  /** The request fields that form the exact-cache key (cache-controls.ts drops the non-output ones). */
+  readonly cacheBody: Record<string, unknown>;
+  /** Input tokens estimated locally (used when the upstream reports no usage). */
+  readonly promptTokens: number;
+  /** Buffered call; validates tool calls against the declared tools (throws InvalidToolCallError). */
+  callBuffered(provider: Provider, signal: AbortSignal): Promise<Res>;
+  usageOf(response: Res): RunUsage | null;
+  openStream(provider: Provider, signal: AbortSignal): Promise<AsyncIterable<unknown>>;
+  newRelay(provider: Provider): StreamRelay<Res, Ev>;
+  /** Whether a completed answer may be stored in the exact cache. */
+  cacheable(response: Res): boolean;
+  /** A stored answer as served again (fresh id and timestamp). */
+  fromCache(stored: Res): Res;
+  /** A stored answer replayed as this wire's stream. */
+  replay(response: Res): Ev[];
+  /** The wire-shaped terminal event for a failure after the stream started. */
+  streamError(error: UpstreamFailure): Ev;
+}
+
+export interface GatewayCall {
+  auth: AuthContext;
+  controls: CacheControls;
+  requestId: string;
+  /** Aborted when the client goes away: cancels the upstream call. */
+  signal: AbortSignal;
+}
+
+export type StreamItem<Ev> = { event: Ev; terminal?: false } | { event: Ev; terminal: true };
+
+export type GatewayResult<Res, Ev> =
+  | { kind: 'json'; runId: string; route: RunRoute; body: Res }
+  | { kind: 'stream'; runId: string; route: RunRoute; items: AsyncGenerator<StreamItem<Ev>> };
+
+export interface Gateway {
+  handle<Res, Ev>(adapter: WireAdapter<Res, Ev>, call: GatewayCall): Promise<GatewayResult<Res, Ev>>;
+}
+
+function runHeaders(runId: string, route: RunRoute): Record<string, string> {
+  return { 'x-svc-run-id': runId, 'x-svc-route': route };
+}
+
+function failureKind(error: UpstreamFailure): string {
+  return error instanceof ProviderError ? error.kind : 'invalid_tool_call';
+}
+
+/** The HTTP error of a buffered failure. */
+export function failureToAppError(error: UpstreamFailure): AppError {
+  if (error instanceof InvalidToolCallError) return new AppError('upstream_error', { message: error.message, cause: error });
+  return providerErrorToAppError(error);
+}
+
+export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger; cache: CacheRepository; clock: Clock }): Gateway {
+  const { registry, ledger, cache, clock } = deps;
+
+  return {
+    async handle<Res, Ev>(adapter: WireAdapter<Res, Ev>, call: GatewayCall): Promise<GatewayResult<Res, Ev>> {
+      const { auth, controls } = call;
+      // Routing before the run: a model this wire cannot serve is a validation error and creates no run.
+      let providers: Provider[];
+      try {
+        providers = (await registry.route(adapter.wire, adapter.model, auth.tenantId)).candidates;
+      } catch (error) {
+        if (error instanceof ProviderError) throw providerErrorToAppError(error);
+        throw error;
+      }
+
+      const run = ledger.start({
+        tenantId: auth.tenantId,
+        appId: auth.appId,
+        agent: auth.agent,
+        subject: auth.subject,
+        keyId: auth.keyId,
+        mode: auth.mode,
+        wire: adapter.wire,
+        model: adapter.model,
+        stream: adapter.stream,
+        requestId: call.requestId,
+      });
+      run.event('policy.verdict', { decision: 'allow', policy: null, reason: 'no policy matched' });
+
+      // Exact-response cache (SPEC 4.2 controls; observe mode never serves, but measures what it would have saved).
+      const key = exactCacheKey(adapter.wire, { tenantId: auth.tenantId, appId: auth.appId, subject: auth.subject }, adapter.cacheBody);
+      const decision: CacheDecision = { cacheType: EXACT_CACHE, lookup: 'miss', key };
+      const rejected: RouteExplanation['rejectedAlternatives'] = [];
+      let ghostSavedUsd = 0;
+      if (!controls.serve) {
+        decision.lookup = controls.store ? 'bypassed' : 'skipped_no_store';
+        decision.control = controls.control!;
+        run.event('cache.skipped', { cacheType: EXACT_CACHE, control: controls.control });
+        rejected.push({ route: 'exact_cache', reason: `skipped by ${controls.control}` });
+      } else {
+        const entry = await cache.get(auth.tenantId, EXACT_CACHE, key);
+        if (entry && auth.mode === 'observe') {
+          decision.lookup = 'observe_only';
+          if (entry.sourceRunId) decision.sourceRunId = entry.sourceRunId;
+          ghostSavedUsd = entry.costUsd;
+          run.event('cache.observe_only', { cacheType: EXACT_CACHE, wouldHaveServed: true, ghostSavedUsd, sourceRunId: entry.sourceRunId });
+          rejected.push({ route: 'exact_cache', reason: 'observe mode: a cached answer exists but is never served' });
+        } else if (entry) {
+          decision.lookup = 'hit';
+          if (entry.sourceRunId) decision.sourceRunId = entry.sourceRunId;
+          run.event('cache.hit', { cacheType: EXACT_CACHE, key, sourceRunId: entry.sourceRunId });
+          cache.recordHitDeferred(auth.tenantId, EXACT_CACHE, key, clock.now());
+          return serveCached(adapter, run, entry.value as Res, decision, { usd: entry.costUsd, ms: entry.latencyMs });
+        } else {
+          run.event('cache.miss', { cacheType: EXACT_CACHE });
+          rejected.push({ route: 'exact_cache', reason: 'no cached answer for this request' });
+        }
+      }
+      rejected.push({ route: 'artifact', reason: 'no promoted artifact serves this request shape' });
+
+      const explain = (provider: Provider | null, fallback: RouteExplanation['fallback'], reason: string): RouteExplanation => ({
+        route: 'live',
+        reason,
+        rejectedAlternatives: rejected,
+        policyVerdict: { decision: 'allow', policy: null, reason: null },
+        cache: [decision],
+        artifact: null,
+        estimatedSavings: { usd: ghostSavedUsd, ms: 0, ghost: ghostSavedUsd > 0 },
+        fallback,
+        provider: provider?.name ?? null,
+        model: adapter.model,
+        executionMethod: { id: provider?.kind === 'mock' ? 'mock_model' : 'live_model', referenceGrade: 'not_applicable' },
+      });
+
+      const storeAnswer = (response: Res, costUsd: number, latencyMs: number) => {
+        if (!controls.store) {
+          decision.write = 'suppressed_no_store';
+          run.event('cache.write_suppressed', { cacheType: EXACT_CACHE, control: controls.control });
+          return;
+        }
+        if (!adapter.cacheable(response)) {
+          decision.write = 'not_cacheable';
+          return;
+        }
+        decision.write = controls.serve ? 'stored' : 'refreshed';
+        cache.putDeferred({ tenantId: auth.tenantId, cacheType: EXACT_CACHE, key, value: response, sourceRunId: run.id, costUsd, latencyMs, createdAt: clock.now() });
+        run.event('cache.stored', { cacheType: EXACT_CACHE, refreshed: !controls.serve });
+      };
+
+      const totalCost = () => run.attempts.reduce((sum, attempt) => sum + attempt.costUsd, 0);
+
+      const complete = (provider: Provider, fallback: RouteExplanation['fallback'], usage: RunUsage, priced: boolean, verb: string) =>
+        run.finish({
+          status: 'completed',
+          route: 'live',
+          provider: provider.name,
+          routeExplanation: explain(provider, fallback, fallback ? `${verb} by ${provider.name} after ${fallback.from} failed` : `${verb} by ${provider.name}`),
+          usage,
+          costUsd: totalCost(),
+          priced,
+          ghostSavedUsd,
+        });
+
+      const fail = (provider: Provider | null, fallback: RouteExplanation['fallback'], error: UpstreamFailure, usage: RunUsage) =>
+        run.finish({
+          status: 'failed',
+          route: 'live',
+          provider: provider?.name ?? null,
+          routeExplanation: explain(provider, fallback, `the provider failed: ${failureKind(error)}`),
+          usage,
+          costUsd: totalCost(),
+          priced: true,
+          ghostSavedUsd,
+          error: {
+            kind: failureKind(error),
+            message: error.message,
+            ...(error instanceof ProviderError && error.upstreamStatus ? { upstreamStatus: error.upstreamStatus } : {}),
+          },
+        });
+
+      // Providers in registry order; a failure before any byte reached the client fails open to the next one.
+      let fallback: RouteExplanation['fallback'] = null;
+      for (const [index, provider] of providers.entries()) {
+        const startedAt = clock.now();
+        run.event('provider.attempt', { provider: provider.name, model: adapter.model, stream: adapter.stream });
+        try {
+          if (adapter.stream) {
+            const upstream = await adapter.openStream(provider, call.signal);
+            return { kind: 'stream', runId: run.id, route: 'live', items: relay(upstream, provider, startedAt, fallback) };
+          }
+          const response = await adapter.callBuffered(provider, call.signal);
+          const latencyMs = clock.now() - startedAt;
+          const usage = adapter.usageOf(response) ?? { promptTokens: adapter.promptTokens, completionTokens: 0, totalTokens: adapter.promptTokens };
+          const cost = costOf(adapter.model, usage, provider.kind === 'mock');
+          run.attempt({ provider: provider.name, model: adapter.model, outcome: 'success', errorKind: null, upstreamStatus: null, promptTokens: usage.promptTokens, completionTokens: usage.completionTokens, costUsd: cost.usd, latencyMs });
+          storeAnswer(response, cost.usd, latencyMs);
+          complete(provider, fallback, usage, cost.priced, 'served');
+          return { kind: 'json', runId: run.id, route: 'live', body: response };
+        } catch (thrown) {
+          const error = thrown instanceof InvalidToolCallError || thrown instanceof ProviderError ? thrown : classifyThrown(provider.name, thrown, call.signal);
+          const kind = failureKind(error);
+          run.attempt({
+            provider: provider.name,
+            model: adapter.model,
+            outcome: kind === 'aborted' ? 'aborted' : 'failed',
+            errorKind: kind,
+            upstreamStatus: error instanceof ProviderError ? (error.upstreamStatus ?? null) : null,
+            promptTokens: 0,
+            completionTokens: 0,
+            costUsd: 0,
+            latencyMs: clock.now() - startedAt,
+          });
+          run.event('provider.failed', { provider: provider.name, kind, message: error.message });
+          const next = providers[index + 1];
+          if (next && error instanceof ProviderError && error.retryable && !call.signal.aborted) {
+            fallback = { from: provider.name, to: next.name, reason: kind };
+            run.event('provider.fallback', fallback);
+            continue;
+          }
+          fail(provider, fallback, error, { promptTokens: 0, completionTokens: 0, totalTokens: 0 });
+          const appError = failureToAppError(error);
+          Object.assign(appError.headers, runHeaders(run.id, 'live'));
+          throw appError;
+        }
+      }
+      throw new Error('the provider registry returned no candidates');
+
+      /** Relay an accepted upstream stream; the run is finalised in `finally`, also when the client aborts. */
+      async function* relay(upstream: AsyncIterable<unknown>, provider: Provider, startedAt: number, usedFallback: RouteExplanation['fallback']): AsyncGenerator<StreamItem<Ev>> {
+        const assembler = adapter.newRelay(provider);
+        let failure: UpstreamFailure | null = null;
+        let completed = false;
+        try {
+          for await (const event of upstream) {
+            for (const out of assembler.accept(event)) yield { event: out };
+          }
+          for (const out of assembler.end()) yield { event: out };
+          completed = true;
+        } catch (thrown) {
+          failure = thrown instanceof InvalidToolCallError || thrown instanceof ProviderError ? thrown : classifyThrown(provider.name, thrown, call.signal);
+          if (!call.signal.aborted) yield { event: adapter.streamError(failure), terminal: true };
+        } finally {
+          const latencyMs = clock.now() - startedAt;
+          const reported = assembler.usage;
+          const completionTokens = countTokens(assembler.producedText, adapter.model);
+          const usage = reported ?? { promptTokens: adapter.promptTokens, completionTokens, totalTokens: adapter.promptTokens + completionTokens };
+          if (!reported) run.event('usage.estimated', { reason: completed ? 'upstream sent no usage' : 'stream did not complete', ...usage });
+          const cost = costOf(adapter.model, usage, provider.kind === 'mock');
+          const aborted = !completed && (call.signal.aborted || failure === null);
+          const kind = completed ? null : aborted ? 'aborted' : failureKind(failure!);
+          run.attempt({
+            provider: provider.name,
+            model: adapter.model,
+            outcome: completed ? 'success' : aborted ? 'aborted' : 'failed',
+            errorKind: kind,
+            upstreamStatus: failure instanceof ProviderError ? (failure.upstreamStatus ?? null) : null,
+            promptTokens: usage.promptTokens,
+            completionTokens: usage.completionTokens,
+            costUsd: cost.usd,
+            latencyMs,
+          });
+          if (completed) {
+            storeAnswer(assembler.result(), cost.usd, latencyMs);
+            complete(provider, usedFallback, usage, cost.priced, 'streamed');
+          } else {
+            const error = aborted ? new ProviderError('aborted', 'The client closed the stream.', { provider: provider.name }) : failure!;
+            run.event('stream.ended_early', { kind, message: error.message });
+            fail(provider, usedFallback, error, usage);
+          }
+        }
+      }
+    },
+  };
+
+  function serveCached<Res, Ev>(adapter: WireAdapter<Res, Ev>, run: RunRecorder, stored: Res, decision: CacheDecision, saved: { usd: number; ms: number }): GatewayResult<Res, Ev> {
+    const response = adapter.fromCache(stored);
+    run.finish({
+      status: 'completed',
+      route: 'exact_cache',
+      provider: null,
+      routeExplanation: {
+        route: 'exact_cache',
+        reason: 'an identical request was answered before; served from the exact-response cache',
+        rejectedAlternatives: [{ route: 'live', reason: 'a cached answer exists' }],
+        policyVerdict: { decision: 'allow', policy: null, reason: null },
+        cache: [decision],
+        artifact: null,
+        estimatedSavings: { usd: saved.usd, ms: saved.ms, ghost: false },
+        fallback: null,
+        provider: null,
+        model: adapter.model,
+        executionMethod: { id: 'exact_cache', referenceGrade: 'not_applicable' },
+      },
+      usage: adapter.usageOf(stored) ?? { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
+      costUsd: 0,
+      priced: true,
+      savedUsd: saved.usd,
+      savedMs: saved.ms,
+    });
+    if (!adapter.stream) return { kind: 'json', runId: run.id, route: 'exact_cache', body: response };
+    const events = adapter.replay(response);
+    async function* replay(): AsyncGenerator<StreamItem<Ev>> {
+      for (const event of events) yield { event };
+    }
+    return { kind: 'stream', runId: run.id, route: 'exact_cache', items: replay() };
+  }
+}
