@@ -14,6 +14,8 @@ import { newId } from '../core/ids.ts';
 import { cacheRoutes } from '../caches/routes.ts';
 import { runsRoutes } from '../evidence/routes.ts';
 import { chatCompletionsRoutes } from '../gateway/wires/chat-completions.ts';
+import { messagesRoutes } from '../gateway/wires/messages.ts';
+import { responsesRoutes } from '../gateway/wires/responses.ts';
 import { embeddingsRoutes } from '../gateway/wires/embeddings.ts';
 import { modelsRoutes } from '../gateway/wires/models.ts';
 import { renderError, surfaceOfUrl } from './error-shapes.ts';
@@ -107,6 +109,8 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
       await gateway.register(modelsRoutes());
       await gateway.register(embeddingsRoutes(services.embeddings));
       await gateway.register(chatCompletionsRoutes({ gateway: services.gateway, clock: services.clock, appBaseUrl: config.accounts.appBaseUrl }));
+      await gateway.register(messagesRoutes({ gateway: services.gateway, appBaseUrl: config.accounts.appBaseUrl }));
+      await gateway.register(responsesRoutes({ gateway: services.gateway, clock: services.clock, appBaseUrl: config.accounts.appBaseUrl }));
       gateway.setNotFoundHandler((request) => {
         throw new AppError('route_not_found', { message: `No route for ${request.method} ${request.url.split('?', 1)[0]}.` });
       });

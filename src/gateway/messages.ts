@@ -1,0 +1,240 @@
+/**
+ * The messages wire as a pipeline adapter. The relay guarantees what clients of this wire rely on and peers got
+ * wrong: exactly one `message_start` (with input tokens, filled from the local count when the upstream sent none),
+ * text deltas relayed at once, each `tool_use` block held until its `content_block_stop` so the concatenated
+ * `input_json_delta` pieces are checked (valid JSON matching the declared schema) before any of them is emitted,
+ * and a stream that ends without `message_stop` treated as truncated.
+ */
+import { newId } from '../core/ids.ts';
+import type { RunUsage } from '../evidence/types.ts';
+import { InvalidToolCallError, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
+import { providerErrorStatus } from './providers/errors.ts';
+import { ProviderError, type MessagesContentBlock, type MessagesResponse, type MessagesStreamEvent, type Provider } from './providers/types.ts';
+import { countMessagesTokens } from './tokens-messages.ts';
+import { toolUseAsCall, type ValidatedMessages } from './wires/messages-schema.ts';
+
+function usageOf(usage: MessagesResponse['usage'] | undefined): RunUsage | null {
+  if (!usage) return null;
+  const input = usage.input_tokens ?? 0;
+  const output = usage.output_tokens ?? 0;
+  return { promptTokens: input, completionTokens: output, totalTokens: input + output };
+}
+
+const ERROR_TYPES: Record<number, string> = { 400: 'invalid_request_error', 429: 'rate_limit_error', 502: 'api_error', 504: 'api_error' };
+
+function messagesStreamError(error: UpstreamFailure): MessagesStreamEvent {
+  if (error instanceof InvalidToolCallError) return { type: 'error', error: { type: 'api_error', message: error.message } };
+  const http = providerErrorStatus(error);
+  return { type: 'error', error: { type: ERROR_TYPES[http.status] ?? 'api_error', message: http.message } };
+}
+
+/**
+ * A complete `tool_use` block must name a declared tool and carry input matching its `input_schema`; tools defined
+ * by the provider (versioned types such as `bash_20250124`) have no schema here and are not checked.
+ */
+function checkToolUse(validated: ValidatedMessages, block: { id: string; name: string; input: unknown }, index: number): void {
+  const declared = (validated.request.tools ?? []).find((tool) => tool.name === block.name);
+  if (declared && !('input_schema' in declared)) return;
+  const problem = validated.tools.check(toolUseAsCall(block), index);
+  if (problem) throw new InvalidToolCallError(problem.message);
+}
+
+interface BlockState {
+  block: MessagesContentBlock;
+  text: string;
+  json: string;
+  held: MessagesStreamEvent[] | null;
+  stopped: boolean;
+}
+
+class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent> {
+  private message: MessagesResponse | null = null;
+  private readonly blocks = new Map<number, BlockState>();
+  private stopped = false;
+  private outputTokens: number | null = null;
+  private inputTokens: number | null = null;
+
+  constructor(
+    private readonly validated: ValidatedMessages,
+    private readonly provider: Provider,
+    private readonly promptTokens: number,
+  ) {}
+
+  private bad(message: string): ProviderError {
+    return new ProviderError('bad_response', message, { provider: this.provider.name });
+  }
+
+  accept(raw: unknown): MessagesStreamEvent[] {
+    const event = raw as MessagesStreamEvent;
+    switch (event.type) {
+      case 'message_start': {
+        if (this.message) return []; // exactly one message_start reaches the client
+        const message = structuredClone(event.message as MessagesResponse);
+        const usage = { ...(message.usage ?? { input_tokens: 0, output_tokens: 0 }) };
+        if (!usage.input_tokens) usage.input_tokens = this.promptTokens;
+        message.usage = usage;
+        this.inputTokens = usage.input_tokens;
+        this.message = message;
+        return [{ ...event, message: { ...message, content: [] } }];
+      }
+      case 'content_block_start': {
+        this.requireStarted();
+        const index = event.index as number;
+        const block = structuredClone(event.content_block as MessagesContentBlock);
+        const isTool = block.type === 'tool_use';
+        this.blocks.set(index, { block, text: '', json: '', held: isTool ? [event] : null, stopped: false });
+        return isTool ? [] : [event];
+      }
+      case 'content_block_delta': {
+        const state = this.blocks.get(event.index as number);
+        if (!state || state.stopped) throw this.bad(`content_block_delta for unknown block ${String(event.index)}`);
+        const delta = event.delta as { type: string; text?: string; partial_json?: string; thinking?: string };
+        if (delta.type === 'text_delta') state.text += delta.text ?? '';
+        else if (delta.type === 'input_json_delta') state.json += delta.partial_json ?? '';
+        else if (delta.type === 'thinking_delta') state.text += delta.thinking ?? '';
+        if (state.held) {
+          state.held.push(event);
+          return [];
+        }
+        return [event];
+      }
+      case 'content_block_stop': {
+        const state = this.blocks.get(event.index as number);
+        if (!state || state.stopped) throw this.bad(`content_block_stop for unknown block ${String(event.index)}`);
+        state.stopped = true;
+        if (!state.held) return [event];
+        const block = state.block as { id: string; name: string; input: unknown };
+        let input: unknown;
+        try {
+          input = state.json.trim() === '' ? (block.input ?? {}) : JSON.parse(state.json);
+        } catch {
+          throw new InvalidToolCallError(`the input of "${block.name}" is not valid JSON`);
+        }
+        block.input = input;
+        checkToolUse(this.validated, block, event.index as number);
+        const out = [...state.held, event];
+        state.held = null;
+        return out;
+      }
+      case 'message_delta': {
+        this.requireStarted();
+        const delta = event.delta as { stop_reason?: string | null; stop_sequence?: string | null };
+        if (delta.stop_reason !== undefined) this.message!.stop_reason = delta.stop_reason;
+        if (delta.stop_sequence !== undefined) this.message!.stop_sequence = delta.stop_sequence;
+        const usage = event.usage as { output_tokens?: number; input_tokens?: number } | undefined;
+        if (typeof usage?.output_tokens === 'number') this.outputTokens = usage.output_tokens;
+        if (typeof usage?.input_tokens === 'number' && usage.input_tokens > 0) this.inputTokens = usage.input_tokens;
+        return [event];
+      }
+      case 'message_stop':
+        this.requireStarted();
+        if ([...this.blocks.values()].some((state) => !state.stopped)) throw this.bad('message_stop before every content block stopped');
+        this.stopped = true;
+        return [event];
+      case 'ping':
+        return [event];
+      case 'error': {
+        const error = event.error as { type?: string; message?: string } | undefined;
+        throw new ProviderError(error?.type === 'overloaded_error' ? 'upstream_error' : 'bad_response', error?.message ?? 'upstream stream error', { provider: this.provider.name });
+      }
+      default:
+        return [event]; // forward-compatible: unknown event types pass through
+    }
+  }
+
+  end(): MessagesStreamEvent[] {
+    if (!this.stopped) throw this.bad('The upstream stream ended before message_stop.');
+    return [];
+  }
+
+  private requireStarted(): void {
+    if (!this.message) throw this.bad('stream event before message_start');
+  }
+
+  get usage(): RunUsage | null {
+    if (this.outputTokens === null || this.inputTokens === null) return null;
+    return { promptTokens: this.inputTokens, completionTokens: this.outputTokens, totalTokens: this.inputTokens + this.outputTokens };
+  }
+
+  get producedText(): string {
+    return [...this.blocks.values()].map((state) => state.text + state.json).join('');
+  }
+
+  result(): MessagesResponse {
+    const message = this.message!;
+    const content = [...this.blocks.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([, state]) => {
+        if (state.block.type === 'text') return { ...state.block, text: state.text };
+        if (state.block.type === 'thinking') return { ...state.block, thinking: state.text };
+        return state.block;
+      });
+    return {
+      ...message,
+      content,
+      usage: { ...message.usage, input_tokens: this.inputTokens ?? message.usage.input_tokens, output_tokens: this.outputTokens ?? 0 },
+    };
+  }
+}
+
+/** Replay a stored message as the wire's event stream (a cached streamed answer is served as a stream). */
+export function messageToEvents(message: MessagesResponse): MessagesStreamEvent[] {
+  const events: MessagesStreamEvent[] = [
+    { type: 'message_start', message: { ...message, content: [], stop_reason: null, stop_sequence: null, usage: { ...message.usage, output_tokens: 1 } } },
+    { type: 'ping' },
+  ];
+  for (const [index, block] of message.content.entries()) {
+    if (block.type === 'text') {
+      events.push({ type: 'content_block_start', index, content_block: { type: 'text', text: '' } });
+      for (const piece of String(block.text).match(/\S+\s*|\s+/g) ?? []) {
+        events.push({ type: 'content_block_delta', index, delta: { type: 'text_delta', text: piece } });
+      }
+    } else if (block.type === 'tool_use') {
+      events.push({ type: 'content_block_start', index, content_block: { type: 'tool_use', id: block.id, name: block.name, input: {} } });
+      const json = JSON.stringify(block.input ?? {});
+      for (let at = 0; at < json.length; at += 24) {
+        events.push({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: json.slice(at, at + 24) } });
+      }
+    } else {
+      events.push({ type: 'content_block_start', index, content_block: block });
+    }
+    events.push({ type: 'content_block_stop', index });
+  }
+  events.push({ type: 'message_delta', delta: { stop_reason: message.stop_reason, stop_sequence: message.stop_sequence }, usage: { output_tokens: message.usage.output_tokens } });
+  events.push({ type: 'message_stop' });
+  return events;
+}
+
+export function messagesAdapter(validated: ValidatedMessages, headers: { version?: string; betas?: string[] }): WireAdapter<MessagesResponse, MessagesStreamEvent> {
+  const request = validated.request;
+  const promptTokens = countMessagesTokens(request);
+  const context = (signal: AbortSignal) => ({
+    signal,
+    ...(headers.version ? { messagesVersion: headers.version } : {}),
+    ...(headers.betas ? { messagesBetas: headers.betas } : {}),
+  });
+  return {
+    wire: 'messages',
+    model: request.model,
+    stream: request.stream === true,
+    // Beta tokens can change the answer, so they are part of the cache identity.
+    cacheBody: { ...request, ...(headers.betas ? { '@betas': [...headers.betas].sort() } : {}) },
+    promptTokens,
+
+    async callBuffered(provider, signal) {
+      const message = await provider.messages(request, context(signal));
+      for (const [index, block] of message.content.entries()) {
+        if (block.type === 'tool_use') checkToolUse(validated, block as { id: string; name: string; input: unknown }, index);
+      }
+      return message;
+    },
+
+    usageOf: (message) => usageOf(message.usage),
+    openStream: (provider, signal) => provider.streamMessages(request, context(signal)),
+    newRelay: (provider) => new MessagesRelay(validated, provider, promptTokens),
+    cacheable: (message) => ['end_turn', 'tool_use', 'max_tokens', 'stop_sequence'].includes(message.stop_reason ?? ''),
+    fromCache: (stored) => ({ ...stored, id: newId('msg') }),
+    replay: messageToEvents,
+    streamError: messagesStreamError,
+  };
+}

@@ -1,0 +1,244 @@
+/**
+ * The responses wire as a pipeline adapter. The relay checks what makes a streamed response complete before it
+ * counts as such: `response.created` first, every delta naming an announced and still open item, text and
+ * argument deltas adding up to their `.done` values, every function call's arguments matching its declared schema,
+ * every announced item done, and a terminal `response.completed` / `response.incomplete`. Sequence numbers are
+ * assigned on the way out (wires/responses.ts), so they increase by one whatever the upstream did.
+ */
+import { newId } from '../core/ids.ts';
+import type { RunUsage } from '../evidence/types.ts';
+import { InvalidToolCallError, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
+import { providerErrorStatus } from './providers/errors.ts';
+import { ProviderError, type Provider, type ResponseObject, type ResponseStreamEvent } from './providers/types.ts';
+import { countChatTokens } from './tokens.ts';
+import type { ValidatedResponses } from './wires/responses-schema.ts';
+
+type OutputItem = ResponseObject['output'][number];
+
+function usageOf(response: ResponseObject): RunUsage | null {
+  const usage = response.usage;
+  if (!usage) return null;
+  return { promptTokens: usage.input_tokens, completionTokens: usage.output_tokens, totalTokens: usage.total_tokens ?? usage.input_tokens + usage.output_tokens };
+}
+
+/** Function and custom tool calls must name declared tools; function arguments must match the schema. */
+function checkItem(validated: ValidatedResponses, item: OutputItem, index: number): void {
+  if (item.type === 'function_call') {
+    const name = String(item.name ?? '');
+    const problem = validated.tools.check({ id: String(item.call_id ?? ''), type: 'function', function: { name, arguments: String(item.arguments ?? '') } }, index);
+    if (problem) throw new InvalidToolCallError(problem.message);
+  } else if (item.type === 'custom_tool_call') {
+    if (!validated.customTools.has(String(item.name ?? ''))) throw new InvalidToolCallError(`the model called "${String(item.name)}", which is not a declared custom tool`);
+  }
+}
+
+/** The input as chat-style messages, for the local prompt-token estimate. */
+function promptEstimate(validated: ValidatedResponses): number {
+  const request = validated.request;
+  const text = typeof request.input === 'string' ? request.input : JSON.stringify(request.input ?? '');
+  return countChatTokens({
+    model: request.model,
+    messages: [
+      ...(request.instructions ? [{ role: 'system', content: request.instructions }] : []),
+      { role: 'user', content: text },
+    ],
+    tools: (request.tools ?? []).map((tool) => ({ function: { name: tool.name, description: tool.description, parameters: tool.parameters } })),
+  });
+}
+
+interface ItemState {
+  item: OutputItem;
+  text: string;
+  args: string;
+  done: boolean;
+}
+
+class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent> {
+  snapshot: ResponseObject | null = null;
+  private final: ResponseObject | null = null;
+  private readonly items = new Map<string, ItemState>();
+
+  constructor(
+    private readonly validated: ValidatedResponses,
+    private readonly provider: Provider,
+  ) {}
+
+  private bad(message: string): ProviderError {
+    return new ProviderError('bad_response', `Invalid upstream responses stream: ${message}.`, { provider: this.provider.name });
+  }
+
+  private open(itemId: unknown): ItemState {
+    const state = typeof itemId === 'string' ? this.items.get(itemId) : undefined;
+    if (!state) throw this.bad(`event for unknown item ${String(itemId)}`);
+    if (state.done) throw this.bad(`event for item ${String(itemId)} after it was done`);
+    return state;
+  }
+
+  accept(raw: unknown): ResponseStreamEvent[] {
+    const event = raw as ResponseStreamEvent;
+    if (!this.snapshot && event.type !== 'response.created') throw this.bad(`${event.type} before response.created`);
+    if (this.final) throw this.bad(`${event.type} after the terminal event`);
+    switch (event.type) {
+      case 'response.created':
+        if (this.snapshot) throw this.bad('a second response.created');
+        this.snapshot = structuredClone(event.response as ResponseObject);
+        break;
+      case 'response.output_item.added': {
+        const item = event.item as OutputItem;
+        if (!item?.id || this.items.has(item.id)) throw this.bad(`output item without a fresh id`);
+        this.items.set(item.id, { item: structuredClone(item), text: '', args: '', done: false });
+        break;
+      }
+      case 'response.output_text.delta':
+        this.open(event.item_id).text += String(event.delta ?? '');
+        break;
+      case 'response.output_text.done': {
+        const state = this.open(event.item_id);
+        if (typeof event.text === 'string' && event.text !== state.text) throw this.bad('output_text.done differs from its deltas');
+        break;
+      }
+      case 'response.function_call_arguments.delta':
+        this.open(event.item_id).args += String(event.delta ?? '');
+        break;
+      case 'response.function_call_arguments.done': {
+        const state = this.open(event.item_id);
+        if (typeof event.arguments === 'string' && state.args !== '' && event.arguments !== state.args) throw this.bad('function_call_arguments.done differs from its deltas');
+        checkItem(this.validated, { ...state.item, arguments: event.arguments ?? state.args }, Number(event.output_index ?? 0));
+        break;
+      }
+      case 'response.content_part.added':
+      case 'response.content_part.done':
+      case 'response.custom_tool_call_input.delta':
+      case 'response.custom_tool_call_input.done':
+        this.open(event.item_id);
+        break;
+      case 'response.output_item.done': {
+        const item = event.item as OutputItem;
+        const state = this.open(item?.id);
+        checkItem(this.validated, item, Number(event.output_index ?? 0));
+        state.item = structuredClone(item);
+        state.done = true;
+        break;
+      }
+      case 'response.completed':
+      case 'response.incomplete': {
+        const response = event.response as ResponseObject;
+        const open = [...this.items.values()].filter((state) => !state.done);
+        if (open.length > 0) throw this.bad(`${event.type} while item ${String(open[0]!.item.id)} is not done`);
+        for (const item of response.output ?? []) {
+          if (item.id && !this.items.has(item.id)) throw this.bad(`completed output has unannounced item ${item.id}`);
+        }
+        (response.output ?? []).forEach((item, index) => checkItem(this.validated, item, index));
+        this.final = response;
+        break;
+      }
+      case 'response.failed': {
+        const error = (event.response as ResponseObject | undefined)?.error as { message?: string } | undefined;
+        throw new ProviderError('upstream_error', error?.message ?? 'The upstream response failed.', { provider: this.provider.name, retryable: false });
+      }
+      case 'error':
+        throw new ProviderError('upstream_error', String(event.message ?? 'upstream stream error'), { provider: this.provider.name, retryable: false });
+      default:
+        break; // in_progress, reasoning summaries, refusals and future event types pass through
+    }
+    return [event];
+  }
+
+  end(): ResponseStreamEvent[] {
+    if (!this.final) throw this.bad('the stream ended without response.completed');
+    return [];
+  }
+
+  get usage(): RunUsage | null {
+    return this.final ? usageOf(this.final) : null;
+  }
+
+  get producedText(): string {
+    return [...this.items.values()].map((state) => state.text + state.args).join('');
+  }
+
+  result(): ResponseObject {
+    return this.final!;
+  }
+}
+
+function pieces(text: string): string[] {
+  return text.match(/\S+\s*|\s+/g) ?? [];
+}
+
+/** Replay a stored response as the wire's event stream (sequence numbers are assigned by the route). */
+export function responseToEvents(response: ResponseObject): ResponseStreamEvent[] {
+  const events: Array<Omit<ResponseStreamEvent, 'sequence_number'>> = [];
+  const inProgress = { ...response, status: 'in_progress', output: [], usage: null };
+  events.push({ type: 'response.created', response: inProgress }, { type: 'response.in_progress', response: inProgress });
+  for (const [outputIndex, item] of response.output.entries()) {
+    if (item.type === 'message') {
+      const content = (item.content as Array<{ type: string; text?: string; [field: string]: unknown }>) ?? [];
+      events.push({ type: 'response.output_item.added', output_index: outputIndex, item: { ...item, status: 'in_progress', content: [] } });
+      for (const [contentIndex, part] of content.entries()) {
+        const base = { item_id: item.id, output_index: outputIndex, content_index: contentIndex };
+        events.push({ type: 'response.content_part.added', ...base, part: { ...part, ...(part.type === 'output_text' ? { text: '' } : {}) } });
+        if (part.type === 'output_text') {
+          for (const delta of pieces(part.text ?? '')) events.push({ type: 'response.output_text.delta', ...base, delta, logprobs: [] });
+          events.push({ type: 'response.output_text.done', ...base, text: part.text ?? '', logprobs: [] });
+        }
+        events.push({ type: 'response.content_part.done', ...base, part });
+      }
+    } else if (item.type === 'function_call') {
+      events.push({ type: 'response.output_item.added', output_index: outputIndex, item: { ...item, status: 'in_progress', arguments: '' } });
+      events.push({ type: 'response.function_call_arguments.delta', item_id: item.id, output_index: outputIndex, delta: item.arguments });
+      events.push({ type: 'response.function_call_arguments.done', item_id: item.id, output_index: outputIndex, arguments: item.arguments });
+    } else {
+      events.push({ type: 'response.output_item.added', output_index: outputIndex, item });
+    }
+    events.push({ type: 'response.output_item.done', output_index: outputIndex, item });
+  }
+  events.push({ type: response.status === 'incomplete' ? 'response.incomplete' : 'response.completed', response });
+  return events.map((event, index) => ({ ...event, sequence_number: index }) as ResponseStreamEvent);
+}
+
+const ITEM_PREFIX: Record<string, string> = { message: 'msg', function_call: 'fc', custom_tool_call: 'ctc', reasoning: 'rs' };
+
+export function responsesAdapter(validated: ValidatedResponses, now: () => number): WireAdapter<ResponseObject, ResponseStreamEvent> {
+  const request = validated.request;
+  let relay: ResponsesRelay | null = null;
+  return {
+    wire: 'responses',
+    model: request.model,
+    stream: request.stream === true,
+    cacheBody: request,
+    promptTokens: promptEstimate(validated),
+
+    async callBuffered(provider, signal) {
+      const response = await provider.responses(request, { signal });
+      response.output.forEach((item, index) => checkItem(validated, item, index));
+      return response;
+    },
+
+    usageOf,
+    openStream: (provider, signal) => provider.streamResponses(request, { signal }),
+    newRelay(provider) {
+      relay = new ResponsesRelay(validated, provider);
+      return relay;
+    },
+    cacheable: (response) => response.status === 'completed',
+
+    fromCache(stored) {
+      return {
+        ...stored,
+        id: newId('resp'),
+        created_at: Math.floor(now() / 1000),
+        output: stored.output.map((item) => ({ ...item, ...(item.id ? { id: newId(ITEM_PREFIX[item.type] ?? 'item') } : {}) })),
+      };
+    },
+
+    replay: responseToEvents,
+
+    streamError(error: UpstreamFailure): ResponseStreamEvent {
+      const http = error instanceof InvalidToolCallError ? { code: 'invalid_tool_call', message: error.message } : { code: providerErrorStatus(error).code, message: providerErrorStatus(error).message };
+      const snapshot = relay?.snapshot;
+      if (!snapshot) return { type: 'error', code: http.code, message: http.message, param: null, sequence_number: 0 };
+      return { type: 'response.failed', sequence_number: 0, response: { ...snapshot, status: 'failed', error: { code: 'server_error', message: http.message } } };
+    },
+  };
+}

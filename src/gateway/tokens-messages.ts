@@ -1,0 +1,59 @@
+/**
+ * Input-token counts for the messages wire (`/v1/messages/count_tokens`, and the local estimate when an upstream
+ * reports none). Counted with the same maintained tokenizer as the chat wire (o200k_base, src/gateway/tokens.ts)
+ * plus a small fixed overhead per message and per tool, as the provider frames them; docs/providers.md says how
+ * close that is to each model family's own count.
+ */
+import type { MessagesRequest } from './providers/types.ts';
+import { countTokens } from './tokens.ts';
+
+const PER_MESSAGE = 3;
+const PER_TOOL = 8;
+const PER_IMAGE = 1600;
+const BASE = 3;
+
+function blockText(block: { type: string; [field: string]: unknown }): { text: string; extra: number } {
+  switch (block.type) {
+    case 'text':
+      return { text: String(block.text ?? ''), extra: 0 };
+    case 'thinking':
+      return { text: String(block.thinking ?? ''), extra: 0 };
+    case 'tool_use':
+      return { text: `${String(block.name ?? '')} ${JSON.stringify(block.input ?? {})}`, extra: 4 };
+    case 'tool_result': {
+      const content = block.content;
+      if (typeof content === 'string') return { text: content, extra: 4 };
+      if (Array.isArray(content)) {
+        const parts = content.map((part) => blockText(part as { type: string }));
+        return { text: parts.map((part) => part.text).join('\n'), extra: 4 + parts.reduce((sum, part) => sum + part.extra, 0) };
+      }
+      return { text: '', extra: 4 };
+    }
+    case 'image':
+    case 'document':
+      return { text: '', extra: PER_IMAGE };
+    default:
+      return { text: JSON.stringify(block), extra: 0 };
+  }
+}
+
+function contentTokens(content: MessagesRequest['system'] | MessagesRequest['messages'][number]['content'], model: string): number {
+  if (content === undefined) return 0;
+  if (typeof content === 'string') return countTokens(content, model);
+  let total = 0;
+  for (const block of content) {
+    const { text, extra } = blockText(block);
+    total += countTokens(text, model) + extra;
+  }
+  return total;
+}
+
+export function countMessagesTokens(request: Pick<MessagesRequest, 'model' | 'messages' | 'system' | 'tools' | 'tool_choice'>): number {
+  let total = BASE + contentTokens(request.system, request.model);
+  for (const message of request.messages) total += PER_MESSAGE + contentTokens(message.content, request.model);
+  for (const tool of request.tools ?? []) {
+    total += PER_TOOL + countTokens(`${tool.name} ${tool.description ?? ''} ${JSON.stringify(tool.input_schema ?? {})}`, request.model);
+  }
+  if (request.tool_choice) total += countTokens(JSON.stringify(request.tool_choice), request.model);
+  return total;
+}

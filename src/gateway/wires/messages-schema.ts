@@ -1,0 +1,113 @@
+/**
+ * The messages-wire request body (SPEC 4.2): `model`, non-empty `messages`, positive `max_tokens` required; system,
+ * structured content blocks, tools, tool_choice, stop_sequences, temperature, metadata typed; other fields pass
+ * through. Beta tokens travel only in the `messages-beta` / `anthropic-beta` header, never in the body.
+ */
+import { z } from 'zod';
+import { invalid } from '../../core/errors.ts';
+import type { ChatToolCall, MessagesRequest } from '../providers/types.ts';
+import { compileTools, type DeclaredTools } from '../tool-schemas.ts';
+
+const block = z.looseObject({ type: z.string().min(1) });
+const content = z.union([z.string(), z.array(block).min(1)]);
+
+const message = z.looseObject({ role: z.enum(['user', 'assistant']), content });
+
+const tool = z.union([
+  z.looseObject({
+    name: z.string().regex(/^[a-zA-Z0-9_-]{1,128}$/, 'tool names are 1-128 letters, digits, _ or -'),
+    description: z.string().optional(),
+    input_schema: z.looseObject({ type: z.literal('object') }),
+    type: z.literal('custom').optional(),
+  }),
+  // Provider-defined tools (e.g. `bash_20250124`) carry a versioned type and no schema; passed through untouched.
+  z.looseObject({ type: z.string().regex(/_\d{8}$/), name: z.string().min(1) }),
+]);
+
+const toolChoice = z.discriminatedUnion('type', [
+  z.looseObject({ type: z.literal('auto'), disable_parallel_tool_use: z.boolean().optional() }),
+  z.looseObject({ type: z.literal('any'), disable_parallel_tool_use: z.boolean().optional() }),
+  z.looseObject({ type: z.literal('none') }),
+  z.looseObject({ type: z.literal('tool'), name: z.string().min(1), disable_parallel_tool_use: z.boolean().optional() }),
+]);
+
+const countFields = {
+  model: z.string().trim().min(1, 'model is required').max(256),
+  messages: z.array(message).min(1, 'messages must be a non-empty array'),
+  system: z.union([z.string(), z.array(block)]).optional(),
+  tools: z.array(tool).max(128).optional(),
+  tool_choice: toolChoice.optional(),
+};
+
+export const messagesRequestSchema = z.looseObject({
+  ...countFields,
+  max_tokens: z.number({ error: 'max_tokens is required and must be a positive integer' }).int().positive('max_tokens must be a positive integer'),
+  stream: z.boolean().optional(),
+  stop_sequences: z.array(z.string()).optional(),
+  temperature: z.number().min(0).max(1).optional(),
+  top_p: z.number().min(0).max(1).optional(),
+  top_k: z.number().int().min(0).optional(),
+  metadata: z.looseObject({ user_id: z.string().max(256).nullable().optional() }).optional(),
+});
+
+export const countTokensSchema = z.looseObject(countFields);
+
+export interface ValidatedMessages {
+  request: MessagesRequest;
+  tools: DeclaredTools;
+}
+
+/** Messages tools in the shape the shared tool checker compiles. */
+function asFunctionTools(tools: MessagesRequest['tools']) {
+  return (tools ?? [])
+    .filter((tool) => 'input_schema' in tool)
+    .map((tool) => ({ type: 'function' as const, function: { name: tool.name, parameters: tool.input_schema } }));
+}
+
+function assertBody(body: unknown): Record<string, unknown> {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw invalid('The request body must be a JSON object.');
+  if ('betas' in body) throw invalid('Beta tokens travel in the messages-beta (anthropic-beta) header, not in the body.');
+  return body as Record<string, unknown>;
+}
+
+function checkToolChoice(parsed: { tools?: MessagesRequest['tools']; tool_choice?: { type: string; name?: string } }, tools: DeclaredTools) {
+  const choice = parsed.tool_choice;
+  if (choice?.type === 'tool' && !(parsed.tools ?? []).some((tool) => tool.name === choice.name)) {
+    throw invalid(`tool_choice names "${choice.name}", which is not a declared tool.`);
+  }
+  if ((choice?.type === 'any' || choice?.type === 'tool') && tools.names.size === 0 && !(parsed.tools ?? []).length) {
+    throw invalid('tool_choice requires tools.');
+  }
+}
+
+export function parseMessagesRequest(body: unknown): ValidatedMessages {
+  const parsed = messagesRequestSchema.parse(assertBody(body)) as MessagesRequest;
+  const tools = compileTools(asFunctionTools(parsed.tools));
+  checkToolChoice(parsed, tools);
+  return { request: parsed, tools };
+}
+
+export function parseCountTokensRequest(body: unknown): MessagesRequest {
+  const parsed = countTokensSchema.parse(assertBody(body)) as MessagesRequest;
+  checkToolChoice(parsed, compileTools(asFunctionTools(parsed.tools)));
+  return parsed;
+}
+
+/** A `tool_use` block as the shared checker sees it. */
+export function toolUseAsCall(block: { id: string; name: string; input: unknown }): ChatToolCall {
+  return { id: block.id, type: 'function', function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) } };
+}
+
+/** The version and beta headers, accepting the neutral and the provider's own spelling (SPEC 4.2, 9.3). */
+export function messagesHeaders(headers: Record<string, string | string[] | undefined>): { version?: string; betas?: string[] } {
+  const first = (name: string) => {
+    const value = headers[name];
+    return Array.isArray(value) ? value.join(',') : value;
+  };
+  const version = (first('messages-version') ?? first('anthropic-version'))?.trim();
+  const betaText = [first('messages-beta'), first('anthropic-beta')].filter(Boolean).join(',');
+  const betas = [...new Set(betaText.split(',').map((token) => token.trim()).filter(Boolean))];
+  if (version !== undefined && !/^[\w.-]{1,64}$/.test(version)) throw invalid('messages-version must be a version string such as 2023-06-01.');
+  for (const beta of betas) if (!/^[\w.-]{1,128}$/.test(beta)) throw invalid(`Invalid beta token "${beta}".`);
+  return { ...(version ? { version } : {}), ...(betas.length ? { betas } : {}) };
+}

@@ -1,0 +1,32 @@
+/**
+ * `POST /v1/messages` and `POST /v1/messages/count_tokens` (SPEC 4.2). Errors on this wire are messages-shaped
+ * (src/http/error-shapes.ts). The stream uses the wire's named SSE events (`event: message_start` ...); a failure
+ * after it started is one `event: error`.
+ */
+import type { FastifyInstance } from 'fastify';
+import { messagesAdapter } from '../messages.ts';
+import type { Gateway } from '../pipeline.ts';
+import type { MessagesStreamEvent } from '../providers/types.ts';
+import { countMessagesTokens } from '../tokens-messages.ts';
+import { gatewayCall, namedFrame, sendGatewayResult } from './gateway-reply.ts';
+import { messagesHeaders, parseCountTokensRequest, parseMessagesRequest } from './messages-schema.ts';
+
+export function messagesRoutes(deps: { gateway: Gateway; appBaseUrl: string | null }) {
+  return async function (app: FastifyInstance) {
+    app.post('/messages', async (request, reply) => {
+      const validated = parseMessagesRequest(request.body);
+      const headers = messagesHeaders(request.headers);
+      const result = await deps.gateway.handle(messagesAdapter(validated, headers), gatewayCall(request, reply));
+      return sendGatewayResult(request, reply, result, {
+        appBaseUrl: deps.appBaseUrl,
+        format: { frame: (event: MessagesStreamEvent) => namedFrame(event.type, event) },
+      });
+    });
+
+    // Local count: no run, no trace, no usage, no live call.
+    app.post('/messages/count_tokens', async (request) => {
+      messagesHeaders(request.headers);
+      return { input_tokens: countMessagesTokens(parseCountTokensRequest(request.body)) };
+    });
+  };
+}

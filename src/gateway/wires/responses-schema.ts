@@ -1,0 +1,95 @@
+/**
+ * The responses-wire request body (SPEC 4.2; shapes from the OpenAPI `CreateResponse`). svc keeps no conversation
+ * state and never runs hosted tools, so `previous_response_id`, `conversation`, `background`, stored `prompt`
+ * templates and hosted tool types are refused with a clear 400 instead of being silently degraded.
+ */
+import { z } from 'zod';
+import { invalid } from '../../core/errors.ts';
+import type { ResponsesRequest } from '../providers/types.ts';
+import { assertCompilableSchema, compileTools, type DeclaredTools } from '../tool-schemas.ts';
+
+const toolName = z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'tool names are 1-64 letters, digits, _ or -');
+
+const functionTool = z.looseObject({
+  type: z.literal('function'),
+  name: toolName,
+  description: z.string().nullable().optional(),
+  parameters: z.record(z.string(), z.unknown()).nullable().optional(),
+  strict: z.boolean().nullable().optional(),
+});
+const customTool = z.looseObject({ type: z.literal('custom'), name: toolName, description: z.string().optional(), format: z.looseObject({ type: z.string() }).optional() });
+
+const UNSUPPORTED_FIELDS: Record<string, string> = {
+  previous_response_id: 'svc keeps no response state: send the whole conversation in `input` instead of previous_response_id.',
+  conversation: 'svc keeps no conversation state: send the whole conversation in `input`.',
+  prompt: 'stored prompt templates are not supported: send instructions and input directly.',
+};
+
+export const responsesRequestSchema = z.looseObject({
+  model: z.string().trim().min(1, 'model is required').max(256),
+  input: z.union([z.string().min(1), z.array(z.looseObject({})).min(1)], { error: 'input is required: a string or a non-empty array of items' }),
+  instructions: z.string().optional(),
+  tools: z.array(z.looseObject({ type: z.string() })).max(128).optional(),
+  tool_choice: z.union([z.enum(['none', 'auto', 'required']), z.looseObject({ type: z.string() })]).optional(),
+  parallel_tool_calls: z.boolean().optional(),
+  reasoning: z.looseObject({ effort: z.enum(['none', 'minimal', 'low', 'medium', 'high']).nullable().optional(), summary: z.enum(['auto', 'concise', 'detailed']).nullable().optional() }).optional(),
+  text: z
+    .looseObject({
+      format: z.looseObject({ type: z.enum(['text', 'json_object', 'json_schema']), name: z.string().optional(), schema: z.record(z.string(), z.unknown()).optional() }).optional(),
+      verbosity: z.enum(['low', 'medium', 'high']).nullable().optional(),
+    })
+    .optional(),
+  max_output_tokens: z.number().int().positive().optional(),
+  temperature: z.number().min(0).max(2).optional(),
+  top_p: z.number().min(0).max(1).optional(),
+  metadata: z.record(z.string().max(64), z.string().max(512)).optional(),
+  stream: z.boolean().optional(),
+  store: z.boolean().optional(),
+  background: z.literal(false, { error: 'background responses are not supported' }).optional(),
+  truncation: z.enum(['auto', 'disabled']).optional(),
+  include: z.array(z.string()).optional(),
+  user: z.string().max(1024).optional(),
+  prompt_cache_key: z.string().max(1024).optional(),
+  safety_identifier: z.string().max(1024).optional(),
+  service_tier: z.enum(['auto', 'default', 'flex', 'scale', 'priority']).optional(),
+});
+
+export interface ValidatedResponses {
+  request: ResponsesRequest;
+  tools: DeclaredTools;
+  customTools: ReadonlySet<string>;
+}
+
+function withoutNulls(body: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(body)) if (value !== null) out[key] = value;
+  return out;
+}
+
+export function parseResponsesRequest(body: unknown): ValidatedResponses {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw invalid('The request body must be a JSON object.');
+  const raw = withoutNulls(body as Record<string, unknown>);
+  for (const [field, message] of Object.entries(UNSUPPORTED_FIELDS)) if (field in raw) throw invalid(message, { param: field });
+  const parsed = responsesRequestSchema.parse(raw);
+  const functions: Array<z.infer<typeof functionTool>> = [];
+  const customTools = new Set<string>();
+  for (const [index, tool] of (parsed.tools ?? []).entries()) {
+    if (tool.type === 'function') functions.push(functionTool.parse(tool));
+    else if (tool.type === 'custom') customTools.add(customTool.parse(tool).name);
+    else throw invalid(`tools[${index}]: the hosted tool type "${tool.type}" is not supported; svc never runs tools, declare function or custom tools.`, { param: `tools[${index}].type` });
+  }
+  const tools = compileTools(functions.map((tool) => ({ type: 'function', function: { name: tool.name, ...(tool.parameters ? { parameters: tool.parameters } : {}) } })));
+  const choice = parsed.tool_choice;
+  if (typeof choice === 'object' && (choice.type === 'function' || choice.type === 'custom')) {
+    const name = (choice as { name?: unknown }).name;
+    if (typeof name !== 'string' || !(tools.names.has(name) || customTools.has(name))) {
+      throw invalid(`tool_choice names "${String(name)}", which is not a declared tool.`, { param: 'tool_choice' });
+    }
+  }
+  const format = parsed.text?.format;
+  if (format?.type === 'json_schema') {
+    if (!format.schema || !format.name) throw invalid('text.format of type json_schema needs a name and a schema.', { param: 'text.format' });
+    assertCompilableSchema(format.schema, 'text.format.schema');
+  }
+  return { request: parsed as ResponsesRequest, tools, customTools };
+}
