@@ -79,6 +79,7 @@ const envSchema = z.object({
   SVC_IDLE_TIMEOUT_MS: int(960_000, 1000, 86_400_000),
   SVC_KEEP_ALIVE_TIMEOUT_MS: int(72_000, 1000, 600_000),
   SVC_SHUTDOWN_TIMEOUT_MS: int(30_000, 0, 600_000),
+  SVC_AUTH_FAILURES_PER_MINUTE: int(30, 1, 1_000_000),
   SVC_RETENTION_INTERVAL_MS: int(600_000, 1000, 86_400_000),
   SVC_PROVIDER_CONNECT_TIMEOUT_MS: int(10_000, 100, 600_000),
   SVC_PROVIDER_TIMEOUT_MS: int(900_000, 100, 3_600_000),
@@ -120,6 +121,8 @@ export interface Config {
     idleTimeoutMs: number;
     keepAliveTimeoutMs: number;
     shutdownTimeoutMs: number;
+    /** Failed authentications per client address per minute before it gets 429s (src/http/auth-failures.ts). */
+    authFailuresPerMinute: number;
     /** How often the retention pass runs (`retention_days` per tenant decides what it deletes). */
     retentionIntervalMs: number;
   };
@@ -195,6 +198,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
       keepAliveTimeoutMs: e.SVC_KEEP_ALIVE_TIMEOUT_MS,
       shutdownTimeoutMs: e.SVC_SHUTDOWN_TIMEOUT_MS,
       retentionIntervalMs: e.SVC_RETENTION_INTERVAL_MS,
+      authFailuresPerMinute: e.SVC_AUTH_FAILURES_PER_MINUTE,
     },
   };
 }

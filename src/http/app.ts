@@ -19,6 +19,7 @@ import { responsesRoutes } from '../gateway/wires/responses.ts';
 import { embeddingsRoutes } from '../gateway/wires/embeddings.ts';
 import { modelsRoutes } from '../gateway/wires/models.ts';
 import { renderError, surfaceOfUrl } from './error-shapes.ts';
+import { createAuthFailureLimiter } from './auth-failures.ts';
 import { installErrorHandler, registerSurface } from './surface.ts';
 
 /** A client-sent `x-request-id` is kept when it is well formed; otherwise svc generates one. */
@@ -63,6 +64,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   // Bearer tokens, never cookies, cross origins: `*` without credentials keeps session cookies out of reach.
   await app.register(cors, { origin: '*', credentials: false, exposedHeaders: EXPOSED_HEADERS, maxAge: 600 });
   app.decorateRequest('auth', null);
+  const authFailures = createAuthFailureLimiter(limits.authFailuresPerMinute);
   // Upstream connection pools close with the app.
   app.addHook('onClose', async () => {
     await services.providers.close();
@@ -83,6 +85,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
         bodyLimit: limits.apiBodyBytes,
         ratePerMinute: limits.apiRatePerMinute,
         identity: services.identity,
+        authFailures,
       });
       await api.register(readinessRoute(services.health));
       await api.register(keysRoutes(services.keys));
@@ -104,6 +107,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
         bodyLimit: limits.gatewayBodyBytes,
         ratePerMinute: limits.gatewayRatePerMinute,
         identity: services.identity,
+        authFailures,
         acceptApiKeyHeader: (request) => surfaceOfUrl(request.url) === 'messages',
       });
       await gateway.register(modelsRoutes());

@@ -8,6 +8,7 @@ import { AppError } from '../core/errors.ts';
 import type { AuthContext } from '../identity/auth-context.ts';
 import type { IdentityService, Surface } from '../identity/service.ts';
 import { renderError, surfaceOfUrl, toAppError, type ErrorSurface } from './error-shapes.ts';
+import type { AuthFailureLimiter } from './auth-failures.ts';
 import { isLocalOperator } from './local-socket.ts';
 
 declare module 'fastify' {
@@ -22,6 +23,8 @@ export interface SurfaceOptions {
   bodyLimit: number;
   ratePerMinute: number;
   identity: IdentityService;
+  /** Shared by every surface: failed authentications per client address. */
+  authFailures: AuthFailureLimiter;
   /** Accept `x-api-key` as the credential (the messages wire's SDK sends it). */
   acceptApiKeyHeader?: (request: FastifyRequest) => boolean;
 }
@@ -64,16 +67,28 @@ export async function registerSurface(app: FastifyInstance, options: SurfaceOpti
   installErrorHandler(app);
 
   app.addHook('onRequest', async (request) => {
-    request.auth = await options.identity.resolve({
-      surface: options.surface,
-      authorization: header(request, 'authorization'),
-      apiKeyHeader: options.acceptApiKeyHeader?.(request) ? header(request, 'x-api-key') : undefined,
-      sessionToken: cookie(request, 'svc_session'),
-      localSocket: isLocalOperator(request.raw),
-      appHeader: header(request, 'x-svc-app'),
-      agentHeader: header(request, 'x-svc-agent'),
-      subjectHeader: header(request, 'x-svc-subject'),
-    });
+    const wait = options.authFailures.retryAfter(request.ip, Date.now());
+    if (wait > 0) {
+      throw new AppError('rate_limited', {
+        message: `Too many failed authentications from this address. Retry after ${wait} s.`,
+        headers: { 'retry-after': String(wait) },
+      });
+    }
+    try {
+      request.auth = await options.identity.resolve({
+        surface: options.surface,
+        authorization: header(request, 'authorization'),
+        apiKeyHeader: options.acceptApiKeyHeader?.(request) ? header(request, 'x-api-key') : undefined,
+        sessionToken: cookie(request, 'svc_session'),
+        localSocket: isLocalOperator(request.raw),
+        appHeader: header(request, 'x-svc-app'),
+        agentHeader: header(request, 'x-svc-agent'),
+        subjectHeader: header(request, 'x-svc-subject'),
+      });
+    } catch (error) {
+      if (error instanceof AppError && error.code === 'unauthorized') options.authFailures.record(request.ip, Date.now());
+      throw error;
+    }
   });
 
   await app.register(rateLimit, {

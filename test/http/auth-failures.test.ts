@@ -1,0 +1,22 @@
+/** Failed authentications are throttled per client address, before any credential is checked. */
+import assert from 'node:assert/strict';
+import test from 'node:test';
+import { bearer, build, json } from '../support/build.ts';
+
+test('after too many failed authentications an address gets 429 with retry-after, even with a good token', async (t) => {
+  const { app } = await build(t, { env: { SVC_API_KEY: 'bootstrap-token-brute-force-01', SVC_AUTH_FAILURES_PER_MINUTE: '3' } });
+  for (let i = 0; i < 3; i++) {
+    const wrong = await app.inject({ url: '/api/v1/keys', headers: bearer(`guess-${i}`) });
+    assert.equal(wrong.statusCode, 401);
+  }
+  const blocked = await app.inject({ url: '/api/v1/keys', headers: bearer('bootstrap-token-brute-force-01') });
+  assert.equal(blocked.statusCode, 429);
+  assert.ok(Number(blocked.headers['retry-after']) >= 1);
+  assert.equal(json(blocked).error.code, 'rate_limited');
+  const gateway = await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: bearer('guess'), payload: {} });
+  assert.equal(gateway.statusCode, 429);
+  assert.equal(json(gateway).error.type, 'rate_limit_error');
+  // Another address is unaffected.
+  const other = await app.inject({ url: '/api/v1/keys', headers: bearer('bootstrap-token-brute-force-01'), remoteAddress: '10.9.8.7' });
+  assert.equal(other.statusCode, 200);
+});
