@@ -81,10 +81,12 @@ function migrate(sql: CachedSql, migrations: readonly Migration[]): number {
   sql.exec(
     'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)',
   );
-  const row = sql.get<{ v: number | null }>('SELECT MAX(version) AS v FROM schema_migrations');
-  let current = row?.v ?? 0;
+  // Every migration not recorded yet is applied, in version order; a lower number added after a higher one (two
+  // areas landing migrations in parallel) is applied too instead of being skipped.
+  const applied = new Set(sql.all<{ version: number }>('SELECT version FROM schema_migrations').map((row) => row.version));
+  let current = Math.max(0, ...applied);
   for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
-    if (migration.version <= current) continue;
+    if (applied.has(migration.version)) continue;
     sql.exec('BEGIN IMMEDIATE');
     try {
       sql.exec(migration.sql);
@@ -100,7 +102,7 @@ function migrate(sql: CachedSql, migrations: readonly Migration[]): number {
         cause: error,
       });
     }
-    current = migration.version;
+    current = Math.max(current, migration.version);
   }
   return current;
 }
