@@ -4,8 +4,11 @@
  * 2. the data directory is owned by a live `svc serve`: its local socket (the local operator);
  * 3. otherwise the data directory in-process: take the owner lock, build the same app, send requests through
  *    `app.inject` as the local operator, release everything at the end.
+ * A data directory held by another short-lived command (a lock without a socket) is waited for, briefly.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
 import { loadConfig } from '../src/config.ts';
 import { SvcClient } from '../src/client/client.ts';
@@ -13,7 +16,7 @@ import { httpTransport, injectTransport, socketTransport, type Transport } from 
 import { buildApp } from '../src/http/app.ts';
 import { LOCAL_OPERATOR_HEADER, LOCAL_OPERATOR_SECRET } from '../src/http/local-socket.ts';
 import { createServices } from '../src/services.ts';
-import { acquireOwnerLock, DataDirLockedError, readLiveOwner } from '../src/store/owner-lock.ts';
+import { acquireOwnerLock, DataDirLockedError, OWNER_LOCK_FILE, readLiveOwner, type OwnerRecord } from '../src/store/owner-lock.ts';
 import { openStore } from '../src/store/store.ts';
 
 export interface ConnectionOptions {
@@ -23,19 +26,39 @@ export interface ConnectionOptions {
   json?: boolean;
 }
 
+/** How long a command waits for a data directory another process holds without a reachable socket. */
+const OWNER_WAIT_MS = 10_000;
+const OWNER_POLL_MS = 100;
+
 /** The options every admin command takes. */
 export function withConnectionOptions(command: Command): Command {
   return command
-    .option('--url <url>', 'talk to a running svc over HTTP (env SVC_BASE_URL)')
-    .option('--api-key <token>', 'bearer token for --url (env SVC_API_KEY)')
+    .option('--url <url>', 'talk to a running svc over HTTP(S) instead of the data directory (env SVC_BASE_URL)')
+    .option('--api-key <token>', 'bearer token for --url: an admin API key or the bootstrap token (env SVC_API_KEY)')
     .option('-d, --data-dir <dir>', 'data directory (env SVC_DATA_DIR, default ~/.svc)')
     .option('--json', 'print JSON instead of a table');
 }
 
+/** A bad command line: printed as `svc: <message>`, exit code 2. */
 export class UsageError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'UsageError';
+  }
+}
+
+/** The data directory stays held by a process this command cannot talk to. Exit code 1. */
+export class DataDirBusyError extends Error {
+  constructor(dataDir: string, owner: OwnerRecord) {
+    const lockFile = join(dataDir, OWNER_LOCK_FILE);
+    super(
+      owner.socketPath
+        ? `the data directory ${dataDir} is owned by process ${owner.pid}, but its local socket ${owner.socketPath} ` +
+            `does not exist; if that process is not svc serve, remove ${lockFile}`
+        : `the data directory ${dataDir} is in use by process ${owner.pid}, which has no local socket ` +
+            `(another svc command, or a server started without one); wait for it to finish, stop it, or use --url`,
+    );
+    this.name = 'DataDirBusyError';
   }
 }
 
@@ -44,30 +67,63 @@ async function inProcessTransport(dataDir: string): Promise<Transport> {
   const lock = acquireOwnerLock(dataDir, null);
   try {
     const store = openStore({ dataDir });
-    const services = await createServices(config, store);
-    const app = await buildApp(services);
-    return injectTransport(app, { [LOCAL_OPERATOR_HEADER]: LOCAL_OPERATOR_SECRET }, async () => {
-      await app.close();
+    try {
+      const services = await createServices(config, store);
+      const app = await buildApp(services);
+      // Inject requests carry the per-process secret that marks the local operator (src/http/local-socket.ts).
+      return injectTransport(app, { [LOCAL_OPERATOR_HEADER]: LOCAL_OPERATOR_SECRET }, async () => {
+        try {
+          await app.close();
+        } finally {
+          await store.close();
+          lock.release();
+        }
+      });
+    } catch (error) {
       await store.close();
-      lock.release();
-    });
+      throw error;
+    }
   } catch (error) {
     lock.release();
     throw error;
   }
 }
 
+/** The data directory's transport: the owner's socket, or in-process once the lock is free. */
+async function dataDirTransport(dataDir: string): Promise<Transport> {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const deadline = Date.now() + OWNER_WAIT_MS;
+  for (;;) {
+    const owner = readLiveOwner(dataDir);
+    if (owner === null) {
+      try {
+        return await inProcessTransport(dataDir);
+      } catch (error) {
+        // Someone (a starting server, another command) took the lock between our read and our attempt: look again.
+        if (!(error instanceof DataDirLockedError)) throw error;
+        continue;
+      }
+    }
+    // A server listens on its socket only after taking the lock; a command never has one. Both are worth a wait.
+    if (owner.socketPath && existsSync(owner.socketPath)) return socketTransport(owner.socketPath);
+    if (Date.now() >= deadline) throw new DataDirBusyError(dataDir, owner);
+    await sleep(OWNER_POLL_MS);
+  }
+}
+
+/** A client connected the way DESIGN.md section 4 says; close it when done (`withClient` does). */
 export async function connect(options: ConnectionOptions): Promise<SvcClient> {
   const url = options.url ?? process.env.SVC_BASE_URL;
-  if (url) return new SvcClient(httpTransport(url, options.apiKey ?? process.env.SVC_API_KEY ?? null));
-  const overrides = options.dataDir !== undefined ? { dataDir: options.dataDir } : {};
-  const dataDir = loadConfig(process.env, overrides).dataDir!;
-  const owner = existsSync(dataDir) ? readLiveOwner(dataDir) : null;
-  if (owner) {
-    if (!owner.socketPath) throw new DataDirLockedError(owner);
-    return new SvcClient(socketTransport(owner.socketPath));
+  if (url) {
+    if (!/^https?:\/\//i.test(url)) throw new UsageError(`--url must start with http:// or https:// (got "${url}")`);
+    return new SvcClient(httpTransport(url, options.apiKey ?? process.env.SVC_API_KEY ?? null));
   }
-  return new SvcClient(await inProcessTransport(dataDir));
+  // SVC_API_KEY alone is fine (it is also serve's bootstrap token); an explicit --api-key with nowhere to send it is not.
+  if (options.apiKey !== undefined) throw new UsageError('--api-key needs --url (or SVC_BASE_URL); the data directory needs no key');
+  const overrides = options.dataDir !== undefined ? { dataDir: options.dataDir } : {};
+  const dataDir = loadConfig(process.env, overrides).dataDir;
+  if (!dataDir) throw new UsageError('no data directory: pass --data-dir or set SVC_DATA_DIR');
+  return new SvcClient(await dataDirTransport(dataDir));
 }
 
 /** Run `fn` with a connected client and always close it. */

@@ -5,13 +5,31 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError, SVC_VERSION } from '../src/config.ts';
 import { SvcApiError } from '../src/client/client.ts';
-import { DataDirLockedError } from '../src/store/owner-lock.ts';
 import { registerAudit } from './audit.ts';
 import { registerCache } from './cache.ts';
 import { UsageError } from './connection.ts';
 import { registerKeys } from './keys.ts';
 import { registerServe } from './serve.ts';
 import { registerSettings } from './settings.ts';
+
+const HELP_AFTER = `
+Admin commands (keys, settings, audit, cache) reach svc, in this order of choice:
+  --url / SVC_BASE_URL       plain HTTP(S), with --api-key / SVC_API_KEY as the bearer token
+  a running svc serve        its local socket in the data directory (you act as the local operator)
+  otherwise                  the data directory in-process, holding its lock for the command's duration
+The data directory is --data-dir, else SVC_DATA_DIR, else ~/.svc.
+
+Output: tables on stdout, --json for scripts; messages on stderr.
+Exit codes: 0 success, 1 failure (API error, unreachable server), 2 usage error.
+
+Examples:
+  svc keys create --name ci --admin
+  svc keys list --json
+  svc settings set retention_days 30
+  svc audit --limit 20 --verify
+  svc serve --port 8787
+
+Run "svc <command> --help" for a command's flags; docs/cli.md has the full reference.`;
 
 export function buildProgram(): Command {
   const program = new Command();
@@ -20,7 +38,8 @@ export function buildProgram(): Command {
     .description('svc: self-hosted LLM gateway appliance')
     .version(SVC_VERSION, '-v, --version')
     .showHelpAfterError()
-    .exitOverride();
+    .exitOverride()
+    .addHelpText('after', HELP_AFTER);
   registerServe(program);
   registerKeys(program);
   registerSettings(program);
@@ -50,10 +69,6 @@ export async function main(argv: string[]): Promise<void> {
     }
     if (error instanceof SvcApiError) {
       process.stderr.write(`svc: ${error.message} (${error.code}, HTTP ${error.status})\n`);
-      process.exit(1);
-    }
-    if (error instanceof DataDirLockedError) {
-      process.stderr.write(`svc: ${error.message} without a local socket; stop it or use --url\n`);
       process.exit(1);
     }
     if ((error as Error).name === 'ExitPromptError') {

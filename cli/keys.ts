@@ -3,7 +3,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { confirmOrExit } from './confirm.ts';
 import { withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
 import { print, printJson, table } from './output.ts';
-import { parsePositiveInt } from './options.ts';
+import { parseNonNegativeInt, parsePositiveInt } from './options.ts';
 
 const KEY_COLUMNS = { id: 'ID', name: 'NAME', mode: 'MODE', appId: 'APP', admin: 'ADMIN', status: 'STATUS', createdAt: 'CREATED' };
 
@@ -13,7 +13,19 @@ function parseMode(value: string): 'observe' | 'optimize' {
 }
 
 export function registerKeys(program: Command): void {
-  const keys = program.command('keys').description('manage API keys (tokens are shown once, at creation)');
+  const keys = program
+    .command('keys')
+    .description('manage API keys (tokens are shown once, at creation)')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  svc keys create --name ci --admin          an admin key; the token is printed once
+  svc keys create --name web --app shop --mode observe
+  svc keys list --json
+  svc keys mode key_... observe
+  svc keys revoke key_... --yes`,
+    );
 
   withConnectionOptions(keys.command('create'))
     .description('create an API key and print its token once')
@@ -30,22 +42,25 @@ export function registerKeys(program: Command): void {
           ...(options.mode ? { mode: options.mode } : {}),
         }),
       );
+      // The warning goes to stderr either way, so `--json` output stays pure JSON.
+      process.stderr.write('warning: store this token now; svc keeps only its hash and will not show it again.\n');
       if (options.json) return printJson(created);
       print(table([created.key], KEY_COLUMNS));
       print(`\ntoken: ${created.token}`);
-      process.stderr.write('Store this token now: svc keeps only its hash and will not show it again.\n');
     });
 
   withConnectionOptions(keys.command('list'))
     .description('list API keys (never their tokens)')
     .option('--limit <n>', 'page size (1-200, default 50)', parsePositiveInt)
-    .option('--offset <n>', 'skip this many keys', (value) => Number.parseInt(value, 10))
+    .option('--offset <n>', 'skip this many keys', parseNonNegativeInt)
     .action(async (options: ConnectionOptions & { limit?: number; offset?: number }) => {
       const page = await withClient(options, (client) =>
         client.keys.list({ ...(options.limit ? { limit: options.limit } : {}), ...(options.offset ? { offset: options.offset } : {}) }),
       );
       if (options.json) return printJson(page);
       print(table(page.keys, KEY_COLUMNS, 'No API keys.'));
+      const { offset, total, hasMore } = page.pagination;
+      if (hasMore) process.stderr.write(`showing ${offset + 1}-${offset + page.keys.length} of ${total}; next page: --offset ${offset + page.keys.length}\n`);
     });
 
   withConnectionOptions(keys.command('mode'))

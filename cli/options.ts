@@ -12,3 +12,9 @@ export function parsePositiveInt(value: string): number {
   if (!/^\d+$/.test(value) || n < 1) throw new InvalidArgumentError('must be a positive integer');
   return n;
 }
+
+export function parseNonNegativeInt(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n)) throw new InvalidArgumentError('must be a non-negative integer');
+  return n;
+}

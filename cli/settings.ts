@@ -21,14 +21,28 @@ async function readStdin(): Promise<string> {
 }
 
 export function registerSettings(program: Command): void {
-  const settings = program.command('settings').description("read and change the tenant's settings");
+  const settings = program
+    .command('settings')
+    .description("read and change the tenant's settings")
+    .addHelpText(
+      'after',
+      `
+Examples:
+  svc settings get
+  svc settings get retention_days --json
+  svc settings set retention_days 30
+  svc settings set model_substitutions '{"gpt-4o":"gpt-4o-mini"}'
+  svc settings set webhook_secret                      prompts without echo
+  printf %s "$SECRET" | svc settings set webhook_secret --value-stdin
+  svc settings set webhook_secret null                 clears it`,
+    );
 
   withConnectionOptions(settings.command('get'))
     .description('show settings (secrets as [set]); optionally one key')
     .argument('[key]', 'one setting to show')
     .action(async (key: string | undefined, options: ConnectionOptions) => {
       const { settings: values } = await withClient(options, (client) => client.settings.get());
-      if (key !== undefined && !(key in values)) throw new UsageError(`unknown setting "${key}"`);
+      if (key !== undefined && !(key in values)) throw new UsageError(`unknown setting "${key}"; known: ${Object.keys(values).join(', ')}`);
       const shown = key === undefined ? values : { [key]: values[key] };
       if (options.json) return printJson({ settings: shown });
       print(table(Object.entries(shown).map(([name, value]) => ({ name, value })), { name: 'KEY', value: 'VALUE' }));
@@ -37,19 +51,29 @@ export function registerSettings(program: Command): void {
   withConnectionOptions(settings.command('set'))
     .description('change one setting; the value is JSON when it parses (30, true, null, {"a":"b"}), else a string')
     .argument('<key>', 'setting key')
-    .argument('[value]', 'new value (omit for secrets: you are prompted, or use --value-stdin)')
-    .option('--value-stdin', 'read the value from stdin (for secrets in scripts)')
+    .argument('[value]', 'new value; for a secret omit it (hidden prompt, or --value-stdin) or pass null to clear it')
+    .option('--value-stdin', 'read the value from stdin, taken verbatim less one trailing newline (for secrets in scripts)')
     .action(async (key: string, value: string | undefined, options: ConnectionOptions & { valueStdin?: boolean }) => {
-      let raw: string;
       const secret = isSettingKey(key) && isSecretSetting(key);
-      if (options.valueStdin) raw = await readStdin();
-      else if (value !== undefined) {
-        if (secret) process.stderr.write(`warning: ${key} is a secret; prefer the prompt or --value-stdin so it stays out of shell history\n`);
-        raw = value;
-      } else if (secret && process.stdin.isTTY) raw = await password({ message: `${key}:`, mask: '*' });
-      else throw new UsageError(`a value for ${key} is required (argument${secret ? ', prompt' : ''} or --value-stdin)`);
-      // Secrets are taken verbatim: a secret that happens to look like JSON must not change type.
-      const parsed = secret ? raw : parseSettingValue(raw);
+      let parsed: unknown;
+      if (options.valueStdin) {
+        if (value !== undefined) throw new UsageError('give the value either as an argument or with --value-stdin, not both');
+        const raw = await readStdin();
+        // Secrets are taken verbatim: a secret that happens to look like JSON must not change type.
+        parsed = secret ? raw : parseSettingValue(raw);
+      } else if (value !== undefined) {
+        // A secret on the command line would land in shell history and the process list; only clearing is allowed.
+        if (secret && value !== 'null') {
+          throw new UsageError(`${key} is a secret: omit the value to be prompted for it, or pipe it with --value-stdin`);
+        }
+        parsed = parseSettingValue(value);
+      } else if (secret && process.stdin.isTTY) {
+        parsed = await password({ message: `${key}:`, mask: '*', validate: (text) => text.length > 0 || 'empty; pass null as the value to clear it' });
+      } else {
+        throw new UsageError(
+          secret ? `a value for ${key} is required: run in a terminal to be prompted, or use --value-stdin` : `a value for ${key} is required`,
+        );
+      }
       const { settings: values } = await withClient(options, (client) => client.settings.set(key, parsed));
       if (options.json) return printJson({ settings: { [key]: values[key] } });
       print(table([{ name: key, value: values[key] }], { name: 'KEY', value: 'VALUE' }));

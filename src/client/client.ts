@@ -4,22 +4,37 @@
  */
 import type { Transport } from './transport.ts';
 
+/**
+ * A non-2xx answer. `code` and `message` come from the `{error: {code, message}}` envelope when there is one
+ * (`http_<status>` and a generic message otherwise); per SPEC 4.20 the error also carries the method, the path,
+ * the status and the first 500 characters of the body.
+ */
 export class SvcApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly requestId: string | null,
-  ) {
-    super(message);
+  readonly status: number;
+  readonly code: string;
+  readonly method: string;
+  readonly path: string;
+  /** The first 500 characters of the response body. */
+  readonly body: string;
+  /** `x-request-id` of the answer, when the server sent one. */
+  readonly requestId: string | null;
+
+  constructor(init: { status: number; code: string; message: string; method: string; path: string; body: string; requestId: string | null }) {
+    super(init.message);
     this.name = 'SvcApiError';
+    this.status = init.status;
+    this.code = init.code;
+    this.method = init.method;
+    this.path = init.path;
+    this.body = init.body.slice(0, 500);
+    this.requestId = init.requestId;
   }
 }
 
 export interface ApiKey {
   id: string;
   name: string;
-  mode: 'observe' | 'optimize';
+  mode: KeyMode;
   appId: string | null;
   admin: boolean;
   tokenPrefix: string;
@@ -28,15 +43,35 @@ export interface ApiKey {
   revokedAt: string | null;
 }
 
+/** The pagination object of every management list (`limit`, `offset`, `total`, `hasMore`). */
+export interface Pagination {
+  limit: number;
+  offset: number;
+  total: number;
+  hasMore: boolean;
+}
+
+export type KeyMode = 'observe' | 'optimize';
+
 export interface AuditEvent {
   id: string;
   seq: number;
   action: string;
-  decision: string;
+  decision: 'allow' | 'deny';
+  /** Who acted, e.g. `{kind: 'local'}` or `{kind: 'key', keyId: 'key_...'}`. */
   actor: Record<string, string>;
   target: string | null;
   details: Record<string, unknown>;
   createdAt: string;
+  hash: string;
+  prevHash: string | null;
+}
+
+/** The result of `verify=true`: whether the tenant's hash chain recomputes, and where it breaks if not. */
+export interface AuditIntegrity {
+  ok: boolean;
+  count: number;
+  brokenAt: number | null;
 }
 
 export interface CacheStat {
@@ -52,47 +87,66 @@ function query(params: Record<string, string | number | boolean | undefined>): s
   return text ? `?${text}` : '';
 }
 
+/**
+ * Typed calls to the management API over any `Transport`. No retries (SPEC 4.20): a failure is thrown once, as
+ * `SvcApiError` for an answer outside 2xx, or the transport's own error when svc could not be reached.
+ */
 export class SvcClient {
   constructor(private readonly transport: Transport) {}
 
+  /** Send one request; resolves with the parsed JSON body of a 2xx answer. */
   async call<T>(method: string, path: string, body?: unknown): Promise<T> {
     const response = await this.transport.request(method, path, body);
     if (response.status >= 200 && response.status < 300) return response.body as T;
-    const error = (response.body as { error?: { code?: string; message?: string } } | null)?.error;
-    throw new SvcApiError(
-      response.status,
-      error?.code ?? `http_${response.status}`,
-      error?.message ?? `HTTP ${response.status}`,
-      response.headers['x-request-id'] ?? null,
-    );
+    const envelope = response.body as { error?: { code?: unknown; message?: unknown } } | null;
+    const error = typeof envelope === 'object' && envelope !== null ? envelope.error : undefined;
+    throw new SvcApiError({
+      status: response.status,
+      code: typeof error?.code === 'string' ? error.code : `http_${response.status}`,
+      message: typeof error?.message === 'string' ? error.message : `${method} ${path} failed with HTTP ${response.status}`,
+      method,
+      path,
+      body: response.text,
+      requestId: response.headers['x-request-id'] ?? null,
+    });
   }
 
+  /** Release the transport (for the in-process transport: close the app and the store, release the lock). */
   close(): Promise<void> {
     return this.transport.close();
   }
 
+  /** Liveness (SPEC 4.1). */
   health() {
     return this.call<Record<string, unknown>>('GET', '/health');
   }
 
+  /** Readiness and its checks (SPEC 4.1; admin). */
+  readiness() {
+    return this.call<Record<string, unknown>>('GET', '/api/v1/readiness');
+  }
+
   readonly keys = {
-    create: (input: { name: string; admin?: boolean; appId?: string; mode?: 'observe' | 'optimize' }) =>
+    /** The token is in this answer only; svc keeps its hash. */
+    create: (input: { name: string; admin?: boolean; appId?: string; mode?: KeyMode }) =>
       this.call<{ key: ApiKey; token: string }>('POST', '/api/v1/keys', input),
     list: (page: { limit?: number; offset?: number } = {}) =>
-      this.call<{ keys: ApiKey[]; pagination: Record<string, unknown> }>('GET', `/api/v1/keys${query(page)}`),
-    setMode: (id: string, mode: 'observe' | 'optimize') =>
+      this.call<{ keys: ApiKey[]; pagination: Pagination }>('GET', `/api/v1/keys${query(page)}`),
+    setMode: (id: string, mode: KeyMode) =>
       this.call<{ key: ApiKey }>('PATCH', `/api/v1/keys/${encodeURIComponent(id)}`, { mode }),
     revoke: (id: string) => this.call<{ key: ApiKey }>('POST', `/api/v1/keys/${encodeURIComponent(id)}/revoke`),
   };
 
   readonly settings = {
+    /** Every setting; secrets read back as `[set]` (or null when unset). */
     get: () => this.call<{ settings: Record<string, unknown> }>('GET', '/api/v1/settings'),
+    /** Change one setting (`null` clears it); answers with every setting. */
     set: (key: string, value: unknown) => this.call<{ settings: Record<string, unknown> }>('PUT', '/api/v1/settings', { key, value }),
   };
 
   readonly audit = {
     list: (options: { limit?: number; decision?: 'allow' | 'deny'; verify?: boolean } = {}) =>
-      this.call<{ events: AuditEvent[]; integrity?: { ok: boolean; count: number; brokenAt: number | null } }>(
+      this.call<{ events: AuditEvent[]; integrity?: AuditIntegrity }>(
         'GET',
         `/api/v1/audit${query({ limit: options.limit, decision: options.decision, verify: options.verify ? 'true' : undefined })}`,
       ),

@@ -6,10 +6,15 @@ import { Agent, fetch } from 'undici';
 
 export interface TransportResponse {
   status: number;
+  /** Lower-case header names. */
   headers: Record<string, string>;
+  /** The body parsed as JSON, the raw text when it is not JSON, null when empty. */
   body: unknown;
+  /** The body as received (for error reports). */
+  text: string;
 }
 
+/** One way of sending a request to svc; `close` releases whatever the transport holds (agent, lock, store). */
 export interface Transport {
   request(method: string, path: string, body?: unknown): Promise<TransportResponse>;
   close(): Promise<void>;
@@ -40,12 +45,8 @@ function fetchTransport(baseUrl: string, headers: Record<string, string>, label:
         const cause = (error as Error & { cause?: Error }).cause?.message ?? (error as Error).message;
         throw new Error(`cannot reach svc at ${label}: ${cause}`, { cause: error });
       }
-      const result: TransportResponse = {
-        status: response.status,
-        headers: Object.fromEntries(response.headers.entries()),
-        body: parseBody(await response.text()),
-      };
-      return result;
+      const text = await response.text();
+      return { status: response.status, headers: Object.fromEntries(response.headers.entries()), body: parseBody(text), text };
     },
     async close() {
       await dispatcher?.close();
@@ -86,6 +87,7 @@ export function injectTransport(app: Injectable, headers: Record<string, string>
         status: response.statusCode,
         headers: Object.fromEntries(Object.entries(response.headers).map(([name, value]) => [name, String(value)])),
         body: parseBody(response.body),
+        text: response.body,
       };
     },
     close: onClose,
