@@ -1,127 +1,137 @@
 /**
- * The admin CLI as a child process (`bin/svc`), against a temp data directory: in-process when no server owns it,
- * through the local socket when `svc serve` does, and taking over the lock a killed server left behind.
+ * The admin CLI as a child process (`bin/svc`) on a temp data directory with no server: every command runs
+ * in-process, taking the directory's lock for its duration. test/cli/server.test.ts covers the local socket.
  */
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import test, { before } from 'node:test';
-import { ensureBundle, runSvc, startServe, tempDir } from '../support/process.ts';
+import { ensureBundle, runSvc, tempDir } from '../support/process.ts';
 
 before(ensureBundle);
 
 const jsonOf = (text: string) => JSON.parse(text);
 
-test('svc --help and each group --help list every command', async () => {
+test('svc --help and each group --help list every command and flag', async () => {
   const top = await runSvc(['--help']);
   assert.equal(top.code, 0);
   for (const command of ['serve', 'keys', 'settings', 'audit', 'cache']) assert.match(top.stdout, new RegExp(`\\b${command}\\b`));
+  for (const text of ['SVC_BASE_URL', 'SVC_DATA_DIR', 'local socket', 'Exit codes']) assert.ok(top.stdout.includes(text), text);
   const keys = await runSvc(['keys', '--help']);
   for (const command of ['create', 'list', 'revoke', 'mode']) assert.match(keys.stdout, new RegExp(`\\b${command}\\b`));
   const settings = await runSvc(['settings', '--help']);
   for (const command of ['get', 'set']) assert.match(settings.stdout, new RegExp(`\\b${command}\\b`));
-  const cache = await runSvc(['cache', '--help']);
-  for (const command of ['stats', 'invalidate']) assert.match(cache.stdout, new RegExp(`\\b${command}\\b`));
   const create = await runSvc(['keys', 'create', '--help']);
-  for (const flag of ['--name', '--admin', '--app', '--mode', '--data-dir', '--url', '--json']) assert.ok(create.stdout.includes(flag), flag);
-  assert.equal((await runSvc(['keys', 'bogus'])).code, 2);
-  assert.equal((await runSvc(['keys', 'mode', 'key_x', 'sideways'])).code, 2);
+  for (const flag of ['--name', '--admin', '--app', '--mode', '--data-dir', '--url', '--api-key', '--json']) assert.ok(create.stdout.includes(flag), flag);
+  const audit = await runSvc(['audit', '--help']);
+  for (const flag of ['--limit', '--decision', '--verify', '--json']) assert.ok(audit.stdout.includes(flag), flag);
+  const set = await runSvc(['settings', 'set', '--help']);
+  assert.ok(set.stdout.includes('--value-stdin'));
+  assert.ok((await runSvc(['keys', 'revoke', '--help'])).stdout.includes('--yes'));
 });
 
-test('without a server: keys, settings and audit work in-process on the data directory', async (t) => {
-  const dataDir = tempDir(t);
+test('usage errors exit 2 before touching the data directory', async (t) => {
+  const args = ['--data-dir', tempDir(t)];
+  assert.equal((await runSvc([])).code, 2, 'no command');
+  assert.equal((await runSvc(['keys', 'bogus'])).code, 2);
+  assert.equal((await runSvc(['keys', 'mode', 'key_x', 'sideways', ...args])).code, 2);
+  assert.equal((await runSvc(['keys', 'create', ...args])).code, 2, '--name is required');
+  assert.equal((await runSvc(['keys', 'list', '--offset', 'abc', ...args])).code, 2);
+  assert.equal((await runSvc(['audit', '--decision', 'maybe', ...args])).code, 2);
+  const apiKey = await runSvc(['keys', 'list', '--api-key', 'svc_x', ...args]);
+  assert.equal(apiKey.code, 2);
+  assert.match(apiKey.stderr, /--api-key needs --url/);
+  const both = await runSvc(['settings', 'set', 'retention_days', '3', '--value-stdin', ...args], { input: '4' });
+  assert.equal(both.code, 2);
+});
+
+test('keys, settings and audit work in-process on the data directory', async (t) => {
+  const dataDir = join(tempDir(t), 'not-yet-created');
   const args = ['--data-dir', dataDir];
   const created = await runSvc(['keys', 'create', '--name', 'ci', '--admin', '--json', ...args]);
   assert.equal(created.code, 0, created.stderr);
   const { key, token } = jsonOf(created.stdout);
   assert.match(token, /^svc_[A-Za-z0-9_-]{43}$/);
+  assert.match(created.stderr, /not show it again/);
+  const human = await runSvc(['keys', 'create', '--name', 'web', '--app', 'shop', '--mode', 'observe', ...args]);
+  assert.equal(human.code, 0, human.stderr);
+  assert.match(human.stdout, /^token: svc_/m);
+  assert.match(human.stdout, /\bweb\s+observe\s+shop\b/);
 
   const table = await runSvc(['keys', 'list', ...args]);
   assert.equal(table.code, 0);
-  assert.match(table.stdout, /^ID\s+NAME\s+MODE/m);
-  assert.match(table.stdout, new RegExp(`${key.id}\\s+ci\\s+optimize`));
+  assert.match(table.stdout, /^ID\s+NAME\s+MODE\s+APP\s+ADMIN\s+STATUS\s+CREATED$/m);
+  assert.match(table.stdout, new RegExp(`${key.id}\\s+ci\\s+optimize\\s+-\\s+true\\s+active`));
   assert.ok(!table.stdout.includes(token));
   const listed = jsonOf((await runSvc(['keys', 'list', '--json', ...args])).stdout);
-  assert.equal(listed.keys.length, 1);
+  assert.equal(listed.keys.length, 2);
+  assert.equal(listed.pagination.total, 2);
   assert.ok(!JSON.stringify(listed).includes(token));
+  const page = await runSvc(['keys', 'list', '--limit', '1', ...args]);
+  assert.match(page.stderr, /--offset 1/);
 
   assert.equal(jsonOf((await runSvc(['keys', 'mode', key.id, 'observe', '--json', ...args])).stdout).key.mode, 'observe');
+  const missing = await runSvc(['keys', 'mode', 'key_000000000000000000000000', 'observe', ...args]);
+  assert.equal(missing.code, 1);
+  assert.match(missing.stderr, /^svc: .*HTTP 404/m);
 
   const refused = await runSvc(['keys', 'revoke', key.id, ...args]);
   assert.equal(refused.code, 2, 'no terminal and no --yes: refuse');
   assert.match(refused.stderr, /--yes/);
-  assert.equal(jsonOf((await runSvc(['keys', 'list', '--json', ...args])).stdout).keys[0].status, 'active', 'nothing changed');
-  const revoked = await runSvc(['keys', 'revoke', key.id, '--yes', '--json', ...args]);
+  assert.equal(jsonOf((await runSvc(['keys', 'list', '--json', ...args])).stdout).keys.find((k: { id: string }) => k.id === key.id).status, 'active');
+  const revoked = await runSvc(['keys', 'revoke', key.id, '--yes', ...args]);
   assert.equal(revoked.code, 0, revoked.stderr);
-  assert.equal(jsonOf(revoked.stdout).key.status, 'revoked');
+  assert.match(revoked.stdout, new RegExp(`${key.id}.*revoked`));
 
   assert.equal((await runSvc(['settings', 'set', 'retention_days', '7', ...args])).code, 0);
-  const got = jsonOf((await runSvc(['settings', 'get', 'retention_days', '--json', ...args])).stdout);
-  assert.deepEqual(got, { settings: { retention_days: 7 } });
-  const secret = await runSvc(['settings', 'set', 'webhook_secret', '--value-stdin', ...args], { input: 'hush-hush-123\n' });
+  assert.deepEqual(jsonOf((await runSvc(['settings', 'get', 'retention_days', '--json', ...args])).stdout), { settings: { retention_days: 7 } });
+  const map = await runSvc(['settings', 'set', 'model_substitutions', '{"gpt-4o":"gpt-4o-mini"}', '--json', ...args]);
+  assert.deepEqual(jsonOf(map.stdout), { settings: { model_substitutions: { 'gpt-4o': 'gpt-4o-mini' } } });
+  const word = await runSvc(['settings', 'set', 'semantic_cache', 'shadow', '--json', ...args]);
+  assert.equal(jsonOf(word.stdout).settings.semantic_cache, 'shadow', 'not JSON: taken as a string');
+
+  const inArgv = await runSvc(['settings', 'set', 'webhook_secret', 'hush-hush-123', ...args]);
+  assert.equal(inArgv.code, 2, 'a secret on the command line is refused');
+  assert.match(inArgv.stderr, /--value-stdin/);
+  const secret = await runSvc(['settings', 'set', 'webhook_secret', '--value-stdin', ...args], { input: '{"looks":"like json"}\n' });
   assert.equal(secret.code, 0, secret.stderr);
-  assert.ok(!secret.stdout.includes('hush-hush-123'));
+  assert.ok(!secret.stdout.includes('looks'));
+  assert.match(secret.stdout, /webhook_secret\s+\[set\]/);
   const all = await runSvc(['settings', 'get', ...args]);
+  assert.match(all.stdout, /^KEY\s+VALUE$/m);
   assert.match(all.stdout, /webhook_secret\s+\[set\]/);
+  assert.match(all.stdout, /retention_days\s+7/);
+  assert.equal(jsonOf((await runSvc(['settings', 'set', 'webhook_secret', 'null', '--json', ...args])).stdout).settings.webhook_secret, null);
+
   const bad = await runSvc(['settings', 'set', 'retention_days', '"soon"', ...args]);
   assert.equal(bad.code, 1);
-  assert.match(bad.stderr, /retention_days/);
+  assert.match(bad.stderr, /^svc: .*retention_days/m);
   assert.equal((await runSvc(['settings', 'set', 'no_such_setting', '1', ...args])).code, 1);
+  assert.equal((await runSvc(['settings', 'get', 'no_such_setting', ...args])).code, 2);
 
   const audit = await runSvc(['audit', '--verify', ...args]);
   assert.equal(audit.code, 0);
-  for (const action of ['key.create', 'key.mode_change', 'key.revoke', 'settings.update']) assert.match(audit.stdout, new RegExp(action.replace('.', '\\.')));
+  assert.match(audit.stdout, /^SEQ\s+TIME\s+ACTION\s+DECISION\s+ACTOR\s+TARGET$/m);
+  for (const action of ['key.create', 'key.mode_change', 'key.revoke', 'settings.update']) assert.ok(audit.stdout.includes(action), action);
   assert.match(audit.stdout, /chain intact/);
-  const stats = jsonOf((await runSvc(['cache', 'stats', '--json', ...args])).stdout);
-  assert.ok(stats.stats.some((row: { cacheType: string }) => row.cacheType === 'exact_response'));
-  assert.equal((await runSvc(['cache', 'invalidate', ...args])).code, 2, 'invalidate needs --type or --all');
-  assert.equal(jsonOf((await runSvc(['cache', 'invalidate', '--all', '--yes', '--json', ...args])).stdout).invalidated, 0);
+  const events = jsonOf((await runSvc(['audit', '--json', '--limit', '2', ...args])).stdout).events;
+  assert.equal(events.length, 2);
+  assert.equal(events[0].actor.kind, 'local');
 });
 
-test('with a server running: commands go through its local socket; a second serve is refused', async (t) => {
+test('commands on the same data directory at once wait for each other', async (t) => {
   const dataDir = tempDir(t);
-  const server = await startServe(t, dataDir);
-  const created = await runSvc(['keys', 'create', '--name', 'via-socket', '--json', '--data-dir', dataDir]);
-  assert.equal(created.code, 0, created.stderr);
-  const { token } = jsonOf(created.stdout);
-  // The key works against the server's TCP port at once: the write went through the running process.
-  const models = await fetch(`${server.address}/v1/models`, { headers: { authorization: `Bearer ${token}` } });
-  assert.equal(models.status, 200);
-  const audit = jsonOf((await runSvc(['audit', '--json', '--data-dir', dataDir])).stdout);
-  assert.equal(audit.events[0].action, 'key.create');
-  assert.equal(audit.events[0].actor.kind, 'local');
-
-  const second = await runSvc(['serve', '--port', '0', '--data-dir', dataDir]);
-  assert.equal(second.code, 1);
-  assert.match(second.stderr, /in use by process/);
-
-  server.child.kill('SIGTERM');
-  assert.equal(await server.exited, 0);
-  const after = jsonOf((await runSvc(['keys', 'list', '--json', '--data-dir', dataDir])).stdout);
-  assert.equal(after.keys.length, 1, 'in-process again after a graceful stop');
+  const runs = await Promise.all(['a', 'b', 'c'].map((name) => runSvc(['keys', 'create', '--name', name, '--json', '--data-dir', dataDir])));
+  for (const run of runs) assert.equal(run.code, 0, run.stderr);
+  const names = jsonOf((await runSvc(['keys', 'list', '--json', '--data-dir', dataDir])).stdout).keys.map((key: { name: string }) => key.name);
+  assert.deepEqual(names.sort(), ['a', 'b', 'c']);
 });
 
-test('a lock left by a killed server is taken over by the next command', async (t) => {
+test('a live owner without a local socket makes the command fail with a clear message', async (t) => {
   const dataDir = tempDir(t);
-  const server = await startServe(t, dataDir);
-  assert.equal((await runSvc(['keys', 'create', '--name', 'before-crash', '--data-dir', dataDir])).code, 0);
-  server.child.kill('SIGKILL');
-  await server.exited;
-  const listed = await runSvc(['keys', 'list', '--json', '--data-dir', dataDir]);
-  assert.equal(listed.code, 0, listed.stderr);
-  assert.deepEqual(
-    jsonOf(listed.stdout).keys.map((key: { name: string }) => key.name),
-    ['before-crash'],
-  );
-  const restarted = await startServe(t, dataDir);
-  assert.match(restarted.address, /^http:\/\/127\.0\.0\.1:\d+$/);
-});
-
-test('--url talks HTTP with --api-key', async (t) => {
-  const dataDir = tempDir(t);
-  const server = await startServe(t, dataDir, { SVC_API_KEY: 'bootstrap-token-for-cli-tests-0001' });
-  const denied = await runSvc(['keys', 'list', '--url', server.address]);
-  assert.equal(denied.code, 1);
-  assert.match(denied.stderr, /HTTP 401/);
-  const allowed = await runSvc(['keys', 'list', '--json', '--url', server.address, '--api-key', 'bootstrap-token-for-cli-tests-0001']);
-  assert.equal(allowed.code, 0, allowed.stderr);
-  assert.deepEqual(jsonOf(allowed.stdout).keys, []);
+  // This test process is alive and has no socket: it stands in for a server started without one.
+  writeFileSync(join(dataDir, 'svc.lock'), JSON.stringify({ pid: process.pid, socketPath: null, startedAt: Date.now() }));
+  const result = await runSvc(['keys', 'list', '--data-dir', dataDir]);
+  assert.equal(result.code, 1);
+  assert.match(result.stderr, new RegExp(`in use by process ${process.pid}, which has no local socket.*--url`));
 });

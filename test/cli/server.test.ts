@@ -1,0 +1,85 @@
+/**
+ * The admin CLI against a running `svc serve`: commands go through the data directory's local socket, a second
+ * server is refused, a lock left by a killed server is taken over, and `--url` speaks plain HTTP.
+ */
+import assert from 'node:assert/strict';
+import test, { before } from 'node:test';
+import { ensureBundle, runSvc, startServe, tempDir } from '../support/process.ts';
+
+before(ensureBundle);
+
+const jsonOf = (text: string) => JSON.parse(text);
+
+test('with a server running, commands go through its local socket', async (t) => {
+  const dataDir = tempDir(t);
+  const server = await startServe(t, dataDir);
+  const args = ['--data-dir', dataDir];
+  const created = await runSvc(['keys', 'create', '--name', 'via-socket', '--json', ...args]);
+  assert.equal(created.code, 0, created.stderr);
+  const { key, token } = jsonOf(created.stdout);
+  // The key works against the server's TCP port at once: the write went through the running process.
+  const models = await fetch(`${server.address}/v1/models`, { headers: { authorization: `Bearer ${token}` } });
+  assert.equal(models.status, 200);
+
+  assert.match((await runSvc(['keys', 'list', ...args])).stdout, new RegExp(`${key.id}\\s+via-socket\\s+optimize`));
+  assert.equal(jsonOf((await runSvc(['keys', 'list', '--json', ...args])).stdout).keys[0].id, key.id);
+  assert.equal(jsonOf((await runSvc(['keys', 'mode', key.id, 'observe', '--json', ...args])).stdout).key.mode, 'observe');
+  assert.equal((await runSvc(['keys', 'revoke', key.id, ...args])).code, 2, 'no terminal and no --yes');
+  assert.equal(jsonOf((await runSvc(['keys', 'revoke', key.id, '--yes', '--json', ...args])).stdout).key.status, 'revoked');
+  assert.equal((await fetch(`${server.address}/v1/models`, { headers: { authorization: `Bearer ${token}` } })).status, 401);
+
+  const secret = await runSvc(['settings', 'set', 'webhook_secret', '--value-stdin', ...args], { input: 's3cret-value' });
+  assert.equal(secret.code, 0, secret.stderr);
+  assert.equal(jsonOf((await runSvc(['settings', 'get', 'webhook_secret', '--json', ...args])).stdout).settings.webhook_secret, '[set]');
+
+  const audit = jsonOf((await runSvc(['audit', '--json', '--verify', ...args])).stdout);
+  assert.deepEqual(
+    audit.events.slice(0, 4).map((event: { action: string }) => event.action),
+    ['settings.update', 'key.revoke', 'key.mode_change', 'key.create'],
+  );
+  assert.ok(audit.events.every((event: { actor: { kind: string } }) => event.actor.kind === 'local'));
+  assert.equal(audit.integrity.ok, true);
+
+  const second = await runSvc(['serve', '--port', '0', ...args]);
+  assert.equal(second.code, 1);
+  assert.match(second.stderr, /in use by process/);
+
+  server.child.kill('SIGTERM');
+  assert.equal(await server.exited, 0);
+  const after = jsonOf((await runSvc(['keys', 'list', '--json', ...args])).stdout);
+  assert.equal(after.keys.length, 1, 'in-process again after a graceful stop');
+});
+
+test('a lock left by a killed server is taken over by the next command', async (t) => {
+  const dataDir = tempDir(t);
+  const server = await startServe(t, dataDir);
+  assert.equal((await runSvc(['keys', 'create', '--name', 'before-crash', '--data-dir', dataDir])).code, 0);
+  server.child.kill('SIGKILL');
+  await server.exited;
+  const listed = await runSvc(['keys', 'list', '--json', '--data-dir', dataDir]);
+  assert.equal(listed.code, 0, listed.stderr);
+  assert.deepEqual(
+    jsonOf(listed.stdout).keys.map((key: { name: string }) => key.name),
+    ['before-crash'],
+  );
+  const restarted = await startServe(t, dataDir);
+  assert.match(restarted.address, /^http:\/\/127\.0\.0\.1:\d+$/);
+});
+
+test('--url and SVC_BASE_URL talk HTTP with --api-key or SVC_API_KEY', async (t) => {
+  const dataDir = tempDir(t);
+  const bootstrap = 'bootstrap-token-for-cli-tests-0001';
+  const server = await startServe(t, dataDir, { SVC_API_KEY: bootstrap });
+  const denied = await runSvc(['keys', 'list', '--url', server.address]);
+  assert.equal(denied.code, 1);
+  assert.match(denied.stderr, /^svc: .*HTTP 401/m);
+  const allowed = await runSvc(['keys', 'list', '--json', '--url', server.address, '--api-key', bootstrap]);
+  assert.equal(allowed.code, 0, allowed.stderr);
+  assert.deepEqual(jsonOf(allowed.stdout).keys, []);
+  const fromEnv = await runSvc(['keys', 'create', '--name', 'env', '--json'], { env: { SVC_BASE_URL: server.address, SVC_API_KEY: bootstrap } });
+  assert.equal(fromEnv.code, 0, fromEnv.stderr);
+  assert.equal(jsonOf(fromEnv.stdout).key.name, 'env');
+  const unreachable = await runSvc(['keys', 'list', '--url', 'http://127.0.0.1:1']);
+  assert.equal(unreachable.code, 1);
+  assert.match(unreachable.stderr, /cannot reach svc/);
+});
