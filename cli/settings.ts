@@ -68,7 +68,11 @@ Examples:
         }
         parsed = parseSettingValue(value);
       } else if (secret && process.stdin.isTTY) {
-        parsed = await password({ message: `${key}:`, mask: '*', validate: (text) => text.length > 0 || 'empty; pass null as the value to clear it' });
+        // The prompt draws on stderr: stdout stays data only, even when it is piped.
+        parsed = await password(
+          { message: `${key}:`, mask: '*', validate: (text) => text.length > 0 || 'empty; pass null as the value to clear it' },
+          { output: process.stderr },
+        );
       } else {
         throw new UsageError(
           secret ? `a value for ${key} is required: run in a terminal to be prompted, or use --value-stdin` : `a value for ${key} is required`,
