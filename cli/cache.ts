@@ -26,6 +26,7 @@ export function registerCache(program: Command): void {
       const what = options.all ? 'every cache tier' : `${options.type}${options.prefix ? ` entries starting with "${options.prefix}"` : ''}`;
       if (!(await confirmOrExit(`Invalidate ${what}?`, options.yes))) {
         process.stderr.write('Cancelled.\n');
+        process.exitCode = 1;
         return;
       }
       const result = await withClient(options, (client) =>

@@ -5,5 +5,6 @@ import { UsageError } from './connection.ts';
 export async function confirmOrExit(question: string, yes: boolean | undefined): Promise<boolean> {
   if (yes) return true;
   if (!process.stdin.isTTY) throw new UsageError(`${question} Refusing without a terminal to confirm; pass --yes.`);
-  return confirm({ message: question, default: false });
+  // The prompt draws on stderr so `svc keys revoke X | cat` still shows it.
+  return confirm({ message: question, default: false }, { output: process.stderr });
 }

@@ -80,6 +80,7 @@ Examples:
     .action(async (id: string, options: ConnectionOptions & { yes?: boolean }) => {
       if (!(await confirmOrExit(`Revoke API key ${id}?`, options.yes))) {
         process.stderr.write('Cancelled.\n');
+        process.exitCode = 1;
         return;
       }
       const result = await withClient(options, (client) => client.keys.revoke(id));

@@ -1,0 +1,57 @@
+/** One owner per data directory: concurrent takers, stale takeover, no half-written lock files. */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { readdirSync, writeFileSync } from 'node:fs';
+import test from 'node:test';
+import { acquireOwnerLock, DataDirLockedError, OWNER_LOCK_FILE, readLiveOwner } from '../../src/store/owner-lock.ts';
+import { ROOT, tempDir } from '../support/process.ts';
+
+function contender(dataDir: string): Promise<string> {
+  const script = `
+    import { acquireOwnerLock } from './src/store/owner-lock.ts';
+    try { const lock = acquireOwnerLock(${JSON.stringify(dataDir)}, null); console.log('won'); setTimeout(() => lock.release(), 1500); }
+    catch (error) { console.log(error.name); }`;
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT });
+    let out = '';
+    child.stdout.on('data', (chunk) => (out += chunk));
+    child.on('error', reject);
+    child.on('close', () => resolve(out.trim()));
+  });
+}
+
+test('of several processes taking the same lock at once, exactly one wins', async (t) => {
+  const dataDir = tempDir(t);
+  // A stale lock from a dead process makes every contender go through the takeover path too.
+  writeFileSync(`${dataDir}/${OWNER_LOCK_FILE}`, JSON.stringify({ pid: 2 ** 22 + 12345, socketPath: null, startedAt: 1 }));
+  const results = await Promise.all(Array.from({ length: 6 }, () => contender(dataDir)));
+  assert.equal(results.filter((result) => result === 'won').length, 1, results.join(','));
+  assert.ok(results.every((result) => result === 'won' || result === 'DataDirLockedError'), results.join(','));
+  assert.deepEqual(
+    readdirSync(dataDir).filter((name) => name !== OWNER_LOCK_FILE),
+    [],
+    'no temporary or moved-aside files are left',
+  );
+});
+
+test('a live owner blocks; release frees; a dead owner is taken over', async (t) => {
+  const dataDir = tempDir(t);
+  const lock = acquireOwnerLock(dataDir, '/tmp/x.sock');
+  assert.equal(readLiveOwner(dataDir)?.socketPath, '/tmp/x.sock');
+  const other = await contender(dataDir);
+  assert.equal(other, 'DataDirLockedError');
+  lock.release();
+  assert.equal(readLiveOwner(dataDir), null);
+  writeFileSync(`${dataDir}/${OWNER_LOCK_FILE}`, JSON.stringify({ pid: 2 ** 22 + 54321, socketPath: null, startedAt: 1 }));
+  const taken = acquireOwnerLock(dataDir, null);
+  assert.equal(readLiveOwner(dataDir)?.pid, process.pid);
+  taken.release();
+  assert.throws(() => {
+    const first = acquireOwnerLock(dataDir, null);
+    try {
+      acquireOwnerLock(dataDir, null);
+    } finally {
+      first.release();
+    }
+  }, (error: unknown) => error instanceof DataDirLockedError || (error as Error).message.includes('lock'));
+});
