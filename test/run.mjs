@@ -9,6 +9,8 @@ import { availableParallelism } from 'node:os';
 
 const root = join(import.meta.dirname, '..');
 const filters = process.argv.slice(2);
+const TEST_TIMEOUT_MS = Number(process.env.SVC_TEST_TIMEOUT_MS) || 120_000;
+const FILE_TIMEOUT_MS = Number(process.env.SVC_TEST_FILE_TIMEOUT_MS) || 300_000;
 const concurrency = Number(process.env.SVC_TEST_CONCURRENCY) || Math.max(2, availableParallelism() + 1);
 
 function findTests(dir) {
@@ -36,15 +38,21 @@ const started = Date.now();
 function runFile(file) {
   return new Promise((resolve) => {
     const t0 = Date.now();
-    const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', file], {
+    // A hung test fails on its own (per-test timeout) and a hung file is killed, so a run always ends.
+    const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', `--test-timeout=${TEST_TIMEOUT_MS}`, file], {
       cwd: root,
       env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
+    const killer = setTimeout(() => {
+      output += `\nkilled: the file ran longer than ${FILE_TIMEOUT_MS / 1000}s\n`;
+      child.kill('SIGKILL');
+    }, FILE_TIMEOUT_MS);
     child.stdout.on('data', (chunk) => (output += chunk));
     child.stderr.on('data', (chunk) => (output += chunk));
     child.on('close', (code) => {
+      clearTimeout(killer);
       const count = (label) => Number(new RegExp(`^ℹ ${label} (\\d+)`, 'm').exec(output)?.[1] ?? 0);
       let p = count('pass');
       let f = count('fail') + count('cancelled');
