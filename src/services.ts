@@ -6,7 +6,7 @@ import type { Config } from './config.ts';
 import { systemClock, type Clock } from './core/clock.ts';
 import { createAuditRepository } from './audit/repo.ts';
 import { createCacheRepository } from './caches/repo.ts';
-import { createCacheService, type CacheService } from './caches/service.ts';
+import { createCacheService, createResponseCache, type CacheService } from './caches/service.ts';
 import { createLedger, type Ledger } from './evidence/ledger.ts';
 import { createRunsRepository } from './evidence/repo.ts';
 import { createRunsService, type RunsService } from './evidence/service.ts';
@@ -99,7 +99,7 @@ export async function createServices(config: Config, store: Store, overrides: Se
   const runs = createRunsService({ repo: runsRepo, clock });
   const cacheRepo = createCacheRepository(store);
   const cache = createCacheService({ repo: cacheRepo, audit });
-  const gateway = createGateway({ registry: providers, ledger, cache: cacheRepo, clock });
+  const gateway = createGateway({ registry: providers, ledger, cache: createResponseCache(cacheRepo), clock });
   const retention = createRetentionService({
     clock,
     tenantIds: () => tenants.listIds(),

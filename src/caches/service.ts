@@ -2,7 +2,7 @@
 import { AppError, invalid } from '../core/errors.ts';
 import type { AuditService } from '../audit/service.ts';
 import type { AuthContext } from '../identity/auth-context.ts';
-import type { CacheRepository } from './repo.ts';
+import type { CacheEntry, CacheRepository } from './repo.ts';
 
 /** Tiers svc knows (SPEC 2.5 names the first four); invalidating an unknown tier is a 400, not a silent no-op. */
 export const CACHE_TYPES = ['exact_response', 'tool_result', 'som', 'negative', 'tool_plan', 'semantic_response'] as const;
@@ -57,5 +57,23 @@ export function createCacheService(deps: { repo: CacheRepository; audit: AuditSe
       await audit.record(auth, 'cache.invalidate', { target: cacheType ?? 'all', details: { cacheType, keyPrefix, invalidated } });
       return { invalidated, cacheType, keyPrefix };
     },
+  };
+}
+
+/**
+ * What the gateway pipeline needs of the caches: look up, store (deferred to the next group commit, visible to
+ * lookups at once) and count hits. Services use this, never the repository.
+ */
+export interface ResponseCache {
+  get(tenantId: string, cacheType: string, key: string): Promise<CacheEntry | null>;
+  putDeferred(entry: Omit<CacheEntry, 'hits' | 'lastHitAt'>): void;
+  recordHitDeferred(tenantId: string, cacheType: string, key: string, at: number): void;
+}
+
+export function createResponseCache(repo: CacheRepository): ResponseCache {
+  return {
+    get: (tenantId, cacheType, key) => repo.get(tenantId, cacheType, key),
+    putDeferred: (entry) => repo.putDeferred(entry),
+    recordHitDeferred: (tenantId, cacheType, key, at) => repo.recordHitDeferred(tenantId, cacheType, key, at),
   };
 }

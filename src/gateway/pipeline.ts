@@ -6,7 +6,7 @@
  */
 import { AppError } from '../core/errors.ts';
 import type { Clock } from '../core/clock.ts';
-import type { CacheRepository } from '../caches/repo.ts';
+import type { ResponseCache } from '../caches/service.ts';
 import type { Ledger, RunRecorder } from '../evidence/ledger.ts';
 import type { CacheDecision, RouteExplanation, RunRoute, RunUsage } from '../evidence/types.ts';
 import type { AuthContext } from '../identity/auth-context.ts';
@@ -97,7 +97,7 @@ export function failureToAppError(error: UpstreamFailure): AppError {
   return providerErrorToAppError(error);
 }
 
-export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger; cache: CacheRepository; clock: Clock }): Gateway {
+export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger; cache: ResponseCache; clock: Clock }): Gateway {
   const { registry, ledger, cache, clock } = deps;
 
   return {
