@@ -77,7 +77,17 @@ export type StreamItem<Ev> = { event: Ev; terminal?: false } | { event: Ev; term
 
 export type GatewayResult<Res, Ev> =
   | { kind: 'json'; runId: string; route: RunRoute; body: Res }
-  | { kind: 'stream'; runId: string; route: RunRoute; items: AsyncGenerator<StreamItem<Ev>> };
+  | {
+      kind: 'stream';
+      runId: string;
+      route: RunRoute;
+      items: AsyncGenerator<StreamItem<Ev>>;
+      /**
+       * Release the stream, also when nobody ever read from it (the client left before the first event): the run is
+       * finalised and the upstream released either way. Safe to call more than once.
+       */
+      close(): Promise<void>;
+    };
 
 export interface Gateway {
   handle<Res, Ev>(adapter: WireAdapter<Res, Ev>, call: GatewayCall): Promise<GatewayResult<Res, Ev>>;
@@ -225,7 +235,14 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
         try {
           if (adapter.stream) {
             const upstream = await adapter.openStream(provider, call.signal);
-            return { kind: 'stream', runId: run.id, route: 'live', items: relay(upstream, provider, startedAt, fallback) };
+            let relayStarted = false;
+            const items = relay(upstream, provider, startedAt, fallback, () => (relayStarted = true));
+            const close = async () => {
+              // A generator that never started has not entered its try/finally: step it once so `finally` runs.
+              if (!relayStarted) await items.next().catch(() => undefined);
+              await items.return(undefined);
+            };
+            return { kind: 'stream', runId: run.id, route: 'live', items, close };
           }
           const response = await adapter.callBuffered(provider, call.signal);
           const latencyMs = clock.now() - startedAt;
@@ -265,7 +282,14 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
       throw new Error('the provider registry returned no candidates');
 
       /** Relay an accepted upstream stream; the run is finalised in `finally`, also when the client aborts. */
-      async function* relay(upstream: AsyncIterable<unknown>, provider: Provider, startedAt: number, usedFallback: RouteExplanation['fallback']): AsyncGenerator<StreamItem<Ev>> {
+      async function* relay(
+        upstream: AsyncIterable<unknown>,
+        provider: Provider,
+        startedAt: number,
+        usedFallback: RouteExplanation['fallback'],
+        onStart: () => void,
+      ): AsyncGenerator<StreamItem<Ev>> {
+        onStart();
         const assembler = adapter.newRelay(provider);
         let failure: UpstreamFailure | null = null;
         let completed = false;
@@ -341,6 +365,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
     async function* replay(): AsyncGenerator<StreamItem<Ev>> {
       for (const event of events) yield { event };
     }
-    return { kind: 'stream', runId: run.id, route: 'exact_cache', items: replay() };
+    const items = replay();
+    return { kind: 'stream', runId: run.id, route: 'exact_cache', items, close: async () => void (await items.return(undefined)) };
   }
 }

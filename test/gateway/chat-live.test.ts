@@ -305,3 +305,34 @@ test('observe-mode keys record ghost savings for answers they could have had fro
   assert.equal(run.savedUsd, 0);
   assert.equal(run.routeExplanation.estimatedSavings.ghost, true);
 });
+
+test('a client that leaves before the first event still gets its run finalised and the upstream released', async (t) => {
+  const upstream = await startFakeUpstream(t, async (_req, res) => {
+    startSse(res);
+    await sleep(400);
+    for (let i = 0; i < 50 && !res.destroyed; i++) {
+      res.write(`data: ${JSON.stringify(contentChunk(`late ${i} `))}\n\n`);
+      await sleep(20);
+    }
+    res.end();
+  });
+  const { address, app } = await gateway(t, upstream);
+  const controller = new AbortController();
+  const response = await fetch(`${address}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'leave early' }], stream: true }),
+    signal: controller.signal,
+  });
+  const runId = response.headers.get('x-svc-run-id');
+  controller.abort();
+  await upstream.clientClosed();
+  let run: any;
+  for (let i = 0; i < 100; i++) {
+    run = json(await app.inject({ url: `/api/v1/runs/${runId}` })).run;
+    if (run.status !== 'running') break;
+    await sleep(20);
+  }
+  assert.equal(run.status, 'failed');
+  assert.equal(run.error.kind, 'aborted');
+});

@@ -38,16 +38,16 @@ export interface SseFormat<Ev> {
   trailer?: string;
 }
 
-async function* sseText<Ev>(items: AsyncGenerator<StreamItem<Ev>>, format: SseFormat<Ev>): AsyncGenerator<string> {
+async function* sseText<Ev>(stream: { items: AsyncGenerator<StreamItem<Ev>>; close(): Promise<void> }, format: SseFormat<Ev>): AsyncGenerator<string> {
   try {
-    for await (const item of items) {
+    for await (const item of stream.items) {
       const text = format.frame(item.event, item.terminal === true);
       if (text) yield text;
       if (item.terminal) return;
     }
     if (format.trailer) yield format.trailer;
   } finally {
-    await items.return(undefined);
+    await stream.close();
   }
 }
 
@@ -62,7 +62,10 @@ export function sendGatewayResult<Res, Ev>(
   reply.header('x-svc-run-url', runUrl(options.appBaseUrl, request, result.runId));
   if (result.kind === 'json') return reply.send(result.body);
   reply.header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-cache').header('x-accel-buffering', 'no');
-  return reply.send(Readable.from(sseText(result.items, options.format), { objectMode: false }));
+  const readable = Readable.from(sseText(result, options.format), { objectMode: false });
+  // Destroyed before its first read (client gone at once): sseText never started, so close the stream here.
+  readable.once('close', () => void result.close());
+  return reply.send(readable);
 }
 
 /** `data: <json>\n\n` */
