@@ -11,6 +11,7 @@ import { InvalidToolCallError, type StreamRelay, type UpstreamFailure, type Wire
 import { providerErrorStatus } from './providers/errors.ts';
 import { ProviderError, type MessagesContentBlock, type MessagesResponse, type MessagesStreamEvent, type Provider } from './providers/types.ts';
 import { countMessagesTokens } from './tokens-messages.ts';
+import { messageToEvents } from './wire-replay.ts';
 import { toolUseAsCall, type ValidatedMessages } from './wires/messages-schema.ts';
 
 function usageOf(usage: MessagesResponse['usage'] | undefined): RunUsage | null {
@@ -175,34 +176,6 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
       usage: { ...message.usage, input_tokens: this.inputTokens ?? message.usage.input_tokens, output_tokens: this.outputTokens ?? 0 },
     };
   }
-}
-
-/** Replay a stored message as the wire's event stream (a cached streamed answer is served as a stream). */
-export function messageToEvents(message: MessagesResponse): MessagesStreamEvent[] {
-  const events: MessagesStreamEvent[] = [
-    { type: 'message_start', message: { ...message, content: [], stop_reason: null, stop_sequence: null, usage: { ...message.usage, output_tokens: 1 } } },
-    { type: 'ping' },
-  ];
-  for (const [index, block] of message.content.entries()) {
-    if (block.type === 'text') {
-      events.push({ type: 'content_block_start', index, content_block: { type: 'text', text: '' } });
-      for (const piece of String(block.text).match(/\S+\s*|\s+/g) ?? []) {
-        events.push({ type: 'content_block_delta', index, delta: { type: 'text_delta', text: piece } });
-      }
-    } else if (block.type === 'tool_use') {
-      events.push({ type: 'content_block_start', index, content_block: { type: 'tool_use', id: block.id, name: block.name, input: {} } });
-      const json = JSON.stringify(block.input ?? {});
-      for (let at = 0; at < json.length; at += 24) {
-        events.push({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: json.slice(at, at + 24) } });
-      }
-    } else {
-      events.push({ type: 'content_block_start', index, content_block: block });
-    }
-    events.push({ type: 'content_block_stop', index });
-  }
-  events.push({ type: 'message_delta', delta: { stop_reason: message.stop_reason, stop_sequence: message.stop_sequence }, usage: { output_tokens: message.usage.output_tokens } });
-  events.push({ type: 'message_stop' });
-  return events;
 }
 
 export function messagesAdapter(validated: ValidatedMessages, headers: { version?: string; betas?: string[] }): WireAdapter<MessagesResponse, MessagesStreamEvent> {

@@ -12,6 +12,7 @@ import { providerErrorStatus } from './providers/errors.ts';
 import { ProviderError, type Provider, type ResponseObject, type ResponseStreamEvent } from './providers/types.ts';
 import { countChatTokens } from './tokens.ts';
 import type { ValidatedResponses } from './wires/responses-schema.ts';
+import { responseToEvents } from './wire-replay.ts';
 
 type OutputItem = ResponseObject['output'][number];
 
@@ -160,41 +161,6 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
   result(): ResponseObject {
     return this.final!;
   }
-}
-
-function pieces(text: string): string[] {
-  return text.match(/\S+\s*|\s+/g) ?? [];
-}
-
-/** Replay a stored response as the wire's event stream (sequence numbers are assigned by the route). */
-export function responseToEvents(response: ResponseObject): ResponseStreamEvent[] {
-  const events: Array<Omit<ResponseStreamEvent, 'sequence_number'>> = [];
-  const inProgress = { ...response, status: 'in_progress', output: [], usage: null };
-  events.push({ type: 'response.created', response: inProgress }, { type: 'response.in_progress', response: inProgress });
-  for (const [outputIndex, item] of response.output.entries()) {
-    if (item.type === 'message') {
-      const content = (item.content as Array<{ type: string; text?: string; [field: string]: unknown }>) ?? [];
-      events.push({ type: 'response.output_item.added', output_index: outputIndex, item: { ...item, status: 'in_progress', content: [] } });
-      for (const [contentIndex, part] of content.entries()) {
-        const base = { item_id: item.id, output_index: outputIndex, content_index: contentIndex };
-        events.push({ type: 'response.content_part.added', ...base, part: { ...part, ...(part.type === 'output_text' ? { text: '' } : {}) } });
-        if (part.type === 'output_text') {
-          for (const delta of pieces(part.text ?? '')) events.push({ type: 'response.output_text.delta', ...base, delta, logprobs: [] });
-          events.push({ type: 'response.output_text.done', ...base, text: part.text ?? '', logprobs: [] });
-        }
-        events.push({ type: 'response.content_part.done', ...base, part });
-      }
-    } else if (item.type === 'function_call') {
-      events.push({ type: 'response.output_item.added', output_index: outputIndex, item: { ...item, status: 'in_progress', arguments: '' } });
-      events.push({ type: 'response.function_call_arguments.delta', item_id: item.id, output_index: outputIndex, delta: item.arguments });
-      events.push({ type: 'response.function_call_arguments.done', item_id: item.id, output_index: outputIndex, arguments: item.arguments });
-    } else {
-      events.push({ type: 'response.output_item.added', output_index: outputIndex, item });
-    }
-    events.push({ type: 'response.output_item.done', output_index: outputIndex, item });
-  }
-  events.push({ type: response.status === 'incomplete' ? 'response.incomplete' : 'response.completed', response });
-  return events.map((event, index) => ({ ...event, sequence_number: index }) as ResponseStreamEvent);
 }
 
 const ITEM_PREFIX: Record<string, string> = { message: 'msg', function_call: 'fc', custom_tool_call: 'ctc', reasoning: 'rs' };

@@ -1,13 +1,13 @@
 /**
- * The live chat-completions-compatible provider over undici: `POST {baseUrl}/chat/completions` (buffered and SSE)
- * and `POST {baseUrl}/embeddings`, with a bearer key. The client's request fields go upstream untouched; only the
+ * The live chat-completions-compatible provider over undici: `POST {baseUrl}/chat/completions` and
+ * `POST {baseUrl}/responses` (buffered and SSE) and `POST {baseUrl}/embeddings`, with a bearer key. The client's request fields go upstream untouched; only the
  * transport fields (`stream`, `stream_options.include_usage`) are set for the call being made.
  *
  * Time is bounded without cutting long answers short: a connect timeout on the agent; for buffered calls one deadline
  * of `bufferedMs` (900 s, the longest buffered deadline of SPEC 8) over headers and body; for streams a header deadline
  * (30 s) and an idle timeout between body chunks, never a total. The caller's AbortSignal aborts the upstream call.
- * Every failure is classified by providers/errors.ts. This provider carries the chat_completions and embeddings wires
- * only; the registry reports the others as unsupported.
+ * Every failure is classified by providers/errors.ts. This provider carries the chat_completions, responses and
+ * embeddings wires; the registry reports the messages wire as unsupported for it.
  */
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { Agent, request, type Dispatcher } from 'undici';
@@ -21,8 +21,12 @@ import {
   type EmbeddingsResult,
   type Provider,
   type ProviderCallContext,
+  type ResponseObject,
+  type ResponsesRequest,
+  type ResponseStreamEvent,
   type Wire,
 } from './types.ts';
+import { sseJson } from './sse.ts';
 
 export interface ProviderTimeouts {
   /** TCP/TLS connect. */
@@ -64,11 +68,11 @@ export interface ChatCompletionsProviderOptions {
 }
 
 /** Error bodies are read up to this many bytes; the rest is discarded. */
-const MAX_ERROR_BODY_BYTES = 64 * 1024;
+export const MAX_ERROR_BODY_BYTES = 64 * 1024;
 
 type ResponseData = Dispatcher.ResponseData;
 
-async function readLimited(body: ResponseData['body'], limit: number): Promise<string> {
+export async function readLimited(body: ResponseData['body'], limit: number): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
@@ -84,12 +88,12 @@ async function readLimited(body: ResponseData['body'], limit: number): Promise<s
   return Buffer.concat(chunks).toString('utf8');
 }
 
-function contentType(headers: ResponseData['headers']): string {
+export function contentType(headers: ResponseData['headers']): string {
   const value = headers['content-type'];
   return ((Array.isArray(value) ? value[0] : value) ?? '').toLowerCase();
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
+export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
@@ -127,7 +131,7 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
         headers: {
           authorization: `Bearer ${apiKey}`,
           'content-type': 'application/json',
-          accept: wire === 'chat_completions' && (body as { stream?: unknown }).stream ? 'text/event-stream' : 'application/json',
+          accept: (body as { stream?: unknown }).stream ? 'text/event-stream' : 'application/json',
         },
         body: JSON.stringify(body),
         headersTimeout: limits.headersTimeout,
@@ -267,12 +271,45 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
     };
   }
 
+  async function responses(responsesRequest: ResponsesRequest, context: ProviderCallContext): Promise<ResponseObject> {
+    const { stream: _stream, stream_options: _streamOptions, ...body } = responsesRequest;
+    const parsed = await postJson('/responses', 'responses', body, context);
+    if (!isObject(parsed) || parsed.object !== 'response' || !Array.isArray(parsed.output)) throw badResponse('the upstream answer is not a response');
+    return parsed as unknown as ResponseObject;
+  }
+
+  async function streamResponses(responsesRequest: ResponsesRequest, context: ProviderCallContext): Promise<AsyncIterable<ResponseStreamEvent>> {
+    const limits = { headersTimeout: timeouts.streamHeadersMs, bodyTimeout: timeouts.streamIdleMs };
+    const response = await post('/responses', 'responses', { ...responsesRequest, stream: true }, context.signal, limits, context.signal);
+    const type = contentType(response.headers);
+    if (!type.includes('text/event-stream')) {
+      await readLimited(response.body, MAX_ERROR_BODY_BYTES).catch(() => '');
+      throw badResponse(`expected an event stream, got ${type || 'no content type'}`, response.statusCode);
+    }
+    // `response.failed` and `error` are relayed to the wire's own relay, which records them as the failure they are.
+    return sseJson<ResponseStreamEvent>(response.body, {
+      provider: name,
+      clientSignal: context.signal,
+      secrets,
+      isTerminal: (data) => data.type === 'response.completed' || data.type === 'response.incomplete' || data.type === 'response.failed',
+      isError: () => false,
+    });
+  }
+
+  const notThisWire = async (): Promise<never> => {
+    throw new ProviderError('unsupported', 'the chat-completions provider does not carry the messages wire', { provider: name, retryable: false });
+  };
+
   return {
     name,
     kind: 'live',
-    supports: (wire: Wire) => wire === 'chat_completions' || wire === 'embeddings',
+    supports: (wire: Wire) => wire === 'chat_completions' || wire === 'embeddings' || wire === 'responses',
     chat,
     streamChat,
     embed,
+    responses,
+    streamResponses,
+    messages: notThisWire,
+    streamMessages: notThisWire,
   };
 }

@@ -11,6 +11,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { countChatTokens, countTokens, truncateToTokens } from '../tokens.ts';
+import { mockMessages, mockResponses, mockStreamMessages, mockStreamResponses } from './mock-wires.ts';
 import { sampleFromSchema } from './schema-sample.ts';
 import {
   ProviderError,
@@ -372,10 +373,14 @@ export function createMockProvider(options: MockProviderOptions = {}): Provider 
   return {
     name: MOCK_PROVIDER_NAME,
     kind: 'mock',
-    supports: (wire: Wire) => wire === 'chat_completions' || wire === 'embeddings',
+    supports: () => true, // the mock speaks every wire natively
     chat,
     streamChat,
     embed,
+    messages: (request, context) => mockMessages(chat, request, context),
+    streamMessages: (request, context) => mockStreamMessages(chat, request, context),
+    responses: (request, context) => mockResponses(chat, request, context, now()),
+    streamResponses: (request, context) => mockStreamResponses(chat, request, context, now()),
   };
 }
 

@@ -6,13 +6,14 @@
  * 2. Candidates of the chat-completions family, in order: the tenant's bring-your-own key (the `TenantKeyLookup` seam;
  *    none until the credential vault lands), the platform key `CHATCOMP_API_KEY` at `CHATCOMP_BASE_URL`, the fallback
  *    upstream `CHATCOMP_FALLBACK_API_KEY` at `CHATCOMP_FALLBACK_BASE_URL`. The caller fails open along this list.
- * 3. The mock serves a family only when no live provider is configured for it. A configured live family whose
- *    providers lack the wire is `unsupported` (never silently served by another wire or by the mock): today the
- *    messages family has no provider for the chat_completions and embeddings wires.
+ * 3. The messages family's candidate is the live messages provider (`MESSAGES_API_KEY`), which carries only the
+ *    messages wire. The mock serves a family only when no live provider is configured for it. A configured live
+ *    family whose providers lack the wire is `unsupported` (never silently served by another wire or by the mock).
  */
 import { createHash } from 'node:crypto';
 import type { Dispatcher } from 'undici';
 import type { Config } from '../../config.ts';
+import { createMessagesProvider } from './messages.ts';
 import { createChatCompletionsProvider, createUpstreamAgent, DEFAULT_PROVIDER_TIMEOUTS, type ProviderTimeouts } from './chat-completions.ts';
 import { createMockProvider } from './mock.ts';
 import { ProviderError, type ModelFamily, type Provider, type ProviderRegistry, type ProviderRoute, type TenantKeyLookup, type Wire } from './types.ts';
@@ -37,6 +38,7 @@ export const PROVIDER_NAMES = {
   tenant: 'chatcomp-tenant',
   platform: 'chatcomp',
   fallback: 'chatcomp-fallback',
+  messages: 'messages',
 } as const;
 
 export interface ProviderRegistryOptions {
@@ -69,6 +71,9 @@ export function createProviderRegistry(options: ProviderRegistryOptions): Provid
     ? live(PROVIDER_NAMES.fallback, chat.fallback.apiKey, chat.fallback.baseUrl ?? chat.baseUrl)
     : null;
   const messagesConfigured = Boolean(settings.messages.apiKey);
+  const messagesProvider = settings.messages.apiKey
+    ? createMessagesProvider({ name: PROVIDER_NAMES.messages, apiKey: settings.messages.apiKey, baseUrl: settings.messages.baseUrl, dispatcher, timeouts })
+    : null;
   const tenantProviders = new Map<string, Provider>();
 
   function tenantProvider(apiKey: string, baseUrl: string): Provider {
@@ -97,9 +102,11 @@ export function createProviderRegistry(options: ProviderRegistryOptions): Provid
       if (tenantKey) configured.push(tenantProvider(tenantKey.apiKey, tenantKey.baseUrl ?? chat.baseUrl));
       if (platform) configured.push(platform);
       if (fallback) configured.push(fallback);
+    } else if (messagesProvider) {
+      configured.push(messagesProvider);
     }
-    // The messages family has no live provider implementation for these wires yet; a key still counts as configured.
-    const liveConfigured = configured.length > 0 || (family === 'messages' && (messagesConfigured || tenantKey !== null));
+    // A tenant key of the messages family counts as configured (the vault seam); it is served once the vault lands.
+    const liveConfigured = configured.length > 0 || (family === 'messages' && tenantKey !== null);
     if (liveConfigured) {
       const candidates = configured.filter((provider) => provider.supports(wire));
       if (candidates.length === 0) throw unsupported(wire, model, family);

@@ -31,7 +31,10 @@ test('with no live key the mock serves both families', async (t) => {
     const route = await r.route('chat_completions', model, 'ten_default');
     assert.deepEqual(route.candidates.map((p) => p.name), ['mock']);
   }
-  await assert.rejects(r.route('responses', 'gpt-4o', 'ten_default'), (e: unknown) => e instanceof ProviderError && e.kind === 'unsupported');
+  // The mock speaks every wire natively.
+  for (const wire of ['responses', 'messages'] as const) {
+    assert.deepEqual((await r.route(wire, 'gpt-4o', 'ten_default')).candidates.map((p) => p.name), ['mock']);
+  }
 });
 
 test('candidates are tenant key, platform key, then the fallback upstream, in that order', async (t) => {
@@ -58,7 +61,9 @@ test('candidates are tenant key, platform key, then the fallback upstream, in th
   assert.ok(plain.candidates.every((p) => p.kind === 'live'));
   assert.deepEqual(lookups, ['ten_byo:chat_completions', 'ten_other:chat_completions']);
   // A live family that lacks a wire is unsupported, never served by the mock or another wire.
-  await assert.rejects(r.route('responses', 'gpt-4o', 'ten_other'), (e: unknown) => e instanceof ProviderError && e.kind === 'unsupported');
+  await assert.rejects(r.route('messages', 'gpt-4o', 'ten_other'), (e: unknown) => e instanceof ProviderError && e.kind === 'unsupported');
+  // The chat-completions upstream carries the responses wire itself.
+  assert.deepEqual((await r.route('responses', 'gpt-4o', 'ten_other')).candidates.map((p) => p.name).slice(-2), ['chatcomp', 'chatcomp-fallback']);
 });
 
 test('a claude model on the chat wire is unsupported (400) when MESSAGES_API_KEY is set', async (t) => {

@@ -1,0 +1,107 @@
+/**
+ * The live messages-compatible provider over undici: `POST {MESSAGES_BASE_URL}/v1/messages`, buffered and SSE. The
+ * client's body goes upstream untouched; the version and beta values go under the provider's real header names
+ * (`anthropic-version`, default 2023-06-01, and `anthropic-beta`), the key as `x-api-key`. Timeouts and failure
+ * classification are those of the chat-completions provider. It carries the messages wire only.
+ */
+import { request, type Dispatcher } from 'undici';
+import { contentType, DEFAULT_PROVIDER_TIMEOUTS, isObject, MAX_ERROR_BODY_BYTES, readLimited, type ProviderTimeouts } from './chat-completions.ts';
+import { classifyHttpFailure, classifyThrown } from './errors.ts';
+import { sseJson } from './sse.ts';
+import { ProviderError, type MessagesRequest, type MessagesResponse, type MessagesStreamEvent, type Provider, type ProviderCallContext, type Wire } from './types.ts';
+
+export const DEFAULT_MESSAGES_VERSION = '2023-06-01';
+
+export interface MessagesProviderOptions {
+  name: string;
+  apiKey: string;
+  /** Base address without the version path, e.g. `https://upstream.example`. */
+  baseUrl: string;
+  dispatcher: Dispatcher;
+  timeouts?: Partial<ProviderTimeouts>;
+}
+
+export function createMessagesProvider(options: MessagesProviderOptions): Provider {
+  const { name, apiKey, dispatcher } = options;
+  const timeouts = { ...DEFAULT_PROVIDER_TIMEOUTS, ...options.timeouts };
+  const url = `${options.baseUrl.replace(/\/+$/, '').replace(/\/v1$/, '')}/v1/messages`;
+  const secrets = [apiKey];
+  const bad = (message: string, status?: number) => new ProviderError('bad_response', message, { provider: name, ...(status ? { upstreamStatus: status } : {}) });
+
+  async function post(body: MessagesRequest, context: ProviderCallContext, limits: { headersTimeout: number; bodyTimeout: number }, signal: AbortSignal) {
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await request(url, {
+        method: 'POST',
+        dispatcher,
+        signal,
+        headers: {
+          'x-api-key': apiKey,
+          'anthropic-version': context.messagesVersion ?? DEFAULT_MESSAGES_VERSION,
+          ...(context.messagesBetas?.length ? { 'anthropic-beta': context.messagesBetas.join(',') } : {}),
+          'content-type': 'application/json',
+          accept: body.stream ? 'text/event-stream' : 'application/json',
+        },
+        body: JSON.stringify(body),
+        headersTimeout: limits.headersTimeout,
+        bodyTimeout: limits.bodyTimeout,
+      });
+    } catch (error) {
+      throw classifyThrown(name, error, context.signal);
+    }
+    if (response.statusCode < 200 || response.statusCode >= 300) {
+      const text = await readLimited(response.body, MAX_ERROR_BODY_BYTES).catch(() => '');
+      // 529 (overloaded) classifies as an upstream 5xx: retryable, fail-open.
+      throw classifyHttpFailure({ provider: name, wire: 'messages', status: response.statusCode, headers: response.headers, body: text, secrets });
+    }
+    return response;
+  }
+
+  async function messages(body: MessagesRequest, context: ProviderCallContext): Promise<MessagesResponse> {
+    const { stream: _stream, ...rest } = body;
+    const signal = AbortSignal.any([context.signal, AbortSignal.timeout(timeouts.bufferedMs)]);
+    const response = await post(rest as MessagesRequest, context, { headersTimeout: timeouts.bufferedMs, bodyTimeout: timeouts.bufferedMs }, signal);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(await response.body.text());
+    } catch (error) {
+      if (context.signal.aborted) throw classifyThrown(name, error, context.signal);
+      throw bad('the upstream answer is not valid JSON', response.statusCode);
+    }
+    if (!isObject(parsed) || parsed.type !== 'message' || !Array.isArray(parsed.content)) throw bad('the upstream answer is not a message');
+    return parsed as unknown as MessagesResponse;
+  }
+
+  async function streamMessages(body: MessagesRequest, context: ProviderCallContext): Promise<AsyncIterable<MessagesStreamEvent>> {
+    const response = await post({ ...body, stream: true }, context, { headersTimeout: timeouts.streamHeadersMs, bodyTimeout: timeouts.streamIdleMs }, context.signal);
+    const type = contentType(response.headers);
+    if (!type.includes('text/event-stream')) {
+      await readLimited(response.body, MAX_ERROR_BODY_BYTES).catch(() => '');
+      throw bad(`expected an event stream, got ${type || 'no content type'}`, response.statusCode);
+    }
+    return sseJson<MessagesStreamEvent>(response.body, {
+      provider: name,
+      clientSignal: context.signal,
+      secrets,
+      isTerminal: (data) => data.type === 'message_stop',
+      isError: (data, event) => data.type === 'error' || event === 'error',
+    });
+  }
+
+  const notThisWire = async (): Promise<never> => {
+    throw new ProviderError('unsupported', 'the messages provider carries only the messages wire', { provider: name, retryable: false });
+  };
+
+  return {
+    name,
+    kind: 'live',
+    supports: (wire: Wire) => wire === 'messages',
+    messages,
+    streamMessages,
+    chat: notThisWire,
+    streamChat: notThisWire,
+    embed: notThisWire,
+    responses: notThisWire,
+    streamResponses: notThisWire,
+  };
+}

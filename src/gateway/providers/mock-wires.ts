@@ -1,0 +1,241 @@
+/**
+ * The mock provider on the messages and responses wires. The mock speaks every wire natively: it plans its answer
+ * with the same deterministic planner as on the chat wire (text from the input, schema-valid tool calls honouring
+ * tool_choice), then writes it in the wire's own shapes and event streams. Stream behaviours chosen by model name
+ * (`mock-malformed`, `mock-truncated`) break the stream after it started, as on the chat wire.
+ */
+import { randomBytes } from 'node:crypto';
+import { messageToEvents, responseToEvents } from '../wire-replay.ts';
+import { mockBehaviour, MOCK_PROVIDER_NAME } from './mock.ts';
+import {
+  ProviderError,
+  type ChatCompletion,
+  type ChatMessage,
+  type ChatRequest,
+  type ChatTool,
+  type MessagesRequest,
+  type MessagesResponse,
+  type MessagesStreamEvent,
+  type ProviderCallContext,
+  type ResponseObject,
+  type ResponsesRequest,
+  type ResponseStreamEvent,
+} from './types.ts';
+
+type PlanChat = (request: ChatRequest, context: ProviderCallContext) => Promise<ChatCompletion>;
+
+const hex = (bytes = 12) => randomBytes(bytes).toString('hex');
+
+function textOfBlocks(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content
+    .map((block: { type?: string; text?: unknown; content?: unknown }) => (typeof block.text === 'string' ? block.text : block.type === 'tool_result' ? textOfBlocks(block.content) : ''))
+    .filter(Boolean)
+    .join('\n');
+}
+
+/** A stream broken the way the model name asks: after a few events, or before the terminal one. */
+async function* breakAsAsked<E>(model: string, events: E[], isTerminal: (event: E) => boolean): AsyncGenerator<E> {
+  const behaviour = mockBehaviour(model).stream;
+  for (const [index, event] of events.entries()) {
+    if (behaviour === 'malformed' && index === Math.min(3, events.length - 1)) {
+      throw new ProviderError('bad_response', 'mock malformed stream event (model name contains mock-malformed)', { provider: MOCK_PROVIDER_NAME, upstreamStatus: 200 });
+    }
+    if (behaviour === 'truncated' && isTerminal(event)) return;
+    yield event;
+  }
+}
+
+/** Plan with the chat planner; the stream-breaking markers apply to the stream, not to the plan. */
+function planModel(model: string): string {
+  return model.replace(/mock-(malformed|truncated)/g, 'mock-planned');
+}
+
+// ---- messages wire ----
+
+export function messagesToChat(request: MessagesRequest): ChatRequest {
+  const messages: ChatMessage[] = [];
+  if (request.system) messages.push({ role: 'system', content: textOfBlocks(request.system) });
+  for (const message of request.messages) {
+    const blocks = typeof message.content === 'string' ? [{ type: 'text', text: message.content }] : message.content;
+    const toolUses = blocks.filter((block) => block.type === 'tool_use') as unknown as Array<{ id: string; name: string; input: unknown }>;
+    const results = blocks.filter((block) => block.type === 'tool_result') as unknown as Array<{ tool_use_id: string; content?: unknown }>;
+    for (const result of results) messages.push({ role: 'tool', tool_call_id: result.tool_use_id, content: textOfBlocks(result.content) });
+    const text = textOfBlocks(blocks.filter((block) => block.type === 'text'));
+    if (message.role === 'assistant') {
+      messages.push({
+        role: 'assistant',
+        content: text || null,
+        ...(toolUses.length ? { tool_calls: toolUses.map((use) => ({ id: use.id, type: 'function' as const, function: { name: use.name, arguments: JSON.stringify(use.input ?? {}) } })) } : {}),
+      });
+    } else if (text || results.length === 0) {
+      messages.push({ role: 'user', content: text });
+    }
+  }
+  const tools: ChatTool[] = (request.tools ?? [])
+    .filter((tool) => tool.input_schema)
+    .map((tool) => ({ type: 'function', function: { name: tool.name, ...(tool.description ? { description: tool.description } : {}), parameters: tool.input_schema } }));
+  const choice = request.tool_choice;
+  return {
+    model: planModel(request.model),
+    messages,
+    max_tokens: request.max_tokens,
+    ...(tools.length ? { tools } : {}),
+    ...(choice?.type === 'any' ? { tool_choice: 'required' } : {}),
+    ...(choice?.type === 'none' ? { tool_choice: 'none' } : {}),
+    ...(choice?.type === 'tool' ? { tool_choice: { type: 'function', function: { name: choice.name } } } : {}),
+    ...(choice?.disable_parallel_tool_use ? { parallel_tool_calls: false } : {}),
+    ...(Array.isArray(request.stop_sequences) ? { stop: (request.stop_sequences as string[]).slice(0, 4) } : {}),
+  };
+}
+
+const STOP_REASONS: Record<string, string> = { stop: 'end_turn', tool_calls: 'tool_use', length: 'max_tokens' };
+
+export function chatToMessage(completion: ChatCompletion, model: string): MessagesResponse {
+  const choice = completion.choices[0]!;
+  const content: MessagesResponse['content'] = [];
+  if (choice.message.content) content.push({ type: 'text', text: choice.message.content });
+  for (const call of choice.message.tool_calls ?? []) {
+    content.push({ type: 'tool_use', id: `toolu_${call.id.replace(/^call_/, '').slice(0, 24)}`, name: call.function.name, input: JSON.parse(call.function.arguments || '{}') });
+  }
+  return {
+    id: `msg_${hex()}`,
+    type: 'message',
+    role: 'assistant',
+    model,
+    content,
+    stop_reason: STOP_REASONS[choice.finish_reason] ?? 'end_turn',
+    stop_sequence: null,
+    usage: { input_tokens: completion.usage?.prompt_tokens ?? 0, output_tokens: completion.usage?.completion_tokens ?? 0 },
+  };
+}
+
+export async function mockMessages(plan: PlanChat, request: MessagesRequest, context: ProviderCallContext): Promise<MessagesResponse> {
+  const behaviour = mockBehaviour(request.model);
+  if (behaviour.stream) {
+    throw new ProviderError('bad_response', `mock ${behaviour.stream} answer: the upstream body is not valid JSON`, { provider: MOCK_PROVIDER_NAME, upstreamStatus: 200 });
+  }
+  return chatToMessage(await plan(messagesToChat(request), context), request.model);
+}
+
+export async function mockStreamMessages(plan: PlanChat, request: MessagesRequest, context: ProviderCallContext): Promise<AsyncIterable<MessagesStreamEvent>> {
+  const message = chatToMessage(await plan(messagesToChat(request), context), request.model);
+  return breakAsAsked(request.model, messageToEvents(message), (event) => event.type === 'message_stop');
+}
+
+// ---- responses wire ----
+
+function inputMessages(request: ResponsesRequest): ChatMessage[] {
+  const messages: ChatMessage[] = [];
+  if (request.instructions) messages.push({ role: 'system', content: request.instructions });
+  if (typeof request.input === 'string') return [...messages, { role: 'user', content: request.input }];
+  for (const item of (request.input as Array<Record<string, unknown>>) ?? []) {
+    if (item.type === 'function_call') {
+      messages.push({ role: 'assistant', content: null, tool_calls: [{ id: String(item.call_id), type: 'function', function: { name: String(item.name), arguments: String(item.arguments ?? '{}') } }] });
+    } else if (item.type === 'function_call_output' || item.type === 'custom_tool_call_output') {
+      messages.push({ role: 'tool', tool_call_id: String(item.call_id), content: typeof item.output === 'string' ? item.output : JSON.stringify(item.output) });
+    } else if (typeof item.role === 'string') {
+      const content = typeof item.content === 'string' ? item.content : textOfBlocks(item.content);
+      messages.push({ role: item.role === 'developer' ? 'system' : item.role, content });
+    }
+  }
+  return messages;
+}
+
+export function responsesToChat(request: ResponsesRequest): ChatRequest {
+  const tools: ChatTool[] = (request.tools ?? []).map((tool) =>
+    tool.type === 'custom'
+      ? { type: 'function', function: { name: String(tool.name), parameters: { type: 'object', properties: { input: { type: 'string' } }, required: ['input'] } } }
+      : { type: 'function', function: { name: String(tool.name), parameters: (tool.parameters as Record<string, unknown> | undefined) ?? { type: 'object' } } },
+  );
+  const choice = request.tool_choice as string | { type?: string; name?: string } | undefined;
+  const format = (request.text as { format?: { type?: string; name?: string; schema?: unknown } } | undefined)?.format;
+  return {
+    model: planModel(request.model),
+    messages: inputMessages(request),
+    ...(tools.length ? { tools } : {}),
+    ...(typeof choice === 'string' ? { tool_choice: choice } : {}),
+    ...(typeof choice === 'object' && choice.name ? { tool_choice: { type: 'function', function: { name: choice.name } } } : {}),
+    ...(request.parallel_tool_calls === false ? { parallel_tool_calls: false } : {}),
+    ...(typeof request.max_output_tokens === 'number' ? { max_tokens: request.max_output_tokens } : {}),
+    ...(format?.type === 'json_schema' ? { response_format: { type: 'json_schema', json_schema: { name: format.name, schema: format.schema } } } : {}),
+    ...(format?.type === 'json_object' ? { response_format: { type: 'json_object' } } : {}),
+  };
+}
+
+export function chatToResponse(completion: ChatCompletion, request: ResponsesRequest, now: number): ResponseObject {
+  const choice = completion.choices[0]!;
+  const customTools = new Set((request.tools ?? []).filter((tool) => tool.type === 'custom').map((tool) => tool.name));
+  const output: ResponseObject['output'] = [];
+  const reasoning = request.reasoning as { summary?: string | null } | undefined;
+  if (reasoning?.summary) {
+    output.push({ type: 'reasoning', id: `rs_${hex()}`, summary: [{ type: 'summary_text', text: 'The mock planned its answer from the input and the declared tools.' }] });
+  }
+  if (choice.message.content) {
+    output.push({
+      type: 'message',
+      id: `msg_${hex()}`,
+      status: 'completed',
+      role: 'assistant',
+      content: [{ type: 'output_text', text: choice.message.content, annotations: [], logprobs: [] }],
+    });
+  }
+  for (const call of choice.message.tool_calls ?? []) {
+    if (customTools.has(call.function.name)) {
+      const input = (JSON.parse(call.function.arguments || '{}') as { input?: unknown }).input;
+      output.push({ type: 'custom_tool_call', id: `ctc_${hex()}`, call_id: call.id, name: call.function.name, input: String(input ?? '') });
+    } else {
+      output.push({ type: 'function_call', id: `fc_${hex()}`, call_id: call.id, name: call.function.name, arguments: call.function.arguments, status: 'completed' });
+    }
+  }
+  const incomplete = choice.finish_reason === 'length';
+  const usage = completion.usage;
+  return {
+    id: `resp_${hex()}`,
+    object: 'response',
+    created_at: Math.floor(now / 1000),
+    status: incomplete ? 'incomplete' : 'completed',
+    error: null,
+    incomplete_details: incomplete ? { reason: 'max_output_tokens' } : null,
+    instructions: request.instructions ?? null,
+    max_output_tokens: request.max_output_tokens ?? null,
+    model: request.model,
+    output,
+    parallel_tool_calls: request.parallel_tool_calls !== false,
+    previous_response_id: null,
+    reasoning: { effort: null, summary: reasoning?.summary ?? null },
+    store: false,
+    temperature: typeof request.temperature === 'number' ? request.temperature : 1,
+    text: { format: { type: 'text' } },
+    tool_choice: request.tool_choice ?? 'auto',
+    tools: (request.tools ?? []).map((tool) =>
+      tool.type === 'function'
+        ? { type: 'function', name: tool.name, description: tool.description ?? null, parameters: tool.parameters ?? null, strict: tool.strict ?? true }
+        : tool,
+    ),
+    top_p: typeof request.top_p === 'number' ? request.top_p : 1,
+    truncation: 'disabled',
+    usage: {
+      input_tokens: usage?.prompt_tokens ?? 0,
+      input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 },
+      output_tokens: usage?.completion_tokens ?? 0,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: usage?.total_tokens ?? 0,
+    },
+    metadata: request.metadata ?? {},
+  };
+}
+
+export async function mockResponses(plan: PlanChat, request: ResponsesRequest, context: ProviderCallContext, now: number): Promise<ResponseObject> {
+  const behaviour = mockBehaviour(request.model);
+  if (behaviour.stream) {
+    throw new ProviderError('bad_response', `mock ${behaviour.stream} answer: the upstream body is not valid JSON`, { provider: MOCK_PROVIDER_NAME, upstreamStatus: 200 });
+  }
+  return chatToResponse(await plan(responsesToChat(request), context), request, now);
+}
+
+export async function mockStreamResponses(plan: PlanChat, request: ResponsesRequest, context: ProviderCallContext, now: number): Promise<AsyncIterable<ResponseStreamEvent>> {
+  const response = chatToResponse(await plan(responsesToChat(request), context), request, now);
+  return breakAsAsked(request.model, responseToEvents(response), (event) => event.type === 'response.completed' || event.type === 'response.incomplete');
+}

@@ -1,0 +1,60 @@
+/**
+ * Server-sent events from an upstream body, parsed with eventsource-parser: each event's JSON data, with its event
+ * name. The stream must end with a terminal event (`isTerminal`); a body that ends before it is a bad_response
+ * (a truncated stream). An `error` event is classified as an upstream error. Stopping early releases the upstream.
+ */
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import type { Dispatcher } from 'undici';
+import { classifyThrown, redactSecrets, upstreamMessage } from './errors.ts';
+import { ProviderError } from './types.ts';
+
+export interface SseOptions {
+  provider: string;
+  clientSignal: AbortSignal;
+  secrets: ReadonlyArray<string>;
+  /** The event that ends a complete stream (it is yielded, then the stream stops). */
+  isTerminal(data: { type?: unknown }, eventName: string | undefined): boolean;
+  /** Whether an event is the wire's error event. */
+  isError(data: { type?: unknown }, eventName: string | undefined): boolean;
+}
+
+export async function* sseJson<T>(body: Dispatcher.ResponseData['body'], options: SseOptions): AsyncGenerator<T> {
+  const pending: EventSourceMessage[] = [];
+  const parser = createParser({ onEvent: (event) => pending.push(event) });
+  const decoder = new TextDecoder();
+  let finished = false;
+  const bad = (message: string) => new ProviderError('bad_response', message, { provider: options.provider, upstreamStatus: 200 });
+  const drain = function* (): Generator<T> {
+    while (pending.length > 0 && !finished) {
+      const event = pending.shift()!;
+      let data: { type?: unknown };
+      try {
+        data = JSON.parse(event.data) as { type?: unknown };
+      } catch {
+        throw bad('an upstream stream event is not valid JSON');
+      }
+      if (options.isError(data, event.event)) {
+        const message = redactSecrets(upstreamMessage(event.data), options.secrets) || 'the upstream reported an error mid-stream';
+        const overloaded = /overloaded/i.test(event.data);
+        throw new ProviderError(overloaded ? 'upstream_error' : 'upstream_error', message, { provider: options.provider, upstreamStatus: 200, retryable: false });
+      }
+      if (options.isTerminal(data, event.event)) finished = true;
+      yield data as T;
+    }
+  };
+  try {
+    for await (const piece of body) {
+      parser.feed(decoder.decode(piece as Buffer, { stream: true }));
+      yield* drain();
+      if (finished) return;
+    }
+    parser.feed(decoder.decode());
+    parser.reset({ consume: true });
+    yield* drain();
+    if (!finished) throw bad('the upstream stream ended before its terminal event');
+  } catch (error) {
+    throw classifyThrown(options.provider, error, options.clientSignal);
+  } finally {
+    if (!body.destroyed) body.destroy();
+  }
+}

@@ -1,0 +1,70 @@
+/**
+ * A complete answer written out as its wire's event stream: a cached streamed answer is replayed this way, and the
+ * mock provider streams its answers this way. Pure functions of the answer.
+ */
+import type { MessagesResponse, MessagesStreamEvent, ResponseObject, ResponseStreamEvent } from './providers/types.ts';
+
+/** Replay a stored message as the wire's event stream (a cached streamed answer is served as a stream). */
+export function messageToEvents(message: MessagesResponse): MessagesStreamEvent[] {
+  const events: MessagesStreamEvent[] = [
+    { type: 'message_start', message: { ...message, content: [], stop_reason: null, stop_sequence: null, usage: { ...message.usage, output_tokens: 1 } } },
+    { type: 'ping' },
+  ];
+  for (const [index, block] of message.content.entries()) {
+    if (block.type === 'text') {
+      events.push({ type: 'content_block_start', index, content_block: { type: 'text', text: '' } });
+      for (const piece of String(block.text).match(/\S+\s*|\s+/g) ?? []) {
+        events.push({ type: 'content_block_delta', index, delta: { type: 'text_delta', text: piece } });
+      }
+    } else if (block.type === 'tool_use') {
+      events.push({ type: 'content_block_start', index, content_block: { type: 'tool_use', id: block.id, name: block.name, input: {} } });
+      const json = JSON.stringify(block.input ?? {});
+      for (let at = 0; at < json.length; at += 24) {
+        events.push({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: json.slice(at, at + 24) } });
+      }
+    } else {
+      events.push({ type: 'content_block_start', index, content_block: block });
+    }
+    events.push({ type: 'content_block_stop', index });
+  }
+  events.push({ type: 'message_delta', delta: { stop_reason: message.stop_reason, stop_sequence: message.stop_sequence }, usage: { output_tokens: message.usage.output_tokens } });
+  events.push({ type: 'message_stop' });
+  return events;
+}
+
+function pieces(text: string): string[] {
+  return text.match(/\S+\s*|\s+/g) ?? [];
+}
+
+/** Replay a stored response as the wire's event stream (sequence numbers are assigned by the route). */
+export function responseToEvents(response: ResponseObject): ResponseStreamEvent[] {
+  const events: Array<Omit<ResponseStreamEvent, 'sequence_number'>> = [];
+  const { usage: _usage, ...rest } = response;
+  const inProgress = { ...rest, status: 'in_progress', output: [] };
+  events.push({ type: 'response.created', response: inProgress }, { type: 'response.in_progress', response: inProgress });
+  for (const [outputIndex, item] of response.output.entries()) {
+    if (item.type === 'message') {
+      const content = (item.content as Array<{ type: string; text?: string; [field: string]: unknown }>) ?? [];
+      events.push({ type: 'response.output_item.added', output_index: outputIndex, item: { ...item, status: 'in_progress', content: [] } });
+      for (const [contentIndex, part] of content.entries()) {
+        const base = { item_id: item.id, output_index: outputIndex, content_index: contentIndex };
+        events.push({ type: 'response.content_part.added', ...base, part: { ...part, ...(part.type === 'output_text' ? { text: '' } : {}) } });
+        if (part.type === 'output_text') {
+          for (const delta of pieces(part.text ?? '')) events.push({ type: 'response.output_text.delta', ...base, delta, logprobs: [] });
+          events.push({ type: 'response.output_text.done', ...base, text: part.text ?? '', logprobs: [] });
+        }
+        events.push({ type: 'response.content_part.done', ...base, part });
+      }
+    } else if (item.type === 'function_call') {
+      events.push({ type: 'response.output_item.added', output_index: outputIndex, item: { ...item, status: 'in_progress', arguments: '' } });
+      events.push({ type: 'response.function_call_arguments.delta', item_id: item.id, output_index: outputIndex, delta: item.arguments });
+      events.push({ type: 'response.function_call_arguments.done', item_id: item.id, output_index: outputIndex, name: item.name, arguments: item.arguments });
+    } else {
+      events.push({ type: 'response.output_item.added', output_index: outputIndex, item });
+    }
+    events.push({ type: 'response.output_item.done', output_index: outputIndex, item });
+  }
+  events.push({ type: response.status === 'incomplete' ? 'response.incomplete' : 'response.completed', response });
+  return events.map((event, index) => ({ ...event, sequence_number: index }) as ResponseStreamEvent);
+}
+

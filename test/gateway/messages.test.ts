@@ -1,0 +1,236 @@
+/**
+ * The messages wire with the official messages SDK against a listening svc (mock provider), and against a fake
+ * messages-compatible upstream for the live path: header names, mid-stream errors, truncation, abort.
+ */
+import assert from 'node:assert/strict';
+import test, { type TestContext } from 'node:test';
+import Anthropic from '@anthropic-ai/sdk';
+import { bearer, build, json } from '../support/build.ts';
+import { sleep, startFakeUpstream, startSse, type FakeUpstream } from '../support/fake-upstream.ts';
+
+const WEATHER = {
+  name: 'get_weather',
+  description: 'Weather for a city',
+  input_schema: { type: 'object' as const, properties: { city: { type: 'string' } }, required: ['city'] },
+};
+
+async function listening(t: TestContext, env: Record<string, string> = {}) {
+  const built = await build(t, { env });
+  const address = await built.app.listen({ port: 0, host: '127.0.0.1' });
+  return { ...built, address, client: new Anthropic({ baseURL: address, apiKey: 'local-dev-key', maxRetries: 0 }) };
+}
+
+let counter = 0;
+const ask = (text = 'hello') => [{ role: 'user' as const, content: `${text} #${++counter} ${process.hrtime.bigint()}` }];
+
+test('messages.create through the SDK: message shape, usage, evidence headers, and an exact-cache hit', async (t) => {
+  const { client, app } = await listening(t);
+  const messages = ask('what is svc');
+  const { data, response } = await client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 256, system: 'be brief', messages }).withResponse();
+  assert.equal(data.type, 'message');
+  assert.equal(data.role, 'assistant');
+  assert.equal(data.content[0]!.type, 'text');
+  assert.equal(data.stop_reason, 'end_turn');
+  assert.ok(data.usage.input_tokens > 0 && data.usage.output_tokens > 0);
+  assert.match(response.headers.get('x-svc-run-id') ?? '', /^run_/);
+  assert.equal(response.headers.get('x-svc-route'), 'live');
+  const again = await client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 256, system: 'be brief', messages }).withResponse();
+  assert.equal(again.response.headers.get('x-svc-route'), 'exact_cache');
+  assert.deepEqual(again.data.content, data.content);
+  const run = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` })).run;
+  assert.equal(run.wire, 'messages');
+  assert.equal(run.status, 'completed');
+  assert.equal(run.usage.promptTokens, data.usage.input_tokens);
+});
+
+test('messages.stream(): one message_start with input tokens, ordered blocks, valid tool_use input, finalMessage', async (t) => {
+  const { client } = await listening(t);
+  const params = { model: 'claude-sonnet-4-5', max_tokens: 512, messages: ask('weather in Oslo?'), tools: [WEATHER], tool_choice: { type: 'any' as const } };
+  const stream = client.messages.stream(params);
+  const events: Array<{ type: string; [k: string]: any }> = [];
+  stream.on('streamEvent', (event) => events.push(event as never));
+  const final = await stream.finalMessage();
+  assert.equal(events.filter((event) => event.type === 'message_start').length, 1);
+  assert.ok(events[0]!.type === 'message_start' && events[0]!.message.usage.input_tokens > 0);
+  assert.equal(events.at(-1)!.type, 'message_stop');
+  const starts = events.filter((event) => event.type === 'content_block_start').map((event) => event.index);
+  assert.deepEqual(starts, starts.map((_, i) => i));
+  const toolUse = final.content.find((block) => block.type === 'tool_use');
+  assert.ok(toolUse && toolUse.type === 'tool_use');
+  assert.equal(toolUse.name, 'get_weather');
+  assert.equal(typeof (toolUse.input as { city: unknown }).city, 'string');
+  const partial = events
+    .filter((event) => event.type === 'content_block_delta' && event.delta.type === 'input_json_delta')
+    .map((event) => event.delta.partial_json)
+    .join('');
+  assert.deepEqual(JSON.parse(partial), toolUse.input);
+  assert.equal(final.stop_reason, 'tool_use');
+  const delta = events.find((event) => event.type === 'message_delta')!;
+  assert.ok(delta.usage.output_tokens > 0);
+
+  // The same streamed request again is replayed from the cache, as a stream the SDK assembles identically.
+  const replay = client.messages.stream(params);
+  const replayed = await replay.finalMessage();
+  assert.deepEqual(replayed.content, final.content);
+  assert.equal(replayed.stop_reason, 'tool_use');
+  const { response } = await replay.withResponse();
+  assert.equal(response.headers.get('x-svc-route'), 'exact_cache');
+});
+
+test('count_tokens: a local count for system, messages, tools and tool_choice, with no run', async (t) => {
+  const { client, app } = await listening(t);
+  const base = { model: 'claude-sonnet-4-5', messages: [{ role: 'user' as const, content: 'How many tokens is this sentence?' }] };
+  const plain = await client.messages.countTokens(base);
+  assert.ok(plain.input_tokens > 5);
+  const withSystem = await client.messages.countTokens({ ...base, system: 'You are a careful assistant who answers briefly.' });
+  const withTools = await client.messages.countTokens({ ...base, tools: [WEATHER], tool_choice: { type: 'auto' } });
+  assert.ok(withSystem.input_tokens > plain.input_tokens);
+  assert.ok(withTools.input_tokens > plain.input_tokens);
+  assert.equal(json(await app.inject({ url: '/api/v1/runs' })).pagination.total, 0);
+  const bad = await app.inject({ method: 'POST', url: '/v1/messages/count_tokens', payload: { model: 'claude-sonnet-4-5' } });
+  assert.equal(bad.statusCode, 400);
+  assert.equal(json(bad).type, 'error');
+});
+
+test('validation: messages-shaped 400s and no run; beta tokens are refused in the body', async (t) => {
+  const { app } = await build(t);
+  const cases: Array<[string, unknown]> = [
+    ['missing model', { max_tokens: 10, messages: ask() }],
+    ['empty messages', { model: 'claude-sonnet-4-5', max_tokens: 10, messages: [] }],
+    ['missing max_tokens', { model: 'claude-sonnet-4-5', messages: ask() }],
+    ['zero max_tokens', { model: 'claude-sonnet-4-5', max_tokens: 0, messages: ask() }],
+    ['bad role', { model: 'claude-sonnet-4-5', max_tokens: 10, messages: [{ role: 'system', content: 'x' }] }],
+    ['betas in body', { model: 'claude-sonnet-4-5', max_tokens: 10, messages: ask(), betas: ['x'] }],
+    ['tool_choice undeclared', { model: 'claude-sonnet-4-5', max_tokens: 10, messages: ask(), tools: [WEATHER], tool_choice: { type: 'tool', name: 'nope' } }],
+    ['bad tool schema', { model: 'claude-sonnet-4-5', max_tokens: 10, messages: ask(), tools: [{ name: 'f', input_schema: { type: 'object', properties: { a: { type: 'nonsense' } } } }] }],
+  ];
+  for (const [name, payload] of cases) {
+    const response = await app.inject({ method: 'POST', url: '/v1/messages', payload: payload as object });
+    assert.equal(response.statusCode, 400, name);
+    const body = json(response);
+    assert.equal(body.type, 'error', name);
+    assert.equal(body.error.type, 'invalid_request_error', name);
+    assert.equal(typeof body.error.message, 'string', name);
+  }
+  assert.equal(json(await app.inject({ url: '/api/v1/runs' })).pagination.total, 0);
+});
+
+test('protected mode: the SDK authenticates with x-api-key; a wrong key gets the messages-shaped 401', async (t) => {
+  const { app, address } = await listening(t, { SVC_API_KEY: 'bootstrap-token-messages-0001' });
+  const token = json(await app.inject({ method: 'POST', url: '/api/v1/keys', headers: bearer('bootstrap-token-messages-0001'), payload: { name: 'sdk' } })).token;
+  const good = new Anthropic({ baseURL: address, apiKey: token, maxRetries: 0 });
+  const message = await good.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() });
+  assert.equal(message.type, 'message');
+  const bad = new Anthropic({ baseURL: address, apiKey: 'svc_not-a-real-key-000000000000000000000000000', maxRetries: 0 });
+  await assert.rejects(bad.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() }), (error: unknown) => {
+    assert.ok(error instanceof Anthropic.AuthenticationError);
+    assert.equal((error.error as { type: string }).type, 'error');
+    return true;
+  });
+});
+
+function messageEvents(text: string): Array<[string, unknown]> {
+  return [
+    ['message_start', { type: 'message_start', message: { id: 'msg_up', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 12, output_tokens: 1 } } }],
+    ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }],
+    ['ping', { type: 'ping' }],
+    ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }],
+    ['content_block_stop', { type: 'content_block_stop', index: 0 }],
+    ['message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 5 } }],
+    ['message_stop', { type: 'message_stop' }],
+  ];
+}
+
+function writeEvents(res: import('node:http').ServerResponse, events: Array<[string, unknown]>): void {
+  for (const [name, data] of events) res.write(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`);
+}
+
+async function liveGateway(t: TestContext, upstream: FakeUpstream) {
+  return listening(t, { MESSAGES_API_KEY: 'sk-messages-upstream', MESSAGES_BASE_URL: upstream.baseUrl.replace(/\/v1$/, '') });
+}
+
+test('live messages provider: real header names upstream, the upstream key, streamed text relayed', async (t) => {
+  const upstream = await startFakeUpstream(t, (req, res) => {
+    startSse(res);
+    writeEvents(res, messageEvents('Hi from upstream'));
+    res.end();
+  });
+  const { client, address } = await liveGateway(t, upstream);
+  const final = await client.messages
+    .stream({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() }, { headers: { 'anthropic-beta': 'tools-2024-04-04,prompt-caching-2024-07-31' } })
+    .finalMessage();
+  assert.equal((final.content[0] as { text: string }).text, 'Hi from upstream');
+  const sent = upstream.requests[0]!;
+  assert.equal(sent.url, '/v1/messages');
+  assert.equal(sent.headers['x-api-key'], 'sk-messages-upstream');
+  // The SDK's own version header value passes through unchanged.
+  assert.match(String(sent.headers['anthropic-version']), /^\d{4}-\d{2}-\d{2}$/);
+  assert.equal(sent.headers['anthropic-beta'], 'tools-2024-04-04,prompt-caching-2024-07-31');
+  assert.equal(sent.body.stream, true);
+
+  // The neutral header spelling of SPEC 4.2 reaches the upstream under the provider's real names too.
+  await fetch(`${address}/v1/messages`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'messages-version': '2023-06-01', 'messages-beta': 'beta-one' },
+    body: JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask(), stream: true }),
+  }).then((r) => r.text());
+  assert.equal(upstream.requests[1]!.headers['anthropic-beta'], 'beta-one');
+  assert.equal(upstream.requests[1]!.headers['anthropic-version'], '2023-06-01');
+});
+
+test('live messages stream: a mid-stream error event and a truncated stream end with an error event and a failed run', async (t) => {
+  let mode: 'error' | 'truncated' = 'error';
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    const events = messageEvents('partial');
+    writeEvents(res, events.slice(0, 4));
+    if (mode === 'error') writeEvents(res, [['error', { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }]]);
+    res.end();
+  });
+  const { address, app } = await liveGateway(t, upstream);
+  for (const current of ['error', 'truncated'] as const) {
+    mode = current;
+    const response = await fetch(`${address}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask(), stream: true }),
+    });
+    const text = await response.text();
+    assert.equal((text.match(/event: message_start/g) ?? []).length, 1, current);
+    assert.match(text, /event: error\ndata: \{"type":"error","error":\{"type":"\w+","message"/, current);
+    assert.doesNotMatch(text, /event: message_stop/, current);
+    const run = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` })).run;
+    assert.equal(run.status, 'failed', current);
+    assert.ok(run.usage.promptTokens > 0, current);
+  }
+});
+
+test('live messages stream: a client abort reaches the upstream and the run is finalised', async (t) => {
+  const upstream = await startFakeUpstream(t, async (_req, res) => {
+    startSse(res);
+    writeEvents(res, messageEvents('start').slice(0, 3));
+    for (let i = 0; i < 200 && !res.destroyed; i++) {
+      res.write(`event: content_block_delta\ndata: ${JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: `word${i} ` } })}\n\n`);
+      await sleep(20);
+    }
+    res.end();
+  });
+  const { client, app } = await liveGateway(t, upstream);
+  const controller = new AbortController();
+  const stream = client.messages.stream({ model: 'claude-sonnet-4-5', max_tokens: 4096, messages: ask() }, { signal: controller.signal });
+  let deltas = 0;
+  stream.on('text', () => {
+    deltas += 1;
+    if (deltas === 3) controller.abort();
+  });
+  await stream.finalMessage().catch(() => undefined);
+  await upstream.clientClosed();
+  let run: any;
+  for (let i = 0; i < 50; i++) {
+    run = json(await app.inject({ url: '/api/v1/runs' })).runs[0];
+    if (run?.status !== 'running') break;
+    await sleep(20);
+  }
+  assert.equal(run.status, 'failed');
+  assert.equal(run.error.kind, 'aborted');
+});

@@ -1,0 +1,174 @@
+/**
+ * The responses wire with the official `openai` client (`responses.create`, `responses.stream()`) against a listening
+ * svc, payloads validated against the OpenAPI document, and a fake upstream for the live path.
+ */
+import assert from 'node:assert/strict';
+import test, { type TestContext } from 'node:test';
+import OpenAI from 'openai';
+import { build, json } from '../support/build.ts';
+import { startFakeUpstream, startSse, type FakeUpstream } from '../support/fake-upstream.ts';
+import { validateAgainst } from '../support/openapi.ts';
+
+const WEATHER = {
+  type: 'function' as const,
+  name: 'get_weather',
+  description: 'Weather for a city',
+  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false },
+  strict: true,
+};
+
+async function listening(t: TestContext, env: Record<string, string> = {}) {
+  const built = await build(t, { env });
+  const address = await built.app.listen({ port: 0, host: '127.0.0.1' });
+  return { ...built, address, client: new OpenAI({ baseURL: `${address}/v1`, apiKey: 'sk-local-dev', maxRetries: 0 }) };
+}
+
+let counter = 0;
+const input = (text = 'hello') => `${text} #${++counter} ${process.hrtime.bigint()}`;
+
+test('responses.create: a Response that validates, output_text, usage, evidence headers, and a cache hit', async (t) => {
+  const { client, app } = await listening(t);
+  const params = { model: 'gpt-4o-mini', input: input('what is svc'), instructions: 'be brief' };
+  const { data, response } = await client.responses.create(params).withResponse();
+  assert.equal(data.object, 'response');
+  assert.equal(data.status, 'completed');
+  assert.ok(data.output_text.length > 0);
+  assert.ok(data.usage!.input_tokens > 0);
+  assert.equal(validateAgainst('Response', data), null);
+  assert.equal(response.headers.get('x-svc-route'), 'live');
+  const again = await client.responses.create(params).withResponse();
+  assert.equal(again.response.headers.get('x-svc-route'), 'exact_cache');
+  assert.equal(again.data.output_text, data.output_text);
+  assert.notEqual(again.data.id, data.id);
+  const run = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` })).run;
+  assert.equal(run.wire, 'responses');
+  assert.equal(run.status, 'completed');
+});
+
+test('responses.stream(): ordered events with consecutive sequence numbers that validate, function calls, finalResponse', async (t) => {
+  const { client } = await listening(t);
+  const params = { model: 'gpt-4o-mini', input: input('weather in Oslo and Lima'), tools: [WEATHER], tool_choice: 'required' as const };
+  const stream = client.responses.stream(params);
+  const events: any[] = [];
+  for await (const event of stream) events.push(event);
+  const final = await stream.finalResponse();
+  assert.equal(events[0].type, 'response.created');
+  assert.equal(events.at(-1).type, 'response.completed');
+  assert.deepEqual(
+    events.map((event) => event.sequence_number),
+    events.map((_, index) => index),
+  );
+  for (const event of events) assert.equal(validateAgainst('ResponseStreamEvent', event), null, event.type);
+  const calls = final.output.filter((item) => item.type === 'function_call');
+  assert.ok(calls.length >= 1);
+  for (const call of calls) {
+    assert.equal(call.type === 'function_call' && call.name, 'get_weather');
+    assert.equal(typeof JSON.parse((call as { arguments: string }).arguments).city, 'string');
+  }
+  // Replayed from the cache as a stream with the same shape.
+  const replay = client.responses.stream(params);
+  const replayed: any[] = [];
+  for await (const event of replay) replayed.push(event);
+  assert.deepEqual(
+    replayed.map((event) => event.type),
+    events.map((event) => event.type),
+  );
+  for (const event of replayed) assert.equal(validateAgainst('ResponseStreamEvent', event), null, event.type);
+});
+
+test('unsupported capabilities are clear 400s in the chat-completions error shape and create no run', async (t) => {
+  const { app } = await build(t);
+  const cases: Array<[string, Record<string, unknown>]> = [
+    ['previous_response_id', { model: 'gpt-4o', input: 'x', previous_response_id: 'resp_1' }],
+    ['conversation', { model: 'gpt-4o', input: 'x', conversation: 'conv_1' }],
+    ['hosted tool', { model: 'gpt-4o', input: 'x', tools: [{ type: 'web_search_preview' }] }],
+    ['background', { model: 'gpt-4o', input: 'x', background: true }],
+    ['missing input', { model: 'gpt-4o' }],
+    ['missing model', { input: 'x' }],
+    ['bad json schema', { model: 'gpt-4o', input: 'x', text: { format: { type: 'json_schema', name: 's', schema: { type: 'bogus' } } } }],
+    ['tool_choice undeclared', { model: 'gpt-4o', input: 'x', tools: [WEATHER], tool_choice: { type: 'function', name: 'nope' } }],
+  ];
+  for (const [name, payload] of cases) {
+    const response = await app.inject({ method: 'POST', url: '/v1/responses', payload });
+    assert.equal(response.statusCode, 400, name);
+    const body = json(response);
+    assert.equal(body.error.type, 'invalid_request_error', name);
+    assert.equal(validateAgainst('ErrorResponse', body), null, name);
+  }
+  assert.equal(json(await app.inject({ url: '/api/v1/runs' })).pagination.total, 0);
+});
+
+function upstreamEvents(text: string) {
+  const response = { id: 'resp_up', object: 'response', created_at: 1700000000, status: 'in_progress', model: 'gpt-4o-mini', output: [], usage: null };
+  const item = { id: 'msg_up', type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text, annotations: [] }] };
+  return [
+    { type: 'response.created', sequence_number: 5, response },
+    { type: 'response.output_item.added', sequence_number: 6, output_index: 0, item: { ...item, status: 'in_progress', content: [] } },
+    { type: 'response.content_part.added', sequence_number: 7, item_id: 'msg_up', output_index: 0, content_index: 0, part: { type: 'output_text', text: '', annotations: [] } },
+    { type: 'response.output_text.delta', sequence_number: 8, item_id: 'msg_up', output_index: 0, content_index: 0, delta: text, logprobs: [] },
+    { type: 'response.output_text.done', sequence_number: 9, item_id: 'msg_up', output_index: 0, content_index: 0, text, logprobs: [] },
+    { type: 'response.content_part.done', sequence_number: 10, item_id: 'msg_up', output_index: 0, content_index: 0, part: item.content[0] },
+    { type: 'response.output_item.done', sequence_number: 11, output_index: 0, item },
+    { type: 'response.completed', sequence_number: 12, response: { ...response, status: 'completed', output: [item], usage: { input_tokens: 9, output_tokens: 3, total_tokens: 12, input_tokens_details: { cached_tokens: 0 }, output_tokens_details: { reasoning_tokens: 0 } } } },
+  ];
+}
+
+function writeEvents(res: import("node:http").ServerResponse, events: ReadonlyArray<object>) {
+  for (const event of events as Array<{ type: string }>) res.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+}
+
+async function liveGateway(t: TestContext, upstream: FakeUpstream) {
+  return listening(t, { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl });
+}
+
+test('live responses: the upstream /responses endpoint, sequence numbers renumbered, usage recorded', async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    writeEvents(res, upstreamEvents('From upstream'));
+    res.end();
+  });
+  const { client, app } = await liveGateway(t, upstream);
+  const stream = client.responses.stream({ model: 'gpt-4o-mini', input: input() });
+  const events: any[] = [];
+  for await (const event of stream) events.push(event);
+  const final = await stream.finalResponse();
+  const message = final.output.find((item) => item.type === 'message') as { content: Array<{ text: string }> } | undefined;
+  assert.equal(message?.content[0]?.text, 'From upstream');
+  assert.deepEqual(
+    events.map((event) => event.sequence_number),
+    events.map((_, index) => index),
+  );
+  assert.equal(upstream.requests[0]!.url, '/v1/responses');
+  assert.equal(upstream.requests[0]!.headers.authorization, 'Bearer sk-upstream');
+  const run = json(await app.inject({ url: '/api/v1/runs' })).runs[0];
+  assert.equal(run.status, 'completed');
+  assert.deepEqual(run.usage, { promptTokens: 9, completionTokens: 3, totalTokens: 12 });
+});
+
+test('live responses: a truncated stream and an upstream response.failed end with response.failed and a failed run', async (t) => {
+  let mode: 'truncated' | 'failed' | 'bad-delta' = 'truncated';
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    const events = upstreamEvents('partial answer');
+    if (mode === 'truncated') writeEvents(res, events.slice(0, 4));
+    else if (mode === 'failed') {
+      writeEvents(res, events.slice(0, 2));
+      writeEvents(res, [{ type: 'response.failed', sequence_number: 99, response: { ...events[0]!.response, status: 'failed', error: { code: 'server_error', message: 'boom' } } } as never]);
+    } else writeEvents(res, [events[0]!, { ...events[3]!, item_id: 'msg_never_announced' }]);
+    res.end();
+  });
+  const { address, app } = await liveGateway(t, upstream);
+  for (const current of ['truncated', 'failed', 'bad-delta'] as const) {
+    mode = current;
+    const response = await fetch(`${address}/v1/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', input: input(), stream: true }),
+    });
+    const text = await response.text();
+    assert.match(text, /event: response\.failed/, current);
+    assert.doesNotMatch(text, /event: response\.completed/, current);
+    const run = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` })).run;
+    assert.equal(run.status, 'failed', current);
+  }
+});
