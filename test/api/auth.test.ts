@@ -1,0 +1,85 @@
+/** SPEC 5.1-5.3: the three modes, malformed credentials, identical 401 bodies per surface, identity headers. */
+import assert from 'node:assert/strict';
+import test from 'node:test';
+import { bearer, build, json } from '../support/build.ts';
+
+const BOOT = 'bootstrap-token-auth-tests-000001';
+const CHAT = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
+const MESSAGES = { model: 'claude-sonnet-4-5', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] };
+
+test('open dev mode: no credentials configured, callers are admins of the default tenant', async (t) => {
+  const { app } = await build(t);
+  assert.equal((await app.inject({ url: '/api/v1/keys' })).statusCode, 200);
+  // Placeholder tokens from SDK examples work in open mode; svc_-shaped unknown tokens are still refused.
+  assert.equal((await app.inject({ url: '/api/v1/keys', headers: bearer('sk-placeholder') })).statusCode, 200);
+  assert.equal((await app.inject({ url: '/api/v1/keys', headers: bearer('svc_unknownunknownunknownunknownunknown0000') })).statusCode, 401);
+  const created = json(await app.inject({ method: 'POST', url: '/api/v1/keys', payload: { name: 'first' } }));
+  assert.equal(created.key.mode, 'optimize');
+});
+
+test('protected mode: headerless, wrong and malformed credentials are 401 with one identical body per surface', async (t) => {
+  const { app } = await build(t, { env: { SVC_API_KEY: BOOT } });
+  const variants: Array<Record<string, string>> = [
+    {},
+    bearer('wrong-token'),
+    { authorization: 'Basic dXNlcjpwYXNz' },
+    { authorization: 'Bearer' },
+    { authorization: 'Bearer a b' },
+    { authorization: `Bearer ${BOOT}x` },
+  ];
+  const bodies = { management: new Set<string>(), chat: new Set<string>(), messages: new Set<string>() };
+  for (const headers of variants) {
+    const management = await app.inject({ url: '/api/v1/keys', headers });
+    const chat = await app.inject({ method: 'POST', url: '/v1/chat/completions', headers, payload: CHAT });
+    const messages = await app.inject({ method: 'POST', url: '/v1/messages', headers, payload: MESSAGES });
+    for (const response of [management, chat, messages]) assert.equal(response.statusCode, 401, JSON.stringify(headers));
+    bodies.management.add(management.body);
+    bodies.chat.add(chat.body);
+    bodies.messages.add(messages.body);
+  }
+  assert.equal(bodies.management.size, 1);
+  assert.equal(bodies.chat.size, 1);
+  assert.equal(bodies.messages.size, 1);
+  assert.equal(json({ body: [...bodies.management][0]! }).error.code, 'unauthorized');
+  assert.equal(json({ body: [...bodies.chat][0]! }).error.code, 'invalid_api_key');
+  assert.equal(json({ body: [...bodies.messages][0]! }).type, 'error');
+  assert.equal(json({ body: [...bodies.messages][0]! }).error.type, 'authentication_error');
+  assert.equal((await app.inject({ url: '/api/v1/keys', headers: bearer(BOOT) })).statusCode, 200);
+  // The messages wire also takes x-api-key.
+  const key = json(await app.inject({ method: 'POST', url: '/api/v1/keys', headers: bearer(BOOT), payload: { name: 'sdk' } })).token;
+  assert.equal((await app.inject({ method: 'POST', url: '/v1/messages', headers: { 'x-api-key': key }, payload: MESSAGES })).statusCode, 200);
+  // Nothing in any 401 echoes the presented credential.
+  for (const body of [...bodies.management, ...bodies.chat, ...bodies.messages]) assert.ok(!body.includes('wrong-token'));
+});
+
+test('a revoked key is rejected on the very next request', async (t) => {
+  const { app } = await build(t, { env: { SVC_API_KEY: BOOT } });
+  const { key, token } = json(await app.inject({ method: 'POST', url: '/api/v1/keys', headers: bearer(BOOT), payload: { name: 'short-lived' } }));
+  assert.equal((await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: bearer(token), payload: CHAT })).statusCode, 200);
+  assert.equal((await app.inject({ method: 'POST', url: `/api/v1/keys/${key.id}/revoke`, headers: bearer(BOOT) })).statusCode, 200);
+  assert.equal((await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: bearer(token), payload: CHAT })).statusCode, 401);
+});
+
+test('login mode: headerless requests are 401 on both surfaces; open gateway lets the gateway in only', async (t) => {
+  const { app } = await build(t, { env: { SVC_REQUIRE_LOGIN: 'true' } });
+  assert.equal((await app.inject({ url: '/api/v1/keys' })).statusCode, 401);
+  assert.equal((await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: CHAT })).statusCode, 401);
+  const open = await build(t, { env: { SVC_API_KEY: BOOT, SVC_ALLOW_OPEN_GATEWAY: 'true' } });
+  assert.equal((await open.app.inject({ method: 'POST', url: '/v1/chat/completions', payload: CHAT })).statusCode, 200);
+  assert.equal((await open.app.inject({ url: '/api/v1/keys' })).statusCode, 401);
+});
+
+test('identity headers: app, agent and subject reach the run; a pinned key overrides X-Svc-App; bad values are 400', async (t) => {
+  const { app } = await build(t, { env: { SVC_API_KEY: BOOT } });
+  const pinned = json(await app.inject({ method: 'POST', url: '/api/v1/keys', headers: bearer(BOOT), payload: { name: 'p', appId: 'billing' } })).token;
+  const response = await app.inject({
+    method: 'POST',
+    url: '/v1/chat/completions',
+    headers: { ...bearer(pinned), 'x-svc-app': 'other-app', 'x-svc-agent': 'planner', 'x-svc-subject': 'user-42' },
+    payload: CHAT,
+  });
+  const run = json(await app.inject({ url: `/api/v1/runs/${response.headers['x-svc-run-id']}`, headers: bearer(BOOT) })).run;
+  assert.deepEqual([run.appId, run.agent, run.subject], ['billing', 'planner', 'user-42']);
+  const bad = await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: { ...bearer(BOOT), 'x-svc-subject': 'x'.repeat(500) }, payload: CHAT });
+  assert.equal(bad.statusCode, 400);
+});
