@@ -1,0 +1,137 @@
+/** SPEC 2.2/4.6 keys and 2.4/4.8 settings: rules, validation, secrets, and that rejected writes change nothing. */
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import test from 'node:test';
+import { bearer, build, json } from '../support/build.ts';
+
+const BOOT = 'bootstrap-token-keys-tests-0000001';
+const admin = bearer(BOOT);
+
+async function setup(t: import('node:test').TestContext) {
+  const built = await build(t, { env: { SVC_API_KEY: BOOT } });
+  const create = async (payload: Record<string, unknown>, headers = admin) => built.app.inject({ method: 'POST', url: '/api/v1/keys', headers, payload });
+  return { ...built, create };
+}
+
+test('keys: token shown once with the svc_ prefix, stored hashed, never listed; mode changes audited; revoke', async (t) => {
+  const { app, services, create } = await setup(t);
+  const response = await create({ name: 'ci' });
+  assert.equal(response.statusCode, 201);
+  assert.equal(response.headers['cache-control'], 'no-store');
+  const { key, token } = json(response);
+  assert.match(token, /^svc_[A-Za-z0-9_-]{43}$/);
+  const hash = createHash('sha256').update(token).digest('hex');
+  const listed = (await app.inject({ url: '/api/v1/keys', headers: admin })).body;
+  assert.ok(!listed.includes(token) && !listed.includes(hash));
+  assert.deepEqual(json({ body: listed }).pagination, { limit: 50, offset: 0, total: 1, hasMore: false });
+  const stored = await services.store.read((sql) => sql.get<{ token_hash: string }>('SELECT token_hash FROM api_keys WHERE id = ?', [key.id]));
+  assert.equal(stored!.token_hash, hash);
+
+  const patched = await app.inject({ method: 'PATCH', url: `/api/v1/keys/${key.id}`, headers: admin, payload: { mode: 'observe' } });
+  assert.equal(json(patched).key.mode, 'observe');
+  assert.equal((await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: bearer(token), payload: { model: 'm', messages: [{ role: 'user', content: 'x' }] } })).statusCode, 200, 'the same token keeps working after a mode change');
+  const audit = json(await app.inject({ url: '/api/v1/audit', headers: admin })).events.map((event: { action: string }) => event.action);
+  assert.deepEqual(audit.slice(0, 2), ['key.mode_change', 'key.create']);
+  for (const bad of [{ mode: 'sideways' }, {}, { mode: 'observe', extra: 1 }]) {
+    assert.equal((await app.inject({ method: 'PATCH', url: `/api/v1/keys/${key.id}`, headers: admin, payload: bad })).statusCode, 400);
+  }
+  assert.equal((await app.inject({ method: 'PATCH', url: '/api/v1/keys/key_nope', headers: admin, payload: { mode: 'observe' } })).statusCode, 404);
+  assert.equal((await app.inject({ method: 'POST', url: `/api/v1/keys/${key.id}/revoke`, headers: admin })).statusCode, 200);
+  assert.equal(json(await app.inject({ url: '/api/v1/keys', headers: admin })).keys[0].status, 'revoked');
+});
+
+test('keys: non-admins are refused; app-pinned admins manage only their app and cannot mint admin keys', async (t) => {
+  const { app, create } = await setup(t);
+  const member = json(await create({ name: 'member' })).token;
+  assert.equal((await create({ name: 'x' }, bearer(member))).statusCode, 403);
+  assert.equal((await app.inject({ url: '/api/v1/keys', headers: bearer(member) })).statusCode, 403);
+  const pinnedAdmin = json(await create({ name: 'billing-admin', admin: true, appId: 'billing' })).token;
+  const other = json(await create({ name: 'search', appId: 'search' })).key;
+  assert.equal((await create({ name: 'escalate', admin: true }, bearer(pinnedAdmin))).statusCode, 403);
+  assert.equal((await create({ name: 'elsewhere', appId: 'search' }, bearer(pinnedAdmin))).statusCode, 403);
+  const own = await create({ name: 'billing-worker' }, bearer(pinnedAdmin));
+  assert.equal(own.statusCode, 201);
+  assert.equal(json(own).key.appId, 'billing');
+  const visible = json(await app.inject({ url: '/api/v1/keys', headers: bearer(pinnedAdmin) })).keys.map((key: { appId: string }) => key.appId);
+  assert.ok(visible.every((appId: string) => appId === 'billing'));
+  assert.equal((await app.inject({ method: 'POST', url: `/api/v1/keys/${other.id}/revoke`, headers: bearer(pinnedAdmin) })).statusCode, 404);
+  for (const bad of [{}, { name: '' }, { name: 'x', mode: 'bad' }, { name: 'x', admin: 'yes' }, { name: 'x', surprise: true }]) {
+    assert.equal((await create(bad)).statusCode, 400, JSON.stringify(bad));
+  }
+});
+
+test('settings: every key validated, one per PUT, unknown keys refused, secrets masked and encrypted at rest', async (t) => {
+  const { app, services, create } = await setup(t);
+  const put = (key: string, value: unknown, headers = admin) => app.inject({ method: 'PUT', url: '/api/v1/settings', headers, payload: { key, value } });
+  const defaults = json(await app.inject({ url: '/api/v1/settings', headers: admin })).settings;
+  assert.equal(defaults.retention_days, 30);
+  assert.equal(defaults.model_substitution_reference_holdout_bps, 200);
+  assert.equal(defaults.model_substitution_reference_max_cadence, 50);
+  assert.equal(defaults.memory_quarantine_min_level, 3);
+  const valid: Array<[string, unknown]> = [
+    ['retention_days', 7],
+    ['redaction', true],
+    ['approval_exception_ttl_hours', 12],
+    ['canary_enabled', true],
+    ['model_substitutions', { 'gpt-4o': 'gpt-4o-mini' }],
+    ['model_substitution_enabled', true],
+    ['model_substitution_reference_holdout_bps', 10000],
+    ['model_substitution_reference_max_cadence', 5],
+    ['semantic_cache', 'shadow'],
+    ['tripwire_action', 'block'],
+    ['streaming_dlp', true],
+    ['memory_quarantine', true],
+    ['memory_quarantine_min_level', 0],
+    ['cross_tenant_learning', true],
+    ['webhook_url', 'https://93.184.216.34/hook'],
+    ['webhook_url', null],
+  ];
+  for (const [key, value] of valid) assert.equal((await put(key, value)).statusCode, 200, `${key}=${JSON.stringify(value)}`);
+  const before = (await app.inject({ url: '/api/v1/settings', headers: admin })).body;
+  const invalid: Array<[string, unknown]> = [
+    ['retention_days', 0],
+    ['retention_days', '7'],
+    ['redaction', 'yes'],
+    ['model_substitutions', { 'gpt-4o': 5 }],
+    ['model_substitution_reference_holdout_bps', 10001],
+    ['model_substitution_reference_holdout_bps', 1.5],
+    ['model_substitution_reference_max_cadence', 0],
+    ['semantic_cache', 'sometimes'],
+    ['tripwire_action', 'explode'],
+    ['memory_quarantine_min_level', 5],
+    ['webhook_url', 'http://127.0.0.1/hook'],
+    ['webhook_url', 'http://[::1]/'],
+    ['webhook_url', 'http://10.0.0.1/'],
+    ['webhook_url', 'http://2130706433/'],
+    ['webhook_url', 'ftp://example.com/'],
+    ['no_such_setting', true],
+  ];
+  for (const [key, value] of invalid) {
+    const response = await put(key, value);
+    assert.ok([400, 403].includes(response.statusCode), `${key}=${JSON.stringify(value)} -> ${response.statusCode}`);
+  }
+  assert.equal((await app.inject({ url: '/api/v1/settings', headers: admin })).body, before, 'rejected writes change nothing');
+  assert.equal((await app.inject({ method: 'PUT', url: '/api/v1/settings', headers: admin, payload: { retention_days: 3 } })).statusCode, 400);
+
+  assert.equal((await put('webhook_secret', 'whsec-very-secret-value')).statusCode, 200);
+  const shown = (await app.inject({ url: '/api/v1/settings', headers: admin })).body;
+  assert.ok(!shown.includes('whsec-very-secret-value'));
+  assert.equal(json({ body: shown }).settings.webhook_secret, '[set]');
+  const raw = await services.store.read((sql) => sql.get<{ value_json: string; encrypted: number }>("SELECT value_json, encrypted FROM settings WHERE key = 'webhook_secret'"));
+  assert.equal(raw!.encrypted, 1);
+  assert.ok(!raw!.value_json.includes('whsec-very-secret-value'));
+  assert.equal((await services.settings.effective('default')).webhook_secret, 'whsec-very-secret-value');
+
+  const member = json(await create({ name: 'member' })).token;
+  assert.equal((await put('retention_days', 9, bearer(member))).statusCode, 403);
+  const pinnedAdmin = json(await create({ name: 'pa', admin: true, appId: 'billing' })).token;
+  assert.equal((await put('retention_days', 9, bearer(pinnedAdmin))).statusCode, 403);
+  assert.equal(json(await app.inject({ url: '/api/v1/settings', headers: bearer(pinnedAdmin) })).settings.managed_connector_grants, undefined);
+});
+
+test('webhook_url must be public even in open dev mode', async (t) => {
+  const { app } = await build(t);
+  const response = await app.inject({ method: 'PUT', url: '/api/v1/settings', payload: { key: 'webhook_url', value: 'http://169.254.169.254/latest' } });
+  assert.equal(response.statusCode, 403);
+  assert.equal(json(response).error.code, 'private_url_blocked');
+});
