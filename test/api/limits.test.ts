@@ -1,0 +1,98 @@
+/** Bad input gets a clear 4xx in each surface's shape and changes nothing; limits and rate limits per surface. */
+import assert from 'node:assert/strict';
+import test from 'node:test';
+import { build, json } from '../support/build.ts';
+
+const jsonHeaders = { 'content-type': 'application/json' };
+
+test('malformed JSON and prototype-pollution keys are 400s that create nothing', async (t) => {
+  const { app } = await build(t);
+  const cases = ['{"name":', '{"__proto__":{"admin":true},"name":"x"}', '{"constructor":{"prototype":{"admin":true}},"name":"x"}', '[]'];
+  for (const payload of cases) {
+    const response = await app.inject({ method: 'POST', url: '/api/v1/keys', headers: jsonHeaders, payload });
+    assert.equal(response.statusCode, 400, payload);
+    assert.equal(typeof json(response).error.code, 'string');
+  }
+  assert.equal(json(await app.inject({ url: '/api/v1/keys' })).pagination.total, 0);
+  const chat = await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: jsonHeaders, payload: '{"model":"x","messages":[{"__proto__":{}}]}' });
+  assert.equal(chat.statusCode, 400);
+  assert.equal(json(chat).error.type, 'invalid_request_error');
+  const messages = await app.inject({ method: 'POST', url: '/v1/messages', headers: jsonHeaders, payload: '{"model":' });
+  assert.equal(messages.statusCode, 400);
+  assert.equal(json(messages).type, 'error');
+  assert.equal(({} as Record<string, unknown>).admin, undefined);
+  const wrongType = await app.inject({ method: 'POST', url: '/api/v1/keys', headers: { 'content-type': 'text/plain' }, payload: 'name=x' });
+  assert.ok([400, 415].includes(wrongType.statusCode));
+  assert.equal(json(await app.inject({ url: '/api/v1/keys' })).pagination.total, 0);
+});
+
+test('body limits: management bodies are bounded smaller than gateway bodies', async (t) => {
+  const { app } = await build(t, { env: { SVC_API_BODY_LIMIT_BYTES: '2048', SVC_GATEWAY_BODY_LIMIT_BYTES: '65536' } });
+  const big = 'x'.repeat(10_000);
+  const management = await app.inject({ method: 'POST', url: '/api/v1/keys', payload: { name: big } });
+  assert.equal(management.statusCode, 413);
+  assert.equal(json(management).error.code, 'payload_too_large');
+  const gateway = await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: big }] } });
+  assert.equal(gateway.statusCode, 200, 'a 10 KB prompt is within the gateway limit');
+  const tooBig = await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x'.repeat(70_000) }] } });
+  assert.equal(tooBig.statusCode, 413);
+  assert.equal(json(tooBig).error.type, 'invalid_request_error');
+});
+
+test('rate limits: 429 with retry-after in the management, chat and messages shapes', async (t) => {
+  const { app } = await build(t, { env: { SVC_RATE_LIMIT_API_PER_MINUTE: '3', SVC_RATE_LIMIT_GATEWAY_PER_MINUTE: '2' } });
+  let last = await app.inject({ url: '/api/v1/keys' });
+  for (let i = 0; i < 3; i++) last = await app.inject({ url: '/api/v1/keys' });
+  assert.equal(last.statusCode, 429);
+  assert.ok(Number(last.headers['retry-after']) >= 1);
+  assert.equal(json(last).error.code, 'rate_limited');
+  for (let i = 0; i < 2; i++) await app.inject({ url: '/v1/models' });
+  const chat = await app.inject({ url: '/v1/models' });
+  assert.equal(chat.statusCode, 429);
+  assert.ok(Number(chat.headers['retry-after']) >= 1);
+  assert.equal(json(chat).error.type, 'rate_limit_error');
+  const messages = await app.inject({ method: 'POST', url: '/v1/messages', payload: {} });
+  assert.equal(messages.statusCode, 429);
+  assert.equal(json(messages).type, 'error');
+  assert.equal(json(messages).error.type, 'rate_limit_error');
+});
+
+test('unknown routes are JSON 404s in each surface shape', async (t) => {
+  const { app } = await build(t);
+  const management = await app.inject({ url: '/api/v1/nope' });
+  assert.equal(management.statusCode, 404);
+  assert.equal(json(management).error.code, 'route_not_found');
+  const chat = await app.inject({ url: '/v1/nope' });
+  assert.equal(chat.statusCode, 404);
+  assert.equal(typeof json(chat).error.message, 'string');
+  const root = await app.inject({ url: '/definitely-not-here' });
+  assert.equal(root.statusCode, 404);
+  assert.ok(json(root).error);
+});
+
+test('health is public and complete; readiness is admin-only and computed from configuration', async (t) => {
+  const { app } = await build(t, { env: { SVC_API_KEY: 'bootstrap-token-health-000000001' } });
+  const health = await app.inject({ url: '/health' });
+  assert.equal(health.statusCode, 200);
+  assert.equal(typeof json(health).version, 'string');
+  assert.equal((await app.inject({ url: '/api/v1/readiness' })).statusCode, 401);
+  const readiness = json(await app.inject({ url: '/api/v1/readiness', headers: { authorization: 'Bearer bootstrap-token-health-000000001' } }));
+  const body = JSON.stringify(readiness);
+  for (const item of ['auth', 'vault', 'provider']) assert.ok(body.includes(item), item);
+  assert.ok(!body.includes('bootstrap-token-health'));
+});
+
+test('audit: a per-tenant hash chain that verify=true checks and that tampering breaks', async (t) => {
+  const { app, services } = await build(t);
+  for (const name of ['a', 'b', 'c']) await app.inject({ method: 'POST', url: '/api/v1/keys', payload: { name } });
+  const verified = json(await app.inject({ url: '/api/v1/audit?verify=true&limit=2' }));
+  assert.equal(verified.events.length, 2);
+  assert.equal(verified.integrity.ok, true);
+  assert.equal(verified.events[0].prevHash, verified.events[1].hash);
+  assert.equal(json(await app.inject({ url: '/api/v1/audit?decision=deny' })).events.length, 0);
+  assert.equal((await app.inject({ url: '/api/v1/audit?limit=0' })).statusCode, 400);
+  await services.store.write((sql) => sql.run("UPDATE audit_events SET target = 'forged' WHERE seq = 2"));
+  const broken = json(await app.inject({ url: '/api/v1/audit?verify=true' }));
+  assert.equal(broken.integrity.ok, false);
+  assert.equal(broken.integrity.brokenAt, 2);
+});
