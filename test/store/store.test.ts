@@ -1,0 +1,65 @@
+/** The data file: versioned migrations, group commit, deferred writes, a stale engine lock cleared. */
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import test from 'node:test';
+import { MIGRATIONS } from '../../src/store/migrations.ts';
+import { DATA_FILE_NAME, openStore } from '../../src/store/store.ts';
+import { tempDir } from '../support/process.ts';
+
+test('migrations are versioned, applied once, and reopening is idempotent', async (t) => {
+  const dataDir = tempDir(t);
+  const first = openStore({ dataDir });
+  const latest = Math.max(...MIGRATIONS.map((migration) => migration.version));
+  assert.equal(first.schemaVersion, latest);
+  const versions = await first.read((sql) => sql.all<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version').map((row) => row.version));
+  assert.deepEqual(versions, [...MIGRATIONS].map((migration) => migration.version).sort((a, b) => a - b));
+  await first.close();
+  const second = openStore({ dataDir });
+  assert.equal(second.schemaVersion, latest);
+  assert.equal(await second.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM schema_migrations')!.n), MIGRATIONS.length);
+  await second.close();
+});
+
+test('a migration missing below the highest applied one is still applied', async (t) => {
+  const dataDir = tempDir(t);
+  const extra = { version: 999, name: 'late', sql: 'CREATE TABLE late_one (id TEXT)' };
+  const gap = { version: 998, name: 'gap', sql: 'CREATE TABLE gap_one (id TEXT)' };
+  await openStore({ dataDir, migrations: [...MIGRATIONS, extra] }).close();
+  const store = openStore({ dataDir, migrations: [...MIGRATIONS, gap, extra] });
+  assert.ok(await store.read((sql) => sql.get("SELECT name FROM sqlite_master WHERE name = 'gap_one'")));
+  await store.close();
+});
+
+test('concurrent writes share a commit, each resolving after it; a failing write does not sink its batch', async (t) => {
+  const store = openStore({ dataDir: tempDir(t) });
+  t.after(() => store.close());
+  await store.write((sql) => sql.run("CREATE TABLE IF NOT EXISTS t (id TEXT PRIMARY KEY)"));
+  const writes = Array.from({ length: 50 }, (_, i) => store.write((sql) => sql.run('INSERT INTO t (id) VALUES (?)', [`r${i}`])));
+  const failing = assert.rejects(store.write((sql) => sql.run('INSERT INTO t (id) VALUES (?)', ['r1'])), /UNIQUE/);
+  await Promise.all(writes);
+  await failing;
+  assert.equal(await store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM t')!.n), 50);
+});
+
+test('a write queued from the continuation of another write resolves (no lost wake-up)', async (t) => {
+  const store = openStore({ dataDir: null });
+  t.after(() => store.close());
+  await store.write((sql) => sql.run('CREATE TABLE IF NOT EXISTS t (id INTEGER)'));
+  for (let i = 0; i < 200; i++) {
+    await store.write((sql) => sql.run('INSERT INTO t (id) VALUES (?)', [i])).then(() => store.write((sql) => sql.run('INSERT INTO t (id) VALUES (?)', [-i])));
+  }
+  store.writeDeferred((sql) => sql.run('INSERT INTO t (id) VALUES (?)', [1_000_000]));
+  await store.flush();
+  assert.equal(await store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM t')!.n), 401);
+});
+
+test('a stale engine lock directory left by a killed process is cleared on open', async (t) => {
+  const dataDir = tempDir(t);
+  await openStore({ dataDir }).close();
+  mkdirSync(join(dataDir, `${DATA_FILE_NAME}.lock`));
+  const store = openStore({ dataDir });
+  assert.equal(await store.read((sql) => sql.get<{ one: number }>('SELECT 1 AS one')!.one), 1);
+  await store.close();
+  assert.equal(existsSync(join(dataDir, `${DATA_FILE_NAME}.lock`)), false);
+});
