@@ -49,7 +49,13 @@ export class CachedSql implements Sql {
   /** Finalize every cached statement; must run before the database is closed. */
   finalizeAll(): void {
     for (const stmt of this.statements.values()) {
-      if (!stmt.isFinalized) stmt.finalize();
+      if (stmt.isFinalized) continue;
+      try {
+        stmt.finalize();
+      } catch {
+        // sqlite3_finalize reports the statement's last step error (e.g. a constraint a write already answered
+        // for); the statement is finalized all the same, and closing must not fail because of it.
+      }
     }
     this.statements.clear();
   }
