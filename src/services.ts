@@ -71,7 +71,7 @@ export async function createServices(config: Config, store: Store, overrides: Se
     });
   const settings = createSettingsService({
     repo: createSettingsRepository(store),
-    keys: keysRepo,
+    keys,
     audit,
     cipher,
     checkPublicUrl,

@@ -11,7 +11,7 @@
 import { AppError, invalid } from '../core/errors.ts';
 import { constantTimeEqual } from '../core/ids.ts';
 import type { KeysService } from '../keys/service.ts';
-import { DEFAULT_TENANT_ID } from '../tenants/repo.ts';
+import { DEFAULT_TENANT_ID } from '../tenants/defaults.ts';
 import type { AuthContext } from './auth-context.ts';
 
 export type Surface = 'api' | 'gateway';

@@ -37,6 +37,8 @@ export interface KeysService {
   authenticate(token: string): Promise<ApiKey | null>;
   /** True when the token has our prefix: a caller presenting it meant an svc key, so a miss is a hard 401. */
   looksLikeKey(token: string): boolean;
+  /** A key of the tenant by id, for other services' checks (e.g. connector grants); not an authorisation. */
+  findById(tenantId: string, id: string): Promise<ApiKey | null>;
 }
 
 function requireAdmin(auth: AuthContext): void {
@@ -130,6 +132,7 @@ export function createKeysService(deps: { repo: ApiKeysRepository; audit: AuditS
       return key && key.revokedAt === null ? key : null;
     },
 
+    findById: (tenantId, id) => repo.findById(tenantId, id),
     looksLikeKey(token) {
       return token.startsWith(API_KEY_PREFIX);
     },

@@ -6,7 +6,7 @@ import type { Clock } from '../core/clock.ts';
 import { AppError, invalid } from '../core/errors.ts';
 import type { AuditService } from '../audit/service.ts';
 import type { AuthContext } from '../identity/auth-context.ts';
-import type { ApiKeysRepository } from '../keys/repo.ts';
+import type { KeysService } from '../keys/service.ts';
 import type { SecretCipher } from '../secrets/vault-cipher.ts';
 import type { SettingsRepository } from './repo.ts';
 import {
@@ -35,7 +35,7 @@ export interface SettingsService {
 
 export function createSettingsService(deps: {
   repo: SettingsRepository;
-  keys: ApiKeysRepository;
+  keys: Pick<KeysService, 'findById'>;
   audit: AuditService;
   cipher: SecretCipher;
   checkPublicUrl: PublicUrlCheck;

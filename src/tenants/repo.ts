@@ -1,8 +1,8 @@
 /** Tenants (organizations). The default tenant `default` / `Default` exists from the first start (SPEC 2.1). */
 import type { Store } from '../store/store.ts';
+import { DEFAULT_TENANT_ID, DEFAULT_TENANT_NAME } from './defaults.ts';
 
-export const DEFAULT_TENANT_ID = 'default';
-export const DEFAULT_TENANT_NAME = 'Default';
+export { DEFAULT_TENANT_ID, DEFAULT_TENANT_NAME };
 
 export interface Tenant {
   id: string;
