@@ -172,3 +172,37 @@ test('live responses: a truncated stream and an upstream response.failed end wit
     assert.equal(run.status, 'failed', current);
   }
 });
+
+test('live responses: a client abort mid-stream reaches the upstream and the run is finalised', async (t) => {
+  const upstream = await startFakeUpstream(t, async (_req, res) => {
+    startSse(res);
+    const events = upstreamEvents('');
+    writeEvents(res, events.slice(0, 3));
+    for (let i = 0; i < 200 && !res.destroyed; i++) {
+      writeEvents(res, [{ type: 'response.output_text.delta', sequence_number: 100 + i, item_id: 'msg_up', output_index: 0, content_index: 0, delta: `w${i} `, logprobs: [] }]);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    res.end();
+  });
+  const { client, app } = await liveGateway(t, upstream);
+  const controller = new AbortController();
+  const stream = client.responses.stream({ model: 'gpt-4o-mini', input: input() }, { signal: controller.signal });
+  let deltas = 0;
+  try {
+    for await (const event of stream) {
+      if (event.type === 'response.output_text.delta' && ++deltas === 3) controller.abort();
+    }
+  } catch {
+    // the SDK reports the abort
+  }
+  await upstream.clientClosed();
+  let run: any;
+  for (let i = 0; i < 50; i++) {
+    run = json(await app.inject({ url: '/api/v1/runs' })).runs[0];
+    if (run?.status !== 'running') break;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  assert.equal(run.status, 'failed');
+  assert.equal(run.error.kind, 'aborted');
+  assert.ok(run.usage.completionTokens > 0);
+});
