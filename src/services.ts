@@ -10,9 +10,12 @@ import { createCacheService, createResponseCache, type CacheService } from './ca
 import { createLedger, type Ledger } from './evidence/ledger.ts';
 import { createRunsRepository } from './evidence/repo.ts';
 import { createRunsService, type RunsService } from './evidence/service.ts';
+import { createRollupsRepository } from './evidence/rollups.ts';
+import { createSavingsService, type SavingsService } from './evidence/savings.ts';
 import { createGateway, type Gateway } from './gateway/pipeline.ts';
 import { createRetentionService, type RetentionService } from './retention/service.ts';
 import { createProviderRegistry } from './gateway/providers/registry.ts';
+import { countTokens } from './gateway/tokens.ts';
 import { createEmbeddingsService, type EmbeddingsService } from './gateway/embeddings.ts';
 import type { ProviderRegistry } from './gateway/providers/types.ts';
 import { createAuditService, type AuditService } from './audit/service.ts';
@@ -41,6 +44,7 @@ export interface Services {
   embeddings: EmbeddingsService;
   ledger: Ledger;
   runs: RunsService;
+  savings: SavingsService;
   cache: CacheService;
   gateway: Gateway;
   retention: RetentionService;
@@ -96,7 +100,8 @@ export async function createServices(config: Config, store: Store, overrides: Se
   const embeddings = createEmbeddingsService({ providers });
   const runsRepo = createRunsRepository(store);
   const ledger = createLedger({ repo: runsRepo, clock });
-  const runs = createRunsService({ repo: runsRepo, clock });
+  const runs = createRunsService({ repo: runsRepo, clock, ledger, audit, countTokens });
+  const savings = createSavingsService({ repo: createRollupsRepository(store), clock });
   const cacheRepo = createCacheRepository(store);
   const cache = createCacheService({ repo: cacheRepo, audit });
   const gateway = createGateway({ registry: providers, ledger, cache: createResponseCache(cacheRepo), clock });
@@ -107,5 +112,5 @@ export async function createServices(config: Config, store: Store, overrides: Se
     pruneRuns: (tenantId, cutoff, batch) => runsRepo.pruneTenantRuns(tenantId, cutoff, batch),
     pruneCache: (tenantId, cutoff, batch) => cacheRepo.pruneTenant(tenantId, cutoff, batch),
   });
-  return { config, store, clock, cipher, audit, keys, settings, identity, health, providers, embeddings, ledger, runs, cache, gateway, retention };
+  return { config, store, clock, cipher, audit, keys, settings, identity, health, providers, embeddings, ledger, runs, savings, cache, gateway, retention };
 }

@@ -29,6 +29,8 @@ export interface AuditRepository {
   append(entry: AuditEntry, now: number): Promise<AuditRecord>;
   /** Newest first. */
   list(tenantId: string, options: { limit: number; decision?: AuditDecision }): Promise<AuditRecord[]>;
+  /** Rows naming one target (e.g. a run id), oldest first. */
+  listByTarget(tenantId: string, target: string, limit: number): Promise<AuditRecord[]>;
   /** Recompute the tenant's chain; returns the first broken seq or null when intact. */
   verify(tenantId: string): Promise<{ ok: boolean; count: number; brokenAt: number | null }>;
 }
@@ -126,6 +128,13 @@ export function createAuditRepository(store: Store): AuditRepository {
             ]);
         return rows.map(fromRow);
       });
+    },
+    listByTarget(tenantId, target, limit) {
+      return store.read((sql) =>
+        sql
+          .all<AuditRow>('SELECT * FROM audit_events WHERE tenant_id = ? AND target = ? ORDER BY seq LIMIT ?', [tenantId, target, limit])
+          .map(fromRow),
+      );
     },
     verify(tenantId) {
       return store.read((sql) => {

@@ -10,6 +10,8 @@ export interface AuditService {
     options?: { decision?: AuditDecision; target?: string | null; details?: Record<string, unknown>; tenantId?: string },
   ): Promise<AuditRecord>;
   list(auth: AuthContext, options: { limit: number; decision?: AuditDecision }): Promise<AuditRecord[]>;
+  /** Audit rows about one target in the caller's tenant (evidence packets). */
+  aboutTarget(auth: AuthContext, target: string, limit?: number): Promise<AuditRecord[]>;
   verify(auth: AuthContext): Promise<{ ok: boolean; count: number; brokenAt: number | null }>;
 }
 
@@ -30,6 +32,9 @@ export function createAuditService(repo: AuditRepository, clock: Clock): AuditSe
     },
     list(auth, options) {
       return repo.list(auth.tenantId, options);
+    },
+    aboutTarget(auth, target, limit = 1000) {
+      return repo.listByTarget(auth.tenantId, target, limit);
     },
     verify(auth) {
       return repo.verify(auth.tenantId);

@@ -20,6 +20,7 @@ export interface RunStart {
   model: string;
   stream: boolean;
   requestId: string | null;
+  fingerprint?: string | null;
 }
 
 export interface RunOutcome {
@@ -34,6 +35,20 @@ export interface RunOutcome {
   ghostSavedUsd?: number;
   savedMs?: number;
   error?: RunRecord['error'];
+  /** Overrides the derived reason code (docs/evidence.md). */
+  reasonCode?: string;
+  /** sha256 of the canonical JSON of the answer served, for the replay bundle. */
+  responseHash?: string;
+}
+
+/** The default reason code of a finished run: why it took its route, in a word (attribution's `reason`). */
+export function reasonCodeOf(outcome: RunOutcome): string {
+  if (outcome.reasonCode) return outcome.reasonCode;
+  if (outcome.status === 'failed') return `failed:${outcome.error?.kind ?? 'unknown'}`;
+  if (outcome.status === 'blocked') return 'policy_block';
+  if (outcome.route === 'exact_cache') return 'exact_cache_hit';
+  if (outcome.route === 'artifact') return 'artifact';
+  return outcome.routeExplanation.fallback ? 'live_fallback' : 'live';
 }
 
 export type AttemptInput = Omit<AttemptRecord, 'runId' | 'seq' | 'createdAt'>;
@@ -42,22 +57,28 @@ export interface RunRecorder {
   readonly id: string;
   readonly startedAt: number;
   /** Append a trace event (type and payload; never secrets). */
-  event(type: string, payload: Record<string, unknown>): void;
+  event(type: string, payload: Record<string, unknown>): TraceEvent;
   /** Record one provider attempt, failed ones included (their cost counts, SPEC 4.9). */
   attempt(attempt: AttemptInput): void;
   readonly attempts: readonly AttemptRecord[];
   /** Finalise the run once; later calls are ignored (a stream's `finally` may race an error path). */
   finish(outcome: RunOutcome): void;
   readonly finished: boolean;
+  /** Keep what a replay needs: the request as received, its canonical identity, the route decision inputs. */
+  replay(bundle: { request: Record<string, unknown>; identity: Record<string, unknown>; inputs: Record<string, unknown> }): void;
 }
 
 export interface Ledger {
   start(start: RunStart): RunRecorder;
+  /** The recorder of a run still being written by its request (its chain head lives in memory), if any. */
+  active(runId: string): RunRecorder | undefined;
 }
 
 export function createLedger(deps: { repo: RunsRepository; clock: Clock }): Ledger {
   const { repo, clock } = deps;
+  const active = new Map<string, RunRecorder>();
   return {
+    active: (runId) => active.get(runId),
     start(start) {
       const id = newId('run');
       const startedAt = clock.now();
@@ -85,9 +106,14 @@ export function createLedger(deps: { repo: RunsRepository; clock: Clock }): Ledg
         ...(start.agent ? { agent: start.agent } : {}),
         ...(start.subject ? { subject: start.subject } : {}),
       });
+      const { fingerprint = null, ...fields } = start;
       repo.recordDeferred({
         insert: {
-          ...start,
+          ...fields,
+          fingerprint,
+          executionMethod: null,
+          reasonCode: null,
+          fallback: null,
           id,
           provider: null,
           status: 'running',
@@ -109,7 +135,7 @@ export function createLedger(deps: { repo: RunsRepository; clock: Clock }): Ledg
         events: [started],
       });
 
-      return {
+      const recorder: RunRecorder = {
         id,
         startedAt,
         get finished() {
@@ -121,6 +147,7 @@ export function createLedger(deps: { repo: RunsRepository; clock: Clock }): Ledg
         event(type, payload) {
           const event = chained(type, payload);
           repo.recordDeferred({ events: [event], patch: { id, eventCount: seq, lastHash } });
+          return event;
         },
         attempt(input) {
           attemptSeq += 1;
@@ -128,9 +155,14 @@ export function createLedger(deps: { repo: RunsRepository; clock: Clock }): Ledg
           attempts.push(attempt);
           repo.recordDeferred({ attempts: [attempt] });
         },
+        replay(bundle) {
+          repo.recordDeferred({ replay: { runId: id, tenantId: start.tenantId, ...bundle, responseHash: null, createdAt: clock.now() } });
+        },
         finish(outcome) {
           if (finished) return;
           finished = true;
+          active.delete(id);
+          const fallback = outcome.routeExplanation.fallback;
           const completedAt = clock.now();
           const event = chained(`run.${outcome.status}`, {
             route: outcome.route,
@@ -159,10 +191,17 @@ export function createLedger(deps: { repo: RunsRepository; clock: Clock }): Ledg
               completedAt,
               eventCount: seq,
               lastHash,
+              executionMethod: outcome.routeExplanation.executionMethod.id,
+              reasonCode: reasonCodeOf(outcome),
+              fallback: fallback ? `${fallback.from}->${fallback.to}` : null,
             },
+            finished: true,
+            ...(outcome.responseHash ? { responseHash: { runId: id, hash: outcome.responseHash } } : {}),
           });
         },
       };
+      active.set(id, recorder);
+      return recorder;
     },
   };
 }

@@ -4,6 +4,8 @@
  */
 import type { Store } from '../store/store.ts';
 import type { Sql, SqlValue } from '../store/sql.ts';
+import { addToRollups, removeFromRollups } from './rollups.ts';
+import { applyToSideEffects, listSideEffects, type SideEffectRecord } from './side-effects.ts';
 import type { AttemptRecord, RunFilter, RunRecord, TraceEvent } from './types.ts';
 
 export interface RunPatch {
@@ -22,6 +24,42 @@ export interface RunPatch {
   completedAt?: number | null;
   eventCount?: number;
   lastHash?: string;
+  executionMethod?: string | null;
+  reasonCode?: string | null;
+  fallback?: string | null;
+}
+
+/** What a replay needs (SPEC 4.9 replay-bundle): stored once per gateway run. */
+export interface ReplayRecord {
+  runId: string;
+  tenantId: string;
+  request: Record<string, unknown>;
+  identity: Record<string, unknown>;
+  inputs: Record<string, unknown>;
+  responseHash: string | null;
+  createdAt: number;
+}
+
+export interface FeedbackRecord {
+  id: string;
+  runId: string;
+  tenantId: string;
+  kind: 'rating' | 'metrics';
+  body: Record<string, unknown>;
+  actor: Record<string, string>;
+  createdAt: number;
+}
+
+export interface LedgerChange {
+  insert?: RunRecord;
+  patch?: { id: string } & RunPatch;
+  events?: TraceEvent[];
+  attempts?: AttemptRecord[];
+  /** The patch moved the run to its final state: add it to the rollups. */
+  finished?: boolean;
+  replay?: ReplayRecord;
+  /** Set the response hash of an already queued replay record. */
+  responseHash?: { runId: string; hash: string };
 }
 
 export interface RunListResult {
@@ -32,7 +70,19 @@ export interface RunListResult {
 
 export interface RunsRepository {
   /** Queue the ledger writes of one stage boundary: they commit together, within the deferred window. */
-  recordDeferred(change: { insert?: RunRecord; patch?: { id: string } & RunPatch; events?: TraceEvent[]; attempts?: AttemptRecord[] }): void;
+  recordDeferred(change: LedgerChange): void;
+  /**
+   * Append events to a run that no request is writing any more (SDK traces after the answer): the chain link is
+   * read and extended inside one committed write, so concurrent appends chain in commit order. Returns null when the
+   * run does not exist in the tenant. Side-effect records follow the appended events in the same transaction.
+   */
+  appendCommitted(tenantId: string, runId: string, build: (head: { seq: number; hash: string }) => TraceEvent[]): Promise<TraceEvent[] | null>;
+  replay(runId: string): Promise<ReplayRecord | null>;
+  /** Update side-effect records from events appended by a request's own recorder (committed). */
+  applySideEffects(tenantId: string, events: TraceEvent[]): Promise<void>;
+  sideEffects(runId: string): Promise<SideEffectRecord[]>;
+  addFeedback(record: FeedbackRecord): Promise<void>;
+  feedback(runId: string): Promise<FeedbackRecord[]>;
   /** Wait for every pending ledger write (read-your-writes for API calls naming a run). */
   settle(): Promise<void>;
   get(tenantId: string, id: string): Promise<RunRecord | null>;
@@ -74,6 +124,10 @@ interface RunRow {
   completed_at: number | null;
   event_count: number;
   last_hash: string;
+  fingerprint: string | null;
+  execution_method: string | null;
+  reason_code: string | null;
+  fallback: string | null;
 }
 
 function fromRow(row: RunRow): RunRecord {
@@ -109,6 +163,10 @@ function fromRow(row: RunRow): RunRecord {
     completedAt: row.completed_at,
     eventCount: row.event_count,
     lastHash: row.last_hash,
+    fingerprint: row.fingerprint,
+    executionMethod: row.execution_method,
+    reasonCode: row.reason_code,
+    fallback: row.fallback,
   };
 }
 
@@ -185,21 +243,25 @@ const PATCH_COLUMNS: Record<keyof RunPatch, (value: never) => Array<[string, Sql
   completedAt: (v: number | null) => [['completed_at', v]],
   eventCount: (v: number) => [['event_count', v]],
   lastHash: (v: string) => [['last_hash', v]],
+  executionMethod: (v: string | null) => [['execution_method', v]],
+  reasonCode: (v: string | null) => [['reason_code', v]],
+  fallback: (v: string | null) => [['fallback', v]],
 };
 
 function insertRun(sql: Sql, run: RunRecord): void {
   sql.run(
     `INSERT INTO runs (id, tenant_id, app_id, agent, subject, key_id, mode, wire, model, provider, status, route, stream,
        request_id, explanation_json, prompt_tokens, completion_tokens, cost_usd, saved_usd, ghost_saved_usd, saved_ms, priced,
-       latency_ms, error_json, created_at, completed_at, event_count, last_hash)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       latency_ms, error_json, created_at, completed_at, event_count, last_hash, fingerprint, execution_method, reason_code,
+       fallback)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     [
       run.id, run.tenantId, run.appId, run.agent, run.subject, run.keyId, run.mode, run.wire, run.model, run.provider,
       run.status, run.route, run.stream ? 1 : 0, run.requestId,
       run.routeExplanation ? JSON.stringify(run.routeExplanation) : null,
       run.usage.promptTokens, run.usage.completionTokens, run.costUsd, run.savedUsd, run.ghostSavedUsd, run.savedMs,
       run.priced ? 1 : 0, run.latencyMs, run.error ? JSON.stringify(run.error) : null, run.createdAt, run.completedAt,
-      run.eventCount, run.lastHash,
+      run.eventCount, run.lastHash, run.fingerprint, run.executionMethod, run.reasonCode, run.fallback,
     ],
   );
 }
@@ -237,6 +299,25 @@ function insertAttempt(sql: Sql, attempt: AttemptRecord): void {
   );
 }
 
+interface ReplayRow {
+  run_id: string;
+  tenant_id: string;
+  request_json: string;
+  identity_json: string;
+  inputs_json: string;
+  response_hash: string | null;
+  created_at: number;
+}
+
+function insertReplay(sql: Sql, replay: ReplayRecord): void {
+  sql.run(
+    `INSERT INTO run_replays (run_id, tenant_id, request_json, identity_json, inputs_json, response_hash, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    [replay.runId, replay.tenantId, JSON.stringify(replay.request), JSON.stringify(replay.identity), JSON.stringify(replay.inputs),
+      replay.responseHash, replay.createdAt],
+  );
+}
+
 function whereOf(filter: RunFilter, omit?: 'route' | 'status'): { clause: string; params: SqlValue[] } {
   const parts = ['tenant_id = ?'];
   const params: SqlValue[] = [filter.tenantId];
@@ -256,6 +337,9 @@ function whereOf(filter: RunFilter, omit?: 'route' | 'status'): { clause: string
 
 function deleteRuns(sql: Sql, ids: string[]): number {
   for (const id of ids) {
+    const row = sql.get<RunRow>('SELECT * FROM runs WHERE id = ?', [id]);
+    if (row) removeFromRollups(sql, fromRow(row));
+    for (const table of ['run_replays', 'run_side_effects', 'run_feedback']) sql.run(`DELETE FROM ${table} WHERE run_id = ?`, [id]);
     sql.run('DELETE FROM run_events WHERE run_id = ?', [id]);
     sql.run('DELETE FROM run_attempts WHERE run_id = ?', [id]);
     sql.run('DELETE FROM runs WHERE id = ?', [id]);
@@ -271,8 +355,78 @@ export function createRunsRepository(store: Store): RunsRepository {
         for (const event of change.events ?? []) insertEvent(sql, event);
         for (const attempt of change.attempts ?? []) insertAttempt(sql, attempt);
         if (change.patch) patchRun(sql, change.patch.id, change.patch);
+        if (change.replay) insertReplay(sql, change.replay);
+        if (change.responseHash) {
+          sql.run('UPDATE run_replays SET response_hash = ? WHERE run_id = ?', [change.responseHash.hash, change.responseHash.runId]);
+        }
+        if (change.finished && change.patch) {
+          const row = sql.get<RunRow>('SELECT * FROM runs WHERE id = ?', [change.patch.id]);
+          if (row) addToRollups(sql, fromRow(row));
+        }
       });
     },
+
+    appendCommitted: (tenantId, runId, build) =>
+      store.write((sql) => {
+        const head = sql.get<{ event_count: number; last_hash: string }>(
+          'SELECT event_count, last_hash FROM runs WHERE id = ? AND tenant_id = ?',
+          [runId, tenantId],
+        );
+        if (!head) return null;
+        const events = build({ seq: head.event_count, hash: head.last_hash });
+        if (events.length === 0) return events;
+        for (const event of events) insertEvent(sql, event);
+        const last = events[events.length - 1]!;
+        sql.run('UPDATE runs SET event_count = ?, last_hash = ? WHERE id = ?', [last.seq, last.hash, runId]);
+        applyToSideEffects(sql, tenantId, events);
+        return events;
+      }),
+
+    applySideEffects: (tenantId, events) => store.write((sql) => applyToSideEffects(sql, tenantId, events)),
+
+    sideEffects: (runId) => store.read((sql) => listSideEffects(sql, runId)),
+
+    addFeedback: (record) =>
+      store.write((sql) => {
+        sql.run(
+          'INSERT INTO run_feedback (id, run_id, tenant_id, kind, body_json, actor_json, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+          [record.id, record.runId, record.tenantId, record.kind, JSON.stringify(record.body), JSON.stringify(record.actor), record.createdAt],
+        );
+      }),
+
+    feedback: (runId) =>
+      store.read((sql) =>
+        sql
+          .all<{ id: string; run_id: string; tenant_id: string; kind: FeedbackRecord['kind']; body_json: string; actor_json: string; created_at: number }>(
+            'SELECT * FROM run_feedback WHERE run_id = ? ORDER BY created_at, id',
+            [runId],
+          )
+          .map((row) => ({
+            id: row.id,
+            runId: row.run_id,
+            tenantId: row.tenant_id,
+            kind: row.kind,
+            body: JSON.parse(row.body_json) as Record<string, unknown>,
+            actor: JSON.parse(row.actor_json) as Record<string, string>,
+            createdAt: row.created_at,
+          })),
+      ),
+
+    replay: (runId) =>
+      store.read((sql) => {
+        const row = sql.get<ReplayRow>('SELECT * FROM run_replays WHERE run_id = ?', [runId]);
+        return row
+          ? {
+              runId: row.run_id,
+              tenantId: row.tenant_id,
+              request: JSON.parse(row.request_json) as Record<string, unknown>,
+              identity: JSON.parse(row.identity_json) as Record<string, unknown>,
+              inputs: JSON.parse(row.inputs_json) as Record<string, unknown>,
+              responseHash: row.response_hash,
+              createdAt: row.created_at,
+            }
+          : null;
+      }),
 
     settle: () => store.flush(),
 

@@ -1,10 +1,14 @@
-/** The runs endpoints of SPEC 4.9: list, detail, trace window, route explanation, integrity. */
+/**
+ * The runs endpoints of SPEC 4.9 (list, detail, trace window, route explanation, integrity, economics, receipt,
+ * replay bundle, evidence packet, feedback) and the SDK ingestion endpoints of SPEC 4.19 (ingest, trace).
+ */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { authOf } from '../http/surface.ts';
 import { paginationQuery } from '../core/pagination.ts';
 import { EVENT_PAGE_DEFAULT_LIMIT, type RunsService } from './service.ts';
 import { RUN_ROUTES, RUN_STATUSES } from './types.ts';
+import { ingestBody, traceBody } from './sdk-events.ts';
 
 const optionalText = z
   .string()
@@ -71,5 +75,41 @@ export function runsRoutes(runs: RunsService) {
     app.get('/runs/:id/route', async (request) => runs.route(authOf(request), params.parse(request.params).id));
 
     app.get('/runs/:id/integrity', async (request) => runs.integrity(authOf(request), params.parse(request.params).id));
+
+    app.get('/runs/:id/economics', async (request) => runs.economics(authOf(request), params.parse(request.params).id));
+
+    app.get('/runs/:id/receipt', async (request) => runs.receipt(authOf(request), params.parse(request.params).id));
+
+    app.get('/receipts/:id', async (request) => runs.receipt(authOf(request), params.parse(request.params).id));
+
+    app.get('/runs/:id/replay-bundle', async (request) => runs.replayBundle(authOf(request), params.parse(request.params).id));
+
+    app.get('/runs/:id/evidence-packet', async (request, reply) => {
+      const { id } = params.parse(request.params);
+      const packet = await runs.evidencePacket(authOf(request), id);
+      // One JSON document, offered as a download (browsers save it; API clients just read the body).
+      reply.header('content-disposition', `attachment; filename="evidence-${id.replace(/[^A-Za-z0-9_-]/g, '_')}.json"`);
+      return packet;
+    });
+
+    app.post('/runs/:id/feedback', async (request, reply) => {
+      const feedback = await runs.rate(authOf(request), params.parse(request.params).id, request.body);
+      return reply.status(201).send({ feedback });
+    });
+
+    app.post('/runs/:id/feedback/metrics', async (request, reply) => {
+      const feedback = await runs.addMetrics(authOf(request), params.parse(request.params).id, request.body);
+      return reply.status(201).send({ feedback });
+    });
+
+    app.post('/ingest/prompt', async (request, reply) => {
+      const result = await runs.ingestPrompt(authOf(request), ingestBody.parse(request.body));
+      return reply.status(201).send(result);
+    });
+
+    app.post('/trace', async (request, reply) => {
+      const event = await runs.appendTrace(authOf(request), traceBody.parse(request.body));
+      return reply.status(201).send({ ok: true, ...event });
+    });
   };
 }

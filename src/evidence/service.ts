@@ -5,11 +5,20 @@
  * the id exists.
  */
 import { toIso, type Clock } from '../core/clock.ts';
-import { notFound } from '../core/errors.ts';
+import { AppError, notFound } from '../core/errors.ts';
+import { newId } from '../core/ids.ts';
+import type { AuditService } from '../audit/service.ts';
+import { actorOf } from '../identity/auth-context.ts';
+import { eventHash } from './chain.ts';
+import { runEconomics } from './economics.ts';
+import { parseMetricsFeedback, ratingBody } from './feedback-rules.ts';
+import type { Ledger } from './ledger.ts';
+import type { IngestBody, TraceBody } from './sdk-events.ts';
+import type { SideEffectRecord } from './side-effects.ts';
 import { pageOf, type Page } from '../core/pagination.ts';
 import type { AuthContext } from '../identity/auth-context.ts';
 import { verifyChain } from './chain.ts';
-import type { RunsRepository } from './repo.ts';
+import type { FeedbackRecord, RunsRepository } from './repo.ts';
 import type { AttemptRecord, RunFilter, RunRecord, TraceEvent } from './types.ts';
 
 /** Byte budget of one trace page: a page stops before it would exceed this many payload bytes (>= 1 event). */
@@ -42,6 +51,52 @@ export interface RunsService {
   integrity(auth: AuthContext, id: string): Promise<IntegrityView>;
   /** The run as stored (for other services, e.g. feedback), scoped like every read. */
   find(auth: AuthContext, id: string): Promise<RunRecord>;
+  economics(auth: AuthContext, id: string): Promise<ReturnType<typeof runEconomics>>;
+  /** The Chorus receipt of a run (its `chorus.receipt` trace event); 404 when the run has none. */
+  receipt(auth: AuthContext, id: string): Promise<{ runId: string; receipt: Record<string, unknown>; eventSeq: number; eventHash: string }>;
+  replayBundle(auth: AuthContext, id: string): Promise<ReplayBundle>;
+  evidencePacket(auth: AuthContext, id: string): Promise<Record<string, unknown>>;
+  /** Append an SDK trace event (committed before it returns). */
+  appendTrace(auth: AuthContext, body: TraceBody): Promise<{ runId: string; seq: number; hash: string }>;
+  /** Record an externally handled prompt as a completed observed run (SPEC 4.19); committed before it returns. */
+  ingestPrompt(auth: AuthContext, body: IngestBody): Promise<{ runId: string }>;
+  rate(auth: AuthContext, id: string, body: unknown): Promise<FeedbackView>;
+  addMetrics(auth: AuthContext, id: string, body: unknown): Promise<FeedbackView>;
+}
+
+export type FeedbackView = ReturnType<typeof feedbackView>;
+
+export interface ReplayBundle {
+  format: 'svc.replay-bundle';
+  version: 1;
+  runId: string;
+  wire: string;
+  model: string;
+  createdAt: string;
+  request: Record<string, unknown>;
+  identity: Record<string, unknown>;
+  routeInputs: Record<string, unknown>;
+  routeDecision: { route: string | null; status: string; reason: string | null };
+  responseHash: string | null;
+}
+
+function feedbackView(record: FeedbackRecord) {
+  return { id: record.id, runId: record.runId, type: record.kind, ...record.body, actor: record.actor, createdAt: toIso(record.createdAt) };
+}
+
+function sideEffectView(record: SideEffectRecord) {
+  return {
+    id: record.id,
+    seq: record.seq,
+    toolName: record.toolName,
+    level: record.level,
+    state: record.state,
+    idempotencyKey: record.idempotencyKey,
+    payload: record.payload,
+    reason: record.reason,
+    createdAt: toIso(record.createdAt),
+    updatedAt: toIso(record.updatedAt),
+  };
 }
 
 export type RunView = ReturnType<typeof runView>;
@@ -52,8 +107,8 @@ export interface RunDetail {
   events: EventView[];
   window: EventWindow;
   attempts: ReturnType<typeof attemptView>[];
-  sideEffects: unknown[];
-  feedback: unknown[];
+  sideEffects: ReturnType<typeof sideEffectView>[];
+  feedback: FeedbackView[];
 }
 
 export interface IntegrityView {
@@ -90,6 +145,10 @@ export function runView(run: RunRecord) {
     latencyMs: run.latencyMs,
     error: run.error,
     eventCount: run.eventCount,
+    fingerprint: run.fingerprint,
+    executionMethod: run.executionMethod,
+    reasonCode: run.reasonCode,
+    fallback: run.fallback,
     routeExplanation: run.routeExplanation,
     createdAt: toIso(run.createdAt),
     completedAt: run.completedAt === null ? null : toIso(run.completedAt),
@@ -136,8 +195,17 @@ function boundByBytes(events: TraceEvent[]): { kept: TraceEvent[]; truncated: bo
   return { kept: events.slice(start), truncated: start > 0 };
 }
 
-export function createRunsService(deps: { repo: RunsRepository; clock: Clock }): RunsService {
-  const { repo, clock } = deps;
+export interface RunsServiceDeps {
+  repo: RunsRepository;
+  clock: Clock;
+  ledger: Ledger;
+  audit: AuditService;
+  /** Token estimate of an ingested prompt (the gateway's tokenizer). */
+  countTokens: (text: string, model: string) => number;
+}
+
+export function createRunsService(deps: RunsServiceDeps): RunsService {
+  const { repo, clock, ledger, audit, countTokens } = deps;
 
   async function find(auth: AuthContext, id: string): Promise<RunRecord> {
     await repo.settle();
@@ -182,8 +250,15 @@ export function createRunsService(deps: { repo: RunsRepository; clock: Clock }):
     async get(auth, id, options) {
       const run = await find(auth, id);
       const { events, window: eventWindow } = await window(run.id, options);
-      const attempts = await repo.attempts(run.id);
-      return { run: runView(run), events, window: eventWindow, attempts: attempts.map(attemptView), sideEffects: [], feedback: [] };
+      const [attempts, sideEffects, feedback] = await Promise.all([repo.attempts(run.id), repo.sideEffects(run.id), repo.feedback(run.id)]);
+      return {
+        run: runView(run),
+        events,
+        window: eventWindow,
+        attempts: attempts.map(attemptView),
+        sideEffects: sideEffects.map(sideEffectView),
+        feedback: feedback.map(feedbackView),
+      };
     },
 
     async events(auth, id, options) {
@@ -196,8 +271,177 @@ export function createRunsService(deps: { repo: RunsRepository; clock: Clock }):
       return { runId: run.id, status: run.status, route: run.route, routeExplanation: run.routeExplanation };
     },
 
-    async integrity(auth, id) {
+    async economics(auth, id) {
       const run = await find(auth, id);
+      return runEconomics(run, await repo.attempts(run.id));
+    },
+
+    async receipt(auth, id) {
+      const run = await find(auth, id);
+      const receipt = (await repo.allEvents(run.id)).findLast((event) => event.type === 'chorus.receipt');
+      if (!receipt) throw new AppError('not_found', { message: `Run ${run.id} has no receipt: receipts are issued for svc/chorus runs.` });
+      return { runId: run.id, receipt: receipt.payload, eventSeq: receipt.seq, eventHash: receipt.hash };
+    },
+
+    async replayBundle(auth, id) {
+      return bundleOf(await find(auth, id));
+    },
+
+    async evidencePacket(auth, id) {
+      const run = await find(auth, id);
+      const [events, attempts, sideEffects, feedback, auditRows, integrity, replay] = await Promise.all([
+        repo.allEvents(run.id),
+        repo.attempts(run.id),
+        repo.sideEffects(run.id),
+        repo.feedback(run.id),
+        audit.aboutTarget(auth, run.id),
+        integrityOf(run),
+        bundleOf(run).catch(() => null),
+      ]);
+      const chorusEvents = events.filter((event) => event.type.startsWith('chorus.'));
+      return {
+        format: 'svc.evidence-packet',
+        version: 1,
+        generatedAt: toIso(clock.now()),
+        run: runView(run),
+        routeExplanation: run.routeExplanation,
+        integrity,
+        economics: runEconomics(run, attempts),
+        replayBundle: replay,
+        attempts: attempts.map(attemptView),
+        sideEffects: sideEffects.map(sideEffectView),
+        feedback: feedback.map(feedbackView),
+        audit: auditRows.map((row) => ({
+          id: row.id,
+          seq: row.seq,
+          action: row.action,
+          decision: row.decision,
+          actor: row.actor,
+          target: row.target,
+          details: row.details,
+          createdAt: toIso(row.createdAt),
+          prevHash: row.prevHash,
+          hash: row.hash,
+        })),
+        events: events.map(eventView),
+        chorus: chorusEvents.length > 0 ? { events: chorusEvents.map(eventView), receipt: chorusEvents.findLast((e) => e.type === 'chorus.receipt')?.payload ?? null } : null,
+      };
+    },
+
+    async appendTrace(auth, body) {
+      const run = await find(auth, body.runId);
+      const recorder = ledger.active(run.id);
+      if (recorder && !recorder.finished) {
+        // The request is still writing this run (a stream in flight): its recorder owns the chain head.
+        const event = recorder.event(body.type, body.payload);
+        await repo.settle();
+        await repo.applySideEffects(run.tenantId, [event]);
+        return { runId: run.id, seq: event.seq, hash: event.hash };
+      }
+      const now = clock.now();
+      const events = await repo.appendCommitted(
+        run.tenantId,
+        run.id,
+        (head) => {
+          const event = { runId: run.id, seq: head.seq + 1, type: body.type, payload: body.payload, createdAt: now };
+          return [{ ...event, prevHash: head.hash, hash: eventHash(head.hash, event) }];
+        },
+      );
+      const event = events?.[0];
+      if (!event) throw notFound('Run');
+      return { runId: run.id, seq: event.seq, hash: event.hash };
+    },
+
+    async ingestPrompt(auth, body) {
+      const model = typeof body.metadata?.model === 'string' ? body.metadata.model : 'external';
+      const run = ledger.start({
+        tenantId: auth.tenantId,
+        appId: auth.appId,
+        agent: auth.agent,
+        subject: auth.subject,
+        keyId: auth.keyId,
+        mode: 'observe',
+        wire: 'sdk_ingest',
+        model,
+        stream: false,
+        requestId: null,
+      });
+      run.event('prompt.ingested', {
+        source: body.source,
+        prompt: body.prompt,
+        ...(body.sessionId ? { sessionId: body.sessionId } : {}),
+        ...(body.metadata ? { metadata: body.metadata } : {}),
+      });
+      const promptTokens = countTokens(body.prompt, model);
+      run.finish({
+        status: 'completed',
+        route: 'live',
+        provider: body.source,
+        reasonCode: 'ingested',
+        routeExplanation: {
+          route: 'live',
+          reason: `handled outside svc by ${body.source}; recorded by the SDK`,
+          rejectedAlternatives: [],
+          policyVerdict: { decision: 'allow', policy: null, reason: null },
+          cache: [],
+          artifact: null,
+          estimatedSavings: { usd: 0, ms: 0, ghost: false },
+          fallback: null,
+          provider: body.source,
+          model,
+          executionMethod: { id: 'external', referenceGrade: 'not_applicable' },
+        },
+        usage: { promptTokens, completionTokens: 0, totalTokens: promptTokens },
+        costUsd: 0,
+        priced: false,
+      });
+      await repo.settle();
+      return { runId: run.id };
+    },
+
+    async rate(auth, id, body) {
+      const run = await find(auth, id);
+      const rating = ratingBody.parse(body);
+      return saveFeedback(auth, run, 'rating', { rating: rating.rating, correction: rating.correction ?? null });
+    },
+
+    async addMetrics(auth, id, body) {
+      const run = await find(auth, id);
+      const metrics = parseMetricsFeedback(body);
+      return saveFeedback(auth, run, 'metrics', { ...metrics });
+    },
+
+    async integrity(auth, id) {
+      return integrityOf(await find(auth, id));
+    },
+  };
+
+  async function saveFeedback(auth: AuthContext, run: RunRecord, kind: FeedbackRecord['kind'], body: Record<string, unknown>) {
+    const record: FeedbackRecord = { id: newId('fbk'), runId: run.id, tenantId: run.tenantId, kind, body, actor: actorOf(auth), createdAt: clock.now() };
+    await repo.addFeedback(record);
+    return feedbackView(record);
+  }
+
+  async function bundleOf(run: RunRecord): Promise<ReplayBundle> {
+    const replay = await repo.replay(run.id);
+    if (!replay) throw new AppError('not_found', { message: `Run ${run.id} has no replay bundle: only gateway model requests keep one.` });
+    return {
+      format: 'svc.replay-bundle',
+      version: 1,
+      runId: run.id,
+      wire: run.wire,
+      model: run.model,
+      createdAt: toIso(replay.createdAt),
+      request: replay.request,
+      identity: replay.identity,
+      routeInputs: replay.inputs,
+      routeDecision: { route: run.route, status: run.status, reason: run.routeExplanation?.reason ?? null },
+      responseHash: replay.responseHash,
+    };
+  }
+
+  async function integrityOf(run: RunRecord): Promise<IntegrityView> {
+    {
       const verdict = verifyChain(run.id, await repo.allEvents(run.id), run.eventCount);
       if (verdict.ok && verdict.headHash !== run.lastHash) {
         verdict.ok = false;
@@ -205,6 +449,6 @@ export function createRunsService(deps: { repo: RunsRepository; clock: Clock }):
         verdict.reason = 'the chain head does not match the hash recorded on the run';
       }
       return { runId: run.id, ...verdict, checkedAt: toIso(clock.now()) };
-    },
-  };
+    }
+  }
 }

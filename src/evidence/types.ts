@@ -68,6 +68,14 @@ export interface RunRecord {
   completedAt: number | null;
   eventCount: number;
   lastHash: string;
+  /** Request-template fingerprint (wire, model, system text, tool names): the attribution workload key. */
+  fingerprint: string | null;
+  /** The execution method that produced the answer (routeExplanation.executionMethod.id) once finished. */
+  executionMethod: string | null;
+  /** Short reason code of the route decision (docs/evidence.md), for attribution. */
+  reasonCode: string | null;
+  /** `from->to` when a provider fallback served the run. */
+  fallback: string | null;
 }
 
 export interface TraceEvent {

@@ -4,13 +4,16 @@
  * differs per wire (how to call a provider, relay and assemble its stream, replay a cached answer, shape a
  * failure) is a `WireAdapter`; the rest is here once. Free of HTTP: wire plugins render the `GatewayResult`.
  */
+import { canonicalJson } from '../core/canonical-json.ts';
 import { AppError } from '../core/errors.ts';
+import { sha256Hex } from '../core/ids.ts';
 import type { Clock } from '../core/clock.ts';
 import type { ResponseCache } from '../caches/service.ts';
 import type { Ledger, RunRecorder } from '../evidence/ledger.ts';
 import type { CacheDecision, RouteExplanation, RunRoute, RunUsage } from '../evidence/types.ts';
 import type { AuthContext } from '../identity/auth-context.ts';
 import { exactCacheKey, type CacheControls } from './cache-controls.ts';
+import { requestFingerprint } from './fingerprint.ts';
 import { costOf } from './pricing.ts';
 import { classifyThrown, providerErrorToAppError } from './providers/errors.ts';
 import { ProviderError, type Provider, type ProviderRegistry, type Wire } from './providers/types.ts';
@@ -93,6 +96,11 @@ export interface Gateway {
   handle<Res, Ev>(adapter: WireAdapter<Res, Ev>, call: GatewayCall): Promise<GatewayResult<Res, Ev>>;
 }
 
+/** sha256 of the canonical JSON of an answer (the replay bundle's response hash). */
+function hashOf(response: unknown): string {
+  return sha256Hex(canonicalJson(response));
+}
+
 function runHeaders(runId: string, route: RunRoute): Record<string, string> {
   return { 'x-svc-run-id': runId, 'x-svc-route': route };
 }
@@ -133,12 +141,24 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
         model: adapter.model,
         stream: adapter.stream,
         requestId: call.requestId,
+        fingerprint: requestFingerprint(adapter.wire, adapter.model, adapter.cacheBody),
       });
       run.event('policy.verdict', { decision: 'allow', policy: null, reason: 'no policy matched' });
 
       // Exact-response cache (SPEC 4.2 controls; observe mode never serves, but measures what it would have saved).
       const key = exactCacheKey(adapter.wire, { tenantId: auth.tenantId, appId: auth.appId, subject: auth.subject }, adapter.cacheBody);
       const decision: CacheDecision = { cacheType: EXACT_CACHE, lookup: 'miss', key };
+      run.replay({
+        request: adapter.cacheBody,
+        identity: { wire: adapter.wire, model: adapter.model, exactCacheKey: key, scope: { tenantId: auth.tenantId, appId: auth.appId, subject: auth.subject } },
+        inputs: {
+          mode: auth.mode,
+          stream: adapter.stream,
+          cacheControls: { serve: controls.serve, store: controls.store, control: controls.control },
+          candidates: providers.map((provider) => ({ name: provider.name, kind: provider.kind })),
+          policy: { decision: 'allow', policy: null },
+        },
+      });
       const rejected: RouteExplanation['rejectedAlternatives'] = [];
       let ghostSavedUsd = 0;
       if (!controls.serve) {
@@ -198,8 +218,9 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
 
       const totalCost = () => run.attempts.reduce((sum, attempt) => sum + attempt.costUsd, 0);
 
-      const complete = (provider: Provider, fallback: RouteExplanation['fallback'], usage: RunUsage, priced: boolean, verb: string) =>
+      const complete = (provider: Provider, fallback: RouteExplanation['fallback'], response: Res, usage: RunUsage, priced: boolean, verb: string) =>
         run.finish({
+          responseHash: hashOf(response),
           status: 'completed',
           route: 'live',
           provider: provider.name,
@@ -250,7 +271,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
           const cost = costOf(adapter.model, usage, provider.kind === 'mock');
           run.attempt({ provider: provider.name, model: adapter.model, outcome: 'success', errorKind: null, upstreamStatus: null, promptTokens: usage.promptTokens, completionTokens: usage.completionTokens, costUsd: cost.usd, latencyMs });
           storeAnswer(response, cost.usd, latencyMs);
-          complete(provider, fallback, usage, cost.priced, 'served');
+          complete(provider, fallback, response, usage, cost.priced, 'served');
           return { kind: 'json', runId: run.id, route: 'live', body: response };
         } catch (thrown) {
           const error = thrown instanceof InvalidToolCallError || thrown instanceof ProviderError ? thrown : classifyThrown(provider.name, thrown, call.signal);
@@ -323,8 +344,9 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
             latencyMs,
           });
           if (completed) {
-            storeAnswer(assembler.result(), cost.usd, latencyMs);
-            complete(provider, usedFallback, usage, cost.priced, 'streamed');
+            const answer = assembler.result();
+            storeAnswer(answer, cost.usd, latencyMs);
+            complete(provider, usedFallback, answer, usage, cost.priced, 'streamed');
           } else {
             const error = aborted ? new ProviderError('aborted', 'The client closed the stream.', { provider: provider.name }) : failure!;
             run.event('stream.ended_early', { kind, message: error.message });
@@ -338,6 +360,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
   function serveCached<Res, Ev>(adapter: WireAdapter<Res, Ev>, run: RunRecorder, stored: Res, decision: CacheDecision, saved: { usd: number; ms: number }): GatewayResult<Res, Ev> {
     const response = adapter.fromCache(stored);
     run.finish({
+      responseHash: hashOf(response),
       status: 'completed',
       route: 'exact_cache',
       provider: null,

@@ -13,6 +13,7 @@ import { AppError } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import { cacheRoutes } from '../caches/routes.ts';
 import { runsRoutes } from '../evidence/routes.ts';
+import { savingsRoutes } from '../evidence/savings-routes.ts';
 import { chatCompletionsRoutes } from '../gateway/wires/chat-completions.ts';
 import { messagesRoutes } from '../gateway/wires/messages.ts';
 import { responsesRoutes } from '../gateway/wires/responses.ts';
@@ -92,6 +93,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
       await api.register(settingsRoutes(services.settings));
       await api.register(auditRoutes(services.audit));
       await api.register(runsRoutes(services.runs));
+      await api.register(savingsRoutes(services.savings));
       await api.register(cacheRoutes(services.cache));
       api.setNotFoundHandler((request, reply) => {
         throw new AppError('route_not_found', { message: `No route for ${request.method} ${request.url.split('?', 1)[0]}.` });

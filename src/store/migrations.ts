@@ -8,6 +8,35 @@ export interface Migration {
   sql: string;
 }
 
+/**
+ * The run columns each attribution dimension of `run_rollups` sums by (src/evidence/rollups.ts keeps the same list
+ * for the live path). Used here to backfill the rollups from runs recorded before they existed.
+ */
+export const ROLLUP_DIMENSION_COLUMNS = {
+  route: 'route',
+  app: 'app_id',
+  agent: 'agent',
+  model: 'model',
+  subject: 'subject',
+  fingerprint: 'fingerprint',
+  executionMethod: 'execution_method',
+  reason: 'reason_code',
+  fallback: 'fallback',
+} as const;
+
+/** Rebuild every finished run's rollup rows (migration backfill; bulk generators that insert runs directly). */
+export const ROLLUP_BACKFILL_SQL = Object.entries(ROLLUP_DIMENSION_COLUMNS)
+  .map(([dim, column]) => {
+    const statusRoute = dim === 'route' ? "status, COALESCE(route, '')" : "'', ''";
+    return `INSERT INTO run_rollups (tenant_id, dim, value, day, app_id, status, route, runs, cost_usd, saved_usd,
+        ghost_saved_usd, saved_ms, prompt_tokens, completion_tokens)
+      SELECT tenant_id, '${dim}', COALESCE(${column}, ''), created_at / 86400000, COALESCE(app_id, ''), ${statusRoute},
+        COUNT(*), SUM(cost_usd), SUM(saved_usd), SUM(ghost_saved_usd), SUM(saved_ms), SUM(prompt_tokens), SUM(completion_tokens)
+      FROM runs WHERE status != 'running'
+      GROUP BY tenant_id, COALESCE(${column}, ''), created_at / 86400000, COALESCE(app_id, ''), ${statusRoute};`;
+  })
+  .join('\n');
+
 export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
@@ -135,6 +164,74 @@ export const MIGRATIONS: readonly Migration[] = [
         PRIMARY KEY (tenant_id, cache_type, key)
       );
       CREATE INDEX cache_entries_tenant_created ON cache_entries (tenant_id, created_at);
+    `,
+  },
+  {
+    version: 3,
+    name: 'evidence: attribution columns, rollups, replay bundles, side effects, feedback',
+    sql: `
+      ALTER TABLE runs ADD COLUMN fingerprint TEXT;
+      ALTER TABLE runs ADD COLUMN execution_method TEXT;
+      ALTER TABLE runs ADD COLUMN reason_code TEXT;
+      ALTER TABLE runs ADD COLUMN fallback TEXT;
+      CREATE INDEX runs_tenant_status_app ON runs (tenant_id, status, app_id);
+      -- Finished runs summed per tenant, UTC day, app and one attribution dimension (src/evidence/rollups.ts):
+      -- savings, usage and attribution read these few rows instead of scanning the ledger. status and route are
+      -- kept only on the 'route' dimension (the savings rollup needs them), '' elsewhere; null values are ''.
+      CREATE TABLE run_rollups (
+        tenant_id TEXT NOT NULL,
+        dim TEXT NOT NULL,
+        value TEXT NOT NULL,
+        day INTEGER NOT NULL,
+        app_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        route TEXT NOT NULL,
+        runs INTEGER NOT NULL DEFAULT 0,
+        cost_usd REAL NOT NULL DEFAULT 0,
+        saved_usd REAL NOT NULL DEFAULT 0,
+        ghost_saved_usd REAL NOT NULL DEFAULT 0,
+        saved_ms INTEGER NOT NULL DEFAULT 0,
+        prompt_tokens INTEGER NOT NULL DEFAULT 0,
+        completion_tokens INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (tenant_id, dim, day, value, app_id, status, route)
+      );
+      CREATE TABLE run_replays (
+        run_id TEXT PRIMARY KEY,
+        tenant_id TEXT NOT NULL,
+        request_json TEXT NOT NULL,
+        identity_json TEXT NOT NULL,
+        inputs_json TEXT NOT NULL,
+        response_hash TEXT,
+        created_at INTEGER NOT NULL
+      );
+      CREATE TABLE run_side_effects (
+        id TEXT PRIMARY KEY,
+        run_id TEXT NOT NULL,
+        tenant_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        tool_name TEXT NOT NULL,
+        level INTEGER NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('planned', 'executed', 'suppressed', 'blocked')),
+        idempotency_key TEXT,
+        payload_json TEXT NOT NULL,
+        reason TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        UNIQUE (run_id, seq)
+      );
+      CREATE INDEX run_side_effects_idempotency ON run_side_effects (tenant_id, idempotency_key);
+      CREATE TABLE run_feedback (
+        id TEXT PRIMARY KEY,
+        run_id TEXT NOT NULL,
+        tenant_id TEXT NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('rating', 'metrics')),
+        body_json TEXT NOT NULL,
+        actor_json TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+      );
+      CREATE INDEX run_feedback_run ON run_feedback (run_id, created_at);
+      CREATE INDEX audit_events_target ON audit_events (tenant_id, target);
+      ${ROLLUP_BACKFILL_SQL}
     `,
   },
 ];

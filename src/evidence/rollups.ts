@@ -1,0 +1,182 @@
+/**
+ * Run rollups: every finished run adds itself to one row per attribution dimension, keyed by tenant, UTC day and
+ * app (`run_rollups`, migration 3). Savings, usage and attribution sum these rows, so they stay fast on a ledger
+ * of millions of runs (docs/evidence.md). Running runs are not in the rollups: readers count them from `runs`.
+ */
+import { ROLLUP_DIMENSION_COLUMNS } from '../store/migrations.ts';
+import type { Sql, SqlValue } from '../store/sql.ts';
+import type { Store } from '../store/store.ts';
+import type { RunRecord } from './types.ts';
+
+export type RollupDimension = keyof typeof ROLLUP_DIMENSION_COLUMNS;
+export const ROLLUP_DIMENSIONS = Object.keys(ROLLUP_DIMENSION_COLUMNS) as RollupDimension[];
+
+export const DAY_MS = 86_400_000;
+
+export function dayOf(epochMs: number): number {
+  return Math.floor(epochMs / DAY_MS);
+}
+
+/** The dimension values of one finished run ('' stands for "none"). */
+export function dimensionValues(run: RunRecord): Record<RollupDimension, string> {
+  return {
+    route: run.route ?? '',
+    app: run.appId ?? '',
+    agent: run.agent ?? '',
+    model: run.model,
+    subject: run.subject ?? '',
+    fingerprint: run.fingerprint ?? '',
+    executionMethod: run.executionMethod ?? '',
+    reason: run.reasonCode ?? '',
+    fallback: run.fallback ?? '',
+  };
+}
+
+const UPSERT = `INSERT INTO run_rollups (tenant_id, dim, value, day, app_id, status, route, runs, cost_usd, saved_usd,
+    ghost_saved_usd, saved_ms, prompt_tokens, completion_tokens)
+  VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?)
+  ON CONFLICT (tenant_id, dim, day, value, app_id, status, route) DO UPDATE SET
+    runs = runs + 1, cost_usd = cost_usd + excluded.cost_usd, saved_usd = saved_usd + excluded.saved_usd,
+    ghost_saved_usd = ghost_saved_usd + excluded.ghost_saved_usd, saved_ms = saved_ms + excluded.saved_ms,
+    prompt_tokens = prompt_tokens + excluded.prompt_tokens, completion_tokens = completion_tokens + excluded.completion_tokens`;
+
+/** Add one finished run to its rollup rows (inside the write that records its final state). */
+export function addToRollups(sql: Sql, run: RunRecord): void {
+  const values = dimensionValues(run);
+  const day = dayOf(run.createdAt);
+  const app = run.appId ?? '';
+  const totals: SqlValue[] = [run.costUsd, run.savedUsd, run.ghostSavedUsd, run.savedMs, run.usage.promptTokens, run.usage.completionTokens];
+  for (const dim of ROLLUP_DIMENSIONS) {
+    const [status, route] = dim === 'route' ? [run.status, run.route ?? ''] : ['', ''];
+    sql.run(UPSERT, [run.tenantId, dim, values[dim], day, app, status, route, ...totals]);
+  }
+}
+
+/** Take pruned runs out of the rollups (retention deletes whole runs; their sums must go with them). */
+export function removeFromRollups(sql: Sql, run: RunRecord): void {
+  if (run.status === 'running') return;
+  const values = dimensionValues(run);
+  const day = dayOf(run.createdAt);
+  const app = run.appId ?? '';
+  for (const dim of ROLLUP_DIMENSIONS) {
+    const [status, route] = dim === 'route' ? [run.status, run.route ?? ''] : ['', ''];
+    sql.run(
+      `UPDATE run_rollups SET runs = runs - 1, cost_usd = cost_usd - ?, saved_usd = saved_usd - ?,
+         ghost_saved_usd = ghost_saved_usd - ?, saved_ms = saved_ms - ?, prompt_tokens = prompt_tokens - ?,
+         completion_tokens = completion_tokens - ?
+       WHERE tenant_id = ? AND dim = ? AND day = ? AND value = ? AND app_id = ? AND status = ? AND route = ?`,
+      [run.costUsd, run.savedUsd, run.ghostSavedUsd, run.savedMs, run.usage.promptTokens, run.usage.completionTokens,
+        run.tenantId, dim, day, values[dim], app, status, route],
+    );
+  }
+  sql.run('DELETE FROM run_rollups WHERE tenant_id = ? AND day = ? AND runs <= 0', [run.tenantId, day]);
+}
+
+export interface RollupTotals {
+  runs: number;
+  costUsd: number;
+  savedUsd: number;
+  ghostSavedUsd: number;
+  savedMs: number;
+  promptTokens: number;
+  completionTokens: number;
+}
+
+export interface RollupScope {
+  tenantId: string;
+  /** App-pinned identities see only their app. */
+  appId?: string | null;
+  /** Inclusive UTC day range. */
+  fromDay: number;
+  toDay: number;
+}
+
+const SUMS = `SUM(runs) AS runs, SUM(cost_usd) AS costUsd, SUM(saved_usd) AS savedUsd, SUM(ghost_saved_usd) AS ghostSavedUsd,
+  SUM(saved_ms) AS savedMs, SUM(prompt_tokens) AS promptTokens, SUM(completion_tokens) AS completionTokens`;
+
+function scopeWhere(scope: RollupScope, dim: RollupDimension): { clause: string; params: SqlValue[] } {
+  const params: SqlValue[] = [scope.tenantId, dim, scope.fromDay, scope.toDay];
+  let clause = 'tenant_id = ? AND dim = ? AND day BETWEEN ? AND ?';
+  if (scope.appId !== undefined) {
+    clause += ' AND app_id = ?';
+    params.push(scope.appId ?? '');
+  }
+  return { clause, params };
+}
+
+function totalsOf(row: Partial<Record<keyof RollupTotals, number | null>> | undefined): RollupTotals {
+  return {
+    runs: row?.runs ?? 0,
+    costUsd: row?.costUsd ?? 0,
+    savedUsd: row?.savedUsd ?? 0,
+    ghostSavedUsd: row?.ghostSavedUsd ?? 0,
+    savedMs: row?.savedMs ?? 0,
+    promptTokens: row?.promptTokens ?? 0,
+    completionTokens: row?.completionTokens ?? 0,
+  };
+}
+
+/** Finished-run totals by status and route (the savings rollup). */
+export function totalsByStatusRoute(sql: Sql, scope: RollupScope): Array<{ status: string; route: string } & RollupTotals> {
+  const { clause, params } = scopeWhere(scope, 'route');
+  return sql
+    .all<{ status: string; route: string } & Record<keyof RollupTotals, number>>(
+      `SELECT status, route, ${SUMS} FROM run_rollups WHERE ${clause} GROUP BY status, route`,
+      params,
+    )
+    .map((row) => ({ status: row.status, route: row.route, ...totalsOf(row) }));
+}
+
+/** Finished-run totals per UTC day. */
+export function totalsByDay(sql: Sql, scope: RollupScope): Array<{ day: number } & RollupTotals> {
+  const { clause, params } = scopeWhere(scope, 'route');
+  return sql
+    .all<{ day: number } & Record<keyof RollupTotals, number>>(`SELECT day, ${SUMS} FROM run_rollups WHERE ${clause} GROUP BY day`, params)
+    .map((row) => ({ day: row.day, ...totalsOf(row) }));
+}
+
+/** One page of a dimension's values ranked by cost, then runs, then value; and how many values there are. */
+export function rankedValues(
+  sql: Sql,
+  scope: RollupScope,
+  dim: RollupDimension,
+  page: { limit: number; offset: number },
+): { entries: Array<{ value: string } & RollupTotals>; total: number } {
+  const { clause, params } = scopeWhere(scope, dim);
+  const entries = sql
+    .all<{ value: string } & Record<keyof RollupTotals, number>>(
+      `SELECT value, ${SUMS} FROM run_rollups WHERE ${clause} GROUP BY value
+       ORDER BY SUM(cost_usd) DESC, SUM(runs) DESC, value LIMIT ? OFFSET ?`,
+      [...params, page.limit, page.offset],
+    )
+    .map((row) => ({ value: row.value, ...totalsOf(row) }));
+  const total = sql.get<{ n: number }>(`SELECT COUNT(DISTINCT value) AS n FROM run_rollups WHERE ${clause}`, params)?.n ?? 0;
+  return { entries, total };
+}
+
+export interface RollupsRepository {
+  byStatusRoute(scope: RollupScope): Promise<Array<{ status: string; route: string } & RollupTotals>>;
+  byDay(scope: RollupScope): Promise<Array<{ day: number } & RollupTotals>>;
+  ranked(scope: RollupScope, dim: RollupDimension, page: { limit: number; offset: number }): Promise<{ entries: Array<{ value: string } & RollupTotals>; total: number }>;
+  /** Runs still in flight (not in the rollups), from the runs table. */
+  runningCount(tenantId: string, appId?: string | null): Promise<number>;
+  /** Wait for deferred ledger writes (a run answered a moment ago counts). */
+  settle(): Promise<void>;
+}
+
+export function createRollupsRepository(store: Store): RollupsRepository {
+  return {
+    byStatusRoute: (scope) => store.read((sql) => totalsByStatusRoute(sql, scope)),
+    byDay: (scope) => store.read((sql) => totalsByDay(sql, scope)),
+    ranked: (scope, dim, page) => store.read((sql) => rankedValues(sql, scope, dim, page)),
+    runningCount: (tenantId, appId) =>
+      store.read(
+        (sql) =>
+          (appId === undefined
+            ? sql.get<{ n: number }>("SELECT COUNT(*) AS n FROM runs WHERE tenant_id = ? AND status = 'running'", [tenantId])
+            : sql.get<{ n: number }>("SELECT COUNT(*) AS n FROM runs WHERE tenant_id = ? AND status = 'running' AND app_id IS ?", [tenantId, appId])
+          )?.n ?? 0,
+      ),
+    settle: () => store.flush(),
+  };
+}

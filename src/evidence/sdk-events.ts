@@ -1,0 +1,60 @@
+/**
+ * Trace events an SDK may append to a run (SPEC 6.1, 4.19 `POST /api/v1/trace`). Everything else in a run's trace
+ * is written by svc itself (`run.*`, `cache.*`, `provider.*`, `chorus.*`, ...) and cannot be forged through the API.
+ * The three named SPEC types, plus the outcome of a planned side effect (docs/evidence.md).
+ */
+import { z } from 'zod';
+
+export const TRACE_PAYLOAD_MAX_BYTES = 256 * 1024;
+
+const name = z.string().trim().min(1).max(200);
+const level = z.number().int().min(0).max(4);
+const idempotencyKey = z.string().trim().min(1).max(120);
+const reason = z.string().max(2000);
+
+const SDK_PAYLOADS = {
+  'tool.called': z.looseObject({ name, args: z.unknown(), sideEffectLevel: level }),
+  'tool.completed': z.looseObject({ name, result: z.unknown(), cached: z.boolean().optional() }),
+  'side_effect.planned': z.looseObject({ toolName: name, level, payload: z.unknown(), idempotencyKey: idempotencyKey.optional() }),
+  'side_effect.executed': z.looseObject({ toolName: name, idempotencyKey: idempotencyKey.optional(), reason: reason.optional() }),
+  'side_effect.suppressed': z.looseObject({ toolName: name, idempotencyKey: idempotencyKey.optional(), reason: reason.optional() }),
+  'side_effect.blocked': z.looseObject({ toolName: name, idempotencyKey: idempotencyKey.optional(), reason: reason.optional() }),
+} as const;
+
+export type SdkEventType = keyof typeof SDK_PAYLOADS;
+export const SDK_EVENT_TYPES = Object.keys(SDK_PAYLOADS) as SdkEventType[];
+
+export const traceBody = z
+  .strictObject({
+    runId: z.string().min(1).max(200),
+    type: z.enum(SDK_EVENT_TYPES as [SdkEventType, ...SdkEventType[]], {
+      error: () => `type must be one of ${SDK_EVENT_TYPES.join(', ')}`,
+    }),
+    payload: z.record(z.string(), z.unknown()),
+  })
+  .superRefine((body, ctx) => {
+    const size = Buffer.byteLength(JSON.stringify(body.payload));
+    if (size > TRACE_PAYLOAD_MAX_BYTES) {
+      ctx.addIssue({ code: 'custom', path: ['payload'], message: `payload is larger than ${TRACE_PAYLOAD_MAX_BYTES} bytes` });
+      return;
+    }
+    const result = SDK_PAYLOADS[body.type].safeParse(body.payload);
+    for (const issue of result.error?.issues ?? []) ctx.addIssue({ ...issue, path: ['payload', ...issue.path] } as never);
+  });
+
+export type TraceBody = z.infer<typeof traceBody>;
+
+const metadataValue = z.union([z.string().max(2000), z.number().finite(), z.boolean(), z.null()]);
+
+/** `POST /api/v1/ingest/prompt`: an externally handled prompt, recorded as a completed observed run. */
+export const ingestBody = z.strictObject({
+  source: z.string().trim().min(1).max(100),
+  prompt: z.string().min(1).max(512 * 1024),
+  sessionId: z.string().trim().min(1).max(200).optional(),
+  metadata: z
+    .record(z.string().regex(/^[A-Za-z0-9_\-:./]{1,64}$/, 'metadata keys are 1-64 letters, digits, _ - : . /'), metadataValue)
+    .refine((value) => Object.keys(value).length <= 32, 'at most 32 metadata entries')
+    .optional(),
+});
+
+export type IngestBody = z.infer<typeof ingestBody>;

@@ -1,0 +1,99 @@
+/**
+ * Side-effect records (SPEC 2.3): what a traced tool with side-effect level >= 2 planned, and what became of it.
+ * They are derived from the run's own trace, in the same transaction as the event that changes them:
+ *
+ * | trace event                                   | record                                                 |
+ * | side_effect.planned {toolName, level, ...}    | new record, state `planned`                             |
+ * | tool.completed {name}                         | the oldest still-planned record of that tool: `executed`|
+ * | side_effect.executed/suppressed/blocked       | the oldest still-planned record of that tool (or of its |
+ * |   {toolName, idempotencyKey?, reason?}        |   idempotency key when given): that state               |
+ */
+import { newId } from '../core/ids.ts';
+import type { Sql } from '../store/sql.ts';
+import type { TraceEvent } from './types.ts';
+
+export type SideEffectState = 'planned' | 'executed' | 'suppressed' | 'blocked';
+
+export interface SideEffectRecord {
+  id: string;
+  runId: string;
+  seq: number;
+  toolName: string;
+  level: number;
+  state: SideEffectState;
+  idempotencyKey: string | null;
+  payload: unknown;
+  reason: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+interface SideEffectRow {
+  id: string;
+  run_id: string;
+  seq: number;
+  tool_name: string;
+  level: number;
+  state: SideEffectState;
+  idempotency_key: string | null;
+  payload_json: string;
+  reason: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+function fromRow(row: SideEffectRow): SideEffectRecord {
+  return {
+    id: row.id,
+    runId: row.run_id,
+    seq: row.seq,
+    toolName: row.tool_name,
+    level: row.level,
+    state: row.state,
+    idempotencyKey: row.idempotency_key,
+    payload: JSON.parse(row.payload_json) as unknown,
+    reason: row.reason,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+const TRANSITIONS: Record<string, SideEffectState> = {
+  'tool.completed': 'executed',
+  'side_effect.executed': 'executed',
+  'side_effect.suppressed': 'suppressed',
+  'side_effect.blocked': 'blocked',
+};
+
+/** Apply a run's newly appended trace events to its side-effect records (inside the appending write). */
+export function applyToSideEffects(sql: Sql, tenantId: string, events: readonly TraceEvent[]): void {
+  for (const event of events) {
+    const payload = event.payload;
+    if (event.type === 'side_effect.planned') {
+      sql.run(
+        `INSERT INTO run_side_effects (id, run_id, tenant_id, seq, tool_name, level, state, idempotency_key, payload_json, reason,
+           created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'planned', ?, ?, NULL, ?, ?)`,
+        [newId('sfx'), event.runId, tenantId, event.seq, String(payload.toolName), Number(payload.level),
+          typeof payload.idempotencyKey === 'string' ? payload.idempotencyKey : null, JSON.stringify(payload.payload ?? null),
+          event.createdAt, event.createdAt],
+      );
+      continue;
+    }
+    const state = TRANSITIONS[event.type];
+    if (!state) continue;
+    const toolName = String(event.type === 'tool.completed' ? payload.name : payload.toolName);
+    const key = typeof payload.idempotencyKey === 'string' ? payload.idempotencyKey : null;
+    const target = sql.get<{ id: string }>(
+      `SELECT id FROM run_side_effects WHERE run_id = ? AND tool_name = ? AND state = 'planned'
+         ${key ? 'AND idempotency_key = ?' : ''} ORDER BY seq LIMIT 1`,
+      key ? [event.runId, toolName, key] : [event.runId, toolName],
+    );
+    if (!target) continue;
+    const reason = typeof payload.reason === 'string' ? payload.reason : null;
+    sql.run('UPDATE run_side_effects SET state = ?, reason = ?, updated_at = ? WHERE id = ?', [state, reason, event.createdAt, target.id]);
+  }
+}
+
+export function listSideEffects(sql: Sql, runId: string): SideEffectRecord[] {
+  return sql.all<SideEffectRow>('SELECT * FROM run_side_effects WHERE run_id = ? ORDER BY seq', [runId]).map(fromRow);
+}

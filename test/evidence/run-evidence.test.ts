@@ -1,0 +1,137 @@
+/** SPEC 4.9 run sub-resources: economics, receipt, replay bundle, evidence packet; scoping of each. */
+import assert from 'node:assert/strict';
+import test from 'node:test';
+import { bearer, build, json } from '../support/build.ts';
+
+const BOOT = 'bootstrap-token-evidence-tests-0001';
+const admin = bearer(BOOT);
+
+let counter = 0;
+function fresh(extra: Record<string, unknown> = {}) {
+  counter += 1;
+  return { model: 'gpt-4o-mini', messages: [{ role: 'system', content: 'You are terse.' }, { role: 'user', content: `q${counter} ${process.hrtime.bigint()}` }], ...extra };
+}
+
+async function setup(t: any) {
+  const built = await build(t, { env: { SVC_API_KEY: BOOT } });
+  const chat = async (payload: unknown, headers: Record<string, string> = admin) => {
+    const response = await built.app.inject({ method: 'POST', url: '/v1/chat/completions', payload, headers });
+    assert.equal(response.statusCode, 200, response.body);
+    return response;
+  };
+  const get = async (url: string, headers: Record<string, string> = admin) => built.app.inject({ url, headers });
+  return { ...built, chat, get };
+}
+
+test('economics of a live run and of the cache hit that followed it', async (t) => {
+  const { chat, get } = await setup(t);
+  const body = fresh();
+  const live = await chat(body);
+  const hit = await chat(body);
+  assert.equal(hit.headers['x-svc-route'], 'exact_cache');
+
+  const liveEconomics = json((await get(`/api/v1/runs/${live.headers['x-svc-run-id']}/economics`)));
+  assert.equal(liveEconomics.route, 'live');
+  assert.equal(liveEconomics.attempts.served.length, 1);
+  assert.deepEqual(liveEconomics.attempts.shadow, []);
+  assert.deepEqual(liveEconomics.attempts.evaluator, []);
+  assert.deepEqual(liveEconomics.tokens.actual, liveEconomics.tokens.customer);
+  assert.ok(liveEconomics.tokens.actual.totalTokens > 0);
+  assert.equal(liveEconomics.reference.source, 'served attempts');
+  assert.equal(liveEconomics.reference.costUsd, liveEconomics.cost.providerUsd);
+  assert.equal(liveEconomics.savings.usd, 0);
+
+  const hitEconomics = json(await get(`/api/v1/runs/${hit.headers['x-svc-run-id']}/economics`));
+  assert.equal(hitEconomics.route, 'exact_cache');
+  assert.equal(hitEconomics.attempts.served.length, 0);
+  assert.equal(hitEconomics.tokens.actual.totalTokens, 0, 'no provider ran');
+  assert.equal(hitEconomics.tokens.customer.totalTokens, liveEconomics.tokens.customer.totalTokens, 'the caller sees the original usage');
+  assert.equal(hitEconomics.cost.providerUsd, 0);
+  assert.equal(hitEconomics.reference.costUsd, liveEconomics.cost.providerUsd);
+  assert.match(hitEconomics.reference.source, new RegExp(String(live.headers['x-svc-run-id'])));
+  assert.equal(hitEconomics.savings.usd, liveEconomics.cost.providerUsd);
+});
+
+test('receipts: 404 with a clear message when the run has none; 404 for unknown runs', async (t) => {
+  const { chat, get } = await setup(t);
+  const runId = String((await chat(fresh())).headers['x-svc-run-id']);
+  for (const url of [`/api/v1/runs/${runId}/receipt`, `/api/v1/receipts/${runId}`]) {
+    const response = await get(url);
+    assert.equal(response.statusCode, 404);
+    assert.match(json(response).error.message, /no receipt/);
+  }
+  const unknown = await get('/api/v1/receipts/run_does_not_exist');
+  assert.equal(unknown.statusCode, 404);
+  assert.match(json(unknown).error.message, /Run not found/);
+});
+
+test('replay bundle: the request, its identity, the route inputs and the response hash', async (t) => {
+  const { chat, get } = await setup(t);
+  const payload = fresh({ temperature: 0.2 });
+  const response = await chat(payload, { ...admin, 'x-svc-cache-bypass': 'true' });
+  const bundle = json(await get(`/api/v1/runs/${response.headers['x-svc-run-id']}/replay-bundle`));
+  assert.equal(bundle.format, 'svc.replay-bundle');
+  assert.equal(bundle.wire, 'chat_completions');
+  assert.deepEqual(bundle.request, payload);
+  assert.match(bundle.identity.exactCacheKey, /^chat_completions:[0-9a-f]{64}$/);
+  assert.equal(bundle.routeInputs.cacheControls.serve, false);
+  assert.equal(bundle.routeInputs.cacheControls.control, 'x-svc-cache-bypass: true');
+  assert.equal(bundle.routeInputs.mode, 'optimize');
+  assert.ok(bundle.routeInputs.candidates.length >= 1);
+  assert.equal(bundle.routeDecision.route, 'live');
+  assert.match(bundle.responseHash, /^[0-9a-f]{64}$/);
+
+  const { createHash } = await import('node:crypto');
+  const { canonicalJson } = await import('../../src/core/canonical-json.ts');
+  assert.equal(bundle.responseHash, createHash('sha256').update(canonicalJson(json(response))).digest('hex'), 'hash of the answer served');
+});
+
+test('streamed runs keep a replay bundle whose hash covers the assembled answer', async (t) => {
+  const { app, get } = await setup(t);
+  const response = await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: fresh({ stream: true }), headers: admin });
+  assert.equal(response.statusCode, 200);
+  const bundle = json(await get(`/api/v1/runs/${response.headers['x-svc-run-id']}/replay-bundle`));
+  assert.equal(bundle.request.stream, true);
+  assert.match(bundle.responseHash, /^[0-9a-f]{64}$/);
+});
+
+test('evidence packet: one downloadable JSON document with everything about the run', async (t) => {
+  const { app, chat, get } = await setup(t);
+  const runId = String((await chat(fresh())).headers['x-svc-run-id']);
+  await app.inject({ method: 'POST', url: '/api/v1/trace', headers: admin, payload: { runId, type: 'side_effect.planned', payload: { toolName: 'send_email', level: 3, payload: { to: 'a@example.com' }, idempotencyKey: 'mail-1' } } });
+  await app.inject({ method: 'POST', url: `/api/v1/runs/${runId}/feedback`, headers: admin, payload: { type: 'rating', rating: 5 } });
+
+  const response = await get(`/api/v1/runs/${runId}/evidence-packet`);
+  assert.equal(response.statusCode, 200);
+  assert.match(String(response.headers['content-disposition']), new RegExp(`attachment; filename="evidence-${runId}.json"`));
+  const packet = json(response);
+  assert.equal(packet.format, 'svc.evidence-packet');
+  assert.equal(packet.run.id, runId);
+  assert.equal(packet.routeExplanation.route, 'live');
+  assert.equal(packet.integrity.ok, true);
+  assert.equal(packet.integrity.eventCount, packet.events.length);
+  assert.equal(packet.replayBundle.runId, runId);
+  assert.equal(packet.sideEffects.length, 1);
+  assert.equal(packet.sideEffects[0].state, 'planned');
+  assert.equal(packet.feedback.length, 1);
+  assert.ok(Array.isArray(packet.audit));
+  assert.equal(packet.chorus, null);
+  assert.ok(packet.events.some((event: any) => event.type === 'side_effect.planned'));
+  assert.equal(packet.economics.runId, runId);
+});
+
+test('every run sub-resource is tenant and app scoped: another app key gets 404', async (t) => {
+  const { app, chat, get } = await setup(t);
+  const runId = String((await chat(fresh(), { ...admin, 'x-svc-app': 'billing' })).headers['x-svc-run-id']);
+  const created = json(await app.inject({ method: 'POST', url: '/api/v1/keys', headers: admin, payload: { name: 'pinned', appId: 'support' } }));
+  const pinned = bearer(created.token);
+  for (const path of ['economics', 'receipt', 'replay-bundle', 'evidence-packet', 'integrity', 'route', 'events']) {
+    const response = await get(`/api/v1/runs/${runId}/${path}`, pinned);
+    assert.equal(response.statusCode, 404, path);
+    assert.match(json(response).error.message, /Run not found/, path);
+  }
+  const trace = await app.inject({ method: 'POST', url: '/api/v1/trace', headers: pinned, payload: { runId, type: 'tool.called', payload: { name: 'x', args: {}, sideEffectLevel: 0 } } });
+  assert.equal(trace.statusCode, 404);
+  const feedback = await app.inject({ method: 'POST', url: `/api/v1/runs/${runId}/feedback`, headers: pinned, payload: { type: 'rating', rating: 5 } });
+  assert.equal(feedback.statusCode, 404);
+});
