@@ -33,6 +33,9 @@ test('retention prunes old runs, their trace events and attempts, and old cache 
     runs: sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM runs')!.n,
   }));
   assert.deepEqual(leftovers, { events: 0, attempts: 0, runs: 1 });
+  const savings = json(await app.inject({ url: '/api/v1/savings' }));
+  assert.equal(savings.totalRuns, 1, 'pruned runs leave the savings rollup too');
+  assert.equal(savings.liveRuns, 1);
   assert.equal((await ask('old question')).headers['x-svc-route'], 'live', 'the pruned cache entry no longer serves');
   assert.equal((await ask('new question')).headers['x-svc-route'], 'exact_cache', 'a fresh entry stays');
 

@@ -1,0 +1,186 @@
+/** SPEC 4.9 feedback rules, SPEC 4.19 ingestion and trace appends, side-effect records (SPEC 2.3). */
+import assert from 'node:assert/strict';
+import test from 'node:test';
+import { flattenMetrics } from '../../src/evidence/feedback-rules.ts';
+import { bearer, build, json } from '../support/build.ts';
+
+const BOOT = 'bootstrap-token-feedback-tests-0001';
+const admin = bearer(BOOT);
+
+async function setup(t: any) {
+  const built = await build(t, { env: { SVC_API_KEY: BOOT } });
+  const post = async (url: string, payload: unknown, headers: Record<string, string> = admin) => {
+    const response = await built.app.inject({ method: 'POST', url, payload: payload as any, headers });
+    return { status: response.statusCode, body: json(response) };
+  };
+  const get = async (url: string) => json(await built.app.inject({ url, headers: admin }));
+  const newRun = async () => {
+    const response = await built.app.inject({
+      method: 'POST',
+      url: '/v1/chat/completions',
+      headers: admin,
+      payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `hello ${process.hrtime.bigint()}` }] },
+    });
+    return String(response.headers['x-svc-run-id']);
+  };
+  return { ...built, post, get, newRun };
+}
+
+test('ratings: thumbs up 5, thumbs down -1, corrections; shown on the run; bad ratings change nothing', async (t) => {
+  const { post, get, newRun } = await setup(t);
+  const runId = await newRun();
+  const up = await post(`/api/v1/runs/${runId}/feedback`, { type: 'rating', rating: 5 });
+  assert.equal(up.status, 201);
+  assert.equal(up.body.feedback.type, 'rating');
+  assert.equal(up.body.feedback.rating, 5);
+  assert.match(up.body.feedback.id, /^fbk_/);
+  const down = await post(`/api/v1/runs/${runId}/feedback`, { type: 'rating', rating: -1, correction: 'Paris, not Lyon.' });
+  assert.equal(down.body.feedback.correction, 'Paris, not Lyon.');
+
+  for (const bad of [{ type: 'rating', rating: 6 }, { type: 'rating', rating: -2 }, { type: 'rating' }, { type: 'stars', rating: 5 }, { type: 'rating', rating: '5' }, { type: 'rating', rating: 5, extra: 1 }, { type: 'rating', rating: 5, correction: '   ' }]) {
+    assert.equal((await post(`/api/v1/runs/${runId}/feedback`, bad)).status, 400, JSON.stringify(bad));
+  }
+  assert.equal((await post('/api/v1/runs/run_nope/feedback', { type: 'rating', rating: 5 })).status, 404);
+  const detail = await get(`/api/v1/runs/${runId}`);
+  assert.deepEqual(detail.feedback.map((f: any) => f.rating), [5, -1]);
+});
+
+test('metrics feedback: leaves, namespaces flattened deterministically, every rejection rule', async (t) => {
+  const { post, get, newRun } = await setup(t);
+  const runId = await newRun();
+  const ok = await post(`/api/v1/runs/${runId}/feedback/metrics`, {
+    metrics: { quality: { relevance: { score: 0.8, reason: 'on topic' }, grounded: true }, latency_ok: true, 'style.tone': 'formal', words: 120 },
+    optimize: 'max',
+    tags: { suite: 'nightly' },
+    source: 'eval-harness',
+    evaluator: { name: 'judge', version: 3 },
+  });
+  assert.equal(ok.status, 201, JSON.stringify(ok.body));
+  assert.deepEqual(
+    ok.body.feedback.metrics.map((leaf: any) => [leaf.name, leaf.kind]),
+    [['latency_ok', 'boolean'], ['quality.grounded', 'boolean'], ['quality.relevance', 'score'], ['style.tone', 'string'], ['words', 'number']],
+  );
+  assert.equal(ok.body.feedback.metrics[2].reason, 'on topic');
+  assert.equal(ok.body.feedback.optimize, 'max');
+
+  const base = { optimize: 'max', source: 'eval' };
+  const rejected: Array<[string, unknown]> = [
+    ['array leaf', { ...base, metrics: { scores: [1, 2] } }],
+    ['ambiguous dotted key', { ...base, metrics: { 'a.b': 1, a: { b: 2 } } }],
+    ['dotted key over a leaf', { ...base, metrics: { a: 1, 'a.b': 2 } }],
+    ['empty segment', { ...base, metrics: { 'a..b': 1 } }],
+    ['unsafe key', { ...base, metrics: { prototype: 1 } }],
+    ['key with spaces', { ...base, metrics: { 'bad key': 1 } }],
+    ['null leaf', { ...base, metrics: { a: null } }],
+    ['score not a number', { ...base, metrics: { a: { score: 'high' } } }],
+    ['empty namespace', { ...base, metrics: { a: {} } }],
+    ['missing optimize', { metrics: { a: 1 }, source: 'eval' }],
+    ['unknown direction', { ...base, optimize: 'up', metrics: { a: 1 } }],
+    ['missing source', { optimize: 'max', metrics: { a: 1 } }],
+    ['unsafe tag key', { ...base, metrics: { a: 1 }, tags: { 'bad key!': 'x' } }],
+    ['nested tag', { ...base, metrics: { a: 1 }, tags: { a: { b: 1 } } }],
+    ['oversized', { ...base, metrics: { a: 'x'.repeat(1500), ...Object.fromEntries(Array.from({ length: 60 }, (_, i) => [`m${i}`, 'y'.repeat(1500)])) } }],
+    ['too deep', { ...base, metrics: { a: { b: { c: { d: { e: { f: { g: { h: { i: 1 } } } } } } } } } }],
+    ['unknown field', { ...base, metrics: { a: 1 }, extra: true }],
+  ];
+  for (const [label, body] of rejected) {
+    const response = await post(`/api/v1/runs/${runId}/feedback/metrics`, body);
+    assert.equal(response.status, 400, label);
+    assert.ok(response.body.error, label);
+  }
+  const detail = await get(`/api/v1/runs/${runId}`);
+  assert.equal(detail.feedback.length, 1, 'rejected events stored nothing');
+});
+
+test('metric flattening rejects cycles (the service may be handed objects, not only JSON)', () => {
+  const cyclic: Record<string, unknown> = { a: 1 };
+  cyclic.self = cyclic;
+  assert.throws(() => flattenMetrics(cyclic), /cycle/);
+});
+
+test('trace: SDK events append to the chain, side effects follow their events, integrity holds', async (t) => {
+  const { post, get, newRun } = await setup(t);
+  const runId = await newRun();
+  const before = (await get(`/api/v1/runs/${runId}`)).run.eventCount;
+  const events: Array<[string, Record<string, unknown>]> = [
+    ['tool.called', { name: 'lookup', args: { q: 'x' }, sideEffectLevel: 0 }],
+    ['tool.completed', { name: 'lookup', result: { hits: 3 }, cached: false }],
+    ['side_effect.planned', { toolName: 'send_email', level: 3, payload: { to: 'ops@example.com' }, idempotencyKey: 'mail-42' }],
+    ['tool.completed', { name: 'send_email', result: { sent: true } }],
+    ['side_effect.planned', { toolName: 'refund', level: 4, payload: { amount: 10 } }],
+    ['side_effect.blocked', { toolName: 'refund', reason: 'over the refund limit' }],
+  ];
+  let lastSeq = before;
+  for (const [type, payload] of events) {
+    const response = await post('/api/v1/trace', { runId, type, payload });
+    assert.equal(response.status, 201, JSON.stringify(response.body));
+    assert.equal(response.body.seq, lastSeq + 1);
+    lastSeq = response.body.seq;
+  }
+  const detail = await get(`/api/v1/runs/${runId}`);
+  assert.deepEqual(
+    detail.sideEffects.map((s: any) => [s.toolName, s.state, s.idempotencyKey, s.reason]),
+    [['send_email', 'executed', 'mail-42', null], ['refund', 'blocked', null, 'over the refund limit']],
+  );
+  assert.equal(detail.run.eventCount, before + events.length);
+  const integrity = await get(`/api/v1/runs/${runId}/integrity`);
+  assert.equal(integrity.ok, true);
+  assert.equal(integrity.eventCount, before + events.length);
+});
+
+test('trace: only SDK event types, validated payloads; rejected events change nothing', async (t) => {
+  const { post, get, newRun } = await setup(t);
+  const runId = await newRun();
+  const before = (await get(`/api/v1/runs/${runId}`)).run.eventCount;
+  const rejected: Array<[string, unknown]> = [
+    ['server-owned type', { runId, type: 'run.completed', payload: {} }],
+    ['chorus type', { runId, type: 'chorus.receipt', payload: {} }],
+    ['level out of range', { runId, type: 'tool.called', payload: { name: 'x', args: {}, sideEffectLevel: 5 } }],
+    ['missing name', { runId, type: 'tool.completed', payload: { result: 1 } }],
+    ['idempotency key too long', { runId, type: 'side_effect.planned', payload: { toolName: 'x', level: 2, payload: {}, idempotencyKey: 'k'.repeat(121) } }],
+    ['payload not an object', { runId, type: 'tool.called', payload: [1] }],
+    ['oversized payload', { runId, type: 'tool.completed', payload: { name: 'x', result: 'r'.repeat(300 * 1024) } }],
+    ['missing runId', { type: 'tool.called', payload: { name: 'x', args: {}, sideEffectLevel: 0 } }],
+  ];
+  for (const [label, body] of rejected) assert.equal((await post('/api/v1/trace', body)).status, 400, label);
+  assert.equal((await post('/api/v1/trace', { runId: 'run_nope', type: 'tool.called', payload: { name: 'x', args: {}, sideEffectLevel: 0 } })).status, 404);
+  assert.equal((await get(`/api/v1/runs/${runId}`)).run.eventCount, before);
+});
+
+test('trace into a run whose request is still writing it goes through its recorder: one unbroken chain', async (t) => {
+  const { services, post, get } = await setup(t);
+  const recorder = services.ledger.start({ tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'gpt-4o-mini', stream: true, requestId: null });
+  const appended = await post('/api/v1/trace', { runId: recorder.id, type: 'tool.called', payload: { name: 'x', args: {}, sideEffectLevel: 0 } });
+  assert.equal(appended.status, 201);
+  recorder.event('provider.attempt', { provider: 'mock' });
+  recorder.finish({
+    status: 'completed', route: 'live', provider: 'mock', usage: { promptTokens: 1, completionTokens: 1, totalTokens: 2 }, costUsd: 0, priced: true,
+    routeExplanation: { route: 'live', reason: 'test', rejectedAlternatives: [], policyVerdict: { decision: 'allow', policy: null, reason: null }, cache: [], artifact: null, estimatedSavings: { usd: 0, ms: 0, ghost: false }, fallback: null, provider: 'mock', model: 'gpt-4o-mini', executionMethod: { id: 'mock_model', referenceGrade: 'not_applicable' } },
+  });
+  await post('/api/v1/trace', { runId: recorder.id, type: 'tool.completed', payload: { name: 'x', result: 1 } });
+  const integrity = await get(`/api/v1/runs/${recorder.id}/integrity`);
+  assert.equal(integrity.ok, true, JSON.stringify(integrity));
+  assert.equal(integrity.eventCount, 5);
+});
+
+test('ingest: an externally handled prompt becomes a completed observed run', async (t) => {
+  const { post, get } = await setup(t);
+  const created = await post('/api/v1/ingest/prompt', { source: 'langchain', prompt: 'Summarise the meeting notes.', sessionId: 'sess-1', metadata: { model: 'gpt-4o', team: 'ops' } }, { ...admin, 'x-svc-app': 'notes' });
+  assert.equal(created.status, 201);
+  assert.match(created.body.runId, /^run_/);
+  const detail = await get(`/api/v1/runs/${created.body.runId}`);
+  assert.equal(detail.run.status, 'completed');
+  assert.equal(detail.run.mode, 'observe');
+  assert.equal(detail.run.wire, 'sdk_ingest');
+  assert.equal(detail.run.model, 'gpt-4o');
+  assert.equal(detail.run.provider, 'langchain');
+  assert.equal(detail.run.appId, 'notes');
+  assert.ok(detail.run.usage.promptTokens > 0);
+  const ingested = detail.events.find((e: any) => e.type === 'prompt.ingested');
+  assert.equal(ingested.payload.prompt, 'Summarise the meeting notes.');
+  assert.equal(ingested.payload.sessionId, 'sess-1');
+
+  for (const bad of [{ prompt: 'x' }, { source: 'a', prompt: '' }, { source: 'a', prompt: 'x', extra: 1 }, { source: 'a', prompt: 'x', metadata: { nested: { a: 1 } } }]) {
+    assert.equal((await post('/api/v1/ingest/prompt', bad)).status, 400, JSON.stringify(bad));
+  }
+});

@@ -1,0 +1,138 @@
+/** SPEC 4.7/4.9: savings counting rules, month-to-date usage, attribution dimensions and their windows. */
+import assert from 'node:assert/strict';
+import test from 'node:test';
+import { bearer, build, json } from '../support/build.ts';
+import { completion, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
+
+const BOOT = 'bootstrap-token-savings-tests-00001';
+const admin = bearer(BOOT);
+
+async function setup(t: any) {
+  const upstream = await startFakeUpstream(t, (request, res) => {
+    const text = JSON.stringify((request.body as any)?.messages ?? '');
+    if (text.includes('please fail')) return sendJson(res, 500, { error: { message: 'upstream exploded' } });
+    const answer = completion('priced answer');
+    answer.usage = { prompt_tokens: 1000, completion_tokens: 500, total_tokens: 1500 };
+    return sendJson(res, 200, answer);
+  });
+  const built = await build(t, { env: { SVC_API_KEY: BOOT, CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl } });
+  const chat = (content: string, headers: Record<string, string> = admin) =>
+    built.app.inject({ method: 'POST', url: '/v1/chat/completions', headers, payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content }] } });
+  const get = async (url: string, headers: Record<string, string> = admin) => {
+    const response = await built.app.inject({ url, headers });
+    return { status: response.statusCode, body: json(response) };
+  };
+  return { ...built, upstream, chat, get };
+}
+
+const finishOutcome = (route: string, status: string) =>
+  ({
+    status,
+    route,
+    provider: null,
+    usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
+    costUsd: 0,
+    priced: true,
+    routeExplanation: {
+      route, reason: 'test', rejectedAlternatives: [], policyVerdict: { decision: 'allow', policy: null, reason: null }, cache: [],
+      artifact: null, estimatedSavings: { usd: 0, ms: 0, ghost: false }, fallback: null, provider: null, model: 'x',
+      executionMethod: { id: 'test', referenceGrade: 'not_applicable' },
+    },
+  }) as any;
+
+test('savings: every counter follows the counting rules', async (t) => {
+  const { app, services, chat, get } = await setup(t);
+  const start = { tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize' as const, wire: 'chat_completions', model: 'gpt-4o-mini', stream: false, requestId: null };
+
+  assert.equal((await chat('the same question')).headers['x-svc-route'], 'live');
+  assert.equal((await chat('the same question')).headers['x-svc-route'], 'exact_cache');
+  assert.equal((await chat('please fail')).statusCode, 502);
+  const observeKey = json(await app.inject({ method: 'POST', url: '/api/v1/keys', headers: admin, payload: { name: 'shadow', mode: 'observe' } })).token;
+  assert.equal((await chat('the same question', bearer(observeKey))).headers['x-svc-route'], 'live');
+  services.ledger.start(start); // in flight, never finished
+  services.ledger.start(start).finish(finishOutcome('semantic_cache', 'completed'));
+  services.ledger.start(start).finish(finishOutcome('live', 'paused'));
+
+  const { status, body } = await get('/api/v1/savings');
+  assert.equal(status, 200);
+  const liveCost = (1000 * 0.15 + 500 * 0.6) / 1_000_000;
+  assert.equal(body.totalRuns, 7);
+  assert.equal(body.liveRuns, 2, 'completed live runs (optimize + observe)');
+  assert.equal(body.optimizedRuns, 1);
+  assert.equal(body.exactCacheRuns, 1);
+  assert.equal(body.failedRuns, 1);
+  assert.equal(body.runningRuns, 1);
+  assert.equal(body.blockedRuns, 0);
+  assert.equal(body.unknownRuns, 1, 'a completed run with a route svc does not know');
+  assert.equal(body.unknownStatusRuns, 1);
+  assert.ok(Math.abs(body.totalCostUsd - 2 * liveCost) < 1e-9, `cost ${body.totalCostUsd}`);
+  assert.ok(Math.abs(body.totalSavedUsd - liveCost) < 1e-9);
+  assert.ok(Math.abs(body.ghostSavedUsd - liveCost) < 1e-9, 'observe mode would have saved the cached answer');
+  assert.ok(Math.abs(body.cacheHitRate - 1 / 3) < 1e-9, 'failed, running and unknown runs stay out of the denominator');
+  assert.equal(body.artifactHitRate, 0);
+  assert.equal(body.spendAvoidedUsd, body.totalSavedUsd);
+  assert.deepEqual(body.webContext, { snapshots: 0, tokensSavedEstimate: 0 });
+
+  // An app-pinned key sees its app only.
+  const pinned = json(await app.inject({ method: 'POST', url: '/api/v1/keys', headers: admin, payload: { name: 'pinned', appId: 'other-app' } })).token;
+  const scoped = await get('/api/v1/savings', bearer(pinned));
+  assert.equal(scoped.body.totalRuns, 0);
+
+  assert.equal((await get('/api/v1/savings?since=not-a-date')).status, 400);
+  assert.equal((await get('/api/v1/savings?since=2026-02-01T00:00:00Z&until=2026-01-01T00:00:00Z')).status, 400);
+  const future = await get(`/api/v1/savings?since=${Date.now() + 3 * 86_400_000}`);
+  assert.equal(future.body.liveRuns, 0, 'a window after every run is empty');
+});
+
+test('usage: month-to-date totals, quota, spend, savings and a daily trend', async (t) => {
+  const { chat, get } = await setup(t);
+  await chat('usage one');
+  await chat('usage one');
+  const { status, body } = await get('/api/v1/usage');
+  assert.equal(status, 200);
+  assert.equal(body.usage.runs, 2);
+  assert.equal(body.usage.promptTokens, 2000, 'the cache hit reports the original usage');
+  assert.equal(body.quota.plan, 'self_hosted');
+  assert.equal(body.quota.used, 2);
+  assert.ok(body.spend.costUsd > 0);
+  assert.ok(body.savings.savedUsd > 0);
+  const today = new Date().toISOString().slice(0, 10);
+  assert.equal(body.trend.at(-1).date, today);
+  assert.equal(body.trend.at(-1).runs, 2);
+  assert.equal(body.trend.length, new Date().getUTCDate(), 'one entry per day of the month so far');
+  assert.ok(body.trend.slice(0, -1).every((day: any) => day.runs === 0));
+});
+
+test('attribution: every dimension, ranked by cost, with <dim>Limit/<dim>Offset windows', async (t) => {
+  const { chat, get } = await setup(t);
+  for (const [app, subject] of [['checkout', 'u1'], ['checkout', 'u2'], ['search', 'u1']]) {
+    assert.equal((await chat(`attr ${app} ${subject}`, { ...admin, 'x-svc-app': app, 'x-svc-subject': subject, 'x-svc-agent': 'bot' })).statusCode, 200);
+  }
+  const { status, body } = await get('/api/v1/usage/attribution?appLimit=1');
+  assert.equal(status, 200);
+  assert.equal(body.totals.runs, 3);
+  for (const dim of ['Route', 'Workflow', 'Subject', 'Fingerprint', 'App', 'Pattern', 'Model', 'Agent', 'ExecutionMethod', 'Reason', 'Fallback']) {
+    assert.ok(Array.isArray(body[`by${dim}`]), `by${dim}`);
+    assert.equal(typeof body[`by${dim}Window`].total, 'number', `by${dim}Window`);
+    const sum = body[`by${dim}`].reduce((n: number, entry: any) => n + entry.runs, 0);
+    if (!body[`by${dim}Window`].hasMore) assert.equal(sum, 3, `by${dim} covers every run`);
+  }
+  assert.deepEqual(body.byApp.map((e: any) => e.value), ['checkout']);
+  assert.deepEqual(body.byAppWindow, { limit: 1, offset: 0, total: 2, hasMore: true, nextOffset: 1 });
+  const next = await get('/api/v1/usage/attribution?appLimit=1&appOffset=1');
+  assert.deepEqual(next.body.byApp.map((e: any) => e.value), ['search']);
+  assert.equal(next.body.byAppWindow.hasMore, false);
+  assert.deepEqual(body.bySubject.map((e: any) => [e.value, e.runs]), [['u1', 2], ['u2', 1]]);
+  assert.deepEqual(body.byRoute.map((e: any) => e.value), ['live']);
+  assert.deepEqual(body.byWorkflow, [{ ...body.byWorkflow[0], value: null, runs: 3 }], 'no workflows yet: one unattributed bucket');
+  assert.deepEqual(body.byExecutionMethod.map((e: any) => e.value), ['live_model']);
+  assert.deepEqual(body.byReason.map((e: any) => e.value), ['live']);
+  assert.deepEqual(body.byFallback.map((e: any) => e.value), [null]);
+  assert.equal(body.byFingerprint.length, 1, 'same template (no system prompt, no tools, same model)');
+  assert.match(body.byFingerprint[0].value, /^fp_[0-9a-f]{24}$/);
+  assert.equal(body.byApp[0].costShare, 0.666666667);
+
+  for (const bad of ['routeLimit=0', 'routeLimit=201', 'modelOffset=-1', 'agentLimit=abc', 'since=yesterday']) {
+    assert.equal((await get(`/api/v1/usage/attribution?${bad}`)).status, 400, bad);
+  }
+});
