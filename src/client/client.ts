@@ -80,6 +80,72 @@ export interface CacheStat {
   hits: number;
 }
 
+/** A run row as listed by `GET /api/v1/runs` and shown by `GET /api/v1/runs/:id`. */
+export interface RunSummary {
+  id: string;
+  status: string;
+  route: string | null;
+  wire: string;
+  model: string;
+  provider: string | null;
+  mode: KeyMode;
+  stream: boolean;
+  appId: string | null;
+  agent: string | null;
+  subject: string | null;
+  requestId: string | null;
+  usage: { promptTokens: number; completionTokens: number; totalTokens: number };
+  costUsd: number;
+  priced: boolean;
+  savedUsd: number;
+  ghostSavedUsd: number;
+  savedMs: number;
+  latencyMs: number | null;
+  error: null | { kind: string; message: string };
+  eventCount: number;
+  routeExplanation: Record<string, unknown> | null;
+  createdAt: string;
+  completedAt: string | null;
+}
+
+export interface TraceEventView {
+  seq: number;
+  type: string;
+  payload: Record<string, unknown>;
+  createdAt: string;
+  prevHash: string;
+  hash: string;
+}
+
+export interface EventWindow {
+  limit: number;
+  count: number;
+  hasMore: boolean;
+  nextBefore: number | null;
+  truncatedByBytes: boolean;
+}
+
+export interface RunFilters {
+  limit?: number;
+  offset?: number;
+  route?: string;
+  status?: string;
+  provider?: string;
+  model?: string;
+  /** ISO 8601 or epoch milliseconds. */
+  since?: string | number;
+}
+
+export interface RunIntegrity {
+  runId: string;
+  ok: boolean;
+  eventCount: number;
+  brokenAt: number | null;
+  reason: string | null;
+  headHash: string;
+  checkedAt: string;
+}
+
 function query(params: Record<string, string | number | boolean | undefined>): string {
   const search = new URLSearchParams();
   for (const [name, value] of Object.entries(params)) if (value !== undefined) search.set(name, String(value));
@@ -150,6 +216,33 @@ export class SvcClient {
         'GET',
         `/api/v1/audit${query({ limit: options.limit, decision: options.decision, verify: options.verify ? 'true' : undefined })}`,
       ),
+  };
+
+  readonly runs = {
+    list: (filters: RunFilters = {}) =>
+      this.call<{ runs: RunSummary[]; pagination: Pagination; facets: { route: Record<string, number>; status: Record<string, number> } }>(
+        'GET',
+        `/api/v1/runs${query({ ...filters })}`,
+      ),
+    get: (id: string, window: { limit?: number; before?: number } = {}) =>
+      this.call<{ run: RunSummary; events: TraceEventView[]; window: EventWindow; attempts: Array<Record<string, unknown>>; sideEffects: Array<Record<string, unknown>>; feedback: Array<Record<string, unknown>> }>(
+        'GET',
+        `/api/v1/runs/${encodeURIComponent(id)}${query(window)}`,
+      ),
+    events: (id: string, window: { limit?: number; before?: number } = {}) =>
+      this.call<{ runId: string; events: TraceEventView[]; window: EventWindow }>('GET', `/api/v1/runs/${encodeURIComponent(id)}/events${query(window)}`),
+    route: (id: string) => this.call<{ runId: string; status: string; route: string | null; routeExplanation: Record<string, unknown> | null }>('GET', `/api/v1/runs/${encodeURIComponent(id)}/route`),
+    integrity: (id: string) => this.call<RunIntegrity>('GET', `/api/v1/runs/${encodeURIComponent(id)}/integrity`),
+    economics: (id: string) => this.call<Record<string, any>>('GET', `/api/v1/runs/${encodeURIComponent(id)}/economics`),
+    receipt: (id: string) => this.call<Record<string, unknown>>('GET', `/api/v1/runs/${encodeURIComponent(id)}/receipt`),
+    replayBundle: (id: string) => this.call<Record<string, unknown>>('GET', `/api/v1/runs/${encodeURIComponent(id)}/replay-bundle`),
+    evidencePacket: (id: string) => this.call<Record<string, unknown>>('GET', `/api/v1/runs/${encodeURIComponent(id)}/evidence-packet`),
+  };
+
+  readonly economics = {
+    savings: (window: { since?: string | number; until?: string | number } = {}) => this.call<Record<string, any>>('GET', `/api/v1/savings${query(window)}`),
+    usage: () => this.call<Record<string, any>>('GET', '/api/v1/usage'),
+    attribution: (params: Record<string, string | number> = {}) => this.call<Record<string, any>>('GET', `/api/v1/usage/attribution${query(params)}`),
   };
 
   readonly cache = {

@@ -15,7 +15,7 @@ function fresh(extra: Record<string, unknown> = {}) {
 async function setup(t: any) {
   const built = await build(t, { env: { SVC_API_KEY: BOOT } });
   const chat = async (payload: unknown, headers: Record<string, string> = admin) => {
-    const response = await built.app.inject({ method: 'POST', url: '/v1/chat/completions', payload, headers });
+    const response = await (built.app as any).inject({ method: "POST", url: "/v1/chat/completions", payload, headers });
     assert.equal(response.statusCode, 200, response.body);
     return response;
   };
