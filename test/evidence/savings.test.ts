@@ -105,7 +105,7 @@ test('usage: month-to-date totals, quota, spend, savings and a daily trend', asy
 
 test('attribution: every dimension, ranked by cost, with <dim>Limit/<dim>Offset windows', async (t) => {
   const { chat, get } = await setup(t);
-  for (const [app, subject] of [['checkout', 'u1'], ['checkout', 'u2'], ['search', 'u1']]) {
+  for (const [app, subject] of [['checkout', 'u1'], ['checkout', 'u2'], ['search', 'u1']] as const) {
     assert.equal((await chat(`attr ${app} ${subject}`, { ...admin, 'x-svc-app': app, 'x-svc-subject': subject, 'x-svc-agent': 'bot' })).statusCode, 200);
   }
   const { status, body } = await get('/api/v1/usage/attribution?appLimit=1');
