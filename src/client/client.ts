@@ -2,7 +2,73 @@
  * The reference client of svc's management API (SPEC 4.20), used by the CLI and tests. Errors become
  * `SvcApiError` with the status and the `{error: {code, message}}` of the answer.
  */
-import type { Transport } from './transport.ts';
+import { chatChunks, correlationOf, messagesChunks, SvcStreamError, type ChatStreamChunk, type MessagesStreamChunk, type MessagesToolUse, type RunCorrelation, type ToolCall, type Usage } from './streams.ts';
+import { tracedTool, type ToolDefinition } from './tools.ts';
+import { httpTransport, type RequestOptions, type Transport } from './transport.ts';
+
+/** SPEC 8: buffered gateway calls wait 150000 ms by default, configurable from 1 to 900000. */
+export const DEFAULT_BUFFERED_TIMEOUT_MS = 150_000;
+export const MAX_BUFFERED_TIMEOUT_MS = 900_000;
+/** SPEC 8: a stream must deliver its headers within 30 s by default. */
+export const DEFAULT_STREAM_HEADERS_TIMEOUT_MS = 30_000;
+/** SPEC 8: run-event traversal stops before request 101. */
+export const MAX_EVENT_PAGE_REQUESTS = 100;
+export const DEFAULT_APP = 'default-app';
+
+export interface ClientOptions {
+  /** Identity headers of gateway calls (SPEC 5.3); app defaults to `default-app`. */
+  app?: string;
+  agent?: string | null;
+  subject?: string | null;
+  bufferedTimeoutMs?: number;
+  /** Deadline for a stream's response headers. */
+  requestTimeoutMs?: number;
+}
+
+export interface CreateClientOptions extends ClientOptions {
+  baseUrl?: string;
+  apiKey?: string | null;
+  /** Environment for the `SVC_*` fallbacks (default process.env). */
+  env?: Record<string, string | undefined>;
+}
+
+/**
+ * A client from options with the SPEC 4.20 environment fallbacks: SVC_BASE_URL (default http://127.0.0.1:8787),
+ * SVC_API_KEY, SVC_APP, SVC_AGENT, SVC_SUBJECT.
+ */
+export function createSvcClient(options: CreateClientOptions = {}): SvcClient {
+  const env = options.env ?? process.env;
+  const baseUrl = options.baseUrl ?? env.SVC_BASE_URL ?? 'http://127.0.0.1:8787';
+  const apiKey = options.apiKey !== undefined ? options.apiKey : (env.SVC_API_KEY ?? null);
+  return new SvcClient(httpTransport(baseUrl, apiKey), {
+    ...options,
+    app: options.app ?? env.SVC_APP ?? DEFAULT_APP,
+    agent: options.agent !== undefined ? options.agent : (env.SVC_AGENT ?? null),
+    subject: options.subject !== undefined ? options.subject : (env.SVC_SUBJECT ?? null),
+  });
+}
+
+/** A buffered chat completion as the reference client returns it (SPEC 4.20). */
+export interface ChatResult extends RunCorrelation {
+  content: string;
+  usage: Usage | null;
+  model: string;
+  /** The provider that answered, when the gateway says (`x-svc-provider`); null otherwise. */
+  provider: string | null;
+  finishReason: string | null;
+  toolCalls: ToolCall[];
+  raw: Record<string, any>;
+}
+
+export interface MessagesResult extends RunCorrelation {
+  content: string;
+  usage: Usage | null;
+  model: string;
+  provider: string | null;
+  stopReason: string | null;
+  toolUses: MessagesToolUse[];
+  raw: Record<string, any>;
+}
 
 /**
  * A non-2xx answer. `code` and `message` come from the `{error: {code, message}}` envelope when there is one
@@ -18,8 +84,10 @@ export class SvcApiError extends Error {
   readonly body: string;
   /** `x-request-id` of the answer, when the server sent one. */
   readonly requestId: string | null;
+  /** `x-svc-run-id` of a failed gateway call that created a run (empty otherwise). */
+  readonly runId: string;
 
-  constructor(init: { status: number; code: string; message: string; method: string; path: string; body: string; requestId: string | null }) {
+  constructor(init: { status: number; code: string; message: string; method: string; path: string; body: string; requestId: string | null; runId?: string }) {
     super(init.message);
     this.name = 'SvcApiError';
     this.status = init.status;
@@ -28,6 +96,7 @@ export class SvcApiError extends Error {
     this.path = init.path;
     this.body = init.body.slice(0, 500);
     this.requestId = init.requestId;
+    this.runId = init.runId ?? '';
   }
 }
 
@@ -158,24 +227,195 @@ function query(params: Record<string, string | number | boolean | undefined>): s
  * `SvcApiError` for an answer outside 2xx, or the transport's own error when svc could not be reached.
  */
 export class SvcClient {
-  constructor(private readonly transport: Transport) {}
+  private readonly options: Required<Pick<ClientOptions, 'bufferedTimeoutMs' | 'requestTimeoutMs'>> & ClientOptions;
+
+  constructor(
+    private readonly transport: Transport,
+    options: ClientOptions = {},
+  ) {
+    const bufferedTimeoutMs = options.bufferedTimeoutMs ?? DEFAULT_BUFFERED_TIMEOUT_MS;
+    if (!Number.isInteger(bufferedTimeoutMs) || bufferedTimeoutMs < 1 || bufferedTimeoutMs > MAX_BUFFERED_TIMEOUT_MS) {
+      throw new RangeError(`bufferedTimeoutMs must be an integer from 1 to ${MAX_BUFFERED_TIMEOUT_MS}`);
+    }
+    const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_STREAM_HEADERS_TIMEOUT_MS;
+    if (!Number.isInteger(requestTimeoutMs) || requestTimeoutMs < 1) throw new RangeError('requestTimeoutMs must be a positive integer');
+    this.options = { ...options, bufferedTimeoutMs, requestTimeoutMs };
+  }
 
   /** Send one request; resolves with the parsed JSON body of a 2xx answer. */
-  async call<T>(method: string, path: string, body?: unknown): Promise<T> {
-    const response = await this.transport.request(method, path, body);
+  async call<T>(method: string, path: string, body?: unknown, options?: RequestOptions): Promise<T> {
+    const response = await this.transport.request(method, path, body, options);
     if (response.status >= 200 && response.status < 300) return response.body as T;
-    const envelope = response.body as { error?: { code?: unknown; message?: unknown } } | null;
-    const error = typeof envelope === 'object' && envelope !== null ? envelope.error : undefined;
-    throw new SvcApiError({
-      status: response.status,
-      code: typeof error?.code === 'string' ? error.code : `http_${response.status}`,
-      message: typeof error?.message === 'string' ? error.message : `${method} ${path} failed with HTTP ${response.status}`,
+    throw this.failure(method, path, response.status, response.headers, response.body, response.text);
+  }
+
+  private failure(method: string, path: string, status: number, headers: Record<string, string>, body: unknown, text: string): SvcApiError {
+    const envelope = body as { error?: { code?: unknown; type?: unknown; message?: unknown } } | null;
+    const error = typeof envelope === 'object' && envelope !== null && typeof envelope.error === 'object' ? envelope.error : undefined;
+    const code = typeof error?.code === 'string' ? error.code : typeof error?.type === 'string' ? error.type : `http_${status}`;
+    return new SvcApiError({
+      status,
+      code,
+      message: typeof error?.message === 'string' ? error.message : `HTTP ${status}`,
       method,
       path,
-      body: response.text,
-      requestId: response.headers['x-request-id'] ?? null,
+      body: text,
+      requestId: headers['x-request-id'] ?? null,
+      runId: correlationOf(headers).runId,
     });
   }
+
+  /** Identity headers of gateway calls (SPEC 4.20). */
+  private identityHeaders(): Record<string, string> {
+    const headers: Record<string, string> = { 'x-svc-app': this.options.app ?? DEFAULT_APP };
+    if (this.options.agent) headers['x-svc-agent'] = this.options.agent;
+    if (this.options.subject) headers['x-svc-subject'] = this.options.subject;
+    return headers;
+  }
+
+  /** A buffered gateway call under the buffered deadline, with the correlation headers of its answer. */
+  private async gatewayCall(path: string, body: unknown): Promise<{ body: Record<string, any>; headers: Record<string, string> }> {
+    const signal = AbortSignal.timeout(this.options.bufferedTimeoutMs);
+    const response = await this.transport.request('POST', path, body, { headers: this.identityHeaders(), signal });
+    if (response.status < 200 || response.status >= 300) throw this.failure('POST', path, response.status, response.headers, response.body, response.text);
+    return { body: response.body as Record<string, any>, headers: response.headers };
+  }
+
+  /** Open a gateway stream: the header deadline applies until the response headers arrived, then it is lifted. */
+  private async gatewayStream(path: string, body: unknown, signal?: AbortSignal) {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new Error(`no response headers within ${this.options.requestTimeoutMs} ms`)), this.options.requestTimeoutMs);
+    const onAbort = () => controller.abort(signal?.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      const response = await this.transport.stream('POST', path, body, { headers: this.identityHeaders(), signal: controller.signal });
+      if (response.status < 200 || response.status >= 300) {
+        let text = '';
+        const decoder = new TextDecoder();
+        for await (const chunk of response.body) text += decoder.decode(chunk, { stream: true });
+        let parsed: unknown = null;
+        try {
+          parsed = JSON.parse(text);
+        } catch {
+          parsed = text;
+        }
+        throw this.failure('POST', path, response.status, response.headers, parsed, text);
+      }
+      return response;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Buffered chat completion (`stream: false` is forced). */
+  async chat(request: Record<string, unknown>): Promise<ChatResult> {
+    const { body, headers } = await this.gatewayCall('/v1/chat/completions', { ...request, stream: false });
+    const choice = body.choices?.[0] ?? {};
+    const usage = body.usage ? { promptTokens: body.usage.prompt_tokens, completionTokens: body.usage.completion_tokens, totalTokens: body.usage.total_tokens } : null;
+    return {
+      content: typeof choice.message?.content === 'string' ? choice.message.content : '',
+      ...correlationOf(headers),
+      usage,
+      model: body.model ?? '',
+      provider: headers['x-svc-provider'] ?? null,
+      finishReason: choice.finish_reason ?? null,
+      toolCalls: (choice.message?.tool_calls ?? []).map((call: any) => ({ id: call.id, name: call.function?.name ?? '', arguments: call.function?.arguments ?? '' })),
+      raw: body,
+    };
+  }
+
+  /** Streamed chat completion: `delta` chunks, then one `done` chunk; a provider error raises SvcStreamError. */
+  async *chatStream(request: Record<string, unknown>, options: { signal?: AbortSignal } = {}): AsyncGenerator<ChatStreamChunk> {
+    const response = await this.gatewayStream('/v1/chat/completions', { ...request, stream: true, stream_options: { include_usage: true } }, options.signal);
+    yield* chatChunks(response.body, correlationOf(response.headers));
+  }
+
+  /** Buffered messages call. */
+  async messages(request: Record<string, unknown>): Promise<MessagesResult> {
+    const { body, headers } = await this.gatewayCall('/v1/messages', { ...request, stream: false });
+    const blocks: any[] = Array.isArray(body.content) ? body.content : [];
+    return {
+      content: blocks.filter((block) => block.type === 'text').map((block) => block.text).join(''),
+      ...correlationOf(headers),
+      usage: body.usage ? { promptTokens: body.usage.input_tokens, completionTokens: body.usage.output_tokens, totalTokens: body.usage.input_tokens + body.usage.output_tokens } : null,
+      model: body.model ?? '',
+      provider: headers['x-svc-provider'] ?? null,
+      stopReason: body.stop_reason ?? null,
+      toolUses: blocks.filter((block) => block.type === 'tool_use').map((block) => ({ id: block.id, name: block.name, input: block.input })),
+      raw: body,
+    };
+  }
+
+  /** Streamed messages call: text and tool_use deltas, then one `done` chunk with stopReason. */
+  async *messagesStream(request: Record<string, unknown>, options: { signal?: AbortSignal } = {}): AsyncGenerator<MessagesStreamChunk> {
+    const response = await this.gatewayStream('/v1/messages', { ...request, stream: true }, options.signal);
+    yield* messagesChunks(response.body, correlationOf(response.headers));
+  }
+
+  /** Append an SDK trace event to a run (SPEC 4.19). */
+  trace(runId: string, type: string, payload: Record<string, unknown>) {
+    return this.call<{ ok: true; runId: string; seq: number; hash: string }>('POST', '/api/v1/trace', { runId, type, payload });
+  }
+
+  /** Record a prompt handled outside svc as a completed observed run (SPEC 4.19). */
+  ingestPrompt(body: { source: string; prompt: string; sessionId?: string; metadata?: Record<string, string | number | boolean | null> }) {
+    return this.call<{ runId: string }>('POST', '/api/v1/ingest/prompt', body, { headers: this.identityHeaders() });
+  }
+
+  /** Wrap a tool so each call is traced on the run that asked for it (SPEC 4.20 order; src/client/tools.ts). */
+  tool<A, R>(definition: ToolDefinition<A>, fn: (args: A) => R | Promise<R>) {
+    return tracedTool(
+      {
+        trace: (runId, type, payload) => this.trace(runId, type, payload),
+        cacheCheck: (body) => this.call<{ hit: boolean; result?: unknown }>('POST', '/api/v1/tool-cache/check', body, { headers: this.identityHeaders() }),
+        cacheStore: (body) => this.call('POST', '/api/v1/tool-cache/store', body, { headers: this.identityHeaders() }),
+      },
+      definition,
+      fn,
+    );
+  }
+
+  /**
+   * Every trace event of a run, newest first, paged through `/events` (`before` = the previous page's
+   * `nextBefore`). Stops before request 101 (SPEC 8). Falls back to the run detail's events on an older gateway
+   * that lacks the bounded event window (SPEC 9.4).
+   */
+  async *runEvents(runId: string, options: { pageSize?: number } = {}): AsyncGenerator<TraceEventView> {
+    const limit = options.pageSize ?? 100;
+    let before: number | undefined;
+    for (let request = 1; request <= MAX_EVENT_PAGE_REQUESTS; request++) {
+      let page: { events: TraceEventView[]; window?: EventWindow };
+      try {
+        page = await this.runs.events(runId, { limit, ...(before !== undefined ? { before } : {}) });
+      } catch (error) {
+        if (request === 1 && error instanceof SvcApiError && error.status === 404 && error.code === 'route_not_found') {
+          const detail = await this.runs.get(runId);
+          yield* [...detail.events].reverse();
+          return;
+        }
+        throw error;
+      }
+      yield* [...page.events].reverse();
+      if (!page.window?.hasMore || page.window.nextBefore === null) return;
+      before = page.window.nextBefore;
+    }
+  }
+
+  readonly feedback = {
+    /** `{type:'rating', rating, correction?}`; ratings go from -1 to 5. */
+    rate: (runId: string, rating: number, correction?: string) =>
+      this.call<{ feedback: Record<string, unknown> }>('POST', `/api/v1/runs/${encodeURIComponent(runId)}/feedback`, {
+        type: 'rating',
+        rating,
+        ...(correction !== undefined ? { correction } : {}),
+      }),
+    /** Thumbs up is rating 5 (SPEC 4.9). */
+    thumbsUp: (runId: string) => this.feedback.rate(runId, 5),
+    /** Thumbs down is rating -1, optionally with the correct answer (the strongest learning signal). */
+    thumbsDown: (runId: string, correction?: string) => this.feedback.rate(runId, -1, correction),
+    metrics: (runId: string, body: { metrics: Record<string, unknown>; optimize: 'max' | 'min'; source: string; tags?: Record<string, unknown>; evaluator?: unknown }) =>
+      this.call<{ feedback: Record<string, unknown> }>('POST', `/api/v1/runs/${encodeURIComponent(runId)}/feedback/metrics`, body),
+  };
 
   /** Release the transport (for the in-process transport: close the app and the store, release the lock). */
   close(): Promise<void> {

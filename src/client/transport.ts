@@ -14,9 +14,24 @@ export interface TransportResponse {
   text: string;
 }
 
+/** Per-request extras: headers (identity headers of gateway calls) and a signal (deadlines). */
+export interface RequestOptions {
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+/** A response whose body is read as it arrives (SSE). */
+export interface StreamingResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: AsyncIterable<Uint8Array>;
+}
+
 /** One way of sending a request to svc; `close` releases whatever the transport holds (agent, lock, store). */
 export interface Transport {
-  request(method: string, path: string, body?: unknown): Promise<TransportResponse>;
+  request(method: string, path: string, body?: unknown, options?: RequestOptions): Promise<TransportResponse>;
+  /** Resolves once the response headers arrived; the body streams. */
+  stream(method: string, path: string, body: unknown, options?: RequestOptions): Promise<StreamingResponse>;
   close(): Promise<void>;
 }
 
@@ -31,22 +46,35 @@ function parseBody(text: string): unknown {
 
 function fetchTransport(baseUrl: string, headers: Record<string, string>, label: string, dispatcher?: Agent): Transport {
   const base = baseUrl.replace(/\/+$/, '');
+  const send = async (method: string, path: string, body: unknown, options: RequestOptions) => {
+    try {
+      return await fetch(`${base}${path}`, {
+        method,
+        headers: { ...headers, ...options.headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        ...(dispatcher ? { dispatcher } : {}),
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
+    } catch (error) {
+      if (options.signal?.aborted) throw error;
+      const cause = (error as Error & { cause?: Error }).cause?.message ?? (error as Error).message;
+      throw new Error(`cannot reach svc at ${label}: ${cause}`, { cause: error });
+    }
+  };
   return {
-    async request(method, path, body) {
-      let response: Awaited<ReturnType<typeof fetch>>;
-      try {
-        response = await fetch(`${base}${path}`, {
-          method,
-          headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-          ...(dispatcher ? { dispatcher } : {}),
-        });
-      } catch (error) {
-        const cause = (error as Error & { cause?: Error }).cause?.message ?? (error as Error).message;
-        throw new Error(`cannot reach svc at ${label}: ${cause}`, { cause: error });
-      }
+    async request(method, path, body, options = {}) {
+      const response = await send(method, path, body, options);
       const text = await response.text();
       return { status: response.status, headers: Object.fromEntries(response.headers.entries()), body: parseBody(text), text };
+    },
+    async stream(method, path, body, options = {}) {
+      const response = await send(method, path, body, options);
+      const stream = response.body;
+      async function* chunks(): AsyncGenerator<Uint8Array> {
+        if (!stream) return;
+        for await (const chunk of stream) yield chunk;
+      }
+      return { status: response.status, headers: Object.fromEntries(response.headers.entries()), body: chunks() };
     },
     async close() {
       await dispatcher?.close();
@@ -75,20 +103,32 @@ export interface Injectable {
 
 /** Requests into an in-process app; `headers` carries the local-operator marker. */
 export function injectTransport(app: Injectable, headers: Record<string, string>, onClose: () => Promise<void>): Transport {
+  const send = async (method: string, path: string, body: unknown, options: RequestOptions) => {
+    options.signal?.throwIfAborted();
+    const response = await app.inject({
+      method,
+      url: path,
+      headers: { ...headers, ...options.headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
+    });
+    return {
+      status: response.statusCode,
+      headers: Object.fromEntries(Object.entries(response.headers).map(([name, value]) => [name, String(value)])),
+      text: response.body,
+    };
+  };
   return {
-    async request(method, path, body) {
-      const response = await app.inject({
-        method,
-        url: path,
-        headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-        ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
-      });
-      return {
-        status: response.statusCode,
-        headers: Object.fromEntries(Object.entries(response.headers).map(([name, value]) => [name, String(value)])),
-        body: parseBody(response.body),
-        text: response.body,
-      };
+    async request(method, path, body, options = {}) {
+      const response = await send(method, path, body, options);
+      return { ...response, body: parseBody(response.text) };
+    },
+    // inject buffers the whole answer: the stream arrives as one chunk.
+    async stream(method, path, body, options = {}) {
+      const response = await send(method, path, body, options);
+      async function* chunks(): AsyncGenerator<Uint8Array> {
+        yield Buffer.from(response.text);
+      }
+      return { status: response.status, headers: response.headers, body: chunks() };
     },
     close: onClose,
   };

@@ -1,0 +1,211 @@
+/**
+ * The streaming contract of the reference client (SPEC 6.3): SSE read as it arrives, `delta` chunks as they come
+ * and one final `done` chunk (chat completions: cumulative toolCalls and finishReason; messages: stopReason). A
+ * provider error inside an accepted stream is raised as `SvcStreamError` carrying requestId, runId, runUrl, route.
+ */
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
+
+/** Correlation values of a gateway answer (SPEC 4.20, 9.4); empty strings when the server did not send them. */
+export interface RunCorrelation {
+  runId: string;
+  route: string;
+  requestId: string;
+  runUrl: string;
+}
+
+export class SvcStreamError extends Error implements RunCorrelation {
+  readonly runId: string;
+  readonly route: string;
+  readonly requestId: string;
+  readonly runUrl: string;
+  /** The error object of the wire's error event, when there was one. */
+  readonly detail: unknown;
+
+  constructor(message: string, correlation: RunCorrelation, detail: unknown = null) {
+    super(message);
+    this.name = 'SvcStreamError';
+    this.runId = correlation.runId;
+    this.route = correlation.route;
+    this.requestId = correlation.requestId;
+    this.runUrl = correlation.runUrl;
+    this.detail = detail;
+  }
+}
+
+/** Same rule as the server's: a request id is 1-128 characters of a safe set. */
+const REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
+
+/** Read the correlation headers, keeping only well-formed values (they may come through proxies). */
+export function correlationOf(headers: Record<string, string>): RunCorrelation {
+  const requestId = headers['x-request-id'] ?? '';
+  let runUrl = headers['x-svc-run-url'] ?? '';
+  try {
+    if (runUrl && !['http:', 'https:'].includes(new URL(runUrl).protocol)) runUrl = '';
+  } catch {
+    runUrl = '';
+  }
+  return {
+    runId: /^run_[A-Za-z0-9]+$/.test(headers['x-svc-run-id'] ?? '') ? headers['x-svc-run-id']! : '',
+    route: /^[a-z_]{1,40}$/.test(headers['x-svc-route'] ?? '') ? headers['x-svc-route']! : '',
+    requestId: REQUEST_ID.test(requestId) ? requestId : '',
+    runUrl,
+  };
+}
+
+/** SSE messages of a byte stream, as they arrive. */
+export async function* sseMessages(body: AsyncIterable<Uint8Array>): AsyncGenerator<EventSourceMessage> {
+  const queue: EventSourceMessage[] = [];
+  const parser = createParser({ onEvent: (message) => queue.push(message) });
+  const decoder = new TextDecoder();
+  for await (const chunk of body) {
+    parser.feed(decoder.decode(chunk, { stream: true }));
+    while (queue.length > 0) yield queue.shift()!;
+  }
+  parser.feed(decoder.decode());
+  while (queue.length > 0) yield queue.shift()!;
+}
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  /** JSON text as the model produced it. */
+  arguments: string;
+}
+
+export interface Usage {
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+}
+
+export type ChatStreamChunk =
+  | { type: 'delta'; content: string; toolCalls: Array<{ index: number; id?: string; name?: string; arguments?: string }> }
+  | ({ type: 'done'; content: string; toolCalls: ToolCall[]; finishReason: string | null; usage: Usage | null; model: string } & RunCorrelation);
+
+interface ChatChunkWire {
+  model?: string;
+  choices?: Array<{ index: number; delta?: { content?: string | null; tool_calls?: Array<{ index: number; id?: string; function?: { name?: string; arguments?: string } }> }; finish_reason?: string | null }>;
+  usage?: { prompt_tokens: number; completion_tokens: number; total_tokens: number } | null;
+  error?: { message?: string };
+}
+
+/** The chat-completions stream as delta chunks and a final done chunk (first choice). */
+export async function* chatChunks(body: AsyncIterable<Uint8Array>, correlation: RunCorrelation): AsyncGenerator<ChatStreamChunk> {
+  let content = '';
+  let finishReason: string | null = null;
+  let usage: Usage | null = null;
+  let model = '';
+  const calls = new Map<number, ToolCall>();
+  let done = false;
+  for await (const message of sseMessages(body)) {
+    if (message.data === '[DONE]') {
+      done = true;
+      break;
+    }
+    let chunk: ChatChunkWire;
+    try {
+      chunk = JSON.parse(message.data) as ChatChunkWire;
+    } catch {
+      throw new SvcStreamError('the gateway sent a malformed stream chunk', correlation, message.data.slice(0, 500));
+    }
+    if (chunk.error) throw new SvcStreamError(chunk.error.message ?? 'the provider failed inside the stream', correlation, chunk.error);
+    if (chunk.model) model = chunk.model;
+    if (chunk.usage) usage = { promptTokens: chunk.usage.prompt_tokens, completionTokens: chunk.usage.completion_tokens, totalTokens: chunk.usage.total_tokens };
+    const choice = chunk.choices?.find((c) => c.index === 0);
+    if (!choice) continue;
+    const text = choice.delta?.content ?? '';
+    const fragments = (choice.delta?.tool_calls ?? []).map((fragment) => {
+      const call = calls.get(fragment.index) ?? { id: '', name: '', arguments: '' };
+      if (fragment.id) call.id = fragment.id;
+      if (fragment.function?.name) call.name += fragment.function.name;
+      if (fragment.function?.arguments) call.arguments += fragment.function.arguments;
+      calls.set(fragment.index, call);
+      return {
+        index: fragment.index,
+        ...(fragment.id ? { id: fragment.id } : {}),
+        ...(fragment.function?.name ? { name: fragment.function.name } : {}),
+        ...(fragment.function?.arguments ? { arguments: fragment.function.arguments } : {}),
+      };
+    });
+    if (choice.finish_reason) finishReason = choice.finish_reason;
+    content += text;
+    if (text || fragments.length > 0) yield { type: 'delta', content: text, toolCalls: fragments };
+  }
+  if (!done && finishReason === null) throw new SvcStreamError('the stream ended before the answer finished', correlation);
+  const toolCalls = [...calls.entries()].sort(([a], [b]) => a - b).map(([, call]) => call);
+  yield { type: 'done', content, toolCalls, finishReason, usage, model, ...correlation };
+}
+
+export interface MessagesToolUse {
+  id: string;
+  name: string;
+  input: unknown;
+}
+
+export type MessagesStreamChunk =
+  | { type: 'delta'; content: string; toolUse?: { index: number; id?: string; name?: string; partialJson?: string } }
+  | ({ type: 'done'; content: string; toolUses: MessagesToolUse[]; stopReason: string | null; usage: Usage | null; model: string } & RunCorrelation);
+
+/** The messages-wire stream (text deltas, tool_use blocks with input_json_delta) ending with stopReason. */
+export async function* messagesChunks(body: AsyncIterable<Uint8Array>, correlation: RunCorrelation): AsyncGenerator<MessagesStreamChunk> {
+  let content = '';
+  let stopReason: string | null = null;
+  let model = '';
+  let inputTokens = 0;
+  let outputTokens = 0;
+  let stopped = false;
+  const blocks = new Map<number, { id: string; name: string; json: string }>();
+  for await (const message of sseMessages(body)) {
+    let event: any;
+    try {
+      event = JSON.parse(message.data);
+    } catch {
+      throw new SvcStreamError('the gateway sent a malformed stream event', correlation, message.data.slice(0, 500));
+    }
+    switch (event?.type) {
+      case 'error':
+        throw new SvcStreamError(event.error?.message ?? 'the provider failed inside the stream', correlation, event.error ?? null);
+      case 'message_start':
+        model = event.message?.model ?? '';
+        inputTokens = event.message?.usage?.input_tokens ?? 0;
+        outputTokens = event.message?.usage?.output_tokens ?? 0;
+        break;
+      case 'content_block_start':
+        if (event.content_block?.type === 'tool_use') {
+          blocks.set(event.index, { id: event.content_block.id, name: event.content_block.name, json: '' });
+          yield { type: 'delta', content: '', toolUse: { index: event.index, id: event.content_block.id, name: event.content_block.name } };
+        }
+        break;
+      case 'content_block_delta':
+        if (event.delta?.type === 'text_delta') {
+          content += event.delta.text;
+          yield { type: 'delta', content: event.delta.text };
+        } else if (event.delta?.type === 'input_json_delta') {
+          const block = blocks.get(event.index);
+          if (block) block.json += event.delta.partial_json;
+          yield { type: 'delta', content: '', toolUse: { index: event.index, partialJson: event.delta.partial_json } };
+        }
+        break;
+      case 'message_delta':
+        if (event.delta?.stop_reason) stopReason = event.delta.stop_reason;
+        if (typeof event.usage?.output_tokens === 'number') outputTokens = event.usage.output_tokens;
+        break;
+      case 'message_stop':
+        stopped = true;
+        break;
+    }
+  }
+  if (!stopped) throw new SvcStreamError('the stream ended before message_stop', correlation);
+  const toolUses = [...blocks.entries()]
+    .sort(([a], [b]) => a - b)
+    .map(([, block]) => ({ id: block.id, name: block.name, input: block.json ? (JSON.parse(block.json) as unknown) : {} }));
+  yield {
+    type: 'done',
+    content,
+    toolUses,
+    stopReason,
+    usage: { promptTokens: inputTokens, completionTokens: outputTokens, totalTokens: inputTokens + outputTokens },
+    model,
+    ...correlation,
+  };
+}

@@ -1,0 +1,105 @@
+/**
+ * Traced tools (SPEC 4.20): a tool function wrapped so that each call becomes evidence on the run that asked for
+ * it, in this order:
+ *   1. cache check: only when the side-effect level is 1 or lower and ttlSeconds is above 0;
+ *   2. trace `tool.called`;
+ *   3. trace `side_effect.planned`: level 2 or higher, before the tool runs;
+ *   4. execute;
+ *   5. trace `tool.completed`;
+ *   6. cache store (same condition as 1).
+ * Tracing and cache failures are swallowed (evidence must never break the app); errors of the tool itself
+ * propagate. Without a run id the tool runs untraced. Arguments must be plain JSON, and an `idempotencyKey`
+ * resolver must return a trimmed string of at most 120 characters: both are checked before anything happens.
+ */
+
+/** Default side-effect level of a tool that does not declare one (SPEC 2.3). */
+export const DEFAULT_SIDE_EFFECT_LEVEL = 3;
+export const IDEMPOTENCY_KEY_MAX = 120;
+
+export interface ToolDefinition<A> {
+  name: string;
+  /** 0 (pure read) to 4 (irreversible); default 3. */
+  sideEffectLevel?: number;
+  /** Tool-result cache lifetime; 0 (default) never consults the cache. */
+  ttlSeconds?: number;
+  /** Schema fingerprint sent with cache calls (a changed schema never reuses old results). */
+  schemaFp?: string;
+  idempotencyKey?: (args: A) => string;
+}
+
+/** What the traced wrapper needs from the client: trace and cache calls (each may throw; failures are swallowed). */
+export interface ToolTracer {
+  trace(runId: string, type: string, payload: Record<string, unknown>): Promise<unknown>;
+  cacheCheck(body: { toolName: string; schemaFp?: string; args: unknown }): Promise<{ hit: boolean; result?: unknown }>;
+  cacheStore(body: { toolName: string; schemaFp?: string; args: unknown; result: unknown; ttlSeconds: number }): Promise<unknown>;
+}
+
+/** Plain JSON: null, booleans, finite numbers, strings, arrays and plain objects of those, without cycles. */
+export function isPlainJson(value: unknown, seen: Set<object> = new Set()): boolean {
+  if (value === null || typeof value === 'boolean' || typeof value === 'string') return true;
+  if (typeof value === 'number') return Number.isFinite(value);
+  if (typeof value !== 'object') return false;
+  if (seen.has(value)) return false;
+  seen.add(value);
+  let ok: boolean;
+  if (Array.isArray(value)) ok = value.every((item) => isPlainJson(item, seen));
+  else {
+    const proto = Object.getPrototypeOf(value);
+    ok = (proto === Object.prototype || proto === null) && Object.values(value).every((item) => isPlainJson(item, seen));
+  }
+  seen.delete(value);
+  return ok;
+}
+
+async function swallow<T>(work: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await work();
+  } catch {
+    return undefined;
+  }
+}
+
+export function tracedTool<A, R>(
+  tracer: ToolTracer,
+  definition: ToolDefinition<A>,
+  fn: (args: A) => R | Promise<R>,
+): (args: A, context?: { runId?: string | null }) => Promise<R> {
+  const level = definition.sideEffectLevel ?? DEFAULT_SIDE_EFFECT_LEVEL;
+  if (!Number.isInteger(level) || level < 0 || level > 4) throw new RangeError('sideEffectLevel must be an integer from 0 to 4');
+  const ttlSeconds = definition.ttlSeconds ?? 0;
+  const cached = level <= 1 && ttlSeconds > 0;
+  const fp = definition.schemaFp ? { schemaFp: definition.schemaFp } : {};
+
+  return async (args, context = {}) => {
+    if (!isPlainJson(args)) throw new TypeError(`arguments of tool ${definition.name} must be plain JSON`);
+    let idempotencyKey: string | undefined;
+    if (definition.idempotencyKey) {
+      const key = definition.idempotencyKey(args);
+      if (typeof key !== 'string' || key.length === 0 || key !== key.trim() || key.length > IDEMPOTENCY_KEY_MAX) {
+        throw new TypeError(`idempotencyKey of tool ${definition.name} must be a trimmed, non-empty string of at most ${IDEMPOTENCY_KEY_MAX} characters`);
+      }
+      idempotencyKey = key;
+    }
+    const runId = context.runId;
+    if (!runId) return fn(args);
+
+    if (cached) {
+      const lookup = await swallow(() => tracer.cacheCheck({ toolName: definition.name, ...fp, args }));
+      if (lookup?.hit) {
+        await swallow(() => tracer.trace(runId, 'tool.called', { name: definition.name, args, sideEffectLevel: level }));
+        await swallow(() => tracer.trace(runId, 'tool.completed', { name: definition.name, result: lookup.result ?? null, cached: true }));
+        return lookup.result as R;
+      }
+    }
+    await swallow(() => tracer.trace(runId, 'tool.called', { name: definition.name, args, sideEffectLevel: level }));
+    if (level >= 2) {
+      await swallow(() =>
+        tracer.trace(runId, 'side_effect.planned', { toolName: definition.name, level, payload: args, ...(idempotencyKey ? { idempotencyKey } : {}) }),
+      );
+    }
+    const result = await fn(args);
+    await swallow(() => tracer.trace(runId, 'tool.completed', { name: definition.name, result: (result ?? null) as unknown }));
+    if (cached) await swallow(() => tracer.cacheStore({ toolName: definition.name, ...fp, args, result, ttlSeconds }));
+    return result;
+  };
+}

@@ -1,0 +1,290 @@
+/** The reference client (SPEC 4.20, 6.3, 8) against a real listening svc, and its rules in isolation. */
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import test, { type TestContext } from 'node:test';
+import { createSvcClient, SvcApiError, SvcClient, SvcStreamError } from '../../src/client/index.ts';
+import { tracedTool, type ToolTracer } from '../../src/client/tools.ts';
+import type { Transport } from '../../src/client/transport.ts';
+import { build } from '../support/build.ts';
+import { contentChunk, startFakeUpstream, startSse } from '../support/fake-upstream.ts';
+
+async function serve(t: TestContext, env: Record<string, string> = {}) {
+  const built = await build(t, { env });
+  const requests: string[] = [];
+  built.app.addHook('onRequest', async (request) => void requests.push(`${request.method} ${request.url}`));
+  const address = await built.app.listen({ port: 0, host: '127.0.0.1' });
+  return { ...built, baseUrl: address, requests };
+}
+
+const WEATHER = {
+  type: 'function',
+  function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+};
+
+test('buffered chat: content, correlation values, usage, tool calls; stream false forced; identity from SVC_* env', async (t) => {
+  const { baseUrl, services } = await serve(t);
+  const client = createSvcClient({ env: { SVC_BASE_URL: baseUrl, SVC_APP: 'checkout', SVC_AGENT: 'planner', SVC_SUBJECT: 'user-7' } });
+  t.after(() => client.close());
+  const result = await client.chat({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hello there' }], stream: true });
+  assert.ok(result.content.length > 0);
+  assert.match(result.runId, /^run_/);
+  assert.equal(result.route, 'live');
+  assert.match(result.requestId, /^req_/);
+  assert.equal(result.runUrl, `${baseUrl}/runs/${result.runId}`);
+  assert.ok(result.usage && result.usage.totalTokens > 0);
+  assert.equal(result.model, 'gpt-4o-mini');
+  assert.equal(result.finishReason, 'stop');
+  assert.deepEqual(result.toolCalls, []);
+  assert.equal(result.raw.object, 'chat.completion', 'stream: true was overridden');
+  await services.store.flush();
+  const run = await services.runs.find({ tenantId: 'default', tenantWide: true } as any, result.runId);
+  assert.deepEqual([run.appId, run.agent, run.subject], ['checkout', 'planner', 'user-7']);
+
+  const tools = await client.chat({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'weather in Paris?' }], tools: [WEATHER] });
+  assert.equal(tools.finishReason, 'tool_calls');
+  assert.equal(tools.toolCalls[0]!.name, 'get_weather');
+  assert.doesNotThrow(() => JSON.parse(tools.toolCalls[0]!.arguments));
+});
+
+test('the default app is default-app', async (t) => {
+  const { baseUrl, services } = await serve(t);
+  const client = createSvcClient({ env: { SVC_BASE_URL: baseUrl } });
+  t.after(() => client.close());
+  const { runId } = await client.chat({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
+  await services.store.flush();
+  assert.equal((await services.runs.find({ tenantId: 'default', tenantWide: true } as any, runId)).appId, 'default-app');
+});
+
+test('streamed chat: delta chunks, then one done chunk with cumulative content, toolCalls and finishReason', async (t) => {
+  const { baseUrl } = await serve(t);
+  const client = createSvcClient({ baseUrl, env: {} });
+  t.after(() => client.close());
+  const chunks = [];
+  for await (const chunk of client.chatStream({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'weather in Oslo?' }], tools: [WEATHER] })) chunks.push(chunk);
+  const done = chunks.at(-1)!;
+  assert.equal(done.type, 'done');
+  assert.ok(chunks.slice(0, -1).every((chunk) => chunk.type === 'delta'));
+  assert.ok(chunks.length >= 2, 'deltas arrived before the end');
+  if (done.type !== 'done') return;
+  assert.equal(done.finishReason, 'tool_calls');
+  assert.equal(done.toolCalls.length, 1);
+  assert.equal(done.toolCalls[0]!.name, 'get_weather');
+  assert.deepEqual(JSON.parse(done.toolCalls[0]!.arguments), JSON.parse(done.toolCalls[0]!.arguments));
+  assert.match(done.runId, /^run_/);
+  assert.equal(done.route, 'live');
+  assert.ok(done.usage && done.usage.totalTokens > 0);
+  const text = await client.chatStream({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'tell me something' }] });
+  let content = '';
+  let final: any = null;
+  for await (const chunk of text) {
+    if (chunk.type === 'delta') content += chunk.content;
+    else final = chunk;
+  }
+  assert.equal(final.content, content);
+  assert.equal(final.finishReason, 'stop');
+});
+
+test('a provider error inside an accepted stream raises SvcStreamError with requestId, runId, runUrl and route', async (t) => {
+  const upstream = await startFakeUpstream(t, (_request, res) => {
+    startSse(res);
+    res.write(`data: ${JSON.stringify(contentChunk('partial '))}\n\n`);
+    res.end(); // truncated: no finish_reason, no [DONE]
+  });
+  const { baseUrl } = await serve(t, { CHATCOMP_API_KEY: 'sk-up', CHATCOMP_BASE_URL: upstream.baseUrl });
+  const client = createSvcClient({ baseUrl, env: {} });
+  t.after(() => client.close());
+  const seen: string[] = [];
+  await assert.rejects(
+    (async () => {
+      for await (const chunk of client.chatStream({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] })) seen.push(chunk.type);
+    })(),
+    (error: unknown) => {
+      assert.ok(error instanceof SvcStreamError, String(error));
+      assert.match(error.runId, /^run_/);
+      assert.equal(error.route, 'live');
+      assert.match(error.requestId, /^req_/);
+      assert.equal(error.runUrl, `${baseUrl}/runs/${error.runId}`);
+      return true;
+    },
+  );
+  assert.deepEqual(seen, ['delta'], 'the partial delta arrived before the error');
+});
+
+test('messages: buffered with stopReason and tool uses; streamed deltas ending with stopReason', async (t) => {
+  const { baseUrl } = await serve(t);
+  const client = createSvcClient({ baseUrl, env: {} });
+  t.after(() => client.close());
+  const request = { model: 'claude-sonnet-4-5', max_tokens: 200, messages: [{ role: 'user', content: 'hello' }] };
+  const buffered = await client.messages(request);
+  assert.ok(buffered.content.length > 0);
+  assert.equal(buffered.stopReason, 'end_turn');
+  assert.match(buffered.runId, /^run_/);
+  const tools = [{ name: 'get_weather', input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }];
+  const chunks = [];
+  for await (const chunk of client.messagesStream({ ...request, messages: [{ role: 'user', content: 'weather in Rome?' }], tools })) chunks.push(chunk);
+  const done = chunks.at(-1)!;
+  assert.equal(done.type, 'done');
+  if (done.type !== 'done') return;
+  assert.equal(done.stopReason, 'tool_use');
+  assert.equal(done.toolUses[0]!.name, 'get_weather');
+  assert.equal(typeof done.toolUses[0]!.input, 'object');
+  assert.ok(chunks.some((chunk) => chunk.type === 'delta' && chunk.toolUse?.partialJson !== undefined), 'input_json_delta relayed');
+});
+
+test('errors carry method, path, status and the first 500 characters of the body; the client never retries', async (t) => {
+  const { baseUrl, requests } = await serve(t);
+  const client = createSvcClient({ baseUrl, env: {} });
+  t.after(() => client.close());
+  await assert.rejects(client.chat({ model: 'gpt-4o-mini', messages: [], junk: 'x'.repeat(2000) }), (error: unknown) => {
+    assert.ok(error instanceof SvcApiError);
+    assert.equal(error.method, 'POST');
+    assert.equal(error.path, '/v1/chat/completions');
+    assert.equal(error.status, 400);
+    assert.ok(error.body.length <= 500 && error.body.length > 0);
+    return true;
+  });
+  const before = requests.length;
+  await assert.rejects(client.chat({ model: 'mock-5xx', messages: [{ role: 'user', content: 'x' }] }), (error: unknown) => {
+    assert.ok(error instanceof SvcApiError);
+    assert.equal(error.status, 502);
+    assert.match(error.runId, /^run_/);
+    return true;
+  });
+  assert.equal(requests.length - before, 1, 'exactly one request: no retries');
+  await assert.rejects(client.runs.get('run_missing'), (error: unknown) => error instanceof SvcApiError && error.status === 404 && error.path === '/api/v1/runs/run_missing');
+});
+
+test('deadlines: bufferedTimeoutMs bounds a buffered call (1 to 900000); requestTimeoutMs bounds stream headers', async (t) => {
+  const { baseUrl } = await serve(t);
+  assert.throws(() => createSvcClient({ baseUrl, env: {}, bufferedTimeoutMs: 0 }), RangeError);
+  assert.throws(() => createSvcClient({ baseUrl, env: {}, bufferedTimeoutMs: 900_001 }), RangeError);
+  assert.doesNotThrow(() => createSvcClient({ baseUrl, env: {}, bufferedTimeoutMs: 900_000 }).close());
+  const quick = createSvcClient({ baseUrl, env: {}, bufferedTimeoutMs: 100 });
+  t.after(() => quick.close());
+  await assert.rejects(quick.chat({ model: 'mock-slow-3000', messages: [{ role: 'user', content: 'x' }] }), /aborted|timeout/i);
+
+  const silent = createServer(() => undefined); // accepts, never answers
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  t.after(() => {
+    silent.closeAllConnections();
+    silent.close();
+  });
+  const port = (silent.address() as AddressInfo).port;
+  const streaming = createSvcClient({ baseUrl: `http://127.0.0.1:${port}`, env: {}, requestTimeoutMs: 100 });
+  t.after(() => streaming.close());
+  await assert.rejects(
+    (async () => {
+      for await (const _ of streaming.chatStream({ model: 'gpt-4o-mini', messages: [] })) void _;
+    })(),
+    /no response headers within 100 ms|abort/i,
+  );
+});
+
+test('traced tools follow the SPEC order; failures of tracing are swallowed, tool errors propagate', async () => {
+  const calls: string[] = [];
+  const tracer = (fail = false): ToolTracer => ({
+    trace: async (_runId, type) => {
+      calls.push(type);
+      if (fail) throw new Error('trace down');
+    },
+    cacheCheck: async () => {
+      calls.push('cache.check');
+      if (fail) throw new Error('cache down');
+      return { hit: false };
+    },
+    cacheStore: async () => void calls.push('cache.store'),
+  });
+  const read = tracedTool(tracer(), { name: 'lookup', sideEffectLevel: 0, ttlSeconds: 60 }, (args: { q: string }) => {
+    calls.push('execute');
+    return { q: args.q };
+  });
+  assert.deepEqual(await read({ q: 'x' }, { runId: 'run_1' }), { q: 'x' });
+  assert.deepEqual(calls, ['cache.check', 'tool.called', 'execute', 'tool.completed', 'cache.store']);
+
+  calls.length = 0;
+  const write = tracedTool(tracer(), { name: 'send', sideEffectLevel: 3, ttlSeconds: 60, idempotencyKey: (a: { id: string }) => `send-${a.id}` }, () => {
+    calls.push('execute');
+    return 'sent';
+  });
+  await write({ id: '1' }, { runId: 'run_1' });
+  assert.deepEqual(calls, ['tool.called', 'side_effect.planned', 'execute', 'tool.completed'], 'no cache for level >= 2');
+
+  calls.length = 0;
+  const noTtl = tracedTool(tracer(), { name: 'read', sideEffectLevel: 1 }, () => calls.push('execute'));
+  await noTtl({}, { runId: 'run_1' });
+  assert.deepEqual(calls, ['tool.called', 'execute', 'tool.completed'], 'no cache without ttlSeconds');
+
+  calls.length = 0;
+  const failing = tracedTool(tracer(true), { name: 'lookup', sideEffectLevel: 0, ttlSeconds: 5 }, () => 'still works');
+  assert.equal(await failing({}, { runId: 'run_1' }), 'still works');
+
+  calls.length = 0;
+  const throwing = tracedTool(tracer(), { name: 'boom', sideEffectLevel: 2 }, () => {
+    throw new Error('tool failed');
+  });
+  await assert.rejects(throwing({}, { runId: 'run_1' }), /tool failed/);
+  assert.deepEqual(calls, ['tool.called', 'side_effect.planned']);
+
+  calls.length = 0;
+  assert.deepEqual(await read({ q: 'y' }), { q: 'y' });
+  assert.ok(calls.every((call) => call === 'execute'), 'without a run id the tool runs untraced');
+
+  for (const bad of [{ when: new Date() }, { f: () => 1 }, { n: Number.NaN }, { u: undefined }]) {
+    calls.length = 0;
+    await assert.rejects(read(bad as any, { runId: 'run_1' }), TypeError);
+    assert.deepEqual(calls, [], 'nothing happens before arguments are plain JSON');
+  }
+  const cyclic: any = {};
+  cyclic.self = cyclic;
+  await assert.rejects(read(cyclic, { runId: 'run_1' }), TypeError);
+  for (const key of [' padded', '', 'k'.repeat(121), 42]) {
+    const keyed = tracedTool(tracer(), { name: 'send', sideEffectLevel: 3, idempotencyKey: () => key as any }, () => 'x');
+    await assert.rejects(keyed({}, { runId: 'run_1' }), TypeError, JSON.stringify(key));
+  }
+});
+
+test('traced tools against svc: events on the run and a side-effect record that becomes executed', async (t) => {
+  const { baseUrl } = await serve(t);
+  const client = createSvcClient({ baseUrl, env: {} });
+  t.after(() => client.close());
+  const { runId } = await client.chat({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'send the report' }] });
+  const send = client.tool({ name: 'send_report', sideEffectLevel: 3, idempotencyKey: (a: { to: string }) => `report-${a.to}` }, async () => ({ ok: true }));
+  assert.deepEqual(await send({ to: 'ops' }, { runId }), { ok: true });
+  const detail = await client.runs.get(runId);
+  assert.deepEqual(detail.events.slice(-3).map((e) => e.type), ['tool.called', 'side_effect.planned', 'tool.completed']);
+  assert.equal(detail.sideEffects[0]!.state, 'executed');
+  assert.equal(detail.sideEffects[0]!.idempotencyKey, 'report-ops');
+  const lookup = client.tool({ name: 'lookup', sideEffectLevel: 0, ttlSeconds: 30 }, async () => 'found');
+  assert.equal(await lookup({ q: 1 }, { runId }), 'found', 'a missing tool-cache endpoint is a swallowed miss');
+
+  const events = [];
+  for await (const event of client.runEvents(runId, { pageSize: 2 })) events.push(event.seq);
+  assert.deepEqual(events, [...events].sort((a, b) => b - a), 'newest first');
+  assert.equal(events.length, (await client.runs.integrity(runId)).eventCount);
+
+  assert.equal((await client.feedback.thumbsUp(runId)).feedback.rating, 5);
+  const down = await client.feedback.thumbsDown(runId, 'The report goes to finance.');
+  assert.equal(down.feedback.rating, -1);
+  assert.equal(down.feedback.correction, 'The report goes to finance.');
+});
+
+test('run-event traversal stops before request 101', async () => {
+  let requests = 0;
+  const endless: Transport = {
+    async request() {
+      requests += 1;
+      const body = { runId: 'run_x', events: [{ seq: 1000 - requests, type: 't', payload: {}, createdAt: '', prevHash: '', hash: '' }], window: { limit: 1, count: 1, hasMore: true, nextBefore: 1000 - requests, truncatedByBytes: false } };
+      return { status: 200, headers: {}, body, text: JSON.stringify(body) };
+    },
+    stream: async () => {
+      throw new Error('unused');
+    },
+    close: async () => undefined,
+  };
+  const client = new SvcClient(endless);
+  let count = 0;
+  for await (const _ of client.runEvents('run_x', { pageSize: 1 })) count += 1;
+  assert.equal(requests, 100);
+  assert.equal(count, 100);
+});
