@@ -8,7 +8,6 @@ import { chmodSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
-import { warmTokenizer } from './gateway/tokens.ts';
 import { buildApp } from './http/app.ts';
 import { markLocalSocket } from './http/local-socket.ts';
 import { createServices, type Services } from './services.ts';
@@ -50,9 +49,6 @@ export async function startServer(config: Config): Promise<RunningServer> {
       local.listen(socketPath, () => resolve());
     });
     chmodSync(socketPath, 0o600);
-
-    // Building the tokenizer's encoder costs ~0.85 s of CPU once; pay it right after start, not in a first request.
-    setImmediate(warmTokenizer);
 
     const stopRetention = services.retention.schedule({
       intervalMs: config.limits.retentionIntervalMs,

@@ -143,15 +143,16 @@ export function rankedValues(
   page: { limit: number; offset: number },
 ): { entries: Array<{ value: string } & RollupTotals>; total: number } {
   const { clause, params } = scopeWhere(scope, dim);
-  const entries = sql
-    .all<{ value: string } & Record<keyof RollupTotals, number>>(
-      `SELECT value, ${SUMS} FROM run_rollups WHERE ${clause} GROUP BY value
-       ORDER BY SUM(cost_usd) DESC, SUM(runs) DESC, value LIMIT ? OFFSET ?`,
-      [...params, page.limit, page.offset],
-    )
-    .map((row) => ({ value: row.value, ...totalsOf(row) }));
-  const total = sql.get<{ n: number }>(`SELECT COUNT(DISTINCT value) AS n FROM run_rollups WHERE ${clause}`, params)?.n ?? 0;
-  return { entries, total };
+  // One pass: the window count is the number of distinct values, computed before LIMIT applies.
+  const rows = sql.all<{ value: string; total: number } & Record<keyof RollupTotals, number>>(
+    `SELECT value, ${SUMS}, COUNT(*) OVER () AS total FROM run_rollups WHERE ${clause} GROUP BY value
+     ORDER BY SUM(cost_usd) DESC, SUM(runs) DESC, value LIMIT ? OFFSET ?`,
+    [...params, page.limit, page.offset],
+  );
+  const total =
+    rows[0]?.total ??
+    (page.offset > 0 ? (sql.get<{ n: number }>(`SELECT COUNT(DISTINCT value) AS n FROM run_rollups WHERE ${clause}`, params)?.n ?? 0) : 0);
+  return { entries: rows.map((row) => ({ value: row.value, ...totalsOf(row) })), total };
 }
 
 export interface RollupsRepository {

@@ -38,7 +38,9 @@ export function chatAdapter(chat: ValidatedChat, now: () => number): WireAdapter
     model: request.model,
     stream: request.stream === true,
     cacheBody: request,
-    promptTokens: countChatTokens(request),
+    get promptTokens() {
+      return countChatTokens(request);
+    },
 
     async callBuffered(provider, signal) {
       const completion = await provider.chat(request, { signal });

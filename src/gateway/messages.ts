@@ -58,7 +58,7 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
   constructor(
     private readonly validated: ValidatedMessages,
     private readonly provider: Provider,
-    private readonly promptTokens: number,
+    private readonly promptTokens: () => number,
   ) {}
 
   private bad(message: string): ProviderError {
@@ -72,7 +72,7 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
         if (this.message) return []; // exactly one message_start reaches the client
         const message = structuredClone(event.message as MessagesResponse);
         const usage = { ...(message.usage ?? { input_tokens: 0, output_tokens: 0 }) };
-        if (!usage.input_tokens) usage.input_tokens = this.promptTokens;
+        if (!usage.input_tokens) usage.input_tokens = this.promptTokens();
         message.usage = usage;
         this.inputTokens = usage.input_tokens;
         this.message = message;
@@ -180,7 +180,8 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
 
 export function messagesAdapter(validated: ValidatedMessages, headers: { version?: string; betas?: string[] }): WireAdapter<MessagesResponse, MessagesStreamEvent> {
   const request = validated.request;
-  const promptTokens = countMessagesTokens(request);
+  let estimate: number | null = null;
+  const promptTokens = () => (estimate ??= countMessagesTokens(request));
   const context = (signal: AbortSignal) => ({
     signal,
     ...(headers.version ? { messagesVersion: headers.version } : {}),
@@ -192,7 +193,9 @@ export function messagesAdapter(validated: ValidatedMessages, headers: { version
     stream: request.stream === true,
     // Beta tokens can change the answer, so they are part of the cache identity.
     cacheBody: { ...request, ...(headers.betas ? { '@betas': [...headers.betas].sort() } : {}) },
-    promptTokens,
+    get promptTokens() {
+      return promptTokens();
+    },
 
     async callBuffered(provider, signal) {
       const message = await provider.messages(request, context(signal));

@@ -51,7 +51,10 @@ export interface WireAdapter<Res, Ev> {
   readonly stream: boolean;
   /** The request fields that form the exact-cache key (cache-controls.ts drops the non-output ones). */
   readonly cacheBody: Record<string, unknown>;
-  /** Input tokens estimated locally (used when the upstream reports no usage). */
+  /**
+   * Input tokens estimated locally, used only when the upstream reports no usage: a getter, so a request whose
+   * provider reports usage never pays for tokenising its prompt.
+   */
   readonly promptTokens: number;
   /** Buffered call; validates tool calls against the declared tools (throws InvalidToolCallError). */
   callBuffered(provider: Provider, signal: AbortSignal): Promise<Res>;
@@ -99,6 +102,10 @@ export interface Gateway {
 /** sha256 of the canonical JSON of an answer (the replay bundle's response hash). */
 function hashOf(response: unknown): string {
   return sha256Hex(canonicalJson(response));
+}
+
+function estimatedUsage(promptTokens: number, completionTokens: number): RunUsage {
+  return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
 }
 
 function runHeaders(runId: string, route: RunRoute): Record<string, string> {
@@ -267,7 +274,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
           }
           const response = await adapter.callBuffered(provider, call.signal);
           const latencyMs = clock.now() - startedAt;
-          const usage = adapter.usageOf(response) ?? { promptTokens: adapter.promptTokens, completionTokens: 0, totalTokens: adapter.promptTokens };
+          const usage = adapter.usageOf(response) ?? estimatedUsage(adapter.promptTokens, 0);
           const cost = costOf(adapter.model, usage, provider.kind === 'mock');
           run.attempt({ provider: provider.name, model: adapter.model, outcome: 'success', errorKind: null, upstreamStatus: null, promptTokens: usage.promptTokens, completionTokens: usage.completionTokens, costUsd: cost.usd, latencyMs });
           storeAnswer(response, cost.usd, latencyMs);
@@ -326,8 +333,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
         } finally {
           const latencyMs = clock.now() - startedAt;
           const reported = assembler.usage;
-          const completionTokens = countTokens(assembler.producedText, adapter.model);
-          const usage = reported ?? { promptTokens: adapter.promptTokens, completionTokens, totalTokens: adapter.promptTokens + completionTokens };
+          const usage = reported ?? estimatedUsage(adapter.promptTokens, countTokens(assembler.producedText, adapter.model));
           if (!reported) run.event('usage.estimated', { reason: completed ? 'upstream sent no usage' : 'stream did not complete', ...usage });
           const cost = costOf(adapter.model, usage, provider.kind === 'mock');
           const aborted = !completed && (call.signal.aborted || failure === null);

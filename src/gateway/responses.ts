@@ -173,7 +173,9 @@ export function responsesAdapter(validated: ValidatedResponses, now: () => numbe
     model: request.model,
     stream: request.stream === true,
     cacheBody: request,
-    promptTokens: promptEstimate(validated),
+    get promptTokens() {
+      return promptEstimate(validated);
+    },
 
     async callBuffered(provider, signal) {
       const response = await provider.responses(request, { signal });

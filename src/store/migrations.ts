@@ -194,7 +194,7 @@ export const MIGRATIONS: readonly Migration[] = [
         prompt_tokens INTEGER NOT NULL DEFAULT 0,
         completion_tokens INTEGER NOT NULL DEFAULT 0,
         PRIMARY KEY (tenant_id, dim, day, value, app_id, status, route)
-      );
+      ) WITHOUT ROWID;
       CREATE TABLE run_replays (
         run_id TEXT PRIMARY KEY,
         tenant_id TEXT NOT NULL,
