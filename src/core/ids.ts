@@ -1,9 +1,27 @@
 /** Identifiers and one-time tokens. Ids carry a type prefix (`key_`, `run_`, `aud_`); tokens are 256-bit random. */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
+/**
+ * Random bytes for ids come from a pool refilled 4 KiB at a time: one system call per ~340 ids instead of one per id
+ * (a gateway request makes several). Tokens below never use the pool.
+ */
+const ID_POOL_BYTES = 4096;
+let idPool = Buffer.alloc(0);
+let idPoolOffset = 0;
+
+function idBytes(count: number): Buffer {
+  if (idPoolOffset + count > idPool.length) {
+    idPool = randomBytes(ID_POOL_BYTES);
+    idPoolOffset = 0;
+  }
+  const bytes = idPool.subarray(idPoolOffset, idPoolOffset + count);
+  idPoolOffset += count;
+  return bytes;
+}
+
 /** A new id with a type prefix, e.g. `newId('key')` -> `key_3f9c...` (96 random bits, hex). */
 export function newId(prefix: string): string {
-  return `${prefix}_${randomBytes(12).toString('hex')}`;
+  return `${prefix}_${idBytes(12).toString('hex')}`;
 }
 
 /** A 256-bit random token, base64url, with an optional fixed prefix. Shown once; store only `sha256Hex` of it. */

@@ -55,8 +55,8 @@ export interface LedgerChange {
   patch?: { id: string } & RunPatch;
   events?: TraceEvent[];
   attempts?: AttemptRecord[];
-  /** The patch moved the run to its final state: add it to the rollups. */
-  finished?: boolean;
+  /** The run in its final state (the patch moved it there): added to the rollups in the same transaction. */
+  finished?: RunRecord;
   replay?: ReplayRecord;
   /** Set the response hash of an already queued replay record. */
   responseHash?: { runId: string; hash: string };
@@ -389,10 +389,7 @@ export function createRunsRepository(store: Store): RunsRepository {
         if (change.responseHash) {
           sql.run('UPDATE run_replays SET response_hash = ? WHERE run_id = ?', [change.responseHash.hash, change.responseHash.runId]);
         }
-        if (change.finished && change.patch) {
-          const row = sql.get<RunRow>('SELECT * FROM runs WHERE id = ?', [change.patch.id]);
-          if (row) addToRollups(sql, fromRow(row));
-        }
+        if (change.finished) addToRollups(sql, change.finished);
       });
     },
 
