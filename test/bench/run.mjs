@@ -13,7 +13,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
+import http, { createServer } from 'node:http';
 import os from 'node:os';
 import { join, dirname } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -65,13 +65,16 @@ function startMock() {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, state, url: `http://127.0.0.1:${server.address().port}` })));
 }
 
-function svcCommand(extraNodeArgs = []) {
-  const node = [...extraNodeArgs, join(ROOT, 'bin', 'svc')];
-  return hasTaskset && os.cpus().length >= 2 ? ['taskset', ['-c', '0', process.execPath, ...node]] : [process.execPath, node];
+function svcCommand(pin) {
+  const node = [join(ROOT, 'bin', 'svc')];
+  if (!hasTaskset || os.cpus().length < 2) return [process.execPath, node];
+  // Unpinned means every CPU: a child would otherwise inherit this (pinned) process's single CPU.
+  return ['taskset', ['-c', pin ? '0' : `0-${os.cpus().length - 1}`, process.execPath, ...node]];
 }
 
-async function startSvc(mockUrl, dataDir, nodeArgs = []) {
-  const [command, base] = svcCommand(nodeArgs);
+/** `pin: false` for cold starts: node's startup uses helper threads, and nobody pins svc to start it. */
+async function startSvc(mockUrl, dataDir, { pin = true } = {}) {
+  const [command, base] = svcCommand(pin);
   const child = spawn(command, [...base, 'serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'silent'], {
     env: {
       ...process.env,
@@ -161,17 +164,25 @@ async function throughput(baseUrl, { connections, duration, headers = LIVE_HEADE
   return { rps: round(result.requests.average, 0), non2xx: result.non2xx, errors: result.errors + result.timeouts };
 }
 
+/** GET /health with node:http (no client-side library warm-up inside the measured time). */
+function healthStatus(baseUrl) {
+  return new Promise((resolve) => {
+    http
+      .get(`${baseUrl}/health`, (response) => {
+        response.resume();
+        response.on('end', () => resolve(response.statusCode));
+      })
+      .on('error', () => resolve(0));
+  });
+}
+
 async function coldStart(mockUrl) {
   const times = [];
   for (let i = 0; i < (QUICK ? 3 : 7); i++) {
     const dir = mkdtempSync(join(os.tmpdir(), 'svc-bench-cold-'));
     const started = performance.now();
-    const svc = await startSvc(mockUrl, dir);
-    for (;;) {
-      const response = await fetch(`${svc.url}/health`).catch(() => null);
-      if (response?.status === 200) break;
-      await new Promise((resolve) => setTimeout(resolve, 2));
-    }
+    const svc = await startSvc(mockUrl, dir, { pin: false });
+    while ((await healthStatus(svc.url)) !== 200) await new Promise((resolve) => setTimeout(resolve, 2));
     times.push(performance.now() - started);
     await stopSvc(svc);
     rmSync(dir, { recursive: true, force: true });

@@ -6,8 +6,10 @@
  *   - cold start of `bin/svc serve` on that data file to the first 200 on /health.
  * Prints a table; `--json-out <file>` writes the figures. Run with: node --import tsx test/bench/store.ts
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { get } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -109,7 +111,11 @@ async function commitRate(concurrency: number, seconds: number): Promise<number>
 
 async function coldStart(dataDir: string): Promise<number> {
   const started = performance.now();
-  const child = spawn(process.execPath, [join(ROOT, 'bin', 'svc'), 'serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'silent'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  // Every CPU: when run from run.mjs this process is pinned to one, and a child would inherit that.
+  const cpus = `0-${availableParallelism() - 1}`;
+  const hasTaskset = spawnSync('taskset', ['--version']).status === 0;
+  const argv = [process.execPath, join(ROOT, 'bin', 'svc'), 'serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'silent'];
+  const child = hasTaskset ? spawn('taskset', ['-c', cpus, ...argv], { stdio: ['ignore', 'pipe', 'inherit'] }) : spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] });
   const address = await new Promise<string>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (chunk: Buffer) => {
@@ -119,11 +125,14 @@ async function coldStart(dataDir: string): Promise<number> {
     });
     child.on('exit', (code) => reject(new Error(`svc serve exited with ${code}`)));
   });
-  for (;;) {
-    const response = await fetch(`${address}/health`).catch(() => null);
-    if (response?.status === 200) break;
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
+  const health = () =>
+    new Promise<number>((resolve) => {
+      get(`${address}/health`, (response) => {
+        response.resume();
+        response.on('end', () => resolve(response.statusCode ?? 0));
+      }).on('error', () => resolve(0));
+    });
+  while ((await health()) !== 200) await new Promise((resolve) => setTimeout(resolve, 2));
   const elapsed = performance.now() - started;
   child.kill('SIGTERM');
   await new Promise((resolve) => child.once('exit', resolve));
