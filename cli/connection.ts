@@ -89,15 +89,21 @@ async function inProcessTransport(dataDir: string): Promise<Transport> {
   }
 }
 
+/**
+ * How a client reaches svc: `http` (--url), `socket` (a running svc serve: other writers exist, so a view can
+ * poll for updates) or `in-process` (this process holds the data directory: nothing else writes while it runs).
+ */
+export type ConnectionKind = 'http' | 'socket' | 'in-process';
+
 /** The data directory's transport: the owner's socket, or in-process once the lock is free. */
-async function dataDirTransport(dataDir: string): Promise<Transport> {
+async function dataDirTransport(dataDir: string): Promise<{ transport: Transport; kind: ConnectionKind }> {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const deadline = Date.now() + OWNER_WAIT_MS;
   for (;;) {
     const owner = readLiveOwner(dataDir);
     if (owner === null) {
       try {
-        return await inProcessTransport(dataDir);
+        return { transport: await inProcessTransport(dataDir), kind: 'in-process' };
       } catch (error) {
         // Someone (a starting server, another command) took the lock between our read and our attempt: look again.
         if (!(error instanceof DataDirLockedError)) throw error;
@@ -105,7 +111,7 @@ async function dataDirTransport(dataDir: string): Promise<Transport> {
       }
     }
     // A server listens on its socket only after taking the lock; a command never has one. Both are worth a wait.
-    if (owner.socketPath && existsSync(owner.socketPath)) return socketTransport(owner.socketPath);
+    if (owner.socketPath && existsSync(owner.socketPath)) return { transport: socketTransport(owner.socketPath), kind: 'socket' };
     if (Date.now() >= deadline) throw new DataDirBusyError(dataDir, owner);
     await sleep(OWNER_POLL_MS);
   }
@@ -113,17 +119,23 @@ async function dataDirTransport(dataDir: string): Promise<Transport> {
 
 /** A client connected the way DESIGN.md section 4 says; close it when done (`withClient` does). */
 export async function connect(options: ConnectionOptions): Promise<SvcClient> {
+  return (await connectWithKind(options)).client;
+}
+
+/** `connect`, also saying which way it went (the runs TUI live-updates only when another process owns the data). */
+export async function connectWithKind(options: ConnectionOptions): Promise<{ client: SvcClient; kind: ConnectionKind }> {
   const url = options.url ?? process.env.SVC_BASE_URL;
   if (url) {
     if (!/^https?:\/\//i.test(url)) throw new UsageError(`--url must start with http:// or https:// (got "${url}")`);
-    return new SvcClient(httpTransport(url, options.apiKey ?? process.env.SVC_API_KEY ?? null));
+    return { client: new SvcClient(httpTransport(url, options.apiKey ?? process.env.SVC_API_KEY ?? null)), kind: 'http' };
   }
   // SVC_API_KEY alone is fine (it is also serve's bootstrap token); an explicit --api-key with nowhere to send it is not.
   if (options.apiKey !== undefined) throw new UsageError('--api-key needs --url (or SVC_BASE_URL); the data directory needs no key');
   const overrides = options.dataDir !== undefined ? { dataDir: options.dataDir } : {};
   const dataDir = loadConfig(process.env, overrides).dataDir;
   if (!dataDir) throw new UsageError('no data directory: pass --data-dir or set SVC_DATA_DIR');
-  return new SvcClient(await dataDirTransport(dataDir));
+  const { transport, kind } = await dataDirTransport(dataDir);
+  return { client: new SvcClient(transport), kind };
 }
 
 /** Run `fn` with a connected client and always close it. */
