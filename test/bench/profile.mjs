@@ -74,6 +74,48 @@ export function summarizeProfile(file, { top = 15 } = {}) {
     agg.set(key, (agg.get(key) ?? 0) + us);
   }
   const busyUs = totalUs - idleUs;
+  // Inclusive (total) time of svc's own functions (src/...): each sample counts once for every function on its stack.
+  const parent = new Map();
+  for (const n of profile.nodes) for (const child of n.children ?? []) parent.set(child, n.id);
+  const keyOf = new Map();
+  const keyFor = (id) => {
+    if (!keyOf.has(id)) {
+      const frame = byId.get(id).callFrame;
+      const loc = location(frame, maps);
+      keyOf.set(id, loc.startsWith('src/') ? `${frame.functionName || '(anonymous)'}\u0000${loc}` : null);
+    }
+    return keyOf.get(id);
+  };
+  const inclusive = new Map();
+  for (const [id, us] of selfUs) {
+    const seen = new Set();
+    for (let node = id; node !== undefined; node = parent.get(node)) {
+      const key = keyFor(node);
+      if (key && !seen.has(key)) {
+        seen.add(key);
+        inclusive.set(key, (inclusive.get(key) ?? 0) + us);
+      }
+    }
+  }
+  const topInclusive = [...inclusive.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top)
+    .map(([key, us]) => {
+      const [fn, loc] = key.split('\u0000');
+      return { function: fn, location: loc, totalMs: round(us / 1000, 1), pctBusy: round((100 * us) / busyUs, 1) };
+    });
+  // Self time per source file (natives without a script, such as fsync or writev, under "(native)").
+  const files = new Map();
+  for (const [key, us] of agg) {
+    if (key === '(idle)') continue;
+    const [fn, loc] = key.split('\u0000');
+    const file = SPECIAL.has(fn) ? fn : loc ? loc.replace(/:\d+$/, '') : '(native)';
+    files.set(file, (files.get(file) ?? 0) + us);
+  }
+  const byFile = [...files.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top)
+    .map(([file, us]) => ({ file, selfMs: round(us / 1000, 1), pctBusy: round((100 * us) / busyUs, 1) }));
   const rows = [...agg.entries()]
     .filter(([key]) => key !== '(idle)')
     .sort((a, b) => b[1] - a[1])
@@ -82,7 +124,7 @@ export function summarizeProfile(file, { top = 15 } = {}) {
       const [fn, loc = ''] = key.split('\u0000');
       return { rank: i + 1, function: fn, location: loc, selfMs: round(us / 1000, 1), pctTotal: round((100 * us) / totalUs, 1), pctBusy: round((100 * us) / busyUs, 1) };
     });
-  return { totalMs: round(totalUs / 1000, 0), idleMs: round(idleUs / 1000, 0), busyMs: round(busyUs / 1000, 0), gcMs: round(gcUs / 1000, 0), programMs: round(programUs / 1000, 0), top: rows };
+  return { totalMs: round(totalUs / 1000, 0), idleMs: round(idleUs / 1000, 0), busyMs: round(busyUs / 1000, 0), gcMs: round(gcUs / 1000, 0), programMs: round(programUs / 1000, 0), top: rows, byFile, topInclusive };
 }
 
 export function printProfile(summary) {
@@ -91,6 +133,14 @@ export function printProfile(summary) {
   console.log(`  ${'#'.padStart(2)}  ${'self ms'.padStart(8)}  ${'% busy'.padStart(6)}  ${'function'.padEnd(fnWidth)}  location`);
   for (const r of summary.top) {
     console.log(`  ${String(r.rank).padStart(2)}  ${String(r.selfMs).padStart(8)}  ${String(r.pctBusy).padStart(6)}  ${r.function.slice(0, fnWidth).padEnd(fnWidth)}  ${r.location}`);
+  }
+  if (summary.topInclusive) {
+    console.log('  total (inclusive) time of svc functions (src/):');
+    for (const f of summary.topInclusive) console.log(`      ${String(f.totalMs).padStart(8)}  ${String(f.pctBusy).padStart(6)}  ${f.function.slice(0, 40).padEnd(40)}  ${f.location}`);
+  }
+  if (summary.byFile) {
+    console.log('  self time by file:');
+    for (const f of summary.byFile) console.log(`      ${String(f.selfMs).padStart(8)}  ${String(f.pctBusy).padStart(6)}  ${f.file}`);
   }
 }
 
