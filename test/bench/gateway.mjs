@@ -3,12 +3,14 @@
  * context `ctx` = {quick, mock, svc, dataDir, fail(message)} built by run.mjs, returns its figures (plain JSON), and
  * has a print function for its table. A (client -> mock) and B (client -> svc -> mock) are interleaved.
  */
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import {
   CLIENT_HEADERS,
+  CPUS,
   PINNED,
   cannon,
   chatBody,
@@ -395,9 +397,18 @@ export async function coldStartSection(ctx) {
       rmSync(dir, { recursive: true, force: true });
     }
   }
+  // For scale: a bare `node -e 0` on this machine, spawn to exit.
+  const bare = [];
+  for (let i = 0; i < 3; i++) {
+    const t0 = performance.now();
+    if (PINNED) spawnSync('taskset', ['-c', `0-${CPUS - 1}`, process.execPath, '-e', '0'], { stdio: 'ignore' });
+    else spawnSync(process.execPath, ['-e', '0'], { stdio: 'ignore' });
+    bare.push(performance.now() - t0);
+  }
   return {
     runs: toHealth.length,
     cpus: PINNED ? 'all' : 'unpinned',
+    bareNodeMs: round(median(bare), 0),
     toHealthMs: { median: round(median(toHealth), 0), max: round(Math.max(...toHealth), 0), all: toHealth.map((t) => round(t, 0)) },
     toListeningLineMs: { median: round(median(toListening), 0), max: round(Math.max(...toListening), 0) },
   };
@@ -405,7 +416,7 @@ export async function coldStartSection(ctx) {
 
 export function printColdStart(r) {
   console.log(`\nCold start of bin/svc serve, empty data directory (${r.runs} runs, ms)`);
-  table(['to /health 200 median', 'max', 'all', 'to listening line median', 'max'], [[r.toHealthMs.median, r.toHealthMs.max, r.toHealthMs.all.join(' '), r.toListeningLineMs.median, r.toListeningLineMs.max]]);
+  table(['to /health 200 median', 'max', 'all', 'to listening line median', 'max', 'bare `node -e 0`'], [[r.toHealthMs.median, r.toHealthMs.max, r.toHealthMs.all.join(' '), r.toListeningLineMs.median, r.toListeningLineMs.max, r.bareNodeMs]]);
 }
 
 // -----------------------------------------------------------------------------------------------------------------
@@ -455,11 +466,12 @@ function safeList(dir) {
 
 // -----------------------------------------------------------------------------------------------------------------
 
-export function table(head, rows) {
+/** Right-aligned columns; `leftFirst` left-aligns the first one (names). */
+export function table(head, rows, { leftFirst = false } = {}) {
   const cells = [head, ...rows].map((row) => row.map((v) => (v === null || v === undefined ? '-' : typeof v === 'number' ? v.toLocaleString('en-US', { maximumFractionDigits: 3 }) : String(v))));
   const widths = head.map((_, i) => Math.max(...cells.map((row) => row[i].length)));
   for (const [n, row] of cells.entries()) {
-    console.log('  ' + row.map((v, i) => v.padStart(widths[i])).join('  '));
+    console.log('  ' + row.map((v, i) => (leftFirst && i === 0 ? v.padEnd(widths[i]) : v.padStart(widths[i]))).join('  '));
     if (n === 0) console.log('  ' + widths.map((w) => '-'.repeat(w)).join('  '));
   }
 }

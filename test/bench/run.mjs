@@ -44,6 +44,7 @@ import {
   streamingSection,
   warmUp,
 } from './gateway.mjs';
+import { checkTargets, printTargets } from './targets.mjs';
 import { PINNED, ROOT, currentAffinity, machineInfo, round, rssMb, startMock, startSvc, stopSvc } from './lib.mjs';
 
 const argv = process.argv.slice(2);
@@ -80,6 +81,7 @@ async function main() {
     // STORAGE: figures of issue 7 item 2 (test/bench/store.ts), filled by storageSection() below.
     storage: null,
     profile: null,
+    targets: null,
     failures: [],
     seconds: null,
   };
@@ -145,6 +147,8 @@ async function main() {
   // Owned by test/bench/store.ts; run.mjs only collects its JSON into results.storage. --skip-storage skips it.
   // =============================================================================================================
   if (!PROFILE && !SKIP_STORAGE) results.storage = await storageSection(fail);
+
+  if (!PROFILE) printTargets((results.targets = checkTargets(results)));
 
   results.seconds = round((performance.now() - started) / 1000, 0);
   results.machine.loadavgAtEnd = os.loadavg().map((n) => round(n, 2));
