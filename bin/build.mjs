@@ -13,6 +13,19 @@ const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const require = createRequire(import.meta.url);
 mkdirSync(dist, { recursive: true });
 
+// Ink imports react-devtools-core (an optional peer we do not ship) only when DEV=true. Bundled as a module that
+// fails the way a missing package does, Ink prints its own "not installed" warning and the TUI runs on.
+const noDevtools = {
+  name: 'no-react-devtools',
+  setup(build) {
+    build.onResolve({ filter: /^react-devtools-core$/ }, () => ({ path: 'react-devtools-core', namespace: 'svc-stub' }));
+    build.onLoad({ filter: /.*/, namespace: 'svc-stub' }, () => ({
+      contents: "const error = new Error('react-devtools-core is not bundled with svc'); error.code = 'ERR_MODULE_NOT_FOUND'; throw error;",
+      loader: 'js',
+    }));
+  },
+};
+
 await build({
   entryPoints: [join(root, 'cli/index.ts')],
   outfile: join(dist, 'svc.mjs'),
@@ -25,6 +38,7 @@ await build({
   logLevel: 'warning',
   define: { __SVC_VERSION__: JSON.stringify(pkg.version) },
   jsx: 'automatic',
+  plugins: [noDevtools],
   // CommonJS dependencies bundled into ESM need require/__dirname; node-sqlite3-wasm finds its .wasm via __dirname.
   banner: {
     js: [

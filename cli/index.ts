@@ -9,11 +9,12 @@ import { registerAudit } from './audit.ts';
 import { registerCache } from './cache.ts';
 import { UsageError } from './connection.ts';
 import { registerKeys } from './keys.ts';
+import { registerRuns } from './runs.ts';
 import { registerServe } from './serve.ts';
 import { registerSettings } from './settings.ts';
 
 const HELP_AFTER = `
-Admin commands (keys, settings, audit, cache) reach svc, in this order of choice:
+Admin commands (keys, settings, audit, cache, runs) reach svc, in this order of choice:
   --url / SVC_BASE_URL       plain HTTP(S), with --api-key / SVC_API_KEY as the bearer token
   a running svc serve        its local socket in the data directory (you act as the local operator)
   otherwise                  the data directory in-process, holding its lock for the command's duration
@@ -27,6 +28,7 @@ Examples:
   svc keys list --json
   svc settings set retention_days 30
   svc audit --limit 20 --verify
+  svc runs --status failed --since 2h
   svc serve --port 8787
 
 Run "svc <command> --help" for a command's flags; docs/cli.md has the full reference.`;
@@ -45,6 +47,7 @@ export function buildProgram(): Command {
   registerSettings(program);
   registerAudit(program);
   registerCache(program);
+  registerRuns(program);
   // Subcommands share the parent's exit behaviour (usage errors exit 2, not a process.exit inside commander).
   const inherit = (command: Command) => {
     command.exitOverride().showHelpAfterError();

@@ -1,0 +1,106 @@
+/**
+ * `svc runs`: browse the run ledger. On a terminal it opens the full-screen TUI (cli/tui/), live against a running
+ * `svc serve` and a still view of the data directory in-process otherwise; with `--no-tui`, `--json` or when
+ * stdout or stdin is not a terminal it prints the filtered list once, as a table or JSON, and exits.
+ */
+import { existsSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { InvalidArgumentError, type Command } from 'commander';
+import { loadConfig } from '../src/config.ts';
+import { RUN_ROUTES, RUN_STATUSES } from '../src/evidence/types.ts';
+import { connectWithKind, UsageError, withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
+import { parseNonNegativeInt } from './options.ts';
+import { print, printJson, table } from './output.ts';
+import { resolveSince, RUN_COLUMNS, toRunQuery, toRunRow, type RunFilterInput } from './tui/format.ts';
+
+/** The API's page size bounds for the runs list. */
+const MAX_LIMIT = 200;
+const DEFAULT_LIMIT = 50;
+
+interface RunsOptions extends ConnectionOptions {
+  route?: string;
+  status?: string;
+  model?: string;
+  since?: string;
+  limit?: number;
+  offset?: number;
+  tui: boolean;
+  outDir?: string;
+}
+
+const oneOf = (values: readonly string[]) => (value: string) => {
+  if (!values.includes(value)) throw new InvalidArgumentError(`must be one of ${values.join(', ')}`);
+  return value;
+};
+
+function parseSince(value: string): string {
+  if (resolveSince(value) === null) throw new InvalidArgumentError('must be an ISO 8601 time, epoch milliseconds or a duration such as 30m, 2h, 7d');
+  return value;
+}
+
+function parseLimit(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n < 1 || n > MAX_LIMIT) throw new InvalidArgumentError(`must be an integer from 1 to ${MAX_LIMIT}`);
+  return n;
+}
+
+export function registerRuns(program: Command): void {
+  withConnectionOptions(program.command('runs'))
+    .description('browse runs: a live full-screen view on a terminal, a plain table otherwise')
+    .option('--route <route>', `only runs served by this route (${RUN_ROUTES.join(', ')})`, oneOf(RUN_ROUTES))
+    .option('--status <status>', `only runs in this status (${RUN_STATUSES.join(', ')})`, oneOf(RUN_STATUSES))
+    .option('--model <model>', 'only runs for this model')
+    .option('--since <time>', 'only runs created since an ISO time, epoch ms or a duration back from now (30m, 2h, 7d)', parseSince)
+    .option('--limit <n>', `runs per page (1-${MAX_LIMIT}, default ${DEFAULT_LIMIT})`, parseLimit)
+    .option('--offset <n>', 'skip this many runs (plain table)', parseNonNegativeInt)
+    .option('--no-tui', 'print the list once as a table (also when stdout is not a terminal)')
+    .option('--out-dir <dir>', 'where the TUI writes evidence-<runId>.json (default: the current directory)')
+    .addHelpText(
+      'after',
+      `
+On a terminal, svc runs opens a full-screen view. Against a running svc serve (its local socket, or --url) the list
+updates every second; with no server it reads the data directory in-process, holding it (svc serve cannot start on
+it meanwhile), and does not update live.
+
+Keys, list:   up/down or k/j move, PgUp/PgDn a screen, g/G first/last, Enter opens a run,
+              r/s/m cycle the route/status/model filter, f edits the filters (route=live since=1h), c clears them,
+              n/p older/newer page, q or Esc quits.
+Keys, detail: n or ] older trace events, p or [ newer ones, e exports the evidence packet to
+              evidence-<runId>.json, q or Esc goes back.
+
+Examples:
+  svc runs                                    the full-screen view
+  svc runs --status failed --since 2h         only failed runs of the last two hours
+  svc runs --no-tui --route exact_cache       a plain table of cache hits
+  svc runs --json --limit 200 > runs.json`,
+    )
+    .action(async (options: RunsOptions) => {
+      const filters: RunFilterInput = { route: options.route, status: options.status, model: options.model, since: options.since };
+      const limit = options.limit ?? DEFAULT_LIMIT;
+      const outDir = resolve(options.outDir ?? '.');
+      if (options.outDir !== undefined && !(existsSync(outDir) && statSync(outDir).isDirectory())) {
+        throw new UsageError(`--out-dir ${options.outDir} is not a directory`);
+      }
+      const tui = options.tui && !options.json && process.stdout.isTTY === true && process.stdin.isTTY === true;
+      if (!tui) {
+        const page = await withClient(options, (client) => client.runs.list(toRunQuery(filters, { limit, offset: options.offset ?? 0 })));
+        if (options.json) return printJson(page);
+        print(table(page.runs.map(toRunRow), RUN_COLUMNS, 'No runs.'));
+        const { offset, total, hasMore } = page.pagination;
+        if (hasMore) process.stderr.write(`showing ${offset + 1}-${offset + page.runs.length} of ${total}; next page: --offset ${offset + page.runs.length}\n`);
+        return;
+      }
+      const { client, kind } = await connectWithKind(options);
+      try {
+        const where =
+          kind === 'http'
+            ? (options.url ?? process.env.SVC_BASE_URL ?? '')
+            : loadConfig(process.env, options.dataDir !== undefined ? { dataDir: options.dataDir } : {}).dataDir ?? '';
+        // Loaded only here: Ink, React and Yoga stay out of every other command's start-up.
+        const { startRunsTui } = await import('./tui/start-tui.tsx');
+        await startRunsTui({ client, kind, where, filters, limit, outDir });
+      } finally {
+        await client.close();
+      }
+    });
+}

@@ -1,0 +1,124 @@
+/**
+ * The run list screen: connection line (live or in-process), active filters with route/status facet counts, the
+ * runs as aligned columns with the highlighted one, the filter prompt when open, and the key help. A pure view:
+ * everything arrives as props.
+ */
+import { Box, Text } from 'ink';
+import type { Pagination } from '../../src/client/client.ts';
+import { clip, describeFacet, describeFilters, RUN_COLUMNS, type RunFilterInput, type RunRow } from './format.ts';
+
+/** Short headers for the screen; the plain table uses the longer RUN_COLUMNS ones. */
+const SCREEN_HEADERS: Record<keyof RunRow, string> = {
+  route: 'ROUTE',
+  status: 'STATUS',
+  model: 'MODEL',
+  cost: 'COST $',
+  latency: 'LAT MS',
+  savings: 'SAVED $',
+  created: 'CREATED (UTC)',
+  id: 'ID',
+};
+const KEYS = Object.keys(RUN_COLUMNS) as Array<keyof RunRow>;
+const MAX_WIDTH: Partial<Record<keyof RunRow, number>> = { model: 24, route: 12 };
+const RIGHT_ALIGNED = new Set<keyof RunRow>(['cost', 'latency', 'savings']);
+
+export interface ConnectionInfo {
+  /** e.g. `live · local socket /data/svc.sock`. */
+  label: string;
+  live: boolean;
+  /** Shown in the header when set (in-process: live updates need svc serve). */
+  notice?: string | undefined;
+}
+
+export interface RunListProps {
+  rows: RunRow[];
+  cursor: number;
+  /** How many rows fit on screen. */
+  height: number;
+  filters: RunFilterInput;
+  facets: { route: Record<string, number>; status: Record<string, number> } | null;
+  pagination: Pagination | null;
+  connection: ConnectionInfo;
+  updatedAt: number | null;
+  loading: boolean;
+  error: string | null;
+  message: string | null;
+  prompt: { text: string; error: string | null } | null;
+  color: boolean;
+}
+
+function columnWidths(rows: RunRow[]): Record<keyof RunRow, number> {
+  const widths = {} as Record<keyof RunRow, number>;
+  for (const key of KEYS) {
+    const widest = Math.max(SCREEN_HEADERS[key].length, ...rows.map((row) => row[key].length));
+    widths[key] = Math.min(widest, MAX_WIDTH[key] ?? widest);
+  }
+  return widths;
+}
+
+function line(cells: Record<keyof RunRow, string>, widths: Record<keyof RunRow, number>): string {
+  return KEYS.map((key) => {
+    const text = clip(cells[key], widths[key]);
+    return key === 'id' ? text : RIGHT_ALIGNED.has(key) ? text.padStart(widths[key]) : text.padEnd(widths[key]);
+  }).join('  ');
+}
+
+export function RunList(props: RunListProps) {
+  const { rows, cursor, height, pagination } = props;
+  const widths = columnWidths(rows);
+  // The page of rows around the cursor: whole screens, so the view does not jump on every key.
+  const visible = Math.max(1, height);
+  const top = Math.floor(cursor / visible) * visible;
+  const shown = rows.slice(top, top + visible);
+  const range = pagination
+    ? pagination.total === 0 || rows.length === 0
+      ? `0 of ${pagination.total}`
+      : `${pagination.offset + 1}-${pagination.offset + rows.length} of ${pagination.total}`
+    : '…';
+  const updated = props.updatedAt ? new Date(props.updatedAt).toISOString().slice(11, 19) : '-';
+  return (
+    <Box flexDirection="column">
+      <Box>
+        <Text bold>svc runs</Text>
+        <Text> · {props.connection.label}</Text>
+        {props.connection.live ? <Text dimColor> · updated {updated}{props.loading ? ' …' : ''}</Text> : null}
+      </Box>
+      {props.connection.notice ? <Text {...(props.color ? { color: 'yellow' } : {})}>{props.connection.notice}</Text> : null}
+      <Text>
+        filters: {describeFilters(props.filters)} · runs {range}
+      </Text>
+      <Text wrap="truncate-end">
+        route: {props.facets ? describeFacet(props.facets.route) : '…'} | status: {props.facets ? describeFacet(props.facets.status) : '…'}
+      </Text>
+      <Text bold wrap="truncate-end">{`  ${line(SCREEN_HEADERS, widths)}`}</Text>
+      {rows.length === 0 ? (
+        <Text dimColor>{props.loading ? '  loading…' : '  No runs match these filters.'}</Text>
+      ) : (
+        shown.map((row, i) => {
+          const selected = top + i === cursor;
+          return (
+            <Text key={row.id} inverse={selected} wrap="truncate-end">
+              {`${selected ? '>' : ' '} ${line(row, widths)}`}
+            </Text>
+          );
+        })
+      )}
+      {props.prompt ? (
+        <Box flexDirection="column">
+          <Text>
+            filter&gt; {props.prompt.text}
+            <Text inverse> </Text>
+          </Text>
+          <Text dimColor>
+            {props.prompt.error ?? 'key=value words: route, status, model, since (ISO, epoch ms or 15m/2h/7d); Enter applies, Esc cancels'}
+          </Text>
+        </Box>
+      ) : null}
+      {props.error ? <Text {...(props.color ? { color: 'red' } : {})}>error: {props.error}</Text> : null}
+      {props.message ? <Text>{props.message}</Text> : null}
+      <Text dimColor wrap="truncate-end">
+        ↑↓/j k move · PgUp/PgDn · Enter detail · r/s/m cycle route/status/model · f filter · c clear · n/p older/newer page · q quit
+      </Text>
+    </Box>
+  );
+}

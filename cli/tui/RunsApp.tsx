@@ -1,0 +1,169 @@
+/**
+ * The runs TUI: the list and detail screens, their keys, and the data hooks that feed them. State lives in the
+ * reducer of state.ts; data in useRunList/useRunDetail; the screens are pure views.
+ *
+ * Keys, list: ↑/↓ or k/j move, PgUp/PgDn a screen, Home/End (g/G), Enter opens the run, r/s/m cycle the route,
+ * status and model filters, f opens the filter prompt, c clears the filters, n/p the older/newer page of runs,
+ * q or Esc quits. Detail: n or ] older events, p or [ newer events, e exports the evidence packet, q or Esc back.
+ */
+import { Box, useApp, useInput, useStdout } from 'ink';
+import { useEffect, useMemo, useReducer, useState } from 'react';
+import { errorText } from './errors.ts';
+import { toRunRow, type RunFilterInput } from './format.ts';
+import { RunDetail } from './RunDetail.tsx';
+import { RunList, type ConnectionInfo } from './RunList.tsx';
+import type { RunsSource } from './runs-source.ts';
+import { cursorIn, eventCursor, initialState, reduce } from './state.ts';
+import { useRunDetail } from './useRunDetail.ts';
+import { useRunList } from './useRunList.ts';
+
+export interface RunsAppProps {
+  source: RunsSource;
+  connection: ConnectionInfo;
+  initialFilters?: RunFilterInput;
+  /** Runs per list page (the API allows 1-200). */
+  limit?: number;
+  /** Trace events per detail page; by default what fits the terminal. */
+  eventPageSize?: number;
+  /** Refresh interval of a live view. */
+  pollMs?: number;
+  color?: boolean;
+}
+
+/** Lines of the list screen that are not rows: header, notice, filters, facets, column titles, status, help. */
+const LIST_CHROME = 7;
+/** Lines of the detail screen around the timeline (headline, sections, help). */
+const DETAIL_CHROME = 26;
+
+function useTerminalSize(): { rows: number; columns: number } {
+  const { stdout } = useStdout();
+  const read = () => ({ rows: stdout.rows || 24, columns: stdout.columns || 80 });
+  const [size, setSize] = useState(read);
+  useEffect(() => {
+    const onResize = () => setSize(read());
+    stdout.on('resize', onResize);
+    return () => {
+      stdout.off('resize', onResize);
+    };
+  }, [stdout]);
+  return size;
+}
+
+const offered = (counts: Record<string, number> | undefined) =>
+  Object.entries(counts ?? {})
+    .filter(([value, n]) => n > 0 && value !== 'unknown')
+    .map(([value]) => value)
+    .sort();
+
+export function RunsApp(props: RunsAppProps) {
+  const { source, connection } = props;
+  const limit = props.limit ?? 100;
+  const pollMs = props.pollMs ?? 1000;
+  const color = props.color ?? false;
+  const { exit } = useApp();
+  const size = useTerminalSize();
+  const [state, dispatch] = useReducer(reduce, props.initialFilters ?? {}, initialState);
+
+  const list = useRunList(source, state.filters, { limit, offset: state.offset }, { live: connection.live, pollMs });
+  const eventPageSize = props.eventPageSize ?? Math.max(3, size.rows - DETAIL_CHROME);
+  const detail = useRunDetail(
+    source,
+    state.detail?.runId ?? null,
+    { limit: eventPageSize, before: eventCursor(state) },
+    { live: connection.live, pollMs },
+  );
+
+  // Models have no facet in the list answer: offer every model seen so far for `m`.
+  const [models, setModels] = useState<string[]>([]);
+  useEffect(() => {
+    const seen = list.page?.runs.map((run) => run.model) ?? [];
+    setModels((known) => (seen.every((model) => known.includes(model)) ? known : [...new Set([...known, ...seen])].sort()));
+  }, [list.page]);
+
+  const rows = useMemo(() => list.page?.runs.map(toRunRow) ?? [], [list.page]);
+  const ids = useMemo(() => rows.map((row) => row.id), [rows]);
+  const cursor = cursorIn(state, ids);
+  const listHeight = Math.max(3, size.rows - LIST_CHROME - (connection.notice ? 1 : 0) - (state.prompt ? 2 : 0) - 2);
+
+  const exportEvidence = (runId: string) => {
+    dispatch({ type: 'message', text: `exporting the evidence packet of ${runId}…` });
+    source.exportEvidence(runId).then(
+      (path) => dispatch({ type: 'message', text: `evidence packet written to ${path}` }),
+      (error: unknown) => dispatch({ type: 'message', text: `export failed: ${errorText(error)}` }),
+    );
+  };
+
+  useInput((input, key) => {
+    if (state.prompt) {
+      if (key.return) dispatch({ type: 'promptSubmit' });
+      else if (key.escape) dispatch({ type: 'promptCancel' });
+      else if (key.backspace || key.delete) dispatch({ type: 'promptErase' });
+      else if (input && !key.ctrl && !key.meta) dispatch({ type: 'promptType', text: input });
+      return;
+    }
+    if (state.screen === 'detail' && state.detail) {
+      if (input === 'q' || key.escape || key.leftArrow) dispatch({ type: 'back' });
+      else if (input === 'n' || input === ']') {
+        if (detail.events) dispatch({ type: 'olderEvents', nextBefore: detail.events.window.hasMore ? detail.events.window.nextBefore : null });
+      } else if (input === 'p' || input === '[') dispatch({ type: 'newerEvents' });
+      else if (input === 'e') exportEvidence(state.detail.runId);
+      return;
+    }
+    if (input === 'q' || key.escape) exit();
+    else if (key.upArrow || input === 'k') dispatch({ type: 'move', delta: -1, ids });
+    else if (key.downArrow || input === 'j') dispatch({ type: 'move', delta: 1, ids });
+    else if (key.pageUp) dispatch({ type: 'move', delta: -listHeight, ids });
+    else if (key.pageDown) dispatch({ type: 'move', delta: listHeight, ids });
+    else if (key.home || input === 'g') dispatch({ type: 'home', ids });
+    else if (key.end || input === 'G') dispatch({ type: 'end', ids });
+    else if (key.return || key.rightArrow) {
+      const runId = ids[cursor];
+      if (runId) dispatch({ type: 'open', runId });
+    } else if (input === 'r') dispatch({ type: 'cycle', key: 'route', values: offered(list.page?.facets.route) });
+    else if (input === 's') dispatch({ type: 'cycle', key: 'status', values: offered(list.page?.facets.status) });
+    else if (input === 'm') dispatch({ type: 'cycle', key: 'model', values: models });
+    else if (input === 'f' || input === '/') dispatch({ type: 'promptOpen' });
+    else if (input === 'c') dispatch({ type: 'clearFilters' });
+    else if (input === 'n') dispatch({ type: 'page', direction: 1, limit, hasMore: list.page?.pagination.hasMore ?? false });
+    else if (input === 'p') dispatch({ type: 'page', direction: -1, limit, hasMore: true });
+  });
+
+  if (state.screen === 'detail' && state.detail) {
+    const current = detail.runId === state.detail.runId ? detail : null;
+    return (
+      <Box flexDirection="column">
+        <RunDetail
+          runId={state.detail.runId}
+          run={current?.detail?.run ?? null}
+          sideEffects={current?.detail?.sideEffects ?? []}
+          events={current?.events ?? null}
+          pageNumber={state.detail.pages.length}
+          integrity={current?.integrity ?? null}
+          economics={current?.economics ?? null}
+          loading={current?.loading ?? true}
+          error={current?.error ?? null}
+          message={state.message}
+          width={size.columns}
+          color={color}
+        />
+      </Box>
+    );
+  }
+  return (
+    <RunList
+      rows={rows}
+      cursor={cursor}
+      height={listHeight}
+      filters={state.filters}
+      facets={list.page?.facets ?? null}
+      pagination={list.page?.pagination ?? null}
+      connection={connection}
+      updatedAt={list.updatedAt}
+      loading={list.loading}
+      error={list.error}
+      message={state.message}
+      prompt={state.prompt}
+      color={color}
+    />
+  );
+}

@@ -1,0 +1,142 @@
+/**
+ * How `svc runs` writes a run, its filters and its evidence as text: shared by the plain table (`--no-tui`, or stdout
+ * not a terminal) and the Ink screens, so both show the same columns and the same numbers.
+ */
+import type { RunFilters, RunSummary } from '../../src/client/client.ts';
+
+/** The run list's columns, in order: key of `RunRow` -> header of the plain table. */
+export const RUN_COLUMNS = {
+  route: 'ROUTE',
+  status: 'STATUS',
+  model: 'MODEL',
+  cost: 'COST_USD',
+  latency: 'LATENCY_MS',
+  savings: 'SAVINGS_USD',
+  created: 'CREATED',
+  id: 'ID',
+} as const;
+
+export type RunRow = Record<keyof typeof RUN_COLUMNS, string>;
+
+/** USD with enough decimals for per-request prices (a mini-model call costs fractions of a cent). */
+export function formatUsd(usd: number): string {
+  if (usd === 0) return '0';
+  return usd >= 1 ? usd.toFixed(2) : usd.toFixed(6).replace(/0+$/, '');
+}
+
+/** An ISO timestamp as `YYYY-MM-DD HH:MM:SS` (UTC, as the API gives it). */
+export function formatTime(iso: string | null): string {
+  if (!iso) return '-';
+  return iso.replace('T', ' ').replace(/\.\d+/, '').replace(/Z$/, '');
+}
+
+/** The time of day of an ISO timestamp with milliseconds (`HH:MM:SS.mmm`), for a trace timeline. */
+export function formatClock(iso: string): string {
+  return /T(\d\d:\d\d:\d\d(?:\.\d+)?)/.exec(iso)?.[1] ?? iso;
+}
+
+/** One run as the list shows it: unpriced cost as `n/a`; savings that observe mode only estimated as `~ghost`. */
+export function toRunRow(run: RunSummary): RunRow {
+  const savings = run.savedUsd > 0 || run.ghostSavedUsd <= 0 ? formatUsd(run.savedUsd) : `~${formatUsd(run.ghostSavedUsd)}`;
+  return {
+    route: run.route ?? '-',
+    status: run.status,
+    model: run.model,
+    cost: run.priced ? formatUsd(run.costUsd) : 'n/a',
+    latency: run.latencyMs === null ? '-' : String(run.latencyMs),
+    savings,
+    created: formatTime(run.createdAt),
+    id: run.id,
+  };
+}
+
+/** The list filters as the user gives them; `since` stays as typed (`1h` slides with each refresh). */
+export interface RunFilterInput {
+  route?: string | undefined;
+  status?: string | undefined;
+  model?: string | undefined;
+  since?: string | undefined;
+}
+
+export const FILTER_KEYS = ['route', 'status', 'model', 'since'] as const;
+export type FilterKey = (typeof FILTER_KEYS)[number];
+
+const DURATION_MS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
+
+/**
+ * `--since` and the `since=` filter: an ISO 8601 timestamp, epoch milliseconds, or a duration back from `now`
+ * (`30s`, `15m`, `2h`, `7d`, `1w`). Returns epoch milliseconds, or null when the text is none of these.
+ */
+export function resolveSince(text: string, now = Date.now()): number | null {
+  const value = text.trim();
+  const duration = /^(\d+)\s*([smhdw])$/i.exec(value);
+  if (duration) return now - Number(duration[1]) * DURATION_MS[duration[2]!.toLowerCase()]!;
+  if (/^\d+$/.test(value)) return Number(value);
+  const ms = Date.parse(value);
+  return Number.isFinite(ms) ? ms : null;
+}
+
+/** The API query of a filter input (since resolved against `now`). */
+export function toRunQuery(filters: RunFilterInput, page: { limit: number; offset: number }, now = Date.now()): RunFilters {
+  const since = filters.since ? resolveSince(filters.since, now) : null;
+  return {
+    limit: page.limit,
+    offset: page.offset,
+    ...(filters.route ? { route: filters.route } : {}),
+    ...(filters.status ? { status: filters.status } : {}),
+    ...(filters.model ? { model: filters.model } : {}),
+    ...(since !== null ? { since } : {}),
+  };
+}
+
+/** `route=live status=all ...`: the filter header, also the text the filter prompt starts from. */
+export function describeFilters(filters: RunFilterInput, all = 'all'): string {
+  return FILTER_KEYS.map((key) => `${key}=${filters[key] || all}`).join(' ');
+}
+
+/** The active filters as prompt text (`route=live since=1h `), ready to be edited. */
+export function filterText(filters: RunFilterInput): string {
+  return FILTER_KEYS.filter((key) => filters[key]).map((key) => `${key}=${filters[key]} `).join('');
+}
+
+/**
+ * Parse the filter prompt: `key=value` words (`all`, `*` or an empty value clears a key); keys are route, status,
+ * model, since. Returns the new filters or an error message.
+ */
+export function parseFilterText(text: string): { filters: RunFilterInput } | { error: string } {
+  const filters: RunFilterInput = {};
+  for (const word of text.trim().split(/\s+/).filter(Boolean)) {
+    const match = /^([a-z]+)=(.*)$/.exec(word);
+    if (!match || !(FILTER_KEYS as readonly string[]).includes(match[1]!)) {
+      return { error: `"${word}": use key=value with key route, status, model or since` };
+    }
+    const key = match[1] as FilterKey;
+    const value = match[2]!;
+    if (value === '' || value === 'all' || value === '*') continue;
+    if (key === 'since' && resolveSince(value) === null) return { error: `since=${value}: give an ISO time, epoch ms or a duration like 15m, 2h, 7d` };
+    filters[key] = value;
+  }
+  return { filters };
+}
+
+/** Facet counts as `live 12 · exact_cache 3`, largest first. */
+export function describeFacet(counts: Record<string, number>): string {
+  const entries = Object.entries(counts).filter(([, n]) => n > 0);
+  if (entries.length === 0) return '-';
+  return entries
+    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+    .map(([value, n]) => `${value} ${n}`)
+    .join(' · ');
+}
+
+/** A value cut to `width` characters with an ellipsis. */
+export function clip(text: string, width: number): string {
+  if (width <= 0) return '';
+  return text.length <= width ? text : `${text.slice(0, Math.max(0, width - 1))}…`;
+}
+
+/** One line for a trace event's payload: its JSON without braces noise, for the timeline. */
+export function summarizePayload(payload: Record<string, unknown>): string {
+  const parts = Object.entries(payload).map(([key, value]) => `${key}=${typeof value === 'string' ? value : JSON.stringify(value)}`);
+  return parts.join(' ');
+}
