@@ -33,6 +33,8 @@ export interface ConnectionInfo {
 export interface RunListProps {
   rows: RunRow[];
   cursor: number;
+  /** Terminal width. */
+  width: number;
   /** How many rows fit on screen. */
   height: number;
   filters: RunFilterInput;
@@ -47,25 +49,35 @@ export interface RunListProps {
   color: boolean;
 }
 
-function columnWidths(rows: RunRow[]): Record<keyof RunRow, number> {
+function columnWidths(rows: RunRow[], createdHeader = SCREEN_HEADERS.created): Record<keyof RunRow, number> {
   const widths = {} as Record<keyof RunRow, number>;
   for (const key of KEYS) {
-    const widest = Math.max(SCREEN_HEADERS[key].length, ...rows.map((row) => row[key].length));
+    const header = key === 'created' ? createdHeader : SCREEN_HEADERS[key];
+    const widest = Math.max(header.length, ...rows.map((row) => row[key].length));
     widths[key] = Math.min(widest, MAX_WIDTH[key] ?? widest);
   }
   return widths;
 }
 
-function line(cells: Record<keyof RunRow, string>, widths: Record<keyof RunRow, number>): string {
+function line(cells: Record<keyof RunRow, string>, widths: Record<keyof RunRow, number>, gap: string): string {
   return KEYS.map((key) => {
     const text = clip(cells[key], widths[key]);
     return key === 'id' ? text : RIGHT_ALIGNED.has(key) ? text.padStart(widths[key]) : text.padEnd(widths[key]);
-  }).join('  ');
+  }).join(gap);
+}
+
+/** On a narrow terminal the created column keeps only the time of day and columns sit closer, so ids stay whole. */
+function layout(rows: RunRow[], width: number) {
+  const full = columnWidths(rows);
+  const fullWidth = 2 + KEYS.reduce((sum, key) => sum + full[key], 0) + 2 * (KEYS.length - 1);
+  if (fullWidth <= width) return { rows, headers: SCREEN_HEADERS, widths: full, gap: '  ' };
+  const compact = rows.map((row) => ({ ...row, created: row.created.slice(11) || row.created }));
+  return { rows: compact, headers: { ...SCREEN_HEADERS, created: 'TIME (UTC)' }, widths: columnWidths(compact, 'TIME (UTC)'), gap: ' ' };
 }
 
 export function RunList(props: RunListProps) {
-  const { rows, cursor, height, pagination } = props;
-  const widths = columnWidths(rows);
+  const { cursor, height, pagination } = props;
+  const { rows, headers, widths, gap } = layout(props.rows, props.width);
   // The page of rows around the cursor: whole screens, so the view does not jump on every key.
   const visible = Math.max(1, height);
   const top = Math.floor(cursor / visible) * visible;
@@ -90,7 +102,7 @@ export function RunList(props: RunListProps) {
       <Text wrap="truncate-end">
         route: {props.facets ? describeFacet(props.facets.route) : '…'} | status: {props.facets ? describeFacet(props.facets.status) : '…'}
       </Text>
-      <Text bold wrap="truncate-end">{`  ${line(SCREEN_HEADERS, widths)}`}</Text>
+      <Text bold wrap="truncate-end">{`  ${line(headers, widths, gap)}`}</Text>
       {rows.length === 0 ? (
         <Text dimColor>{props.loading ? '  loading…' : '  No runs match these filters.'}</Text>
       ) : (
@@ -98,7 +110,7 @@ export function RunList(props: RunListProps) {
           const selected = top + i === cursor;
           return (
             <Text key={row.id} inverse={selected} wrap="truncate-end">
-              {`${selected ? '>' : ' '} ${line(row, widths)}`}
+              {`${selected ? '>' : ' '} ${line(row, widths, gap)}`}
             </Text>
           );
         })

@@ -6,8 +6,8 @@
  * status and model filters, f opens the filter prompt, c clears the filters, n/p the older/newer page of runs,
  * q or Esc quits. Detail: n or ] older events, p or [ newer events, e exports the evidence packet, q or Esc back.
  */
-import { Box, useApp, useInput, useStdout } from 'ink';
-import { useEffect, useMemo, useReducer, useState } from 'react';
+import { Box, useApp, useInput, useStdout, type Key } from 'ink';
+import { useCallback, useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState } from 'react';
 import { errorText } from './errors.ts';
 import { toRunRow, type RunFilterInput } from './format.ts';
 import { RunDetail } from './RunDetail.tsx';
@@ -64,7 +64,8 @@ export function RunsApp(props: RunsAppProps) {
   const size = useTerminalSize();
   const [state, dispatch] = useReducer(reduce, props.initialFilters ?? {}, initialState);
 
-  const list = useRunList(source, state.filters, { limit, offset: state.offset }, { live: connection.live, pollMs });
+  // The list is refreshed only while it is on screen: the detail screen polls its own run instead.
+  const list = useRunList(source, state.filters, { limit, offset: state.offset }, { live: connection.live && state.screen === 'list', pollMs });
   const eventPageSize = props.eventPageSize ?? Math.max(3, size.rows - DETAIL_CHROME);
   const detail = useRunDetail(
     source,
@@ -93,7 +94,7 @@ export function RunsApp(props: RunsAppProps) {
     );
   };
 
-  useInput((input, key) => {
+  const onKey = (input: string, key: Key) => {
     if (state.prompt) {
       if (key.return) dispatch({ type: 'promptSubmit' });
       else if (key.escape) dispatch({ type: 'promptCancel' });
@@ -126,7 +127,14 @@ export function RunsApp(props: RunsAppProps) {
     else if (input === 'c') dispatch({ type: 'clearFilters' });
     else if (input === 'n') dispatch({ type: 'page', direction: 1, limit, hasMore: list.page?.pagination.hasMore ?? false });
     else if (input === 'p') dispatch({ type: 'page', direction: -1, limit, hasMore: true });
+  };
+  // Keys go to the handler of the last committed render: a frame on screen may be answered before React runs the
+  // passive effects that would re-subscribe a new closure, and a stale one would act on the previous rows.
+  const latestOnKey = useRef(onKey);
+  useLayoutEffect(() => {
+    latestOnKey.current = onKey;
   });
+  useInput(useCallback((input: string, key: Key) => latestOnKey.current(input, key), []));
 
   if (state.screen === 'detail' && state.detail) {
     const current = detail.runId === state.detail.runId ? detail : null;
@@ -153,6 +161,7 @@ export function RunsApp(props: RunsAppProps) {
     <RunList
       rows={rows}
       cursor={cursor}
+      width={size.columns}
       height={listHeight}
       filters={state.filters}
       facets={list.page?.facets ?? null}

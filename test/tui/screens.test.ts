@@ -1,0 +1,217 @@
+/**
+ * The runs TUI's screens with ink-testing-library, over a real in-memory svc (`build(t)`, the mock provider) reached
+ * through the reference client: the list with its columns, facets and filters, keyboard navigation into a run's
+ * detail (route explanation, economics, side effects, integrity badge), paging the trace, exporting the evidence
+ * packet, live updates.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import test, { type TestContext } from 'node:test';
+import { createElement } from 'react';
+import { render } from 'ink-testing-library';
+import type { FastifyInstance } from 'fastify';
+import { RunsApp, type RunsAppProps } from '../../cli/tui/RunsApp.tsx';
+import { runsSource } from '../../cli/tui/runs-source.ts';
+import { connectionInfo } from '../../cli/tui/start-tui.tsx';
+import { SvcClient } from '../../src/client/client.ts';
+import { injectTransport } from '../../src/client/transport.ts';
+import { build } from '../support/build.ts';
+import { tempDir } from '../support/process.ts';
+
+const KEY = { up: '\u001B[A', down: '\u001B[B', enter: '\r', escape: '\u001B' };
+const WAIT_MS = 10_000;
+
+async function chat(app: FastifyInstance, content: string, model = 'gpt-4o-mini'): Promise<string> {
+  const response = await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model, messages: [{ role: 'user', content }] } });
+  const runId = response.headers['x-svc-run-id'];
+  assert.equal(typeof runId, 'string', response.body);
+  return runId as string;
+}
+
+async function trace(app: FastifyInstance, runId: string, type: string, payload: Record<string, unknown>): Promise<void> {
+  const response = await app.inject({ method: 'POST', url: '/api/v1/trace', payload: { runId, type, payload } });
+  assert.equal(response.statusCode, 201, response.body);
+}
+
+/** A TUI over a fresh in-memory svc; `outDir` receives exported evidence packets. */
+async function setup(t: TestContext) {
+  const built = await build(t);
+  const client = new SvcClient(injectTransport(built.app, {}, async () => {}));
+  const outDir = tempDir(t, 'svc-tui-');
+  const open = (props: Partial<RunsAppProps> = {}) => {
+    const screen = render(
+      createElement(RunsApp, {
+        source: runsSource(client, outDir),
+        connection: { label: 'test', live: false },
+        ...props,
+      }),
+    );
+    t.after(() => screen.unmount());
+    /** Wait until the last frame satisfies `ok`; fail with the frame otherwise. */
+    const until = async (ok: (frame: string) => boolean, what: string): Promise<string> => {
+      const deadline = Date.now() + WAIT_MS;
+      for (;;) {
+        const frame = screen.lastFrame() ?? '';
+        if (ok(frame)) return frame;
+        if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}; last frame:\n${frame}`);
+        await new Promise((resolve) => setTimeout(resolve, 15));
+      }
+    };
+    const press = (keys: string) => screen.stdin.write(keys);
+    return { screen, until, press };
+  };
+  return { ...built, client, outDir, open };
+}
+
+/** The row of a run in a list frame. */
+const rowOf = (frame: string, runId: string) => frame.split('\n').find((line) => line.includes(runId)) ?? '';
+
+test('the list shows route, status, model, cost, latency, savings, created time and id, with facet counts', async (t) => {
+  const { app, open } = await setup(t);
+  const live = await chat(app, 'hello');
+  const cached = await chat(app, 'hello');
+  const failed = await chat(app, 'boom', 'mock-5xx');
+  const { until } = open({ connection: connectionInfo('in-process', '/data') });
+  const frame = await until((f) => f.includes(failed) && f.includes(cached) && f.includes(live), 'three runs');
+  for (const header of ['ROUTE', 'STATUS', 'MODEL', 'COST $', 'LAT MS', 'SAVED $', 'TIME (UTC)', 'ID']) assert.ok(frame.includes(header), header);
+  assert.match(rowOf(frame, live), /live\s+completed\s+gpt-4o-mini\s+[\d.]+\s+\d+\s+[\d.]+\s+\d\d:\d\d:\d\d\s+run_/);
+  assert.match(rowOf(frame, cached), /exact_cache\s+completed\s+gpt-4o-mini/);
+  assert.match(rowOf(frame, failed), /live\s+failed\s+mock-5xx/);
+  assert.match(frame, /route: live 2 · exact_cache 1/);
+  assert.match(frame, /status: completed 2 · failed 1/);
+  assert.match(frame, /filters: route=all status=all model=all since=all · runs 1-3 of 3/);
+  assert.match(frame, /live updates need svc serve/, 'the in-process notice');
+  assert.match(rowOf(frame, failed), /^>/, 'the newest run is highlighted');
+});
+
+test('filters come from flags and from the keys: s and m cycle, f edits them, c clears them', async (t) => {
+  const { app, open } = await setup(t);
+  const ok = await chat(app, 'one');
+  const failed = await chat(app, 'two', 'mock-5xx');
+  const { until, press } = open({ initialFilters: { status: 'failed' } });
+  let frame = await until((f) => f.includes(failed), 'the failed run');
+  assert.ok(!frame.includes(ok), 'the flag filters the list');
+  assert.match(frame, /filters: route=all status=failed model=all since=all · runs 1-1 of 1/);
+  assert.match(frame, /status: completed 1 · failed 1/, 'facets count every status under the other filters');
+
+  press('s'); // status cycles among the offered values: completed, failed, then all
+  frame = await until((f) => f.includes('status=all') && f.includes(ok) && f.includes(failed), 'status=all');
+  press('s');
+  frame = await until((f) => f.includes('status=completed') && f.includes(ok) && !f.includes(failed), 'status=completed');
+  press('c');
+  await until((f) => f.includes('status=all') && f.includes(failed), 'filters cleared');
+  press('m');
+  frame = await until((f) => /model=(gpt-4o-mini|mock-5xx)/.test(f) && f.includes('runs 1-1 of 1'), 'a model filter');
+
+  press('c');
+  await until((f) => f.includes('model=all') && f.includes(failed) && f.includes(ok), 'filters cleared again');
+  press('f');
+  await until((f) => f.includes('filter>'), 'the filter prompt');
+  press('since=soon');
+  press(KEY.enter);
+  await until((f) => f.includes('since=soon: give an ISO time'), 'the prompt error');
+  for (let i = 0; i < 'since=soon'.length; i++) press('\u007F');
+  press('model=mock-5xx since=1h');
+  await until((f) => f.includes('filter> model=mock-5xx since=1h'), 'the typed filter');
+  press(KEY.enter);
+  frame = await until((f) => f.includes('model=mock-5xx since=1h') && !f.includes('filter>') && !f.includes(ok), 'the applied filter');
+  assert.ok(frame.includes(failed));
+});
+
+test('arrow keys and Enter open a run: route explanation, economics, side effects and the integrity badge; q goes back', async (t) => {
+  const { app, open } = await setup(t);
+  const first = await chat(app, 'first');
+  await trace(app, first, 'side_effect.planned', { toolName: 'send_email', level: 3, payload: { to: 'a@example.com' }, idempotencyKey: 'mail-1' });
+  const second = await chat(app, 'second');
+  const { until, press } = open();
+  await until((f) => rowOf(f, second).startsWith('>'), 'the newest run highlighted');
+  press(KEY.down);
+  await until((f) => rowOf(f, first).startsWith('>'), 'the cursor on the older run');
+  press(KEY.up);
+  await until((f) => rowOf(f, second).startsWith('>'), 'the cursor back up');
+  press('j');
+  await until((f) => rowOf(f, first).startsWith('>'), 'j moves down');
+  press(KEY.enter);
+  const frame = await until((f) => f.includes(`run ${first}`) && f.includes('✓ chain verified') && f.includes('send_email') && f.includes('provider cost'), 'the detail');
+  assert.match(frame, /✓ chain verified \(\d+ events\)/);
+  assert.match(frame, /Route explanation/);
+  assert.match(frame, /route live: .*mock/);
+  assert.match(frame, /rejected: /);
+  assert.match(frame, /cache: exact_response lookup=miss write=stored/);
+  assert.match(frame, /fallback: none/);
+  assert.match(frame, /execution method: \S+/);
+  assert.match(frame, /provider cost [\d.]+ · optimizer 0 · reference cost [\d.]+ \(served attempts\)/);
+  assert.match(frame, /tokens actual \d+ in \/ \d+ out \(\d+\) · customer \d+ in \/ \d+ out \(\d+\)/);
+  assert.match(frame, /Side effects \(1\)/);
+  assert.match(frame, /send_email · level 3 · planned · idempotencyKey mail-1/);
+  assert.match(frame, /side_effect\.planned/, 'the SDK trace event is on the timeline');
+  press('q');
+  await until((f) => f.includes('filters:') && rowOf(f, first).startsWith('>'), 'the list, on the same run');
+});
+
+test('n and p page the trace through /events: older pages, then back to the newest', async (t) => {
+  const { app, open } = await setup(t);
+  const runId = await chat(app, 'tools');
+  for (let i = 1; i <= 6; i++) await trace(app, runId, 'tool.called', { name: `tool_${i}`, args: { i }, sideEffectLevel: 0 });
+  const { until, press } = open({ eventPageSize: 3 });
+  await until((f) => f.includes(runId), 'the run');
+  press(KEY.enter);
+  let frame = await until((f) => /events #\d+-#\d+ of \d+ · page 1 \(newest\)/.test(f), 'the newest page');
+  const total = Number(/of (\d+) · page 1/.exec(frame)![1]);
+  assert.ok(total >= 9, `run events: ${total}`);
+  assert.ok(frame.includes(`events #${total - 2}-#${total} of ${total}`));
+  assert.ok(frame.includes('tool_6') && !frame.includes('tool_3'));
+  press('n');
+  frame = await until((f) => f.includes(`events #${total - 5}-#${total - 3} of ${total} · page 2`), 'page 2');
+  assert.ok(frame.includes('tool_3') && !frame.includes('tool_6'));
+  press(']');
+  await until((f) => f.includes('page 3'), 'page 3');
+  press('p');
+  await until((f) => f.includes('page 2'), 'back to page 2');
+  press('[');
+  await until((f) => f.includes('page 1 (newest)') && f.includes('tool_6'), 'back to the newest page');
+});
+
+test('e writes the evidence packet to evidence-<runId>.json and shows the path', async (t) => {
+  const { app, open, outDir } = await setup(t);
+  const runId = await chat(app, 'export me');
+  const { until, press } = open();
+  await until((f) => f.includes(runId), 'the run');
+  press(KEY.enter);
+  await until((f) => f.includes('✓ chain verified'), 'the detail');
+  press('e');
+  const path = join(outDir, `evidence-${runId}.json`);
+  await until((f) => f.includes(`evidence packet written to ${path}`), 'the export message');
+  const packet = JSON.parse(readFileSync(path, 'utf8'));
+  assert.equal(packet.format, 'svc.evidence-packet');
+  assert.equal(packet.run.id, runId);
+  assert.equal(packet.integrity.ok, true);
+});
+
+test('a tampered trace shows the broken integrity badge with the seq where the chain breaks', async (t) => {
+  const { app, services, open } = await setup(t);
+  const runId = await chat(app, 'tamper');
+  await services.store.flush();
+  await services.store.write((sql) => sql.run(`UPDATE run_events SET payload_json = '{"decision":"block"}' WHERE run_id = ? AND seq = 2`, [runId]));
+  const { until, press } = open();
+  await until((f) => f.includes(runId), 'the run');
+  press(KEY.enter);
+  await until((f) => f.includes('✗ broken at seq 2'), 'the broken badge');
+});
+
+test('a live view picks up new runs by itself; Esc on the detail goes back', async (t) => {
+  const { app, open } = await setup(t);
+  const before = await chat(app, 'before');
+  const { until, press } = open({ connection: connectionInfo('socket', '/data'), pollMs: 100 });
+  let frame = await until((f) => f.includes(before), 'the first run');
+  assert.match(frame, /svc runs · live · \/data \(local socket\) · updated/);
+  assert.ok(!frame.includes('live updates need svc serve'));
+  const after = await chat(app, 'after');
+  frame = await until((f) => f.includes(after), 'the new run, without a key press');
+  assert.match(frame, /runs 1-2 of 2/);
+  press(KEY.enter);
+  await until((f) => f.includes(`run ${after}`) && f.includes('✓ chain verified'), 'the detail');
+  press(KEY.escape);
+  await until((f) => f.includes('filters:'), 'the list after Esc');
+});

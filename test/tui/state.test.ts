@@ -1,0 +1,146 @@
+/**
+ * The runs TUI's rules without rendering: the screen reducer (cursor, pages, filters, prompt, trace pages) and the
+ * shared format helpers of the list and the plain table.
+ */
+import assert from 'node:assert/strict';
+import test from 'node:test';
+import { describeFacet, formatUsd, parseFilterText, resolveSince, toRunQuery, toRunRow } from '../../cli/tui/format.ts';
+import { cursorIn, eventCursor, initialState, reduce, type TuiAction, type TuiState } from '../../cli/tui/state.ts';
+import type { RunSummary } from '../../src/client/client.ts';
+
+const run = (overrides: Partial<RunSummary> = {}): RunSummary => ({
+  id: 'run_a',
+  status: 'completed',
+  route: 'live',
+  wire: 'chat_completions',
+  model: 'gpt-4o-mini',
+  provider: 'mock',
+  mode: 'optimize',
+  stream: false,
+  appId: null,
+  agent: null,
+  subject: null,
+  requestId: null,
+  usage: { promptTokens: 1, completionTokens: 2, totalTokens: 3 },
+  costUsd: 0.0000125,
+  priced: true,
+  savedUsd: 0,
+  ghostSavedUsd: 0,
+  savedMs: 0,
+  latencyMs: 42,
+  error: null,
+  eventCount: 3,
+  routeExplanation: null,
+  createdAt: '2026-01-02T03:04:05.678Z',
+  completedAt: null,
+  ...overrides,
+});
+
+const apply = (state: TuiState, ...actions: TuiAction[]) => actions.reduce(reduce, state);
+
+test('a run row carries the list columns: unpriced cost as n/a, observe-mode savings as ~ghost', () => {
+  assert.deepEqual(toRunRow(run()), {
+    route: 'live',
+    status: 'completed',
+    model: 'gpt-4o-mini',
+    cost: '0.000013',
+    latency: '42',
+    savings: '0',
+    created: '2026-01-02 03:04:05',
+    id: 'run_a',
+  });
+  const row = toRunRow(run({ priced: false, route: null, latencyMs: null, ghostSavedUsd: 0.5 }));
+  assert.equal(row.cost, 'n/a');
+  assert.equal(row.route, '-');
+  assert.equal(row.latency, '-');
+  assert.equal(row.savings, '~0.5');
+  assert.equal(formatUsd(12.345), '12.35');
+  assert.equal(describeFacet({ live: 2, exact_cache: 5, failed: 0 }), 'exact_cache 5 · live 2');
+});
+
+test('since takes ISO times, epoch milliseconds and durations back from now; other text is refused', () => {
+  const now = Date.parse('2026-01-02T00:00:00Z');
+  assert.equal(resolveSince('2h', now), now - 7_200_000);
+  assert.equal(resolveSince('15m', now), now - 900_000);
+  assert.equal(resolveSince('1700000000000', now), 1_700_000_000_000);
+  assert.equal(resolveSince('2026-01-01T00:00:00Z', now), now - 86_400_000);
+  assert.equal(resolveSince('yesterday-ish', now), null);
+  assert.deepEqual(toRunQuery({ route: 'live', since: '1h' }, { limit: 10, offset: 20 }, now), { limit: 10, offset: 20, route: 'live', since: now - 3_600_000 });
+});
+
+test('the filter prompt parses key=value words; all or an empty value clears a key; mistakes are explained', () => {
+  assert.deepEqual(parseFilterText(' route=live  model=gpt-4o status=all since= '), { filters: { route: 'live', model: 'gpt-4o' } });
+  assert.match((parseFilterText('colour=red') as { error: string }).error, /route, status, model or since/);
+  assert.match((parseFilterText('since=soon') as { error: string }).error, /15m/);
+});
+
+test('the cursor moves within the page, stays on its run when new runs arrive above it, and clamps', () => {
+  let state = initialState();
+  state = apply(state, { type: 'move', delta: 1, ids: ['a', 'b', 'c'] });
+  assert.equal(state.selectedId, 'b');
+  // Two new runs arrive at the top: the highlighted run is now the fourth row.
+  assert.equal(cursorIn(state, ['y', 'z', 'a', 'b', 'c']), 3);
+  state = apply(state, { type: 'move', delta: 10, ids: ['y', 'z', 'a', 'b', 'c'] });
+  assert.equal(state.selectedId, 'c');
+  state = apply(state, { type: 'move', delta: -99, ids: ['y', 'z', 'a', 'b', 'c'] });
+  assert.equal(state.selectedId, 'y');
+  // The run left the page (filtered away): the remembered index is used, clamped to the rows there are.
+  assert.equal(cursorIn({ ...state, selectedId: 'gone', cursor: 7 }, ['p', 'q']), 1);
+});
+
+test('pages of runs go older only while there are more, and newer only down to the first', () => {
+  let state = apply(initialState(), { type: 'page', direction: -1, limit: 50, hasMore: true });
+  assert.equal(state.offset, 0);
+  assert.match(state.message ?? '', /newest/);
+  state = apply(state, { type: 'page', direction: 1, limit: 50, hasMore: true }, { type: 'page', direction: 1, limit: 50, hasMore: true });
+  assert.equal(state.offset, 100);
+  state = apply(state, { type: 'page', direction: 1, limit: 50, hasMore: false });
+  assert.equal(state.offset, 100);
+  assert.equal(apply(state, { type: 'page', direction: -1, limit: 50, hasMore: true }).offset, 50);
+});
+
+test('cycling a filter walks all -> each offered value -> all, and resets the page and cursor', () => {
+  let state: TuiState = { ...initialState(), offset: 50, cursor: 3, selectedId: 'x' };
+  const values = ['exact_cache', 'live'];
+  state = apply(state, { type: 'cycle', key: 'route', values });
+  assert.equal(state.filters.route, 'exact_cache');
+  assert.equal(state.offset, 0);
+  assert.equal(state.selectedId, null);
+  state = apply(state, { type: 'cycle', key: 'route', values });
+  assert.equal(state.filters.route, 'live');
+  state = apply(state, { type: 'cycle', key: 'route', values });
+  assert.equal(state.filters.route, undefined);
+  assert.equal(state.message, 'route=all');
+  // A value no longer offered starts again from the first.
+  assert.equal(apply({ ...state, filters: { route: 'artifact' } }, { type: 'cycle', key: 'route', values }).filters.route, 'exact_cache');
+});
+
+test('the filter prompt starts from the active filters, applies on submit and keeps its text on an error', () => {
+  let state = apply(initialState({ status: 'failed' }), { type: 'promptOpen' });
+  assert.equal(state.prompt?.text, 'status=failed ');
+  state = apply(state, { type: 'promptType', text: 'since=zz' });
+  state = apply(state, { type: 'promptSubmit' });
+  assert.match(state.prompt?.error ?? '', /since=zz/);
+  state = apply(state, { type: 'promptErase' }, { type: 'promptErase' }, { type: 'promptType', text: '2h' }, { type: 'promptSubmit' });
+  assert.equal(state.prompt, null);
+  assert.deepEqual(state.filters, { status: 'failed', since: '2h' });
+  assert.deepEqual(apply(state, { type: 'promptOpen' }, { type: 'promptCancel' }).filters, state.filters);
+  assert.deepEqual(apply(state, { type: 'clearFilters' }).filters, {});
+});
+
+test('the detail screen keeps a stack of trace pages: older pushes nextBefore, newer pops, back closes it', () => {
+  let state = apply(initialState(), { type: 'open', runId: 'run_a' });
+  assert.equal(state.screen, 'detail');
+  assert.equal(eventCursor(state), undefined);
+  state = apply(state, { type: 'olderEvents', nextBefore: 8 }, { type: 'olderEvents', nextBefore: 5 });
+  assert.equal(eventCursor(state), 5);
+  assert.equal(apply(state, { type: 'olderEvents', nextBefore: null }).message, 'no older events');
+  state = apply(state, { type: 'newerEvents' });
+  assert.equal(eventCursor(state), 8);
+  state = apply(state, { type: 'newerEvents' }, { type: 'newerEvents' });
+  assert.equal(eventCursor(state), undefined);
+  assert.match(state.message ?? '', /newest/);
+  state = apply(state, { type: 'back' });
+  assert.equal(state.screen, 'list');
+  assert.equal(state.selectedId, 'run_a', 'the list comes back on the run that was open');
+});
