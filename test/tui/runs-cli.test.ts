@@ -1,0 +1,86 @@
+/**
+ * `svc runs` without a terminal, as a child process (`bin/svc`): the plain table and `--json`, with its filters,
+ * against a running `svc serve` (local socket) and then in-process on the same data directory once it stopped.
+ */
+import assert from 'node:assert/strict';
+import test, { before } from 'node:test';
+import { ensureBundle, runSvc, startServe, tempDir } from '../support/process.ts';
+
+before(ensureBundle);
+
+async function chat(address: string, content: string, model = 'gpt-4o-mini'): Promise<string> {
+  const response = await fetch(`${address}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model, messages: [{ role: 'user', content }] }),
+  });
+  await response.arrayBuffer();
+  const runId = response.headers.get('x-svc-run-id');
+  assert.ok(runId, `no run id (HTTP ${response.status})`);
+  return runId;
+}
+
+const HEADER = /^ROUTE\s+STATUS\s+MODEL\s+COST_USD\s+LATENCY_MS\s+SAVINGS_USD\s+CREATED\s+ID$/m;
+const lineOf = (text: string, runId: string) => text.split('\n').find((line) => line.includes(runId)) ?? '';
+
+test('svc runs --help lists the filters, --no-tui, --out-dir and the keys', async () => {
+  const help = await runSvc(['runs', '--help']);
+  assert.equal(help.code, 0);
+  for (const flag of ['--route', '--status', '--model', '--since', '--limit', '--no-tui', '--out-dir', '--json', '--data-dir', '--url']) assert.ok(help.stdout.includes(flag), flag);
+  assert.match(help.stdout, /Enter opens a run/);
+  assert.match((await runSvc(['--help'])).stdout, /\bruns\b/);
+});
+
+test('bad filters are usage errors (exit 2) before touching the data directory', async (t) => {
+  const args = ['--data-dir', tempDir(t)];
+  for (const bad of [['--status', 'sideways'], ['--route', 'teleport'], ['--limit', '0'], ['--limit', '201'], ['--since', 'soon'], ['--offset', '-1']]) {
+    const result = await runSvc(['runs', '--no-tui', ...bad, ...args]);
+    assert.equal(result.code, 2, `${bad.join(' ')}: ${result.stderr}`);
+  }
+  const outDir = await runSvc(['runs', '--out-dir', '/nonexistent/evidence', ...args]);
+  assert.equal(outDir.code, 2);
+  assert.match(outDir.stderr, /--out-dir .* is not a directory/);
+});
+
+test('without a terminal svc runs prints the filtered list once, over the local socket and then in-process', async (t) => {
+  const dataDir = tempDir(t);
+  const server = await startServe(t, dataDir);
+  const live = await chat(server.address, 'hello');
+  const cached = await chat(server.address, 'hello');
+  const failed = await chat(server.address, 'boom', 'mock-5xx');
+  const args = ['--data-dir', dataDir];
+
+  // stdout is a pipe here: the plain table, no --no-tui needed.
+  const table = await runSvc(['runs', ...args]);
+  assert.equal(table.code, 0, table.stderr);
+  assert.match(table.stdout, HEADER);
+  assert.match(lineOf(table.stdout, live), /^live\s+completed\s+gpt-4o-mini\s+[\d.]+\s+\d+\s+[\d.]+\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+run_\w+$/);
+  assert.match(lineOf(table.stdout, cached), /^exact_cache\s+completed\s+gpt-4o-mini\s/);
+  assert.match(lineOf(table.stdout, failed), /^live\s+failed\s+mock-5xx\s/);
+  assert.ok(table.stdout.indexOf(failed) < table.stdout.indexOf(live), 'newest first');
+
+  const onlyFailed = await runSvc(['runs', '--no-tui', '--status', 'failed', ...args]);
+  assert.ok(onlyFailed.stdout.includes(failed) && !onlyFailed.stdout.includes(live));
+  const onlyCache = await runSvc(['runs', '--no-tui', '--route', 'exact_cache', '--model', 'gpt-4o-mini', '--since', '1h', ...args]);
+  assert.deepEqual(onlyCache.stdout.trim().split('\n').slice(1).map((line) => line.split(/\s+/).at(-1)), [cached]);
+  assert.match((await runSvc(['runs', '--no-tui', '--since', '2999-01-01T00:00:00Z', ...args])).stdout, /^No runs\.$/m);
+
+  const page = await runSvc(['runs', '--no-tui', '--limit', '1', ...args]);
+  assert.equal(page.stdout.trim().split('\n').length, 2);
+  assert.match(page.stderr, /showing 1-1 of 3; next page: --offset 1/);
+  const second = await runSvc(['runs', '--no-tui', '--limit', '1', '--offset', '1', ...args]);
+  assert.ok(second.stdout.includes(cached));
+
+  const json = JSON.parse((await runSvc(['runs', '--json', ...args])).stdout);
+  assert.deepEqual(json.runs.map((run: { id: string }) => run.id), [failed, cached, live]);
+  assert.equal(json.pagination.total, 3);
+  assert.deepEqual(json.facets.status, { completed: 2, failed: 1 });
+
+  // The server stops: the same command reads the data directory in-process.
+  server.child.kill('SIGTERM');
+  assert.equal(await server.exited, 0);
+  const offline = await runSvc(['runs', '--no-tui', ...args]);
+  assert.equal(offline.code, 0, offline.stderr);
+  for (const runId of [live, cached, failed]) assert.ok(offline.stdout.includes(runId), runId);
+  assert.equal(JSON.parse((await runSvc(['runs', '--json', '--status', 'completed', ...args])).stdout).runs.length, 2);
+});

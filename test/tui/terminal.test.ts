@@ -1,0 +1,139 @@
+/**
+ * `svc runs` end to end in a real terminal: the bundled executable in a detached tmux session (160x40), read with
+ * `capture-pane` and driven with `send-keys`. Live against a running `svc serve`; in-process on a data directory
+ * with no server, where it holds the directory so `svc serve` refuses to start, naming the TUI's process.
+ * CI installs tmux (.ci/run); without it these tests are skipped, saying so.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import test, { before, type TestContext } from 'node:test';
+import { ensureBundle, ROOT, runSvc, startServe, SVC, tempDir } from '../support/process.ts';
+
+const hasTmux = (() => {
+  try {
+    execFileSync('tmux', ['-V'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+const skip = hasTmux ? false : 'tmux is not installed (.ci/run installs it); the end-to-end terminal tests need it';
+const WAIT_MS = 20_000;
+
+before(ensureBundle);
+
+/** A private tmux server (its own socket name), killed after the test with everything running in it. */
+function terminal(t: TestContext) {
+  const socket = `svc-test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  const tmux = (...args: string[]) =>
+    execFileSync('tmux', ['-L', socket, ...args], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, TERM: 'xterm-256color' } });
+  t.after(() => {
+    try {
+      tmux('kill-server');
+    } catch {
+      // already gone with its last session
+    }
+  });
+  const session = 'runs';
+  const quote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
+  return {
+    /** Run `svc <args>` in the session. `exec` keeps the pane's pid the TUI's; Ink draws nothing live under CI=true. */
+    open(args: string[]) {
+      const command = `exec env -u CI -u CONTINUOUS_INTEGRATION NO_COLOR=1 ${quote(process.execPath)} ${quote(SVC)} ${args.map(quote).join(' ')}`;
+      tmux('new-session', '-d', '-s', session, '-x', '160', '-y', '40', command);
+    },
+    screen: () => {
+      try {
+        return tmux('capture-pane', '-p', '-t', session);
+      } catch {
+        return '';
+      }
+    },
+    keys: (...keys: string[]) => tmux('send-keys', '-t', session, ...keys),
+    pid: () => Number(tmux('display-message', '-p', '-t', session, '#{pane_pid}').trim()),
+    alive: () => {
+      try {
+        tmux('has-session', '-t', session);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+  };
+}
+
+async function until<T>(probe: () => T, ok: (value: T) => boolean, what: string, show: () => string): Promise<T> {
+  const deadline = Date.now() + WAIT_MS;
+  for (;;) {
+    const value = probe();
+    if (ok(value)) return value;
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}; screen:\n${show()}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+async function chat(address: string, content: string): Promise<string> {
+  const response = await fetch(`${address}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content }] }),
+  });
+  await response.arrayBuffer();
+  const runId = response.headers.get('x-svc-run-id');
+  assert.ok(runId, `no run id (HTTP ${response.status})`);
+  return runId;
+}
+
+test('svc runs in a terminal: a live list over the local socket, Enter opens the detail with its integrity badge, q goes back and quits', { skip }, async (t) => {
+  const dataDir = tempDir(t);
+  const server = await startServe(t, dataDir);
+  const first = await chat(server.address, 'hello from tmux');
+  const term = terminal(t);
+  term.open(['runs', '--data-dir', dataDir]);
+  const wait = (ok: (screen: string) => boolean, what: string) => until(term.screen, ok, what, term.screen);
+
+  let screen = await wait((s) => s.includes(first) && s.includes('gpt-4o-mini'), 'the run in the list');
+  assert.match(screen, /svc runs · live · .* \(local socket\)/);
+  assert.ok(!screen.includes('live updates need svc serve'));
+  const second = await chat(server.address, 'and another one');
+  screen = await wait((s) => s.includes(second), 'a new run, picked up live');
+
+  term.keys('Down');
+  await wait((s) => s.split('\n').some((line) => line.startsWith('>') && line.includes(first)), 'the cursor on the first run');
+  term.keys('Enter');
+  screen = await wait((s) => s.includes(`run ${first}`) && /✓ chain verified \(\d+ events\)/.test(s), 'the detail with its integrity badge');
+  for (const section of ['Route explanation', 'Economics (USD)', 'Side effects (0)', 'Trace timeline', 'run.completed']) assert.ok(screen.includes(section), section);
+
+  term.keys('q');
+  await wait((s) => s.includes('filters:') && s.includes(second), 'the list again');
+  term.keys('q');
+  await until(term.alive, (alive) => !alive, 'svc runs to quit', term.screen);
+});
+
+test('svc runs with no server browses in-process and says so; svc serve meanwhile exits 1 naming its process', { skip }, async (t) => {
+  const dataDir = tempDir(t);
+  // A run to browse: made by a server that is then stopped.
+  const server = await startServe(t, dataDir);
+  const runId = await chat(server.address, 'recorded before the server stopped');
+  server.child.kill('SIGTERM');
+  assert.equal(await server.exited, 0);
+
+  const term = terminal(t);
+  term.open(['runs', '--data-dir', dataDir]);
+  const screen = await until(term.screen, (s) => s.includes(runId) && s.includes('live updates need svc serve'), 'the in-process view', term.screen);
+  assert.match(screen, /data directory .* \(in-process\)/);
+
+  const lock = JSON.parse(readFileSync(join(dataDir, 'svc.lock'), 'utf8')) as { pid: number };
+  assert.equal(lock.pid, term.pid(), 'the TUI owns the data directory');
+  const refused = await runSvc(['serve', '--port', '0', '--data-dir', dataDir]);
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, new RegExp(`in use by process ${lock.pid}\\b`));
+
+  term.keys('q');
+  await until(term.alive, (alive) => !alive, 'svc runs to quit', term.screen);
+  await until(() => existsSync(join(dataDir, 'svc.lock')), (held) => !held, 'the lock to be released', () => '');
+  const restarted = await startServe(t, dataDir);
+  assert.match(restarted.address, /^http:/, 'svc serve starts once the TUI quit');
+});
