@@ -33,7 +33,7 @@ export interface RunsAppProps {
 /** Lines of the list screen that are not rows: header, notice, filters, facets, column titles, status, help. */
 const LIST_CHROME = 7;
 /** Lines of the detail screen around the timeline (headline, sections, help). */
-const DETAIL_CHROME = 26;
+const DETAIL_CHROME = 28;
 
 function useTerminalSize(): { rows: number; columns: number } {
   const { stdout } = useStdout();

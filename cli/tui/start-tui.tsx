@@ -26,7 +26,7 @@ export function connectionInfo(kind: ConnectionKind, where: string): ConnectionI
     return {
       label: `data directory ${where} (in-process)`,
       live: false,
-      notice: 'not live: live updates need svc serve (this view holds the data directory until you quit)',
+      notice: 'not live: live updates need svc serve (this view holds the data directory)',
     };
   }
   return { label: kind === 'socket' ? `live · ${where} (local socket)` : `live · ${where}`, live: true };

@@ -1,6 +1,6 @@
 /**
  * `svc runs` without a terminal, as a child process (`bin/svc`): the plain table and `--json`, with its filters,
- * against a running `svc serve` (local socket) and then in-process on the same data directory once it stopped.
+ * against a running `svc serve` (local socket, --url) and then in-process on the same data directory once it stopped.
  */
 import assert from 'node:assert/strict';
 import test, { before } from 'node:test';
@@ -75,6 +75,10 @@ test('without a terminal svc runs prints the filtered list once, over the local 
   assert.deepEqual(json.runs.map((run: { id: string }) => run.id), [failed, cached, live]);
   assert.equal(json.pagination.total, 3);
   assert.deepEqual(json.facets.status, { completed: 2, failed: 1 });
+
+  const overHttp = await runSvc(['runs', '--no-tui', '--url', server.address]);
+  assert.equal(overHttp.code, 0, overHttp.stderr);
+  assert.ok(overHttp.stdout.includes(failed) && overHttp.stdout.includes(live), 'the same list over --url');
 
   // The server stops: the same command reads the data directory in-process.
   server.child.kill('SIGTERM');
