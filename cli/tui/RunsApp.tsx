@@ -57,7 +57,7 @@ const offered = (counts: Record<string, number> | undefined) =>
 
 export function RunsApp(props: RunsAppProps) {
   const { source, connection } = props;
-  const limit = props.limit ?? 100;
+  const limit = props.limit ?? 50;
   const pollMs = props.pollMs ?? 1000;
   const color = props.color ?? false;
   const { exit } = useApp();
