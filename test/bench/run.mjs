@@ -122,7 +122,8 @@ async function main() {
       console.log(`  svc pid ${svc.pid} at ${svc.url}${PINNED ? ' on CPU 0' : ''}, data ${dataDir}; mock upstream at ${mock.url}; RSS after start ${rssMb(svc.pid)} MB`);
       const ctx = { quick: QUICK, mock, svc, dataDir, fail };
       try {
-        results.gateway.warmUp = await warmUp(ctx);
+        const warm = (results.gateway.warmUp = await warmUp(ctx));
+        console.log(`  warm-up: ${warm.warmupRequestsThroughSvc} requests through svc in ${warm.seconds} s at concurrency 8 (${warm.warmupRps} rps); a new body took route ${warm.sanityRoute} and reached the mock ${warm.sanityUpstreamHits} time(s)`);
         if (runs('buffered')) printBuffered((results.gateway.buffered = await bufferedSection(ctx)));
         if (runs('streaming')) printStreaming((results.gateway.streaming = await streamingSection(ctx)));
         if (runs('cache')) printCache((results.gateway.cache = await cacheSection(ctx)));
