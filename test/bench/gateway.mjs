@@ -33,7 +33,7 @@ import { summarizeProfile, printProfile } from './profile.mjs';
 export function plan(quick) {
   return quick
     ? { svcWarmupSeconds: 2, warmupSeconds: 0.5, rounds: 1, roundSeconds: 1, streamRequests: { 1: 200, 16: 800 }, cacheSeconds: 1, soakRequests: 10_000, coldStarts: 3, profileSeconds: 5 }
-    : { svcWarmupSeconds: 15, warmupSeconds: 2, rounds: 2, roundSeconds: 2.5, streamRequests: { 1: 2_000, 16: 6_000 }, cacheSeconds: 5, soakRequests: 100_000, coldStarts: 5, profileSeconds: 20 };
+    : { svcWarmupSeconds: 15, warmupSeconds: 2, rounds: 2, roundSeconds: 3, streamRequests: { 1: 2_000, 16: 6_000 }, cacheSeconds: 6, soakRequests: 100_000, coldStarts: 5, profileSeconds: 20 };
 }
 
 const live = () => ({ body: chatBody({ unique: true }) });

@@ -345,17 +345,24 @@ export async function cannon(baseUrl, { connections, duration, amount, next }) {
   };
   if (amount) opts.amount = amount;
   else opts.duration = duration;
-  const started = performance.now();
+  // autocannon stops on its next 1-second sample tick after `duration`, and clients idle while it winds down, so
+  // the wall time of the call overstates the measuring time: throughput is responses over the span from the first
+  // request's start (first response minus its latency) to the last response.
+  let firstStart = null;
+  let lastEnd = null;
   const instance = autocannon(opts);
   instance.on('response', (_client, statusCode, _bytes, responseTime) => {
+    const now = performance.now();
+    firstStart ??= now - responseTime;
+    lastEnd = now;
     statuses[statusCode] = (statuses[statusCode] ?? 0) + 1;
     latencies.push(responseTime);
   });
   const result = await instance;
-  const seconds = (performance.now() - started) / 1000;
+  const seconds = firstStart === null ? 0 : (lastEnd - firstStart) / 1000;
   let ok = 0;
   for (const [code, n] of Object.entries(statuses)) if (Number(code) >= 200 && Number(code) < 300) ok += n;
-  return { latencies, ok, seconds, rps: ok / seconds, non2xx: result.non2xx, errors: result.errors, timeouts: result.timeouts, statuses };
+  return { latencies, ok, seconds, rps: seconds ? ok / seconds : 0, non2xx: result.non2xx, errors: result.errors, timeouts: result.timeouts, statuses };
 }
 
 /** Several cannon() runs of the same target merged: latencies concatenated, throughput over the summed time. */
@@ -366,7 +373,7 @@ export function mergeRuns(runs) {
   const statuses = {};
   for (const r of runs) for (const [code, n] of Object.entries(r.statuses)) statuses[code] = (statuses[code] ?? 0) + n;
   return {
-    rps: round(ok / seconds, 0),
+    rps: seconds ? round(ok / seconds, 0) : 0,
     requests: ok,
     ...pick(summarize(latencies), ['p50', 'p90', 'p99', 'max', 'mean']),
     non2xx: runs.reduce((n, r) => n + r.non2xx, 0),
