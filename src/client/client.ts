@@ -23,6 +23,11 @@ export interface ClientOptions {
   bufferedTimeoutMs?: number;
   /** Deadline for a stream's response headers. */
   requestTimeoutMs?: number;
+  /**
+   * Management calls act in this organization: sent as `X-Svc-Tenant`, which only a platform-admin identity that
+   * is not a session (local operator, bootstrap token) may use (docs/accounts.md). See `SvcClient.inOrg`.
+   */
+  orgId?: string | null;
 }
 
 export interface CreateClientOptions extends ClientOptions {
@@ -215,6 +220,70 @@ export interface RunIntegrity {
   checkedAt: string;
 }
 
+/** A platform role (`role` of a user). */
+export type PlatformRole = 'admin' | 'member';
+/** A role in an organization. */
+export type OrgRole = 'owner' | 'admin' | 'member';
+export type InviteStatus = 'pending' | 'accepted' | 'revoked' | 'expired';
+
+/** A user as `/api/v1/users` answers (docs/accounts.md). */
+export interface User {
+  id: string;
+  email: string;
+  name: string | null;
+  role: PlatformRole;
+  emailVerified: boolean;
+  mustChangePassword: boolean;
+  createdAt: string;
+  /** The user's role in the caller's organization (null when not a member). */
+  orgRole: OrgRole | null;
+  /** Every membership; only in answers to a platform admin. */
+  memberships?: Array<{ orgId: string; orgName: string; role: OrgRole }>;
+}
+
+/** An organization as `GET /api/v1/orgs` lists it; `role` is the caller's (null for a non-session platform admin). */
+export interface OrgSummary {
+  id: string;
+  name: string;
+  role: OrgRole | null;
+  active: boolean;
+  createdAt: string;
+}
+
+export interface OrgMember {
+  userId: string;
+  email: string;
+  name: string | null;
+  role: OrgRole;
+  joinedAt: string;
+}
+
+export interface OrgPlan {
+  effective: string;
+  base: string;
+  trial: null | { plan: string; startedAt: string; endsAt: string; active: boolean; awaitingVerification: boolean };
+}
+
+/** `GET /api/v1/orgs/active`: the organization, the caller's role, its members and seats. */
+export interface ActiveOrg {
+  org: { id: string; name: string; createdAt: string; plan: OrgPlan };
+  role: OrgRole | null;
+  members: OrgMember[];
+  seats: { members: number; pendingInvites: number; used: number };
+}
+
+/** An invitation; its token is e-mailed and never returned. */
+export interface Invite {
+  id: string;
+  email: string;
+  role: OrgRole;
+  status: InviteStatus;
+  createdAt: string;
+  expiresAt: string;
+  invitedBy: { userId: string; name: string | null; email: string } | null;
+  acceptedAt: string | null;
+}
+
 function query(params: Record<string, string | number | boolean | undefined>): string {
   const search = new URLSearchParams();
   for (const [name, value] of Object.entries(params)) if (value !== undefined) search.set(name, String(value));
@@ -244,7 +313,9 @@ export class SvcClient {
 
   /** Send one request; resolves with the parsed JSON body of a 2xx answer. */
   async call<T>(method: string, path: string, body?: unknown, options?: RequestOptions): Promise<T> {
-    const response = await this.transport.request(method, path, body, options);
+    const orgId = this.options.orgId;
+    const sent = orgId ? { ...options, headers: { 'x-svc-tenant': orgId, ...options?.headers } } : options;
+    const response = await this.transport.request(method, path, body, sent);
     if (response.status >= 200 && response.status < 300) return response.body as T;
     throw this.failure(method, path, response.status, response.headers, response.body, response.text);
   }
@@ -417,6 +488,15 @@ export class SvcClient {
       this.call<{ feedback: Record<string, unknown> }>('POST', `/api/v1/runs/${encodeURIComponent(runId)}/feedback/metrics`, body),
   };
 
+  /**
+   * A view of this client whose management calls act in organization `orgId` (the `X-Svc-Tenant` header; for a
+   * platform-admin identity that is not a session: the local operator or the bootstrap token). It shares this
+   * client's transport: close one of them, once.
+   */
+  inOrg(orgId: string): SvcClient {
+    return new SvcClient(this.transport, { ...this.options, orgId });
+  }
+
   /** Release the transport (for the in-process transport: close the app and the store, release the lock). */
   close(): Promise<void> {
     return this.transport.close();
@@ -489,5 +569,52 @@ export class SvcClient {
     stats: () => this.call<{ stats: CacheStat[] }>('GET', '/api/v1/cache/stats'),
     invalidate: (body: { cacheType?: string; keyPrefix?: string; all?: boolean }) =>
       this.call<{ invalidated: number; cacheType: string | null; keyPrefix: string | null }>('POST', '/api/v1/cache/invalidate', body),
+  };
+
+  /**
+   * Users (docs/accounts.md): a platform admin sees every user, an organization admin the members of its
+   * organization. Passwords are temporary: the user must change them at first sign-in.
+   */
+  readonly users = {
+    list: (filter: { email?: string; limit?: number; offset?: number } = {}) =>
+      this.call<{ users: User[]; pagination: Pagination }>('GET', `/api/v1/users${query(filter)}`),
+    /** The user with this e-mail (exact, case-insensitive) among those the caller may see, or null. */
+    findByEmail: async (email: string): Promise<User | null> => (await this.users.list({ email })).users[0] ?? null,
+    /** `tempPassword` is generated when not given; the answer holds it, once. */
+    create: (input: { email: string; name?: string; role?: PlatformRole; orgRole?: OrgRole; tempPassword?: string }) =>
+      this.call<{ user: User; tempPassword: string }>('POST', '/api/v1/users', input),
+    update: (id: string, input: { name?: string; role?: PlatformRole }) =>
+      this.call<{ user: User }>('PATCH', `/api/v1/users/${encodeURIComponent(id)}`, input),
+    delete: (id: string) => this.call<{ deleted: true; id: string }>('DELETE', `/api/v1/users/${encodeURIComponent(id)}`),
+    /** Ends the user's sessions and sets a one-time temporary password (in this answer only). */
+    resetPassword: (id: string) => this.call<{ user: User; tempPassword: string }>('POST', `/api/v1/users/${encodeURIComponent(id)}/reset-password`),
+  };
+
+  /**
+   * Organizations (docs/accounts.md). Calls on "the active organization" act, for a session, in its active one; for
+   * the local operator or the bootstrap token, in the organization of `inOrg(orgId)` (else the default one).
+   */
+  readonly orgs = {
+    list: (page: { limit?: number; offset?: number } = {}) =>
+      this.call<{ orgs: OrgSummary[]; pagination: Pagination }>('GET', `/api/v1/orgs${query(page)}`),
+    /** A session becomes the owner; a non-session platform admin names an existing user as `ownerEmail`. */
+    create: (input: { name: string; ownerEmail?: string }) =>
+      this.call<{ org: OrgSummary }>('POST', '/api/v1/orgs', input),
+    /** Sessions only: make `orgId` the session's active organization. */
+    switch: (orgId: string) => this.call<{ org: OrgSummary }>('POST', '/api/v1/orgs/switch', { orgId }),
+    active: () => this.call<ActiveOrg>('GET', '/api/v1/orgs/active'),
+    rename: (name: string) => this.call<ActiveOrg>('PATCH', '/api/v1/orgs/active', { name }),
+    /** Deletes the organization and everything in it (users are kept); sends the API's `{confirm: true}`. */
+    delete: () => this.call<{ deleted: true; id: string }>('DELETE', '/api/v1/orgs/active', { confirm: true }),
+    setMemberRole: (userId: string, role: OrgRole) =>
+      this.call<ActiveOrg>('PATCH', `/api/v1/orgs/active/members/${encodeURIComponent(userId)}`, { role }),
+    /** Ends the member's sessions; the last owner cannot be removed (409 `last_owner`). */
+    removeMember: (userId: string) => this.call<ActiveOrg>('DELETE', `/api/v1/orgs/active/members/${encodeURIComponent(userId)}`),
+    /** The accept link is e-mailed to the address; the token is never returned. */
+    invite: (input: { email: string; role?: OrgRole }) => this.call<{ invite: Invite }>('POST', '/api/v1/orgs/active/invites', input),
+    listInvites: (filter: { status?: InviteStatus; limit?: number; offset?: number } = {}) =>
+      this.call<{ invites: Invite[]; pagination: Pagination }>('GET', `/api/v1/orgs/active/invites${query(filter)}`),
+    revokeInvite: (id: string) => this.call<{ invite: Invite }>('POST', `/api/v1/orgs/active/invites/${encodeURIComponent(id)}/revoke`),
+    onboarding: () => this.call<{ workflowCount: number; agentCount: number; hasRuns: boolean; dismissed: boolean }>('GET', '/api/v1/orgs/active/onboarding'),
   };
 }
