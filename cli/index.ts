@@ -9,12 +9,14 @@ import { registerAudit } from './audit.ts';
 import { registerCache } from './cache.ts';
 import { UsageError } from './connection.ts';
 import { registerKeys } from './keys.ts';
+import { registerOrgs } from './orgs.ts';
 import { registerRuns } from './runs.ts';
 import { registerServe } from './serve.ts';
 import { registerSettings } from './settings.ts';
+import { registerUsers } from './users.ts';
 
 const HELP_AFTER = `
-Admin commands (keys, settings, audit, cache, runs) reach svc, in this order of choice:
+Admin commands (keys, users, orgs, settings, audit, cache, runs) reach svc, in this order of choice:
   --url / SVC_BASE_URL       plain HTTP(S), with --api-key / SVC_API_KEY as the bearer token
   a running svc serve        its local socket in the data directory (you act as the local operator)
   otherwise                  the data directory in-process, holding its lock for the command's duration
@@ -26,6 +28,8 @@ Exit codes: 0 success, 1 failure (API error, unreachable server), 2 usage error.
 Examples:
   svc keys create --name ci --admin
   svc keys list --json
+  svc users create --email ada@example.com --name Ada
+  svc orgs invite --email bob@example.com --org org_...
   svc settings set retention_days 30
   svc audit --limit 20 --verify
   svc runs --status failed --since 2h
@@ -44,6 +48,8 @@ export function buildProgram(): Command {
     .addHelpText('after', HELP_AFTER);
   registerServe(program);
   registerKeys(program);
+  registerUsers(program);
+  registerOrgs(program);
   registerSettings(program);
   registerAudit(program);
   registerCache(program);
