@@ -1,8 +1,8 @@
 #!/usr/bin/env node
-// Bundles svc into dist/svc.mjs (one file) and copies SQLite's WebAssembly binary beside it.
+// Bundles svc into dist/svc.mjs (one file) and copies SQLite's WebAssembly binary and the account pages beside it.
 // Run by `npm run build`; bin/svc runs the result, with no node_modules needed at run time.
 import { build } from 'esbuild';
-import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -56,4 +56,7 @@ copyFileSync(
   join(dirname(require.resolve('node-sqlite3-wasm')), 'node-sqlite3-wasm.wasm'),
   join(dist, 'node-sqlite3-wasm.wasm'),
 );
+// The account pages (/login, /accept-invite, ...): src/http/pages.ts serves them from dist/pages/ beside the bundle.
+rmSync(join(dist, 'pages'), { recursive: true, force: true });
+cpSync(join(root, 'dashboard', 'pages'), join(dist, 'pages'), { recursive: true });
 console.log('built dist/svc.mjs');

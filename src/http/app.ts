@@ -22,6 +22,7 @@ import { modelsRoutes } from '../gateway/wires/models.ts';
 import { renderError, surfaceOfUrl } from './error-shapes.ts';
 import { createAuthFailureLimiter } from './auth-failures.ts';
 import { installErrorHandler, registerSurface } from './surface.ts';
+import { pagesRoutes } from './pages.ts';
 
 /** A client-sent `x-request-id` is kept when it is well formed; otherwise svc generates one. */
 const REQUEST_ID = /^[A-Za-z0-9._:@\/+=-]{1,128}$/;
@@ -78,6 +79,8 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   });
 
   await app.register(healthRoute(services.health));
+  // The account pages the e-mails link to (/login, /accept-invite, ...): public, outside the API surfaces.
+  await app.register(pagesRoutes());
 
   await app.register(
     async (api) => {
