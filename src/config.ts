@@ -61,7 +61,13 @@ const envSchema = z.object({
   SVC_ALLOW_PUBLIC_SIGNUP: flag(false),
   SVC_APP_BASE_URL: optionalString,
   SVC_EMAIL_FROM: optionalString,
+  SVC_EMAIL_API_URL: optionalString,
   EMAILPROV_API_KEY: optionalString,
+  SVC_ADMIN_EMAIL: optionalString,
+  SVC_ADMIN_PASSWORD: z
+    .string()
+    .optional()
+    .transform((value) => (value === undefined || value === '' ? null : value)),
 
   CHATCOMP_API_KEY: optionalString,
   CHATCOMP_BASE_URL: optionalString,
@@ -103,7 +109,21 @@ export interface Config {
   proxy: { trustHeaders: boolean; trustedCidrs: string[] };
   /** Raw master key material from SVC_MASTER_KEY; null means the key file in the data directory. */
   masterKey: string | null;
-  accounts: { allowPublicSignup: boolean; appBaseUrl: string | null; emailFrom: string | null; emailApiKey: string | null };
+  accounts: {
+    allowPublicSignup: boolean;
+    /** SVC_APP_BASE_URL as configured (null when unset). */
+    appBaseUrl: string | null;
+    /**
+     * Base of every e-mailed link (accept, verify, reset): SVC_APP_BASE_URL, else this server's own configured
+     * address. Built from configuration only, never from a request's Host header.
+     */
+    linkBaseUrl: string;
+    emailFrom: string;
+    /** Provider transport (docs/accounts.md): both set, or neither. */
+    email: { apiKey: string; apiUrl: string } | null;
+    /** Bootstrap admin of SPEC 5.2 (both set, or neither). */
+    bootstrapAdmin: { email: string; password: string } | null;
+  };
   providers: {
     /** `fallback`: a second compatible upstream the registry fails open to (docs/providers.md); its base URL defaults to `baseUrl`. */
     chatCompletions: { apiKey: string | null; baseUrl: string; fallback: { apiKey: string | null; baseUrl: string | null } };
@@ -143,6 +163,44 @@ export class ConfigError extends Error {
   }
 }
 
+export const DEFAULT_EMAIL_FROM = 'svc <no-reply@localhost>';
+
+/** An http(s) base URL without a trailing slash, query or credentials. */
+function baseUrl(name: string, value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(`invalid configuration: ${name}: must be an absolute http(s) URL`);
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.username || url.password || url.search || url.hash) {
+    throw new ConfigError(`invalid configuration: ${name}: must be an http(s) URL without credentials, query or fragment`);
+  }
+  return url.href.replace(/\/+$/, '');
+}
+
+/** This server's own address from its configuration, for links when SVC_APP_BASE_URL is unset. */
+function ownAddress(host: string, port: number): string {
+  const reachable = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  return `http://${reachable.includes(':') ? `[${reachable}]` : reachable}:${port}`;
+}
+
+function emailProvider(apiKey: string | null, apiUrl: string | null): Config['accounts']['email'] {
+  if (apiKey === null) return null;
+  if (apiUrl === null) {
+    throw new ConfigError('invalid configuration: SVC_EMAIL_API_URL: required when EMAILPROV_API_KEY is set');
+  }
+  return { apiKey, apiUrl: baseUrl('SVC_EMAIL_API_URL', apiUrl) };
+}
+
+function bootstrapAdmin(email: string | null, password: string | null): Config['accounts']['bootstrapAdmin'] {
+  if (email === null && password === null) return null;
+  if (email === null || password === null) {
+    throw new ConfigError('invalid configuration: SVC_ADMIN_EMAIL and SVC_ADMIN_PASSWORD must be set together');
+  }
+  return { email, password };
+}
+
 export const SVC_VERSION: string = typeof __SVC_VERSION__ === 'string' ? __SVC_VERSION__ : '0.1.0-dev';
 declare const __SVC_VERSION__: string | undefined;
 
@@ -154,9 +212,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
   }
   const e = parsed.data;
   const dataDir = overrides.dataDir !== undefined ? overrides.dataDir : (e.SVC_DATA_DIR ?? defaultDataDir());
+  const port = overrides.port ?? e.SVC_PORT;
+  const host = overrides.host ?? e.SVC_HOST ?? DEFAULT_HOST;
   return {
-    port: overrides.port ?? e.SVC_PORT,
-    host: overrides.host ?? e.SVC_HOST ?? DEFAULT_HOST,
+    port,
+    host,
     dataDir: dataDir === null ? null : resolve(dataDir),
     logLevel: overrides.logLevel ?? e.SVC_LOG_LEVEL ?? 'info',
     version: SVC_VERSION,
@@ -169,9 +229,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
     masterKey: e.SVC_MASTER_KEY,
     accounts: {
       allowPublicSignup: e.SVC_ALLOW_PUBLIC_SIGNUP,
-      appBaseUrl: e.SVC_APP_BASE_URL,
-      emailFrom: e.SVC_EMAIL_FROM,
-      emailApiKey: e.EMAILPROV_API_KEY,
+      appBaseUrl: e.SVC_APP_BASE_URL === null ? null : baseUrl('SVC_APP_BASE_URL', e.SVC_APP_BASE_URL),
+      linkBaseUrl: e.SVC_APP_BASE_URL === null ? ownAddress(host, port) : baseUrl('SVC_APP_BASE_URL', e.SVC_APP_BASE_URL),
+      emailFrom: e.SVC_EMAIL_FROM ?? DEFAULT_EMAIL_FROM,
+      email: emailProvider(e.EMAILPROV_API_KEY, e.SVC_EMAIL_API_URL),
+      bootstrapAdmin: bootstrapAdmin(e.SVC_ADMIN_EMAIL, e.SVC_ADMIN_PASSWORD),
     },
     providers: {
       chatCompletions: {

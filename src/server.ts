@@ -55,6 +55,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
       initialDelayMs: Math.min(30_000, config.limits.retentionIntervalMs),
       onError: (error) => app.log.error({ err: error }, 'retention pass failed'),
     });
+    // Organizations deleted before a restart may still have data to purge.
+    services.retention.purgeDeleted().catch((error) => app.log.error({ err: error }, 'purging deleted organizations failed'));
 
     let closing: Promise<void> | null = null;
     const running: RunningServer = {

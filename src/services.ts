@@ -20,7 +20,7 @@ import { createEmbeddingsService, type EmbeddingsService } from './gateway/embed
 import type { ProviderRegistry } from './gateway/providers/types.ts';
 import { createAuditService, type AuditService } from './audit/service.ts';
 import { createHealthService, type HealthService } from './health/service.ts';
-import { createIdentityService, type IdentityService, type SessionResolver } from './identity/service.ts';
+import { createIdentityService, type IdentityService } from './identity/service.ts';
 import { createApiKeysRepository } from './keys/repo.ts';
 import { createKeysService, type KeysService } from './keys/service.ts';
 import { checkOutboundUrl } from './net/url-guard.ts';
@@ -28,7 +28,18 @@ import { createSecretCipher, loadMasterKey, type SecretCipher } from './secrets/
 import { createSettingsRepository } from './settings/repo.ts';
 import { createSettingsService, type PublicUrlCheck, type SettingsService } from './settings/service.ts';
 import type { Store } from './store/store.ts';
-import { createTenantsRepository } from './tenants/repo.ts';
+import { createAccountsRepository } from './accounts/repo.ts';
+import { createInvitesService, type InvitesService } from './accounts/invites-service.ts';
+import { createOrgsService, type OrgsService } from './accounts/orgs-service.ts';
+import { createPasswordHasher, type PasswordHasher } from './accounts/passwords.ts';
+import { createSessionsService, type AccountsDeps, type AccountsLog, type SessionsService } from './accounts/sessions-service.ts';
+import { createSignupService, type SignupService } from './accounts/signup-service.ts';
+import { createUsersService, type UsersService } from './accounts/users-service.ts';
+import { consoleMailer, providerMailer, type Mailer } from './email/transport.ts';
+import { createRateEventsRepository } from './limits/repo.ts';
+import { createLimitsService, type LimitsService } from './limits/service.ts';
+import { AppError } from './core/errors.ts';
+import { ConfigError } from './config.ts';
 
 export interface Services {
   config: Config;
@@ -48,20 +59,39 @@ export interface Services {
   cache: CacheService;
   gateway: Gateway;
   retention: RetentionService;
+  limits: LimitsService;
+  sessions: SessionsService;
+  users: UsersService;
+  orgs: OrgsService;
+  invites: InvitesService;
+  signup: SignupService;
 }
 
 export interface ServiceOverrides {
   clock?: Clock;
   /** Replace the public-URL check (tests that must not touch DNS). */
   checkPublicUrl?: PublicUrlCheck;
-  countUsers?: () => Promise<number>;
-  sessions?: SessionResolver;
+  /** Replace the e-mail transport (tests capture messages). */
+  mailer?: Mailer;
+  /** Replace the password hasher (tests use a cheaper scrypt cost; production is N = 2^17). */
+  passwordHasher?: PasswordHasher;
+  /** Minimum time of a password-reset request (tests shorten it). */
+  resetRequestFloorMs?: number;
+  /** Where account warnings (failed e-mail deliveries) go; standard error by default. */
+  log?: AccountsLog;
 }
+
+const stderrLog: AccountsLog = {
+  warn(message, error) {
+    const cause = error instanceof Error ? `: ${error.message}` : '';
+    process.stderr.write(`svc: ${message}${cause}\n`);
+  },
+};
 
 export async function createServices(config: Config, store: Store, overrides: ServiceOverrides = {}): Promise<Services> {
   const clock = overrides.clock ?? systemClock;
-  const tenants = createTenantsRepository(store);
-  await tenants.ensureDefault(clock.now());
+  const accountsRepo = createAccountsRepository(store);
+  await accountsRepo.ensureDefaultOrg(clock.now());
 
   const { key, source } = loadMasterKey(config.masterKey, config.dataDir);
   const cipher = createSecretCipher(key, source);
@@ -81,14 +111,47 @@ export async function createServices(config: Config, store: Store, overrides: Se
     checkPublicUrl,
     clock,
   });
+  const limits = createLimitsService({ repo: createRateEventsRepository(store), clock });
+  const log = overrides.log ?? stderrLog;
+  const mailer: Mailer =
+    overrides.mailer ??
+    (config.accounts.email
+      ? providerMailer({ ...config.accounts.email, from: config.accounts.emailFrom })
+      : consoleMailer((text) => process.stderr.write(text), config.accounts.emailFrom));
+  const accounts: AccountsDeps = {
+    repo: accountsRepo,
+    hasher: overrides.passwordHasher ?? createPasswordHasher(),
+    clock,
+    audit,
+    limits,
+    mailer,
+    log,
+    linkBaseUrl: config.accounts.linkBaseUrl,
+    allowPublicSignup: config.accounts.allowPublicSignup,
+  };
+  const sessions = createSessionsService(accounts);
+  const users = createUsersService(accounts);
+  const invites = createInvitesService(accounts);
+  const signup = createSignupService({ ...accounts, ...(overrides.resetRequestFloorMs !== undefined ? { floorMs: overrides.resetRequestFloorMs } : {}) });
+  // Login mode never ends once a user existed (docs/accounts.md): cached once seen.
+  let loginMode = false;
   const identity = createIdentityService({
     bootstrapToken: config.auth.bootstrapToken,
     requireLogin: config.auth.requireLogin,
     allowOpenGateway: config.auth.allowOpenGateway,
     keys,
-    countUsers: overrides.countUsers ?? (async () => 0),
-    ...(overrides.sessions ? { sessions: overrides.sessions } : {}),
+    loginModeActive: async () => (loginMode ||= (await accountsRepo.loginModeSince()) !== null),
+    sessions: (token) => sessions.resolve(token),
+    tenantExists: async (tenantId) => (await accountsRepo.findOrg(tenantId)) !== null,
   });
+  if (config.accounts.bootstrapAdmin) {
+    try {
+      await users.ensureBootstrapAdmin(config.accounts.bootstrapAdmin);
+    } catch (error) {
+      if (error instanceof AppError) throw new ConfigError(`invalid configuration: ${error.message}`);
+      throw error;
+    }
+  }
   const health = createHealthService({
     config,
     clock,
@@ -107,10 +170,44 @@ export async function createServices(config: Config, store: Store, overrides: Se
   const gateway = createGateway({ registry: providers, ledger, cache: createResponseCache(cacheRepo), clock });
   const retention = createRetentionService({
     clock,
-    tenantIds: () => tenants.listIds(),
+    tenantIds: () => accountsRepo.orgIds(),
     retentionDays: async (tenantId) => (await settings.effective(tenantId)).retention_days,
     pruneRuns: (tenantId, cutoff, batch) => runsRepo.pruneTenantRuns(tenantId, cutoff, batch),
     pruneCache: (tenantId, cutoff, batch) => cacheRepo.pruneTenant(tenantId, cutoff, batch),
+    pendingPurges: () => accountsRepo.pendingPurges(),
+    finishPurge: (tenantId) => accountsRepo.finishPurge(tenantId),
+    housekeeping: [(batch) => limits.prune(batch), (batch) => accountsRepo.pruneExpired(clock.now(), batch)],
   });
-  return { config, store, clock, cipher, audit, keys, settings, identity, health, providers, embeddings, ledger, runs, savings, cache, gateway, retention };
+  const orgs = createOrgsService({
+    ...accounts,
+    hasRuns: (tenantId) => runsRepo.hasRuns(tenantId),
+    onDeleted: () => {
+      retention.purgeDeleted().catch((error) => log.warn('purging a deleted organization failed', error));
+    },
+  });
+  return {
+    config,
+    store,
+    clock,
+    cipher,
+    audit,
+    keys,
+    settings,
+    identity,
+    health,
+    providers,
+    embeddings,
+    ledger,
+    runs,
+    savings,
+    cache,
+    gateway,
+    retention,
+    limits,
+    sessions,
+    users,
+    orgs,
+    invites,
+    signup,
+  };
 }

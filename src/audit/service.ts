@@ -9,6 +9,13 @@ export interface AuditService {
     action: string,
     options?: { decision?: AuditDecision; target?: string | null; details?: Record<string, unknown>; tenantId?: string },
   ): Promise<AuditRecord>;
+  /** Record an action taken without a request identity of the tenant (signup, a public invitation acceptance). */
+  recordAs(
+    actor: Record<string, string>,
+    tenantId: string,
+    action: string,
+    options?: { decision?: AuditDecision; target?: string | null; details?: Record<string, unknown> },
+  ): Promise<AuditRecord>;
   list(auth: AuthContext, options: { limit: number; decision?: AuditDecision }): Promise<AuditRecord[]>;
   /** Audit rows about one target in the caller's tenant (evidence packets). */
   aboutTarget(auth: AuthContext, target: string, limit?: number): Promise<AuditRecord[]>;
@@ -24,6 +31,19 @@ export function createAuditService(repo: AuditRepository, clock: Clock): AuditSe
           action,
           decision: options.decision ?? 'allow',
           actor: actorOf(auth),
+          target: options.target ?? null,
+          details: options.details ?? {},
+        },
+        clock.now(),
+      );
+    },
+    recordAs(actor, tenantId, action, options = {}) {
+      return repo.append(
+        {
+          tenantId,
+          action,
+          decision: options.decision ?? 'allow',
+          actor,
           target: options.target ?? null,
           details: options.details ?? {},
         },

@@ -93,6 +93,8 @@ export interface RunsRepository {
   attempts(runId: string): Promise<AttemptRecord[]>;
   /** Delete up to `batch` of the tenant's runs created before `cutoff` with their events and attempts. */
   pruneTenantRuns(tenantId: string, cutoff: number, batch: number): Promise<number>;
+  /** Whether the tenant recorded any run (onboarding). */
+  hasRuns(tenantId: string): Promise<boolean>;
 }
 
 interface RunRow {
@@ -508,6 +510,9 @@ export function createRunsRepository(store: Store): RunsRepository {
       store.read((sql) =>
         sql.all<AttemptRow>('SELECT * FROM run_attempts WHERE run_id = ? ORDER BY seq', [runId]).map(attemptFromRow),
       ),
+
+    hasRuns: (tenantId) =>
+      store.read((sql) => sql.get('SELECT 1 AS found FROM runs WHERE tenant_id = ? LIMIT 1', [tenantId]) !== undefined),
 
     pruneTenantRuns: (tenantId, cutoff, batch) =>
       store.write((sql) =>

@@ -6,9 +6,7 @@ import type { Config } from '../config.ts';
 import type { Clock } from '../core/clock.ts';
 import type { AuthMode } from '../identity/service.ts';
 import type { MasterKeySource } from '../secrets/vault-cipher.ts';
-
-export const TRIAL_DAYS = 30;
-export const TRIAL_PLAN = 'pro';
+import { TRIAL_DAYS, TRIAL_PLAN } from '../accounts/signup-service.ts';
 
 export interface Health {
   ok: boolean;
@@ -117,7 +115,8 @@ export function createHealthService(deps: {
           : item('private_fetch', 'Private web fetch and webhooks', 'ready', 'Web fetches and webhooks are limited to public addresses.'),
         config.accounts.appBaseUrl
           ? item('host_split', 'Public app host', 'ready', `E-mailed links use ${config.accounts.appBaseUrl}.`)
-          : item('host_split', 'Public app host', 'info', 'SVC_APP_BASE_URL is unset: e-mailed links use the request host.',
+          : item('host_split', 'Public app host', 'info',
+              `SVC_APP_BASE_URL is unset: e-mailed links use this server's configured address, ${config.accounts.linkBaseUrl}.`,
               'Set SVC_APP_BASE_URL to the public address of the app.'),
         item('billing', 'Billing and quota enforcement', 'info', 'No payment provider is configured: plans are changed directly by an admin.'),
       ];

@@ -12,6 +12,9 @@ import { settingsRoutes } from '../settings/routes.ts';
 import { AppError } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import { cacheRoutes } from '../caches/routes.ts';
+import { authRoutes } from '../accounts/auth-routes.ts';
+import { orgsRoutes } from '../accounts/orgs-routes.ts';
+import { usersRoutes } from '../accounts/users-routes.ts';
 import { runsRoutes } from '../evidence/routes.ts';
 import { savingsRoutes } from '../evidence/savings-routes.ts';
 import { chatCompletionsRoutes } from '../gateway/wires/chat-completions.ts';
@@ -90,8 +93,12 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
         ratePerMinute: limits.apiRatePerMinute,
         identity: services.identity,
         authFailures,
+        allowedOrigins: [new URL(config.accounts.linkBaseUrl).origin],
       });
       await api.register(readinessRoute(services.health));
+      await api.register(authRoutes({ sessions: services.sessions, signup: services.signup, limits: services.limits }));
+      await api.register(usersRoutes(services.users));
+      await api.register(orgsRoutes({ orgs: services.orgs, invites: services.invites, limits: services.limits }));
       await api.register(keysRoutes(services.keys));
       await api.register(settingsRoutes(services.settings));
       await api.register(auditRoutes(services.audit));

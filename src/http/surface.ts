@@ -1,20 +1,34 @@
 /**
  * What every authenticated surface (`/api/v1`, `/v1`) shares, registered inside that surface's encapsulated
  * plugin: its body limit, identity resolution, the standard rate limiter keyed by identity, and its error shape.
+ *
+ * Routes say how much identity they need with `config.access` (docs/accounts.md): `public` routes run with or
+ * without a credential (an invalid one counts as none); `account` routes take any session, also one whose user has
+ * no organization or must change a temporary password; every other route needs a full identity. Cookie-authenticated
+ * mutations, and the routes that set the session cookie, must come from an allowed origin (CSRF).
  */
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '../core/errors.ts';
-import type { AuthContext } from '../identity/auth-context.ts';
+import { NO_ORGANIZATION, type AuthContext } from '../identity/auth-context.ts';
 import type { IdentityService, Surface } from '../identity/service.ts';
 import { renderError, surfaceOfUrl, toAppError, type ErrorSurface } from './error-shapes.ts';
 import type { AuthFailureLimiter } from './auth-failures.ts';
 import { isLocalOperator } from './local-socket.ts';
+import { cookieOf, SESSION_COOKIE } from './session-cookie.ts';
+
+/** How much identity a route needs (module header). */
+export type RouteAccess = 'public' | 'account';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** Set by the identity hook of every authenticated surface. */
+    /** Set by the identity hook of every authenticated surface; null only on `public` routes without a credential. */
     auth: AuthContext | null;
+  }
+  interface FastifyContextConfig {
+    access?: RouteAccess;
+    /** The route sets the session cookie: a foreign origin is refused even without a session (login CSRF). */
+    setsSession?: boolean;
   }
 }
 
@@ -27,6 +41,8 @@ export interface SurfaceOptions {
   authFailures: AuthFailureLimiter;
   /** Accept `x-api-key` as the credential (the messages wire's SDK sends it). */
   acceptApiKeyHeader?: (request: FastifyRequest) => boolean;
+  /** Origins besides the request's own that may send cookie-authenticated mutations (SVC_APP_BASE_URL's). */
+  allowedOrigins?: readonly string[];
 }
 
 export function header(request: FastifyRequest, name: string): string | undefined {
@@ -34,20 +50,48 @@ export function header(request: FastifyRequest, name: string): string | undefine
   return Array.isArray(value) ? value[0] : value;
 }
 
-function cookie(request: FastifyRequest, name: string): string | undefined {
-  const raw = header(request, 'cookie');
-  if (!raw) return undefined;
-  for (const part of raw.split(';')) {
-    const eq = part.indexOf('=');
-    if (eq > 0 && part.slice(0, eq).trim() === name) return decodeURIComponent(part.slice(eq + 1).trim());
-  }
-  return undefined;
-}
-
 /** The authenticated identity of a request inside a surface; the identity hook guarantees it is set. */
 export function authOf(request: FastifyRequest): AuthContext {
   if (!request.auth) throw new AppError('unauthorized');
   return request.auth;
+}
+
+const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/** The serialized origin of a URL (scheme, host, non-default port; lowercased), or 'null' when it has none. */
+function originOf(url: string): string {
+  try {
+    return new URL(url).origin.toLowerCase();
+  } catch {
+    return 'null';
+  }
+}
+
+/**
+ * CSRF (docs/accounts.md): a mutation authenticated by the session cookie, or one that sets the cookie, must carry an
+ * `Origin` (else `Referer`) equal to the request's own origin or an allowed one. A cookie-authenticated mutation
+ * with neither header is refused as well; bearer-token requests are never affected.
+ */
+function checkOrigin(request: FastifyRequest, allowed: readonly string[]): void {
+  if (!MUTATING.has(request.method)) return;
+  const bySession = request.auth?.kind === 'session';
+  if (!bySession && request.routeOptions.config?.setsSession !== true) return;
+  const presented = header(request, 'origin') ?? header(request, 'referer');
+  if (presented === undefined) {
+    if (bySession) throw new AppError('csrf_rejected', { message: 'A request made with the session cookie must carry an Origin header.' });
+    return;
+  }
+  const origin = originOf(presented);
+  if (origin === 'null' || (origin !== originOf(`${request.protocol}://${request.host}`) && !allowed.includes(origin))) {
+    throw new AppError('csrf_rejected');
+  }
+}
+
+/** Sessions that must change their password or have no organization reach only the account routes. */
+function checkSessionScope(auth: AuthContext | null, access: RouteAccess | undefined): void {
+  if (!auth?.session || access !== undefined) return;
+  if (auth.session.mustChangePassword) throw new AppError('password_change_required');
+  if (auth.tenantId === NO_ORGANIZATION) throw new AppError('no_organization');
 }
 
 /** Render errors of this encapsulated context in the surface's own shape. */
@@ -66,7 +110,9 @@ export async function registerSurface(app: FastifyInstance, options: SurfaceOpti
   });
   installErrorHandler(app);
 
+  const allowedOrigins = (options.allowedOrigins ?? []).map(originOf);
   app.addHook('onRequest', async (request) => {
+    const access = request.routeOptions.config?.access;
     const wait = options.authFailures.retryAfter(request.ip, Date.now());
     if (wait > 0) {
       throw new AppError('rate_limited', {
@@ -79,16 +125,24 @@ export async function registerSurface(app: FastifyInstance, options: SurfaceOpti
         surface: options.surface,
         authorization: header(request, 'authorization'),
         apiKeyHeader: options.acceptApiKeyHeader?.(request) ? header(request, 'x-api-key') : undefined,
-        sessionToken: cookie(request, 'svc_session'),
+        sessionToken: cookieOf(request, SESSION_COOKIE),
         localSocket: isLocalOperator(request.raw),
         appHeader: header(request, 'x-svc-app'),
         agentHeader: header(request, 'x-svc-agent'),
         subjectHeader: header(request, 'x-svc-subject'),
+        tenantHeader: header(request, 'x-svc-tenant'),
       });
     } catch (error) {
-      if (error instanceof AppError && error.code === 'unauthorized') options.authFailures.record(request.ip, Date.now());
-      throw error;
+      const unauthorized = error instanceof AppError && error.code === 'unauthorized';
+      if (!(unauthorized && access === 'public')) {
+        if (unauthorized) options.authFailures.record(request.ip, Date.now());
+        throw error;
+      }
+      // A public route runs without an identity; a stale cookie or a wrong token on it counts as none.
+      request.auth = null;
     }
+    checkOrigin(request, allowedOrigins);
+    checkSessionScope(request.auth, access);
   });
 
   await app.register(rateLimit, {

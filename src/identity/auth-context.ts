@@ -19,6 +19,25 @@ export type IdentityKind =
 
 export type KeyMode = 'observe' | 'optimize';
 
+/** A user's role in one organization (SPEC 2.1 org_members). */
+export type OrgRole = 'owner' | 'admin' | 'member';
+
+/**
+ * The tenant of a session whose user belongs to no organization any more: it matches no row, and the HTTP edge
+ * lets such a session reach only the account endpoints (docs/accounts.md).
+ */
+export const NO_ORGANIZATION = '';
+
+/** What a session adds to its identity (kind `session` only). */
+export interface SessionFacts {
+  /** The session's public id (`ses_...`). */
+  id: string;
+  /** The user's role in the resolved organization; null without one. */
+  orgRole: OrgRole | null;
+  /** A temporary password must be changed before anything but the account endpoints. */
+  mustChangePassword: boolean;
+}
+
 export interface AuthContext {
   kind: IdentityKind;
   tenantId: string;
@@ -41,6 +60,8 @@ export interface AuthContext {
   mode: KeyMode;
   keyId: string | null;
   userId: string | null;
+  /** Set for session identities only. */
+  session: SessionFacts | null;
 }
 
 /** What the audit log records about an actor: ids only, never tokens or hashes. */

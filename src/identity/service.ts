@@ -8,7 +8,7 @@
  *
  * Every refusal is the same `unauthorized` error, so a caller cannot tell a malformed header from a revoked key.
  */
-import { AppError, invalid } from '../core/errors.ts';
+import { AppError, invalid, notFound } from '../core/errors.ts';
 import { constantTimeEqual } from '../core/ids.ts';
 import type { KeysService } from '../keys/service.ts';
 import { DEFAULT_TENANT_ID } from '../tenants/defaults.ts';
@@ -30,9 +30,14 @@ export interface CredentialInput {
   appHeader: string | undefined;
   agentHeader: string | undefined;
   subjectHeader: string | undefined;
+  /**
+   * `X-Svc-Tenant` (management API only): lets a platform admin that is not a session (local operator, bootstrap
+   * token) act in another organization (docs/accounts.md). Anyone else sending it is refused.
+   */
+  tenantHeader?: string | undefined;
 }
 
-/** Resolves a session cookie to an identity; provided by the accounts area once it lands. */
+/** Resolves a session cookie to an identity (src/accounts/sessions.ts); null when the session is unknown or over. */
 export type SessionResolver = (token: string) => Promise<AuthContext | null>;
 
 export type AuthMode = 'open' | 'protected' | 'login';
@@ -47,9 +52,11 @@ export interface IdentityDeps {
   requireLogin: boolean;
   allowOpenGateway: boolean;
   keys: KeysService;
-  /** Number of user accounts; the first user switches svc into login mode. */
-  countUsers: () => Promise<number>;
+  /** Whether login mode started (the first user exists, recorded for good; docs/accounts.md). */
+  loginModeActive: () => Promise<boolean>;
   sessions?: SessionResolver;
+  /** Whether an organization exists (for `X-Svc-Tenant`). */
+  tenantExists?: (tenantId: string) => Promise<boolean>;
 }
 
 const unauthorized = () => new AppError('unauthorized');
@@ -68,7 +75,7 @@ function identityHeader(name: string, value: string | undefined): string | null 
 
 export function createIdentityService(deps: IdentityDeps): IdentityService {
   async function mode(): Promise<AuthMode> {
-    if (deps.requireLogin || (await deps.countUsers()) > 0) return 'login';
+    if (deps.requireLogin || (await deps.loginModeActive())) return 'login';
     return deps.bootstrapToken ? 'protected' : 'open';
   }
 
@@ -85,6 +92,7 @@ export function createIdentityService(deps: IdentityDeps): IdentityService {
       mode: 'optimize',
       keyId: null,
       userId: null,
+      session: null,
     };
   }
 
@@ -105,11 +113,51 @@ export function createIdentityService(deps: IdentityDeps): IdentityService {
         mode: key.mode,
         keyId: key.id,
         userId: null,
+        session: null,
       };
     }
     // SDKs insist on some API key; in open dev mode a placeholder that is not an svc key is treated as no
     // credential. A token shaped like an svc key that does not match (revoked, mistyped) is always refused.
     if (currentMode === 'open' && !deps.keys.looksLikeKey(token)) return operator('open', headers);
+    throw unauthorized();
+  }
+
+  /** Apply `X-Svc-Tenant`: only a platform admin that is not a session may pick the organization it acts in. */
+  async function withTenantOverride(auth: AuthContext, tenantHeader: string | undefined): Promise<AuthContext> {
+    const tenantId = identityHeader('X-Svc-Tenant', tenantHeader);
+    if (tenantId === null || tenantId === auth.tenantId) return auth;
+    if (!auth.platformAdmin || (auth.kind !== 'local' && auth.kind !== 'bootstrap')) {
+      throw new AppError('forbidden', {
+        message: 'X-Svc-Tenant is for platform operators; API keys are pinned to their tenant and sessions switch organizations with POST /api/v1/orgs/switch.',
+      });
+    }
+    if (!deps.tenantExists || !(await deps.tenantExists(tenantId))) throw notFound('Organization');
+    return { ...auth, tenantId };
+  }
+
+  async function credentialIdentity(input: CredentialInput, headers: Headers3): Promise<AuthContext> {
+    if (input.localSocket) return operator('local', headers);
+    const currentMode = await mode();
+
+    if (input.authorization !== undefined) {
+      const match = BEARER.exec(input.authorization);
+      if (!match) throw unauthorized();
+      return fromToken(match[1]!, headers, currentMode);
+    }
+    if (input.apiKeyHeader !== undefined) {
+      const token = input.apiKeyHeader.trim();
+      if (!token) throw unauthorized();
+      return fromToken(token, headers, currentMode);
+    }
+    if (input.sessionToken && input.surface === 'api' && deps.sessions) {
+      const session = await deps.sessions(input.sessionToken);
+      if (session) return { ...session, appId: headers.app, agent: headers.agent, subject: headers.subject };
+      if (currentMode !== 'open') throw unauthorized();
+    }
+    if (currentMode === 'open') return operator('open', headers);
+    if (input.surface === 'gateway' && deps.allowOpenGateway) {
+      return operator('open', headers, false);
+    }
     throw unauthorized();
   }
 
@@ -121,29 +169,8 @@ export function createIdentityService(deps: IdentityDeps): IdentityService {
         agent: identityHeader('X-Svc-Agent', input.agentHeader),
         subject: identityHeader('X-Svc-Subject', input.subjectHeader),
       };
-      if (input.localSocket) return operator('local', headers);
-      const currentMode = await mode();
-
-      if (input.authorization !== undefined) {
-        const match = BEARER.exec(input.authorization);
-        if (!match) throw unauthorized();
-        return fromToken(match[1]!, headers, currentMode);
-      }
-      if (input.apiKeyHeader !== undefined) {
-        const token = input.apiKeyHeader.trim();
-        if (!token) throw unauthorized();
-        return fromToken(token, headers, currentMode);
-      }
-      if (input.sessionToken && input.surface === 'api' && deps.sessions) {
-        const session = await deps.sessions(input.sessionToken);
-        if (session) return session;
-        if (currentMode !== 'open') throw unauthorized();
-      }
-      if (currentMode === 'open') return operator('open', headers);
-      if (input.surface === 'gateway' && deps.allowOpenGateway) {
-        return operator('open', headers, false);
-      }
-      throw unauthorized();
+      const auth = await credentialIdentity(input, headers);
+      return input.surface === 'api' ? withTenantOverride(auth, input.tenantHeader) : auth;
     },
   };
 }

@@ -3,6 +3,10 @@
  * entries, older than each tenant's window are deleted in small batches off the hot path. Each batch is its own
  * short write; the pass yields to the event loop between batches, so gateway traffic never waits behind a long
  * delete. Indexes `runs (tenant_id, created_at)` and `cache_entries (tenant_id, created_at)` serve the scans.
+ *
+ * The same pass purges the bulk data of deleted organizations (docs/accounts.md: deletion hands runs, traces,
+ * caches and rollups over to this purge, which resumes after a restart) and runs housekeeping tasks (expired
+ * sessions and one-time tokens, old rate-limit attempts).
  */
 import type { Clock } from '../core/clock.ts';
 
@@ -15,16 +19,25 @@ export interface RetentionDeps {
   retentionDays(tenantId: string): Promise<number>;
   pruneRuns(tenantId: string, cutoff: number, batch: number): Promise<number>;
   pruneCache(tenantId: string, cutoff: number, batch: number): Promise<number>;
+  /** Organizations deleted whose bulk data is still to be purged, and how to mark one done. */
+  pendingPurges?(): Promise<string[]>;
+  finishPurge?(tenantId: string): Promise<void>;
+  /** Batch deletions of expired housekeeping rows; each returns how many rows it deleted. */
+  housekeeping?: Array<(batch: number) => Promise<number>>;
 }
 
 export interface RetentionReport {
   runsDeleted: number;
   cacheEntriesDeleted: number;
+  /** Organizations whose purge finished in this pass. */
+  orgsPurged: number;
 }
 
 export interface RetentionService {
   /** One full pass over every tenant. */
   runOnce(): Promise<RetentionReport>;
+  /** Purge deleted organizations now (after a deletion); joins a pass already running instead of racing it. */
+  purgeDeleted(): Promise<void>;
   /** Start the periodic pass (first one after `initialDelayMs`); returns a stop function. */
   schedule(options: { intervalMs: number; initialDelayMs: number; onError?: (error: unknown) => void }): () => Promise<void>;
 }
@@ -41,11 +54,41 @@ async function drain(prune: (batch: number) => Promise<number>, stopped: () => b
   }
 }
 
+/** Older than anything: a deleted organization's runs and cache entries all go. */
+const EVERYTHING = Number.MAX_SAFE_INTEGER;
+
 export function createRetentionService(deps: RetentionDeps): RetentionService {
   let stopping = false;
+  let purging: Promise<void> | null = null;
+
+  async function purgeOnce(report: RetentionReport): Promise<void> {
+    for (const tenantId of (await deps.pendingPurges?.()) ?? []) {
+      if (stopping) return;
+      report.runsDeleted += await drain((batch) => deps.pruneRuns(tenantId, EVERYTHING, batch), () => stopping);
+      report.cacheEntriesDeleted += await drain((batch) => deps.pruneCache(tenantId, EVERYTHING, batch), () => stopping);
+      if (stopping) return;
+      await deps.finishPurge?.(tenantId);
+      report.orgsPurged += 1;
+    }
+  }
+
+  /** One purge at a time: a deletion during a pass waits for that pass's purge, then runs its own. */
+  function purge(report: RetentionReport): Promise<void> {
+    const run = (purging ?? Promise.resolve()).catch(() => {}).then(() => purgeOnce(report));
+    const tracked: Promise<void> = run.finally(() => {
+      if (purging === tracked) purging = null;
+    });
+    purging = tracked;
+    return tracked;
+  }
 
   async function runOnce(): Promise<RetentionReport> {
-    const report: RetentionReport = { runsDeleted: 0, cacheEntriesDeleted: 0 };
+    const report: RetentionReport = { runsDeleted: 0, cacheEntriesDeleted: 0, orgsPurged: 0 };
+    await purge(report);
+    for (const task of deps.housekeeping ?? []) {
+      if (stopping) break;
+      await drain(task, () => stopping);
+    }
     for (const tenantId of await deps.tenantIds()) {
       if (stopping) break;
       const days = await deps.retentionDays(tenantId);
@@ -58,6 +101,7 @@ export function createRetentionService(deps: RetentionDeps): RetentionService {
 
   return {
     runOnce,
+    purgeDeleted: () => purge({ runsDeleted: 0, cacheEntriesDeleted: 0, orgsPurged: 0 }),
     schedule({ intervalMs, initialDelayMs, onError }) {
       let timer: NodeJS.Timeout | null = null;
       let running: Promise<unknown> | null = null;
@@ -74,6 +118,7 @@ export function createRetentionService(deps: RetentionDeps): RetentionService {
         stopping = true;
         if (timer) clearTimeout(timer);
         await running;
+        await purging;
       };
     },
   };

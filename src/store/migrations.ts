@@ -234,4 +234,126 @@ export const MIGRATIONS: readonly Migration[] = [
       ${ROLLUP_BACKFILL_SQL}
     `,
   },
+  {
+    version: 4,
+    name: 'accounts: users, memberships, sessions, invitations, account tokens, address limits',
+    sql: `
+      -- Plans and trials (docs/accounts.md): the effective plan is derived, never stored.
+      ALTER TABLE tenants ADD COLUMN plan TEXT NOT NULL DEFAULT 'free';
+      ALTER TABLE tenants ADD COLUMN trial_plan TEXT;
+      ALTER TABLE tenants ADD COLUMN trial_started_at INTEGER;
+      ALTER TABLE tenants ADD COLUMN trial_ends_at INTEGER;
+      ALTER TABLE tenants ADD COLUMN onboarding_dismissed_at INTEGER;
+      CREATE TABLE users (
+        id TEXT PRIMARY KEY,
+        email TEXT NOT NULL UNIQUE,
+        name TEXT NOT NULL,
+        role TEXT NOT NULL CHECK (role IN ('admin', 'member')),
+        email_verified INTEGER NOT NULL DEFAULT 0,
+        must_change_password INTEGER NOT NULL DEFAULT 0,
+        password_hash TEXT NOT NULL,
+        password_changed_at INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+      );
+      CREATE TABLE org_members (
+        tenant_id TEXT NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+        user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        role TEXT NOT NULL CHECK (role IN ('owner', 'admin', 'member')),
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (tenant_id, user_id)
+      );
+      CREATE INDEX org_members_user ON org_members (user_id, created_at);
+      -- Only the sha256 of a session token is stored; id is the public handle (ses_...).
+      CREATE TABLE sessions (
+        id TEXT PRIMARY KEY,
+        token_hash TEXT NOT NULL UNIQUE,
+        user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        active_tenant_id TEXT,
+        created_at INTEGER NOT NULL,
+        last_seen_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+      );
+      CREATE INDEX sessions_user ON sessions (user_id);
+      CREATE INDEX sessions_expiry ON sessions (expires_at);
+      -- invited_by has no foreign key: deleting the inviter keeps the invitation and its evidence.
+      CREATE TABLE org_invites (
+        id TEXT PRIMARY KEY,
+        tenant_id TEXT NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+        email TEXT NOT NULL,
+        role TEXT NOT NULL CHECK (role IN ('owner', 'admin', 'member')),
+        token_hash TEXT NOT NULL UNIQUE,
+        invited_by TEXT,
+        status TEXT NOT NULL CHECK (status IN ('pending', 'accepted', 'revoked', 'expired')),
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        accepted_at INTEGER,
+        accepted_by TEXT,
+        revoked_at INTEGER
+      );
+      CREATE INDEX org_invites_tenant ON org_invites (tenant_id, status, created_at);
+      CREATE INDEX org_invites_email ON org_invites (tenant_id, email, status);
+      -- One-time e-mail verification and password-reset tokens, sha256 only.
+      CREATE TABLE account_tokens (
+        token_hash TEXT PRIMARY KEY,
+        kind TEXT NOT NULL CHECK (kind IN ('verify_email', 'password_reset')),
+        user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        email TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+      );
+      CREATE INDEX account_tokens_user ON account_tokens (user_id, kind, created_at);
+      -- Sliding-window limits shared by every process (SPEC 8): one row per counted attempt.
+      CREATE TABLE rate_events (
+        bucket TEXT NOT NULL,
+        key TEXT NOT NULL,
+        at INTEGER NOT NULL
+      );
+      CREATE INDEX rate_events_key ON rate_events (bucket, key, at);
+      CREATE INDEX rate_events_at ON rate_events (at);
+      -- Organizations deleted whose bulk data (runs, traces, caches, rollups) is still being purged in batches.
+      CREATE TABLE tenant_purges (
+        tenant_id TEXT PRIMARY KEY,
+        deleted_at INTEGER NOT NULL
+      );
+      -- An organization's small tables go with its row (ON DELETE CASCADE): api_keys and settings are rebuilt to
+      -- declare it (SQLite cannot alter a foreign key). Bulk run data is purged in batches instead (tenant_purges).
+      CREATE TABLE api_keys_v4 (
+        id TEXT PRIMARY KEY,
+        tenant_id TEXT NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        mode TEXT NOT NULL CHECK (mode IN ('observe', 'optimize')),
+        app_id TEXT,
+        admin INTEGER NOT NULL DEFAULT 0,
+        token_hash TEXT NOT NULL UNIQUE,
+        token_prefix TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        revoked_at INTEGER,
+        last_used_at INTEGER
+      );
+      INSERT INTO api_keys_v4 (id, tenant_id, name, mode, app_id, admin, token_hash, token_prefix, created_at, revoked_at, last_used_at)
+        SELECT id, tenant_id, name, mode, app_id, admin, token_hash, token_prefix, created_at, revoked_at, last_used_at FROM api_keys;
+      DROP TABLE api_keys;
+      ALTER TABLE api_keys_v4 RENAME TO api_keys;
+      CREATE INDEX api_keys_tenant ON api_keys (tenant_id, created_at);
+      CREATE TABLE settings_v4 (
+        tenant_id TEXT NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+        key TEXT NOT NULL,
+        value_json TEXT NOT NULL,
+        encrypted INTEGER NOT NULL DEFAULT 0,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (tenant_id, key)
+      );
+      INSERT INTO settings_v4 (tenant_id, key, value_json, encrypted, updated_at)
+        SELECT tenant_id, key, value_json, encrypted, updated_at FROM settings;
+      DROP TABLE settings;
+      ALTER TABLE settings_v4 RENAME TO settings;
+      -- Installation-wide facts, e.g. when login mode started (it never ends).
+      CREATE TABLE system_state (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL,
+        updated_at INTEGER NOT NULL
+      );
+    `,
+  },
 ];

@@ -63,14 +63,15 @@ test('src/store imports only src/core and itself', () => {
 
 test('services and repositories never import fastify or routes', () => {
   const bad = all.filter(
-    (i) => /\/(service|repo)\.ts$/.test(i.from) && (i.target === 'fastify' || i.target.startsWith('@fastify/') || /routes\.ts$/.test(i.target)),
+    (i) => /[/-](service|repo)\.ts$/.test(i.from) && (i.target === 'fastify' || i.target.startsWith('@fastify/') || /routes\.ts$/.test(i.target)),
   );
   assert.deepEqual(bad, []);
 });
 
 test("a service never imports another area's repository", () => {
   const bad = all.filter(
-    (i) => /^src\/[^/]+\/service\.ts$/.test(i.from) && /^src\/[^/]+\/repo\.ts$/.test(i.target) && area(i.from) !== area(i.target),
+    (i) =>
+      /^src\/[^/]+\/([a-z-]+-)?service\.ts$/.test(i.from) && /^src\/[^/]+\/([a-z-]+-)?repo\.ts$/.test(i.target) && area(i.from) !== area(i.target),
   );
   assert.deepEqual(bad, [], 'use the other area’s service (the composition root src/services.ts wires repositories)');
 });

@@ -1,0 +1,218 @@
+/**
+ * Invitations (SPEC 3, 4.5; docs/accounts.md "Invitations"). The raw token travels only in the e-mail: the inviter
+ * never sees it, since accepting it for a new address creates a verified account for that address. A failed
+ * delivery revokes the invitation, leaves deny evidence in the audit log and answers a retryable 503.
+ */
+import { AppError, notFound } from '../core/errors.ts';
+import { newId, newToken, sha256Hex } from '../core/ids.ts';
+import { EmailDeliveryError } from '../email/transport.ts';
+import { inviteEmail } from '../email/templates.ts';
+import { actorOf, NO_ORGANIZATION, type AuthContext } from '../identity/auth-context.ts';
+import { requireAccountAdmin, requireMayGrant } from './access.ts';
+import { normalizePassword } from './passwords.ts';
+import { describeIn, isTokenShaped, issueSession, type AccountsDeps, type Me } from './sessions-service.ts';
+import { effectiveStatus, normalizeEmail, type Invite, type InviteStatus, type OrgRole, type User } from './types.ts';
+
+export const INVITE_TTL_MS = 7 * 86_400_000;
+/** How long a client should wait before retrying a failed delivery. */
+const DELIVERY_RETRY_AFTER_S = 30;
+
+export interface InviteLookup {
+  valid: boolean;
+  status: InviteStatus | 'invalid';
+  orgName: string | null;
+  email: string | null;
+  role: OrgRole | null;
+  userExists: boolean;
+  expiresAt: number | null;
+}
+
+export interface InviteWithInviter {
+  invite: Invite;
+  inviter: User | null;
+}
+
+export interface InvitesService {
+  create(auth: AuthContext, input: { email: string; role?: OrgRole | undefined }): Promise<InviteWithInviter>;
+  list(auth: AuthContext, options: { status?: InviteStatus | undefined; limit: number; offset: number }): Promise<{ invites: InviteWithInviter[]; total: number }>;
+  revoke(auth: AuthContext, id: string): Promise<InviteWithInviter>;
+  lookup(token: string): Promise<InviteLookup>;
+  /**
+   * Accept: a new address needs `{name, password}` and is signed in with a new session; an existing account must be
+   * the signed-in caller, whose session moves to the organization. `token` is a new session token, if one was made.
+   */
+  accept(token: string, body: { name?: string | undefined; password?: string | undefined }, auth: AuthContext | null): Promise<{ me: Me; token: string | null }>;
+}
+
+function invalidToken(status: InviteStatus | 'invalid'): AppError {
+  const messages: Record<InviteStatus | 'invalid', string> = {
+    invalid: 'The invitation link is invalid.',
+    expired: 'The invitation has expired; ask for a new one.',
+    revoked: 'The invitation was revoked.',
+    accepted: 'The invitation was already accepted.',
+    pending: 'The invitation cannot be accepted.',
+  };
+  return new AppError('invalid_token', { message: messages[status], details: { status } });
+}
+
+export function createInvitesService(deps: AccountsDeps): InvitesService {
+  const { repo, clock, audit, hasher, mailer } = deps;
+
+  async function withInviter(invite: Invite): Promise<InviteWithInviter> {
+    return { invite: { ...invite, status: effectiveStatus(invite, clock.now()) }, inviter: invite.invitedBy ? await repo.findUser(invite.invitedBy) : null };
+  }
+
+  /** The invitation of a token with its status as of now; a pending one found expired is stored as such. */
+  async function byToken(token: string): Promise<{ invite: Invite; status: InviteStatus } | null> {
+    if (!isTokenShaped(token)) return null;
+    const invite = await repo.findInviteByToken(sha256Hex(token));
+    if (!invite) return null;
+    const status = effectiveStatus(invite, clock.now());
+    if (status === 'expired' && invite.status === 'pending') await repo.setInviteStatus(invite.id, 'expired', clock.now());
+    return { invite, status };
+  }
+
+  function requireOrg(auth: AuthContext): void {
+    if (auth.tenantId === NO_ORGANIZATION) throw new AppError('no_organization');
+  }
+
+  return {
+    async create(auth, input) {
+      requireOrg(auth);
+      requireAccountAdmin(auth);
+      const role = input.role ?? 'member';
+      requireMayGrant(auth, role);
+      const email = normalizeEmail(input.email);
+      const existing = await repo.findUserByEmail(email);
+      if (existing && (await repo.roleIn(auth.tenantId, existing.id)) !== null) throw new AppError('already_member');
+      const org = await repo.findOrg(auth.tenantId);
+      if (!org) throw notFound('Organization');
+
+      const now = clock.now();
+      const token = newToken();
+      const invite: Invite = {
+        id: newId('inv'),
+        tenantId: auth.tenantId,
+        email,
+        role,
+        invitedBy: auth.userId,
+        status: 'pending',
+        createdAt: now,
+        expiresAt: now + INVITE_TTL_MS,
+        acceptedAt: null,
+        acceptedBy: null,
+        revokedAt: null,
+      };
+      await repo.createInvite(invite, sha256Hex(token));
+      const inviter = auth.userId ? await repo.findUser(auth.userId) : null;
+      const acceptUrl = `${deps.linkBaseUrl}/accept-invite?token=${token}`;
+      try {
+        await mailer.send({ to: email, ...inviteEmail({ orgName: org.name, inviterName: inviter?.name ?? null, role, acceptUrl, expiresAt: invite.expiresAt }) });
+      } catch (error) {
+        if (!(error instanceof EmailDeliveryError)) throw error;
+        deps.log.warn(`invitation e-mail to ${email} failed`, error);
+        await Promise.all([
+          repo.setInviteStatus(invite.id, 'revoked', clock.now()),
+          audit.record(auth, 'invite.create', {
+            decision: 'deny',
+            target: invite.id,
+            details: { email, role, reason: 'delivery_failed' },
+          }),
+        ]);
+        throw new AppError('email_delivery_failed', { headers: { 'retry-after': String(DELIVERY_RETRY_AFTER_S) } });
+      }
+      await audit.record(auth, 'invite.create', { target: invite.id, details: { email, role } });
+      return { invite, inviter };
+    },
+
+    async list(auth, options) {
+      requireOrg(auth);
+      requireAccountAdmin(auth);
+      const { invites, total } = await repo.listInvites(auth.tenantId, { ...options, now: clock.now() });
+      return { invites: await Promise.all(invites.map(withInviter)), total };
+    },
+
+    async revoke(auth, id) {
+      requireOrg(auth);
+      requireAccountAdmin(auth);
+      const invite = await repo.findInvite(auth.tenantId, id);
+      if (!invite) throw notFound('Invitation');
+      const status = effectiveStatus(invite, clock.now());
+      if (status !== 'pending') throw new AppError('conflict', { message: `The invitation is already ${status}.`, details: { status } });
+      await Promise.all([
+        repo.setInviteStatus(id, 'revoked', clock.now()),
+        audit.record(auth, 'invite.revoke', { target: id, details: { email: invite.email } }),
+      ]);
+      return withInviter((await repo.findInvite(auth.tenantId, id))!);
+    },
+
+    async lookup(token) {
+      const found = await byToken(token);
+      if (!found) return { valid: false, status: 'invalid', orgName: null, email: null, role: null, userExists: false, expiresAt: null };
+      const { invite, status } = found;
+      const [org, user] = await Promise.all([repo.findOrg(invite.tenantId), repo.findUserByEmail(invite.email)]);
+      return {
+        valid: status === 'pending',
+        status,
+        orgName: org?.name ?? null,
+        email: invite.email,
+        role: invite.role,
+        userExists: user !== null,
+        expiresAt: invite.expiresAt,
+      };
+    },
+
+    async accept(token, body, auth) {
+      const found = await byToken(token);
+      if (!found) throw invalidToken('invalid');
+      if (found.status !== 'pending') throw invalidToken(found.status);
+      const { invite } = found;
+      const now = clock.now();
+      const existing = await repo.findUserByEmail(invite.email);
+
+      if (existing) {
+        // Only the signed-in account itself may accept: nothing in the body is read, so this is no password oracle.
+        if (auth?.kind !== 'session' || auth.userId !== existing.id || !auth.session) throw new AppError('sign_in_required');
+        const outcome = await repo.acceptInvite({ invite, now, user: { existing: existing.id }, session: { switch: auth.session.id } });
+        if (outcome !== 'accepted') throw invalidToken('invalid');
+        await audit.recordAs(actorOf(auth), invite.tenantId, 'invite.accept', { target: invite.id, details: { email: invite.email, role: invite.role, userId: existing.id } });
+        return { me: await describeIn(repo, existing, invite.tenantId), token: null };
+      }
+
+      if (body.name === undefined || body.password === undefined) {
+        throw new AppError('invalid_request', { message: 'A new account needs name and password.', details: { param: body.name === undefined ? 'name' : 'password' } });
+      }
+      const name = body.name.trim();
+      if (name.length < 1 || name.length > 100) throw new AppError('invalid_request', { message: 'name must be 1 to 100 characters', details: { param: 'name' } });
+      const password = normalizePassword(body.password);
+      const user: User = {
+        id: newId('usr'),
+        email: invite.email,
+        name,
+        role: 'member',
+        // The e-mailed link proved the address.
+        emailVerified: true,
+        mustChangePassword: false,
+        passwordHash: await hasher.hash(password),
+        passwordChangedAt: now,
+        createdAt: now,
+        updatedAt: now,
+      };
+      const issued = issueSession(clock, user.id, invite.tenantId);
+      const outcome = await repo.acceptInvite({
+        invite,
+        now,
+        user: { create: user },
+        session: { create: issued.session, tokenHash: issued.tokenHash },
+      });
+      if (outcome === 'email_taken') throw new AppError('email_taken', { message: 'An account with this address now exists; sign in to accept.' });
+      if (outcome !== 'accepted') throw invalidToken('invalid');
+      const actor = { kind: 'user', userId: user.id };
+      await Promise.all([
+        audit.recordAs(actor, invite.tenantId, 'user.signup', { target: user.id, details: { email: user.email, via: 'invite' } }),
+        audit.recordAs(actor, invite.tenantId, 'invite.accept', { target: invite.id, details: { email: invite.email, role: invite.role, userId: user.id } }),
+      ]);
+      return { me: await describeIn(repo, user, invite.tenantId), token: issued.token };
+    },
+  };
+}

@@ -1,0 +1,753 @@
+/**
+ * The accounts tables (migration 4): users, organizations (the `tenants` table), memberships, sessions,
+ * invitations, one-time account tokens, and the installation's login-mode flag.
+ *
+ * Every operation that touches several rows is one method running in one write, so it is atomic, and the checks
+ * that guard it (the last owner, an invitation still pending, an e-mail still free) run inside that same write: the
+ * store applies writes one at a time, so two concurrent requests cannot both pass a check that only one may pass.
+ * Only sha256 hashes of tokens (sessions, invitations, verification, reset) are stored or looked up.
+ */
+import type { Sql } from '../store/sql.ts';
+import type { Store } from '../store/store.ts';
+import { DEFAULT_TENANT_ID, DEFAULT_TENANT_NAME } from '../tenants/defaults.ts';
+import {
+  ORG_ROLE_RANK,
+  type AccountToken,
+  type AccountTokenKind,
+  type Invite,
+  type InviteStatus,
+  type Member,
+  type Membership,
+  type Org,
+  type OrgRole,
+  type PlatformRole,
+  type Session,
+  type User,
+} from './types.ts';
+
+// ---------------------------------------------------------------------------------------------------------------
+// Rows
+
+interface UserRow {
+  id: string;
+  email: string;
+  name: string;
+  role: PlatformRole;
+  email_verified: number;
+  must_change_password: number;
+  password_hash: string;
+  password_changed_at: number;
+  created_at: number;
+  updated_at: number;
+}
+
+interface OrgRow {
+  id: string;
+  name: string;
+  created_at: number;
+  plan: string;
+  trial_plan: string | null;
+  trial_started_at: number | null;
+  trial_ends_at: number | null;
+  onboarding_dismissed_at: number | null;
+}
+
+interface SessionRow {
+  id: string;
+  user_id: string;
+  active_tenant_id: string | null;
+  created_at: number;
+  last_seen_at: number;
+  expires_at: number;
+}
+
+interface InviteRow {
+  id: string;
+  tenant_id: string;
+  email: string;
+  role: OrgRole;
+  invited_by: string | null;
+  status: InviteStatus;
+  created_at: number;
+  expires_at: number;
+  accepted_at: number | null;
+  accepted_by: string | null;
+  revoked_at: number | null;
+}
+
+interface TokenRow {
+  token_hash: string;
+  kind: AccountTokenKind;
+  user_id: string;
+  email: string;
+  created_at: number;
+  expires_at: number;
+}
+
+const userOf = (r: UserRow): User => ({
+  id: r.id,
+  email: r.email,
+  name: r.name,
+  role: r.role,
+  emailVerified: r.email_verified === 1,
+  mustChangePassword: r.must_change_password === 1,
+  passwordHash: r.password_hash,
+  passwordChangedAt: r.password_changed_at,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+const orgOf = (r: OrgRow): Org => ({
+  id: r.id,
+  name: r.name,
+  createdAt: r.created_at,
+  plan: r.plan,
+  trial:
+    r.trial_plan !== null && r.trial_started_at !== null && r.trial_ends_at !== null
+      ? { plan: r.trial_plan, startedAt: r.trial_started_at, endsAt: r.trial_ends_at }
+      : null,
+  onboardingDismissedAt: r.onboarding_dismissed_at,
+});
+
+const sessionOf = (r: SessionRow): Session => ({
+  id: r.id,
+  userId: r.user_id,
+  activeTenantId: r.active_tenant_id,
+  createdAt: r.created_at,
+  lastSeenAt: r.last_seen_at,
+  expiresAt: r.expires_at,
+});
+
+const inviteOf = (r: InviteRow): Invite => ({
+  id: r.id,
+  tenantId: r.tenant_id,
+  email: r.email,
+  role: r.role,
+  invitedBy: r.invited_by,
+  status: r.status,
+  createdAt: r.created_at,
+  expiresAt: r.expires_at,
+  acceptedAt: r.accepted_at,
+  acceptedBy: r.accepted_by,
+  revokedAt: r.revoked_at,
+});
+
+const tokenOf = (r: TokenRow): AccountToken => ({
+  tokenHash: r.token_hash,
+  kind: r.kind,
+  userId: r.user_id,
+  email: r.email,
+  createdAt: r.created_at,
+  expiresAt: r.expires_at,
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// Statements shared by several operations (synchronous, inside a read or write)
+
+const LOGIN_MODE_KEY = 'login_mode_since';
+
+function insertUser(sql: Sql, user: User): void {
+  sql.run(
+    `INSERT INTO users (id, email, name, role, email_verified, must_change_password, password_hash, password_changed_at,
+       created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    [
+      user.id,
+      user.email,
+      user.name,
+      user.role,
+      user.emailVerified ? 1 : 0,
+      user.mustChangePassword ? 1 : 0,
+      user.passwordHash,
+      user.passwordChangedAt,
+      user.createdAt,
+      user.updatedAt,
+    ],
+  );
+  // The first user switches the installation into login mode for good (docs/accounts.md).
+  sql.run('INSERT OR IGNORE INTO system_state (key, value, updated_at) VALUES (?, ?, ?)', [
+    LOGIN_MODE_KEY,
+    String(user.createdAt),
+    user.createdAt,
+  ]);
+}
+
+function userById(sql: Sql, id: string): User | null {
+  const row = sql.get<UserRow>('SELECT * FROM users WHERE id = ?', [id]);
+  return row ? userOf(row) : null;
+}
+
+function userByEmail(sql: Sql, email: string): User | null {
+  const row = sql.get<UserRow>('SELECT * FROM users WHERE email = ?', [email]);
+  return row ? userOf(row) : null;
+}
+
+function insertOrg(sql: Sql, org: Org): void {
+  sql.run(
+    `INSERT INTO tenants (id, name, created_at, plan, trial_plan, trial_started_at, trial_ends_at, onboarding_dismissed_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    [
+      org.id,
+      org.name,
+      org.createdAt,
+      org.plan,
+      org.trial?.plan ?? null,
+      org.trial?.startedAt ?? null,
+      org.trial?.endsAt ?? null,
+      org.onboardingDismissedAt,
+    ],
+  );
+}
+
+function roleIn(sql: Sql, tenantId: string, userId: string): OrgRole | null {
+  return sql.get<{ role: OrgRole }>('SELECT role FROM org_members WHERE tenant_id = ? AND user_id = ?', [tenantId, userId])?.role ?? null;
+}
+
+/** Add a membership; a user already a member keeps the higher of the two roles. */
+function addMember(sql: Sql, tenantId: string, userId: string, role: OrgRole, now: number): void {
+  const current = roleIn(sql, tenantId, userId);
+  if (current === null) {
+    sql.run('INSERT INTO org_members (tenant_id, user_id, role, created_at) VALUES (?, ?, ?, ?)', [tenantId, userId, role, now]);
+  } else if (ORG_ROLE_RANK[role] > ORG_ROLE_RANK[current]) {
+    sql.run('UPDATE org_members SET role = ? WHERE tenant_id = ? AND user_id = ?', [role, tenantId, userId]);
+  }
+}
+
+function otherOwners(sql: Sql, tenantId: string, userId: string): number {
+  return (
+    sql.get<{ n: number }>("SELECT COUNT(*) AS n FROM org_members WHERE tenant_id = ? AND role = 'owner' AND user_id != ?", [
+      tenantId,
+      userId,
+    ])?.n ?? 0
+  );
+}
+
+/** Organizations the user is the only owner of (they would be left without one). */
+function soleOwnerships(sql: Sql, userId: string): string[] {
+  return sql
+    .all<{ tenant_id: string }>(
+      `SELECT m.tenant_id FROM org_members m WHERE m.user_id = ? AND m.role = 'owner'
+         AND NOT EXISTS (SELECT 1 FROM org_members o WHERE o.tenant_id = m.tenant_id AND o.role = 'owner' AND o.user_id != m.user_id)`,
+      [userId],
+    )
+    .map((r) => r.tenant_id);
+}
+
+function insertSession(sql: Sql, session: Session, tokenHash: string): void {
+  sql.run(
+    `INSERT INTO sessions (id, token_hash, user_id, active_tenant_id, created_at, last_seen_at, expires_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    [session.id, tokenHash, session.userId, session.activeTenantId, session.createdAt, session.lastSeenAt, session.expiresAt],
+  );
+}
+
+function insertToken(sql: Sql, token: AccountToken): void {
+  sql.run('INSERT INTO account_tokens (token_hash, kind, user_id, email, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)', [
+    token.tokenHash,
+    token.kind,
+    token.userId,
+    token.email,
+    token.createdAt,
+    token.expiresAt,
+  ]);
+}
+
+/** Delete a token and return it when it is of `kind`, unexpired, and still names the user's current address. */
+function consumeToken(sql: Sql, tokenHash: string, kind: AccountTokenKind, now: number): { token: AccountToken; user: User } | null {
+  const row = sql.get<TokenRow>('SELECT * FROM account_tokens WHERE token_hash = ? AND kind = ?', [tokenHash, kind]);
+  if (!row) return null;
+  sql.run('DELETE FROM account_tokens WHERE token_hash = ?', [tokenHash]);
+  const user = userById(sql, row.user_id);
+  if (row.expires_at <= now || !user || user.email !== row.email) return null;
+  return { token: tokenOf(row), user };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The repository
+
+export type RemoveMemberOutcome = 'removed' | 'not_member' | 'last_owner';
+export type DeleteUserOutcome = 'deleted' | 'not_found' | { lastOwnerOf: string[] };
+
+export interface AcceptInviteInput {
+  invite: Invite;
+  now: number;
+  /** A new account to create (acceptance by a new address), or the existing user accepting. */
+  user: { create: User } | { existing: string };
+  /** Sign-in: a new session (new account), or the accepting user's current session to switch. */
+  session: { create: Session; tokenHash: string } | { switch: string };
+}
+
+export interface AccountsRepository {
+  /** When login mode started (the first user), or null: still open/protected mode. */
+  loginModeSince(): Promise<number | null>;
+
+  findUser(id: string): Promise<User | null>;
+  findUserByEmail(email: string): Promise<User | null>;
+  /** Users, oldest first; with `tenantId`, only members of that organization. `orgRole` is relative to `roleIn`. */
+  listUsers(options: { tenantId: string | null; roleIn: string; email?: string; limit: number; offset: number }): Promise<{
+    users: Array<{ user: User; orgRole: OrgRole | null }>;
+    total: number;
+  }>;
+  /** Create a user, optionally with a membership; false when the e-mail is taken. */
+  createUser(user: User, membership: { tenantId: string; role: OrgRole } | null): Promise<boolean>;
+  updateUser(id: string, patch: { name?: string; role?: PlatformRole; emailVerified?: boolean }, now: number): Promise<User | null>;
+  deleteUser(id: string): Promise<DeleteUserOutcome>;
+  /**
+   * Set a user's password. Ends every session of the user; when `session` is given it is created in the same
+   * write (a password change keeps its caller signed in on a fresh token).
+   */
+  setPassword(
+    userId: string,
+    change: { hash: string; mustChangePassword: boolean; now: number; session?: { create: Session; tokenHash: string } },
+  ): Promise<void>;
+  /** Replace a password hash after a successful login with weaker parameters (sessions stay). */
+  rehashPassword(userId: string, hash: string): Promise<void>;
+
+  membershipsOf(userId: string): Promise<Membership[]>;
+  roleIn(tenantId: string, userId: string): Promise<OrgRole | null>;
+  /** Add a membership; a user already a member keeps the higher of the two roles. */
+  addMember(tenantId: string, userId: string, role: OrgRole, now: number): Promise<void>;
+  members(tenantId: string): Promise<Member[]>;
+  /** Change a member's role; refuses to demote the last owner. */
+  setMemberRole(tenantId: string, userId: string, role: OrgRole): Promise<'changed' | 'not_member' | 'last_owner'>;
+  /** Remove a membership and end every session of the user, unless they are the last owner. */
+  removeMember(tenantId: string, userId: string): Promise<RemoveMemberOutcome>;
+
+  ensureDefaultOrg(now: number): Promise<void>;
+  findOrg(id: string): Promise<Org | null>;
+  listOrgs(page: { limit: number; offset: number }): Promise<{ orgs: Org[]; total: number }>;
+  listOrgsOf(userId: string, page: { limit: number; offset: number }): Promise<{ orgs: Array<{ org: Org; role: OrgRole }>; total: number }>;
+  orgIds(): Promise<string[]>;
+  /** Create an organization with its owner; `activateFor` makes it that session's active organization. */
+  createOrg(org: Org, owner: string, activateFor?: string): Promise<void>;
+  renameOrg(id: string, name: string): Promise<Org | null>;
+  dismissOnboarding(id: string, now: number): Promise<void>;
+  /**
+   * Delete an organization: its row, and with it (ON DELETE CASCADE) memberships, invitations, API keys and
+   * settings; queue its bulk data for the background purge; point sessions that had it active nowhere.
+   */
+  deleteOrg(id: string, now: number): Promise<boolean>;
+  /** Organizations deleted whose bulk data is still being purged. */
+  pendingPurges(): Promise<string[]>;
+  finishPurge(tenantId: string): Promise<void>;
+  /** Whether any owner of the organization has a verified e-mail address. */
+  ownerVerified(tenantId: string): Promise<boolean>;
+
+  createSession(session: Session, tokenHash: string): Promise<void>;
+  /** The session of a token hash with its user, expired ones included (the caller decides). */
+  findSession(tokenHash: string): Promise<{ session: Session; user: User } | null>;
+  /** Record use and, if it changed, the active organization; joins the next commit without waiting for it. */
+  touchSession(id: string, change: { seen?: { at: number; expiresAt: number }; activeTenantId?: string | null }): void;
+  setActiveOrg(sessionId: string, tenantId: string): Promise<void>;
+  deleteSession(id: string): Promise<void>;
+
+  /** Create a pending invitation, revoking any other pending one for the same address in the organization. */
+  createInvite(invite: Invite, tokenHash: string): Promise<void>;
+  findInvite(tenantId: string, id: string): Promise<Invite | null>;
+  findInviteByToken(tokenHash: string): Promise<Invite | null>;
+  listInvites(tenantId: string, options: { status?: InviteStatus; now: number; limit: number; offset: number }): Promise<{ invites: Invite[]; total: number }>;
+  pendingInviteCount(tenantId: string, now: number): Promise<number>;
+  setInviteStatus(id: string, status: 'revoked' | 'expired', now: number): Promise<void>;
+  /**
+   * Accept an invitation: re-checks it is pending and unexpired and, for a new account, that the address is still
+   * free, all inside the write. Returns the reason when it is no longer acceptable.
+   */
+  acceptInvite(input: AcceptInviteInput): Promise<'accepted' | 'not_pending' | 'email_taken'>;
+
+  /** Create a user with their own new organization, owner membership, optional verification token and a session. */
+  signup(input: { user: User; org: Org; verification: AccountToken | null; session: Session; sessionTokenHash: string }): Promise<boolean>;
+  createToken(token: AccountToken): Promise<void>;
+  deleteToken(tokenHash: string): Promise<void>;
+  /** Delete the user's other tokens of a kind (a new verification replaces the older ones). */
+  deleteOtherTokens(userId: string, kind: AccountTokenKind, keepHash: string): Promise<void>;
+  /** Consume a verification token and mark the address verified; null when unknown, used, expired or stale. */
+  verifyEmail(tokenHash: string, now: number): Promise<User | null>;
+  /**
+   * Consume a reset token: set the password, clear mustChangePassword, delete every reset token and every session
+   * of the user. Null when unknown, used or expired.
+   */
+  resetPassword(tokenHash: string, passwordHash: string, now: number): Promise<User | null>;
+  /** Housekeeping: delete expired sessions and tokens. */
+  pruneExpired(now: number, batch: number): Promise<number>;
+}
+
+export function createAccountsRepository(store: Store): AccountsRepository {
+  return {
+    loginModeSince: () =>
+      store.read((sql) => {
+        const row = sql.get<{ value: string }>('SELECT value FROM system_state WHERE key = ?', [LOGIN_MODE_KEY]);
+        return row ? Number(row.value) : null;
+      }),
+
+    // ----- users
+
+    findUser: (id) => store.read((sql) => userById(sql, id)),
+    findUserByEmail: (email) => store.read((sql) => userByEmail(sql, email)),
+
+    listUsers: ({ tenantId, roleIn: relativeTo, email, limit, offset }) =>
+      store.read((sql) => {
+        const where: string[] = [];
+        const params: Array<string | number> = [relativeTo];
+        if (tenantId !== null) {
+          where.push('EXISTS (SELECT 1 FROM org_members s WHERE s.user_id = u.id AND s.tenant_id = ?)');
+          params.push(tenantId);
+        }
+        if (email !== undefined) {
+          where.push('u.email = ?');
+          params.push(email);
+        }
+        const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
+        const total = sql.get<{ n: number }>(`SELECT COUNT(*) AS n FROM users u ${clause}`, params.slice(1))?.n ?? 0;
+        const rows = sql.all<UserRow & { org_role: OrgRole | null }>(
+          `SELECT u.*, m.role AS org_role FROM users u
+             LEFT JOIN org_members m ON m.user_id = u.id AND m.tenant_id = ?
+           ${clause} ORDER BY u.created_at, u.id LIMIT ? OFFSET ?`,
+          [...params, limit, offset],
+        );
+        return { users: rows.map((r) => ({ user: userOf(r), orgRole: r.org_role })), total };
+      }),
+
+    createUser: (user, membership) =>
+      store.write((sql) => {
+        if (userByEmail(sql, user.email)) return false;
+        insertUser(sql, user);
+        if (membership) addMember(sql, membership.tenantId, user.id, membership.role, user.createdAt);
+        return true;
+      }),
+
+    updateUser: (id, patch, now) =>
+      store.write((sql) => {
+        const sets: string[] = [];
+        const params: Array<string | number> = [];
+        if (patch.name !== undefined) (sets.push('name = ?'), params.push(patch.name));
+        if (patch.role !== undefined) (sets.push('role = ?'), params.push(patch.role));
+        if (patch.emailVerified !== undefined) (sets.push('email_verified = ?'), params.push(patch.emailVerified ? 1 : 0));
+        if (sets.length) sql.run(`UPDATE users SET ${sets.join(', ')}, updated_at = ? WHERE id = ?`, [...params, now, id]);
+        return userById(sql, id);
+      }),
+
+    deleteUser: (id) =>
+      store.write((sql): DeleteUserOutcome => {
+        if (!userById(sql, id)) return 'not_found';
+        const sole = soleOwnerships(sql, id);
+        if (sole.length) return { lastOwnerOf: sole };
+        // Sessions, memberships and tokens go with the row (ON DELETE CASCADE).
+        sql.run('DELETE FROM users WHERE id = ?', [id]);
+        return 'deleted';
+      }),
+
+    setPassword: (userId, change) =>
+      store.write((sql) => {
+        sql.run(
+          'UPDATE users SET password_hash = ?, must_change_password = ?, password_changed_at = ?, updated_at = ? WHERE id = ?',
+          [change.hash, change.mustChangePassword ? 1 : 0, change.now, change.now, userId],
+        );
+        sql.run('DELETE FROM sessions WHERE user_id = ?', [userId]);
+        if (change.session) insertSession(sql, change.session.create, change.session.tokenHash);
+      }),
+
+    rehashPassword: async (userId, hash) => {
+      await store.write((sql) => sql.run('UPDATE users SET password_hash = ? WHERE id = ?', [hash, userId]));
+    },
+
+    // ----- memberships
+
+    membershipsOf: (userId) =>
+      store.read((sql) =>
+        sql
+          .all<{ tenant_id: string; name: string; role: OrgRole; created_at: number }>(
+            `SELECT m.tenant_id, t.name, m.role, m.created_at FROM org_members m JOIN tenants t ON t.id = m.tenant_id
+             WHERE m.user_id = ? ORDER BY m.created_at, m.rowid`,
+            [userId],
+          )
+          .map((r) => ({ tenantId: r.tenant_id, orgName: r.name, userId, role: r.role, createdAt: r.created_at })),
+      ),
+
+    roleIn: (tenantId, userId) => store.read((sql) => roleIn(sql, tenantId, userId)),
+
+    addMember: async (tenantId, userId, role, now) => {
+      await store.write((sql) => addMember(sql, tenantId, userId, role, now));
+    },
+
+    members: (tenantId) =>
+      store.read((sql) =>
+        sql
+          .all<UserRow & { org_role: OrgRole; joined_at: number }>(
+            `SELECT u.*, m.role AS org_role, m.created_at AS joined_at FROM org_members m JOIN users u ON u.id = m.user_id
+             WHERE m.tenant_id = ? ORDER BY m.created_at, m.rowid`,
+            [tenantId],
+          )
+          .map((r) => ({ user: userOf(r), role: r.org_role, joinedAt: r.joined_at })),
+      ),
+
+    setMemberRole: (tenantId, userId, role) =>
+      store.write((sql) => {
+        const current = roleIn(sql, tenantId, userId);
+        if (current === null) return 'not_member';
+        if (current === 'owner' && role !== 'owner' && otherOwners(sql, tenantId, userId) === 0) return 'last_owner';
+        sql.run('UPDATE org_members SET role = ? WHERE tenant_id = ? AND user_id = ?', [role, tenantId, userId]);
+        return 'changed';
+      }),
+
+    removeMember: (tenantId, userId) =>
+      store.write((sql): RemoveMemberOutcome => {
+        const current = roleIn(sql, tenantId, userId);
+        if (current === null) return 'not_member';
+        if (current === 'owner' && otherOwners(sql, tenantId, userId) === 0) return 'last_owner';
+        sql.run('DELETE FROM org_members WHERE tenant_id = ? AND user_id = ?', [tenantId, userId]);
+        sql.run('DELETE FROM sessions WHERE user_id = ?', [userId]);
+        return 'removed';
+      }),
+
+    // ----- organizations
+
+    ensureDefaultOrg: async (now) => {
+      await store.write((sql) =>
+        sql.run('INSERT OR IGNORE INTO tenants (id, name, created_at) VALUES (?, ?, ?)', [DEFAULT_TENANT_ID, DEFAULT_TENANT_NAME, now]),
+      );
+    },
+
+    findOrg: (id) =>
+      store.read((sql) => {
+        const row = sql.get<OrgRow>('SELECT * FROM tenants WHERE id = ?', [id]);
+        return row ? orgOf(row) : null;
+      }),
+
+    listOrgs: ({ limit, offset }) =>
+      store.read((sql) => ({
+        orgs: sql.all<OrgRow>('SELECT * FROM tenants ORDER BY created_at, id LIMIT ? OFFSET ?', [limit, offset]).map(orgOf),
+        total: sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM tenants')?.n ?? 0,
+      })),
+
+    listOrgsOf: (userId, { limit, offset }) =>
+      store.read((sql) => ({
+        orgs: sql
+          .all<OrgRow & { member_role: OrgRole }>(
+            `SELECT t.*, m.role AS member_role FROM org_members m JOIN tenants t ON t.id = m.tenant_id
+             WHERE m.user_id = ? ORDER BY m.created_at, m.rowid LIMIT ? OFFSET ?`,
+            [userId, limit, offset],
+          )
+          .map((r) => ({ org: orgOf(r), role: r.member_role })),
+        total: sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM org_members WHERE user_id = ?', [userId])?.n ?? 0,
+      })),
+
+    orgIds: () => store.read((sql) => sql.all<{ id: string }>('SELECT id FROM tenants ORDER BY id').map((r) => r.id)),
+
+    createOrg: (org, owner, activateFor) =>
+      store.write((sql) => {
+        insertOrg(sql, org);
+        addMember(sql, org.id, owner, 'owner', org.createdAt);
+        if (activateFor) sql.run('UPDATE sessions SET active_tenant_id = ? WHERE id = ?', [org.id, activateFor]);
+      }),
+
+    renameOrg: (id, name) =>
+      store.write((sql) => {
+        sql.run('UPDATE tenants SET name = ? WHERE id = ?', [name, id]);
+        const row = sql.get<OrgRow>('SELECT * FROM tenants WHERE id = ?', [id]);
+        return row ? orgOf(row) : null;
+      }),
+
+    dismissOnboarding: async (id, now) => {
+      await store.write((sql) => sql.run('UPDATE tenants SET onboarding_dismissed_at = COALESCE(onboarding_dismissed_at, ?) WHERE id = ?', [now, id]));
+    },
+
+    deleteOrg: (id, now) =>
+      store.write((sql) => {
+        if (id === DEFAULT_TENANT_ID) return false;
+        sql.run('UPDATE sessions SET active_tenant_id = NULL WHERE active_tenant_id = ?', [id]);
+        const deleted = sql.run('DELETE FROM tenants WHERE id = ?', [id]).changes > 0;
+        if (deleted) sql.run('INSERT OR IGNORE INTO tenant_purges (tenant_id, deleted_at) VALUES (?, ?)', [id, now]);
+        return deleted;
+      }),
+
+    pendingPurges: () =>
+      store.read((sql) => sql.all<{ tenant_id: string }>('SELECT tenant_id FROM tenant_purges ORDER BY deleted_at').map((r) => r.tenant_id)),
+
+    finishPurge: async (tenantId) => {
+      await store.write((sql) => sql.run('DELETE FROM tenant_purges WHERE tenant_id = ?', [tenantId]));
+    },
+
+    ownerVerified: (tenantId) =>
+      store.read(
+        (sql) =>
+          sql.get(
+            `SELECT 1 AS ok FROM org_members m JOIN users u ON u.id = m.user_id
+             WHERE m.tenant_id = ? AND m.role = 'owner' AND u.email_verified = 1 LIMIT 1`,
+            [tenantId],
+          ) !== undefined,
+      ),
+
+    // ----- sessions
+
+    createSession: async (session, tokenHash) => {
+      await store.write((sql) => insertSession(sql, session, tokenHash));
+    },
+
+    findSession: (tokenHash) =>
+      store.read((sql) => {
+        const row = sql.get<SessionRow>('SELECT * FROM sessions WHERE token_hash = ?', [tokenHash]);
+        if (!row) return null;
+        const user = userById(sql, row.user_id);
+        return user ? { session: sessionOf(row), user } : null;
+      }),
+
+    touchSession(id, change) {
+      store.writeDeferred((sql) => {
+        if (change.seen) sql.run('UPDATE sessions SET last_seen_at = ?, expires_at = ? WHERE id = ?', [change.seen.at, change.seen.expiresAt, id]);
+        if (change.activeTenantId !== undefined) sql.run('UPDATE sessions SET active_tenant_id = ? WHERE id = ?', [change.activeTenantId, id]);
+      });
+    },
+
+    setActiveOrg: async (sessionId, tenantId) => {
+      await store.write((sql) => sql.run('UPDATE sessions SET active_tenant_id = ? WHERE id = ?', [tenantId, sessionId]));
+    },
+
+    deleteSession: async (id) => {
+      await store.write((sql) => sql.run('DELETE FROM sessions WHERE id = ?', [id]));
+    },
+
+    // ----- invitations
+
+    createInvite: async (invite, tokenHash) => {
+      await store.write((sql) => {
+        sql.run(
+          "UPDATE org_invites SET status = 'revoked', revoked_at = ? WHERE tenant_id = ? AND email = ? AND status = 'pending'",
+          [invite.createdAt, invite.tenantId, invite.email],
+        );
+        sql.run(
+          `INSERT INTO org_invites (id, tenant_id, email, role, token_hash, invited_by, status, created_at, expires_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          [invite.id, invite.tenantId, invite.email, invite.role, tokenHash, invite.invitedBy, invite.status, invite.createdAt, invite.expiresAt],
+        );
+      });
+    },
+
+    findInvite: (tenantId, id) =>
+      store.read((sql) => {
+        const row = sql.get<InviteRow>('SELECT * FROM org_invites WHERE tenant_id = ? AND id = ?', [tenantId, id]);
+        return row ? inviteOf(row) : null;
+      }),
+
+    findInviteByToken: (tokenHash) =>
+      store.read((sql) => {
+        const row = sql.get<InviteRow>('SELECT * FROM org_invites WHERE token_hash = ?', [tokenHash]);
+        return row ? inviteOf(row) : null;
+      }),
+
+    listInvites: (tenantId, { status, now, limit, offset }) =>
+      store.read((sql) => {
+        // Status as read: a stored `pending` past its expiry is `expired` (types.ts effectiveStatus).
+        const filters: Record<InviteStatus, string> = {
+          pending: "status = 'pending' AND expires_at > ?",
+          expired: "(status = 'expired' OR (status = 'pending' AND expires_at <= ?))",
+          accepted: "status = 'accepted' AND ? IS NOT NULL",
+          revoked: "status = 'revoked' AND ? IS NOT NULL",
+        };
+        const clause = status ? `tenant_id = ? AND ${filters[status]}` : 'tenant_id = ? AND ? IS NOT NULL';
+        const params = [tenantId, now];
+        return {
+          invites: sql
+            .all<InviteRow>(`SELECT * FROM org_invites WHERE ${clause} ORDER BY created_at DESC, id LIMIT ? OFFSET ?`, [...params, limit, offset])
+            .map(inviteOf),
+          total: sql.get<{ n: number }>(`SELECT COUNT(*) AS n FROM org_invites WHERE ${clause}`, params)?.n ?? 0,
+        };
+      }),
+
+    pendingInviteCount: (tenantId, now) =>
+      store.read(
+        (sql) =>
+          sql.get<{ n: number }>("SELECT COUNT(*) AS n FROM org_invites WHERE tenant_id = ? AND status = 'pending' AND expires_at > ?", [
+            tenantId,
+            now,
+          ])?.n ?? 0,
+      ),
+
+    setInviteStatus: async (id, status, now) => {
+      await store.write((sql) =>
+        sql.run(`UPDATE org_invites SET status = ?, revoked_at = CASE WHEN ? = 'revoked' THEN ? ELSE revoked_at END WHERE id = ? AND status = 'pending'`, [
+          status,
+          status,
+          now,
+          id,
+        ]),
+      );
+    },
+
+    acceptInvite: ({ invite, now, user, session }) =>
+      store.write((sql) => {
+        const current = sql.get<InviteRow>('SELECT * FROM org_invites WHERE id = ?', [invite.id]);
+        if (!current || current.status !== 'pending' || current.expires_at <= now) return 'not_pending';
+        let userId: string;
+        if ('create' in user) {
+          if (userByEmail(sql, user.create.email)) return 'email_taken';
+          insertUser(sql, user.create);
+          userId = user.create.id;
+        } else {
+          userId = user.existing;
+        }
+        addMember(sql, invite.tenantId, userId, invite.role, now);
+        sql.run("UPDATE org_invites SET status = 'accepted', accepted_at = ?, accepted_by = ? WHERE id = ?", [now, userId, invite.id]);
+        if ('create' in session) insertSession(sql, session.create, session.tokenHash);
+        else sql.run('UPDATE sessions SET active_tenant_id = ? WHERE id = ?', [invite.tenantId, session.switch]);
+        return 'accepted';
+      }),
+
+    // ----- signup, tokens
+
+    signup: ({ user, org, verification, session, sessionTokenHash }) =>
+      store.write((sql) => {
+        if (userByEmail(sql, user.email)) return false;
+        insertUser(sql, user);
+        insertOrg(sql, org);
+        addMember(sql, org.id, user.id, 'owner', user.createdAt);
+        if (verification) insertToken(sql, verification);
+        insertSession(sql, session, sessionTokenHash);
+        return true;
+      }),
+
+    createToken: async (token) => {
+      await store.write((sql) => insertToken(sql, token));
+    },
+
+    deleteToken: async (tokenHash) => {
+      await store.write((sql) => sql.run('DELETE FROM account_tokens WHERE token_hash = ?', [tokenHash]));
+    },
+
+    deleteOtherTokens: async (userId, kind, keepHash) => {
+      await store.write((sql) =>
+        sql.run('DELETE FROM account_tokens WHERE user_id = ? AND kind = ? AND token_hash != ?', [userId, kind, keepHash]),
+      );
+    },
+
+    verifyEmail: (tokenHash, now) =>
+      store.write((sql) => {
+        const consumed = consumeToken(sql, tokenHash, 'verify_email', now);
+        if (!consumed) return null;
+        sql.run('UPDATE users SET email_verified = 1, updated_at = ? WHERE id = ?', [now, consumed.user.id]);
+        return userById(sql, consumed.user.id);
+      }),
+
+    resetPassword: (tokenHash, passwordHash, now) =>
+      store.write((sql) => {
+        const consumed = consumeToken(sql, tokenHash, 'password_reset', now);
+        if (!consumed) return null;
+        const userId = consumed.user.id;
+        sql.run(
+          'UPDATE users SET password_hash = ?, must_change_password = 0, password_changed_at = ?, updated_at = ? WHERE id = ?',
+          [passwordHash, now, now, userId],
+        );
+        sql.run("DELETE FROM account_tokens WHERE user_id = ? AND kind = 'password_reset'", [userId]);
+        sql.run('DELETE FROM sessions WHERE user_id = ?', [userId]);
+        return userById(sql, userId);
+      }),
+
+    pruneExpired: (now, batch) =>
+      store.write((sql) => {
+        const sessions = sql.run('DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE expires_at <= ? LIMIT ?)', [now, batch]).changes;
+        const tokens = sql.run(
+          'DELETE FROM account_tokens WHERE token_hash IN (SELECT token_hash FROM account_tokens WHERE expires_at <= ? LIMIT ?)',
+          [now, batch],
+        ).changes;
+        return sessions + tokens;
+      }),
+  };
+}

@@ -1,0 +1,249 @@
+/**
+ * Sessions (SPEC 4.4, 5.2; docs/accounts.md "Sessions and the cookie"): login, logout, `me`, password change, and
+ * the resolution of a session cookie into an identity on every request.
+ *
+ * Resolution rechecks access each time: the user must still exist, the session must be unexpired, and the tenant is
+ * the active organization only while the user is still a member of it, else their first membership (the session is
+ * moved there). So a removed member's stale cookie, or one pointing at a deleted organization, never keeps access.
+ */
+import type { Clock } from '../core/clock.ts';
+import { AppError } from '../core/errors.ts';
+import { newId, newToken, sha256Hex } from '../core/ids.ts';
+import type { AuditService } from '../audit/service.ts';
+import { NO_ORGANIZATION, type AuthContext } from '../identity/auth-context.ts';
+import type { LimitsService } from '../limits/service.ts';
+import type { Mailer } from '../email/transport.ts';
+import { requireSession } from './access.ts';
+import { normalizePassword, type PasswordHasher } from './passwords.ts';
+import type { AccountsRepository } from './repo.ts';
+import { normalizeEmail, type Membership, type Session, type User } from './types.ts';
+
+const DAY = 86_400_000;
+/** A session ends this long after login whatever happens (docs/accounts.md). */
+export const SESSION_MAX_AGE_MS = 30 * DAY;
+/** ... or after this long unused. */
+export const SESSION_IDLE_MS = 7 * DAY;
+/** `last seen` is written at most this often. */
+const TOUCH_INTERVAL_MS = 10 * 60_000;
+
+/** Tokens are 32 random bytes, base64url: anything else is not worth a lookup. */
+const TOKEN_SHAPE = /^[A-Za-z0-9_-]{43}$/;
+
+export function isTokenShaped(token: string): boolean {
+  return TOKEN_SHAPE.test(token);
+}
+
+export interface AccountsLog {
+  warn(message: string, error?: unknown): void;
+}
+
+/** Everything the account services share; built once in src/services.ts. */
+export interface AccountsDeps {
+  repo: AccountsRepository;
+  hasher: PasswordHasher;
+  clock: Clock;
+  audit: AuditService;
+  limits: LimitsService;
+  mailer: Mailer;
+  log: AccountsLog;
+  /** Base of e-mailed links, from configuration only. */
+  linkBaseUrl: string;
+  allowPublicSignup: boolean;
+}
+
+/** What `GET /api/v1/auth/me` and every sign-in answer describe. */
+export interface Me {
+  user: User;
+  org: { id: string; name: string; role: Membership['role'] } | null;
+  admin: boolean;
+  platformAdmin: boolean;
+}
+
+/** A new session and the raw token for its cookie (shown once, stored hashed). */
+export interface IssuedSession {
+  session: Session;
+  token: string;
+  tokenHash: string;
+}
+
+export function issueSession(clock: Clock, userId: string, activeTenantId: string | null): IssuedSession {
+  const now = clock.now();
+  const token = newToken();
+  return {
+    token,
+    tokenHash: sha256Hex(token),
+    session: {
+      id: newId('ses'),
+      userId,
+      activeTenantId,
+      createdAt: now,
+      lastSeenAt: now,
+      expiresAt: now + Math.min(SESSION_MAX_AGE_MS, SESSION_IDLE_MS),
+    },
+  };
+}
+
+/** `me` for a user acting in an organization (or none). */
+export function describe(user: User, membership: Membership | null): Me {
+  const platformAdmin = user.role === 'admin';
+  return {
+    user,
+    org: membership ? { id: membership.tenantId, name: membership.orgName, role: membership.role } : null,
+    admin: platformAdmin || membership?.role === 'owner' || membership?.role === 'admin',
+    platformAdmin,
+  };
+}
+
+/** `me` of a user in a given organization (their first membership when it is not one of theirs). */
+export async function describeIn(repo: AccountsRepository, user: User, tenantId: string | null): Promise<Me> {
+  const memberships = await repo.membershipsOf(user.id);
+  return describe(user, memberships.find((m) => m.tenantId === tenantId) ?? memberships[0] ?? null);
+}
+
+/**
+ * Record an account-level event (verification, password reset or change) in every organization the user belongs
+ * to, so each organization's admins see what happened to their member (docs/accounts.md).
+ */
+export async function auditAccountEvent(
+  deps: Pick<AccountsDeps, 'repo' | 'audit'>,
+  user: User,
+  action: string,
+  actor: Record<string, string>,
+  details: Record<string, unknown> = {},
+): Promise<void> {
+  const memberships = await deps.repo.membershipsOf(user.id);
+  await Promise.all(memberships.map((m) => deps.audit.recordAs(actor, m.tenantId, action, { target: user.id, details })));
+}
+
+export interface SessionsService {
+  /** The identity of a session token, or null (unknown, expired, user gone). */
+  resolve(token: string): Promise<AuthContext | null>;
+  login(credentials: { email: string; password: string }, client: { address: string }): Promise<{ me: Me; token: string }>;
+  logout(token: string | undefined): Promise<void>;
+  me(auth: AuthContext): Promise<Me>;
+  /** Change the caller's password; every other session ends and the caller's is rotated to a new token. */
+  changePassword(auth: AuthContext, change: { current: string; next: string }): Promise<{ me: Me; token: string }>;
+}
+
+export function createSessionsService(deps: AccountsDeps): SessionsService {
+  const { repo, hasher, clock, limits } = deps;
+
+  async function resolve(token: string): Promise<AuthContext | null> {
+    if (!isTokenShaped(token)) return null;
+    const found = await repo.findSession(sha256Hex(token));
+    if (!found) return null;
+    const { session, user } = found;
+    const now = clock.now();
+    if (session.expiresAt <= now) return null;
+
+    const memberships = await repo.membershipsOf(user.id);
+    const current = memberships.find((m) => m.tenantId === session.activeTenantId) ?? memberships[0] ?? null;
+    const change: Parameters<AccountsRepository['touchSession']>[1] = {};
+    if ((current?.tenantId ?? null) !== session.activeTenantId) change.activeTenantId = current?.tenantId ?? null;
+    if (now - session.lastSeenAt >= TOUCH_INTERVAL_MS) {
+      change.seen = { at: now, expiresAt: Math.min(session.createdAt + SESSION_MAX_AGE_MS, now + SESSION_IDLE_MS) };
+    }
+    if (change.activeTenantId !== undefined || change.seen) repo.touchSession(session.id, change);
+
+    const me = describe(user, current);
+    return {
+      kind: 'session',
+      tenantId: current?.tenantId ?? NO_ORGANIZATION,
+      admin: me.admin,
+      tenantWide: true,
+      platformAdmin: me.platformAdmin,
+      appId: null,
+      agent: null,
+      subject: null,
+      mode: 'optimize',
+      keyId: null,
+      userId: user.id,
+      session: { id: session.id, orgRole: current?.role ?? null, mustChangePassword: user.mustChangePassword },
+    };
+  }
+
+  /**
+   * Check a password in the same time whether or not the account exists, and count failures per address so
+   * guessing one account's password is bounded too (the key is hashed: unknown addresses are not stored).
+   */
+  async function checkPassword(email: string, password: string): Promise<User | null> {
+    const failureKey = sha256Hex(`login:${email}`);
+    await limits.check('loginFailures', failureKey);
+    const user = await repo.findUserByEmail(email);
+    let candidate: string | null = null;
+    try {
+      candidate = normalizePassword(password);
+    } catch {
+      candidate = null; // out of the password rules: cannot match, but costs the same time below
+    }
+    let ok = false;
+    if (user && candidate !== null) {
+      const verdict = await hasher.verify(candidate, user.passwordHash);
+      ok = verdict.ok;
+      if (verdict.needsRehash) await repo.rehashPassword(user.id, await hasher.hash(candidate));
+    } else {
+      await hasher.verifyDummy(password);
+    }
+    if (!ok) {
+      await limits.record('loginFailures', failureKey);
+      return null;
+    }
+    return user;
+  }
+
+  return {
+    resolve,
+
+    async login(credentials, client) {
+      await limits.take('login', client.address);
+      const user = await checkPassword(normalizeEmail(credentials.email), credentials.password);
+      if (!user) throw new AppError('invalid_credentials');
+      const memberships = await repo.membershipsOf(user.id);
+      const first = memberships[0] ?? null;
+      const issued = issueSession(clock, user.id, first?.tenantId ?? null);
+      await repo.createSession(issued.session, issued.tokenHash);
+      return { me: describe(user, first), token: issued.token };
+    },
+
+    async logout(token) {
+      if (!token || !isTokenShaped(token)) return;
+      const found = await repo.findSession(sha256Hex(token));
+      if (found) await repo.deleteSession(found.session.id);
+    },
+
+    async me(auth) {
+      requireSession(auth);
+      const user = await repo.findUser(auth.userId);
+      if (!user) throw new AppError('unauthorized');
+      return describeIn(repo, user, auth.tenantId);
+    },
+
+    async changePassword(auth, change) {
+      requireSession(auth);
+      const user = await repo.findUser(auth.userId);
+      if (!user) throw new AppError('unauthorized');
+      const failureKey = sha256Hex(`login:${user.email}`);
+      await limits.check('loginFailures', failureKey);
+      const next = normalizePassword(change.next, 'new');
+      const verdict = await hasher.verify(change.current.normalize('NFKC'), user.passwordHash);
+      if (!verdict.ok) {
+        await limits.record('loginFailures', failureKey);
+        throw new AppError('wrong_password');
+      }
+      if (next === change.current.normalize('NFKC')) {
+        throw new AppError('invalid_request', { message: 'The new password must differ from the current one.', details: { param: 'new' } });
+      }
+      const issued = issueSession(clock, user.id, auth.tenantId === NO_ORGANIZATION ? null : auth.tenantId);
+      const now = clock.now();
+      await repo.setPassword(user.id, {
+        hash: await hasher.hash(next),
+        mustChangePassword: false,
+        now,
+        session: { create: issued.session, tokenHash: issued.tokenHash },
+      });
+      await auditAccountEvent(deps, user, 'user.password_change', { kind: 'session', userId: user.id });
+      const updated = (await repo.findUser(user.id))!;
+      return { me: await describeIn(repo, updated, auth.tenantId), token: issued.token };
+    },
+  };
+}

@@ -1,0 +1,196 @@
+/**
+ * Admin user management (SPEC 4.4; docs/accounts.md "Users") and the bootstrap admin (SPEC 5.2).
+ *
+ * Every self-signup is the owner of its own organization, so an organization owner or admin reaches only the users
+ * of their active organization who belong to no other one; creating or raising a platform admin, and touching users
+ * of other organizations, is for platform admins (src/accounts/access.ts).
+ */
+import { randomBytes } from 'node:crypto';
+import { AppError, invalid, notFound } from '../core/errors.ts';
+import { newId } from '../core/ids.ts';
+import type { AuthContext } from '../identity/auth-context.ts';
+import { DEFAULT_TENANT_ID } from '../tenants/defaults.ts';
+import { requireAccountAdmin, requireMayGrant, requireReach } from './access.ts';
+import { normalizePassword } from './passwords.ts';
+import type { AccountsDeps } from './sessions-service.ts';
+import { normalizeEmail, type Membership, type OrgRole, type PlatformRole, type User } from './types.ts';
+
+export interface UserListing {
+  user: User;
+  /** The user's role in the caller's organization. */
+  orgRole: OrgRole | null;
+  /** Every membership, for platform admins only. */
+  memberships: Membership[] | null;
+}
+
+export interface CreateUserInput {
+  email: string;
+  name?: string | undefined;
+  role?: PlatformRole | undefined;
+  orgRole?: OrgRole | undefined;
+  tempPassword?: string | undefined;
+}
+
+export interface UsersService {
+  list(auth: AuthContext, options: { email?: string | undefined; limit: number; offset: number }): Promise<{ users: UserListing[]; total: number }>;
+  create(auth: AuthContext, input: CreateUserInput): Promise<{ user: UserListing; tempPassword: string }>;
+  update(auth: AuthContext, id: string, patch: { name?: string | undefined; role?: PlatformRole | undefined }): Promise<UserListing>;
+  delete(auth: AuthContext, id: string): Promise<void>;
+  resetPassword(auth: AuthContext, id: string): Promise<{ user: UserListing; tempPassword: string }>;
+  /** SPEC 5.2: create or raise the bootstrap admin, owner of the default organization; never resets a password. */
+  ensureBootstrapAdmin(admin: { email: string; password: string }): Promise<User>;
+}
+
+/** A temporary password an admin hands over: 20 characters of base64url (120 random bits). */
+export function generateTempPassword(): string {
+  return randomBytes(15).toString('base64url');
+}
+
+/** The name of a user created without one: the local part of the address. */
+function defaultName(email: string): string {
+  return email.slice(0, email.indexOf('@')) || email;
+}
+
+export function createUsersService(deps: AccountsDeps): UsersService {
+  const { repo, hasher, clock, audit } = deps;
+
+  async function listing(auth: AuthContext, user: User): Promise<UserListing> {
+    const memberships = await repo.membershipsOf(user.id);
+    return {
+      user,
+      orgRole: memberships.find((m) => m.tenantId === auth.tenantId)?.role ?? null,
+      memberships: auth.platformAdmin ? memberships : null,
+    };
+  }
+
+  /** The target user as the caller may see it: platform admins see everyone, others members of their organization. */
+  async function visibleUser(auth: AuthContext, id: string): Promise<{ user: User; memberships: Membership[] }> {
+    const user = await repo.findUser(id);
+    if (!user) throw notFound('User');
+    const memberships = await repo.membershipsOf(user.id);
+    if (!auth.platformAdmin && !memberships.some((m) => m.tenantId === auth.tenantId)) throw notFound('User');
+    return { user, memberships };
+  }
+
+  return {
+    async list(auth, { email, limit, offset }) {
+      requireAccountAdmin(auth);
+      const result = await repo.listUsers({
+        tenantId: auth.platformAdmin ? null : auth.tenantId,
+        roleIn: auth.tenantId,
+        ...(email !== undefined ? { email: normalizeEmail(email) } : {}),
+        limit,
+        offset,
+      });
+      const users = await Promise.all(
+        result.users.map(async ({ user, orgRole }) => ({
+          user,
+          orgRole,
+          memberships: auth.platformAdmin ? await repo.membershipsOf(user.id) : null,
+        })),
+      );
+      return { users, total: result.total };
+    },
+
+    async create(auth, input) {
+      requireAccountAdmin(auth);
+      const role = input.role ?? 'member';
+      const orgRole = input.orgRole ?? 'member';
+      if (role === 'admin' && !auth.platformAdmin) {
+        throw new AppError('platform_admin_required', { message: 'Only a platform admin may create a platform admin.' });
+      }
+      requireMayGrant(auth, orgRole);
+      const email = normalizeEmail(input.email);
+      const tempPassword = normalizePassword(input.tempPassword ?? generateTempPassword(), 'tempPassword');
+      const now = clock.now();
+      const user: User = {
+        id: newId('usr'),
+        email,
+        name: input.name?.trim() || defaultName(email),
+        role,
+        emailVerified: false,
+        mustChangePassword: true,
+        passwordHash: await hasher.hash(tempPassword),
+        passwordChangedAt: now,
+        createdAt: now,
+        updatedAt: now,
+      };
+      if (!(await repo.createUser(user, { tenantId: auth.tenantId, role: orgRole }))) {
+        throw new AppError('email_taken', { message: 'An account with this e-mail address already exists; invite it instead.' });
+      }
+      await audit.record(auth, 'user.create', { target: user.id, details: { email, role, orgRole } });
+      return { user: await listing(auth, user), tempPassword };
+    },
+
+    async update(auth, id, patch) {
+      const self = auth.kind === 'session' && auth.userId === id;
+      if (!auth.platformAdmin && !(self && patch.role === undefined)) {
+        if (patch.role !== undefined) throw new AppError('platform_admin_required', { message: 'Only a platform admin may change a platform role.' });
+        throw new AppError('forbidden', { message: 'Only a platform admin or the user themself may change a name.' });
+      }
+      const { user } = await visibleUser(auth, id);
+      if (patch.role !== undefined && self && user.role === 'admin' && patch.role !== 'admin') {
+        throw invalid('A platform admin cannot demote themself; another platform admin can.');
+      }
+      const updated = await repo.updateUser(id, { ...(patch.name !== undefined ? { name: patch.name.trim() } : {}), ...(patch.role !== undefined ? { role: patch.role } : {}) }, clock.now());
+      if (!updated) throw notFound('User');
+      await audit.record(auth, 'user.update', { target: id, details: { ...(patch.name !== undefined ? { name: updated.name } : {}), ...(patch.role !== undefined ? { from: user.role, role: patch.role } : {}) } });
+      return listing(auth, updated);
+    },
+
+    async delete(auth, id) {
+      requireAccountAdmin(auth);
+      const { user, memberships } = await visibleUser(auth, id);
+      if (auth.userId === id) throw invalid('You cannot delete your own account.');
+      requireReach(auth, user, memberships);
+      const outcome = await repo.deleteUser(id);
+      if (outcome === 'not_found') throw notFound('User');
+      if (outcome !== 'deleted') {
+        throw new AppError('last_owner', {
+          message: 'The user is the last owner of an organization; transfer ownership or delete the organization first.',
+          details: { orgIds: outcome.lastOwnerOf },
+        });
+      }
+      await audit.record(auth, 'user.delete', { target: id, details: { email: user.email } });
+    },
+
+    async resetPassword(auth, id) {
+      requireAccountAdmin(auth);
+      const { user, memberships } = await visibleUser(auth, id);
+      requireReach(auth, user, memberships);
+      const tempPassword = generateTempPassword();
+      await repo.setPassword(id, { hash: await hasher.hash(tempPassword), mustChangePassword: true, now: clock.now() });
+      await audit.record(auth, 'user.reset_password', { target: id, details: { email: user.email } });
+      return { user: await listing(auth, (await repo.findUser(id))!), tempPassword };
+    },
+
+    async ensureBootstrapAdmin(admin) {
+      const email = normalizeEmail(admin.email);
+      const now = clock.now();
+      let user = await repo.findUserByEmail(email);
+      if (!user) {
+        const password = normalizePassword(admin.password, 'SVC_ADMIN_PASSWORD');
+        const created: User = {
+          id: newId('usr'),
+          email,
+          name: defaultName(email),
+          role: 'admin',
+          emailVerified: true,
+          mustChangePassword: false,
+          passwordHash: await hasher.hash(password),
+          passwordChangedAt: now,
+          createdAt: now,
+          updatedAt: now,
+        };
+        // A concurrent start (another process on the same database) may have created it a moment ago.
+        if (await repo.createUser(created, { tenantId: DEFAULT_TENANT_ID, role: 'owner' })) return created;
+        user = (await repo.findUserByEmail(email))!;
+      }
+      if (user.role !== 'admin' || !user.emailVerified) {
+        user = (await repo.updateUser(user.id, { role: 'admin', emailVerified: true }, now))!;
+      }
+      await repo.addMember(DEFAULT_TENANT_ID, user.id, 'owner', now);
+      return user;
+    },
+  };
+}

@@ -1,0 +1,38 @@
+/**
+ * The `svc_session` cookie (docs/accounts.md): HttpOnly, SameSite=Lax, Path=/, Max-Age of the longest session
+ * lifetime, Secure when the request came over HTTPS (directly or through a trusted proxy, SPEC 5.4).
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+
+export const SESSION_COOKIE = 'svc_session';
+const MAX_AGE_S = 30 * 86_400;
+
+function attributes(request: FastifyRequest, maxAge: number): string {
+  return `Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAge}${request.protocol === 'https' ? '; Secure' : ''}`;
+}
+
+export function setSessionCookie(request: FastifyRequest, reply: FastifyReply, token: string): void {
+  reply.header('set-cookie', `${SESSION_COOKIE}=${token}; ${attributes(request, MAX_AGE_S)}`);
+  reply.header('cache-control', 'no-store');
+}
+
+export function clearSessionCookie(request: FastifyRequest, reply: FastifyReply): void {
+  reply.header('set-cookie', `${SESSION_COOKIE}=; ${attributes(request, 0)}`);
+}
+
+/** The value of one cookie of the request, if present. */
+export function cookieOf(request: FastifyRequest, name: string): string | undefined {
+  const raw = request.headers.cookie;
+  if (!raw) return undefined;
+  for (const part of raw.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) {
+      try {
+        return decodeURIComponent(part.slice(eq + 1).trim());
+      } catch {
+        return undefined; // malformed percent-encoding: no usable cookie
+      }
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,66 @@
+/**
+ * Attempt counters in the data file (SPEC 8: the per-address limits are shared by every API process). One row per
+ * counted attempt; a sliding window counts the rows newer than `now - window`. Checking and recording happen in one
+ * write, so two processes (or two concurrent requests) cannot both take the last slot.
+ */
+import type { Store } from '../store/store.ts';
+
+export interface Window {
+  limit: number;
+  windowMs: number;
+}
+
+export interface Verdict {
+  allowed: boolean;
+  /** When refused: how long until the oldest counted attempt leaves the window. */
+  retryAfterMs: number;
+}
+
+export interface RateEventsRepository {
+  /** Record an attempt unless the window is full. */
+  take(bucket: string, key: string, window: Window, now: number): Promise<Verdict>;
+  /** Whether the window is full, recording nothing. */
+  peek(bucket: string, key: string, window: Window, now: number): Promise<Verdict>;
+  /** Record an attempt unconditionally (e.g. a failure counted after the fact). */
+  record(bucket: string, key: string, now: number): Promise<void>;
+  /** Delete attempts older than `before`; returns how many. */
+  prune(before: number, batch: number): Promise<number>;
+}
+
+interface WindowRow {
+  n: number;
+  oldest: number | null;
+}
+
+const COUNT_SQL = 'SELECT COUNT(*) AS n, MIN(at) AS oldest FROM rate_events WHERE bucket = ? AND key = ? AND at > ?';
+const INSERT_SQL = 'INSERT INTO rate_events (bucket, key, at) VALUES (?, ?, ?)';
+
+function verdictOf(row: WindowRow | undefined, window: Window, now: number): Verdict {
+  const n = row?.n ?? 0;
+  if (n < window.limit) return { allowed: true, retryAfterMs: 0 };
+  return { allowed: false, retryAfterMs: Math.max(1, (row?.oldest ?? now) + window.windowMs - now) };
+}
+
+export function createRateEventsRepository(store: Store): RateEventsRepository {
+  return {
+    take(bucket, key, window, now) {
+      return store.write((sql) => {
+        const verdict = verdictOf(sql.get<WindowRow>(COUNT_SQL, [bucket, key, now - window.windowMs]), window, now);
+        if (verdict.allowed) sql.run(INSERT_SQL, [bucket, key, now]);
+        return verdict;
+      });
+    },
+    peek(bucket, key, window, now) {
+      return store.read((sql) => verdictOf(sql.get<WindowRow>(COUNT_SQL, [bucket, key, now - window.windowMs]), window, now));
+    },
+    async record(bucket, key, now) {
+      await store.write((sql) => sql.run(INSERT_SQL, [bucket, key, now]));
+    },
+    prune(before, batch) {
+      return store.write(
+        (sql) =>
+          sql.run('DELETE FROM rate_events WHERE rowid IN (SELECT rowid FROM rate_events WHERE at < ? LIMIT ?)', [before, batch]).changes,
+      );
+    },
+  };
+}

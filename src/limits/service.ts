@@ -1,0 +1,63 @@
+/**
+ * The per-address and per-account limits of the account endpoints (SPEC 8, docs/accounts.md "Per-address limits"),
+ * on top of the standard `/api/v1/*` limiter. Keys are client addresses as SPEC 5.4 resolves them (forwarded
+ * headers only from a trusted proxy), e-mail addresses (hashed, so unknown addresses are not stored in the clear)
+ * or user ids. Over a limit: 429 `rate_limited` with `retry-after`.
+ */
+import type { Clock } from '../core/clock.ts';
+import { AppError } from '../core/errors.ts';
+import type { RateEventsRepository, Window } from './repo.ts';
+
+const MINUTE = 60_000;
+
+export const LIMITS = {
+  /** SPEC 8: 5 attempts per minute per caller address, request and confirm together. */
+  passwordReset: { limit: 5, windowMs: MINUTE },
+  login: { limit: 20, windowMs: MINUTE },
+  /** Failed logins per e-mail address, counted for unknown addresses too (so the limit reveals nothing). */
+  loginFailures: { limit: 10, windowMs: 15 * MINUTE },
+  signup: { limit: 5, windowMs: 10 * MINUTE },
+  inviteCreate: { limit: 30, windowMs: 10 * MINUTE },
+  /** Invitation lookup and acceptance. */
+  inviteAccept: { limit: 20, windowMs: MINUTE },
+  /** SPEC 8: 3 verification deliveries per user per 15 minutes. */
+  verificationResend: { limit: 3, windowMs: 15 * MINUTE },
+} as const satisfies Record<string, Window>;
+
+export type LimitName = keyof typeof LIMITS;
+
+export interface LimitsService {
+  /** Count one attempt, or throw 429 when the window is already full. */
+  take(name: LimitName, key: string): Promise<void>;
+  /** Throw 429 when the window is full, counting nothing. */
+  check(name: LimitName, key: string): Promise<void>;
+  /** Count one attempt after the fact (a failed login). */
+  record(name: LimitName, key: string): Promise<void>;
+  /** Remove attempts older than the longest window (housekeeping). */
+  prune(batch: number): Promise<number>;
+}
+
+function refusal(retryAfterMs: number): AppError {
+  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  return new AppError('rate_limited', {
+    message: `Too many attempts. Retry after ${seconds} s.`,
+    headers: { 'retry-after': String(seconds) },
+  });
+}
+
+export function createLimitsService(deps: { repo: RateEventsRepository; clock: Clock }): LimitsService {
+  const { repo, clock } = deps;
+  const longest = Math.max(...Object.values(LIMITS).map((w) => w.windowMs));
+  return {
+    async take(name, key) {
+      const verdict = await repo.take(name, key, LIMITS[name], clock.now());
+      if (!verdict.allowed) throw refusal(verdict.retryAfterMs);
+    },
+    async check(name, key) {
+      const verdict = await repo.peek(name, key, LIMITS[name], clock.now());
+      if (!verdict.allowed) throw refusal(verdict.retryAfterMs);
+    },
+    record: (name, key) => repo.record(name, key, clock.now()),
+    prune: (batch) => repo.prune(clock.now() - longest, batch),
+  };
+}

@@ -1,0 +1,280 @@
+/** Sessions (SPEC 4.4, 5.1, 5.2; docs/accounts.md): login, cookie, logout, me, password change, CSRF, login limits. */
+import assert from 'node:assert/strict';
+import test from 'node:test';
+import { bearer, json } from '../support/build.ts';
+import { ADMIN, BOOT, Browser, buildAccounts, buildWithAdmin, makeUser, ORIGIN, sessionCookieOf } from '../support/accounts.ts';
+
+test('the bootstrap admin signs in: cookie attributes, me, and the session authenticates the API', async (t) => {
+  const { app } = await buildWithAdmin(t);
+  const response = await app.inject({ method: 'POST', url: '/api/v1/auth/login', headers: { origin: ORIGIN }, payload: ADMIN });
+  assert.equal(response.statusCode, 200);
+  const cookie = String(response.headers['set-cookie']);
+  assert.match(cookie, /^svc_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Lax; Max-Age=2592000$/);
+  assert.equal(response.headers['cache-control'], 'no-store');
+  const me = json(response);
+  assert.equal(me.user.email, ADMIN.email);
+  assert.equal(me.user.role, 'admin');
+  assert.equal(me.user.emailVerified, true);
+  assert.deepEqual(me.org, { id: 'default', name: 'Default', role: 'owner' });
+  assert.equal(me.admin, true);
+  assert.equal(me.platformAdmin, true);
+  assert.equal(me.mustChangePassword, false);
+  assert.ok(!response.body.includes('passwordHash') && !response.body.includes('scrypt$'));
+
+  const token = sessionCookieOf(response)!;
+  const keys = await app.inject({ url: '/api/v1/keys', headers: { cookie: `svc_session=${token}` } });
+  assert.equal(keys.statusCode, 200);
+  // Sessions authenticate the management API only, never the gateway wires.
+  const chat = await app.inject({
+    method: 'POST',
+    url: '/v1/chat/completions',
+    headers: { cookie: `svc_session=${token}` },
+    payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] },
+  });
+  assert.equal(chat.statusCode, 401);
+});
+
+test('every login makes a new session token, stored only hashed', async (t) => {
+  const { app, services } = await buildWithAdmin(t);
+  const a = new Browser(app);
+  const b = new Browser(app);
+  await a.login(ADMIN.email, ADMIN.password);
+  await b.login(ADMIN.email, ADMIN.password);
+  assert.notEqual(a.cookie, b.cookie);
+  const rows = await services.store.read((sql) => sql.all<{ token_hash: string }>('SELECT token_hash FROM sessions'));
+  assert.ok(rows.length >= 3);
+  for (const row of rows) {
+    assert.match(row.token_hash, /^[0-9a-f]{64}$/);
+    assert.notEqual(row.token_hash, a.cookie);
+  }
+});
+
+test('login is Secure over HTTPS only through a trusted proxy', async (t) => {
+  const trusted = await buildWithAdmin(t, { SVC_TRUST_PROXY_HEADERS: 'true', SVC_TRUSTED_PROXY_CIDRS: '127.0.0.1/32' });
+  const viaProxy = await trusted.app.inject({
+    method: 'POST',
+    url: '/api/v1/auth/login',
+    remoteAddress: '127.0.0.1',
+    headers: { 'x-forwarded-proto': 'https', origin: 'https://localhost:80' },
+    payload: ADMIN,
+  });
+  assert.equal(viaProxy.statusCode, 200, viaProxy.body);
+  assert.match(String(viaProxy.headers['set-cookie']), /; Secure$/);
+  const untrusted = await trusted.app.inject({
+    method: 'POST',
+    url: '/api/v1/auth/login',
+    remoteAddress: '198.51.100.7',
+    headers: { 'x-forwarded-proto': 'https', origin: ORIGIN },
+    payload: ADMIN,
+  });
+  assert.equal(untrusted.statusCode, 200, untrusted.body);
+  assert.doesNotMatch(String(untrusted.headers['set-cookie']), /Secure/);
+});
+
+test('unknown e-mail and wrong password: same status, body, no cookie, and the same password work', async (t) => {
+  const { app, hasher } = await buildWithAdmin(t);
+  const attempt = (email: string) =>
+    app.inject({ method: 'POST', url: '/api/v1/auth/login', headers: { origin: ORIGIN }, payload: { email, password: 'not-the-password' } });
+  const before = { ...hasher.calls };
+  const unknown = await attempt('nobody@example.test');
+  const afterUnknown = { ...hasher.calls };
+  const wrong = await attempt(ADMIN.email);
+  const afterWrong = { ...hasher.calls };
+  assert.equal(unknown.statusCode, 401);
+  assert.equal(wrong.statusCode, 401);
+  assert.equal(unknown.body, wrong.body);
+  assert.equal(json(unknown).error.code, 'invalid_credentials');
+  assert.equal(unknown.headers['set-cookie'], undefined);
+  assert.equal(wrong.headers['set-cookie'], undefined);
+  // Timing: each path runs exactly one scrypt derivation of the same cost (the unknown one against a dummy hash).
+  assert.equal(afterUnknown.dummy - before.dummy, 1);
+  assert.equal(afterUnknown.verify - before.verify, 0);
+  assert.equal(afterWrong.verify - afterUnknown.verify, 1);
+  assert.equal(afterWrong.dummy - afterUnknown.dummy, 0);
+  // A password outside the rules (too short) fails the same way.
+  const short = await app.inject({ method: 'POST', url: '/api/v1/auth/login', headers: { origin: ORIGIN }, payload: { email: ADMIN.email, password: 'x' } });
+  assert.equal(short.body, wrong.body);
+  // E-mail is case-insensitive.
+  const upper = await app.inject({ method: 'POST', url: '/api/v1/auth/login', headers: { origin: ORIGIN }, payload: { email: ADMIN.email.toUpperCase(), password: ADMIN.password } });
+  assert.equal(upper.statusCode, 200);
+});
+
+test('logout ends the session and clears the cookie; the old cookie is refused', async (t) => {
+  const { app, admin } = await buildWithAdmin(t);
+  const old = admin.cookie!;
+  const out = await admin.post('/api/v1/auth/logout');
+  assert.equal(out.statusCode, 200);
+  assert.match(String(out.headers['set-cookie']), /^svc_session=; Path=\/; HttpOnly; SameSite=Lax; Max-Age=0$/);
+  const me = await app.inject({ url: '/api/v1/auth/me', headers: { cookie: `svc_session=${old}` } });
+  assert.equal(me.statusCode, 401);
+  // Logout without a session is fine and still clears the cookie.
+  const again = await app.inject({ method: 'POST', url: '/api/v1/auth/logout', headers: { origin: ORIGIN } });
+  assert.equal(again.statusCode, 200);
+});
+
+test('me needs a session; API keys and the bootstrap token get 403 session_required', async (t) => {
+  const { app } = await buildWithAdmin(t);
+  const response = await app.inject({ url: '/api/v1/auth/me', headers: bearer(BOOT) });
+  assert.equal(response.statusCode, 403);
+  assert.equal(json(response).error.code, 'session_required');
+  assert.equal((await app.inject({ url: '/api/v1/auth/me' })).statusCode, 401);
+});
+
+test('change password: needs the current one, ends other sessions, rotates the caller', async (t) => {
+  const { app } = await buildWithAdmin(t);
+  const { browser } = await makeUser(app, { email: 'ada@example.test', password: 'first-password' });
+  const other = new Browser(app, '203.0.113.99');
+  await other.login('ada@example.test', 'first-password');
+
+  const wrong = await browser.post('/api/v1/auth/change-password', { current: 'nope-nope-nope', new: 'second-password' });
+  assert.equal(wrong.statusCode, 400);
+  assert.equal(json(wrong).error.code, 'wrong_password');
+  const short = await browser.post('/api/v1/auth/change-password', { current: 'first-password', new: 'short' });
+  assert.equal(short.statusCode, 400);
+  assert.equal(json(short).error.details.param, 'new');
+
+  const before = browser.cookie;
+  const ok = await browser.post('/api/v1/auth/change-password', { current: 'first-password', new: 'second-password' });
+  assert.equal(ok.statusCode, 200);
+  assert.notEqual(browser.cookie, before);
+  assert.equal((await browser.get('/api/v1/auth/me')).statusCode, 200);
+  assert.equal((await other.get('/api/v1/auth/me')).statusCode, 401);
+  assert.equal((await app.inject({ url: '/api/v1/auth/me', headers: { cookie: `svc_session=${before}` } })).statusCode, 401);
+  await new Browser(app).login('ada@example.test', 'second-password');
+});
+
+test('a temporary password must be changed before anything but the account endpoints', async (t) => {
+  const { app } = await buildWithAdmin(t);
+  await app.inject({ method: 'POST', url: '/api/v1/users', headers: bearer(BOOT), payload: { email: 'tmp@example.test', tempPassword: 'temporary-1', orgRole: 'admin' } });
+  const user = new Browser(app);
+  const me = await user.login('tmp@example.test', 'temporary-1');
+  assert.equal(me.mustChangePassword, true);
+  const keys = await user.get('/api/v1/keys');
+  assert.equal(keys.statusCode, 403);
+  assert.equal(json(keys).error.code, 'password_change_required');
+  assert.equal((await user.get('/api/v1/auth/me')).statusCode, 200);
+  assert.equal((await user.post('/api/v1/auth/change-password', { current: 'temporary-1', new: 'permanent-1' })).statusCode, 200);
+  assert.equal((await user.get('/api/v1/keys')).statusCode, 200);
+});
+
+test('CSRF: cookie mutations from a foreign or missing origin are refused and change nothing; bearer calls are not affected', async (t) => {
+  const { app, admin } = await buildWithAdmin(t);
+  const cookie = { cookie: `svc_session=${admin.cookie}` };
+  const create = (headers: Record<string, string>) =>
+    app.inject({ method: 'POST', url: '/api/v1/keys', headers: { ...cookie, ...headers }, payload: { name: 'csrf' } });
+  const foreign = await create({ origin: 'https://evil.example' });
+  assert.equal(foreign.statusCode, 403);
+  assert.equal(json(foreign).error.code, 'csrf_rejected');
+  assert.equal((await create({})).statusCode, 403);
+  assert.equal((await create({ origin: 'null' })).statusCode, 403);
+  assert.equal((await create({ referer: 'https://evil.example/page' })).statusCode, 403);
+  const keys = json(await app.inject({ url: '/api/v1/keys', headers: cookie })).keys;
+  assert.equal(keys.length, 0);
+  // Same origin, a Referer from the page, and the configured app origin are accepted.
+  assert.equal((await create({ origin: ORIGIN })).statusCode, 201);
+  assert.equal((await create({ referer: `${ORIGIN}/login` })).statusCode, 201);
+  assert.equal((await create({ origin: 'https://app.example.test' })).statusCode, 201);
+  // GETs with the cookie need no origin; bearer mutations never do.
+  assert.equal((await app.inject({ url: '/api/v1/keys', headers: cookie })).statusCode, 200);
+  assert.equal((await app.inject({ method: 'POST', url: '/api/v1/keys', headers: { ...bearer(BOOT), origin: 'https://evil.example' }, payload: { name: 'x' } })).statusCode, 201);
+  // Login CSRF: a foreign page cannot sign a browser in.
+  const login = await app.inject({ method: 'POST', url: '/api/v1/auth/login', headers: { origin: 'https://evil.example' }, payload: ADMIN });
+  assert.equal(login.statusCode, 403);
+  assert.equal(login.headers['set-cookie'], undefined);
+});
+
+test('login limits: 20 per minute per address, X-Forwarded-For from an untrusted client changes nothing', async (t) => {
+  const { app, clock } = await buildWithAdmin(t);
+  const statuses: number[] = [];
+  for (let i = 0; i < 21; i++) {
+    const response = await app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/login',
+      remoteAddress: '198.51.100.20',
+      headers: { origin: ORIGIN, 'x-forwarded-for': `10.0.${i}.1` },
+      payload: { email: `user${i}@example.test`, password: 'whatever-pass' },
+    });
+    statuses.push(response.statusCode);
+    if (i === 20) {
+      assert.equal(json(response).error.code, 'rate_limited');
+      assert.ok(Number(response.headers['retry-after']) >= 1);
+    }
+  }
+  assert.deepEqual(statuses, [...Array(20).fill(401), 429]);
+  // Another address is not affected; the window slides.
+  const elsewhere = await app.inject({ method: 'POST', url: '/api/v1/auth/login', remoteAddress: '198.51.100.21', headers: { origin: ORIGIN }, payload: ADMIN });
+  assert.equal(elsewhere.statusCode, 200);
+  clock.advance(61_000);
+  const later = await app.inject({ method: 'POST', url: '/api/v1/auth/login', remoteAddress: '198.51.100.20', headers: { origin: ORIGIN }, payload: ADMIN });
+  assert.equal(later.statusCode, 200);
+});
+
+test('failed logins per e-mail: 10 per 15 minutes, known and unknown addresses alike, across addresses', async (t) => {
+  const { app, clock } = await buildWithAdmin(t);
+  for (const email of [ADMIN.email, 'ghost@example.test']) {
+    const statuses: number[] = [];
+    for (let i = 0; i < 11; i++) {
+      const response = await app.inject({
+        method: 'POST',
+        url: '/api/v1/auth/login',
+        remoteAddress: `192.0.2.${i + 1}`,
+        headers: { origin: ORIGIN },
+        payload: { email, password: 'wrong-password' },
+      });
+      statuses.push(response.statusCode);
+    }
+    assert.deepEqual(statuses, [...Array(10).fill(401), 429], email);
+  }
+  // Even the right password waits out the window, then works.
+  const locked = await app.inject({ method: 'POST', url: '/api/v1/auth/login', remoteAddress: '192.0.2.99', headers: { origin: ORIGIN }, payload: ADMIN });
+  assert.equal(locked.statusCode, 429);
+  clock.advance(15 * 60_000 + 1000);
+  const open = await app.inject({ method: 'POST', url: '/api/v1/auth/login', remoteAddress: '192.0.2.99', headers: { origin: ORIGIN }, payload: ADMIN });
+  assert.equal(open.statusCode, 200);
+});
+
+test('the first user switches svc into login mode, for good', async (t) => {
+  const { app } = await buildAccounts(t);
+  assert.equal((await app.inject({ url: '/api/v1/keys' })).statusCode, 200); // open dev mode
+  const created = await app.inject({ method: 'POST', url: '/api/v1/users', payload: { email: 'first@example.test', tempPassword: 'temporary-1' } });
+  // Open dev mode is an org admin of the default tenant: it may create users.
+  assert.equal(created.statusCode, 201, created.body);
+  assert.equal((await app.inject({ url: '/api/v1/keys' })).statusCode, 401);
+  assert.equal((await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] } })).statusCode, 401);
+  // Deleting every user does not reopen svc.
+  const user = new Browser(app);
+  await user.login('first@example.test', 'temporary-1');
+  await user.post('/api/v1/auth/change-password', { current: 'temporary-1', new: 'permanent-1' });
+  assert.equal((await app.inject({ url: '/api/v1/keys' })).statusCode, 401);
+});
+
+test('bootstrap admin: idempotent, raised if present, never resets a changed password', async (t) => {
+  const { mkdtempSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const dataDir = mkdtempSync(join(tmpdir(), 'svc-bootstrap-'));
+  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+  const env = { SVC_ADMIN_EMAIL: 'Boss@Example.test', SVC_ADMIN_PASSWORD: 'initial-password' };
+
+  const first = await buildAccounts(t, { env, dataDir });
+  const boss = new Browser(first.app);
+  await boss.login('boss@example.test', 'initial-password');
+  assert.equal((await boss.post('/api/v1/auth/change-password', { current: 'initial-password', new: 'changed-password' })).statusCode, 200);
+  await first.app.close();
+  await first.services.store.close();
+
+  const second = await buildAccounts(t, { env, dataDir });
+  const users = await second.services.store.read((sql) => sql.all<{ email: string; role: string }>('SELECT email, role FROM users'));
+  assert.deepEqual(users, [{ email: 'boss@example.test', role: 'admin' }]);
+  const again = new Browser(second.app);
+  const fail = await again.post('/api/v1/auth/login', { email: 'boss@example.test', password: 'initial-password' });
+  assert.equal(fail.statusCode, 401);
+  await again.login('boss@example.test', 'changed-password');
+  const owners = await second.services.store.read((sql) => sql.all('SELECT tenant_id, role FROM org_members'));
+  assert.deepEqual(owners, [{ tenant_id: 'default', role: 'owner' }]);
+});
+
+test('bootstrap admin with a password that breaks the rules stops start-up with a configuration error', async (t) => {
+  await assert.rejects(buildAccounts(t, { env: { SVC_ADMIN_EMAIL: 'a@example.test', SVC_ADMIN_PASSWORD: 'short' } }), /invalid configuration: SVC_ADMIN_PASSWORD must be 8 to 256/);
+  await assert.rejects(buildAccounts(t, { env: { SVC_ADMIN_EMAIL: 'a@example.test' } }), /SVC_ADMIN_EMAIL and SVC_ADMIN_PASSWORD must be set together/);
+});
