@@ -1,0 +1,171 @@
+/** Admin user management (SPEC 4.4; docs/accounts.md "Users"): scope rules, temp passwords, deletion, mass assignment. */
+import assert from 'node:assert/strict';
+import test from 'node:test';
+import { bearer, json } from '../support/build.ts';
+import { ADMIN, BOOT, Browser, buildWithAdmin, makeUser, operator } from '../support/accounts.ts';
+
+async function newOrg(app: import('fastify').FastifyInstance, name: string, ownerEmail: string): Promise<string> {
+  const response = await app.inject({ method: 'POST', url: '/api/v1/orgs', headers: bearer(BOOT), payload: { name, ownerEmail } });
+  assert.equal(response.statusCode, 201, response.body);
+  return json(response).org.id;
+}
+
+test('an admin creates a user with a temporary password; the answer shows it once, never a hash', async (t) => {
+  const { app, admin, services } = await buildWithAdmin(t);
+  const created = await admin.post('/api/v1/users', { email: '  New.Person@Example.TEST ', name: 'New Person', orgRole: 'admin' });
+  assert.equal(created.statusCode, 201, created.body);
+  assert.equal(created.headers['cache-control'], 'no-store');
+  const body = json(created);
+  assert.equal(body.user.email, 'new.person@example.test');
+  assert.equal(body.user.mustChangePassword, true);
+  assert.equal(body.user.emailVerified, false);
+  assert.equal(body.user.role, 'member');
+  assert.equal(body.user.orgRole, 'admin');
+  assert.match(body.tempPassword, /^[A-Za-z0-9_-]{20}$/);
+  assert.ok(!created.body.includes('scrypt'));
+  const me = await new Browser(app).login('new.person@example.test', body.tempPassword);
+  assert.equal(me.mustChangePassword, true);
+  // The list never carries hashes either, and filters by e-mail case-insensitively.
+  const listed = await admin.get('/api/v1/users?email=NEW.person@example.test');
+  assert.equal(json(listed).users.length, 1);
+  assert.ok(!listed.body.includes('scrypt'));
+  const audit = await services.store.read((sql) => sql.all<{ action: string }>("SELECT action FROM audit_events WHERE action = 'user.create'"));
+  assert.equal(audit.length, 1);
+  // Duplicates are 409; the rules of passwords and e-mails are 400.
+  assert.equal(json(await admin.post('/api/v1/users', { email: 'new.person@example.test' })).error.code, 'email_taken');
+  assert.equal((await admin.post('/api/v1/users', { email: 'x@example.test', tempPassword: 'short' })).statusCode, 400);
+  assert.equal((await admin.post('/api/v1/users', { email: 'not-an-email' })).statusCode, 400);
+  assert.equal((await admin.post('/api/v1/users', { email: 'y@example.test', emailVerified: true })).statusCode, 400);
+});
+
+test('platform admins list everyone with memberships; an org owner lists only their organization', async (t) => {
+  const { app, admin } = await buildWithAdmin(t);
+  const { browser: owner } = await makeUser(app, { email: 'owner@acme.test' });
+  const acme = await newOrg(app, 'Acme', 'owner@acme.test');
+  await makeUser(app, { email: 'member@acme.test', orgId: acme });
+  await owner.post('/api/v1/orgs/switch', { orgId: acme });
+
+  const all = json(await admin.get('/api/v1/users')).users;
+  assert.deepEqual(all.map((u: any) => u.email).sort(), ['member@acme.test', 'owner@acme.test', ADMIN.email]);
+  assert.ok(all.every((u: any) => Array.isArray(u.memberships)));
+
+  const scoped = json(await owner.get('/api/v1/users'));
+  assert.deepEqual(scoped.users.map((u: any) => u.email).sort(), ['member@acme.test', 'owner@acme.test']);
+  assert.equal(scoped.pagination.total, 2);
+  assert.ok(scoped.users.every((u: any) => u.memberships === undefined));
+  assert.equal(json(await owner.get(`/api/v1/users?email=${encodeURIComponent(ADMIN.email)}`)).users.length, 0);
+});
+
+test('an org owner cannot take over the installation', async (t) => {
+  const { app, admin, mail } = await buildWithAdmin(t);
+  const { browser: owner, id: ownerId } = await makeUser(app, { email: 'owner@acme.test' });
+  const acme = await newOrg(app, 'Acme', 'owner@acme.test');
+  await owner.post('/api/v1/orgs/switch', { orgId: acme });
+  const adminId = json(await admin.get('/api/v1/auth/me')).user.id;
+
+  // Creating a platform admin, raising anyone's platform role: platform admins only.
+  const create = await owner.post('/api/v1/users', { email: 'evil@acme.test', role: 'admin' });
+  assert.equal(create.statusCode, 403);
+  assert.equal(json(create).error.code, 'platform_admin_required');
+  assert.equal((await owner.patch(`/api/v1/users/${ownerId}`, { role: 'admin' })).statusCode, 403);
+  // The platform admin is outside the owner's organization: invisible (404), and nothing changes.
+  assert.equal((await owner.delete(`/api/v1/users/${adminId}`)).statusCode, 404);
+  assert.equal((await owner.post(`/api/v1/users/${adminId}/reset-password`)).statusCode, 404);
+  await new Browser(app).login(ADMIN.email, ADMIN.password);
+
+  // A member of Acme who also belongs to the default organization is reachable by platform admins only.
+  const { browser: dual, id: dualId } = await makeUser(app, { email: 'dual@example.test' });
+  assert.equal((await app.inject({ method: 'POST', url: '/api/v1/orgs/active/invites', headers: operator(BOOT, acme), payload: { email: 'dual@example.test' } })).statusCode, 201);
+  const accepted = await dual.post(`/api/v1/invites/${mail.token('dual@example.test', '/accept-invite')}/accept`);
+  assert.equal(accepted.statusCode, 200, accepted.body);
+  const reset = await owner.post(`/api/v1/users/${dualId}/reset-password`);
+  assert.equal(reset.statusCode, 403);
+  assert.equal(json(reset).error.code, 'platform_admin_required');
+  assert.equal((await owner.delete(`/api/v1/users/${dualId}`)).statusCode, 403);
+  assert.equal((await dual.get('/api/v1/auth/me')).statusCode, 200);
+  // The platform admin may.
+  assert.equal((await admin.post(`/api/v1/users/${dualId}/reset-password`)).statusCode, 200);
+});
+
+test('outranking: admins act on members only; owners on anyone of their organization; nobody deletes themself', async (t) => {
+  const { app } = await buildWithAdmin(t);
+  const acme = await newOrg(app, 'Acme', ADMIN.email);
+  const { browser: owner, id: ownerId } = await makeUser(app, { email: 'owner@acme.test', orgId: acme, orgRole: 'owner' });
+  const { browser: orgAdmin, id: orgAdminId } = await makeUser(app, { email: 'admin@acme.test', orgId: acme, orgRole: 'admin' });
+  const { id: memberId } = await makeUser(app, { email: 'member@acme.test', orgId: acme });
+  const { browser: member } = await makeUser(app, { email: 'member2@acme.test', orgId: acme });
+  for (const b of [owner, orgAdmin, member]) await b.post('/api/v1/orgs/switch', { orgId: acme });
+
+  // Members manage nothing.
+  assert.equal(json(await member.get('/api/v1/users')).error.code, 'admin_required');
+  assert.equal(json(await member.post(`/api/v1/users/${memberId}/reset-password`)).error.code, 'admin_required');
+  // An admin may reset a member, not another admin or an owner.
+  assert.equal((await orgAdmin.post(`/api/v1/users/${memberId}/reset-password`)).statusCode, 200);
+  assert.equal((await orgAdmin.post(`/api/v1/users/${ownerId}/reset-password`)).statusCode, 403);
+  assert.equal((await orgAdmin.delete(`/api/v1/users/${ownerId}`)).statusCode, 403);
+  // An admin grants member and admin but not owner.
+  assert.equal((await orgAdmin.post('/api/v1/users', { email: 'n1@acme.test', orgRole: 'owner' })).statusCode, 403);
+  assert.equal((await orgAdmin.post('/api/v1/users', { email: 'n2@acme.test', orgRole: 'admin' })).statusCode, 201);
+  // An owner may act on an admin; nobody deletes themself.
+  assert.equal((await owner.post(`/api/v1/users/${orgAdminId}/reset-password`)).statusCode, 200);
+  assert.equal((await owner.delete(`/api/v1/users/${ownerId}`)).statusCode, 400);
+  assert.equal((await owner.delete(`/api/v1/users/${memberId}`)).statusCode, 200);
+  assert.equal((await owner.get(`/api/v1/users?email=member@acme.test`)).statusCode, 200);
+  assert.equal(json(await owner.get(`/api/v1/users?email=member@acme.test`)).users.length, 0);
+});
+
+test('an admin reset ends every session of the user and demands a new password; deletion keeps API keys', async (t) => {
+  const { app, admin } = await buildWithAdmin(t);
+  const { browser: user, id } = await makeUser(app, { email: 'worker@example.test', orgRole: 'admin' });
+  const key = json(await user.post('/api/v1/keys', { name: 'made-by-worker' }));
+  assert.ok(key.token);
+  const reset = json(await admin.post(`/api/v1/users/${id}/reset-password`));
+  assert.equal(reset.user.mustChangePassword, true);
+  assert.equal((await user.get('/api/v1/auth/me')).statusCode, 401);
+  const again = new Browser(app);
+  assert.equal((await again.login('worker@example.test', reset.tempPassword)).mustChangePassword, true);
+
+  const deleted = await admin.delete(`/api/v1/users/${id}`);
+  assert.deepEqual(json(deleted), { deleted: true, id });
+  assert.equal((await again.get('/api/v1/auth/me')).statusCode, 401);
+  // The key belongs to the tenant and still works.
+  const chat = await app.inject({
+    method: 'POST',
+    url: '/v1/chat/completions',
+    headers: bearer(key.token),
+    payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'still here?' }] },
+  });
+  assert.equal(chat.statusCode, 200);
+  assert.equal((await admin.delete(`/api/v1/users/${id}`)).statusCode, 404);
+});
+
+test('the last owner of an organization cannot be deleted; a platform admin cannot demote themself', async (t) => {
+  const { app, admin } = await buildWithAdmin(t);
+  const { id } = await makeUser(app, { email: 'solo@example.test' });
+  const org = await newOrg(app, 'Solo', 'solo@example.test');
+  const refused = await admin.delete(`/api/v1/users/${id}`);
+  assert.equal(refused.statusCode, 409);
+  assert.equal(json(refused).error.code, 'last_owner');
+  assert.deepEqual(json(refused).error.details.orgIds, [org]);
+  const adminId = json(await admin.get('/api/v1/auth/me')).user.id;
+  assert.equal((await admin.patch(`/api/v1/users/${adminId}`, { role: 'member' })).statusCode, 400);
+  // A user renames themself; a platform admin raises someone else.
+  const { browser: named, id: namedId } = await makeUser(app, { email: 'named@example.test' });
+  assert.equal(json(await named.patch(`/api/v1/users/${namedId}`, { name: 'Named Person' })).user.name, 'Named Person');
+  assert.equal((await named.patch(`/api/v1/users/${namedId}`, { role: 'admin' })).statusCode, 403);
+  assert.equal(json(await admin.patch(`/api/v1/users/${namedId}`, { role: 'admin' })).user.role, 'admin');
+});
+
+test('mass assignment: members cannot mint admin keys or raise their own role', async (t) => {
+  const { app } = await buildWithAdmin(t);
+  const { browser: member, id } = await makeUser(app, { email: 'plain@example.test' });
+  assert.equal(json(await member.post('/api/v1/keys', { name: 'k', admin: true })).error.code, 'admin_required');
+  assert.equal((await member.patch(`/api/v1/users/${id}`, { role: 'admin' })).statusCode, 403);
+  assert.equal((await member.patch('/api/v1/orgs/active/members/' + id, { role: 'owner' })).statusCode, 403);
+  assert.equal((await member.post('/api/v1/users', { email: 'friend@example.test', orgRole: 'owner' })).statusCode, 403);
+  assert.equal((await member.post('/api/v1/auth/change-password', { current: 'a-good-password', new: 'another-pass', role: 'admin' })).statusCode, 400);
+  const me = json(await member.get('/api/v1/auth/me'));
+  assert.equal(me.user.role, 'member');
+  assert.equal(me.org.role, 'member');
+  assert.equal(me.admin, false);
+});
