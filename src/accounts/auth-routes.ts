@@ -27,6 +27,8 @@ const signupBody = z.object({ email: emailField, name: nameField, password: pass
 const resetRequestBody = z.object({ email: z.string().max(1024) }).strict();
 const resetConfirmBody = z.object({ token: z.string().max(200), password: passwordField }).strict();
 const tokenParams = z.object({ token: z.string().max(200) });
+/** Resend takes no fields: the address is always the stored one (SPEC 4.5). */
+const emptyBody = z.object({}).strict().nullish();
 
 export function authRoutes(deps: { sessions: SessionsService; signup: SignupService; limits: LimitsService }) {
   const { sessions, signup, limits } = deps;
@@ -72,6 +74,7 @@ export function authRoutes(deps: { sessions: SessionsService; signup: SignupServ
     });
 
     app.post('/auth/verification/resend', { config: { access: 'account' } }, async (request, reply) => {
+      emptyBody.parse(request.body);
       await signup.resendVerification(authOf(request));
       return reply.status(202).send({ sent: true });
     });

@@ -1,0 +1,184 @@
+/** Invitations (SPEC 3, 4.5, 8; docs/accounts.md "Invitations"): every state-table row, tokens, delivery failure, limits. */
+import assert from 'node:assert/strict';
+import test from 'node:test';
+import { bearer, json } from '../support/build.ts';
+import { ADMIN, BOOT, Browser, buildWithAdmin, makeUser, ORIGIN } from '../support/accounts.ts';
+
+test('creating an invitation e-mails the accept link; the inviter never sees the token; only its hash is stored', async (t) => {
+  const { admin, mail, services } = await buildWithAdmin(t);
+  const response = await admin.post('/api/v1/orgs/active/invites', { email: 'New@Example.test', role: 'admin' });
+  assert.equal(response.statusCode, 201);
+  const { invite } = json(response);
+  assert.equal(invite.email, 'new@example.test');
+  assert.equal(invite.role, 'admin');
+  assert.equal(invite.status, 'pending');
+  assert.equal(Date.parse(invite.expiresAt) - Date.parse(invite.createdAt), 7 * 86_400_000);
+  assert.equal(invite.invitedBy.email, ADMIN.email);
+  const message = mail.last('new@example.test');
+  assert.match(message.subject, /Default/);
+  assert.match(message.text, /https:\/\/app\.example\.test\/accept-invite\?token=[A-Za-z0-9_-]{43}/);
+  assert.match(message.html, /href="https:\/\/app\.example\.test\/accept-invite\?token=/);
+  const token = mail.token('new@example.test', '/accept-invite');
+  assert.ok(!response.body.includes(token));
+  const stored = await services.store.read((sql) => sql.all<{ token_hash: string }>('SELECT token_hash FROM org_invites'));
+  assert.equal(stored.length, 1);
+  assert.notEqual(stored[0]!.token_hash, token);
+  assert.match(stored[0]!.token_hash, /^[0-9a-f]{64}$/);
+  const audit = await services.store.read((sql) => sql.all<{ action: string; decision: string }>("SELECT action, decision FROM audit_events WHERE action LIKE 'invite.%'"));
+  assert.deepEqual(audit, [{ action: 'invite.create', decision: 'allow' }]);
+});
+
+test('the accept link is built from SVC_APP_BASE_URL, never from the Host header', async (t) => {
+  const { app, mail } = await buildWithAdmin(t);
+  await app.inject({ method: 'POST', url: '/api/v1/orgs/active/invites', headers: { ...bearer(BOOT), host: 'evil.example' }, payload: { email: 'h@example.test' } });
+  assert.match(mail.last('h@example.test').text, /^Accept the invitation: https:\/\/app\.example\.test\/accept-invite\?token=/m);
+  assert.ok(!mail.last('h@example.test').text.includes('evil.example'));
+});
+
+test('public lookup, then acceptance by a new address: verified user, membership, signed in, landed in the org', async (t) => {
+  const { app, admin, mail, services } = await buildWithAdmin(t);
+  const acme = json(await admin.post('/api/v1/orgs', { name: 'Acme' })).org.id;
+  await admin.post('/api/v1/orgs/active/invites', { email: 'grace@example.test', role: 'admin' });
+  const token = mail.token('grace@example.test', '/accept-invite');
+
+  const lookup = await app.inject({ url: `/api/v1/invites/${token}` });
+  assert.equal(lookup.statusCode, 200);
+  assert.equal(lookup.headers['referrer-policy'], 'no-referrer');
+  assert.deepEqual(
+    { ...json(lookup), expiresAt: undefined },
+    { valid: true, status: 'pending', orgName: 'Acme', email: 'grace@example.test', role: 'admin', userExists: false, expiresAt: undefined },
+  );
+  const unknown = json(await app.inject({ url: `/api/v1/invites/${'x'.repeat(43)}` }));
+  assert.deepEqual(unknown, { valid: false, status: 'invalid', orgName: null, email: null, role: null, userExists: false, expiresAt: null });
+
+  const grace = new Browser(app);
+  const missing = await grace.post(`/api/v1/invites/${token}/accept`, {});
+  assert.equal(missing.statusCode, 400);
+  const accepted = await grace.post(`/api/v1/invites/${token}/accept`, { name: 'Grace', password: 'grace-password' });
+  assert.equal(accepted.statusCode, 200, accepted.body);
+  const me = json(accepted);
+  assert.equal(me.user.emailVerified, true);
+  assert.deepEqual(me.org, { id: acme, name: 'Acme', role: 'admin' });
+  assert.ok(grace.cookie);
+  assert.equal(json(await grace.get('/api/v1/auth/me')).org.id, acme);
+  assert.equal(json(await admin.get('/api/v1/orgs/active')).seats.pendingInvites, 0);
+  // Reuse is refused, and the lookup says why.
+  const reused = await new Browser(app).post(`/api/v1/invites/${token}/accept`, { name: 'Mallory', password: 'mallory-password' });
+  assert.equal(reused.statusCode, 400);
+  assert.equal(json(reused).error.code, 'invalid_token');
+  assert.equal(json(reused).error.details.status, 'accepted');
+  assert.equal(json(await app.inject({ url: `/api/v1/invites/${token}` })).status, 'accepted');
+  const actions = await services.store.read((sql) => sql.all<{ action: string }>('SELECT action FROM audit_events WHERE tenant_id = ? ORDER BY seq', [acme]));
+  assert.deepEqual(actions.map((a) => a.action), ['org.create', 'invite.create', 'user.signup', 'invite.accept']);
+});
+
+test('acceptance for an existing account needs that account signed in; body fields are never read', async (t) => {
+  const { app, admin, mail } = await buildWithAdmin(t);
+  const acme = json(await admin.post('/api/v1/orgs', { name: 'Acme' })).org.id;
+  const { browser: bob } = await makeUser(app, { email: 'bob@example.test', password: 'bob-password' });
+  const { browser: eve } = await makeUser(app, { email: 'eve@example.test' });
+  await admin.post('/api/v1/orgs/active/invites', { email: 'bob@example.test' });
+  const token = mail.token('bob@example.test', '/accept-invite');
+  assert.equal(json(await app.inject({ url: `/api/v1/invites/${token}` })).userExists, true);
+
+  for (const attempt of [
+    () => new Browser(app).post(`/api/v1/invites/${token}/accept`, { name: 'Bob', password: 'bob-password' }),
+    () => new Browser(app).post(`/api/v1/invites/${token}/accept`, { name: 'Bob', password: 'wrong-password' }),
+    () => eve.post(`/api/v1/invites/${token}/accept`),
+  ]) {
+    const response = await attempt();
+    assert.equal(response.statusCode, 403);
+    assert.equal(json(response).error.code, 'sign_in_required');
+  }
+  const accepted = await bob.post(`/api/v1/invites/${token}/accept`);
+  assert.equal(accepted.statusCode, 200, accepted.body);
+  assert.equal(json(accepted).org.id, acme);
+  assert.equal(json(await bob.get('/api/v1/auth/me')).org.id, acme); // the session landed in the org
+  assert.deepEqual(json(await bob.get('/api/v1/orgs')).orgs.map((o: any) => o.id), ['default', acme]);
+});
+
+test('expired invitations report expired and cannot be accepted; revoked ones neither', async (t) => {
+  const { app, admin, mail, clock } = await buildWithAdmin(t);
+  await admin.post('/api/v1/orgs/active/invites', { email: 'late@example.test' });
+  const lateToken = mail.token('late@example.test', '/accept-invite');
+  const revokeMe = json(await admin.post('/api/v1/orgs/active/invites', { email: 'gone@example.test' })).invite.id;
+  const goneToken = mail.token('gone@example.test', '/accept-invite');
+
+  const revoked = await admin.post(`/api/v1/orgs/active/invites/${revokeMe}/revoke`);
+  assert.equal(json(revoked).invite.status, 'revoked');
+  assert.equal((await admin.post(`/api/v1/orgs/active/invites/${revokeMe}/revoke`)).statusCode, 409);
+  assert.equal(json(await new Browser(app).post(`/api/v1/invites/${goneToken}/accept`, { name: 'G', password: 'gone-password' })).error.details.status, 'revoked');
+
+  clock.advance(7 * 86_400_000 + 1);
+  assert.equal(json(await app.inject({ url: `/api/v1/invites/${lateToken}` })).status, 'expired');
+  const late = await new Browser(app).post(`/api/v1/invites/${lateToken}/accept`, { name: 'L', password: 'late-password' });
+  assert.equal(late.statusCode, 400);
+  assert.equal(json(late).error.details.status, 'expired');
+  // A week without use also ended the admin's session (7-day idle limit).
+  assert.equal((await admin.get('/api/v1/orgs/active/invites')).statusCode, 401);
+  await admin.login(ADMIN.email, ADMIN.password);
+  const listed = json(await admin.get('/api/v1/orgs/active/invites'));
+  assert.deepEqual(listed.invites.map((i: any) => i.status).sort(), ['expired', 'revoked']);
+  assert.equal(json(await admin.get('/api/v1/orgs/active/invites?status=expired')).invites.length, 1);
+  assert.equal(json(await admin.get('/api/v1/orgs/active')).seats.pendingInvites, 0);
+});
+
+test('a failed delivery revokes the invitation, records deny evidence and answers a retryable 503', async (t) => {
+  const { admin, mail, services } = await buildWithAdmin(t);
+  mail.failing = true;
+  const response = await admin.post('/api/v1/orgs/active/invites', { email: 'unlucky@example.test' });
+  assert.equal(response.statusCode, 503);
+  assert.equal(json(response).error.code, 'email_delivery_failed');
+  assert.equal(response.headers['retry-after'], '30');
+  const rows = await services.store.read((sql) => sql.all<{ status: string }>('SELECT status FROM org_invites'));
+  assert.deepEqual(rows, [{ status: 'revoked' }]);
+  const audit = await services.store.read((sql) =>
+    sql.all<{ decision: string; details_json: string }>("SELECT decision, details_json FROM audit_events WHERE action = 'invite.create'"),
+  );
+  assert.equal(audit.length, 1);
+  assert.equal(audit[0]!.decision, 'deny');
+  assert.equal(JSON.parse(audit[0]!.details_json).reason, 'delivery_failed');
+  assert.equal(json(await admin.get('/api/v1/orgs/active')).seats.pendingInvites, 0);
+  mail.failing = false;
+  assert.equal((await admin.post('/api/v1/orgs/active/invites', { email: 'unlucky@example.test' })).statusCode, 201);
+});
+
+test('who may invite: owners and admins; owners alone grant owner; members of the org are 409; re-inviting replaces', async (t) => {
+  const { app, admin, mail } = await buildWithAdmin(t);
+  const { browser: orgAdmin } = await makeUser(app, { email: 'oa@example.test', orgRole: 'admin' });
+  const { browser: member } = await makeUser(app, { email: 'mm@example.test' });
+  assert.equal(json(await member.post('/api/v1/orgs/active/invites', { email: 'x@example.test' })).error.code, 'admin_required');
+  assert.equal(json(await member.get('/api/v1/orgs/active/invites')).error.code, 'admin_required');
+  assert.equal(json(await orgAdmin.post('/api/v1/orgs/active/invites', { email: 'x@example.test', role: 'owner' })).error.code, 'owner_required');
+  assert.equal((await orgAdmin.post('/api/v1/orgs/active/invites', { email: 'x@example.test' })).statusCode, 201);
+  assert.equal(json(await admin.post('/api/v1/orgs/active/invites', { email: 'mm@example.test' })).error.code, 'already_member');
+  const first = mail.token('x@example.test', '/accept-invite');
+  await admin.post('/api/v1/orgs/active/invites', { email: 'x@example.test' });
+  const second = mail.token('x@example.test', '/accept-invite');
+  assert.notEqual(first, second);
+  assert.equal(json(await app.inject({ url: `/api/v1/invites/${first}` })).status, 'revoked');
+  assert.equal(json(await app.inject({ url: `/api/v1/invites/${second}` })).valid, true);
+  assert.equal(json(await admin.get('/api/v1/orgs/active')).seats.pendingInvites, 1);
+});
+
+test('invitation lookup and acceptance are limited per address (20 per minute), whatever X-Forwarded-For says', async (t) => {
+  const { app } = await buildWithAdmin(t);
+  const statuses: number[] = [];
+  for (let i = 0; i < 21; i++) {
+    const response = await app.inject({ url: `/api/v1/invites/${'a'.repeat(43)}`, remoteAddress: '198.51.100.66', headers: { 'x-forwarded-for': `10.9.${i}.1`, origin: ORIGIN } });
+    statuses.push(response.statusCode);
+  }
+  assert.deepEqual(statuses, [...Array(20).fill(200), 429]);
+  const accept = await app.inject({ method: 'POST', url: `/api/v1/invites/${'a'.repeat(43)}/accept`, remoteAddress: '198.51.100.66', headers: { origin: ORIGIN }, payload: {} });
+  assert.equal(accept.statusCode, 429);
+});
+
+test('invitation creation is limited per address', async (t) => {
+  const { app } = await buildWithAdmin(t);
+  let last = 0;
+  for (let i = 0; i < 31; i++) {
+    last = (await app.inject({ method: 'POST', url: '/api/v1/orgs/active/invites', remoteAddress: '198.51.100.77', headers: bearer(BOOT), payload: { email: `p${i}@example.test` } })).statusCode;
+    if (i < 30) assert.equal(last, 201);
+  }
+  assert.equal(last, 429);
+});

@@ -1,0 +1,210 @@
+/** Signup with trial, verification, password recovery (SPEC 3, 4.4, 4.5, 7, 8; docs/accounts.md). */
+import assert from 'node:assert/strict';
+import test from 'node:test';
+import { json } from '../support/build.ts';
+import { ADMIN, Browser, buildAccounts, buildWithAdmin, makeUser, ORIGIN, sessionCookieOf } from '../support/accounts.ts';
+
+const SIGNUP = { email: 'Ada@Acme.io', name: 'Ada', password: 'ada-password-1' };
+const DAY = 86_400_000;
+
+test('signup is 403 while SVC_ALLOW_PUBLIC_SIGNUP is off, and stores nothing', async (t) => {
+  const { app, services } = await buildAccounts(t);
+  const response = await app.inject({ method: 'POST', url: '/api/v1/auth/signup', headers: { origin: ORIGIN }, payload: SIGNUP });
+  assert.equal(response.statusCode, 403);
+  assert.equal(json(response).error.code, 'signup_disabled');
+  assert.equal((await services.store.read((sql) => sql.all('SELECT * FROM users'))).length, 0);
+  assert.equal(json(await app.inject({ url: '/health' })).publicSignup, false);
+});
+
+test('signup: user, org named from the domain, owner, 30-day trial that applies once verified, signed in', async (t) => {
+  const { app, mail, clock, services } = await buildAccounts(t, { env: { SVC_ALLOW_PUBLIC_SIGNUP: 'true' } });
+  const ada = new Browser(app);
+  const response = await ada.post('/api/v1/auth/signup', SIGNUP);
+  assert.equal(response.statusCode, 201, response.body);
+  const me = json(response);
+  assert.equal(me.user.email, 'ada@acme.io');
+  assert.equal(me.user.emailVerified, false);
+  assert.equal(me.user.role, 'member');
+  assert.equal(me.org.name, 'acme.io');
+  assert.equal(me.org.role, 'owner');
+  assert.ok(sessionCookieOf(response));
+  const health = json(await app.inject({ url: '/health' }));
+  assert.deepEqual(health.selfServeTrial, { enabled: true, days: 30, plan: 'pro' });
+
+  // Trial clock runs, but the effective plan stays Free until the owner verifies.
+  const before = json(await ada.get('/api/v1/orgs/active')).org.plan;
+  assert.equal(before.effective, 'free');
+  assert.equal(before.trial.plan, 'pro');
+  assert.equal(before.trial.awaitingVerification, true);
+  assert.equal(Date.parse(before.trial.endsAt) - Date.parse(before.trial.startedAt), 30 * DAY);
+
+  clock.advance(3 * DAY);
+  await ada.login('ada@acme.io', SIGNUP.password); // the idle limit is 7 days; stay fresh
+  const token = mail.token('ada@acme.io', '/verify-email');
+  assert.match(mail.last('ada@acme.io').text, /https:\/\/app\.example\.test\/verify-email\?token=/);
+  const verified = await app.inject({ url: `/api/v1/auth/verify/${token}` });
+  assert.equal(verified.statusCode, 200);
+  assert.deepEqual(json(verified), { verified: true, email: 'ada@acme.io' });
+  assert.equal(verified.headers['referrer-policy'], 'no-referrer');
+  // Single use.
+  assert.equal(json(await app.inject({ url: `/api/v1/auth/verify/${token}` })).error.code, 'invalid_token');
+
+  const after = json(await ada.get('/api/v1/orgs/active')).org.plan;
+  assert.equal(after.effective, 'pro');
+  assert.equal(after.trial.active, true);
+  assert.equal(after.trial.startedAt, before.trial.startedAt); // the clock never restarts
+  clock.advance(28 * DAY);
+  await ada.login('ada@acme.io', SIGNUP.password);
+  assert.equal(json(await ada.get('/api/v1/orgs/active')).org.plan.effective, 'free');
+
+  const actions = await services.store.read((sql) => sql.all<{ action: string }>("SELECT action FROM audit_events WHERE action LIKE 'user.%' ORDER BY created_at"));
+  assert.deepEqual(actions.map((a) => a.action), ['user.signup', 'user.verify']);
+});
+
+test('signup: generic providers name the org after the person; duplicates 409; unknown fields 400; per-address limit', async (t) => {
+  const { app } = await buildAccounts(t, { env: { SVC_ALLOW_PUBLIC_SIGNUP: 'true' } });
+  const grace = await new Browser(app, '198.51.100.1').post('/api/v1/auth/signup', { email: 'grace@gmail.com', name: 'Grace', password: 'grace-password' });
+  assert.equal(json(grace).org.name, "Grace's org");
+  const dup = await new Browser(app, '198.51.100.2').post('/api/v1/auth/signup', { email: 'GRACE@gmail.com', name: 'G', password: 'another-password' });
+  assert.equal(dup.statusCode, 409);
+  assert.equal(json(dup).error.code, 'email_taken');
+  assert.equal(dup.headers['set-cookie'], undefined);
+  for (const extra of [{ role: 'admin' }, { emailVerified: true }, { orgId: 'default' }]) {
+    const response = await new Browser(app, '198.51.100.3').post('/api/v1/auth/signup', { ...SIGNUP, email: 'x@x.test', ...extra });
+    assert.equal(response.statusCode, 400);
+  }
+  const statuses: number[] = [];
+  for (let i = 0; i < 6; i++) {
+    statuses.push((await new Browser(app, '198.51.100.9').post('/api/v1/auth/signup', { email: `s${i}@corp.test`, name: 'S', password: 'some-password' })).statusCode);
+  }
+  assert.deepEqual(statuses, [201, 201, 201, 201, 201, 429]);
+});
+
+test('a signup whose verification e-mail fails still succeeds; resend sends only to the stored address, 3 per 15 minutes', async (t) => {
+  const { app, mail, clock } = await buildAccounts(t, { env: { SVC_ALLOW_PUBLIC_SIGNUP: 'true' } });
+  mail.failing = true;
+  const ada = new Browser(app);
+  assert.equal((await ada.post('/api/v1/auth/signup', SIGNUP)).statusCode, 201);
+  mail.failing = false;
+  assert.equal(mail.sent.length, 0);
+
+  // A failing resend removes its new token and answers 503.
+  mail.failing = true;
+  const failed = await ada.post('/api/v1/auth/verification/resend', { email: 'attacker@evil.test' });
+  assert.equal(failed.statusCode, 400); // the body takes no fields: the address is never the caller's to choose
+  const failing = await ada.post('/api/v1/auth/verification/resend');
+  assert.equal(failing.statusCode, 503);
+  assert.equal(json(failing).error.code, 'email_delivery_failed');
+  mail.failing = false;
+
+  const first = await ada.post('/api/v1/auth/verification/resend');
+  assert.equal(first.statusCode, 202);
+  const firstToken = mail.token('ada@acme.io', '/verify-email');
+  assert.equal((await ada.post('/api/v1/auth/verification/resend')).statusCode, 202);
+  const limited = await ada.post('/api/v1/auth/verification/resend');
+  assert.equal(limited.statusCode, 429); // the failed attempt counted as one of the 3
+  assert.ok(Number(limited.headers['retry-after']) > 0);
+  assert.ok(mail.sent.every((m) => m.to === 'ada@acme.io'));
+  // The newest token replaced the older ones.
+  assert.equal((await app.inject({ url: `/api/v1/auth/verify/${firstToken}` })).statusCode, 400);
+  const latest = mail.token('ada@acme.io', '/verify-email');
+  assert.equal((await app.inject({ url: `/api/v1/auth/verify/${latest}` })).statusCode, 200);
+  clock.advance(15 * 60_000);
+  assert.equal(json(await ada.post('/api/v1/auth/verification/resend')).error.code, 'already_verified');
+});
+
+test('verification links expire after 7 days', async (t) => {
+  const { app, mail, clock } = await buildAccounts(t, { env: { SVC_ALLOW_PUBLIC_SIGNUP: 'true' } });
+  await new Browser(app).post('/api/v1/auth/signup', SIGNUP);
+  clock.advance(7 * DAY + 1);
+  const response = await app.inject({ url: `/api/v1/auth/verify/${mail.token('ada@acme.io', '/verify-email')}` });
+  assert.equal(response.statusCode, 400);
+  assert.equal(json(response).error.code, 'invalid_token');
+});
+
+test('reset request: same 202, body and no cookie for known and unknown addresses; link from configuration', async (t) => {
+  const { app, mail, hasher } = await buildWithAdmin(t);
+  const request = (email: string) =>
+    app.inject({ method: 'POST', url: '/api/v1/auth/password-reset/request', headers: { origin: ORIGIN, host: 'evil.example' }, payload: { email } });
+  const hashesBefore = hasher.calls.hash;
+  const t0 = performance.now();
+  const known = await request(ADMIN.email);
+  const t1 = performance.now();
+  const unknown = await request('nobody@example.test');
+  const t2 = performance.now();
+  assert.equal(known.statusCode, 202);
+  assert.equal(unknown.statusCode, 202);
+  assert.equal(known.body, unknown.body);
+  assert.deepEqual(json(known), { ok: true, message: 'If an account exists for that address, a reset link is on its way.' });
+  assert.equal(known.headers['set-cookie'], undefined);
+  assert.equal(unknown.headers['set-cookie'], undefined);
+  assert.equal(hasher.calls.hash, hashesBefore); // neither path hashes anything
+  // The floor (30 ms in tests, 400 ms by default) holds for both.
+  assert.ok(t1 - t0 >= 29 && t2 - t1 >= 29);
+  await new Promise((resolve) => setTimeout(resolve, 20)); // the e-mail leaves after the answer
+  assert.match(mail.last(ADMIN.email).text, /^Choose a new password: https:\/\/app\.example\.test\/reset-password\?token=[A-Za-z0-9_-]{43}$/m);
+  assert.equal(mail.sent.filter((m) => m.to === 'nobody@example.test').length, 0);
+  assert.ok(!mail.last(ADMIN.email).text.includes('evil.example'));
+});
+
+test('reset confirm: new password, mustChangePassword cleared, every session and other link ended; single use; 1 hour', async (t) => {
+  const { app, admin, mail, clock } = await buildWithAdmin(t);
+  const { browser: ada, id } = await makeUser(app, { email: 'ada@example.test', password: 'old-password' });
+  await admin.post(`/api/v1/users/${id}/reset-password`); // sets mustChangePassword
+  const requestReset = () =>
+    app.inject({ method: 'POST', url: '/api/v1/auth/password-reset/request', remoteAddress: '198.51.100.40', headers: { origin: ORIGIN }, payload: { email: 'ada@example.test' } });
+  await requestReset();
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  const older = mail.token('ada@example.test', '/reset-password');
+  await requestReset();
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  const newer = mail.token('ada@example.test', '/reset-password');
+  assert.notEqual(older, newer);
+  const session = new Browser(app, '198.51.100.41');
+
+  const weak = await session.post('/api/v1/auth/password-reset/confirm', { token: newer, password: 'short' });
+  assert.equal(weak.statusCode, 400);
+  const confirmed = await session.post('/api/v1/auth/password-reset/confirm', { token: newer, password: 'brand-new-password' });
+  assert.equal(confirmed.statusCode, 200);
+  assert.equal(confirmed.headers['set-cookie'], undefined); // it does not sign in
+  assert.equal((await ada.get('/api/v1/auth/me')).statusCode, 401);
+  const me = await new Browser(app, '198.51.100.42').login('ada@example.test', 'brand-new-password');
+  assert.equal(me.mustChangePassword, false);
+  for (const token of [newer, older]) {
+    const reused = await session.post('/api/v1/auth/password-reset/confirm', { token, password: 'mallory-password' });
+    assert.equal(reused.statusCode, 400);
+    assert.equal(json(reused).error.code, 'invalid_token');
+  }
+  // A link older than an hour is refused.
+  await app.inject({ method: 'POST', url: '/api/v1/auth/password-reset/request', remoteAddress: '198.51.100.43', headers: { origin: ORIGIN }, payload: { email: 'ada@example.test' } });
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  const stale = mail.token('ada@example.test', '/reset-password');
+  clock.advance(60 * 60_000 + 1);
+  assert.equal((await new Browser(app, '198.51.100.44').post('/api/v1/auth/password-reset/confirm', { token: stale, password: 'late-password' })).statusCode, 400);
+});
+
+test('password recovery: 5 attempts per minute per address for request and confirm together, X-Forwarded-For ignored', async (t) => {
+  const { app } = await buildWithAdmin(t);
+  const statuses: number[] = [];
+  for (let i = 0; i < 6; i++) {
+    const url = i % 2 ? '/api/v1/auth/password-reset/confirm' : '/api/v1/auth/password-reset/request';
+    const payload = i % 2 ? { token: 'x'.repeat(43), password: 'whatever-pass' } : { email: `p${i}@example.test` };
+    const response = await app.inject({ method: 'POST', url, remoteAddress: '198.51.100.50', headers: { origin: ORIGIN, 'x-forwarded-for': `10.1.${i}.1` }, payload });
+    statuses.push(response.statusCode);
+  }
+  assert.deepEqual(statuses, [202, 400, 202, 400, 202, 429]);
+  // The limit answers the same for known and unknown addresses.
+  const known = await app.inject({ method: 'POST', url: '/api/v1/auth/password-reset/request', remoteAddress: '198.51.100.50', headers: { origin: ORIGIN }, payload: { email: ADMIN.email } });
+  const unknown = await app.inject({ method: 'POST', url: '/api/v1/auth/password-reset/request', remoteAddress: '198.51.100.50', headers: { origin: ORIGIN }, payload: { email: 'no@example.test' } });
+  assert.equal(known.statusCode, 429);
+  assert.equal(known.body, unknown.body);
+});
+
+test('recovery works for logged-out users whatever the signup flag says', async (t) => {
+  const { app, mail } = await buildWithAdmin(t, { SVC_ALLOW_PUBLIC_SIGNUP: 'false' });
+  await app.inject({ method: 'POST', url: '/api/v1/auth/password-reset/request', headers: { origin: ORIGIN }, payload: { email: ADMIN.email } });
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  const token = mail.token(ADMIN.email, '/reset-password');
+  assert.equal((await new Browser(app).post('/api/v1/auth/password-reset/confirm', { token, password: 'recovered-password' })).statusCode, 200);
+  await new Browser(app).login(ADMIN.email, 'recovered-password');
+});
