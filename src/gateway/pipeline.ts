@@ -82,11 +82,13 @@ export interface GatewayCall {
 export type StreamItem<Ev> = { event: Ev; terminal?: false } | { event: Ev; terminal: true };
 
 export type GatewayResult<Res, Ev> =
-  | { kind: 'json'; runId: string; route: RunRoute; body: Res }
+  | { kind: 'json'; runId: string; route: RunRoute; provider: string | null; body: Res }
   | {
       kind: 'stream';
       runId: string;
       route: RunRoute;
+      /** The provider serving the answer (null for a cache hit: none did). */
+      provider: string | null;
       items: AsyncGenerator<StreamItem<Ev>>;
       /**
        * Release the stream, also when nobody ever read from it (the client left before the first event): the run is
@@ -270,7 +272,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
               if (!relayStarted) await items.next().catch(() => undefined);
               await items.return(undefined);
             };
-            return { kind: 'stream', runId: run.id, route: 'live', items, close };
+            return { kind: 'stream', runId: run.id, route: 'live', provider: provider.name, items, close };
           }
           const response = await adapter.callBuffered(provider, call.signal);
           const latencyMs = clock.now() - startedAt;
@@ -279,7 +281,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
           run.attempt({ provider: provider.name, model: adapter.model, outcome: 'success', errorKind: null, upstreamStatus: null, promptTokens: usage.promptTokens, completionTokens: usage.completionTokens, costUsd: cost.usd, latencyMs });
           storeAnswer(response, cost.usd, latencyMs);
           complete(provider, fallback, response, usage, cost.priced, 'served');
-          return { kind: 'json', runId: run.id, route: 'live', body: response };
+          return { kind: 'json', runId: run.id, route: 'live', provider: provider.name, body: response };
         } catch (thrown) {
           const error = thrown instanceof InvalidToolCallError || thrown instanceof ProviderError ? thrown : classifyThrown(provider.name, thrown, call.signal);
           const kind = failureKind(error);
@@ -389,12 +391,12 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
       savedUsd: saved.usd,
       savedMs: saved.ms,
     });
-    if (!adapter.stream) return { kind: 'json', runId: run.id, route: 'exact_cache', body: response };
+    if (!adapter.stream) return { kind: 'json', runId: run.id, route: 'exact_cache', provider: null, body: response };
     const events = adapter.replay(response);
     async function* replay(): AsyncGenerator<StreamItem<Ev>> {
       for (const event of events) yield { event };
     }
     const items = replay();
-    return { kind: 'stream', runId: run.id, route: 'exact_cache', items, close: async () => void (await items.return(undefined)) };
+    return { kind: 'stream', runId: run.id, route: 'exact_cache', provider: null, items, close: async () => void (await items.return(undefined)) };
   }
 }

@@ -31,7 +31,7 @@ import { pagesRoutes } from './pages.ts';
 const REQUEST_ID = /^[A-Za-z0-9._:@\/+=-]{1,128}$/;
 
 /** Response headers browsers may read cross-origin (SPEC 4.2: run id and route are exposed through CORS). */
-export const EXPOSED_HEADERS = ['x-svc-run-id', 'x-svc-route', 'x-svc-run-url', 'x-request-id', 'retry-after'];
+export const EXPOSED_HEADERS = ['x-svc-run-id', 'x-svc-route', 'x-svc-run-url', 'x-svc-provider', 'x-request-id', 'retry-after'];
 
 export interface BuildAppOptions {
   /** fastify logger: false in tests, pino options in `svc serve`. */

@@ -45,7 +45,7 @@ test('public lookup, then acceptance by a new address: verified user, membership
   assert.equal(lookup.statusCode, 200);
   assert.equal(lookup.headers['referrer-policy'], 'no-referrer');
   assert.deepEqual(
-    { ...json(lookup), expiresAt: undefined },
+    { ...json<Record<string, unknown>>(lookup), expiresAt: undefined },
     { valid: true, status: 'pending', orgName: 'Acme', email: 'grace@example.test', role: 'admin', userExists: false, expiresAt: undefined },
   );
   const unknown = json(await app.inject({ url: `/api/v1/invites/${'x'.repeat(43)}` }));

@@ -40,6 +40,12 @@ test('buffered chat: content, correlation values, usage, tool calls; stream fals
   await services.store.flush();
   const run = await services.runs.find({ tenantId: 'default', tenantWide: true } as any, result.runId);
   assert.deepEqual([run.appId, run.agent, run.subject], ['checkout', 'planner', 'user-7']);
+  // The gateway names the provider that served the answer (x-svc-provider); a cache hit was served by none.
+  assert.ok(result.provider);
+  assert.equal(result.provider, run.provider);
+  const again = await client.chat({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hello there' }] });
+  assert.equal(again.route, 'exact_cache');
+  assert.equal(again.provider, null);
 
   const tools = await client.chat({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'weather in Paris?' }], tools: [WEATHER] });
   assert.equal(tools.finishReason, 'tool_calls');
