@@ -4,7 +4,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { authOf } from '../http/surface.ts';
+import { authOf, clientAddress } from '../http/surface.ts';
 import { clearSessionCookie, cookieOf, SESSION_COOKIE, setSessionCookie } from '../http/session-cookie.ts';
 import type { LimitsService } from '../limits/service.ts';
 import { RESET_REQUESTED_MESSAGE, type SignupService } from './signup-service.ts';
@@ -35,7 +35,7 @@ export function authRoutes(deps: { sessions: SessionsService; signup: SignupServ
   return async function (app: FastifyInstance) {
     app.post('/auth/login', { config: { access: 'public', setsSession: true } }, async (request, reply) => {
       const body = loginBody.parse(request.body);
-      const { me, token } = await sessions.login(body, { address: request.ip });
+      const { me, token } = await sessions.login(body, { address: clientAddress(request) });
       setSessionCookie(request, reply, token);
       return meView(me);
     });
@@ -59,7 +59,7 @@ export function authRoutes(deps: { sessions: SessionsService; signup: SignupServ
       // The flag first: with signup off nothing is validated, counted or stored.
       signup.assertEnabled();
       const body = signupBody.parse(request.body);
-      await limits.take('signup', request.ip);
+      await limits.take('signup', clientAddress(request));
       const { me, token } = await signup.signup(body);
       setSessionCookie(request, reply, token);
       return reply.status(201).send(meView(me));
@@ -81,14 +81,14 @@ export function authRoutes(deps: { sessions: SessionsService; signup: SignupServ
 
     app.post('/auth/password-reset/request', { config: { access: 'public' } }, async (request, reply) => {
       const body = resetRequestBody.parse(request.body);
-      await limits.take('passwordReset', request.ip);
+      await limits.take('passwordReset', clientAddress(request));
       await signup.requestReset(body.email);
       return reply.status(202).send({ ok: true, message: RESET_REQUESTED_MESSAGE });
     });
 
     app.post('/auth/password-reset/confirm', { config: { access: 'public' } }, async (request) => {
       const body = resetConfirmBody.parse(request.body);
-      await limits.take('passwordReset', request.ip);
+      await limits.take('passwordReset', clientAddress(request));
       await signup.confirmReset(body.token, body.password);
       return { ok: true };
     });

@@ -5,7 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { pageOf, paginationQuery } from '../core/pagination.ts';
-import { authOf } from '../http/surface.ts';
+import { authOf, clientAddress } from '../http/surface.ts';
 import { setSessionCookie } from '../http/session-cookie.ts';
 import type { LimitsService } from '../limits/service.ts';
 import { emailField, nameField, passwordField } from './auth-routes.ts';
@@ -88,7 +88,7 @@ export function orgsRoutes(deps: { orgs: OrgsService; invites: InvitesService; l
 
     app.post('/orgs/active/invites', async (request, reply) => {
       const body = inviteBody.parse(request.body);
-      await limits.take('inviteCreate', request.ip);
+      await limits.take('inviteCreate', clientAddress(request));
       return reply.status(201).send({ invite: inviteView(await invites.create(authOf(request), body)) });
     });
 
@@ -105,7 +105,7 @@ export function orgsRoutes(deps: { orgs: OrgsService; invites: InvitesService; l
 
     app.get('/invites/:token', { config: { access: 'public' } }, async (request, reply) => {
       const { token } = tokenParams.parse(request.params);
-      await limits.take('inviteAccept', request.ip);
+      await limits.take('inviteAccept', clientAddress(request));
       reply.header('cache-control', 'no-store');
       reply.header('referrer-policy', 'no-referrer');
       return inviteLookupView(await invites.lookup(token));
@@ -114,7 +114,7 @@ export function orgsRoutes(deps: { orgs: OrgsService; invites: InvitesService; l
     app.post('/invites/:token/accept', { config: { access: 'public', setsSession: true } }, async (request, reply) => {
       const { token } = tokenParams.parse(request.params);
       const body = acceptBody.parse(request.body) ?? {};
-      await limits.take('inviteAccept', request.ip);
+      await limits.take('inviteAccept', clientAddress(request));
       const { me, token: sessionToken } = await invites.accept(token, body, request.auth);
       if (sessionToken) setSessionCookie(request, reply, sessionToken);
       reply.header('referrer-policy', 'no-referrer');

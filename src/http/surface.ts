@@ -50,6 +50,14 @@ export function header(request: FastifyRequest, name: string): string | undefine
   return Array.isArray(value) ? value[0] : value;
 }
 
+/**
+ * The client address that keys per-address limits (SPEC 5.4: forwarded headers only from a trusted proxy). A request
+ * on the local socket has no IP address; it counts as the one address `local`.
+ */
+export function clientAddress(request: FastifyRequest): string {
+  return request.ip || 'local';
+}
+
 /** The authenticated identity of a request inside a surface; the identity hook guarantees it is set. */
 export function authOf(request: FastifyRequest): AuthContext {
   if (!request.auth) throw new AppError('unauthorized');

@@ -182,3 +182,31 @@ test('invitation creation is limited per address', async (t) => {
   }
   assert.equal(last, 429);
 });
+
+test('the local operator invites over the data directory socket, which has no client address', async (t) => {
+  const { mkdtempSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const { Agent, request } = await import('undici');
+  const { startServer } = await import('../../src/server.ts');
+  const { loadConfig } = await import('../../src/config.ts');
+  const dataDir = mkdtempSync(join(tmpdir(), 'svc-socket-invite-'));
+  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+  const server = await startServer(loadConfig({ SVC_LOG_LEVEL: 'silent', SVC_PORT: '0' }, { dataDir }));
+  t.after(() => server.close());
+  const socket = new Agent({ connect: { socketPath: server.socketPath! } });
+  t.after(() => socket.close());
+  const call = async (method: 'GET' | 'POST', path: string, body?: unknown) => {
+    const response = await request(`http://localhost${path}`, {
+      method,
+      dispatcher: socket,
+      headers: { 'content-type': 'application/json' },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+    return { status: response.statusCode, body: (await response.body.json()) as any };
+  };
+  const created = await call('POST', '/api/v1/orgs/active/invites', { email: 'sock@example.test' });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  assert.equal(created.body.invite.invitedBy, null);
+  assert.equal((await call('GET', '/api/v1/orgs/active/invites')).body.invites.length, 1);
+});
