@@ -25,6 +25,7 @@ import { modelsRoutes } from '../gateway/wires/models.ts';
 import { renderError, surfaceOfUrl } from './error-shapes.ts';
 import { createAuthFailureLimiter } from './auth-failures.ts';
 import { installErrorHandler, registerSurface } from './surface.ts';
+import { requestLogSerializer } from './log-redaction.ts';
 import { pagesRoutes } from './pages.ts';
 
 /** A client-sent `x-request-id` is kept when it is well formed; otherwise svc generates one. */
@@ -42,7 +43,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   const { config } = services;
   const limits = config.limits;
   const app = Fastify({
-    logger: options.logger ?? false,
+    logger: options.logger ? { ...(options.logger === true ? {} : options.logger), serializers: { req: requestLogSerializer } } : false,
     // The largest surface limit; each surface narrows it per route (src/http/surface.ts).
     bodyLimit: Math.max(limits.gatewayBodyBytes, limits.apiBodyBytes),
     onProtoPoisoning: 'error',

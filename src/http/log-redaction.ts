@@ -1,0 +1,18 @@
+/**
+ * What request logs may say about a URL. One-time tokens travel in some paths and queries (invitation lookup and
+ * acceptance, e-mail verification, and the `?token=` of the pages the e-mails link to); they are secrets, so the
+ * request log shows `[redacted]` in their place.
+ */
+const TOKEN_PATHS = [/^(\/api\/v1\/invites\/)[^/?#]+/, /^(\/api\/v1\/auth\/verify\/)[^/?#]+/];
+const TOKEN_QUERY = /([?&]token=)[^&#]*/gi;
+
+export function redactUrl(url: string): string {
+  let out = url;
+  for (const pattern of TOKEN_PATHS) out = out.replace(pattern, '$1[redacted]');
+  return out.replace(TOKEN_QUERY, '$1[redacted]');
+}
+
+/** pino serializer for fastify's `req`: the default fields, with the URL redacted. */
+export function requestLogSerializer(request: { method: string; url: string; hostname?: string; ip?: string }) {
+  return { method: request.method, url: redactUrl(request.url), hostname: request.hostname, remoteAddress: request.ip };
+}

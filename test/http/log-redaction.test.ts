@@ -1,0 +1,36 @@
+/** One-time tokens never reach the request log (docs/accounts.md). */
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import test from 'node:test';
+import { redactUrl } from '../../src/http/log-redaction.ts';
+import { loadConfig } from '../../src/config.ts';
+import { buildApp } from '../../src/http/app.ts';
+import { createServices } from '../../src/services.ts';
+import { openStore } from '../../src/store/store.ts';
+
+test('token paths and token query parameters are redacted; other URLs are untouched', () => {
+  assert.equal(redactUrl('/api/v1/invites/abcDEF_-123/accept'), '/api/v1/invites/[redacted]/accept');
+  assert.equal(redactUrl('/api/v1/invites/abc?x=1'), '/api/v1/invites/[redacted]?x=1');
+  assert.equal(redactUrl('/api/v1/auth/verify/tok'), '/api/v1/auth/verify/[redacted]');
+  assert.equal(redactUrl('/accept-invite?token=secret&next=1'), '/accept-invite?token=[redacted]&next=1');
+  assert.equal(redactUrl('/reset-password?a=b&TOKEN=secret'), '/reset-password?a=b&TOKEN=[redacted]');
+  assert.equal(redactUrl('/api/v1/runs?limit=5'), '/api/v1/runs?limit=5');
+});
+
+test('the request log of a real app never contains an invitation token', async (t) => {
+  let log = '';
+  const sink = new Writable({ write: (chunk, _enc, done) => ((log += chunk), done()) });
+  const config = loadConfig({ SVC_LOG_LEVEL: 'info' }, { dataDir: null });
+  const store = openStore({ dataDir: null });
+  const services = await createServices(config, store, { log: { warn() {} } });
+  const app = await buildApp(services, { logger: { level: 'info', stream: sink } as never });
+  t.after(async () => {
+    await app.close();
+    await store.close();
+  });
+  const token = 'S3cretT0kenS3cretT0kenS3cretT0kenS3cretT0k';
+  await app.inject({ url: `/api/v1/invites/${token}` });
+  await app.inject({ url: `/api/v1/auth/verify/${token}` });
+  assert.match(log, /\/api\/v1\/invites\/\[redacted\]/);
+  assert.ok(!log.includes(token));
+});
