@@ -1,0 +1,297 @@
+/**
+ * The account pages in a real browser: headless Chromium (Debian's /usr/bin/chromium, driven by playwright-core)
+ * against svc listening in-process on 127.0.0.1, with the e-mails captured by a mailer override. One browser launch
+ * for the file: an invitation accepted through /accept-invite, then a password reset through /login ->
+ * /reset-password -> the e-mailed link -> /login, then a signup's verification link through /verify-email.
+ *
+ * Without Chromium the test fails (never skips): CI installs it (.ci/run).
+ */
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import test, { type TestContext } from 'node:test';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { loadConfig } from '../../src/config.ts';
+import { buildApp } from '../../src/http/app.ts';
+import { createServices } from '../../src/services.ts';
+import { openStore } from '../../src/store/store.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+const BOOTSTRAP = 'svc_browser_test_bootstrap_token_0123456789';
+const ORG = 'Acme Research';
+const INVITEE = 'grace@example.com';
+const FIRST_PASSWORD = 'correct horse battery';
+const SECOND_PASSWORD = 'an even better passphrase';
+
+interface Mail {
+  to: string;
+  subject: string;
+  text: string;
+  html: string;
+}
+
+interface Svc {
+  address: string;
+  mail: Mail[];
+  /** A call to svc's API as the bootstrap token (platform admin). */
+  admin(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
+}
+
+async function startSvc(t: TestContext, env: Record<string, string> = {}): Promise<Svc> {
+  const mail: Mail[] = [];
+  const mailer = {
+    async send(message: Mail) {
+      mail.push(message);
+    },
+  };
+  const config = loadConfig({ SVC_LOG_LEVEL: 'silent', SVC_API_KEY: BOOTSTRAP, ...env }, { dataDir: null });
+  const store = openStore({ dataDir: config.dataDir });
+  const services = await createServices(config, store, { mailer });
+  const app = await buildApp(services);
+  const address = await app.listen({ host: '127.0.0.1', port: 0 });
+  t.after(async () => {
+    await app.close();
+    await store.close();
+  });
+  const admin: Svc['admin'] = async (method, path, body) => {
+    const response = await fetch(`${address}/api/v1${path}`, {
+      method,
+      headers: { authorization: `Bearer ${BOOTSTRAP}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await response.text();
+    return { status: response.status, body: text ? JSON.parse(text) : null };
+  };
+  return { address, mail, admin };
+}
+
+/** The e-mail to `to` whose text holds a link to `page`, waited for (some are sent after the answer); its token. */
+async function linkToken(svc: Svc, to: string, page: string): Promise<{ url: URL; token: string }> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    for (const message of [...svc.mail].reverse()) {
+      if (message.to !== to) continue;
+      const match = new RegExp(`https?://\\S+${page}\\?token=[A-Za-z0-9_-]+`).exec(message.text);
+      if (match) {
+        const url = new URL(match[0]);
+        assert.ok(message.html.includes(url.searchParams.get('token')!), 'the HTML part carries the same link');
+        return { url, token: url.searchParams.get('token')! };
+      }
+    }
+    if (Date.now() > deadline) throw new Error(`no e-mail to ${to} linking to ${page}: ${JSON.stringify(svc.mail.map((m) => m.subject))}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** Fails the test on any script error or blocked resource (a CSP violation is reported as a console error). */
+function watch(page: Page): string[] {
+  const problems: string[] = [];
+  page.on('pageerror', (error) => problems.push(`script error: ${error.message}`));
+  page.on('console', (message) => {
+    // 4xx answers the page asked for on purpose (`/auth/me` while signed out) are logged by Chromium as errors.
+    if (message.type() === 'error' && !/Failed to load resource: the server responded with a status of 4\d\d/.test(message.text())) {
+      problems.push(`console: ${message.text()}`);
+    }
+  });
+  return problems;
+}
+
+function text(page: Page, selector: string): Promise<string> {
+  return page.locator(selector).innerText();
+}
+
+let browser: Browser | undefined;
+
+test.before(async () => {
+  if (!existsSync(CHROMIUM)) return;
+  browser = await chromium.launch({ executablePath: CHROMIUM });
+});
+
+test.after(async () => {
+  await browser?.close();
+});
+
+function requireBrowser(): Browser {
+  assert.ok(
+    existsSync(CHROMIUM),
+    `Chromium is missing at ${CHROMIUM}: the browser tests need Debian's chromium package (apt-get install chromium; .ci/run installs it)`,
+  );
+  assert.ok(browser, 'Chromium did not start');
+  return browser;
+}
+
+async function newContext(t: TestContext): Promise<BrowserContext> {
+  const context = await requireBrowser().newContext();
+  t.after(() => context.close());
+  return context;
+}
+
+test('an invitation is accepted through /accept-invite in Chromium; then the password is reset through the pages', async (t) => {
+  requireBrowser();
+  const svc = await startSvc(t);
+
+  // An administrator (the bootstrap token) names the organization and invites Grace as an admin.
+  assert.equal((await svc.admin('PATCH', '/orgs/active', { name: ORG })).status, 200);
+  const created = await svc.admin('POST', '/orgs/active/invites', { email: INVITEE, role: 'admin' });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  assert.equal(JSON.stringify(created.body).includes('token'), false, 'the inviter never sees the token');
+  const invite = await linkToken(svc, INVITEE, '/accept-invite');
+  assert.equal(invite.url.pathname, '/accept-invite');
+
+  const context = await newContext(t);
+
+  await t.test('the new member creates the account on the page and is signed in', async () => {
+    const page = await context.newPage();
+    const problems = watch(page);
+    const referers: string[] = [];
+    page.on('request', (request) => {
+      const referer = request.headers()['referer'];
+      if (referer) referers.push(`${request.url()} <- ${referer}`);
+    });
+
+    await page.goto(`${svc.address}/accept-invite?token=${invite.token}`);
+    await page.getByRole('heading', { name: `Join ${ORG}` }).waitFor();
+    assert.equal(page.url(), `${svc.address}/accept-invite`, 'the token is gone from the address bar');
+    assert.equal(await text(page, '#invite-org'), ORG);
+    assert.equal(await text(page, '#invite-email'), INVITEE);
+    assert.equal(await text(page, '#invite-role'), 'admin');
+
+    // The page checks what it can before asking svc.
+    await page.getByLabel('Your name').fill('Grace Hopper');
+    await page.getByLabel('Password', { exact: true }).fill(FIRST_PASSWORD);
+    await page.getByLabel('Repeat the password').fill(`${FIRST_PASSWORD}!`);
+    await page.getByRole('button', { name: 'Create account and join' }).click();
+    assert.equal(await text(page, '[role="alert"]'), 'The two passwords do not match.');
+    assert.equal(await page.getByLabel('Repeat the password').getAttribute('aria-invalid'), 'true');
+
+    await page.getByLabel('Repeat the password').fill(FIRST_PASSWORD);
+    await page.getByRole('button', { name: 'Create account and join' }).click();
+    await page.getByText(`You joined ${ORG}.`).waitFor();
+    assert.equal(await page.getByRole('link', { name: 'Go to svc' }).getAttribute('href'), '/');
+
+    // The session cookie is in the browser, out of reach of scripts.
+    const cookie = (await context.cookies(svc.address)).find((c) => c.name === 'svc_session');
+    assert.ok(cookie, 'the browser holds svc_session');
+    assert.equal(cookie.httpOnly, true);
+    assert.equal(cookie.sameSite, 'Lax');
+    assert.equal(cookie.path, '/');
+    assert.equal(await page.evaluate('document.cookie'), '');
+    assert.equal(await page.evaluate('sessionStorage.length'), 0, 'the kept invitation token is gone once accepted');
+
+    assert.deepEqual(referers, [], 'no request carried a Referer (Referrer-Policy: no-referrer)');
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+
+  await t.test('svc has the member with the invited role, and the browser session is theirs', async () => {
+    const users = await svc.admin('GET', `/users?email=${encodeURIComponent(INVITEE)}`);
+    assert.equal(users.status, 200);
+    assert.equal(users.body.users.length, 1);
+    const user = users.body.users[0];
+    assert.equal(user.name, 'Grace Hopper');
+    assert.equal(user.emailVerified, true, 'the e-mailed link proved the address');
+    assert.equal(user.orgRole, 'admin');
+
+    const active = await svc.admin('GET', '/orgs/active');
+    assert.equal(active.body.org.name, ORG);
+    const member = active.body.members.find((m: { email: string }) => m.email === INVITEE);
+    assert.equal(member?.role, 'admin');
+
+    const me = await context.request.get(`${svc.address}/api/v1/auth/me`);
+    assert.equal(me.status(), 200);
+    const body = await me.json();
+    assert.equal(body.user.email, INVITEE);
+    assert.equal(body.org.name, ORG);
+    assert.equal(body.org.role, 'admin');
+
+    const lookup = await fetch(`${svc.address}/api/v1/invites/${invite.token}`);
+    assert.equal(((await lookup.json()) as { status: string }).status, 'accepted');
+  });
+
+  await t.test('the invitation link cannot be used twice', async () => {
+    const page = await context.newPage();
+    await page.goto(`${svc.address}/accept-invite?token=${invite.token}`);
+    await page.getByRole('heading', { name: 'This invitation cannot be used' }).waitFor();
+    assert.match(await text(page, '[role="alert"]'), /already been accepted/);
+    assert.equal(await page.locator('#new-account').isVisible(), false);
+    await page.close();
+  });
+
+  await t.test('a password reset through /login, /reset-password and the e-mailed link; the new password signs in', async () => {
+    const fresh = await newContext(t);
+    const page = await fresh.newPage();
+    const problems = watch(page);
+
+    await page.goto(`${svc.address}/login`);
+    await page.getByRole('link', { name: 'Forgot your password?' }).click();
+    await page.waitForURL(`${svc.address}/reset-password`);
+    await page.getByLabel('E-mail').fill(INVITEE);
+    await page.getByRole('button', { name: 'Send the reset link' }).click();
+    await page.getByText('If an account exists for that address, a reset link is on its way.').waitFor();
+
+    const reset = await linkToken(svc, INVITEE, '/reset-password');
+    assert.equal(reset.url.pathname, '/reset-password');
+    await page.goto(`${svc.address}/reset-password?token=${reset.token}`);
+    await page.getByRole('heading', { name: 'Choose a new password' }).waitFor();
+    assert.equal(page.url(), `${svc.address}/reset-password`, 'the token is gone from the address bar');
+    await page.getByLabel('New password', { exact: true }).fill('short');
+    await page.getByLabel('Repeat the new password').fill('short');
+    await page.getByRole('button', { name: 'Set the new password' }).click();
+    assert.match(await text(page, '[role="alert"]'), /at least 8 characters/);
+    await page.getByLabel('New password', { exact: true }).fill(SECOND_PASSWORD);
+    await page.getByLabel('Repeat the new password').fill(SECOND_PASSWORD);
+    await page.getByRole('button', { name: 'Set the new password' }).click();
+    await page.getByRole('heading', { name: 'Password changed' }).waitFor();
+
+    // The reset ended every session, the one of the invitation's browser too.
+    assert.equal((await context.request.get(`${svc.address}/api/v1/auth/me`)).status(), 401);
+
+    await page.getByRole('link', { name: 'Sign in with the new password' }).click();
+    await page.waitForURL(`${svc.address}/login`);
+    await page.getByLabel('E-mail').fill(INVITEE);
+    await page.getByLabel('Password', { exact: true }).fill(FIRST_PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator('[role="alert"]').filter({ hasText: /\S/ }).waitFor();
+    assert.equal(await page.getByRole('heading', { name: 'Sign in' }).isVisible(), true, 'the old password is refused');
+
+    await page.getByLabel('Password', { exact: true }).fill(SECOND_PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Signed in' }).waitFor();
+    assert.equal(await text(page, '#signed-in-as'), `Signed in as ${INVITEE} in ${ORG}.`);
+
+    // The same link a second time: used up.
+    await page.goto(`${svc.address}/reset-password?token=${reset.token}`);
+    await page.getByLabel('New password', { exact: true }).fill(SECOND_PASSWORD);
+    await page.getByLabel('Repeat the new password').fill(SECOND_PASSWORD);
+    await page.getByRole('button', { name: 'Set the new password' }).click();
+    await page.getByRole('heading', { name: 'This reset link cannot be used' }).waitFor();
+
+    assert.deepEqual(problems, []);
+  });
+});
+
+test('a signup verification link opens /verify-email and verifies the address once', async (t) => {
+  requireBrowser();
+  const svc = await startSvc(t, { SVC_ALLOW_PUBLIC_SIGNUP: 'true' });
+  const signup = await fetch(`${svc.address}/api/v1/auth/signup`, {
+    method: 'POST',
+    // Signup sets the session cookie, so it must name svc's own origin (docs/accounts.md, CSRF).
+    headers: { 'content-type': 'application/json', origin: svc.address },
+    body: JSON.stringify({ email: 'ada@acme.io', name: 'Ada', password: FIRST_PASSWORD }),
+  });
+  assert.equal(signup.status, 201, await signup.text());
+  const verify = await linkToken(svc, 'ada@acme.io', '/verify-email');
+
+  const context = await newContext(t);
+  const page = await context.newPage();
+  const problems = watch(page);
+  await page.goto(`${svc.address}/verify-email?token=${verify.token}`);
+  await page.getByText('Your e-mail ada@acme.io is verified.').waitFor();
+  assert.equal(page.url(), `${svc.address}/verify-email`);
+  const users = await svc.admin('GET', '/users?email=ada%40acme.io');
+  assert.equal(users.body.users[0].emailVerified, true);
+
+  await page.goto(`${svc.address}/verify-email?token=${verify.token}`);
+  await page.getByRole('heading', { name: 'Not verified' }).waitFor();
+  assert.match(await text(page, '[role="alert"]'), /not valid any more/);
+  assert.deepEqual(problems, []);
+});
