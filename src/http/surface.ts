@@ -128,11 +128,13 @@ export async function registerSurface(app: FastifyInstance, options: SurfaceOpti
         headers: { 'retry-after': String(wait) },
       });
     }
+    const authorization = header(request, 'authorization');
+    const apiKeyHeader = options.acceptApiKeyHeader?.(request) ? header(request, 'x-api-key') : undefined;
     try {
       request.auth = await options.identity.resolve({
         surface: options.surface,
-        authorization: header(request, 'authorization'),
-        apiKeyHeader: options.acceptApiKeyHeader?.(request) ? header(request, 'x-api-key') : undefined,
+        authorization,
+        apiKeyHeader,
         sessionToken: cookieOf(request, SESSION_COOKIE),
         localSocket: isLocalOperator(request.raw),
         appHeader: header(request, 'x-svc-app'),
@@ -143,7 +145,12 @@ export async function registerSurface(app: FastifyInstance, options: SurfaceOpti
     } catch (error) {
       const unauthorized = error instanceof AppError && error.code === 'unauthorized';
       if (!(unauthorized && access === 'public')) {
-        if (unauthorized) options.authFailures.record(request.ip, Date.now());
+        // Only a token that was presented and refused is a guess worth counting. No credential at all (a signed-out
+        // page asking who is signed in, an SDK without its key) is a plain 401, and a session cookie is 256 random
+        // bits that nobody guesses (a stale one is ordinary): counting those would lock out whole offices.
+        if (unauthorized && (authorization !== undefined || apiKeyHeader !== undefined)) {
+          options.authFailures.record(request.ip, Date.now());
+        }
         throw error;
       }
       // A public route runs without an identity; a stale cookie or a wrong token on it counts as none.

@@ -20,3 +20,12 @@ test('after too many failed authentications an address gets 429 with retry-after
   const other = await app.inject({ url: '/api/v1/keys', headers: bearer('bootstrap-token-brute-force-01'), remoteAddress: '10.9.8.7' });
   assert.equal(other.statusCode, 200);
 });
+
+test('requests without a credential, or with a stale session cookie, are plain 401s that never lock an address out', async (t) => {
+  const { app } = await build(t, { env: { SVC_API_KEY: 'bootstrap-token-brute-force-02', SVC_AUTH_FAILURES_PER_MINUTE: '3' } });
+  for (let i = 0; i < 10; i++) {
+    assert.equal((await app.inject({ url: '/api/v1/auth/me' })).statusCode, 401);
+    assert.equal((await app.inject({ url: '/api/v1/keys', headers: { cookie: `svc_session=${'x'.repeat(43)}` } })).statusCode, 401);
+  }
+  assert.equal((await app.inject({ url: '/api/v1/keys', headers: bearer('bootstrap-token-brute-force-02') })).statusCode, 200);
+});
