@@ -2,7 +2,7 @@
 // Bundles svc into dist/svc.mjs (one file) and copies SQLite's WebAssembly binary and the account pages beside it.
 // Run by `npm run build`; bin/svc runs the result, with no node_modules needed at run time.
 import { build } from 'esbuild';
-import { copyFileSync, cpSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,6 +26,16 @@ const noDevtools = {
   },
 };
 
+// CommonJS dependencies bundled into ESM need require/__dirname; node-sqlite3-wasm finds its .wasm via __dirname.
+const COMMONJS_IN_ESM = [
+  "import { createRequire as __svcCreateRequire } from 'node:module';",
+  "import { fileURLToPath as __svcFileURLToPath } from 'node:url';",
+  "import { dirname as __svcDirname } from 'node:path';",
+  'const require = __svcCreateRequire(import.meta.url);',
+  'const __filename = __svcFileURLToPath(import.meta.url);',
+  'const __dirname = __svcDirname(__filename);',
+].join('\n');
+
 await build({
   entryPoints: [join(root, 'cli/index.ts')],
   outfile: join(dist, 'svc.mjs'),
@@ -39,17 +49,7 @@ await build({
   define: { __SVC_VERSION__: JSON.stringify(pkg.version) },
   jsx: 'automatic',
   plugins: [noDevtools],
-  // CommonJS dependencies bundled into ESM need require/__dirname; node-sqlite3-wasm finds its .wasm via __dirname.
-  banner: {
-    js: [
-      "import { createRequire as __svcCreateRequire } from 'node:module';",
-      "import { fileURLToPath as __svcFileURLToPath } from 'node:url';",
-      "import { dirname as __svcDirname } from 'node:path';",
-      'const require = __svcCreateRequire(import.meta.url);',
-      'const __filename = __svcFileURLToPath(import.meta.url);',
-      'const __dirname = __svcDirname(__filename);',
-    ].join('\n'),
-  },
+  banner: { js: COMMONJS_IN_ESM },
 });
 
 copyFileSync(
@@ -59,4 +59,56 @@ copyFileSync(
 // The account pages (/login, /accept-invite, ...): src/http/pages.ts serves them from dist/pages/ beside the bundle.
 rmSync(join(dist, 'pages'), { recursive: true, force: true });
 cpSync(join(root, 'dashboard', 'pages'), join(dist, 'pages'), { recursive: true });
-console.log('built dist/svc.mjs');
+await buildClientPackage();
+console.log('built dist/svc.mjs and the client package (dist/client.mjs, dist/client/*.d.ts)');
+
+/**
+ * The reference client (src/client/, SPEC 4.20) as the package's `svc/client` export: one ESM bundle with its two
+ * dependencies inside (undici, eventsource-parser), so it runs without node_modules, and declaration files emitted by
+ * TypeScript from the same source, with the `.ts` import specifiers of the source rewritten to `.js`, which is how a
+ * consumer's TypeScript finds the `.d.ts` files beside them.
+ */
+async function buildClientPackage() {
+  await build({
+    entryPoints: [join(root, 'src/client/index.ts')],
+    outfile: join(dist, 'client.mjs'),
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    sourcemap: 'linked',
+    legalComments: 'none',
+    logLevel: 'warning',
+    // fastify appears only as a type (the in-process transport); nothing of it is bundled.
+    external: ['fastify'],
+    banner: { js: COMMONJS_IN_ESM },
+  });
+  const ts = (await import('typescript')).default;
+  const typesDir = join(dist, 'client');
+  rmSync(typesDir, { recursive: true, force: true });
+  const program = ts.createProgram([join(root, 'src/client/index.ts')], {
+    declaration: true,
+    emitDeclarationOnly: true,
+    rewriteRelativeImportExtensions: true,
+    allowImportingTsExtensions: true,
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    target: ts.ScriptTarget.ES2022,
+    strict: true,
+    skipLibCheck: true,
+    types: ['node'],
+    rootDir: join(root, 'src/client'),
+    outDir: typesDir,
+  });
+  const written = [];
+  const { diagnostics } = program.emit(undefined, (file, text) => {
+    // Only the client's own files (the program also sees what they import).
+    if (!file.startsWith(typesDir)) return;
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, text.replace(/(from\s+['"]\.{1,2}\/[^'"]+)\.ts(['"])/g, '$1.js$2'));
+    written.push(file);
+  });
+  if (diagnostics.length > 0 || written.length === 0) {
+    throw new Error(`client declarations failed: ${ts.formatDiagnostics(diagnostics, { getCanonicalFileName: (f) => f, getCurrentDirectory: () => root, getNewLine: () => '\n' })}`);
+  }
+}
