@@ -101,8 +101,8 @@ Examples:
       'after',
       `
 The invitation expires after 7 days. Its token travels only in the e-mail: with the default console e-mail transport
-the message (and its accept link) is written to the output of the svc process that sent it, i.e. svc serve's
-standard output, or this command's standard error when it ran in-process. Inviting the same address again replaces
+the message (and its accept link) is written to the output of the svc process that sent it: svc serve's output, or
+this command's standard error when it ran in-process (no server running). Inviting the same address again replaces
 its pending invitation.`,
     )
     .action(async (options: OrgOptions & { email: string; role?: OrgRole }) => {
