@@ -1,0 +1,371 @@
+/**
+ * `svc users` and `svc orgs` as a child process (`bin/svc`): usage errors, then the whole flow in-process on a
+ * temporary data directory, then against a running `svc serve` over its local socket (and once over --url with the
+ * bootstrap token). Passwords travel through stdin (`--password-stdin`); `--temp-password` is used once, to see it
+ * works and warns. The hidden prompt and the confirmation are driven in a real terminal (tmux, as in
+ * test/tui/terminal.test.ts), skipped when tmux is missing.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import test, { before, type TestContext } from 'node:test';
+import { ensureBundle, ROOT, runSvc, SVC, startServe, tempDir, type RunResult } from '../support/process.ts';
+
+before(ensureBundle);
+
+const jsonOf = (result: RunResult) => {
+  assert.equal(result.code, 0, `exit ${result.code}: ${result.stderr}`);
+  return JSON.parse(result.stdout);
+};
+
+const ok = (result: RunResult) => {
+  assert.equal(result.code, 0, `exit ${result.code}: ${result.stderr}`);
+  return result;
+};
+
+/** `POST /api/v1/auth/login` from the server's own origin (login is CSRF-checked); the parsed answer. */
+async function login(address: string, email: string, password: string): Promise<{ status: number; body: any; cookie: string | null }> {
+  const response = await fetch(`${address}/api/v1/auth/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: address },
+    body: JSON.stringify({ email, password }),
+  });
+  const cookie = response.headers.get('set-cookie')?.split(';')[0] ?? null;
+  return { status: response.status, body: await response.json(), cookie };
+}
+
+/** The accept token from the console e-mail to `email` in `output` (the last one). */
+function inviteToken(output: string, email: string): string {
+  const start = output.lastIndexOf(`svc: e-mail to ${email}: `);
+  assert.ok(start >= 0, `no e-mail to ${email} in:\n${output}`);
+  const match = /accept-invite\?token=([A-Za-z0-9_-]+)/.exec(output.slice(start));
+  assert.ok(match, `no accept link in:\n${output.slice(start)}`);
+  return match[1]!;
+}
+
+test('svc users and svc orgs --help list their commands and flags', async () => {
+  const top = ok(await runSvc(['--help']));
+  for (const command of ['users', 'orgs']) assert.match(top.stdout, new RegExp(`^  ${command}\\b`, 'm'));
+  const users = ok(await runSvc(['users', '--help']));
+  for (const command of ['list', 'create', 'delete', 'reset-password']) assert.match(users.stdout, new RegExp(`\\b${command}\\b`));
+  const create = ok(await runSvc(['users', 'create', '--help']));
+  for (const flag of ['--email', '--name', '--role', '--org-role', '--org', '--password-stdin', '--temp-password', '--data-dir', '--url', '--json']) {
+    assert.ok(create.stdout.includes(flag), flag);
+  }
+  const orgs = ok(await runSvc(['orgs', '--help']));
+  for (const command of ['list', 'create', 'members', 'invite', 'invites', 'revoke-invite', 'set-role', 'remove-member', 'delete']) {
+    assert.match(orgs.stdout, new RegExp(`\\b${command}\\b`), command);
+  }
+  assert.match(orgs.stdout, /X-Svc-Tenant/);
+  for (const [args, flags] of [
+    [['orgs', 'invite'], ['--email', '--role', '--org']],
+    [['orgs', 'remove-member'], ['--org', '--yes']],
+    [['orgs', 'delete'], ['--org', '--yes']],
+    [['users', 'delete'], ['--yes']],
+  ] as const) {
+    const help = ok(await runSvc([...args, '--help']));
+    for (const flag of flags) assert.ok(help.stdout.includes(flag), `${args.join(' ')} ${flag}`);
+  }
+});
+
+test('usage errors exit 2 before touching the data directory', async (t) => {
+  const args = ['--data-dir', tempDir(t)];
+  const usage = async (argv: string[], pattern: RegExp, input?: string) => {
+    const result = await runSvc([...argv, ...args], input === undefined ? {} : { input });
+    assert.equal(result.code, 2, `${argv.join(' ')}: ${result.stderr}`);
+    assert.match(result.stderr, pattern, argv.join(' '));
+    assert.equal(result.stdout, '');
+  };
+  await usage(['users', 'create'], /required option '--email/);
+  await usage(['users', 'create', '--email', 'a@example.com', '--role', 'root'], /--role.*must be one of admin, member/);
+  await usage(['users', 'create', '--email', 'a@example.com', '--org-role', 'boss'], /--org-role.*must be one of owner, admin, member/);
+  await usage(['users', 'create', '--email', 'a@example.com', '--password-stdin', '--temp-password', 'x'], /not both/, 'y\n');
+  await usage(['users', 'create', '--email', 'a@example.com', '--password-stdin'], /stdin held no password/, '');
+  await usage(['users', 'delete'], /missing required argument 'user'/);
+  await usage(['users', 'delete', 'a@example.com'], /Refusing without a terminal.*--yes/);
+  await usage(['users', 'list', '--limit', 'many'], /--limit/);
+  await usage(['orgs', 'create', '--name', 'Acme'], /required option '--owner/);
+  await usage(['orgs', 'invite', '--email', 'b@example.com', '--role', 'god'], /--role.*must be one of/);
+  await usage(['orgs', 'invites', '--status', 'lost'], /--status.*must be one of pending, accepted, revoked, expired/);
+  await usage(['orgs', 'set-role', 'b@example.com', 'king'], /must be one of owner, admin, member/);
+  await usage(['orgs', 'remove-member', 'b@example.com', '--org', 'org_x'], /Refusing without a terminal.*--yes/);
+  await usage(['orgs', 'delete'], /required option '--org/);
+  await usage(['orgs', 'delete', '--org', 'org_x'], /Refusing without a terminal.*--yes/);
+  await usage(['users', 'list', '--api-key', 'svc_x'], /--api-key needs --url/);
+});
+
+test('users and orgs in-process on the data directory, then a sign-in with the reset password', async (t) => {
+  const dataDir = tempDir(t);
+  const args = ['--data-dir', dataDir];
+
+  // --password-stdin: the first line of stdin; a password the operator gave is not echoed back.
+  const ada = jsonOf(await runSvc(['users', 'create', '--email', 'Ada@Example.com', '--name', 'Ada', '--password-stdin', '--json', ...args], { input: 'first-temp-pass-1\nignored\n' }));
+  assert.equal(ada.user.email, 'ada@example.com');
+  assert.equal(ada.user.mustChangePassword, true);
+  assert.equal(ada.tempPassword, 'first-temp-pass-1');
+  const bea = ok(await runSvc(['users', 'create', '--email', 'bea@example.com', '--password-stdin', ...args], { input: 'bea-temp-pass-22\n' }));
+  assert.match(bea.stdout, /^ID\s+EMAIL\s+NAME\s+ROLE\s+VERIFIED\s+MUST-CHANGE\s+ORGS$/m);
+  assert.match(bea.stdout, /usr_\S+\s+bea@example\.com\s+.*\bmember\s+false\s+true\b/);
+  assert.ok(!bea.stdout.includes('bea-temp-pass-22') && !bea.stderr.includes('bea-temp-pass-22'), 'not echoed');
+
+  // No terminal and no password: svc generates one, printed once.
+  const generated = ok(await runSvc(['users', 'create', '--email', 'gen@example.com', '--org-role', 'admin', ...args]));
+  const generatedPassword = /^temporary password: (\S+)$/m.exec(generated.stdout)?.[1];
+  assert.ok(generatedPassword && generatedPassword.length >= 8, generated.stdout);
+  assert.match(generated.stderr, /not shown again/);
+
+  // --temp-password works and warns that argv is visible.
+  const inArgv = ok(await runSvc(['users', 'create', '--email', 'argv@example.com', '--temp-password', 'argv-temp-pass-3', ...args]));
+  assert.match(inArgv.stderr, /visible/);
+  assert.ok(!inArgv.stdout.includes('argv-temp-pass-3'));
+
+  const taken = await runSvc(['users', 'create', '--email', 'ada@example.com', '--password-stdin', ...args], { input: 'another-pass-44\n' });
+  assert.equal(taken.code, 1);
+  assert.match(taken.stderr, /^svc: .*\(email_taken, HTTP 409\)$/m);
+  const short = await runSvc(['users', 'create', '--email', 'short@example.com', '--password-stdin', ...args], { input: 'short\n' });
+  assert.equal(short.code, 1, 'the API checks the password rules');
+
+  // list: a table and the API's JSON.
+  const table = ok(await runSvc(['users', 'list', ...args]));
+  assert.match(table.stdout, /^ID\s+EMAIL\s+NAME\s+ROLE\s+VERIFIED\s+MUST-CHANGE\s+ORGS$/m);
+  assert.match(table.stdout, new RegExp(`^${ada.user.id}\\s+ada@example\\.com\\s+Ada\\s+member\\s+false\\s+true\\s+Default \\(member\\)$`, 'm'));
+  assert.match(table.stdout, /gen@example\.com\s+.*Default \(admin\)$/m);
+  const listed = jsonOf(await runSvc(['users', 'list', '--json', ...args]));
+  assert.deepEqual(listed.users.map((user: { email: string }) => user.email).sort(), ['ada@example.com', 'argv@example.com', 'bea@example.com', 'gen@example.com']);
+  assert.equal(listed.pagination.total, 4);
+  assert.ok(!JSON.stringify(listed).includes('pass'), 'no passwords or hashes in the list');
+  const one = jsonOf(await runSvc(['users', 'list', '--email', 'ADA@example.com', '--json', ...args]));
+  assert.deepEqual(one.users.map((user: { id: string }) => user.id), [ada.user.id]);
+
+  // reset-password by e-mail prints a new temporary password once.
+  const reset = ok(await runSvc(['users', 'reset-password', 'ada@example.com', ...args]));
+  const resetPassword = /^temporary password: (\S+)$/m.exec(reset.stdout)?.[1];
+  assert.ok(resetPassword && resetPassword !== 'first-temp-pass-1', reset.stdout);
+  const unknown = await runSvc(['users', 'reset-password', 'nobody@example.com', ...args]);
+  assert.equal(unknown.code, 1);
+  assert.match(unknown.stderr, /^svc: no user with e-mail nobody@example\.com$/m);
+
+  // An organization owned by Ada; members are listed and managed with --org.
+  const acme = jsonOf(await runSvc(['orgs', 'create', '--name', 'Acme', '--owner', 'ada@example.com', '--json', ...args])).org;
+  assert.match(acme.id, /^org_/);
+  const orgs = ok(await runSvc(['orgs', 'list', ...args]));
+  assert.match(orgs.stdout, /^ID\s+NAME\s+ROLE\s+ACTIVE\s+CREATED$/m);
+  assert.match(orgs.stdout, new RegExp(`^${acme.id}\\s+Acme\\b`, 'm'));
+  assert.match(orgs.stdout, /^default\s+Default\b/m);
+  const noOwner = await runSvc(['orgs', 'create', '--name', 'Ghost', '--owner', 'ghost@example.com', ...args]);
+  assert.equal(noOwner.code, 1);
+
+  ok(await runSvc(['users', 'create', '--email', 'carol@example.com', '--org', acme.id, '--password-stdin', ...args], { input: 'carol-temp-pass-5\n' }));
+  const members = ok(await runSvc(['orgs', 'members', '--org', acme.id, ...args]));
+  assert.match(members.stdout, new RegExp(`^Acme \\(${acme.id}\\)  plan: free  seats: 2 \\(2 members, 0 pending invites\\)$`, 'm'));
+  assert.match(members.stdout, /^USER\s+EMAIL\s+NAME\s+ROLE\s+JOINED$/m);
+  assert.match(members.stdout, new RegExp(`^${ada.user.id}\\s+ada@example\\.com\\s+Ada\\s+owner\\b`, 'm'));
+  assert.match(members.stdout, /carol@example\.com\s+.*\bmember\b/);
+  const acmeUsers = jsonOf(await runSvc(['users', 'list', '--org', acme.id, '--json', ...args]));
+  assert.deepEqual(acmeUsers.users.map((user: { email: string; orgRole: string }) => `${user.email}:${user.orgRole}`).sort(), ['ada@example.com:owner', 'carol@example.com:member']);
+  assert.match(ok(await runSvc(['users', 'list', '--org', acme.id, ...args])).stdout, /^ID\s+EMAIL\s+NAME\s+ROLE\s+VERIFIED\s+MUST-CHANGE\s+ORG-ROLE$/m);
+
+  // Invitations: the token never reaches the inviter.
+  const invited = ok(await runSvc(['orgs', 'invite', '--email', 'dan@example.com', '--role', 'admin', '--org', acme.id, ...args]));
+  assert.match(invited.stdout, /^ID\s+EMAIL\s+ROLE\s+STATUS\s+INVITED-BY\s+CREATED\s+EXPIRES$/m);
+  assert.match(invited.stdout, /dan@example\.com\s+admin\s+pending\b/);
+  assert.match(invited.stderr, /e-mailed to dan@example\.com/);
+  const invites = jsonOf(await runSvc(['orgs', 'invites', '--org', acme.id, '--status', 'pending', '--json', ...args]));
+  assert.equal(invites.invites.length, 1);
+  assert.ok(!('token' in invites.invites[0]));
+  assert.equal(jsonOf(await runSvc(['orgs', 'members', '--org', acme.id, '--json', ...args])).seats.pendingInvites, 1);
+  const revoked = jsonOf(await runSvc(['orgs', 'revoke-invite', invites.invites[0].id, '--org', acme.id, '--json', ...args]));
+  assert.equal(revoked.invite.status, 'revoked');
+  const already = await runSvc(['orgs', 'invite', '--email', 'carol@example.com', '--org', acme.id, ...args]);
+  assert.equal(already.code, 1);
+  assert.match(already.stderr, /already_member, HTTP 409/);
+
+  // Member removal; the last owner stays.
+  const removed = ok(await runSvc(['orgs', 'remove-member', 'carol@example.com', '--org', acme.id, '--yes', ...args]));
+  assert.match(removed.stderr, /^removed carol@example\.com \(usr_\S+\)$/m);
+  assert.ok(!removed.stdout.includes('carol@example.com'));
+  const lastOwner = await runSvc(['orgs', 'remove-member', ada.user.id, '--org', acme.id, '--yes', ...args]);
+  assert.equal(lastOwner.code, 1);
+  assert.match(lastOwner.stderr, /^svc: .*\(last_owner, HTTP 409\)$/m);
+  const deleteOwner = await runSvc(['users', 'delete', 'ada@example.com', '--yes', ...args]);
+  assert.equal(deleteOwner.code, 1);
+  assert.match(deleteOwner.stderr, /last_owner, HTTP 409/);
+  const unknownOrg = await runSvc(['orgs', 'members', '--org', 'org_doesnotexist', ...args]);
+  assert.equal(unknownOrg.code, 1);
+  assert.match(unknownOrg.stderr, /HTTP 404/);
+
+  // Deleting the organization, then its former owner.
+  const defaultOrg = await runSvc(['orgs', 'delete', '--org', 'default', '--yes', ...args]);
+  assert.equal(defaultOrg.code, 1);
+  assert.match(defaultOrg.stderr, /default_org, HTTP 400/);
+  const deletedOrg = ok(await runSvc(['orgs', 'delete', '--org', acme.id, '--yes', ...args]));
+  assert.equal(deletedOrg.stdout, `deleted organization Acme (${acme.id})\n`);
+  assert.ok(!ok(await runSvc(['orgs', 'list', ...args])).stdout.includes(acme.id));
+  const deletedUser = ok(await runSvc(['users', 'delete', 'bea@example.com', '--yes', ...args]));
+  assert.match(deletedUser.stdout, /^deleted user bea@example\.com \(usr_\S+\)$/m);
+  assert.equal(jsonOf(await runSvc(['users', 'delete', 'argv@example.com', '--yes', '--json', ...args])).deleted, true);
+  assert.equal(jsonOf(await runSvc(['users', 'list', '--json', ...args])).pagination.total, 3);
+
+  const audit = jsonOf(await runSvc(['audit', '--json', '--limit', '100', ...args]));
+  const actions = new Set(audit.events.map((event: { action: string }) => event.action));
+  for (const action of ['user.create', 'user.reset_password', 'user.delete']) assert.ok(actions.has(action), action);
+
+  // The password reset by the CLI signs Ada in, and she must change it.
+  const server = await startServe(t, dataDir);
+  const session = await login(server.address, 'ada@example.com', resetPassword);
+  assert.equal(session.status, 200, JSON.stringify(session.body));
+  assert.equal(session.body.mustChangePassword, true);
+  assert.equal((await login(server.address, 'ada@example.com', 'first-temp-pass-1')).status, 401, 'the old temporary password is gone');
+});
+
+test('users and orgs through a running svc serve: its socket, e-mails in its output, and --url with the bootstrap token', async (t) => {
+  const dataDir = tempDir(t);
+  const bootstrap = 'bootstrap-token-for-accounts-cli-01';
+  const server = await startServe(t, dataDir, { SVC_API_KEY: bootstrap });
+  const args = ['--data-dir', dataDir];
+
+  const ada = jsonOf(await runSvc(['users', 'create', '--email', 'ada@example.com', '--name', 'Ada', '--password-stdin', '--json', ...args], { input: 'socket-temp-pass-1\n' }));
+  const session = await login(server.address, 'ada@example.com', 'socket-temp-pass-1');
+  assert.equal(session.status, 200, JSON.stringify(session.body));
+  assert.equal(session.body.user.id, ada.user.id);
+  assert.equal(session.body.mustChangePassword, true);
+
+  const acme = jsonOf(await runSvc(['orgs', 'create', '--name', 'Acme', '--owner', 'ada@example.com', '--json', ...args])).org;
+  const invite = jsonOf(await runSvc(['orgs', 'invite', '--email', 'bob@example.com', '--org', acme.id, '--json', ...args])).invite;
+  assert.equal(invite.role, 'member');
+  assert.equal(invite.status, 'pending');
+  // The console transport wrote the e-mail, with the accept link, to the server's output.
+  await waitFor(() => server.output().includes('svc: e-mail to bob@example.com: '));
+  const token = inviteToken(server.output(), 'bob@example.com');
+
+  // Bob accepts as a new account, then shows up as a member.
+  const accept = await fetch(`${server.address}/api/v1/invites/${token}/accept`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: server.address },
+    body: JSON.stringify({ name: 'Bob', password: 'bobs-own-password-1' }),
+  });
+  assert.equal(accept.status, 200, await accept.clone().text());
+  const bobCookie = accept.headers.get('set-cookie')!.split(';')[0]!;
+  const members = jsonOf(await runSvc(['orgs', 'members', '--org', acme.id, '--json', ...args]));
+  assert.deepEqual(members.members.map((member: { email: string; role: string }) => `${member.email}:${member.role}`).sort(), ['ada@example.com:owner', 'bob@example.com:member']);
+  const table = ok(await runSvc(['orgs', 'members', '--org', acme.id, ...args]));
+  assert.match(table.stdout, /bob@example\.com\s+Bob\s+member\b/);
+
+  // Removing Bob ends his session at once.
+  assert.equal((await fetch(`${server.address}/api/v1/auth/me`, { headers: { cookie: bobCookie } })).status, 200);
+  ok(await runSvc(['orgs', 'remove-member', 'bob@example.com', '--org', acme.id, '--yes', ...args]));
+  assert.equal((await fetch(`${server.address}/api/v1/auth/me`, { headers: { cookie: bobCookie } })).status, 401);
+
+  // Over --url, the bootstrap token is a platform admin too and may pick the organization.
+  const url = ['--url', server.address, '--api-key', bootstrap];
+  const viaUrl = jsonOf(await runSvc(['orgs', 'members', '--org', acme.id, '--json', ...url]));
+  assert.equal(viaUrl.org.id, acme.id);
+  assert.ok(jsonOf(await runSvc(['users', 'list', '--json', ...url])).users.some((user: { email: string }) => user.email === 'bob@example.com'));
+  const denied = await runSvc(['users', 'list', '--url', server.address]);
+  assert.equal(denied.code, 1);
+  assert.match(denied.stderr, /HTTP 401/);
+
+  ok(await runSvc(['orgs', 'delete', '--org', acme.id, '--yes', ...args]));
+  ok(await runSvc(['users', 'delete', 'bob@example.com', '--yes', ...args]));
+  const left = jsonOf(await runSvc(['users', 'list', '--json', ...args])).users.map((user: { email: string }) => user.email);
+  assert.deepEqual(left, ['ada@example.com']);
+});
+
+async function waitFor(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+const hasTmux = (() => {
+  try {
+    execFileSync('tmux', ['-V'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+/** One command in a detached tmux pane (a private tmux server); the pane stays after it exits, showing `exit=<code>`. */
+function terminal(t: TestContext, args: string[]) {
+  const socket = `svc-accounts-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  const tmux = (...argv: string[]) => execFileSync('tmux', ['-L', socket, ...argv], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, TERM: 'xterm-256color' } });
+  t.after(() => {
+    try {
+      tmux('kill-server');
+    } catch {
+      // gone already
+    }
+  });
+  const quote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
+  const command = `env -u CI NO_COLOR=1 ${quote(process.execPath)} ${quote(SVC)} ${args.map(quote).join(' ')}; echo "exit=$?"; sleep 600`;
+  tmux('new-session', '-d', '-s', 'cli', '-x', '160', '-y', '40', command);
+  const screen = () => tmux('capture-pane', '-p', '-t', 'cli');
+  return {
+    screen,
+    type: (text: string) => tmux('send-keys', '-t', 'cli', '-l', text),
+    enter: () => tmux('send-keys', '-t', 'cli', 'Enter'),
+    keys: (...keys: string[]) => tmux('send-keys', '-t', 'cli', ...keys),
+    async waitFor(pattern: RegExp): Promise<string> {
+      const deadline = Date.now() + 20_000;
+      for (;;) {
+        const text = screen();
+        if (pattern.test(text)) return text;
+        if (Date.now() > deadline) assert.fail(`timed out waiting for ${pattern}; screen:\n${text}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    },
+  };
+}
+
+test('on a terminal: a hidden prompt asked twice for the temporary password, and a confirmation before deleting', { skip: hasTmux ? false : 'tmux is not installed' }, async (t) => {
+  const dataDir = tempDir(t);
+  const typed = 'typed-temp-pass-77';
+  const create = terminal(t, ['users', 'create', '--email', 'tty@example.com', '--data-dir', dataDir]);
+  await create.waitFor(/Temporary password for tty@example\.com \(empty: let svc generate one\):/);
+  create.type('short');
+  create.enter();
+  await create.waitFor(/8 to 256 characters/);
+  // Clear the rejected answer, then type a good one twice: first a mismatch, which asks again.
+  create.keys(...Array<string>('short'.length).fill('BSpace'));
+  create.type(typed);
+  create.enter();
+  await create.waitFor(/Repeat it:/);
+  create.type('something-else-1');
+  create.enter();
+  await create.waitFor(/did not match; try again/);
+  await create.waitFor(/Temporary password for tty@example\.com[^\n]*\n(.|\n)*Temporary password for tty@example\.com/);
+  create.type(typed);
+  create.enter();
+  await create.waitFor(/Repeat it:[^\n]*\n(.|\n)*Repeat it:/);
+  create.type(typed);
+  create.enter();
+  const created = await create.waitFor(/exit=\d+/);
+  assert.match(created, /exit=0/);
+  assert.match(created, /tty@example\.com/);
+  assert.ok(!created.includes(typed), `the password is never shown:\n${created}`);
+  assert.match(created, /\*{8,}/, 'masked');
+
+  // The password typed at the prompt is the user's: a server accepts it.
+  const server = await startServe(t, dataDir);
+  const session = await login(server.address, 'tty@example.com', typed);
+  assert.equal(session.status, 200, JSON.stringify(session.body));
+  assert.equal(session.body.mustChangePassword, true);
+
+  // Answering no to the confirmation changes nothing; yes deletes.
+  const keep = terminal(t, ['users', 'delete', 'tty@example.com', '--data-dir', dataDir]);
+  await keep.waitFor(/Delete user tty@example\.com \(usr_\S+\)\?/);
+  keep.type('n');
+  keep.enter();
+  const kept = await keep.waitFor(/exit=\d+/);
+  assert.match(kept, /Cancelled\./);
+  assert.match(kept, /exit=1/);
+  const remove = terminal(t, ['users', 'delete', 'tty@example.com', '--data-dir', dataDir]);
+  await remove.waitFor(/Delete user tty@example\.com/);
+  remove.type('y');
+  remove.enter();
+  const removed = await remove.waitFor(/exit=\d+/);
+  assert.match(removed, /deleted user tty@example\.com/);
+  assert.match(removed, /exit=0/);
+});
