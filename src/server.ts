@@ -36,6 +36,12 @@ export async function startServer(config: Config): Promise<RunningServer> {
     services = await createServices(config, store);
     const app = await buildApp(services, { logger: config.logLevel === 'silent' ? false : { level: config.logLevel } });
     const address = await app.listen({ port: config.port, host: config.host });
+    // With `--port 0` the port is known only now; e-mailed links (when SVC_APP_BASE_URL is unset) must carry it.
+    if (config.accounts.appBaseUrl === null && config.port === 0) {
+      const links = new URL(config.accounts.linkBaseUrl);
+      links.port = new URL(address).port;
+      config.accounts.linkBaseUrl = links.origin;
+    }
 
     // The local socket: same routing, no TCP; only this machine's users with access to the 0700 data dir reach it.
     rmSync(socketPath, { force: true });

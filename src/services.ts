@@ -126,7 +126,7 @@ export async function createServices(config: Config, store: Store, overrides: Se
     limits,
     mailer,
     log,
-    linkBaseUrl: config.accounts.linkBaseUrl,
+    linkBaseUrl: () => config.accounts.linkBaseUrl,
     allowPublicSignup: config.accounts.allowPublicSignup,
   };
   const sessions = createSessionsService(accounts);

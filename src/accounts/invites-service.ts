@@ -105,7 +105,7 @@ export function createInvitesService(deps: AccountsDeps): InvitesService {
       };
       await repo.createInvite(invite, sha256Hex(token));
       const inviter = auth.userId ? await repo.findUser(auth.userId) : null;
-      const acceptUrl = `${deps.linkBaseUrl}/accept-invite?token=${token}`;
+      const acceptUrl = `${deps.linkBaseUrl()}/accept-invite?token=${token}`;
       try {
         await mailer.send({ to: email, ...inviteEmail({ orgName: org.name, inviterName: inviter?.name ?? null, role, acceptUrl, expiresAt: invite.expiresAt }) });
       } catch (error) {

@@ -46,8 +46,8 @@ export interface AccountsDeps {
   limits: LimitsService;
   mailer: Mailer;
   log: AccountsLog;
-  /** Base of e-mailed links, from configuration only. */
-  linkBaseUrl: string;
+  /** Base of e-mailed links, from configuration only (read when a link is made: `--port 0` learns its port late). */
+  linkBaseUrl: () => string;
   allowPublicSignup: boolean;
 }
 

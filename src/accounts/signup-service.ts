@@ -50,7 +50,7 @@ export function createSignupService(deps: AccountsDeps & { floorMs?: number }): 
   }
 
   function verificationMessage(user: User, token: string) {
-    return { to: user.email, ...verifyEmail({ name: user.name, verifyUrl: `${deps.linkBaseUrl}/verify-email?token=${token}` }) };
+    return { to: user.email, ...verifyEmail({ name: user.name, verifyUrl: `${deps.linkBaseUrl()}/verify-email?token=${token}` }) };
   }
 
   function assertEnabled(): void {
@@ -137,7 +137,7 @@ export function createSignupService(deps: AccountsDeps & { floorMs?: number }): 
         await repo.createToken(reset.row);
         const message = {
           to: user.email,
-          ...passwordResetEmail({ name: user.name, resetUrl: `${deps.linkBaseUrl}/reset-password?token=${reset.token}`, expiresInMinutes: RESET_TTL_MS / 60_000 }),
+          ...passwordResetEmail({ name: user.name, resetUrl: `${deps.linkBaseUrl()}/reset-password?token=${reset.token}`, expiresInMinutes: RESET_TTL_MS / 60_000 }),
         };
         send = () => mailer.send(message);
       }

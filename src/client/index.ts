@@ -6,5 +6,6 @@ export type { ChatStreamChunk, MessagesStreamChunk, MessagesToolUse, RunCorrelat
 export { isPlainJson, tracedTool } from './tools.ts';
 export type { ToolDefinition } from './tools.ts';
 export type { ApiKey, AuditEvent, AuditIntegrity, CacheStat, EventWindow, KeyMode, Pagination, RunFilters, RunIntegrity, RunSummary, TraceEventView } from './client.ts';
+export type { ActiveOrg, Invite, InviteStatus, OrgMember, OrgPlan, OrgRole, OrgSummary, PlatformRole, User } from './client.ts';
 export { httpTransport, injectTransport, socketTransport } from './transport.ts';
 export type { Injectable, Transport, TransportResponse } from './transport.ts';

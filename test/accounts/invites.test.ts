@@ -210,3 +210,18 @@ test('the local operator invites over the data directory socket, which has no cl
   assert.equal(created.body.invite.invitedBy, null);
   assert.equal((await call('GET', '/api/v1/orgs/active/invites')).body.invites.length, 1);
 });
+
+test('svc serve --port 0 without SVC_APP_BASE_URL e-mails links with the port it bound', async (t) => {
+  const { ensureBundle, startServe, tempDir } = await import('../support/process.ts');
+  await ensureBundle();
+  const server = await startServe(t, tempDir(t), { SVC_API_KEY: BOOT, SVC_APP_BASE_URL: '' });
+  const response = await fetch(`${server.address}/api/v1/orgs/active/invites`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${BOOT}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ email: 'port@example.test' }),
+  });
+  assert.equal(response.status, 201);
+  const port = new URL(server.address).port;
+  for (let i = 0; i < 50 && !server.output().includes('accept-invite?token='); i++) await new Promise((r) => setTimeout(r, 20));
+  assert.match(server.output(), new RegExp(`http://127\\.0\\.0\\.1:${port}/accept-invite\\?token=[A-Za-z0-9_-]{43}`));
+});

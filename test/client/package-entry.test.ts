@@ -50,8 +50,12 @@ test('the package export carries declarations a strict TypeScript consumer compi
   const dir = consumer(t);
   writeFileSync(
     join(dir, 'main.ts'),
-    `import { createSvcClient, tracedTool, type ChatResult } from 'svc/client';
+    `import { createSvcClient, tracedTool, type ActiveOrg, type ChatResult, type User } from 'svc/client';
 const client = createSvcClient({ baseUrl: 'http://127.0.0.1:8787' });
+const users: Promise<{ users: User[] }> = client.users.list();
+const org: Promise<ActiveOrg> = client.inOrg('org_1').orgs.active();
+void users;
+void org;
 const answer: Promise<ChatResult> = client.chat({ model: 'gpt-4o-mini', messages: [] });
 const provider: string | null = (await answer).provider;
 void provider;
