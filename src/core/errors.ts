@@ -44,6 +44,7 @@ export const ERROR_CATALOGUE = {
   already_member: { status: 409, message: 'That user is already a member of the organization.' },
   already_verified: { status: 409, message: 'The e-mail address is already verified.' },
   payload_too_large: { status: 413, message: 'The request body is too large.' },
+  uri_too_long: { status: 414, message: 'A path segment of the URL is too long.' },
   unsupported_media_type: { status: 415, message: 'The request body must be JSON.' },
   rate_limited: { status: 429, message: 'Rate limit exceeded.' },
   data_dir_locked: { status: 503, message: 'The data directory is owned by another running process.' },

@@ -3,7 +3,7 @@
  * `svc serve` listens, src/server.ts). Registration is explicit: the bundle contains everything by import.
  */
 import cors from '@fastify/cors';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Services } from '../services.ts';
 import { auditRoutes } from '../audit/routes.ts';
 import { healthRoute, readinessRoute } from '../health/routes.ts';
@@ -59,6 +59,15 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true },
+    // Errors the router raises before any route or hook runs (a malformed percent-encoding, an over-long path
+    // parameter) get the envelope of their surface too; the path is not echoed (it may hold a token).
+    frameworkErrors: (error, request, reply) => {
+      const appError =
+        error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+          ? new AppError('uri_too_long')
+          : new AppError('invalid_request', { message: 'The URL is not valid (bad percent-encoding?).' });
+      void (reply as FastifyReply).header('x-request-id', request.id).status(appError.status).send(renderError(surfaceOfUrl(request.url), appError));
+    },
     genReqId: (raw) => {
       const sent = raw.headers['x-request-id'];
       return typeof sent === 'string' && REQUEST_ID.test(sent) ? sent : newId('req');

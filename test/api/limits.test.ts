@@ -96,3 +96,18 @@ test('audit: a per-tenant hash chain that verify=true checks and that tampering 
   assert.equal(broken.integrity.ok, false);
   assert.equal(broken.integrity.brokenAt, 2);
 });
+
+test('router-level errors use the surface envelope: an over-long path parameter (414) and a malformed URL (400)', async (t) => {
+  const { app } = await build(t);
+  const long = await app.inject({ url: `/api/v1/runs/${'a'.repeat(5000)}` });
+  assert.equal(long.statusCode, 414);
+  assert.deepEqual(JSON.parse(long.body), { error: { code: 'uri_too_long', message: 'A path segment of the URL is too long.' } });
+  assert.ok(long.headers['x-request-id']);
+  const bad = await app.inject({ url: '/api/v1/runs/%E0%A4%A' });
+  assert.equal(bad.statusCode, 400);
+  assert.equal(JSON.parse(bad.body).error.code, 'invalid_request');
+  const chat = await app.inject({ url: `/v1/models/${'m'.repeat(5000)}` });
+  assert.equal(chat.statusCode, 414);
+  assert.equal(JSON.parse(chat.body).error.code, 'uri_too_long');
+  assert.equal(JSON.parse(chat.body).error.type, 'invalid_request_error');
+});
