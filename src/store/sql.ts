@@ -15,6 +15,11 @@ export interface Sql {
   all<T = Row>(sql: string, params?: SqlParams): T[];
 }
 
+/** node-sqlite3-wasm resets a statement only before its next binding; its (untyped) `_reset` does it now. */
+interface ResettableStatement {
+  _reset(): boolean;
+}
+
 export class CachedSql implements Sql {
   private readonly statements = new Map<string, Statement>();
 
@@ -35,7 +40,12 @@ export class CachedSql implements Sql {
   }
 
   get<T = Row>(sql: string, params?: SqlParams): T | undefined {
-    return (this.statement(sql).get(params as never) ?? undefined) as T | undefined;
+    const stmt = this.statement(sql);
+    const row = stmt.get(params as never) ?? undefined;
+    // A statement stopped at its first row stays active, keeping its read transaction (and table locks) open until
+    // its next use: that would block savepoints, checkpoints and writes to the table. Reset it now.
+    (stmt as unknown as ResettableStatement)._reset();
+    return row as T | undefined;
   }
 
   all<T = Row>(sql: string, params?: SqlParams): T[] {

@@ -1,19 +1,25 @@
 /**
  * The embedded data file: SQLite compiled to WebAssembly (node-sqlite3-wasm) with direct file access.
  *
- * - SQLite's own pager and atomic commit, `synchronous=FULL`, a rollback journal, and `locking_mode=EXCLUSIVE`
- *   (only svc opens the file; see DESIGN.md section 3).
+ * - SQLite's own pager and atomic commit, a write-ahead log, and `locking_mode=EXCLUSIVE` (only svc opens the file;
+ *   see DESIGN.md section 3; exclusive mode is also what lets the log work without shared memory, which the
+ *   WebAssembly file layer does not offer).
  * - One write queue with group commit: writes that arrive in the same event-loop turn share one
- *   `BEGIN IMMEDIATE ... COMMIT`; each write's promise settles only after that commit returned, so a 2xx
- *   answered after `await store.write(...)` survives a crash. Each write runs in its own savepoint, so one
- *   failing write does not take its batch neighbours down with it.
- * - Deferred writes (the gateway's own ledger) join the next group commit, at most `deferredWindowMs` later;
- *   `flush()` waits for them, which readers naming a run call first (read-your-writes).
+ *   `BEGIN IMMEDIATE ... COMMIT`; each write's promise settles only after that commit is on the disk, so a 2xx
+ *   answered after `await store.write(...)` survives a crash, power loss included. Each write runs in its own
+ *   savepoint, so one failing write does not take its batch neighbours down with it.
+ * - The disk flushes run off the event loop (src/store/file-sync.ts): SQLite runs with `synchronous = OFF`, the
+ *   store flushes the log after each commit before acknowledging it, and checkpoints the log into the main file
+ *   itself every `CHECKPOINT_EVERY_COMMITS` commits, flushing the main file before the log may be reused.
+ * - Deferred writes (the gateway's own ledger) join the next group commit, at most `deferredWindowMs` later, all in
+ *   one savepoint (each alone only if that fails); `flush()` waits for them, which readers naming a run call first
+ *   (read-your-writes).
  * - "database is locked" is retried with async backoff, never a busy-wait.
  */
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import sqlite from 'node-sqlite3-wasm';
+import { FileSync } from './file-sync.ts';
 import { CachedSql, type Sql } from './sql.ts';
 import { MIGRATIONS, type Migration } from './migrations.ts';
 
@@ -51,6 +57,15 @@ interface PendingWrite {
 
 const BUSY_BACKOFF_MS = [2, 5, 10, 25, 50, 100, 200];
 
+/**
+ * Commits between checkpoints. A checkpoint copies the pages the log holds into the main file (on the event loop,
+ * one write per distinct page), so it is cheaper per commit the more commits it covers; the log grows meanwhile
+ * (a few MB at most under full gateway load) and is reused from its start after each checkpoint.
+ */
+const CHECKPOINT_EVERY_COMMITS = 64;
+
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
 function isBusy(error: unknown): boolean {
   return error instanceof Error && /database is locked|SQLITE_BUSY/i.test(error.message);
 }
@@ -68,9 +83,11 @@ export function openStore(options: StoreOptions): Store {
   const db = new sqlite.Database(filePath ?? undefined);
   const sql = new CachedSql(db);
   if (filePath) {
+    // Exclusive first: the log's index then lives in the process's memory instead of a shared-memory file.
     sql.exec('PRAGMA locking_mode = EXCLUSIVE');
-    sql.exec('PRAGMA journal_mode = PERSIST');
-    sql.exec('PRAGMA synchronous = FULL');
+    sql.exec('PRAGMA journal_mode = WAL');
+    sql.exec('PRAGMA synchronous = OFF');
+    sql.exec('PRAGMA wal_autocheckpoint = 0');
   }
   sql.exec('PRAGMA foreign_keys = ON');
   const schemaVersion = migrate(sql, options.migrations ?? MIGRATIONS);
@@ -82,12 +99,14 @@ function migrate(sql: CachedSql, migrations: readonly Migration[]): number {
     'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)',
   );
   // Every migration not recorded yet is applied, in version order; a lower number added after a higher one (two
-  // areas landing migrations in parallel) is applied too instead of being skipped.
+  // areas landing migrations in parallel) is applied too instead of being skipped. All of them share one
+  // transaction: a new data file is created in one commit, and a failing migration leaves the file as it was.
   const applied = new Set(sql.all<{ version: number }>('SELECT version FROM schema_migrations').map((row) => row.version));
-  let current = Math.max(0, ...applied);
-  for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
-    if (applied.has(migration.version)) continue;
-    sql.exec('BEGIN IMMEDIATE');
+  const pending = [...migrations].sort((a, b) => a.version - b.version).filter((migration) => !applied.has(migration.version));
+  const current = Math.max(0, ...applied, ...pending.map((migration) => migration.version));
+  if (pending.length === 0) return current;
+  sql.exec('BEGIN IMMEDIATE');
+  for (const migration of pending) {
     try {
       sql.exec(migration.sql);
       sql.run('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)', [
@@ -95,15 +114,14 @@ function migrate(sql: CachedSql, migrations: readonly Migration[]): number {
         migration.name,
         Date.now(),
       ]);
-      sql.exec('COMMIT');
     } catch (error) {
       sql.exec('ROLLBACK');
       throw new Error(`migration ${migration.version} (${migration.name}) failed: ${(error as Error).message}`, {
         cause: error,
       });
     }
-    current = Math.max(current, migration.version);
   }
+  sql.exec('COMMIT');
   return current;
 }
 
@@ -113,6 +131,9 @@ class GroupCommitStore implements Store {
   private deferredTimer: NodeJS.Timeout | null = null;
   private draining: Promise<void> | null = null;
   private closed = false;
+  private commitsSinceCheckpoint = 0;
+  private readonly logSync: FileSync | null;
+  private readonly fileSync: FileSync | null;
 
   constructor(
     private readonly db: sqlite.Database,
@@ -120,7 +141,10 @@ class GroupCommitStore implements Store {
     readonly filePath: string | null,
     readonly schemaVersion: number,
     private readonly deferredWindowMs: number,
-  ) {}
+  ) {
+    this.logSync = filePath ? new FileSync(`${filePath}-wal`) : null;
+    this.fileSync = filePath ? new FileSync(filePath) : null;
+  }
 
   get isOpen(): boolean {
     return !this.closed;
@@ -163,7 +187,12 @@ class GroupCommitStore implements Store {
     this.closed = true;
     if (this.deferredTimer) clearTimeout(this.deferredTimer);
     this.sql.finalizeAll();
+    // Closing checkpoints the log into the main file and deletes it: with full sync, SQLite flushes the main file
+    // before the log goes. Blocking here is fine; nothing else runs any more.
+    if (this.filePath) this.db.exec('PRAGMA synchronous = FULL');
     this.db.close();
+    this.logSync?.close();
+    this.fileSync?.close();
   }
 
   private assertOpen(): void {
@@ -187,6 +216,7 @@ class GroupCommitStore implements Store {
     });
   }
 
+  /** Commit until both queues are empty (deferred writes that arrived during a commit's flush ride the next one). */
   private async drainLoop(): Promise<void> {
     while (this.queue.length > 0 || this.deferred.length > 0) {
       const batch = this.queue;
@@ -204,7 +234,7 @@ class GroupCommitStore implements Store {
   private async commitBatch(batch: PendingWrite[], deferred: Array<(sql: Sql) => void>): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       try {
-        this.sql.exec('BEGIN IMMEDIATE');
+        this.sql.run('BEGIN IMMEDIATE');
         break;
       } catch (error) {
         if (!isBusy(error) || attempt >= BUSY_BACKOFF_MS.length) {
@@ -214,21 +244,27 @@ class GroupCommitStore implements Store {
         await new Promise((resolve) => setTimeout(resolve, BUSY_BACKOFF_MS[attempt]));
       }
     }
-    const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
-    for (const fn of deferred) {
-      this.inSavepoint(fn); // a failing ledger write is dropped alone; its request was already answered
+    // The ledger's writes first, all in one savepoint; if one fails they are redone one savepoint each, so only the
+    // failing one is dropped (its request was already answered).
+    if (deferred.length > 0 && !this.inSavepoint((sql) => deferred.forEach((fn) => fn(sql))).ok) {
+      for (const fn of deferred) this.inSavepoint(fn);
     }
-    for (const write of batch) {
-      outcomes.push(this.inSavepoint(write.fn));
-    }
+    const outcomes = batch.map((write) => this.inSavepoint(write.fn));
     try {
-      this.sql.exec('COMMIT');
+      this.sql.run('COMMIT');
     } catch (error) {
       try {
-        this.sql.exec('ROLLBACK');
+        this.sql.run('ROLLBACK');
       } catch {
         // the failed COMMIT may already have rolled back
       }
+      for (const write of batch) write.reject(error);
+      return;
+    }
+    try {
+      await this.logSync?.sync();
+    } catch (error) {
+      // Committed, but not known to be on the disk: acknowledging it would be a promise svc cannot keep.
       for (const write of batch) write.reject(error);
       return;
     }
@@ -237,17 +273,32 @@ class GroupCommitStore implements Store {
       if (outcome.ok) write.resolve(outcome.value);
       else write.reject(outcome.error);
     });
+    if (this.fileSync && ++this.commitsSinceCheckpoint >= CHECKPOINT_EVERY_COMMITS) await this.checkpoint();
   }
 
-  private inSavepoint(fn: (sql: Sql) => unknown): { ok: true; value: unknown } | { ok: false; error: unknown } {
-    this.sql.exec('SAVEPOINT w');
+  /**
+   * Copy the log into the main file, then flush the main file: only after that may the next commit start reusing
+   * the log from its beginning (the next write transaction does so once everything was copied).
+   */
+  private async checkpoint(): Promise<void> {
+    this.commitsSinceCheckpoint = 0;
+    try {
+      this.sql.exec('PRAGMA wal_checkpoint(PASSIVE)');
+      await this.fileSync!.sync();
+    } catch {
+      // Nothing is lost: the log still holds every commit, and the next checkpoint copies it again.
+    }
+  }
+
+  private inSavepoint(fn: (sql: Sql) => unknown): Outcome {
+    this.sql.run('SAVEPOINT w');
     try {
       const value = fn(this.sql);
-      this.sql.exec('RELEASE w');
+      this.sql.run('RELEASE w');
       return { ok: true, value };
     } catch (error) {
-      this.sql.exec('ROLLBACK TO w');
-      this.sql.exec('RELEASE w');
+      this.sql.run('ROLLBACK TO w');
+      this.sql.run('RELEASE w');
       return { ok: false, error };
     }
   }

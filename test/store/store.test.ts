@@ -1,6 +1,6 @@
 /** The data file: versioned migrations, group commit, deferred writes, a stale engine lock cleared. */
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'node:test';
 import { MIGRATIONS } from '../../src/store/migrations.ts';
@@ -62,4 +62,37 @@ test('a stale engine lock directory left by a killed process is cleared on open'
   assert.equal(await store.read((sql) => sql.get<{ one: number }>('SELECT 1 AS one')!.one), 1);
   await store.close();
   assert.equal(existsSync(join(dataDir, `${DATA_FILE_NAME}.lock`)), false);
+});
+
+test('deferred writes share one savepoint; a failing one is dropped alone', async (t) => {
+  const store = openStore({ dataDir: tempDir(t) });
+  t.after(() => store.close());
+  await store.write((sql) => sql.run('CREATE TABLE t (id TEXT PRIMARY KEY)'));
+  store.writeDeferred((sql) => void sql.run('INSERT INTO t (id) VALUES (?)', ['a']));
+  store.writeDeferred((sql) => void sql.run('INSERT INTO t (id) VALUES (?)', ['a']));
+  store.writeDeferred((sql) => void sql.run('INSERT INTO t (id) VALUES (?)', ['b']));
+  await store.flush();
+  assert.deepEqual(await store.read((sql) => sql.all<{ id: string }>('SELECT id FROM t ORDER BY id').map((row) => row.id)), ['a', 'b']);
+});
+
+test('the write-ahead log is checkpointed into the data file and reused, not grown without end', async (t) => {
+  const dataDir = tempDir(t);
+  const file = join(dataDir, DATA_FILE_NAME);
+  const store = openStore({ dataDir });
+  await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)'));
+  const body = 'x'.repeat(8_000);
+  const logSizes: number[] = [];
+  for (let i = 0; i < 400; i++) {
+    await store.write((sql) => sql.run('INSERT OR REPLACE INTO t (id, body) VALUES (?, ?)', [i % 10, body]));
+    logSizes.push(statSync(`${file}-wal`).size);
+  }
+  // 400 commits of ~3 pages each would make a ~5 MB log; checkpoints keep it to what the commits between two of
+  // them wrote.
+  assert.ok(Math.max(...logSizes) < 2_000_000, `the log grew to ${Math.max(...logSizes)} bytes`);
+  assert.ok(statSync(file).size > 80_000, 'the checkpoints copied the rows into the data file');
+  await store.close();
+  assert.equal(existsSync(`${file}-wal`), false, 'closing folds the log into the data file');
+  const reopened = openStore({ dataDir });
+  assert.equal(await reopened.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM t')!.n), 10);
+  await reopened.close();
 });

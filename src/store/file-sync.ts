@@ -1,0 +1,35 @@
+/**
+ * Durable flushes of the data file's pieces, run on libuv's thread pool instead of the event loop.
+ *
+ * SQLite's own fsyncs run inside its VFS, synchronously, on the thread that called into it: with the engine in
+ * WebAssembly that is the event loop, so every commit would stall every request for the length of a disk flush. The
+ * store therefore runs SQLite with `synchronous = OFF` and makes the two flushes durability needs itself:
+ * the write-ahead log after each group commit (before any write of that commit is acknowledged), and the main file
+ * after each checkpoint (before the log may be overwritten). `fdatasync` on a second descriptor of the same file
+ * flushes the file, whoever wrote it.
+ */
+import { closeSync, existsSync, fdatasync, openSync } from 'node:fs';
+
+export class FileSync {
+  private fd: number | null = null;
+
+  constructor(readonly path: string) {}
+
+  /** Flush the file's written data to the disk; a file that does not exist yet has nothing to flush. */
+  sync(): Promise<void> {
+    const fd = this.open();
+    if (fd === null) return Promise.resolve();
+    return new Promise((resolve, reject) => fdatasync(fd, (error) => (error ? reject(error) : resolve())));
+  }
+
+  close(): void {
+    if (this.fd === null) return;
+    closeSync(this.fd);
+    this.fd = null;
+  }
+
+  private open(): number | null {
+    if (this.fd === null && existsSync(this.path)) this.fd = openSync(this.path, 'r+');
+    return this.fd;
+  }
+}
