@@ -4,7 +4,7 @@
  * chain is linked in memory because one request appends its events in order from one place.
  */
 import type { Clock } from '../core/clock.ts';
-import { newId } from '../core/ids.ts';
+import { newTimeOrderedId } from '../core/ids.ts';
 import { eventHash, genesisHash } from './chain.ts';
 import type { RunsRepository } from './repo.ts';
 import type { AttemptRecord, RouteExplanation, RunRecord, RunRoute, RunStatus, RunUsage, TraceEvent } from './types.ts';
@@ -80,8 +80,8 @@ export function createLedger(deps: { repo: RunsRepository; clock: Clock }): Ledg
   return {
     active: (runId) => active.get(runId),
     start(start) {
-      const id = newId('run');
       const startedAt = clock.now();
+      const id = newTimeOrderedId('run', startedAt);
       let lastHash = genesisHash(id);
       let seq = 0;
       let attemptSeq = 0;

@@ -379,20 +379,84 @@ function deleteRuns(sql: Sql, ids: string[]): number {
   return ids.length;
 }
 
+/** Apply a patch's defined fields to a run record (a patch's keys are the record's own). */
+function applyPatch(run: RunRecord, patch: RunPatch): void {
+  for (const [field, value] of Object.entries(patch)) {
+    if (value !== undefined && field !== 'id') (run as unknown as Record<string, unknown>)[field] = value;
+  }
+}
+
+/**
+ * Write the ledger changes queued for one group commit, merged per run: a run started and finished within the
+ * window is inserted once in its final state (not inserted, then patched once per event), a replay record gets its
+ * response hash before it is written, and the finished runs' rollup rows are summed before they are upserted.
+ */
+function writeMerged(sql: Sql, changes: readonly LedgerChange[]): void {
+  const inserts = new Map<string, RunRecord>();
+  const patches = new Map<string, { id: string } & RunPatch>();
+  const replays = new Map<string, ReplayRecord>();
+  const lateHashes: Array<{ runId: string; hash: string }> = [];
+  const events: TraceEvent[] = [];
+  const attempts: AttemptRecord[] = [];
+  const finished: RunRecord[] = [];
+  for (const change of changes) {
+    if (change.insert) inserts.set(change.insert.id, { ...change.insert });
+    if (change.events) events.push(...change.events);
+    if (change.attempts) attempts.push(...change.attempts);
+    if (change.patch) {
+      const inserted = inserts.get(change.patch.id);
+      if (inserted) applyPatch(inserted, change.patch);
+      else patches.set(change.patch.id, { ...patches.get(change.patch.id), ...change.patch });
+    }
+    if (change.replay) replays.set(change.replay.runId, { ...change.replay });
+    if (change.responseHash) {
+      const replay = replays.get(change.responseHash.runId);
+      if (replay) replay.responseHash = change.responseHash.hash;
+      else lateHashes.push(change.responseHash);
+    }
+    if (change.finished) finished.push(change.finished);
+  }
+  for (const run of inserts.values()) insertRun(sql, run);
+  for (const patch of patches.values()) patchRun(sql, patch.id, patch);
+  for (const event of events) insertEvent(sql, event);
+  for (const attempt of attempts) insertAttempt(sql, attempt);
+  for (const replay of replays.values()) insertReplay(sql, replay);
+  for (const { runId, hash } of lateHashes) sql.run('UPDATE run_replays SET response_hash = ? WHERE run_id = ?', [hash, runId]);
+  if (finished.length > 0) addToRollups(sql, finished);
+}
+
 export function createRunsRepository(store: Store): RunsRepository {
+  // Changes queued since the last group commit took them: one deferred write carries them all.
+  let queued: LedgerChange[] = [];
+  const writeQueued = (sql: Sql) => {
+    const changes = queued;
+    queued = [];
+    sql.run('SAVEPOINT ledger');
+    try {
+      writeMerged(sql, changes);
+      sql.run('RELEASE ledger');
+    } catch {
+      // One bad change (it should not happen: ids are unique) must not drop its neighbours: redo them one by one,
+      // each in its own savepoint, so only the failing one is lost.
+      sql.run('ROLLBACK TO ledger');
+      sql.run('RELEASE ledger');
+      for (const change of changes) {
+        sql.run('SAVEPOINT ledger');
+        try {
+          writeMerged(sql, [change]);
+          sql.run('RELEASE ledger');
+        } catch {
+          sql.run('ROLLBACK TO ledger');
+          sql.run('RELEASE ledger');
+        }
+      }
+    }
+  };
+
   return {
     recordDeferred(change) {
-      store.writeDeferred((sql) => {
-        if (change.insert) insertRun(sql, change.insert);
-        for (const event of change.events ?? []) insertEvent(sql, event);
-        for (const attempt of change.attempts ?? []) insertAttempt(sql, attempt);
-        if (change.patch) patchRun(sql, change.patch.id, change.patch);
-        if (change.replay) insertReplay(sql, change.replay);
-        if (change.responseHash) {
-          sql.run('UPDATE run_replays SET response_hash = ? WHERE run_id = ?', [change.responseHash.hash, change.responseHash.runId]);
-        }
-        if (change.finished) addToRollups(sql, change.finished);
-      });
+      if (queued.length === 0) store.writeDeferred(writeQueued);
+      queued.push(change);
     },
 
     appendCommitted: (tenantId, runId, build) =>

@@ -34,22 +34,44 @@ export function dimensionValues(run: RunRecord): Record<RollupDimension, string>
 
 const UPSERT = `INSERT INTO run_rollups (tenant_id, dim, value, day, app_id, status, route, runs, cost_usd, saved_usd,
     ghost_saved_usd, saved_ms, prompt_tokens, completion_tokens)
-  VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
   ON CONFLICT (tenant_id, dim, day, value, app_id, status, route) DO UPDATE SET
-    runs = runs + 1, cost_usd = cost_usd + excluded.cost_usd, saved_usd = saved_usd + excluded.saved_usd,
+    runs = runs + excluded.runs, cost_usd = cost_usd + excluded.cost_usd, saved_usd = saved_usd + excluded.saved_usd,
     ghost_saved_usd = ghost_saved_usd + excluded.ghost_saved_usd, saved_ms = saved_ms + excluded.saved_ms,
     prompt_tokens = prompt_tokens + excluded.prompt_tokens, completion_tokens = completion_tokens + excluded.completion_tokens`;
 
-/** Add one finished run to its rollup rows (inside the write that records its final state). */
-export function addToRollups(sql: Sql, run: RunRecord): void {
-  const values = dimensionValues(run);
-  const day = dayOf(run.createdAt);
-  const app = run.appId ?? '';
-  const totals: SqlValue[] = [run.costUsd, run.savedUsd, run.ghostSavedUsd, run.savedMs, run.usage.promptTokens, run.usage.completionTokens];
-  for (const dim of ROLLUP_DIMENSIONS) {
-    const [status, route] = dim === 'route' ? [run.status, run.route ?? ''] : ['', ''];
-    sql.run(UPSERT, [run.tenantId, dim, values[dim], day, app, status, route, ...totals]);
+/** Sums of one rollup row: its key (tenant, dim, value, day, app, status, route), then runs and the totals. */
+type RollupCell = [string, string, string, number, string, string, string, number, number, number, number, number, number, number];
+
+/**
+ * Add finished runs to their rollup rows (inside the write that records their final state). The runs of one group
+ * commit are summed first, so rows they share (same day, app, model, route...) are upserted once, not once per run.
+ */
+export function addToRollups(sql: Sql, runs: readonly RunRecord[]): void {
+  const cells = new Map<string, RollupCell>();
+  for (const run of runs) {
+    const values = dimensionValues(run);
+    const day = dayOf(run.createdAt);
+    const app = run.appId ?? '';
+    for (const dim of ROLLUP_DIMENSIONS) {
+      const [status, route] = dim === 'route' ? [run.status, run.route ?? ''] : ['', ''];
+      const id = `${run.tenantId}\u0000${dim}\u0000${values[dim]}\u0000${day}\u0000${app}\u0000${status}\u0000${route}`;
+      const cell = cells.get(id);
+      if (cell) {
+        cell[7] += 1;
+        cell[8] += run.costUsd;
+        cell[9] += run.savedUsd;
+        cell[10] += run.ghostSavedUsd;
+        cell[11] += run.savedMs;
+        cell[12] += run.usage.promptTokens;
+        cell[13] += run.usage.completionTokens;
+      } else {
+        cells.set(id, [run.tenantId, dim, values[dim], day, app, status, route, 1, run.costUsd, run.savedUsd, run.ghostSavedUsd,
+          run.savedMs, run.usage.promptTokens, run.usage.completionTokens]);
+      }
+    }
   }
+  for (const cell of cells.values()) sql.run(UPSERT, cell);
 }
 
 /** Take pruned runs out of the rollups (retention deletes whole runs; their sums must go with them). */
