@@ -25,14 +25,32 @@ export function newId(prefix: string): string {
 }
 
 /**
- * A new id whose hex part starts with the creation time (48-bit milliseconds, then 48 random bits), e.g.
- * `run_0193a1b2c3d4` + 12 random hex digits: same length and alphabet as `newId`, but ids of one table sort by
- * creation, so a table keyed by them (and every table keyed by its id) grows at its end instead of touching a random
- * page per insert.
+ * A new id whose hex part starts with the creation time (48-bit milliseconds, then a 48-bit random number), e.g.
+ * `run_0193a1b2c3d4` + 12 hex digits: same length and alphabet as `newId`, but the ids of one process sort by
+ * creation, so a table keyed by them grows at its end instead of touching a random page per insert. Within one
+ * millisecond (or if the clock steps back) the previous id's random part is incremented, as monotonic ULIDs do.
  */
 export function newTimeOrderedId(prefix: string, now = Date.now()): string {
-  return `${prefix}_${Math.floor(now).toString(16).padStart(12, '0').slice(-12)}${idBytes(6).toString('hex')}`;
+  let time = Math.floor(now);
+  let random: number;
+  if (time <= lastOrdered.time) {
+    time = lastOrdered.time;
+    // A random step, not +1: ids stay in order without being guessable from their neighbour.
+    random = lastOrdered.random + 1 + idBytes(2).readUInt16BE(0);
+    if (random >= 2 ** 48) {
+      time += 1;
+      random = Math.floor(idBytes(6).readUIntBE(0, 6) / 2);
+    }
+  } else {
+    // The top bit stays clear, leaving room to count up within the millisecond.
+    random = Math.floor(idBytes(6).readUIntBE(0, 6) / 2);
+  }
+  lastOrdered.time = time;
+  lastOrdered.random = random;
+  return `${prefix}_${time.toString(16).padStart(12, '0')}${random.toString(16).padStart(12, '0')}`;
 }
+
+const lastOrdered = { time: 0, random: 0 };
 
 /** A 256-bit random token, base64url, with an optional fixed prefix. Shown once; store only `sha256Hex` of it. */
 export function newToken(prefix = ''): string {

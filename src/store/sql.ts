@@ -20,6 +20,15 @@ interface ResettableStatement {
   _reset(): boolean;
 }
 
+/**
+ * A statement whose step failed (a constraint, say) reports that failure again from its next reset, which
+ * node-sqlite3-wasm runs before binding: the statement's next, unrelated use would fail too. Reset it right away.
+ */
+function cleared(stmt: Statement, error: unknown): unknown {
+  (stmt as unknown as ResettableStatement)._reset();
+  return error;
+}
+
 export class CachedSql implements Sql {
   private readonly statements = new Map<string, Statement>();
 
@@ -35,13 +44,22 @@ export class CachedSql implements Sql {
   }
 
   run(sql: string, params?: SqlParams): { changes: number } {
-    const result = this.statement(sql).run(params as never);
-    return { changes: result.changes };
+    const stmt = this.statement(sql);
+    try {
+      return { changes: stmt.run(params as never).changes };
+    } catch (error) {
+      throw cleared(stmt, error);
+    }
   }
 
   get<T = Row>(sql: string, params?: SqlParams): T | undefined {
     const stmt = this.statement(sql);
-    const row = stmt.get(params as never) ?? undefined;
+    let row: unknown;
+    try {
+      row = stmt.get(params as never) ?? undefined;
+    } catch (error) {
+      throw cleared(stmt, error);
+    }
     // A statement stopped at its first row stays active, keeping its read transaction (and table locks) open until
     // its next use: that would block savepoints, checkpoints and writes to the table. Reset it now.
     (stmt as unknown as ResettableStatement)._reset();
@@ -49,7 +67,12 @@ export class CachedSql implements Sql {
   }
 
   all<T = Row>(sql: string, params?: SqlParams): T[] {
-    return this.statement(sql).all(params as never) as T[];
+    const stmt = this.statement(sql);
+    try {
+      return stmt.all(params as never) as T[];
+    } catch (error) {
+      throw cleared(stmt, error);
+    }
   }
 
   exec(sql: string): void {

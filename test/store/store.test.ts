@@ -96,3 +96,14 @@ test('the write-ahead log is checkpointed into the data file and reused, not gro
   assert.equal(await reopened.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM t')!.n), 10);
   await reopened.close();
 });
+
+test('a statement that failed (a constraint) works again on its next use', async (t) => {
+  const store = openStore({ dataDir: null });
+  t.after(() => store.close());
+  await store.write((sql) => sql.run('CREATE TABLE t (id TEXT PRIMARY KEY)'));
+  const insert = (id: string) => store.write((sql) => sql.run('INSERT INTO t (id) VALUES (?)', [id]));
+  await insert('a');
+  await assert.rejects(insert('a'), /UNIQUE/);
+  await insert('b');
+  assert.equal(await store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM t')!.n), 2);
+});
