@@ -129,6 +129,8 @@ class GroupCommitStore implements Store {
   private queue: PendingWrite[] = [];
   private deferred: Array<(sql: Sql) => void> = [];
   private deferredTimer: NodeJS.Timeout | null = null;
+  /** The deferred writes' window has passed (or someone flushes): the next drain commits them even alone. */
+  private deferredDue = false;
   private draining: Promise<void> | null = null;
   private closed = false;
   private commitsSinceCheckpoint = 0;
@@ -169,6 +171,7 @@ class GroupCommitStore implements Store {
     if (!this.deferredTimer) {
       this.deferredTimer = setTimeout(() => {
         this.deferredTimer = null;
+        this.deferredDue = true;
         this.scheduleDrain();
       }, this.deferredWindowMs);
     }
@@ -176,6 +179,7 @@ class GroupCommitStore implements Store {
 
   async flush(): Promise<void> {
     while (this.queue.length > 0 || this.deferred.length > 0 || this.draining) {
+      if (this.deferred.length > 0) this.deferredDue = true;
       this.scheduleDrain();
       await this.draining;
     }
@@ -210,19 +214,23 @@ class GroupCommitStore implements Store {
           // A write queued between the loop's last emptiness check and this callback found `draining` still set
           // and did not schedule itself: pick it up now, or it would wait forever.
           if (this.queue.length > 0) this.scheduleDrain();
-          else if (this.deferred.length > 0 && !this.deferredTimer) this.scheduleDrain();
+          else if (this.deferred.length > 0 && this.deferredDue) this.scheduleDrain();
         });
       });
     });
   }
 
-  /** Commit until both queues are empty (deferred writes that arrived during a commit's flush ride the next one). */
+  /**
+   * Commit until no write waits. Deferred writes ride along with any commit, but alone they wait for their window:
+   * under load that makes one commit (one log flush, one rollup upsert per row touched) of many requests' ledgers.
+   */
   private async drainLoop(): Promise<void> {
-    while (this.queue.length > 0 || this.deferred.length > 0) {
+    while (this.queue.length > 0 || (this.deferred.length > 0 && this.deferredDue)) {
       const batch = this.queue;
       const deferred = this.deferred;
       this.queue = [];
       this.deferred = [];
+      this.deferredDue = false;
       if (this.deferredTimer) {
         clearTimeout(this.deferredTimer);
         this.deferredTimer = null;
