@@ -4,7 +4,7 @@
  * no longer alive was left by a killed process and is taken over.
  */
 import { randomBytes } from 'node:crypto';
-import { linkSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export const OWNER_LOCK_FILE = 'svc.lock';
@@ -55,8 +55,10 @@ export function readLiveOwner(dataDir: string): OwnerRecord | null {
  * Take ownership of a data directory, taking over a stale lock; throws DataDirLockedError if a live owner holds it.
  *
  * The record is written to a private temporary file first and hard-linked into place, so the lock file never exists
- * half-written (a reader seeing an empty file would take it for stale). A stale lock is moved aside by rename and
- * re-checked, so two processes taking over the same stale lock cannot delete each other's fresh one.
+ * half-written (a reader seeing an empty file would take it for stale). Removing a stale lock happens under a
+ * takeover mutex (an exclusive `mkdir`), after re-reading the lock under it: the file can only appear by a link
+ * when it is absent and only disappear under the mutex, so a contender can never remove a fresh lock another one
+ * just took (moving the lock aside and back, as an earlier version did, let a third contender slip in between).
  */
 export function acquireOwnerLock(dataDir: string, socketPath: string | null): OwnerLock {
   const path = join(dataDir, OWNER_LOCK_FILE);
@@ -64,7 +66,7 @@ export function acquireOwnerLock(dataDir: string, socketPath: string | null): Ow
   const temp = `${path}.${process.pid}.${randomBytes(6).toString('hex')}`;
   writeFileSync(temp, JSON.stringify(record), { mode: 0o600 });
   try {
-    for (let attempt = 0; attempt < 5; attempt++) {
+    for (let attempt = 0; attempt < TAKEOVER_ATTEMPTS; attempt++) {
       try {
         linkSync(temp, path);
         return ownerLock(path, record);
@@ -72,7 +74,7 @@ export function acquireOwnerLock(dataDir: string, socketPath: string | null): Ow
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
         const owner = readLiveOwner(dataDir);
         if (owner) throw new DataDirLockedError(owner);
-        takeOverStale(path);
+        if (!removeStale(dataDir, path)) sleepSync(TAKEOVER_WAIT_MS);
       }
     }
     throw new Error(`could not take the lock ${path}`);
@@ -81,30 +83,37 @@ export function acquireOwnerLock(dataDir: string, socketPath: string | null): Ow
   }
 }
 
-function takeOverStale(path: string): void {
-  const aside = `${path}.stale.${process.pid}.${randomBytes(6).toString('hex')}`;
+const TAKEOVER_ATTEMPTS = 400;
+const TAKEOVER_WAIT_MS = 5;
+/** A takeover mutex older than this was left by a process killed inside its few-microsecond critical section. */
+const TAKEOVER_MUTEX_STALE_MS = 5_000;
+
+/** Remove the lock file if, read under the takeover mutex, it still names a dead owner; false if the mutex is busy. */
+function removeStale(dataDir: string, path: string): boolean {
+  const mutex = `${path}.takeover`;
   try {
-    renameSync(path, aside);
+    mkdirSync(mutex);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return; // someone else moved it; retry the link
-    throw error;
-  }
-  let moved: OwnerRecord | null = null;
-  try {
-    moved = JSON.parse(readFileSync(aside, 'utf8')) as OwnerRecord;
-  } catch {
-    // unreadable: a lock from a crashed writer of an older version; stale
-  }
-  if (moved && moved.pid !== process.pid && isProcessAlive(moved.pid)) {
-    // Between our check and the rename a live process took the lock: put it back and report it.
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     try {
-      linkSync(aside, path);
-    } finally {
-      rmSync(aside, { force: true });
+      if (Date.now() - statSync(mutex).mtimeMs > TAKEOVER_MUTEX_STALE_MS) rmSync(mutex, { recursive: true, force: true });
+    } catch {
+      // removed meanwhile
     }
-    throw new DataDirLockedError(moved);
+    return false;
   }
-  rmSync(aside, { force: true });
+  try {
+    const owner = readLiveOwner(dataDir);
+    if (owner) throw new DataDirLockedError(owner);
+    rmSync(path, { force: true });
+    return true;
+  } finally {
+    rmSync(mutex, { recursive: true, force: true });
+  }
+}
+
+function sleepSync(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
 function ownerLock(path: string, record: OwnerRecord): OwnerLock {
