@@ -2,7 +2,7 @@
  * The trace hash chain of DESIGN.md section 2: `hash_0 = sha256("run:" || runId)`,
  * `hash_n = sha256(hash_{n-1} || canonical_json(event_n))` over the event's identity and content.
  */
-import { chainHash } from '../core/canonical-json.ts';
+import { canonicalJson, chainHash } from '../core/canonical-json.ts';
 import { sha256Hex } from '../core/ids.ts';
 import type { TraceEvent } from './types.ts';
 
@@ -18,6 +18,17 @@ export function eventHash(prevHash: string, event: Pick<TraceEvent, 'runId' | 's
     payload: event.payload,
     createdAt: event.createdAt,
   });
+}
+
+/**
+ * The same hash as `eventHash` with the envelope written out in canonical key order (createdAt, payload, runId,
+ * seq, type) instead of built as an object and sorted: the ledger hashes every event of every request with it.
+ * test/evidence/chain.test.ts holds the two equal.
+ */
+export function appendedEventHash(prevHash: string, runId: string, seq: number, type: string, payload: Record<string, unknown>, createdAt: number): string {
+  return sha256Hex(
+    `${prevHash}{"createdAt":${canonicalJson(createdAt)},"payload":${canonicalJson(payload)},"runId":${JSON.stringify(runId)},"seq":${canonicalJson(seq)},"type":${JSON.stringify(type)}}`,
+  );
 }
 
 export interface ChainVerdict {

@@ -5,7 +5,7 @@
  */
 import type { Clock } from '../core/clock.ts';
 import { newTimeOrderedId } from '../core/ids.ts';
-import { eventHash, genesisHash } from './chain.ts';
+import { appendedEventHash, genesisHash } from './chain.ts';
 import type { RunsRepository } from './repo.ts';
 import type { AttemptRecord, RouteExplanation, RunRecord, RunRoute, RunStatus, RunUsage, TraceEvent } from './types.ts';
 
@@ -90,9 +90,9 @@ export function createLedger(deps: { repo: RunsRepository; clock: Clock }): Ledg
 
       const chained = (type: string, payload: Record<string, unknown>): TraceEvent => {
         seq += 1;
-        const event = { runId: id, seq, type, payload, createdAt: clock.now() };
-        const hash = eventHash(lastHash, event);
-        const linked: TraceEvent = { ...event, prevHash: lastHash, hash };
+        const createdAt = clock.now();
+        const hash = appendedEventHash(lastHash, id, seq, type, payload, createdAt);
+        const linked: TraceEvent = { runId: id, seq, type, payload, createdAt, prevHash: lastHash, hash };
         lastHash = hash;
         return linked;
       };
@@ -147,7 +147,8 @@ export function createLedger(deps: { repo: RunsRepository; clock: Clock }): Ledg
         },
         event(type, payload) {
           const event = chained(type, payload);
-          repo.recordDeferred({ events: [event], patch: { id, eventCount: seq, lastHash } });
+          // The run's head (event count, last hash) follows from its events where they are written.
+          repo.recordDeferred({ events: [event] });
           return event;
         },
         attempt(input) {

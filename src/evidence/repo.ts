@@ -53,6 +53,7 @@ export interface FeedbackRecord {
 export interface LedgerChange {
   insert?: RunRecord;
   patch?: { id: string } & RunPatch;
+  /** Appended in order; the run's `eventCount` and `lastHash` move to the last one's. */
   events?: TraceEvent[];
   attempts?: AttemptRecord[];
   /** The run in its final state (the patch moved it there): added to the rollups in the same transaction. */
@@ -399,9 +400,15 @@ function writeMerged(sql: Sql, changes: readonly LedgerChange[]): void {
   const events: TraceEvent[] = [];
   const attempts: AttemptRecord[] = [];
   const finished: RunRecord[] = [];
+  const heads = new Map<string, TraceEvent>();
   for (const change of changes) {
     if (change.insert) inserts.set(change.insert.id, { ...change.insert });
-    if (change.events) events.push(...change.events);
+    if (change.events) {
+      for (const event of change.events) {
+        events.push(event);
+        heads.set(event.runId, event);
+      }
+    }
     if (change.attempts) attempts.push(...change.attempts);
     if (change.patch) {
       const inserted = inserts.get(change.patch.id);
@@ -415,6 +422,12 @@ function writeMerged(sql: Sql, changes: readonly LedgerChange[]): void {
       else lateHashes.push(change.responseHash);
     }
     if (change.finished) finished.push(change.finished);
+  }
+  for (const [runId, head] of heads) {
+    const inserted = inserts.get(runId);
+    const moved = { eventCount: head.seq, lastHash: head.hash };
+    if (inserted) Object.assign(inserted, moved);
+    else patches.set(runId, { ...patches.get(runId), id: runId, ...moved });
   }
   for (const run of inserts.values()) insertRun(sql, run);
   for (const patch of patches.values()) patchRun(sql, patch.id, patch);
