@@ -1,5 +1,6 @@
 /** Cache entries of every tier, keyed per tenant, tier and key (exact-response now; tool-result, som... later). */
 import type { Store } from '../store/store.ts';
+import { ByteLru } from './lru.ts';
 
 export interface CacheEntry {
   tenantId: string;
@@ -44,17 +45,62 @@ function likePrefix(prefix: string): string {
   return `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
-export function createCacheRepository(store: Store): CacheRepository {
+export interface CacheRepositoryOptions {
+  /**
+   * Budget of the in-memory copy of recent entries, in estimated bytes (the stored JSON's length, doubled for the
+   * parsed object, plus the key). 0 turns it off.
+   */
+  memoryBytes?: number;
+}
+
+export const DEFAULT_CACHE_MEMORY_BYTES = 32 * 1024 * 1024;
+
+/** Rough in-memory size of an entry whose value serialises to `jsonLength` characters. */
+function estimatedBytes(entry: CacheEntry, jsonLength: number): number {
+  return 2 * jsonLength + 2 * (entry.tenantId.length + entry.cacheType.length + entry.key.length) + 256;
+}
+
+interface PendingHits {
+  tenantId: string;
+  cacheType: string;
+  key: string;
+  count: number;
+  lastHitAt: number;
+}
+
+export function createCacheRepository(store: Store, options: CacheRepositoryOptions = {}): CacheRepository {
   // Entries written but not yet committed (deferred writes join the next group commit): lookups see them at once,
   // so two identical requests a few milliseconds apart still share the answer. Each leaves the map as soon as its
-  // write ran on the connection, after which a read sees the row.
+  // write ran on the connection, after which it lives on in `recent` (and the row is there for a read).
   const pending = new Map<string, CacheEntry>();
-  const pendingKey = (tenantId: string, cacheType: string, key: string) => `${tenantId}\u0000${cacheType}\u0000${key}`;
+  // Recently stored or read entries, so that a hit does no SQL read and no JSON.parse of the stored answer. svc is
+  // the only process with the data file open (the store's exclusive lock; the CLI goes through svc's socket), so
+  // every change to cache_entries passes through this repository: invalidation and pruning drop the copies too.
+  // The copies are shared, never mutated: the adapters build a fresh answer from a stored one (fromCache). Their
+  // `hits`/`lastHitAt` are not kept current; `stats` reads the table.
+  const memoryBytes = options.memoryBytes ?? DEFAULT_CACHE_MEMORY_BYTES;
+  const recent = memoryBytes > 0 ? new ByteLru<CacheEntry>(memoryBytes) : null;
+  // Bumped by every delete: a read that started before one must not put what it read back into `recent`.
+  let generation = 0;
+  // Hits counted since their last write: many hits of one key in a commit window become one UPDATE.
+  const hitCounts = new Map<string, PendingHits>();
+  const idOf = (tenantId: string, cacheType: string, key: string) => `${tenantId}\u0000${cacheType}\u0000${key}`;
+
+  /** Forget copies of deleted rows (matching the SQL delete that runs beside it). */
+  function forget(predicate: (entry: CacheEntry) => boolean): void {
+    generation += 1;
+    recent?.deleteWhere((_id, entry) => predicate(entry));
+    for (const [id, entry] of pending) if (predicate(entry)) pending.delete(id);
+  }
 
   return {
-    get: (tenantId, cacheType, key) =>
-      store.read((sql) => {
-        const unwritten = pending.get(pendingKey(tenantId, cacheType, key));
+    get(tenantId, cacheType, key) {
+      const id = idOf(tenantId, cacheType, key);
+      const known = pending.get(id) ?? recent?.get(id);
+      if (known) return Promise.resolve(known);
+      const startedIn = generation;
+      return store.read((sql) => {
+        const unwritten = pending.get(id);
         if (unwritten) return unwritten;
         const row = sql.get<EntryRow>('SELECT * FROM cache_entries WHERE tenant_id = ? AND cache_type = ? AND key = ?', [
           tenantId,
@@ -62,7 +108,7 @@ export function createCacheRepository(store: Store): CacheRepository {
           key,
         ]);
         if (!row) return null;
-        return {
+        const entry: CacheEntry = {
           tenantId: row.tenant_id,
           cacheType: row.cache_type,
           key: row.key,
@@ -74,38 +120,57 @@ export function createCacheRepository(store: Store): CacheRepository {
           createdAt: row.created_at,
           lastHitAt: row.last_hit_at,
         };
-      }),
+        // A newer copy (a refresh stored meanwhile) or a delete since the read began wins over what was read.
+        if (recent && startedIn === generation && !recent.has(id)) recent.set(id, entry, estimatedBytes(entry, row.value_json.length));
+        return entry;
+      });
+    },
 
     putDeferred(entry) {
-      const id = pendingKey(entry.tenantId, entry.cacheType, entry.key);
+      const id = idOf(entry.tenantId, entry.cacheType, entry.key);
       const overlay: CacheEntry = { ...entry, hits: 0, lastHitAt: null };
       pending.set(id, overlay);
+      // Decided once: the store may run a deferred write a second time (alone, after its batch's savepoint failed).
+      let current: boolean | undefined;
       store.writeDeferred((sql) => {
-        if (pending.get(id) === overlay) pending.delete(id);
+        if (current === undefined) {
+          current = pending.get(id) === overlay;
+          if (current) pending.delete(id);
+        }
+        const valueJson = JSON.stringify(entry.value);
         sql.run(
           `INSERT INTO cache_entries (tenant_id, cache_type, key, value_json, source_run_id, cost_usd, latency_ms, hits, created_at)
            VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)
            ON CONFLICT (tenant_id, cache_type, key) DO UPDATE SET value_json = excluded.value_json,
              source_run_id = excluded.source_run_id, cost_usd = excluded.cost_usd, latency_ms = excluded.latency_ms,
              created_at = excluded.created_at`,
-          [
-            entry.tenantId,
-            entry.cacheType,
-            entry.key,
-            JSON.stringify(entry.value),
-            entry.sourceRunId,
-            entry.costUsd,
-            entry.latencyMs,
-            entry.createdAt,
-          ],
+          [entry.tenantId, entry.cacheType, entry.key, valueJson, entry.sourceRunId, entry.costUsd, entry.latencyMs, entry.createdAt],
         );
+        // Only the latest put of a key moves on to `recent`; an overlay dropped by invalidation stays dropped.
+        if (current && recent) recent.set(id, overlay, estimatedBytes(overlay, valueJson.length));
       });
     },
 
     recordHitDeferred(tenantId, cacheType, key, at) {
+      const id = idOf(tenantId, cacheType, key);
+      const counted = hitCounts.get(id);
+      if (counted) {
+        counted.count += 1;
+        if (at > counted.lastHitAt) counted.lastHitAt = at;
+        return;
+      }
+      hitCounts.set(id, { tenantId, cacheType, key, count: 1, lastHitAt: at });
+      // Taken once: the store may run a deferred write a second time (alone, after its batch's savepoint failed).
+      let hits: PendingHits | undefined;
       store.writeDeferred((sql) => {
-        sql.run('UPDATE cache_entries SET hits = hits + 1, last_hit_at = ? WHERE tenant_id = ? AND cache_type = ? AND key = ?', [
-          at,
+        if (!hits) {
+          hits = hitCounts.get(id);
+          hitCounts.delete(id);
+        }
+        if (!hits) return;
+        sql.run('UPDATE cache_entries SET hits = hits + ?, last_hit_at = ? WHERE tenant_id = ? AND cache_type = ? AND key = ?', [
+          hits.count,
+          hits.lastHitAt,
           tenantId,
           cacheType,
           key,
@@ -125,9 +190,15 @@ export function createCacheRepository(store: Store): CacheRepository {
     },
 
     invalidate: async (tenantId, { cacheType, keyPrefix }) => {
+      const matches = (entry: CacheEntry) =>
+        entry.tenantId === tenantId &&
+        (cacheType === null || entry.cacheType === cacheType) &&
+        (keyPrefix === null || entry.key.startsWith(keyPrefix));
       // Commit queued entries first, so none lands after the delete and resurrects what was invalidated.
       await store.flush();
       return store.write((sql) => {
+        // Beside the SQL delete, in the same synchronous step: no lookup can see a copy the table no longer has.
+        forget(matches);
         if (cacheType === null) return sql.run('DELETE FROM cache_entries WHERE tenant_id = ?', [tenantId]).changes;
         if (keyPrefix === null) {
           return sql.run('DELETE FROM cache_entries WHERE tenant_id = ? AND cache_type = ?', [tenantId, cacheType]).changes;
@@ -141,13 +212,14 @@ export function createCacheRepository(store: Store): CacheRepository {
     },
 
     pruneTenant: (tenantId, cutoff, batch) =>
-      store.write(
-        (sql) =>
-          sql.run(
-            `DELETE FROM cache_entries WHERE rowid IN (
-               SELECT rowid FROM cache_entries WHERE tenant_id = ? AND created_at < ? LIMIT ?)`,
-            [tenantId, cutoff, batch],
-          ).changes,
-      ),
+      store.write((sql) => {
+        // Every copy past the cutoff goes at once; the rows follow batch by batch.
+        forget((entry) => entry.tenantId === tenantId && entry.createdAt < cutoff);
+        return sql.run(
+          `DELETE FROM cache_entries WHERE rowid IN (
+             SELECT rowid FROM cache_entries WHERE tenant_id = ? AND created_at < ? LIMIT ?)`,
+          [tenantId, cutoff, batch],
+        ).changes;
+      }),
   };
 }
