@@ -1,10 +1,11 @@
 /** Interactive confirmation for destructive commands; `--yes` skips it, a non-interactive stdin without it is refused. */
-import { confirm } from '@inquirer/prompts';
 import { UsageError } from './connection.ts';
 
 export async function confirmOrExit(question: string, yes: boolean | undefined): Promise<boolean> {
   if (yes) return true;
   if (!process.stdin.isTTY) throw new UsageError(`${question} Refusing without a terminal to confirm; pass --yes.`);
   // The prompt draws on stderr so `svc keys revoke X | cat` still shows it.
+  // Loaded only when a prompt is shown: the prompt library stays out of every other command's start-up (svc serve).
+  const { confirm } = await import('@inquirer/prompts');
   return confirm({ message: question, default: false }, { output: process.stderr });
 }

@@ -1,5 +1,4 @@
 /** `svc settings get|set` (SPEC 2.4, 4.8). Secret values are read from a hidden prompt or stdin, never argv. */
-import { password } from '@inquirer/prompts';
 import type { Command } from 'commander';
 import { isSecretSetting, isSettingKey } from '../src/settings/schema.ts';
 import { UsageError, withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
@@ -68,7 +67,9 @@ Examples:
         }
         parsed = parseSettingValue(value);
       } else if (secret && process.stdin.isTTY) {
-        // The prompt draws on stderr: stdout stays data only, even when it is piped.
+        // The prompt draws on stderr: stdout stays data only, even when it is piped. The prompt library is loaded only
+        // here, so it stays out of every other command's start-up (svc serve).
+        const { password } = await import('@inquirer/prompts');
         parsed = await password(
           { message: `${key}:`, mask: '*', validate: (text) => text.length > 0 || 'empty; pass null as the value to clear it' },
           { output: process.stderr },
