@@ -77,6 +77,9 @@ copyFileSync(
   join(dirname(require.resolve('node-sqlite3-wasm')), 'node-sqlite3-wasm.wasm'),
   join(dist, 'node-sqlite3-wasm.wasm'),
 );
+// The tokenizer's BPE ranks as data: src/gateway/tokens.ts reads them on its first count, instead of every start of
+// svc parsing them as a 2.3 MB JavaScript module.
+writeFileSync(join(dist, 'o200k_base.json'), JSON.stringify(require('js-tiktoken/ranks/o200k_base')));
 // The account pages (/login, /accept-invite, ...): src/http/pages.ts serves them from dist/pages/ beside the bundle.
 rmSync(join(dist, 'pages'), { recursive: true, force: true });
 cpSync(join(root, 'dashboard', 'pages'), join(dist, 'pages'), { recursive: true });

@@ -1,22 +1,38 @@
 /**
  * Token counting for usage figures of the mock provider, request accounting and embeddings usage.
  *
- * One bundled BPE rank file (`o200k_base`, the encoding of the current chat-completions model generations) through
- * js-tiktoken's lite entry, so the bundle carries one table instead of six. Counts are exact for o200k models and an
+ * One BPE rank file (`o200k_base`, the encoding of the current chat-completions model generations) through
+ * js-tiktoken's lite entry, so svc carries one table instead of six. Counts are exact for o200k models and an
  * estimate for everything else (cl100k embedding models, the messages family); docs/providers.md says how far off.
- * The encoder is built lazily on first use (about 0.7 s of CPU, once): not at start, so `svc serve` answers at once,
- * and live requests whose provider reports usage never need it (prompt estimates are computed on demand).
+ * The encoder is built lazily on first use (about 0.6 s of CPU and some 60 MB of heap, once): not at start, so
+ * `svc serve` answers at once, and live requests whose provider reports usage never need it (prompt estimates are
+ * computed on demand).
+ *
+ * The ranks are read on that first use too, as data: from `o200k_base.json` beside the bundle (bin/build.mjs writes
+ * it), or from js-tiktoken's own module when running from source. Imported statically, the table was a 2.3 MB
+ * JavaScript module that every start of svc parsed and then kept in memory, needed or not.
  */
-import { Tiktoken } from 'js-tiktoken/lite';
-import o200kBase from 'js-tiktoken/ranks/o200k_base';
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { Tiktoken, type TiktokenBPE } from 'js-tiktoken/lite';
 
 /** The encoding every count uses, whatever the model. */
 export const TOKENIZER_ENCODING = 'o200k_base';
 
 let encoder: Tiktoken | null = null;
 
+/** The rank file's name: bin/build.mjs writes it beside the bundle under this name. */
+export const RANKS_FILE = `${TOKENIZER_ENCODING}.json`;
+
+function loadRanks(): TiktokenBPE {
+  const beside = new URL(`./${RANKS_FILE}`, import.meta.url);
+  if (existsSync(beside)) return JSON.parse(readFileSync(beside, 'utf8')) as TiktokenBPE;
+  // From source (tsx, the tests): the package's module, through a require the bundler does not follow.
+  return createRequire(import.meta.url)(`js-tiktoken/ranks/${TOKENIZER_ENCODING}`) as TiktokenBPE;
+}
+
 function tokenizer(): Tiktoken {
-  encoder ??= new Tiktoken(o200kBase);
+  encoder ??= new Tiktoken(loadRanks());
   return encoder;
 }
 
