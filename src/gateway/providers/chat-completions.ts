@@ -26,6 +26,7 @@ import {
   type ResponseStreamEvent,
   type Wire,
 } from './types.ts';
+import { deadlineSignal } from './deadline.ts';
 import { sseJson } from './sse.ts';
 
 export interface ProviderTimeouts {
@@ -155,19 +156,25 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
 
   /** POST and parse a JSON answer within the buffered deadline. */
   async function postJson(path: string, wire: Wire, body: unknown, context: ProviderCallContext): Promise<unknown> {
-    const signal = AbortSignal.any([context.signal, AbortSignal.timeout(timeouts.bufferedMs)]);
+    const deadline = deadlineSignal(context.signal, timeouts.bufferedMs);
     const limits = { headersTimeout: timeouts.bufferedMs, bodyTimeout: timeouts.bufferedMs };
-    const response = await post(path, wire, body, signal, limits, context.signal);
     let text: string;
+    let status: number;
     try {
-      text = await response.body.text();
-    } catch (error) {
-      throw classifyThrown(name, error, context.signal);
+      const response = await post(path, wire, body, deadline.signal, limits, context.signal);
+      status = response.statusCode;
+      try {
+        text = await response.body.text();
+      } catch (error) {
+        throw classifyThrown(name, error, context.signal);
+      }
+    } finally {
+      deadline.release();
     }
     try {
       return JSON.parse(text) as unknown;
     } catch {
-      throw badResponse('the upstream answer is not valid JSON', response.statusCode);
+      throw badResponse('the upstream answer is not valid JSON', status);
     }
   }
 

@@ -6,6 +6,7 @@
  */
 import { request, type Dispatcher } from 'undici';
 import { contentType, DEFAULT_PROVIDER_TIMEOUTS, isObject, MAX_ERROR_BODY_BYTES, readLimited, type ProviderTimeouts } from './chat-completions.ts';
+import { deadlineSignal } from './deadline.ts';
 import { classifyHttpFailure, classifyThrown } from './errors.ts';
 import { sseJson } from './sse.ts';
 import { ProviderError, type MessagesRequest, type MessagesResponse, type MessagesStreamEvent, type Provider, type ProviderCallContext, type Wire } from './types.ts';
@@ -59,14 +60,18 @@ export function createMessagesProvider(options: MessagesProviderOptions): Provid
 
   async function messages(body: MessagesRequest, context: ProviderCallContext): Promise<MessagesResponse> {
     const { stream: _stream, ...rest } = body;
-    const signal = AbortSignal.any([context.signal, AbortSignal.timeout(timeouts.bufferedMs)]);
-    const response = await post(rest as MessagesRequest, context, { headersTimeout: timeouts.bufferedMs, bodyTimeout: timeouts.bufferedMs }, signal);
+    const deadline = deadlineSignal(context.signal, timeouts.bufferedMs);
     let parsed: unknown;
     try {
-      parsed = JSON.parse(await response.body.text());
-    } catch (error) {
-      if (context.signal.aborted) throw classifyThrown(name, error, context.signal);
-      throw bad('the upstream answer is not valid JSON', response.statusCode);
+      const response = await post(rest as MessagesRequest, context, { headersTimeout: timeouts.bufferedMs, bodyTimeout: timeouts.bufferedMs }, deadline.signal);
+      try {
+        parsed = JSON.parse(await response.body.text());
+      } catch (error) {
+        if (context.signal.aborted) throw classifyThrown(name, error, context.signal);
+        throw bad('the upstream answer is not valid JSON', response.statusCode);
+      }
+    } finally {
+      deadline.release();
     }
     if (!isObject(parsed) || parsed.type !== 'message' || !Array.isArray(parsed.content)) throw bad('the upstream answer is not a message');
     return parsed as unknown as MessagesResponse;
