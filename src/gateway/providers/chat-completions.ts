@@ -10,7 +10,7 @@
  * embeddings wires; the registry reports the messages wire as unsupported for it.
  */
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
-import { Agent, request, type Dispatcher } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
 import { classifyHttpFailure, classifyThrown, redactSecrets, upstreamMessage } from './errors.ts';
 import {
   ProviderError,
@@ -106,10 +106,21 @@ function decodeBase64Floats(encoded: string): number[] {
   return out;
 }
 
+/** The origin and base path of an upstream address (`https://host/v1` -> `https://host`, `/v1`), or null. */
+export function upstreamTarget(baseUrl: string): { origin: string; basePath: string } | null {
+  try {
+    const url = new URL(baseUrl);
+    return { origin: url.origin, basePath: url.pathname.replace(/\/+$/, '') };
+  } catch {
+    return null;
+  }
+}
+
 export function createChatCompletionsProvider(options: ChatCompletionsProviderOptions): Provider {
   const { name, apiKey, dispatcher } = options;
   const timeouts = { ...DEFAULT_PROVIDER_TIMEOUTS, ...options.timeouts };
-  const base = options.baseUrl.replace(/\/+$/, '');
+  // Configured addresses are validated (config.ts); one that is not a URL fails each call, as undici would.
+  const target = upstreamTarget(options.baseUrl);
   const secrets = [apiKey];
 
   const badResponse = (message: string, upstreamStatus?: number) =>
@@ -125,9 +136,13 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
   ): Promise<ResponseData> {
     let response: ResponseData;
     try {
-      response = await request(`${base}${path}`, {
+      // The dispatcher directly, with the origin and path split once per provider: undici's top-level `request`
+      // would parse the URL again on every call.
+      if (!target) throw new TypeError(`Invalid URL: ${options.baseUrl}`);
+      response = await dispatcher.request({
+        origin: target.origin,
+        path: `${target.basePath}${path}`,
         method: 'POST',
-        dispatcher,
         signal,
         headers: {
           authorization: `Bearer ${apiKey}`,
