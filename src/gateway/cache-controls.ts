@@ -17,7 +17,11 @@ export interface CacheControls {
   control: string | null;
 }
 
+/** The answer for a request without either header (nearly all of them): shared, never mutated by callers. */
+const DEFAULT_CONTROLS: CacheControls = Object.freeze({ serve: true, store: true, control: null });
+
 export function parseCacheControls(headers: { bypass?: string | undefined; cacheControl?: string | undefined }): CacheControls {
+  if (headers.bypass === undefined && headers.cacheControl === undefined) return DEFAULT_CONTROLS;
   const directives = (headers.cacheControl ?? '')
     .toLowerCase()
     .split(',')

@@ -73,8 +73,10 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
       return typeof sent === 'string' && REQUEST_ID.test(sent) ? sent : newId('req');
     },
   });
-  app.addHook('onRequest', async (request, reply) => {
+  // A callback hook, not an async one: it runs on every request and needs no promise.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
   // Bearer tokens, never cookies, cross origins: `*` without credentials keeps session cookies out of reach.
   await app.register(cors, { origin: '*', credentials: false, exposedHeaders: EXPOSED_HEADERS, maxAge: 600 });
