@@ -370,13 +370,32 @@ export interface AccountsRepository {
   pruneExpired(now: number, batch: number): Promise<number>;
 }
 
+/**
+ * How long a "not in login mode" answer is trusted before the table is read again. Every request asks (open mode
+ * lets everyone in), so it must not cost a query each time; users created through this repository switch it at once,
+ * and the re-read covers any other writer of the data (none with the embedded file, whose only owner is this process).
+ */
+const LOGIN_MODE_RECHECK_MS = 1_000;
+
 export function createAccountsRepository(store: Store): AccountsRepository {
+  // Login mode never ends once a user existed (docs/accounts.md): once known, the answer is final.
+  let loginModeSince: number | null = null;
+  let loginModeCheckedAt = Number.NEGATIVE_INFINITY;
+  const addUser = (sql: Sql, user: User) => {
+    insertUser(sql, user);
+    loginModeSince ??= user.createdAt;
+  };
+
   return {
-    loginModeSince: () =>
-      store.read((sql) => {
-        const row = sql.get<{ value: string }>('SELECT value FROM system_state WHERE key = ?', [LOGIN_MODE_KEY]);
-        return row ? Number(row.value) : null;
-      }),
+    loginModeSince: async () => {
+      if (loginModeSince !== null) return loginModeSince;
+      const now = Date.now();
+      if (now - loginModeCheckedAt < LOGIN_MODE_RECHECK_MS) return null;
+      const stored = await store.read((sql) => sql.get<{ value: string }>('SELECT value FROM system_state WHERE key = ?', [LOGIN_MODE_KEY]));
+      loginModeCheckedAt = now;
+      if (stored) loginModeSince = Number(stored.value);
+      return loginModeSince;
+    },
 
     // ----- users
 
@@ -409,7 +428,7 @@ export function createAccountsRepository(store: Store): AccountsRepository {
     createUser: (user, membership) =>
       store.write((sql) => {
         if (userByEmail(sql, user.email)) return false;
-        insertUser(sql, user);
+        addUser(sql, user);
         if (membership) addMember(sql, membership.tenantId, user.id, membership.role, user.createdAt);
         return true;
       }),
@@ -679,7 +698,7 @@ export function createAccountsRepository(store: Store): AccountsRepository {
         let userId: string;
         if ('create' in user) {
           if (userByEmail(sql, user.create.email)) return 'email_taken';
-          insertUser(sql, user.create);
+          addUser(sql, user.create);
           userId = user.create.id;
         } else {
           userId = user.existing;
@@ -696,7 +715,7 @@ export function createAccountsRepository(store: Store): AccountsRepository {
     signup: ({ user, org, verification, session, sessionTokenHash }) =>
       store.write((sql) => {
         if (userByEmail(sql, user.email)) return false;
-        insertUser(sql, user);
+        addUser(sql, user);
         insertOrg(sql, org);
         addMember(sql, org.id, user.id, 'owner', user.createdAt);
         if (verification) insertToken(sql, verification);
