@@ -1,0 +1,55 @@
+#!/usr/bin/env node
+/**
+ * The floor under svc's throughput figures: a bare proxy built from svc's own HTTP parts (fastify + an undici Pool,
+ * no auth, no ledger, no cache, no validation) between the same load generator and mock upstream as `npm run bench`,
+ * pinned the same way (proxy on CPU 0, load generator + mock on CPU 1). What it reaches on this machine bounds what
+ * any gateway written on these parts can reach; svc's B/A is read against it (docs/performance.md).
+ * Run: node test/bench/floor.mjs   (after `npm install`; no build needed)
+ */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { CLIENT_HEADERS, HAS_TASKSET, PINNED, chatBody, cannon, cpuMs, round, startMock } from './lib.mjs';
+
+const self = fileURLToPath(import.meta.url);
+
+if (process.argv[2] === '--proxy') {
+  // The proxy itself, started by the measuring process below.
+  const { default: Fastify } = await import('fastify');
+  const { Pool } = await import('undici');
+  const upstream = new URL(process.argv[3]);
+  const pool = new Pool(upstream.origin, { connections: 64 });
+  const app = Fastify({ logger: false });
+  app.post('/v1/chat/completions', async (request, reply) => {
+    const { statusCode, body } = await pool.request({
+      method: 'POST',
+      path: '/v1/chat/completions',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer bench' },
+      body: JSON.stringify(request.body),
+    });
+    reply.code(statusCode).send(await body.json());
+  });
+  const address = await app.listen({ port: 0, host: '127.0.0.1' });
+  process.stdout.write(`${address}\n`);
+} else if (PINNED && process.env.BENCH_PINNED !== '1') {
+  const child = spawn('taskset', ['-c', '1', process.execPath, self], { stdio: 'inherit', env: { ...process.env, BENCH_PINNED: '1' } });
+  child.on('exit', (code) => process.exit(code ?? 1));
+} else {
+  const mock = await startMock();
+  const argv = [process.execPath, self, '--proxy', mock.url];
+  const proxy = spawn(PINNED && HAS_TASKSET ? 'taskset' : argv[0], PINNED && HAS_TASKSET ? ['-c', '0', ...argv] : argv.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await new Promise((resolve) => proxy.stdout.once('data', (chunk) => resolve(String(chunk).trim())));
+  const next = () => ({ body: chatBody() });
+  await cannon(url, { connections: 8, duration: 5, next });
+  console.log(`bare fastify + undici proxy (${PINNED ? 'proxy on CPU 0, load generator + mock on CPU 1' : 'unpinned'}); headers ${Object.keys(CLIENT_HEADERS).join(', ')}`);
+  console.log('  conc  direct rps  proxy rps  proxy/direct  proxy CPU ms/req');
+  for (const connections of [1, 16, 64]) {
+    const direct = await cannon(mock.url, { connections, duration: 3, next });
+    const before = cpuMs(proxy.pid);
+    const through = await cannon(url, { connections, duration: 3, next });
+    const cpu = (cpuMs(proxy.pid) - before) / through.ok;
+    console.log(`  ${String(connections).padStart(4)}  ${String(Math.round(direct.rps)).padStart(10)}  ${String(Math.round(through.rps)).padStart(9)}  ${String(round(through.rps / direct.rps, 3)).padStart(12)}  ${String(round(cpu, 3)).padStart(16)}`);
+  }
+  proxy.kill();
+  await mock.close?.();
+  process.exit(0);
+}
