@@ -6,7 +6,7 @@
 import type { Clock } from '../core/clock.ts';
 import { newTimeOrderedId } from '../core/ids.ts';
 import { appendedEventHash, genesisHash } from './chain.ts';
-import type { RunsRepository } from './repo.ts';
+import type { LedgerChange, RunsRepository } from './repo.ts';
 import type { AttemptRecord, RouteExplanation, RunRecord, RunRoute, RunStatus, RunUsage, TraceEvent } from './types.ts';
 
 export interface RunStart {
@@ -97,26 +97,27 @@ export function createLedger(deps: { repo: RunsRepository; clock: Clock }): Ledg
         return linked;
       };
 
-      const started = chained('run.started', {
+      const startedPayload: Record<string, unknown> = { wire: start.wire, model: start.model, stream: start.stream, mode: start.mode };
+      if (start.appId) startedPayload.appId = start.appId;
+      if (start.agent) startedPayload.agent = start.agent;
+      if (start.subject) startedPayload.subject = start.subject;
+      const started = chained('run.started', startedPayload);
+      // Written out rather than spread from `start`: this runs for every gateway request.
+      const initial: RunRecord = {
+        id,
+        tenantId: start.tenantId,
+        appId: start.appId,
+        agent: start.agent,
+        subject: start.subject,
+        keyId: start.keyId,
+        mode: start.mode,
         wire: start.wire,
         model: start.model,
-        stream: start.stream,
-        mode: start.mode,
-        ...(start.appId ? { appId: start.appId } : {}),
-        ...(start.agent ? { agent: start.agent } : {}),
-        ...(start.subject ? { subject: start.subject } : {}),
-      });
-      const { fingerprint = null, ...fields } = start;
-      const initial: RunRecord = {
-        ...fields,
-        fingerprint,
-        executionMethod: null,
-        reasonCode: null,
-        fallback: null,
-        id,
         provider: null,
         status: 'running',
         route: null,
+        stream: start.stream,
+        requestId: start.requestId,
         routeExplanation: null,
         usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
         costUsd: 0,
@@ -130,7 +131,11 @@ export function createLedger(deps: { repo: RunsRepository; clock: Clock }): Ledg
         completedAt: null,
         eventCount: seq,
         lastHash,
-        };
+        fingerprint: start.fingerprint ?? null,
+        executionMethod: null,
+        reasonCode: null,
+        fallback: null,
+      };
       repo.recordDeferred({
         insert: initial,
         events: [started],
@@ -166,15 +171,18 @@ export function createLedger(deps: { repo: RunsRepository; clock: Clock }): Ledg
           active.delete(id);
           const fallback = outcome.routeExplanation.fallback;
           const completedAt = clock.now();
-          const event = chained(`run.${outcome.status}`, {
+          const latencyMs = completedAt - startedAt;
+          const payload: Record<string, unknown> = {
             route: outcome.route,
             provider: outcome.provider,
             usage: outcome.usage,
             costUsd: outcome.costUsd,
-            latencyMs: completedAt - startedAt,
-            ...(outcome.error ? { error: outcome.error } : {}),
-          });
-          const final = {
+            latencyMs,
+          };
+          if (outcome.error) payload.error = outcome.error;
+          const event = chained(`run.${outcome.status}`, payload);
+          const final: RunRecord = {
+            ...initial,
             status: outcome.status,
             route: outcome.route,
             provider: outcome.provider,
@@ -185,7 +193,7 @@ export function createLedger(deps: { repo: RunsRepository; clock: Clock }): Ledg
             savedUsd: outcome.savedUsd ?? 0,
             ghostSavedUsd: outcome.ghostSavedUsd ?? 0,
             savedMs: outcome.savedMs ?? 0,
-            latencyMs: completedAt - startedAt,
+            latencyMs,
             error: outcome.error ?? null,
             completedAt,
             eventCount: seq,
@@ -194,12 +202,9 @@ export function createLedger(deps: { repo: RunsRepository; clock: Clock }): Ledg
             reasonCode: reasonCodeOf(outcome),
             fallback: fallback ? `${fallback.from}->${fallback.to}` : null,
           };
-          repo.recordDeferred({
-            events: [event],
-            patch: { id, ...final },
-            finished: { ...initial, ...final },
-            ...(outcome.responseHash ? { responseHash: { runId: id, hash: outcome.responseHash } } : {}),
-          });
+          const change: LedgerChange = { events: [event], finished: final };
+          if (outcome.responseHash) change.responseHash = { runId: id, hash: outcome.responseHash };
+          repo.recordDeferred(change);
         },
       };
       active.set(id, recorder);

@@ -52,11 +52,13 @@ export interface FeedbackRecord {
 
 export interface LedgerChange {
   insert?: RunRecord;
-  patch?: { id: string } & RunPatch;
   /** Appended in order; the run's `eventCount` and `lastHash` move to the last one's. */
   events?: TraceEvent[];
   attempts?: AttemptRecord[];
-  /** The run in its final state (the patch moved it there): added to the rollups in the same transaction. */
+  /**
+   * The run in its final state: written in place of its row (inserted so if the row is not written yet) and added to
+   * the rollups in the same transaction.
+   */
   finished?: RunRecord;
   replay?: ReplayRecord;
   /** Set the response hash of an already queued replay record. */
@@ -380,16 +382,9 @@ function deleteRuns(sql: Sql, ids: string[]): number {
   return ids.length;
 }
 
-/** Apply a patch's defined fields to a run record (a patch's keys are the record's own). */
-function applyPatch(run: RunRecord, patch: RunPatch): void {
-  for (const [field, value] of Object.entries(patch)) {
-    if (value !== undefined && field !== 'id') (run as unknown as Record<string, unknown>)[field] = value;
-  }
-}
-
 /**
  * Write the ledger changes queued for one group commit, merged per run: a run started and finished within the
- * window is inserted once in its final state (not inserted, then patched once per event), a replay record gets its
+ * window is inserted once in its final state (not inserted, then updated per event), a replay record gets its
  * response hash before it is written, and the finished runs' rollup rows are summed before they are upserted.
  */
 function writeMerged(sql: Sql, changes: readonly LedgerChange[]): void {
@@ -410,18 +405,18 @@ function writeMerged(sql: Sql, changes: readonly LedgerChange[]): void {
       }
     }
     if (change.attempts) attempts.push(...change.attempts);
-    if (change.patch) {
-      const inserted = inserts.get(change.patch.id);
-      if (inserted) applyPatch(inserted, change.patch);
-      else patches.set(change.patch.id, { ...patches.get(change.patch.id), ...change.patch });
-    }
     if (change.replay) replays.set(change.replay.runId, { ...change.replay });
     if (change.responseHash) {
       const replay = replays.get(change.responseHash.runId);
       if (replay) replay.responseHash = change.responseHash.hash;
       else lateHashes.push(change.responseHash);
     }
-    if (change.finished) finished.push(change.finished);
+    if (change.finished) {
+      const run = change.finished;
+      finished.push(run);
+      if (inserts.has(run.id)) inserts.set(run.id, { ...run });
+      else patches.set(run.id, { ...patches.get(run.id), ...run });
+    }
   }
   for (const [runId, head] of heads) {
     const inserted = inserts.get(runId);
