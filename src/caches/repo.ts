@@ -1,5 +1,6 @@
 /** Cache entries of every tier, keyed per tenant, tier and key (exact-response now; tool-result, som... later). */
 import type { Store } from '../store/store.ts';
+import { textBytes } from '../store/sql.ts';
 import { ByteLru } from './lru.ts';
 
 export interface CacheEntry {
@@ -145,11 +146,11 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
         const valueJson = JSON.stringify(entry.value);
         sql.run(
           `INSERT INTO cache_entries (tenant_id, cache_type, key, value_json, source_run_id, cost_usd, latency_ms, hits, created_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)
+           VALUES (?, ?, ?, CAST(? AS TEXT), ?, ?, ?, 0, ?)
            ON CONFLICT (tenant_id, cache_type, key) DO UPDATE SET value_json = excluded.value_json,
              source_run_id = excluded.source_run_id, cost_usd = excluded.cost_usd, latency_ms = excluded.latency_ms,
              created_at = excluded.created_at`,
-          [entry.tenantId, entry.cacheType, entry.key, valueJson, entry.sourceRunId, entry.costUsd, entry.latencyMs, entry.createdAt],
+          [entry.tenantId, entry.cacheType, entry.key, textBytes(valueJson), entry.sourceRunId, entry.costUsd, entry.latencyMs, entry.createdAt],
         );
         // Only the latest put of a key moves on to `recent`; an overlay dropped by invalidation stays dropped.
         if (current && recent) recent.set(id, overlay, estimatedBytes(overlay, valueJson.length));

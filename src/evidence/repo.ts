@@ -3,7 +3,7 @@
  * answer was sent (DESIGN.md section 3); readers call `settle()` first so reads are read-your-writes.
  */
 import type { Store } from '../store/store.ts';
-import type { Sql, SqlValue } from '../store/sql.ts';
+import { textBytes, type Sql, type SqlValue } from '../store/sql.ts';
 import { addToRollups, removeFromRollups } from './rollups.ts';
 import { applyToSideEffects, listSideEffects, type SideEffectRecord } from './side-effects.ts';
 import type { AttemptRecord, RunFilter, RunRecord, TraceEvent } from './types.ts';
@@ -259,14 +259,15 @@ function insertRun(sql: Sql, run: RunRecord): void {
        request_id, explanation_json, prompt_tokens, completion_tokens, cost_usd, saved_usd, ghost_saved_usd, saved_ms, priced,
        latency_ms, error_json, created_at, completed_at, event_count, last_hash, fingerprint, execution_method, reason_code,
        fallback)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT), ?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT), ?, ?, ?,
+       CAST(? AS TEXT), ?, ?, ?, ?)`,
     [
       run.id, run.tenantId, run.appId, run.agent, run.subject, run.keyId, run.mode, run.wire, run.model, run.provider,
       run.status, run.route, run.stream ? 1 : 0, run.requestId,
-      run.routeExplanation ? JSON.stringify(run.routeExplanation) : null,
+      textBytes(run.routeExplanation ? JSON.stringify(run.routeExplanation) : null),
       run.usage.promptTokens, run.usage.completionTokens, run.costUsd, run.savedUsd, run.ghostSavedUsd, run.savedMs,
-      run.priced ? 1 : 0, run.latencyMs, run.error ? JSON.stringify(run.error) : null, run.createdAt, run.completedAt,
-      run.eventCount, run.lastHash, run.fingerprint, run.executionMethod, run.reasonCode, run.fallback,
+      run.priced ? 1 : 0, run.latencyMs, textBytes(run.error ? JSON.stringify(run.error) : null), run.createdAt, run.completedAt,
+      run.eventCount, textBytes(run.lastHash), run.fingerprint, run.executionMethod, run.reasonCode, run.fallback,
     ],
   );
 }
@@ -287,8 +288,9 @@ function patchRun(sql: Sql, id: string, patch: RunPatch): void {
 
 function insertEvent(sql: Sql, event: TraceEvent): void {
   sql.run(
-    'INSERT INTO run_events (run_id, seq, type, payload_json, created_at, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)',
-    [event.runId, event.seq, event.type, JSON.stringify(event.payload), event.createdAt, event.prevHash, event.hash],
+    `INSERT INTO run_events (run_id, seq, type, payload_json, created_at, prev_hash, hash)
+     VALUES (?, ?, ?, CAST(? AS TEXT), ?, CAST(? AS TEXT), CAST(? AS TEXT))`,
+    [event.runId, event.seq, event.type, textBytes(JSON.stringify(event.payload)), event.createdAt, textBytes(event.prevHash), textBytes(event.hash)],
   );
 }
 
@@ -317,9 +319,9 @@ interface ReplayRow {
 function insertReplay(sql: Sql, replay: ReplayRecord): void {
   sql.run(
     `INSERT INTO run_replays (run_id, tenant_id, request_json, identity_json, inputs_json, response_hash, created_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?)`,
-    [replay.runId, replay.tenantId, JSON.stringify(replay.request), JSON.stringify(replay.identity), JSON.stringify(replay.inputs),
-      replay.responseHash, replay.createdAt],
+     VALUES (?, ?, CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), ?)`,
+    [replay.runId, replay.tenantId, textBytes(JSON.stringify(replay.request)), textBytes(JSON.stringify(replay.identity)),
+      textBytes(JSON.stringify(replay.inputs)), textBytes(replay.responseHash), replay.createdAt],
   );
 }
 

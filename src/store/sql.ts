@@ -15,6 +15,19 @@ export interface Sql {
   all<T = Row>(sql: string, params?: SqlParams): T[];
 }
 
+/** Strings from this length on are worth binding as bytes (see `textBytes`). */
+const TEXT_BYTES_MIN = 48;
+
+/**
+ * A string bound as its UTF-8 bytes, for a `CAST(? AS TEXT)` placeholder (SQLite reads the bytes back as text).
+ * node-sqlite3-wasm copies a string parameter into WebAssembly memory with a JavaScript loop over its characters, a
+ * Buffer in one block copy: ~3 µs less per 800-character JSON column, and the ledger writes several per request.
+ * Short strings gain nothing (and an empty Buffer would bind as NULL), so they stay strings; so does null.
+ */
+export function textBytes<T extends string | null>(value: T): T | Uint8Array {
+  return value !== null && value.length >= TEXT_BYTES_MIN ? Buffer.from(value, 'utf8') : value;
+}
+
 /** node-sqlite3-wasm resets a statement only before its next binding; its (untyped) `_reset` does it now. */
 interface ResettableStatement {
   _reset(): boolean;

@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'node:test';
 import { MIGRATIONS } from '../../src/store/migrations.ts';
+import { textBytes } from '../../src/store/sql.ts';
 import { DATA_FILE_NAME, openStore } from '../../src/store/store.ts';
 import { tempDir } from '../support/process.ts';
 
@@ -106,4 +107,15 @@ test('a statement that failed (a constraint) works again on its next use', async
   await assert.rejects(insert('a'), /UNIQUE/);
   await insert('b');
   assert.equal(await store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM t')!.n), 2);
+});
+
+test('long text bound as bytes reads back as the same text', async (t) => {
+  const store = openStore({ dataDir: null });
+  t.after(() => store.close());
+  await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)'));
+  const values = ['', 'short', 'é'.repeat(10), `{"text":"${'héllo \u2028 \ud83d\ude00 '.repeat(40)}"}`, null];
+  await store.write((sql) => values.forEach((value, id) => sql.run('INSERT INTO t (id, body) VALUES (?, CAST(? AS TEXT))', [id, textBytes(value)])));
+  const rows = await store.read((sql) => sql.all<{ body: string | null; type: string }>('SELECT body, typeof(body) AS type FROM t ORDER BY id'));
+  assert.deepEqual(rows.map((row) => row.body), values);
+  assert.deepEqual(rows.map((row) => row.type), ['text', 'text', 'text', 'text', 'null']);
 });
