@@ -18,6 +18,11 @@ test('acknowledged key creations and settings survive kill -9', async (t) => {
       return ((await response.json()) as { key: { id: string } }).key.id;
     }),
   );
+  // One commit each: more than the store's checkpoint interval, so the kill lands after a checkpoint too.
+  for (let i = 0; i < 70; i++) {
+    const response = await fetch(`${server.address}/api/v1/settings`, { method: 'PUT', headers: auth, body: JSON.stringify({ key: 'retention_days', value: 20 + (i % 10) }) });
+    assert.equal(response.status, 200);
+  }
   const setting = await fetch(`${server.address}/api/v1/settings`, { method: 'PUT', headers: auth, body: JSON.stringify({ key: 'retention_days', value: 11 }) });
   assert.equal(setting.status, 200);
   server.child.kill('SIGKILL');
