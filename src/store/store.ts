@@ -294,7 +294,13 @@ class GroupCommitStore implements Store {
       this.sql.exec('PRAGMA wal_checkpoint(PASSIVE)');
       await this.fileSync!.sync();
     } catch {
-      // Nothing is lost: the log still holds every commit, and the next checkpoint copies it again.
+      // The copy may be in the data file unflushed while the next commit starts overwriting the log: from here on,
+      // fall back to SQLite's own (blocking) flushes rather than risk what was acknowledged.
+      try {
+        this.sql.exec('PRAGMA synchronous = FULL');
+      } catch {
+        // nothing more to do; the next log flush reports a disk that fails
+      }
     }
   }
 
