@@ -3,7 +3,7 @@
  * answer was sent (DESIGN.md section 3); readers call `settle()` first so reads are read-your-writes.
  */
 import type { Store } from '../store/store.ts';
-import { textBytes, type Sql, type SqlValue } from '../store/sql.ts';
+import { textBytes, togetherOrAlone, type Sql, type SqlValue } from '../store/sql.ts';
 import { addToRollups, removeFromRollups } from './rollups.ts';
 import { applyToSideEffects, listSideEffects, type SideEffectRecord } from './side-effects.ts';
 import type { AttemptRecord, RunFilter, RunRecord, TraceEvent } from './types.ts';
@@ -441,26 +441,8 @@ export function createRunsRepository(store: Store): RunsRepository {
   const writeQueued = (sql: Sql) => {
     const changes = queued;
     queued = [];
-    sql.run('SAVEPOINT ledger');
-    try {
-      writeMerged(sql, changes);
-      sql.run('RELEASE ledger');
-    } catch {
-      // One bad change (it should not happen: ids are unique) must not drop its neighbours: redo them one by one,
-      // each in its own savepoint, so only the failing one is lost.
-      sql.run('ROLLBACK TO ledger');
-      sql.run('RELEASE ledger');
-      for (const change of changes) {
-        sql.run('SAVEPOINT ledger');
-        try {
-          writeMerged(sql, [change]);
-          sql.run('RELEASE ledger');
-        } catch {
-          sql.run('ROLLBACK TO ledger');
-          sql.run('RELEASE ledger');
-        }
-      }
-    }
+    // One bad change (it should not happen: ids are unique) must not drop its neighbours: only it is lost.
+    togetherOrAlone(sql, changes, writeMerged);
   };
 
   return {

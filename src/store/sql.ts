@@ -29,8 +29,8 @@ export function textBytes<T extends string | null>(value: T): T | Uint8Array {
 }
 
 /** node-sqlite3-wasm resets a statement only before its next binding; its (untyped) `_reset` does it now. */
-interface ResettableStatement {
-  _reset(): boolean;
+function resetNow(stmt: Statement): void {
+  (stmt as unknown as { _reset(): boolean })._reset();
 }
 
 /**
@@ -38,8 +38,35 @@ interface ResettableStatement {
  * node-sqlite3-wasm runs before binding: the statement's next, unrelated use would fail too. Reset it right away.
  */
 function cleared(stmt: Statement, error: unknown): unknown {
-  (stmt as unknown as ResettableStatement)._reset();
+  resetNow(stmt);
   return error;
+}
+
+export type Outcome<T = unknown> = { ok: true; value: T } | { ok: false; error: unknown };
+
+/** Run `fn` in a savepoint of the open transaction: on failure its changes are undone and the error returned. */
+export function inSavepoint<T>(sql: Sql, fn: (sql: Sql) => T): Outcome<T> {
+  sql.run('SAVEPOINT w');
+  try {
+    const value = fn(sql);
+    sql.run('RELEASE w');
+    return { ok: true, value };
+  } catch (error) {
+    sql.run('ROLLBACK TO w');
+    sql.run('RELEASE w');
+    return { ok: false, error };
+  }
+}
+
+/**
+ * Write `items` together in one savepoint; if that fails, write each alone in its own, so only a failing one is
+ * lost. The fast path costs one savepoint for a whole batch of writes nobody waits on (the ledger's, the caches').
+ * `write` may run twice for an item: whatever it takes from shared state must be taken once.
+ */
+export function togetherOrAlone<T>(sql: Sql, items: readonly T[], write: (sql: Sql, items: readonly T[]) => void): void {
+  if (items.length === 0 || inSavepoint(sql, (inner) => write(inner, items)).ok) return;
+  if (items.length === 1) return;
+  for (const item of items) inSavepoint(sql, (inner) => write(inner, [item]));
 }
 
 export class CachedSql implements Sql {
@@ -75,7 +102,7 @@ export class CachedSql implements Sql {
     }
     // A statement stopped at its first row stays active, keeping its read transaction (and table locks) open until
     // its next use: that would block savepoints, checkpoints and writes to the table. Reset it now.
-    (stmt as unknown as ResettableStatement)._reset();
+    resetNow(stmt);
     return row as T | undefined;
   }
 

@@ -20,7 +20,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import sqlite from 'node-sqlite3-wasm';
 import { FileSync } from './file-sync.ts';
-import { CachedSql, type Sql } from './sql.ts';
+import { CachedSql, inSavepoint, togetherOrAlone, type Sql } from './sql.ts';
 import { MIGRATIONS, type Migration } from './migrations.ts';
 
 export const DATA_FILE_NAME = 'svc.db';
@@ -63,8 +63,6 @@ const BUSY_BACKOFF_MS = [2, 5, 10, 25, 50, 100, 200];
  * (a few MB at most under full gateway load) and is reused from its start after each checkpoint.
  */
 const CHECKPOINT_EVERY_COMMITS = 64;
-
-type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 function isBusy(error: unknown): boolean {
   return error instanceof Error && /database is locked|SQLITE_BUSY/i.test(error.message);
@@ -129,8 +127,6 @@ class GroupCommitStore implements Store {
   private queue: PendingWrite[] = [];
   private deferred: Array<(sql: Sql) => void> = [];
   private deferredTimer: NodeJS.Timeout | null = null;
-  /** The deferred writes' window has passed (or someone flushes): the next drain commits them even alone. */
-  private deferredDue = false;
   private draining: Promise<void> | null = null;
   private closed = false;
   private commitsSinceCheckpoint = 0;
@@ -167,11 +163,12 @@ class GroupCommitStore implements Store {
 
   writeDeferred(fn: (sql: Sql) => void): void {
     this.assertOpen();
+    // The first write of a window opens it; later ones join it, also once it passed and its drain is pending.
+    const opensWindow = this.deferred.length === 0;
     this.deferred.push(fn);
-    if (!this.deferredTimer) {
+    if (opensWindow) {
       this.deferredTimer = setTimeout(() => {
         this.deferredTimer = null;
-        this.deferredDue = true;
         this.scheduleDrain();
       }, this.deferredWindowMs);
     }
@@ -179,7 +176,7 @@ class GroupCommitStore implements Store {
 
   async flush(): Promise<void> {
     while (this.queue.length > 0 || this.deferred.length > 0 || this.draining) {
-      if (this.deferred.length > 0) this.deferredDue = true;
+      this.closeDeferredWindow();
       this.scheduleDrain();
       await this.draining;
     }
@@ -189,7 +186,7 @@ class GroupCommitStore implements Store {
     if (this.closed) return;
     await this.flush();
     this.closed = true;
-    if (this.deferredTimer) clearTimeout(this.deferredTimer);
+    this.closeDeferredWindow();
     this.sql.finalizeAll();
     // Closing checkpoints the log into the main file and deletes it: with full sync, SQLite flushes the main file
     // before the log goes. Blocking here is fine; nothing else runs any more.
@@ -197,6 +194,19 @@ class GroupCommitStore implements Store {
     this.db.close();
     this.logSync?.close();
     this.fileSync?.close();
+  }
+
+  /**
+   * Queued deferred writes are due once their window's timer is gone: it fired, or a flush closed it. (A commit that
+   * takes the queue closes it too, leaving nothing queued, so the next write opens a new window.)
+   */
+  private get deferredDue(): boolean {
+    return this.deferred.length > 0 && this.deferredTimer === null;
+  }
+
+  private closeDeferredWindow(): void {
+    if (this.deferredTimer) clearTimeout(this.deferredTimer);
+    this.deferredTimer = null;
   }
 
   private assertOpen(): void {
@@ -213,8 +223,7 @@ class GroupCommitStore implements Store {
           resolve();
           // A write queued between the loop's last emptiness check and this callback found `draining` still set
           // and did not schedule itself: pick it up now, or it would wait forever.
-          if (this.queue.length > 0) this.scheduleDrain();
-          else if (this.deferred.length > 0 && this.deferredDue) this.scheduleDrain();
+          if (this.queue.length > 0 || this.deferredDue) this.scheduleDrain();
         });
       });
     });
@@ -225,16 +234,12 @@ class GroupCommitStore implements Store {
    * under load that makes one commit (one log flush, one rollup upsert per row touched) of many requests' ledgers.
    */
   private async drainLoop(): Promise<void> {
-    while (this.queue.length > 0 || (this.deferred.length > 0 && this.deferredDue)) {
+    while (this.queue.length > 0 || this.deferredDue) {
       const batch = this.queue;
       const deferred = this.deferred;
       this.queue = [];
       this.deferred = [];
-      this.deferredDue = false;
-      if (this.deferredTimer) {
-        clearTimeout(this.deferredTimer);
-        this.deferredTimer = null;
-      }
+      this.closeDeferredWindow();
       await this.commitBatch(batch, deferred);
     }
   }
@@ -254,10 +259,8 @@ class GroupCommitStore implements Store {
     }
     // The ledger's writes first, all in one savepoint; if one fails they are redone one savepoint each, so only the
     // failing one is dropped (its request was already answered).
-    if (deferred.length > 0 && !this.inSavepoint((sql) => deferred.forEach((fn) => fn(sql))).ok) {
-      for (const fn of deferred) this.inSavepoint(fn);
-    }
-    const outcomes = batch.map((write) => this.inSavepoint(write.fn));
+    togetherOrAlone(this.sql, deferred, (sql, fns) => fns.forEach((fn) => fn(sql)));
+    const outcomes = batch.map((write) => inSavepoint(this.sql, write.fn));
     try {
       this.sql.run('COMMIT');
     } catch (error) {
@@ -301,19 +304,6 @@ class GroupCommitStore implements Store {
       } catch {
         // nothing more to do; the next log flush reports a disk that fails
       }
-    }
-  }
-
-  private inSavepoint(fn: (sql: Sql) => unknown): Outcome {
-    this.sql.run('SAVEPOINT w');
-    try {
-      const value = fn(this.sql);
-      this.sql.run('RELEASE w');
-      return { ok: true, value };
-    } catch (error) {
-      this.sql.run('ROLLBACK TO w');
-      this.sql.run('RELEASE w');
-      return { ok: false, error };
     }
   }
 }
