@@ -133,14 +133,13 @@ export async function createServices(config: Config, store: Store, overrides: Se
   const users = createUsersService(accounts);
   const invites = createInvitesService(accounts);
   const signup = createSignupService({ ...accounts, ...(overrides.resetRequestFloorMs !== undefined ? { floorMs: overrides.resetRequestFloorMs } : {}) });
-  // Login mode never ends once a user existed (docs/accounts.md): cached once seen.
-  let loginMode = false;
   const identity = createIdentityService({
     bootstrapToken: config.auth.bootstrapToken,
     requireLogin: config.auth.requireLogin,
     allowOpenGateway: config.auth.allowOpenGateway,
     keys,
-    loginModeActive: async () => (loginMode ||= (await accountsRepo.loginModeSince()) !== null),
+    // Cheap on every request: the repository keeps the answer in memory (src/accounts/repo.ts).
+    loginModeActive: async () => (await accountsRepo.loginModeSince()) !== null,
     sessions: (token) => sessions.resolve(token),
     tenantExists: async (tenantId) => (await accountsRepo.findOrg(tenantId)) !== null,
   });
