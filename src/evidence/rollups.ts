@@ -40,8 +40,21 @@ const UPSERT = `INSERT INTO run_rollups (tenant_id, dim, value, day, app_id, sta
     ghost_saved_usd = ghost_saved_usd + excluded.ghost_saved_usd, saved_ms = saved_ms + excluded.saved_ms,
     prompt_tokens = prompt_tokens + excluded.prompt_tokens, completion_tokens = completion_tokens + excluded.completion_tokens`;
 
-/** Sums of one rollup row: its key (tenant, dim, value, day, app, status, route), then runs and the totals. */
-type RollupCell = [string, string, string, number, string, string, string, number, number, number, number, number, number, number];
+/** The key of one rollup row: tenant, dim, value, day, app, status, route (the table's order). */
+type RollupKey = [string, RollupDimension, string, number, string, string, string];
+
+/** The rows a finished run counts in: one per dimension; status and route are kept on the 'route' one only. */
+function rollupKeys(run: RunRecord): RollupKey[] {
+  const values = dimensionValues(run);
+  const day = dayOf(run.createdAt);
+  const app = run.appId ?? '';
+  return ROLLUP_DIMENSIONS.map((dim) =>
+    dim === 'route' ? [run.tenantId, dim, values[dim], day, app, run.status, run.route ?? ''] : [run.tenantId, dim, values[dim], day, app, '', ''],
+  );
+}
+
+/** Sums of one rollup row: its key, then runs and the totals, in UPSERT's parameter order. */
+type RollupCell = [...RollupKey, number, number, number, number, number, number, number];
 
 /**
  * Add finished runs to their rollup rows (inside the write that records their final state). The runs of one group
@@ -50,12 +63,8 @@ type RollupCell = [string, string, string, number, string, string, string, numbe
 export function addToRollups(sql: Sql, runs: readonly RunRecord[]): void {
   const cells = new Map<string, RollupCell>();
   for (const run of runs) {
-    const values = dimensionValues(run);
-    const day = dayOf(run.createdAt);
-    const app = run.appId ?? '';
-    for (const dim of ROLLUP_DIMENSIONS) {
-      const [status, route] = dim === 'route' ? [run.status, run.route ?? ''] : ['', ''];
-      const id = `${run.tenantId}\u0000${dim}\u0000${values[dim]}\u0000${day}\u0000${app}\u0000${status}\u0000${route}`;
+    for (const key of rollupKeys(run)) {
+      const id = key.join('\u0000');
       const cell = cells.get(id);
       if (cell) {
         cell[7] += 1;
@@ -66,8 +75,7 @@ export function addToRollups(sql: Sql, runs: readonly RunRecord[]): void {
         cell[12] += run.usage.promptTokens;
         cell[13] += run.usage.completionTokens;
       } else {
-        cells.set(id, [run.tenantId, dim, values[dim], day, app, status, route, 1, run.costUsd, run.savedUsd, run.ghostSavedUsd,
-          run.savedMs, run.usage.promptTokens, run.usage.completionTokens]);
+        cells.set(id, [...key, 1, run.costUsd, run.savedUsd, run.ghostSavedUsd, run.savedMs, run.usage.promptTokens, run.usage.completionTokens]);
       }
     }
   }
@@ -77,21 +85,16 @@ export function addToRollups(sql: Sql, runs: readonly RunRecord[]): void {
 /** Take pruned runs out of the rollups (retention deletes whole runs; their sums must go with them). */
 export function removeFromRollups(sql: Sql, run: RunRecord): void {
   if (run.status === 'running') return;
-  const values = dimensionValues(run);
-  const day = dayOf(run.createdAt);
-  const app = run.appId ?? '';
-  for (const dim of ROLLUP_DIMENSIONS) {
-    const [status, route] = dim === 'route' ? [run.status, run.route ?? ''] : ['', ''];
+  for (const key of rollupKeys(run)) {
     sql.run(
       `UPDATE run_rollups SET runs = runs - 1, cost_usd = cost_usd - ?, saved_usd = saved_usd - ?,
          ghost_saved_usd = ghost_saved_usd - ?, saved_ms = saved_ms - ?, prompt_tokens = prompt_tokens - ?,
          completion_tokens = completion_tokens - ?
-       WHERE tenant_id = ? AND dim = ? AND day = ? AND value = ? AND app_id = ? AND status = ? AND route = ?`,
-      [run.costUsd, run.savedUsd, run.ghostSavedUsd, run.savedMs, run.usage.promptTokens, run.usage.completionTokens,
-        run.tenantId, dim, day, values[dim], app, status, route],
+       WHERE tenant_id = ? AND dim = ? AND value = ? AND day = ? AND app_id = ? AND status = ? AND route = ?`,
+      [run.costUsd, run.savedUsd, run.ghostSavedUsd, run.savedMs, run.usage.promptTokens, run.usage.completionTokens, ...key],
     );
   }
-  sql.run('DELETE FROM run_rollups WHERE tenant_id = ? AND day = ? AND runs <= 0', [run.tenantId, day]);
+  sql.run('DELETE FROM run_rollups WHERE tenant_id = ? AND day = ? AND runs <= 0', [run.tenantId, dayOf(run.createdAt)]);
 }
 
 export interface RollupTotals {
