@@ -1,6 +1,6 @@
 /** The ledger's group-commit batching: runs merged per commit stay exact, and one bad change does not sink the rest. */
 import assert from 'node:assert/strict';
-import test from 'node:test';
+import test, { type TestContext } from 'node:test';
 import { systemClock } from '../../src/core/clock.ts';
 import { verifyChain } from '../../src/evidence/chain.ts';
 import { createLedger } from '../../src/evidence/ledger.ts';
@@ -23,15 +23,20 @@ const explanation = {
   executionMethod: { id: 'live_model', referenceGrade: 'not_applicable' as const },
 };
 
+/** A ledger over its own store (a data file, or in memory), closed when the test ends. */
+function ledgerOn(t: TestContext, dataDir: string | null) {
+  const store = openStore({ dataDir });
+  t.after(() => store.close());
+  const repo = createRunsRepository(store);
+  return { store, repo, ledger: createLedger({ repo, clock: systemClock }) };
+}
+
 function startRun(ledger: ReturnType<typeof createLedger>, app: string) {
   return ledger.start({ tenantId: 'default', appId: app, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'm', stream: false, requestId: null });
 }
 
 test('runs started and finished within one commit are stored in their final state, chains intact, rollups exact', async (t) => {
-  const store = openStore({ dataDir: tempDir(t) });
-  t.after(() => store.close());
-  const repo = createRunsRepository(store);
-  const ledger = createLedger({ repo, clock: systemClock });
+  const { store, repo, ledger } = ledgerOn(t, tempDir(t));
   const ids: string[] = [];
   for (let i = 0; i < 40; i++) {
     const run = startRun(ledger, `app-${i % 3}`);
@@ -67,10 +72,7 @@ test('runs started and finished within one commit are stored in their final stat
 });
 
 test('a run finished after its start was committed is patched in place', async (t) => {
-  const store = openStore({ dataDir: null });
-  t.after(() => store.close());
-  const repo = createRunsRepository(store);
-  const ledger = createLedger({ repo, clock: systemClock });
+  const { repo, ledger } = ledgerOn(t, null);
   const run = startRun(ledger, 'a');
   await repo.settle();
   assert.equal((await repo.get('default', run.id))!.status, 'running');
@@ -83,10 +85,7 @@ test('a run finished after its start was committed is patched in place', async (
 });
 
 test('one change that cannot be written is dropped alone; its neighbours in the commit are kept', async (t) => {
-  const store = openStore({ dataDir: null });
-  t.after(() => store.close());
-  const repo = createRunsRepository(store);
-  const ledger = createLedger({ repo, clock: systemClock });
+  const { repo, ledger } = ledgerOn(t, null);
   const first = startRun(ledger, 'a');
   await repo.settle();
   const second = startRun(ledger, 'b');
