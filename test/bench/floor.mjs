@@ -1,14 +1,15 @@
 #!/usr/bin/env node
 /**
- * The floor under svc's throughput figures: a bare proxy built from svc's own HTTP parts (fastify + an undici Pool,
- * no auth, no ledger, no cache, no validation) between the same load generator and mock upstream as `npm run bench`,
- * pinned the same way (proxy on CPU 0, load generator + mock on CPU 1). What it reaches on this machine bounds what
- * any gateway written on these parts can reach; svc's B/A is read against it (docs/performance.md).
+ * The floor under svc's figures: a bare proxy built from svc's own HTTP parts (fastify + an undici Pool, no auth, no
+ * ledger, no cache, no validation, no SSE parsing: a stream's upstream body is piped to the client as it comes)
+ * between the same load generator and mock upstream as `npm run bench`, pinned the same way (proxy on CPU 0, load
+ * generator + mock on CPU 1). What it reaches on this machine bounds what any gateway written on these parts can
+ * reach; svc's throughput, added latency and added time to first byte are read against it (docs/performance.md).
  * Run: node test/bench/floor.mjs   (after `npm install`; no build needed)
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { CLIENT_HEADERS, HAS_TASKSET, PINNED, chatBody, cannon, cpuMs, round, startMock } from './lib.mjs';
+import { CLIENT_HEADERS, HAS_TASKSET, PINNED, chatBody, cannon, cpuMs, round, startMock, streamProbe, summarize } from './lib.mjs';
 
 const self = fileURLToPath(import.meta.url);
 
@@ -20,13 +21,15 @@ if (process.argv[2] === '--proxy') {
   const pool = new Pool(upstream.origin, { connections: 64 });
   const app = Fastify({ logger: false });
   app.post('/v1/chat/completions', async (request, reply) => {
-    const { statusCode, body } = await pool.request({
+    const stream = request.body?.stream === true;
+    const { statusCode, headers, body } = await pool.request({
       method: 'POST',
       path: '/v1/chat/completions',
-      headers: { 'content-type': 'application/json', authorization: 'Bearer bench' },
+      headers: { 'content-type': 'application/json', authorization: 'Bearer bench', accept: stream ? 'text/event-stream' : 'application/json' },
       body: JSON.stringify(request.body),
     });
-    reply.code(statusCode).send(await body.json());
+    if (stream) return reply.code(statusCode).header('content-type', headers['content-type']).send(body);
+    return reply.code(statusCode).send(await body.json());
   });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   process.stdout.write(`${address}\n`);
@@ -40,14 +43,33 @@ if (process.argv[2] === '--proxy') {
   const url = await new Promise((resolve) => proxy.stdout.once('data', (chunk) => resolve(String(chunk).trim())));
   const next = () => ({ body: chatBody() });
   await cannon(url, { connections: 8, duration: 5, next });
+  const cell = (value, width) => String(value).padStart(width);
   console.log(`bare fastify + undici proxy (${PINNED ? 'proxy on CPU 0, load generator + mock on CPU 1' : 'unpinned'}); headers ${Object.keys(CLIENT_HEADERS).join(', ')}`);
-  console.log('  conc  direct rps  proxy rps  proxy/direct  proxy CPU ms/req');
+  console.log('buffered (latency in ms)');
+  console.log('  conc  direct rps  proxy rps  proxy/direct  direct p50  proxy p50  added p50  added p99  proxy CPU ms/req');
   for (const connections of [1, 16, 64]) {
     const direct = await cannon(mock.url, { connections, duration: 3, next });
     const before = cpuMs(proxy.pid);
     const through = await cannon(url, { connections, duration: 3, next });
     const cpu = (cpuMs(proxy.pid) - before) / through.ok;
-    console.log(`  ${String(connections).padStart(4)}  ${String(Math.round(direct.rps)).padStart(10)}  ${String(Math.round(through.rps)).padStart(9)}  ${String(round(through.rps / direct.rps, 3)).padStart(12)}  ${String(round(cpu, 3)).padStart(16)}`);
+    const a = summarize(direct.latencies);
+    const b = summarize(through.latencies);
+    console.log(
+      `  ${cell(connections, 4)}  ${cell(Math.round(direct.rps), 10)}  ${cell(Math.round(through.rps), 9)}  ${cell(round(through.rps / direct.rps, 3), 12)}` +
+        `  ${cell(round(a.p50, 3), 10)}  ${cell(round(b.p50, 3), 9)}  ${cell(round(b.p50 - a.p50, 3), 9)}  ${cell(round(b.p99 - a.p99, 3), 9)}  ${cell(round(cpu, 3), 16)}`,
+    );
+  }
+  console.log('streaming (stream: true; TTFB = first body chunk, ms)');
+  console.log('  conc  direct TTFB p50  proxy TTFB p50  added TTFB p50  added TTFB p99');
+  for (const concurrency of [1, 16]) {
+    const requests = concurrency === 1 ? 2_000 : 6_000;
+    await streamProbe(mock.url, { concurrency, requests: requests / 10 });
+    await streamProbe(url, { concurrency, requests: requests / 10 });
+    const direct = await streamProbe(mock.url, { concurrency, requests });
+    const through = await streamProbe(url, { concurrency, requests });
+    const a = summarize(direct.ttfb);
+    const b = summarize(through.ttfb);
+    console.log(`  ${cell(concurrency, 4)}  ${cell(round(a.p50, 3), 15)}  ${cell(round(b.p50, 3), 14)}  ${cell(round(b.p50 - a.p50, 3), 14)}  ${cell(round(b.p99 - a.p99, 3), 14)}`);
   }
   proxy.kill();
   await mock.close?.();

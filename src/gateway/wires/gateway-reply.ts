@@ -4,6 +4,7 @@
  * pipeline's generator, so backpressure holds and closing it (client gone) runs the pipeline's `finally`.
  */
 import { Readable } from 'node:stream';
+import { setImmediate } from 'node:timers/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { authOf } from '../../http/surface.ts';
 import { parseCacheControls } from '../cache-controls.ts';
@@ -38,11 +39,23 @@ export interface SseFormat<Ev> {
   trailer?: string;
 }
 
-async function* sseText<Ev>(stream: { items: AsyncGenerator<StreamItem<Ev>>; close(): Promise<void> }, format: SseFormat<Ev>): AsyncGenerator<string> {
+/** The SSE text of a gateway stream, frame by frame; closes the stream however it ends. */
+export async function* sseText<Ev>(stream: { items: AsyncGenerator<StreamItem<Ev>>; close(): Promise<void> }, format: SseFormat<Ev>): AsyncGenerator<string> {
+  let flushed = false;
   try {
     for await (const item of stream.items) {
       const text = format.frame(item.event, item.terminal === true);
-      if (text) yield text;
+      if (text) {
+        yield text;
+        if (!flushed) {
+          // node's HTTP response corks its socket on a write and uncorks it on the next tick, which runs only once
+          // the microtask queue is empty. An upstream burst already buffered (or a cached answer) is relayed
+          // entirely in microtasks, so without this turn of the event loop the first frame would leave only after
+          // the last one had been relayed and the run finalised.
+          flushed = true;
+          await setImmediate();
+        }
+      }
       if (item.terminal) return;
     }
     if (format.trailer) yield format.trailer;
