@@ -27,6 +27,35 @@ const noDevtools = {
   },
 };
 
+// undici's index evaluates all of undici (fetch, WebSocket, EventSource, caches, cookies, mocks) on import, ~35 ms of
+// CPU at every start of svc. svc's bundle gets instead a module with every export undici's index has: the ones the
+// server uses from bin/undici-subset.cjs, loaded at once, and the others as getters that load the index on first use
+// (the CLI's client calls `fetch`). The export names are read from undici itself, here, so none can go missing.
+const undiciSubset = {
+  name: 'undici-subset',
+  setup(build) {
+    build.onResolve({ filter: /^undici$/ }, () => ({ path: 'undici', namespace: 'svc-undici' }));
+    build.onLoad({ filter: /.*/, namespace: 'svc-undici' }, () => {
+      const names = Object.keys(require('undici'));
+      const subset = join(root, 'bin', 'undici-subset.cjs');
+      const missing = Object.keys(require(subset)).filter((name) => !names.includes(name));
+      if (missing.length > 0) throw new Error(`bin/undici-subset.cjs exports what undici does not: ${missing.join(', ')}`);
+      return {
+        loader: 'js',
+        resolveDir: root,
+        contents: [
+          `const subset = require(${JSON.stringify(subset)});`,
+          'let index = null;',
+          `for (const name of ${JSON.stringify(names)}) {`,
+          '  if (Object.hasOwn(subset, name)) exports[name] = subset[name];',
+          "  else Object.defineProperty(exports, name, { enumerable: true, get: () => (index ??= require('undici/index.js'))[name] });",
+          '}',
+        ].join('\n'),
+      };
+    });
+  },
+};
+
 // CommonJS dependencies bundled into ESM need require/__dirname; node-sqlite3-wasm finds its .wasm via __dirname.
 const COMMONJS_IN_ESM = [
   "import { createRequire as __svcCreateRequire } from 'node:module';",
@@ -70,7 +99,7 @@ await build({
   outExtension: { '.js': '.mjs' },
   define: { __SVC_VERSION__: JSON.stringify(pkg.version) },
   jsx: 'automatic',
-  plugins: [noDevtools],
+  plugins: [noDevtools, undiciSubset],
 });
 
 copyFileSync(
