@@ -21,6 +21,8 @@ export interface RunStart {
   stream: boolean;
   requestId: string | null;
   fingerprint?: string | null;
+  /** When the request arrived, if the run is opened later than that (default: now). */
+  startedAt?: number;
 }
 
 export interface RunOutcome {
@@ -80,7 +82,7 @@ export function createLedger(deps: { repo: RunsRepository; clock: Clock }): Ledg
   return {
     active: (runId) => active.get(runId),
     start(start) {
-      const startedAt = clock.now();
+      const startedAt = start.startedAt ?? clock.now();
       const id = newTimeOrderedId('run', startedAt);
       let lastHash = genesisHash(id);
       let seq = 0;

@@ -130,6 +130,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
   return {
     async handle<Res, Ev>(adapter: WireAdapter<Res, Ev>, call: GatewayCall): Promise<GatewayResult<Res, Ev>> {
       const { auth, controls } = call;
+      const receivedAt = clock.now();
       // Routing before the run: a model this wire cannot serve is a validation error and creates no run.
       let providers: Provider[];
       try {
@@ -139,62 +140,93 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
         throw error;
       }
 
-      const run = ledger.start({
-        tenantId: auth.tenantId,
-        appId: auth.appId,
-        agent: auth.agent,
-        subject: auth.subject,
-        keyId: auth.keyId,
-        mode: auth.mode,
-        wire: adapter.wire,
-        model: adapter.model,
-        stream: adapter.stream,
-        requestId: call.requestId,
-        fingerprint: requestFingerprint(adapter.wire, adapter.model, adapter.cacheBody),
-      });
-      run.event('policy.verdict', { decision: 'allow', policy: null, reason: 'no policy matched' });
-
       // Exact-response cache (SPEC 4.2 controls; observe mode never serves, but measures what it would have saved).
-      const key = exactCacheKey(adapter.wire, { tenantId: auth.tenantId, appId: auth.appId, subject: auth.subject }, adapter.cacheBody);
+      const scope = { tenantId: auth.tenantId, appId: auth.appId, subject: auth.subject };
+      const key = exactCacheKey(adapter.wire, scope, adapter.cacheBody);
       const decision: CacheDecision = { cacheType: EXACT_CACHE, lookup: 'miss', key };
-      run.replay({
-        request: adapter.cacheBody,
-        identity: { wire: adapter.wire, model: adapter.model, exactCacheKey: key, scope: { tenantId: auth.tenantId, appId: auth.appId, subject: auth.subject } },
-        inputs: {
-          mode: auth.mode,
-          stream: adapter.stream,
-          cacheControls: { serve: controls.serve, store: controls.store, control: controls.control },
-          candidates: providers.map((provider) => ({ name: provider.name, kind: provider.kind })),
-          policy: { decision: 'allow', policy: null },
-        },
-      });
       const rejected: RouteExplanation['rejectedAlternatives'] = [];
       let ghostSavedUsd = 0;
+      let cacheEvent: [type: string, payload: Record<string, unknown>];
+      const entry = controls.serve ? await cache.get(auth.tenantId, EXACT_CACHE, key) : null;
       if (!controls.serve) {
         decision.lookup = controls.store ? 'bypassed' : 'skipped_no_store';
         decision.control = controls.control!;
-        run.event('cache.skipped', { cacheType: EXACT_CACHE, control: controls.control });
+        cacheEvent = ['cache.skipped', { cacheType: EXACT_CACHE, control: controls.control }];
         rejected.push({ route: 'exact_cache', reason: `skipped by ${controls.control}` });
+      } else if (entry && auth.mode === 'observe') {
+        decision.lookup = 'observe_only';
+        if (entry.sourceRunId) decision.sourceRunId = entry.sourceRunId;
+        ghostSavedUsd = entry.costUsd;
+        cacheEvent = ['cache.observe_only', { cacheType: EXACT_CACHE, wouldHaveServed: true, ghostSavedUsd, sourceRunId: entry.sourceRunId }];
+        rejected.push({ route: 'exact_cache', reason: 'observe mode: a cached answer exists but is never served' });
+      } else if (entry) {
+        decision.lookup = 'hit';
+        if (entry.sourceRunId) decision.sourceRunId = entry.sourceRunId;
+        cacheEvent = ['cache.hit', { cacheType: EXACT_CACHE, key, sourceRunId: entry.sourceRunId }];
       } else {
-        const entry = await cache.get(auth.tenantId, EXACT_CACHE, key);
-        if (entry && auth.mode === 'observe') {
-          decision.lookup = 'observe_only';
-          if (entry.sourceRunId) decision.sourceRunId = entry.sourceRunId;
-          ghostSavedUsd = entry.costUsd;
-          run.event('cache.observe_only', { cacheType: EXACT_CACHE, wouldHaveServed: true, ghostSavedUsd, sourceRunId: entry.sourceRunId });
-          rejected.push({ route: 'exact_cache', reason: 'observe mode: a cached answer exists but is never served' });
-        } else if (entry) {
-          decision.lookup = 'hit';
-          if (entry.sourceRunId) decision.sourceRunId = entry.sourceRunId;
-          run.event('cache.hit', { cacheType: EXACT_CACHE, key, sourceRunId: entry.sourceRunId });
-          cache.recordHitDeferred(auth.tenantId, EXACT_CACHE, key, clock.now());
-          return serveCached(adapter, run, entry.value as Res, decision, { usd: entry.costUsd, ms: entry.latencyMs });
-        } else {
-          run.event('cache.miss', { cacheType: EXACT_CACHE });
-          rejected.push({ route: 'exact_cache', reason: 'no cached answer for this request' });
-        }
+        cacheEvent = ['cache.miss', { cacheType: EXACT_CACHE }];
+        rejected.push({ route: 'exact_cache', reason: 'no cached answer for this request' });
+      }
+
+      // The run's opening record: everything decided so far, in the trace's order. A live request opens it only once
+      // its first upstream call is on the wire (`dispatched` below), so this bookkeeping overlaps the upstream's time
+      // instead of adding to the client's; the run keeps the time the request arrived.
+      const open = (): RunRecorder => {
+        const opened = ledger.start({
+          tenantId: auth.tenantId,
+          appId: auth.appId,
+          agent: auth.agent,
+          subject: auth.subject,
+          keyId: auth.keyId,
+          mode: auth.mode,
+          wire: adapter.wire,
+          model: adapter.model,
+          stream: adapter.stream,
+          requestId: call.requestId,
+          fingerprint: requestFingerprint(adapter.wire, adapter.model, adapter.cacheBody),
+          startedAt: receivedAt,
+        });
+        opened.event('policy.verdict', { decision: 'allow', policy: null, reason: 'no policy matched' });
+        opened.replay({
+          request: adapter.cacheBody,
+          identity: { wire: adapter.wire, model: adapter.model, exactCacheKey: key, scope },
+          inputs: {
+            mode: auth.mode,
+            stream: adapter.stream,
+            cacheControls: { serve: controls.serve, store: controls.store, control: controls.control },
+            candidates: providers.map((provider) => ({ name: provider.name, kind: provider.kind })),
+            policy: { decision: 'allow', policy: null },
+          },
+        });
+        opened.event(...cacheEvent);
+        return opened;
+      };
+
+      if (entry && decision.lookup === 'hit') {
+        const run = open();
+        cache.recordHitDeferred(auth.tenantId, EXACT_CACHE, key, clock.now());
+        return serveCached(adapter, run, entry.value as Res, decision, { usd: entry.costUsd, ms: entry.latencyMs });
       }
       rejected.push({ route: 'artifact', reason: 'no promoted artifact serves this request shape' });
+      // Opened by the first attempt (`dispatched`), before anything below reads it.
+      let run!: RunRecorder;
+      /** Start an upstream call, then record its attempt (opening the run first) while the request is on the wire. */
+      const dispatched = <T>(provider: Provider, startCall: () => Promise<T>): Promise<T> => {
+        let pending: Promise<T>;
+        try {
+          pending = startCall();
+        } catch (error) {
+          pending = Promise.reject(error);
+        }
+        try {
+          run ??= open();
+          run.event('provider.attempt', { provider: provider.name, model: adapter.model, stream: adapter.stream });
+        } catch (error) {
+          pending.catch(() => undefined);
+          throw error;
+        }
+        return pending;
+      };
 
       const explain = (provider: Provider | null, fallback: RouteExplanation['fallback'], reason: string): RouteExplanation => ({
         route: 'live',
@@ -261,10 +293,9 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
       let fallback: RouteExplanation['fallback'] = null;
       for (const [index, provider] of providers.entries()) {
         const startedAt = clock.now();
-        run.event('provider.attempt', { provider: provider.name, model: adapter.model, stream: adapter.stream });
         try {
           if (adapter.stream) {
-            const upstream = await adapter.openStream(provider, call.signal);
+            const upstream = await dispatched(provider, () => adapter.openStream(provider, call.signal));
             let relayStarted = false;
             const items = relay(upstream, provider, startedAt, fallback, () => (relayStarted = true));
             const close = async () => {
@@ -274,7 +305,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
             };
             return { kind: 'stream', runId: run.id, route: 'live', provider: provider.name, items, close };
           }
-          const response = await adapter.callBuffered(provider, call.signal);
+          const response = await dispatched(provider, () => adapter.callBuffered(provider, call.signal));
           const latencyMs = clock.now() - startedAt;
           const usage = adapter.usageOf(response) ?? estimatedUsage(adapter.promptTokens, 0);
           const cost = costOf(adapter.model, usage, provider.kind === 'mock');
