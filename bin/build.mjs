@@ -1,12 +1,12 @@
 #!/usr/bin/env node
 // Bundles svc into dist/svc.mjs (with chunk files beside it, loaded on demand) and copies SQLite's WebAssembly
-// binary and the account pages beside it.
+// binary and the account pages beside it, with the template of a new data file.
 // Run by `npm run build`; bin/svc runs the result, with no node_modules needed at run time.
 import { build } from 'esbuild';
 import { copyFileSync, cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(root, 'dist');
@@ -106,6 +106,9 @@ copyFileSync(
   join(dirname(require.resolve('node-sqlite3-wasm')), 'node-sqlite3-wasm.wasm'),
   join(dist, 'node-sqlite3-wasm.wasm'),
 );
+// A new data file starts as a copy of the file the migrations produce (src/store/template.ts), made here by running
+// them.
+await writeSchemaTemplate();
 // The tokenizer's BPE ranks as data: src/gateway/tokens.ts reads them on its first count, instead of every start of
 // svc parsing them as a 2.3 MB JavaScript module.
 writeFileSync(join(dist, 'o200k_base.json'), JSON.stringify(require('js-tiktoken/ranks/o200k_base')));
@@ -156,6 +159,33 @@ async function buildClientPackage() {
   });
   if (diagnostics.length > 0 || written.length === 0) {
     throw new Error(`client declarations failed: ${ts.formatDiagnostics(diagnostics, { getCanonicalFileName: (f) => f, getCurrentDirectory: () => root, getNewLine: () => '\n' })}`);
+  }
+}
+
+/**
+ * Runs src/store/write-template.ts, bundled for the occasion into a script in dist/ (its packages stay imports, found
+ * in node_modules), which writes the template of the current migrations into dist/ and removes older ones.
+ */
+async function writeSchemaTemplate() {
+  const script = join(dist, '.write-template.mjs');
+  await build({
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    packages: 'external',
+    logLevel: 'warning',
+    stdin: {
+      contents: `import { writeTemplate } from './src/store/write-template.ts';\nawait writeTemplate(${JSON.stringify(dist)});`,
+      resolveDir: root,
+      loader: 'ts',
+    },
+    outfile: script,
+  });
+  try {
+    await import(pathToFileURL(script).href);
+  } finally {
+    rmSync(script, { force: true });
   }
 }
 

@@ -16,12 +16,14 @@
  *   (read-your-writes).
  * - "database is locked" is retried with async backoff, never a busy-wait.
  */
-import { mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import sqlite from 'node-sqlite3-wasm';
 import { FileSync } from './file-sync.ts';
 import { CachedSql, inSavepoint, togetherOrAlone, type Sql } from './sql.ts';
 import { MIGRATIONS, type Migration } from './migrations.ts';
+import { createFromTemplate } from './template.ts';
 
 export const DATA_FILE_NAME = 'svc.db';
 
@@ -31,6 +33,11 @@ export interface StoreOptions {
   /** Upper bound on how long a deferred write may wait for its commit. */
   deferredWindowMs?: number;
   migrations?: readonly Migration[];
+  /**
+   * Where a new data file may find the template of its migrations (src/store/template.ts); by default this module's
+   * directory, which in the bundle is dist/, where `npm run build` writes it. `null`: always run the migrations.
+   */
+  templateDir?: string | null;
 }
 
 export interface Store {
@@ -70,13 +77,19 @@ function isBusy(error: unknown): boolean {
 
 /** Open the data file, clear a stale engine lock, apply pending migrations. */
 export function openStore(options: StoreOptions): Store {
+  const migrations = options.migrations ?? MIGRATIONS;
   let filePath: string | null = null;
+  let fromTemplate = false;
   if (options.dataDir !== null) {
     mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
     filePath = join(options.dataDir, DATA_FILE_NAME);
     // The engine locks by creating `<file>.lock/`. The caller owns the data directory (src/store/owner-lock.ts
     // proved the recorded previous owner dead), so a lock directory still present was left by a killed process.
     rmSync(`${filePath}.lock`, { recursive: true, force: true });
+    // Only a data file that does not exist at all is new: an empty one may have its pages in the log still.
+    if (options.templateDir !== null && !existsSync(filePath) && !existsSync(`${filePath}-wal`)) {
+      fromTemplate = createFromTemplate(filePath, options.templateDir ?? fileURLToPath(new URL('.', import.meta.url)), migrations);
+    }
   }
   const db = new sqlite.Database(filePath ?? undefined);
   const sql = new CachedSql(db);
@@ -88,7 +101,9 @@ export function openStore(options: StoreOptions): Store {
     sql.exec('PRAGMA wal_autocheckpoint = 0');
   }
   sql.exec('PRAGMA foreign_keys = ON');
-  const schemaVersion = migrate(sql, options.migrations ?? MIGRATIONS);
+  const schemaVersion = migrate(sql, migrations);
+  // The template recorded its migrations as applied when the build ran them; this data file got them now.
+  if (fromTemplate) sql.run('UPDATE schema_migrations SET applied_at = ?', [Date.now()]);
   return new GroupCommitStore(db, sql, filePath, schemaVersion, options.deferredWindowMs ?? 20);
 }
 
