@@ -1,6 +1,7 @@
 /** Cache entries of every tier, keyed per tenant, tier and key (exact-response now; tool-result, som... later). */
 import type { Store } from '../store/store.ts';
 import { textBytes } from '../store/sql.ts';
+import { KeyFilter } from './key-filter.ts';
 import { ByteLru } from './lru.ts';
 
 export interface CacheEntry {
@@ -48,6 +49,11 @@ function likePrefix(prefix: string): string {
 
 export interface CacheRepositoryOptions {
   /**
+   * Starting size, in keys, of the filter that answers lookups of never-stored keys without reading the data file
+   * (key-filter.ts; it doubles when full). 0 turns it off.
+   */
+  keyFilterKeys?: number;
+  /**
    * Budget of the in-memory copy of recent entries, in estimated bytes (the stored JSON's length, doubled for the
    * parsed object, plus the key). 0 turns it off.
    */
@@ -65,6 +71,13 @@ export const DEFAULT_CACHE_MEMORY_BYTES = 8 * 1024 * 1024;
 function estimatedBytes(entry: CacheEntry, jsonLength: number): number {
   return 2 * jsonLength + 2 * (entry.tenantId.length + entry.cacheType.length + entry.key.length) + 256;
 }
+
+/** The smallest filter: 64 Ki keys in 80 KiB. */
+export const DEFAULT_FILTER_KEYS = 65_536;
+/** Stored keys read per event-loop turn while a filter is loaded: about a millisecond of work. */
+const FILTER_LOAD_BATCH = 1_000;
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 interface PendingHits {
   tenantId: string;
@@ -92,6 +105,46 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
   const hitCounts = new Map<string, PendingHits>();
   const idOf = (tenantId: string, cacheType: string, key: string) => `${tenantId}\u0000${cacheType}\u0000${key}`;
 
+  // Which keys are stored at all (key-filter.ts). A filter answers only once it has seen every stored key: it is
+  // loaded from the table in small batches between requests (at start, and again at twice the size when it fills
+  // up). Keys stored while it loads (and those still waiting for their commit when it starts) are replayed into it.
+  let filter: KeyFilter | null = null;
+  let storedWhileLoading: string[] | null = null;
+  const remember = (id: string) => {
+    filter?.add(id);
+    if (storedWhileLoading) storedWhileLoading.push(id);
+    else if (filter?.full) void loadFilter(filter.capacity * 2);
+  };
+  async function loadFilter(minimumKeys: number): Promise<void> {
+    const stored = (storedWhileLoading = [...pending.keys()]);
+    try {
+      await nextTurn();
+      // The highest rowid bounds the row count and is read from the table's last page.
+      const highest = await store.read((sql) => sql.get<{ n: number | null }>('SELECT MAX(rowid) AS n FROM cache_entries')?.n ?? 0);
+      const next = new KeyFilter(Math.max(minimumKeys, 2 * highest));
+      for (let after = 0; ; ) {
+        const rows = await store.read((sql) =>
+          sql.all<{ r: number; tenant_id: string; cache_type: string; key: string }>(
+            'SELECT rowid AS r, tenant_id, cache_type, key FROM cache_entries WHERE rowid > ? ORDER BY rowid LIMIT ?',
+            [after, FILTER_LOAD_BATCH],
+          ),
+        );
+        for (const row of rows) next.add(idOf(row.tenant_id, row.cache_type, row.key));
+        if (rows.length < FILTER_LOAD_BATCH) break;
+        after = rows[rows.length - 1]!.r;
+        await nextTurn();
+      }
+      for (const id of stored) next.add(id);
+      filter = next;
+    } catch {
+      // The store closed during the load: there is nothing left to answer.
+    } finally {
+      storedWhileLoading = null;
+    }
+  }
+  const filterKeys = options.keyFilterKeys ?? DEFAULT_FILTER_KEYS;
+  if (filterKeys > 0) void loadFilter(filterKeys);
+
   /** Forget copies of deleted rows (matching the SQL delete that runs beside it). */
   function forget(predicate: (entry: CacheEntry) => boolean): void {
     generation += 1;
@@ -104,6 +157,7 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
       const id = idOf(tenantId, cacheType, key);
       const known = pending.get(id) ?? recent?.get(id);
       if (known) return Promise.resolve(known);
+      if (filter && !filter.mightContain(id)) return Promise.resolve(null);
       const startedIn = generation;
       return store.read((sql) => {
         const unwritten = pending.get(id);
@@ -136,6 +190,7 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
       const id = idOf(entry.tenantId, entry.cacheType, entry.key);
       const overlay: CacheEntry = { ...entry, hits: 0, lastHitAt: null };
       pending.set(id, overlay);
+      remember(id);
       // Decided once: the store may run a deferred write a second time (alone, after its batch's savepoint failed).
       let current: boolean | undefined;
       store.writeDeferred((sql) => {

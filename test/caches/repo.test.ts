@@ -1,6 +1,7 @@
 /** The exact-response cache's memory tier: byte-bounded LRU, no SQL read on a hit, invalidation, hit coalescing. */
 import assert from 'node:assert/strict';
 import test from 'node:test';
+import { KeyFilter } from '../../src/caches/key-filter.ts';
 import { ByteLru } from '../../src/caches/lru.ts';
 import { createCacheRepository, type CacheEntry } from '../../src/caches/repo.ts';
 import { openStore, type Store } from '../../src/store/store.ts';
@@ -37,12 +38,18 @@ function entry(tenantId: string, key: string, value: unknown = { answer: key }, 
   return { tenantId, cacheType: 'exact_response', key, value, sourceRunId: `run_${key}`, costUsd: 0.01, latencyMs: 5, createdAt };
 }
 
-async function setup(t: test.TestContext, memoryBytes?: number) {
+/** A repository over a counting in-memory store; the key filter is off unless asked for (its own tests below). */
+async function setup(t: test.TestContext, memoryBytes?: number, keyFilterKeys = 0) {
   const inner = openStore({ dataDir: null });
   t.after(() => inner.close());
   const { store, counts } = countingStore(inner);
-  const repo = createCacheRepository(store, memoryBytes === undefined ? {} : { memoryBytes });
+  const repo = createCacheRepository(store, { keyFilterKeys, ...(memoryBytes === undefined ? {} : { memoryBytes }) });
   return { inner, repo, counts };
+}
+
+/** Event-loop turns enough for a key filter over a small table to finish loading. */
+async function filterLoaded() {
+  for (let i = 0; i < 5; i += 1) await new Promise((resolve) => setImmediate(resolve));
 }
 
 test('ByteLru evicts the least recently used entries by bytes, and never keeps an oversized one', () => {
@@ -84,7 +91,7 @@ test('an entry read from the table is kept in memory for the next hit', async (t
   await inner.flush();
   // A second repository over the same file starts with an empty memory, as after a restart.
   const wrapped = countingStore(inner);
-  const fresh = createCacheRepository(wrapped.store);
+  const fresh = createCacheRepository(wrapped.store, { keyFilterKeys: 0 });
   for (let i = 0; i < 3; i += 1) assert.deepEqual((await fresh.get('ten_a', 'exact_response', 'k1'))?.value, { answer: 'k1' });
   assert.equal(wrapped.counts.reads, 1);
 });
@@ -184,4 +191,60 @@ test('a counter update run twice by the store (savepoint retry) counts its hits 
     captured[1]!(sql); // the retry alone
   });
   assert.deepEqual(await repo.stats('ten_a'), [{ cacheType: 'exact_response', entries: 1, hits: 3 }]);
+});
+
+test('KeyFilter: no false negatives, and about 1% false positives at capacity', () => {
+  const filter = new KeyFilter(10_000);
+  const id = (i: number) => `ten_a\u0000exact_response\u0000chat_completions:${i.toString(16).padStart(64, '0')}`;
+  for (let i = 0; i < 10_000; i += 1) filter.add(id(i));
+  for (let i = 0; i < 10_000; i += 1) assert.equal(filter.mightContain(id(i)), true);
+  let positives = 0;
+  for (let i = 10_000; i < 30_000; i += 1) if (filter.mightContain(id(i))) positives += 1;
+  assert.ok(positives < 20_000 * 0.03, `${positives} false positives in 20,000`);
+  assert.equal(filter.full, false);
+  filter.add(id(10_000));
+  assert.equal(filter.full, true);
+});
+
+test('key filter: a never-stored key is a miss without a read; stored keys, before a restart and while loading, are found', async (t) => {
+  const { inner, repo, counts } = await setup(t, 0, 1024);
+  repo.putDeferred(entry('ten_a', 'k1'));
+  await inner.flush();
+  await filterLoaded();
+  let reads = counts.reads;
+  assert.equal(await repo.get('ten_a', 'exact_response', 'never-stored'), null);
+  assert.equal(await repo.get('ten_b', 'exact_response', 'k1'), null, 'the filter knows tenants apart');
+  assert.equal(counts.reads, reads);
+  assert.deepEqual((await repo.get('ten_a', 'exact_response', 'k1'))?.value, { answer: 'k1' });
+  assert.equal(counts.reads, reads + 1, 'a stored key (no copy in memory here) is read');
+
+  // After a restart the filter is loaded from the table; a key stored before the load finishes is not lost.
+  const wrapped = countingStore(inner);
+  const fresh = createCacheRepository(wrapped.store, { memoryBytes: 0, keyFilterKeys: 1024 });
+  fresh.putDeferred(entry('ten_a', 'k2'));
+  await inner.flush();
+  await filterLoaded();
+  reads = wrapped.counts.reads;
+  assert.equal(await fresh.get('ten_a', 'exact_response', 'never-stored'), null);
+  assert.equal(wrapped.counts.reads, reads, 'the loaded filter answers');
+  assert.deepEqual((await fresh.get('ten_a', 'exact_response', 'k1'))?.value, { answer: 'k1' });
+  assert.deepEqual((await fresh.get('ten_a', 'exact_response', 'k2'))?.value, { answer: 'k2' });
+});
+
+test('key filter: when it fills up it is rebuilt twice as large, losing no key, committed or still pending', async (t) => {
+  const { inner, repo, counts } = await setup(t, 0, 8);
+  await filterLoaded();
+  for (let i = 0; i < 12; i += 1) repo.putDeferred(entry('ten_a', `k${i}`));
+  await inner.flush();
+  // The 9th key filled it: a rebuild started, which also takes keys stored while it loads and keys not yet committed.
+  for (let i = 12; i < 16; i += 1) repo.putDeferred(entry('ten_a', `k${i}`));
+  await filterLoaded();
+  await inner.flush();
+  await filterLoaded();
+  for (let i = 0; i < 16; i += 1) assert.deepEqual((await repo.get('ten_a', 'exact_response', `k${i}`))?.value, { answer: `k${i}` }, `k${i}`);
+  const reads = counts.reads;
+  let misses = 0;
+  for (let i = 0; i < 50; i += 1) if ((await repo.get('ten_a', 'exact_response', `absent-${i}`)) === null) misses += 1;
+  assert.equal(misses, 50);
+  assert.ok(counts.reads - reads < 3, `the rebuilt filter answers the misses (${counts.reads - reads} reads for 50)`);
 });
