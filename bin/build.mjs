@@ -1,12 +1,16 @@
 #!/usr/bin/env node
-// Bundles svc into dist/svc.mjs (with chunk files beside it, loaded on demand) and copies SQLite's WebAssembly
-// binary and the account pages beside it, with the template of a new data file.
+// Bundles svc into dist/svc.mjs (with chunk files beside it, loaded on demand) and, for `svc serve` alone,
+// dist/serve.cjs with its code cache, and copies SQLite's WebAssembly binary and the account pages beside them, with
+// the template of a new data file.
 // Run by `npm run build`; bin/svc runs the result, with no node_modules needed at run time.
 import { build } from 'esbuild';
-import { copyFileSync, cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { codeCacheOf } from './launch.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(root, 'dist');
@@ -102,6 +106,20 @@ await build({
   plugins: [noDevtools, undiciSubset],
 });
 
+// `svc serve` runs from a bundle of its own, in CommonJS, with a code cache (bin/launch.mjs): cli/serve-entry.ts, one
+// file. The code that finds files beside it through import.meta.url gets the bundle's own URL.
+const serveBundle = join(dist, 'serve.cjs');
+rmSync(codeCacheOf(serveBundle), { force: true });
+await build({
+  ...shared,
+  format: 'cjs',
+  entryPoints: [join(root, 'cli/serve-entry.ts')],
+  outfile: serveBundle,
+  define: { __SVC_VERSION__: JSON.stringify(pkg.version), 'import.meta.url': '__svcImportMetaUrl' },
+  banner: { js: "const __svcImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
+  plugins: [undiciSubset],
+});
+
 copyFileSync(
   join(dirname(require.resolve('node-sqlite3-wasm')), 'node-sqlite3-wasm.wasm'),
   join(dist, 'node-sqlite3-wasm.wasm'),
@@ -115,8 +133,10 @@ writeFileSync(join(dist, 'o200k_base.json'), JSON.stringify(require('js-tiktoken
 // The account pages (/login, /accept-invite, ...): src/http/pages.ts serves them from dist/pages/ beside the bundle.
 rmSync(join(dist, 'pages'), { recursive: true, force: true });
 cpSync(join(root, 'dashboard', 'pages'), join(dist, 'pages'), { recursive: true });
+// Last: it starts `svc serve`, which needs everything above.
+makeCodeCache();
 await buildClientPackage();
-console.log('built dist/svc.mjs with its chunks and the client package (dist/client.mjs, dist/client/*.d.ts)');
+console.log('built dist/svc.mjs with its chunks, dist/serve.cjs with its code cache, and the client package (dist/client.mjs, dist/client/*.d.ts)');
 
 /**
  * The reference client (src/client/, SPEC 4.20) as the package's `svc/client` export: one ESM bundle with its two
@@ -186,6 +206,27 @@ async function writeSchemaTemplate() {
     await import(pathToFileURL(script).href);
   } finally {
     rmSync(script, { force: true });
+  }
+}
+
+/**
+ * dist/serve.cjs.cache, by bin/make-code-cache.mjs in a process of its own (a code cache holds what one start-up
+ * compiled), on an empty data directory and with svc's variables cleared from its environment.
+ */
+function makeCodeCache() {
+  const dataDir = mkdtempSync(join(tmpdir(), 'svc-code-cache-'));
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('SVC_') && name !== 'NODE_OPTIONS'));
+  try {
+    const made = spawnSync(process.execPath, [join(root, 'bin', 'make-code-cache.mjs'), serveBundle, dataDir], {
+      env,
+      stdio: ['ignore', 'ignore', 'inherit'],
+      timeout: 60_000,
+    });
+    if (made.status !== 0 || !existsSync(codeCacheOf(serveBundle))) {
+      throw new Error(`making dist/serve.cjs.cache failed (exit ${made.status ?? made.signal ?? made.error?.message})`);
+    }
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
   }
 }
 

@@ -1,96 +1,18 @@
 /**
- * The `svc` executable: commander program wiring one file per command group. Data goes to stdout, diagnostics
- * to stderr; exit codes 0 (ok), 1 (failure), 2 (usage).
+ * The `svc` executable's entry (bin/svc runs its bundle, dist/svc.mjs): every command group. `svc serve` has an
+ * entry of its own, cli/serve-entry.ts, that loads only what serving needs.
  */
-import { Command, CommanderError } from 'commander';
-import { ConfigError, SVC_VERSION } from '../src/config.ts';
-import { SvcApiError } from '../src/client/client.ts';
 import { registerAudit } from './audit.ts';
 import { registerCache } from './cache.ts';
-import { UsageError } from './connection.ts';
 import { registerKeys } from './keys.ts';
 import { registerOrgs } from './orgs.ts';
+import { buildProgram, main } from './program.ts';
 import { registerRuns } from './runs.ts';
 import { registerServe } from './serve.ts';
 import { registerSettings } from './settings.ts';
 import { registerUsers } from './users.ts';
 
-const HELP_AFTER = `
-Admin commands (keys, users, orgs, settings, audit, cache, runs) reach svc, in this order of choice:
-  --url / SVC_BASE_URL       plain HTTP(S), with --api-key / SVC_API_KEY as the bearer token
-  a running svc serve        its local socket in the data directory (you act as the local operator)
-  otherwise                  the data directory in-process, holding its lock for the command's duration
-The data directory is --data-dir, else SVC_DATA_DIR, else ~/.svc.
-
-Output: tables on stdout, --json for scripts; messages on stderr.
-Exit codes: 0 success, 1 failure (API error, unreachable server), 2 usage error.
-
-Examples:
-  svc keys create --name ci --admin
-  svc keys list --json
-  svc users create --email ada@example.com --name Ada
-  svc orgs invite --email bob@example.com --org org_...
-  svc settings set retention_days 30
-  svc audit --limit 20 --verify
-  svc runs --status failed --since 2h
-  svc serve --port 8787
-
-Run "svc <command> --help" for a command's flags; docs/cli.md has the full reference.`;
-
-export function buildProgram(): Command {
-  const program = new Command();
-  program
-    .name('svc')
-    .description('svc: self-hosted LLM gateway appliance')
-    .version(SVC_VERSION, '-v, --version')
-    .showHelpAfterError()
-    .exitOverride()
-    .addHelpText('after', HELP_AFTER);
-  registerServe(program);
-  registerKeys(program);
-  registerUsers(program);
-  registerOrgs(program);
-  registerSettings(program);
-  registerAudit(program);
-  registerCache(program);
-  registerRuns(program);
-  // Subcommands share the parent's exit behaviour (usage errors exit 2, not a process.exit inside commander).
-  const inherit = (command: Command) => {
-    command.exitOverride().showHelpAfterError();
-    command.commands.forEach(inherit);
-  };
-  program.commands.forEach(inherit);
-  return program;
-}
-
-export async function main(argv: string[]): Promise<void> {
-  const program = buildProgram();
-  try {
-    await program.parseAsync(argv);
-  } catch (error) {
-    if (error instanceof CommanderError) {
-      // --help and --version exit 0; parse errors are usage errors.
-      process.exit(error.exitCode === 0 ? 0 : 2);
-    }
-    if (error instanceof UsageError) {
-      process.stderr.write(`svc: ${error.message}\n`);
-      process.exit(2);
-    }
-    if (error instanceof SvcApiError) {
-      process.stderr.write(`svc: ${error.message} (${error.code}, HTTP ${error.status})\n`);
-      process.exit(1);
-    }
-    if ((error as Error).name === 'ExitPromptError') {
-      process.stderr.write('Cancelled.\n');
-      process.exit(1);
-    }
-    if (error instanceof ConfigError) {
-      process.stderr.write(`svc: ${error.message}\n`);
-      process.exit(2);
-    }
-    process.stderr.write(`svc: ${(error as Error).message}\n`);
-    process.exit(1);
-  }
-}
-
-await main(process.argv);
+await main(
+  buildProgram([registerServe, registerKeys, registerUsers, registerOrgs, registerSettings, registerAudit, registerCache, registerRuns]),
+  process.argv,
+);

@@ -1,0 +1,64 @@
+// How bin/svc starts a bundle; bin/make-code-cache.mjs (run by `npm run build`) starts `svc serve` the same way.
+//
+// `svc serve` runs from a bundle of its own, dist/serve.cjs (cli/serve-entry.ts), in CommonJS: V8 can then compile it
+// from a code cache, dist/serve.cjs.cache, the build's record of the functions a start-up compiled. ES modules have no
+// such cache on Node 20 (module.enableCompileCache came with Node 22), and compiling the bundle's 2.8 MB and then each
+// function on its first call is a third of the CPU a start costs. The cache is V8's, of the Node that ran the build:
+// under another Node version V8 declines it and compiles the bundle as it would without. Every other command runs
+// dist/svc.mjs.
+import { createHash } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname } from 'node:path';
+import { Script } from 'node:vm';
+import { setFlagsFromString } from 'node:v8';
+
+/**
+ * V8 flags svc runs with, set before any bundle compiles (and before a code cache is made or used: V8 accepts a
+ * cache only under the flags it was made with).
+ */
+export function setEngineFlags() {
+  // SQLite's WebAssembly is compiled when the bundle loads. By default V8 then re-optimises every function of it on
+  // background threads during start-up (~120 ms of CPU and ~30 MB of RSS on this machine); with a large tiering budget
+  // only the functions that run hot under load are optimised. Same SQLite throughput measured either way.
+  setFlagsFromString('--wasm-tiering-budget=180000000');
+}
+
+export const codeCacheOf = (bundle) => `${bundle}.cache`;
+
+/**
+ * V8 checks a code cache against the length of the source only, so the cache file starts with the SHA-256 of the
+ * bundle it was made from: a cache left from another build is not used (the bundle then compiles as usual).
+ */
+const HASH_BYTES = 32;
+const hashOf = (source) => createHash('sha256').update(source).digest();
+
+function readCodeCache(bundle, source) {
+  let file;
+  try {
+    file = readFileSync(codeCacheOf(bundle));
+  } catch {
+    return undefined;
+  }
+  return file.length > HASH_BYTES && file.subarray(0, HASH_BYTES).equals(hashOf(source)) ? file.subarray(HASH_BYTES) : undefined;
+}
+
+/** Record what `script` has compiled so far as the code cache of `bundle`. */
+export function writeCodeCache(bundle, { script, source }) {
+  writeFileSync(codeCacheOf(bundle), Buffer.concat([hashOf(source), script.createCachedData()]));
+}
+
+/**
+ * Run a CommonJS bundle as Node's loader would (same wrapper, `require` resolving from the bundle, its own
+ * `__dirname`), compiled from its code cache when it has one. Returns what writeCodeCache needs.
+ */
+export function runCommonJsBundle(bundle) {
+  const source = readFileSync(bundle);
+  const script = new Script(`(function (exports, require, module, __filename, __dirname) { ${source.toString('utf8')}\n})`, {
+    filename: bundle,
+    cachedData: readCodeCache(bundle, source),
+  });
+  const module = { exports: {} };
+  script.runInThisContext()(module.exports, createRequire(bundle), module, bundle, dirname(bundle));
+  return { script, source };
+}

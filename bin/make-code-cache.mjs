@@ -1,0 +1,34 @@
+#!/usr/bin/env node
+// Makes dist/serve.cjs.cache (bin/launch.mjs): starts `svc serve` from dist/serve.cjs as bin/svc does, on port 0 and
+// an empty data directory, asks it for /health once it listens, and records every function compiled by then. Run by
+// bin/build.mjs in a process of its own, which it ends; the caller removes the data directory.
+//   node bin/make-code-cache.mjs <dist/serve.cjs> <empty data directory>
+import { request } from 'node:http';
+import { runCommonJsBundle, setEngineFlags, writeCodeCache } from './launch.mjs';
+
+const [bundle, dataDir] = process.argv.slice(2);
+setEngineFlags();
+
+// The bundle reads its command line from process.argv, and says where it listens on stdout.
+process.argv = [process.argv[0], 'svc', 'serve', '--port', '0', '--host', '127.0.0.1', '--data-dir', dataDir, '--log-level', 'silent'];
+const listening = new Promise((resolve) => {
+  const write = process.stdout.write.bind(process.stdout);
+  process.stdout.write = (chunk, ...rest) => {
+    const address = /svc listening on (http:\/\/\S+)/.exec(String(chunk))?.[1];
+    if (address) resolve(address);
+    return write(chunk, ...rest);
+  };
+});
+const compiled = runCommonJsBundle(bundle);
+const address = await listening;
+const status = await new Promise((resolve, reject) => {
+  request(`${address}/health`, (res) => {
+    res.resume();
+    res.on('end', () => resolve(res.statusCode));
+  })
+    .on('error', reject)
+    .end();
+});
+if (status !== 200) throw new Error(`svc serve answered /health with ${status}`);
+writeCodeCache(bundle, compiled);
+process.exit(0);

@@ -1,0 +1,82 @@
+/**
+ * The `svc` commander program: one file per command group registers its commands (cli/index.ts lists them all; the
+ * `svc serve` entry, cli/serve-entry.ts, only its own). Data goes to stdout, diagnostics to stderr; exit codes 0 (ok),
+ * 1 (failure), 2 (usage).
+ */
+import { Command, CommanderError } from 'commander';
+import { ConfigError, SVC_VERSION } from '../src/config.ts';
+import { SvcApiError } from '../src/client/client.ts';
+import { UsageError } from './connection.ts';
+
+const HELP_AFTER = `
+Admin commands (keys, users, orgs, settings, audit, cache, runs) reach svc, in this order of choice:
+  --url / SVC_BASE_URL       plain HTTP(S), with --api-key / SVC_API_KEY as the bearer token
+  a running svc serve        its local socket in the data directory (you act as the local operator)
+  otherwise                  the data directory in-process, holding its lock for the command's duration
+The data directory is --data-dir, else SVC_DATA_DIR, else ~/.svc.
+
+Output: tables on stdout, --json for scripts; messages on stderr.
+Exit codes: 0 success, 1 failure (API error, unreachable server), 2 usage error.
+
+Examples:
+  svc keys create --name ci --admin
+  svc keys list --json
+  svc users create --email ada@example.com --name Ada
+  svc orgs invite --email bob@example.com --org org_...
+  svc settings set retention_days 30
+  svc audit --limit 20 --verify
+  svc runs --status failed --since 2h
+  svc serve --port 8787
+
+Run "svc <command> --help" for a command's flags; docs/cli.md has the full reference.`;
+
+/** Adds one command group's commands to the program. */
+export type RegisterCommands = (program: Command) => void;
+
+export function buildProgram(groups: readonly RegisterCommands[]): Command {
+  const program = new Command();
+  program
+    .name('svc')
+    .description('svc: self-hosted LLM gateway appliance')
+    .version(SVC_VERSION, '-v, --version')
+    .showHelpAfterError()
+    .exitOverride()
+    .addHelpText('after', HELP_AFTER);
+  for (const register of groups) register(program);
+  // Subcommands share the parent's exit behaviour (usage errors exit 2, not a process.exit inside commander).
+  const inherit = (command: Command) => {
+    command.exitOverride().showHelpAfterError();
+    command.commands.forEach(inherit);
+  };
+  program.commands.forEach(inherit);
+  return program;
+}
+
+export async function main(program: Command, argv: string[]): Promise<void> {
+  try {
+    await program.parseAsync(argv);
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // --help and --version exit 0; parse errors are usage errors.
+      process.exit(error.exitCode === 0 ? 0 : 2);
+    }
+    if (error instanceof UsageError) {
+      process.stderr.write(`svc: ${error.message}\n`);
+      process.exit(2);
+    }
+    if (error instanceof SvcApiError) {
+      process.stderr.write(`svc: ${error.message} (${error.code}, HTTP ${error.status})\n`);
+      process.exit(1);
+    }
+    if ((error as Error).name === 'ExitPromptError') {
+      process.stderr.write('Cancelled.\n');
+      process.exit(1);
+    }
+    if (error instanceof ConfigError) {
+      process.stderr.write(`svc: ${error.message}\n`);
+      process.exit(2);
+    }
+    process.stderr.write(`svc: ${(error as Error).message}\n`);
+    process.exit(1);
+  }
+}

@@ -1,0 +1,59 @@
+/**
+ * `svc serve` runs from dist/serve.cjs with its code cache (bin/launch.mjs): the cache the build made is one V8 takes,
+ * a cache of another bundle is never used, and the serve entry parses its command line as the full program does.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import test from 'node:test';
+import { ensureBundle, ROOT, runSvc, tempDir } from '../support/process.ts';
+
+interface Launch {
+  runCommonJsBundle(bundle: string): { script: { cachedDataRejected?: boolean } };
+  writeCodeCache(bundle: string, compiled: unknown): void;
+  codeCacheOf(bundle: string): string;
+}
+const launch = (await import(join(ROOT, 'bin', 'launch.mjs'))) as Launch;
+
+test("the build's code cache of dist/serve.cjs is accepted under svc's engine flags", async () => {
+  await ensureBundle();
+  // In a process of its own: the flags must be set before anything compiles, as bin/svc does.
+  const probe = `
+    import { readFileSync } from 'node:fs';
+    import { Script } from 'node:vm';
+    import { codeCacheOf, setEngineFlags } from ${JSON.stringify(join(ROOT, 'bin', 'launch.mjs'))};
+    setEngineFlags();
+    const bundle = ${JSON.stringify(join(ROOT, 'dist', 'serve.cjs'))};
+    const cachedData = readFileSync(codeCacheOf(bundle)).subarray(32);
+    const source = '(function (exports, require, module, __filename, __dirname) { ' + readFileSync(bundle, 'utf8') + '\\n})';
+    process.stdout.write(String(new Script(source, { filename: bundle, cachedData }).cachedDataRejected));
+  `;
+  const result = spawnSync(process.execPath, ['--input-type=module', '-e', probe], { encoding: 'utf8' });
+  assert.equal(result.stderr, '');
+  assert.equal(result.stdout, 'false');
+});
+
+test('a code cache is used only with the bundle it was made from', (t) => {
+  const dir = tempDir(t);
+  const bundle = join(dir, 'b.cjs');
+  writeFileSync(bundle, 'module.exports.answer = function answer() { return 41 + 1; };');
+  launch.writeCodeCache(bundle, launch.runCommonJsBundle(bundle));
+  assert.equal(launch.runCommonJsBundle(bundle).script.cachedDataRejected, false, 'used');
+  // Same length, other code: V8 alone would take the cache (it checks the length), the hash in front of it does not.
+  writeFileSync(bundle, 'module.exports.answer = function answer() { return 40 + 2; };');
+  assert.equal(launch.runCommonJsBundle(bundle).script.cachedDataRejected, undefined, 'not offered to V8');
+  writeFileSync(launch.codeCacheOf(bundle), 'short');
+  assert.equal(launch.runCommonJsBundle(bundle).script.cachedDataRejected, undefined, 'a damaged cache is not offered either');
+});
+
+test('the serve entry answers help and usage errors as the full program does', async () => {
+  await ensureBundle();
+  for (const args of [['serve'], ['serve', '--help'], ['serve', '--version'], ['serve', '--bogus'], ['serve', '--port', 'x'], ['serve', 'extra']]) {
+    // bin/svc routes `serve` to dist/serve.cjs; dist/svc.mjs is the full program.
+    // An unusable SVC_PORT: should a command line get as far as starting, it stops at the configuration.
+    const env = { SVC_PORT: 'not a port' };
+    const [viaServeEntry, viaFullProgram] = await Promise.all([runSvc(args, { env }), runSvc(args, { script: join(ROOT, 'dist', 'svc.mjs'), env })]);
+    assert.deepEqual(viaServeEntry, viaFullProgram, args.join(' '));
+  }
+});
