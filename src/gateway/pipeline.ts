@@ -82,7 +82,19 @@ export interface GatewayCall {
 export type StreamItem<Ev> = { event: Ev; terminal?: false } | { event: Ev; terminal: true };
 
 export type GatewayResult<Res, Ev> =
-  | { kind: 'json'; runId: string; route: RunRoute; provider: string | null; body: Res }
+  | {
+      kind: 'json';
+      runId: string;
+      route: RunRoute;
+      provider: string | null;
+      body: Res;
+      /**
+       * Record what is left of the run (its cache write and outcome). Call it right after the answer is handed to
+       * the client, so that this work follows the response instead of preceding it; it runs by itself on the next
+       * turn of the event loop otherwise. Safe to call more than once.
+       */
+      settle(): void;
+    }
   | {
       kind: 'stream';
       runId: string;
@@ -104,6 +116,16 @@ export interface Gateway {
 /** sha256 of the canonical JSON of an answer (the replay bundle's response hash). */
 function hashOf(response: unknown): string {
   return sha256Hex(canonicalJson(response));
+}
+
+/** `fn` on its first call only. */
+function once(fn: () => void): () => void {
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    fn();
+  };
 }
 
 function estimatedUsage(promptTokens: number, completionTokens: number): RunUsage {
@@ -310,9 +332,13 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
           const usage = adapter.usageOf(response) ?? estimatedUsage(adapter.promptTokens, 0);
           const cost = costOf(adapter.model, usage, provider.kind === 'mock');
           run.attempt({ provider: provider.name, model: adapter.model, outcome: 'success', errorKind: null, upstreamStatus: null, promptTokens: usage.promptTokens, completionTokens: usage.completionTokens, costUsd: cost.usd, latencyMs });
-          storeAnswer(response, cost.usd, latencyMs);
-          complete(provider, fallback, response, usage, cost.priced, 'served');
-          return { kind: 'json', runId: run.id, route: 'live', provider: provider.name, body: response };
+          const usedFallback = fallback;
+          const settle = once(() => {
+            storeAnswer(response, cost.usd, latencyMs);
+            complete(provider, usedFallback, response, usage, cost.priced, 'served');
+          });
+          setImmediate(settle);
+          return { kind: 'json', runId: run.id, route: 'live', provider: provider.name, body: response, settle };
         } catch (thrown) {
           const error = thrown instanceof InvalidToolCallError || thrown instanceof ProviderError ? thrown : classifyThrown(provider.name, thrown, call.signal);
           const kind = failureKind(error);
@@ -422,7 +448,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
       savedUsd: saved.usd,
       savedMs: saved.ms,
     });
-    if (!adapter.stream) return { kind: 'json', runId: run.id, route: 'exact_cache', provider: null, body: response };
+    if (!adapter.stream) return { kind: 'json', runId: run.id, route: 'exact_cache', provider: null, body: response, settle: () => undefined };
     const events = adapter.replay(response);
     async function* replay(): AsyncGenerator<StreamItem<Ev>> {
       for (const event of events) yield { event };

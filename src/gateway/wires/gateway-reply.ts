@@ -75,7 +75,11 @@ export function sendGatewayResult<Res, Ev>(
   reply.header('x-svc-run-url', runUrl(options.appBaseUrl, request, result.runId));
   // Not a standard header: the provider that served this answer (absent on a cache hit), for the reference client.
   if (result.provider) reply.header('x-svc-provider', result.provider);
-  if (result.kind === 'json') return reply.send(result.body);
+  if (result.kind === 'json') {
+    const sent = reply.send(result.body);
+    result.settle();
+    return sent;
+  }
   reply.header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-cache').header('x-accel-buffering', 'no');
   const readable = Readable.from(sseText(result, options.format), { objectMode: false });
   // Destroyed before its first read (client gone at once): sseText never started, so close the stream here.

@@ -1,0 +1,25 @@
+/** A buffered answer's run is completed after the answer is handed over: at once through HTTP, by itself otherwise. */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { chatAdapter } from '../../src/gateway/chat.ts';
+import { parseChatRequest } from '../../src/gateway/wires/chat-completions-schema.ts';
+import { parseCacheControls } from '../../src/gateway/cache-controls.ts';
+import type { AuthContext } from '../../src/identity/auth-context.ts';
+import { build } from '../support/build.ts';
+
+const auth = { kind: 'open', tenantId: 'default', admin: true, tenantWide: true, platformAdmin: false, appId: null, agent: null, subject: null, mode: 'optimize', keyId: null } as unknown as AuthContext;
+
+test('a buffered run whose caller never settles it is still completed and cached, on the next turn of the event loop', async (t) => {
+  const { services } = await build(t);
+  const body = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'settle by itself' }] };
+  const call = () => ({ auth, controls: parseCacheControls({}), requestId: 'req_settle', signal: new AbortController().signal });
+  const result = await services.gateway.handle(chatAdapter(parseChatRequest(body), Date.now), call());
+  assert.equal(result.kind, 'json');
+  assert.equal(result.route, 'live');
+  await new Promise((resolve) => setImmediate(resolve));
+  await services.store.flush();
+  const run = await services.runs.find(auth, result.runId);
+  assert.equal(run.status, 'completed');
+  const again = await services.gateway.handle(chatAdapter(parseChatRequest(body), Date.now), call());
+  assert.equal(again.route, 'exact_cache', 'the answer was stored');
+});
