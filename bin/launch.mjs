@@ -27,25 +27,28 @@ export function setEngineFlags() {
 export const codeCacheOf = (bundle) => `${bundle}.cache`;
 
 /**
- * V8 checks a code cache against the length of the source only, so the cache file starts with the SHA-256 of the
- * bundle it was made from: a cache left from another build is not used (the bundle then compiles as usual).
+ * V8 checks a code cache against the length of the source only, and code compiled from it keeps the file name it was
+ * compiled under (stack traces would name it). So the cache file starts with a SHA-256 of the bundle's path and
+ * source: a cache left from another build, or made where the bundle was before it moved, is not used (the bundle
+ * then compiles as usual).
  */
 const HASH_BYTES = 32;
-const hashOf = (source) => createHash('sha256').update(source).digest();
+const hashOf = (bundle, source) => createHash('sha256').update(bundle).update('\0').update(source).digest();
 
-function readCodeCache(bundle, source) {
+/** The code cache of `bundle` if it was made from this very bundle (`source` its content) where it is now. */
+export function readCodeCache(bundle, source) {
   let file;
   try {
     file = readFileSync(codeCacheOf(bundle));
   } catch {
     return undefined;
   }
-  return file.length > HASH_BYTES && file.subarray(0, HASH_BYTES).equals(hashOf(source)) ? file.subarray(HASH_BYTES) : undefined;
+  return file.length > HASH_BYTES && file.subarray(0, HASH_BYTES).equals(hashOf(bundle, source)) ? file.subarray(HASH_BYTES) : undefined;
 }
 
 /** Record what `script` has compiled so far as the code cache of `bundle`. */
 export function writeCodeCache(bundle, { script, source }) {
-  writeFileSync(codeCacheOf(bundle), Buffer.concat([hashOf(source), script.createCachedData()]));
+  writeFileSync(codeCacheOf(bundle), Buffer.concat([hashOf(bundle, source), script.createCachedData()]));
 }
 
 /**

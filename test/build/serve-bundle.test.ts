@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { copyFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'node:test';
 import { ensureBundle, ROOT, runSvc, tempDir } from '../support/process.ts';
@@ -16,16 +16,16 @@ interface Launch {
 }
 const launch = (await import(join(ROOT, 'bin', 'launch.mjs'))) as Launch;
 
-test("the build's code cache of dist/serve.cjs is accepted under svc's engine flags", async () => {
+test("the build's code cache of dist/serve.cjs is its own and accepted under svc's engine flags", async () => {
   await ensureBundle();
   // In a process of its own: the flags must be set before anything compiles, as bin/svc does.
   const probe = `
     import { readFileSync } from 'node:fs';
     import { Script } from 'node:vm';
-    import { codeCacheOf, setEngineFlags } from ${JSON.stringify(join(ROOT, 'bin', 'launch.mjs'))};
+    import { readCodeCache, setEngineFlags } from ${JSON.stringify(join(ROOT, 'bin', 'launch.mjs'))};
     setEngineFlags();
     const bundle = ${JSON.stringify(join(ROOT, 'dist', 'serve.cjs'))};
-    const cachedData = readFileSync(codeCacheOf(bundle)).subarray(32);
+    const cachedData = readCodeCache(bundle, readFileSync(bundle));
     const source = '(function (exports, require, module, __filename, __dirname) { ' + readFileSync(bundle, 'utf8') + '\\n})';
     process.stdout.write(String(new Script(source, { filename: bundle, cachedData }).cachedDataRejected));
   `;
@@ -43,6 +43,12 @@ test('a code cache is used only with the bundle it was made from', (t) => {
   // Same length, other code: V8 alone would take the cache (it checks the length), the hash in front of it does not.
   writeFileSync(bundle, 'module.exports.answer = function answer() { return 40 + 2; };');
   assert.equal(launch.runCommonJsBundle(bundle).script.cachedDataRejected, undefined, 'not offered to V8');
+  // The same bundle and cache elsewhere: code from the cache would carry the old path in its stack traces.
+  launch.writeCodeCache(bundle, launch.runCommonJsBundle(bundle));
+  const moved = join(dir, 'moved.cjs');
+  copyFileSync(bundle, moved);
+  copyFileSync(launch.codeCacheOf(bundle), launch.codeCacheOf(moved));
+  assert.equal(launch.runCommonJsBundle(moved).script.cachedDataRejected, undefined, 'not where it was made');
   writeFileSync(launch.codeCacheOf(bundle), 'short');
   assert.equal(launch.runCommonJsBundle(bundle).script.cachedDataRejected, undefined, 'a damaged cache is not offered either');
 });
