@@ -13,8 +13,7 @@
  * pages are `no-store`, assets `no-cache` with an ETag.
  */
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -88,17 +87,19 @@ interface Served {
 export function pagesRoutes(options: PagesOptions = {}) {
   return async function pages(app: FastifyInstance): Promise<void> {
     const dir = options.dir ?? findPagesDir();
-    const load = async (name: string) => readFile(join(dir, name));
+    // Read synchronously: ten small files at start-up, where each asynchronous read would cost several trips through
+    // the thread pool while nothing else can run yet anyway.
+    const load = (name: string) => readFileSync(join(dir, name));
 
     for (const [path, file] of Object.entries(PAGES)) {
       const served: Served = {
-        body: await load(file),
+        body: load(file),
         headers: { ...SECURITY_HEADERS, 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' },
       };
       app.get(path, (request, reply) => send(request, reply, served));
     }
     for (const [file, type] of Object.entries(ASSETS)) {
-      const body = await load(file);
+      const body = load(file);
       const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
       const served: Served = { body, etag, headers: { ...SECURITY_HEADERS, 'content-type': type, 'cache-control': 'no-cache', etag } };
       app.get(ASSET_PREFIX + file, (request, reply) => send(request, reply, served));
