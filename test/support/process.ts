@@ -9,9 +9,9 @@ import { fileURLToPath } from 'node:url';
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const SVC = join(ROOT, 'bin', 'svc');
 
-/** `npm test` builds first; a file run alone builds the bundle when it is missing. */
+/** `npm test` builds first; a file run alone builds the bundles when one is missing. */
 export async function ensureBundle(): Promise<void> {
-  if (existsSync(join(ROOT, 'dist', 'svc.mjs'))) return;
+  if (existsSync(join(ROOT, 'dist', 'svc.mjs')) && existsSync(join(ROOT, 'dist', 'serve.cjs'))) return;
   await runSvc([], { script: join(ROOT, 'bin', 'build.mjs') });
 }
 
