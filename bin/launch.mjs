@@ -52,8 +52,9 @@ export function writeCodeCache(bundle, { script, source }) {
 }
 
 /**
- * Run a CommonJS bundle as Node's loader would (same wrapper, `require` resolving from the bundle, its own
- * `__dirname`), compiled from its code cache when it has one. Returns what writeCodeCache needs.
+ * Run a CommonJS bundle with what Node's loader gives a module (`exports`, `module`, a `require` resolving from the
+ * bundle, its `__filename` and `__dirname`), compiled from its code cache when it has one. Returns what
+ * writeCodeCache needs.
  */
 export function runCommonJsBundle(bundle) {
   const source = readFileSync(bundle);
