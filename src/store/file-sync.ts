@@ -9,6 +9,18 @@
  * flushes the file, whoever wrote it.
  */
 import { closeSync, existsSync, fdatasync, openSync } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { dirname } from 'node:path';
+
+/** Flush a directory, so that the files created in it are found after a power loss, not only their content. */
+async function syncDirectory(path: string): Promise<void> {
+  const directory = await open(path, 'r');
+  try {
+    await directory.sync();
+  } finally {
+    await directory.close();
+  }
+}
 
 export class FileSync {
   private fd: number | null = null;
@@ -17,9 +29,13 @@ export class FileSync {
 
   /** Flush the file's written data to the disk; a file that does not exist yet has nothing to flush. */
   sync(): Promise<void> {
+    const first = this.fd === null;
     const fd = this.open();
     if (fd === null) return Promise.resolve();
-    return new Promise((resolve, reject) => fdatasync(fd, (error) => (error ? reject(error) : resolve())));
+    const flushed = new Promise<void>((resolve, reject) => fdatasync(fd, (error) => (error ? reject(error) : resolve())));
+    // The file's first flush in this process also flushes its directory: the log (or the data file) may have been
+    // created since the directory was last flushed, and its content is of no use if its name is lost.
+    return first ? flushed.then(() => syncDirectory(dirname(this.path))) : flushed;
   }
 
   close(): void {
