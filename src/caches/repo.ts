@@ -61,9 +61,8 @@ export interface CacheRepositoryOptions {
 }
 
 /**
- * 8 MiB holds a few thousand typical answers, enough for the repeated traffic a hit serves; anything older is one
- * indexed read away. Every live answer is stored, so a larger budget mostly keeps answers nobody repeats in the heap
- * (32 MiB held ~14,000 entries in the bench's soak and was a visible share of svc's memory).
+ * 8 MiB holds a few thousand typical answers. Only answers asked for again are kept (see `recent` below), so the
+ * budget goes to the repeated traffic a hit serves; anything else is one indexed read away.
  */
 export const DEFAULT_CACHE_MEMORY_BYTES = 8 * 1024 * 1024;
 
@@ -90,15 +89,21 @@ interface PendingHits {
 export function createCacheRepository(store: Store, options: CacheRepositoryOptions = {}): CacheRepository {
   // Entries written but not yet committed (deferred writes join the next group commit): lookups see them at once,
   // so two identical requests a few milliseconds apart still share the answer. Each leaves the map as soon as its
-  // write ran on the connection, after which it lives on in `recent` (and the row is there for a read).
+  // write ran on the connection, after which the row is there for a read (and `recent` keeps it if it was asked for).
   const pending = new Map<string, CacheEntry>();
-  // Recently stored or read entries, so that a hit does no SQL read and no JSON.parse of the stored answer. svc is
-  // the only process with the data file open (the store's exclusive lock; the CLI goes through svc's socket), so
-  // every change to cache_entries passes through this repository: invalidation and pruning drop the copies too.
-  // The copies are shared, never mutated: the adapters build a fresh answer from a stored one (fromCache). Their
-  // `hits`/`lastHitAt` are not kept current; `stats` reads the table.
+  // Entries asked for again, so that a hit does no SQL read and no JSON.parse of the stored answer: read from the
+  // table, or asked for while pending (`askedWhilePending`). A new answer is not copied here: every live answer is
+  // stored and most are never asked for again; copied, they filled the budget (~7,000 entries, 9 MB of live heap in
+  // the bench's soak), and V8 lets the old generation grow to a multiple of what is live: ~50 MB of RSS at the soak's
+  // end. A first repeat after the commit reads the row once. svc is the only process with the data file open (the
+  // store's exclusive lock; the CLI goes through svc's socket), so every change to cache_entries passes through this
+  // repository: invalidation and pruning drop the copies too. The copies are shared, never mutated: the adapters
+  // build a fresh answer from a stored one (fromCache). Their `hits`/`lastHitAt` are not kept current; `stats`
+  // reads the table.
   const memoryBytes = options.memoryBytes ?? DEFAULT_CACHE_MEMORY_BYTES;
   const recent = memoryBytes > 0 ? new ByteLru<CacheEntry>(memoryBytes) : null;
+  // Ids of pending entries looked up before their write: the write keeps them in `recent`.
+  const askedWhilePending = new Set<string>();
   // Bumped by every delete: a read that started before one must not put what it read back into `recent`.
   let generation = 0;
   // Hits counted since their last write: many hits of one key in a commit window become one UPDATE.
@@ -149,13 +154,23 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
   function forget(predicate: (entry: CacheEntry) => boolean): void {
     generation += 1;
     recent?.deleteWhere((_id, entry) => predicate(entry));
-    for (const [id, entry] of pending) if (predicate(entry)) pending.delete(id);
+    for (const [id, entry] of pending) {
+      if (predicate(entry)) {
+        pending.delete(id);
+        askedWhilePending.delete(id);
+      }
+    }
   }
 
   return {
     get(tenantId, cacheType, key) {
       const id = idOf(tenantId, cacheType, key);
-      const known = pending.get(id) ?? recent?.get(id);
+      const waiting = pending.get(id);
+      if (waiting) {
+        if (recent) askedWhilePending.add(id);
+        return Promise.resolve(waiting);
+      }
+      const known = recent?.get(id);
       if (known) return Promise.resolve(known);
       if (filter && !filter.mightContain(id)) return Promise.resolve(null);
       const startedIn = generation;
@@ -207,8 +222,11 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
              created_at = excluded.created_at`,
           [entry.tenantId, entry.cacheType, entry.key, textBytes(valueJson), entry.sourceRunId, entry.costUsd, entry.latencyMs, entry.createdAt],
         );
-        // Only the latest put of a key moves on to `recent`; an overlay dropped by invalidation stays dropped.
-        if (current && recent) recent.set(id, overlay, estimatedBytes(overlay, valueJson.length));
+        // Only the latest put of a key moves on to `recent`, and only if the key was asked for (a copy there is
+        // replaced, an entry looked up while pending kept); an overlay dropped by invalidation stays dropped.
+        if (current && recent && (askedWhilePending.delete(id) || recent.has(id))) {
+          recent.set(id, overlay, estimatedBytes(overlay, valueJson.length));
+        }
       });
     },
 

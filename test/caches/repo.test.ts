@@ -148,10 +148,27 @@ test('retention pruning drops the entries held in memory past the cutoff', async
   assert.ok(await repo.get('ten_b', 'exact_response', 'old'));
 });
 
+test('an answer nobody asked for again is not kept in memory: its first repeat reads it, later ones do not', async (t) => {
+  const { inner, repo, counts } = await setup(t);
+  repo.putDeferred(entry('ten_a', 'k1'));
+  await inner.flush();
+  const reads = counts.reads;
+  for (let i = 0; i < 3; i += 1) assert.deepEqual((await repo.get('ten_a', 'exact_response', 'k1'))?.value, { answer: 'k1' });
+  assert.equal(counts.reads, reads + 1);
+  // A refresh of a key kept in memory replaces the copy there.
+  repo.putDeferred(entry('ten_a', 'k1', { answer: 'refreshed' }));
+  await inner.flush();
+  assert.deepEqual((await repo.get('ten_a', 'exact_response', 'k1'))?.value, { answer: 'refreshed' });
+  assert.equal(counts.reads, reads + 1);
+});
+
 test('the memory tier is bounded by bytes: an evicted entry is read from the table again', async (t) => {
   // Each entry's value is ~2,000 characters: about 4.3 KB estimated; 40 KB holds nine of them.
   const { inner, repo, counts } = await setup(t, 40_000);
-  for (let i = 0; i < 20; i += 1) repo.putDeferred(entry('ten_a', `k${i}`, { text: `${'x'.repeat(2_000)}${i}` }));
+  for (let i = 0; i < 20; i += 1) {
+    repo.putDeferred(entry('ten_a', `k${i}`, { text: `${'x'.repeat(2_000)}${i}` }));
+    assert.ok(await repo.get('ten_a', 'exact_response', `k${i}`)); // asked for while pending: kept once written
+  }
   await inner.flush();
   const reads = counts.reads;
   assert.ok(await repo.get('ten_a', 'exact_response', 'k19'));
