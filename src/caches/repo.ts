@@ -208,10 +208,14 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
       remember(id);
       // Decided once: the store may run a deferred write a second time (alone, after its batch's savepoint failed).
       let current: boolean | undefined;
+      let asked = false;
       store.writeDeferred((sql) => {
         if (current === undefined) {
           current = pending.get(id) === overlay;
-          if (current) pending.delete(id);
+          if (current) {
+            pending.delete(id);
+            asked = askedWhilePending.delete(id);
+          }
         }
         const valueJson = JSON.stringify(entry.value);
         sql.run(
@@ -224,7 +228,7 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
         );
         // Only the latest put of a key moves on to `recent`, and only if the key was asked for (a copy there is
         // replaced, an entry looked up while pending kept); an overlay dropped by invalidation stays dropped.
-        if (current && recent && (askedWhilePending.delete(id) || recent.has(id))) {
+        if (current && recent && (asked || recent.has(id))) {
           recent.set(id, overlay, estimatedBytes(overlay, valueJson.length));
         }
       });
