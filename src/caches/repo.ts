@@ -1,4 +1,5 @@
 /** Cache entries of every tier, keyed per tenant, tier and key (exact-response now; tool-result, som... later). */
+import { setImmediate } from 'node:timers/promises';
 import type { Store } from '../store/store.ts';
 import { textBytes } from '../store/sql.ts';
 import { KeyFilter } from './key-filter.ts';
@@ -76,8 +77,6 @@ export const DEFAULT_FILTER_KEYS = 65_536;
 /** Stored keys read per event-loop turn while a filter is loaded: about a millisecond of work. */
 const FILTER_LOAD_BATCH = 1_000;
 
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
-
 interface PendingHits {
   tenantId: string;
   cacheType: string;
@@ -123,7 +122,7 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
   async function loadFilter(minimumKeys: number): Promise<void> {
     const stored = (storedWhileLoading = [...pending.keys()]);
     try {
-      await nextTurn();
+      await setImmediate();
       // The highest rowid bounds the row count and is read from the table's last page.
       const highest = await store.read((sql) => sql.get<{ n: number | null }>('SELECT MAX(rowid) AS n FROM cache_entries')?.n ?? 0);
       const next = new KeyFilter(Math.max(minimumKeys, 2 * highest));
@@ -137,7 +136,7 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
         for (const row of rows) next.add(idOf(row.tenant_id, row.cache_type, row.key));
         if (rows.length < FILTER_LOAD_BATCH) break;
         after = rows[rows.length - 1]!.r;
-        await nextTurn();
+        await setImmediate();
       }
       for (const id of stored) next.add(id);
       filter = next;
