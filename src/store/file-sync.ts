@@ -8,11 +8,24 @@
  * after each checkpoint (before the log may be overwritten). `fdatasync` on a second descriptor of the same file
  * flushes the file, whoever wrote it.
  */
-import { closeSync, existsSync, fdatasync, openSync } from 'node:fs';
+import { closeSync, existsSync, fdatasync, fsyncSync, openSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
-/** Flush a directory, so that the files created in it are found after a power loss, not only their content. */
+/**
+ * Flush a file or a directory (a directory's flush keeps the names of the files created in it) at once, blocking:
+ * for start-up, before anything else runs.
+ */
+export function flushNow(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** `flushNow` of a directory off the event loop. */
 async function syncDirectory(path: string): Promise<void> {
   const directory = await open(path, 'r');
   try {

@@ -10,8 +10,9 @@
  * recorded.
  */
 import { createHash } from 'node:crypto';
-import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, openSync, renameSync, rmSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { flushNow } from './file-sync.ts';
 import type { Migration } from './migrations.ts';
 
 /** `schema-<hash>.db`: the template of exactly these migrations. */
@@ -35,21 +36,12 @@ export function createFromTemplate(filePath: string, templateDir: string, migrat
   try {
     copyFileSync(template, partial);
     chmodSync(partial, 0o600); // as SQLite creates a data file
-    flush(partial);
+    flushNow(partial);
     renameSync(partial, filePath);
   } catch (error) {
     rmSync(partial, { force: true });
     throw error;
   }
-  flush(dirname(filePath));
+  flushNow(dirname(filePath));
   return true;
-}
-
-function flush(path: string): void {
-  const fd = openSync(path, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
 }
