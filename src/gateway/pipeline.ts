@@ -232,7 +232,20 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
       rejected.push({ route: 'artifact', reason: 'no promoted artifact serves this request shape' });
       // Opened by the first attempt (`dispatched`), before anything below reads it.
       let run!: RunRecorder;
-      /** Start an upstream call, then record its attempt (opening the run first) while the request is on the wire. */
+      let unrecorded: (() => void) | null = null;
+      let recordingFailed: unknown = null;
+      /** Record the attempt in flight (opening the run first) unless that was done already. */
+      const recordAttempt = () => {
+        const record = unrecorded;
+        unrecorded = null;
+        record?.();
+      };
+      /**
+       * Start an upstream call, then record its attempt (opening the run first) while the request is on the wire.
+       * undici writes a request to a connection it reuses one event-loop turn later, once it has checked the idle
+       * socket (a setImmediate), so the recording waits for a turn queued after that one instead of delaying the
+       * write; the call's outcome is seen only after it (the promise returned records first if still needed).
+       */
       const dispatched = <T>(provider: Provider, startCall: () => Promise<T>): Promise<T> => {
         let pending: Promise<T>;
         try {
@@ -240,14 +253,32 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
         } catch (error) {
           pending = Promise.reject(error);
         }
-        try {
+        unrecorded = () => {
           run ??= open();
           run.event('provider.attempt', { provider: provider.name, model: adapter.model, stream: adapter.stream });
-        } catch (error) {
-          pending.catch(() => undefined);
-          throw error;
-        }
-        return pending;
+        };
+        setImmediate(() => {
+          try {
+            recordAttempt();
+          } catch (error) {
+            recordingFailed = error;
+          }
+        });
+        return pending.then(
+          (value) => {
+            afterRecording();
+            return value;
+          },
+          (error: unknown) => {
+            afterRecording();
+            throw error;
+          },
+        );
+      };
+      /** The run's records are there to continue with: recorded now if the deferred turn has not come yet. */
+      const afterRecording = () => {
+        recordAttempt();
+        if (recordingFailed !== null) throw recordingFailed;
       };
 
       const explain = (provider: Provider | null, fallback: RouteExplanation['fallback'], reason: string): RouteExplanation => ({

@@ -424,18 +424,22 @@ export function printColdStart(r) {
 }
 
 // -----------------------------------------------------------------------------------------------------------------
-// Profile (BENCH_PROFILE=1 or --profile): svc under --cpu-prof, concurrency-16 buffered live traffic
+// Profile (BENCH_PROFILE=1 or --profile): svc under --cpu-prof, buffered live traffic at concurrency 16
+// (BENCH_PROFILE_CONCURRENCY), or streams (BENCH_PROFILE_STREAM=1)
 // -----------------------------------------------------------------------------------------------------------------
 
 export async function profileSection(ctx, { dir = process.env.BENCH_PROFILE_DIR || '/tmp/svc-prof', top = 15 } = {}) {
   const p = plan(ctx.quick);
+  const connections = Number(process.env.BENCH_PROFILE_CONCURRENCY) || 16;
+  const stream = process.env.BENCH_PROFILE_STREAM === '1';
+  const next = stream ? () => ({ body: chatBody({ stream: true, unique: true }) }) : live;
   const dataDir = mkdtempSync(join(os.tmpdir(), 'svc-bench-prof-'));
   const before = new Set(safeList(dir));
   const svc = await startSvc({ mockUrl: ctx.mock.url, dataDir, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`] });
   let load;
   try {
-    await cannon(svc.url, { connections: 16, duration: p.svcWarmupSeconds, next: live }); // steady state first
-    load = await cannon(svc.url, { connections: 16, duration: p.profileSeconds, next: live });
+    await cannon(svc.url, { connections, duration: p.svcWarmupSeconds, next }); // steady state first
+    load = await cannon(svc.url, { connections, duration: p.profileSeconds, next });
     if (load.non2xx || load.errors) ctx.fail(`profile run: ${load.non2xx} non-2xx, ${load.errors} errors`);
   } finally {
     const stopped = await stopSvc(svc);
@@ -451,12 +455,12 @@ export async function profileSection(ctx, { dir = process.env.BENCH_PROFILE_DIR 
     return null;
   }
   const summary = summarizeProfile(file, { top });
-  return { file, seconds: p.profileSeconds, concurrency: 16, requests: load.ok, rps: round(load.rps, 0), ...summary };
+  return { file, seconds: p.profileSeconds, concurrency: connections, stream, requests: load.ok, rps: round(load.rps, 0), ...summary };
 }
 
 export function printProfileSection(r) {
   if (!r) return;
-  console.log(`\nCPU profile of svc (${r.requests} buffered live requests at concurrency 16 over ${r.seconds} s, ${r.rps} rps; ${r.file})`);
+  console.log(`\nCPU profile of svc (${r.requests} ${r.stream ? 'streamed' : 'buffered'} live requests at concurrency ${r.concurrency} over ${r.seconds} s, ${r.rps} rps; ${r.file})`);
   printProfile(r);
 }
 

@@ -205,13 +205,13 @@ export function svcEnv(mockUrl, extra = {}) {
 }
 
 /**
- * Spawns `node [nodeArgs] bin/svc serve --port 0 --data-dir <dir> --log-level silent`.
+ * Spawns `node [nodeArgs] bin/svc serve --port 0 --data-dir <dir> --log-level silent` (`bin`: another checkout's bin/svc).
  * cpus: '0' pins svc to CPU 0; 'all' runs it on every CPU (a child would otherwise inherit this process's
  * affinity); null runs it without taskset. With taskset the node process replaces taskset (exec): same pid.
  * Resolves {child, pid, url, listeningMs, spawnedAt, exited} once the `svc listening on` line is printed.
  */
-export function startSvc({ mockUrl, dataDir, cpus = PINNED ? '0' : null, nodeArgs = [], env = {}, timeoutMs = 30_000 }) {
-  const argv = [process.execPath, ...nodeArgs, SVC_BIN, 'serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'silent'];
+export function startSvc({ mockUrl, dataDir, cpus = PINNED ? '0' : null, nodeArgs = [], env = {}, timeoutMs = 30_000, bin = SVC_BIN }) {
+  const argv = [process.execPath, ...nodeArgs, bin, 'serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'silent'];
   const cpuList = cpus === 'all' ? `0-${CPUS - 1}` : cpus;
   const [command, ...args] = HAS_TASKSET && cpuList ? ['taskset', '-c', cpuList, ...argv] : argv;
   const spawnedAt = performance.now();

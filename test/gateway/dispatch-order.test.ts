@@ -1,0 +1,52 @@
+/**
+ * A live request's upstream call goes out before the run's opening record is written: undici writes a request to a
+ * connection it reuses one event-loop turn after the dispatch (it first checks the idle socket), and the pipeline's
+ * bookkeeping must not run in front of that write.
+ */
+import assert from 'node:assert/strict';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { test } from 'node:test';
+import { build } from '../support/build.ts';
+import { completion, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
+
+test('on a reused upstream connection the request headers are written before the run is opened, for buffered and streamed calls', async (t) => {
+  const upstream = await startFakeUpstream(t, (request, res) => {
+    if ((request.body as { stream?: boolean }).stream) {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(`data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini', choices: [{ index: 0, delta: { content: 'hi' }, finish_reason: 'stop' }] })}\n\ndata: [DONE]\n\n`);
+      return;
+    }
+    sendJson(res, 200, completion('ordered'));
+  });
+  const { app, services } = await build(t, { env: { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl } });
+
+  const order: string[] = [];
+  const onHeaders = () => order.push('upstream request written');
+  subscribe('undici:client:sendHeaders', onHeaders);
+  t.after(() => unsubscribe('undici:client:sendHeaders', onHeaders));
+  const start = services.ledger.start.bind(services.ledger);
+  services.ledger.start = (input) => {
+    order.push('run opened');
+    return start(input);
+  };
+
+  const ask = async (content: string, stream = false) => {
+    order.length = 0;
+    const response = await app.inject({
+      method: 'POST',
+      url: '/v1/chat/completions',
+      headers: { authorization: 'Bearer sk-local-dev' },
+      payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content }], stream },
+    });
+    assert.equal(response.statusCode, 200, response.body);
+    assert.equal(response.headers['x-svc-route'], 'live');
+    return [...order];
+  };
+
+  // The first call opens the connection: its write waits for the connect, so there the order is not the point.
+  await ask('first, on a new connection');
+  assert.deepEqual(await ask('second, on the reused connection'), ['upstream request written', 'run opened']);
+  assert.deepEqual(await ask('third, streamed', true), ['upstream request written', 'run opened']);
+  await services.store.flush();
+  assert.equal(upstream.requests.length, 3);
+});
