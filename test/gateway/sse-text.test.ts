@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { sseText } from '../../src/gateway/wires/gateway-reply.ts';
+import { EventEmitter } from 'node:events';
+import { sseText, writeFrames } from '../../src/gateway/wires/gateway-reply.ts';
 import type { StreamItem } from '../../src/gateway/pipeline.ts';
 
 function streamOf(events: number[]) {
@@ -13,21 +14,21 @@ function streamOf(events: number[]) {
 
 const format = { frame: (event: number) => `data: ${event}\n\n`, trailer: 'data: [DONE]\n\n' };
 
-test('after the first frame the relay yields to the event loop, so the first bytes leave before an already-buffered burst is relayed', async () => {
+test('after the first frame the relay lets queued ticks run (node uncorks the response socket in one), so the first bytes leave before an already-buffered burst is relayed', async () => {
   const { stream } = streamOf([1, 2, 3]);
   const frames = sseText(stream, format);
   assert.deepEqual(await frames.next(), { value: 'data: 1\n\n', done: false });
-  // A macrotask queued now runs before the second frame only if the relay gives the event loop a turn (where node's
-  // HTTP response uncorks its socket); a relay running on in microtasks would produce every frame first.
-  let macrotaskRan = false;
-  setImmediate(() => (macrotaskRan = true));
+  // Writing the first frame queues node's uncork as a tick. A tick queued now runs before the second frame only if
+  // the relay waits for the queued ticks; a relay running on in microtasks would produce every frame first.
+  let tickRan = false;
+  process.nextTick(() => (tickRan = true));
   assert.deepEqual(await frames.next(), { value: 'data: 2\n\n', done: false });
-  assert.equal(macrotaskRan, true);
-  // Later frames of the burst follow without further turns: they are written together.
-  macrotaskRan = false;
-  setImmediate(() => (macrotaskRan = true));
+  assert.equal(tickRan, true);
+  // Later frames of the burst follow without waiting: they are written together.
+  tickRan = false;
+  process.nextTick(() => (tickRan = true));
   assert.deepEqual(await frames.next(), { value: 'data: 3\n\n', done: false });
-  assert.equal(macrotaskRan, false);
+  assert.equal(tickRan, false);
 });
 
 test('the frames, then the trailer, and the stream is closed once', async () => {
@@ -36,4 +37,78 @@ test('the frames, then the trailer, and the stream is closed once', async () => 
   for await (const text of sseText(stream, format)) out.push(text);
   assert.deepEqual(out, ['data: 1\n\n', 'data: 2\n\n', 'data: [DONE]\n\n']);
   assert.equal(closed(), 1);
+});
+
+/** A stand-in for node's ServerResponse: `write` answers false once `capacity` frames are buffered. */
+class FakeResponse extends EventEmitter {
+  statusCode = 0;
+  headers: Record<string, unknown> = {};
+  written: string[] = [];
+  destroyed = false;
+  ended = false;
+  constructor(public capacity: number) {
+    super();
+  }
+  setHeader(name: string, value: unknown) {
+    this.headers[name] = value;
+  }
+  write(text: string) {
+    this.written.push(text);
+    return this.written.length < this.capacity;
+  }
+  end() {
+    this.ended = true;
+  }
+  destroy() {
+    this.destroyed = true;
+    this.emit('close');
+  }
+}
+
+function replyOver(res: FakeResponse) {
+  return { raw: res, statusCode: 200, getHeaders: () => ({ 'content-type': 'text/event-stream', absent: undefined }), log: { error() {} } } as never;
+}
+
+function countingFrames(total: number) {
+  let pulled = 0;
+  let closed = 0;
+  async function* frames(): AsyncGenerator<string> {
+    try {
+      while (pulled < total) {
+        pulled += 1;
+        yield `data: ${pulled}\n\n`;
+      }
+    } finally {
+      closed += 1;
+    }
+  }
+  return { frames: frames(), pulled: () => pulled, stream: { close: async () => void (closed += 1) }, closed: () => closed };
+}
+
+test('frames are written with the reply headers, and a full response is not fed until it drains (backpressure)', async () => {
+  const res = new FakeResponse(2);
+  const source = countingFrames(5);
+  const done = writeFrames(replyOver(res), source.frames, source.stream);
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(res.statusCode, 200);
+  assert.deepEqual(res.headers, { 'content-type': 'text/event-stream' });
+  assert.equal(source.pulled(), 2, 'the second write answered false: nothing more is pulled until drain');
+  res.capacity = Infinity;
+  res.emit('drain');
+  await done;
+  assert.equal(source.pulled(), 5);
+  assert.deepEqual(res.written, ['data: 1\n\n', 'data: 2\n\n', 'data: 3\n\n', 'data: 4\n\n', 'data: 5\n\n']);
+  assert.equal(res.ended, true);
+});
+
+test('a client gone while the response is full stops the frames and closes the stream', async () => {
+  const res = new FakeResponse(1);
+  const source = countingFrames(100);
+  const done = writeFrames(replyOver(res), source.frames, source.stream);
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  res.destroy();
+  await done;
+  assert.ok(source.pulled() <= 2, `pulled ${source.pulled()} frames`);
+  assert.equal(res.ended, false);
+  assert.ok(source.closed() >= 1, 'the generator stopped and the stream was closed');
 });

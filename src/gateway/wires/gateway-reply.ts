@@ -1,10 +1,10 @@
 /**
  * The HTTP edge every model wire shares: cache-control headers in, client-disconnect signal, the evidence headers
- * (`x-svc-run-id`, `x-svc-route`, `x-svc-run-url`) and JSON or SSE out. A stream is a Node Readable over the
- * pipeline's generator, so backpressure holds and closing it (client gone) runs the pipeline's `finally`.
+ * (`x-svc-run-id`, `x-svc-route`, `x-svc-run-url`) and JSON or SSE out. A stream's frames are written to the
+ * response as the pipeline's generator yields them, waiting for `drain` when the client reads slower (backpressure),
+ * and stopping the generator (so the pipeline's `finally` runs) when the client is gone.
  */
-import { Readable } from 'node:stream';
-import { setImmediate } from 'node:timers/promises';
+import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { authOf } from '../../http/surface.ts';
 import { parseCacheControls } from '../cache-controls.ts';
@@ -39,6 +39,11 @@ export interface SseFormat<Ev> {
   trailer?: string;
 }
 
+/** Resolves once node's HTTP response has run the ticks queued so far: the one that uncorks its socket among them. */
+function afterQueuedTicks(): Promise<void> {
+  return new Promise((resolve) => process.nextTick(resolve));
+}
+
 /** The SSE text of a gateway stream, frame by frame; closes the stream however it ends. */
 export async function* sseText<Ev>(stream: { items: AsyncGenerator<StreamItem<Ev>>; close(): Promise<void> }, format: SseFormat<Ev>): AsyncGenerator<string> {
   let flushed = false;
@@ -48,12 +53,12 @@ export async function* sseText<Ev>(stream: { items: AsyncGenerator<StreamItem<Ev
       if (text) {
         yield text;
         if (!flushed) {
-          // node's HTTP response corks its socket on a write and uncorks it on the next tick, which runs only once
-          // the microtask queue is empty. An upstream burst already buffered (or a cached answer) is relayed
-          // entirely in microtasks, so without this turn of the event loop the first frame would leave only after
-          // the last one had been relayed and the run finalised.
+          // node's HTTP response corks its socket on a write and uncorks it in a tick (process.nextTick), and ticks
+          // run only once the microtask queue is empty. An upstream burst already buffered (or a cached answer) is
+          // relayed entirely in microtasks, so without this wait the first frame would leave only after the last one
+          // had been relayed and the run finalised.
           flushed = true;
-          await setImmediate();
+          await afterQueuedTicks();
         }
       }
       if (item.terminal) return;
@@ -61,6 +66,42 @@ export async function* sseText<Ev>(stream: { items: AsyncGenerator<StreamItem<Ev
     if (format.trailer) yield format.trailer;
   } finally {
     await stream.close();
+  }
+}
+
+/** Until the response can take more (`drain`) or is gone (`close`). */
+function writable(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
+
+/**
+ * Write the frames to the response as they come. Straight to node's response rather than through a Readable piped
+ * into it: that costs a stream's machinery per frame and a tick before the first one, on the time to first byte.
+ * The headers leave with the first frame.
+ */
+export async function writeFrames(reply: FastifyReply, frames: AsyncGenerator<string>, stream: { close(): Promise<void> }): Promise<void> {
+  const res = reply.raw;
+  try {
+    res.statusCode = reply.statusCode;
+    for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) res.setHeader(name, value);
+    for await (const text of frames) {
+      if (res.destroyed) break; // the client is gone: leaving the loop stops the generator, which closes the stream
+      if (!res.write(text)) await writable(res);
+    }
+    if (!res.destroyed) res.end();
+  } catch (error) {
+    reply.log.error({ err: error }, 'a gateway stream failed after its headers were sent');
+    res.destroy(error as Error);
+  } finally {
+    await stream.close(); // the generator's `finally` did this already unless it never started
   }
 }
 
@@ -81,10 +122,10 @@ export function sendGatewayResult<Res, Ev>(
     return sent;
   }
   reply.header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-cache').header('x-accel-buffering', 'no');
-  const readable = Readable.from(sseText(result, options.format), { objectMode: false });
-  // Destroyed before its first read (client gone at once): sseText never started, so close the stream here.
-  readable.once('close', () => void result.close());
-  return reply.send(readable);
+  // fastify's hooks that follow the response (logging, onResponse) still run on its `finish` or `close`.
+  reply.hijack();
+  void writeFrames(reply, sseText(result, options.format), result);
+  return reply;
 }
 
 /** `data: <json>\n\n` */
