@@ -435,19 +435,31 @@ function writeMerged(sql: Sql, changes: readonly LedgerChange[]): void {
   if (finished.length > 0) addToRollups(sql, finished);
 }
 
+/**
+ * Ledger changes per deferred write: a live run makes about eight (its start, events, replay inputs, attempt and
+ * outcome), so a chunk is a few runs, a fraction of a millisecond of SQLite's work.
+ */
+const CHANGES_PER_WRITE = 24;
+
 export function createRunsRepository(store: Store): RunsRepository {
-  // Changes queued since the last group commit took them: one deferred write carries them all.
+  // Changes are queued in chunks, one deferred write each: a chunk is closed when its write runs (later changes start
+  // the next one), or once it holds CHANGES_PER_WRITE changes, so that a commit can give the event loop a turn
+  // between chunks (src/store/store.ts writeInSlices). A write that is redone (its slice failed) writes its own
+  // chunk again.
   let queued: LedgerChange[] = [];
-  const writeQueued = (sql: Sql) => {
-    const changes = queued;
-    queued = [];
-    // One bad change (it should not happen: ids are unique) must not drop its neighbours: only it is lost.
-    togetherOrAlone(sql, changes, writeMerged);
+  const queueChunk = (): LedgerChange[] => {
+    const changes: LedgerChange[] = [];
+    store.writeDeferred((sql) => {
+      if (queued === changes) queued = [];
+      // One bad change (it should not happen: ids are unique) must not drop its neighbours: only it is lost.
+      togetherOrAlone(sql, changes, writeMerged);
+    });
+    return changes;
   };
 
   return {
     recordDeferred(change) {
-      if (queued.length === 0) store.writeDeferred(writeQueued);
+      if (queued.length === 0 || queued.length >= CHANGES_PER_WRITE) queued = queueChunk();
       queued.push(change);
     },
 

@@ -11,17 +11,19 @@
  * - The disk flushes run off the event loop (src/store/file-sync.ts): SQLite runs with `synchronous = OFF`, the
  *   store flushes the log after each commit before acknowledging it, and checkpoints the log into the main file
  *   itself every `CHECKPOINT_EVERY_COMMITS` commits, flushing the main file before the log may be reused.
- * - Deferred writes (the gateway's own ledger) join the next group commit, at most `deferredWindowMs` later, all in
- *   one savepoint (each alone only if that fails); `flush()` waits for them, which readers naming a run call first
+ * - Deferred writes (the gateway's own ledger) join the next group commit, at most `deferredWindowMs` later, in
+ *   slices of a fraction of a millisecond with a turn of the event loop between them, one savepoint per slice (each
+ *   write alone only if that fails); `flush()` waits for them, which readers naming a run call first
  *   (read-your-writes).
  * - "database is locked" is retried with async backoff, never a busy-wait.
  */
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import sqlite from 'node-sqlite3-wasm';
 import { FileSync } from './file-sync.ts';
-import { CachedSql, inSavepoint, togetherOrAlone, type Sql } from './sql.ts';
+import { CachedSql, inSavepoint, type Sql } from './sql.ts';
 import { MIGRATIONS, type Migration } from './migrations.ts';
 import { createFromTemplate } from './template.ts';
 
@@ -70,6 +72,9 @@ const BUSY_BACKOFF_MS = [2, 5, 10, 25, 50, 100, 200];
  * (a few MB at most under full gateway load) and is reused from its start after each checkpoint.
  */
 const CHECKPOINT_EVERY_COMMITS = 64;
+
+/** About how much of deferred writes' work a commit does before it gives the event loop a turn (see writeInSlices). */
+const SLICE_MS = 0.3;
 
 function isBusy(error: unknown): boolean {
   return error instanceof Error && /database is locked|SQLITE_BUSY/i.test(error.message);
@@ -272,9 +277,7 @@ class GroupCommitStore implements Store {
         await new Promise((resolve) => setTimeout(resolve, BUSY_BACKOFF_MS[attempt]));
       }
     }
-    // The ledger's writes first, all in one savepoint; if one fails they are redone one savepoint each, so only the
-    // failing one is dropped (its request was already answered).
-    togetherOrAlone(this.sql, deferred, (sql, fns) => fns.forEach((fn) => fn(sql)));
+    await this.writeInSlices(deferred);
     const outcomes = batch.map((write) => inSavepoint(this.sql, write.fn));
     try {
       this.sql.run('COMMIT');
@@ -300,6 +303,29 @@ class GroupCommitStore implements Store {
       else write.reject(outcome.error);
     });
     if (this.fileSync && ++this.commitsSinceCheckpoint >= CHECKPOINT_EVERY_COMMITS) await this.checkpoint();
+  }
+
+  /**
+   * The deferred writes (answered requests' ledgers, cache entries) first, in slices of about `SLICE_MS` of work each,
+   * giving the event loop a turn between slices while the transaction stays open: a commit carrying many requests'
+   * ledgers then delays a request arriving meanwhile by one slice, not by all of them. Each slice is one savepoint;
+   * if it fails, its writes are redone one savepoint each, so only a failing one is dropped (its request was already
+   * answered). Between slices only reads run on the connection (they see the slices written so far; readers naming
+   * a run wait for `flush()`), and writes queue for the next commit.
+   */
+  private async writeInSlices(deferred: Array<(sql: Sql) => void>): Promise<void> {
+    let next = 0;
+    while (next < deferred.length) {
+      const first = next;
+      const startedAt = performance.now();
+      const together = inSavepoint(this.sql, (sql) => {
+        do deferred[next++]!(sql);
+        while (next < deferred.length && performance.now() - startedAt < SLICE_MS);
+      });
+      // `next` is past the write that failed: the slice's writes up to it are redone alone.
+      if (!together.ok) for (const write of deferred.slice(first, next)) inSavepoint(this.sql, write);
+      if (next < deferred.length) await nextTurn();
+    }
   }
 
   /**

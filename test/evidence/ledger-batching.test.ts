@@ -121,3 +121,34 @@ test('concurrent gateway requests committed together agree with a scan of the le
   const fromRollups = attribution.byApp.map((e: any) => ({ app: e.value, runs: e.runs, tokens: e.totalTokens })).sort((a: any, b: any) => (a.app < b.app ? -1 : 1));
   assert.deepEqual(fromRollups, scan);
 });
+
+test('runs recorded while a commit is under way (between its slices) are all stored, in their final state', async (t) => {
+  const { repo, ledger } = ledgerOn(t, tempDir(t));
+  const complete = (i: number) => {
+    const run = startRun(ledger, `app-${i % 2}`);
+    run.event('policy.verdict', { decision: 'allow' });
+    run.attempt({ provider: 'p', model: 'm', outcome: 'success', errorKind: null, upstreamStatus: null, promptTokens: 1, completionTokens: 1, costUsd: 0, latencyMs: 1 });
+    run.finish({ status: 'completed', route: 'live', provider: 'p', routeExplanation: explanation, usage: { promptTokens: 1, completionTokens: 1, totalTokens: 2 }, costUsd: 0, priced: true, responseHash: `h-${i}` });
+    return run.id;
+  };
+  const ids: string[] = [];
+  for (let i = 0; i < 300; i++) ids.push(complete(i));
+  let settled = false;
+  const first = repo.settle().then(() => (settled = true));
+  // While that commit runs in slices, more runs start and finish, one per turn of the event loop.
+  let during = 0;
+  for (let i = 300; !settled && i < 600; i++) {
+    await new Promise((resolve) => setImmediate(resolve));
+    ids.push(complete(i));
+    during += 1;
+  }
+  await first;
+  await repo.settle();
+  assert.ok(during > 0, 'some runs were recorded while the commit was under way');
+  for (const id of ids) {
+    const run = (await repo.get('default', id))!;
+    assert.equal(run?.status, 'completed', id);
+    assert.equal(run.eventCount, 3);
+    assert.equal(verifyChain(id, await repo.allEvents(id), run.eventCount).ok, true);
+  }
+});

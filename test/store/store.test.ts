@@ -76,6 +76,63 @@ test('deferred writes share one savepoint; a failing one is dropped alone', asyn
   assert.deepEqual(await store.read((sql) => sql.all<{ id: string }>('SELECT id FROM t ORDER BY id').map((row) => row.id)), ['a', 'b']);
 });
 
+test('a commit of many deferred writes gives the event loop turns between slices, and commits them all', async (t) => {
+  const store = openStore({ dataDir: tempDir(t) });
+  t.after(() => store.close());
+  await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY)'));
+  /** ~0.1 ms of work per write: 200 of them are far more than one slice. */
+  const busy = () => {
+    const until = performance.now() + 0.1;
+    while (performance.now() < until);
+  };
+  // Each write notes the turn of the event loop it ran in; the turns are counted by a loop of immediates below.
+  let turn = 0;
+  const turnsSeen = new Set<number>();
+  for (let i = 0; i < 200; i++) {
+    store.writeDeferred((sql) => {
+      busy();
+      turnsSeen.add(turn);
+      // The second write to id 7 fails (a duplicate); only it is dropped, not its slice.
+      sql.run('INSERT INTO t (id) VALUES (?)', [i === 150 ? 7 : i]);
+    });
+  }
+  let committed = false;
+  const flushed = store.flush().then(() => (committed = true));
+  while (!committed) {
+    await new Promise((resolve) => setImmediate(resolve));
+    turn += 1;
+  }
+  await flushed;
+  // In one piece, all 200 writes (~20 ms) would run in one turn.
+  assert.ok(turnsSeen.size >= 10, `the writes ran in ${turnsSeen.size} turns of the event loop`);
+  const ids = await store.read((sql) => sql.all<{ id: number }>('SELECT id FROM t ORDER BY id').map((row) => row.id));
+  assert.equal(ids.length, 199);
+  assert.equal(ids.includes(150), false);
+});
+
+test('a write queued while a sliced commit is under way joins the next commit and resolves', async (t) => {
+  const store = openStore({ dataDir: tempDir(t) });
+  t.after(() => store.close());
+  await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY)'));
+  for (let i = 0; i < 100; i++) {
+    store.writeDeferred((sql) => {
+      const until = performance.now() + 0.1;
+      while (performance.now() < until);
+      sql.run('INSERT INTO t (id) VALUES (?)', [i]);
+    });
+  }
+  const flushed = store.flush();
+  await new Promise((resolve) => setImmediate(resolve));
+  await new Promise((resolve) => setImmediate(resolve));
+  // Mid-commit: a management write waits for its own commit, a deferred one for the next.
+  const written = store.write((sql) => sql.run('INSERT INTO t (id) VALUES (?)', [1000]).changes);
+  store.writeDeferred((sql) => void sql.run('INSERT INTO t (id) VALUES (?)', [1001]));
+  assert.equal(await written, 1);
+  await flushed;
+  await store.flush();
+  assert.equal(await store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM t')!.n), 102);
+});
+
 test('the write-ahead log is checkpointed into the data file and reused, not grown without end', async (t) => {
   const dataDir = tempDir(t);
   const file = join(dataDir, DATA_FILE_NAME);
