@@ -385,11 +385,11 @@ function deleteRuns(sql: Sql, ids: string[]): number {
 }
 
 /**
- * Write the ledger changes queued for one group commit, merged per run: a run started and finished within the
- * window is inserted once in its final state (not inserted, then updated per event), a replay record gets its
- * response hash before it is written, and the finished runs' rollup rows are summed before they are upserted.
+ * Write ledger changes merged per run: a run started and finished within the window is inserted once in its final
+ * state (not inserted, then updated per event), and a replay record gets its response hash before it is written.
+ * The runs finished are handed to `finishedOut`, whose rollup rows are summed and upserted once per commit.
  */
-function writeMerged(sql: Sql, changes: readonly LedgerChange[]): void {
+function writeMerged(sql: Sql, changes: readonly LedgerChange[], finishedOut: Map<string, RunRecord>): void {
   const inserts = new Map<string, RunRecord>();
   const patches = new Map<string, { id: string } & RunPatch>();
   const replays = new Map<string, ReplayRecord>();
@@ -432,34 +432,56 @@ function writeMerged(sql: Sql, changes: readonly LedgerChange[]): void {
   for (const attempt of attempts) insertAttempt(sql, attempt);
   for (const replay of replays.values()) insertReplay(sql, replay);
   for (const { runId, hash } of lateHashes) sql.run('UPDATE run_replays SET response_hash = ? WHERE run_id = ?', [hash, runId]);
-  if (finished.length > 0) addToRollups(sql, finished);
+  for (const run of finished) finishedOut.set(run.id, run);
+}
+
+/** Runs per step of a commit's ledger write: a few runs are a fraction of a millisecond of SQLite's work. */
+const RUNS_PER_STEP = 4;
+
+/** The run a change belongs to (each change the ledger records is about one run). */
+function runIdOf(change: LedgerChange): string | undefined {
+  return change.insert?.id ?? change.finished?.id ?? change.events?.[0]?.runId ?? change.attempts?.[0]?.runId ?? change.replay?.runId ?? change.responseHash?.runId;
 }
 
 /**
- * Ledger changes per deferred write: a live run makes about eight (its start, events, replay inputs, attempt and
- * outcome), so a chunk is a few runs, a fraction of a millisecond of SQLite's work.
+ * The ledger changes queued for one group commit as steps: the changes of a few runs each (every run's changes in
+ * one step, so it is still written merged), then the rollups of every run finished by them, summed once.
  */
-const CHANGES_PER_WRITE = 24;
+function ledgerSteps(changes: readonly LedgerChange[]): Array<(sql: Sql) => void> {
+  const byRun = new Map<string | undefined, LedgerChange[]>();
+  for (const change of changes) {
+    const runId = runIdOf(change);
+    const own = byRun.get(runId);
+    if (own) own.push(change);
+    else byRun.set(runId, [change]);
+  }
+  const runs = [...byRun.values()];
+  // Keyed by run: a step that is redone (its slice failed) adds its runs again.
+  const finished = new Map<string, RunRecord>();
+  const steps: Array<(sql: Sql) => void> = [];
+  for (let i = 0; i < runs.length; i += RUNS_PER_STEP) {
+    const part = runs.slice(i, i + RUNS_PER_STEP).flat();
+    // One bad change (it should not happen: ids are unique) must not drop its neighbours: only it is lost.
+    steps.push((sql) => togetherOrAlone(sql, part, (inner, items) => writeMerged(inner, items, finished)));
+  }
+  steps.push((sql) => {
+    if (finished.size > 0) addToRollups(sql, [...finished.values()]);
+  });
+  return steps;
+}
 
 export function createRunsRepository(store: Store): RunsRepository {
-  // Changes are queued in chunks, one deferred write each: a chunk is closed when its write runs (later changes start
-  // the next one), or once it holds CHANGES_PER_WRITE changes, so that a commit can give the event loop a turn
-  // between chunks (src/store/store.ts writeInSlices). A write that is redone (its slice failed) writes its own
-  // chunk again.
+  // Changes queued since the last group commit took them: one deferred write, planned when its commit starts.
   let queued: LedgerChange[] = [];
-  const queueChunk = (): LedgerChange[] => {
-    const changes: LedgerChange[] = [];
-    store.writeDeferred((sql) => {
-      if (queued === changes) queued = [];
-      // One bad change (it should not happen: ids are unique) must not drop its neighbours: only it is lost.
-      togetherOrAlone(sql, changes, writeMerged);
-    });
-    return changes;
+  const plan = () => {
+    const changes = queued;
+    queued = [];
+    return ledgerSteps(changes);
   };
 
   return {
     recordDeferred(change) {
-      if (queued.length === 0 || queued.length >= CHANGES_PER_WRITE) queued = queueChunk();
+      if (queued.length === 0) store.writeDeferredSteps(plan);
       queued.push(change);
     },
 

@@ -19,6 +19,7 @@ function countingStore(store: Store) {
       counts.deferred += 1;
       store.writeDeferred(fn);
     },
+    writeDeferredSteps: (plan) => store.writeDeferredSteps(plan),
     flush: () => store.flush(),
     close: () => store.close(),
     get schemaVersion() {
