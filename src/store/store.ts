@@ -11,10 +11,10 @@
  * - The disk flushes run off the event loop (src/store/file-sync.ts): SQLite runs with `synchronous = OFF`, the
  *   store flushes the log after each commit before acknowledging it, and checkpoints the log into the main file
  *   itself every `CHECKPOINT_EVERY_COMMITS` commits, flushing the main file before the log may be reused.
- * - Deferred writes (the gateway's own ledger) join the next group commit, at most `deferredWindowMs` later, in
- *   slices of a fraction of a millisecond with a turn of the event loop between them, one savepoint per slice (each
- *   write alone only if that fails); `flush()` waits for them, which readers naming a run call first
- *   (read-your-writes).
+ * - Deferred writes (the gateway's own ledger) join the next group commit, at most `deferredWindowMs` later, one
+ *   savepoint per slice of a fraction of a millisecond (each write alone only if that fails), with a turn of the
+ *   event loop between slices while the loop is lightly loaded; `flush()` waits for them, which readers naming a
+ *   run call first (read-your-writes).
  * - "database is locked" is retried with async backoff, never a busy-wait.
  */
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
@@ -50,9 +50,9 @@ export interface Store {
   /** Queue a write for the next group commit without waiting for it (bounded window). */
   writeDeferred(fn: (sql: Sql) => void): void;
   /**
-   * Queue a write made of steps, planned when the commit starts (`plan` runs once, outside any transaction, so it
-   * may take what was queued for it) and written step by step: the commit may give the event loop a turn between
-   * steps, and a failing step is dropped alone.
+   * Queue a write made of steps, planned when its commit starts (`plan` runs once, before any of the commit's writes,
+   * so it may take what was queued for it) and written step by step: the commit may give the event loop a turn
+   * between steps, and a failing step is dropped alone.
    */
   writeDeferredSteps(plan: () => Array<(sql: Sql) => void>): void;
   /** Wait until every queued write, deferred ones included, is committed. */
@@ -362,8 +362,8 @@ class GroupCommitStore implements Store {
       if (next === deferred.length) break;
       const yieldedAt = performance.now();
       await nextTurn();
-      // A loop that took longer than a slice's worth meanwhile is loaded (several requests per turn): there the
-      // commit finishes in one piece, as slices interleaved with many requests cost ~15% more CPU per request
+      // A turn that took longer than LOADED_TURN_MS meanwhile means a loaded loop (several requests per turn): there
+      // the commit finishes in one piece, as slices interleaved with many requests cost ~15% more CPU per request
       // (measured at c=16) and a commit falling behind one short slice per turn would grow without bound. Slicing
       // is for a lightly loaded loop, whose requests it keeps from waiting for a whole commit.
       if (performance.now() - yieldedAt > LOADED_TURN_MS) budgetMs = Infinity;

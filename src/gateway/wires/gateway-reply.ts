@@ -72,6 +72,7 @@ export async function* sseText<Ev>(stream: { items: AsyncGenerator<StreamItem<Ev
 /** Until the response can take more (`drain`) or is gone (`close`). */
 function writable(res: ServerResponse): Promise<void> {
   return new Promise((resolve) => {
+    if (res.destroyed) return resolve();
     const done = () => {
       res.off('drain', done);
       res.off('close', done);
