@@ -76,21 +76,23 @@ test('deferred writes share one savepoint; a failing one is dropped alone', asyn
   assert.deepEqual(await store.read((sql) => sql.all<{ id: string }>('SELECT id FROM t ORDER BY id').map((row) => row.id)), ['a', 'b']);
 });
 
+/** Keep the event loop busy for `ms` milliseconds: a write, or a competitor, that takes that long. */
+function busyFor(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until);
+}
+
 test('a commit of many deferred writes gives the event loop turns between slices, and commits them all', async (t) => {
   const store = openStore({ dataDir: tempDir(t) });
   t.after(() => store.close());
   await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY)'));
-  /** ~0.1 ms of work per write: 200 of them are far more than one slice. */
-  const busy = () => {
-    const until = performance.now() + 0.1;
-    while (performance.now() < until);
-  };
+  // ~0.1 ms of work per write: 200 of them are far more than one slice.
   // Each write notes the turn of the event loop it ran in; the turns are counted by a loop of immediates below.
   let turn = 0;
   const turnsSeen = new Set<number>();
   for (let i = 0; i < 200; i++) {
     store.writeDeferred((sql) => {
-      busy();
+      busyFor(0.1);
       turnsSeen.add(turn);
       // The second write to id 7 fails (a duplicate); only it is dropped, not its slice.
       sql.run('INSERT INTO t (id) VALUES (?)', [i === 150 ? 7 : i]);
@@ -114,15 +116,11 @@ test('on a loaded event loop a sliced commit still gets about half of the time, 
   const store = openStore({ dataDir: tempDir(t) });
   t.after(() => store.close());
   await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY)'));
-  const busy = (ms: number) => {
-    const until = performance.now() + ms;
-    while (performance.now() < until);
-  };
   // ~30 ms of deferred work against a competitor that takes 1 ms of every turn of the event loop. In slices of a
   // fixed 0.3 ms the commit would need ~100 turns (and under real load fall further behind every turn).
   for (let i = 0; i < 300; i++) {
     store.writeDeferred((sql) => {
-      busy(0.1);
+      busyFor(0.1);
       sql.run('INSERT INTO t (id) VALUES (?)', [i]);
     });
   }
@@ -130,7 +128,7 @@ test('on a loaded event loop a sliced commit still gets about half of the time, 
   const flushed = store.flush().then(() => (committed = true));
   let turns = 0;
   while (!committed) {
-    busy(1);
+    busyFor(1);
     turns += 1;
     await new Promise((resolve) => setImmediate(resolve));
   }
@@ -160,8 +158,7 @@ test('a write queued while a sliced commit is under way joins the next commit an
   await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY)'));
   for (let i = 0; i < 100; i++) {
     store.writeDeferred((sql) => {
-      const until = performance.now() + 0.1;
-      while (performance.now() < until);
+      busyFor(0.1);
       sql.run('INSERT INTO t (id) VALUES (?)', [i]);
     });
   }
