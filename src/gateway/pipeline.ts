@@ -232,14 +232,8 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
       rejected.push({ route: 'artifact', reason: 'no promoted artifact serves this request shape' });
       // Opened by the first attempt (`dispatched`), before anything below reads it.
       let run!: RunRecorder;
-      let unrecorded: (() => void) | null = null;
+      // A recording that failed fails the call it belongs to and every later one.
       let recordingFailed: unknown = null;
-      /** Record the attempt in flight (opening the run first) unless that was done already. */
-      const recordAttempt = () => {
-        const record = unrecorded;
-        unrecorded = null;
-        record?.();
-      };
       /**
        * Start an upstream call, then record its attempt (opening the run first) while the request is on the wire.
        * undici writes a request to a connection it reuses one event-loop turn later, once it has checked the idle
@@ -253,32 +247,29 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
         } catch (error) {
           pending = Promise.reject(error);
         }
-        unrecorded = () => {
-          run ??= open();
-          run.event('provider.attempt', { provider: provider.name, model: adapter.model, stream: adapter.stream });
-        };
-        setImmediate(() => {
+        const record = once(() => {
           try {
-            recordAttempt();
+            run ??= open();
+            run.event('provider.attempt', { provider: provider.name, model: adapter.model, stream: adapter.stream });
           } catch (error) {
             recordingFailed = error;
           }
         });
+        setImmediate(record);
+        const recorded = () => {
+          record();
+          if (recordingFailed !== null) throw recordingFailed;
+        };
         return pending.then(
           (value) => {
-            afterRecording();
+            recorded();
             return value;
           },
           (error: unknown) => {
-            afterRecording();
+            recorded();
             throw error;
           },
         );
-      };
-      /** The run's records are there to continue with: recorded now if the deferred turn has not come yet. */
-      const afterRecording = () => {
-        recordAttempt();
-        if (recordingFailed !== null) throw recordingFailed;
       };
 
       const explain = (provider: Provider | null, fallback: RouteExplanation['fallback'], reason: string): RouteExplanation => ({
