@@ -50,6 +50,30 @@ function primitive(value: unknown): string {
   }
 }
 
+/** Up to this many keys an insertion sort is used; it takes quadratic time, so a larger object gets V8's sort. */
+const INSERTION_SORT_MAX = 16;
+
+/**
+ * Sort an object's keys in place, as `Array.prototype.sort()` would (UTF-16 code units; keys are unique, so
+ * stability does not matter). The objects hashed here mostly have a handful of keys, and V8's sort allocates its
+ * work arrays on every call: ~13 KB per gateway request, a tenth of what a request allocated.
+ */
+function sortKeys(keys: string[]): void {
+  if (keys.length > INSERTION_SORT_MAX) {
+    keys.sort();
+    return;
+  }
+  for (let i = 1; i < keys.length; i += 1) {
+    const key = keys[i]!;
+    let j = i - 1;
+    while (j >= 0 && keys[j]! > key) {
+      keys[j + 1] = keys[j]!;
+      j -= 1;
+    }
+    keys[j + 1] = key;
+  }
+}
+
 function write(value: unknown): string {
   if (value === null || typeof value !== 'object') return primitive(value);
   if (Array.isArray(value)) {
@@ -65,7 +89,7 @@ function write(value: unknown): string {
   }
   const record = value as Record<string, unknown>;
   const keys = Object.keys(record);
-  if (keys.length > 1) keys.sort();
+  if (keys.length > 1) sortKeys(keys);
   let out = '{';
   let first = true;
   for (const key of keys) {

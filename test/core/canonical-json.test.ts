@@ -170,3 +170,18 @@ test('the quoted-key memo is bounded and never changes a result', () => {
     assert.equal(canonicalJson(value), referenceCanonicalJson(value));
   }
 });
+
+test('objects with more keys than the insertion sort takes, and every size up to it, sort as the original did', () => {
+  const next = prng(7);
+  for (let size = 0; size <= 60; size += 1) {
+    for (let round = 0; round < 20; round += 1) {
+      const value: Record<string, unknown> = {};
+      for (let i = 0; i < size; i += 1) value[`${randomString(next)}${i % 3 === 0 ? i : ''}`] = i;
+      assert.equal(canonicalJson(value), referenceCanonicalJson(value), `size ${size}, round ${round}`);
+    }
+  }
+  // A hostile body's object of many keys takes V8's sort (n log n), not the quadratic insertion sort.
+  const many: Record<string, number> = {};
+  for (let i = 100_000; i > 0; i -= 1) many[`k${i}`] = i;
+  assert.equal(canonicalJson(many), referenceCanonicalJson(many));
+});
