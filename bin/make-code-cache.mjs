@@ -4,6 +4,7 @@
 // bin/build.mjs in a process of its own, which it ends; the caller removes the data directory.
 //   node bin/make-code-cache.mjs <dist/serve.cjs> <empty data directory>
 import { request } from 'node:http';
+import { setFlagsFromString } from 'node:v8';
 import { runCommonJsBundle, setEngineFlags, writeCodeCache } from './launch.mjs';
 
 const [bundle, dataDir] = process.argv.slice(2);
@@ -30,5 +31,9 @@ const status = await new Promise((resolve, reject) => {
     .end();
 });
 if (status !== 200) throw new Error(`svc serve answered /health with ${status}`);
+// V8 takes a cache only under the flags it was made with, and a start compiles the bundle under setEngineFlags's and
+// V8's defaults for the rest. svc serve has changed one since: the young generation's growth factor, stopped at its
+// ceiling while the server runs (src/core/young-generation.ts). Back to V8's default for the cache.
+setFlagsFromString('--semi-space-growth-factor=2');
 writeCodeCache(bundle, compiled);
 process.exit(0);
