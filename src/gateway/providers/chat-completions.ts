@@ -26,7 +26,7 @@ import {
   type ResponseStreamEvent,
   type Wire,
 } from './types.ts';
-import { deadlineSignal } from './deadline.ts';
+import { deadlineSignal, type UpstreamSignal } from './deadline.ts';
 import { sseJson } from './sse.ts';
 
 export interface ProviderTimeouts {
@@ -130,7 +130,7 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
     path: string,
     wire: Wire,
     body: unknown,
-    signal: AbortSignal,
+    signal: AbortSignal | UpstreamSignal,
     limits: { headersTimeout: number; bodyTimeout: number },
     clientSignal: AbortSignal,
   ): Promise<ResponseData> {

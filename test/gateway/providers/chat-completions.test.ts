@@ -242,6 +242,27 @@ test('aborting the signal mid-stream closes the upstream connection and ends ite
   assert.ok(count < 10);
 });
 
+test('a buffered answer trickling in past the deadline is cut off by the deadline itself, not an idle timeout', async (t) => {
+  // Headers at once and a byte every 40 ms: neither undici's headers timeout nor its idle body timeout (both the
+  // deadline's length) fires; only the call's own deadline signal can end it.
+  const upstream: FakeUpstream = await startFakeUpstream(t, async (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    const text = JSON.stringify(completion('slow'));
+    for (const char of text) {
+      if (res.destroyed) return;
+      res.write(char);
+      await sleep(40);
+    }
+    res.end();
+  });
+  const started = performance.now();
+  await rejectsWith(provider(t, upstream, { bufferedMs: 300 }).chat({ model: 'gpt-4o', messages: [] }, ctx()), 'timeout');
+  const elapsed = performance.now() - started;
+  assert.ok(elapsed < 2_000, `cut off after ${Math.round(elapsed)} ms`);
+  const closed = await upstream.clientClosed();
+  assert.equal(closed.clientClosed, true, 'the upstream saw the connection close before its answer ended');
+});
+
 test('aborting a buffered call before the answer aborts the upstream request', async (t) => {
   const upstream: FakeUpstream = await startFakeUpstream(t, async (_req, res) => {
     await sleep(2000);

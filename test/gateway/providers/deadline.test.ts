@@ -1,7 +1,8 @@
 /** The buffered call's signal: client abort or total deadline, released once the answer is read. */
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import test from 'node:test';
-import { deadlineSignal } from '../../../src/gateway/providers/deadline.ts';
+import { deadlineSignal, type UpstreamSignal } from '../../../src/gateway/providers/deadline.ts';
 import { classifyThrown } from '../../../src/gateway/providers/errors.ts';
 
 test('the deadline aborts with a TimeoutError, classified as a timeout', async () => {
@@ -9,7 +10,7 @@ test('the deadline aborts with a TimeoutError, classified as a timeout', async (
   const deadline = deadlineSignal(client.signal, 20);
   // The deadline's timer does not hold the process open (a server does); this test must.
   const hold = setTimeout(() => {}, 5_000);
-  await new Promise((resolve) => deadline.signal.addEventListener('abort', resolve, { once: true }));
+  await once(deadline.signal as UpstreamSignal, 'abort');
   clearTimeout(hold);
   assert.equal((deadline.signal.reason as Error).name, 'TimeoutError');
   assert.equal(classifyThrown('chatcomp', deadline.signal.reason, client.signal).kind, 'timeout');
