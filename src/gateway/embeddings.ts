@@ -4,6 +4,7 @@
  * index-aligned, embeds text and token-array inputs of one request as separate upstream batches (a compatible upstream
  * takes one kind per call), and encodes the vectors as floats or base64. It records no run and populates no cache.
  */
+import type { CallSignal } from './call-signal.ts';
 import { AppError } from '../core/errors.ts';
 import { providerErrorToAppError } from './providers/errors.ts';
 import { ProviderError, type EmbeddingsResult, type Provider, type ProviderRegistry } from './providers/types.ts';
@@ -37,7 +38,7 @@ export interface EmbeddingsResponse {
 
 export interface EmbeddingsCallContext {
   tenantId: string;
-  signal: AbortSignal;
+  signal: CallSignal;
 }
 
 export interface EmbeddingsService {
@@ -59,7 +60,7 @@ interface Embedded {
 
 export function createEmbeddingsService(deps: { providers: ProviderRegistry }): EmbeddingsService {
   /** Embed one same-kind batch with one provider, halving whenever the backend says the batch is too large. */
-  async function embedSplitting(provider: Provider, command: CreateEmbeddingsCommand, inputs: EmbeddingInput[], signal: AbortSignal): Promise<Embedded> {
+  async function embedSplitting(provider: Provider, command: CreateEmbeddingsCommand, inputs: EmbeddingInput[], signal: CallSignal): Promise<Embedded> {
     let result: EmbeddingsResult;
     try {
       result = await provider.embed(
@@ -90,7 +91,7 @@ export function createEmbeddingsService(deps: { providers: ProviderRegistry }): 
   }
 
   /** Every input with one provider: text and token inputs as separate batches, merged back by original index. */
-  async function embedAll(provider: Provider, command: CreateEmbeddingsCommand, signal: AbortSignal): Promise<Embedded> {
+  async function embedAll(provider: Provider, command: CreateEmbeddingsCommand, signal: CallSignal): Promise<Embedded> {
     const textIndexes: number[] = [];
     const tokenIndexes: number[] = [];
     command.inputs.forEach((input, index) => (typeof input === 'string' ? textIndexes : tokenIndexes).push(index));

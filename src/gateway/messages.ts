@@ -5,6 +5,7 @@
  * `input_json_delta` pieces are checked (valid JSON matching the declared schema) before any of them is emitted,
  * and a stream that ends without `message_stop` treated as truncated.
  */
+import type { CallSignal } from './call-signal.ts';
 import { newId } from '../core/ids.ts';
 import type { RunUsage } from '../evidence/types.ts';
 import { InvalidToolCallError, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
@@ -182,7 +183,7 @@ export function messagesAdapter(validated: ValidatedMessages, headers: { version
   const request = validated.request;
   let estimate: number | null = null;
   const promptTokens = () => (estimate ??= countMessagesTokens(request));
-  const context = (signal: AbortSignal) => ({
+  const context = (signal: CallSignal) => ({
     signal,
     ...(headers.version ? { messagesVersion: headers.version } : {}),
     ...(headers.betas ? { messagesBetas: headers.betas } : {}),

@@ -4,6 +4,7 @@
  * differs per wire (how to call a provider, relay and assemble its stream, replay a cached answer, shape a
  * failure) is a `WireAdapter`; the rest is here once. Free of HTTP: wire plugins render the `GatewayResult`.
  */
+import type { CallSignal } from './call-signal.ts';
 import { canonicalJson } from '../core/canonical-json.ts';
 import { AppError } from '../core/errors.ts';
 import { sha256Hex } from '../core/ids.ts';
@@ -57,9 +58,9 @@ export interface WireAdapter<Res, Ev> {
    */
   readonly promptTokens: number;
   /** Buffered call; validates tool calls against the declared tools (throws InvalidToolCallError). */
-  callBuffered(provider: Provider, signal: AbortSignal): Promise<Res>;
+  callBuffered(provider: Provider, signal: CallSignal): Promise<Res>;
   usageOf(response: Res): RunUsage | null;
-  openStream(provider: Provider, signal: AbortSignal): Promise<AsyncIterable<unknown>>;
+  openStream(provider: Provider, signal: CallSignal): Promise<AsyncIterable<unknown>>;
   newRelay(provider: Provider): StreamRelay<Res, Ev>;
   /** Whether a completed answer may be stored in the exact cache. */
   cacheable(response: Res): boolean;
@@ -76,7 +77,7 @@ export interface GatewayCall {
   controls: CacheControls;
   requestId: string;
   /** Aborted when the client goes away: cancels the upstream call. */
-  signal: AbortSignal;
+  signal: CallSignal;
 }
 
 export type StreamItem<Ev> = { event: Ev; terminal?: false } | { event: Ev; terminal: true };

@@ -26,7 +26,8 @@ import {
   type ResponseStreamEvent,
   type Wire,
 } from './types.ts';
-import { deadlineSignal, type UpstreamSignal } from './deadline.ts';
+import { deadlineSignal } from './deadline.ts';
+import { undiciSignal, type CallSignal } from '../call-signal.ts';
 import { sseJson } from './sse.ts';
 
 export interface ProviderTimeouts {
@@ -130,9 +131,9 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
     path: string,
     wire: Wire,
     body: unknown,
-    signal: AbortSignal | UpstreamSignal,
+    signal: CallSignal,
     limits: { headersTimeout: number; bodyTimeout: number },
-    clientSignal: AbortSignal,
+    clientSignal: CallSignal,
   ): Promise<ResponseData> {
     let response: ResponseData;
     try {
@@ -143,7 +144,7 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
         origin: target.origin,
         path: `${target.basePath}${path}`,
         method: 'POST',
-        signal,
+        signal: undiciSignal(signal),
         headers: {
           authorization: `Bearer ${apiKey}`,
           'content-type': 'application/json',
@@ -217,7 +218,7 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
   }
 
   /** The SSE body as typed chunks; ends at `[DONE]`, and a body that ends without it is a bad_response. */
-  async function* sseChunks(body: ResponseData['body'], clientSignal: AbortSignal): AsyncGenerator<ChatChunk> {
+  async function* sseChunks(body: ResponseData['body'], clientSignal: CallSignal): AsyncGenerator<ChatChunk> {
     const pending: EventSourceMessage[] = [];
     const parser = createParser({ onEvent: (event) => pending.push(event) });
     const decoder = new TextDecoder();

@@ -4,6 +4,7 @@
  * retryability and `retry-after`. `providerErrorStatus` is the matching table from kind to the status a wire answers.
  * Upstream messages are relayed only after any API key in them has been masked.
  */
+import type { CallSignal } from '../call-signal.ts';
 import { AppError } from '../../core/errors.ts';
 import { ProviderError, type ProviderFailureKind, type Wire } from './types.ts';
 
@@ -130,7 +131,7 @@ function codeChain(error: unknown): string[] {
  * Classify anything thrown while calling an upstream. `clientSignal` is the caller's signal: when it fired, the failure
  * is an abort whatever undici reports; a fired deadline signal of our own is a timeout.
  */
-export function classifyThrown(provider: string, error: unknown, clientSignal?: AbortSignal): ProviderError {
+export function classifyThrown(provider: string, error: unknown, clientSignal?: CallSignal): ProviderError {
   if (error instanceof ProviderError) return error;
   const cause = { provider, cause: error };
   if (clientSignal?.aborted) return new ProviderError('aborted', 'the client went away', cause);

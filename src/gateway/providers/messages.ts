@@ -6,7 +6,8 @@
  */
 import { request, type Dispatcher } from 'undici';
 import { contentType, DEFAULT_PROVIDER_TIMEOUTS, isObject, MAX_ERROR_BODY_BYTES, readLimited, type ProviderTimeouts } from './chat-completions.ts';
-import { deadlineSignal, type UpstreamSignal } from './deadline.ts';
+import { deadlineSignal } from './deadline.ts';
+import { undiciSignal, type CallSignal } from '../call-signal.ts';
 import { classifyHttpFailure, classifyThrown } from './errors.ts';
 import { sseJson } from './sse.ts';
 import { ProviderError, type MessagesRequest, type MessagesResponse, type MessagesStreamEvent, type Provider, type ProviderCallContext, type Wire } from './types.ts';
@@ -29,13 +30,13 @@ export function createMessagesProvider(options: MessagesProviderOptions): Provid
   const secrets = [apiKey];
   const bad = (message: string, status?: number) => new ProviderError('bad_response', message, { provider: name, ...(status ? { upstreamStatus: status } : {}) });
 
-  async function post(body: MessagesRequest, context: ProviderCallContext, limits: { headersTimeout: number; bodyTimeout: number }, signal: AbortSignal | UpstreamSignal) {
+  async function post(body: MessagesRequest, context: ProviderCallContext, limits: { headersTimeout: number; bodyTimeout: number }, signal: CallSignal) {
     let response: Dispatcher.ResponseData;
     try {
       response = await request(url, {
         method: 'POST',
         dispatcher,
-        signal,
+        signal: undiciSignal(signal),
         headers: {
           'x-api-key': apiKey,
           'anthropic-version': context.messagesVersion ?? DEFAULT_MESSAGES_VERSION,

@@ -9,6 +9,7 @@
  * Embeddings are unit vectors built from hashes of the input, so equal inputs embed equally and texts sharing words
  * are similar.
  */
+import type { CallSignal } from '../call-signal.ts';
 import { createHash, randomBytes } from 'node:crypto';
 import { countChatTokens, countTokens, truncateToTokens } from '../tokens.ts';
 import { mockMessages, mockResponses, mockStreamMessages, mockStreamResponses } from './mock-wires.ts';
@@ -85,7 +86,7 @@ function abortedError(): ProviderError {
   return new ProviderError('aborted', 'the client went away', { provider: MOCK_PROVIDER_NAME });
 }
 
-function wait(ms: number, signal: AbortSignal): Promise<void> {
+function wait(ms: number, signal: CallSignal): Promise<void> {
   if (signal.aborted) return Promise.reject(abortedError());
   if (ms <= 0) return Promise.resolve();
   return new Promise((resolve, reject) => {
@@ -102,7 +103,7 @@ function wait(ms: number, signal: AbortSignal): Promise<void> {
 }
 
 /** Wait and fail as the model name says, before any answer (so the caller may fail over). */
-async function preamble(behaviour: MockBehaviour, signal: AbortSignal): Promise<void> {
+async function preamble(behaviour: MockBehaviour, signal: CallSignal): Promise<void> {
   await wait(behaviour.slowMs, signal);
   if (behaviour.failure) throw failureError(behaviour.failure);
 }

@@ -3,6 +3,7 @@
  * name. The stream must end with a terminal event (`isTerminal`); a body that ends before it is a bad_response
  * (a truncated stream). An `error` event is classified as an upstream error. Stopping early releases the upstream.
  */
+import type { CallSignal } from '../call-signal.ts';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import type { Dispatcher } from 'undici';
 import { classifyThrown, redactSecrets, upstreamMessage } from './errors.ts';
@@ -10,7 +11,7 @@ import { ProviderError } from './types.ts';
 
 export interface SseOptions {
   provider: string;
-  clientSignal: AbortSignal;
+  clientSignal: CallSignal;
   secrets: ReadonlyArray<string>;
   /** The event that ends a complete stream (it is yielded, then the stream stops). */
   isTerminal(data: { type?: unknown }, eventName: string | undefined): boolean;

@@ -7,6 +7,7 @@
  * OpenAPI document), so a compatible upstream receives the client's fields untouched and a mock answer is
  * indistinguishable in shape from a live one.
  */
+import type { CallSignal } from '../call-signal.ts';
 
 /** The inbound/outbound protocols svc speaks. */
 export type Wire = 'chat_completions' | 'embeddings' | 'responses' | 'messages';
@@ -106,7 +107,7 @@ export interface EmbeddingsResult {
 
 /** Per-call context: cancellation (client disconnect) and the bounded time budget. */
 export interface ProviderCallContext {
-  signal: AbortSignal;
+  signal: CallSignal;
   /** Messages wire only: the client's version and beta tokens, sent upstream under the provider's real header names. */
   messagesVersion?: string;
   messagesBetas?: string[];

@@ -21,6 +21,7 @@ import {
   type EmbeddingsService,
 } from '../embeddings.ts';
 import { authOf } from '../../http/surface.ts';
+import { GatewaySignal } from '../call-signal.ts';
 
 function invalidParam(param: string, message: string): AppError {
   return new AppError('invalid_request', { message, details: { param } });
@@ -109,13 +110,13 @@ export function embeddingsRoutes(service: EmbeddingsService) {
       const command = toCoreRequest(request.body);
       const auth = authOf(request);
       // The client going away aborts the upstream call.
-      const controller = new AbortController();
+      const signal = new GatewaySignal();
       const onClose = () => {
-        if (!reply.raw.writableFinished) controller.abort();
+        if (!reply.raw.writableFinished) signal.abort(new Error('client disconnected'));
       };
       reply.raw.once('close', onClose);
       try {
-        const result = await service.create(command, { tenantId: auth.tenantId, signal: controller.signal });
+        const result = await service.create(command, { tenantId: auth.tenantId, signal });
         reply.header('cache-control', 'no-store');
         return result;
       } finally {

@@ -7,6 +7,7 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { authOf } from '../../http/surface.ts';
+import { GatewaySignal } from '../call-signal.ts';
 import { parseCacheControls } from '../cache-controls.ts';
 import type { GatewayCall, GatewayResult, StreamItem } from '../pipeline.ts';
 import { runUrl } from './run-headers.ts';
@@ -18,9 +19,9 @@ function headerValue(request: FastifyRequest, name: string): string | undefined 
 
 /** The pipeline call of a request: identity, cache controls, and a signal that fires when the client goes away. */
 export function gatewayCall(request: FastifyRequest, reply: FastifyReply): GatewayCall {
-  const controller = new AbortController();
+  const signal = new GatewaySignal();
   const onClose = () => {
-    if (!reply.raw.writableFinished) controller.abort(new Error('client disconnected'));
+    if (!reply.raw.writableFinished) signal.abort(new Error('client disconnected'));
   };
   reply.raw.once('close', onClose);
   request.raw.once('aborted', onClose);
@@ -28,7 +29,7 @@ export function gatewayCall(request: FastifyRequest, reply: FastifyReply): Gatew
     auth: authOf(request),
     controls: parseCacheControls({ bypass: headerValue(request, 'x-svc-cache-bypass'), cacheControl: headerValue(request, 'cache-control') }),
     requestId: request.id,
-    signal: controller.signal,
+    signal,
   };
 }
 

@@ -2,7 +2,8 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import test from 'node:test';
-import { deadlineSignal, type UpstreamSignal } from '../../../src/gateway/providers/deadline.ts';
+import { GatewaySignal } from '../../../src/gateway/call-signal.ts';
+import { deadlineSignal } from '../../../src/gateway/providers/deadline.ts';
 import { classifyThrown } from '../../../src/gateway/providers/errors.ts';
 
 test('the deadline aborts with a TimeoutError, classified as a timeout', async () => {
@@ -10,7 +11,7 @@ test('the deadline aborts with a TimeoutError, classified as a timeout', async (
   const deadline = deadlineSignal(client.signal, 20);
   // The deadline's timer does not hold the process open (a server does); this test must.
   const hold = setTimeout(() => {}, 5_000);
-  await once(deadline.signal as UpstreamSignal, 'abort');
+  await once(deadline.signal as GatewaySignal, 'abort');
   clearTimeout(hold);
   assert.equal((deadline.signal.reason as Error).name, 'TimeoutError');
   assert.equal(classifyThrown('chatcomp', deadline.signal.reason, client.signal).kind, 'timeout');
