@@ -2,10 +2,10 @@
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import test from 'node:test';
+import test, { type TestContext } from 'node:test';
 import { MIGRATIONS } from '../../src/store/migrations.ts';
 import { textBytes } from '../../src/store/sql.ts';
-import { DATA_FILE_NAME, openStore } from '../../src/store/store.ts';
+import { DATA_FILE_NAME, openStore, type Store } from '../../src/store/store.ts';
 import { tempDir } from '../support/process.ts';
 
 test('migrations are versioned, applied once, and reopening is idempotent', async (t) => {
@@ -82,10 +82,26 @@ function busyFor(ms: number): void {
   while (performance.now() < until);
 }
 
-test('a commit of many deferred writes gives the event loop turns between slices, and commits them all', async (t) => {
+/** A store on a data file of the test's own, with a table `t (id INTEGER PRIMARY KEY)`; closed when the test ends. */
+async function storeWithTable(t: TestContext): Promise<Store> {
   const store = openStore({ dataDir: tempDir(t) });
   t.after(() => store.close());
   await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY)'));
+  return store;
+}
+
+/** Queue `count` deferred inserts into `t` (ids 0..count-1), each taking ~0.1 ms: together far more than one slice. */
+function queueSlowInserts(store: Store, count: number): void {
+  for (let i = 0; i < count; i++) {
+    store.writeDeferred((sql) => {
+      busyFor(0.1);
+      sql.run('INSERT INTO t (id) VALUES (?)', [i]);
+    });
+  }
+}
+
+test('a commit of many deferred writes gives the event loop turns between slices, and commits them all', async (t) => {
+  const store = await storeWithTable(t);
   // ~0.1 ms of work per write: 200 of them are far more than one slice.
   // Each write notes the turn of the event loop it ran in; the turns are counted by a loop of immediates below.
   let turn = 0;
@@ -113,17 +129,10 @@ test('a commit of many deferred writes gives the event loop turns between slices
 });
 
 test('on a loaded event loop a sliced commit still gets about half of the time, so it keeps up', async (t) => {
-  const store = openStore({ dataDir: tempDir(t) });
-  t.after(() => store.close());
-  await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY)'));
+  const store = await storeWithTable(t);
   // ~30 ms of deferred work against a competitor that takes 1 ms of every turn of the event loop. In slices of a
   // fixed 0.3 ms the commit would need ~100 turns (and under real load fall further behind every turn).
-  for (let i = 0; i < 300; i++) {
-    store.writeDeferred((sql) => {
-      busyFor(0.1);
-      sql.run('INSERT INTO t (id) VALUES (?)', [i]);
-    });
-  }
+  queueSlowInserts(store, 300);
   let committed = false;
   const flushed = store.flush().then(() => (committed = true));
   let turns = 0;
@@ -138,9 +147,7 @@ test('on a loaded event loop a sliced commit still gets about half of the time, 
 });
 
 test('a deferred write in steps is planned once when its commit starts; a failing step is dropped alone', async (t) => {
-  const store = openStore({ dataDir: tempDir(t) });
-  t.after(() => store.close());
-  await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY)'));
+  const store = await storeWithTable(t);
   let planned = 0;
   const ids = [1, 2, 2, 3];
   store.writeDeferredSteps(() => {
@@ -153,15 +160,8 @@ test('a deferred write in steps is planned once when its commit starts; a failin
 });
 
 test('a write queued while a sliced commit is under way joins the next commit and resolves', async (t) => {
-  const store = openStore({ dataDir: tempDir(t) });
-  t.after(() => store.close());
-  await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY)'));
-  for (let i = 0; i < 100; i++) {
-    store.writeDeferred((sql) => {
-      busyFor(0.1);
-      sql.run('INSERT INTO t (id) VALUES (?)', [i]);
-    });
-  }
+  const store = await storeWithTable(t);
+  queueSlowInserts(store, 100);
   const flushed = store.flush();
   await new Promise((resolve) => setImmediate(resolve));
   await new Promise((resolve) => setImmediate(resolve));
