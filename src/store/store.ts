@@ -34,6 +34,12 @@ export interface StoreOptions {
   dataDir: string | null;
   /** Upper bound on how long a deferred write may wait for its commit. */
   deferredWindowMs?: number;
+  /**
+   * A turn of the event loop between two slices of a commit longer than this means a loaded loop, where the commit
+   * finishes in one piece (see writeInSlices); default `LOADED_TURN_MS`. A test of the light-load path raises it, so a
+   * hiccup of the machine (a collection, another process) does not switch the path under test.
+   */
+  loadedTurnMs?: number;
   migrations?: readonly Migration[];
   /**
    * Where a new data file may find the template of its migrations (src/store/template.ts); by default this module's
@@ -124,7 +130,7 @@ export function openStore(options: StoreOptions): Store {
   const schemaVersion = migrate(sql, migrations);
   // The template recorded its migrations as applied when the build ran them; this data file got them now.
   if (fromTemplate) sql.run('UPDATE schema_migrations SET applied_at = ?', [Date.now()]);
-  return new GroupCommitStore(db, sql, filePath, schemaVersion, options.deferredWindowMs ?? 20);
+  return new GroupCommitStore(db, sql, filePath, schemaVersion, options.deferredWindowMs ?? 20, options.loadedTurnMs ?? LOADED_TURN_MS);
 }
 
 function migrate(sql: CachedSql, migrations: readonly Migration[]): number {
@@ -174,6 +180,7 @@ class GroupCommitStore implements Store {
     readonly filePath: string | null,
     readonly schemaVersion: number,
     private readonly deferredWindowMs: number,
+    private readonly loadedTurnMs: number,
   ) {
     this.logSync = filePath ? new FileSync(`${filePath}-wal`) : null;
     this.fileSync = filePath ? new FileSync(filePath) : null;
@@ -362,11 +369,11 @@ class GroupCommitStore implements Store {
       if (next === deferred.length) break;
       const yieldedAt = performance.now();
       await nextTurn();
-      // A turn that took longer than LOADED_TURN_MS meanwhile means a loaded loop (several requests per turn): there
+      // A turn that took longer than `loadedTurnMs` meanwhile means a loaded loop (several requests per turn): there
       // the commit finishes in one piece, as slices interleaved with many requests cost ~15% more CPU per request
       // (measured at c=16) and a commit falling behind one short slice per turn would grow without bound. Slicing
       // is for a lightly loaded loop, whose requests it keeps from waiting for a whole commit.
-      if (performance.now() - yieldedAt > LOADED_TURN_MS) budgetMs = Infinity;
+      if (performance.now() - yieldedAt > this.loadedTurnMs) budgetMs = Infinity;
     }
   }
 
