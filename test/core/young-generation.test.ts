@@ -13,34 +13,41 @@ const MODULE = pathToFileURL(new URL('../../src/core/young-generation.ts', impor
 /**
  * Allocate ~400 MB in rounds of 10,000 objects, each round replacing the last (so ~1 MB survives each scavenge, as
  * the requests in flight do in svc), with a turn of the event loop between rounds; report the young generation's
- * largest size.
+ * largest size: under the cap (if any), then again after its stop.
  */
 const SCRIPT = `
 const { capYoungGeneration, youngGenerationBytes } = await import(${JSON.stringify(MODULE)});
 const semiSpaceBytes = Number(process.argv[1]);
-const stop = semiSpaceBytes > 0 ? capYoungGeneration(semiSpaceBytes) : () => {};
 const ring = new Array(10_000);
-let largest = 0;
-for (let round = 0; round < 4_000; round += 1) {
-  for (let i = 0; i < ring.length; i += 1) ring[i] = { round, i, text: 'x' + i };
-  await new Promise((resolve) => setImmediate(resolve));
-  largest = Math.max(largest, youngGenerationBytes());
+async function largestWhileAllocating() {
+  let largest = 0;
+  for (let round = 0; round < 4_000; round += 1) {
+    for (let i = 0; i < ring.length; i += 1) ring[i] = { round, i, text: 'x' + i };
+    await new Promise((resolve) => setImmediate(resolve));
+    largest = Math.max(largest, youngGenerationBytes());
+  }
+  return largest;
 }
+const stop = semiSpaceBytes > 0 ? capYoungGeneration(semiSpaceBytes) : () => {};
+const largest = await largestWhileAllocating();
 stop();
-process.stdout.write(JSON.stringify({ largest }));
+const afterStop = await largestWhileAllocating();
+process.stdout.write(JSON.stringify({ largest, afterStop }));
 `;
 
-function largestYoungGeneration(semiSpaceBytes: number): number {
+function largestYoungGeneration(semiSpaceBytes: number): { largest: number; afterStop: number } {
   const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', SCRIPT, String(semiSpaceBytes)], {
     encoding: 'utf8',
   });
-  return (JSON.parse(out) as { largest: number }).largest;
+  return JSON.parse(out) as { largest: number; afterStop: number };
 }
 
 const MiB = 1024 * 1024;
 
-test('without the cap the young generation grows to its most; with it, to twice the semi-space ceiling', () => {
-  const uncapped = largestYoungGeneration(0);
+test('without the cap the young generation grows to its most; with it, to twice the semi-space ceiling, and on past it once stopped', () => {
+  const uncapped = largestYoungGeneration(0).largest;
   assert.ok(uncapped >= 16 * MiB, `uncapped young generation ${uncapped / MiB} MiB`);
-  assert.equal(largestYoungGeneration(2 * MiB), 4 * MiB);
+  const capped = largestYoungGeneration(2 * MiB);
+  assert.equal(capped.largest, 4 * MiB);
+  assert.ok(capped.afterStop > 4 * MiB, `after the stop the young generation stayed at ${capped.afterStop / MiB} MiB`);
 });
