@@ -23,7 +23,7 @@ export function setEngineFlags() {
   // only the functions that run hot under load are optimised. Same SQLite throughput measured either way.
   setFlagsFromString('--wasm-tiering-budget=180000000');
   // After each full GC V8 lets the old generation grow to up to ~4x what survived (plus the young generation's
-  // 16 MB) before the next one; under load svc's ~25 MB of live heap then sat in 100-130 MB of old generation, most
+  // size) before the next one; under load svc's ~25 MB of live heap then sat in 100-130 MB of old generation, most
   // of it dead. 1.5x: ~35 MB less RSS at the end of the bench's soak; the extra mark-compacts (~10 ms each over the
   // small live heap) did not show in the CPU per request (docs/performance.md, "Where the RSS goes").
   setFlagsFromString('--heap-growing-percent=50');

@@ -130,7 +130,8 @@ export function openStore(options: StoreOptions): Store {
   const schemaVersion = migrate(sql, migrations);
   // The template recorded its migrations as applied when the build ran them; this data file got them now.
   if (fromTemplate) sql.run('UPDATE schema_migrations SET applied_at = ?', [Date.now()]);
-  return new GroupCommitStore(db, sql, filePath, schemaVersion, options.deferredWindowMs ?? 20, options.loadedTurnMs ?? LOADED_TURN_MS);
+  const deferredWindowMs = options.deferredWindowMs ?? 20;
+  return new GroupCommitStore(db, sql, filePath, schemaVersion, deferredWindowMs, options.loadedTurnMs ?? LOADED_TURN_MS);
 }
 
 function migrate(sql: CachedSql, migrations: readonly Migration[]): number {
