@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
+import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { mockEmbedding } from '../../src/gateway/providers/mock.ts';
 import { build, json } from '../support/build.ts';
+import { startFakeUpstream } from '../support/fake-upstream.ts';
 import { validateAgainst } from '../support/openapi.ts';
 
 type Built = Awaited<ReturnType<typeof build>>;
@@ -214,4 +217,23 @@ test('claude models on the embeddings wire are unsupported once the messages fam
   assert.equal(response.statusCode, 400);
   assert.equal(json(response).error.code, 'unsupported_model');
   assert.equal(json(response).error.param, 'model');
+});
+
+test('a client that goes away cancels the live upstream embeddings call', { timeout: 20_000 }, async (t) => {
+  const upstream = await startFakeUpstream(t, () => undefined); // accepts the call and never answers
+  const { app } = await build(t, { env: { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl } });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as AddressInfo;
+  const client = new AbortController();
+  const pending = fetch(`http://127.0.0.1:${port}/v1/embeddings`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer sk-local-dev' },
+    body: JSON.stringify({ model: 'text-embedding-3-small', input: 'never answered' }),
+    signal: client.signal,
+  });
+  while (upstream.requests.length === 0) await sleep(5);
+  client.abort();
+  await assert.rejects(pending);
+  const closed = await upstream.clientClosed();
+  assert.equal(closed.url, '/v1/embeddings');
 });

@@ -21,7 +21,7 @@ import {
   type EmbeddingsService,
 } from '../embeddings.ts';
 import { authOf } from '../../http/surface.ts';
-import { GatewaySignal } from '../call-signal.ts';
+import { clientGoneSignal } from './gateway-reply.ts';
 
 function invalidParam(param: string, message: string): AppError {
   return new AppError('invalid_request', { message, details: { param } });
@@ -109,19 +109,9 @@ export function embeddingsRoutes(service: EmbeddingsService) {
     app.post('/embeddings', async (request, reply) => {
       const command = toCoreRequest(request.body);
       const auth = authOf(request);
-      // The client going away aborts the upstream call.
-      const signal = new GatewaySignal();
-      const onClose = () => {
-        if (!reply.raw.writableFinished) signal.abort(new Error('client disconnected'));
-      };
-      reply.raw.once('close', onClose);
-      try {
-        const result = await service.create(command, { tenantId: auth.tenantId, signal });
-        reply.header('cache-control', 'no-store');
-        return result;
-      } finally {
-        reply.raw.off('close', onClose);
-      }
+      const result = await service.create(command, { tenantId: auth.tenantId, signal: clientGoneSignal(request, reply) });
+      reply.header('cache-control', 'no-store');
+      return result;
     });
   };
 }

@@ -17,19 +17,24 @@ function headerValue(request: FastifyRequest, name: string): string | undefined 
   return Array.isArray(value) ? value.join(', ') : value;
 }
 
-/** The pipeline call of a request: identity, cache controls, and a signal that fires when the client goes away. */
-export function gatewayCall(request: FastifyRequest, reply: FastifyReply): GatewayCall {
+/** A signal that fires when the client goes away before its response is finished: it cancels the upstream call. */
+export function clientGoneSignal(request: FastifyRequest, reply: FastifyReply): GatewaySignal {
   const signal = new GatewaySignal();
   const onClose = () => {
     if (!reply.raw.writableFinished) signal.abort(new Error('client disconnected'));
   };
   reply.raw.once('close', onClose);
   request.raw.once('aborted', onClose);
+  return signal;
+}
+
+/** The pipeline call of a request: identity, cache controls, and a signal that fires when the client goes away. */
+export function gatewayCall(request: FastifyRequest, reply: FastifyReply): GatewayCall {
   return {
     auth: authOf(request),
     controls: parseCacheControls({ bypass: headerValue(request, 'x-svc-cache-bypass'), cacheControl: headerValue(request, 'cache-control') }),
     requestId: request.id,
-    signal,
+    signal: clientGoneSignal(request, reply),
   };
 }
 
