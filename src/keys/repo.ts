@@ -68,7 +68,16 @@ function fromRow(row: KeyRow): ApiKey {
   };
 }
 
+/** Most keys kept in memory by `findByTokenHash`; past it the oldest is dropped (a deployment has far fewer). */
+const KEYS_IN_MEMORY_MAX = 10_000;
+
 export function createApiKeysRepository(store: Store): ApiKeysRepository {
+  // Keys found by token hash, kept so that an authenticated gateway request reads no SQL. They are good while the
+  // store's write generation is the one they were read under: every change to a key (its mode, its revocation, its
+  // organization's deletion) is an awaited write, which moves the generation, so a revoked key is refused from the
+  // commit of its revocation on. Only tokens that match a stored key are kept: random tokens cannot fill it.
+  const byTokenHash = new Map<string, ApiKey>();
+  let keptUnder = store.writeGeneration;
   const byId = (sql: Sql, tenantId: string, id: string) => {
     const row = sql.get<KeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE tenant_id = ? AND id = ?`, [tenantId, id]);
     return row ? fromRow(row) : null;
@@ -85,9 +94,21 @@ export function createApiKeysRepository(store: Store): ApiKeysRepository {
       });
     },
     findByTokenHash(tokenHash) {
+      if (keptUnder !== store.writeGeneration) {
+        byTokenHash.clear();
+        keptUnder = store.writeGeneration;
+      }
+      const kept = byTokenHash.get(tokenHash);
+      if (kept) return Promise.resolve(kept);
       return store.read((sql) => {
         const row = sql.get<KeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE token_hash = ?`, [tokenHash]);
-        return row ? fromRow(row) : null;
+        if (!row) return null;
+        const key = Object.freeze(fromRow(row));
+        if (keptUnder === store.writeGeneration) {
+          if (byTokenHash.size >= KEYS_IN_MEMORY_MAX) byTokenHash.delete(byTokenHash.keys().next().value!);
+          byTokenHash.set(tokenHash, key);
+        }
+        return key;
       });
     },
     findById(tenantId, id) {

@@ -68,6 +68,12 @@ export interface Store {
   readonly schemaVersion: number;
   readonly filePath: string | null;
   readonly isOpen: boolean;
+  /**
+   * Moves on after every commit that held awaited writes (`write`), whether it committed or not; deferred writes do
+   * not move it. Rows copied into memory are current while it stays what it was when they were read, for every table
+   * that only awaited writes change (all but the ledger's, the caches' and the sessions' last-seen times).
+   */
+  readonly writeGeneration: number;
 }
 
 /** A deferred write: one piece, or steps planned when its commit starts. */
@@ -172,6 +178,7 @@ class GroupCommitStore implements Store {
   private draining: Promise<void> | null = null;
   private closed = false;
   private commitsSinceCheckpoint = 0;
+  private generation = 0;
   private readonly logSync: FileSync | null;
   private readonly fileSync: FileSync | null;
 
@@ -189,6 +196,10 @@ class GroupCommitStore implements Store {
 
   get isOpen(): boolean {
     return !this.closed;
+  }
+
+  get writeGeneration(): number {
+    return this.generation;
   }
 
   async read<T>(fn: (sql: Sql) => T): Promise<T> {
@@ -310,15 +321,21 @@ class GroupCommitStore implements Store {
     }
     await this.writeInSlices(deferred);
     const outcomes = batch.map((write) => inSavepoint(this.sql, write.fn));
+    let commitFailure: { error: unknown } | null = null;
     try {
       this.sql.run('COMMIT');
     } catch (error) {
+      commitFailure = { error };
       try {
         this.sql.run('ROLLBACK');
       } catch {
         // the failed COMMIT may already have rolled back
       }
-      for (const write of batch) write.reject(error);
+    }
+    // In the same turn as the batch's writes ran: no read between them and this saw a generation they had changed.
+    if (batch.length > 0) this.generation++;
+    if (commitFailure) {
+      for (const write of batch) write.reject(commitFailure.error);
       return;
     }
     try {

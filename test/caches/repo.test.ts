@@ -5,35 +5,7 @@ import { KeyFilter } from '../../src/caches/key-filter.ts';
 import { ByteLru } from '../../src/caches/lru.ts';
 import { createCacheRepository, type CacheEntry } from '../../src/caches/repo.ts';
 import { openStore, type Store } from '../../src/store/store.ts';
-
-/** The real in-memory store, with its reads and deferred writes counted. */
-function countingStore(store: Store) {
-  const counts = { reads: 0, deferred: 0 };
-  const wrapped: Store = {
-    read: (fn) => {
-      counts.reads += 1;
-      return store.read(fn);
-    },
-    write: (fn) => store.write(fn),
-    writeDeferred: (fn) => {
-      counts.deferred += 1;
-      store.writeDeferred(fn);
-    },
-    writeDeferredSteps: (plan) => store.writeDeferredSteps(plan),
-    flush: () => store.flush(),
-    close: () => store.close(),
-    get schemaVersion() {
-      return store.schemaVersion;
-    },
-    get filePath() {
-      return store.filePath;
-    },
-    get isOpen() {
-      return store.isOpen;
-    },
-  };
-  return { store: wrapped, counts };
-}
+import { countingStore } from '../support/counting-store.ts';
 
 function entry(tenantId: string, key: string, value: unknown = { answer: key }, createdAt = 1_000): Omit<CacheEntry, 'hits' | 'lastHitAt'> {
   return { tenantId, cacheType: 'exact_response', key, value, sourceRunId: `run_${key}`, costUsd: 0.01, latencyMs: 5, createdAt };

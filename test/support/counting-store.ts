@@ -1,0 +1,34 @@
+/** A store wrapper for tests that count how often a repository reaches SQLite. */
+import type { Store } from '../../src/store/store.ts';
+
+/** The real in-memory store, with its reads and deferred writes counted. */
+export function countingStore(store: Store) {
+  const counts = { reads: 0, deferred: 0 };
+  const wrapped: Store = {
+    read: (fn) => {
+      counts.reads += 1;
+      return store.read(fn);
+    },
+    write: (fn) => store.write(fn),
+    writeDeferred: (fn) => {
+      counts.deferred += 1;
+      store.writeDeferred(fn);
+    },
+    writeDeferredSteps: (plan) => store.writeDeferredSteps(plan),
+    flush: () => store.flush(),
+    close: () => store.close(),
+    get schemaVersion() {
+      return store.schemaVersion;
+    },
+    get filePath() {
+      return store.filePath;
+    },
+    get isOpen() {
+      return store.isOpen;
+    },
+    get writeGeneration() {
+      return store.writeGeneration;
+    },
+  };
+  return { store: wrapped, counts };
+}
