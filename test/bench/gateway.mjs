@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import {
   CLIENT_HEADERS,
+  authorizeClients,
   CPUS,
   PINNED,
   cannon,
@@ -438,6 +439,7 @@ export async function profileSection(ctx, { dir = process.env.BENCH_PROFILE_DIR 
   const svc = await startSvc({ mockUrl: ctx.mock.url, dataDir, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`] });
   let load;
   try {
+    await authorizeClients(svc.url);
     await cannon(svc.url, { connections, duration: p.svcWarmupSeconds, next }); // steady state first
     load = await cannon(svc.url, { connections, duration: p.profileSeconds, next });
     if (load.non2xx || load.errors) ctx.fail(`profile run: ${load.non2xx} non-2xx, ${load.errors} errors`);

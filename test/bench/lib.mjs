@@ -92,7 +92,7 @@ export function currentAffinity() {
 
 /**
  * `state.hits` counts every chat-completions request, `state.svcHits` those svc sent (they carry svc's upstream key,
- * UPSTREAM_KEY; the bench's clients send another placeholder), `state.marked` those whose body contains
+ * UPSTREAM_KEY; the bench's clients send their svc API key), `state.marked` those whose body contains
  * `state.marker`. `state.chunkDelayMs` spaces the SSE chunks (the relay check); `state.lastStream` records when the
  * mock wrote each content chunk (performance.now(), the same clock as the client in this process).
  */
@@ -197,11 +197,26 @@ export function svcEnv(mockUrl, extra = {}) {
     SVC_RATE_LIMIT_API_PER_MINUTE: '10000000',
     ...extra,
   };
-  // Open dev mode (no SVC_API_KEY, no users): every caller is let in. Make sure the caller's shell does not change that.
+  // Protected mode, as svc is deployed: the bootstrap token below mints the API key the bench's clients present
+  // (authorizeClients). Make sure the caller's shell does not change that.
   for (const name of ['SVC_API_KEY', 'SVC_REQUIRE_LOGIN', 'SVC_BASE_URL', 'SVC_PORT', 'SVC_HOST', 'SVC_DATA_DIR', 'SVC_LOG_LEVEL', 'MESSAGES_API_KEY', 'CHATCOMP_FALLBACK_API_KEY', 'NODE_OPTIONS']) {
     if (!(name in extra)) delete env[name];
   }
+  env.SVC_API_KEY = extra.SVC_API_KEY ?? BOOTSTRAP_TOKEN;
   return env;
+}
+
+/** svc's bootstrap token (SVC_API_KEY) in the bench: used only to create the clients' API key. */
+export const BOOTSTRAP_TOKEN = 'svc-bench-bootstrap-token-00000000000001';
+
+/**
+ * Create an API key on a running svc and make every client of this process present it (CLIENT_HEADERS): gateway
+ * traffic authenticated as an SDK's is in production, the key looked up on each request.
+ */
+export async function authorizeClients(svcUrl) {
+  const created = await postJson(svcUrl, '/api/v1/keys', { name: 'bench' }, { authorization: `Bearer ${BOOTSTRAP_TOKEN}` });
+  if (created.status !== 201) throw new Error(`creating the bench's API key: ${created.status} ${created.body.slice(0, 500)}`);
+  CLIENT_HEADERS.authorization = `Bearer ${JSON.parse(created.body).token}`;
 }
 
 /**
@@ -311,7 +326,10 @@ export function chatBody({ stream = false, unique = true, content } = {}) {
   return JSON.stringify(body);
 }
 
-/** Headers of a gateway client; an SDK always sends a placeholder key, which open dev mode accepts. */
+/**
+ * Headers of a gateway client. The key is a placeholder (which the mock, like open dev mode, accepts) until
+ * authorizeClients sets the svc API key the bench created.
+ */
 export const CLIENT_HEADERS = { 'content-type': 'application/json', authorization: 'Bearer sdk-placeholder' };
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ import {
   warmUp,
 } from './gateway.mjs';
 import { checkTargets, printTargets } from './targets.mjs';
-import { PINNED, ROOT, currentAffinity, machineInfo, round, rssMb, startMock, startSvc, stopSvc } from './lib.mjs';
+import { PINNED, ROOT, authorizeClients, currentAffinity, machineInfo, round, rssMb, startMock, startSvc, stopSvc } from './lib.mjs';
 
 const argv = process.argv.slice(2);
 const option = (name) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
@@ -115,6 +115,7 @@ async function main() {
       dataDir = mkdtempSync(join(os.tmpdir(), 'svc-bench-'));
       try {
         svc = await startSvc({ mockUrl: mock.url, dataDir });
+        await authorizeClients(svc.url);
       } catch (error) {
         fail(`svc did not start: ${error.message}`);
         throw error;
