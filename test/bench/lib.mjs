@@ -7,7 +7,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
-import { dirname, join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
@@ -220,17 +220,22 @@ export async function authorizeClients(svcUrl) {
 }
 
 /**
- * Spawns `node [nodeArgs] bin/svc serve --port 0 --data-dir <dir> --log-level silent` (`bin`: another checkout's bin/svc).
- * cpus: '0' pins svc to CPU 0; 'all' runs it on every CPU (a child would otherwise inherit this process's
- * affinity); null runs it without taskset. With taskset the node process replaces taskset (exec): same pid.
- * Resolves {child, pid, url, listeningMs, spawnedAt, exited} once the `svc listening on` line is printed.
+ * Spawns `bin/svc serve --port 0 --data-dir <dir> --log-level silent` (`bin`: another checkout's bin/svc) as a user
+ * runs it: executed, so its first line sets glibc's malloc thresholds and execs node (on this process's node, first on
+ * PATH; `nodeArgs` go in NODE_OPTIONS). cpus: '0' pins svc to CPU 0; 'all' runs it on every CPU (a child would
+ * otherwise inherit this process's affinity); null runs it without taskset. taskset, sh and node each replace the
+ * previous one (exec): one pid. Resolves {child, pid, url, listeningMs, spawnedAt, exited} once the `svc listening on`
+ * line is printed.
  */
 export function startSvc({ mockUrl, dataDir, cpus = PINNED ? '0' : null, nodeArgs = [], env = {}, timeoutMs = 30_000, bin = SVC_BIN }) {
-  const argv = [process.execPath, ...nodeArgs, bin, 'serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'silent'];
+  const argv = [bin, 'serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'silent'];
   const cpuList = cpus === 'all' ? `0-${CPUS - 1}` : cpus;
   const [command, ...args] = HAS_TASKSET && cpuList ? ['taskset', '-c', cpuList, ...argv] : argv;
+  const childEnv = svcEnv(mockUrl, env);
+  childEnv.PATH = `${dirname(process.execPath)}${delimiter}${childEnv.PATH ?? ''}`;
+  if (nodeArgs.length > 0) childEnv.NODE_OPTIONS = nodeArgs.join(' ');
   const spawnedAt = performance.now();
-  const child = spawn(command, args, { env: svcEnv(mockUrl, env), stdio: ['ignore', 'pipe', 'pipe'], cwd: ROOT });
+  const child = spawn(command, args, { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'], cwd: ROOT });
   let stderr = '';
   child.stderr.on('data', (chunk) => {
     stderr += chunk;

@@ -1,13 +1,14 @@
 /**
  * `svc serve` runs from dist/serve.cjs with its code cache (bin/launch.mjs): the cache the build made is one V8 takes,
  * a cache of another bundle is never used, and the serve entry parses its command line as the full program does.
+ * Executed, bin/svc sets glibc's malloc thresholds for node, unless the environment chose its own.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { copyFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { spawn, spawnSync } from 'node:child_process';
+import { copyFileSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { delimiter, dirname, join } from 'node:path';
 import test from 'node:test';
-import { ensureBundle, ROOT, runSvc, tempDir } from '../support/process.ts';
+import { ensureBundle, ROOT, runSvc, SVC, tempDir } from '../support/process.ts';
 
 interface Launch {
   runCommonJsBundle(bundle: string): { script: { cachedDataRejected?: boolean } };
@@ -62,4 +63,38 @@ test('the serve entry answers help and usage errors as the full program does', a
     const [viaServeEntry, viaFullProgram] = await Promise.all([runSvc(args, { env }), runSvc(args, { script: join(ROOT, 'dist', 'svc.mjs'), env })]);
     assert.deepEqual(viaServeEntry, viaFullProgram, args.join(' '));
   }
+});
+
+/** `bin/svc serve` executed as a user runs it (its first line is sh's); the environment node got, read from /proc. */
+async function environmentOfExecutedServer(t: import('node:test').TestContext, extra: Record<string, string>) {
+  const child = spawn(SVC, ['serve', '--port', '0', '--data-dir', tempDir(t), '--log-level', 'silent'], {
+    env: { ...process.env, PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`, SVC_API_KEY: '', ...extra },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  t.after(async () => {
+    child.kill('SIGTERM');
+    await exited;
+  });
+  await new Promise<void>((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (chunk) => {
+      out += chunk;
+      if (out.includes('svc listening on')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`bin/svc serve exited with ${code}`)));
+  });
+  const environ = readFileSync(`/proc/${child.pid}/environ`, 'utf8').split('\0');
+  return { exe: readlinkSync(`/proc/${child.pid}/exe`), value: (name: string) => environ.find((entry) => entry.startsWith(`${name}=`))?.slice(name.length + 1) };
+}
+
+test('executed, bin/svc gives node fixed malloc thresholds in the same process, and keeps thresholds the environment set', { skip: process.platform !== 'linux' }, async (t) => {
+  await ensureBundle();
+  const defaults = await environmentOfExecutedServer(t, {});
+  assert.equal(defaults.exe, process.execPath, 'sh execs node: the pid that was spawned is the server');
+  assert.equal(defaults.value('MALLOC_MMAP_THRESHOLD_'), '131072');
+  assert.equal(defaults.value('MALLOC_TRIM_THRESHOLD_'), '131072');
+  const chosen = await environmentOfExecutedServer(t, { MALLOC_MMAP_THRESHOLD_: '65536', MALLOC_TRIM_THRESHOLD_: '1048576' });
+  assert.equal(chosen.value('MALLOC_MMAP_THRESHOLD_'), '65536');
+  assert.equal(chosen.value('MALLOC_TRIM_THRESHOLD_'), '1048576');
 });
