@@ -221,19 +221,20 @@ export async function authorizeClients(svcUrl) {
 
 /**
  * Spawns `bin/svc serve --port 0 --data-dir <dir> --log-level silent` (`bin`: another checkout's bin/svc) as a user
- * runs it: executed, so its first line sets glibc's malloc thresholds and execs node (on this process's node, first on
- * PATH; `nodeArgs` go in NODE_OPTIONS). cpus: '0' pins svc to CPU 0; 'all' runs it on every CPU (a child would
- * otherwise inherit this process's affinity); null runs it without taskset. taskset, sh and node each replace the
- * previous one (exec): one pid. Resolves {child, pid, url, listeningMs, spawnedAt, exited} once the `svc listening on`
- * line is printed.
+ * runs it: executed, so its first line sets glibc's malloc thresholds and execs node (this process's node, put first
+ * on PATH). With `nodeArgs` (the profile: `--cpu-prof` is not allowed in NODE_OPTIONS) it runs
+ * `node [nodeArgs] bin/svc ...` instead, without those thresholds. cpus: '0' pins svc to CPU 0; 'all' runs it on every
+ * CPU (a child would otherwise inherit this process's affinity); null runs it without taskset. taskset, sh and node
+ * each replace the previous one (exec): one pid. Resolves {child, pid, url, listeningMs, spawnedAt, exited} once the
+ * `svc listening on` line is printed.
  */
 export function startSvc({ mockUrl, dataDir, cpus = PINNED ? '0' : null, nodeArgs = [], env = {}, timeoutMs = 30_000, bin = SVC_BIN }) {
-  const argv = [bin, 'serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'silent'];
+  const launcher = nodeArgs.length > 0 ? [process.execPath, ...nodeArgs, bin] : [bin];
+  const argv = [...launcher, 'serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'silent'];
   const cpuList = cpus === 'all' ? `0-${CPUS - 1}` : cpus;
   const [command, ...args] = HAS_TASKSET && cpuList ? ['taskset', '-c', cpuList, ...argv] : argv;
   const childEnv = svcEnv(mockUrl, env);
   childEnv.PATH = `${dirname(process.execPath)}${delimiter}${childEnv.PATH ?? ''}`;
-  if (nodeArgs.length > 0) childEnv.NODE_OPTIONS = nodeArgs.join(' ');
   const spawnedAt = performance.now();
   const child = spawn(command, args, { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'], cwd: ROOT });
   let stderr = '';
