@@ -6,12 +6,12 @@
  *   - cold start of `bin/svc serve` on that data file to the first 200 on /health.
  * Prints a table; `--json-out <file>` writes the figures. Run with: node --import tsx test/bench/store.ts
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type SpawnOptions } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { loadConfig } from '../../src/config.ts';
 import { systemClock } from '../../src/core/clock.ts';
@@ -114,8 +114,10 @@ async function coldStart(dataDir: string): Promise<number> {
   // Every CPU: when run from run.mjs this process is pinned to one, and a child would inherit that.
   const cpus = `0-${availableParallelism() - 1}`;
   const hasTaskset = spawnSync('taskset', ['--version']).status === 0;
-  const argv = [process.execPath, join(ROOT, 'bin', 'svc'), 'serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'silent'];
-  const child = hasTaskset ? spawn('taskset', ['-c', cpus, ...argv], { stdio: ['ignore', 'pipe', 'inherit'] }) : spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] });
+  // Executed, as a user starts it (its first line sets glibc's malloc thresholds, then execs this process's node).
+  const argv = [join(ROOT, 'bin', 'svc'), 'serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'silent'];
+  const options: SpawnOptions = { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}` } };
+  const child = hasTaskset ? spawn('taskset', ['-c', cpus, ...argv], options) : spawn(argv[0]!, argv.slice(1), options);
   const address = await new Promise<string>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (chunk: Buffer) => {
