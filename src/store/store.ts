@@ -321,21 +321,18 @@ class GroupCommitStore implements Store {
     }
     await this.writeInSlices(deferred);
     const outcomes = batch.map((write) => inSavepoint(this.sql, write.fn));
-    let commitFailure: { error: unknown } | null = null;
+    // In the same turn as the batch's writes and their COMMIT (or ROLLBACK): no read between them and this saw a
+    // generation they had changed.
+    if (batch.length > 0) this.generation++;
     try {
       this.sql.run('COMMIT');
     } catch (error) {
-      commitFailure = { error };
       try {
         this.sql.run('ROLLBACK');
       } catch {
         // the failed COMMIT may already have rolled back
       }
-    }
-    // In the same turn as the batch's writes ran: no read between them and this saw a generation they had changed.
-    if (batch.length > 0) this.generation++;
-    if (commitFailure) {
-      for (const write of batch) write.reject(commitFailure.error);
+      for (const write of batch) write.reject(error);
       return;
     }
     try {
