@@ -195,14 +195,15 @@ export function svcEnv(mockUrl, extra = {}) {
     CHATCOMP_BASE_URL: `${mockUrl}/v1`,
     SVC_RATE_LIMIT_GATEWAY_PER_MINUTE: '10000000',
     SVC_RATE_LIMIT_API_PER_MINUTE: '10000000',
+    // Protected mode, as svc is deployed: the bootstrap token mints the API key the bench's clients present
+    // (authorizeClients).
+    SVC_API_KEY: BOOTSTRAP_TOKEN,
     ...extra,
   };
-  // Protected mode, as svc is deployed: the bootstrap token below mints the API key the bench's clients present
-  // (authorizeClients). Make sure the caller's shell does not change that.
-  for (const name of ['SVC_API_KEY', 'SVC_REQUIRE_LOGIN', 'SVC_BASE_URL', 'SVC_PORT', 'SVC_HOST', 'SVC_DATA_DIR', 'SVC_LOG_LEVEL', 'MESSAGES_API_KEY', 'CHATCOMP_FALLBACK_API_KEY', 'NODE_OPTIONS']) {
+  // Make sure the caller's shell does not change the mode or where svc listens.
+  for (const name of ['SVC_REQUIRE_LOGIN', 'SVC_BASE_URL', 'SVC_PORT', 'SVC_HOST', 'SVC_DATA_DIR', 'SVC_LOG_LEVEL', 'MESSAGES_API_KEY', 'CHATCOMP_FALLBACK_API_KEY', 'NODE_OPTIONS']) {
     if (!(name in extra)) delete env[name];
   }
-  env.SVC_API_KEY = extra.SVC_API_KEY ?? BOOTSTRAP_TOKEN;
   return env;
 }
 
