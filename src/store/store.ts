@@ -88,11 +88,13 @@ interface PendingWrite {
 const BUSY_BACKOFF_MS = [2, 5, 10, 25, 50, 100, 200];
 
 /**
- * Commits between checkpoints. A checkpoint copies the pages the log holds into the main file (on the event loop,
- * one write per distinct page), so it is cheaper per commit the more commits it covers; the log grows meanwhile
- * (a few MB at most under full gateway load) and is reused from its start after each checkpoint.
+ * Commits between checkpoints. A checkpoint copies the pages the log holds into the main file on the event loop (a
+ * read and a write per distinct page), and nothing else runs meanwhile; the main file's flush that follows holds up
+ * the next commit. So this bounds the longest stall under load: at full gateway load on the reference machine, 64
+ * commits made a ~42 ms checkpoint (c=16 p99.9 ~115 ms), 16 make ~12 ms ones (p99.9 ~48 ms) for the same CPU per
+ * request (docs/performance.md). The log is reused from its start after each checkpoint.
  */
-const CHECKPOINT_EVERY_COMMITS = 64;
+const CHECKPOINT_EVERY_COMMITS = 16;
 
 /**
  * About how much of deferred writes' work a commit does before it gives the event loop a turn, at least (see

@@ -188,8 +188,8 @@ test('the write-ahead log is checkpointed into the data file and reused, not gro
     logSizes.push(statSync(`${file}-wal`).size);
   }
   // 400 commits of ~3 pages each would make a ~5 MB log; checkpoints keep it to what the commits between two of
-  // them wrote.
-  assert.ok(Math.max(...logSizes) < 2_000_000, `the log grew to ${Math.max(...logSizes)} bytes`);
+  // them wrote (16 commits, ~0.6 MB; 64 made ~1.4 MB: a checkpoint's stall follows the pages it copies).
+  assert.ok(Math.max(...logSizes) < 1_000_000, `the log grew to ${Math.max(...logSizes)} bytes`);
   assert.ok(statSync(file).size > 80_000, 'the checkpoints copied the rows into the data file');
   await store.close();
   assert.equal(existsSync(`${file}-wal`), false, 'closing folds the log into the data file');
