@@ -10,7 +10,8 @@
  *   savepoint, so one failing write does not take its batch neighbours down with it.
  * - The disk flushes run off the event loop (src/store/file-sync.ts): SQLite runs with `synchronous = OFF`, the
  *   store flushes the log after each commit before acknowledging it, and checkpoints the log into the main file
- *   itself every `CHECKPOINT_EVERY_COMMITS` commits, flushing the main file before the log may be reused.
+ *   itself every `CHECKPOINT_EVERY_COMMITS` commits or sooner (after `CHECKPOINT_AFTER_WRITING_MS` of writing),
+ *   flushing the main file before the log may be reused.
  * - Deferred writes (the gateway's own ledger) join the next group commit, at most `deferredWindowMs` later, one
  *   savepoint per slice of a fraction of a millisecond (each write alone only if that fails), with a turn of the
  *   event loop between slices while the loop is lightly loaded; `flush()` waits for them, which readers naming a
@@ -34,6 +35,8 @@ export interface StoreOptions {
   dataDir: string | null;
   /** Upper bound on how long a deferred write may wait for its commit. */
   deferredWindowMs?: number;
+  /** Checkpoint once the commits since the last checkpoint spent this long writing; default `CHECKPOINT_AFTER_WRITING_MS`. */
+  checkpointAfterWritingMs?: number;
   /**
    * A turn of the event loop between two slices of a commit longer than this means a loaded loop, where the commit
    * finishes in one piece (see writeInSlices); default `LOADED_TURN_MS`. A test of the light-load path raises it, so a
@@ -88,13 +91,17 @@ interface PendingWrite {
 const BUSY_BACKOFF_MS = [2, 5, 10, 25, 50, 100, 200];
 
 /**
- * Commits between checkpoints. A checkpoint copies the pages the log holds into the main file on the event loop (a
- * read and a write per distinct page), and nothing else runs meanwhile; the main file's flush that follows holds up
- * the next commit. So this bounds the longest stall under load: at full gateway load on the reference machine, 64
- * commits made a ~42 ms checkpoint (c=16 p99.9 ~115 ms), 16 make ~12 ms ones (p99.9 ~48 ms) for the same CPU per
- * request (docs/performance.md). The log is reused from its start after each checkpoint.
+ * When the log is checkpointed: after this many commits, or sooner once the commits since the last checkpoint spent
+ * `CHECKPOINT_AFTER_WRITING_MS` writing. A checkpoint copies the pages the log holds into the main file on the event
+ * loop (a read and a write per distinct page) while nothing else runs, and the main file's flush that follows holds
+ * up the next commit: each one costs a flush, so small commits share one, but its length, the longest stall a
+ * request can meet, follows the pages written since the last one, which the time spent writing them measures. At
+ * full gateway load on the reference machine, 64 commits (~490 ms of writing) made a ~42 ms checkpoint and a c=16
+ * p99.9 of ~115 ms; ~120 ms of writing make ~10 ms ones (docs/performance.md). The log is reused from its start
+ * after each checkpoint.
  */
-const CHECKPOINT_EVERY_COMMITS = 16;
+const CHECKPOINT_EVERY_COMMITS = 64;
+const CHECKPOINT_AFTER_WRITING_MS = 120;
 
 /**
  * About how much of deferred writes' work a commit does before it gives the event loop a turn, at least (see
@@ -139,7 +146,7 @@ export function openStore(options: StoreOptions): Store {
   // The template recorded its migrations as applied when the build ran them; this data file got them now.
   if (fromTemplate) sql.run('UPDATE schema_migrations SET applied_at = ?', [Date.now()]);
   const deferredWindowMs = options.deferredWindowMs ?? 20;
-  return new GroupCommitStore(db, sql, filePath, schemaVersion, deferredWindowMs, options.loadedTurnMs ?? LOADED_TURN_MS);
+  return new GroupCommitStore(db, sql, filePath, schemaVersion, deferredWindowMs, options.loadedTurnMs ?? LOADED_TURN_MS, options.checkpointAfterWritingMs ?? CHECKPOINT_AFTER_WRITING_MS);
 }
 
 function migrate(sql: CachedSql, migrations: readonly Migration[]): number {
@@ -180,6 +187,7 @@ class GroupCommitStore implements Store {
   private draining: Promise<void> | null = null;
   private closed = false;
   private commitsSinceCheckpoint = 0;
+  private writingMsSinceCheckpoint = 0;
   private generation = 0;
   private readonly logSync: FileSync | null;
   private readonly fileSync: FileSync | null;
@@ -191,6 +199,7 @@ class GroupCommitStore implements Store {
     readonly schemaVersion: number,
     private readonly deferredWindowMs: number,
     private readonly loadedTurnMs: number,
+    private readonly checkpointAfterWritingMs: number,
   ) {
     this.logSync = filePath ? new FileSync(`${filePath}-wal`) : null;
     this.fileSync = filePath ? new FileSync(filePath) : null;
@@ -321,7 +330,8 @@ class GroupCommitStore implements Store {
         await new Promise((resolve) => setTimeout(resolve, BUSY_BACKOFF_MS[attempt]));
       }
     }
-    await this.writeInSlices(deferred);
+    let writingMs = await this.writeInSlices(deferred);
+    const batchStartedAt = performance.now();
     const outcomes = batch.map((write) => inSavepoint(this.sql, write.fn));
     // In the same turn as the batch's writes and their COMMIT (or ROLLBACK): no read between them and this saw a
     // generation they had changed.
@@ -337,6 +347,7 @@ class GroupCommitStore implements Store {
       for (const write of batch) write.reject(error);
       return;
     }
+    writingMs += performance.now() - batchStartedAt;
     try {
       await this.logSync?.sync();
     } catch (error) {
@@ -349,7 +360,9 @@ class GroupCommitStore implements Store {
       if (outcome.ok) write.resolve(outcome.value);
       else write.reject(outcome.error);
     });
-    if (this.fileSync && ++this.commitsSinceCheckpoint >= CHECKPOINT_EVERY_COMMITS) await this.checkpoint();
+    this.writingMsSinceCheckpoint += writingMs;
+    const due = ++this.commitsSinceCheckpoint >= CHECKPOINT_EVERY_COMMITS || this.writingMsSinceCheckpoint >= this.checkpointAfterWritingMs;
+    if (this.fileSync && due) await this.checkpoint();
   }
 
   /**
@@ -358,9 +371,9 @@ class GroupCommitStore implements Store {
    * ledgers then delays a request arriving meanwhile by one slice, not by all of them. Each slice is one savepoint;
    * if it fails, its writes are redone one savepoint each, so only a failing one is dropped (its request was already
    * answered). Between slices only reads run on the connection (they see the slices written so far; readers naming
-   * a run wait for `flush()`), and writes queue for the next commit.
+   * a run wait for `flush()`), and writes queue for the next commit. Returns the time spent writing.
    */
-  private async writeInSlices(queued: DeferredWrite[]): Promise<void> {
+  private async writeInSlices(queued: DeferredWrite[]): Promise<number> {
     const deferred: Array<(sql: Sql) => void> = [];
     for (const write of queued) {
       if (typeof write === 'function') deferred.push(write);
@@ -374,6 +387,7 @@ class GroupCommitStore implements Store {
     }
     let next = 0;
     let budgetMs = SLICE_MS;
+    let writingMs = 0;
     while (next < deferred.length) {
       const first = next;
       const startedAt = performance.now();
@@ -383,6 +397,7 @@ class GroupCommitStore implements Store {
       });
       // `next` is past the write that failed: the slice's writes up to it are redone alone.
       if (!together.ok) for (const write of deferred.slice(first, next)) inSavepoint(this.sql, write);
+      writingMs += performance.now() - startedAt;
       if (next === deferred.length) break;
       const yieldedAt = performance.now();
       await nextTurn();
@@ -392,6 +407,7 @@ class GroupCommitStore implements Store {
       // is for a lightly loaded loop, whose requests it keeps from waiting for a whole commit.
       if (performance.now() - yieldedAt > this.loadedTurnMs) budgetMs = Infinity;
     }
+    return writingMs;
   }
 
   /**
@@ -400,6 +416,7 @@ class GroupCommitStore implements Store {
    */
   private async checkpoint(): Promise<void> {
     this.commitsSinceCheckpoint = 0;
+    this.writingMsSinceCheckpoint = 0;
     try {
       this.sql.exec('PRAGMA wal_checkpoint(PASSIVE)');
       await this.fileSync!.sync();
