@@ -35,7 +35,7 @@ export interface StoreOptions {
   dataDir: string | null;
   /** Upper bound on how long a deferred write may wait for its commit. */
   deferredWindowMs?: number;
-  /** Checkpoint once the commits since the last checkpoint spent this long writing; default `CHECKPOINT_AFTER_WRITING_MS`. */
+  /** Checkpoint once the commits since the last one spent this long writing; default `CHECKPOINT_AFTER_WRITING_MS`. */
   checkpointAfterWritingMs?: number;
   /**
    * A turn of the event loop between two slices of a commit longer than this means a loaded loop, where the commit
@@ -78,6 +78,9 @@ export interface Store {
    */
   readonly writeGeneration: number;
 }
+
+/** The store's timing choices, each from `StoreOptions` or its default. */
+type Timing = Required<Pick<StoreOptions, 'deferredWindowMs' | 'loadedTurnMs' | 'checkpointAfterWritingMs'>>;
 
 /** A deferred write: one piece, or steps planned when its commit starts. */
 type DeferredWrite = ((sql: Sql) => void) | { plan: () => Array<(sql: Sql) => void> };
@@ -145,8 +148,11 @@ export function openStore(options: StoreOptions): Store {
   const schemaVersion = migrate(sql, migrations);
   // The template recorded its migrations as applied when the build ran them; this data file got them now.
   if (fromTemplate) sql.run('UPDATE schema_migrations SET applied_at = ?', [Date.now()]);
-  const deferredWindowMs = options.deferredWindowMs ?? 20;
-  return new GroupCommitStore(db, sql, filePath, schemaVersion, deferredWindowMs, options.loadedTurnMs ?? LOADED_TURN_MS, options.checkpointAfterWritingMs ?? CHECKPOINT_AFTER_WRITING_MS);
+  return new GroupCommitStore(db, sql, filePath, schemaVersion, {
+    deferredWindowMs: options.deferredWindowMs ?? 20,
+    loadedTurnMs: options.loadedTurnMs ?? LOADED_TURN_MS,
+    checkpointAfterWritingMs: options.checkpointAfterWritingMs ?? CHECKPOINT_AFTER_WRITING_MS,
+  });
 }
 
 function migrate(sql: CachedSql, migrations: readonly Migration[]): number {
@@ -197,9 +203,7 @@ class GroupCommitStore implements Store {
     private readonly sql: CachedSql,
     readonly filePath: string | null,
     readonly schemaVersion: number,
-    private readonly deferredWindowMs: number,
-    private readonly loadedTurnMs: number,
-    private readonly checkpointAfterWritingMs: number,
+    private readonly timing: Timing,
   ) {
     this.logSync = filePath ? new FileSync(`${filePath}-wal`) : null;
     this.fileSync = filePath ? new FileSync(filePath) : null;
@@ -243,7 +247,7 @@ class GroupCommitStore implements Store {
       this.deferredTimer = setTimeout(() => {
         this.deferredTimer = null;
         this.scheduleDrain();
-      }, this.deferredWindowMs);
+      }, this.timing.deferredWindowMs);
     }
   }
 
@@ -360,9 +364,11 @@ class GroupCommitStore implements Store {
       if (outcome.ok) write.resolve(outcome.value);
       else write.reject(outcome.error);
     });
+    if (!this.fileSync) return;
     this.writingMsSinceCheckpoint += writingMs;
-    const due = ++this.commitsSinceCheckpoint >= CHECKPOINT_EVERY_COMMITS || this.writingMsSinceCheckpoint >= this.checkpointAfterWritingMs;
-    if (this.fileSync && due) await this.checkpoint();
+    this.commitsSinceCheckpoint += 1;
+    const enoughCommits = this.commitsSinceCheckpoint >= CHECKPOINT_EVERY_COMMITS;
+    if (enoughCommits || this.writingMsSinceCheckpoint >= this.timing.checkpointAfterWritingMs) await this.checkpoint();
   }
 
   /**
@@ -405,7 +411,7 @@ class GroupCommitStore implements Store {
       // the commit finishes in one piece, as slices interleaved with many requests cost ~15% more CPU per request
       // (measured at c=16) and a commit falling behind one short slice per turn would grow without bound. Slicing
       // is for a lightly loaded loop, whose requests it keeps from waiting for a whole commit.
-      if (performance.now() - yieldedAt > this.loadedTurnMs) budgetMs = Infinity;
+      if (performance.now() - yieldedAt > this.timing.loadedTurnMs) budgetMs = Infinity;
     }
     return writingMs;
   }
