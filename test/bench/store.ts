@@ -11,7 +11,7 @@ import { availableParallelism } from 'node:os';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
 import { tmpdir } from 'node:os';
-import { delimiter, dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { loadConfig } from '../../src/config.ts';
 import { systemClock } from '../../src/core/clock.ts';
@@ -21,7 +21,7 @@ import { buildApp } from '../../src/http/app.ts';
 import { createServices } from '../../src/services.ts';
 import { ROLLUP_BACKFILL_SQL } from '../../src/store/migrations.ts';
 import { openStore, type Store } from '../../src/store/store.ts';
-import { ROOT } from '../support/process.ts';
+import { executedSvcEnv, ROOT } from '../support/process.ts';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const RUNS = Number(process.env.BENCH_RUNS ?? (QUICK ? 100_000 : 1_000_000));
@@ -116,7 +116,7 @@ async function coldStart(dataDir: string): Promise<number> {
   const hasTaskset = spawnSync('taskset', ['--version']).status === 0;
   // Executed, as a user starts it (its first line sets glibc's malloc thresholds, then execs this process's node).
   const argv = [join(ROOT, 'bin', 'svc'), 'serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'silent'];
-  const options: SpawnOptions = { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}` } };
+  const options: SpawnOptions = { stdio: ['ignore', 'pipe', 'inherit'], env: executedSvcEnv() };
   const child = hasTaskset ? spawn('taskset', ['-c', cpus, ...argv], options) : spawn(argv[0]!, argv.slice(1), options);
   const address = await new Promise<string>((resolve, reject) => {
     let out = '';

@@ -6,9 +6,9 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
-import { delimiter, dirname, join } from 'node:path';
+import { join } from 'node:path';
 import test from 'node:test';
-import { ensureBundle, ROOT, runSvc, SVC, tempDir } from '../support/process.ts';
+import { ensureBundle, executedSvcEnv, ROOT, runSvc, SVC, tempDir } from '../support/process.ts';
 
 interface Launch {
   runCommonJsBundle(bundle: string): { script: { cachedDataRejected?: boolean } };
@@ -68,7 +68,7 @@ test('the serve entry answers help and usage errors as the full program does', a
 /** `bin/svc serve` executed as a user runs it (its first line is sh's); the environment node got, read from /proc. */
 async function environmentOfExecutedServer(t: import('node:test').TestContext, extra: Record<string, string>) {
   const child = spawn(SVC, ['serve', '--port', '0', '--data-dir', tempDir(t), '--log-level', 'silent'], {
-    env: { ...process.env, PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`, SVC_API_KEY: '', ...extra },
+    env: executedSvcEnv({ SVC_API_KEY: '', ...extra }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise((resolve) => child.once('exit', resolve));

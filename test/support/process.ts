@@ -2,7 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
@@ -13,6 +13,14 @@ export const SVC = join(ROOT, 'bin', 'svc');
 export async function ensureBundle(): Promise<void> {
   if (existsSync(join(ROOT, 'dist', 'svc.mjs')) && existsSync(join(ROOT, 'dist', 'serve.cjs'))) return;
   await runSvc([], { script: join(ROOT, 'bin', 'build.mjs') });
+}
+
+/**
+ * The environment for executing `bin/svc` itself, as a user starts it: its first line is sh's `exec node`, so this
+ * process's node goes first on PATH.
+ */
+export function executedSvcEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return { ...process.env, PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`, ...extra };
 }
 
 export function tempDir(t: TestContext, prefix = 'svc-test-'): string {
