@@ -436,7 +436,10 @@ export async function profileSection(ctx, { dir = process.env.BENCH_PROFILE_DIR 
   const next = stream ? () => ({ body: chatBody({ stream: true, unique: true }) }) : live;
   const dataDir = mkdtempSync(join(os.tmpdir(), 'svc-bench-prof-'));
   const before = new Set(safeList(dir));
-  const svc = await startSvc({ mockUrl: ctx.mock.url, dataDir, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`] });
+  // Pinned to one CPU, executed bin/svc runs node with --single-threaded-gc; this node is started directly, so it
+  // gets the flag here.
+  const gcFlags = PINNED ? ['--single-threaded-gc'] : [];
+  const svc = await startSvc({ mockUrl: ctx.mock.url, dataDir, nodeArgs: [...gcFlags, '--cpu-prof', `--cpu-prof-dir=${dir}`] });
   let load;
   try {
     await authorizeClients(svc.url);

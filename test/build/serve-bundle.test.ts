@@ -1,11 +1,13 @@
 /**
  * `svc serve` runs from dist/serve.cjs with its code cache (bin/launch.mjs): the cache the build made is one V8 takes,
  * a cache of another bundle is never used, and the serve entry parses its command line as the full program does.
- * Executed, bin/svc sets glibc's malloc thresholds for node, unless the environment chose its own.
+ * Executed, bin/svc sets glibc's malloc thresholds for node, unless the environment chose its own, and on one CPU
+ * runs V8's garbage collector on the main thread alone.
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import test from 'node:test';
 import { ensureBundle, executedSvcEnv, ROOT, runSvc, SVC, tempDir } from '../support/process.ts';
@@ -65,12 +67,14 @@ test('the serve entry answers help and usage errors as the full program does', a
   }
 });
 
-/** `bin/svc serve` executed as a user runs it (its first line is sh's); the environment node got, read from /proc. */
-async function environmentOfExecutedServer(t: import('node:test').TestContext, extra: Record<string, string>) {
-  const child = spawn(SVC, ['serve', '--port', '0', '--data-dir', tempDir(t), '--log-level', 'silent'], {
-    env: executedSvcEnv({ SVC_API_KEY: '', ...extra }),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+/**
+ * `bin/svc serve` executed as a user runs it (its first line is sh's), on the CPUs `cpus` names (taskset) or on all;
+ * the environment and the command line node got, read from /proc.
+ */
+async function environmentOfExecutedServer(t: import('node:test').TestContext, extra: Record<string, string>, cpus?: string) {
+  const argv = [SVC, 'serve', '--port', '0', '--data-dir', tempDir(t), '--log-level', 'silent'];
+  const [command, ...args] = cpus === undefined ? argv : ['taskset', '-c', cpus, ...argv];
+  const child = spawn(command!, args, { env: executedSvcEnv({ SVC_API_KEY: '', ...extra }), stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise((resolve) => child.once('exit', resolve));
   t.after(async () => {
     child.kill('SIGTERM');
@@ -85,7 +89,11 @@ async function environmentOfExecutedServer(t: import('node:test').TestContext, e
     child.once('exit', (code) => reject(new Error(`bin/svc serve exited with ${code}`)));
   });
   const environ = readFileSync(`/proc/${child.pid}/environ`, 'utf8').split('\0');
-  return { exe: readlinkSync(`/proc/${child.pid}/exe`), value: (name: string) => environ.find((entry) => entry.startsWith(`${name}=`))?.slice(name.length + 1) };
+  return {
+    exe: readlinkSync(`/proc/${child.pid}/exe`),
+    nodeArgs: readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0').slice(1, -1),
+    value: (name: string) => environ.find((entry) => entry.startsWith(`${name}=`))?.slice(name.length + 1),
+  };
 }
 
 test('executed, bin/svc gives node fixed malloc thresholds in the same process, and keeps thresholds the environment set', { skip: process.platform !== 'linux' }, async (t) => {
@@ -97,4 +105,20 @@ test('executed, bin/svc gives node fixed malloc thresholds in the same process, 
   const chosen = await environmentOfExecutedServer(t, { MALLOC_MMAP_THRESHOLD_: '65536', MALLOC_TRIM_THRESHOLD_: '1048576' });
   assert.equal(chosen.value('MALLOC_MMAP_THRESHOLD_'), '65536');
   assert.equal(chosen.value('MALLOC_TRIM_THRESHOLD_'), '1048576');
+});
+
+const hasTaskset = spawnSync('taskset', ['--version']).status === 0;
+
+test('executed on one CPU, bin/svc runs node with a single-threaded garbage collector; on several, with V8\'s helper threads', { skip: process.platform !== 'linux' || !hasTaskset }, async (t) => {
+  await ensureBundle();
+  const single = ['--single-threaded-gc', SVC, 'serve'];
+  const pinned = await environmentOfExecutedServer(t, {}, '0');
+  assert.equal(pinned.exe, process.execPath);
+  assert.deepEqual(pinned.nodeArgs.slice(0, 3), single);
+  if (availableParallelism() === 1) return; // the rest needs a second CPU
+  const everywhere = await environmentOfExecutedServer(t, {});
+  assert.deepEqual(everywhere.nodeArgs.slice(0, 2), [SVC, 'serve']);
+  // nproc would count OMP_NUM_THREADS (an OpenMP setting many machines carry) as the CPUs there are: bin/svc does not.
+  const openMp = await environmentOfExecutedServer(t, { OMP_NUM_THREADS: '1', OMP_THREAD_LIMIT: '1' });
+  assert.deepEqual(openMp.nodeArgs.slice(0, 2), [SVC, 'serve']);
 });
