@@ -1,5 +1,5 @@
 /** Identifiers and one-time tokens. Ids carry a type prefix (`key_`, `run_`, `aud_`); tokens are 256-bit random. */
-import { createHash, hash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /**
  * Random bytes for ids come from a pool refilled 4 KiB at a time: one system call per ~340 ids instead of one per id
@@ -63,11 +63,11 @@ export function sha256Hex(value: string | Buffer): string {
 }
 
 /**
- * Constant-time string comparison. Both sides are hashed first so that the comparison time does not depend on
- * where the strings differ nor (beyond hashing) on their lengths.
+ * A constant-time test of presented strings against one secret. Both sides are hashed (the secret once, here) so that
+ * the comparison time does not depend on where the strings differ nor (beyond hashing) on their lengths. Made once
+ * per secret: a gateway request presenting an API key is tested against the bootstrap token first.
  */
-export function constantTimeEqual(a: string, b: string): boolean {
-  const ha = createHash('sha256').update(a).digest();
-  const hb = createHash('sha256').update(b).digest();
-  return timingSafeEqual(ha, hb);
+export function secretMatcher(secret: string): (presented: string) => boolean {
+  const expected = hash('sha256', secret, 'buffer');
+  return (presented) => timingSafeEqual(hash('sha256', presented, 'buffer'), expected);
 }

@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { Socket } from 'node:net';
-import { constantTimeEqual } from '../core/ids.ts';
+import { secretMatcher } from '../core/ids.ts';
 
 const LOCAL_SOCKET = Symbol('svc.localSocket');
 
@@ -18,6 +18,7 @@ const LOCAL_SOCKET = Symbol('svc.localSocket');
 export const LOCAL_OPERATOR_HEADER = 'x-svc-local-operator';
 /** Fresh per process; never written anywhere. */
 export const LOCAL_OPERATOR_SECRET = randomBytes(32).toString('base64url');
+const isLocalOperatorSecret = secretMatcher(LOCAL_OPERATOR_SECRET);
 
 export function markLocalSocket(socket: Socket): void {
   (socket as Socket & { [LOCAL_SOCKET]?: true })[LOCAL_SOCKET] = true;
@@ -33,5 +34,5 @@ export function isLocalOperator(raw: IncomingMessage): boolean {
   // TCP and TLS connections are net.Sockets; only an injected request has something else here.
   if (raw.socket instanceof Socket) return false;
   const presented = raw.headers[LOCAL_OPERATOR_HEADER];
-  return typeof presented === 'string' && constantTimeEqual(presented, LOCAL_OPERATOR_SECRET);
+  return typeof presented === 'string' && isLocalOperatorSecret(presented);
 }

@@ -9,7 +9,7 @@
  * Every refusal is the same `unauthorized` error, so a caller cannot tell a malformed header from a revoked key.
  */
 import { AppError, invalid, notFound } from '../core/errors.ts';
-import { constantTimeEqual } from '../core/ids.ts';
+import { secretMatcher } from '../core/ids.ts';
 import type { KeysService } from '../keys/service.ts';
 import { DEFAULT_TENANT_ID } from '../tenants/defaults.ts';
 import type { AuthContext } from './auth-context.ts';
@@ -74,6 +74,8 @@ function identityHeader(name: string, value: string | undefined): string | null 
 }
 
 export function createIdentityService(deps: IdentityDeps): IdentityService {
+  const isBootstrapToken = deps.bootstrapToken ? secretMatcher(deps.bootstrapToken) : null;
+
   async function mode(): Promise<AuthMode> {
     if (deps.requireLogin || (await deps.loginModeActive())) return 'login';
     return deps.bootstrapToken ? 'protected' : 'open';
@@ -97,7 +99,7 @@ export function createIdentityService(deps: IdentityDeps): IdentityService {
   }
 
   async function fromToken(token: string, headers: Headers3, currentMode: AuthMode): Promise<AuthContext> {
-    if (deps.bootstrapToken && constantTimeEqual(token, deps.bootstrapToken)) return operator('bootstrap', headers);
+    if (isBootstrapToken?.(token)) return operator('bootstrap', headers);
     const key = await deps.keys.authenticate(token);
     if (key) {
       return {
