@@ -6,7 +6,7 @@
  *   - cold start of `bin/svc serve` on that data file to the first 200 on /health.
  * Prints a table; `--json-out <file>` writes the figures. Run with: node --import tsx test/bench/store.ts
  */
-import { spawn, spawnSync, type SpawnOptions } from 'node:child_process';
+import { spawn, type SpawnOptions } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
@@ -21,7 +21,7 @@ import { buildApp } from '../../src/http/app.ts';
 import { createServices } from '../../src/services.ts';
 import { ROLLUP_BACKFILL_SQL } from '../../src/store/migrations.ts';
 import { openStore, type Store } from '../../src/store/store.ts';
-import { executedSvcEnv, ROOT } from '../support/process.ts';
+import { executedSvcEnv, hasTaskset, onCpus, ROOT } from '../support/process.ts';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const RUNS = Number(process.env.BENCH_RUNS ?? (QUICK ? 100_000 : 1_000_000));
@@ -113,11 +113,11 @@ async function coldStart(dataDir: string): Promise<number> {
   const started = performance.now();
   // Every CPU: when run from run.mjs this process is pinned to one, and a child would inherit that.
   const cpus = `0-${availableParallelism() - 1}`;
-  const hasTaskset = spawnSync('taskset', ['--version']).status === 0;
   // Executed, as a user starts it (its first line sets glibc's malloc thresholds, then execs this process's node).
   const argv = [join(ROOT, 'bin', 'svc'), 'serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'silent'];
   const options: SpawnOptions = { stdio: ['ignore', 'pipe', 'inherit'], env: executedSvcEnv() };
-  const child = hasTaskset ? spawn('taskset', ['-c', cpus, ...argv], options) : spawn(argv[0]!, argv.slice(1), options);
+  const [command, ...args] = onCpus(argv, hasTaskset() ? cpus : undefined);
+  const child = spawn(command, args, options);
   const address = await new Promise<string>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (chunk: Buffer) => {

@@ -10,7 +10,7 @@ import { copyFileSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import test from 'node:test';
-import { ensureBundle, executedSvcEnv, ROOT, runSvc, SVC, tempDir } from '../support/process.ts';
+import { ensureBundle, executedSvcEnv, hasTaskset, onCpus, ROOT, runSvc, SVC, tempDir } from '../support/process.ts';
 
 interface Launch {
   runCommonJsBundle(bundle: string): { script: { cachedDataRejected?: boolean } };
@@ -73,8 +73,8 @@ test('the serve entry answers help and usage errors as the full program does', a
  */
 async function environmentOfExecutedServer(t: import('node:test').TestContext, extra: Record<string, string>, cpus?: string) {
   const argv = [SVC, 'serve', '--port', '0', '--data-dir', tempDir(t), '--log-level', 'silent'];
-  const [command, ...args] = cpus === undefined ? argv : ['taskset', '-c', cpus, ...argv];
-  const child = spawn(command!, args, { env: executedSvcEnv({ SVC_API_KEY: '', ...extra }), stdio: ['ignore', 'pipe', 'pipe'] });
+  const [command, ...args] = onCpus(argv, cpus);
+  const child = spawn(command, args, { env: executedSvcEnv({ SVC_API_KEY: '', ...extra }), stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise((resolve) => child.once('exit', resolve));
   t.after(async () => {
     child.kill('SIGTERM');
@@ -107,9 +107,7 @@ test('executed, bin/svc gives node fixed malloc thresholds in the same process, 
   assert.equal(chosen.value('MALLOC_TRIM_THRESHOLD_'), '1048576');
 });
 
-const hasTaskset = spawnSync('taskset', ['--version']).status === 0;
-
-test('executed on one CPU, bin/svc runs node with a single-threaded garbage collector; on several, with V8\'s helper threads', { skip: process.platform !== 'linux' || !hasTaskset }, async (t) => {
+test('executed on one CPU, bin/svc runs node with a single-threaded garbage collector; on several, with V8\'s helper threads', { skip: process.platform !== 'linux' || !hasTaskset() }, async (t) => {
   await ensureBundle();
   const single = ['--single-threaded-gc', SVC, 'serve'];
   const pinned = await environmentOfExecutedServer(t, {}, '0');

@@ -1,5 +1,5 @@
 /** Spawning the bundled executable (`bin/svc`) in tests: one-shot commands and a `svc serve` that is killed after. */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
@@ -21,6 +21,19 @@ export async function ensureBundle(): Promise<void> {
  */
 export function executedSvcEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   return { ...process.env, PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`, ...extra };
+}
+
+let tasksetFound: boolean | undefined;
+
+/** Whether util-linux's `taskset` can be run here (it pins a process to CPUs). */
+export function hasTaskset(): boolean {
+  tasksetFound ??= spawnSync('taskset', ['--version']).status === 0;
+  return tasksetFound;
+}
+
+/** The command line that runs `argv` on the CPUs `cpus` names (taskset execs it: one pid), or as is without `cpus`. */
+export function onCpus(argv: readonly string[], cpus?: string): [string, ...string[]] {
+  return cpus === undefined ? [argv[0]!, ...argv.slice(1)] : ['taskset', '-c', cpus, ...argv];
 }
 
 export function tempDir(t: TestContext, prefix = 'svc-test-'): string {
