@@ -1,8 +1,8 @@
 /** Cache entries of every tier, keyed per tenant, tier and key (exact-response now; tool-result, som... later). */
 import { setImmediate } from 'node:timers/promises';
 import type { Store } from '../store/store.ts';
-import { textBytes } from '../store/sql.ts';
-import { KeyFilter } from './key-filter.ts';
+import { textBytes, type Sql, type SqlValue } from '../store/sql.ts';
+import { KeyIndex } from './key-index.ts';
 import { ByteLru } from './lru.ts';
 
 export interface CacheEntry {
@@ -25,12 +25,18 @@ export interface CacheRepository {
   putDeferred(entry: Omit<CacheEntry, 'hits' | 'lastHitAt'>): void;
   recordHitDeferred(tenantId: string, cacheType: string, key: string, at: number): void;
   stats(tenantId: string): Promise<Array<{ cacheType: string; entries: number; hits: number }>>;
+  /**
+   * Settles once the index of stored entries has been loaded from the data file (after a start, in small batches
+   * between requests). Until then a lookup finds only the entries the index has already seen.
+   */
+  loaded(): Promise<void>;
   /** Delete entries; `cacheType` null means every tier; `keyPrefix` needs a type. Returns rows deleted. */
   invalidate(tenantId: string, options: { cacheType: string | null; keyPrefix: string | null }): Promise<number>;
   pruneTenant(tenantId: string, cutoff: number, batch: number): Promise<number>;
 }
 
 interface EntryRow {
+  id: number;
   tenant_id: string;
   cache_type: string;
   key: string;
@@ -50,11 +56,6 @@ function likePrefix(prefix: string): string {
 
 export interface CacheRepositoryOptions {
   /**
-   * Starting size, in keys, of the filter that answers lookups of never-stored keys without reading the data file
-   * (key-filter.ts; it doubles when full). 0 turns it off.
-   */
-  keyFilterKeys?: number;
-  /**
    * Budget of the in-memory copy of recent entries, in estimated bytes (the stored JSON's length, doubled for the
    * parsed object, plus the key). 0 turns it off.
    */
@@ -63,7 +64,7 @@ export interface CacheRepositoryOptions {
 
 /**
  * 8 MiB holds a few thousand typical answers. Only answers asked for again are kept (see `recent` below), so the
- * budget goes to the repeated traffic a hit serves; anything else is one indexed read away.
+ * budget goes to the repeated traffic a hit serves; anything else is one read by row id away.
  */
 export const DEFAULT_CACHE_MEMORY_BYTES = 8 * 1024 * 1024;
 
@@ -72,10 +73,8 @@ function estimatedBytes(entry: CacheEntry, jsonLength: number): number {
   return 2 * jsonLength + 2 * (entry.tenantId.length + entry.cacheType.length + entry.key.length) + 256;
 }
 
-/** The smallest filter: 64 Ki keys in 80 KiB. */
-export const DEFAULT_FILTER_KEYS = 65_536;
-/** Stored keys read per event-loop turn while a filter is loaded: about a millisecond of work. */
-const FILTER_LOAD_BATCH = 1_000;
+/** Stored keys read per event-loop turn while the index is loaded: about a millisecond of work. */
+const INDEX_LOAD_BATCH = 1_000;
 
 interface PendingHits {
   tenantId: string;
@@ -109,45 +108,50 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
   const hitCounts = new Map<string, PendingHits>();
   const idOf = (tenantId: string, cacheType: string, key: string) => `${tenantId}\u0000${cacheType}\u0000${key}`;
 
-  // Which keys are stored at all (key-filter.ts). A filter answers only once it has seen every stored key: it is
-  // loaded from the table in small batches between requests (at start, and again at twice the size when it fills
-  // up). Keys stored while it loads (and those still waiting for their commit when it starts) are replayed into it.
-  let filter: KeyFilter | null = null;
-  let storedWhileLoading: string[] | null = null;
-  const remember = (id: string) => {
-    filter?.add(id);
-    if (storedWhileLoading) storedWhileLoading.push(id);
-    else if (filter?.full) void loadFilter(filter.capacity * 2);
-  };
-  async function loadFilter(minimumKeys: number): Promise<void> {
-    const stored = (storedWhileLoading = [...pending.keys()]);
+  // Where each stored entry's row is (key-index.ts): `cache_entries` has no index on the key, so a lookup, a
+  // refresh and a hit count go through this map to the row id, and the row's own identity is checked there. It is
+  // loaded from the table after start-up in small batches between requests; meanwhile a lookup misses unless the
+  // entry is already loaded (or pending, or in `recent`). Rows written meanwhile are added as they are written, and
+  // the load reads on to the table's end, so it sees them too. A key stored again before the load reached its older
+  // row gets a second row: the newer row wins, in the index and on disk (`dropOlder`).
+  const index = new KeyIndex();
+  const identityOf = (row: Pick<EntryRow, 'tenant_id' | 'cache_type' | 'key'>) => idOf(row.tenant_id, row.cache_type, row.key);
+  /** Delete a row that lost its key's place in the index to a newer one, if it is a copy of the same key. */
+  const dropOlder = (sql: Sql, rowId: number, tenantId: string, cacheType: string, key: string) =>
+    sql.run('DELETE FROM cache_entries WHERE id = ? AND tenant_id = ? AND cache_type = ? AND key = ?', [rowId, tenantId, cacheType, key]);
+  const loading = (async () => {
     try {
-      await setImmediate();
-      // The highest rowid bounds the row count and is read from the table's last page.
-      const highest = await store.read((sql) => sql.get<{ n: number | null }>('SELECT MAX(rowid) AS n FROM cache_entries')?.n ?? 0);
-      const next = new KeyFilter(Math.max(minimumKeys, 2 * highest));
       for (let after = 0; ; ) {
-        const rows = await store.read((sql) =>
-          sql.all<{ r: number; tenant_id: string; cache_type: string; key: string }>(
-            'SELECT rowid AS r, tenant_id, cache_type, key FROM cache_entries WHERE rowid > ? ORDER BY rowid LIMIT ?',
-            [after, FILTER_LOAD_BATCH],
-          ),
-        );
-        for (const row of rows) next.add(idOf(row.tenant_id, row.cache_type, row.key));
-        if (rows.length < FILTER_LOAD_BATCH) break;
-        after = rows[rows.length - 1]!.r;
         await setImmediate();
+        const rows = await store.read((sql) => {
+          const batch = sql.all<Pick<EntryRow, 'id' | 'tenant_id' | 'cache_type' | 'key'>>(
+            'SELECT id, tenant_id, cache_type, key FROM cache_entries WHERE id > ? ORDER BY id LIMIT ?',
+            [after, INDEX_LOAD_BATCH],
+          );
+          // In the read's synchronous step: no write can come between the rows read and the index.
+          for (const row of batch) {
+            const older = index.set(identityOf(row), row.id);
+            if (older !== undefined) store.writeDeferred((inner) => dropOlder(inner, older, row.tenant_id, row.cache_type, row.key));
+          }
+          return batch;
+        });
+        if (rows.length < INDEX_LOAD_BATCH) return;
+        after = rows[rows.length - 1]!.id;
       }
-      for (const id of stored) next.add(id);
-      filter = next;
     } catch {
       // The store closed during the load: there is nothing left to answer.
-    } finally {
-      storedWhileLoading = null;
     }
+  })();
+
+  /** Delete the rows `where` matches, and their places in the index; returns how many. */
+  function deleteRows(sql: Sql, where: string, params: SqlValue[]): number {
+    const deleted = sql.all<Pick<EntryRow, 'id' | 'tenant_id' | 'cache_type' | 'key'>>(
+      `DELETE FROM cache_entries WHERE ${where} RETURNING id, tenant_id, cache_type, key`,
+      params,
+    );
+    for (const row of deleted) index.delete(identityOf(row), row.id);
+    return deleted.length;
   }
-  const filterKeys = options.keyFilterKeys ?? DEFAULT_FILTER_KEYS;
-  if (filterKeys > 0) void loadFilter(filterKeys);
 
   /** Forget copies of deleted rows (matching the SQL delete that runs beside it). */
   function forget(predicate: (entry: CacheEntry) => boolean): void {
@@ -171,17 +175,17 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
       }
       const known = recent?.get(id);
       if (known) return Promise.resolve(known);
-      if (filter && !filter.mightContain(id)) return Promise.resolve(null);
+      if (index.get(id) === undefined) return Promise.resolve(null);
       const startedIn = generation;
       return store.read((sql) => {
         const unwritten = pending.get(id);
         if (unwritten) return unwritten;
-        const row = sql.get<EntryRow>('SELECT * FROM cache_entries WHERE tenant_id = ? AND cache_type = ? AND key = ?', [
-          tenantId,
-          cacheType,
-          key,
-        ]);
-        if (!row) return null;
+        // Looked up again: a delete may have run since.
+        const rowId = index.get(id);
+        if (rowId === undefined) return null;
+        const row = sql.get<EntryRow>('SELECT * FROM cache_entries WHERE id = ?', [rowId]);
+        // A fingerprint shared with another key (key-index.ts) finds that key's row: a miss.
+        if (!row || row.tenant_id !== tenantId || row.cache_type !== cacheType || row.key !== key) return null;
         const entry: CacheEntry = {
           tenantId: row.tenant_id,
           cacheType: row.cache_type,
@@ -204,7 +208,6 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
       const id = idOf(entry.tenantId, entry.cacheType, entry.key);
       const overlay: CacheEntry = { ...entry, hits: 0, lastHitAt: null };
       pending.set(id, overlay);
-      remember(id);
       // Decided once: the store may run a deferred write a second time (alone, after its batch's savepoint failed).
       let current: boolean | undefined;
       let asked = false;
@@ -217,14 +220,25 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
           }
         }
         const valueJson = JSON.stringify(entry.value);
-        sql.run(
-          `INSERT INTO cache_entries (tenant_id, cache_type, key, value_json, source_run_id, cost_usd, latency_ms, hits, created_at)
-           VALUES (?, ?, ?, CAST(? AS TEXT), ?, ?, ?, 0, ?)
-           ON CONFLICT (tenant_id, cache_type, key) DO UPDATE SET value_json = excluded.value_json,
-             source_run_id = excluded.source_run_id, cost_usd = excluded.cost_usd, latency_ms = excluded.latency_ms,
-             created_at = excluded.created_at`,
-          [entry.tenantId, entry.cacheType, entry.key, textBytes(valueJson), entry.sourceRunId, entry.costUsd, entry.latencyMs, entry.createdAt],
-        );
+        const { tenantId, cacheType, key } = entry;
+        const stored = index.get(id);
+        // A refresh keeps the row (and its hit count); a new key, or one whose row is gone, appends a row.
+        const refreshed =
+          stored !== undefined &&
+          sql.run(
+            `UPDATE cache_entries SET value_json = CAST(? AS TEXT), source_run_id = ?, cost_usd = ?, latency_ms = ?, created_at = ?
+             WHERE id = ? AND tenant_id = ? AND cache_type = ? AND key = ?`,
+            [textBytes(valueJson), entry.sourceRunId, entry.costUsd, entry.latencyMs, entry.createdAt, stored, tenantId, cacheType, key],
+          ).changes === 1;
+        if (!refreshed) {
+          const { id: rowId } = sql.get<{ id: number }>(
+            `INSERT INTO cache_entries (tenant_id, cache_type, key, value_json, source_run_id, cost_usd, latency_ms, hits, created_at)
+             VALUES (?, ?, ?, CAST(? AS TEXT), ?, ?, ?, 0, ?) RETURNING id`,
+            [tenantId, cacheType, key, textBytes(valueJson), entry.sourceRunId, entry.costUsd, entry.latencyMs, entry.createdAt],
+          )!;
+          const older = index.set(id, rowId);
+          if (older !== undefined) dropOlder(sql, older, tenantId, cacheType, key);
+        }
         // Only the latest put of a key moves on to `recent`, and only if the key was asked for (a copy there is
         // replaced, an entry looked up while pending kept); an overlay dropped by invalidation stays dropped.
         if (current && recent && (asked || recent.has(id))) {
@@ -249,16 +263,20 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
           hits = hitCounts.get(id);
           hitCounts.delete(id);
         }
-        if (!hits) return;
-        sql.run('UPDATE cache_entries SET hits = hits + ?, last_hit_at = ? WHERE tenant_id = ? AND cache_type = ? AND key = ?', [
+        const rowId = index.get(id);
+        if (!hits || rowId === undefined) return;
+        sql.run('UPDATE cache_entries SET hits = hits + ?, last_hit_at = ? WHERE id = ? AND tenant_id = ? AND cache_type = ? AND key = ?', [
           hits.count,
           hits.lastHitAt,
+          rowId,
           tenantId,
           cacheType,
           key,
         ]);
       });
     },
+
+    loaded: () => loading,
 
     stats: async (tenantId) => {
       await store.flush();
@@ -281,15 +299,9 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
       return store.write((sql) => {
         // Beside the SQL delete, in the same synchronous step: no lookup can see a copy the table no longer has.
         forget(matches);
-        if (cacheType === null) return sql.run('DELETE FROM cache_entries WHERE tenant_id = ?', [tenantId]).changes;
-        if (keyPrefix === null) {
-          return sql.run('DELETE FROM cache_entries WHERE tenant_id = ? AND cache_type = ?', [tenantId, cacheType]).changes;
-        }
-        return sql.run("DELETE FROM cache_entries WHERE tenant_id = ? AND cache_type = ? AND key LIKE ? ESCAPE '\\'", [
-          tenantId,
-          cacheType,
-          likePrefix(keyPrefix),
-        ]).changes;
+        if (cacheType === null) return deleteRows(sql, 'tenant_id = ?', [tenantId]);
+        if (keyPrefix === null) return deleteRows(sql, 'tenant_id = ? AND cache_type = ?', [tenantId, cacheType]);
+        return deleteRows(sql, "tenant_id = ? AND cache_type = ? AND key LIKE ? ESCAPE '\\'", [tenantId, cacheType, likePrefix(keyPrefix)]);
       });
     },
 
@@ -297,11 +309,7 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
       store.write((sql) => {
         // Every copy past the cutoff goes at once; the rows follow batch by batch.
         forget((entry) => entry.tenantId === tenantId && entry.createdAt < cutoff);
-        return sql.run(
-          `DELETE FROM cache_entries WHERE rowid IN (
-             SELECT rowid FROM cache_entries WHERE tenant_id = ? AND created_at < ? LIMIT ?)`,
-          [tenantId, cutoff, batch],
-        ).changes;
+        return deleteRows(sql, 'id IN (SELECT id FROM cache_entries WHERE tenant_id = ? AND created_at < ? LIMIT ?)', [tenantId, cutoff, batch]);
       }),
   };
 }

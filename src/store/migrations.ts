@@ -365,4 +365,32 @@ export const MIGRATIONS: readonly Migration[] = [
       DROP INDEX IF EXISTS runs_created;
     `,
   },
+  {
+    version: 6,
+    name: 'cache entries: found by row id, without a unique index on their keys',
+    sql: `
+      -- The exact cache's keys are SHA-256 digests: the unique index on (tenant_id, cache_type, key) put every new
+      -- entry on a random page of the file. svc finds entries through an in-memory map from key to row id
+      -- (src/caches/key-index.ts), which also keeps one row per key; the explicit id keeps row ids stable (VACUUM).
+      CREATE TABLE cache_entries_by_id (
+        id INTEGER PRIMARY KEY,
+        tenant_id TEXT NOT NULL,
+        cache_type TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value_json TEXT NOT NULL,
+        source_run_id TEXT,
+        cost_usd REAL NOT NULL DEFAULT 0,
+        latency_ms INTEGER NOT NULL DEFAULT 0,
+        hits INTEGER NOT NULL DEFAULT 0,
+        created_at INTEGER NOT NULL,
+        last_hit_at INTEGER
+      );
+      INSERT INTO cache_entries_by_id (tenant_id, cache_type, key, value_json, source_run_id, cost_usd, latency_ms, hits, created_at, last_hit_at)
+        SELECT tenant_id, cache_type, key, value_json, source_run_id, cost_usd, latency_ms, hits, created_at, last_hit_at
+        FROM cache_entries ORDER BY rowid;
+      DROP TABLE cache_entries;
+      ALTER TABLE cache_entries_by_id RENAME TO cache_entries;
+      CREATE INDEX cache_entries_tenant_created ON cache_entries (tenant_id, created_at);
+    `,
+  },
 ];

@@ -1,29 +1,41 @@
-/** The exact-response cache's memory tier: byte-bounded LRU, no SQL read on a hit, invalidation, hit coalescing. */
+/**
+ * The exact-response cache's repository: the index of stored keys (no read for a miss, loaded after a restart, one row
+ * per key), the memory tier (byte-bounded LRU, no SQL read on a hit), invalidation, hit coalescing, migration 6.
+ */
 import assert from 'node:assert/strict';
 import test from 'node:test';
-import { KeyFilter } from '../../src/caches/key-filter.ts';
+import { KeyIndex } from '../../src/caches/key-index.ts';
 import { ByteLru } from '../../src/caches/lru.ts';
 import { createCacheRepository, type CacheEntry } from '../../src/caches/repo.ts';
+import { MIGRATIONS } from '../../src/store/migrations.ts';
 import { openStore, type Store } from '../../src/store/store.ts';
 import { countingStore } from '../support/counting-store.ts';
+import { tempDir } from '../support/process.ts';
 
 function entry(tenantId: string, key: string, value: unknown = { answer: key }, createdAt = 1_000): Omit<CacheEntry, 'hits' | 'lastHitAt'> {
   return { tenantId, cacheType: 'exact_response', key, value, sourceRunId: `run_${key}`, costUsd: 0.01, latencyMs: 5, createdAt };
 }
 
-/** A repository over a counting in-memory store; the key filter is off unless asked for (its own tests below). */
-async function setup(t: test.TestContext, memoryBytes?: number, keyFilterKeys = 0) {
+/** A repository over a counting in-memory store, its index loaded. */
+async function setup(t: test.TestContext, memoryBytes?: number) {
   const inner = openStore({ dataDir: null });
   t.after(() => inner.close());
   const { store, counts } = countingStore(inner);
-  const repo = createCacheRepository(store, { keyFilterKeys, ...(memoryBytes === undefined ? {} : { memoryBytes }) });
+  const repo = createCacheRepository(store, memoryBytes === undefined ? {} : { memoryBytes });
+  await repo.loaded();
   return { inner, repo, counts };
 }
 
-/** Event-loop turns enough for a key filter over a small table to finish loading. */
-async function filterLoaded() {
-  for (let i = 0; i < 5; i += 1) await new Promise((resolve) => setImmediate(resolve));
+/** A second repository over the same store, as after a restart (empty memory, index loaded from the table). */
+async function restarted(inner: Store, options: { memoryBytes?: number } = {}) {
+  const wrapped = countingStore(inner);
+  const repo = createCacheRepository(wrapped.store, options);
+  await repo.loaded();
+  return { repo, counts: wrapped.counts };
 }
+
+const rowsOf = (inner: Store, tenantId: string) =>
+  inner.read((sql) => sql.all<{ id: number; key: string }>('SELECT id, key FROM cache_entries WHERE tenant_id = ? ORDER BY id', [tenantId]));
 
 test('ByteLru evicts the least recently used entries by bytes, and never keeps an oversized one', () => {
   const lru = new ByteLru<string>(100, 60);
@@ -53,20 +65,19 @@ test('a hit on a stored entry does no SQL read, before and after its commit', as
   const reads = counts.reads;
   for (let i = 0; i < 5; i += 1) assert.deepEqual((await repo.get('ten_a', 'exact_response', 'k1'))?.value, { answer: 'k1' });
   assert.equal(counts.reads, reads);
-  // A miss still asks the table.
+  // Nor does a miss: the index knows the key was never stored.
   assert.equal(await repo.get('ten_a', 'exact_response', 'other'), null);
-  assert.equal(counts.reads, reads + 1);
+  assert.equal(counts.reads, reads);
 });
 
 test('an entry read from the table is kept in memory for the next hit', async (t) => {
   const { inner, repo } = await setup(t);
   repo.putDeferred(entry('ten_a', 'k1'));
   await inner.flush();
-  // A second repository over the same file starts with an empty memory, as after a restart.
-  const wrapped = countingStore(inner);
-  const fresh = createCacheRepository(wrapped.store, { keyFilterKeys: 0 });
-  for (let i = 0; i < 3; i += 1) assert.deepEqual((await fresh.get('ten_a', 'exact_response', 'k1'))?.value, { answer: 'k1' });
-  assert.equal(wrapped.counts.reads, 1);
+  const fresh = await restarted(inner);
+  const reads = fresh.counts.reads;
+  for (let i = 0; i < 3; i += 1) assert.deepEqual((await fresh.repo.get('ten_a', 'exact_response', 'k1'))?.value, { answer: 'k1' });
+  assert.equal(fresh.counts.reads, reads + 1);
 });
 
 test('tenants never see each other\'s entries, in memory or in the table', async (t) => {
@@ -183,58 +194,139 @@ test('a counter update run twice by the store (savepoint retry) counts its hits 
   assert.deepEqual(await repo.stats('ten_a'), [{ cacheType: 'exact_response', entries: 1, hits: 3 }]);
 });
 
-test('KeyFilter: no false negatives, and about 1% false positives at capacity', () => {
-  const filter = new KeyFilter(10_000);
+test('KeyIndex: finds every key it holds, forgets deleted ones, keeps the newer row of a key, and grows', () => {
+  const index = new KeyIndex();
   const id = (i: number) => `ten_a\u0000exact_response\u0000chat_completions:${i.toString(16).padStart(64, '0')}`;
-  for (let i = 0; i < 10_000; i += 1) filter.add(id(i));
-  for (let i = 0; i < 10_000; i += 1) assert.equal(filter.mightContain(id(i)), true);
-  let positives = 0;
-  for (let i = 10_000; i < 30_000; i += 1) if (filter.mightContain(id(i))) positives += 1;
-  assert.ok(positives < 20_000 * 0.03, `${positives} false positives in 20,000`);
-  assert.equal(filter.full, false);
-  filter.add(id(10_000));
-  assert.equal(filter.full, true);
+  for (let i = 0; i < 10_000; i += 1) assert.equal(index.set(id(i), i + 1), undefined);
+  assert.equal(index.size, 10_000);
+  assert.ok(index.bytes >= 10_000 * 16 && index.bytes <= 10_000 * 16 * 4, `${index.bytes} bytes for 10,000 keys`);
+  for (let i = 0; i < 10_000; i += 1) assert.equal(index.get(id(i)), i + 1);
+  for (let i = 10_000; i < 20_000; i += 1) assert.equal(index.get(id(i)), undefined);
+
+  // A newer row replaces an older one (the older is returned to be dropped); an older one never replaces a newer.
+  assert.equal(index.set(id(5), 50_000), 6);
+  assert.equal(index.get(id(5)), 50_000);
+  assert.equal(index.set(id(5), 7), 7);
+  assert.equal(index.get(id(5)), 50_000);
+  assert.equal(index.set(id(5), 50_000), undefined);
+
+  // A delete names the row: a newer row of the key stays.
+  index.delete(id(5), 6);
+  assert.equal(index.get(id(5)), 50_000);
+  for (let i = 0; i < 10_000; i += 2) index.delete(id(i), i + 1);
+  assert.equal(index.size, 5_000);
+  const rowOf = (i: number) => (i === 5 ? 50_000 : i + 1);
+  for (let i = 0; i < 10_000; i += 1) assert.equal(index.get(id(i)), i % 2 ? rowOf(i) : undefined, `key ${i}`);
+  // Deleted slots are reused, and rehashing drops them: churn does not grow the arrays.
+  const bytes = index.bytes;
+  for (let round = 0; round < 20; round += 1) {
+    for (let i = 0; i < 10_000; i += 2) index.set(id(i), 100_000 * (round + 1) + i);
+    for (let i = 0; i < 10_000; i += 2) index.delete(id(i), 100_000 * (round + 1) + i);
+  }
+  assert.equal(index.size, 5_000);
+  assert.equal(index.bytes, bytes);
+  for (let i = 1; i < 10_000; i += 2) assert.equal(index.get(id(i)), rowOf(i));
 });
 
-test('key filter: a never-stored key is a miss without a read; stored keys, before a restart and while loading, are found', async (t) => {
-  const { inner, repo, counts } = await setup(t, 0, 1024);
-  repo.putDeferred(entry('ten_a', 'k1'));
+test('index: stored keys are found after a restart, also those stored while it loads; a refresh keeps its row', async (t) => {
+  const { inner, repo } = await setup(t, 0);
+  // More rows than one load batch (1,000), so the load takes several turns.
+  for (let i = 0; i < 2_500; i += 1) repo.putDeferred(entry('ten_a', `k${i}`));
   await inner.flush();
-  await filterLoaded();
-  let reads = counts.reads;
-  assert.equal(await repo.get('ten_a', 'exact_response', 'never-stored'), null);
-  assert.equal(await repo.get('ten_b', 'exact_response', 'k1'), null, 'the filter knows tenants apart');
-  assert.equal(counts.reads, reads);
-  assert.deepEqual((await repo.get('ten_a', 'exact_response', 'k1'))?.value, { answer: 'k1' });
-  assert.equal(counts.reads, reads + 1, 'a stored key (no copy in memory here) is read');
 
-  // After a restart the filter is loaded from the table; a key stored before the load finishes is not lost.
   const wrapped = countingStore(inner);
-  const fresh = createCacheRepository(wrapped.store, { memoryBytes: 0, keyFilterKeys: 1024 });
-  fresh.putDeferred(entry('ten_a', 'k2'));
+  const fresh = createCacheRepository(wrapped.store, { memoryBytes: 0 });
+  // Stored while the index loads: a new key, and a key whose older row the load has not reached yet.
+  fresh.putDeferred(entry('ten_a', 'new'));
+  fresh.putDeferred(entry('ten_a', 'k2400', { answer: 'refreshed' }));
   await inner.flush();
-  await filterLoaded();
-  reads = wrapped.counts.reads;
+  await fresh.loaded();
+  const reads = wrapped.counts.reads;
   assert.equal(await fresh.get('ten_a', 'exact_response', 'never-stored'), null);
-  assert.equal(wrapped.counts.reads, reads, 'the loaded filter answers');
-  assert.deepEqual((await fresh.get('ten_a', 'exact_response', 'k1'))?.value, { answer: 'k1' });
-  assert.deepEqual((await fresh.get('ten_a', 'exact_response', 'k2'))?.value, { answer: 'k2' });
+  assert.equal(await fresh.get('ten_b', 'exact_response', 'k1'), null, 'the index knows tenants apart');
+  assert.equal(wrapped.counts.reads, reads, 'misses read nothing');
+  for (const i of [0, 999, 1_000, 2_499]) assert.deepEqual((await fresh.get('ten_a', 'exact_response', `k${i}`))?.value, { answer: `k${i}` });
+  assert.deepEqual((await fresh.get('ten_a', 'exact_response', 'new'))?.value, { answer: 'new' });
+  assert.deepEqual((await fresh.get('ten_a', 'exact_response', 'k2400'))?.value, { answer: 'refreshed' });
+  await inner.flush();
+  // One row per key: the load dropped the older row of the key stored again.
+  const rows = await rowsOf(inner, 'ten_a');
+  assert.equal(rows.length, 2_501);
+  assert.equal(rows.filter((row) => row.key === 'k2400').length, 1);
+
+  // A refresh after the load updates the row in place, keeping its hits.
+  fresh.recordHitDeferred('ten_a', 'exact_response', 'k7', 9_000);
+  await inner.flush();
+  const before = rows.find((row) => row.key === 'k7')!.id;
+  fresh.putDeferred(entry('ten_a', 'k7', { answer: 'again' }));
+  await inner.flush();
+  const after = await inner.read((sql) => sql.all<{ id: number; hits: number }>("SELECT id, hits FROM cache_entries WHERE key = 'k7'"));
+  assert.deepEqual(after, [{ id: before, hits: 1 }]);
 });
 
-test('key filter: when it fills up it is rebuilt twice as large, losing no key, committed or still pending', async (t) => {
-  const { inner, repo, counts } = await setup(t, 0, 8);
-  await filterLoaded();
-  for (let i = 0; i < 12; i += 1) repo.putDeferred(entry('ten_a', `k${i}`));
+test('index: a row gone from under it, or holding another key, is a miss, never another key\'s answer', async (t) => {
+  const { inner, repo } = await setup(t, 0);
+  repo.putDeferred(entry('ten_a', 'first'));
   await inner.flush();
-  // The 9th key filled it: a rebuild started, which also takes keys stored while it loads and keys not yet committed.
-  for (let i = 12; i < 16; i += 1) repo.putDeferred(entry('ten_a', `k${i}`));
-  await filterLoaded();
+  // Deleted behind the repository's back (svc never does this): the index still points at the row id...
+  await inner.write((sql) => sql.run("DELETE FROM cache_entries WHERE key = 'first'"));
+  assert.equal(await repo.get('ten_a', 'exact_response', 'first'), null);
+  // ...which the next new row takes (SQLite reuses the highest id): it holds another key.
+  repo.putDeferred(entry('ten_a', 'second'));
   await inner.flush();
-  await filterLoaded();
-  for (let i = 0; i < 16; i += 1) assert.deepEqual((await repo.get('ten_a', 'exact_response', `k${i}`))?.value, { answer: `k${i}` }, `k${i}`);
+  assert.equal(await repo.get('ten_a', 'exact_response', 'first'), null);
+  assert.deepEqual((await repo.get('ten_a', 'exact_response', 'second'))?.value, { answer: 'second' });
+  // Hits of the stale key count nowhere; storing it again appends its own row and leaves the other key's alone.
+  repo.recordHitDeferred('ten_a', 'exact_response', 'first', 5_000);
+  repo.putDeferred(entry('ten_a', 'first', { answer: 'first again' }));
+  await inner.flush();
+  assert.deepEqual((await repo.get('ten_a', 'exact_response', 'first'))?.value, { answer: 'first again' });
+  assert.deepEqual((await repo.get('ten_a', 'exact_response', 'second'))?.value, { answer: 'second' });
+  assert.deepEqual((await rowsOf(inner, 'ten_a')).map((row) => row.key), ['second', 'first']);
+  assert.deepEqual(await repo.stats('ten_a'), [{ cacheType: 'exact_response', entries: 2, hits: 0 }]);
+});
+
+test('index: deleted entries leave it, so a key stored again is found again', async (t) => {
+  const { inner, repo, counts } = await setup(t, 0);
+  for (const key of ['a1', 'a2', 'b1']) repo.putDeferred(entry('ten_a', key, { answer: key }, key === 'a1' ? 100 : 5_000));
+  await inner.flush();
+  assert.equal(await repo.pruneTenant('ten_a', 1_000, 10), 1);
+  assert.equal(await repo.invalidate('ten_a', { cacheType: 'exact_response', keyPrefix: 'a' }), 1);
   const reads = counts.reads;
-  let misses = 0;
-  for (let i = 0; i < 50; i += 1) if ((await repo.get('ten_a', 'exact_response', `absent-${i}`)) === null) misses += 1;
-  assert.equal(misses, 50);
-  assert.ok(counts.reads - reads < 3, `the rebuilt filter answers the misses (${counts.reads - reads} reads for 50)`);
+  assert.equal(await repo.get('ten_a', 'exact_response', 'a1'), null);
+  assert.equal(await repo.get('ten_a', 'exact_response', 'a2'), null);
+  assert.equal(counts.reads, reads, 'deleted keys are misses without a read');
+  repo.putDeferred(entry('ten_a', 'a1', { answer: 'back' }));
+  await inner.flush();
+  assert.deepEqual((await repo.get('ten_a', 'exact_response', 'a1'))?.value, { answer: 'back' });
+  assert.deepEqual((await rowsOf(inner, 'ten_a')).map((row) => row.key), ['b1', 'a1']);
+});
+
+test('migration 6 keeps the entries of an older data file, and they are found', async (t) => {
+  const dir = tempDir(t);
+  const old = openStore({ dataDir: dir, migrations: MIGRATIONS.filter((m) => m.version <= 5) });
+  await old.write((sql) => {
+    for (const key of ['k1', 'k2']) {
+      sql.run(
+        `INSERT INTO cache_entries (tenant_id, cache_type, key, value_json, source_run_id, cost_usd, latency_ms, hits, created_at, last_hit_at)
+         VALUES ('ten_a', 'exact_response', ?, ?, NULL, 0.25, 7, 3, 1000, 2000)`,
+        [key, JSON.stringify({ answer: key })],
+      );
+    }
+  });
+  await old.close();
+  const store = openStore({ dataDir: dir });
+  t.after(() => store.close());
+  const repo = createCacheRepository(store);
+  await repo.loaded();
+  const found = await repo.get('ten_a', 'exact_response', 'k2');
+  assert.deepEqual(found && { value: found.value, costUsd: found.costUsd, latencyMs: found.latencyMs, hits: found.hits }, {
+    value: { answer: 'k2' },
+    costUsd: 0.25,
+    latencyMs: 7,
+    hits: 3,
+  });
+  assert.deepEqual(await repo.stats('ten_a'), [{ cacheType: 'exact_response', entries: 2, hits: 6 }]);
+  const indexes = await store.read((sql) => sql.all<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'cache_entries'"));
+  assert.deepEqual(indexes.map((row) => row.name), ['cache_entries_tenant_created']);
 });
