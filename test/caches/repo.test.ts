@@ -235,11 +235,16 @@ test('index: stored keys are found after a restart, also those stored while it l
   await inner.flush();
 
   const wrapped = countingStore(inner);
-  const fresh = createCacheRepository(wrapped.store, { memoryBytes: 0 });
-  // Stored while the index loads: a new key, and a key whose older row the load has not reached yet.
+  // The restarted repository's reads wait until the gate opens: its index has loaded nothing before that.
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const fresh = createCacheRepository({ ...wrapped.store, read: async (fn) => gate.then(() => wrapped.store.read(fn)) } as Store, { memoryBytes: 0 });
+  // Stored before the index has loaded: a new key, and a key whose older row the load has not reached yet.
   fresh.putDeferred(entry('ten_a', 'new'));
   fresh.putDeferred(entry('ten_a', 'k2400', { answer: 'refreshed' }));
   await inner.flush();
+  assert.equal((await rowsOf(inner, 'ten_a')).filter((row) => row.key === 'k2400').length, 2, 'a second row, until the load reaches the first');
+  open();
   await fresh.loaded();
   const reads = wrapped.counts.reads;
   assert.equal(await fresh.get('ten_a', 'exact_response', 'never-stored'), null);
