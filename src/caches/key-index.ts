@@ -56,13 +56,11 @@ export class KeyIndex {
   private live = 0;
   private deleted = 0;
 
-  constructor(expectedKeys = 0) {
-    let slots = MIN_SLOTS;
-    while (slots * 0.75 < expectedKeys) slots *= 2;
-    this.high = new Uint32Array(slots);
-    this.low = new Uint32Array(slots);
-    this.rows = new Float64Array(slots);
-    this.mask = slots - 1;
+  constructor() {
+    this.high = new Uint32Array(MIN_SLOTS);
+    this.low = new Uint32Array(MIN_SLOTS);
+    this.rows = new Float64Array(MIN_SLOTS);
+    this.mask = MIN_SLOTS - 1;
   }
 
   get size(): number {
@@ -126,10 +124,14 @@ export class KeyIndex {
     this.rows[slot] = rowId;
   }
 
-  /** Rehash into arrays twice as large when live keys fill more than half of these, else the same size (dropping deleted slots). */
+  /**
+   * Rehash, dropping deleted slots, into the smallest arrays the live keys fill at most half of: larger when they
+   * grew, the same after churn, smaller after many deletes.
+   */
   private resize(): void {
     const { high, low, rows } = this;
-    const slots = this.live + 1 > rows.length * 0.5 ? rows.length * 2 : rows.length;
+    let slots = MIN_SLOTS;
+    while (slots * 0.5 < this.live + 1) slots *= 2;
     this.high = new Uint32Array(slots);
     this.low = new Uint32Array(slots);
     this.rows = new Float64Array(slots);

@@ -143,7 +143,10 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
     }
   })();
 
-  /** Delete the rows `where` matches, and their places in the index; returns how many. */
+  /**
+   * Delete the rows `where` matches, and their places in the index; returns how many. Should the transaction roll
+   * back after this, the rows stay but their keys are forgotten until the next start: misses, never wrong answers.
+   */
   function deleteRows(sql: Sql, where: string, params: SqlValue[]): number {
     const deleted = sql.all<Pick<EntryRow, 'id' | 'tenant_id' | 'cache_type' | 'key'>>(
       `DELETE FROM cache_entries WHERE ${where} RETURNING id, tenant_id, cache_type, key`,

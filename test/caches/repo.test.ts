@@ -226,6 +226,14 @@ test('KeyIndex: finds every key it holds, forgets deleted ones, keeps the newer 
   assert.equal(index.size, 5_000);
   assert.equal(index.bytes, bytes);
   for (let i = 1; i < 10_000; i += 2) assert.equal(index.get(id(i)), rowOf(i));
+  // Emptied, it shrinks back to its smallest size at the next rehash.
+  for (let i = 1; i < 10_000; i += 2) index.delete(id(i), rowOf(i));
+  for (let i = 0; i < 20_000; i += 1) {
+    index.set(`other ${i}`, 1_000_000 + i);
+    index.delete(`other ${i}`, 1_000_000 + i);
+  }
+  assert.equal(index.size, 0);
+  assert.equal(index.bytes, 1024 * 16);
 });
 
 test('index: stored keys are found after a restart, also those stored while it loads; a refresh keeps its row', async (t) => {
