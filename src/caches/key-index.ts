@@ -1,6 +1,6 @@
 /**
  * Where each stored cache entry is: a map from an entry's identity (tenant, tier, key) to its row id in
- * `cache_entries`, held in two typed arrays instead of a unique index in the data file.
+ * `cache_entries`, held in typed arrays instead of a unique index in the data file.
  *
  * The exact cache's keys are SHA-256 digests, so in a b-tree every new entry lands on a random leaf page: each
  * commit wrote about one more 4 KiB page per request into the log, and again at the checkpoint (~40% of the pages a
@@ -8,8 +8,8 @@
  * miss costs two string hashes and no read, as the Bloom filter this replaces did.
  *
  * An identity is kept as a 64-bit fingerprint (two independent 32-bit hashes), not as its text: 16 bytes a slot, at
- * most three slots in four used. Two identities with one fingerprint (about one chance in 10^8 among a million
- * entries) share a slot; the caller reads the row's own identity back before trusting it, so such a collision is
+ * most three slots in four used. Two identities with one fingerprint (about one chance in 40 million among a
+ * million entries) share a slot; the caller reads the row's own identity back before trusting it, so such a collision is
  * a miss, never a wrong answer.
  */
 
@@ -77,18 +77,27 @@ export class KeyIndex {
     return slot < 0 ? undefined : this.rows[slot];
   }
 
-  /**
-   * Point `identity` at `rowId`, unless it already points at a newer row (a higher id: rows are appended). Returns
-   * the row that lost: the one replaced, or `rowId` itself when it is the older; undefined when there was none.
-   */
+  /** Point `identity` at `rowId` (a row just written); returns the row it pointed at before, if another. */
   set(identity: string, rowId: number): number | undefined {
+    return this.place(identity, rowId, false);
+  }
+
+  /**
+   * Point `identity` at `rowId` (a row read from the table), unless it already points at a newer row: a higher id,
+   * as rows are appended. Returns the row that lost: the one replaced, or `rowId` itself when it is the older.
+   */
+  setUnlessNewer(identity: string, rowId: number): number | undefined {
+    return this.place(identity, rowId, true);
+  }
+
+  private place(identity: string, rowId: number, keepNewer: boolean): number | undefined {
     const high = fnv1a(identity);
     const low = murmur(identity);
     const found = this.find(high, low);
     if (found >= 0) {
       const current = this.rows[found]!;
       if (current === rowId) return undefined;
-      if (current > rowId) return rowId;
+      if (keepNewer && current > rowId) return rowId;
       this.rows[found] = rowId;
       return current;
     }

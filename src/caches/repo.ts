@@ -130,7 +130,7 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
           );
           // In the read's synchronous step: no write can come between the rows read and the index.
           for (const row of batch) {
-            const older = index.set(identityOf(row), row.id);
+            const older = index.setUnlessNewer(identityOf(row), row.id);
             if (older !== undefined) store.writeDeferred((inner) => dropOlder(inner, older, row.tenant_id, row.cache_type, row.key));
           }
           return batch;

@@ -203,12 +203,16 @@ test('KeyIndex: finds every key it holds, forgets deleted ones, keeps the newer 
   for (let i = 0; i < 10_000; i += 1) assert.equal(index.get(id(i)), i + 1);
   for (let i = 10_000; i < 20_000; i += 1) assert.equal(index.get(id(i)), undefined);
 
-  // A newer row replaces an older one (the older is returned to be dropped); an older one never replaces a newer.
-  assert.equal(index.set(id(5), 50_000), 6);
+  // A row read from the table replaces an older one (returned, to be dropped), never a newer one (then it is returned).
+  assert.equal(index.setUnlessNewer(id(5), 50_000), 6);
   assert.equal(index.get(id(5)), 50_000);
-  assert.equal(index.set(id(5), 7), 7);
+  assert.equal(index.setUnlessNewer(id(5), 7), 7);
   assert.equal(index.get(id(5)), 50_000);
-  assert.equal(index.set(id(5), 50_000), undefined);
+  assert.equal(index.setUnlessNewer(id(5), 50_000), undefined);
+  // A row just written always takes the place.
+  assert.equal(index.set(id(7), 3), 8);
+  assert.equal(index.set(id(7), 8), 3);
+  assert.equal(index.get(id(7)), 8);
 
   // A delete names the row: a newer row of the key stays.
   index.delete(id(5), 6);
