@@ -19,6 +19,8 @@ export interface InvalidateRequest {
 export interface CacheService {
   stats(auth: AuthContext): Promise<{ stats: Array<{ cacheType: string; entries: number; hits: number }> }>;
   invalidate(auth: AuthContext, request: InvalidateRequest): Promise<{ invalidated: number; cacheType: string | null; keyPrefix: string | null }>;
+  /** Settles once every entry stored before the start can be found (the key index is loaded after start-up). */
+  loaded(): Promise<void>;
 }
 
 export function createCacheService(deps: { repo: CacheRepository; audit: AuditService }): CacheService {
@@ -57,6 +59,8 @@ export function createCacheService(deps: { repo: CacheRepository; audit: AuditSe
       await audit.record(auth, 'cache.invalidate', { target: cacheType ?? 'all', details: { cacheType, keyPrefix, invalidated } });
       return { invalidated, cacheType, keyPrefix };
     },
+
+    loaded: () => repo.loaded(),
   };
 }
 

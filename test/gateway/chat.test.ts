@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import { bearer, build, json } from '../support/build.ts';
+import { tempDir } from '../support/process.ts';
 
 const WEATHER_TOOL = {
   type: 'function',
@@ -101,6 +102,24 @@ test('tampering with a stored trace event is reported by /integrity at the broke
   await services.store.write((sql) => sql.run('DELETE FROM run_events WHERE run_id = ? AND seq = (SELECT MAX(seq) FROM run_events WHERE run_id = ?)', [second, second]));
   const truncated = json(await app.inject({ url: `/api/v1/runs/${second}/integrity` }));
   assert.equal(truncated.ok, false);
+});
+
+test('a cached answer is served again after a restart, once the key index is loaded from the data file', async (t) => {
+  const dataDir = tempDir(t);
+  const body = fresh();
+  const before = await build(t, { dataDir });
+  const first = await chat(before.app, body);
+  assert.equal(first.headers['x-svc-route'], 'live');
+  await before.app.close();
+  await before.services.store.close(); // as svc stops: the deferred cache write is committed
+
+  const after = await build(t, { dataDir });
+  await after.services.cache.loaded();
+  const again = await chat(after.app, body);
+  assert.equal(again.headers['x-svc-route'], 'exact_cache');
+  assert.equal(json(again).choices[0].message.content, json(first).choices[0].message.content);
+  const stats = json(await after.app.inject({ url: '/api/v1/cache/stats' })).stats;
+  assert.deepEqual(stats.find((row: { cacheType: string }) => row.cacheType === 'exact_response'), { cacheType: 'exact_response', entries: 1, hits: 1 });
 });
 
 test('an identical request is served from the exact cache, streamed or not', async (t) => {
