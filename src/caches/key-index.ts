@@ -9,8 +9,8 @@
  *
  * An identity is kept as a 64-bit fingerprint (two independent 32-bit hashes), not as its text: 16 bytes a slot, at
  * most three slots in four used. Two identities with one fingerprint (about one chance in 40 million among a
- * million entries) share a slot; the caller reads the row's own identity back before trusting it, so such a collision is
- * a miss, never a wrong answer.
+ * million entries) share a slot; the caller reads the row's own identity back before trusting it, so such a
+ * collision is a miss, never a wrong answer.
  */
 
 /** 32-bit FNV-1a of a string's UTF-16 code units. */

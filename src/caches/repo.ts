@@ -312,7 +312,11 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
       store.write((sql) => {
         // Every copy past the cutoff goes at once; the rows follow batch by batch.
         forget((entry) => entry.tenantId === tenantId && entry.createdAt < cutoff);
-        return deleteRows(sql, 'id IN (SELECT id FROM cache_entries WHERE tenant_id = ? AND created_at < ? LIMIT ?)', [tenantId, cutoff, batch]);
+        return deleteRows(sql, 'id IN (SELECT id FROM cache_entries WHERE tenant_id = ? AND created_at < ? LIMIT ?)', [
+          tenantId,
+          cutoff,
+          batch,
+        ]);
       }),
   };
 }
