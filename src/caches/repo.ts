@@ -49,6 +49,9 @@ interface EntryRow {
   last_hit_at: number | null;
 }
 
+/** The columns that say which entry a row holds, and where it is. */
+type StoredKey = Pick<EntryRow, 'id' | 'tenant_id' | 'cache_type' | 'key'>;
+
 /** Escape LIKE wildcards so a key prefix matches literally. */
 function likePrefix(prefix: string): string {
   return `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
@@ -116,15 +119,18 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
   // row gets a second row: the newer row wins, in the index and on disk (`dropOlder`).
   const index = new KeyIndex();
   const identityOf = (row: Pick<EntryRow, 'tenant_id' | 'cache_type' | 'key'>) => idOf(row.tenant_id, row.cache_type, row.key);
-  /** Delete a row that lost its key's place in the index to a newer one, if it is a copy of the same key. */
+  /**
+   * Delete a row that lost its key's place in the index to a newer one, if it is a copy of the same key (the place is
+   * the newer row's by then, which `deleteRows` leaves to it).
+   */
   const dropOlder = (sql: Sql, rowId: number, tenantId: string, cacheType: string, key: string) =>
-    sql.run('DELETE FROM cache_entries WHERE id = ? AND tenant_id = ? AND cache_type = ? AND key = ?', [rowId, tenantId, cacheType, key]);
+    deleteRows(sql, 'id = ? AND tenant_id = ? AND cache_type = ? AND key = ?', [rowId, tenantId, cacheType, key]);
   const loading = (async () => {
     try {
       for (let after = 0; ; ) {
         await setImmediate();
         const rows = await store.read((sql) => {
-          const batch = sql.all<Pick<EntryRow, 'id' | 'tenant_id' | 'cache_type' | 'key'>>(
+          const batch = sql.all<StoredKey>(
             'SELECT id, tenant_id, cache_type, key FROM cache_entries WHERE id > ? ORDER BY id LIMIT ?',
             [after, INDEX_LOAD_BATCH],
           );
@@ -148,7 +154,7 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
    * back after this, the rows stay but their keys are forgotten until the next start: misses, never wrong answers.
    */
   function deleteRows(sql: Sql, where: string, params: SqlValue[]): number {
-    const deleted = sql.all<Pick<EntryRow, 'id' | 'tenant_id' | 'cache_type' | 'key'>>(
+    const deleted = sql.all<StoredKey>(
       `DELETE FROM cache_entries WHERE ${where} RETURNING id, tenant_id, cache_type, key`,
       params,
     );
