@@ -76,6 +76,13 @@ function estimatedBytes(entry: CacheEntry, jsonLength: number): number {
   return 2 * jsonLength + 2 * (entry.tenantId.length + entry.cacheType.length + entry.key.length) + 256;
 }
 
+/**
+ * The row with this id, if it still holds this key (parameters: id, tenant, tier, key). A row id from the index is
+ * trusted only with its key: another key sharing the fingerprint (key-index.ts), or an id left by a write that rolled
+ * back, must never reach another entry's row.
+ */
+const KEYS_ROW = 'id = ? AND tenant_id = ? AND cache_type = ? AND key = ?';
+
 /** Stored keys read per event-loop turn while the index is loaded: about a millisecond of work. */
 const INDEX_LOAD_BATCH = 1_000;
 
@@ -124,7 +131,7 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
    * the newer row's by then, which `deleteRows` leaves to it).
    */
   const dropOlder = (sql: Sql, rowId: number, tenantId: string, cacheType: string, key: string) =>
-    deleteRows(sql, 'id = ? AND tenant_id = ? AND cache_type = ? AND key = ?', [rowId, tenantId, cacheType, key]);
+    deleteRows(sql, KEYS_ROW, [rowId, tenantId, cacheType, key]);
   const loading = (async () => {
     try {
       for (let after = 0; ; ) {
@@ -236,7 +243,7 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
           stored !== undefined &&
           sql.run(
             `UPDATE cache_entries SET value_json = CAST(? AS TEXT), source_run_id = ?, cost_usd = ?, latency_ms = ?, created_at = ?
-             WHERE id = ? AND tenant_id = ? AND cache_type = ? AND key = ?`,
+             WHERE ${KEYS_ROW}`,
             [textBytes(valueJson), entry.sourceRunId, entry.costUsd, entry.latencyMs, entry.createdAt, stored, tenantId, cacheType, key],
           ).changes === 1;
         if (!refreshed) {
@@ -274,7 +281,7 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
         }
         const rowId = index.get(id);
         if (!hits || rowId === undefined) return;
-        sql.run('UPDATE cache_entries SET hits = hits + ?, last_hit_at = ? WHERE id = ? AND tenant_id = ? AND cache_type = ? AND key = ?', [
+        sql.run(`UPDATE cache_entries SET hits = hits + ?, last_hit_at = ? WHERE ${KEYS_ROW}`, [
           hits.count,
           hits.lastHitAt,
           rowId,
