@@ -5,7 +5,8 @@
  * A node:http mock upstream speaks the chat-completions wire (JSON and SSE, 0 ms latency); svc is started from the
  * bundle (`bin/svc serve`) on a fresh data directory with CHATCOMP_BASE_URL pointing at the mock; then, in order:
  * buffered A/B (A = client -> mock, B = client -> svc -> mock) at concurrency 1/16/64, streaming TTFB/TTLB and the
- * relay check, exact-cache hits, the soak, cold starts, and the storage figures (test/bench/store.ts).
+ * relay check, exact-cache hits, the soak, cold starts, the ledger's window at a crash (test/bench/crash.mjs), and the
+ * storage figures (test/bench/store.ts).
  *
  * Pinning: with taskset and 2+ CPUs this script re-executes itself under `taskset -c 1` (load generator + mock) and
  * starts svc under `taskset -c 0`; otherwise everything runs unpinned and the output says so.
@@ -14,7 +15,7 @@
  *   BENCH_QUICK=1 npm run bench                 short durations, 10,000-request soak
  *   npm run bench -- --json-out bench.json      also write every figure as JSON
  *   npm run bench -- --skip-storage             gateway figures only
- *   npm run bench -- --only buffered,cache      some gateway sections only (buffered, streaming, cache, soak, cold)
+ *   npm run bench -- --only buffered,cache      some gateway sections only (buffered, streaming, cache, soak, cold, crash)
  *   BENCH_PROFILE=1 npm run bench               (or --profile) only: svc under --cpu-prof, ~20 s of concurrency-16
  *                                               buffered live traffic, top 15 self-time functions
  *                                               (profile kept in BENCH_PROFILE_DIR, default /tmp/svc-prof)
@@ -44,6 +45,7 @@ import {
   streamingSection,
   warmUp,
 } from './gateway.mjs';
+import { crashSection, printCrash } from './crash.mjs';
 import { checkTargets, printTargets } from './targets.mjs';
 import { PINNED, ROOT, authorizeClients, currentAffinity, machineInfo, round, rssMb, startMock, startSvc, stopSvc } from './lib.mjs';
 
@@ -77,7 +79,7 @@ async function main() {
     quick: QUICK,
     machine,
     plan: plan(QUICK),
-    gateway: { buffered: null, streaming: null, cache: null, soak: null, coldStart: null },
+    gateway: { buffered: null, streaming: null, cache: null, soak: null, coldStart: null, crash: null },
     // STORAGE: figures of issue 7 item 2 (test/bench/store.ts), filled by storageSection() below.
     storage: null,
     profile: null,
@@ -139,6 +141,7 @@ async function main() {
         dataDir = null;
       }
       if (runs('cold')) printColdStart((results.gateway.coldStart = await coldStartSection(ctx)));
+      if (runs('crash')) printCrash((results.gateway.crash = await crashSection(ctx)));
     }
   } finally {
     for (const cleanup of cleanups) await cleanup();

@@ -2,6 +2,7 @@
  * The targets of issue 7, checked against a results object of run.mjs. Missed targets are reported, never a
  * failure of the bench. A target whose figure is missing (section skipped) is listed as "not measured".
  */
+import { oldestLostOverall } from './crash.mjs';
 import { table } from './gateway.mjs';
 
 const at = (object, path) => path.split('.').reduce((o, k) => (o === null || o === undefined ? undefined : o[k]), object);
@@ -24,6 +25,8 @@ export function checkTargets(results) {
     ['cold start to /health 200, empty data dir (median)', at(g, 'coldStart.toHealthMs.median'), '<=', 300, 'ms'],
     ['RSS at the end of the soak', at(g, 'soak.rssEndMb'), '<=', 150, 'MB'],
     ['RSS trend, 4th vs 3rd quarter of the soak', g.soak ? g.soak.trend : undefined, '=', 'flat', ''],
+    // The durability rule of the hot path: a run answered this long before a crash is in the ledger.
+    ['ledger window: oldest run lost to a SIGKILL', oldestLostOverall(g.crash), '<=', 20, 'ms'],
   ];
   if (s) {
     rows.push(['cold start, 1,000,000-run data file (median)', at(s, 'coldStartMsWithRuns.median'), '<=', 500, 'ms']);
