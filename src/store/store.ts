@@ -12,8 +12,9 @@
  *   store flushes the log after each commit before acknowledging it, and checkpoints the log into the main file
  *   itself every `CHECKPOINT_EVERY_COMMITS` commits or sooner (after `CHECKPOINT_AFTER_WRITING_MS` of writing),
  *   flushing the main file before the log may be reused.
- * - Deferred writes (the gateway's own ledger) join the next group commit, at most `deferredWindowMs` later, one
- *   savepoint per slice of a fraction of a millisecond (each write alone only if that fails), with a turn of the
+ * - Deferred writes (the gateway's own ledger) join the next group commit, which starts `deferredWindowMs` after the
+ *   first of them was queued, or once the commit, flush or checkpoint still running has ended (test/bench/crash.mjs
+ *   measures how long after an answer its run is committed), one savepoint per slice of a fraction of a millisecond (each write alone only if that fails), with a turn of the
  *   event loop between slices while the loop is lightly loaded; `flush()` waits for them, which readers naming a
  *   run call first (read-your-writes).
  * - "database is locked" is retried with async backoff, never a busy-wait.
@@ -33,7 +34,7 @@ export const DATA_FILE_NAME = 'svc.db';
 export interface StoreOptions {
   /** Directory holding the data file; `null` opens a private in-memory database (tests). */
   dataDir: string | null;
-  /** Upper bound on how long a deferred write may wait for its commit. */
+  /** How long after the first deferred write of a window its commit starts (later while another one still runs). */
   deferredWindowMs?: number;
   /** Checkpoint once the commits since the last one spent this long writing; default `CHECKPOINT_AFTER_WRITING_MS`. */
   checkpointAfterWritingMs?: number;
