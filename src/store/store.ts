@@ -14,9 +14,9 @@
  *   flushing the main file before the log may be reused.
  * - Deferred writes (the gateway's own ledger) join the next group commit, which starts `deferredWindowMs` after the
  *   first of them was queued, or once the commit, flush or checkpoint still running has ended (test/bench/crash.mjs
- *   measures how long after an answer its run is committed), one savepoint per slice of a fraction of a millisecond (each write alone only if that fails), with a turn of the
- *   event loop between slices while the loop is lightly loaded; `flush()` waits for them, which readers naming a
- *   run call first (read-your-writes).
+ *   measures how long after an answer its run is committed), one savepoint per slice of a fraction of a millisecond
+ *   (each write alone only if that fails), with a turn of the event loop between slices while the loop is lightly
+ *   loaded; `flush()` waits for them, which readers naming a run call first (read-your-writes).
  * - "database is locked" is retried with async backoff, never a busy-wait.
  */
 import { existsSync, mkdirSync, rmSync } from 'node:fs';

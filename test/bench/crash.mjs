@@ -38,6 +38,7 @@ export async function crashSection(ctx) {
         ctx.fail(`crash trial ${i + 1} at c=${concurrency}: ${error.message}`);
       }
     }
+    if (trials.length === 0) continue; // each failed trial was reported
     const oldest = trials.map((t) => t.oldestLostMs ?? 0);
     result[`c${concurrency}`] = {
       trials: trials.length,
