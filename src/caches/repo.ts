@@ -199,9 +199,9 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
         // Looked up again: a delete may have run since.
         const rowId = index.get(id);
         if (rowId === undefined) return null;
-        const row = sql.get<EntryRow>('SELECT * FROM cache_entries WHERE id = ?', [rowId]);
         // A fingerprint shared with another key (key-index.ts) finds that key's row: a miss.
-        if (!row || row.tenant_id !== tenantId || row.cache_type !== cacheType || row.key !== key) return null;
+        const row = sql.get<EntryRow>(`SELECT * FROM cache_entries WHERE ${KEYS_ROW}`, [rowId, tenantId, cacheType, key]);
+        if (!row) return null;
         const entry: CacheEntry = {
           tenantId: row.tenant_id,
           cacheType: row.cache_type,
