@@ -260,7 +260,7 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
         if (current && recent && (asked || recent.has(id))) {
           recent.set(id, overlay, estimatedBytes(overlay, valueJson.length));
         }
-      });
+      }, { early: true });
     },
 
     recordHitDeferred(tenantId, cacheType, key, at) {

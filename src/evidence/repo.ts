@@ -443,45 +443,71 @@ function runIdOf(change: LedgerChange): string | undefined {
   return change.insert?.id ?? change.finished?.id ?? change.events?.[0]?.runId ?? change.attempts?.[0]?.runId ?? change.replay?.runId ?? change.responseHash?.runId;
 }
 
-/**
- * The ledger changes queued for one group commit as steps: the changes of a few runs each (every run's changes in
- * one step, so it is still written merged), then the rollups of every run finished by them, summed once.
- */
-function ledgerSteps(changes: readonly LedgerChange[]): Array<(sql: Sql) => void> {
-  const byRun = new Map<string | undefined, LedgerChange[]>();
+/** The changes queued, grouped by run in the order each run was first seen. */
+function byRun(changes: readonly LedgerChange[]): LedgerChange[][] {
+  const groups = new Map<string | undefined, LedgerChange[]>();
   for (const change of changes) {
     const runId = runIdOf(change);
-    const own = byRun.get(runId);
+    const own = groups.get(runId);
     if (own) own.push(change);
-    else byRun.set(runId, [change]);
+    else groups.set(runId, [change]);
   }
-  const runs = [...byRun.values()];
-  // Keyed by run: a step that is redone (its slice failed) adds its runs again.
-  const finished = new Map<string, RunRecord>();
+  return [...groups.values()];
+}
+
+/**
+ * Steps writing the changes of a few runs each (every run's changes in one step, so it is still written merged); the
+ * runs finished by them are added to `finished` (keyed by run: a step that is redone, its slice having failed, adds
+ * its runs again).
+ */
+function runSteps(runs: readonly LedgerChange[][], finished: Map<string, RunRecord>): Array<(sql: Sql) => void> {
   const steps: Array<(sql: Sql) => void> = [];
   for (let i = 0; i < runs.length; i += RUNS_PER_STEP) {
     const part = runs.slice(i, i + RUNS_PER_STEP).flat();
     // One bad change (it should not happen: ids are unique) must not drop its neighbours: only it is lost.
     steps.push((sql) => togetherOrAlone(sql, part, (inner, items) => writeMerged(inner, items, finished)));
   }
-  steps.push((sql) => {
-    if (finished.size > 0) addToRollups(sql, [...finished.values()]);
-  });
   return steps;
 }
 
 export function createRunsRepository(store: Store): RunsRepository {
-  // Changes queued since the last group commit took them: one deferred write, planned when its commit starts.
+  // Changes queued since the last group commit took them: one deferred write, planned when its commit starts (and,
+  // under load, for the runs that finished, earlier: see Store.writeDeferredSteps).
   let queued: LedgerChange[] = [];
-  const plan = () => {
-    const changes = queued;
-    queued = [];
-    return ledgerSteps(changes);
+  let registered = false;
+  // The runs finished since the last commit (written early or at the commit): their rollups are summed once, in the
+  // commit's last step.
+  let finished = new Map<string, RunRecord>();
+  const plan = (final: boolean) => {
+    if (final) {
+      const runs = byRun(queued);
+      const rolledUp = finished;
+      queued = [];
+      registered = false;
+      finished = new Map();
+      const steps = runSteps(runs, rolledUp);
+      steps.push((sql) => {
+        if (rolledUp.size > 0) addToRollups(sql, [...rolledUp.values()]);
+      });
+      return steps;
+    }
+    // Early: only runs that finished, so each is still written once, in its final state.
+    const ready: LedgerChange[][] = [];
+    const waiting: LedgerChange[] = [];
+    for (const changes of byRun(queued)) {
+      if (changes.some((change) => change.finished)) ready.push(changes);
+      else waiting.push(...changes);
+    }
+    queued = waiting;
+    return runSteps(ready, finished);
   };
 
   return {
     recordDeferred(change) {
-      if (queued.length === 0) store.writeDeferredSteps(plan);
+      if (!registered) {
+        registered = true;
+        store.writeDeferredSteps(plan);
+      }
       queued.push(change);
     },
 

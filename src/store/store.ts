@@ -24,7 +24,7 @@ import { join } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import sqlite from 'node-sqlite3-wasm';
-import { FileSync } from './file-sync.ts';
+import { FileSync, flushNow } from './file-sync.ts';
 import { CachedSql, inSavepoint, type Sql } from './sql.ts';
 import { MIGRATIONS, type Migration } from './migrations.ts';
 import { createFromTemplate } from './template.ts';
@@ -57,14 +57,18 @@ export interface Store {
   read<T>(fn: (sql: Sql) => T): Promise<T>;
   /** Run a write; resolves after the group commit that holds it returned. */
   write<T>(fn: (sql: Sql) => T): Promise<T>;
-  /** Queue a write for the next group commit without waiting for it (bounded window). */
-  writeDeferred(fn: (sql: Sql) => void): void;
   /**
-   * Queue a write made of steps, planned when its commit starts (`plan` runs once, before any of the commit's writes,
-   * so it may take what was queued for it) and written step by step: the commit may give the event loop a turn
-   * between steps, and a failing step is dropped alone.
+   * Queue a write for the next group commit without waiting for it (bounded window). `early`: under load it may be
+   * written into the window's open transaction in the next turn of the event loop, before the commit.
    */
-  writeDeferredSteps(plan: () => Array<(sql: Sql) => void>): void;
+  writeDeferred(fn: (sql: Sql) => void, options?: { early?: boolean }): void;
+  /**
+   * Queue a write made of steps, planned when its commit starts (`plan(true)` runs once, before any of the commit's
+   * writes, so it may take what was queued for it) and written step by step: the commit may give the event loop a
+   * turn between steps, and a failing step is dropped alone. Under load `plan(false)` may be called before that, any
+   * number of times, for the steps that are ready to be written early; the write stays queued until `plan(true)`.
+   */
+  writeDeferredSteps(plan: (final: boolean) => Array<(sql: Sql) => void>): void;
   /** Wait until every queued write, deferred ones included, is committed. */
   flush(): Promise<void>;
   /** Flush, then close the file. */
@@ -83,8 +87,8 @@ export interface Store {
 /** The store's timing choices, each from `StoreOptions` or its default. */
 type Timing = Required<Pick<StoreOptions, 'deferredWindowMs' | 'loadedTurnMs' | 'checkpointAfterWritingMs'>>;
 
-/** A deferred write: one piece, or steps planned when its commit starts. */
-type DeferredWrite = ((sql: Sql) => void) | { plan: () => Array<(sql: Sql) => void> };
+/** A deferred write: one piece (maybe written early), or steps planned when its commit starts (some maybe early). */
+type DeferredWrite = { fn: (sql: Sql) => void; early: boolean } | { plan: (final: boolean) => Array<(sql: Sql) => void> };
 
 interface PendingWrite {
   fn: (sql: Sql) => unknown;
@@ -101,11 +105,12 @@ const BUSY_BACKOFF_MS = [2, 5, 10, 25, 50, 100, 200];
  * up the next commit: each one costs a flush, so small commits share one, but its length, the longest stall a
  * request can meet, follows the pages written since the last one, which the time spent writing them measures. At
  * full gateway load on the reference machine, 64 commits (~490 ms of writing) made a ~42 ms checkpoint and a c=16
- * p99.9 of ~115 ms; ~120 ms of writing make ~10 ms ones (docs/performance.md). The log is reused from its start
- * after each checkpoint.
+ * p99.9 of ~115 ms; ~120 ms of writing made ~10 ms ones and ~9 ms of flushing (docs/performance.md). The log is
+ * reused from its start after each checkpoint, so the next commit waits for the flush: ~40 ms of writing (a ~3.5 ms
+ * copy, a ~4 ms flush) keep that wait within a deferred window, which is to end 20 ms after it opened.
  */
 const CHECKPOINT_EVERY_COMMITS = 64;
-const CHECKPOINT_AFTER_WRITING_MS = 120;
+const CHECKPOINT_AFTER_WRITING_MS = 40;
 
 /**
  * About how much of deferred writes' work a commit does before it gives the event loop a turn, at least (see
@@ -113,8 +118,31 @@ const CHECKPOINT_AFTER_WRITING_MS = 120;
  */
 const SLICE_MS = 0.3;
 
-/** A turn of the event loop between two slices longer than this means a loaded loop (see writeInSlices). */
+/**
+ * A turn of the event loop between two slices longer than this means a loaded loop (see writeInSlices); so does the
+ * rest of the turns after answers taking half of it on average (see scheduleEarly).
+ */
 const LOADED_TURN_MS = 1;
+
+/** The weight of the latest turn in the average of `turnRestMs`. */
+const TURN_REST_WEIGHT = 0.1;
+
+/**
+ * A window is shortened by the longest overrun of this many recent commits, and by `WINDOW_MARGIN_MS` more (see
+ * windowDelayMs). Traced at c=16 (a build timing each window from its opening to its `COMMIT`, 8 s): 8 commits and
+ * 1 ms left 6.6% of the commits ending past 20 ms, 16 and 2 ms 3.3%, 32 and 3 ms 1% (p99 20 ms).
+ */
+const RECENT_COMMITS = 32;
+const WINDOW_MARGIN_MS = 3;
+
+/** A planned deferred write's steps; a plan that fails is dropped like a write that fails (its request was answered). */
+function planned(write: { plan: (final: boolean) => Array<(sql: Sql) => void> }, final: boolean): Array<(sql: Sql) => void> {
+  try {
+    return write.plan(final);
+  } catch {
+    return [];
+  }
+}
 
 function isBusy(error: unknown): boolean {
   return error instanceof Error && /database is locked|SQLITE_BUSY/i.test(error.message);
@@ -144,6 +172,9 @@ export function openStore(options: StoreOptions): Store {
     sql.exec('PRAGMA journal_mode = WAL');
     sql.exec('PRAGMA synchronous = OFF');
     sql.exec('PRAGMA wal_autocheckpoint = 0');
+    // A transaction's pages stay in memory until its COMMIT unless they pass this many (~64 MB): early writes made
+    // while the main file flushes after a checkpoint must not write to the log, which is to be reused from its start.
+    sql.exec('PRAGMA cache_spill = 16384');
   }
   sql.exec('PRAGMA foreign_keys = ON');
   const schemaVersion = migrate(sql, migrations);
@@ -190,14 +221,32 @@ function migrate(sql: CachedSql, migrations: readonly Migration[]): number {
 class GroupCommitStore implements Store {
   private queue: PendingWrite[] = [];
   private deferred: DeferredWrite[] = [];
+  /** When the deferred window opened (its first write), while it is open; its commit takes and closes it. */
+  private windowOpenedAt: number | null = null;
+  /** When the open window's commit is due to start. */
+  private windowDueAt = 0;
   private deferredTimer: NodeJS.Timeout | null = null;
   private draining: Promise<void> | null = null;
   private closed = false;
+  /** A transaction opened by early writes (under load) that the window's commit will end. */
+  private transactionOpen = false;
+  /** A commit is writing, or copying the log: early writes wait. */
+  private committing = false;
+  private earlyScheduled = false;
+  private earlyWritingMs = 0;
+  /** How long the rest of a turn after an answer took, averaged over recent turns (see `scheduleEarly`). */
+  private turnRestMs = 0;
+  /** How long after its due time each of the last commits ended (see `windowDelayMs`). */
+  private readonly recentOverrunsMs: number[] = [];
   private commitsSinceCheckpoint = 0;
   private writingMsSinceCheckpoint = 0;
   private generation = 0;
   private readonly logSync: FileSync | null;
   private readonly fileSync: FileSync | null;
+  /** A flush of the main file after a checkpoint failed (see `fallBackToFullSync`). */
+  private mainFileUnflushed = false;
+  /** The log flushes still running, as one promise (see `flushLog`). */
+  private logFlushing: Promise<void> | null = null;
 
   constructor(
     private readonly db: sqlite.Database,
@@ -231,29 +280,99 @@ class GroupCommitStore implements Store {
     });
   }
 
-  writeDeferred(fn: (sql: Sql) => void): void {
-    this.queueDeferred(fn);
+  writeDeferred(fn: (sql: Sql) => void, options?: { early?: boolean }): void {
+    this.queueDeferred({ fn, early: options?.early === true });
   }
 
-  writeDeferredSteps(plan: () => Array<(sql: Sql) => void>): void {
+  writeDeferredSteps(plan: (final: boolean) => Array<(sql: Sql) => void>): void {
     this.queueDeferred({ plan });
   }
 
   private queueDeferred(write: DeferredWrite): void {
     this.assertOpen();
-    // The first write of a window opens it; later ones join it, also once it passed and its drain is pending.
-    const opensWindow = this.deferred.length === 0;
     this.deferred.push(write);
-    if (opensWindow) {
+    // The first write of a window opens it; later ones join it, also once it passed and its drain is pending.
+    if (this.windowOpenedAt === null) {
+      const now = performance.now();
+      const delayMs = this.windowDelayMs();
+      this.windowOpenedAt = now;
+      this.windowDueAt = now + delayMs;
       this.deferredTimer = setTimeout(() => {
         this.deferredTimer = null;
         this.scheduleDrain();
-      }, this.timing.deferredWindowMs);
+      }, delayMs);
     }
+    this.scheduleEarly();
+  }
+
+  /**
+   * How long a new window stays open: its commit is to end `deferredWindowMs` after it opened, so the window is
+   * shorter by how late the recent commits ended after they were due (the timer firing after a long turn, a commit
+   * or checkpoint still running, the commit's own writing), and a margin.
+   */
+  private windowDelayMs(): number {
+    const overrunMs = this.recentOverrunsMs.length > 0 ? Math.max(...this.recentOverrunsMs) : 0;
+    return Math.max(1, this.timing.deferredWindowMs - overrunMs - WINDOW_MARGIN_MS);
+  }
+
+  private recordOverrun(ms: number): void {
+    this.recentOverrunsMs.push(Math.max(0, ms));
+    if (this.recentOverrunsMs.length > RECENT_COMMITS) this.recentOverrunsMs.shift();
+  }
+
+  /**
+   * After a turn in which deferred writes were queued (a request answered), measure how long the rest of that turn
+   * took: a loaded loop handles several requests per turn. While it is loaded, the ready writes go in early.
+   */
+  private scheduleEarly(): void {
+    if (this.earlyScheduled) return;
+    this.earlyScheduled = true;
+    const scheduledAt = performance.now();
+    setImmediate(() => {
+      this.earlyScheduled = false;
+      this.turnRestMs += (performance.now() - scheduledAt - this.turnRestMs) * TURN_REST_WEIGHT;
+      if (this.loaded) this.writeEarly();
+    });
+  }
+
+  /** Whether the loop is loaded: the rest of a turn after an answer took half of `loadedTurnMs` or more, on average. */
+  private get loaded(): boolean {
+    return this.turnRestMs >= this.timing.loadedTurnMs / 2;
+  }
+
+  /**
+   * Under load, what is ready of the window's deferred writes goes into a transaction opened for the window now,
+   * not at its commit: the commit then has little left to write but `COMMIT`, so it ends close to its due time.
+   */
+  private writeEarly(): void {
+    if (this.committing || this.closed || this.windowOpenedAt === null) return;
+    if (!this.transactionOpen) {
+      try {
+        this.sql.run('BEGIN IMMEDIATE');
+      } catch {
+        return; // the commit begins its own, with its backoff
+      }
+      this.transactionOpen = true;
+    }
+    const startedAt = performance.now();
+    const steps: Array<(sql: Sql) => void> = [];
+    this.deferred = this.deferred.filter((write) => {
+      if ('fn' in write) {
+        if (!write.early) return true;
+        steps.push(write.fn);
+        return false;
+      }
+      steps.push(...planned(write, false));
+      return true;
+    });
+    if (steps.length > 0 && !inSavepoint(this.sql, (sql) => steps.forEach((step) => step(sql))).ok) {
+      for (const step of steps) inSavepoint(this.sql, step);
+    }
+    this.earlyWritingMs += performance.now() - startedAt;
   }
 
   async flush(): Promise<void> {
-    while (this.queue.length > 0 || this.deferred.length > 0 || this.draining) {
+    while (this.queue.length > 0 || this.windowOpenedAt !== null || this.draining) {
       this.closeDeferredWindow();
       this.scheduleDrain();
       await this.draining;
@@ -263,6 +382,7 @@ class GroupCommitStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     await this.flush();
+    await this.logFlushing?.catch(() => {});
     this.closed = true;
     this.closeDeferredWindow();
     this.sql.finalizeAll();
@@ -279,7 +399,7 @@ class GroupCommitStore implements Store {
    * takes the queue closes it too, leaving nothing queued, so the next write opens a new window.)
    */
   private get deferredDue(): boolean {
-    return this.deferred.length > 0 && this.deferredTimer === null;
+    return this.windowOpenedAt !== null && this.deferredTimer === null;
   }
 
   private closeDeferredWindow(): void {
@@ -315,18 +435,25 @@ class GroupCommitStore implements Store {
     while (this.queue.length > 0 || this.deferredDue) {
       const batch = this.queue;
       const deferred = this.deferred;
+      const dueAt = this.windowOpenedAt === null ? null : this.windowDueAt;
       this.queue = [];
       this.deferred = [];
+      this.windowOpenedAt = null;
       this.closeDeferredWindow();
-      await this.commitBatch(batch, deferred);
+      this.committing = true;
+      try {
+        await this.commitBatch(batch, deferred, dueAt);
+      } finally {
+        this.committing = false;
+      }
     }
   }
 
-  private async commitBatch(batch: PendingWrite[], deferred: DeferredWrite[]): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
+  private async commitBatch(batch: PendingWrite[], deferred: DeferredWrite[], dueAt: number | null): Promise<void> {
+    for (let attempt = 0; !this.transactionOpen; attempt++) {
       try {
         this.sql.run('BEGIN IMMEDIATE');
-        break;
+        this.transactionOpen = true;
       } catch (error) {
         if (!isBusy(error) || attempt >= BUSY_BACKOFF_MS.length) {
           for (const write of batch) write.reject(error);
@@ -335,13 +462,15 @@ class GroupCommitStore implements Store {
         await new Promise((resolve) => setTimeout(resolve, BUSY_BACKOFF_MS[attempt]));
       }
     }
-    let writingMs = await this.writeInSlices(deferred);
+    let writingMs = this.earlyWritingMs + (await this.writeInSlices(deferred));
+    this.earlyWritingMs = 0;
     const batchStartedAt = performance.now();
     const outcomes = batch.map((write) => inSavepoint(this.sql, write.fn));
     // In the same turn as the batch's writes and their COMMIT (or ROLLBACK): no read between them and this saw a
     // generation they had changed.
     if (batch.length > 0) this.generation++;
     try {
+      if (this.mainFileUnflushed) flushNow(this.filePath!);
       this.sql.run('COMMIT');
     } catch (error) {
       try {
@@ -349,27 +478,59 @@ class GroupCommitStore implements Store {
       } catch {
         // the failed COMMIT may already have rolled back
       }
+      this.transactionOpen = false;
       for (const write of batch) write.reject(error);
       return;
     }
-    writingMs += performance.now() - batchStartedAt;
-    try {
-      await this.logSync?.sync();
-    } catch (error) {
-      // Committed, but not known to be on the disk: acknowledging it would be a promise svc cannot keep.
-      for (const write of batch) write.reject(error);
-      return;
-    }
-    batch.forEach((write, i) => {
-      const outcome = outcomes[i]!;
-      if (outcome.ok) write.resolve(outcome.value);
-      else write.reject(outcome.error);
-    });
-    if (!this.fileSync) return;
+    this.transactionOpen = false;
+    this.fallBackToFullSync();
+    const committedAt = performance.now();
+    writingMs += committedAt - batchStartedAt;
+    if (dueAt !== null) this.recordOverrun(committedAt - dueAt);
     this.writingMsSinceCheckpoint += writingMs;
     this.commitsSinceCheckpoint += 1;
-    const enoughCommits = this.commitsSinceCheckpoint >= CHECKPOINT_EVERY_COMMITS;
-    if (enoughCommits || this.writingMsSinceCheckpoint >= this.timing.checkpointAfterWritingMs) await this.checkpoint();
+    const checkpointDue =
+      this.fileSync !== null &&
+      (this.commitsSinceCheckpoint >= CHECKPOINT_EVERY_COMMITS ||
+        this.writingMsSinceCheckpoint >= this.timing.checkpointAfterWritingMs);
+    // The batch is acknowledged once the log is flushed; the next commit need not wait for that (its window's early
+    // writes may go into a new transaction meanwhile), unless a checkpoint follows: it copies only a flushed log,
+    // and needs the connection out of any transaction.
+    const flushed = this.flushLog();
+    flushed.then(
+      () =>
+        batch.forEach((write, i) => {
+          const outcome = outcomes[i]!;
+          if (outcome.ok) write.resolve(outcome.value);
+          else write.reject(outcome.error);
+        }),
+      // Committed, but not known to be on the disk: acknowledging it would be a promise svc cannot keep.
+      (error) => batch.forEach((write) => write.reject(error)),
+    );
+    if (!checkpointDue) return;
+    try {
+      await flushed;
+    } catch {
+      return; // the next checkpoint is due as well
+    }
+    await this.checkpoint();
+  }
+
+  /**
+   * Flush the log (off the event loop) for the commit just written. A flush still running for an earlier commit
+   * joins it: a commit counts as flushed only with every earlier one, as the log is replayed in order.
+   */
+  private flushLog(): Promise<void> {
+    if (!this.logSync) return Promise.resolve();
+    const own = this.logSync.sync();
+    const earlier = this.logFlushing;
+    const flushed = earlier ? Promise.all([earlier, own]).then(() => undefined) : own;
+    this.logFlushing = flushed;
+    const settled = () => {
+      if (this.logFlushing === flushed) this.logFlushing = null;
+    };
+    flushed.then(settled, settled);
+    return flushed;
   }
 
   /**
@@ -383,17 +544,12 @@ class GroupCommitStore implements Store {
   private async writeInSlices(queued: DeferredWrite[]): Promise<number> {
     const deferred: Array<(sql: Sql) => void> = [];
     for (const write of queued) {
-      if (typeof write === 'function') deferred.push(write);
-      else {
-        try {
-          deferred.push(...write.plan());
-        } catch {
-          // dropped like a write that fails: its request was already answered
-        }
-      }
+      if ('fn' in write) deferred.push(write.fn);
+      else deferred.push(...planned(write, true));
     }
     let next = 0;
-    let budgetMs = SLICE_MS;
+    // Under load the window's ready writes went in early and what is left is written in one piece (see below).
+    let budgetMs = this.loaded ? Infinity : SLICE_MS;
     let writingMs = 0;
     while (next < deferred.length) {
       const first = next;
@@ -426,15 +582,29 @@ class GroupCommitStore implements Store {
     this.writingMsSinceCheckpoint = 0;
     try {
       this.sql.exec('PRAGMA wal_checkpoint(PASSIVE)');
+      // Early writes may open the next transaction meanwhile: they stay in SQLite's page cache (it spills into the
+      // log only far beyond a window's pages, see `cache_spill`), and only the next COMMIT writes to the log.
+      this.committing = false;
       await this.fileSync!.sync();
     } catch {
       // The copy may be in the data file unflushed while the next commit starts overwriting the log: from here on,
       // fall back to SQLite's own (blocking) flushes rather than risk what was acknowledged.
-      try {
-        this.sql.exec('PRAGMA synchronous = FULL');
-      } catch {
-        // nothing more to do; the next log flush reports a disk that fails
-      }
+      this.mainFileUnflushed = true;
+      this.fallBackToFullSync();
+    }
+  }
+
+  /**
+   * After a failed flush of the main file: SQLite's own flushes from now on. The setting cannot change inside a
+   * transaction (early writes may have opened one); until it could, the next `COMMIT` flushes the main file first.
+   */
+  private fallBackToFullSync(): void {
+    if (!this.mainFileUnflushed || this.transactionOpen) return;
+    try {
+      this.sql.exec('PRAGMA synchronous = FULL');
+      this.mainFileUnflushed = false;
+    } catch {
+      // tried again after the next commit; the next log flush reports a disk that fails
     }
   }
 }

@@ -161,6 +161,59 @@ test('a deferred write in steps is planned once when its commit starts; a failin
   assert.deepEqual(await store.read((sql) => sql.all<{ id: number }>('SELECT id FROM t ORDER BY id').map((row) => row.id)), [1, 2, 3]);
 });
 
+test('under load, the ready part of deferred writes goes into an open transaction early; its commit ends it', async (t) => {
+  const dataDir = tempDir(t);
+  const log = join(dataDir, `${DATA_FILE_NAME}-wal`);
+  // Every turn counts as loaded; the window stays open until something commits it.
+  const store = openStore({ dataDir, loadedTurnMs: 0, deferredWindowMs: 60_000 });
+  await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY)'));
+  const logBefore = statSync(log).size;
+  const plans: boolean[] = [];
+  store.writeDeferredSteps((final) => {
+    plans.push(final);
+    if (final) return [(sql) => void sql.run('INSERT INTO t (id) VALUES (2)')];
+    return plans.length === 1 ? [(sql) => void sql.run('INSERT INTO t (id) VALUES (1)')] : [];
+  });
+  store.writeDeferred((sql) => void sql.run('INSERT INTO t (id) VALUES (3)'), { early: true });
+  store.writeDeferred((sql) => void sql.run('INSERT INTO t (id) VALUES (4)'));
+  await new Promise((resolve) => setImmediate(resolve));
+  await new Promise((resolve) => setImmediate(resolve));
+  const ids = () => store.read((sql) => sql.all<{ id: number }>('SELECT id FROM t ORDER BY id').map((row) => row.id));
+  // Written (this connection sees them), not committed: nothing reached the log, which a checkpoint's flush may
+  // still need unchanged.
+  assert.deepEqual(await ids(), [1, 3]);
+  assert.equal(statSync(log).size, logBefore);
+  // An awaited write commits the open transaction with the rest of the window.
+  await store.write((sql) => sql.run('INSERT INTO t (id) VALUES (5)'));
+  assert.deepEqual(await ids(), [1, 2, 3, 4, 5]);
+  assert.deepEqual(plans, [false, true]);
+  await store.close();
+  const reopened = openStore({ dataDir });
+  t.after(() => reopened.close());
+  assert.deepEqual(await reopened.read((sql) => sql.all<{ id: number }>('SELECT id FROM t ORDER BY id').map((row) => row.id)), [1, 2, 3, 4, 5]);
+});
+
+test('a deferred window is shortened by how late the recent commits ended, so its commit still ends in time', async (t) => {
+  const store = openStore({ dataDir: tempDir(t), deferredWindowMs: 200, loadedTurnMs: 1_000 });
+  t.after(() => store.close());
+  await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY)'));
+  // This window's commit ends ~250 ms after it was due.
+  store.writeDeferred((sql) => {
+    busyFor(250);
+    sql.run('INSERT INTO t (id) VALUES (1)');
+  });
+  await new Promise((resolve) => setTimeout(resolve, 600));
+  // So the next window closes at once instead of 200 ms after it opened.
+  const queuedAt = performance.now();
+  let committedAfterMs: number | undefined;
+  store.writeDeferred((sql) => {
+    committedAfterMs = performance.now() - queuedAt;
+    sql.run('INSERT INTO t (id) VALUES (2)');
+  });
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.ok(committedAfterMs !== undefined && committedAfterMs < 100, `the second window's commit ran after ${committedAfterMs} ms`);
+});
+
 test('a write queued while a sliced commit is under way joins the next commit and resolves', async (t) => {
   const store = await storeWithTable(t);
   queueSlowInserts(store, 100);

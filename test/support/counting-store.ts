@@ -10,9 +10,9 @@ export function countingStore(store: Store) {
       return store.read(fn);
     },
     write: (fn) => store.write(fn),
-    writeDeferred: (fn) => {
+    writeDeferred: (fn, options) => {
       counts.deferred += 1;
-      store.writeDeferred(fn);
+      store.writeDeferred(fn, options);
     },
     writeDeferredSteps: (plan) => store.writeDeferredSteps(plan),
     flush: () => store.flush(),
