@@ -9,14 +9,16 @@
  *   answered after `await store.write(...)` survives a crash, power loss included. Each write runs in its own
  *   savepoint, so one failing write does not take its batch neighbours down with it.
  * - The disk flushes run off the event loop (src/store/file-sync.ts): SQLite runs with `synchronous = OFF`, the
- *   store flushes the log after each commit before acknowledging it, and checkpoints the log into the main file
- *   itself every `CHECKPOINT_EVERY_COMMITS` commits or sooner (after `CHECKPOINT_AFTER_WRITING_MS` of writing),
- *   flushing the main file before the log may be reused.
- * - Deferred writes (the gateway's own ledger) join the next group commit, which starts `deferredWindowMs` after the
- *   first of them was queued, or once the commit, flush or checkpoint still running has ended (test/bench/crash.mjs
- *   measures how long after an answer its run is committed), one savepoint per slice of a fraction of a millisecond
- *   (each write alone only if that fails), with a turn of the event loop between slices while the loop is lightly
- *   loaded; `flush()` waits for them, which readers naming a run call first (read-your-writes).
+ *   store flushes the log after each commit before acknowledging it (the next commit does not wait for that), and
+ *   checkpoints the log into the main file itself every `CHECKPOINT_EVERY_COMMITS` commits or sooner (after
+ *   `CHECKPOINT_AFTER_WRITING_MS` of writing), flushing the main file before the log may be reused.
+ * - Deferred writes (the gateway's own ledger) join the next group commit, whose window is to end `deferredWindowMs`
+ *   after the first of them was queued: it is shortened by how late recent commits ended (test/bench/crash.mjs
+ *   measures how long after an answer its run is committed). At light load the commit writes them in slices of a
+ *   fraction of a millisecond, one savepoint each (each write alone only if that fails), with a turn of the event
+ *   loop between slices; under load what is ready goes into the window's open transaction in the turn after it was
+ *   queued, so the commit has little left. `flush()` waits for them, which readers naming a run call first
+ *   (read-your-writes).
  * - "database is locked" is retried with async backoff, never a busy-wait.
  */
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
@@ -347,6 +349,8 @@ class GroupCommitStore implements Store {
   private writeEarly(): void {
     if (this.committing || this.closed || this.windowOpenedAt === null) return;
     if (!this.transactionOpen) {
+      // Nothing to write early (hit counts, session touches): no transaction either.
+      if (!this.deferred.some((write) => !('fn' in write) || write.early)) return;
       try {
         this.sql.run('BEGIN IMMEDIATE');
       } catch {
@@ -457,6 +461,9 @@ class GroupCommitStore implements Store {
       } catch (error) {
         if (!isBusy(error) || attempt >= BUSY_BACKOFF_MS.length) {
           for (const write of batch) write.reject(error);
+          // The deferred writes are lost with this commit; their plans still take what was queued for them, so that
+          // their writers queue anew.
+          for (const write of deferred) if ('plan' in write) planned(write, true);
           return;
         }
         await new Promise((resolve) => setTimeout(resolve, BUSY_BACKOFF_MS[attempt]));
