@@ -137,6 +137,11 @@ const TURN_REST_WEIGHT = 0.1;
 const RECENT_COMMITS = 32;
 const WINDOW_MARGIN_MS = 3;
 
+/** Whether a deferred write may be written before its commit, under load: a plan (its ready steps) or an early piece. */
+function writesEarly(write: DeferredWrite): boolean {
+  return !('fn' in write) || write.early;
+}
+
 /** A planned deferred write's steps; a plan that fails is dropped like a write that fails (its request was answered). */
 function planned(write: { plan: (final: boolean) => Array<(sql: Sql) => void> }, final: boolean): Array<(sql: Sql) => void> {
   try {
@@ -223,10 +228,8 @@ function migrate(sql: CachedSql, migrations: readonly Migration[]): number {
 class GroupCommitStore implements Store {
   private queue: PendingWrite[] = [];
   private deferred: DeferredWrite[] = [];
-  /** When the deferred window opened (its first write), while it is open; its commit takes and closes it. */
-  private windowOpenedAt: number | null = null;
-  /** When the open window's commit is due to start. */
-  private windowDueAt = 0;
+  /** When the open deferred window's commit is due to start; null while no window is open (its commit takes it). */
+  private windowDueAt: number | null = null;
   private deferredTimer: NodeJS.Timeout | null = null;
   private draining: Promise<void> | null = null;
   private closed = false;
@@ -294,11 +297,9 @@ class GroupCommitStore implements Store {
     this.assertOpen();
     this.deferred.push(write);
     // The first write of a window opens it; later ones join it, also once it passed and its drain is pending.
-    if (this.windowOpenedAt === null) {
-      const now = performance.now();
+    if (this.windowDueAt === null) {
       const delayMs = this.windowDelayMs();
-      this.windowOpenedAt = now;
-      this.windowDueAt = now + delayMs;
+      this.windowDueAt = performance.now() + delayMs;
       this.deferredTimer = setTimeout(() => {
         this.deferredTimer = null;
         this.scheduleDrain();
@@ -347,10 +348,10 @@ class GroupCommitStore implements Store {
    * not at its commit: the commit then has little left to write but `COMMIT`, so it ends close to its due time.
    */
   private writeEarly(): void {
-    if (this.committing || this.closed || this.windowOpenedAt === null) return;
+    if (this.committing || this.closed || this.windowDueAt === null) return;
     if (!this.transactionOpen) {
       // Nothing to write early (hit counts, session touches): no transaction either.
-      if (!this.deferred.some((write) => !('fn' in write) || write.early)) return;
+      if (!this.deferred.some(writesEarly)) return;
       try {
         this.sql.run('BEGIN IMMEDIATE');
       } catch {
@@ -361,8 +362,8 @@ class GroupCommitStore implements Store {
     const startedAt = performance.now();
     const steps: Array<(sql: Sql) => void> = [];
     this.deferred = this.deferred.filter((write) => {
+      if (!writesEarly(write)) return true;
       if ('fn' in write) {
-        if (!write.early) return true;
         steps.push(write.fn);
         return false;
       }
@@ -376,7 +377,7 @@ class GroupCommitStore implements Store {
   }
 
   async flush(): Promise<void> {
-    while (this.queue.length > 0 || this.windowOpenedAt !== null || this.draining) {
+    while (this.queue.length > 0 || this.windowDueAt !== null || this.draining) {
       this.closeDeferredWindow();
       this.scheduleDrain();
       await this.draining;
@@ -403,7 +404,7 @@ class GroupCommitStore implements Store {
    * takes the queue closes it too, leaving nothing queued, so the next write opens a new window.)
    */
   private get deferredDue(): boolean {
-    return this.windowOpenedAt !== null && this.deferredTimer === null;
+    return this.windowDueAt !== null && this.deferredTimer === null;
   }
 
   private closeDeferredWindow(): void {
@@ -439,10 +440,10 @@ class GroupCommitStore implements Store {
     while (this.queue.length > 0 || this.deferredDue) {
       const batch = this.queue;
       const deferred = this.deferred;
-      const dueAt = this.windowOpenedAt === null ? null : this.windowDueAt;
+      const dueAt = this.windowDueAt;
       this.queue = [];
       this.deferred = [];
-      this.windowOpenedAt = null;
+      this.windowDueAt = null;
       this.closeDeferredWindow();
       this.committing = true;
       try {
