@@ -27,7 +27,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import sqlite from 'node-sqlite3-wasm';
 import { FileSync, flushNow } from './file-sync.ts';
-import { CachedSql, inSavepoint, type Sql } from './sql.ts';
+import { CachedSql, inSavepoint, togetherOrAlone, type Sql } from './sql.ts';
 import { MIGRATIONS, type Migration } from './migrations.ts';
 import { createFromTemplate } from './template.ts';
 
@@ -370,9 +370,7 @@ class GroupCommitStore implements Store {
       steps.push(...planned(write, false));
       return true;
     });
-    if (steps.length > 0 && !inSavepoint(this.sql, (sql) => steps.forEach((step) => step(sql))).ok) {
-      for (const step of steps) inSavepoint(this.sql, step);
-    }
+    togetherOrAlone(this.sql, steps, (sql, some) => some.forEach((step) => step(sql)));
     this.earlyWritingMs += performance.now() - startedAt;
   }
 
