@@ -1,5 +1,6 @@
 /** Cache entries of every tier, keyed per tenant, tier and key (exact-response now; tool-result, som... later). */
 import { setImmediate } from 'node:timers/promises';
+import { DictionaryMap } from '../core/dictionary-map.ts';
 import type { Store } from '../store/store.ts';
 import { textBytes, type Sql, type SqlValue } from '../store/sql.ts';
 import { KeyIndex } from './key-index.ts';
@@ -98,7 +99,8 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
   // Entries written but not yet committed (deferred writes join the next group commit): lookups see them at once,
   // so two identical requests a few milliseconds apart still share the answer. Each leaves the map as soon as its
   // write ran on the connection, after which the row is there for a read (and `recent` keeps it if it was asked for).
-  const pending = new Map<string, CacheEntry>();
+  // (Not a Map: an entry per live answer, in and out; core/dictionary-map.ts says why.)
+  const pending = new DictionaryMap<CacheEntry>();
   // Entries asked for again, so that a hit does no SQL read and no JSON.parse of the stored answer: read from the
   // table, or asked for while pending (`askedWhilePending`). A new answer is not copied here: every live answer is
   // stored and most are never asked for again; copied, they filled the budget (~7,000 entries, 9 MB of live heap in
@@ -111,11 +113,11 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
   const memoryBytes = options.memoryBytes ?? DEFAULT_CACHE_MEMORY_BYTES;
   const recent = memoryBytes > 0 ? new ByteLru<CacheEntry>(memoryBytes) : null;
   // Ids of pending entries looked up before their write: the write keeps them in `recent`.
-  const askedWhilePending = new Set<string>();
+  const askedWhilePending = new DictionaryMap<true>();
   // Bumped by every delete: a read that started before one must not put what it read back into `recent`.
   let generation = 0;
   // Hits counted since their last write: many hits of one key in a commit window become one UPDATE.
-  const hitCounts = new Map<string, PendingHits>();
+  const hitCounts = new DictionaryMap<PendingHits>();
   const idOf = (tenantId: string, cacheType: string, key: string) => `${tenantId}\u0000${cacheType}\u0000${key}`;
 
   // Where each stored entry's row is (key-index.ts): `cache_entries` has no index on the key, so a lookup, a
@@ -186,7 +188,7 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
       const id = idOf(tenantId, cacheType, key);
       const waiting = pending.get(id);
       if (waiting) {
-        if (recent) askedWhilePending.add(id);
+        if (recent) askedWhilePending.set(id, true);
         return Promise.resolve(waiting);
       }
       const known = recent?.get(id);

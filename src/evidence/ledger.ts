@@ -4,6 +4,7 @@
  * chain is linked in memory because one request appends its events in order from one place.
  */
 import type { Clock } from '../core/clock.ts';
+import { DictionaryMap } from '../core/dictionary-map.ts';
 import { newTimeOrderedId } from '../core/ids.ts';
 import { appendedEventHash, genesisHash } from './chain.ts';
 import type { LedgerChange, RunsRepository } from './repo.ts';
@@ -78,7 +79,8 @@ export interface Ledger {
 
 export function createLedger(deps: { repo: RunsRepository; clock: Clock }): Ledger {
   const { repo, clock } = deps;
-  const active = new Map<string, RunRecorder>();
+  // Not a Map: an entry per request in flight, in and out (core/dictionary-map.ts says why).
+  const active = new DictionaryMap<RunRecorder>();
   return {
     active: (runId) => active.get(runId),
     start(start) {
