@@ -224,7 +224,20 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
 
     putDeferred(entry) {
       const id = idOf(entry.tenantId, entry.cacheType, entry.key);
-      const overlay: CacheEntry = { ...entry, hits: 0, lastHitAt: null };
+      // Field by field: a spread followed by new keys (`{ ...entry, hits: 0 }`) is a slow, promoting path on Node 20
+      // (docs/performance.md, "Object spreads that add keys").
+      const overlay: CacheEntry = {
+        tenantId: entry.tenantId,
+        cacheType: entry.cacheType,
+        key: entry.key,
+        value: entry.value,
+        sourceRunId: entry.sourceRunId,
+        costUsd: entry.costUsd,
+        latencyMs: entry.latencyMs,
+        hits: 0,
+        createdAt: entry.createdAt,
+        lastHitAt: null,
+      };
       pending.set(id, overlay);
       // Decided once: the store may run a deferred write a second time (alone, after its batch's savepoint failed).
       let current: boolean | undefined;

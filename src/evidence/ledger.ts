@@ -89,7 +89,6 @@ export function createLedger(deps: { repo: RunsRepository; clock: Clock }): Ledg
       let lastHash = genesisHash(id);
       let seq = 0;
       let attemptSeq = 0;
-      let finished = false;
       const attempts: AttemptRecord[] = [];
 
       const chained = (type: string, payload: Record<string, unknown>): TraceEvent => {
@@ -145,15 +144,14 @@ export function createLedger(deps: { repo: RunsRepository; clock: Clock }): Ledg
         events: [started],
       });
 
-      const recorder: RunRecorder = {
+      // Plain properties, no getters: an object literal with getters of its own closures gets a hidden class of its
+      // own in the old generation, which keeps the run's records alive through scavenges (docs/performance.md,
+      // "Getters in per-request object literals").
+      const recorder: RunRecorder & { finished: boolean } = {
         id,
         startedAt,
-        get finished() {
-          return finished;
-        },
-        get attempts() {
-          return attempts;
-        },
+        finished: false,
+        attempts,
         event(type, payload) {
           const event = chained(type, payload);
           // The run's head (event count, last hash) follows from its events where they are written.
@@ -162,16 +160,32 @@ export function createLedger(deps: { repo: RunsRepository; clock: Clock }): Ledg
         },
         attempt(input) {
           attemptSeq += 1;
-          const attempt: AttemptRecord = { ...input, runId: id, seq: attemptSeq, createdAt: clock.now() };
+          // Field by field: `{ ...input, runId, ... }` (a spread, then new keys) costs ~5 KB and a promotion per call on
+          // Node 20 (docs/performance.md, "Object spreads that add keys").
+          const attempt: AttemptRecord = {
+            runId: id,
+            seq: attemptSeq,
+            provider: input.provider,
+            model: input.model,
+            outcome: input.outcome,
+            errorKind: input.errorKind,
+            upstreamStatus: input.upstreamStatus,
+            promptTokens: input.promptTokens,
+            completionTokens: input.completionTokens,
+            costUsd: input.costUsd,
+            latencyMs: input.latencyMs,
+            createdAt: clock.now(),
+          };
           attempts.push(attempt);
           repo.recordDeferred({ attempts: [attempt] });
         },
         replay(bundle) {
-          repo.recordDeferred({ replay: { runId: id, tenantId: start.tenantId, ...bundle, responseHash: null, createdAt: clock.now() } });
+          const { request, identity, inputs } = bundle;
+          repo.recordDeferred({ replay: { runId: id, tenantId: start.tenantId, request, identity, inputs, responseHash: null, createdAt: clock.now() } });
         },
         finish(outcome) {
-          if (finished) return;
-          finished = true;
+          if (recorder.finished) return;
+          recorder.finished = true;
           active.delete(id);
           const fallback = outcome.routeExplanation.fallback;
           const completedAt = clock.now();

@@ -23,6 +23,38 @@ function usageOf(usage: ChatCompletion['usage'] | null | undefined): RunUsage | 
   return { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, totalTokens: usage.total_tokens };
 }
 
+/** A chat stream relayed and assembled (a class: its getters live on the prototype, not on each stream's object). */
+class ChatRelay implements StreamRelay<ChatCompletion, ChatStreamEvent> {
+  constructor(
+    private readonly assembler: StreamAssembler,
+    private readonly provider: string,
+  ) {}
+
+  accept(event: unknown): ChatStreamEvent[] {
+    return this.assembler.accept(event as ChatChunk);
+  }
+
+  end(): ChatStreamEvent[] {
+    const out = this.assembler.end();
+    if (!this.assembler.finished) {
+      throw new ProviderError('bad_response', 'The upstream stream ended before every choice finished.', { provider: this.provider });
+    }
+    return out;
+  }
+
+  get usage(): RunUsage | null {
+    return usageOf(this.assembler.usage);
+  }
+
+  get producedText(): string {
+    return this.assembler.completionText;
+  }
+
+  result(): ChatCompletion {
+    return this.assembler.completion();
+  }
+}
+
 function chatStreamError(error: UpstreamFailure): ChatStreamError {
   if (error instanceof InvalidToolCallError) {
     return { error: { message: error.message, type: 'server_error', param: null, code: 'invalid_tool_call' } };
@@ -38,9 +70,7 @@ export function chatAdapter(chat: ValidatedChat, now: () => number): WireAdapter
     model: request.model,
     stream: request.stream === true,
     cacheBody: request,
-    get promptTokens() {
-      return countChatTokens(request);
-    },
+    promptTokens: () => countChatTokens(request),
 
     async callBuffered(provider, signal) {
       const completion = await provider.chat(request, { signal });
@@ -57,26 +87,7 @@ export function chatAdapter(chat: ValidatedChat, now: () => number): WireAdapter
 
     openStream: (provider, signal) => provider.streamChat(request, { signal }),
 
-    newRelay(provider): StreamRelay<ChatCompletion, ChatStreamEvent> {
-      const assembler = new StreamAssembler(chat.tools);
-      return {
-        accept: (event) => assembler.accept(event as ChatChunk),
-        end() {
-          const out = assembler.end();
-          if (!assembler.finished) {
-            throw new ProviderError('bad_response', 'The upstream stream ended before every choice finished.', { provider: provider.name });
-          }
-          return out;
-        },
-        get usage() {
-          return usageOf(assembler.usage);
-        },
-        get producedText() {
-          return assembler.completionText;
-        },
-        result: () => assembler.completion(),
-      };
-    },
+    newRelay: (provider) => new ChatRelay(new StreamAssembler(chat.tools), provider.name),
 
     cacheable: (completion) => completion.choices.every((choice) => ['stop', 'tool_calls', 'length'].includes(choice.finish_reason)),
 

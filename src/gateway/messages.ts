@@ -194,9 +194,7 @@ export function messagesAdapter(validated: ValidatedMessages, headers: { version
     stream: request.stream === true,
     // Beta tokens can change the answer, so they are part of the cache identity.
     cacheBody: { ...request, ...(headers.betas ? { '@betas': [...headers.betas].sort() } : {}) },
-    get promptTokens() {
-      return promptTokens();
-    },
+    promptTokens,
 
     async callBuffered(provider, signal) {
       const message = await provider.messages(request, context(signal));

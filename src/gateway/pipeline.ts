@@ -53,10 +53,12 @@ export interface WireAdapter<Res, Ev> {
   /** The request fields that form the exact-cache key (cache-controls.ts drops the non-output ones). */
   readonly cacheBody: Record<string, unknown>;
   /**
-   * Input tokens estimated locally, used only when the upstream reports no usage: a getter, so a request whose
-   * provider reports usage never pays for tokenising its prompt.
+   * Input tokens estimated locally, used only when the upstream reports no usage: asked for, so a request whose
+   * provider reports usage never pays for tokenising its prompt. A method, not a getter: an adapter is an object
+   * literal made per request, and one with getters gets a hidden class of its own (docs/performance.md, "Getters in
+   * per-request object literals").
    */
-  readonly promptTokens: number;
+  promptTokens(): number;
   /** Buffered call; validates tool calls against the declared tools (throws InvalidToolCallError). */
   callBuffered(provider: Provider, signal: CallSignal): Promise<Res>;
   usageOf(response: Res): RunUsage | null;
@@ -352,7 +354,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
           }
           const response = await dispatched(provider, () => adapter.callBuffered(provider, call.signal));
           const latencyMs = clock.now() - startedAt;
-          const usage = adapter.usageOf(response) ?? estimatedUsage(adapter.promptTokens, 0);
+          const usage = adapter.usageOf(response) ?? estimatedUsage(adapter.promptTokens(), 0);
           const cost = costOf(adapter.model, usage, provider.kind === 'mock');
           run.attempt({ provider: provider.name, model: adapter.model, outcome: 'success', errorKind: null, upstreamStatus: null, promptTokens: usage.promptTokens, completionTokens: usage.completionTokens, costUsd: cost.usd, latencyMs });
           const usedFallback = fallback;
@@ -415,7 +417,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
         } finally {
           const latencyMs = clock.now() - startedAt;
           const reported = assembler.usage;
-          const usage = reported ?? estimatedUsage(adapter.promptTokens, countTokens(assembler.producedText, adapter.model));
+          const usage = reported ?? estimatedUsage(adapter.promptTokens(), countTokens(assembler.producedText, adapter.model));
           if (!reported) run.event('usage.estimated', { reason: completed ? 'upstream sent no usage' : 'stream did not complete', ...usage });
           const cost = costOf(adapter.model, usage, provider.kind === 'mock');
           const aborted = !completed && (call.signal.aborted || failure === null);

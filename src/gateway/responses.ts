@@ -173,9 +173,7 @@ export function responsesAdapter(validated: ValidatedResponses, now: () => numbe
     model: request.model,
     stream: request.stream === true,
     cacheBody: request,
-    get promptTokens() {
-      return promptEstimate(validated);
-    },
+    promptTokens: () => promptEstimate(validated),
 
     async callBuffered(provider, signal) {
       const response = await provider.responses(request, { signal });
