@@ -159,23 +159,34 @@ export class StreamAssembler {
 
 /** Replay a stored completion as a stream (a cached streamed answer is served as a stream). */
 export function completionToChunks(completion: ChatCompletion, options: { id: string; created: number; includeUsage: boolean }): ChatChunk[] {
-  const base = { id: options.id, object: 'chat.completion.chunk' as const, created: options.created, model: completion.model };
+  // Each chunk written out, not `{ ...base, choices }`: a spread followed by a new key is a slow, promoting path on
+  // Node 20 (docs/performance.md, "Object spreads that add keys").
+  const chunkOf = (choices: ChatChunk['choices']): ChatChunk => ({
+    id: options.id,
+    object: 'chat.completion.chunk',
+    created: options.created,
+    model: completion.model,
+    choices,
+  });
   const chunks: ChatChunk[] = [];
   for (const choice of completion.choices) {
-    chunks.push({ ...base, choices: [{ index: choice.index, delta: { role: 'assistant', content: '' }, finish_reason: null }] });
+    chunks.push(chunkOf([{ index: choice.index, delta: { role: 'assistant', content: '' }, finish_reason: null }]));
     const text = choice.message.content ?? '';
     // Word-sized pieces, as a live stream would arrive.
     for (const piece of text.match(/\S+\s*|\s+/g) ?? []) {
-      chunks.push({ ...base, choices: [{ index: choice.index, delta: { content: piece }, finish_reason: null }] });
+      chunks.push(chunkOf([{ index: choice.index, delta: { content: piece }, finish_reason: null }]));
     }
     for (const [index, call] of (choice.message.tool_calls ?? []).entries()) {
-      chunks.push({
-        ...base,
-        choices: [{ index: choice.index, delta: { tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: call.function.arguments } }] }, finish_reason: null }],
-      });
+      chunks.push(
+        chunkOf([{ index: choice.index, delta: { tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: call.function.arguments } }] }, finish_reason: null }]),
+      );
     }
-    chunks.push({ ...base, choices: [{ index: choice.index, delta: {}, finish_reason: choice.finish_reason }] });
+    chunks.push(chunkOf([{ index: choice.index, delta: {}, finish_reason: choice.finish_reason }]));
   }
-  if (options.includeUsage && completion.usage) chunks.push({ ...base, choices: [], usage: completion.usage });
+  if (options.includeUsage && completion.usage) {
+    const last = chunkOf([]);
+    last.usage = completion.usage;
+    chunks.push(last);
+  }
   return chunks;
 }
