@@ -121,6 +121,47 @@ function hashOf(response: unknown): string {
   return sha256Hex(canonicalJson(response));
 }
 
+/**
+ * The steps of a relayed stream (see `relayed`): `start` when the consumer first asks for an event, each upstream
+ * event as what to send, what to send at the end, a failure as its terminal event (null: send none, the client is
+ * gone), and `settle` once, however the stream ended.
+ */
+interface RelaySteps<Ev> {
+  start(): void;
+  accept(event: unknown): Ev[];
+  end(): Ev[];
+  failed(thrown: unknown): Ev | null;
+  settle(completed: boolean): void;
+}
+
+/**
+ * An upstream stream relayed as stream items. The generators here are module-level, as every generator function of
+ * the request path must be: on Node 20 a generator function made per request (nested in a request's function) costs
+ * a hidden class of its own on each call, which keeps the stream's objects alive through scavenges
+ * (docs/performance.md, "Generators made per request").
+ */
+async function* relayed<Ev>(upstream: AsyncIterable<unknown>, steps: RelaySteps<Ev>): AsyncGenerator<StreamItem<Ev>> {
+  steps.start();
+  let completed = false;
+  try {
+    for await (const event of upstream) {
+      for (const out of steps.accept(event)) yield { event: out };
+    }
+    for (const out of steps.end()) yield { event: out };
+    completed = true;
+  } catch (thrown) {
+    const terminal = steps.failed(thrown);
+    if (terminal !== null) yield { event: terminal, terminal: true };
+  } finally {
+    steps.settle(completed);
+  }
+}
+
+/** Stored events replayed as stream items (a cached answer served as a stream). */
+async function* replayed<Ev>(events: readonly Ev[]): AsyncGenerator<StreamItem<Ev>> {
+  for (const event of events) yield { event };
+}
+
 /** `fn` on its first call only. */
 function once(fn: () => void): () => void {
   let done = false;
@@ -393,55 +434,63 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
       }
       throw new Error('the provider registry returned no candidates');
 
-      /** Relay an accepted upstream stream; the run is finalised in `finally`, also when the client aborts. */
-      async function* relay(
+      /** Relay an accepted upstream stream; the run is finalised when it ends, also when the client aborts. */
+      function relay(
         upstream: AsyncIterable<unknown>,
         provider: Provider,
         startedAt: number,
         usedFallback: RouteExplanation['fallback'],
         onStart: () => void,
       ): AsyncGenerator<StreamItem<Ev>> {
-        onStart();
         const assembler = adapter.newRelay(provider);
         let failure: UpstreamFailure | null = null;
-        let completed = false;
-        try {
-          for await (const event of upstream) {
-            for (const out of assembler.accept(event)) yield { event: out };
-          }
-          for (const out of assembler.end()) yield { event: out };
-          completed = true;
-        } catch (thrown) {
-          failure = thrown instanceof InvalidToolCallError || thrown instanceof ProviderError ? thrown : classifyThrown(provider.name, thrown, call.signal);
-          if (!call.signal.aborted) yield { event: adapter.streamError(failure), terminal: true };
-        } finally {
-          const latencyMs = clock.now() - startedAt;
-          const reported = assembler.usage;
-          const usage = reported ?? estimatedUsage(adapter.promptTokens(), countTokens(assembler.producedText, adapter.model));
-          if (!reported) run.event('usage.estimated', { reason: completed ? 'upstream sent no usage' : 'stream did not complete', ...usage });
-          const cost = costOf(adapter.model, usage, provider.kind === 'mock');
-          const aborted = !completed && (call.signal.aborted || failure === null);
-          const kind = completed ? null : aborted ? 'aborted' : failureKind(failure!);
-          run.attempt({
-            provider: provider.name,
-            model: adapter.model,
-            outcome: completed ? 'success' : aborted ? 'aborted' : 'failed',
-            errorKind: kind,
-            upstreamStatus: failure instanceof ProviderError ? (failure.upstreamStatus ?? null) : null,
-            promptTokens: usage.promptTokens,
-            completionTokens: usage.completionTokens,
-            costUsd: cost.usd,
-            latencyMs,
-          });
-          if (completed) {
-            const answer = assembler.result();
-            storeAnswer(answer, cost.usd, latencyMs);
-            complete(provider, usedFallback, answer, usage, cost.priced, 'streamed');
-          } else {
-            const error = aborted ? new ProviderError('aborted', 'The client closed the stream.', { provider: provider.name }) : failure!;
-            run.event('stream.ended_early', { kind, message: error.message });
-            fail(provider, usedFallback, error, usage);
-          }
+        return relayed(upstream, {
+          start: onStart,
+          accept: (event) => assembler.accept(event),
+          end: () => assembler.end(),
+          failed(thrown) {
+            failure = thrown instanceof InvalidToolCallError || thrown instanceof ProviderError ? thrown : classifyThrown(provider.name, thrown, call.signal);
+            return call.signal.aborted ? null : adapter.streamError(failure);
+          },
+          settle: (completed) => settleStream(assembler, provider, startedAt, usedFallback, completed, failure),
+        });
+      }
+
+      /** Record a relayed stream's attempt, answer and outcome, however it ended. */
+      function settleStream(
+        assembler: StreamRelay<Res, Ev>,
+        provider: Provider,
+        startedAt: number,
+        usedFallback: RouteExplanation['fallback'],
+        completed: boolean,
+        failure: UpstreamFailure | null,
+      ): void {
+        const latencyMs = clock.now() - startedAt;
+        const reported = assembler.usage;
+        const usage = reported ?? estimatedUsage(adapter.promptTokens(), countTokens(assembler.producedText, adapter.model));
+        if (!reported) run.event('usage.estimated', { reason: completed ? 'upstream sent no usage' : 'stream did not complete', ...usage });
+        const cost = costOf(adapter.model, usage, provider.kind === 'mock');
+        const aborted = !completed && (call.signal.aborted || failure === null);
+        const kind = completed ? null : aborted ? 'aborted' : failureKind(failure!);
+        run.attempt({
+          provider: provider.name,
+          model: adapter.model,
+          outcome: completed ? 'success' : aborted ? 'aborted' : 'failed',
+          errorKind: kind,
+          upstreamStatus: failure instanceof ProviderError ? (failure.upstreamStatus ?? null) : null,
+          promptTokens: usage.promptTokens,
+          completionTokens: usage.completionTokens,
+          costUsd: cost.usd,
+          latencyMs,
+        });
+        if (completed) {
+          const answer = assembler.result();
+          storeAnswer(answer, cost.usd, latencyMs);
+          complete(provider, usedFallback, answer, usage, cost.priced, 'streamed');
+        } else {
+          const error = aborted ? new ProviderError('aborted', 'The client closed the stream.', { provider: provider.name }) : failure!;
+          run.event('stream.ended_early', { kind, message: error.message });
+          fail(provider, usedFallback, error, usage);
         }
       }
     },
@@ -474,11 +523,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
       savedMs: saved.ms,
     });
     if (!adapter.stream) return { kind: 'json', runId: run.id, route: 'exact_cache', provider: null, body: response, settle: () => undefined };
-    const events = adapter.replay(response);
-    async function* replay(): AsyncGenerator<StreamItem<Ev>> {
-      for (const event of events) yield { event };
-    }
-    const items = replay();
+    const items = replayed(adapter.replay(response));
     return { kind: 'stream', runId: run.id, route: 'exact_cache', provider: null, items, close: async () => void (await items.return(undefined)) };
   }
 }

@@ -223,25 +223,24 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
     const parser = createParser({ onEvent: (event) => pending.push(event) });
     const decoder = new TextDecoder();
     let finished = false;
-    const drain = function* (): Generator<ChatChunk> {
-      while (pending.length > 0) {
-        const event = pending.shift()!;
-        if (event.data === '[DONE]') {
-          finished = true;
-          return;
-        }
-        yield toChunk(event);
-      }
+    // The next pending chunk, or undefined when none is pending or `[DONE]` came. A plain function, not a generator
+    // made per stream (see sse.ts).
+    const next = (): ChatChunk | undefined => {
+      if (pending.length === 0 || finished) return undefined;
+      const event = pending.shift()!;
+      if (event.data !== '[DONE]') return toChunk(event);
+      finished = true;
+      return undefined;
     };
     try {
       for await (const piece of body) {
         parser.feed(decoder.decode(piece as Buffer, { stream: true }));
-        for (const chunk of drain()) yield chunk;
+        for (let chunk = next(); chunk !== undefined; chunk = next()) yield chunk;
         if (finished) return;
       }
       parser.feed(decoder.decode());
       parser.reset({ consume: true });
-      for (const chunk of drain()) yield chunk;
+      for (let chunk = next(); chunk !== undefined; chunk = next()) yield chunk;
       if (!finished) throw badResponse('the upstream stream ended without [DONE]', 200);
     } catch (error) {
       throw classifyThrown(name, error, clientSignal);

@@ -102,6 +102,28 @@ function wait(ms: number, signal: CallSignal): Promise<void> {
   });
 }
 
+/**
+ * A planned chunk sequence as a stream, a turn of the event loop between chunks. Failure modes break off after the
+ * first few chunks, as a live stream would mid-answer. Module-level: a generator function made per stream costs a
+ * hidden class per call on Node 20 (docs/performance.md, "Generators made per request").
+ */
+async function* paced(sequence: readonly ChatChunk[], behaviour: MockBehaviour, signal: CallSignal): AsyncGenerator<ChatChunk> {
+  const breakAt = behaviour.stream ? Math.min(3, sequence.length - 1) : sequence.length;
+  for (let i = 0; i < breakAt; i += 1) {
+    if (signal.aborted) throw abortedError();
+    yield sequence[i]!;
+    // Let other work (and a client disconnect) in between chunks, as network pacing would.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+  if (signal.aborted) throw abortedError();
+  if (behaviour.stream === 'malformed') {
+    throw new ProviderError('bad_response', 'mock malformed chunk: the stream event is not valid JSON', { provider: MOCK_PROVIDER_NAME, upstreamStatus: 200 });
+  }
+  if (behaviour.stream === 'truncated') {
+    throw new ProviderError('bad_response', 'mock truncated stream: ended without a finish chunk or [DONE]', { provider: MOCK_PROVIDER_NAME, upstreamStatus: 200 });
+  }
+}
+
 /** Wait and fail as the model name says, before any answer (so the caller may fail over). */
 async function preamble(behaviour: MockBehaviour, signal: CallSignal): Promise<void> {
   await wait(behaviour.slowMs, signal);
@@ -333,27 +355,7 @@ export function createMockProvider(options: MockProviderOptions = {}): Provider 
     if (includeUsage) {
       sequence.push({ id, object: 'chat.completion.chunk', created, model: request.model, service_tier: 'default', system_fingerprint: SYSTEM_FINGERPRINT, choices: [], usage });
     }
-    // Failure modes break off after the first few chunks, as a live stream would mid-answer.
-    const breakAt = behaviour.stream ? Math.min(3, sequence.length - 1) : sequence.length;
-    const signal = context.signal;
-
-    return {
-      async *[Symbol.asyncIterator]() {
-        for (let i = 0; i < breakAt; i += 1) {
-          if (signal.aborted) throw abortedError();
-          yield sequence[i]!;
-          // Let other work (and a client disconnect) in between chunks, as network pacing would.
-          await new Promise<void>((resolve) => setImmediate(resolve));
-        }
-        if (signal.aborted) throw abortedError();
-        if (behaviour.stream === 'malformed') {
-          throw new ProviderError('bad_response', 'mock malformed chunk: the stream event is not valid JSON', { provider: MOCK_PROVIDER_NAME, upstreamStatus: 200 });
-        }
-        if (behaviour.stream === 'truncated') {
-          throw new ProviderError('bad_response', 'mock truncated stream: ended without a finish chunk or [DONE]', { provider: MOCK_PROVIDER_NAME, upstreamStatus: 200 });
-        }
-      },
-    };
+    return paced(sequence, behaviour, context.signal);
   }
 
   async function embed(request: EmbeddingsRequest, context: ProviderCallContext): Promise<EmbeddingsResult> {

@@ -25,33 +25,35 @@ export async function* sseJson<T>(body: Dispatcher.ResponseData['body'], options
   const decoder = new TextDecoder();
   let finished = false;
   const bad = (message: string) => new ProviderError('bad_response', message, { provider: options.provider, upstreamStatus: 200 });
-  const drain = function* (): Generator<T> {
-    while (pending.length > 0 && !finished) {
-      const event = pending.shift()!;
-      let data: { type?: unknown };
-      try {
-        data = JSON.parse(event.data) as { type?: unknown };
-      } catch {
-        throw bad('an upstream stream event is not valid JSON');
-      }
-      if (options.isError(data, event.event)) {
-        const message = redactSecrets(upstreamMessage(event.data), options.secrets) || 'the upstream reported an error mid-stream';
-        const overloaded = /overloaded/i.test(event.data);
-        throw new ProviderError(overloaded ? 'upstream_error' : 'upstream_error', message, { provider: options.provider, upstreamStatus: 200, retryable: false });
-      }
-      if (options.isTerminal(data, event.event)) finished = true;
-      yield data as T;
+  // The next parsed event's data, or undefined when none is pending (or the terminal one was taken). A plain function,
+  // not a generator made per stream: on Node 20 each call of such a generator costs a hidden class of its own, which
+  // keeps the stream's objects alive through scavenges (docs/performance.md, "Generators made per request").
+  const next = (): T | undefined => {
+    if (pending.length === 0 || finished) return undefined;
+    const event = pending.shift()!;
+    let data: { type?: unknown };
+    try {
+      data = JSON.parse(event.data) as { type?: unknown };
+    } catch {
+      throw bad('an upstream stream event is not valid JSON');
     }
+    if (options.isError(data, event.event)) {
+      const message = redactSecrets(upstreamMessage(event.data), options.secrets) || 'the upstream reported an error mid-stream';
+      const overloaded = /overloaded/i.test(event.data);
+      throw new ProviderError(overloaded ? 'upstream_error' : 'upstream_error', message, { provider: options.provider, upstreamStatus: 200, retryable: false });
+    }
+    if (options.isTerminal(data, event.event)) finished = true;
+    return data as T;
   };
   try {
     for await (const piece of body) {
       parser.feed(decoder.decode(piece as Buffer, { stream: true }));
-      yield* drain();
+      for (let data = next(); data !== undefined; data = next()) yield data;
       if (finished) return;
     }
     parser.feed(decoder.decode());
     parser.reset({ consume: true });
-    yield* drain();
+    for (let data = next(); data !== undefined; data = next()) yield data;
     if (!finished) throw bad('the upstream stream ended before its terminal event');
   } catch (error) {
     throw classifyThrown(options.provider, error, options.clientSignal);
