@@ -7,8 +7,8 @@ import { test } from 'node:test';
  * Bytes the young generation's collections promoted per request while test/gateway/fixtures/pipeline-load.ts ran
  * its measured requests (`--trace-gc-nvp`: one line per collection, `gc=s` for a scavenge).
  */
-function promotedPerRequest(): { bytes: number; scavenges: number } {
-  const run = spawnSync(process.execPath, ['--trace-gc-nvp', '--import', 'tsx', join(import.meta.dirname, 'fixtures', 'pipeline-load.ts')], {
+function promotedPerRequest(mode: 'buffered' | 'stream'): { bytes: number; scavenges: number } {
+  const run = spawnSync(process.execPath, ['--trace-gc-nvp', '--import', 'tsx', join(import.meta.dirname, 'fixtures', 'pipeline-load.ts'), mode], {
     encoding: 'utf8',
     maxBuffer: 64 * 1024 * 1024,
   });
@@ -35,7 +35,15 @@ test("a gateway request's objects die young: the scavenges promote next to nothi
   // A request's run recorder, records, adapter and cached answer used to be promoted, ~3.8 KB per request here (4.4
   // KB in svc under load), by two Node 20 traps: per-request object literals with getters, and spreads followed by
   // new keys (docs/performance.md, "What the young generation promoted, found"). Now ~25 bytes.
-  const { bytes, scavenges } = promotedPerRequest();
+  const { bytes, scavenges } = promotedPerRequest('buffered');
   assert.ok(scavenges >= 5, `only ${scavenges} scavenges: too few requests to judge`);
   assert.ok(bytes < 500, `the scavenges promoted ${Math.round(bytes)} bytes per request`);
+});
+
+test("a streamed gateway request's objects die young too", () => {
+  // Generator functions made per request or per stream (the pipeline's relay, the SSE parsers' drain, the mock's
+  // stream) kept each stream's objects, ~8 KB per request here (docs/performance.md, "Generators made per request").
+  const { bytes, scavenges } = promotedPerRequest('stream');
+  assert.ok(scavenges >= 5, `only ${scavenges} scavenges: too few requests to judge`);
+  assert.ok(bytes < 1_000, `the scavenges promoted ${Math.round(bytes)} bytes per streamed request`);
 });
