@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { DictionaryMap } from '../../src/core/dictionary-map.ts';
+import { scavengePromotions } from '../support/scavenges.ts';
 
 test('a DictionaryMap sets, gets, counts and deletes like a Map of strings', () => {
   const map = new DictionaryMap<number>();
@@ -43,17 +43,7 @@ test('entries may be deleted while iterating', () => {
 
 /** Bytes V8's young-generation collections promoted while test/core/fixtures/churn.ts ran with `kind`. */
 function promotedByScavenges(kind: 'Map' | 'DictionaryMap'): number {
-  const run = spawnSync(process.execPath, ['--trace-gc-nvp', '--import', 'tsx', join(import.meta.dirname, 'fixtures', 'churn.ts'), kind], {
-    encoding: 'utf8',
-    maxBuffer: 64 * 1024 * 1024,
-  });
-  assert.equal(run.status, 0, run.stderr);
-  let promoted = 0;
-  for (const line of run.stdout.split('\n')) {
-    if (!/ gc=s /.test(line)) continue;
-    promoted += Number(/ promoted=(\d+)/.exec(line)?.[1] ?? 0);
-  }
-  return promoted;
+  return scavengePromotions(join(import.meta.dirname, 'fixtures', 'churn.ts'), [kind]).promoted.reduce((sum, bytes) => sum + bytes, 0);
 }
 
 test('a long-lived DictionaryMap whose entries come and go does not make the young generation promote them', () => {

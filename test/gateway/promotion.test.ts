@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { scavengePromotions } from '../support/scavenges.ts';
 
 /**
  * Bytes the young generation's collections promote per request while test/gateway/fixtures/pipeline-load.ts runs its
@@ -11,24 +11,8 @@ import { test } from 'node:test';
  * the next, while the traps this guards against make every scavenge promote (3.4-8.4 KB per request here).
  */
 function promotedPerRequest(mode: 'buffered' | 'stream'): { bytes: number; scavenges: number } {
-  const run = spawnSync(process.execPath, ['--trace-gc-nvp', '--import', 'tsx', join(import.meta.dirname, 'fixtures', 'pipeline-load.ts'), mode], {
-    encoding: 'utf8',
-    maxBuffer: 64 * 1024 * 1024,
-  });
-  assert.equal(run.status, 0, run.stderr);
-  let measuring = false;
-  let requests = 0;
-  const promoted: number[] = [];
-  for (const line of run.stdout.split('\n')) {
-    if (line.startsWith('MEASURE-START')) measuring = true;
-    else if (line.startsWith('MEASURE-END')) {
-      measuring = false;
-      requests = Number(line.split(' ')[1]);
-    } else if (measuring && / gc=s /.test(line)) {
-      promoted.push(Number(/ promoted=(\d+)/.exec(line)?.[1] ?? 0));
-    }
-  }
-  assert.ok(requests > 0, 'the fixture reported no measured requests');
+  const { promoted, requests } = scavengePromotions(join(import.meta.dirname, 'fixtures', 'pipeline-load.ts'), [mode]);
+  assert.ok(requests !== null && requests > 0, 'the fixture reported no measured requests');
   promoted.sort((a, b) => a - b);
   const median = promoted[Math.floor(promoted.length / 2)] ?? 0;
   return { bytes: median / (requests / Math.max(1, promoted.length)), scavenges: promoted.length };
