@@ -184,6 +184,11 @@ function failureKind(error: UpstreamFailure): string {
   return error instanceof ProviderError ? error.kind : 'invalid_tool_call';
 }
 
+/** What an upstream call threw, as a failure of that provider (its own errors as they are, anything else classified). */
+function upstreamFailureOf(provider: Provider, thrown: unknown, signal: CallSignal): UpstreamFailure {
+  return thrown instanceof InvalidToolCallError || thrown instanceof ProviderError ? thrown : classifyThrown(provider.name, thrown, signal);
+}
+
 /** The HTTP error of a buffered failure. */
 export function failureToAppError(error: UpstreamFailure): AppError {
   if (error instanceof InvalidToolCallError) return new AppError('upstream_error', { message: error.message, cause: error });
@@ -406,7 +411,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
           setImmediate(settle);
           return { kind: 'json', runId: run.id, route: 'live', provider: provider.name, body: response, settle };
         } catch (thrown) {
-          const error = thrown instanceof InvalidToolCallError || thrown instanceof ProviderError ? thrown : classifyThrown(provider.name, thrown, call.signal);
+          const error = upstreamFailureOf(provider, thrown, call.signal);
           const kind = failureKind(error);
           run.attempt({
             provider: provider.name,
@@ -449,7 +454,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
           accept: (event) => assembler.accept(event),
           end: () => assembler.end(),
           failed(thrown) {
-            failure = thrown instanceof InvalidToolCallError || thrown instanceof ProviderError ? thrown : classifyThrown(provider.name, thrown, call.signal);
+            failure = upstreamFailureOf(provider, thrown, call.signal);
             return call.signal.aborted ? null : adapter.streamError(failure);
           },
           settle: (completed) => settleStream(assembler, provider, startedAt, usedFallback, completed, failure),
