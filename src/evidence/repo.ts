@@ -504,11 +504,14 @@ export function createRunsRepository(store: Store): RunsRepository {
 
   return {
     recordDeferred(change) {
+      queued.push(change);
       if (!registered) {
         registered = true;
         store.writeDeferredSteps(plan);
+      } else {
+        // Called per change, between requests: the window may have fallen due in a long turn of the loop.
+        store.commitIfOverdue();
       }
-      queued.push(change);
     },
 
     appendCommitted: (tenantId, runId, build) =>

@@ -216,6 +216,34 @@ test('a deferred window is shortened by how late the recent commits ended, so it
   assert.ok(committedAfterMs !== undefined && committedAfterMs < 100, `the second window's commit ran after ${committedAfterMs} ms`);
 });
 
+test('a window that falls due during a long turn of the event loop commits when a writer asks, not after the turn', async (t) => {
+  const dataDir = tempDir(t);
+  const store = openStore({ dataDir, deferredWindowMs: 20, loadedTurnMs: 0 });
+  await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY)'));
+  let writtenAt: number | undefined;
+  store.writeDeferred((sql) => {
+    writtenAt = performance.now();
+    sql.run('INSERT INTO t (id) VALUES (1)');
+  });
+  // Not due yet: nothing happens.
+  store.commitIfOverdue();
+  assert.equal(writtenAt, undefined);
+  // One turn of ~40 ms (tens of requests handled in it, under load): the window's timer cannot fire meanwhile.
+  busyFor(40);
+  const log = join(dataDir, `${DATA_FILE_NAME}-wal`);
+  const logBefore = statSync(log).size;
+  // The next callback of the loop, whatever it is, comes after the commit's `COMMIT` (which appends to the log).
+  const logAtNextCallback = new Promise<number>((resolve) => setImmediate(() => resolve(statSync(log).size)));
+  const askedAt = performance.now();
+  store.commitIfOverdue();
+  assert.ok(writtenAt !== undefined && writtenAt >= askedAt, 'the commit began in the call, within the turn');
+  assert.ok((await logAtNextCallback) > logBefore, 'committed before the next callback');
+  await store.close();
+  const reopened = openStore({ dataDir });
+  t.after(() => reopened.close());
+  assert.deepEqual(await reopened.read((sql) => sql.all<{ id: number }>('SELECT id FROM t').map((row) => row.id)), [1]);
+});
+
 test('a write queued while a sliced commit is under way joins the next commit and resolves', async (t) => {
   const store = await storeWithTable(t);
   queueSlowInserts(store, 100);

@@ -15,6 +15,7 @@ export function countingStore(store: Store) {
       store.writeDeferred(fn, options);
     },
     writeDeferredSteps: (plan) => store.writeDeferredSteps(plan),
+    commitIfOverdue: () => store.commitIfOverdue(),
     flush: () => store.flush(),
     close: () => store.close(),
     get schemaVersion() {
