@@ -83,7 +83,7 @@ function busyFor(ms: number): void {
 }
 
 /** A store on a data file of the test's own, with a table `t (id INTEGER PRIMARY KEY)`; closed when the test ends. */
-async function storeWithTable(t: TestContext, options: { loadedTurnMs?: number } = {}): Promise<Store> {
+async function storeWithTable(t: TestContext, options: { loadedTurnMs?: number; deferredWindowMs?: number } = {}): Promise<Store> {
   const store = openStore({ dataDir: tempDir(t), ...options });
   t.after(() => store.close());
   await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY)'));
@@ -102,8 +102,9 @@ function queueSlowInserts(store: Store, count: number): void {
 
 test('a commit of many deferred writes gives the event loop turns between slices, and commits them all', async (t) => {
   // The light-load path: a turn of this test's loop is a few microseconds, but one slow turn of a busy machine would
-  // otherwise count as load and finish the commit in one piece (the loaded path has a test of its own below).
-  const store = await storeWithTable(t, { loadedTurnMs: 1_000 });
+  // otherwise count as load and finish the commit in one piece (the loaded path has a test of its own below). A long
+  // window: the commit of a 20 ms one writes what is left at once when it would end late (the next test).
+  const store = await storeWithTable(t, { loadedTurnMs: 1_000, deferredWindowMs: 1_000 });
   // ~0.1 ms of work per write: 200 of them are far more than one slice.
   // Each write notes the turn of the event loop it ran in; the turns are counted by a loop of immediates below.
   let turn = 0;
@@ -128,6 +129,36 @@ test('a commit of many deferred writes gives the event loop turns between slices
   const ids = await store.read((sql) => sql.all<{ id: number }>('SELECT id FROM t ORDER BY id').map((row) => row.id));
   assert.equal(ids.length, 199);
   assert.equal(ids.includes(150), false);
+});
+
+test('a sliced commit that would end past its window writes the rest in one piece, so it ends in time', async (t) => {
+  const store = await storeWithTable(t, { loadedTurnMs: 1_000, deferredWindowMs: 20 });
+  // ~0.1 ms of work per write, ~40 ms in all: twice the window.
+  let turn = 0;
+  const runs: Array<{ turn: number; at: number }> = [];
+  const openedAt = performance.now();
+  for (let i = 0; i < 400; i++) {
+    store.writeDeferred((sql) => {
+      busyFor(0.1);
+      runs.push({ turn, at: performance.now() - openedAt });
+      sql.run('INSERT INTO t (id) VALUES (?)', [i]);
+    });
+  }
+  let committed = false;
+  const flushed = store.flush().then(() => (committed = true));
+  while (!committed) {
+    await new Promise((resolve) => setImmediate(resolve));
+    turn += 1;
+  }
+  await flushed;
+  assert.equal(runs.length, 400);
+  // Sliced at first (each slice a turn)...
+  assert.ok(new Set(runs.map((run) => run.turn)).size >= 3, 'sliced at first');
+  // ...then, from 17 ms after the window opened (20 ms less a margin for COMMIT), in the turn that passed it.
+  const late = runs.filter((run) => run.at >= 20);
+  assert.ok(late.length > 0);
+  assert.equal(new Set(late.map((run) => run.turn)).size, 1, 'what was left went in one piece');
+  assert.equal(await store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM t')!.n), 400);
 });
 
 test('on a loaded event loop a sliced commit still gets about half of the time, so it keeps up', async (t) => {
@@ -303,6 +334,30 @@ test('the log is checkpointed sooner once the commits since the last checkpoint 
   const reopened = openStore({ dataDir });
   assert.equal(await reopened.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM t')!.n), 20);
   await reopened.close();
+});
+
+test('a window open while a checkpoint runs is due at once: its commit follows the checkpoint, not its timer', async (t) => {
+  // Every commit is checkpointed; a window is 2 s long.
+  const store = openStore({ dataDir: tempDir(t), checkpointAfterWritingMs: 0, deferredWindowMs: 2_000 });
+  t.after(() => store.close());
+  await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY)'));
+  let queuedAt = 0;
+  let writtenAfterMs: number | undefined;
+  store.writeDeferred((sql) => {
+    sql.run('INSERT INTO t (id) VALUES (1)');
+    // Queued while the commit that will checkpoint is writing: its window opens now.
+    queuedAt = performance.now();
+    store.writeDeferred((inner) => {
+      writtenAfterMs = performance.now() - queuedAt;
+      inner.run('INSERT INTO t (id) VALUES (2)');
+    });
+  });
+  // The first window's commit (and its checkpoint) now; the second window is left to the store.
+  const first = store.write((sql) => sql.run('INSERT INTO t (id) VALUES (3)'));
+  await first;
+  const waitedUntil = performance.now() + 1_000;
+  while (writtenAfterMs === undefined && performance.now() < waitedUntil) await new Promise((resolve) => setTimeout(resolve, 5));
+  assert.ok(writtenAfterMs !== undefined && writtenAfterMs < 500, `the second window's commit ran ${writtenAfterMs ?? 'over 1,000'} ms after its write`);
 });
 
 test('a statement that failed (a constraint) works again on its next use', async (t) => {
