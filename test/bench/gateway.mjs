@@ -426,14 +426,17 @@ export function printColdStart(r) {
 
 // -----------------------------------------------------------------------------------------------------------------
 // Profile (BENCH_PROFILE=1 or --profile): svc under --cpu-prof, buffered live traffic at concurrency 16
-// (BENCH_PROFILE_CONCURRENCY), or streams (BENCH_PROFILE_STREAM=1)
+// (BENCH_PROFILE_CONCURRENCY), or streams (BENCH_PROFILE_STREAM=1), or exact-cache hits (BENCH_PROFILE_CACHE=1: one
+// body, repeated; the first answer stores it)
 // -----------------------------------------------------------------------------------------------------------------
 
 export async function profileSection(ctx, { dir = process.env.BENCH_PROFILE_DIR || '/tmp/svc-prof', top = 15 } = {}) {
   const p = plan(ctx.quick);
   const connections = Number(process.env.BENCH_PROFILE_CONCURRENCY) || 16;
   const stream = process.env.BENCH_PROFILE_STREAM === '1';
-  const next = stream ? () => ({ body: chatBody({ stream: true, unique: true }) }) : live;
+  const cached = !stream && process.env.BENCH_PROFILE_CACHE === '1';
+  const repeated = { body: chatBody({ content: `The one profiled cached question (${process.pid}).` }) };
+  const next = stream ? () => ({ body: chatBody({ stream: true, unique: true }) }) : cached ? () => repeated : live;
   const dataDir = mkdtempSync(join(os.tmpdir(), 'svc-bench-prof-'));
   const before = new Set(safeList(dir));
   // Pinned to one CPU, executed bin/svc runs node with --single-threaded-gc; this node is started directly, so it
@@ -460,12 +463,12 @@ export async function profileSection(ctx, { dir = process.env.BENCH_PROFILE_DIR 
     return null;
   }
   const summary = summarizeProfile(file, { top });
-  return { file, seconds: p.profileSeconds, concurrency: connections, stream, requests: load.ok, rps: round(load.rps, 0), ...summary };
+  return { file, seconds: p.profileSeconds, concurrency: connections, stream, cached, requests: load.ok, rps: round(load.rps, 0), ...summary };
 }
 
 export function printProfileSection(r) {
   if (!r) return;
-  console.log(`\nCPU profile of svc (${r.requests} ${r.stream ? 'streamed' : 'buffered'} live requests at concurrency ${r.concurrency} over ${r.seconds} s, ${r.rps} rps; ${r.file})`);
+  console.log(`\nCPU profile of svc (${r.requests} ${r.stream ? 'streamed live' : r.cached ? 'exact-cache hit' : 'buffered live'} requests at concurrency ${r.concurrency} over ${r.seconds} s, ${r.rps} rps; ${r.file})`);
   printProfile(r);
 }
 
