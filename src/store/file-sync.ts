@@ -37,18 +37,22 @@ async function syncDirectory(path: string): Promise<void> {
 
 export class FileSync {
   private fd: number | null = null;
+  /** The file's directory was flushed since this process opened the file (see `sync`). */
+  private directoryFlushed = false;
 
   constructor(readonly path: string) {}
 
   /** Flush the file's written data to the disk; a file that does not exist yet has nothing to flush. */
   sync(): Promise<void> {
-    const first = this.fd === null;
     const fd = this.open();
     if (fd === null) return Promise.resolve();
     const flushed = new Promise<void>((resolve, reject) => fdatasync(fd, (error) => (error ? reject(error) : resolve())));
-    // The file's first flush in this process also flushes its directory: the log (or the data file) may have been
-    // created since the directory was last flushed, and its content is of no use if its name is lost.
-    return first ? flushed.then(() => syncDirectory(dirname(this.path))) : flushed;
+    if (this.directoryFlushed) return flushed;
+    // Until it has succeeded once, a flush also flushes the file's directory: the log (or the data file) may have
+    // been created since the directory was last flushed, and its content is of no use if its name is lost.
+    return flushed.then(() => syncDirectory(dirname(this.path))).then(() => {
+      this.directoryFlushed = true;
+    });
   }
 
   close(): void {

@@ -265,6 +265,8 @@ class GroupCommitStore implements Store {
   private readonly fileSync: FileSync | null;
   /** A flush of the main file after a checkpoint failed (see `fallBackToFullSync`). */
   private mainFileUnflushed = false;
+  /** The flushes made as the store opened (see the constructor); closing waits for them. */
+  private readonly firstFlushes: Promise<void>;
   /** The log flushes still running, as one promise (see `flushLog`). */
   private logFlushing: Promise<void> | null = null;
 
@@ -277,6 +279,14 @@ class GroupCommitStore implements Store {
   ) {
     this.logSync = filePath ? new FileSync(`${filePath}-wal`) : null;
     this.fileSync = filePath ? new FileSync(filePath) : null;
+    // Each file's first flush in this process also flushes its directory, which commits the file system's journal:
+    // ~125-140 ms on a fresh data directory under load, traced, and the first checkpoint waited for it with every
+    // commit behind it (a crash then lost runs answered up to ~150 ms before). Done now, before any request, off the
+    // event loop; a flush that fails here is tried again, directory included, by the next one that needs it.
+    this.firstFlushes = Promise.all([this.logSync?.sync(), this.fileSync?.sync()]).then(
+      () => undefined,
+      () => undefined,
+    );
   }
 
   get isOpen(): boolean {
@@ -405,6 +415,7 @@ class GroupCommitStore implements Store {
     if (this.closed) return;
     await this.flush();
     await this.logFlushing?.catch(() => {});
+    await this.firstFlushes;
     this.closed = true;
     this.closeDeferredWindow();
     this.sql.finalizeAll();
