@@ -246,8 +246,9 @@ class GroupCommitStore implements Store {
   /** When the open deferred window opened (its first write); its commit is to end `deferredWindowMs` later. */
   private windowOpenedAt = 0;
   /**
-   * A checkpoint is due or running: the next commit waits for it and for its flush of the main file (~10-20 ms under
-   * load), so a window open meanwhile is due at once and commits right after it (see `holdWindowsForCheckpoint`).
+   * A checkpoint is due or running: the next commit waits for it and for its flush of the main file (10-40 ms under
+   * load, by the disk), so a window open meanwhile is due at once and commits right after it (see
+   * `holdWindowsForCheckpoint`).
    */
   private checkpointing = false;
   /** The open window was made due by a checkpoint: its commit's lateness says nothing of the windows to come. */
@@ -329,17 +330,20 @@ class GroupCommitStore implements Store {
     this.assertOpen();
     this.deferred.push(write);
     // The first write of a window opens it; later ones join it, also once it passed and its drain is pending.
-    if (this.windowDueAt === null) this.windowOpenedAt = performance.now();
-    if (this.windowDueAt === null && this.checkpointing) {
-      this.windowDueAt = performance.now();
-      this.windowHeldByCheckpoint = true;
-    } else if (this.windowDueAt === null) {
-      const delayMs = this.windowDelayMs();
-      this.windowDueAt = performance.now() + delayMs;
-      this.deferredTimer = setTimeout(() => {
-        this.deferredTimer = null;
-        this.drainNow();
-      }, delayMs);
+    if (this.windowDueAt === null) {
+      this.windowOpenedAt = performance.now();
+      if (this.checkpointing) {
+        // The next commit follows the checkpoint: this window is due at once (see `holdWindowsForCheckpoint`).
+        this.windowDueAt = this.windowOpenedAt;
+        this.windowHeldByCheckpoint = true;
+      } else {
+        const delayMs = this.windowDelayMs();
+        this.windowDueAt = this.windowOpenedAt + delayMs;
+        this.deferredTimer = setTimeout(() => {
+          this.deferredTimer = null;
+          this.drainNow();
+        }, delayMs);
+      }
     }
     this.scheduleEarly();
   }
