@@ -87,6 +87,7 @@ const envSchema = z.object({
   SVC_SHUTDOWN_TIMEOUT_MS: int(30_000, 0, 600_000),
   SVC_AUTH_FAILURES_PER_MINUTE: int(30, 1, 1_000_000),
   SVC_RETENTION_INTERVAL_MS: int(600_000, 1000, 86_400_000),
+  SVC_TRACE_COMMITS: optionalString,
   SVC_PROVIDER_CONNECT_TIMEOUT_MS: int(10_000, 100, 600_000),
   SVC_PROVIDER_TIMEOUT_MS: int(900_000, 100, 3_600_000),
   SVC_PROVIDER_STREAM_HEADERS_TIMEOUT_MS: int(30_000, 100, 600_000),
@@ -98,6 +99,8 @@ export interface Config {
   host: string;
   /** Absolute path of the data directory, or null for an in-memory store (tests only). */
   dataDir: string | null;
+  /** SVC_TRACE_COMMITS: a file each deferred window's commit is noted in (src/store/commit-trace.ts); null: none. */
+  traceCommitsFile: string | null;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   version: string;
   auth: {
@@ -218,6 +221,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
     port,
     host,
     dataDir: dataDir === null ? null : resolve(dataDir),
+    traceCommitsFile: e.SVC_TRACE_COMMITS === null ? null : resolve(e.SVC_TRACE_COMMITS),
     logLevel: overrides.logLevel ?? e.SVC_LOG_LEVEL ?? 'info',
     version: SVC_VERSION,
     auth: {

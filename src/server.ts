@@ -12,6 +12,7 @@ import { buildApp } from './http/app.ts';
 import { markLocalSocket } from './http/local-socket.ts';
 import { createServices, type Services } from './services.ts';
 import { acquireOwnerLock, type OwnerLock } from './store/owner-lock.ts';
+import { commitTraceWriter } from './store/commit-trace.ts';
 import { openStore } from './store/store.ts';
 
 export const SOCKET_FILE = 'svc.sock';
@@ -31,8 +32,10 @@ export async function startServer(config: Config): Promise<RunningServer> {
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const lock: OwnerLock = acquireOwnerLock(config.dataDir, socketPath);
   let services: Services | null = null;
+  let trace: ReturnType<typeof commitTraceWriter> | null = null;
   try {
-    const store = openStore({ dataDir: config.dataDir });
+    if (config.traceCommitsFile !== null) trace = commitTraceWriter(config.traceCommitsFile);
+    const store = openStore({ dataDir: config.dataDir, onWindowCommitted: trace?.note });
     services = await createServices(config, store);
     const app = await buildApp(services, { logger: config.logLevel === 'silent' ? false : { level: config.logLevel } });
     const address = await app.listen({ port: config.port, host: config.host });
@@ -79,6 +82,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
           await app.close(); // stops accepting, waits for in-flight requests
           await stopRetention();
           await services!.store.close(); // flushes the write queue, then closes the file
+          trace?.close();
           rmSync(socketPath, { force: true });
           lock.release();
         })();
@@ -88,6 +92,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     return running;
   } catch (error) {
     if (services) await services.store.close().catch(() => {});
+    trace?.close();
     lock.release();
     throw error;
   }

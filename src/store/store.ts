@@ -46,12 +46,34 @@ export interface StoreOptions {
    * hiccup of the machine (a collection, another process) does not switch the path under test.
    */
   loadedTurnMs?: number;
+  /**
+   * Told of every deferred window's commit, right after its `COMMIT`: how the durability rule's window was kept,
+   * measured inside svc (`SVC_TRACE_COMMITS`, src/store/commit-trace.ts). Called on the event loop: keep it short.
+   */
+  onWindowCommitted?: (window: CommittedWindow) => void;
   migrations?: readonly Migration[];
   /**
    * Where a new data file may find the template of its migrations (src/store/template.ts); by default this module's
    * directory, which in the bundle is dist/, where `npm run build` writes it. `null`: always run the migrations.
    */
   templateDir?: string | null;
+}
+
+/** A deferred window's commit (see `StoreOptions.onWindowCommitted`). */
+export interface CommittedWindow {
+  /** From the window's first write to the end of its `COMMIT`, in milliseconds. */
+  lengthMs: number;
+  /** The window was made due by a checkpoint, and its commit waited for the checkpoint's flush. */
+  heldByCheckpoint: boolean;
+}
+
+/** The open window a commit takes, as the drain found it. */
+interface TakenWindow {
+  openedAt: number;
+  /** When its commit was due; null if a checkpoint made it due (its lateness then says nothing of later windows). */
+  dueAt: number | null;
+  /** A sliced commit finishes in one piece from here on, to end in time (see writeInSlices). */
+  finishBy: number;
 }
 
 export interface Store {
@@ -204,7 +226,7 @@ export function openStore(options: StoreOptions): Store {
     deferredWindowMs: options.deferredWindowMs ?? 20,
     loadedTurnMs: options.loadedTurnMs ?? LOADED_TURN_MS,
     checkpointAfterWritingMs: options.checkpointAfterWritingMs ?? CHECKPOINT_AFTER_WRITING_MS,
-  });
+  }, options.onWindowCommitted ?? null);
 }
 
 function migrate(sql: CachedSql, migrations: readonly Migration[]): number {
@@ -284,6 +306,7 @@ class GroupCommitStore implements Store {
     readonly filePath: string | null,
     readonly schemaVersion: number,
     private readonly timing: Timing,
+    private readonly onWindowCommitted: ((window: CommittedWindow) => void) | null,
   ) {
     this.logSync = filePath ? new FileSync(`${filePath}-wal`) : null;
     this.fileSync = filePath ? new FileSync(filePath) : null;
@@ -499,24 +522,29 @@ class GroupCommitStore implements Store {
     while (this.queue.length > 0 || this.deferredDue) {
       const batch = this.queue;
       const deferred = this.deferred;
-      const dueAt = this.windowHeldByCheckpoint ? null : this.windowDueAt;
+      const window: TakenWindow | null =
+        this.windowDueAt === null
+          ? null
+          : {
+              openedAt: this.windowOpenedAt,
+              dueAt: this.windowHeldByCheckpoint ? null : this.windowDueAt,
+              finishBy: this.windowOpenedAt + this.timing.deferredWindowMs - WINDOW_MARGIN_MS,
+            };
       this.windowHeldByCheckpoint = false;
-      // A sliced commit finishes in one piece from here on, to end in time (see writeInSlices).
-      const finishBy = this.windowOpenedAt + this.timing.deferredWindowMs - WINDOW_MARGIN_MS;
       this.queue = [];
       this.deferred = [];
       this.windowDueAt = null;
       this.closeDeferredWindow();
       this.committing = true;
       try {
-        await this.commitBatch(batch, deferred, dueAt, finishBy);
+        await this.commitBatch(batch, deferred, window);
       } finally {
         this.committing = false;
       }
     }
   }
 
-  private async commitBatch(batch: PendingWrite[], deferred: DeferredWrite[], dueAt: number | null, finishBy: number): Promise<void> {
+  private async commitBatch(batch: PendingWrite[], deferred: DeferredWrite[], window: TakenWindow | null): Promise<void> {
     for (let attempt = 0; !this.transactionOpen; attempt++) {
       try {
         this.sql.run('BEGIN IMMEDIATE');
@@ -532,7 +560,7 @@ class GroupCommitStore implements Store {
         await new Promise((resolve) => setTimeout(resolve, BUSY_BACKOFF_MS[attempt]));
       }
     }
-    let writingMs = this.earlyWritingMs + (await this.writeInSlices(deferred, finishBy));
+    let writingMs = this.earlyWritingMs + (await this.writeInSlices(deferred, window?.finishBy ?? Infinity));
     this.earlyWritingMs = 0;
     const batchStartedAt = performance.now();
     const outcomes = batch.map((write) => inSavepoint(this.sql, write.fn));
@@ -556,7 +584,10 @@ class GroupCommitStore implements Store {
     this.fallBackToFullSync();
     const committedAt = performance.now();
     writingMs += committedAt - batchStartedAt;
-    if (dueAt !== null) this.recordOverrun(committedAt - dueAt);
+    if (window !== null) {
+      if (window.dueAt !== null) this.recordOverrun(committedAt - window.dueAt);
+      this.onWindowCommitted?.({ lengthMs: committedAt - window.openedAt, heldByCheckpoint: window.dueAt === null });
+    }
     this.writingMsSinceCheckpoint += writingMs;
     this.commitsSinceCheckpoint += 1;
     const checkpointDue =

@@ -13,7 +13,7 @@
  * (a power loss can also take a commit whose flush has not finished). Answers reach the client a little after svc
  * wrote them (up to the client's own queueing at concurrency 16), so ages are slight underestimates.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -46,6 +46,11 @@ export async function crashSection(ctx) {
       lost: trials.map((t) => t.lost),
       oldestLostMs: { median: round(median(oldest), 1), max: round(Math.max(...oldest), 1), all: oldest.map((ms) => round(ms, 1)) },
       lostOlderThan20Ms: trials.reduce((sum, t) => sum + t.lostOlderThan20Ms, 0),
+      // svc's own note of every window it committed before the kill (SVC_TRACE_COMMITS): all of them, not a sample.
+      windowsTraced: trials.reduce((sum, t) => sum + t.windows.count, 0),
+      windowsPast20Ms: trials.reduce((sum, t) => sum + t.windows.past20Ms, 0),
+      windowsHeldByCheckpoint: trials.reduce((sum, t) => sum + t.windows.held, 0),
+      longestWindowMs: round(Math.max(0, ...trials.map((t) => t.windows.longestMs)), 1),
     };
   }
   return result;
@@ -55,7 +60,8 @@ async function crashTrial(ctx, concurrency, loadMs) {
   const dir = mkdtempSync(join(os.tmpdir(), 'svc-bench-crash-'));
   let svc = null;
   try {
-    svc = await startSvc({ mockUrl: ctx.mock.url, dataDir: dir });
+    const trace = join(dir, 'commits.trace');
+    svc = await startSvc({ mockUrl: ctx.mock.url, dataDir: dir, env: { SVC_TRACE_COMMITS: trace } });
     await authorizeClients(svc.url);
     const answered = await loadUntilKilled(svc, concurrency, loadMs);
     const exit = await svc.exited;
@@ -69,11 +75,24 @@ async function crashTrial(ctx, concurrency, loadMs) {
       lost: lostAges.length,
       oldestLostMs: lostAges.length ? Math.max(...lostAges) : null,
       lostOlderThan20Ms: lostAges.filter((ms) => ms > 20).length,
+      windows: tracedWindows(trace),
     };
   } finally {
     if (svc) await stopSvc(svc);
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The windows a trial's svc noted (SVC_TRACE_COMMITS: `<ms> <timed|held>` per line) before it was killed. */
+function tracedWindows(path) {
+  const lines = existsSync(path) ? readFileSync(path, 'utf8').split('\n').filter((line) => line.trim() !== '') : [];
+  const windows = lines.map((line) => ({ ms: Number(line.split(' ')[0]), held: line.endsWith(' held') }));
+  return {
+    count: windows.length,
+    past20Ms: windows.filter((w) => w.ms > 20).length,
+    held: windows.filter((w) => w.held).length,
+    longestMs: Math.max(0, ...windows.map((w) => w.ms)),
+  };
 }
 
 /** `concurrency` clients in closed loops; after `loadMs`, SIGKILL. Resolves every answered run with its arrival. */
@@ -127,11 +146,11 @@ async function lookUp(baseUrl, runIds) {
 export function printCrash(r) {
   console.log(`\nLedger window at a crash: SIGKILL under buffered live load, answered runs looked up after a restart (${r.plan.trials} trials per concurrency)`);
   table(
-    ['conc', 'answered per trial', 'lost per trial', 'oldest lost answer ms (each trial)', 'median', 'max', 'lost > 20 ms old'],
+    ['conc', 'answered per trial', 'lost per trial', 'oldest lost answer ms (each trial)', 'median', 'max', 'lost > 20 ms old', 'windows traced', 'past 20 ms', 'longest ms'],
     r.plan.concurrencies
       .map((c) => [c, r[`c${c}`]])
       .filter(([, f]) => f)
-      .map(([c, f]) => [c, f.answered.join(' '), f.lost.join(' '), f.oldestLostMs.all.join(' '), f.oldestLostMs.median, f.oldestLostMs.max, f.lostOlderThan20Ms]),
+      .map(([c, f]) => [c, f.answered.join(' '), f.lost.join(' '), f.oldestLostMs.all.join(' '), f.oldestLostMs.median, f.oldestLostMs.max, f.lostOlderThan20Ms, f.windowsTraced, f.windowsPast20Ms, f.longestWindowMs]),
   );
 }
 

@@ -201,7 +201,7 @@ export function svcEnv(mockUrl, extra = {}) {
     ...extra,
   };
   // Make sure the caller's shell does not change the mode or where svc listens.
-  for (const name of ['SVC_REQUIRE_LOGIN', 'SVC_BASE_URL', 'SVC_PORT', 'SVC_HOST', 'SVC_DATA_DIR', 'SVC_LOG_LEVEL', 'MESSAGES_API_KEY', 'CHATCOMP_FALLBACK_API_KEY', 'NODE_OPTIONS']) {
+  for (const name of ['SVC_REQUIRE_LOGIN', 'SVC_BASE_URL', 'SVC_PORT', 'SVC_HOST', 'SVC_DATA_DIR', 'SVC_LOG_LEVEL', 'MESSAGES_API_KEY', 'CHATCOMP_FALLBACK_API_KEY', 'NODE_OPTIONS', 'SVC_TRACE_COMMITS']) {
     if (!(name in extra)) delete env[name];
   }
   return env;

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import test, { type TestContext } from 'node:test';
 import { MIGRATIONS } from '../../src/store/migrations.ts';
 import { textBytes } from '../../src/store/sql.ts';
-import { DATA_FILE_NAME, openStore, type Store } from '../../src/store/store.ts';
+import { DATA_FILE_NAME, openStore, type CommittedWindow, type Store } from '../../src/store/store.ts';
 import { tempDir } from '../support/process.ts';
 
 test('migrations are versioned, applied once, and reopening is idempotent', async (t) => {
@@ -334,9 +334,16 @@ test('the log is checkpointed sooner once the commits since the last checkpoint 
 
 test('a window open while a checkpoint runs is due at once: its commit follows the checkpoint, not its timer', async (t) => {
   // Every commit is checkpointed; a window is 2 s long.
-  const store = openStore({ dataDir: tempDir(t), checkpointAfterWritingMs: 0, deferredWindowMs: 2_000 });
+  const windows: CommittedWindow[] = [];
+  const store = openStore({
+    dataDir: tempDir(t),
+    checkpointAfterWritingMs: 0,
+    deferredWindowMs: 2_000,
+    onWindowCommitted: (window) => windows.push(window),
+  });
   t.after(() => store.close());
   await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY)'));
+  await store.flush(); // and the checkpoint after it
   let queuedAt = 0;
   let writtenAfterMs: number | undefined;
   store.writeDeferred((sql) => {
@@ -354,6 +361,10 @@ test('a window open while a checkpoint runs is due at once: its commit follows t
   const waitedUntil = performance.now() + 1_000;
   while (writtenAfterMs === undefined && performance.now() < waitedUntil) await new Promise((resolve) => setTimeout(resolve, 5));
   assert.ok(writtenAfterMs !== undefined && writtenAfterMs < 500, `the second window's commit ran ${writtenAfterMs ?? 'over 1,000'} ms after its write`);
+  // Both windows are noted: the first was committed by the awaited write, the second held by the checkpoint.
+  await store.flush();
+  assert.deepEqual(windows.map((window) => window.heldByCheckpoint), [false, true]);
+  assert.ok(windows.every((window) => window.lengthMs >= 0 && window.lengthMs < 500));
 });
 
 test('a statement that failed (a constraint) works again on its next use', async (t) => {
