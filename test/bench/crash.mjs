@@ -12,6 +12,9 @@
  * so this measures the time until a run's commit is written, not until the log's flush to the disk, which follows it
  * (a power loss can also take a commit whose flush has not finished). Answers reach the client a little after svc
  * wrote them (up to the client's own queueing at concurrency 16), so ages are slight underestimates.
+ *
+ * Each killed svc also runs with SVC_TRACE_COMMITS and notes every window it commits (from its first write to its
+ * COMMIT): the section counts those past 20 ms, all of them rather than the few a kill happens to fall in.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';

@@ -10,20 +10,23 @@ import { ensureBundle, startServe, tempDir } from '../support/process.ts';
 
 before(ensureBundle);
 
+/** One buffered chat completion through svc (the built-in mock model answers); its body read. */
+async function ask(address: string, content: string): Promise<Response> {
+  const response = await fetch(`${address}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content }] }),
+  });
+  assert.equal(response.status, 200);
+  await response.arrayBuffer();
+  return response;
+}
+
 test('runs answered right before SIGTERM are all there after a restart', async (t) => {
   const dataDir = tempDir(t);
   const server = await startServe(t, dataDir);
   const ids = await Promise.all(
-    Array.from({ length: 25 }, async (_, i) => {
-      const response = await fetch(`${server.address}/v1/chat/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: `shutdown ${i}` }] }),
-      });
-      assert.equal(response.status, 200);
-      await response.arrayBuffer();
-      return response.headers.get('x-svc-run-id')!;
-    }),
+    Array.from({ length: 25 }, async (_, i) => (await ask(server.address, `shutdown ${i}`)).headers.get('x-svc-run-id')!),
   );
   server.child.kill('SIGTERM');
   assert.equal(await server.exited, 0);
@@ -43,13 +46,7 @@ test('SVC_TRACE_COMMITS notes each deferred window\'s commit: its length from th
   const trace = join(tempDir(t), 'commits.trace');
   const server = await startServe(t, dataDir, { SVC_TRACE_COMMITS: trace });
   for (let i = 0; i < 5; i++) {
-    const response = await fetch(`${server.address}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: `traced ${i}` }] }),
-    });
-    assert.equal(response.status, 200);
-    await response.arrayBuffer();
+    await ask(server.address, `traced ${i}`);
     // Each in a window of its own: the window is ~17 ms.
     await new Promise((resolve) => setTimeout(resolve, 60));
   }
