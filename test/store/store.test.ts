@@ -245,7 +245,7 @@ test('a deferred window is shortened by how late the recent commits ended, so it
 
 test('a window that falls due during a long turn of the event loop commits when a writer asks, not after the turn', async (t) => {
   const dataDir = tempDir(t);
-  const store = openStore({ dataDir, deferredWindowMs: 20, loadedTurnMs: 0 });
+  const store = openStore({ dataDir, deferredWindowMs: 200, loadedTurnMs: 0 });
   await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY)'));
   let writtenAt: number | undefined;
   store.writeDeferred((sql) => {
@@ -255,8 +255,9 @@ test('a window that falls due during a long turn of the event loop commits when 
   // Not due yet: nothing happens.
   store.commitIfOverdue();
   assert.equal(writtenAt, undefined);
-  // One turn of ~40 ms (tens of requests handled in it, under load): the window's timer cannot fire meanwhile.
-  busyFor(40);
+  // One long turn (tens of requests handled in it, under load; here past the window's ~187 ms, so that a slow machine
+  // cannot make the first call above late): the window's timer cannot fire meanwhile.
+  busyFor(250);
   const log = join(dataDir, `${DATA_FILE_NAME}-wal`);
   const logBefore = statSync(log).size;
   // The next callback of the loop, whatever it is, comes after the commit's `COMMIT` (which appends to the log).
