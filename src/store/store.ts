@@ -72,8 +72,6 @@ interface TakenWindow {
   openedAt: number;
   /** When its commit was due; null if a checkpoint made it due (its lateness then says nothing of later windows). */
   dueAt: number | null;
-  /** A sliced commit finishes in one piece from here on, to end in time (see writeInSlices). */
-  finishBy: number;
 }
 
 export interface Store {
@@ -528,7 +526,6 @@ class GroupCommitStore implements Store {
           : {
               openedAt: this.windowOpenedAt,
               dueAt: this.windowHeldByCheckpoint ? null : this.windowDueAt,
-              finishBy: this.windowOpenedAt + this.timing.deferredWindowMs - WINDOW_MARGIN_MS,
             };
       this.windowHeldByCheckpoint = false;
       this.queue = [];
@@ -560,7 +557,9 @@ class GroupCommitStore implements Store {
         await new Promise((resolve) => setTimeout(resolve, BUSY_BACKOFF_MS[attempt]));
       }
     }
-    let writingMs = this.earlyWritingMs + (await this.writeInSlices(deferred, window?.finishBy ?? Infinity));
+    // A sliced commit finishes in one piece once it would otherwise end past its window (see writeInSlices).
+    const finishBy = window === null ? Infinity : window.openedAt + this.timing.deferredWindowMs - WINDOW_MARGIN_MS;
+    let writingMs = this.earlyWritingMs + (await this.writeInSlices(deferred, finishBy));
     this.earlyWritingMs = 0;
     const batchStartedAt = performance.now();
     const outcomes = batch.map((write) => inSavepoint(this.sql, write.fn));
