@@ -6,13 +6,11 @@
  * store therefore runs SQLite with `synchronous = OFF` and makes the two flushes durability needs itself:
  * the write-ahead log after each group commit (before any write of that commit is acknowledged), and the main file
  * after each checkpoint (before the log may be overwritten). `fdatasync` on a second descriptor of the same file
- * flushes the file, whoever wrote it. Once a file's first flush (which also flushes its directory) is done, the store's
- * flushes of it run on its flush thread instead (src/store/flush-thread.ts), whose completion it sees sooner.
+ * flushes the file, whoever wrote it.
  */
 import { closeSync, existsSync, fdatasync, fsyncSync, openSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import type { FlushThread } from './flush-thread.ts';
 
 /**
  * Flush a file or a directory (a directory's flush keeps the names of the files created in it) at once, blocking:
@@ -42,19 +40,12 @@ export class FileSync {
   /** The file's directory was flushed since this process opened the file (see `sync`). */
   private directoryFlushed = false;
 
-  /** `thread`: flush on the store's flush thread, as its file number `slot` (else on libuv's thread pool). */
-  constructor(
-    readonly path: string,
-    private readonly thread: { flushThread: FlushThread; slot: number } | null = null,
-  ) {}
+  constructor(readonly path: string) {}
 
   /** Flush the file's written data to the disk; a file that does not exist yet has nothing to flush. */
   sync(): Promise<void> {
     const fd = this.open();
     if (fd === null) return Promise.resolve();
-    if (this.directoryFlushed && this.thread && !this.thread.flushThread.isGone) {
-      return this.thread.flushThread.flush(this.thread.slot, fd);
-    }
     const flushed = new Promise<void>((resolve, reject) => fdatasync(fd, (error) => (error ? reject(error) : resolve())));
     if (this.directoryFlushed) return flushed;
     // Until it has succeeded once, a flush also flushes the file's directory: the log (or the data file) may have

@@ -8,8 +8,7 @@
  *   `BEGIN IMMEDIATE ... COMMIT`; each write's promise settles only after that commit is on the disk, so a 2xx
  *   answered after `await store.write(...)` survives a crash, power loss included. Each write runs in its own
  *   savepoint, so one failing write does not take its batch neighbours down with it.
- * - The disk flushes run off the event loop, on a thread of their own whose progress the store polls at each deferred
- *   write (src/store/file-sync.ts, src/store/flush-thread.ts): SQLite runs with `synchronous = OFF`, the
+ * - The disk flushes run off the event loop (src/store/file-sync.ts): SQLite runs with `synchronous = OFF`, the
  *   store flushes the log after each commit before acknowledging it (the next commit does not wait for that), and
  *   checkpoints the log into the main file itself every `CHECKPOINT_EVERY_COMMITS` commits or sooner (after
  *   `CHECKPOINT_AFTER_WRITING_MS` of writing), flushing the main file before the log may be reused.
@@ -28,7 +27,6 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import sqlite from 'node-sqlite3-wasm';
 import { FileSync, flushNow } from './file-sync.ts';
-import { FlushThread } from './flush-thread.ts';
 import { CachedSql, inSavepoint, togetherOrAlone, type Sql } from './sql.ts';
 import { MIGRATIONS, type Migration } from './migrations.ts';
 import { createFromTemplate } from './template.ts';
@@ -268,9 +266,9 @@ class GroupCommitStore implements Store {
   /** When the open deferred window opened (its first write); its commit is to end `deferredWindowMs` later. */
   private windowOpenedAt = 0;
   /**
-   * A checkpoint is due or running: the next commit waits for it and for its flush of the main file (a few
-   * milliseconds: the log's flush, the copy, the main file's flush, each flush seen as it ends, see `commitIfOverdue`),
-   * so a window open meanwhile is due at once and commits right after it (see `holdWindowsForCheckpoint`).
+   * A checkpoint is due or running: the next commit waits for it and for its flush of the main file (10-40 ms under
+   * load, by the disk), so a window open meanwhile is due at once and commits right after it (see
+   * `holdWindowsForCheckpoint`).
    */
   private checkpointing = false;
   /** The open window was made due by a checkpoint: its commit's lateness says nothing of the windows to come. */
@@ -291,8 +289,6 @@ class GroupCommitStore implements Store {
   private commitsSinceCheckpoint = 0;
   private writingMsSinceCheckpoint = 0;
   private generation = 0;
-  /** Runs the flushes (see src/store/flush-thread.ts); polled at each deferred write, so a finished one is seen soon. */
-  private readonly flushThread: FlushThread | null;
   private readonly logSync: FileSync | null;
   private readonly fileSync: FileSync | null;
   /** A flush of the main file after a checkpoint failed (see `fallBackToFullSync`). */
@@ -310,9 +306,8 @@ class GroupCommitStore implements Store {
     private readonly timing: Timing,
     private readonly onWindowCommitted: ((window: CommittedWindow) => void) | null,
   ) {
-    this.flushThread = filePath ? new FlushThread(2) : null;
-    this.logSync = filePath ? new FileSync(`${filePath}-wal`, { flushThread: this.flushThread!, slot: 0 }) : null;
-    this.fileSync = filePath ? new FileSync(filePath, { flushThread: this.flushThread!, slot: 1 }) : null;
+    this.logSync = filePath ? new FileSync(`${filePath}-wal`) : null;
+    this.fileSync = filePath ? new FileSync(filePath) : null;
     // Each file's first flush in this process also flushes its directory, which commits the file system's journal:
     // ~125-140 ms on a fresh data directory under load, traced, and the first checkpoint waited for it with every
     // commit behind it (a crash then lost runs answered up to ~150 ms before). Done now, before any request, off the
@@ -354,7 +349,6 @@ class GroupCommitStore implements Store {
 
   private queueDeferred(write: DeferredWrite): void {
     this.assertOpen();
-    this.flushThread?.poll();
     this.deferred.push(write);
     // The first write of a window opens it; later ones join it, also once it passed and its drain is pending.
     if (this.windowDueAt === null) {
@@ -461,7 +455,6 @@ class GroupCommitStore implements Store {
     // before the log goes. Blocking here is fine; nothing else runs any more.
     if (this.filePath) this.db.exec('PRAGMA synchronous = FULL');
     this.db.close();
-    await this.flushThread?.close();
     this.logSync?.close();
     this.fileSync?.close();
   }
@@ -513,8 +506,6 @@ class GroupCommitStore implements Store {
   }
 
   commitIfOverdue(): void {
-    // A checkpoint's flush that ended meanwhile lets the checkpoint, and the windows it holds, move on now.
-    this.flushThread?.poll();
     if (this.draining || this.deferredTimer === null || this.windowDueAt === null) return;
     if (performance.now() < this.windowDueAt) return;
     this.closeDeferredWindow();

@@ -368,42 +368,6 @@ test('a window open while a checkpoint runs is due at once: its commit follows t
   assert.ok(windows.every((window) => window.lengthMs >= 0 && window.lengthMs < 500));
 });
 
-test("a checkpoint moves on as soon as its flushes end, within a long turn: the window it held commits then", async (t) => {
-  // Every commit is checkpointed; a window is 2 s long. Under load one turn of the event loop handles tens of
-  // requests: a flush seen only at the end of the turn held the window for that long (25-60 ms at c=64).
-  const windows: CommittedWindow[] = [];
-  const store = openStore({
-    dataDir: tempDir(t),
-    checkpointAfterWritingMs: 0,
-    deferredWindowMs: 2_000,
-    onWindowCommitted: (window) => windows.push(window),
-  });
-  t.after(() => store.close());
-  await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY)'));
-  await store.flush();
-  let heldTheLoop: Promise<boolean> | undefined;
-  store.writeDeferred((sql) => {
-    sql.run('INSERT INTO t (id) VALUES (1)');
-    // Queued while the commit that will checkpoint is writing: its window opens now, and the checkpoint holds it.
-    store.writeDeferred((inner) => inner.run('INSERT INTO t (id) VALUES (2)'));
-    // From the next turn on, the loop is held (a long turn): only microtasks run, and writers asking for overdue
-    // commits, as the ledger does at each change.
-    heldTheLoop = new Promise((resolve) =>
-      setImmediate(async () => {
-        const until = performance.now() + 5_000;
-        while (windows.length < 2 && performance.now() < until) {
-          store.commitIfOverdue();
-          await Promise.resolve();
-        }
-        resolve(windows.length === 2);
-      }),
-    );
-  });
-  await store.write((sql) => sql.run('INSERT INTO t (id) VALUES (3)'));
-  assert.equal(await heldTheLoop, true, 'the held window was committed while the loop was held');
-  assert.deepEqual(windows.map((window) => window.heldByCheckpoint), [false, true]);
-});
-
 test('a statement that failed (a constraint) works again on its next use', async (t) => {
   const store = openStore({ dataDir: null });
   t.after(() => store.close());
