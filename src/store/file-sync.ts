@@ -8,7 +8,7 @@
  * after each checkpoint (before the log may be overwritten). `fdatasync` on a second descriptor of the same file
  * flushes the file, whoever wrote it.
  */
-import { closeSync, existsSync, fdatasync, fsyncSync, openSync } from 'node:fs';
+import { closeSync, existsSync, fdatasync, fdatasyncSync, fsyncSync, openSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
@@ -53,6 +53,18 @@ export class FileSync {
     return flushed.then(() => syncDirectory(dirname(this.path))).then(() => {
       this.directoryFlushed = true;
     });
+  }
+
+  /** Whether `syncNow` may be called: the first `sync` (with the directory's flush, off the event loop) is done. */
+  get canSyncNow(): boolean {
+    return this.directoryFlushed;
+  }
+
+  /** Flush the file's written data at once, blocking the event loop (see `canSyncNow`). */
+  syncNow(): void {
+    if (!this.directoryFlushed) throw new Error(`${this.path}: its first flush, with its directory's, has not ended`);
+    const fd = this.open();
+    if (fd !== null) fdatasyncSync(fd);
   }
 
   close(): void {

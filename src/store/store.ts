@@ -11,7 +11,8 @@
  * - The disk flushes run off the event loop (src/store/file-sync.ts): SQLite runs with `synchronous = OFF`, the
  *   store flushes the log after each commit before acknowledging it (the next commit does not wait for that), and
  *   checkpoints the log into the main file itself every `CHECKPOINT_EVERY_COMMITS` commits or sooner (after
- *   `CHECKPOINT_AFTER_WRITING_MS` of writing), flushing the main file before the log may be reused.
+ *   `CHECKPOINT_AFTER_WRITING_MS` of writing), flushing the main file before the log may be reused. A checkpoint's
+ *   flushes run on the event loop while the disk is quick (`CHECKPOINT_FLUSHES_ON_LOOP_MAX_MS`).
  * - Deferred writes (the gateway's own ledger) join the next group commit, whose window is to end `deferredWindowMs`
  *   after the first of them was queued: it is shortened by how late recent commits ended (test/bench/crash.mjs
  *   measures how long after an answer its run is committed). At light load the commit writes them in slices of a
@@ -40,6 +41,11 @@ export interface StoreOptions {
   deferredWindowMs?: number;
   /** Checkpoint once the commits since the last one spent this long writing; default `CHECKPOINT_AFTER_WRITING_MS`. */
   checkpointAfterWritingMs?: number;
+  /**
+   * A checkpoint's two flushes (the log's, then the main file's) run on the event loop, blocking, while such flushes
+   * took at most this long together; 0: never (see `CHECKPOINT_FLUSHES_ON_LOOP_MAX_MS`).
+   */
+  checkpointFlushesOnLoopMaxMs?: number;
   /**
    * A turn of the event loop between two slices of a commit longer than this means a loaded loop, where the commit
    * finishes in one piece (see writeInSlices); default `LOADED_TURN_MS`. A test of the light-load path raises it, so a
@@ -113,7 +119,9 @@ export interface Store {
 }
 
 /** The store's timing choices, each from `StoreOptions` or its default. */
-type Timing = Required<Pick<StoreOptions, 'deferredWindowMs' | 'loadedTurnMs' | 'checkpointAfterWritingMs'>>;
+type Timing = Required<
+  Pick<StoreOptions, 'deferredWindowMs' | 'loadedTurnMs' | 'checkpointAfterWritingMs' | 'checkpointFlushesOnLoopMaxMs'>
+>;
 
 /** A deferred write: one piece (maybe written early), or steps planned when its commit starts (some maybe early). */
 type DeferredWrite = { fn: (sql: Sql) => void; early: boolean } | { plan: (final: boolean) => Array<(sql: Sql) => void> };
@@ -139,6 +147,18 @@ const BUSY_BACKOFF_MS = [2, 5, 10, 25, 50, 100, 200];
  */
 const CHECKPOINT_EVERY_COMMITS = 64;
 const CHECKPOINT_AFTER_WRITING_MS = 40;
+
+/**
+ * A checkpoint flushes the log before its copy and the main file after it. Off the event loop, each flush ends in a
+ * callback the loop runs only at its next poll of the sockets: under load, after a turn of tens of requests, so the
+ * checkpoint, and every ledger window waiting for it, took 25-60 ms at c=64 while the two `fdatasync` calls took
+ * ~0.6 and ~2 ms (p50; p99 3.4 / 4.2 ms, traced on the reference machine). On the loop the stall grows by those
+ * milliseconds (the copy itself blocks ~2 ms) and nothing waits for a callback. That holds while the disk is quick:
+ * once a checkpoint's flushes took longer than this together, the next `CHECKPOINT_FLUSHES_OFF_LOOP_FOR`
+ * checkpoints flush off the loop again, then the loop is tried again.
+ */
+const CHECKPOINT_FLUSHES_ON_LOOP_MAX_MS = 8;
+const CHECKPOINT_FLUSHES_OFF_LOOP_FOR = 64;
 
 /**
  * About how much of deferred writes' work a commit does before it gives the event loop a turn, at least (see
@@ -224,6 +244,7 @@ export function openStore(options: StoreOptions): Store {
     deferredWindowMs: options.deferredWindowMs ?? 20,
     loadedTurnMs: options.loadedTurnMs ?? LOADED_TURN_MS,
     checkpointAfterWritingMs: options.checkpointAfterWritingMs ?? CHECKPOINT_AFTER_WRITING_MS,
+    checkpointFlushesOnLoopMaxMs: options.checkpointFlushesOnLoopMaxMs ?? CHECKPOINT_FLUSHES_ON_LOOP_MAX_MS,
   }, options.onWindowCommitted ?? null);
 }
 
@@ -266,9 +287,9 @@ class GroupCommitStore implements Store {
   /** When the open deferred window opened (its first write); its commit is to end `deferredWindowMs` later. */
   private windowOpenedAt = 0;
   /**
-   * A checkpoint is due or running: the next commit waits for it and for its flush of the main file (10-40 ms under
-   * load, by the disk), so a window open meanwhile is due at once and commits right after it (see
-   * `holdWindowsForCheckpoint`).
+   * A checkpoint flushing off the event loop is due or running: the next commit waits for it and for its flush of
+   * the main file (10-60 ms under load: each flush's callback waits for the loop's next poll), so a window open
+   * meanwhile is due at once and commits right after it (see `holdWindowsForCheckpoint`).
    */
   private checkpointing = false;
   /** The open window was made due by a checkpoint: its commit's lateness says nothing of the windows to come. */
@@ -288,6 +309,8 @@ class GroupCommitStore implements Store {
   private readonly recentOverrunsMs: number[] = [INITIAL_OVERRUN_MS];
   private commitsSinceCheckpoint = 0;
   private writingMsSinceCheckpoint = 0;
+  /** How many checkpoints are still to flush off the event loop (see `CHECKPOINT_FLUSHES_ON_LOOP_MAX_MS`). */
+  private checkpointsOffLoop = 0;
   private generation = 0;
   private readonly logSync: FileSync | null;
   private readonly fileSync: FileSync | null;
@@ -593,20 +616,20 @@ class GroupCommitStore implements Store {
       this.fileSync !== null &&
       (this.commitsSinceCheckpoint >= CHECKPOINT_EVERY_COMMITS ||
         this.writingMsSinceCheckpoint >= this.timing.checkpointAfterWritingMs);
+    const settle = () =>
+      batch.forEach((write, i) => {
+        const outcome = outcomes[i]!;
+        if (outcome.ok) write.resolve(outcome.value);
+        else write.reject(outcome.error);
+      });
+    // Committed, but not known to be on the disk: acknowledging it would be a promise svc cannot keep.
+    const fail = (error: unknown) => batch.forEach((write) => write.reject(error));
+    if (checkpointDue && this.checkpointOnLoop(settle, fail)) return;
     // The batch is acknowledged once the log is flushed; the next commit need not wait for that (its window's early
     // writes may go into a new transaction meanwhile), unless a checkpoint follows: it copies only a flushed log,
     // and needs the connection out of any transaction.
     const flushed = this.flushLog();
-    flushed.then(
-      () =>
-        batch.forEach((write, i) => {
-          const outcome = outcomes[i]!;
-          if (outcome.ok) write.resolve(outcome.value);
-          else write.reject(outcome.error);
-        }),
-      // Committed, but not known to be on the disk: acknowledging it would be a promise svc cannot keep.
-      (error) => batch.forEach((write) => write.reject(error)),
-    );
+    flushed.then(settle, fail);
     if (!checkpointDue) return;
     this.holdWindowsForCheckpoint();
     try {
@@ -693,24 +716,71 @@ class GroupCommitStore implements Store {
   }
 
   /**
-   * Copy the log into the main file, then flush the main file: only after that may the next commit start reusing
-   * the log from its beginning (the next write transaction does so once everything was copied).
+   * The checkpoint after a commit, all on the event loop while the disk's flushes are quick (see
+   * `CHECKPOINT_FLUSHES_ON_LOOP_MAX_MS`): flush the log (then acknowledge the commit), copy, flush the main file.
+   * Nothing runs meanwhile, so no window waits for it. False, with nothing done, when the checkpoint is to flush off
+   * the loop instead.
+   */
+  private checkpointOnLoop(settle: () => void, fail: (error: unknown) => void): boolean {
+    const maxMs = this.timing.checkpointFlushesOnLoopMaxMs;
+    if (maxMs <= 0) return false;
+    if (this.checkpointsOffLoop > 0) {
+      this.checkpointsOffLoop--;
+      return false;
+    }
+    // The files' first flushes, with their directory's, run off the loop as the store opens.
+    if (!this.logSync!.canSyncNow || !this.fileSync!.canSyncNow) return false;
+    // A flush still running off the loop for an earlier commit: the log's flush now covers that commit's pages too.
+    const startedAt = performance.now();
+    try {
+      this.logSync!.syncNow();
+    } catch (error) {
+      fail(error);
+      return true; // no checkpoint of a log not on the disk: the next commit's is due as well
+    }
+    const logFlushMs = performance.now() - startedAt;
+    settle();
+    try {
+      this.copyLog();
+      const mainFlushStartedAt = performance.now();
+      this.fileSync!.syncNow();
+      if (logFlushMs + performance.now() - mainFlushStartedAt > maxMs) this.checkpointsOffLoop = CHECKPOINT_FLUSHES_OFF_LOOP_FOR;
+    } catch {
+      this.mainFileFlushFailed();
+    }
+    return true;
+  }
+
+  /**
+   * Copy the log into the main file, then flush the main file off the event loop: only after that may the next
+   * commit start reusing the log from its beginning (the next write transaction does so once everything was copied).
    */
   private async checkpoint(): Promise<void> {
-    this.commitsSinceCheckpoint = 0;
-    this.writingMsSinceCheckpoint = 0;
     try {
-      this.sql.exec('PRAGMA wal_checkpoint(PASSIVE)');
+      this.copyLog();
       // Early writes may open the next transaction meanwhile: they stay in SQLite's page cache (it spills into the
       // log only far beyond a window's pages, see `cache_spill`), and only the next COMMIT writes to the log.
       this.committing = false;
       await this.fileSync!.sync();
     } catch {
-      // The copy may be in the data file unflushed while the next commit starts overwriting the log: from here on,
-      // fall back to SQLite's own (blocking) flushes rather than risk what was acknowledged.
-      this.mainFileUnflushed = true;
-      this.fallBackToFullSync();
+      this.mainFileFlushFailed();
     }
+  }
+
+  /** A checkpoint's copy of the (flushed) log into the main file. */
+  private copyLog(): void {
+    this.commitsSinceCheckpoint = 0;
+    this.writingMsSinceCheckpoint = 0;
+    this.sql.exec('PRAGMA wal_checkpoint(PASSIVE)');
+  }
+
+  /**
+   * The copy may be in the data file unflushed while the next commit starts overwriting the log: from here on, fall
+   * back to SQLite's own (blocking) flushes rather than risk what was acknowledged.
+   */
+  private mainFileFlushFailed(): void {
+    this.mainFileUnflushed = true;
+    this.fallBackToFullSync();
   }
 
   /**

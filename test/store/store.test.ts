@@ -334,11 +334,12 @@ test('the log is checkpointed sooner once the commits since the last checkpoint 
 });
 
 test('a window open while a checkpoint runs is due at once: its commit follows the checkpoint, not its timer', async (t) => {
-  // Every commit is checkpointed; a window is 2 s long.
+  // Every commit is checkpointed, its flushes off the event loop (as on a slow disk); a window is 2 s long.
   const windows: CommittedWindow[] = [];
   const store = openStore({
     dataDir: tempDir(t),
     checkpointAfterWritingMs: 0,
+    checkpointFlushesOnLoopMaxMs: 0,
     deferredWindowMs: 2_000,
     onWindowCommitted: (window) => windows.push(window),
   });
@@ -366,6 +367,60 @@ test('a window open while a checkpoint runs is due at once: its commit follows t
   await store.flush();
   assert.deepEqual(windows.map((window) => window.heldByCheckpoint), [false, true]);
   assert.ok(windows.every((window) => window.lengthMs >= 0 && window.lengthMs < 500));
+});
+
+/**
+ * An awaited write whose commit checkpoints (every commit does here) and, written by that commit, a deferred write
+ * that opens the next window. Resolves with that window as it was committed.
+ */
+async function windowOpenedByACheckpointingCommit(store: Store, windows: CommittedWindow[], id: number): Promise<CommittedWindow> {
+  const before = windows.length;
+  store.writeDeferred((sql) => {
+    sql.run('INSERT INTO t (id) VALUES (?)', [id]);
+    store.writeDeferred((inner) => inner.run('INSERT INTO t (id) VALUES (?)', [id + 1]));
+  });
+  await store.write((sql) => sql.run('INSERT INTO t (id) VALUES (?)', [id + 2]));
+  // Left to the store (a flush would make it due at once).
+  const until = performance.now() + 5_000;
+  while (windows.length < before + 2 && performance.now() < until) await new Promise((resolve) => setTimeout(resolve, 5));
+  assert.equal(windows.length, before + 2, 'both windows were committed');
+  return windows[before + 1]!;
+}
+
+test('with quick flushes a checkpoint runs on the event loop within its commit: no window waits for it', async (t) => {
+  // Every commit is checkpointed; a window is 200 ms long.
+  const windows: CommittedWindow[] = [];
+  const store = openStore({ dataDir: tempDir(t), checkpointAfterWritingMs: 0, deferredWindowMs: 200, onWindowCommitted: (window) => windows.push(window) });
+  t.after(() => store.close());
+  await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY)'));
+  await store.flush(); // and the first flushes, with the directory's, off the loop
+  const window = await windowOpenedByACheckpointingCommit(store, windows, 1);
+  // Not made due by the checkpoint (it had ended when the commit did): its own timer committed it.
+  assert.equal(window.heldByCheckpoint, false);
+  assert.ok(window.lengthMs >= 150, `the window was committed after ${window.lengthMs} ms, before its timer`);
+  assert.equal(await store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM t')!.n), 3);
+});
+
+test('once a checkpoint flushed for longer than allowed, the next checkpoints flush off the event loop', async (t) => {
+  // No flush is quick enough for a limit of a nanosecond: the first checkpoint on the loop is the last for a while.
+  const windows: CommittedWindow[] = [];
+  const store = openStore({
+    dataDir: tempDir(t),
+    checkpointAfterWritingMs: 0,
+    checkpointFlushesOnLoopMaxMs: 1e-6,
+    deferredWindowMs: 200,
+    onWindowCommitted: (window) => windows.push(window),
+  });
+  t.after(() => store.close());
+  await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY)'));
+  // Until the files' first flushes (with their directory's) have ended, checkpoints flush off the loop, and hold the
+  // window opened meanwhile; the first one after that flushes on the loop, and holds none.
+  let id = 0;
+  while ((await windowOpenedByACheckpointingCommit(store, windows, (id += 3))).heldByCheckpoint) assert.ok(id < 300);
+  // It took longer than a nanosecond: off the loop again, the next checkpoint holds the window opened meanwhile.
+  const window = await windowOpenedByACheckpointingCommit(store, windows, (id += 3));
+  assert.equal(window.heldByCheckpoint, true);
+  assert.ok(window.lengthMs < 150, `the held window was committed ${window.lengthMs} ms after it opened, by its timer`);
 });
 
 test('a statement that failed (a constraint) works again on its next use', async (t) => {
