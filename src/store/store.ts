@@ -11,8 +11,8 @@
  * - The disk flushes run off the event loop (src/store/file-sync.ts): SQLite runs with `synchronous = OFF`, the
  *   store flushes the log after each commit before acknowledging it (the next commit does not wait for that), and
  *   checkpoints the log into the main file itself every `CHECKPOINT_EVERY_COMMITS` commits or sooner (after
- *   `CHECKPOINT_AFTER_WRITING_MS` of writing), flushing the main file before the log may be reused. A checkpoint's
- *   flushes run on the event loop while the disk is quick (`CHECKPOINT_FLUSHES_ON_LOOP_MAX_MS`).
+ *   `CHECKPOINT_AFTER_WRITING_MS` of writing), flushing the main file before the log may be reused. The log's flush
+ *   before a checkpoint runs on the event loop while the disk is quick (`CHECKPOINT_LOG_FLUSH_ON_LOOP_MAX_MS`).
  * - Deferred writes (the gateway's own ledger) join the next group commit, whose window is to end `deferredWindowMs`
  *   after the first of them was queued: it is shortened by how late recent commits ended (test/bench/crash.mjs
  *   measures how long after an answer its run is committed). At light load the commit writes them in slices of a
@@ -42,10 +42,10 @@ export interface StoreOptions {
   /** Checkpoint once the commits since the last one spent this long writing; default `CHECKPOINT_AFTER_WRITING_MS`. */
   checkpointAfterWritingMs?: number;
   /**
-   * A checkpoint's two flushes (the log's, then the main file's) run on the event loop, blocking, while such flushes
-   * took at most this long together; 0: never (see `CHECKPOINT_FLUSHES_ON_LOOP_MAX_MS`).
+   * The log's flush before a checkpoint's copy runs on the event loop, blocking, while such flushes took at most this
+   * long; 0: never (see `CHECKPOINT_LOG_FLUSH_ON_LOOP_MAX_MS`).
    */
-  checkpointFlushesOnLoopMaxMs?: number;
+  checkpointLogFlushOnLoopMaxMs?: number;
   /**
    * A turn of the event loop between two slices of a commit longer than this means a loaded loop, where the commit
    * finishes in one piece (see writeInSlices); default `LOADED_TURN_MS`. A test of the light-load path raises it, so a
@@ -120,7 +120,7 @@ export interface Store {
 
 /** The store's timing choices, each from `StoreOptions` or its default. */
 type Timing = Required<
-  Pick<StoreOptions, 'deferredWindowMs' | 'loadedTurnMs' | 'checkpointAfterWritingMs' | 'checkpointFlushesOnLoopMaxMs'>
+  Pick<StoreOptions, 'deferredWindowMs' | 'loadedTurnMs' | 'checkpointAfterWritingMs' | 'checkpointLogFlushOnLoopMaxMs'>
 >;
 
 /** A deferred write: one piece (maybe written early), or steps planned when its commit starts (some maybe early). */
@@ -152,13 +152,14 @@ const CHECKPOINT_AFTER_WRITING_MS = 40;
  * A checkpoint flushes the log before its copy and the main file after it. Off the event loop, each flush ends in a
  * callback the loop runs only at its next poll of the sockets: under load, after a turn of tens of requests, so the
  * checkpoint, and every ledger window waiting for it, took 25-60 ms at c=64 while the two `fdatasync` calls took
- * ~0.6 and ~2 ms (p50; p99 3.4 / 4.2 ms, traced on the reference machine). On the loop the stall grows by those
- * milliseconds (the copy itself blocks ~2 ms) and nothing waits for a callback. That holds while the disk is quick:
- * once a checkpoint's flushes took longer than this together, the next `CHECKPOINT_FLUSHES_OFF_LOOP_FOR`
- * checkpoints flush off the loop again, then the loop is tried again.
+ * ~0.6 and ~2 ms (p50; p99 3.4 / 4.2 ms, traced on the reference machine). The log's flush runs on the loop: the
+ * stall grows by ~0.6 ms and the copy follows the commit at once. The main file's stays off the loop (on it too, the
+ * exact-cache hits' p99 at c=16 grew by ~2 ms more), so a window waits for one callback, not two. That holds while the
+ * disk is quick: once the log's flush took longer than this, the next `CHECKPOINT_LOG_FLUSHES_OFF_LOOP_FOR`
+ * checkpoints flush it off the loop again, then the loop is tried again.
  */
-const CHECKPOINT_FLUSHES_ON_LOOP_MAX_MS = 8;
-const CHECKPOINT_FLUSHES_OFF_LOOP_FOR = 64;
+const CHECKPOINT_LOG_FLUSH_ON_LOOP_MAX_MS = 8;
+const CHECKPOINT_LOG_FLUSHES_OFF_LOOP_FOR = 64;
 
 /**
  * About how much of deferred writes' work a commit does before it gives the event loop a turn, at least (see
@@ -244,7 +245,7 @@ export function openStore(options: StoreOptions): Store {
     deferredWindowMs: options.deferredWindowMs ?? 20,
     loadedTurnMs: options.loadedTurnMs ?? LOADED_TURN_MS,
     checkpointAfterWritingMs: options.checkpointAfterWritingMs ?? CHECKPOINT_AFTER_WRITING_MS,
-    checkpointFlushesOnLoopMaxMs: options.checkpointFlushesOnLoopMaxMs ?? CHECKPOINT_FLUSHES_ON_LOOP_MAX_MS,
+    checkpointLogFlushOnLoopMaxMs: options.checkpointLogFlushOnLoopMaxMs ?? CHECKPOINT_LOG_FLUSH_ON_LOOP_MAX_MS,
   }, options.onWindowCommitted ?? null);
 }
 
@@ -287,9 +288,9 @@ class GroupCommitStore implements Store {
   /** When the open deferred window opened (its first write); its commit is to end `deferredWindowMs` later. */
   private windowOpenedAt = 0;
   /**
-   * A checkpoint flushing off the event loop is due or running: the next commit waits for it and for its flush of
-   * the main file (10-60 ms under load: each flush's callback waits for the loop's next poll), so a window open
-   * meanwhile is due at once and commits right after it (see `holdWindowsForCheckpoint`).
+   * A checkpoint is due or running: the next commit waits for it and for its flush of the main file (its callback
+   * waits for the event loop's next poll: 5-30 ms under load), so a window open meanwhile is due at once and commits
+   * right after it (see `holdWindowsForCheckpoint`).
    */
   private checkpointing = false;
   /** The open window was made due by a checkpoint: its commit's lateness says nothing of the windows to come. */
@@ -309,8 +310,8 @@ class GroupCommitStore implements Store {
   private readonly recentOverrunsMs: number[] = [INITIAL_OVERRUN_MS];
   private commitsSinceCheckpoint = 0;
   private writingMsSinceCheckpoint = 0;
-  /** How many checkpoints are still to flush off the event loop (see `CHECKPOINT_FLUSHES_ON_LOOP_MAX_MS`). */
-  private checkpointsOffLoop = 0;
+  /** How many checkpoints are still to flush the log off the event loop (see `CHECKPOINT_LOG_FLUSH_ON_LOOP_MAX_MS`). */
+  private logFlushesOffLoop = 0;
   private generation = 0;
   private readonly logSync: FileSync | null;
   private readonly fileSync: FileSync | null;
@@ -616,20 +617,20 @@ class GroupCommitStore implements Store {
       this.fileSync !== null &&
       (this.commitsSinceCheckpoint >= CHECKPOINT_EVERY_COMMITS ||
         this.writingMsSinceCheckpoint >= this.timing.checkpointAfterWritingMs);
-    const settle = () =>
-      batch.forEach((write, i) => {
-        const outcome = outcomes[i]!;
-        if (outcome.ok) write.resolve(outcome.value);
-        else write.reject(outcome.error);
-      });
-    // Committed, but not known to be on the disk: acknowledging it would be a promise svc cannot keep.
-    const fail = (error: unknown) => batch.forEach((write) => write.reject(error));
-    if (checkpointDue && this.checkpointOnLoop(settle, fail)) return;
     // The batch is acknowledged once the log is flushed; the next commit need not wait for that (its window's early
     // writes may go into a new transaction meanwhile), unless a checkpoint follows: it copies only a flushed log,
     // and needs the connection out of any transaction.
-    const flushed = this.flushLog();
-    flushed.then(settle, fail);
+    const flushed = checkpointDue && this.logFlushOnLoop() ? this.flushLogNow() : this.flushLog();
+    flushed.then(
+      () =>
+        batch.forEach((write, i) => {
+          const outcome = outcomes[i]!;
+          if (outcome.ok) write.resolve(outcome.value);
+          else write.reject(outcome.error);
+        }),
+      // Committed, but not known to be on the disk: acknowledging it would be a promise svc cannot keep.
+      (error) => batch.forEach((write) => write.reject(error)),
+    );
     if (!checkpointDue) return;
     this.holdWindowsForCheckpoint();
     try {
@@ -716,71 +717,53 @@ class GroupCommitStore implements Store {
   }
 
   /**
-   * The checkpoint after a commit, all on the event loop while the disk's flushes are quick (see
-   * `CHECKPOINT_FLUSHES_ON_LOOP_MAX_MS`): flush the log (then acknowledge the commit), copy, flush the main file.
-   * Nothing runs meanwhile, so no window waits for it. False, with nothing done, when the checkpoint is to flush off
-   * the loop instead.
+   * Whether the log's flush before a checkpoint is to run on the event loop (see
+   * `CHECKPOINT_LOG_FLUSH_ON_LOOP_MAX_MS`): not while the log's first flush (with its directory's, off the loop as the
+   * store opened) runs, nor for a while after one took too long.
    */
-  private checkpointOnLoop(settle: () => void, fail: (error: unknown) => void): boolean {
-    const maxMs = this.timing.checkpointFlushesOnLoopMaxMs;
-    if (maxMs <= 0) return false;
-    if (this.checkpointsOffLoop > 0) {
-      this.checkpointsOffLoop--;
-      return false;
-    }
-    // The files' first flushes, with their directory's, run off the loop as the store opens.
-    if (!this.logSync!.canSyncNow || !this.fileSync!.canSyncNow) return false;
-    // A flush still running off the loop for an earlier commit: the log's flush now covers that commit's pages too.
+  private logFlushOnLoop(): boolean {
+    if (this.timing.checkpointLogFlushOnLoopMaxMs <= 0 || !this.logSync!.canSyncNow) return false;
+    if (this.logFlushesOffLoop === 0) return true;
+    this.logFlushesOffLoop--;
+    return false;
+  }
+
+  /**
+   * Flush the log on the event loop, blocking, for the commit just written (and any earlier one whose flush off the
+   * loop is still running: this one covers its pages too). Settled already when returned.
+   */
+  private flushLogNow(): Promise<void> {
     const startedAt = performance.now();
     try {
       this.logSync!.syncNow();
     } catch (error) {
-      fail(error);
-      return true; // no checkpoint of a log not on the disk: the next commit's is due as well
+      return Promise.reject(error);
     }
-    const logFlushMs = performance.now() - startedAt;
-    settle();
-    try {
-      this.copyLog();
-      const mainFlushStartedAt = performance.now();
-      this.fileSync!.syncNow();
-      if (logFlushMs + performance.now() - mainFlushStartedAt > maxMs) this.checkpointsOffLoop = CHECKPOINT_FLUSHES_OFF_LOOP_FOR;
-    } catch {
-      this.mainFileFlushFailed();
+    if (performance.now() - startedAt > this.timing.checkpointLogFlushOnLoopMaxMs) {
+      this.logFlushesOffLoop = CHECKPOINT_LOG_FLUSHES_OFF_LOOP_FOR;
     }
-    return true;
+    return Promise.resolve();
   }
 
   /**
-   * Copy the log into the main file, then flush the main file off the event loop: only after that may the next
-   * commit start reusing the log from its beginning (the next write transaction does so once everything was copied).
+   * Copy the log into the main file, then flush the main file: only after that may the next commit start reusing
+   * the log from its beginning (the next write transaction does so once everything was copied).
    */
   private async checkpoint(): Promise<void> {
+    this.commitsSinceCheckpoint = 0;
+    this.writingMsSinceCheckpoint = 0;
     try {
-      this.copyLog();
+      this.sql.exec('PRAGMA wal_checkpoint(PASSIVE)');
       // Early writes may open the next transaction meanwhile: they stay in SQLite's page cache (it spills into the
       // log only far beyond a window's pages, see `cache_spill`), and only the next COMMIT writes to the log.
       this.committing = false;
       await this.fileSync!.sync();
     } catch {
-      this.mainFileFlushFailed();
+      // The copy may be in the data file unflushed while the next commit starts overwriting the log: from here on,
+      // fall back to SQLite's own (blocking) flushes rather than risk what was acknowledged.
+      this.mainFileUnflushed = true;
+      this.fallBackToFullSync();
     }
-  }
-
-  /** A checkpoint's copy of the (flushed) log into the main file. */
-  private copyLog(): void {
-    this.commitsSinceCheckpoint = 0;
-    this.writingMsSinceCheckpoint = 0;
-    this.sql.exec('PRAGMA wal_checkpoint(PASSIVE)');
-  }
-
-  /**
-   * The copy may be in the data file unflushed while the next commit starts overwriting the log: from here on, fall
-   * back to SQLite's own (blocking) flushes rather than risk what was acknowledged.
-   */
-  private mainFileFlushFailed(): void {
-    this.mainFileUnflushed = true;
-    this.fallBackToFullSync();
   }
 
   /**

@@ -334,12 +334,11 @@ test('the log is checkpointed sooner once the commits since the last checkpoint 
 });
 
 test('a window open while a checkpoint runs is due at once: its commit follows the checkpoint, not its timer', async (t) => {
-  // Every commit is checkpointed, its flushes off the event loop (as on a slow disk); a window is 2 s long.
+  // Every commit is checkpointed; a window is 2 s long.
   const windows: CommittedWindow[] = [];
   const store = openStore({
     dataDir: tempDir(t),
     checkpointAfterWritingMs: 0,
-    checkpointFlushesOnLoopMaxMs: 0,
     deferredWindowMs: 2_000,
     onWindowCommitted: (window) => windows.push(window),
   });
@@ -370,64 +369,53 @@ test('a window open while a checkpoint runs is due at once: its commit follows t
 });
 
 /**
- * An awaited write whose commit checkpoints (every commit does here) and, written by that commit, a deferred write
- * that opens the next window. Resolves with that window as it was committed.
+ * Whether an awaited write's commit (every commit checkpoints here) copied the log into the data file before the
+ * event loop's next turn: from that commit on, the loop is held for up to 200 ms (only microtasks run), watching the
+ * data file's size. A copy that waits for a flush's callback cannot happen meanwhile.
  */
-async function windowOpenedByACheckpointingCommit(store: Store, windows: CommittedWindow[], id: number): Promise<CommittedWindow> {
-  const before = windows.length;
+async function copiedWithinTheCommitsTurn(store: Store, file: string, id: number): Promise<boolean> {
+  const before = statSync(file).size;
+  let copied: Promise<boolean> | undefined;
   store.writeDeferred((sql) => {
-    sql.run('INSERT INTO t (id) VALUES (?)', [id]);
-    store.writeDeferred((inner) => inner.run('INSERT INTO t (id) VALUES (?)', [id + 1]));
+    sql.run('INSERT INTO t (id, body) VALUES (?, ?)', [id, 'x'.repeat(8_000)]);
+    copied = new Promise((resolve) =>
+      queueMicrotask(async () => {
+        const until = performance.now() + 200;
+        while (statSync(file).size === before && performance.now() < until) await Promise.resolve();
+        resolve(statSync(file).size > before);
+      }),
+    );
   });
-  await store.write((sql) => sql.run('INSERT INTO t (id) VALUES (?)', [id + 2]));
-  // Left to the store (a flush would make it due at once).
-  const until = performance.now() + 5_000;
-  while (windows.length < before + 2 && performance.now() < until) await new Promise((resolve) => setTimeout(resolve, 5));
-  assert.equal(windows.length, before + 2, 'both windows were committed');
-  return windows[before + 1]!;
+  await store.write((sql) => sql.run('INSERT INTO t (id, body) VALUES (?, ?)', [id + 1, 'y'.repeat(8_000)]));
+  return await copied!;
 }
 
-test('with quick flushes a checkpoint runs on the event loop within its commit: no window waits for it', async (t) => {
-  // Every commit is checkpointed; a window is 1 s long.
-  const windows: CommittedWindow[] = [];
-  const store = openStore({ dataDir: tempDir(t), checkpointAfterWritingMs: 0, deferredWindowMs: 1_000, onWindowCommitted: (window) => windows.push(window) });
+test("with a quick disk the log's flush before a checkpoint runs on the event loop: the copy follows its commit at once", async (t) => {
+  const dataDir = tempDir(t);
+  const store = openStore({ dataDir, checkpointAfterWritingMs: 0 });
   t.after(() => store.close());
-  await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY)'));
-  // Until the files' first flushes (with their directory's, off the loop as the store opened) have ended, a
-  // checkpoint flushes off the loop and holds the window opened meanwhile: the first one after that holds none.
+  await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)'));
+  // Until the log's first flush (with its directory's, off the loop as the store opened) has ended, it is flushed off
+  // the loop; after that, on it.
   let id = 0;
-  let window: CommittedWindow;
-  do {
-    window = await windowOpenedByACheckpointingCommit(store, windows, (id += 3));
-    assert.ok(id < 300, 'no checkpoint flushed on the event loop');
-  } while (window.heldByCheckpoint);
-  // Not made due by the checkpoint (it had ended when the commit did): its own timer committed it.
-  assert.ok(window.lengthMs >= 500, `the window was committed after ${window.lengthMs} ms, before its timer`);
+  while (!(await copiedWithinTheCommitsTurn(store, join(dataDir, DATA_FILE_NAME), (id += 2)))) {
+    assert.ok(id < 200, 'no checkpoint flushed the log on the event loop');
+  }
   assert.equal(await store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM t')!.n), id);
 });
 
-test('once a checkpoint flushed for longer than allowed, the next checkpoints flush off the event loop', async (t) => {
-  // No flush is quick enough for a limit of a nanosecond: the first checkpoint on the loop is the last for a while.
-  const windows: CommittedWindow[] = [];
-  const store = openStore({
-    dataDir: tempDir(t),
-    checkpointAfterWritingMs: 0,
-    checkpointFlushesOnLoopMaxMs: 1e-6,
-    deferredWindowMs: 1_000,
-    onWindowCommitted: (window) => windows.push(window),
-  });
+test("once the log's flush took longer than allowed, the next checkpoints flush it off the event loop", async (t) => {
+  // No flush is quick enough for a limit of a nanosecond: the first on the loop is the last for a while.
+  const dataDir = tempDir(t);
+  const file = join(dataDir, DATA_FILE_NAME);
+  const store = openStore({ dataDir, checkpointAfterWritingMs: 0, checkpointLogFlushOnLoopMaxMs: 1e-6 });
   t.after(() => store.close());
-  await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY)'));
-  // Until the files' first flushes (with their directory's) have ended, checkpoints flush off the loop, and hold the
-  // window opened meanwhile; the first one after that flushes on the loop, and holds none.
+  await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)'));
   let id = 0;
-  while ((await windowOpenedByACheckpointingCommit(store, windows, (id += 3))).heldByCheckpoint) {
-    assert.ok(id < 300, 'no checkpoint flushed on the event loop');
-  }
-  // It took longer than a nanosecond: off the loop again, the next checkpoint holds the window opened meanwhile.
-  const window = await windowOpenedByACheckpointingCommit(store, windows, (id += 3));
-  assert.equal(window.heldByCheckpoint, true);
-  assert.ok(window.lengthMs < 500, `the held window was committed ${window.lengthMs} ms after it opened, by its timer`);
+  while (!(await copiedWithinTheCommitsTurn(store, file, (id += 2)))) assert.ok(id < 200, 'no checkpoint flushed the log on the event loop');
+  // Off the loop now: the copy waits for the flush's callback, which the held loop does not run.
+  assert.equal(await copiedWithinTheCommitsTurn(store, file, (id += 2)), false);
+  assert.equal(await copiedWithinTheCommitsTurn(store, file, (id += 2)), false);
 });
 
 test('a statement that failed (a constraint) works again on its next use', async (t) => {
