@@ -390,17 +390,24 @@ async function copiedWithinTheCommitsTurn(store: Store, file: string, id: number
   return await copied!;
 }
 
+/**
+ * Checkpointing commits until one copies within its turn: until the log's first flush (with its directory's, off the
+ * loop as the store opened) has ended, it is flushed off the loop; after that, on it. Returns the last id written.
+ */
+async function untilTheLogIsFlushedOnTheLoop(store: Store, file: string): Promise<number> {
+  let id = 0;
+  while (!(await copiedWithinTheCommitsTurn(store, file, (id += 2)))) {
+    assert.ok(id < 200, 'no checkpoint flushed the log on the event loop');
+  }
+  return id;
+}
+
 test("with a quick disk the log's flush before a checkpoint runs on the event loop: the copy follows its commit at once", async (t) => {
   const dataDir = tempDir(t);
   const store = openStore({ dataDir, checkpointAfterWritingMs: 0 });
   t.after(() => store.close());
   await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)'));
-  // Until the log's first flush (with its directory's, off the loop as the store opened) has ended, it is flushed off
-  // the loop; after that, on it.
-  let id = 0;
-  while (!(await copiedWithinTheCommitsTurn(store, join(dataDir, DATA_FILE_NAME), (id += 2)))) {
-    assert.ok(id < 200, 'no checkpoint flushed the log on the event loop');
-  }
+  const id = await untilTheLogIsFlushedOnTheLoop(store, join(dataDir, DATA_FILE_NAME));
   assert.equal(await store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM t')!.n), id);
 });
 
@@ -411,8 +418,7 @@ test("once the log's flush took longer than allowed, the next checkpoints flush 
   const store = openStore({ dataDir, checkpointAfterWritingMs: 0, checkpointLogFlushOnLoopMaxMs: 1e-6 });
   t.after(() => store.close());
   await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)'));
-  let id = 0;
-  while (!(await copiedWithinTheCommitsTurn(store, file, (id += 2)))) assert.ok(id < 200, 'no checkpoint flushed the log on the event loop');
+  let id = await untilTheLogIsFlushedOnTheLoop(store, file);
   // Off the loop now: the copy waits for the flush's callback, which the held loop does not run.
   assert.equal(await copiedWithinTheCommitsTurn(store, file, (id += 2)), false);
   assert.equal(await copiedWithinTheCommitsTurn(store, file, (id += 2)), false);
