@@ -6,7 +6,8 @@
  * store therefore runs SQLite with `synchronous = OFF` and makes the two flushes durability needs itself:
  * the write-ahead log after each group commit (before any write of that commit is acknowledged), and the main file
  * after each checkpoint (before the log may be overwritten). `fdatasync` on a second descriptor of the same file
- * flushes the file, whoever wrote it.
+ * flushes the file, whoever wrote it. `syncNow` is the exception, for the store's one flush that is quicker on the
+ * event loop than waiting for its callback (the log's before a checkpoint, src/store/store.ts).
  */
 import { closeSync, existsSync, fdatasync, fdatasyncSync, fsyncSync, openSync } from 'node:fs';
 import { open } from 'node:fs/promises';
