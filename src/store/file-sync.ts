@@ -6,12 +6,14 @@
  * store therefore runs SQLite with `synchronous = OFF` and makes the two flushes durability needs itself:
  * the write-ahead log after each group commit (before any write of that commit is acknowledged), and the main file
  * after each checkpoint (before the log may be overwritten). `fdatasync` on a second descriptor of the same file
- * flushes the file, whoever wrote it. `syncNow` is the exception, for the store's one flush that is quicker on the
- * event loop than waiting for its callback (the log's before a checkpoint, src/store/store.ts).
+ * flushes the file, whoever wrote it. `syncNow` is the exception, for the flushes that are quicker on the event
+ * loop than waiting for a callback under load (the store's around a checkpoint, src/store/store.ts), while the disk
+ * is quick.
  */
 import { closeSync, existsSync, fdatasync, fdatasyncSync, fsyncSync, openSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { performance } from 'node:perf_hooks';
 
 /**
  * Flush a file or a directory (a directory's flush keeps the names of the files created in it) at once, blocking:
@@ -36,12 +38,27 @@ async function syncDirectory(path: string): Promise<void> {
   }
 }
 
+/** After a flush on the event loop took longer than its limit, how many asks `mayFlushOnLoop` refuses. */
+const OFF_LOOP_ASKS_AFTER_A_SLOW_FLUSH = 64;
+
 export class FileSync {
   private fd: number | null = null;
+  /**
+   * `syncNow`'s own descriptor. The kernel reports a failed write-back once per open file description: a flush on the
+   * event loop running beside one off it on the same descriptor could return success while the other took the error.
+   * Each descriptor open when the error happened reports it.
+   */
+  private loopFd: number | null = null;
   /** The file's directory was flushed since this process opened the file (see `sync`). */
   private directoryFlushed = false;
+  /** How many more asks `mayFlushOnLoop` refuses after a slow flush on the loop. */
+  private offLoopAsksLeft = 0;
 
-  constructor(readonly path: string) {}
+  /** `onLoopMaxMs`: how long a flush on the event loop may take before the next ones go off it for a while; 0: never on it. */
+  constructor(
+    readonly path: string,
+    private readonly onLoopMaxMs = 0,
+  ) {}
 
   /** Flush the file's written data to the disk; a file that does not exist yet has nothing to flush. */
   sync(): Promise<void> {
@@ -56,26 +73,44 @@ export class FileSync {
     });
   }
 
-  /** Whether `syncNow` may be called: the first `sync` (with the directory's flush, off the event loop) is done. */
-  get canSyncNow(): boolean {
-    return this.directoryFlushed;
+  /**
+   * Whether the next flush may run on the event loop (`syncNow`): not with a limit of 0, not before the first `sync`
+   * (with the directory's flush, off the loop) has ended, and not for `OFF_LOOP_ASKS_AFTER_A_SLOW_FLUSH` asks after
+   * one on the loop took longer than the limit (a disk that got slow; then the loop is tried again).
+   */
+  mayFlushOnLoop(): boolean {
+    if (this.onLoopMaxMs <= 0 || !this.directoryFlushed) return false;
+    if (this.offLoopAsksLeft === 0) return true;
+    this.offLoopAsksLeft--;
+    return false;
   }
 
-  /** Flush the file's written data at once, blocking the event loop (see `canSyncNow`). */
+  /** Flush the file's written data at once, blocking the event loop (ask `mayFlushOnLoop` first). */
   syncNow(): void {
     if (!this.directoryFlushed) throw new Error(`${this.path}: its first flush, with its directory's, has not ended`);
-    const fd = this.open();
-    if (fd !== null) fdatasyncSync(fd);
+    if (this.open() === null) return;
+    const startedAt = performance.now();
+    fdatasyncSync(this.loopFd!);
+    if (performance.now() - startedAt > this.onLoopMaxMs) this.offLoopAsksLeft = OFF_LOOP_ASKS_AFTER_A_SLOW_FLUSH;
   }
 
   close(): void {
-    if (this.fd === null) return;
-    closeSync(this.fd);
-    this.fd = null;
+    for (const fd of [this.fd, this.loopFd]) if (fd !== null) closeSync(fd);
+    this.fd = this.loopFd = null;
   }
 
+  /** Both descriptors, opened together (see `loopFd`); null while the file does not exist. */
   private open(): number | null {
-    if (this.fd === null && existsSync(this.path)) this.fd = openSync(this.path, 'r+');
+    if (this.fd === null && existsSync(this.path)) {
+      const fd = openSync(this.path, 'r+');
+      try {
+        this.loopFd = openSync(this.path, 'r+');
+      } catch (error) {
+        closeSync(fd);
+        throw error;
+      }
+      this.fd = fd;
+    }
     return this.fd;
   }
 }

@@ -12,7 +12,8 @@
  *   store flushes the log after each commit before acknowledging it (the next commit does not wait for that), and
  *   checkpoints the log into the main file itself every `CHECKPOINT_EVERY_COMMITS` commits or sooner (after
  *   `CHECKPOINT_AFTER_WRITING_MS` of writing), flushing the main file before the log may be reused. The log's flush
- *   before a checkpoint runs on the event loop while the disk is quick (`CHECKPOINT_LOG_FLUSH_ON_LOOP_MAX_MS`).
+ *   before a checkpoint runs on the event loop while the disk is quick, and so does the main file's once a window
+ *   waiting for it is due (`FLUSH_ON_LOOP_MAX_MS`).
  * - Deferred writes (the gateway's own ledger) join the next group commit, whose window is to end `deferredWindowMs`
  *   after the first of them was queued: it is shortened by how late recent commits ended (test/bench/crash.mjs
  *   measures how long after an answer its run is committed). At light load the commit writes them in slices of a
@@ -42,10 +43,10 @@ export interface StoreOptions {
   /** Checkpoint once the commits since the last one spent this long writing; default `CHECKPOINT_AFTER_WRITING_MS`. */
   checkpointAfterWritingMs?: number;
   /**
-   * The log's flush before a checkpoint's copy runs on the event loop, blocking, while such flushes took at most this
-   * long; 0: never (see `CHECKPOINT_LOG_FLUSH_ON_LOOP_MAX_MS`).
+   * A checkpoint's flushes may run on the event loop, blocking, while such flushes took at most this long; 0: never
+   * (see `FLUSH_ON_LOOP_MAX_MS`).
    */
-  checkpointLogFlushOnLoopMaxMs?: number;
+  flushOnLoopMaxMs?: number;
   /**
    * A turn of the event loop between two slices of a commit longer than this means a loaded loop, where the commit
    * finishes in one piece (see writeInSlices); default `LOADED_TURN_MS`. A test of the light-load path raises it, so a
@@ -120,7 +121,7 @@ export interface Store {
 
 /** The store's timing choices, each from `StoreOptions` or its default. */
 type Timing = Required<
-  Pick<StoreOptions, 'deferredWindowMs' | 'loadedTurnMs' | 'checkpointAfterWritingMs' | 'checkpointLogFlushOnLoopMaxMs'>
+  Pick<StoreOptions, 'deferredWindowMs' | 'loadedTurnMs' | 'checkpointAfterWritingMs' | 'flushOnLoopMaxMs'>
 >;
 
 /** A deferred write: one piece (maybe written early), or steps planned when its commit starts (some maybe early). */
@@ -153,13 +154,15 @@ const CHECKPOINT_AFTER_WRITING_MS = 40;
  * callback the loop runs only at its next poll of the sockets: under load, after a turn of tens of requests, so the
  * checkpoint, and every ledger window waiting for it, took 25-60 ms at c=64 while the two `fdatasync` calls took
  * ~0.6 and ~2 ms (p50; p99 3.4 / 4.2 ms, traced on the reference machine). The log's flush runs on the loop: the
- * stall grows by ~0.6 ms and the copy follows the commit at once. The main file's stays off the loop (on it too, the
- * exact-cache hits' p99 at c=16 grew by ~2 ms more), so a window waits for one callback, not two. That holds while the
- * disk is quick: once the log's flush took longer than this, the next `CHECKPOINT_LOG_FLUSHES_OFF_LOOP_FOR`
- * checkpoints flush it off the loop again, then the loop is tried again.
+ * stall grows by ~0.6 ms and the copy follows the commit at once. The main file's starts off the loop (on it every
+ * time, the exact-cache hits' p99 at c=16 grew by ~2 ms more), and a window held by the checkpoint waits for its
+ * callback until the window is due: then the main file is flushed on the loop too (by then mostly a flush of
+ * nothing), and the window commits (see `flushMainFile`). In a fresh process, whose turns are long until its code is
+ * compiled, the callback came 15-115 ms after the copy, traced, while the flushes took 0.5-5 ms. That holds while
+ * the disk is quick: once a flush on the loop took longer than this, the file's next flushes go off the loop for a
+ * while (src/store/file-sync.ts, `mayFlushOnLoop`).
  */
-const CHECKPOINT_LOG_FLUSH_ON_LOOP_MAX_MS = 8;
-const CHECKPOINT_LOG_FLUSHES_OFF_LOOP_FOR = 64;
+const FLUSH_ON_LOOP_MAX_MS = 8;
 
 /**
  * About how much of deferred writes' work a commit does before it gives the event loop a turn, at least (see
@@ -245,7 +248,7 @@ export function openStore(options: StoreOptions): Store {
     deferredWindowMs: options.deferredWindowMs ?? 20,
     loadedTurnMs: options.loadedTurnMs ?? LOADED_TURN_MS,
     checkpointAfterWritingMs: options.checkpointAfterWritingMs ?? CHECKPOINT_AFTER_WRITING_MS,
-    checkpointLogFlushOnLoopMaxMs: options.checkpointLogFlushOnLoopMaxMs ?? CHECKPOINT_LOG_FLUSH_ON_LOOP_MAX_MS,
+    flushOnLoopMaxMs: options.flushOnLoopMaxMs ?? FLUSH_ON_LOOP_MAX_MS,
   }, options.onWindowCommitted ?? null);
 }
 
@@ -295,6 +298,11 @@ class GroupCommitStore implements Store {
   private checkpointing = false;
   /** The open window was made due by a checkpoint: its commit's lateness says nothing of the windows to come. */
   private windowHeldByCheckpoint = false;
+  /** When the window held by the running checkpoint is due: its main file's flush goes on the loop then. */
+  private heldWindowDueAt: number | null = null;
+  private heldWindowTimer: NodeJS.Timeout | null = null;
+  /** While the checkpoint waits for the main file's flush off the loop: tells it the held window is due. */
+  private heldWindowFellDue: (() => void) | null = null;
   private deferredTimer: NodeJS.Timeout | null = null;
   private draining: Promise<void> | null = null;
   private closed = false;
@@ -310,8 +318,6 @@ class GroupCommitStore implements Store {
   private readonly recentOverrunsMs: number[] = [INITIAL_OVERRUN_MS];
   private commitsSinceCheckpoint = 0;
   private writingMsSinceCheckpoint = 0;
-  /** How many checkpoints are still to flush the log off the event loop (see `CHECKPOINT_LOG_FLUSH_ON_LOOP_MAX_MS`). */
-  private logFlushesOffLoop = 0;
   private generation = 0;
   private readonly logSync: FileSync | null;
   private readonly fileSync: FileSync | null;
@@ -330,8 +336,8 @@ class GroupCommitStore implements Store {
     private readonly timing: Timing,
     private readonly onWindowCommitted: ((window: CommittedWindow) => void) | null,
   ) {
-    this.logSync = filePath ? new FileSync(`${filePath}-wal`) : null;
-    this.fileSync = filePath ? new FileSync(filePath) : null;
+    this.logSync = filePath ? new FileSync(`${filePath}-wal`, timing.flushOnLoopMaxMs) : null;
+    this.fileSync = filePath ? new FileSync(filePath, timing.flushOnLoopMaxMs) : null;
     // Each file's first flush in this process also flushes its directory, which commits the file system's journal:
     // ~125-140 ms on a fresh data directory under load, traced, and the first checkpoint waited for it with every
     // commit behind it (a crash then lost runs answered up to ~150 ms before). Done now, before any request, off the
@@ -381,6 +387,7 @@ class GroupCommitStore implements Store {
         // The next commit follows the checkpoint: this window is due at once (see `holdWindowsForCheckpoint`).
         this.windowDueAt = this.windowOpenedAt;
         this.windowHeldByCheckpoint = true;
+        this.holdWindowUntil(this.windowOpenedAt + this.windowDelayMs());
       } else {
         const delayMs = this.windowDelayMs();
         this.windowDueAt = this.windowOpenedAt + delayMs;
@@ -530,6 +537,7 @@ class GroupCommitStore implements Store {
   }
 
   commitIfOverdue(): void {
+    if (this.heldWindowFellDue !== null && this.heldWindowOverdue) this.heldWindowFellDue();
     if (this.draining || this.deferredTimer === null || this.windowDueAt === null) return;
     if (performance.now() < this.windowDueAt) return;
     this.closeDeferredWindow();
@@ -620,7 +628,7 @@ class GroupCommitStore implements Store {
     // The batch is acknowledged once the log is flushed; the next commit need not wait for that (its window's early
     // writes may go into a new transaction meanwhile), unless a checkpoint follows: it copies only a flushed log,
     // and needs the connection out of any transaction.
-    const flushed = checkpointDue && this.logFlushOnLoop() ? this.flushLogNow() : this.flushLog();
+    const flushed = checkpointDue && this.logSync!.mayFlushOnLoop() ? this.flushLogNow() : this.flushLog();
     flushed.then(
       () =>
         batch.forEach((write, i) => {
@@ -640,6 +648,9 @@ class GroupCommitStore implements Store {
       // the log's flush failed: the next checkpoint is due as well
     } finally {
       this.checkpointing = false;
+      this.heldWindowDueAt = null;
+      if (this.heldWindowTimer !== null) clearTimeout(this.heldWindowTimer);
+      this.heldWindowTimer = null;
     }
   }
 
@@ -651,9 +662,25 @@ class GroupCommitStore implements Store {
    */
   private holdWindowsForCheckpoint(): void {
     this.checkpointing = true;
+    if (this.windowDueAt !== null) this.holdWindowUntil(this.windowDueAt);
     if (this.deferredTimer === null) return;
     this.closeDeferredWindow();
     this.windowHeldByCheckpoint = true;
+  }
+
+  /**
+   * The window held by the running checkpoint is due at `dueAt`: if the checkpoint still waits for the main file's
+   * flush off the loop by then, the flush runs on the loop (see `flushMainFile`). A writer calling `commitIfOverdue`
+   * in a long turn gets there first; the timer is for a loop with nothing else to do.
+   */
+  private holdWindowUntil(dueAt: number): void {
+    this.heldWindowDueAt = dueAt;
+    if (this.heldWindowTimer !== null) clearTimeout(this.heldWindowTimer);
+    this.heldWindowTimer = setTimeout(() => this.heldWindowFellDue?.(), Math.max(0, dueAt - performance.now()));
+  }
+
+  private get heldWindowOverdue(): boolean {
+    return this.heldWindowDueAt !== null && performance.now() >= this.heldWindowDueAt;
   }
 
   /**
@@ -717,30 +744,14 @@ class GroupCommitStore implements Store {
   }
 
   /**
-   * Whether the log's flush before a checkpoint is to run on the event loop (see
-   * `CHECKPOINT_LOG_FLUSH_ON_LOOP_MAX_MS`): not while the log's first flush (with its directory's, off the loop as the
-   * store opened) runs, nor for a while after one took too long.
-   */
-  private logFlushOnLoop(): boolean {
-    if (this.timing.checkpointLogFlushOnLoopMaxMs <= 0 || !this.logSync!.canSyncNow) return false;
-    if (this.logFlushesOffLoop === 0) return true;
-    this.logFlushesOffLoop--;
-    return false;
-  }
-
-  /**
    * Flush the log on the event loop, blocking, for the commit just written (and any earlier one whose flush off the
    * loop is still running: this one covers its pages too). Settled already when returned.
    */
   private flushLogNow(): Promise<void> {
-    const startedAt = performance.now();
     try {
       this.logSync!.syncNow();
     } catch (error) {
       return Promise.reject(error);
-    }
-    if (performance.now() - startedAt > this.timing.checkpointLogFlushOnLoopMaxMs) {
-      this.logFlushesOffLoop = CHECKPOINT_LOG_FLUSHES_OFF_LOOP_FOR;
     }
     return Promise.resolve();
   }
@@ -757,13 +768,40 @@ class GroupCommitStore implements Store {
       // Early writes may open the next transaction meanwhile: they stay in SQLite's page cache (it spills into the
       // log only far beyond a window's pages, see `cache_spill`), and only the next COMMIT writes to the log.
       this.committing = false;
-      await this.fileSync!.sync();
+      await this.flushMainFile();
     } catch {
-      // The copy may be in the data file unflushed while the next commit starts overwriting the log: from here on,
-      // fall back to SQLite's own (blocking) flushes rather than risk what was acknowledged.
-      this.mainFileUnflushed = true;
-      this.fallBackToFullSync();
+      this.mainFileFlushFailed();
     }
+  }
+
+  /**
+   * Flush the main file after a checkpoint's copy: off the event loop, unless the window held by the checkpoint falls
+   * due before the callback ran; then on the loop, at once (see `FLUSH_ON_LOOP_MAX_MS`).
+   */
+  private async flushMainFile(): Promise<void> {
+    const fileSync = this.fileSync!;
+    const offLoop = fileSync.sync();
+    if (!fileSync.mayFlushOnLoop()) return offLoop;
+    if (!this.heldWindowOverdue) {
+      const due = new Promise<true>((resolve) => (this.heldWindowFellDue = () => resolve(true)));
+      try {
+        if (!(await Promise.race([offLoop.then(() => false), due]))) return;
+      } finally {
+        this.heldWindowFellDue = null;
+      }
+    }
+    // The flush off the loop is awaited no longer; should it fail after all, the store falls back as for any other.
+    offLoop.catch(() => this.mainFileFlushFailed());
+    fileSync.syncNow();
+  }
+
+  /**
+   * The copy may be in the data file unflushed while the next commit starts overwriting the log: from here on, fall
+   * back to SQLite's own (blocking) flushes rather than risk what was acknowledged.
+   */
+  private mainFileFlushFailed(): void {
+    this.mainFileUnflushed = true;
+    this.fallBackToFullSync();
   }
 
   /**

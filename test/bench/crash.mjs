@@ -53,6 +53,7 @@ export async function crashSection(ctx) {
       windowsTraced: trials.reduce((sum, t) => sum + t.windows.count, 0),
       windowsPast20Ms: trials.reduce((sum, t) => sum + t.windows.past20Ms, 0),
       windowsHeldByCheckpoint: trials.reduce((sum, t) => sum + t.windows.held, 0),
+      windowsPast20MsHeldByCheckpoint: trials.reduce((sum, t) => sum + t.windows.heldPast20Ms, 0),
       longestWindowMs: round(Math.max(0, ...trials.map((t) => t.windows.longestMs)), 1),
     };
   }
@@ -94,6 +95,7 @@ function tracedWindows(path) {
     count: windows.length,
     past20Ms: windows.filter((w) => w.ms > 20).length,
     held: windows.filter((w) => w.held).length,
+    heldPast20Ms: windows.filter((w) => w.held && w.ms > 20).length,
     longestMs: Math.max(0, ...windows.map((w) => w.ms)),
   };
 }
@@ -149,11 +151,11 @@ async function lookUp(baseUrl, runIds) {
 export function printCrash(r) {
   console.log(`\nLedger window at a crash: SIGKILL under buffered live load, answered runs looked up after a restart (${r.plan.trials} trials per concurrency)`);
   table(
-    ['conc', 'answered per trial', 'lost per trial', 'oldest lost answer ms (each trial)', 'median', 'max', 'lost > 20 ms old', 'windows traced', 'past 20 ms', 'longest ms'],
+    ['conc', 'answered per trial', 'lost per trial', 'oldest lost answer ms (each trial)', 'median', 'max', 'lost > 20 ms old', 'windows traced', 'past 20 ms (held)', 'longest ms'],
     r.plan.concurrencies
       .map((c) => [c, r[`c${c}`]])
       .filter(([, f]) => f)
-      .map(([c, f]) => [c, f.answered.join(' '), f.lost.join(' '), f.oldestLostMs.all.join(' '), f.oldestLostMs.median, f.oldestLostMs.max, f.lostOlderThan20Ms, f.windowsTraced, f.windowsPast20Ms, f.longestWindowMs]),
+      .map(([c, f]) => [c, f.answered.join(' '), f.lost.join(' '), f.oldestLostMs.all.join(' '), f.oldestLostMs.median, f.oldestLostMs.max, f.lostOlderThan20Ms, f.windowsTraced, `${f.windowsPast20Ms} (${f.windowsPast20MsHeldByCheckpoint})`, f.longestWindowMs]),
   );
 }
 

@@ -42,3 +42,34 @@ test("the directory's flush is tried again until one succeeds, and not after tha
   renameSync(directory, moved);
   await sync.sync();
 });
+
+test('a flush may run on the event loop once the first flush has ended, and not for a while after one there was slow', async (t) => {
+  const path = join(tempDir(t), 'svc.db');
+  writeFileSync(path, 'pages');
+  // A limit no flush can keep: each flush on the loop is a slow one.
+  const sync = new FileSync(path, 1e-6);
+  t.after(() => sync.close());
+  assert.equal(sync.mayFlushOnLoop(), false, 'before the first flush, with its directory, has ended');
+  assert.throws(() => sync.syncNow(), /first flush/);
+  await sync.sync();
+  assert.equal(sync.mayFlushOnLoop(), true);
+  sync.syncNow();
+  // Slow: the next 64 asks are refused, then the loop is tried again.
+  for (let ask = 0; ask < 64; ask++) assert.equal(sync.mayFlushOnLoop(), false, `ask ${ask + 1} after the slow flush`);
+  assert.equal(sync.mayFlushOnLoop(), true);
+});
+
+test('with a limit of 0 no flush runs on the event loop; with a generous one they keep running there', async (t) => {
+  const path = join(tempDir(t), 'svc.db');
+  writeFileSync(path, 'pages');
+  const never = new FileSync(path, 0);
+  const quick = new FileSync(path, 10_000);
+  t.after(() => [never, quick].forEach((sync) => sync.close()));
+  await Promise.all([never.sync(), quick.sync()]);
+  assert.equal(never.mayFlushOnLoop(), false);
+  for (let flush = 0; flush < 3; flush++) {
+    assert.equal(quick.mayFlushOnLoop(), true);
+    writeFileSync(path, `pages ${flush}`);
+    quick.syncNow();
+  }
+});

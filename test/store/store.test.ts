@@ -415,13 +415,45 @@ test("once the log's flush took longer than allowed, the next checkpoints flush 
   // No flush is quick enough for a limit of a nanosecond: the first on the loop is the last for a while.
   const dataDir = tempDir(t);
   const file = join(dataDir, DATA_FILE_NAME);
-  const store = openStore({ dataDir, checkpointAfterWritingMs: 0, checkpointLogFlushOnLoopMaxMs: 1e-6 });
+  const store = openStore({ dataDir, checkpointAfterWritingMs: 0, flushOnLoopMaxMs: 1e-6 });
   t.after(() => store.close());
   await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)'));
   let id = await untilTheLogIsFlushedOnTheLoop(store, file);
   // Off the loop now: the copy waits for the flush's callback, which the held loop does not run.
   assert.equal(await copiedWithinTheCommitsTurn(store, file, (id += 2)), false);
   assert.equal(await copiedWithinTheCommitsTurn(store, file, (id += 2)), false);
+});
+
+test("a window held by a checkpoint commits once due though the main file's flush off the event loop has not called back: the main file is flushed on the loop", async (t) => {
+  // Every commit is checkpointed; a window is due ~17 ms after it opened (30 ms, less the initial overrun and margin).
+  const dataDir = tempDir(t);
+  const windows: CommittedWindow[] = [];
+  const store = openStore({ dataDir, checkpointAfterWritingMs: 0, deferredWindowMs: 30, onWindowCommitted: (window) => windows.push(window) });
+  t.after(() => store.close());
+  await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)'));
+  // Its rows have the ids 2 to `written` + 1.
+  const written = await untilTheLogIsFlushedOnTheLoop(store, join(dataDir, DATA_FILE_NAME));
+  let id = written + 1;
+  // Each try: an awaited write's commit checkpoints, in its own turn; it goes on right after (microtasks), while the
+  // checkpoint waits for the main file's flush. A deferred write then opens a window the checkpoint holds. The loop
+  // is held (microtasks only, a writer calling commitIfOverdue as requests do) for up to 300 ms: the flush's callback
+  // cannot run, so the window commits only if the main file is flushed on the loop once the window is due. The first
+  // tries may meet the main file's first flush (with its directory's) still running: that one is never on the loop.
+  const heldCommittedWithinTheTurn = async (): Promise<boolean> => {
+    await store.write((sql) => sql.run('INSERT INTO t (id) VALUES (?)', [(id += 1)]));
+    const before = windows.length;
+    store.writeDeferred((sql) => sql.run('INSERT INTO t (id) VALUES (?)', [(id += 1)]));
+    const until = performance.now() + 300;
+    while (windows.length === before && performance.now() < until) {
+      store.commitIfOverdue();
+      await Promise.resolve();
+    }
+    return windows.length > before && windows.at(-1)!.heldByCheckpoint;
+  };
+  let tries = 1;
+  while (!(await heldCommittedWithinTheTurn())) assert.ok(++tries <= 20, 'no held window committed before the flush called back');
+  await store.flush();
+  assert.equal(await store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM t')!.n), written + 2 * tries);
 });
 
 test('a statement that failed (a constraint) works again on its next use', async (t) => {
