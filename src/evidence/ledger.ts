@@ -75,6 +75,12 @@ export interface Ledger {
   start(start: RunStart): RunRecorder;
   /** The recorder of a run still being written by its request (its chain head lives in memory), if any. */
   active(runId: string): RunRecorder | undefined;
+  /**
+   * Commit the ledger's open window now if its commit is due. Each change recorded asks this already; a gateway
+   * request asks it as it starts, so that a turn of the event loop spent taking in new requests (tens of them under
+   * load, before any of them records a change or the window's timer can run) does not hold the window past its end.
+   */
+  commitIfOverdue(): void;
 }
 
 export function createLedger(deps: { repo: RunsRepository; clock: Clock }): Ledger {
@@ -83,6 +89,7 @@ export function createLedger(deps: { repo: RunsRepository; clock: Clock }): Ledg
   const active = new DictionaryMap<RunRecorder>();
   return {
     active: (runId) => active.get(runId),
+    commitIfOverdue: () => repo.commitIfOverdue(),
     start(start) {
       const startedAt = start.startedAt ?? clock.now();
       const id = newTimeOrderedId('run', startedAt);

@@ -74,6 +74,8 @@ export interface RunListResult {
 export interface RunsRepository {
   /** Queue the ledger writes of one stage boundary: they commit together, within the deferred window. */
   recordDeferred(change: LedgerChange): void;
+  /** Commit the deferred window now if its commit is due (the store's `commitIfOverdue`). */
+  commitIfOverdue(): void;
   /**
    * Append events to a run that no request is writing any more (SDK traces after the answer): the chain link is
    * read and extended inside one committed write, so concurrent appends chain in commit order. Returns null when the
@@ -513,6 +515,8 @@ export function createRunsRepository(store: Store): RunsRepository {
         store.commitIfOverdue();
       }
     },
+
+    commitIfOverdue: () => store.commitIfOverdue(),
 
     appendCommitted: (tenantId, runId, build) =>
       store.write((sql) => {

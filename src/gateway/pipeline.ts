@@ -200,6 +200,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
 
   return {
     async handle<Res, Ev>(adapter: WireAdapter<Res, Ev>, call: GatewayCall): Promise<GatewayResult<Res, Ev>> {
+      ledger.commitIfOverdue();
       const { auth, controls } = call;
       const receivedAt = clock.now();
       // Routing before the run: a model this wire cannot serve is a validation error and creates no run.

@@ -71,6 +71,26 @@ test('runs started and finished within one commit are stored in their final stat
   assert.deepEqual(cells, expected);
 });
 
+test('asked, the ledger commits its window once it is due, within the turn: a gateway request asks as it starts', async (t) => {
+  const { store, repo, ledger } = ledgerOn(t, tempDir(t));
+  const run = startRun(ledger, 'a');
+  // What the connection holds now: a commit's writes are visible to it from the moment they are written.
+  const written = () => {
+    let rows = -1;
+    void store.read((sql) => (rows = sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM runs WHERE id = ?', [run.id])!.n));
+    return rows;
+  };
+  ledger.commitIfOverdue();
+  assert.equal(written(), 0, 'not due yet: nothing written');
+  // A turn of the event loop past the window's end (at most 20 ms): its timer cannot fire meanwhile.
+  const until = performance.now() + 60;
+  while (performance.now() < until);
+  ledger.commitIfOverdue();
+  assert.equal(written(), 1, 'the commit began in the call, within the turn');
+  await repo.settle();
+  assert.equal((await repo.get('default', run.id))!.status, 'running');
+});
+
 test('a run finished after its start was committed is patched in place', async (t) => {
   const { repo, ledger } = ledgerOn(t, null);
   const run = startRun(ledger, 'a');

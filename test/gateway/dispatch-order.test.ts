@@ -1,7 +1,8 @@
 /**
  * A live request's upstream call goes out before the run's opening record is written: undici writes a request to a
  * connection it reuses one event-loop turn after the dispatch (it first checks the idle socket), and the pipeline's
- * bookkeeping must not run in front of that write.
+ * bookkeeping must not run in front of that write. A request also asks the ledger, first of all, to commit a window
+ * that fell due.
  */
 import assert from 'node:assert/strict';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
@@ -49,4 +50,30 @@ test('on a reused upstream connection the request headers are written before the
   assert.deepEqual(await ask('third, streamed', true), ['upstream request written', 'run opened']);
   await services.store.flush();
   assert.equal(upstream.requests.length, 3);
+});
+
+test('a gateway request asks the ledger to commit a window that fell due before it does anything else', async (t) => {
+  const upstream = await startFakeUpstream(t, (_request, res) => sendJson(res, 200, completion('asked')));
+  const { app, services } = await build(t, { env: { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl } });
+  const order: string[] = [];
+  const commitIfOverdue = services.ledger.commitIfOverdue.bind(services.ledger);
+  services.ledger.commitIfOverdue = () => {
+    order.push('ledger asked');
+    commitIfOverdue();
+  };
+  const start = services.ledger.start.bind(services.ledger);
+  services.ledger.start = (input) => {
+    order.push('run opened');
+    return start(input);
+  };
+  for (const content of ['one', 'two']) {
+    const response = await app.inject({
+      method: 'POST',
+      url: '/v1/chat/completions',
+      headers: { authorization: 'Bearer sk-local-dev' },
+      payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content }] },
+    });
+    assert.equal(response.statusCode, 200, response.body);
+  }
+  assert.deepEqual(order, ['ledger asked', 'run opened', 'ledger asked', 'run opened']);
 });
