@@ -38,8 +38,13 @@ async function syncDirectory(path: string): Promise<void> {
   }
 }
 
-/** After a flush on the event loop took longer than its limit, how many asks `mayFlushOnLoop` refuses. */
-const OFF_LOOP_ASKS_AFTER_A_SLOW_FLUSH = 64;
+/**
+ * After this many flushes on the event loop in a row took longer than their limit, `mayFlushOnLoop` refuses the next
+ * `OFF_LOOP_ASKS_AFTER_SLOW_FLUSHES` asks. One is not enough: a fresh data file's log grows for its first seconds, and
+ * one flush of 11 ms among ~1 ms ones (traced) then sent every checkpoint of a process's first seconds off the loop.
+ */
+const SLOW_FLUSHES_IN_A_ROW = 2;
+const OFF_LOOP_ASKS_AFTER_SLOW_FLUSHES = 64;
 
 export class FileSync {
   private fd: number | null = null;
@@ -51,7 +56,9 @@ export class FileSync {
   private loopFd: number | null = null;
   /** The file's directory was flushed since this process opened the file (see `sync`). */
   private directoryFlushed = false;
-  /** How many more asks `mayFlushOnLoop` refuses after a slow flush on the loop. */
+  /** The last flushes on the loop that took longer than the limit, in a row. */
+  private slowFlushesInARow = 0;
+  /** How many more asks `mayFlushOnLoop` refuses after slow flushes on the loop. */
   private offLoopAsksLeft = 0;
 
   /** `onLoopMaxMs`: how long a flush on the event loop may take before the next ones go off it for a while; 0: never on it. */
@@ -75,8 +82,8 @@ export class FileSync {
 
   /**
    * Whether the next flush may run on the event loop (`syncNow`): not with a limit of 0, not before the first `sync`
-   * (with the directory's flush, off the loop) has ended, and not for `OFF_LOOP_ASKS_AFTER_A_SLOW_FLUSH` asks after
-   * one on the loop took longer than the limit (a disk that got slow; then the loop is tried again).
+   * (with the directory's flush, off the loop) has ended, and not for a while after flushes on the loop took longer
+   * than the limit (a disk that got slow; then the loop is tried again; see `SLOW_FLUSHES_IN_A_ROW`).
    */
   mayFlushOnLoop(): boolean {
     if (this.onLoopMaxMs <= 0 || !this.directoryFlushed) return false;
@@ -91,7 +98,12 @@ export class FileSync {
     if (this.open() === null) return;
     const startedAt = performance.now();
     fdatasyncSync(this.loopFd!);
-    if (performance.now() - startedAt > this.onLoopMaxMs) this.offLoopAsksLeft = OFF_LOOP_ASKS_AFTER_A_SLOW_FLUSH;
+    const slow = performance.now() - startedAt > this.onLoopMaxMs;
+    this.slowFlushesInARow = slow ? this.slowFlushesInARow + 1 : 0;
+    if (this.slowFlushesInARow >= SLOW_FLUSHES_IN_A_ROW) {
+      this.slowFlushesInARow = 0;
+      this.offLoopAsksLeft = OFF_LOOP_ASKS_AFTER_SLOW_FLUSHES;
+    }
   }
 
   close(): void {

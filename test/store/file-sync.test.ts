@@ -43,7 +43,7 @@ test("the directory's flush is tried again until one succeeds, and not after tha
   await sync.sync();
 });
 
-test('a flush may run on the event loop once the first flush has ended, and not for a while after one there was slow', async (t) => {
+test('a flush may run on the event loop once the first flush has ended, and not for a while after two there in a row were slow', async (t) => {
   const path = join(tempDir(t), 'svc.db');
   writeFileSync(path, 'pages');
   // A limit no flush can keep: each flush on the loop is a slow one.
@@ -54,7 +54,10 @@ test('a flush may run on the event loop once the first flush has ended, and not 
   await sync.sync();
   assert.equal(sync.mayFlushOnLoop(), true);
   sync.syncNow();
-  // Slow: the next 64 asks are refused, then the loop is tried again.
+  // One slow flush is not a slow disk.
+  assert.equal(sync.mayFlushOnLoop(), true);
+  sync.syncNow();
+  // Two in a row: the next 64 asks are refused, then the loop is tried again.
   for (let ask = 0; ask < 64; ask++) assert.equal(sync.mayFlushOnLoop(), false, `ask ${ask + 1} after the slow flush`);
   assert.equal(sync.mayFlushOnLoop(), true);
 });
