@@ -136,6 +136,29 @@ test('a commit of many deferred writes gives the event loop turns between slices
   assert.equal(ids.includes(150), false);
 });
 
+test('a store counts as loaded until it has measured a turn: a commit that begins before that is written in one piece', async (t) => {
+  // A fresh process's first window under load falls due in the long turn of its first requests, before the store
+  // saw any turn end: sliced, its commit would wait for the rest of that turn after the first slice.
+  const store = await storeWithTable(t);
+  const clock = { turn: 0 };
+  const turnsSeen = new Set<number>();
+  for (let i = 0; i < 100; i++) {
+    store.writeDeferred((sql) => {
+      busyFor(0.1);
+      turnsSeen.add(clock.turn);
+      sql.run('INSERT INTO t (id) VALUES (?)', [i]);
+    });
+  }
+  // The turn ends with this immediate, before any the commit would wait for.
+  const turnEnded = new Promise((resolve) => setImmediate(resolve)).then(() => (clock.turn = 1));
+  busyFor(30); // past the window's end, in the turn that opened it
+  store.commitIfOverdue();
+  await turnEnded;
+  await store.flush();
+  assert.deepEqual([...turnsSeen], [0], 'all 100 writes (~10 ms) in the turn the commit began');
+  assert.equal(await store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM t')!.n), 100);
+});
+
 test('a sliced commit that would end past its window writes the rest in one piece, so it ends in time', async (t) => {
   const store = await storeWithTable(t, { loadedTurnMs: 1_000, deferredWindowMs: 20 });
   // ~0.1 ms of work per write, ~40 ms in all: twice the window. Each write notes the turn it ran in.
