@@ -159,8 +159,8 @@ const CHECKPOINT_AFTER_WRITING_MS = 40;
  * callback until the window is due: then the main file is flushed on the loop too (by then mostly a flush of
  * nothing), and the window commits (see `flushMainFile`). In a fresh process, whose turns are long until its code is
  * compiled, the callback came 15-115 ms after the copy, traced, while the flushes took 0.5-5 ms. That holds while
- * the disk is quick: once a flush on the loop took longer than this, the file's next flushes go off the loop for a
- * while (src/store/file-sync.ts, `mayFlushOnLoop`).
+ * the disk is quick: once flushes on the loop took longer than this (two in a row), the file's next flushes go off
+ * the loop for a while (src/store/file-sync.ts, `mayFlushOnLoop`).
  */
 const FLUSH_ON_LOOP_MAX_MS = 8;
 
