@@ -90,11 +90,15 @@ async function storeWithTable(t: TestContext, options: { loadedTurnMs?: number; 
   return store;
 }
 
-/** Queue `count` deferred inserts into `t` (ids 0..count-1), each taking ~0.1 ms: together far more than one slice. */
-function queueSlowInserts(store: Store, count: number): void {
+/**
+ * Queue `count` deferred inserts into `t` (ids 0..count-1), each taking ~0.1 ms: together far more than one slice.
+ * `written` is called in each, as it is written.
+ */
+function queueSlowInserts(store: Store, count: number, written = () => {}): void {
   for (let i = 0; i < count; i++) {
     store.writeDeferred((sql) => {
       busyFor(0.1);
+      written();
       sql.run('INSERT INTO t (id) VALUES (?)', [i]);
     });
   }
@@ -142,13 +146,7 @@ test('a store counts as loaded until it has measured a turn: a commit that begin
   const store = await storeWithTable(t);
   const clock = { turn: 0 };
   const turnsSeen = new Set<number>();
-  for (let i = 0; i < 100; i++) {
-    store.writeDeferred((sql) => {
-      busyFor(0.1);
-      turnsSeen.add(clock.turn);
-      sql.run('INSERT INTO t (id) VALUES (?)', [i]);
-    });
-  }
+  queueSlowInserts(store, 100, () => turnsSeen.add(clock.turn));
   // The turn ends with this immediate, before any the commit would wait for.
   const turnEnded = new Promise((resolve) => setImmediate(resolve)).then(() => (clock.turn = 1));
   busyFor(30); // past the window's end, in the turn that opened it
