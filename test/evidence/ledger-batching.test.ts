@@ -80,8 +80,7 @@ test('asked, the ledger commits its window once it is due, within the turn: a ga
     void store.read((sql) => (rows = sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM runs WHERE id = ?', [run.id])!.n));
     return rows;
   };
-  ledger.commitIfOverdue();
-  assert.equal(written(), 0, 'not due yet: nothing written');
+  assert.equal(written(), 0, 'queued, not written');
   // A turn of the event loop past the window's end (at most 20 ms): its timer cannot fire meanwhile.
   const until = performance.now() + 60;
   while (performance.now() < until);
