@@ -390,6 +390,16 @@ test('a window open while a checkpoint runs is due at once: its commit follows t
 });
 
 /**
+ * Hold the event loop (only microtasks run, no callback of a timer or a flush) until `done()` or for `ms`: whether
+ * `done()` came true.
+ */
+async function inMicrotasksUntil(done: () => boolean, ms: number): Promise<boolean> {
+  const until = performance.now() + ms;
+  while (!done() && performance.now() < until) await Promise.resolve();
+  return done();
+}
+
+/**
  * Whether an awaited write's commit (every commit checkpoints here) copied the log into the data file before the
  * event loop's next turn: from that commit on, the loop is held for up to 200 ms (only microtasks run), watching the
  * data file's size. A copy that waits for a flush's callback cannot happen meanwhile.
@@ -399,13 +409,7 @@ async function copiedWithinTheCommitsTurn(store: Store, file: string, id: number
   let copied: Promise<boolean> | undefined;
   store.writeDeferred((sql) => {
     sql.run('INSERT INTO t (id, body) VALUES (?, ?)', [id, 'x'.repeat(8_000)]);
-    copied = new Promise((resolve) =>
-      queueMicrotask(async () => {
-        const until = performance.now() + 200;
-        while (statSync(file).size === before && performance.now() < until) await Promise.resolve();
-        resolve(statSync(file).size > before);
-      }),
-    );
+    copied = new Promise((resolve) => queueMicrotask(() => resolve(inMicrotasksUntil(() => statSync(file).size > before, 200))));
   });
   await store.write((sql) => sql.run('INSERT INTO t (id, body) VALUES (?, ?)', [id + 1, 'y'.repeat(8_000)]));
   return await copied!;
@@ -472,12 +476,11 @@ test("a window held by a checkpoint commits once due though the main file's flus
     await store.write((sql) => sql.run('INSERT INTO t (id) VALUES (?)', [(id += 1)]));
     const before = windows.length;
     store.writeDeferred((sql) => sql.run('INSERT INTO t (id) VALUES (?)', [(id += 1)]));
-    const until = performance.now() + 300;
-    while (windows.length === before && performance.now() < until) {
+    const committed = await inMicrotasksUntil(() => {
       store.commitIfOverdue();
-      await Promise.resolve();
-    }
-    return windows.length > before && windows.at(-1)!.heldByCheckpoint;
+      return windows.length > before;
+    }, 300);
+    return committed && windows.at(-1)!.heldByCheckpoint;
   };
   let tries = 1;
   while (!(await heldCommittedWithinTheTurn())) assert.ok(++tries <= 20, 'no held window committed before the flush called back');
