@@ -14,7 +14,8 @@ import autocannon from 'autocannon';
 import { Pool } from 'undici';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-export const SVC_BIN = join(ROOT, 'bin', 'svc');
+/** The svc the bench starts: this checkout's, or another build's (BENCH_SVC_BIN=/path/to/checkout/bin/svc, for A/Bs). */
+export const SVC_BIN = process.env.BENCH_SVC_BIN || join(ROOT, 'bin', 'svc');
 export const MODEL = 'gpt-4o-mini';
 export const ANSWER_WORDS = ['The', 'quick', 'brown', 'fox', 'jumps', 'over', 'the', 'lazy', 'dog.'];
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
