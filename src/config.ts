@@ -88,6 +88,7 @@ const envSchema = z.object({
   SVC_AUTH_FAILURES_PER_MINUTE: int(30, 1, 1_000_000),
   SVC_RETENTION_INTERVAL_MS: int(600_000, 1000, 86_400_000),
   SVC_TRACE_COMMITS: optionalString,
+  SVC_BUSY_POLL_US: int(500, 0, 10_000),
   SVC_PROVIDER_CONNECT_TIMEOUT_MS: int(10_000, 100, 600_000),
   SVC_PROVIDER_TIMEOUT_MS: int(900_000, 100, 3_600_000),
   SVC_PROVIDER_STREAM_HEADERS_TIMEOUT_MS: int(30_000, 100, 600_000),
@@ -101,6 +102,8 @@ export interface Config {
   dataDir: string | null;
   /** SVC_TRACE_COMMITS: a file each deferred window's commit is noted in (src/store/commit-trace.ts); null: none. */
   traceCommitsFile: string | null;
+  /** SVC_BUSY_POLL_US: the longest quiet stretch the event loop polls through after HTTP activity (src/http/busy-poll.ts); 0: off. */
+  busyPollUs: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   version: string;
   auth: {
@@ -222,6 +225,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
     host,
     dataDir: dataDir === null ? null : resolve(dataDir),
     traceCommitsFile: e.SVC_TRACE_COMMITS === null ? null : resolve(e.SVC_TRACE_COMMITS),
+    busyPollUs: e.SVC_BUSY_POLL_US,
     logLevel: overrides.logLevel ?? e.SVC_LOG_LEVEL ?? 'info',
     version: SVC_VERSION,
     auth: {

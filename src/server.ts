@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
 import { buildApp } from './http/app.ts';
+import { BusyPoll } from './http/busy-poll.ts';
 import { markLocalSocket } from './http/local-socket.ts';
 import { createServices, type Services } from './services.ts';
 import { acquireOwnerLock, type OwnerLock } from './store/owner-lock.ts';
@@ -20,6 +21,8 @@ export const SOCKET_FILE = 'svc.sock';
 export interface RunningServer {
   app: FastifyInstance;
   services: Services;
+  /** The event loop's busy polling after requests (SVC_BUSY_POLL_US). */
+  busyPoll: BusyPoll;
   /** `http://host:port` actually bound (with `--port 0`, the port picked). */
   address: string;
   socketPath: string | null;
@@ -38,6 +41,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
     const store = openStore({ dataDir: config.dataDir, onWindowCommitted: trace?.note });
     services = await createServices(config, store);
     const app = await buildApp(services, { logger: config.logLevel === 'silent' ? false : { level: config.logLevel } });
+    const busyPoll = new BusyPoll(config.busyPollUs);
+    busyPoll.watchHttpServers();
     const address = await app.listen({ port: config.port, host: config.host });
     // With `--port 0` the port is known only now; e-mailed links (when SVC_APP_BASE_URL is unset) must carry it.
     if (config.accounts.appBaseUrl === null && config.port === 0) {
@@ -71,6 +76,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     const running: RunningServer = {
       app,
       services,
+      busyPoll,
       address,
       socketPath,
       close() {
@@ -80,6 +86,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
             local.closeIdleConnections();
           });
           await app.close(); // stops accepting, waits for in-flight requests
+          busyPoll.stop();
           await stopRetention();
           await services!.store.close(); // flushes the write queue, then closes the file
           trace?.close();

@@ -1,0 +1,139 @@
+/**
+ * Busy polling of the event loop (`SVC_BUSY_POLL_US`, docs/performance.md "Busy polling"): when a request arrives
+ * or a response is finished, the event loop keeps polling its sockets through the quiet stretch that follows, up to
+ * a window, instead of sleeping in it, so the next packet (the upstream's answer, the client's next request) finds
+ * svc running.
+ *
+ * Why: a thread that sleeps with nothing else to run lets its CPU idle, and a virtual CPU that idles is halted by the
+ * hypervisor unless the guest polls first (here cpuidle-haltpoll with `guest_halt_poll_ns` 0, as on Firecracker).
+ * Waking it again for the packet cost ~0.07 ms here, twice per proxied request on svc's side. This is what
+ * Linux's guest halt polling does before it halts, done inside svc's own loop.
+ *
+ * How: each poll is a `setImmediate` (while one is pending, libuv polls the sockets without blocking) that, when the
+ * loop ran nothing else since the last poll, first spins ~10 µs on the clock, so a quiet loop makes ~100,000 polls a
+ * second instead of ~1.6 million short-lived Immediates. Activity is what the HTTP servers report on their diagnostics
+ * channels (a request started, a response finished), not gaps between polls: a quiet virtual CPU still sees gaps
+ * (timer interrupts, the collector), and counting them as work kept an idle loop polling for good. A quiet stretch
+ * starts at the first poll after the activity's turn; one that outlasts the window ends the polling.
+ *
+ * Adaptive: the share of quiet stretches that ended in activity (a moving average) says whether polling pays. Below
+ * half, the traffic's gaps are longer than the window (a model answering in hundreds of milliseconds, sparse
+ * requests), and activity starts polling only once in `PROBE_EVERY`, so the spinning stops costing CPU where it
+ * saves nothing, and a probe notices when the traffic changes.
+ */
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { performance } from 'node:perf_hooks';
+
+/** How long each quiet poll spins before libuv polls again. */
+const SPIN_MS = 0.01;
+/** Two polls further apart than this had callbacks run between them: no need to spin before the next. */
+const RAN_CALLBACKS_MS = 0.02;
+/** The weight of the latest quiet stretch in `caughtShare`. */
+const CAUGHT_WEIGHT = 1 / 8;
+/** Below this share of quiet stretches caught, polling starts only on probes. */
+const PAYS_SHARE = 0.5;
+/** While polling does not pay, one activity in this many starts it (a probe). */
+export const PROBE_EVERY = 16;
+/** node:http's diagnostics channels for a request arriving and a response finished, of every server in the process. */
+const HTTP_ACTIVITY = ['http.server.request.start', 'http.server.response.finish'] as const;
+
+export interface BusyPollStats {
+  /** Polling periods started (by activity while the loop was not polling). */
+  episodes: number;
+  /** Quiet stretches that ended in activity while the loop polled. */
+  caught: number;
+  /** Quiet stretches that outlasted the window (the loop went to sleep). */
+  missed: number;
+}
+
+export class BusyPoll {
+  private readonly windowMs: number;
+  private polling = false;
+  private stopped = false;
+  private watching = false;
+  /** Activity came since the last poll. */
+  private active = false;
+  /** The period's first poll is still to come (the activity that started the period is not a stretch caught). */
+  private fresh = false;
+  /** When the current quiet stretch began (the first poll after the last activity), ms. */
+  private quietSince = 0;
+  /** When the last poll ended, ms. */
+  private lastPollAt = 0;
+  private caughtShare = 1;
+  private activitiesNotPaying = 0;
+  private readonly counts: BusyPollStats = { episodes: 0, caught: 0, missed: 0 };
+
+  /** windowUs: the longest quiet stretch polled through, in microseconds; 0 turns busy polling off. */
+  constructor(windowUs: number) {
+    this.windowMs = windowUs / 1000;
+  }
+
+  /** Poll after the activity of this process's HTTP servers, until stop(). Nothing when the window is 0. */
+  watchHttpServers(): void {
+    if (this.windowMs === 0 || this.watching || this.stopped) return;
+    this.watching = true;
+    for (const channel of HTTP_ACTIVITY) subscribe(channel, this.onActivity);
+  }
+
+  /** Stop polling and watching for good (the server is closing). */
+  stop(): void {
+    if (this.watching) for (const channel of HTTP_ACTIVITY) unsubscribe(channel, this.onActivity);
+    this.watching = false;
+    this.stopped = true;
+  }
+
+  /** Something happened that more is likely to follow soon: poll through the quiet stretch after it. */
+  activity(): void {
+    if (this.polling) {
+      this.active = true;
+      return;
+    }
+    if (this.stopped || this.windowMs === 0) return;
+    if (this.caughtShare < PAYS_SHARE && ++this.activitiesNotPaying % PROBE_EVERY !== 0) return;
+    this.polling = true;
+    this.active = true;
+    this.fresh = true;
+    this.counts.episodes++;
+    setImmediate(this.poll);
+  }
+
+  get isPolling(): boolean {
+    return this.polling;
+  }
+
+  get stats(): Readonly<BusyPollStats> {
+    return this.counts;
+  }
+
+  private readonly onActivity = (): void => this.activity();
+
+  private readonly poll = (): void => {
+    if (this.stopped) {
+      this.polling = false;
+      return;
+    }
+    let now = performance.now();
+    if (this.active) {
+      if (!this.fresh) this.note(true);
+      this.fresh = false;
+      this.active = false;
+      this.quietSince = now;
+    } else if (now - this.quietSince >= this.windowMs) {
+      this.note(false);
+      this.polling = false;
+      return;
+    } else if (now - this.lastPollAt <= RAN_CALLBACKS_MS) {
+      const until = now + SPIN_MS;
+      while (now < until) now = performance.now();
+    }
+    this.lastPollAt = now;
+    setImmediate(this.poll);
+  };
+
+  private note(caught: boolean): void {
+    if (caught) this.counts.caught++;
+    else this.counts.missed++;
+    this.caughtShare += ((caught ? 1 : 0) - this.caughtShare) * CAUGHT_WEIGHT;
+    if (this.caughtShare >= PAYS_SHARE) this.activitiesNotPaying = 0;
+  }
+}

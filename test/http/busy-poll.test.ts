@@ -1,0 +1,133 @@
+/**
+ * Busy polling (src/http/busy-poll.ts): after a request the event loop polls instead of sleeping through quiet
+ * stretches of up to its window, stops on its own, and backs off when the stretches outlast the window.
+ * "Sleeping" is read from the loop's own idle time (performance.eventLoopUtilization), not from timings.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import test from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { BusyPoll, PROBE_EVERY } from '../../src/http/busy-poll.ts';
+import { ConfigError, loadConfig } from '../../src/config.ts';
+import { startServer } from '../../src/server.ts';
+
+/** Share of the next `ms` the event loop spent working rather than waiting in its poll for sockets and timers. */
+async function loopBusyShare(ms: number): Promise<number> {
+  const before = performance.eventLoopUtilization();
+  await sleep(ms);
+  return performance.eventLoopUtilization(before).utilization;
+}
+
+/** Waits for polling to end, looking less often than the window (a look is work: it would keep the loop polling). */
+async function untilStopped(poll: BusyPoll, everyMs: number): Promise<void> {
+  while (poll.isPolling) await sleep(everyMs);
+}
+
+/**
+ * Activity every 5 ms for `ms`: traffic whose quiet stretches are much shorter than the tests' 50 ms windows (a
+ * busy test machine may delay a timer by a few milliseconds, not by tens).
+ */
+async function activityEvery5Ms(poll: BusyPoll, ms: number): Promise<void> {
+  const timer = setInterval(() => poll.activity(), 5);
+  await sleep(ms);
+  clearInterval(timer);
+}
+
+test('after activity() the loop does not sleep through a quiet stretch shorter than the window, then sleeps again', async () => {
+  await sleep(100); // the process's start-up work done
+  const idle = await loopBusyShare(20);
+  assert.ok(idle < 0.5, `an idle loop sleeps (busy ${idle})`);
+  const poll = new BusyPoll(40_000);
+  poll.activity();
+  assert.equal(poll.isPolling, true);
+  assert.ok((await loopBusyShare(20)) > 0.9, 'a polling loop does not wait in its poll');
+  await untilStopped(poll, 60);
+  assert.deepEqual(poll.stats, { episodes: 1, caught: 0, missed: 1 });
+  assert.ok((await loopBusyShare(20)) < 0.5, 'a loop past its window sleeps again');
+});
+
+test('activity during polling is caught and keeps the loop polling past the window; other work is not activity', async () => {
+  const poll = new BusyPoll(50_000);
+  poll.activity();
+  await activityEvery5Ms(poll, 200);
+  assert.equal(poll.isPolling, true, 'still polling 200 ms after activity() with a 50 ms window');
+  assert.ok(poll.stats.caught >= 10, `caught ${poll.stats.caught}`);
+  assert.equal(poll.stats.missed, 0);
+  await untilStopped(poll, 60);
+  assert.deepEqual(poll.stats, { episodes: 1, caught: poll.stats.caught, missed: 1 });
+
+  // Callbacks that work but report no activity (a timer, the collector, an interrupt) do not keep it polling.
+  const other = new BusyPoll(50_000);
+  other.activity();
+  const work = setInterval(() => {
+    const until = performance.now() + 0.2;
+    while (performance.now() < until);
+  }, 5);
+  await sleep(200);
+  clearInterval(work);
+  assert.deepEqual(other.stats, { episodes: 1, caught: 0, missed: 1 });
+  assert.equal(other.isPolling, false);
+});
+
+test('activity() while polling starts no new period; stop() ends polling for good', async () => {
+  const poll = new BusyPoll(50_000);
+  poll.activity();
+  poll.activity();
+  assert.equal(poll.stats.episodes, 1);
+  poll.stop();
+  await untilStopped(poll, 5);
+  poll.activity();
+  assert.equal(poll.isPolling, false);
+  assert.equal(poll.stats.episodes, 1);
+  assert.equal(new BusyPoll(0).isPolling, false);
+  const off = new BusyPoll(0);
+  off.activity();
+  assert.equal(off.isPolling, false, 'a window of 0 is off');
+});
+
+test('when the quiet stretches outlast the window, only one request in PROBE_EVERY starts polling, until it pays again', async () => {
+  const poll = new BusyPoll(50_000);
+  // Each period ends with its stretch missed, 7/8 of the share caught left per miss: after six, polling no longer pays.
+  for (let period = 1; period <= 6; period++) {
+    poll.activity();
+    assert.equal(poll.isPolling, true, `period ${period} starts`);
+    await untilStopped(poll, 60);
+  }
+  assert.deepEqual(poll.stats, { episodes: 6, caught: 0, missed: 6 });
+  for (let i = 1; i < PROBE_EVERY; i++) {
+    poll.activity();
+    assert.equal(poll.isPolling, false, `arm ${i} while polling does not pay`);
+  }
+  poll.activity(); // the probe
+  assert.equal(poll.isPolling, true);
+  assert.equal(poll.stats.episodes, 7);
+  await activityEvery5Ms(poll, 100); // the traffic changed: its stretches are shorter than the window
+  await untilStopped(poll, 60);
+  poll.activity();
+  assert.equal(poll.isPolling, true, 'polling pays again: the next request starts it');
+  await untilStopped(poll, 60);
+});
+
+test('svc serve polls after each request unless SVC_BUSY_POLL_US is 0; the window is checked', async (t) => {
+  for (const [window, polls] of [['10000', true], ['0', false]] as const) {
+    const dataDir = mkdtempSync(join(tmpdir(), 'svc-busy-poll-'));
+    t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+    const server = await startServer(loadConfig({ SVC_LOG_LEVEL: 'silent', SVC_PORT: '0', SVC_BUSY_POLL_US: window }, { dataDir }));
+    try {
+      const response = await fetch(`${server.address}/health`);
+      assert.equal(response.status, 200);
+      await response.arrayBuffer();
+      assert.equal(server.busyPoll.stats.episodes >= 1, polls, `SVC_BUSY_POLL_US=${window}`);
+    } finally {
+      await server.close();
+    }
+    await untilStopped(server.busyPoll, 20);
+  }
+  assert.equal(loadConfig({}).busyPollUs, 500);
+  for (const bad of ['-1', '10001', '1.5', 'fast']) {
+    assert.throws(() => loadConfig({ SVC_BUSY_POLL_US: bad }), ConfigError, bad);
+  }
+});
