@@ -13,8 +13,9 @@
  * loop ran nothing else since the last poll, first spins ~10 µs on the clock, so a quiet loop makes ~100,000 polls a
  * second instead of ~1.6 million short-lived Immediates. Activity is what the HTTP servers report on their diagnostics
  * channels (a request started, a response finished), not gaps between polls: a quiet virtual CPU still sees gaps
- * (timer interrupts, the collector), and counting them as work kept an idle loop polling for good. A quiet stretch
- * starts at the first poll after the activity's turn; one that outlasts the window ends the polling.
+ * (timer interrupts, the collector), and counting them as activity kept an idle loop polling for good. A quiet
+ * stretch starts at the first poll after the activity's turn, or after other work up to a bound; one that outlasts
+ * the window ends the polling.
  *
  * Adaptive: the share of quiet stretches that ended in activity (a moving average) says whether polling pays. Below
  * half, the traffic's gaps are longer than the window (a model answering in hundreds of milliseconds, sparse
@@ -28,6 +29,12 @@ import { performance } from 'node:perf_hooks';
 const SPIN_MS = 0.01;
 /** Two polls further apart than this had callbacks run between them: no need to spin before the next. */
 const RAN_CALLBACKS_MS = 0.02;
+/**
+ * Work seen between two polls (callbacks ran: a commit, a collection) starts the quiet stretch again, for up to this
+ * many windows after the last activity: a loop busy with its own work is not quiet, but the gaps a quiet virtual CPU
+ * still sees (interrupts) must not keep it polling for good.
+ */
+const WORK_KEEPS_POLLING_WINDOWS = 4;
 /** The weight of the latest quiet stretch in `caughtShare`. */
 const CAUGHT_WEIGHT = 1 / 8;
 /** Below this share of quiet stretches caught, polling starts only on probes. */
@@ -55,8 +62,10 @@ export class BusyPoll {
   private active = false;
   /** The period's first poll is still to come (the activity that started the period is not a stretch caught). */
   private fresh = false;
-  /** When the current quiet stretch began (the first poll after the last activity), ms. */
+  /** When the current quiet stretch began (the first poll after the last activity or work), ms. */
   private quietSince = 0;
+  /** The first poll after the last activity, ms. */
+  private activeAt = 0;
   /** When the last poll ended, ms. */
   private lastPollAt = 0;
   private caughtShare = 1;
@@ -113,16 +122,20 @@ export class BusyPoll {
       return;
     }
     let now = performance.now();
+    const ranCallbacks = now - this.lastPollAt > RAN_CALLBACKS_MS;
     if (this.active) {
       if (!this.fresh) this.note(true);
       this.fresh = false;
       this.active = false;
       this.quietSince = now;
+      this.activeAt = now;
+    } else if (ranCallbacks && now - this.activeAt < WORK_KEEPS_POLLING_WINDOWS * this.windowMs) {
+      this.quietSince = now; // the loop worked (a commit, a collection): not quiet, though not activity either
     } else if (now - this.quietSince >= this.windowMs) {
       this.note(false);
       this.polling = false;
       return;
-    } else if (now - this.lastPollAt <= RAN_CALLBACKS_MS) {
+    } else if (!ranCallbacks) {
       const until = now + SPIN_MS;
       while (now < until) now = performance.now();
     }

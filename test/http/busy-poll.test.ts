@@ -59,17 +59,31 @@ test('activity during polling is caught and keeps the loop polling past the wind
   await untilStopped(poll, 60);
   assert.deepEqual(poll.stats, { episodes: 1, caught: poll.stats.caught, missed: 1 });
 
-  // Callbacks that work but report no activity (a timer, the collector, an interrupt) do not keep it polling.
+  // Callbacks that work but report no activity (a timer, the collector, an interrupt) keep it polling only for a
+  // while: four windows after the last activity.
   const other = new BusyPoll(50_000);
   other.activity();
   const work = setInterval(() => {
     const until = performance.now() + 0.2;
     while (performance.now() < until);
   }, 5);
-  await sleep(200);
+  await sleep(300);
   clearInterval(work);
   assert.deepEqual(other.stats, { episodes: 1, caught: 0, missed: 1 });
   assert.equal(other.isPolling, false);
+});
+
+test('a turn of work longer than the window is not a quiet stretch: activity after it is caught', async () => {
+  const poll = new BusyPoll(50_000);
+  poll.activity();
+  await sleep(5);
+  const until = performance.now() + 80; // a long commit, say
+  while (performance.now() < until);
+  await sleep(10);
+  poll.activity();
+  await sleep(10);
+  assert.deepEqual(poll.stats, { episodes: 1, caught: 1, missed: 0 });
+  await untilStopped(poll, 60);
 });
 
 test('activity() while polling starts no new period; stop() ends polling for good', async () => {
