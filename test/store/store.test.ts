@@ -5,7 +5,17 @@ import { join } from 'node:path';
 import test, { type TestContext } from 'node:test';
 import { MIGRATIONS } from '../../src/store/migrations.ts';
 import { textBytes } from '../../src/store/sql.ts';
-import { DATA_FILE_NAME, openStore, type CommittedWindow, type Store } from '../../src/store/store.ts';
+import {
+  DATA_FILE_NAME,
+  FRESH_COMMITS,
+  FRESH_WINDOW_MARGIN_MS,
+  WINDOW_MARGIN_MS,
+  openStore,
+  windowDelayMs,
+  windowMarginMs,
+  type CommittedWindow,
+  type Store,
+} from '../../src/store/store.ts';
 import { tempDir } from '../support/process.ts';
 
 test('migrations are versioned, applied once, and reopening is idempotent', async (t) => {
@@ -451,7 +461,8 @@ test("once the log's flushes took longer than allowed twice in a row, the next c
 });
 
 test("a window held by a checkpoint commits once due though the main file's flush off the event loop has not called back: the main file is flushed on the loop", async (t) => {
-  // Every commit is checkpointed; a window is due ~17 ms after it opened (30 ms, less the initial overrun and margin).
+  // Every commit is checkpointed; a window is due ~14 ms after it opened (30 ms, less the initial overrun and a fresh
+  // store's margin).
   // No limit on flushes on the loop that a slow test machine could reach (the limit has tests of its own).
   const dataDir = tempDir(t);
   const windows: CommittedWindow[] = [];
@@ -486,6 +497,18 @@ test("a window held by a checkpoint commits once due though the main file's flus
   while (!(await heldCommittedWithinTheTurn())) assert.ok(++tries <= 20, 'no held window committed before the flush called back');
   await store.flush();
   assert.equal(await store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM t')!.n), written + 2 * tries);
+});
+
+test("a fresh store's windows leave a wider margin for its commit, until it has measured FRESH_COMMITS of them", () => {
+  assert.ok(FRESH_WINDOW_MARGIN_MS > WINDOW_MARGIN_MS);
+  assert.equal(windowMarginMs(0), FRESH_WINDOW_MARGIN_MS);
+  assert.equal(windowMarginMs(FRESH_COMMITS - 1), FRESH_WINDOW_MARGIN_MS);
+  assert.equal(windowMarginMs(FRESH_COMMITS), WINDOW_MARGIN_MS);
+  // A 20 ms window less the longest recent overrun and the margin; never under 1 ms.
+  assert.equal(windowDelayMs(20, [10], 0), 20 - 10 - FRESH_WINDOW_MARGIN_MS);
+  assert.equal(windowDelayMs(20, [2, 5, 1], FRESH_COMMITS), 20 - 5 - WINDOW_MARGIN_MS);
+  assert.equal(windowDelayMs(20, [], FRESH_COMMITS), 20 - WINDOW_MARGIN_MS);
+  assert.equal(windowDelayMs(20, [30], FRESH_COMMITS), 1);
 });
 
 test('a statement that failed (a constraint) works again on its next use', async (t) => {
