@@ -190,8 +190,8 @@ export const WINDOW_MARGIN_MS = 3;
 /**
  * The margin of a fresh store's windows, for its first `FRESH_COMMITS` commits (the first 3-6 s of a process under
  * load): while its code is still being compiled and its files grow, its commits' lengths vary more than the longest
- * of the recent ones says. Crash trials at c=64, 2 s each, alternating: 12 and 9 windows past 20 ms in 8 trials
- * against 24 and 27 with the steady margin, for ~7% fewer requests answered in those first seconds (more commits).
+ * of the recent ones says. The bench's crash sections, alternating: 11 and 10 windows past 20 ms against 25 and 13
+ * with the steady margin, for ~10% fewer requests answered in those first seconds (25-40% more commits).
  */
 export const FRESH_WINDOW_MARGIN_MS = 6;
 export const FRESH_COMMITS = 400;
