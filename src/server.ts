@@ -36,14 +36,14 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const lock: OwnerLock = acquireOwnerLock(config.dataDir, socketPath);
   let services: Services | null = null;
   let trace: ReturnType<typeof commitTraceWriter> | null = null;
+  const busyPoll = new BusyPoll(config.busyPollUs);
   try {
     if (config.traceCommitsFile !== null) trace = commitTraceWriter(config.traceCommitsFile);
     const store = openStore({ dataDir: config.dataDir, onWindowCommitted: trace?.note });
     services = await createServices(config, store);
     const app = await buildApp(services, { logger: config.logLevel === 'silent' ? false : { level: config.logLevel } });
-    const busyPoll = new BusyPoll(config.busyPollUs);
-    busyPoll.watchHttpServers();
     const address = await app.listen({ port: config.port, host: config.host });
+    busyPoll.watchHttpServers();
     // With `--port 0` the port is known only now; e-mailed links (when SVC_APP_BASE_URL is unset) must carry it.
     if (config.accounts.appBaseUrl === null && config.port === 0) {
       const links = new URL(config.accounts.linkBaseUrl);
@@ -98,6 +98,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     };
     return running;
   } catch (error) {
+    busyPoll.stop();
     if (services) await services.store.close().catch(() => {});
     trace?.close();
     lock.release();
