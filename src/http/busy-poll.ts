@@ -27,6 +27,14 @@ import { performance } from 'node:perf_hooks';
 
 /** How long each quiet poll spins before libuv polls again. */
 const SPIN_MS = 0.01;
+/**
+ * Integer steps between two reads of the clock while spinning (~1 µs here). A read returns a new heap number outside
+ * V8's optimised code, and reading the clock back to back made the spin fill the young generation: at c=1, 1.95
+ * scavenges per 100 requests instead of 1.37 without polling.
+ */
+const SPIN_STEPS_PER_CLOCK_READ = 1024;
+/** Written by the spin's steps, so that they are not optimised away. */
+let spinSink = 0;
 /** Two polls further apart than this had callbacks run between them: no need to spin before the next. */
 const RAN_CALLBACKS_MS = 0.02;
 /**
@@ -137,7 +145,10 @@ export class BusyPoll {
       return;
     } else if (!ranCallbacks) {
       const until = now + SPIN_MS;
-      while (now < until) now = performance.now();
+      while (now < until) {
+        for (let step = 0; step < SPIN_STEPS_PER_CLOCK_READ; step++) spinSink = (spinSink + step) | 0;
+        now = performance.now();
+      }
     }
     this.lastPollAt = now;
     setImmediate(this.poll);
