@@ -54,7 +54,7 @@ const HTTP_ACTIVITY = ['http.server.request.start', 'http.server.response.finish
 
 export interface BusyPollStats {
   /** Polling periods started (by activity while the loop was not polling). */
-  episodes: number;
+  periods: number;
   /** Quiet stretches that ended in activity while the loop polled. */
   caught: number;
   /** Quiet stretches that outlasted the window (the loop went to sleep). */
@@ -78,7 +78,7 @@ export class BusyPoll {
   private lastPollAt = 0;
   private caughtShare = 1;
   private activitiesNotPaying = 0;
-  private readonly counts: BusyPollStats = { episodes: 0, caught: 0, missed: 0 };
+  private readonly counts: BusyPollStats = { periods: 0, caught: 0, missed: 0 };
 
   /** windowUs: the longest quiet stretch polled through, in microseconds; 0 turns busy polling off. */
   constructor(windowUs: number) {
@@ -110,7 +110,7 @@ export class BusyPoll {
     this.polling = true;
     this.active = true;
     this.fresh = true;
-    this.counts.episodes++;
+    this.counts.periods++;
     setImmediate(this.poll);
   }
 

@@ -45,7 +45,7 @@ test('after activity() the loop does not sleep through a quiet stretch shorter t
   assert.equal(poll.isPolling, true);
   assert.ok((await loopBusyShare(20)) > 0.9, 'a polling loop does not wait in its poll');
   await untilStopped(poll, 60);
-  assert.deepEqual(poll.stats, { episodes: 1, caught: 0, missed: 1 });
+  assert.deepEqual(poll.stats, { periods: 1, caught: 0, missed: 1 });
   assert.ok((await loopBusyShare(20)) < 0.5, 'a loop past its window sleeps again');
 });
 
@@ -57,7 +57,7 @@ test('activity during polling is caught and keeps the loop polling past the wind
   assert.ok(poll.stats.caught >= 10, `caught ${poll.stats.caught}`);
   assert.equal(poll.stats.missed, 0);
   await untilStopped(poll, 60);
-  assert.deepEqual(poll.stats, { episodes: 1, caught: poll.stats.caught, missed: 1 });
+  assert.deepEqual(poll.stats, { periods: 1, caught: poll.stats.caught, missed: 1 });
 
   // Callbacks that work but report no activity (a timer, the collector, an interrupt) keep it polling only for a
   // while: four windows after the last activity.
@@ -69,7 +69,7 @@ test('activity during polling is caught and keeps the loop polling past the wind
   }, 5);
   await sleep(300);
   clearInterval(work);
-  assert.deepEqual(other.stats, { episodes: 1, caught: 0, missed: 1 });
+  assert.deepEqual(other.stats, { periods: 1, caught: 0, missed: 1 });
   assert.equal(other.isPolling, false);
 });
 
@@ -82,7 +82,7 @@ test('a turn of work longer than the window is not a quiet stretch: activity aft
   await sleep(10);
   poll.activity();
   await sleep(10);
-  assert.deepEqual(poll.stats, { episodes: 1, caught: 1, missed: 0 });
+  assert.deepEqual(poll.stats, { periods: 1, caught: 1, missed: 0 });
   await untilStopped(poll, 60);
 });
 
@@ -90,12 +90,12 @@ test('activity() while polling starts no new period; stop() ends polling for goo
   const poll = new BusyPoll(50_000);
   poll.activity();
   poll.activity();
-  assert.equal(poll.stats.episodes, 1);
+  assert.equal(poll.stats.periods, 1);
   poll.stop();
   await untilStopped(poll, 5);
   poll.activity();
   assert.equal(poll.isPolling, false);
-  assert.equal(poll.stats.episodes, 1);
+  assert.equal(poll.stats.periods, 1);
   assert.equal(new BusyPoll(0).isPolling, false);
   const off = new BusyPoll(0);
   off.activity();
@@ -110,14 +110,14 @@ test('when the quiet stretches outlast the window, only one request in PROBE_EVE
     assert.equal(poll.isPolling, true, `period ${period} starts`);
     await untilStopped(poll, 60);
   }
-  assert.deepEqual(poll.stats, { episodes: 6, caught: 0, missed: 6 });
+  assert.deepEqual(poll.stats, { periods: 6, caught: 0, missed: 6 });
   for (let i = 1; i < PROBE_EVERY; i++) {
     poll.activity();
     assert.equal(poll.isPolling, false, `arm ${i} while polling does not pay`);
   }
   poll.activity(); // the probe
   assert.equal(poll.isPolling, true);
-  assert.equal(poll.stats.episodes, 7);
+  assert.equal(poll.stats.periods, 7);
   await activityEvery5Ms(poll, 100); // the traffic changed: its stretches are shorter than the window
   await untilStopped(poll, 60);
   poll.activity();
@@ -134,7 +134,7 @@ test('svc serve polls after each request unless SVC_BUSY_POLL_US is 0; the windo
       const response = await fetch(`${server.address}/health`);
       assert.equal(response.status, 200);
       await response.arrayBuffer();
-      assert.equal(server.busyPoll.stats.episodes >= 1, polls, `SVC_BUSY_POLL_US=${window}`);
+      assert.equal(server.busyPoll.stats.periods >= 1, polls, `SVC_BUSY_POLL_US=${window}`);
     } finally {
       await server.close();
     }
