@@ -16,11 +16,11 @@ const flag = (fallback: boolean) =>
     .optional()
     .transform((value) => (value === undefined || value.trim() === '' ? fallback : /^(true|1|yes|on)$/i.test(value.trim())));
 
-const int = (fallback: number, min: number, max: number) =>
+const int = <Fallback extends number | null>(fallback: Fallback, min: number, max: number) =>
   z
     .string()
     .optional()
-    .transform((value, ctx) => {
+    .transform((value, ctx): number | Fallback => {
       if (value === undefined || value.trim() === '') return fallback;
       const n = Number(value);
       if (!Number.isInteger(n) || n < min || n > max) {
@@ -88,7 +88,7 @@ const envSchema = z.object({
   SVC_AUTH_FAILURES_PER_MINUTE: int(30, 1, 1_000_000),
   SVC_RETENTION_INTERVAL_MS: int(600_000, 1000, 86_400_000),
   SVC_TRACE_COMMITS: optionalString,
-  SVC_BUSY_POLL_US: int(500, 0, 10_000),
+  SVC_BUSY_POLL_US: int(null, 0, 10_000),
   SVC_PROVIDER_CONNECT_TIMEOUT_MS: int(10_000, 100, 600_000),
   SVC_PROVIDER_TIMEOUT_MS: int(900_000, 100, 3_600_000),
   SVC_PROVIDER_STREAM_HEADERS_TIMEOUT_MS: int(30_000, 100, 600_000),
@@ -102,8 +102,11 @@ export interface Config {
   dataDir: string | null;
   /** SVC_TRACE_COMMITS: a file each deferred window's commit is noted in (src/store/commit-trace.ts); null: none. */
   traceCommitsFile: string | null;
-  /** SVC_BUSY_POLL_US: the longest quiet stretch the event loop polls through after HTTP activity (src/http/busy-poll.ts); 0: off. */
-  busyPollUs: number;
+  /**
+   * SVC_BUSY_POLL_US: the longest quiet stretch the event loop polls through after HTTP activity (src/http/busy-poll.ts);
+   * 0: off; null (unset): the default for this machine (`defaultBusyPollUs`).
+   */
+  busyPollUs: number | null;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   version: string;
   auth: {

@@ -8,8 +8,9 @@ import { chmodSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
+import { cpuQuota } from './core/cpu-quota.ts';
 import { buildApp } from './http/app.ts';
-import { BusyPoll } from './http/busy-poll.ts';
+import { BusyPoll, defaultBusyPollUs } from './http/busy-poll.ts';
 import { markLocalSocket } from './http/local-socket.ts';
 import { createServices, type Services } from './services.ts';
 import { acquireOwnerLock, type OwnerLock } from './store/owner-lock.ts';
@@ -36,7 +37,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const lock: OwnerLock = acquireOwnerLock(config.dataDir, socketPath);
   let services: Services | null = null;
   let trace: ReturnType<typeof commitTraceWriter> | null = null;
-  const busyPoll = new BusyPoll(config.busyPollUs);
+  const busyPoll = new BusyPoll(config.busyPollUs ?? defaultBusyPollUs(cpuQuota()));
   try {
     if (config.traceCommitsFile !== null) trace = commitTraceWriter(config.traceCommitsFile);
     const store = openStore({ dataDir: config.dataDir, onWindowCommitted: trace?.note });

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import test from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { BusyPoll, PROBE_EVERY } from '../../src/http/busy-poll.ts';
+import { BusyPoll, DEFAULT_WINDOW_US, PROBE_EVERY, defaultBusyPollUs } from '../../src/http/busy-poll.ts';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { startServer } from '../../src/server.ts';
 
@@ -140,8 +140,18 @@ test('svc serve polls after each request unless SVC_BUSY_POLL_US is 0; the windo
     }
     await untilStopped(server.busyPoll, 20);
   }
-  assert.equal(loadConfig({}).busyPollUs, 500);
+  assert.equal(loadConfig({}).busyPollUs, null, 'unset: the default for the machine');
+  assert.equal(loadConfig({ SVC_BUSY_POLL_US: '700' }).busyPollUs, 700);
   for (const bad of ['-1', '10001', '1.5', 'fast']) {
     assert.throws(() => loadConfig({ SVC_BUSY_POLL_US: bad }), ConfigError, bad);
   }
+});
+
+test('by default busy polling is on, but off under a CPU quota of less than two CPUs (the spin would use up the quota)', () => {
+  assert.equal(DEFAULT_WINDOW_US, 500);
+  assert.equal(defaultBusyPollUs(null), DEFAULT_WINDOW_US);
+  assert.equal(defaultBusyPollUs(0.5), 0);
+  assert.equal(defaultBusyPollUs(1.5), 0);
+  assert.equal(defaultBusyPollUs(2), DEFAULT_WINDOW_US);
+  assert.equal(defaultBusyPollUs(16), DEFAULT_WINDOW_US);
 });
