@@ -1,14 +1,13 @@
 /** The CPU quota of the process's control group, read from cgroup v1 and v2 files laid out in a temporary directory. */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test, { type TestContext } from 'node:test';
 import { cpuQuota } from '../../src/core/cpu-quota.ts';
+import { tempDir } from '../support/process.ts';
 
 function cgroupRoot(t: TestContext, files: Record<string, string>): string {
-  const root = mkdtempSync(join(tmpdir(), 'svc-cgroup-'));
-  t.after(() => rmSync(root, { recursive: true, force: true }));
+  const root = tempDir(t, 'svc-cgroup-');
   for (const [path, content] of Object.entries(files)) {
     mkdirSync(join(root, path, '..'), { recursive: true });
     writeFileSync(join(root, path), `${content}\n`);

@@ -4,15 +4,13 @@
  * "Sleeping" is read from the loop's own idle time (performance.eventLoopUtilization), not from timings.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import test from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BusyPoll, DEFAULT_WINDOW_US, PROBE_EVERY, defaultBusyPollUs } from '../../src/http/busy-poll.ts';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { startServer } from '../../src/server.ts';
+import { tempDir } from '../support/process.ts';
 
 /** Share of the next `ms` the event loop spent working rather than waiting in its poll for sockets and timers. */
 async function loopBusyShare(ms: number): Promise<number> {
@@ -127,8 +125,7 @@ test('when the quiet stretches outlast the window, only one request in PROBE_EVE
 
 test('svc serve polls after each request unless SVC_BUSY_POLL_US is 0; the window is checked', async (t) => {
   for (const [window, polls] of [['10000', true], ['0', false]] as const) {
-    const dataDir = mkdtempSync(join(tmpdir(), 'svc-busy-poll-'));
-    t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+    const dataDir = tempDir(t, 'svc-busy-poll-');
     const server = await startServer(loadConfig({ SVC_LOG_LEVEL: 'silent', SVC_PORT: '0', SVC_BUSY_POLL_US: window }, { dataDir }));
     try {
       const response = await fetch(`${server.address}/health`);
