@@ -69,7 +69,8 @@ export function cpuQuota(files: CgroupFiles = { selfCgroup: readOrNull('/proc/se
         quotas.push(smallest(groupAndAncestors(mount, group!).map(v2Quota)));
       }
     } else if (controllers!.split(',').includes('cpu')) {
-      for (const mount of [join(files.root, controllers!), join(files.root, 'cpu'), join(files.root, 'cpu,cpuacct')]) {
+      // Mounted under the line's own controller list, or under either usual name of the cpu hierarchy (each read once).
+      for (const mount of new Set([join(files.root, controllers!), join(files.root, 'cpu'), join(files.root, 'cpu,cpuacct')])) {
         quotas.push(smallest(groupAndAncestors(mount, group!).map(v1Quota)));
       }
     }
