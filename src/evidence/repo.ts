@@ -437,8 +437,13 @@ function writeMerged(sql: Sql, changes: readonly LedgerChange[], finishedOut: Ma
   for (const run of finished) finishedOut.set(run.id, run);
 }
 
-/** Runs per step of a commit's ledger write: a few runs are a fraction of a millisecond of SQLite's work. */
-const RUNS_PER_STEP = 4;
+/**
+ * Runs per step of a commit's ledger write. A step is the least a slice of a sliced commit writes (the store gives
+ * the event loop a turn only between steps), and a live run is ~0.1-0.15 ms of SQLite's work: four runs made every
+ * slice ~0.4 ms whatever the store's budget, two make it ~0.2-0.3 ms: at concurrency 1 a p99 ~0.3 ms lower at the
+ * same median and CPU per request (docs/performance.md, "Smaller commit slices").
+ */
+const RUNS_PER_STEP = 2;
 
 /** The run a change belongs to (each change the ledger records is about one run). */
 function runIdOf(change: LedgerChange): string | undefined {

@@ -166,9 +166,9 @@ const FLUSH_ON_LOOP_MAX_MS = 8;
 
 /**
  * About how much of deferred writes' work a commit does before it gives the event loop a turn, at least (see
- * writeInSlices).
+ * writeInSlices): a slice ends after the write (a planned write's step: two runs of the ledger) that passes it.
  */
-const SLICE_MS = 0.3;
+const SLICE_MS = 0.2;
 
 /**
  * A turn of the event loop between two slices longer than this means a loaded loop (see writeInSlices); so does the
