@@ -443,7 +443,7 @@ function writeMerged(sql: Sql, changes: readonly LedgerChange[], finishedOut: Ma
  * slice ~0.4 ms whatever the store's budget, two make it ~0.2-0.3 ms: at concurrency 1 a p99 ~0.3 ms lower at the
  * same median (docs/performance.md, "Smaller commit slices").
  */
-const RUNS_PER_STEP = 2;
+const RUNS_PER_COMMIT_STEP = 2;
 
 /**
  * Runs per step of the early writes under load. They are written together, not sliced, so a step is only the unit a
@@ -499,7 +499,7 @@ export function createRunsRepository(store: Store): RunsRepository {
       queued = [];
       registered = false;
       finished = new Map();
-      const steps = runSteps(runs, rolledUp, RUNS_PER_STEP);
+      const steps = runSteps(runs, rolledUp, RUNS_PER_COMMIT_STEP);
       steps.push((sql) => {
         if (rolledUp.size > 0) addToRollups(sql, [...rolledUp.values()]);
       });
