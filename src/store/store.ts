@@ -760,11 +760,7 @@ class GroupCommitStore implements Store {
       // `next` is past the write that failed: the slice's writes up to it are redone alone.
       if (!together.ok) for (const write of deferred.slice(first, next)) inSavepoint(this.sql, write);
       writingMs += performance.now() - startedAt;
-      if (next === deferred.length) {
-        // `COMMIT` (~0.25 ms at c=1) gets a turn of its own too, instead of following the last slice in one piece.
-        if (budgetMs !== Infinity && performance.now() < finishBy) await nextTurn();
-        break;
-      }
+      if (next === deferred.length) break;
       const yieldedAt = performance.now();
       await nextTurn();
       // A turn that took longer than `loadedTurnMs` meanwhile means a loaded loop (several requests per turn): there
