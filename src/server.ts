@@ -12,6 +12,7 @@ import { cpuQuota } from './core/cpu-quota.ts';
 import { buildApp } from './http/app.ts';
 import { BusyPoll, defaultBusyPollUs } from './http/busy-poll.ts';
 import { markLocalSocket } from './http/local-socket.ts';
+import { RequestArrivals } from './http/request-arrivals.ts';
 import { createServices, type Services } from './services.ts';
 import { acquireOwnerLock, type OwnerLock } from './store/owner-lock.ts';
 import { commitTraceWriter } from './store/commit-trace.ts';
@@ -38,9 +39,11 @@ export async function startServer(config: Config): Promise<RunningServer> {
   let services: Services | null = null;
   let trace: ReturnType<typeof commitTraceWriter> | null = null;
   const busyPoll = new BusyPoll(config.busyPollUs ?? defaultBusyPollUs(cpuQuota()));
+  const arrivals = new RequestArrivals();
   try {
     if (config.traceCommitsFile !== null) trace = commitTraceWriter(config.traceCommitsFile);
-    const store = openStore({ dataDir: config.dataDir, onWindowCommitted: trace?.note });
+    arrivals.watch();
+    const store = openStore({ dataDir: config.dataDir, onWindowCommitted: trace?.note, turnBetweenSlices: arrivals.turn });
     services = await createServices(config, store);
     const app = await buildApp(services, { logger: config.logLevel === 'silent' ? false : { level: config.logLevel } });
     const address = await app.listen({ port: config.port, host: config.host });
@@ -88,6 +91,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
           });
           await app.close(); // stops accepting, waits for in-flight requests
           busyPoll.stop();
+          arrivals.stop();
           await stopRetention();
           await services!.store.close(); // flushes the write queue, then closes the file
           trace?.close();
@@ -100,6 +104,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     return running;
   } catch (error) {
     busyPoll.stop();
+    arrivals.stop();
     if (services) await services.store.close().catch(() => {});
     trace?.close();
     lock.release();

@@ -54,6 +54,11 @@ export interface StoreOptions {
    */
   loadedTurnMs?: number;
   /**
+   * How a sliced commit gives the event loop a turn between two slices; default one `setImmediate`. `svc serve` waits
+   * one more when a request arrived meanwhile, so that its upstream call is written first (src/http/request-arrivals.ts).
+   */
+  turnBetweenSlices?: () => Promise<void>;
+  /**
    * Told of every deferred window's commit, right after its `COMMIT`: how the durability rule's window was kept,
    * measured inside svc (`SVC_TRACE_COMMITS`, src/store/commit-trace.ts). Called on the event loop: keep it short.
    */
@@ -121,7 +126,7 @@ export interface Store {
 
 /** The store's timing choices, each from `StoreOptions` or its default. */
 type Timing = Required<
-  Pick<StoreOptions, 'deferredWindowMs' | 'loadedTurnMs' | 'checkpointAfterWritingMs' | 'flushOnLoopMaxMs'>
+  Pick<StoreOptions, 'deferredWindowMs' | 'loadedTurnMs' | 'checkpointAfterWritingMs' | 'flushOnLoopMaxMs' | 'turnBetweenSlices'>
 >;
 
 /** A deferred write: one piece (maybe written early), or steps planned when its commit starts (some maybe early). */
@@ -272,6 +277,7 @@ export function openStore(options: StoreOptions): Store {
     loadedTurnMs: options.loadedTurnMs ?? LOADED_TURN_MS,
     checkpointAfterWritingMs: options.checkpointAfterWritingMs ?? CHECKPOINT_AFTER_WRITING_MS,
     flushOnLoopMaxMs: options.flushOnLoopMaxMs ?? FLUSH_ON_LOOP_MAX_MS,
+    turnBetweenSlices: options.turnBetweenSlices ?? (() => nextTurn()),
   }, options.onWindowCommitted ?? null);
 }
 
@@ -762,7 +768,7 @@ class GroupCommitStore implements Store {
       writingMs += performance.now() - startedAt;
       if (next === deferred.length) break;
       const yieldedAt = performance.now();
-      await nextTurn();
+      await this.timing.turnBetweenSlices();
       // A turn that took longer than `loadedTurnMs` meanwhile means a loaded loop (several requests per turn): there
       // the commit finishes in one piece, as slices interleaved with many requests cost ~15% more CPU per request
       // (measured at c=16) and a commit falling behind one short slice per turn would grow without bound. Slicing

@@ -93,7 +93,10 @@ function busyFor(ms: number): void {
 }
 
 /** A store on a data file of the test's own, with a table `t (id INTEGER PRIMARY KEY)`; closed when the test ends. */
-async function storeWithTable(t: TestContext, options: { loadedTurnMs?: number; deferredWindowMs?: number } = {}): Promise<Store> {
+async function storeWithTable(
+  t: TestContext,
+  options: { loadedTurnMs?: number; deferredWindowMs?: number; turnBetweenSlices?: () => Promise<void> } = {},
+): Promise<Store> {
   const store = openStore({ dataDir: tempDir(t), ...options });
   t.after(() => store.close());
   await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY)'));
@@ -148,6 +151,22 @@ test('a commit of many deferred writes gives the event loop turns between slices
   const ids = await store.read((sql) => sql.all<{ id: number }>('SELECT id FROM t ORDER BY id').map((row) => row.id));
   assert.equal(ids.length, 199);
   assert.equal(ids.includes(150), false);
+});
+
+test("a sliced commit's turns between slices are the ones it is given (svc serve's let arriving requests go first)", async (t) => {
+  let turns = 0;
+  const turnBetweenSlices = async () => {
+    turns += 1;
+    await new Promise((resolve) => setImmediate(resolve));
+  };
+  const store = await storeWithTable(t, { loadedTurnMs: 1_000, deferredWindowMs: 1_000, turnBetweenSlices });
+  let writes = 0;
+  queueSlowInserts(store, 100, () => (writes += 1));
+  await store.flush();
+  // ~10 ms of writing in slices of ~0.2 ms: a turn between each two, every one of them the store's option.
+  assert.ok(turns >= 10, `${turns} turns taken between slices`);
+  assert.ok(turns < writes, `${turns} turns for ${writes} writes`);
+  assert.equal((await store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM t')))?.n, 100);
 });
 
 test('a store counts as loaded until it has measured a turn: a commit that begins before that is written in one piece', async (t) => {
