@@ -7,55 +7,49 @@ import assert from 'node:assert/strict';
 import { channel } from 'node:diagnostics_channel';
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import test from 'node:test';
+import test, { type TestContext } from 'node:test';
 import { RequestArrivals } from '../../src/http/request-arrivals.ts';
 
 /** What node:http publishes for every request it receives. */
 const requestStart = channel('http.server.request.start');
 
-test('with no request arriving, a turn ends before the Immediates queued after it', async () => {
+/** A RequestArrivals watching until the test ends. */
+function watching(t: TestContext): RequestArrivals {
   const arrivals = new RequestArrivals();
   arrivals.watch();
-  try {
-    const order: string[] = [];
-    const turn = arrivals.turn().then(() => order.push('slice'));
-    setImmediate(() => order.push('other work'));
-    await turn;
-    await new Promise((resolve) => setImmediate(resolve));
-    assert.deepEqual(order, ['slice', 'other work']);
-  } finally {
-    arrivals.stop();
-  }
+  t.after(() => arrivals.stop());
+  return arrivals;
+}
+
+/**
+ * Take a turn, and meanwhile do what a request does in the poll before the turn's Immediate runs: arrive (when
+ * `arriving`), then queue its own Immediate (its upstream call's write). The order the slice after the turn and that
+ * Immediate ran in.
+ */
+async function orderAfterTurn(arrivals: RequestArrivals, arriving: boolean): Promise<string[]> {
+  const order: string[] = [];
+  const turn = arrivals.turn().then(() => order.push('slice'));
+  if (arriving) requestStart.publish({});
+  setImmediate(() => order.push('upstream write'));
+  await turn;
+  await new Promise((resolve) => setImmediate(resolve));
+  return order;
+}
+
+test('with no request arriving, a turn ends before the Immediates queued after it', async (t) => {
+  assert.deepEqual(await orderAfterTurn(watching(t), false), ['slice', 'upstream write']);
 });
 
-test('a request arriving during the turn goes first: the turn ends after the Immediates it queued', async () => {
-  const arrivals = new RequestArrivals();
-  arrivals.watch();
-  try {
-    const order: string[] = [];
-    const turn = arrivals.turn().then(() => order.push('slice'));
-    // As a request does in the poll before the turn's Immediate runs: arrives, then queues its upstream write.
-    requestStart.publish({});
-    setImmediate(() => order.push('upstream write'));
-    await turn;
-    assert.deepEqual(order, ['upstream write', 'slice']);
-  } finally {
-    arrivals.stop();
-  }
+test('a request arriving during the turn goes first: the turn ends after the Immediates it queued', async (t) => {
+  assert.deepEqual(await orderAfterTurn(watching(t), true), ['upstream write', 'slice']);
 });
 
 test('once stopped, arrivals are no longer counted and a turn is one turn again', async () => {
   const arrivals = new RequestArrivals();
   arrivals.watch();
   arrivals.stop();
-  const order: string[] = [];
-  const turn = arrivals.turn().then(() => order.push('slice'));
-  requestStart.publish({});
-  setImmediate(() => order.push('upstream write'));
-  await turn;
-  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(await orderAfterTurn(arrivals, true), ['slice', 'upstream write']);
   assert.equal(arrivals.arrived, 0);
-  assert.deepEqual(order, ['slice', 'upstream write']);
 });
 
 test("node:http's requests are what it counts", async () => {
