@@ -143,12 +143,8 @@ export async function streamingSection(ctx) {
     const warmA = await streamProbe(ctx.mock.url, { concurrency: c, requests: warm });
     const warmB = await streamProbe(ctx.svc.url, { concurrency: c, requests: warm });
     if (warmB.failures) ctx.fail(`streaming c=${c} warm-up through svc: ${warmB.failures} failed or incomplete streams: ${warmB.failureSamples.slice(0, 3).join(' | ')}`);
-    const warmUpFigures = {
-      streams: warm,
-      ttfbA: summarize(warmA.ttfb).p50,
-      ttfbB: summarize(warmB.ttfb).p50,
-      addedTtfbMs: round(summarize(warmB.ttfb).p50 - summarize(warmA.ttfb).p50, 3),
-    };
+    const [ttfbA, ttfbB] = [summarize(warmA.ttfb).p50, summarize(warmB.ttfb).p50];
+    const warmUpFigures = { streams: warm, ttfbA, ttfbB, addedTtfbMs: round(ttfbB - ttfbA, 3) };
     const a = { ttfb: [], ttlb: [], ok: 0, seconds: 0, failures: 0 };
     const b = { ttfb: [], ttlb: [], ok: 0, seconds: 0, failures: 0, failureSamples: [] };
     for (let i = 0; i < p.rounds; i++) {
