@@ -326,6 +326,23 @@ test('index: deleted entries leave it, so a key stored again is found again', as
   assert.deepEqual((await rowsOf(inner, 'ten_a')).map((row) => row.key), ['b1', 'a1']);
 });
 
+test('a new entry takes the id after the largest, also after a row was added behind the repository', async (t) => {
+  const { inner, repo } = await setup(t);
+  repo.putDeferred(entry('ten_a', 'a1'));
+  await inner.flush();
+  // This row takes id 2, the id the repository counted on for its next entry: that insert fails once, and is redone.
+  await inner.write((sql) =>
+    sql.run("INSERT INTO cache_entries (tenant_id, cache_type, key, value_json, created_at) VALUES ('ten_b', 'exact_response', 'other', '{}', 1)"),
+  );
+  repo.putDeferred(entry('ten_a', 'a2'));
+  await inner.flush();
+  assert.deepEqual((await repo.get('ten_a', 'exact_response', 'a2'))?.value, { answer: 'a2' });
+  assert.deepEqual(
+    (await rowsOf(inner, 'ten_a')).map((row) => [row.id, row.key]),
+    [[1, 'a1'], [3, 'a2']],
+  );
+});
+
 test('migration 6 keeps the entries of an older data file, and they are found', async (t) => {
   const dir = tempDir(t);
   const old = openStore({ dataDir: dir, migrations: MIGRATIONS.filter((m) => m.version <= 5) });
