@@ -211,14 +211,19 @@ export function svcEnv(mockUrl, extra = {}) {
 /** svc's bootstrap token (SVC_API_KEY) in the bench: used only to create the clients' API key. */
 export const BOOTSTRAP_TOKEN = 'svc-bench-bootstrap-token-00000000000001';
 
+/** Create an API key on a running svc (with the bootstrap token); returns its `authorization` header value. */
+export async function createClientKey(svcUrl) {
+  const created = await postJson(svcUrl, '/api/v1/keys', { name: 'bench' }, { authorization: `Bearer ${BOOTSTRAP_TOKEN}` });
+  if (created.status !== 201) throw new Error(`creating the bench's API key: ${created.status} ${created.body.slice(0, 500)}`);
+  return `Bearer ${JSON.parse(created.body).token}`;
+}
+
 /**
  * Create an API key on a running svc and make every client of this process present it (CLIENT_HEADERS): gateway
  * traffic authenticated as an SDK's is in production, the key looked up on each request.
  */
 export async function authorizeClients(svcUrl) {
-  const created = await postJson(svcUrl, '/api/v1/keys', { name: 'bench' }, { authorization: `Bearer ${BOOTSTRAP_TOKEN}` });
-  if (created.status !== 201) throw new Error(`creating the bench's API key: ${created.status} ${created.body.slice(0, 500)}`);
-  CLIENT_HEADERS.authorization = `Bearer ${JSON.parse(created.body).token}`;
+  CLIENT_HEADERS.authorization = await createClientKey(svcUrl);
 }
 
 /**
