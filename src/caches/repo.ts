@@ -84,6 +84,9 @@ function estimatedBytes(entry: CacheEntry, jsonLength: number): number {
  */
 const KEYS_ROW = 'id = ? AND tenant_id = ? AND cache_type = ? AND key = ?';
 
+/** SQLite's message when an INSERT's row id is already in the table. */
+const ID_TAKEN = /UNIQUE constraint failed: cache_entries\.id\b/;
+
 /** Stored keys read per event-loop turn while the index is loaded: about a millisecond of work. */
 const INDEX_LOAD_BATCH = 1_000;
 
@@ -138,8 +141,9 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
   // entry than a plain INSERT (node-sqlite3-wasm steps the statement as a query and builds the returned row), on
   // every live answer. As SQLite would, the next id is one past the largest; an id whose write rolled back is not
   // given again (KEYS_ROW guards rows against such ids either way). The largest is read from the table at the first
-  // insert, and again when an insert failed: a row added behind this repository's back may hold the id it counted
-  // on (a failed constraint undoes only its statement, so the insert is tried once more with the id after it).
+  // insert, and again when the id was taken: a row added behind this repository's back may hold the id it counted
+  // on (a failed constraint undoes only its statement, so the insert is tried once more with the id after it). Any
+  // other failure is left to the store, which drops this write alone.
   let lastRowId: number | null = null;
   const insertRow = (sql: Sql, entry: Omit<CacheEntry, 'hits' | 'lastHitAt'>, valueJson: string): number => {
     for (let attempt = 1; ; attempt++) {
@@ -153,7 +157,7 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
         );
       } catch (error) {
         lastRowId = null;
-        if (attempt === 2) throw error;
+        if (attempt === 2 || !ID_TAKEN.test((error as Error).message)) throw error;
         continue;
       }
       lastRowId = rowId;
