@@ -14,12 +14,10 @@
  * the share of requests above 1.5 ms and svc's CPU per request (ms). `--a-env` / `--b-env` add environment variables
  * to one side (a switch read by a build under test).
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { PINNED, ROOT, cannon, chatBody, cpuMs, createClientKey, percentile, round, startMock, startSvc, stopSvc } from './lib.mjs';
+import { PINNED, ROOT, cannon, chatBody, cpuMs, createClientKey, percentile, round, runPinnedToLoadCpu, startMock, startSvc, stopSvc } from './lib.mjs';
 
 const argv = process.argv.slice(2);
 const option = (name, fallback) => {
@@ -27,16 +25,7 @@ const option = (name, fallback) => {
   return at >= 0 && at + 1 < argv.length ? argv[at + 1] : fallback;
 };
 
-if (PINNED && process.env.BENCH_PINNED !== '1') {
-  const child = spawn('taskset', ['-c', '1', process.execPath, fileURLToPath(import.meta.url), ...argv], { stdio: 'inherit', env: { ...process.env, BENCH_PINNED: '1' } });
-  for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
-  child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
-} else {
-  main().catch((error) => {
-    console.error(`ab: ${error?.stack ?? error}`);
-    process.exit(1);
-  });
-}
+runPinnedToLoadCpu(import.meta.url, 'ab', main);
 
 /** The figures of one build's pooled latencies (ms) and CPU. */
 function figures(latencies, cpuMsTotal) {

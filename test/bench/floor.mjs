@@ -9,7 +9,7 @@
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { CLIENT_HEADERS, HAS_TASKSET, PINNED, chatBody, cannon, cpuMs, round, startMock, streamProbe, summarize } from './lib.mjs';
+import { CLIENT_HEADERS, HAS_TASKSET, PINNED, chatBody, cannon, cpuMs, round, runPinnedToLoadCpu, startMock, streamProbe, summarize } from './lib.mjs';
 
 const self = fileURLToPath(import.meta.url);
 
@@ -33,10 +33,12 @@ if (process.argv[2] === '--proxy') {
   });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   process.stdout.write(`${address}\n`);
-} else if (PINNED && process.env.BENCH_PINNED !== '1') {
-  const child = spawn('taskset', ['-c', '1', process.execPath, self], { stdio: 'inherit', env: { ...process.env, BENCH_PINNED: '1' } });
-  child.on('exit', (code) => process.exit(code ?? 1));
 } else {
+  runPinnedToLoadCpu(import.meta.url, 'floor', measure);
+}
+
+/** The load generator's side: the mock, the proxy on CPU 0, then the streams measured direct and through it. */
+async function measure() {
   const mock = await startMock();
   const argv = [process.execPath, self, '--proxy', mock.url];
   const proxy = spawn(PINNED && HAS_TASKSET ? 'taskset' : argv[0], PINNED && HAS_TASKSET ? ['-c', '0', ...argv] : argv.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] });

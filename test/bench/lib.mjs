@@ -80,6 +80,27 @@ export function machineInfo() {
   };
 }
 
+/**
+ * Run a bench script's `main` pinned with the load generator and the mock to CPU 1, the process under test going to
+ * CPU 0: with taskset and 2+ CPUs the script first re-executes itself under `taskset -c 1` (`BENCH_PINNED` marks the
+ * child). A failure of `main` prints its stack after `name` and exits 1.
+ */
+export function runPinnedToLoadCpu(scriptUrl, name, main) {
+  if (PINNED && process.env.BENCH_PINNED !== '1') {
+    const child = spawn('taskset', ['-c', '1', process.execPath, fileURLToPath(scriptUrl), ...process.argv.slice(2)], {
+      stdio: 'inherit',
+      env: { ...process.env, BENCH_PINNED: '1' },
+    });
+    for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
+    child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+    return;
+  }
+  main().catch((error) => {
+    console.error(`${name}: ${error?.stack ?? error}`);
+    process.exit(1);
+  });
+}
+
 /** This process's CPU affinity as taskset reports it (e.g. "1"), or null. */
 export function currentAffinity() {
   if (!HAS_TASKSET) return null;

@@ -23,12 +23,11 @@
  * Exit code 1 on a real failure: svc does not start or stop cleanly, a request through svc is not 2xx or errors,
  * a stream is incomplete or buffered, the cache runs reach the upstream. Missed targets are reported, not failures.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import {
   bufferedSection,
   cacheSection,
@@ -47,7 +46,7 @@ import {
 } from './gateway.mjs';
 import { crashSection, printCrash } from './crash.mjs';
 import { checkTargets, printTargets } from './targets.mjs';
-import { PINNED, ROOT, authorizeClients, currentAffinity, machineInfo, round, rssMb, startMock, startSvc, stopSvc } from './lib.mjs';
+import { PINNED, ROOT, authorizeClients, currentAffinity, machineInfo, round, rssMb, runPinnedToLoadCpu, startMock, startSvc, stopSvc } from './lib.mjs';
 
 const argv = process.argv.slice(2);
 const option = (name) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
@@ -58,17 +57,8 @@ const SKIP_STORAGE = argv.includes('--skip-storage') || option('--only') !== und
 const ONLY = option('--only')?.split(',').map((s) => s.trim());
 const runs = (section) => !ONLY || ONLY.includes(section);
 
-// Load generator + mock on CPU 1: re-execute this script under taskset; svc itself is started on CPU 0.
-if (PINNED && !process.env.BENCH_PINNED) {
-  const child = spawn('taskset', ['-c', '1', process.execPath, fileURLToPath(import.meta.url), ...argv], { stdio: 'inherit', env: { ...process.env, BENCH_PINNED: '1' } });
-  for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
-  child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
-} else {
-  main().catch((error) => {
-    console.error(`bench: ${error?.stack ?? error}`);
-    process.exit(1);
-  });
-}
+// Load generator + mock on CPU 1; svc itself is started on CPU 0.
+runPinnedToLoadCpu(import.meta.url, 'bench', main);
 
 async function main() {
   const started = performance.now();
