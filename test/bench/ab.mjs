@@ -17,7 +17,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PINNED, ROOT, cannon, chatBody, cpuMs, createClientKey, percentile, round, runPinnedToLoadCpu, startMock, startSvc, stopSvc } from './lib.mjs';
+import { PINNED, ROOT, cannon, chatBody, cpuMs, createClientKey, percentile, round, runPinnedToLoadCpu, startMock, startSvc, stopSvc, summarize } from './lib.mjs';
 
 const argv = process.argv.slice(2);
 const option = (name, fallback) => {
@@ -27,22 +27,22 @@ const option = (name, fallback) => {
 
 runPinnedToLoadCpu(import.meta.url, 'ab', main);
 
-/** The figures of one build's pooled latencies (ms) and CPU. */
+/** The figures of one build's pooled latencies (ms) and CPU: the bench's summary and the percentiles between. */
 function figures(latencies, cpuMsTotal) {
+  const { count, mean, p50, p90, p99 } = summarize(latencies);
   const sorted = Float64Array.from(latencies).sort();
   const at = (p) => round(percentile(sorted, p), 3);
-  const mean = sorted.reduce((sum, v) => sum + v, 0) / sorted.length;
   return {
-    requests: sorted.length,
-    mean: round(mean, 3),
-    p50: at(50),
+    requests: count,
+    mean,
+    p50,
     p80: at(80),
-    p90: at(90),
+    p90,
     p95: at(95),
-    p99: at(99),
+    p99,
     'p99.9': at(99.9),
-    above1_5msPercent: round((sorted.filter((v) => v > 1.5).length / sorted.length) * 100, 2),
-    svcCpuMsPerRequest: round(cpuMsTotal / sorted.length, 3),
+    above1_5msPercent: round((sorted.filter((v) => v > 1.5).length / count) * 100, 2),
+    svcCpuMsPerRequest: round(cpuMsTotal / count, 3),
   };
 }
 
@@ -80,8 +80,8 @@ async function main() {
         if (r.non2xx || r.errors || r.timeouts) throw new Error(`round ${i} ${name}: ${r.non2xx} non-2xx, ${r.errors + r.timeouts} errors`);
         side.cpuMs += cpuMs(side.svc.pid) - before;
         side.latencies.push(...r.latencies);
-        const f = figures(r.latencies, 0);
-        console.log(`round ${i} ${name}: ${f.requests} requests, p50 ${f.p50} p90 ${f.p90} p99 ${f.p99} ms`);
+        const f = summarize(r.latencies);
+        console.log(`round ${i} ${name}: ${f.count} requests, p50 ${f.p50} p90 ${f.p90} p99 ${f.p99} ms`);
       }
     }
     const result = { concurrency, rounds, seconds, A: { bin: bins.A, env: envs.A }, B: { bin: bins.B, env: envs.B } };
