@@ -17,13 +17,10 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PINNED, ROOT, cannon, chatBody, cpuMs, createClientKey, percentile, round, runPinnedToLoadCpu, startMock, startSvc, stopSvc, summarize } from './lib.mjs';
+import { PINNED, cannon, chatBody, cliOption, comparedBuilds, cpuMs, createClientKey, percentile, round, runPinnedToLoadCpu, startMock, startSvc, stopSvc, summarize } from './lib.mjs';
 
 const argv = process.argv.slice(2);
-const option = (name, fallback) => {
-  const at = argv.indexOf(name);
-  return at >= 0 && at + 1 < argv.length ? argv[at + 1] : fallback;
-};
+const option = (name, fallback) => cliOption(argv, name, fallback);
 
 runPinnedToLoadCpu(import.meta.url, 'ab', main);
 
@@ -47,9 +44,7 @@ function figures(latencies, cpuMsTotal) {
 }
 
 async function main() {
-  const bins = { A: option('--a'), B: option('--b', join(ROOT, 'bin', 'svc')) };
-  if (!bins.A) throw new Error('--a <path to bin/svc> is required (the build to compare bin/svc with)');
-  const envs = { A: JSON.parse(option('--a-env', '{}')), B: JSON.parse(option('--b-env', '{}')) };
+  const { bins, envs } = comparedBuilds(argv);
   const concurrency = Number(option('--concurrency', 1));
   const rounds = Number(option('--rounds', 8));
   const seconds = Number(option('--seconds', 3));

@@ -16,13 +16,13 @@
  * Each killed svc also runs with SVC_TRACE_COMMITS and notes every window it commits (from its first write to its
  * COMMIT): the section counts those past 20 ms, all of them rather than the few a kill happens to fall in.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Pool } from 'undici';
 import { table } from './gateway.mjs';
-import { CLIENT_HEADERS, authorizeClients, chatBody, median, round, sleep, startSvc, stopSvc } from './lib.mjs';
+import { CLIENT_HEADERS, authorizeClients, chatBody, median, round, sleep, startSvc, stopSvc, tracedWindows } from './lib.mjs';
 
 /** Concurrencies, trials per concurrency and how long the load runs before the kill (a random part added). */
 export function crashPlan(quick) {
@@ -85,19 +85,6 @@ async function crashTrial(ctx, concurrency, loadMs) {
     if (svc) await stopSvc(svc);
     rmSync(dir, { recursive: true, force: true });
   }
-}
-
-/** The windows a trial's svc noted (SVC_TRACE_COMMITS: `<ms> <timed|held>` per line) before it was killed. */
-function tracedWindows(path) {
-  const lines = existsSync(path) ? readFileSync(path, 'utf8').split('\n').filter((line) => line.trim() !== '') : [];
-  const windows = lines.map((line) => ({ ms: Number(line.split(' ')[0]), held: line.endsWith(' held') }));
-  return {
-    count: windows.length,
-    past20Ms: windows.filter((w) => w.ms > 20).length,
-    held: windows.filter((w) => w.held).length,
-    heldPast20Ms: windows.filter((w) => w.held && w.ms > 20).length,
-    longestMs: Math.max(0, ...windows.map((w) => w.ms)),
-  };
 }
 
 /** `concurrency` clients in closed loops; after `loadMs`, SIGKILL. Resolves every answered run with its arrival. */

@@ -4,7 +4,7 @@
  * Plain Node ESM; nothing here touches the network beyond 127.0.0.1.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
@@ -512,4 +512,45 @@ export function cpuMs(pid) {
   } catch {
     return null;
   }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Two builds compared (ab.mjs, fresh.mjs)
+// ---------------------------------------------------------------------------------------------------------------
+
+/** The value after `name` on a command line, or `fallback`. */
+export function cliOption(argv, name, fallback) {
+  const at = argv.indexOf(name);
+  return at >= 0 && at + 1 < argv.length ? argv[at + 1] : fallback;
+}
+
+/**
+ * The two builds of an A/B from its command line: `--a <bin/svc>` (required), `--b <bin/svc>` (default this checkout's)
+ * and `--a-env` / `--b-env` (JSON objects of environment variables added to one side: a switch read by a build under
+ * test).
+ */
+export function comparedBuilds(argv) {
+  const bins = { A: cliOption(argv, '--a'), B: cliOption(argv, '--b', join(ROOT, 'bin', 'svc')) };
+  if (!bins.A) throw new Error('--a <path to bin/svc> is required (the build to compare bin/svc with)');
+  const envs = { A: JSON.parse(cliOption(argv, '--a-env', '{}')), B: JSON.parse(cliOption(argv, '--b-env', '{}')) };
+  return { bins, envs };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The ledger's windows as svc noted them (SVC_TRACE_COMMITS)
+// ---------------------------------------------------------------------------------------------------------------
+
+/** The windows an svc run with SVC_TRACE_COMMITS noted (`<ms> <timed|held>` per line), in the order committed. */
+export function tracedWindows(path) {
+  const lines = existsSync(path) ? readFileSync(path, 'utf8').split('\n').filter((line) => line.trim() !== '') : [];
+  const windows = lines.map((line) => ({ ms: Number(line.split(' ')[0]), held: line.endsWith(' held') }));
+  return {
+    count: windows.length,
+    past20Ms: windows.filter((w) => w.ms > 20).length,
+    held: windows.filter((w) => w.held).length,
+    heldPast20Ms: windows.filter((w) => w.held && w.ms > 20).length,
+    longestMs: Math.max(0, ...windows.map((w) => w.ms)),
+    /** Where in the sequence each window past 20 ms came (0: the process's first). */
+    past20MsAt: windows.flatMap((w, i) => (w.ms > 20 ? [i] : [])),
+  };
 }
