@@ -101,6 +101,23 @@ export function runPinnedToLoadCpu(scriptUrl, name, main) {
   });
 }
 
+/**
+ * How fast svc's CPU was (CPU 0 when pinned): test/bench/calibration.mjs's fixed work (SQLite rows, JSON, SHA-256),
+ * run `times` times in fresh processes; the median total and each part's median, in ms. Lower is faster.
+ */
+export function cpuCalibration(times = 3) {
+  const script = join(ROOT, 'test', 'bench', 'calibration.mjs');
+  const command = PINNED ? ['taskset', '-c', '0', process.execPath, script] : [process.execPath, script];
+  const runs = [];
+  for (let i = 0; i < times; i++) {
+    const out = spawnSync(command[0], command.slice(1), { encoding: 'utf8', cwd: ROOT });
+    if (out.status !== 0) throw new Error(`calibration failed (exit ${out.status ?? out.signal}): ${out.stderr}`);
+    runs.push(JSON.parse(out.stdout));
+  }
+  const parts = Object.fromEntries(Object.keys(runs[0].parts).map((name) => [name, round(median(runs.map((r) => r.parts[name])), 0)]));
+  return { totalMs: round(median(runs.map((r) => r.totalMs)), 0), parts, runs: runs.map((r) => round(r.totalMs, 0)) };
+}
+
 /** This process's CPU affinity as taskset reports it (e.g. "1"), or null. */
 export function currentAffinity() {
   if (!HAS_TASKSET) return null;

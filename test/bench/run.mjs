@@ -46,7 +46,7 @@ import {
 } from './gateway.mjs';
 import { crashSection, printCrash } from './crash.mjs';
 import { checkTargets, printTargets } from './targets.mjs';
-import { PINNED, ROOT, authorizeClients, currentAffinity, machineInfo, round, rssMb, runPinnedToLoadCpu, startMock, startSvc, stopSvc } from './lib.mjs';
+import { PINNED, ROOT, authorizeClients, cpuCalibration, currentAffinity, machineInfo, round, rssMb, runPinnedToLoadCpu, startMock, startSvc, stopSvc } from './lib.mjs';
 
 const argv = process.argv.slice(2);
 const option = (name) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
@@ -85,6 +85,12 @@ async function main() {
   console.log(`svc bench${QUICK ? ' (BENCH_QUICK)' : ''}${PROFILE ? ' (profile)' : ''}`);
   console.log(`  machine: ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.totalMemMb} MB, load average at start ${machine.loadavgAtStart.join(' ')}, node ${machine.node}`);
   console.log(`  pinning: ${machine.pinning}${machine.benchAffinity ? ` (this process: CPU ${machine.benchAffinity})` : ''}`);
+  machine.calibration = cpuCalibration();
+  const { calibration } = machine;
+  console.log(
+    `  svc's CPU: a fixed piece of work (test/bench/calibration.mjs) took ${calibration.totalMs} ms (median of ${calibration.runs.join(' / ')}; ` +
+      `${Object.entries(calibration.parts).map(([name, ms]) => `${name} ${ms}`).join(', ')}); lower is faster, the runs of a slow hour are slower`,
+  );
 
   const mock = await startMock();
   const cleanups = [() => mock.close()];
