@@ -532,7 +532,7 @@ export function cpuMs(pid) {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Two builds compared (ab.mjs, fresh.mjs)
+// Command lines; two builds compared (ab.mjs, fresh.mjs)
 // ---------------------------------------------------------------------------------------------------------------
 
 /** The value after `name` on a command line, or `fallback`. */

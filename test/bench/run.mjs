@@ -46,10 +46,10 @@ import {
 } from './gateway.mjs';
 import { crashSection, printCrash } from './crash.mjs';
 import { checkTargets, printTargets } from './targets.mjs';
-import { PINNED, ROOT, authorizeClients, cpuCalibration, currentAffinity, machineInfo, round, rssMb, runPinnedToLoadCpu, startMock, startSvc, stopSvc } from './lib.mjs';
+import { PINNED, ROOT, authorizeClients, cliOption, cpuCalibration, currentAffinity, machineInfo, round, rssMb, runPinnedToLoadCpu, startMock, startSvc, stopSvc } from './lib.mjs';
 
 const argv = process.argv.slice(2);
-const option = (name) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
+const option = (name) => cliOption(argv, name);
 const QUICK = process.env.BENCH_QUICK === '1';
 const PROFILE = process.env.BENCH_PROFILE === '1' || argv.includes('--profile');
 const JSON_OUT = option('--json-out');
