@@ -25,13 +25,13 @@ export function setEngineFlags() {
   // After each full GC V8 lets the old generation grow to up to ~4x what survived (plus the young generation's
   // size) before the next one; under load svc's ~25 MB of live heap then sat in 100-130 MB of old generation, most
   // of it dead. 1.5x: ~35 MB less RSS at the end of the bench's soak; the extra mark-compacts (~10 ms each over the
-  // small live heap) did not show in the CPU per request (docs/performance.md, "Where the RSS goes").
+  // small live heap) did not show in the CPU per request (docs/performance-notes.md, "Where the RSS goes").
   setFlagsFromString('--heap-growing-percent=50');
   // No allocation-site pretenuring: when V8 sees many objects of one allocation site survive a few scavenges, it
   // allocates that site's objects in the old generation from then on. The ledger's per-window arrays met that now and
   // then (a window straddling scavenges), and from then on every window's array was born old and, once dead, kept the
   // window's young records alive through the scavenges: ~0.9 KB promoted per request in those processes instead of
-  // ~25 bytes (docs/performance.md, "Allocation-site pretenuring").
+  // ~25 bytes (docs/performance-notes.md, "Allocation-site pretenuring").
   setFlagsFromString('--no-allocation-site-pretenuring');
 }
 

@@ -255,7 +255,7 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
     putDeferred(entry) {
       const id = idOf(entry.tenantId, entry.cacheType, entry.key);
       // Field by field: a spread followed by new keys (`{ ...entry, hits: 0 }`) is a slow, promoting path on Node 20
-      // (docs/performance.md, "Object spreads that add keys").
+      // (docs/performance-notes.md, "Object spreads that add keys").
       const overlay: CacheEntry = {
         tenantId: entry.tenantId,
         cacheType: entry.cacheType,

@@ -9,8 +9,9 @@
  * the process goes idle). Each garbage collection rechecks which applies.
  *
  * With 8 MiB semi-spaces the bench's soak ends ~15-20 MB lower, for ~6% more CPU per request at concurrency 16
- * (docs/performance.md): a scavenge copies what is alive in the young generation (the requests in flight, the ledger
- * writes waiting for their commit), about as much at either size, and the smaller one is collected twice as often.
+ * (docs/performance-notes.md): a scavenge copies what is alive in the young generation (the requests in flight, the
+ * ledger writes waiting for their commit), about as much at either size, and the smaller one is collected twice as
+ * often.
  */
 import { PerformanceObserver } from 'node:perf_hooks';
 import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';

@@ -152,7 +152,7 @@ export function createLedger(deps: { repo: RunsRepository; clock: Clock }): Ledg
       });
 
       // Plain properties, no getters: an object literal with getters of its own closures gets a hidden class of its
-      // own in the old generation, which keeps the run's records alive through scavenges (docs/performance.md,
+      // own in the old generation, which keeps the run's records alive through scavenges (docs/performance-notes.md,
       // "Getters in per-request object literals").
       const recorder: RunRecorder & { finished: boolean } = {
         id,
@@ -168,7 +168,7 @@ export function createLedger(deps: { repo: RunsRepository; clock: Clock }): Ledg
         attempt(input) {
           attemptSeq += 1;
           // Field by field: `{ ...input, runId, ... }` (a spread, then new keys) costs ~5 KB and a promotion per call on
-          // Node 20 (docs/performance.md, "Object spreads that add keys").
+          // Node 20 (docs/performance-notes.md, "Object spreads that add keys").
           const attempt: AttemptRecord = {
             runId: id,
             seq: attemptSeq,

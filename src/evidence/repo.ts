@@ -441,7 +441,7 @@ function writeMerged(sql: Sql, changes: readonly LedgerChange[], finishedOut: Ma
  * Runs per step of a commit's ledger write. A step is the least a slice of a sliced commit writes (the store gives
  * the event loop a turn only between steps), and a live run is ~0.1-0.15 ms of SQLite's work: four runs made every
  * slice ~0.4 ms whatever the store's budget, two make it ~0.2-0.3 ms: at concurrency 1 a p99 ~0.3 ms lower at the
- * same median (docs/performance.md, "Smaller commit slices").
+ * same median (docs/performance-notes.md, "Smaller commit slices").
  */
 const RUNS_PER_COMMIT_STEP = 2;
 

@@ -1,7 +1,8 @@
 /**
  * The signal a gateway call carries: it fires when the client goes away (or, for an upstream call's own signal, when
  * its deadline passes). Node 20's AbortSignal costs ~3 µs to make and listen to, and every one of them survives the
- * young generation's collections (~300 bytes promoted per signal, on every request; measured, docs/performance.md).
+ * young generation's collections (~300 bytes promoted per signal, on every request; measured,
+ * docs/performance-notes.md).
  * `GatewaySignal` does the same job as a plain EventEmitter, a tenth of the cost, and dies young. The gateway's code
  * takes any `CallSignal`, so an AbortSignal (tests, other callers) works as well.
  */

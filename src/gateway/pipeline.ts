@@ -55,8 +55,8 @@ export interface WireAdapter<Res, Ev> {
   /**
    * Input tokens estimated locally, used only when the upstream reports no usage: asked for, so a request whose
    * provider reports usage never pays for tokenising its prompt. A method, not a getter: an adapter is an object
-   * literal made per request, and one with getters gets a hidden class of its own (docs/performance.md, "Getters in
-   * per-request object literals").
+   * literal made per request, and one with getters gets a hidden class of its own (docs/performance-notes.md,
+   * "Getters in per-request object literals").
    */
   promptTokens(): number;
   /** Buffered call; validates tool calls against the declared tools (throws InvalidToolCallError). */
@@ -138,7 +138,7 @@ interface RelaySteps<Ev> {
  * An upstream stream relayed as stream items. The generators here are module-level, as every generator function of
  * the request path must be: on Node 20 a generator function made per request (nested in a request's function) costs
  * a hidden class of its own on each call, which keeps the stream's objects alive through scavenges
- * (docs/performance.md, "Generators made per request").
+ * (docs/performance-notes.md, "Generators made per request").
  */
 async function* relayed<Ev>(upstream: AsyncIterable<unknown>, steps: RelaySteps<Ev>): AsyncGenerator<StreamItem<Ev>> {
   steps.start();

@@ -65,7 +65,7 @@ export class StreamAssembler {
       }
       if (hasDelta || choice.finish_reason) {
         // Object.assign, not `{ ...choice, delta, finish_reason }`: an upstream may leave finish_reason out, and a
-        // spread followed by a new key is a slow, promoting path on Node 20 (docs/performance.md).
+        // spread followed by a new key is a slow, promoting path on Node 20 (docs/performance-notes.md).
         passthrough.push(Object.assign({}, choice, { delta: rest, finish_reason: choice.finish_reason ?? null }));
       }
     }
@@ -160,7 +160,7 @@ export class StreamAssembler {
 /** Replay a stored completion as a stream (a cached streamed answer is served as a stream). */
 export function completionToChunks(completion: ChatCompletion, options: { id: string; created: number; includeUsage: boolean }): ChatChunk[] {
   // Each chunk written out, not `{ ...base, choices }`: a spread followed by a new key is a slow, promoting path on
-  // Node 20 (docs/performance.md, "Object spreads that add keys").
+  // Node 20 (docs/performance-notes.md, "Object spreads that add keys").
   const chunkOf = (choices: ChatChunk['choices']): ChatChunk => ({
     id: options.id,
     object: 'chat.completion.chunk',

@@ -1,5 +1,5 @@
 /**
- * Busy polling of the event loop (`SVC_BUSY_POLL_US`, docs/performance.md "Busy polling"): when a request arrives
+ * Busy polling of the event loop (`SVC_BUSY_POLL_US`, docs/performance-notes.md "Busy polling"): when a request arrives
  * or a response is finished, the event loop keeps polling its sockets through the quiet stretch that follows, up to
  * a window, instead of sleeping in it, so the next packet (the upstream's answer, the client's next request) finds
  * svc running.

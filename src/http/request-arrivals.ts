@@ -6,7 +6,7 @@
  * follows queues its own Immediates behind that one, among them its upstream call's write (undici writes to a reused
  * connection from an Immediate), so the next slice ran first and the upstream call left a whole slice later (~0.2-0.3
  * ms at concurrency 1). When a request arrived during the turn, `turn` waits one more: the slice then runs after the
- * write, while the upstream answers (docs/performance.md, "A slice waits for the request that arrived").
+ * write, while the upstream answers (docs/performance-notes.md, "A slice waits for the request that arrived").
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { setImmediate as nextTurn } from 'node:timers/promises';

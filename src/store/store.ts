@@ -147,7 +147,7 @@ const BUSY_BACKOFF_MS = [2, 5, 10, 25, 50, 100, 200];
  * up the next commit: each one costs a flush, so small commits share one, but its length, the longest stall a
  * request can meet, follows the pages written since the last one, which the time spent writing them measures. At
  * full gateway load on the reference machine, 64 commits (~490 ms of writing) made a ~42 ms checkpoint and a c=16
- * p99.9 of ~115 ms; ~120 ms of writing made ~10 ms ones and ~9 ms of flushing (docs/performance.md). The log is
+ * p99.9 of ~115 ms; ~120 ms of writing made ~10 ms ones and ~9 ms of flushing (docs/performance-notes.md). The log is
  * reused from its start after each checkpoint, so the next commit waits for the flush: ~40 ms of writing (a ~3.5 ms
  * copy, a ~4 ms flush) keep that wait within a deferred window, which is to end 20 ms after it opened.
  */

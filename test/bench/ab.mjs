@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
- * Two svc builds compared in interleaved rounds, the A/Bs docs/performance.md quotes: both builds run at once, each
- * from its own bin/svc on a fresh data directory, pinned as `npm run bench` pins svc (CPU 0, this process with the load
+ * Two svc builds compared in interleaved rounds, the A/Bs docs/performance-notes.md quotes: both builds run at once,
+ * each from its own bin/svc on a fresh data directory, pinned as `npm run bench` pins svc (CPU 0, this process with the load
  * generator and the mock on CPU 1). Each is warmed up (concurrency 8, then the measured concurrency). Then rounds of
  * buffered live requests (a new prompt each, so the whole live route and its ledger) alternate between them, the
  * order flipped every round, so that the machine's drift, which moves single runs by 10-25% here, falls on both

@@ -1,6 +1,6 @@
 /**
  * The ledger's window, seen from outside: how long after a gateway request is answered can a crash still lose its
- * run? (issue 7's durability rule; docs/performance.md, "The ledger's window at a crash").
+ * run? (issue 7's durability rule; docs/performance-notes.md, "The ledger's window at a crash").
  *
  * Each trial starts svc on a fresh data directory, sends buffered live requests at a fixed concurrency, and kills svc
  * with SIGKILL in the middle of the load, noting when (this process's monotonic clock; every answer's arrival is

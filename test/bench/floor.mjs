@@ -4,7 +4,7 @@
  * ledger, no cache, no validation, no SSE parsing: a stream's upstream body is piped to the client as it comes)
  * between the same load generator and mock upstream as `npm run bench`, pinned the same way (proxy on CPU 0, load
  * generator + mock on CPU 1). What it reaches on this machine bounds what any gateway written on these parts can
- * reach; svc's throughput, added latency and added time to first byte are read against it (docs/performance.md).
+ * reach; svc's throughput, added latency and added time to first byte are read against it (docs/performance-notes.md).
  * Run: node test/bench/floor.mjs   (after `npm install`; no build needed)
  */
 import { spawn } from 'node:child_process';

@@ -2,8 +2,8 @@
 /**
  * Two svc builds compared in their first seconds: the A/B for what a fresh process does, where ab.mjs compares warmed
  * ones. The bench's crash trials count the ledger's windows past 20 ms, and those all come from processes in their
- * first seconds, while V8 still compiles svc's code (docs/performance.md, "The late windows of a fresh process, by
- * cause"); this runs the same kind of processes, alternating between the builds, so that a change meant for them can
+ * first seconds, while V8 still compiles svc's code (docs/performance-notes.md, "The late windows of a fresh process,
+ * by cause"); this runs the same kind of processes, alternating between the builds, so that a change meant for them can
  * be read against the machine's drift.
  *
  *   node test/bench/fresh.mjs --a <other checkout>/bin/svc [--b bin/svc] [--rounds 6] [--seconds 1.6]

@@ -137,8 +137,8 @@ export async function streamingSection(ctx) {
     const n = p.streamRequests[c];
     // The warm-up svc had was buffered requests only: its stream path (the relay, the SSE parser and frames) is still
     // being compiled by the JIT for the first few thousand streams, the added TTFB at c=1 falling from ~0.8 ms over
-    // the first 250 streams to ~0.4 after ~3,000 (docs/performance.md, "The streaming figure's warm-up"). What those
-    // first streams saw is kept apart (`warmUp`), not mixed into the steady-state figure.
+    // the first 250 streams to ~0.4 after ~3,000 (docs/performance-notes.md, "The streaming figure's warm-up"). What
+    // those first streams saw is kept apart (`warmUp`), not mixed into the steady-state figure.
     const warm = p.streamWarmupRequests[c];
     const warmA = await streamProbe(ctx.mock.url, { concurrency: c, requests: warm });
     const warmB = await streamProbe(ctx.svc.url, { concurrency: c, requests: warm });

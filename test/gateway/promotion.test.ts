@@ -21,7 +21,7 @@ function promotedPerRequest(mode: 'buffered' | 'stream'): { bytes: number; scave
 test("a gateway request's objects die young: the scavenges promote next to nothing of them", () => {
   // A request's run recorder, records, adapter and cached answer used to be promoted, ~3.4 KB per request here (4.4
   // KB in svc under load), by two Node 20 traps: per-request object literals with getters, and spreads followed by
-  // new keys (docs/performance.md, "What the young generation promoted, found"). Now ~25 bytes. (Without svc's
+  // new keys (docs/performance-notes.md, "What the young generation promoted, found"). Now ~25 bytes. (Without svc's
   // `--no-allocation-site-pretenuring`, bin/launch.mjs, some processes settle at ~0.9 KB.)
   const { bytes, scavenges } = promotedPerRequest('buffered');
   assert.ok(scavenges >= 5, `only ${scavenges} scavenges: too few requests to judge`);
@@ -30,7 +30,8 @@ test("a gateway request's objects die young: the scavenges promote next to nothi
 
 test("a streamed gateway request's objects die young too", () => {
   // Generator functions made per request or per stream (the pipeline's relay, the SSE parsers' drain, the mock's
-  // stream) kept each stream's objects, ~8 KB per request here (docs/performance.md, "Generators made per request").
+  // stream) kept each stream's objects, ~8 KB per request here (docs/performance-notes.md, "Generators made per
+  // request").
   const { bytes, scavenges } = promotedPerRequest('stream');
   assert.ok(scavenges >= 5, `only ${scavenges} scavenges: too few requests to judge`);
   assert.ok(bytes < 1_000, `the scavenges promoted ${Math.round(bytes)} bytes per streamed request`);

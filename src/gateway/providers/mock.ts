@@ -105,7 +105,7 @@ function wait(ms: number, signal: CallSignal): Promise<void> {
 /**
  * A planned chunk sequence as a stream, a turn of the event loop between chunks. Failure modes break off after the
  * first few chunks, as a live stream would mid-answer. Module-level: a generator function made per stream costs a
- * hidden class per call on Node 20 (docs/performance.md, "Generators made per request").
+ * hidden class per call on Node 20 (docs/performance-notes.md, "Generators made per request").
  */
 async function* paced(sequence: readonly ChatChunk[], behaviour: MockBehaviour, signal: CallSignal): AsyncGenerator<ChatChunk> {
   const breakAt = behaviour.stream ? Math.min(3, sequence.length - 1) : sequence.length;

@@ -27,7 +27,7 @@ export async function* sseJson<T>(body: Dispatcher.ResponseData['body'], options
   const bad = (message: string) => new ProviderError('bad_response', message, { provider: options.provider, upstreamStatus: 200 });
   // The next parsed event's data, or undefined when none is pending (or the terminal one was taken). A plain function,
   // not a generator made per stream: on Node 20 each call of such a generator costs a hidden class of its own, which
-  // keeps the stream's objects alive through scavenges (docs/performance.md, "Generators made per request").
+  // keeps the stream's objects alive through scavenges (docs/performance-notes.md, "Generators made per request").
   const next = (): T | undefined => {
     if (pending.length === 0 || finished) return undefined;
     const event = pending.shift()!;

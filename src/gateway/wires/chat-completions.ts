@@ -16,7 +16,7 @@ function chunkForClient(event: ChatStreamEvent, includeUsage: boolean): ChatStre
   if (!('object' in event)) return event;
   const chunk: ChatChunk = event;
   // Object.assign, not `{ ...chunk, usage: null }`: a spread followed by a new key is a slow, promoting path on Node 20
-  // (docs/performance.md, "Object spreads that add keys").
+  // (docs/performance-notes.md, "Object spreads that add keys").
   if (includeUsage) return chunk.usage === undefined ? Object.assign({}, chunk, { usage: null }) : chunk;
   if (chunk.usage === undefined) return chunk;
   if (chunk.choices.length === 0) return null;
