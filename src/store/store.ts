@@ -196,8 +196,8 @@ export const WINDOW_MARGIN_MS = 3;
  * The margin of a fresh store's windows, for its first `FRESH_COMMITS` commits (the first 2-6 s of a process under
  * load): while V8 still compiles svc's code on the same CPU and its files grow, its commits' lengths vary more than
  * the longest of the recent ones says. 6 ms instead of the steady 3 (the bench's crash sections, alternating: 11 and
- * 10 windows past 20 ms against 25 and 13) and 9 instead of 6 (test/bench/fresh.mjs, 16 fresh processes per
- * concurrency and build: 18 against 41) each cost ~5-10% of the requests answered in those seconds, in more commits.
+ * 10 windows past 20 ms against 25 and 13) cost ~10% of the requests answered in those seconds, and 9 instead of 6
+ * (test/bench/fresh.mjs, 16 fresh processes per concurrency and build: 18 against 41) 1-8% more, in more commits.
  */
 export const FRESH_WINDOW_MARGIN_MS = 9;
 export const FRESH_COMMITS = 400;
