@@ -200,7 +200,7 @@ test('a sliced commit that would end past its window writes the rest in one piec
   }
   await flushCountingTurns(store, clock);
   assert.equal(turns.length, 400);
-  // Sliced, a slice of ~0.2 ms holds a few writes; from 14 ms after the window opened (20 ms less a fresh store's
+  // Sliced, a slice of ~0.2 ms holds a few writes; from 11 ms after the window opened (20 ms less a fresh store's
   // margin for COMMIT) what was left, over half of them, went in one piece, in the commit's last turn.
   const inLastTurn = turns.filter((turn) => turn === turns[turns.length - 1]).length;
   assert.ok(inLastTurn > 200, `${inLastTurn} writes in the commit's last turn`);
@@ -480,7 +480,7 @@ test("once the log's flushes took longer than allowed twice in a row, the next c
 });
 
 test("a window held by a checkpoint commits once due though the main file's flush off the event loop has not called back: the main file is flushed on the loop", async (t) => {
-  // Every commit is checkpointed; a window is due ~14 ms after it opened (30 ms, less the initial overrun and a fresh
+  // Every commit is checkpointed; a window is due ~11 ms after it opened (30 ms, less the initial overrun and a fresh
   // store's margin).
   // No limit on flushes on the loop that a slow test machine could reach (the limit has tests of its own).
   const dataDir = tempDir(t);
