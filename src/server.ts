@@ -16,7 +16,7 @@ import { RequestArrivals } from './http/request-arrivals.ts';
 import { createServices, type Services } from './services.ts';
 import { acquireOwnerLock, type OwnerLock } from './store/owner-lock.ts';
 import { commitTraceWriter } from './store/commit-trace.ts';
-import { openStore } from './store/store.ts';
+import { openStore, type Store } from './store/store.ts';
 
 export const SOCKET_FILE = 'svc.sock';
 
@@ -36,16 +36,18 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const socketPath = join(config.dataDir, SOCKET_FILE);
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const lock: OwnerLock = acquireOwnerLock(config.dataDir, socketPath);
-  let services: Services | null = null;
+  // What a start that fails half-way has opened, to close again: it must not leave a port listening, the data file
+  // open or the lock held (an in-process caller, such as a test, goes on running).
+  const opened: { store?: Store; app?: FastifyInstance; local?: Server } = {};
   let trace: ReturnType<typeof commitTraceWriter> | null = null;
   const busyPoll = new BusyPoll(config.busyPollUs ?? defaultBusyPollUs(cpuQuota()));
   const arrivals = new RequestArrivals();
   try {
     if (config.traceCommitsFile !== null) trace = commitTraceWriter(config.traceCommitsFile);
     arrivals.watch();
-    const store = openStore({ dataDir: config.dataDir, onWindowCommitted: trace?.note, turnBetweenSlices: arrivals.turn });
-    services = await createServices(config, store);
-    const app = await buildApp(services, { logger: config.logLevel === 'silent' ? false : { level: config.logLevel } });
+    const store = (opened.store = openStore({ dataDir: config.dataDir, onWindowCommitted: trace?.note, turnBetweenSlices: arrivals.turn }));
+    const services = await createServices(config, store);
+    const app = (opened.app = await buildApp(services, { logger: config.logLevel === 'silent' ? false : { level: config.logLevel } }));
     const address = await app.listen({ port: config.port, host: config.host });
     busyPoll.watchHttpServers();
     // With `--port 0` the port is known only now; e-mailed links (when SVC_APP_BASE_URL is unset) must carry it.
@@ -57,7 +59,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
 
     // The local socket: same routing, no TCP; only this machine's users with access to the 0700 data dir reach it.
     rmSync(socketPath, { force: true });
-    const local: Server = createServer((req, res) => app.routing(req, res));
+    const local: Server = (opened.local = createServer((req, res) => app.routing(req, res)));
     local.on('connection', markLocalSocket);
     local.headersTimeout = config.limits.headersTimeoutMs;
     local.requestTimeout = config.limits.requestTimeoutMs;
@@ -93,7 +95,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
           busyPoll.stop();
           arrivals.stop();
           await stopRetention();
-          await services!.store.close(); // flushes the write queue, then closes the file
+          await store.close(); // flushes the write queue, then closes the file
           trace?.close();
           rmSync(socketPath, { force: true });
           lock.release();
@@ -103,9 +105,11 @@ export async function startServer(config: Config): Promise<RunningServer> {
     };
     return running;
   } catch (error) {
+    if (opened.local?.listening) opened.local.close();
+    await opened.app?.close().catch(() => {});
     busyPoll.stop();
     arrivals.stop();
-    if (services) await services.store.close().catch(() => {});
+    if (opened.store?.isOpen) await opened.store.close().catch(() => {});
     trace?.close();
     lock.release();
     throw error;
