@@ -39,8 +39,8 @@ export async function* sseJson<T>(body: Dispatcher.ResponseData['body'], options
     }
     if (options.isError(data, event.event)) {
       const message = redactSecrets(upstreamMessage(event.data), options.secrets) || 'the upstream reported an error mid-stream';
-      const overloaded = /overloaded/i.test(event.data);
-      throw new ProviderError(overloaded ? 'upstream_error' : 'upstream_error', message, { provider: options.provider, upstreamStatus: 200, retryable: false });
+      // An error event (an overloaded upstream's too) is the upstream's failure, classified alike and not retried.
+      throw new ProviderError('upstream_error', message, { provider: options.provider, upstreamStatus: 200, retryable: false });
     }
     if (options.isTerminal(data, event.event)) finished = true;
     return data as T;
