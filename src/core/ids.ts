@@ -63,11 +63,22 @@ export function sha256Hex(value: string | Buffer): string {
 }
 
 /**
- * A constant-time test of presented strings against one secret. Both sides are hashed (the secret once, here) so that
- * the comparison time does not depend on where the strings differ nor (beyond hashing) on their lengths. Made once
- * per secret: a gateway request presenting an API key is tested against the bootstrap token first.
+ * A constant-time test of presented strings against one secret, by their hashes (`sha256Hex` of the presented
+ * string: the caller hashes it once, and a gateway request's bearer token is tested against the bootstrap token and
+ * then looked up among the API keys by that same hash), so that the comparison time depends neither on where the
+ * strings differ nor (beyond hashing) on their lengths. Made once per secret; the comparison writes the presented hash
+ * into a buffer of its own rather than allocating one per call (JavaScript runs one call at a time).
  */
-export function secretMatcher(secret: string): (presented: string) => boolean {
+export function secretMatcher(secret: string): (presentedHash: string) => boolean {
   const expected = hash('sha256', secret, 'buffer');
-  return (presented) => timingSafeEqual(hash('sha256', presented, 'buffer'), expected);
+  const presented = Buffer.alloc(expected.length);
+  return (presentedHash) => {
+    // Anything but 64 hex digits is refused before decoding: node's hex decoder reads only the low byte of each
+    // character, so 'Ť' (U+0164) would pass for 'd'.
+    if (!SHA256_HEX.test(presentedHash)) return false;
+    presented.write(presentedHash, 'hex');
+    return timingSafeEqual(presented, expected);
+  };
 }
+
+const SHA256_HEX = /^[0-9a-f]{64}$/;

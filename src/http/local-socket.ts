@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { Socket } from 'node:net';
-import { secretMatcher } from '../core/ids.ts';
+import { secretMatcher, sha256Hex } from '../core/ids.ts';
 
 const LOCAL_SOCKET = Symbol('svc.localSocket');
 
@@ -34,5 +34,5 @@ export function isLocalOperator(raw: IncomingMessage): boolean {
   // TCP and TLS connections are net.Sockets; only an injected request has something else here.
   if (raw.socket instanceof Socket) return false;
   const presented = raw.headers[LOCAL_OPERATOR_HEADER];
-  return typeof presented === 'string' && isLocalOperatorSecret(presented);
+  return typeof presented === 'string' && isLocalOperatorSecret(sha256Hex(presented));
 }

@@ -9,7 +9,7 @@
  * Every refusal is the same `unauthorized` error, so a caller cannot tell a malformed header from a revoked key.
  */
 import { AppError, invalid, notFound } from '../core/errors.ts';
-import { secretMatcher } from '../core/ids.ts';
+import { secretMatcher, sha256Hex } from '../core/ids.ts';
 import type { KeysService } from '../keys/service.ts';
 import { DEFAULT_TENANT_ID } from '../tenants/defaults.ts';
 import type { AuthContext } from './auth-context.ts';
@@ -99,8 +99,9 @@ export function createIdentityService(deps: IdentityDeps): IdentityService {
   }
 
   async function fromToken(token: string, headers: Headers3, currentMode: AuthMode): Promise<AuthContext> {
-    if (isBootstrapToken?.(token)) return operator('bootstrap', headers);
-    const key = await deps.keys.authenticate(token);
+    const tokenHash = sha256Hex(token);
+    if (isBootstrapToken?.(tokenHash)) return operator('bootstrap', headers);
+    const key = await deps.keys.authenticate(token, tokenHash);
     if (key) {
       return {
         kind: 'api_key',
