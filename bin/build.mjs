@@ -60,6 +60,32 @@ const undiciSubset = {
   },
 };
 
+// fastify's server module and undici's HTTP/2 client require node:http2 when they load (~6 ms of a start); svc never
+// speaks HTTP/2. The bundles get a module with http2's exports instead: its constants (undici reads them as it loads)
+// copied here from node itself, and every other export a getter that loads node:http2 on first use.
+const lazyHttp2 = {
+  name: 'lazy-http2',
+  setup(build) {
+    build.onResolve({ filter: /^(node:)?http2$/ }, (args) =>
+      args.namespace === 'svc-http2' ? { path: 'node:http2', external: true } : { path: 'http2', namespace: 'svc-http2' },
+    );
+    build.onLoad({ filter: /.*/, namespace: 'svc-http2' }, () => {
+      const http2 = require('node:http2');
+      const names = Object.keys(http2).filter((name) => name !== 'constants');
+      return {
+        loader: 'js',
+        contents: [
+          `exports.constants = ${JSON.stringify(http2.constants)};`,
+          'let http2 = null;',
+          `for (const name of ${JSON.stringify(names)}) {`,
+          "  Object.defineProperty(exports, name, { enumerable: true, get: () => (http2 ??= require('node:http2'))[name] });",
+          '}',
+        ].join('\n'),
+      };
+    });
+  },
+};
+
 // CommonJS dependencies bundled into ESM need require/__dirname; node-sqlite3-wasm finds its .wasm via __dirname.
 const COMMONJS_IN_ESM = [
   "import { createRequire as __svcCreateRequire } from 'node:module';",
@@ -103,7 +129,7 @@ await build({
   outExtension: { '.js': '.mjs' },
   define: { __SVC_VERSION__: JSON.stringify(pkg.version) },
   jsx: 'automatic',
-  plugins: [noDevtools, undiciSubset],
+  plugins: [noDevtools, undiciSubset, lazyHttp2],
 });
 
 // `svc serve` runs from a bundle of its own, in CommonJS, with a code cache (bin/launch.mjs): cli/serve-entry.ts, one
@@ -117,7 +143,7 @@ await build({
   outfile: serveBundle,
   define: { __SVC_VERSION__: JSON.stringify(pkg.version), 'import.meta.url': '__svcImportMetaUrl' },
   banner: { js: "const __svcImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
-  plugins: [undiciSubset],
+  plugins: [undiciSubset, lazyHttp2],
 });
 
 copyFileSync(
