@@ -391,11 +391,20 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
           if (adapter.stream) {
             const upstream = await dispatched(provider, () => adapter.openStream(provider, call.signal));
             let relayStarted = false;
-            const items = relay(upstream, provider, startedAt, fallback, () => (relayStarted = true));
+            // A completed stream's run is recorded (its answer assembled, hashed, cached) once the response has ended
+            // (`close`), so that this work follows the stream's last bytes instead of preceding them; by itself on the
+            // next turn of the event loop if nobody closes the stream.
+            let settleCompleted: (() => void) | null = null;
+            const deferSettle = (settle: () => void) => {
+              settleCompleted = once(settle);
+              setImmediate(settleCompleted);
+            };
+            const items = relay(upstream, provider, startedAt, fallback, () => (relayStarted = true), deferSettle);
             const close = async () => {
               // A generator that never started has not entered its try/finally: step it once so `finally` runs.
               if (!relayStarted) await items.next().catch(() => undefined);
               await items.return(undefined);
+              settleCompleted?.();
             };
             return { kind: 'stream', runId: run.id, route: 'live', provider: provider.name, items, close };
           }
@@ -440,13 +449,17 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
       }
       throw new Error('the provider registry returned no candidates');
 
-      /** Relay an accepted upstream stream; the run is finalised when it ends, also when the client aborts. */
+      /**
+       * Relay an accepted upstream stream; the run is finalised when it ends, also when the client aborts (a completed
+       * one through `deferSettle`).
+       */
       function relay(
         upstream: AsyncIterable<unknown>,
         provider: Provider,
         startedAt: number,
         usedFallback: RouteExplanation['fallback'],
         onStart: () => void,
+        deferSettle: (settle: () => void) => void,
       ): AsyncGenerator<StreamItem<Ev>> {
         const assembler = adapter.newRelay(provider);
         let failure: UpstreamFailure | null = null;
@@ -458,7 +471,10 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
             failure = upstreamFailureOf(provider, thrown, call.signal);
             return call.signal.aborted ? null : adapter.streamError(failure);
           },
-          settle: (completed) => settleStream(assembler, provider, startedAt, usedFallback, completed, failure),
+          settle(completed) {
+            if (completed) deferSettle(() => settleStream(assembler, provider, startedAt, usedFallback, true, null));
+            else settleStream(assembler, provider, startedAt, usedFallback, false, failure);
+          },
         });
       }
 

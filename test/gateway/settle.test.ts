@@ -23,3 +23,25 @@ test('a buffered run whose caller never settles it is still completed and cached
   const again = await services.gateway.handle(chatAdapter(parseChatRequest(body), Date.now), call());
   assert.equal(again.route, 'exact_cache', 'the answer was stored');
 });
+
+test("a completed stream's run is recorded when the stream is closed, and by itself on the next turn if it never is", async (t) => {
+  const { services } = await build(t);
+  const call = () => ({ auth, controls: parseCacheControls({}), requestId: 'req_settle_stream', signal: new AbortController().signal });
+  for (const closes of [true, false]) {
+    const body = { model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: `settle a stream (closed: ${closes})` }] };
+    const result = await services.gateway.handle(chatAdapter(parseChatRequest(body), Date.now), call());
+    assert.equal(result.kind, 'stream');
+    if (result.kind !== 'stream') return;
+    let events = 0;
+    for await (const _item of result.items) events += 1;
+    assert.ok(events > 1, 'the stream relayed its events');
+    if (closes) await result.close();
+    else await new Promise((resolve) => setImmediate(resolve));
+    await services.store.flush();
+    const run = await services.runs.find(auth, result.runId);
+    assert.equal(run.status, 'completed', `closed: ${closes}`);
+    const again = await services.gateway.handle(chatAdapter(parseChatRequest(body), Date.now), call());
+    assert.equal(again.route, 'exact_cache', `the answer was stored (closed: ${closes})`);
+    if (again.kind === 'stream') await again.close();
+  }
+});

@@ -31,12 +31,26 @@ test('after the first frame the relay lets queued ticks run (node uncorks the re
   assert.equal(tickRan, false);
 });
 
-test('the frames, then the trailer, and the stream is closed once', async () => {
-  const { stream, closed } = streamOf([1, 2]);
+test('the frames, then the trailer; a complete stream is left to its writer to close, one that ends early is closed', async () => {
+  const complete = streamOf([1, 2]);
   const out: string[] = [];
-  for await (const text of sseText(stream, format)) out.push(text);
+  for await (const text of sseText(complete.stream, format)) out.push(text);
   assert.deepEqual(out, ['data: 1\n\n', 'data: 2\n\n', 'data: [DONE]\n\n']);
-  assert.equal(closed(), 1);
+  assert.equal(complete.closed(), 0, 'writeFrames closes it once the response has ended');
+
+  const stopped = streamOf([1, 2, 3]);
+  for await (const text of sseText(stopped.stream, format)) if (text === 'data: 1\n\n') break;
+  assert.equal(stopped.closed(), 1, 'the consumer stopped early');
+
+  let closed = 0;
+  async function* failing(): AsyncGenerator<StreamItem<number>> {
+    yield { event: 1 };
+    yield { event: 9, terminal: true };
+  }
+  const terminal: string[] = [];
+  for await (const text of sseText({ items: failing(), close: async () => void (closed += 1) }, format)) terminal.push(text);
+  assert.deepEqual(terminal, ['data: 1\n\n', 'data: 9\n\n'], 'a terminal event ends the stream, without the trailer');
+  assert.equal(closed, 1);
 });
 
 /** A stand-in for node's ServerResponse: `write` answers false once `capacity` frames are buffered. */
@@ -56,8 +70,11 @@ class FakeResponse extends EventEmitter {
     this.written.push(text);
     return this.written.length < this.capacity;
   }
+  /** Set in a tick queued by `end`, as node's response uncorks its socket (its last bytes leave then). */
+  uncorkedAfterEnd = false;
   end() {
     this.ended = true;
+    process.nextTick(() => (this.uncorkedAfterEnd = true));
   }
   destroy() {
     this.destroyed = true;
@@ -111,4 +128,14 @@ test('a client gone while the response is full stops the frames and closes the s
   assert.ok(source.pulled() <= 2, `pulled ${source.pulled()} frames`);
   assert.equal(res.ended, false);
   assert.ok(source.closed() >= 1, 'the generator stopped and the stream was closed');
+});
+
+test('a complete stream is closed (its run recorded) after the response ended and its last bytes left', async () => {
+  const res = new FakeResponse(Infinity);
+  const source = countingFrames(3);
+  let sawAtClose: { ended: boolean; uncorked: boolean } | null = null;
+  const stream = { close: async () => void (sawAtClose ??= { ended: res.ended, uncorked: res.uncorkedAfterEnd }) };
+  await writeFrames(replyOver(res), source.frames, stream);
+  assert.deepEqual(res.written, ['data: 1\n\n', 'data: 2\n\n', 'data: 3\n\n']);
+  assert.deepEqual(sawAtClose, { ended: true, uncorked: true });
 });

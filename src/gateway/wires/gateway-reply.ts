@@ -50,9 +50,13 @@ function afterQueuedTicks(): Promise<void> {
   return new Promise((resolve) => process.nextTick(resolve));
 }
 
-/** The SSE text of a gateway stream, frame by frame; closes the stream however it ends. */
+/**
+ * The SSE text of a gateway stream, frame by frame. Closes the stream if it ends early (a terminal error event, the
+ * consumer stopping); after the last frame of a complete one, its writer does (`writeFrames`, once the response ended).
+ */
 export async function* sseText<Ev>(stream: { items: AsyncGenerator<StreamItem<Ev>>; close(): Promise<void> }, format: SseFormat<Ev>): AsyncGenerator<string> {
   let flushed = false;
+  let complete = false;
   try {
     for await (const item of stream.items) {
       const text = format.frame(item.event, item.terminal === true);
@@ -70,8 +74,9 @@ export async function* sseText<Ev>(stream: { items: AsyncGenerator<StreamItem<Ev
       if (item.terminal) return;
     }
     if (format.trailer) yield format.trailer;
+    complete = true;
   } finally {
-    await stream.close();
+    if (!complete) await stream.close();
   }
 }
 
@@ -103,12 +108,17 @@ export async function writeFrames(reply: FastifyReply, frames: AsyncGenerator<st
       if (res.destroyed) break; // the client is gone: leaving the loop stops the generator, which closes the stream
       if (!res.write(text)) await writable(res);
     }
-    if (!res.destroyed) res.end();
+    if (!res.destroyed) {
+      res.end();
+      // The response's last bytes leave in a tick (see `afterQueuedTicks`): closing the stream records the run, which
+      // is to follow them, not delay them.
+      await afterQueuedTicks();
+    }
   } catch (error) {
     reply.log.error({ err: error }, 'a gateway stream failed after its headers were sent');
     res.destroy(error as Error);
   } finally {
-    await stream.close(); // the generator's `finally` did this already unless it never started
+    await stream.close(); // the generator's `finally` did this already if the stream ended early
   }
 }
 
