@@ -6,6 +6,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import os from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -116,6 +117,59 @@ export function cpuCalibration(times = 3) {
   }
   const parts = Object.fromEntries(Object.keys(runs[0].parts).map((name) => [name, round(median(runs.map((r) => r.parts[name])), 0)]));
   return { totalMs: round(median(runs.map((r) => r.totalMs)), 0), parts, runs: runs.map((r) => round(r.totalMs, 0)) };
+}
+
+/**
+ * How long a message takes to svc's CPU and back over loopback TCP: `roundTrips` sequential 64-byte round trips (after
+ * `warmUp` more) from this process (the load generator's CPU when pinned) to test/bench/echo.mjs started on svc's CPU.
+ * Each one wakes the other side's CPU and the other way round, as each request through svc does (the client's call,
+ * svc's call to the mock, the two answers); the computing of the calibration above does not see what that costs,
+ * which moves with this machine's hour on its own. Percentiles in µs; lower is faster.
+ */
+export async function loopbackCalibration({ roundTrips = 5_000, warmUp = 1_000 } = {}) {
+  const script = join(ROOT, 'test', 'bench', 'echo.mjs');
+  const [command, ...args] = PINNED ? ['taskset', '-c', '0', process.execPath, script] : [process.execPath, script];
+  const echo = spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    const port = await new Promise((resolve, reject) => {
+      echo.once('error', reject);
+      echo.once('exit', (code, signal) => reject(new Error(`the echo server exited (${code ?? signal})`)));
+      echo.stdout.once('data', (chunk) => resolve(Number(String(chunk).trim())));
+    });
+    const socket = net.connect(port, '127.0.0.1');
+    socket.setNoDelay(true);
+    await new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+    const message = Buffer.alloc(64, 'x');
+    let received = 0;
+    let answered = null;
+    socket.on('data', (chunk) => {
+      received += chunk.length;
+      if (received >= message.length && answered) {
+        received -= message.length;
+        answered();
+      }
+    });
+    const times = [];
+    for (let i = 0; i < warmUp + roundTrips; i++) {
+      const startedAt = performance.now();
+      await new Promise((resolve) => {
+        answered = resolve;
+        socket.write(message);
+      });
+      if (i >= warmUp) times.push((performance.now() - startedAt) * 1000);
+    }
+    socket.destroy();
+    const sorted = times.sort((a, b) => a - b);
+    return {
+      roundTrips,
+      crossCpu: PINNED,
+      p50Us: round(percentile(sorted, 50), 1),
+      p90Us: round(percentile(sorted, 90), 1),
+      p99Us: round(percentile(sorted, 99), 1),
+    };
+  } finally {
+    echo.kill();
+  }
 }
 
 /** This process's CPU affinity as taskset reports it (e.g. "1"), or null. */

@@ -46,7 +46,7 @@ import {
 } from './gateway.mjs';
 import { crashSection, printCrash } from './crash.mjs';
 import { checkTargets, printTargets } from './targets.mjs';
-import { PINNED, ROOT, authorizeClients, cliOption, cpuCalibration, currentAffinity, machineInfo, round, rssMb, runPinnedToLoadCpu, startMock, startSvc, stopSvc } from './lib.mjs';
+import { PINNED, ROOT, authorizeClients, cliOption, cpuCalibration, currentAffinity, loopbackCalibration, machineInfo, round, rssMb, runPinnedToLoadCpu, startMock, startSvc, stopSvc } from './lib.mjs';
 
 const argv = process.argv.slice(2);
 const option = (name) => cliOption(argv, name);
@@ -90,6 +90,12 @@ async function main() {
   console.log(
     `  svc's CPU: a fixed piece of work (test/bench/calibration.mjs) took ${calibration.totalMs} ms (median of ${calibration.runs.join(' / ')}; ` +
       `${Object.entries(calibration.parts).map(([name, ms]) => `${name} ${ms}`).join(', ')}); lower is faster, the runs of a slow hour are slower`,
+  );
+  machine.loopback = await loopbackCalibration();
+  const { loopback } = machine;
+  console.log(
+    `  loopback: ${loopback.roundTrips.toLocaleString('en-US')} round trips of 64 bytes ${loopback.crossCpu ? "to an echo server on svc's CPU and back" : 'to an echo server'} ` +
+      `(test/bench/echo.mjs) took p50 ${loopback.p50Us} / p90 ${loopback.p90Us} / p99 ${loopback.p99Us} µs; lower is faster (the machine's wake-ups, which the line above does not time)`,
   );
 
   const mock = await startMock();
