@@ -108,12 +108,9 @@ export async function writeFrames(reply: FastifyReply, frames: AsyncGenerator<st
       if (res.destroyed) break; // the client is gone: leaving the loop stops the generator, which closes the stream
       if (!res.write(text)) await writable(res);
     }
-    if (!res.destroyed) {
-      res.end();
-      // The response's last bytes leave in a tick (see `afterQueuedTicks`): closing the stream records the run, which
-      // is to follow them, not delay them.
-      await afterQueuedTicks();
-    }
+    // `end` hands the response's last bytes to the socket at once (it uncorks it): the stream is closed, and its run
+    // recorded, after them (`finally`), instead of delaying them.
+    if (!res.destroyed) res.end();
   } catch (error) {
     reply.log.error({ err: error }, 'a gateway stream failed after its headers were sent');
     res.destroy(error as Error);
