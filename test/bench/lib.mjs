@@ -123,8 +123,9 @@ export function cpuCalibration(times = 3) {
  * How long a message takes to svc's CPU and back over loopback TCP: `roundTrips` sequential 64-byte round trips (after
  * `warmUp` more) from this process (the load generator's CPU when pinned) to test/bench/echo.mjs started on svc's CPU.
  * Each one wakes the other side's CPU and the other way round, as each request through svc does (the client's call,
- * svc's call to the mock, the two answers); the computing of the calibration above does not see what that costs,
- * which moves with this machine's hour on its own. Percentiles in µs; lower is faster.
+ * svc's call to the mock, the two answers), and the direct A runs (client and mock on one CPU) do not: what those
+ * wake-ups cost at the time of a run, which the computing of the calibration above does not time. Percentiles in µs;
+ * lower is faster.
  */
 export async function loopbackCalibration({ roundTrips = 5_000, warmUp = 1_000 } = {}) {
   const script = join(ROOT, 'test', 'bench', 'echo.mjs');
