@@ -33,8 +33,11 @@ export interface KeysService {
   list(auth: AuthContext, page: { limit: number; offset: number }): Promise<{ keys: ApiKey[]; pagination: Page }>;
   setMode(auth: AuthContext, id: string, mode: KeyMode): Promise<ApiKey>;
   revoke(auth: AuthContext, id: string): Promise<ApiKey>;
-  /** The live (unrevoked) key a presented token belongs to, or null; `tokenHash`: its `sha256Hex`, if known already. */
-  authenticate(token: string, tokenHash?: string): Promise<ApiKey | null>;
+  /**
+   * The live (unrevoked) key a presented token belongs to, or null. `tokenHash` is the token's `sha256Hex`: the caller
+   * has it already (it tests the same hash against the bootstrap token first).
+   */
+  authenticate(token: string, tokenHash: string): Promise<ApiKey | null>;
   /** True when the token has our prefix: a caller presenting it meant an svc key, so a miss is a hard 401. */
   looksLikeKey(token: string): boolean;
   /** A key of the tenant by id, for other services' checks (e.g. connector grants); not an authorisation. */
@@ -128,7 +131,7 @@ export function createKeysService(deps: { repo: ApiKeysRepository; audit: AuditS
 
     async authenticate(token, tokenHash) {
       if (!token.startsWith(API_KEY_PREFIX)) return null;
-      const key = await repo.findByTokenHash(tokenHash ?? sha256Hex(token));
+      const key = await repo.findByTokenHash(tokenHash);
       return key && key.revokedAt === null ? key : null;
     },
 
