@@ -102,13 +102,18 @@ export function runPinnedToLoadCpu(scriptUrl, name, main) {
   });
 }
 
+/** `argv` run under `taskset -c cpus` when taskset exists and a CPU list is given; as it is otherwise. */
+function onCpus(argv, cpus) {
+  return HAS_TASKSET && cpus ? ['taskset', '-c', cpus, ...argv] : argv;
+}
+
 /**
  * How fast svc's CPU was (CPU 0 when pinned): test/bench/calibration.mjs's fixed work (SQLite rows, JSON, SHA-256),
  * run `times` times in fresh processes; the median total and each part's median, in ms. Lower is faster.
  */
 export function cpuCalibration(times = 3) {
   const script = join(ROOT, 'test', 'bench', 'calibration.mjs');
-  const command = PINNED ? ['taskset', '-c', '0', process.execPath, script] : [process.execPath, script];
+  const command = onCpus([process.execPath, script], PINNED ? '0' : null);
   const runs = [];
   for (let i = 0; i < times; i++) {
     const out = spawnSync(command[0], command.slice(1), { encoding: 'utf8', cwd: ROOT });
@@ -129,7 +134,7 @@ export function cpuCalibration(times = 3) {
  */
 export async function loopbackCalibration({ roundTrips = 5_000, warmUp = 1_000 } = {}) {
   const script = join(ROOT, 'test', 'bench', 'echo.mjs');
-  const [command, ...args] = PINNED ? ['taskset', '-c', '0', process.execPath, script] : [process.execPath, script];
+  const [command, ...args] = onCpus([process.execPath, script], PINNED ? '0' : null);
   const echo = spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   try {
     const port = await new Promise((resolve, reject) => {
@@ -332,7 +337,7 @@ export function startSvc({ mockUrl, dataDir, cpus = PINNED ? '0' : null, nodeArg
   const launcher = nodeArgs.length > 0 ? [process.execPath, ...nodeArgs, bin] : [bin];
   const argv = [...launcher, 'serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'silent'];
   const cpuList = cpus === 'all' ? `0-${CPUS - 1}` : cpus;
-  const [command, ...args] = HAS_TASKSET && cpuList ? ['taskset', '-c', cpuList, ...argv] : argv;
+  const [command, ...args] = onCpus(argv, cpuList);
   const childEnv = svcEnv(mockUrl, env);
   childEnv.PATH = `${dirname(process.execPath)}${delimiter}${childEnv.PATH ?? ''}`;
   const spawnedAt = performance.now();
