@@ -33,8 +33,8 @@ import { summarizeProfile, printProfile } from './profile.mjs';
 /** Durations and counts; BENCH_QUICK=1 shrinks everything so the gateway part runs in well under a minute. */
 export function plan(quick) {
   return quick
-    ? { svcWarmupSeconds: 2, warmupSeconds: 0.5, rounds: 1, roundSeconds: 1, streamRequests: { 1: 200, 16: 800 }, streamWarmupRequests: { 1: 100, 16: 80 }, cacheSeconds: 1, soakRequests: 10_000, coldStarts: 3, profileSeconds: 5 }
-    : { svcWarmupSeconds: 15, warmupSeconds: 2, rounds: 2, roundSeconds: 3, streamRequests: { 1: 2_000, 16: 6_000 }, streamWarmupRequests: { 1: 4_000, 16: 600 }, cacheSeconds: 6, soakRequests: 100_000, coldStarts: 5, profileSeconds: 20 };
+    ? { svcWarmupSeconds: 2, warmupSeconds: 0.5, rounds: 1, roundSeconds: 1, streamRequests: { 1: 200, 16: 800, 64: 1_000 }, streamWarmupRequests: { 1: 100, 16: 80, 64: 100 }, cacheSeconds: 1, soakRequests: 10_000, coldStarts: 3, profileSeconds: 5 }
+    : { svcWarmupSeconds: 15, warmupSeconds: 2, rounds: 2, roundSeconds: 3, streamRequests: { 1: 2_000, 16: 6_000, 64: 8_000 }, streamWarmupRequests: { 1: 4_000, 16: 600, 64: 800 }, cacheSeconds: 6, soakRequests: 100_000, coldStarts: 5, profileSeconds: 20 };
 }
 
 const live = () => ({ body: chatBody({ unique: true }) });
@@ -127,13 +127,16 @@ export function printBuffered(r) {
 // -----------------------------------------------------------------------------------------------------------------
 
 /**
- * `stream: true` with `stream_options.include_usage`, unique bodies. TTFB = first body chunk, TTLB = end of the
- * body (after `data: [DONE]`), both from the moment the request was handed to the client pool. Then the relay check.
+ * `stream: true` with `stream_options.include_usage`, unique bodies, at concurrency 1, 16 and 64 as the buffered
+ * section. TTFB = first body chunk, TTLB = end of the body (after `data: [DONE]`), both from the moment the request
+ * was handed to the client pool; per concurrency also streams a second (A, B, B/A), svc's RSS and its CPU per stream
+ * over the B rounds, and the mock's count of svc's calls per B stream (one: each is a new prompt). Then the relay
+ * check.
  */
 export async function streamingSection(ctx) {
   const p = plan(ctx.quick);
   const out = {};
-  for (const c of [1, 16]) {
+  for (const c of [1, 16, 64]) {
     const n = p.streamRequests[c];
     // The warm-up svc had was buffered requests only: its stream path (the relay, the SSE parser and frames) is still
     // being compiled by the JIT for the first few thousand streams, the added TTFB at c=1 falling from ~0.8 ms over
@@ -147,16 +150,27 @@ export async function streamingSection(ctx) {
     const warmUpFigures = { streams: warm, ttfbA, ttfbB, addedTtfbMs: round(ttfbB - ttfbA, 3) };
     const a = { ttfb: [], ttlb: [], ok: 0, seconds: 0, failures: 0 };
     const b = { ttfb: [], ttlb: [], ok: 0, seconds: 0, failures: 0, failureSamples: [] };
+    let hitsB = 0;
+    let cpuB = 0;
+    let rssMax = 0;
+    const probe = async (target, acc) => {
+      const r = await streamProbe(target, { concurrency: c, requests: Math.round(n / p.rounds) });
+      acc.ttfb.push(...r.ttfb);
+      acc.ttlb.push(...r.ttlb);
+      acc.ok += r.ok;
+      acc.seconds += r.seconds;
+      acc.failures += r.failures;
+      acc.failureSamples?.push(...r.failureSamples);
+    };
     for (let i = 0; i < p.rounds; i++) {
-      for (const [target, acc] of [[ctx.mock.url, a], [ctx.svc.url, b]]) {
-        const r = await streamProbe(target, { concurrency: c, requests: Math.round(n / p.rounds) });
-        acc.ttfb.push(...r.ttfb);
-        acc.ttlb.push(...r.ttlb);
-        acc.ok += r.ok;
-        acc.seconds += r.seconds;
-        acc.failures += r.failures;
-        acc.failureSamples?.push(...r.failureSamples);
-      }
+      await probe(ctx.mock.url, a);
+      const hits = ctx.mock.state.svcHits;
+      const cpu = cpuMs(ctx.svc.pid);
+      const sampler = setInterval(() => (rssMax = Math.max(rssMax, rssMb(ctx.svc.pid) ?? 0)), 250);
+      await probe(ctx.svc.url, b);
+      clearInterval(sampler);
+      cpuB += cpuMs(ctx.svc.pid) - cpu;
+      hitsB += ctx.mock.state.svcHits - hits;
     }
     if (a.failures) ctx.fail(`streaming c=${c} A (direct to the mock): ${a.failures} failed streams`);
     if (b.failures) ctx.fail(`streaming c=${c} B (through svc): ${b.failures} failed or incomplete streams: ${b.failureSamples.slice(0, 3).join(' | ')}`);
@@ -167,13 +181,20 @@ export async function streamingSection(ctx) {
     };
     const A = fig(a);
     const B = fig(b);
+    const added = (of) => ({ p50: round(B[of].p50 - A[of].p50, 3), p90: round(B[of].p90 - A[of].p90, 3), p99: round(B[of].p99 - A[of].p99, 3) });
     out[`c${c}`] = {
       A,
       B,
-      addedTtfbMs: { p50: round(B.ttfb.p50 - A.ttfb.p50, 3), p99: round(B.ttfb.p99 - A.ttfb.p99, 3) },
-      addedTtlbMs: { p50: round(B.ttlb.p50 - A.ttlb.p50, 3), p99: round(B.ttlb.p99 - A.ttlb.p99, 3) },
+      addedTtfbMs: added('ttfb'),
+      addedTtlbMs: added('ttlb'),
+      rpsRatio: round(B.rps / A.rps, 3),
+      svcRssMb: rssMb(ctx.svc.pid),
+      svcRssMaxMb: rssMax || null,
+      svcCpuMsPerStream: round(cpuB / B.streams, 3),
+      upstreamHitsPerStream: round(hitsB / B.streams, 3),
       warmUp: warmUpFigures,
     };
+    if (B.streams > 0 && Math.abs(hitsB / B.streams - 1) > 0.01) ctx.fail(`streaming c=${c}: the mock saw ${hitsB} calls from svc for ${B.streams} streams of new prompts (one each expected)`);
   }
   out.relay = await relayCheck(ctx);
   return out;
@@ -238,12 +259,15 @@ async function relayCheck(ctx) {
 }
 
 export function printStreaming(r) {
-  console.log('\nStreaming chat completions, live route (ms; TTFB = first body chunk, TTLB = end of body)');
+  console.log('\nStreaming chat completions, live route (ms; TTFB = first body chunk, TTLB = end of body; A = client -> mock, B = client -> svc -> mock)');
+  const rows = Object.entries(r).filter(([c]) => /^c\d+$/.test(c));
+  const times = (of, added) => rows.map(([c, f]) => [c.slice(1), f.A[of].p50, f.A[of].p90, f.A[of].p99, f.B[of].p50, f.B[of].p90, f.B[of].p99, f[added].p50, f[added].p90, f[added].p99]);
+  for (const [of, added, name] of [['ttfb', 'addedTtfbMs', 'TTFB'], ['ttlb', 'addedTtlbMs', 'TTLB']]) {
+    table(['conc', ...['A', 'B', '+'].flatMap((side) => ['p50', 'p90', 'p99'].map((q) => `${side === '+' ? '+' : `${side} `}${name} ${q}`))], times(of, added));
+  }
   table(
-    ['conc', 'A TTFB p50', 'A TTFB p99', 'B TTFB p50', 'B TTFB p99', '+TTFB p50', '+TTFB p99', 'A TTLB p50', 'B TTLB p50', 'B TTLB p99', '+TTLB p50', '+TTLB p99', 'A str/s', 'B str/s'],
-    Object.entries(r)
-      .filter(([c]) => /^c\d+$/.test(c))
-      .map(([c, f]) => [c.slice(1), f.A.ttfb.p50, f.A.ttfb.p99, f.B.ttfb.p50, f.B.ttfb.p99, f.addedTtfbMs.p50, f.addedTtfbMs.p99, f.A.ttlb.p50, f.B.ttlb.p50, f.B.ttlb.p99, f.addedTtlbMs.p50, f.addedTtlbMs.p99, f.A.rps, f.B.rps]),
+    ['conc', 'A str/s', 'B str/s', 'B/A', 'svc RSS MB', 'svc CPU ms/stream', 'upstream calls per B stream'],
+    rows.map(([c, f]) => [c.slice(1), f.A.rps, f.B.rps, f.rpsRatio, `${f.svcRssMb} (max ${f.svcRssMaxMb})`, f.svcCpuMsPerStream, f.upstreamHitsPerStream]),
   );
   const warm = Object.entries(r)
     .filter(([c, f]) => /^c\d+$/.test(c) && f.warmUp)
@@ -258,7 +282,7 @@ export function printStreaming(r) {
 // Exact-cache hits
 // -----------------------------------------------------------------------------------------------------------------
 
-/** One body sent once (miss, stored), then B only with that body at concurrency 1 and 16; the mock must not be hit. */
+/** One body sent once (miss, stored), then B only with that body at concurrency 1, 16 and 64; the mock must not be hit. */
 export async function cacheSection(ctx) {
   const p = plan(ctx.quick);
   const body = chatBody({ content: `The one cached bench question (${process.pid}).` });
@@ -277,7 +301,7 @@ export async function cacheSection(ctx) {
   const hitsBefore = ctx.mock.state.svcHits;
   const out = { primingRoute: first.headers['x-svc-route'], repeatsToHit: repeats };
   const same = () => ({ body });
-  for (const c of [1, 16]) {
+  for (const c of [1, 16, 64]) {
     await cannon(ctx.svc.url, { connections: c, duration: p.warmupSeconds / 2, next: same });
     const runs = [];
     const cpu = cpuMs(ctx.svc.pid);
@@ -298,10 +322,10 @@ export async function cacheSection(ctx) {
 export function printCache(r) {
   console.log('\nExact-cache hits (B only: the same body repeated; latency in ms)');
   table(
-    ['conc', 'rps', 'p50', 'p90', 'p99', 'max', 'responses', 'svc CPU ms/req'],
+    ['conc', 'rps', 'p50', 'p90', 'p99', 'max', 'responses', 'svc RSS MB', 'svc CPU ms/req'],
     Object.entries(r)
       .filter(([c]) => /^c\d+$/.test(c))
-      .map(([c, f]) => [c.slice(1), f.rps, f.p50, f.p90, f.p99, f.max, f.requests, f.svcCpuMsPerRequest]),
+      .map(([c, f]) => [c.slice(1), f.rps, f.p50, f.p90, f.p99, f.max, f.requests, f.svcRssMb, f.svcCpuMsPerRequest]),
   );
   console.log(`  mock upstream hit counter: before ${r.upstreamHitsBefore}, after ${r.upstreamHitsAfter} (${r.upstreamUnchanged ? 'unchanged' : 'CHANGED'}); route of a repeat: ${r.routeAfter}`);
 }

@@ -527,6 +527,11 @@ export function pick(object, keys) {
  */
 export async function streamProbe(baseUrl, { concurrency, requests, body = () => chatBody({ stream: true }), extraHeaders = {}, onChunk = null, onDone = null }) {
   const pool = new Pool(baseUrl, { connections: concurrency, pipelining: 1, keepAliveTimeout: 60_000 });
+  // Every connection opened before the clock starts: Node 20's libuv accepts one connection per event-loop turn, so
+  // 64 new connections to a server busy with the first ones' streams are accepted over ~64 of its turns (~0.4 s here),
+  // a start-up of the client's pool that would otherwise land in every round's p99 (docs/performance-notes.md, "New
+  // connections under load"). Any answer opens one (the mock's is a 404).
+  await Promise.all(Array.from({ length: concurrency }, async () => (await pool.request({ path: '/health', method: 'GET' })).body.dump()));
   const ttfb = [];
   const ttlb = [];
   const headersAt = [];

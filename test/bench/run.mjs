@@ -4,9 +4,9 @@
  *
  * A node:http mock upstream speaks the chat-completions wire (JSON and SSE, 0 ms latency); svc is started from the
  * bundle (`bin/svc serve`) on a fresh data directory with CHATCOMP_BASE_URL pointing at the mock; then, in order:
- * buffered A/B (A = client -> mock, B = client -> svc -> mock) at concurrency 1/16/64, streaming TTFB/TTLB and the
- * relay check, exact-cache hits, the soak, cold starts, the ledger's window at a crash (test/bench/crash.mjs), and the
- * storage figures (test/bench/store.ts).
+ * buffered A/B (A = client -> mock, B = client -> svc -> mock) at concurrency 1/16/64, streaming A/B (TTFB/TTLB, rates)
+ * at 1/16/64 and the relay check, exact-cache hits at 1/16/64, the soak, cold starts, the ledger's window at a crash
+ * (test/bench/crash.mjs), and the storage figures (test/bench/store.ts).
  *
  * Pinning: with taskset and 2+ CPUs this script re-executes itself under `taskset -c 1` (load generator + mock) and
  * starts svc under `taskset -c 0`; otherwise everything runs unpinned and the output says so.
@@ -21,7 +21,8 @@
  *                                               (profile kept in BENCH_PROFILE_DIR, default /tmp/svc-prof)
  *
  * Exit code 1 on a real failure: svc does not start or stop cleanly, a request through svc is not 2xx or errors,
- * a stream is incomplete or buffered, the cache runs reach the upstream. Missed targets are reported, not failures.
+ * a stream is incomplete or buffered or its new prompt reached the upstream other than once, the cache runs reach the
+ * upstream. Missed targets are reported, not failures.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
