@@ -24,6 +24,7 @@ import { embeddingsRoutes } from '../gateway/wires/embeddings.ts';
 import { modelsRoutes } from '../gateway/wires/models.ts';
 import { renderError, surfaceOfUrl } from './error-shapes.ts';
 import { createAuthFailureLimiter } from './auth-failures.ts';
+import { installJsonBodyParser } from './json-body.ts';
 import { installErrorHandler, registerSurface } from './surface.ts';
 import { requestLogSerializer } from './log-redaction.ts';
 import { pagesRoutes } from './pages.ts';
@@ -73,6 +74,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
       return typeof sent === 'string' && REQUEST_ID.test(sent) ? sent : newId('req');
     },
   });
+  installJsonBodyParser(app);
   // A callback hook, not an async one: it runs on every request and needs no promise.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);

@@ -26,6 +26,48 @@ test('malformed JSON and prototype-pollution keys are 400s that create nothing',
   assert.equal(json(await app.inject({ url: '/api/v1/keys' })).pagination.total, 0);
 });
 
+test('bodies nested more than 128 levels deep are 400s in each surface shape that create nothing', async (t) => {
+  const { app } = await build(t);
+  // `extra` nests `levels` arrays inside the body's object: the body is 1 + levels deep.
+  const nested = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
+  const chat = (levels: number) => `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"deep"}],"extra":${nested(levels)}}`;
+  const runsTotal = async () => json(await app.inject({ url: '/api/v1/runs' })).pagination.total;
+
+  const atTheBound = await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: jsonHeaders, payload: chat(127) });
+  assert.equal(atTheBound.statusCode, 200, 'a body 128 levels deep is accepted');
+  const before = await runsTotal();
+  for (const levels of [128, 50_000]) {
+    const response = await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: jsonHeaders, payload: chat(levels) });
+    assert.equal(response.statusCode, 400, `${levels} levels`);
+    assert.equal(json(response).error.type, 'invalid_request_error');
+    assert.equal(json(response).error.code, 'invalid_json');
+    assert.match(json(response).error.message, /more than 128 levels deep/);
+  }
+  const messages = await app.inject({
+    method: 'POST',
+    url: '/v1/messages',
+    headers: jsonHeaders,
+    payload: `{"model":"claude-3-5-haiku-latest","max_tokens":8,"messages":[{"role":"user","content":"deep"}],"extra":${nested(30_000)}}`,
+  });
+  assert.equal(messages.statusCode, 400);
+  assert.equal(json(messages).type, 'error');
+  assert.equal(json(messages).error.type, 'invalid_request_error');
+  for (const [url, payload] of [
+    ['/v1/responses', `{"model":"gpt-4o-mini","input":"deep","extra":${nested(30_000)}}`],
+    ['/v1/embeddings', `{"model":"text-embedding-3-small","input":${nested(30_000)}}`],
+  ]) {
+    const response = await app.inject({ method: 'POST', url, headers: jsonHeaders, payload });
+    assert.equal(response.statusCode, 400, url);
+    assert.equal(json(response).error.code, 'invalid_json', url);
+  }
+  assert.equal(await runsTotal(), before, 'no run is recorded for a refused body');
+
+  const management = await app.inject({ method: 'POST', url: '/api/v1/keys', headers: jsonHeaders, payload: `{"name":"deep","scopes":${nested(200)}}` });
+  assert.equal(management.statusCode, 400);
+  assert.equal(json(management).error.code, 'invalid_json');
+  assert.equal(json(await app.inject({ url: '/api/v1/keys' })).pagination.total, 0);
+});
+
 test('body limits: management bodies are bounded smaller than gateway bodies', async (t) => {
   const { app } = await build(t, { env: { SVC_API_BODY_LIMIT_BYTES: '2048', SVC_GATEWAY_BODY_LIMIT_BYTES: '65536' } });
   const big = 'x'.repeat(10_000);

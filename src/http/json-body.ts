@@ -1,0 +1,24 @@
+/**
+ * JSON request bodies: fastify's own parser (secure-json-parse, refusing `__proto__` and `constructor.prototype`
+ * keys), then the nesting bound of src/core/json-depth.ts (a body nested tens of thousands deep was a 500: the stack
+ * overflowed in the canonical JSON of its cache key).
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { AppError } from '../core/errors.ts';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../core/json-depth.ts';
+
+/** Replace the app's `application/json` parser with fastify's own plus the depth bound (route body limits still apply). */
+export function installJsonBodyParser(app: FastifyInstance): void {
+  const parse = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request: FastifyRequest, body: string | Buffer, done) => {
+    // parseAs 'string': the body is a string.
+    parse(request, body as string, (error: Error | null, value?: unknown) => {
+      if (error) return done(error, undefined);
+      if (nestsDeeperThan(value, MAX_JSON_DEPTH)) {
+        return done(new AppError('invalid_json', { message: `The request body nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep.` }), undefined);
+      }
+      done(null, value);
+    });
+  });
+}
