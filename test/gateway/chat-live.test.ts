@@ -219,6 +219,42 @@ test('an upstream answer that is not JSON becomes a classified 502 recorded on t
   assert.equal(run.attempts[0].errorKind, 'bad_response');
 });
 
+test('an upstream answer nested more than 128 levels deep is a classified 502, buffered or streamed, recorded as failed', async (t) => {
+  const deep = `${'['.repeat(20_000)}${']'.repeat(20_000)}`;
+  const upstream = await startFakeUpstream(t, (req, res) => {
+    if (!req.body.stream) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(completion('deep')).replace(/}$/, `,"extra":${deep}}`));
+      return;
+    }
+    startSse(res);
+    res.write(`data: ${JSON.stringify(contentChunk('first '))}\n\n`);
+    res.write(`data: ${JSON.stringify(contentChunk('deep')).replace(/}$/, `,"extra":${deep}}`)}\n\n`);
+    res.end('data: [DONE]\n\n');
+  });
+  const { address, app } = await gateway(t, upstream);
+  const ask = (stream: boolean) =>
+    fetch(`${address}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: `deep ${stream}` }], stream }),
+    });
+  const buffered = await ask(false);
+  assert.equal(buffered.status, 502);
+  assert.equal(((await buffered.json()) as { error: { type: string } }).error.type, 'server_error');
+  const streamed = await ask(true);
+  const text = await streamed.text();
+  assert.match(text, /first /);
+  assert.match(text, /"error"/);
+  assert.doesNotMatch(text, /\[DONE\]/);
+  for (const response of [buffered, streamed]) {
+    const run = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` })).run;
+    assert.equal(run.status, 'failed');
+    assert.equal(run.error.kind, 'bad_response');
+    assert.match(run.error.message, /nests more than 128 levels deep/);
+  }
+});
+
 test('a stream cut off by the upstream ends with an error event and a failed run with partial usage', async (t) => {
   const upstream = await startFakeUpstream(t, (_req, res) => sse(res, [contentChunk('partial '), contentChunk('answer')], false));
   const { address, app } = await gateway(t, upstream);

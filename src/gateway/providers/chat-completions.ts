@@ -29,6 +29,7 @@ import {
 import { deadlineSignal } from './deadline.ts';
 import { undiciSignal, type CallSignal } from '../call-signal.ts';
 import { sseJson } from './sse.ts';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../core/json-depth.ts';
 
 export interface ProviderTimeouts {
   /** TCP/TLS connect. */
@@ -187,11 +188,14 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
     } finally {
       deadline.release();
     }
+    let parsed: unknown;
     try {
-      return JSON.parse(text) as unknown;
+      parsed = JSON.parse(text);
     } catch {
       throw badResponse('the upstream answer is not valid JSON', status);
     }
+    if (nestsDeeperThan(parsed, MAX_JSON_DEPTH)) throw badResponse(`the upstream answer nests more than ${MAX_JSON_DEPTH} levels deep`, status);
+    return parsed;
   }
 
   async function chat(chatRequest: ChatRequest, context: ProviderCallContext): Promise<ChatCompletion> {
@@ -257,6 +261,7 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
     } catch {
       throw badResponse('an upstream stream event is not valid JSON', 200);
     }
+    if (nestsDeeperThan(parsed, MAX_JSON_DEPTH)) throw badResponse(`an upstream stream event nests more than ${MAX_JSON_DEPTH} levels deep`, 200);
     if (event.event === 'error' || (isObject(parsed) && isObject(parsed.error))) {
       const message = redactSecrets(upstreamMessage(event.data), secrets) || 'the upstream reported an error mid-stream';
       throw new ProviderError('upstream_error', message, { provider: name, upstreamStatus: 200 });

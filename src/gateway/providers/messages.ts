@@ -10,6 +10,7 @@ import { deadlineSignal } from './deadline.ts';
 import { undiciSignal, type CallSignal } from '../call-signal.ts';
 import { classifyHttpFailure, classifyThrown } from './errors.ts';
 import { sseJson } from './sse.ts';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../core/json-depth.ts';
 import { ProviderError, type MessagesRequest, type MessagesResponse, type MessagesStreamEvent, type Provider, type ProviderCallContext, type Wire } from './types.ts';
 
 export const DEFAULT_MESSAGES_VERSION = '2023-06-01';
@@ -71,6 +72,7 @@ export function createMessagesProvider(options: MessagesProviderOptions): Provid
         if (context.signal.aborted) throw classifyThrown(name, error, context.signal);
         throw bad('the upstream answer is not valid JSON', response.statusCode);
       }
+      if (nestsDeeperThan(parsed, MAX_JSON_DEPTH)) throw bad(`the upstream answer nests more than ${MAX_JSON_DEPTH} levels deep`, response.statusCode);
     } finally {
       deadline.release();
     }

@@ -8,6 +8,7 @@ import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import type { Dispatcher } from 'undici';
 import { classifyThrown, redactSecrets, upstreamMessage } from './errors.ts';
 import { ProviderError } from './types.ts';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../core/json-depth.ts';
 
 export interface SseOptions {
   provider: string;
@@ -37,6 +38,7 @@ export async function* sseJson<T>(body: Dispatcher.ResponseData['body'], options
     } catch {
       throw bad('an upstream stream event is not valid JSON');
     }
+    if (nestsDeeperThan(data, MAX_JSON_DEPTH)) throw bad(`an upstream stream event nests more than ${MAX_JSON_DEPTH} levels deep`);
     if (options.isError(data, event.event)) {
       const message = redactSecrets(upstreamMessage(event.data), options.secrets) || 'the upstream reported an error mid-stream';
       // An error event (an overloaded upstream's too) is the upstream's failure, classified alike and not retried.
