@@ -12,6 +12,7 @@ import { cpuQuota } from './core/cpu-quota.ts';
 import { buildApp } from './http/app.ts';
 import { BusyPoll, defaultBusyPollUs } from './http/busy-poll.ts';
 import { markLocalSocket } from './http/local-socket.ts';
+import { answerClientError } from './http/client-errors.ts';
 import { RequestArrivals } from './http/request-arrivals.ts';
 import { createServices, type Services } from './services.ts';
 import { acquireOwnerLock, type OwnerLock } from './store/owner-lock.ts';
@@ -61,6 +62,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     rmSync(socketPath, { force: true });
     const local: Server = (opened.local = createServer((req, res) => app.routing(req, res)));
     local.on('connection', markLocalSocket);
+    local.on('clientError', answerClientError);
     local.headersTimeout = config.limits.headersTimeoutMs;
     local.requestTimeout = config.limits.requestTimeoutMs;
     local.keepAliveTimeout = config.limits.keepAliveTimeoutMs;

@@ -24,6 +24,7 @@ import { embeddingsRoutes } from '../gateway/wires/embeddings.ts';
 import { modelsRoutes } from '../gateway/wires/models.ts';
 import { renderError, surfaceOfUrl } from './error-shapes.ts';
 import { createAuthFailureLimiter } from './auth-failures.ts';
+import { answerClientError } from './client-errors.ts';
 import { installJsonBodyParser } from './json-body.ts';
 import { installErrorHandler, registerSurface } from './surface.ts';
 import { requestLogSerializer } from './log-redaction.ts';
@@ -58,6 +59,8 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
     requestTimeout: limits.requestTimeoutMs,
     http: { headersTimeout: limits.headersTimeoutMs },
     return503OnClosing: true,
+    // Parser errors (oversized headers, bytes that are not HTTP, a request timeout) in the surface's error shape too.
+    clientErrorHandler: answerClientError,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true },
     // Errors the router raises before any route or hook runs (a malformed percent-encoding, an over-long path

@@ -81,10 +81,12 @@ const MESSAGES_TYPES: Partial<Record<number, string>> = {
   401: 'authentication_error',
   403: 'permission_error',
   404: 'not_found_error',
+  408: 'invalid_request_error',
   409: 'invalid_request_error',
   413: 'request_too_large',
   415: 'invalid_request_error',
   429: 'rate_limit_error',
+  431: 'request_too_large',
   503: 'overloaded_error',
 };
 

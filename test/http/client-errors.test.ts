@@ -1,0 +1,64 @@
+/**
+ * Errors node's HTTP parser raises before a request exists are answered in the error shape of the surface the
+ * request line names (src/http/client-errors.ts), on a real listening server, then the connection is closed.
+ */
+import assert from 'node:assert/strict';
+import { connect } from 'node:net';
+import test from 'node:test';
+import { build } from '../support/build.ts';
+import { requestTargetOf } from '../../src/http/client-errors.ts';
+
+/** Write `bytes` on a new connection and read until the server closes it. */
+function exchange(port: number, bytes: string): Promise<{ status: number; headers: string; body: unknown }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write(bytes));
+    let text = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => (text += chunk));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const [head = '', body = ''] = text.split('\r\n\r\n', 2);
+      resolve({ status: Number(head.split(' ')[1]), headers: head, body: body ? JSON.parse(body) : null });
+    });
+  });
+}
+
+test('a header section over the limit is a 431 in the shape of the surface the request line names', async (t) => {
+  const { app } = await build(t);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (app.server.address() as { port: number }).port;
+  const oversized = (path: string) => `POST ${path} HTTP/1.1\r\nHost: x\r\nX-Filler: ${'a'.repeat(40_000)}\r\n\r\n`;
+
+  const chat = await exchange(port, oversized('/v1/chat/completions'));
+  assert.equal(chat.status, 431);
+  assert.match(chat.headers, /\r\nconnection: close/i);
+  assert.deepEqual(chat.body, { error: { message: "The request's header section is too large.", type: 'invalid_request_error', param: null, code: 'headers_too_large' } });
+
+  const messages = await exchange(port, oversized('/v1/messages'));
+  assert.equal(messages.status, 431);
+  assert.deepEqual(messages.body, { type: 'error', error: { type: 'request_too_large', message: "The request's header section is too large." } });
+
+  const management = await exchange(port, oversized('/api/v1/keys?limit=5'));
+  assert.equal(management.status, 431);
+  assert.equal((management.body as { error: { code: string } }).error.code, 'headers_too_large');
+});
+
+test('bytes that are not HTTP are a 400 in the management shape, and the server goes on serving', async (t) => {
+  const { app } = await build(t);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (app.server.address() as { port: number }).port;
+  const garbage = await exchange(port, 'HELLO THERE\r\n\r\n');
+  assert.equal(garbage.status, 400);
+  assert.deepEqual(garbage.body, { error: { code: 'invalid_request', message: 'The request is not valid HTTP.' } });
+  const health = await fetch(`http://127.0.0.1:${port}/health`);
+  assert.equal(health.status, 200);
+});
+
+test('requestTargetOf reads the target of a request line only', () => {
+  assert.equal(requestTargetOf(Buffer.from('GET /v1/models HTTP/1.1\r\nHost: x\r\n')), '/v1/models');
+  assert.equal(requestTargetOf(Buffer.from('POST /v1/messages?beta=true HTTP/1.0\r\n')), '/v1/messages?beta=true');
+  assert.equal(requestTargetOf(Buffer.from('HELLO THERE\r\n')), null);
+  assert.equal(requestTargetOf(Buffer.from('GET http://evil/ HTTP/1.1\r\n')), null);
+  assert.equal(requestTargetOf(undefined), null);
+  assert.equal(requestTargetOf({ type: 'Buffer', data: [] }), null);
+});
