@@ -49,7 +49,17 @@ export async function startServer(config: Config): Promise<RunningServer> {
     const store = (opened.store = openStore({ dataDir: config.dataDir, onWindowCommitted: trace?.note, turnBetweenSlices: arrivals.turn }));
     const services = await createServices(config, store);
     const app = (opened.app = await buildApp(services, { logger: config.logLevel === 'silent' ? false : { level: config.logLevel } }));
+    // Runs a stopped process left running, found before any request can start one (src/evidence/interrupted.ts).
+    const interrupted = await services.interruptedRuns.find();
     const address = await app.listen({ port: config.port, host: config.host });
+    // Finished after the port opens: a data file left by a crash under load may hold many, and none of it is urgent.
+    const finishingInterrupted =
+      interrupted.length === 0
+        ? Promise.resolve()
+        : services.interruptedRuns.finish(interrupted).then(
+            (count) => app.log.warn(`${count} run(s) left running by an earlier process finished as failed (interrupted)`),
+            (error) => app.log.error({ err: error }, 'finishing runs left running by an earlier process failed'),
+          );
     busyPoll.watchHttpServers();
     // With `--port 0` the port is known only now; e-mailed links (when SVC_APP_BASE_URL is unset) must carry it.
     if (config.accounts.appBaseUrl === null && config.port === 0) {
@@ -94,6 +104,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
             local.closeIdleConnections();
           });
           await app.close(); // stops accepting, waits for in-flight requests
+          await finishingInterrupted;
           busyPoll.stop();
           arrivals.stop();
           await stopRetention();

@@ -8,6 +8,7 @@ import { createAuditRepository } from './audit/repo.ts';
 import { createCacheRepository } from './caches/repo.ts';
 import { createCacheService, createResponseCache, type CacheService } from './caches/service.ts';
 import { createLedger, type Ledger } from './evidence/ledger.ts';
+import { createInterruptedRuns, type InterruptedRuns } from './evidence/interrupted.ts';
 import { createRunsRepository } from './evidence/repo.ts';
 import { createRunsService, type RunsService } from './evidence/service.ts';
 import { createRollupsRepository } from './evidence/rollups.ts';
@@ -54,6 +55,8 @@ export interface Services {
   providers: ProviderRegistry;
   embeddings: EmbeddingsService;
   ledger: Ledger;
+  /** Runs an earlier process left running: `svc serve` finishes them as interrupted at start. */
+  interruptedRuns: InterruptedRuns;
   runs: RunsService;
   savings: SavingsService;
   cache: CacheService;
@@ -163,6 +166,7 @@ export async function createServices(config: Config, store: Store, overrides: Se
   const runsRepo = createRunsRepository(store);
   const ledger = createLedger({ repo: runsRepo, clock });
   const runs = createRunsService({ repo: runsRepo, clock, ledger, audit, countTokens });
+  const interruptedRuns = createInterruptedRuns({ repo: runsRepo, clock });
   const savings = createSavingsService({ repo: createRollupsRepository(store), clock });
   const cacheRepo = createCacheRepository(store);
   const cache = createCacheService({ repo: cacheRepo, audit });
@@ -197,6 +201,7 @@ export async function createServices(config: Config, store: Store, overrides: Se
     providers,
     embeddings,
     ledger,
+    interruptedRuns,
     runs,
     savings,
     cache,

@@ -98,6 +98,14 @@ export interface RunsRepository {
   attempts(runId: string): Promise<AttemptRecord[]>;
   /** Delete up to `batch` of the tenant's runs created before `cutoff` with their events and attempts. */
   pruneTenantRuns(tenantId: string, cutoff: number, batch: number): Promise<number>;
+  /** Ids of every tenant's runs whose status is `running` (read through the tenants' status index). */
+  runningRunIds(): Promise<string[]>;
+  /**
+   * Finish those of `ids` that are still running, in one committed write: `finish` gives each its closing event
+   * (chained from the run's head) and final record; the run row follows the record and the rollups count it.
+   * Resolves to how many were finished.
+   */
+  finishRunning(ids: readonly string[], finish: (run: RunRecord) => { event: TraceEvent; final: RunRecord }): Promise<number>;
   /** Whether the tenant recorded any run (onboarding). */
   hasRuns(tenantId: string): Promise<boolean>;
 }
@@ -648,6 +656,39 @@ export function createRunsRepository(store: Store): RunsRepository {
 
     hasRuns: (tenantId) =>
       store.read((sql) => sql.get('SELECT 1 AS found FROM runs WHERE tenant_id = ? LIMIT 1', [tenantId]) !== undefined),
+
+    runningRunIds: () =>
+      store.read((sql) =>
+        sql
+          .all<{ id: string }>('SELECT id FROM tenants ORDER BY id')
+          .flatMap(({ id: tenantId }) =>
+            sql.all<{ id: string }>("SELECT id FROM runs WHERE tenant_id = ? AND status = 'running' ORDER BY created_at", [tenantId]),
+          )
+          .map((row) => row.id),
+      ),
+
+    finishRunning: (ids, finish) =>
+      store.write((sql) => {
+        const finished: RunRecord[] = [];
+        for (const id of ids) {
+          const row = sql.get<RunRow>("SELECT * FROM runs WHERE id = ? AND status = 'running'", [id]);
+          if (!row) continue;
+          const { event, final } = finish(fromRow(row));
+          insertEvent(sql, event);
+          patchRun(sql, id, {
+            status: final.status,
+            route: final.route,
+            error: final.error,
+            completedAt: final.completedAt,
+            eventCount: final.eventCount,
+            lastHash: final.lastHash,
+            reasonCode: final.reasonCode,
+          });
+          finished.push(final);
+        }
+        if (finished.length > 0) addToRollups(sql, finished);
+        return finished.length;
+      }),
 
     pruneTenantRuns: (tenantId, cutoff, batch) =>
       store.write((sql) =>

@@ -1,0 +1,57 @@
+/**
+ * Runs a stopped process left unfinished. A run is `running` in the ledger from its start until its outcome is
+ * recorded; a process that ends without recording it (a crash, SIGKILL, a power loss: a graceful shutdown waits for
+ * its requests) leaves it so for good, counted as in flight by every list and savings total. The data directory has
+ * one owner, so at start-up, before any request, every run still running is such a run. They are finished as failed,
+ * error kind `interrupted`, with a `run.failed` event on their chain: whether the request was answered is unknown.
+ */
+import type { Clock } from '../core/clock.ts';
+import { appendedEventHash } from './chain.ts';
+import type { RunsRepository } from './repo.ts';
+import type { RunRecord, TraceEvent } from './types.ts';
+
+export const INTERRUPTED_ERROR = {
+  kind: 'interrupted',
+  message: 'svc stopped before this run finished (a crash or a kill); whether the request was answered is unknown',
+} as const;
+
+/** Runs finished per committed write: a data file left by a crash under load holds as many as were in flight. */
+const RUNS_PER_WRITE = 200;
+
+export interface InterruptedRuns {
+  /** Ids of the runs left running by an earlier process. Call before serving: afterwards new runs run too. */
+  find(): Promise<string[]>;
+  /** Finish them (those still running), a batch per write. Resolves to how many were finished. */
+  finish(ids: readonly string[]): Promise<number>;
+}
+
+export function createInterruptedRuns(deps: { repo: RunsRepository; clock: Clock }): InterruptedRuns {
+  const { repo, clock } = deps;
+  const close = (run: RunRecord): { event: TraceEvent; final: RunRecord } => {
+    const at = clock.now();
+    const seq = run.eventCount + 1;
+    // The payload of the ledger's own closing event (ledger.ts `finish`): the outcome as far as it is known.
+    const payload: Record<string, unknown> = { route: null, provider: run.provider, usage: run.usage, costUsd: run.costUsd, latencyMs: null, error: INTERRUPTED_ERROR };
+    const hash = appendedEventHash(run.lastHash, run.id, seq, 'run.failed', payload, at);
+    const event: TraceEvent = { runId: run.id, seq, type: 'run.failed', payload, createdAt: at, prevHash: run.lastHash, hash };
+    const final: RunRecord = {
+      ...run,
+      status: 'failed',
+      route: null,
+      error: { ...INTERRUPTED_ERROR },
+      completedAt: at,
+      eventCount: seq,
+      lastHash: hash,
+      reasonCode: `failed:${INTERRUPTED_ERROR.kind}`,
+    };
+    return { event, final };
+  };
+  return {
+    find: () => repo.runningRunIds(),
+    async finish(ids) {
+      let finished = 0;
+      for (let i = 0; i < ids.length; i += RUNS_PER_WRITE) finished += await repo.finishRunning(ids.slice(i, i + RUNS_PER_WRITE), close);
+      return finished;
+    },
+  };
+}
