@@ -5,8 +5,9 @@
  * Each trial starts svc on a fresh data directory, sends buffered live requests at a fixed concurrency, and kills svc
  * with SIGKILL in the middle of the load, noting when (this process's monotonic clock; every answer's arrival is
  * timed on the same clock). svc is then started again on the same directory and every answered run is looked up by
- * the id its answer carried (`x-svc-run-id`, `GET /api/v1/runs/:id`). A lost run's age is the time between its answer
- * reaching the client and the kill; the oldest lost age of a trial is how far back the crash reached.
+ * the id its answer carried (`x-svc-run-id`, `GET /api/v1/runs/:id`): kept if it is there and completed, lost if it is
+ * not there or only its start was committed. A lost run's age is the time between its answer reaching the client and
+ * the kill; the oldest lost age of a trial is how far back the crash reached.
  *
  * SIGKILL ends the process, not the machine: what svc had written to its log file (the kernel's page cache) survives,
  * so this measures the time until a run's commit is written, not until the log's flush to the disk, which follows it
@@ -116,7 +117,11 @@ async function loadUntilKilled(svc, concurrency, loadMs) {
   return { runs, killedAt };
 }
 
-/** Whether each run id is in the restarted svc's ledger. */
+/**
+ * Whether each run is in the restarted svc's ledger as completed. A run whose start was committed but whose outcome
+ * was not counts as lost: its answer's writes are what the rule is about (the restart finishes it as failed,
+ * `interrupted`).
+ */
 async function lookUp(baseUrl, runIds) {
   const pool = new Pool(baseUrl, { connections: 8 });
   const kept = new Array(runIds.length);
@@ -125,9 +130,9 @@ async function lookUp(baseUrl, runIds) {
     while (next < runIds.length) {
       const i = next++;
       const res = await pool.request({ path: `/api/v1/runs/${encodeURIComponent(runIds[i])}`, method: 'GET', headers: { authorization: CLIENT_HEADERS.authorization } });
-      await res.body.dump();
       if (res.statusCode !== 200 && res.statusCode !== 404) throw new Error(`GET /api/v1/runs/:id answered ${res.statusCode}`);
-      kept[i] = res.statusCode === 200;
+      kept[i] = res.statusCode === 200 && (await res.body.json()).run.status === 'completed';
+      if (res.statusCode !== 200) await res.body.dump();
     }
   };
   await Promise.all(Array.from({ length: 8 }, worker));
