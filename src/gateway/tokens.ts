@@ -60,6 +60,11 @@ function encodeSlice(enc: Tiktoken, slice: string): number[] {
   }
   return ids;
 }
+/** Not `target.push(...ids)`: a spread passes every id as an argument, and ~100,000 of them (a ~500 KB prompt) overflow the stack. */
+function appendAll(target: number[], ids: readonly number[]): void {
+  for (const id of ids) target.push(id);
+}
+
 const LONG_RUN = new RegExp(`\\S{${MAX_RUN + 1},}`, 'gu');
 
 /** Token ids of `text`. Special-token spellings such as `<|endoftext|>` are encoded as ordinary text. */
@@ -70,12 +75,12 @@ export function encodeTokens(text: string): number[] {
   let last = 0;
   for (const match of text.matchAll(LONG_RUN)) {
     const start = match.index;
-    if (start > last) ids.push(...enc.encode(text.slice(last, start), [], []));
+    if (start > last) appendAll(ids, enc.encode(text.slice(last, start), [], []));
     const run = match[0];
-    for (let i = 0; i < run.length; i += MAX_RUN) ids.push(...encodeSlice(enc, run.slice(i, i + MAX_RUN)));
+    for (let i = 0; i < run.length; i += MAX_RUN) appendAll(ids, encodeSlice(enc, run.slice(i, i + MAX_RUN)));
     last = start + run.length;
   }
-  if (last < text.length) ids.push(...enc.encode(text.slice(last), [], []));
+  if (last < text.length) appendAll(ids, enc.encode(text.slice(last), [], []));
   return ids;
 }
 

@@ -17,6 +17,19 @@ test('a very long run without whitespace is counted in bounded time', () => {
   assert.ok(Date.now() - started < 2000);
 });
 
+test('a text of more than 100,000 tokens is counted, encoded and truncated (a ~500 KB prompt overflowed the stack)', () => {
+  const sentence = 'lorem ipsum dolor sit amet ';
+  const text = sentence.repeat(40_000); // 1.08 MB, ~200,000 tokens
+  const count = countTokens(text);
+  assert.ok(count > 150_000, `${count} tokens`);
+  assert.equal(encodeTokens(text).length, count);
+  // With a long run in it, the text is encoded in pieces around the run: the pieces are as large.
+  const withRun = `${text}${'x'.repeat(500)}${text}`;
+  assert.ok(countTokens(withRun) > 2 * count);
+  const cut = truncateToTokens(text, 10);
+  assert.ok(text.startsWith(cut) && cut.length > sentence.length && countTokens(cut) <= 10, cut);
+});
+
 test('truncateToTokens keeps a prefix of at most N tokens', () => {
   const text = 'one two three four five six';
   assert.equal(truncateToTokens(text, 100), text);
