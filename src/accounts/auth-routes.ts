@@ -4,6 +4,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import { nameSchema } from '../core/text.ts';
 import { authOf, clientAddress } from '../http/surface.ts';
 import { clearSessionCookie, cookieOf, SESSION_COOKIE, setSessionCookie } from '../http/session-cookie.ts';
 import type { LimitsService } from '../limits/service.ts';
@@ -19,7 +20,7 @@ export const emailField = z
   .regex(/^[^\s@]+@[^\s@]+$/, 'must be an e-mail address');
 /** Passwords are checked by the password rules (src/accounts/passwords.ts); this only bounds the body. */
 export const passwordField = z.string().max(4096);
-export const nameField = z.string().trim().min(1).max(100);
+export const nameField = nameSchema(100);
 
 const loginBody = z.object({ email: z.string().max(1024), password: passwordField }).strict();
 const changeBody = z.object({ current: passwordField, new: passwordField }).strict();

@@ -3,15 +3,16 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { toIso } from '../core/clock.ts';
 import { paginationQuery } from '../core/pagination.ts';
+import { nameSchema } from '../core/text.ts';
 import { authOf } from '../http/surface.ts';
 import type { ApiKey } from './repo.ts';
 import type { KeysService } from './service.ts';
 
 const createBody = z
   .object({
-    name: z.string().trim().min(1).max(200),
+    name: nameSchema(200),
     mode: z.enum(['observe', 'optimize']).default('optimize'),
-    appId: z.string().trim().min(1).max(200).nullish(),
+    appId: nameSchema(200).nullish(),
     admin: z.boolean().optional(),
   })
   .strict();

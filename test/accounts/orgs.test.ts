@@ -89,6 +89,12 @@ test('the active organization: members, role, seats, plan; rename by owner/admin
 
   const denied = await member.patch('/api/v1/orgs/active', { name: 'Mine now' });
   assert.equal(denied.statusCode, 403);
+  for (const name of ['Head\u0000quarters', 'Head\u202Equarters', 'Head\nquarters']) {
+    const refused = await admin.patch('/api/v1/orgs/active', { name });
+    assert.equal(refused.statusCode, 400, JSON.stringify(name));
+    assert.equal(json(refused).error.details.param, 'name');
+  }
+  assert.equal(json(await admin.get('/api/v1/orgs/active')).org.name, 'Default');
   const renamed = await admin.patch('/api/v1/orgs/active', { name: 'Headquarters' });
   assert.equal(json(renamed).org.name, 'Headquarters');
   const rename = await services.store.read((sql) => sql.get<{ details_json: string }>("SELECT details_json FROM audit_events WHERE action = 'org.rename'"));

@@ -40,6 +40,20 @@ test('keys: token shown once with the svc_ prefix, stored hashed, never listed; 
   assert.equal(json(await app.inject({ url: '/api/v1/keys', headers: admin })).keys[0].status, 'revoked');
 });
 
+test('keys: names and app ids with control characters or bidirectional overrides are refused, other Unicode kept whole', async (t) => {
+  const { app, create } = await setup(t);
+  // A NUL used to be stored: the data file's driver cut the name short at it ('ci\u0000prod' came back as 'ci').
+  for (const payload of [{ name: 'ci\u0000prod' }, { name: 'ci\u202Eprod' }, { name: 'line\nbreak' }, { name: 'ok', appId: 'app\u0007' }]) {
+    const refused = await create(payload);
+    assert.equal(refused.statusCode, 400, JSON.stringify(payload));
+    assert.match(json(refused).error.message, /control characters or bidirectional overrides/);
+  }
+  assert.equal(json(await app.inject({ url: '/api/v1/keys', headers: admin })).pagination.total, 0);
+  const kept = await create({ name: 'équipe données 数据 ✓' });
+  assert.equal(kept.statusCode, 201);
+  assert.equal(json(kept).key.name, 'équipe données 数据 ✓');
+});
+
 test('keys: non-admins are refused; app-pinned admins manage only their app and cannot mint admin keys', async (t) => {
   const { app, create } = await setup(t);
   const member = json(await create({ name: 'member' })).token;

@@ -1,0 +1,21 @@
+/**
+ * Names people give things (API keys, users, organizations) and see again in lists, the CLI and the dashboard.
+ * Control characters have no place in them, and NUL would not even survive: the data file's driver binds and reads
+ * text as C strings, so a name stored with a NUL came back cut short at it. Bidirectional overrides are refused too:
+ * they make a name read differently from what it is.
+ */
+import { z } from 'zod';
+
+const UNPRINTABLE = /[\p{Cc}\u202A-\u202E\u2066-\u2069]/u;
+
+export const UNPRINTABLE_MESSAGE = 'must not contain control characters or bidirectional overrides';
+
+/** Whether `value` holds no control character and no bidirectional override. */
+export function isPrintableText(value: string): boolean {
+  return !UNPRINTABLE.test(value);
+}
+
+/** A trimmed name of 1 to `max` characters without control characters or bidirectional overrides. */
+export function nameSchema(max: number) {
+  return z.string().trim().min(1).max(max).refine(isPrintableText, { message: UNPRINTABLE_MESSAGE });
+}
