@@ -15,6 +15,17 @@ export function isPrintableText(value: string): boolean {
   return !UNPRINTABLE.test(value);
 }
 
+/**
+ * The `model` of a gateway request, on every wire: required, at most 256 characters, printable (a model named with
+ * a NUL was recorded on its run cut short at it, unlike the name the upstream was sent).
+ */
+export const modelField = z
+  .string()
+  .trim()
+  .min(1, 'model is required')
+  .max(256)
+  .refine(isPrintableText, { message: `model ${UNPRINTABLE_MESSAGE}` });
+
 /** A trimmed name of 1 to `max` characters without control characters or bidirectional overrides. */
 export function nameSchema(max: number) {
   return z.string().trim().min(1).max(max).refine(isPrintableText, { message: UNPRINTABLE_MESSAGE });

@@ -68,6 +68,23 @@ test('bodies nested more than 128 levels deep are 400s in each surface shape tha
   assert.equal(json(await app.inject({ url: '/api/v1/keys' })).pagination.total, 0);
 });
 
+test('a model named with control characters is a 400 on every wire, recorded nowhere', async (t) => {
+  const { app } = await build(t);
+  const model = 'gpt-4o-mini\u0000x';
+  const cases: Array<[string, Record<string, unknown>]> = [
+    ['/v1/chat/completions', { model, messages: [{ role: 'user', content: 'hi' }] }],
+    ['/v1/messages', { model, max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }],
+    ['/v1/responses', { model, input: 'hi' }],
+    ['/v1/embeddings', { model, input: 'hi' }],
+  ];
+  for (const [url, payload] of cases) {
+    const response = await app.inject({ method: 'POST', url, payload });
+    assert.equal(response.statusCode, 400, url);
+    assert.match(response.body, /model must not contain control characters/, url);
+  }
+  assert.equal(json(await app.inject({ url: '/api/v1/runs' })).pagination.total, 0);
+});
+
 test('body limits: management bodies are bounded smaller than gateway bodies', async (t) => {
   const { app } = await build(t, { env: { SVC_API_BODY_LIMIT_BYTES: '2048', SVC_GATEWAY_BODY_LIMIT_BYTES: '65536' } });
   const big = 'x'.repeat(10_000);

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { invalid } from '../../core/errors.ts';
+import { modelField } from '../../core/text.ts';
 import type { ChatRequest } from '../providers/types.ts';
 import { assertCompilableSchema, compileTools, type DeclaredTools } from '../tool-schemas.ts';
 
@@ -65,7 +66,7 @@ const responseFormat = z.discriminatedUnion('type', [
 ]);
 
 export const chatRequestSchema = z.looseObject({
-  model: z.string().trim().min(1, 'model is required').max(256),
+  model: modelField,
   messages: z.array(message).min(1, 'messages must be a non-empty array'),
   stream: z.boolean().optional(),
   stream_options: z.looseObject({ include_usage: z.boolean().optional() }).optional(),

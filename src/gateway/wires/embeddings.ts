@@ -11,6 +11,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { AppError } from '../../core/errors.ts';
+import { isPrintableText, UNPRINTABLE_MESSAGE } from '../../core/text.ts';
 import {
   EMBEDDING_PLACEHOLDER,
   MAX_EMBEDDING_DIMENSIONS,
@@ -31,7 +32,10 @@ const isBlank = (value: unknown) => value === null || value === undefined || (ty
 const omittedIfBlank = (value: unknown) => (isBlank(value) ? undefined : value);
 
 const bodySchema = z.object({
-  model: z.string({ error: 'model must be a string' }).refine((value) => value.trim() !== '', 'model must not be empty'),
+  model: z
+    .string({ error: 'model must be a string' })
+    .refine((value) => value.trim() !== '', 'model must not be empty')
+    .refine(isPrintableText, `model ${UNPRINTABLE_MESSAGE}`),
   input: z.unknown(),
   dimensions: z.preprocess(
     (value) => {

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { invalid } from '../../core/errors.ts';
+import { modelField } from '../../core/text.ts';
 import type { ChatToolCall, MessagesRequest } from '../providers/types.ts';
 import { compileTools, type DeclaredTools } from '../tool-schemas.ts';
 
@@ -32,7 +33,7 @@ const toolChoice = z.discriminatedUnion('type', [
 ]);
 
 const countFields = {
-  model: z.string().trim().min(1, 'model is required').max(256),
+  model: modelField,
   messages: z.array(message).min(1, 'messages must be a non-empty array'),
   system: z.union([z.string(), z.array(block)]).optional(),
   tools: z.array(tool).max(128).optional(),

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { invalid } from '../../core/errors.ts';
+import { modelField } from '../../core/text.ts';
 import type { ResponsesRequest } from '../providers/types.ts';
 import { assertCompilableSchema, compileTools, type DeclaredTools } from '../tool-schemas.ts';
 
@@ -26,7 +27,7 @@ const UNSUPPORTED_FIELDS: Record<string, string> = {
 };
 
 export const responsesRequestSchema = z.looseObject({
-  model: z.string().trim().min(1, 'model is required').max(256),
+  model: modelField,
   input: z.union([z.string().min(1), z.array(z.looseObject({})).min(1)], { error: 'input is required: a string or a non-empty array of items' }),
   instructions: z.string().optional(),
   tools: z.array(z.looseObject({ type: z.string() })).max(128).optional(),
