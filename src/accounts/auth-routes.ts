@@ -4,7 +4,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { nameSchema } from '../core/text.ts';
+import { isPrintableText, nameSchema, UNPRINTABLE_MESSAGE } from '../core/text.ts';
 import { authOf, clientAddress } from '../http/surface.ts';
 import { clearSessionCookie, cookieOf, SESSION_COOKIE, setSessionCookie } from '../http/session-cookie.ts';
 import type { LimitsService } from '../limits/service.ts';
@@ -17,7 +17,8 @@ export const emailField = z
   .string()
   .trim()
   .max(254)
-  .regex(/^[^\s@]+@[^\s@]+$/, 'must be an e-mail address');
+  .regex(/^[^\s@]+@[^\s@]+$/, 'must be an e-mail address')
+  .refine(isPrintableText, { message: UNPRINTABLE_MESSAGE });
 /** Passwords are checked by the password rules (src/accounts/passwords.ts); this only bounds the body. */
 export const passwordField = z.string().max(4096);
 export const nameField = nameSchema(100);

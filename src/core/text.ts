@@ -10,6 +10,28 @@ const UNPRINTABLE = /[\p{Cc}\u202A-\u202E\u2066-\u2069]/u;
 
 export const UNPRINTABLE_MESSAGE = 'must not contain control characters or bidirectional overrides';
 
+/**
+ * Whether a string of `value` (a parsed JSON body), or a key of one of its objects, holds a NUL. Iterative: call it
+ * on a value whose depth is bounded anyway (src/core/json-depth.ts).
+ */
+export function holdsNul(value: unknown): boolean {
+  const pending: unknown[] = [value];
+  while (pending.length > 0) {
+    const current = pending.pop();
+    if (typeof current === 'string') {
+      if (current.includes('\u0000')) return true;
+    } else if (Array.isArray(current)) {
+      for (const item of current) pending.push(item);
+    } else if (current !== null && typeof current === 'object') {
+      for (const key in current) {
+        if (key.includes('\u0000')) return true;
+        pending.push((current as Record<string, unknown>)[key]);
+      }
+    }
+  }
+  return false;
+}
+
 /** Whether `value` holds no control character and no bidirectional override. */
 export function isPrintableText(value: string): boolean {
   return !UNPRINTABLE.test(value);

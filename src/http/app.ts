@@ -81,6 +81,9 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   // A callback hook, not an async one: it runs on every request and needs no promise.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    // A NUL in a path or query parameter would reach the data file cut short at it (its driver reads text as C
+    // strings): `key_abc%00junk` would name `key_abc`.
+    if (request.url.includes('%00')) return done(new AppError('invalid_request', { message: 'The URL holds a NUL character (%00).' }));
     done();
   });
   // Bearer tokens, never cookies, cross origins: `*` without credentials keeps session cookies out of reach.

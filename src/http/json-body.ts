@@ -6,6 +6,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '../core/errors.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../core/json-depth.ts';
+import { holdsNul } from '../core/text.ts';
+import { surfaceOfUrl } from './error-shapes.ts';
 
 /** Replace the app's `application/json` parser with fastify's own plus the depth bound (route body limits still apply). */
 export function installJsonBodyParser(app: FastifyInstance): void {
@@ -17,6 +19,12 @@ export function installJsonBodyParser(app: FastifyInstance): void {
       if (error) return done(error, undefined);
       if (nestsDeeperThan(value, MAX_JSON_DEPTH)) {
         return done(new AppError('invalid_json', { message: `The request body nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep.` }), undefined);
+      }
+      // The management API stores what it is sent in plain text columns, which the data file's driver cuts at a NUL:
+      // 'victim@example.com\u0000x' signed up as 'victim@example.com'. Gateway bodies keep theirs (a prompt is stored
+      // as escaped JSON; the fields stored as text, such as the model, are validated one by one).
+      if (surfaceOfUrl(request.url) === 'management' && holdsNul(value)) {
+        return done(new AppError('invalid_request', { message: 'The request body holds a NUL character (U+0000), which svc does not store.' }), undefined);
       }
       done(null, value);
     });

@@ -92,7 +92,8 @@ test('the active organization: members, role, seats, plan; rename by owner/admin
   for (const name of ['Head\u0000quarters', 'Head\u202Equarters', 'Head\nquarters']) {
     const refused = await admin.patch('/api/v1/orgs/active', { name });
     assert.equal(refused.statusCode, 400, JSON.stringify(name));
-    assert.equal(json(refused).error.details.param, 'name');
+    // A NUL is refused with the body (no management body may hold one), the others by the name's own rule.
+    if (!name.includes('\u0000')) assert.equal(json(refused).error.details.param, 'name');
   }
   assert.equal(json(await admin.get('/api/v1/orgs/active')).org.name, 'Default');
   const renamed = await admin.patch('/api/v1/orgs/active', { name: 'Headquarters' });

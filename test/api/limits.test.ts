@@ -68,6 +68,31 @@ test('bodies nested more than 128 levels deep are 400s in each surface shape tha
   assert.equal(json(await app.inject({ url: '/api/v1/keys' })).pagination.total, 0);
 });
 
+test('NUL characters: refused in management bodies and in any URL, kept in prompts', async (t) => {
+  const { app } = await build(t, { env: { SVC_ALLOW_PUBLIC_SIGNUP: 'true' } });
+  const setting = await app.inject({ method: 'PUT', url: '/api/v1/settings', payload: { key: 'retention_days', value: 30, note: 'a\u0000b' } });
+  assert.equal(setting.statusCode, 400);
+  assert.match(json(setting).error.message, /NUL character/);
+  const key = await app.inject({ method: 'POST', url: '/api/v1/keys', payload: { ['na\u0000me']: 'x' } });
+  assert.equal(key.statusCode, 400);
+  assert.equal(json(await app.inject({ url: '/api/v1/keys' })).pagination.total, 0);
+  for (const url of ['/api/v1/keys/key_abc%00junk', '/api/v1/runs?status=running%00', '/v1/models/gpt-4o-mini%00']) {
+    const response = await app.inject({ url });
+    assert.equal(response.statusCode, 400, url);
+    assert.match(response.body, /NUL character \(%00\)/, url);
+  }
+  const prompt = await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'a\u0000b' }] } });
+  assert.equal(prompt.statusCode, 200);
+
+  // The data file's driver cuts text at a NUL: this signed up as victim@example.com, whose owner then got 409.
+  const password = 'a long enough password 12345';
+  const hijack = await app.inject({ method: 'POST', url: '/api/v1/auth/signup', payload: { email: 'victim@example.com\u0000x', name: 'Mallory', password } });
+  assert.equal(hijack.statusCode, 400);
+  const victim = await app.inject({ method: 'POST', url: '/api/v1/auth/signup', payload: { email: 'victim@example.com', name: 'Victim', password } });
+  assert.equal(victim.statusCode, 201);
+  assert.equal(json(victim).user.email, 'victim@example.com');
+});
+
 test('a model named with control characters is a 400 on every wire, recorded nowhere', async (t) => {
   const { app } = await build(t);
   const model = 'gpt-4o-mini\u0000x';
