@@ -1,8 +1,8 @@
 /**
- * Names people give things (API keys, users, organizations) and see again in lists, the CLI and the dashboard.
- * Control characters have no place in them, and NUL would not even survive: the data file's driver binds and reads
- * text as C strings, so a name stored with a NUL came back cut short at it. Bidirectional overrides are refused too:
- * they make a name read differently from what it is.
+ * Text svc stores as it was sent. The data file's driver binds and reads text as C strings, so anything stored with a
+ * NUL comes back cut short at it: bodies of the management API may hold none (src/http/json-body.ts). Names people
+ * give things (API keys, users, organizations) and see again in lists, the CLI and the dashboard hold no control
+ * characters at all, nor bidirectional overrides, which make a name read differently from what it is.
  */
 import { z } from 'zod';
 
@@ -36,17 +36,6 @@ export function holdsNul(value: unknown): boolean {
 export function isPrintableText(value: string): boolean {
   return !UNPRINTABLE.test(value);
 }
-
-/**
- * The `model` of a gateway request, on every wire: required, at most 256 characters, printable (a model named with
- * a NUL was recorded on its run cut short at it, unlike the name the upstream was sent).
- */
-export const modelField = z
-  .string()
-  .trim()
-  .min(1, 'model is required')
-  .max(256)
-  .refine(isPrintableText, { message: `model ${UNPRINTABLE_MESSAGE}` });
 
 /** A trimmed name of 1 to `max` characters without control characters or bidirectional overrides. */
 export function nameSchema(max: number) {

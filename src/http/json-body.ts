@@ -1,7 +1,7 @@
 /**
  * JSON request bodies: fastify's own parser (secure-json-parse, refusing `__proto__` and `constructor.prototype`
  * keys), then the nesting bound of src/core/json-depth.ts (a body nested tens of thousands deep was a 500: the stack
- * overflowed in the canonical JSON of its cache key).
+ * overflowed in the canonical JSON of its cache key), and for the management API no NUL in any string.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '../core/errors.ts';
@@ -9,7 +9,7 @@ import { MAX_JSON_DEPTH, nestsDeeperThan } from '../core/json-depth.ts';
 import { holdsNul } from '../core/text.ts';
 import { surfaceOfUrl } from './error-shapes.ts';
 
-/** Replace the app's `application/json` parser with fastify's own plus the depth bound (route body limits still apply). */
+/** Replace the app's `application/json` parser with fastify's own plus these checks (route body limits still apply). */
 export function installJsonBodyParser(app: FastifyInstance): void {
   const parse = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
