@@ -33,6 +33,9 @@ export function setEngineFlags() {
   // window's young records alive through the scavenges: ~0.9 KB promoted per request in those processes instead of
   // ~25 bytes (docs/performance-notes.md, "Allocation-site pretenuring").
   setFlagsFromString('--no-allocation-site-pretenuring');
+  // A regular expression that backtracks more than 50,000 times goes on in V8's linear-time engine instead of for
+  // hours: the patterns of the tool schemas clients declare are compiled for it (src/gateway/tool-schemas.ts).
+  setFlagsFromString('--enable-experimental-regexp-engine-on-excessive-backtracks');
 }
 
 export const codeCacheOf = (bundle) => `${bundle}.cache`;

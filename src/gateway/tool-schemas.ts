@@ -4,11 +4,31 @@
  * client's error (400), never a crash.
  */
 import { Ajv, type ValidateFunction } from 'ajv';
+import safeRegex from 'safe-regex2';
 import { canonicalJson } from '../core/canonical-json.ts';
 import { invalid } from '../core/errors.ts';
 import type { ChatTool, ChatToolCall } from './providers/types.ts';
 
-const ajv = new Ajv({ strict: false, allErrors: false, validateSchema: true });
+/**
+ * The `pattern`s of declared schemas are the client's, and so, through its prompt, are the arguments a model writes
+ * for them: `^(a+)+$` against forty a's and a '!' backtracks for hours on the event loop every request shares. V8
+ * switches to its linear-time engine on excessive backtracking (`--enable-experimental-regexp-engine-on-excessive-
+ * backtracks`, set by bin/launch.mjs), but not for patterns with the `u` flag, which ajv gives every pattern. So a
+ * pattern is compiled without `u`, unless it uses what only `u` means (`\p{L}`, `\u{1F600}`, characters beyond the
+ * BMP); such a one keeps `u` if it nests no quantifier (safe-regex2) and is refused otherwise. The price: without `u`,
+ * `.` and a negated class take one UTF-16 unit, so a length-bounded pattern counts an emoji as two characters.
+ */
+const NEEDS_UNICODE = /\\[pP]\{|\\u\{|[\u{10000}-\u{10FFFF}]/u;
+
+export function patternRegExp(pattern: string, flags: string): RegExp {
+  if (!NEEDS_UNICODE.test(pattern)) return new RegExp(pattern, flags.replace('u', ''));
+  if (!safeRegex(pattern)) throw new Error(`the pattern ${JSON.stringify(pattern)} needs the u flag and nests quantifiers, so it could backtrack without end`);
+  return new RegExp(pattern, flags);
+}
+// ajv calls it for every `pattern` and `patternProperties`; `code` names it only in standalone code, never made here.
+patternRegExp.code = 'patternRegExp';
+
+const ajv = new Ajv({ strict: false, allErrors: false, validateSchema: true, code: { regExp: patternRegExp } });
 
 /** Compiled validators by canonical schema text; bounded so hostile traffic cannot grow it without limit. */
 const compiled = new Map<string, ValidateFunction>();
