@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { countChatTokens, countTokens, decodeTokens, encodeTokens, truncateToTokens } from '../../src/gateway/tokens.ts';
+import { countChatTokens, countTokens, decodeTokens, encodeTokens, EXACT_COUNT_MAX_CHARS, truncateToTokens } from '../../src/gateway/tokens.ts';
 
 test('countTokens uses the o200k_base encoding', () => {
   assert.equal(countTokens(''), 0);
@@ -28,6 +28,19 @@ test('a text of more than 100,000 tokens is counted, encoded and truncated (a ~5
   assert.ok(countTokens(withRun) > 2 * count);
   const cut = truncateToTokens(text, 10);
   assert.ok(text.startsWith(cut) && cut.length > sentence.length && countTokens(cut) <= 10, cut);
+});
+
+test('a text beyond 1 MiB is counted on its first MiB and the rest at the same rate, in bounded time', () => {
+  const text = 'lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(60_000); // 3.4 MB
+  const estimate = countTokens(text);
+  const exact = encodeTokens(text).length;
+  assert.ok(Math.abs(estimate - exact) / exact < 0.01, `${estimate} against ${exact}`);
+  // Only the first MiB is encoded (a 30 MB text costs what that does, not ~30 times it): the count is that part's,
+  // extrapolated.
+  const huge = text.repeat(9);
+  const head = encodeTokens(huge.slice(0, EXACT_COUNT_MAX_CHARS)).length;
+  assert.equal(countTokens(huge), head + Math.ceil(((huge.length - EXACT_COUNT_MAX_CHARS) * head) / EXACT_COUNT_MAX_CHARS));
+  assert.ok(countTokens(huge) > 9 * exact * 0.99);
 });
 
 test('truncateToTokens keeps a prefix of at most N tokens', () => {
