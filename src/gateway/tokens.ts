@@ -60,6 +60,7 @@ function encodeSlice(enc: Tiktoken, slice: string): number[] {
   }
   return ids;
 }
+
 /** Not `target.push(...ids)`: a spread passes every id as an argument, and ~100,000 of them (a ~500 KB prompt) overflow the stack. */
 function appendAll(target: number[], ids: readonly number[]): void {
   for (const id of ids) target.push(id);
