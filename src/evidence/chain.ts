@@ -31,6 +31,11 @@ export function appendedEventHash(prevHash: string, runId: string, seq: number, 
   );
 }
 
+/** The event with sequence number `seq` that follows the chain head `prevHash`, linked to it. */
+export function linkedEvent(prevHash: string, runId: string, seq: number, type: string, payload: Record<string, unknown>, createdAt: number): TraceEvent {
+  return { runId, seq, type, payload, createdAt, prevHash, hash: appendedEventHash(prevHash, runId, seq, type, payload, createdAt) };
+}
+
 export interface ChainVerdict {
   ok: boolean;
   eventCount: number;

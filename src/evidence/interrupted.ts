@@ -6,7 +6,8 @@
  * error kind `interrupted`, with a `run.failed` event on their chain: whether the request was answered is unknown.
  */
 import type { Clock } from '../core/clock.ts';
-import { appendedEventHash } from './chain.ts';
+import { linkedEvent } from './chain.ts';
+import { failedReasonCode } from './ledger.ts';
 import type { RunsRepository } from './repo.ts';
 import type { RunRecord, TraceEvent } from './types.ts';
 
@@ -32,8 +33,7 @@ export function createInterruptedRuns(deps: { repo: RunsRepository; clock: Clock
     const seq = run.eventCount + 1;
     // The payload of the ledger's own closing event (ledger.ts `finish`): the outcome as far as it is known.
     const payload: Record<string, unknown> = { route: null, provider: run.provider, usage: run.usage, costUsd: run.costUsd, latencyMs: null, error: INTERRUPTED_ERROR };
-    const hash = appendedEventHash(run.lastHash, run.id, seq, 'run.failed', payload, at);
-    const event: TraceEvent = { runId: run.id, seq, type: 'run.failed', payload, createdAt: at, prevHash: run.lastHash, hash };
+    const event = linkedEvent(run.lastHash, run.id, seq, 'run.failed', payload, at);
     const final: RunRecord = {
       ...run,
       status: 'failed',
@@ -41,8 +41,8 @@ export function createInterruptedRuns(deps: { repo: RunsRepository; clock: Clock
       error: { ...INTERRUPTED_ERROR },
       completedAt: at,
       eventCount: seq,
-      lastHash: hash,
-      reasonCode: `failed:${INTERRUPTED_ERROR.kind}`,
+      lastHash: event.hash,
+      reasonCode: failedReasonCode(INTERRUPTED_ERROR.kind),
     };
     return { event, final };
   };

@@ -6,7 +6,7 @@
 import type { Clock } from '../core/clock.ts';
 import { DictionaryMap } from '../core/dictionary-map.ts';
 import { newTimeOrderedId } from '../core/ids.ts';
-import { appendedEventHash, genesisHash } from './chain.ts';
+import { genesisHash, linkedEvent } from './chain.ts';
 import type { LedgerChange, RunsRepository } from './repo.ts';
 import type { AttemptRecord, RouteExplanation, RunRecord, RunRoute, RunStatus, RunUsage, TraceEvent } from './types.ts';
 
@@ -44,10 +44,13 @@ export interface RunOutcome {
   responseHash?: string;
 }
 
+/** The reason code of a run that failed with an error of `kind`. */
+export const failedReasonCode = (kind: string): string => `failed:${kind}`;
+
 /** The default reason code of a finished run: why it took its route, in a word (attribution's `reason`). */
 export function reasonCodeOf(outcome: RunOutcome): string {
   if (outcome.reasonCode) return outcome.reasonCode;
-  if (outcome.status === 'failed') return `failed:${outcome.error?.kind ?? 'unknown'}`;
+  if (outcome.status === 'failed') return failedReasonCode(outcome.error?.kind ?? 'unknown');
   if (outcome.status === 'blocked') return 'policy_block';
   if (outcome.route === 'exact_cache') return 'exact_cache_hit';
   if (outcome.route === 'artifact') return 'artifact';
@@ -100,10 +103,8 @@ export function createLedger(deps: { repo: RunsRepository; clock: Clock }): Ledg
 
       const chained = (type: string, payload: Record<string, unknown>): TraceEvent => {
         seq += 1;
-        const createdAt = clock.now();
-        const hash = appendedEventHash(lastHash, id, seq, type, payload, createdAt);
-        const linked: TraceEvent = { runId: id, seq, type, payload, createdAt, prevHash: lastHash, hash };
-        lastHash = hash;
+        const linked = linkedEvent(lastHash, id, seq, type, payload, clock.now());
+        lastHash = linked.hash;
         return linked;
       };
 
