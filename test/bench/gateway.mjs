@@ -69,6 +69,27 @@ export async function warmUp(ctx) {
 // -----------------------------------------------------------------------------------------------------------------
 
 /**
+ * What svc spent over its B rounds: `measure(round)` runs one and adds svc's CPU, the mock's count of svc's calls and
+ * svc's highest RSS (sampled every 250 ms) to the totals.
+ */
+function svcTotals(ctx) {
+  const totals = { cpuMs: 0, upstreamHits: 0, rssMaxMb: 0 };
+  const measure = async (round) => {
+    const hits = ctx.mock.state.svcHits;
+    const cpu = cpuMs(ctx.svc.pid);
+    const sampler = setInterval(() => (totals.rssMaxMb = Math.max(totals.rssMaxMb, rssMb(ctx.svc.pid) ?? 0)), 250);
+    try {
+      return await round();
+    } finally {
+      clearInterval(sampler);
+      totals.cpuMs += cpuMs(ctx.svc.pid) - cpu;
+      totals.upstreamHits += ctx.mock.state.svcHits - hits;
+    }
+  };
+  return { totals, measure };
+}
+
+/**
  * Per concurrency: a short warm-up of A and B, then `rounds` alternating A/B measurements, merged. Every body is
  * unique (a new prompt per request), so B takes svc's live route in full: cache lookup (miss), upstream call, run
  * ledger, cache write. The mock's counter must grow by one per B response (checked: upstreamHitsPerResponse).
@@ -81,18 +102,10 @@ export async function bufferedSection(ctx) {
     await cannon(ctx.svc.url, { connections: c, duration: p.warmupSeconds, next: live });
     const runsA = [];
     const runsB = [];
-    let hitsB = 0;
-    let cpuB = 0;
-    let rssMax = 0;
+    const { totals, measure } = svcTotals(ctx);
     for (let round_ = 0; round_ < p.rounds; round_++) {
       runsA.push(await cannon(ctx.mock.url, { connections: c, duration: p.roundSeconds, next: live }));
-      const hits = ctx.mock.state.svcHits;
-      const cpu = cpuMs(ctx.svc.pid);
-      const sampler = setInterval(() => (rssMax = Math.max(rssMax, rssMb(ctx.svc.pid) ?? 0)), 250);
-      runsB.push(await cannon(ctx.svc.url, { connections: c, duration: p.roundSeconds, next: live }));
-      clearInterval(sampler);
-      cpuB += cpuMs(ctx.svc.pid) - cpu;
-      hitsB += ctx.mock.state.svcHits - hits;
+      runsB.push(await measure(() => cannon(ctx.svc.url, { connections: c, duration: p.roundSeconds, next: live })));
     }
     const A = mergeRuns(runsA);
     const B = mergeRuns(runsB);
@@ -104,9 +117,9 @@ export async function bufferedSection(ctx) {
       addedMs: { p50: round(B.p50 - A.p50, 3), p90: round(B.p90 - A.p90, 3), p99: round(B.p99 - A.p99, 3) },
       rpsRatio: round(B.rps / A.rps, 3),
       svcRssMb: rssMb(ctx.svc.pid),
-      svcRssMaxMb: rssMax || null,
-      svcCpuMsPerRequest: round(cpuB / B.requests, 3),
-      upstreamHitsPerResponse: round(hitsB / B.requests, 3),
+      svcRssMaxMb: totals.rssMaxMb || null,
+      svcCpuMsPerRequest: round(totals.cpuMs / B.requests, 3),
+      upstreamHitsPerResponse: round(totals.upstreamHits / B.requests, 3),
     };
   }
   return out;
@@ -150,9 +163,7 @@ export async function streamingSection(ctx) {
     const warmUpFigures = { streams: warm, ttfbA, ttfbB, addedTtfbMs: round(ttfbB - ttfbA, 3) };
     const a = { ttfb: [], ttlb: [], ok: 0, seconds: 0, failures: 0 };
     const b = { ttfb: [], ttlb: [], ok: 0, seconds: 0, failures: 0, failureSamples: [] };
-    let hitsB = 0;
-    let cpuB = 0;
-    let rssMax = 0;
+    const { totals, measure } = svcTotals(ctx);
     const probe = async (target, acc) => {
       const r = await streamProbe(target, { concurrency: c, requests: Math.round(n / p.rounds) });
       acc.ttfb.push(...r.ttfb);
@@ -164,13 +175,7 @@ export async function streamingSection(ctx) {
     };
     for (let i = 0; i < p.rounds; i++) {
       await probe(ctx.mock.url, a);
-      const hits = ctx.mock.state.svcHits;
-      const cpu = cpuMs(ctx.svc.pid);
-      const sampler = setInterval(() => (rssMax = Math.max(rssMax, rssMb(ctx.svc.pid) ?? 0)), 250);
-      await probe(ctx.svc.url, b);
-      clearInterval(sampler);
-      cpuB += cpuMs(ctx.svc.pid) - cpu;
-      hitsB += ctx.mock.state.svcHits - hits;
+      await measure(() => probe(ctx.svc.url, b));
     }
     if (a.failures) ctx.fail(`streaming c=${c} A (direct to the mock): ${a.failures} failed streams`);
     if (b.failures) ctx.fail(`streaming c=${c} B (through svc): ${b.failures} failed or incomplete streams: ${b.failureSamples.slice(0, 3).join(' | ')}`);
@@ -189,12 +194,12 @@ export async function streamingSection(ctx) {
       addedTtlbMs: added('ttlb'),
       rpsRatio: round(B.rps / A.rps, 3),
       svcRssMb: rssMb(ctx.svc.pid),
-      svcRssMaxMb: rssMax || null,
-      svcCpuMsPerStream: round(cpuB / B.streams, 3),
-      upstreamHitsPerStream: round(hitsB / B.streams, 3),
+      svcRssMaxMb: totals.rssMaxMb || null,
+      svcCpuMsPerStream: round(totals.cpuMs / B.streams, 3),
+      upstreamHitsPerStream: round(totals.upstreamHits / B.streams, 3),
       warmUp: warmUpFigures,
     };
-    if (B.streams > 0 && Math.abs(hitsB / B.streams - 1) > 0.01) ctx.fail(`streaming c=${c}: the mock saw ${hitsB} calls from svc for ${B.streams} streams of new prompts (one each expected)`);
+    if (B.streams > 0 && Math.abs(totals.upstreamHits / B.streams - 1) > 0.01) ctx.fail(`streaming c=${c}: the mock saw ${totals.upstreamHits} calls from svc for ${B.streams} streams of new prompts (one each expected)`);
   }
   out.relay = await relayCheck(ctx);
   return out;

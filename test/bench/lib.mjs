@@ -165,14 +165,8 @@ export async function loopbackCalibration({ roundTrips = 5_000, warmUp = 1_000 }
       if (i >= warmUp) times.push((performance.now() - startedAt) * 1000);
     }
     socket.destroy();
-    const sorted = times.sort((a, b) => a - b);
-    return {
-      roundTrips,
-      crossCpu: PINNED,
-      p50Us: round(percentile(sorted, 50), 1),
-      p90Us: round(percentile(sorted, 90), 1),
-      p99Us: round(percentile(sorted, 99), 1),
-    };
+    const { p50, p90, p99 } = summarize(times);
+    return { roundTrips, crossCpu: PINNED, p50Us: round(p50, 1), p90Us: round(p90, 1), p99Us: round(p99, 1) };
   } finally {
     echo.kill();
   }
