@@ -53,11 +53,6 @@ interface EntryRow {
 /** The columns that say which entry a row holds, and where it is. */
 type StoredKey = Pick<EntryRow, 'id' | 'tenant_id' | 'cache_type' | 'key'>;
 
-/** Escape LIKE wildcards so a key prefix matches literally. */
-function likePrefix(prefix: string): string {
-  return `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-}
-
 export interface CacheRepositoryOptions {
   /**
    * Budget of the in-memory copy of recent entries, in estimated bytes (the stored JSON's length, doubled for the
@@ -358,7 +353,9 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
         forget(matches);
         if (cacheType === null) return deleteRows(sql, 'tenant_id = ?', [tenantId]);
         if (keyPrefix === null) return deleteRows(sql, 'tenant_id = ? AND cache_type = ?', [tenantId, cacheType]);
-        return deleteRows(sql, "tenant_id = ? AND cache_type = ? AND key LIKE ? ESCAPE '\\'", [tenantId, cacheType, likePrefix(keyPrefix)]);
+        // Literally and case-sensitively, as `matches` does for the copies in memory (LIKE ignores ASCII case: with it,
+        // 'CHAT_COMPLETIONS:' deleted the rows while their copies in memory went on being served).
+        return deleteRows(sql, 'tenant_id = ? AND cache_type = ? AND substr(key, 1, length(?)) = ?', [tenantId, cacheType, keyPrefix, keyPrefix]);
       });
     },
 

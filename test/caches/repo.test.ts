@@ -115,6 +115,20 @@ test('invalidation drops the entries held in memory (all, by tier, by key prefix
   assert.equal(await repo.get('ten_b', 'exact_response', 'messages:1'), null);
 });
 
+test('a key prefix matches literally and case-sensitively, in the table as in memory', async (t) => {
+  const { inner, repo } = await setup(t);
+  for (const key of ['chat_completions:1', 'chat%:1', 'chat_:1']) repo.putDeferred(entry('ten_a', key));
+  await inner.flush();
+  // Asked for again: held in memory as well as in the table.
+  assert.ok(await repo.get('ten_a', 'exact_response', 'chat_completions:1'));
+  assert.equal(await repo.invalidate('ten_a', { cacheType: 'exact_response', keyPrefix: 'CHAT_COMPLETIONS:' }), 0);
+  assert.ok(await repo.get('ten_a', 'exact_response', 'chat_completions:1'), 'another case is another prefix');
+  assert.equal(await repo.invalidate('ten_a', { cacheType: 'exact_response', keyPrefix: 'chat%' }), 1);
+  assert.equal(await repo.invalidate('ten_a', { cacheType: 'exact_response', keyPrefix: 'chat_' }), 2);
+  assert.equal(await repo.get('ten_a', 'exact_response', 'chat_completions:1'), null);
+  assert.equal(await repo.get('ten_a', 'exact_response', 'chat_:1'), null);
+});
+
 test('an entry stored after an invalidation is served again', async (t) => {
   const { repo } = await setup(t);
   repo.putDeferred(entry('ten_a', 'k', { answer: 'old' }));
