@@ -27,7 +27,7 @@ import { createKeysService, type KeysService } from './keys/service.ts';
 import { checkOutboundUrl } from './net/url-guard.ts';
 import { createSecretCipher, loadMasterKey, type SecretCipher } from './secrets/vault-cipher.ts';
 import { createSettingsRepository } from './settings/repo.ts';
-import { createSettingsService, type PublicUrlCheck, type SettingsService } from './settings/service.ts';
+import { auditRowView, createSettingsService, type PublicUrlCheck, type SettingsService } from './settings/service.ts';
 import type { Store } from './store/store.ts';
 import { createAccountsRepository } from './accounts/repo.ts';
 import { createInvitesService, type InvitesService } from './accounts/invites-service.ts';
@@ -98,7 +98,7 @@ export async function createServices(config: Config, store: Store, overrides: Se
 
   const { key, source } = loadMasterKey(config.masterKey, config.dataDir);
   const cipher = createSecretCipher(key, source);
-  const audit = createAuditService(createAuditRepository(store), clock);
+  const audit = createAuditService(createAuditRepository(store), clock, { view: auditRowView });
   const keysRepo = createApiKeysRepository(store);
   const keys = createKeysService({ repo: keysRepo, audit, clock });
   const checkPublicUrl: PublicUrlCheck =

@@ -22,7 +22,15 @@ export interface AuditService {
   verify(auth: AuthContext): Promise<{ ok: boolean; count: number; brokenAt: number | null }>;
 }
 
-export function createAuditService(repo: AuditRepository, clock: Clock): AuditService {
+/**
+ * An audit row as `auth` may read it: another module's rule for what of its own records an identity must not see
+ * (the settings withheld from app-pinned callers). It may rewrite `details`, nothing else; `hash` stays the stored
+ * row's, so only the server-side `verify` checks a rewritten row.
+ */
+export type AuditRowView = (auth: AuthContext, record: AuditRecord) => AuditRecord;
+
+export function createAuditService(repo: AuditRepository, clock: Clock, options: { view?: AuditRowView } = {}): AuditService {
+  const view = options.view ?? ((_auth, record) => record);
   return {
     record(auth, action, options = {}) {
       return repo.append(
@@ -50,11 +58,11 @@ export function createAuditService(repo: AuditRepository, clock: Clock): AuditSe
         clock.now(),
       );
     },
-    list(auth, options) {
-      return repo.list(auth.tenantId, options);
+    async list(auth, options) {
+      return (await repo.list(auth.tenantId, options)).map((record) => view(auth, record));
     },
-    aboutTarget(auth, target, limit = 1000) {
-      return repo.listByTarget(auth.tenantId, target, limit);
+    async aboutTarget(auth, target, limit = 1000) {
+      return (await repo.listByTarget(auth.tenantId, target, limit)).map((record) => view(auth, record));
     },
     verify(auth) {
       return repo.verify(auth.tenantId);

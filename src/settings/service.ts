@@ -4,6 +4,7 @@
  */
 import type { Clock } from '../core/clock.ts';
 import { AppError, invalid } from '../core/errors.ts';
+import type { AuditRecord } from '../audit/repo.ts';
 import type { AuditService } from '../audit/service.ts';
 import type { AuthContext } from '../identity/auth-context.ts';
 import type { KeysService } from '../keys/service.ts';
@@ -24,6 +25,23 @@ import {
 export type PublicUrlCheck = (url: string) => Promise<void>;
 
 export type SettingsView = Partial<Record<SettingKey, unknown>>;
+
+/** What an app-pinned identity reads as the value of a `settings.update` of a setting withheld from it. */
+export const WITHHELD_MASK = '[withheld]';
+
+/** Settings app-pinned identities do not receive: the connector grants name other apps' keys, agents and subjects. */
+function withheldFrom(auth: AuthContext, key: unknown): boolean {
+  return key === 'managed_connector_grants' && !auth.tenantWide;
+}
+
+/**
+ * An audit row as `auth` may read it (the audit service's `view`): the log is readable by any identity of the tenant
+ * (SPEC 4.12), and a `settings.update` row holds the new value, so a withheld setting's value is masked there too.
+ */
+export function auditRowView(auth: AuthContext, record: AuditRecord): AuditRecord {
+  if (record.action !== 'settings.update' || !withheldFrom(auth, record.target)) return record;
+  return { ...record, details: { ...record.details, value: WITHHELD_MASK } };
+}
 
 export interface SettingsService {
   /** What an identity may see: secrets as `[set]` (or null when unset), grants withheld from app-pinned callers. */
@@ -74,7 +92,7 @@ export function createSettingsService(deps: {
   function mask(auth: AuthContext, settings: SettingsMap): SettingsView {
     const view: SettingsView = {};
     for (const key of Object.keys(SETTINGS) as SettingKey[]) {
-      if (key === 'managed_connector_grants' && !auth.tenantWide) continue;
+      if (withheldFrom(auth, key)) continue;
       const value = settings[key];
       view[key] = isSecretSetting(key) ? (value === null ? null : SECRET_MASK) : value;
     }

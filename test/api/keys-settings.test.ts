@@ -142,6 +142,21 @@ test('settings: every key validated, one per PUT, unknown keys refused, secrets 
   const pinnedAdmin = json(await create({ name: 'pa', admin: true, appId: 'billing' })).token;
   assert.equal((await put('retention_days', 9, bearer(pinnedAdmin))).statusCode, 403);
   assert.equal(json(await app.inject({ url: '/api/v1/settings', headers: bearer(pinnedAdmin) })).settings.managed_connector_grants, undefined);
+
+  // Nor through the audit log, which any identity of the tenant reads: the grants' update shows no value to it.
+  const granted = json(await create({ name: 'widget', appId: 'widget-app' })).key;
+  const grants = { version: 1, grants: [{ keyIds: [granted.id], appId: 'widget-app', agentId: 'agent-7', subject: 'subject-9', serverIds: ['srv_1'], tools: ['lookup'] }] };
+  assert.equal((await put('managed_connector_grants', grants)).statusCode, 200);
+  const grantsRows = async (headers: Record<string, string>) =>
+    json(await app.inject({ url: '/api/v1/audit?limit=500', headers })).events.filter((event: { target: string }) => event.target === 'managed_connector_grants');
+  const [seenByPinned] = await grantsRows(bearer(pinnedAdmin));
+  assert.deepEqual(seenByPinned.details, { key: 'managed_connector_grants', value: '[withheld]' });
+  const pinnedKey = json(await create({ name: 'widget-reader', appId: 'widget-app' })).token;
+  assert.ok(!JSON.stringify(json(await app.inject({ url: '/api/v1/audit?limit=500', headers: bearer(pinnedKey) }))).includes('agent-7'));
+  const [seenByAdmin] = await grantsRows(admin);
+  assert.deepEqual(seenByAdmin.details.value, grants, 'a tenant-wide identity sees what was set');
+  assert.equal(seenByAdmin.hash, seenByPinned.hash);
+  assert.equal(json(await app.inject({ url: '/api/v1/audit?verify=true', headers: bearer(pinnedAdmin) })).integrity.ok, true);
 });
 
 test('webhook_url must be public even in open dev mode', async (t) => {
