@@ -164,11 +164,13 @@ export function createSessionsService(deps: AccountsDeps): SessionsService {
 
   /**
    * Check a password in the same time whether or not the account exists, and count failures per address so
-   * guessing one account's password is bounded too (the key is hashed: unknown addresses are not stored).
+   * guessing one account's password is bounded too (the key is hashed: unknown addresses are not stored). Each
+   * attempt is counted before its hash is checked and uncounted if it succeeds: counted after the check, a burst of
+   * concurrent guesses all passed the limit (19 wrong passwords and the right one, sent at once, signed in).
    */
   async function checkPassword(email: string, password: string): Promise<User | null> {
     const failureKey = sha256Hex(`login:${email}`);
-    await limits.check('loginFailures', failureKey);
+    const succeeded = await limits.reserve('loginFailures', failureKey);
     const user = await repo.findUserByEmail(email);
     let candidate: string | null = null;
     try {
@@ -184,10 +186,8 @@ export function createSessionsService(deps: AccountsDeps): SessionsService {
     } else {
       await hasher.verifyDummy(password);
     }
-    if (!ok) {
-      await limits.record('loginFailures', failureKey);
-      return null;
-    }
+    if (!ok) return null;
+    await succeeded();
     return user;
   }
 
@@ -223,13 +223,11 @@ export function createSessionsService(deps: AccountsDeps): SessionsService {
       const user = await repo.findUser(auth.userId);
       if (!user) throw new AppError('unauthorized');
       const failureKey = sha256Hex(`login:${user.email}`);
-      await limits.check('loginFailures', failureKey);
       const next = normalizePassword(change.next, 'new');
+      const succeeded = await limits.reserve('loginFailures', failureKey);
       const verdict = await hasher.verify(change.current.normalize('NFKC'), user.passwordHash);
-      if (!verdict.ok) {
-        await limits.record('loginFailures', failureKey);
-        throw new AppError('wrong_password');
-      }
+      if (!verdict.ok) throw new AppError('wrong_password');
+      await succeeded();
       if (next === change.current.normalize('NFKC')) {
         throw new AppError('invalid_request', { message: 'The new password must differ from the current one.', details: { param: 'new' } });
       }

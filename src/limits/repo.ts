@@ -14,15 +14,15 @@ export interface Verdict {
   allowed: boolean;
   /** When refused: how long until the oldest counted attempt leaves the window. */
   retryAfterMs: number;
+  /** When allowed: the row counting this attempt (see `release`). */
+  row: number | null;
 }
 
 export interface RateEventsRepository {
   /** Record an attempt unless the window is full. */
   take(bucket: string, key: string, window: Window, now: number): Promise<Verdict>;
-  /** Whether the window is full, recording nothing. */
-  peek(bucket: string, key: string, window: Window, now: number): Promise<Verdict>;
-  /** Record an attempt unconditionally (e.g. a failure counted after the fact). */
-  record(bucket: string, key: string, now: number): Promise<void>;
+  /** Uncount an attempt `take` counted (its `row`). */
+  release(row: number): Promise<void>;
   /** Delete attempts older than `before`; returns how many. */
   prune(before: number, batch: number): Promise<number>;
 }
@@ -37,8 +37,8 @@ const INSERT_SQL = 'INSERT INTO rate_events (bucket, key, at) VALUES (?, ?, ?)';
 
 function verdictOf(row: WindowRow | undefined, window: Window, now: number): Verdict {
   const n = row?.n ?? 0;
-  if (n < window.limit) return { allowed: true, retryAfterMs: 0 };
-  return { allowed: false, retryAfterMs: Math.max(1, (row?.oldest ?? now) + window.windowMs - now) };
+  if (n < window.limit) return { allowed: true, retryAfterMs: 0, row: null };
+  return { allowed: false, retryAfterMs: Math.max(1, (row?.oldest ?? now) + window.windowMs - now), row: null };
 }
 
 export function createRateEventsRepository(store: Store): RateEventsRepository {
@@ -46,15 +46,15 @@ export function createRateEventsRepository(store: Store): RateEventsRepository {
     take(bucket, key, window, now) {
       return store.write((sql) => {
         const verdict = verdictOf(sql.get<WindowRow>(COUNT_SQL, [bucket, key, now - window.windowMs]), window, now);
-        if (verdict.allowed) sql.run(INSERT_SQL, [bucket, key, now]);
+        if (verdict.allowed) {
+          sql.run(INSERT_SQL, [bucket, key, now]);
+          verdict.row = sql.get<{ row: number }>('SELECT last_insert_rowid() AS row')!.row;
+        }
         return verdict;
       });
     },
-    peek(bucket, key, window, now) {
-      return store.read((sql) => verdictOf(sql.get<WindowRow>(COUNT_SQL, [bucket, key, now - window.windowMs]), window, now));
-    },
-    async record(bucket, key, now) {
-      await store.write((sql) => sql.run(INSERT_SQL, [bucket, key, now]));
+    async release(row) {
+      await store.write((sql) => sql.run('DELETE FROM rate_events WHERE rowid = ?', [row]));
     },
     prune(before, batch) {
       return store.write(

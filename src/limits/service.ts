@@ -29,10 +29,13 @@ export type LimitName = keyof typeof LIMITS;
 export interface LimitsService {
   /** Count one attempt, or throw 429 when the window is already full. */
   take(name: LimitName, key: string): Promise<void>;
-  /** Throw 429 when the window is full, counting nothing. */
-  check(name: LimitName, key: string): Promise<void>;
-  /** Count one attempt after the fact (a failed login). */
-  record(name: LimitName, key: string): Promise<void>;
+  /**
+   * Count one attempt that may turn out not to count (a login that may fail), or throw 429 when the window is already
+   * full; returns what uncounts it (the login succeeded). Counted first, not after the fact: a burst of concurrent
+   * attempts then meets the limit as a sequence of them does, instead of each passing a check made before any of the
+   * others was counted.
+   */
+  reserve(name: LimitName, key: string): Promise<() => Promise<void>>;
   /** Remove attempts older than the longest window (housekeeping). */
   prune(batch: number): Promise<number>;
 }
@@ -53,11 +56,12 @@ export function createLimitsService(deps: { repo: RateEventsRepository; clock: C
       const verdict = await repo.take(name, key, LIMITS[name], clock.now());
       if (!verdict.allowed) throw refusal(verdict.retryAfterMs);
     },
-    async check(name, key) {
-      const verdict = await repo.peek(name, key, LIMITS[name], clock.now());
+    async reserve(name, key) {
+      const verdict = await repo.take(name, key, LIMITS[name], clock.now());
       if (!verdict.allowed) throw refusal(verdict.retryAfterMs);
+      const row = verdict.row!;
+      return () => repo.release(row);
     },
-    record: (name, key) => repo.record(name, key, clock.now()),
     prune: (batch) => repo.prune(clock.now() - longest, batch),
   };
 }

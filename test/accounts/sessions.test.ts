@@ -233,6 +233,29 @@ test('failed logins per e-mail: 10 per 15 minutes, known and unknown addresses a
   assert.equal(open.statusCode, 200);
 });
 
+test('failed logins per e-mail: a burst of concurrent guesses meets the limit as a sequence does; a success is not counted', async (t) => {
+  const { app } = await buildWithAdmin(t);
+  const login = (password: string, i: number) =>
+    app.inject({ method: 'POST', url: '/api/v1/auth/login', remoteAddress: `192.0.2.${i + 1}`, headers: { origin: ORIGIN }, payload: { email: ADMIN.email, password } });
+  // Nine failures and a success: the success leaves no count behind, so a tenth failure is still answered.
+  for (let i = 0; i < 9; i++) assert.equal((await login('wrong-password', i)).statusCode, 401);
+  assert.equal((await login(ADMIN.password, 20)).statusCode, 200);
+  assert.equal((await login('wrong-password', 21)).statusCode, 401);
+  assert.equal((await login(ADMIN.password, 22)).statusCode, 429, 'ten failures counted');
+
+  // Twelve wrong guesses and the right password at once, on another account: only ten are checked.
+  const other = await buildWithAdmin(t);
+  const burst = await Promise.all(
+    [...Array.from({ length: 12 }, () => 'wrong-password'), ADMIN.password].map((password, i) =>
+      other.app.inject({ method: 'POST', url: '/api/v1/auth/login', remoteAddress: `198.51.100.${i + 1}`, headers: { origin: ORIGIN }, payload: { email: ADMIN.email, password } }),
+    ),
+  );
+  const statuses = burst.map((response) => response.statusCode);
+  assert.equal(statuses.filter((status) => status === 401).length, 10, statuses.join(' '));
+  assert.equal(statuses.filter((status) => status === 200).length, 0, statuses.join(' '));
+  assert.equal(statuses.filter((status) => status === 429).length, 3, statuses.join(' '));
+});
+
 test('the first user switches svc into login mode, for good', async (t) => {
   const { app } = await buildAccounts(t);
   assert.equal((await app.inject({ url: '/api/v1/keys' })).statusCode, 200); // open dev mode
