@@ -93,6 +93,7 @@ const envSchema = z.object({
   SVC_PROVIDER_TIMEOUT_MS: int(900_000, 100, 3_600_000),
   SVC_PROVIDER_STREAM_HEADERS_TIMEOUT_MS: int(30_000, 100, 600_000),
   SVC_PROVIDER_STREAM_IDLE_TIMEOUT_MS: int(300_000, 100, 3_600_000),
+  SVC_PROVIDER_MAX_ANSWER_BYTES: int(64 * MiB, 1 * MiB, 1024 * MiB),
 });
 
 export interface Config {
@@ -139,6 +140,8 @@ export interface Config {
     messages: { apiKey: string | null; baseUrl: string };
     /** Upstream time bounds (docs/providers.md): connect; whole buffered call; stream headers; silence between chunks. */
     timeouts: { connectMs: number; bufferedMs: number; streamHeadersMs: number; streamIdleMs: number };
+    /** The most bytes an upstream answer may have, buffered or streamed; embeddings answers four times that. */
+    maxAnswerBytes: number;
   };
   limits: {
     gatewayBodyBytes: number;
@@ -259,6 +262,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
         streamHeadersMs: e.SVC_PROVIDER_STREAM_HEADERS_TIMEOUT_MS,
         streamIdleMs: e.SVC_PROVIDER_STREAM_IDLE_TIMEOUT_MS,
       },
+      maxAnswerBytes: e.SVC_PROVIDER_MAX_ANSWER_BYTES,
     },
     limits: {
       gatewayBodyBytes: e.SVC_GATEWAY_BODY_LIMIT_BYTES,

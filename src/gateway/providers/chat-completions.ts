@@ -29,6 +29,7 @@ import {
 import { deadlineSignal } from './deadline.ts';
 import { undiciSignal, type CallSignal } from '../call-signal.ts';
 import { sseJson } from './sse.ts';
+import { EMBEDDINGS_ANSWER_FACTOR, DEFAULT_MAX_ANSWER_BYTES, MAX_ERROR_BODY_BYTES, readAnswer, readLimited, tooLargeMessage } from './bodies.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../core/json-depth.ts';
 
 export interface ProviderTimeouts {
@@ -68,28 +69,11 @@ export interface ChatCompletionsProviderOptions {
   baseUrl: string;
   dispatcher: Dispatcher;
   timeouts?: Partial<ProviderTimeouts>;
+  /** The most bytes an answer may have (src/gateway/providers/bodies.ts); default `DEFAULT_MAX_ANSWER_BYTES`. */
+  maxAnswerBytes?: number;
 }
-
-/** Error bodies are read up to this many bytes; the rest is discarded. */
-export const MAX_ERROR_BODY_BYTES = 64 * 1024;
 
 type ResponseData = Dispatcher.ResponseData;
-
-export async function readLimited(body: ResponseData['body'], limit: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    const buf = chunk as Buffer;
-    if (size + buf.length > limit) {
-      chunks.push(buf.subarray(0, limit - size));
-      body.destroy();
-      break;
-    }
-    chunks.push(buf);
-    size += buf.length;
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
 
 export function contentType(headers: ResponseData['headers']): string {
   const value = headers['content-type'];
@@ -121,6 +105,7 @@ export function upstreamTarget(baseUrl: string): { origin: string; basePath: str
 export function createChatCompletionsProvider(options: ChatCompletionsProviderOptions): Provider {
   const { name, apiKey, dispatcher } = options;
   const timeouts = { ...DEFAULT_PROVIDER_TIMEOUTS, ...options.timeouts };
+  const maxAnswerBytes = options.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES;
   // Configured addresses are validated (config.ts); one that is not a URL fails each call, as undici would.
   const target = upstreamTarget(options.baseUrl);
   const secrets = [apiKey];
@@ -161,7 +146,8 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
     if (response.statusCode < 200 || response.statusCode >= 300) {
       let text = '';
       try {
-        text = await readLimited(response.body, MAX_ERROR_BODY_BYTES);
+        // Within the stream headers' deadline: a stream's call waits for its answer's status no longer than that.
+        text = await readLimited(response.body, MAX_ERROR_BODY_BYTES, timeouts.streamHeadersMs);
       } catch (error) {
         // The status alone classifies the failure; a body that breaks off only loses the message.
         if (clientSignal.aborted) throw classifyThrown(name, error, clientSignal);
@@ -171,8 +157,8 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
     return response;
   }
 
-  /** POST and parse a JSON answer within the buffered deadline. */
-  async function postJson(path: string, wire: Wire, body: unknown, context: ProviderCallContext): Promise<unknown> {
+  /** POST and parse a JSON answer within the buffered deadline and `maxBytes`. */
+  async function postJson(path: string, wire: Wire, body: unknown, context: ProviderCallContext, maxBytes = maxAnswerBytes): Promise<unknown> {
     const deadline = deadlineSignal(context.signal, timeouts.bufferedMs);
     const limits = { headersTimeout: timeouts.bufferedMs, bodyTimeout: timeouts.bufferedMs };
     let text: string;
@@ -181,8 +167,9 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
       const response = await post(path, wire, body, deadline.signal, limits, context.signal);
       status = response.statusCode;
       try {
-        text = await response.body.text();
+        text = await readAnswer(response.body, maxBytes, () => badResponse(tooLargeMessage('the upstream answer', maxBytes), status));
       } catch (error) {
+        if (error instanceof ProviderError) throw error;
         throw classifyThrown(name, error, context.signal);
       }
     } finally {
@@ -214,7 +201,7 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
     const type = contentType(response.headers);
     if (!type.includes('text/event-stream')) {
       // An upstream that ignored `stream: true` or answered an error with 200: never relayed as if it were a stream.
-      const text = await readLimited(response.body, MAX_ERROR_BODY_BYTES).catch(() => '');
+      const text = await readLimited(response.body, MAX_ERROR_BODY_BYTES, timeouts.streamHeadersMs).catch(() => '');
       const message = redactSecrets(upstreamMessage(text), secrets);
       throw badResponse(`expected an event stream, got ${type || 'no content type'}${message ? `: ${message}` : ''}`, response.statusCode);
     }
@@ -227,6 +214,7 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
     const parser = createParser({ onEvent: (event) => pending.push(event) });
     const decoder = new TextDecoder();
     let finished = false;
+    let received = 0;
     // The next pending chunk, or undefined when none is pending or `[DONE]` came. A plain function, not a generator
     // made per stream (see sse.ts).
     const next = (): ChatChunk | undefined => {
@@ -238,6 +226,9 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
     };
     try {
       for await (const piece of body) {
+        received += (piece as Buffer).length;
+        // Every byte is held until the stream ends (an unfinished line by the parser, the answer by the relay).
+        if (received > maxAnswerBytes) throw badResponse(tooLargeMessage('the upstream stream', maxAnswerBytes), 200);
         parser.feed(decoder.decode(piece as Buffer, { stream: true }));
         for (let chunk = next(); chunk !== undefined; chunk = next()) yield chunk;
         if (finished) return;
@@ -274,7 +265,7 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
     const body: Record<string, unknown> = { model: embeddingsRequest.model, input: embeddingsRequest.input, encoding_format: 'float' };
     if (embeddingsRequest.dimensions !== undefined) body.dimensions = embeddingsRequest.dimensions;
     if (embeddingsRequest.user !== undefined) body.user = embeddingsRequest.user;
-    const parsed = await postJson('/embeddings', 'embeddings', body, context);
+    const parsed = await postJson('/embeddings', 'embeddings', body, context, maxAnswerBytes * EMBEDDINGS_ANSWER_FACTOR);
     if (!isObject(parsed) || !Array.isArray(parsed.data)) throw badResponse('the upstream answer is not an embeddings list');
     const count = embeddingsRequest.input.length;
     const vectors = new Array<number[] | undefined>(count);
@@ -310,7 +301,7 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
     const response = await post('/responses', 'responses', { ...responsesRequest, stream: true }, context.signal, limits, context.signal);
     const type = contentType(response.headers);
     if (!type.includes('text/event-stream')) {
-      await readLimited(response.body, MAX_ERROR_BODY_BYTES).catch(() => '');
+      await readLimited(response.body, MAX_ERROR_BODY_BYTES, timeouts.streamHeadersMs).catch(() => '');
       throw badResponse(`expected an event stream, got ${type || 'no content type'}`, response.statusCode);
     }
     // `response.failed` and `error` are relayed to the wire's own relay, which records them as the failure they are.
@@ -318,6 +309,7 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
       provider: name,
       clientSignal: context.signal,
       secrets,
+      maxBytes: maxAnswerBytes,
       isTerminal: (data) => data.type === 'response.completed' || data.type === 'response.incomplete' || data.type === 'response.failed',
       isError: () => false,
     });

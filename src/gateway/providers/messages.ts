@@ -5,7 +5,8 @@
  * classification are those of the chat-completions provider. It carries the messages wire only.
  */
 import { request, type Dispatcher } from 'undici';
-import { contentType, DEFAULT_PROVIDER_TIMEOUTS, isObject, MAX_ERROR_BODY_BYTES, readLimited, type ProviderTimeouts } from './chat-completions.ts';
+import { contentType, DEFAULT_PROVIDER_TIMEOUTS, isObject, type ProviderTimeouts } from './chat-completions.ts';
+import { DEFAULT_MAX_ANSWER_BYTES, MAX_ERROR_BODY_BYTES, readAnswer, readLimited, tooLargeMessage } from './bodies.ts';
 import { deadlineSignal } from './deadline.ts';
 import { undiciSignal, type CallSignal } from '../call-signal.ts';
 import { classifyHttpFailure, classifyThrown } from './errors.ts';
@@ -22,11 +23,14 @@ export interface MessagesProviderOptions {
   baseUrl: string;
   dispatcher: Dispatcher;
   timeouts?: Partial<ProviderTimeouts>;
+  /** The most bytes an answer may have (src/gateway/providers/bodies.ts); default `DEFAULT_MAX_ANSWER_BYTES`. */
+  maxAnswerBytes?: number;
 }
 
 export function createMessagesProvider(options: MessagesProviderOptions): Provider {
   const { name, apiKey, dispatcher } = options;
   const timeouts = { ...DEFAULT_PROVIDER_TIMEOUTS, ...options.timeouts };
+  const maxAnswerBytes = options.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES;
   const url = `${options.baseUrl.replace(/\/+$/, '').replace(/\/v1$/, '')}/v1/messages`;
   const secrets = [apiKey];
   const bad = (message: string, status?: number) => new ProviderError('bad_response', message, { provider: name, ...(status ? { upstreamStatus: status } : {}) });
@@ -53,7 +57,8 @@ export function createMessagesProvider(options: MessagesProviderOptions): Provid
       throw classifyThrown(name, error, context.signal);
     }
     if (response.statusCode < 200 || response.statusCode >= 300) {
-      const text = await readLimited(response.body, MAX_ERROR_BODY_BYTES).catch(() => '');
+      // Within the stream headers' deadline: a stream's call waits for its answer's status no longer than that.
+      const text = await readLimited(response.body, MAX_ERROR_BODY_BYTES, timeouts.streamHeadersMs).catch(() => '');
       // 529 (overloaded) classifies as an upstream 5xx: retryable, fail-open.
       throw classifyHttpFailure({ provider: name, wire: 'messages', status: response.statusCode, headers: response.headers, body: text, secrets });
     }
@@ -66,10 +71,17 @@ export function createMessagesProvider(options: MessagesProviderOptions): Provid
     let parsed: unknown;
     try {
       const response = await post(rest as MessagesRequest, context, { headersTimeout: timeouts.bufferedMs, bodyTimeout: timeouts.bufferedMs }, deadline.signal);
+      let text: string;
       try {
-        parsed = JSON.parse(await response.body.text());
+        text = await readAnswer(response.body, maxAnswerBytes, () => bad(tooLargeMessage('the upstream answer', maxAnswerBytes), response.statusCode));
       } catch (error) {
-        if (context.signal.aborted) throw classifyThrown(name, error, context.signal);
+        // A body cut by the deadline is a timeout (504), by a reset a network failure, as on the other wires.
+        if (error instanceof ProviderError) throw error;
+        throw classifyThrown(name, error, context.signal);
+      }
+      try {
+        parsed = JSON.parse(text);
+      } catch {
         throw bad('the upstream answer is not valid JSON', response.statusCode);
       }
       if (nestsDeeperThan(parsed, MAX_JSON_DEPTH)) throw bad(`the upstream answer nests more than ${MAX_JSON_DEPTH} levels deep`, response.statusCode);
@@ -84,13 +96,14 @@ export function createMessagesProvider(options: MessagesProviderOptions): Provid
     const response = await post({ ...body, stream: true }, context, { headersTimeout: timeouts.streamHeadersMs, bodyTimeout: timeouts.streamIdleMs }, context.signal);
     const type = contentType(response.headers);
     if (!type.includes('text/event-stream')) {
-      await readLimited(response.body, MAX_ERROR_BODY_BYTES).catch(() => '');
+      await readLimited(response.body, MAX_ERROR_BODY_BYTES, timeouts.streamHeadersMs).catch(() => '');
       throw bad(`expected an event stream, got ${type || 'no content type'}`, response.statusCode);
     }
     return sseJson<MessagesStreamEvent>(response.body, {
       provider: name,
       clientSignal: context.signal,
       secrets,
+      maxBytes: maxAnswerBytes,
       isTerminal: (data) => data.type === 'message_stop',
       isError: (data, event) => data.type === 'error' || event === 'error',
     });

@@ -62,8 +62,9 @@ export function createProviderRegistry(options: ProviderRegistryOptions): Provid
   const dispatcher: Dispatcher = options.fetchDispatcher ?? ownAgent!;
   const mock = options.mock ?? createMockProvider();
   const chat = settings.chatCompletions;
+  const { maxAnswerBytes } = settings;
   const live = (name: string, apiKey: string, baseUrl: string) =>
-    createChatCompletionsProvider({ name, apiKey, baseUrl, dispatcher, timeouts });
+    createChatCompletionsProvider({ name, apiKey, baseUrl, dispatcher, timeouts, maxAnswerBytes });
 
   const platform = chat.apiKey ? live(PROVIDER_NAMES.platform, chat.apiKey, chat.baseUrl) : null;
   // A fallback key without its own address is a second key for the platform upstream.
@@ -72,7 +73,7 @@ export function createProviderRegistry(options: ProviderRegistryOptions): Provid
     : null;
   const messagesConfigured = Boolean(settings.messages.apiKey);
   const messagesProvider = settings.messages.apiKey
-    ? createMessagesProvider({ name: PROVIDER_NAMES.messages, apiKey: settings.messages.apiKey, baseUrl: settings.messages.baseUrl, dispatcher, timeouts })
+    ? createMessagesProvider({ name: PROVIDER_NAMES.messages, apiKey: settings.messages.apiKey, baseUrl: settings.messages.baseUrl, dispatcher, timeouts, maxAnswerBytes })
     : null;
   const tenantProviders = new Map<string, Provider>();
 

@@ -9,11 +9,14 @@ import type { Dispatcher } from 'undici';
 import { classifyThrown, redactSecrets, upstreamMessage } from './errors.ts';
 import { ProviderError } from './types.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../core/json-depth.ts';
+import { tooLargeMessage } from './bodies.ts';
 
 export interface SseOptions {
   provider: string;
   clientSignal: CallSignal;
   secrets: ReadonlyArray<string>;
+  /** The most bytes the stream may have: all of it is held until it ends (src/gateway/providers/bodies.ts). */
+  maxBytes: number;
   /** The event that ends a complete stream (it is yielded, then the stream stops). */
   isTerminal(data: { type?: unknown }, eventName: string | undefined): boolean;
   /** Whether an event is the wire's error event. */
@@ -25,6 +28,7 @@ export async function* sseJson<T>(body: Dispatcher.ResponseData['body'], options
   const parser = createParser({ onEvent: (event) => pending.push(event) });
   const decoder = new TextDecoder();
   let finished = false;
+  let received = 0;
   const bad = (message: string) => new ProviderError('bad_response', message, { provider: options.provider, upstreamStatus: 200 });
   // The next parsed event's data, or undefined when none is pending (or the terminal one was taken). A plain function,
   // not a generator made per stream: on Node 20 each call of such a generator costs a hidden class of its own, which
@@ -49,6 +53,8 @@ export async function* sseJson<T>(body: Dispatcher.ResponseData['body'], options
   };
   try {
     for await (const piece of body) {
+      received += (piece as Buffer).length;
+      if (received > options.maxBytes) throw bad(tooLargeMessage('the upstream stream', options.maxBytes));
       parser.feed(decoder.decode(piece as Buffer, { stream: true }));
       for (let data = next(); data !== undefined; data = next()) yield data;
       if (finished) return;

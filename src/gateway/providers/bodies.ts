@@ -1,0 +1,82 @@
+/**
+ * Reading upstream bodies within bounds. svc holds an upstream's answer whole (parsed; a stream's assembled for its
+ * run and the cache), so its size is bounded: unbounded, a buffered answer of hundreds of megabytes, an SSE line that
+ * never ends or streamed tool-call arguments that never close grew svc's heap until V8 ended the process, and every
+ * tenant's requests with it. An answer past the bound fails its call as `bad_response` (502, or a stream's error
+ * event), like any other answer svc cannot use.
+ */
+import type { Dispatcher } from 'undici';
+
+type Body = Dispatcher.ResponseData['body'];
+
+/** Error bodies are read up to this many bytes; the rest is discarded. */
+export const MAX_ERROR_BODY_BYTES = 64 * 1024;
+
+/**
+ * The most bytes an upstream answer may have, buffered or streamed (`SVC_PROVIDER_MAX_ANSWER_BYTES`). The longest
+ * answers models give (~128,000 tokens) take ~25-35 MB as a stream: each token is an SSE event of ~200-250 bytes.
+ */
+export const DEFAULT_MAX_ANSWER_BYTES = 64 * 1024 * 1024;
+
+/**
+ * An embeddings answer may be this many times the bound: its floats are written out in JSON (~20 bytes each), and
+ * 2,048 inputs of 3,072 dimensions (the most the wire takes, of the largest model) are ~126 MB.
+ */
+export const EMBEDDINGS_ANSWER_FACTOR = 4;
+
+/**
+ * The body as text, cut at `limit` bytes, read for at most `withinMs`: what came by then (an error body trickling in
+ * a byte at a time would otherwise hold a stream's request, waiting only for the idle timeout between its bytes).
+ */
+export async function readLimited(body: Body, limit: number, withinMs = Infinity): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let timedOut = false;
+  const timer = Number.isFinite(withinMs)
+    ? setTimeout(() => {
+        timedOut = true;
+        body.destroy();
+      }, withinMs)
+    : null;
+  try {
+    for await (const chunk of body) {
+      const buf = chunk as Buffer;
+      if (size + buf.length > limit) {
+        chunks.push(buf.subarray(0, limit - size));
+        body.destroy();
+        break;
+      }
+      chunks.push(buf);
+      size += buf.length;
+    }
+  } catch (error) {
+    if (!timedOut) throw error;
+  } finally {
+    if (timer) clearTimeout(timer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * A whole answer body as text; past `maxBytes` the body is released and `tooLarge()` thrown. Read errors (a deadline,
+ * a reset) are thrown as they are, for the caller to classify.
+ */
+export async function readAnswer(body: Body, maxBytes: number, tooLarge: () => Error): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const buf = chunk as Buffer;
+    size += buf.length;
+    if (size > maxBytes) {
+      body.destroy();
+      throw tooLarge();
+    }
+    chunks.push(buf);
+  }
+  return Buffer.concat(chunks, size).toString('utf8');
+}
+
+/** The message of an answer past the bound. */
+export function tooLargeMessage(what: string, maxBytes: number): string {
+  return `${what} is larger than ${maxBytes} bytes (SVC_PROVIDER_MAX_ANSWER_BYTES)`;
+}
