@@ -14,9 +14,15 @@ export function isGenericProvider(domain: string): boolean {
   return GENERIC_PROVIDERS.has(domain.toLowerCase());
 }
 
-/** `ada@acme.io` -> `acme.io`; `ada@gmail.com` with name `Ada` -> `Ada's org`. At most 100 characters. */
+/**
+ * `ada@acme.io` -> `acme.io`; `ada@gmail.com` with name `Ada` -> `Ada's org`. At most 100 characters (UTF-16 units, as
+ * the organization name rule counts them), never cutting a character in two: a cut between the halves of a surrogate
+ * pair left half an emoji, stored as replacement characters past the 100.
+ */
 export function orgNameForSignup(email: string, name: string): string {
   const domain = email.slice(email.lastIndexOf('@') + 1).toLowerCase();
   const chosen = domain && !isGenericProvider(domain) ? domain : `${name.trim()}'s org`;
-  return chosen.slice(0, 100);
+  if (chosen.length <= 100) return chosen;
+  const cut = /[\uD800-\uDBFF]/.test(chosen[99]!) ? 99 : 100;
+  return chosen.slice(0, cut);
 }

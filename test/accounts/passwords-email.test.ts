@@ -44,6 +44,11 @@ test('org names: the domain, or the person for generic providers', () => {
   assert.equal(orgNameForSignup('ada@acme.io', 'Ada'), 'acme.io');
   assert.equal(orgNameForSignup('ada@gmail.com', 'Ada'), "Ada's org");
   assert.equal(orgNameForSignup('ada@Outlook.com', ' Ada L '), "Ada L's org");
+  // Cut at 100 UTF-16 units, never between the halves of a surrogate pair.
+  const emoji = orgNameForSignup(`x@${'a'.repeat(99)}\u{1F600}.io`, 'X');
+  assert.equal(emoji, 'a'.repeat(99));
+  assert.equal(orgNameForSignup(`x@${'a'.repeat(98)}\u{1F600}.io`, 'X'), `${'a'.repeat(98)}\u{1F600}`);
+  assert.equal(orgNameForSignup(`x@${'b'.repeat(120)}.io`, 'X'), 'b'.repeat(100));
 });
 
 test('templates are pure, carry the link in text and HTML, and escape HTML', () => {
