@@ -128,7 +128,10 @@ export function createUsersService(deps: AccountsDeps): UsersService {
         if (patch.role !== undefined) throw new AppError('platform_admin_required', { message: 'Only a platform admin may change a platform role.' });
         throw new AppError('forbidden', { message: 'Only a platform admin or the user themself may change a name.' });
       }
-      const { user } = await visibleUser(auth, id);
+      // The user themself may rename themself also without an organization (an account route): the caller's own
+      // account is always visible to them.
+      const { user } = self ? { user: await repo.findUser(id) } : await visibleUser(auth, id);
+      if (!user) throw notFound('User');
       if (patch.role !== undefined && self && user.role === 'admin' && patch.role !== 'admin') {
         throw invalid('A platform admin cannot demote themself; another platform admin can.');
       }

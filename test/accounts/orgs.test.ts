@@ -205,7 +205,12 @@ test('org deletion: owner only, confirm required, default refused; cascade, audi
   // The key is gone, the users stay, the audit log of the organization (with org.delete) is kept and intact.
   assert.equal((await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: bearer(key.token), payload: CHAT })).statusCode, 401);
   // The member belonged to Acme only: signed in still, without an organization.
-  assert.equal(json(await member.get('/api/v1/auth/me')).org, null);
+  const alone = json(await member.get('/api/v1/auth/me'));
+  assert.equal(alone.org, null);
+  // Still their own account: they may rename themself.
+  const renamed = await member.patch(`/api/v1/users/${alone.user.id}`, { name: 'On My Own' });
+  assert.equal(renamed.statusCode, 200, renamed.body);
+  assert.equal(json(await member.get('/api/v1/auth/me')).user.name, 'On My Own');
   const actions = await services.store.read((sql) => sql.all<{ action: string }>('SELECT action FROM audit_events WHERE tenant_id = ? ORDER BY seq', [acme]));
   assert.ok(actions.some((a) => a.action === 'org.delete'));
   assert.ok(actions.some((a) => a.action === 'org.create'));
