@@ -8,6 +8,16 @@ import type { AuthContext, OrgRole } from '../identity/auth-context.ts';
 import { ORG_ROLE_RANK, type Membership, type User } from './types.ts';
 
 /** The caller's rank in its resolved organization: 3 owner, 2 admin, 1 member, 0 none. */
+/**
+ * The key a per-caller limit counts `auth` under: a user or an API key. Null for the operator (the bootstrap token,
+ * the local socket, open dev mode), who is not limited.
+ */
+export function limitedCaller(auth: AuthContext): string | null {
+  if (auth.kind === 'session' && auth.userId) return `user:${auth.userId}`;
+  if (auth.kind === 'api_key' && auth.keyId) return `key:${auth.keyId}`;
+  return null;
+}
+
 export function rankOf(auth: AuthContext): number {
   if (auth.platformAdmin) return ORG_ROLE_RANK.owner;
   if (auth.session) return auth.session.orgRole ? ORG_ROLE_RANK[auth.session.orgRole] : 0;

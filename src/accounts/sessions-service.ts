@@ -13,7 +13,7 @@ import type { AuditService } from '../audit/service.ts';
 import { NO_ORGANIZATION, type AuthContext } from '../identity/auth-context.ts';
 import type { LimitsService } from '../limits/service.ts';
 import type { Mailer } from '../email/transport.ts';
-import { requireSession } from './access.ts';
+import { limitedCaller, requireSession } from './access.ts';
 import { normalizePassword, type PasswordHasher } from './passwords.ts';
 import type { AccountsRepository } from './repo.ts';
 import { normalizeEmail, type Membership, type Session, type User } from './types.ts';
@@ -224,8 +224,9 @@ export function createSessionsService(deps: AccountsDeps): SessionsService {
       if (!user) throw new AppError('unauthorized');
       const failureKey = sha256Hex(`login:${user.email}`);
       const next = normalizePassword(change.next, 'new');
+      await limits.take('accountPasswords', limitedCaller(auth)!);
       const succeeded = await limits.reserve('loginFailures', failureKey);
-      const verdict = await hasher.verify(change.current.normalize('NFKC'), user.passwordHash);
+      const verdict = await hasher.verify(change.current.normalize('NFKC'), user.passwordHash, 'account');
       if (!verdict.ok) throw new AppError('wrong_password');
       await succeeded();
       if (next === change.current.normalize('NFKC')) {
@@ -234,7 +235,7 @@ export function createSessionsService(deps: AccountsDeps): SessionsService {
       const issued = issueSession(clock, user.id, auth.tenantId === NO_ORGANIZATION ? null : auth.tenantId);
       const now = clock.now();
       await repo.setPassword(user.id, {
-        hash: await hasher.hash(next),
+        hash: await hasher.hash(next, 'account'),
         mustChangePassword: false,
         now,
         session: { create: issued.session, tokenHash: issued.tokenHash },

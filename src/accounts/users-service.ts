@@ -10,7 +10,7 @@ import { AppError, invalid, notFound } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import type { AuthContext } from '../identity/auth-context.ts';
 import { DEFAULT_TENANT_ID } from '../tenants/defaults.ts';
-import { requireAccountAdmin, requireMayGrant, requireReach } from './access.ts';
+import { limitedCaller, requireAccountAdmin, requireMayGrant, requireReach } from './access.ts';
 import { normalizePassword } from './passwords.ts';
 import type { AccountsDeps } from './sessions-service.ts';
 import { normalizeEmail, type Membership, type OrgRole, type PlatformRole, type User } from './types.ts';
@@ -52,7 +52,14 @@ function defaultName(email: string): string {
 }
 
 export function createUsersService(deps: AccountsDeps): UsersService {
-  const { repo, hasher, clock, audit } = deps;
+  const { repo, hasher, clock, audit, limits } = deps;
+
+  /** Hash a password a caller asked for, counted against the caller's `accountPasswords` limit. */
+  async function hashFor(auth: AuthContext, password: string): Promise<string> {
+    const caller = limitedCaller(auth);
+    if (caller !== null) await limits.take('accountPasswords', caller);
+    return hasher.hash(password, 'account');
+  }
 
   async function listing(auth: AuthContext, user: User): Promise<UserListing> {
     const memberships = await repo.membershipsOf(user.id);
@@ -110,7 +117,7 @@ export function createUsersService(deps: AccountsDeps): UsersService {
         role,
         emailVerified: false,
         mustChangePassword: true,
-        passwordHash: await hasher.hash(tempPassword),
+        passwordHash: await hashFor(auth, tempPassword),
         passwordChangedAt: now,
         createdAt: now,
         updatedAt: now,
@@ -162,7 +169,7 @@ export function createUsersService(deps: AccountsDeps): UsersService {
       const { user, memberships } = await visibleUser(auth, id);
       requireReach(auth, user, memberships);
       const tempPassword = generateTempPassword();
-      await repo.setPassword(id, { hash: await hasher.hash(tempPassword), mustChangePassword: true, now: clock.now() });
+      await repo.setPassword(id, { hash: await hashFor(auth, tempPassword), mustChangePassword: true, now: clock.now() });
       await audit.record(auth, 'user.reset_password', { target: id, details: { email: user.email } });
       return { user: await listing(auth, (await repo.findUser(id))!), tempPassword };
     },

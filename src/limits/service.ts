@@ -22,6 +22,11 @@ export const LIMITS = {
   inviteAccept: { limit: 20, windowMs: MINUTE },
   /** SPEC 8: 3 verification deliveries per user per 15 minutes. */
   verificationResend: { limit: 3, windowMs: 15 * MINUTE },
+  /**
+   * Passwords a signed-in caller has hashed (users created, admin resets, own password changes), per caller: each
+   * hash is ~0.5 s of a CPU, and one org admin's burst of resets kept both of the reference machine's busy.
+   */
+  accountPasswords: { limit: 60, windowMs: 10 * MINUTE },
 } as const satisfies Record<string, Window>;
 
 export type LimitName = keyof typeof LIMITS;

@@ -21,6 +21,21 @@ test('production hashes are scrypt N=2^17, r=8, p=1 with a 16-byte salt, and ver
   assert.deepEqual(await hasher.verify('correct horse batterY', hash), { ok: false, needsRehash: false });
 });
 
+test('sign-ins are hashed before account management waiting for the same slots', async () => {
+  const hasher = createPasswordHasher({ costLog2: 12, concurrency: 1 });
+  const stored = await hasher.hash('correct horse battery');
+  const finished: string[] = [];
+  const note = (name: string) => () => void finished.push(name);
+  const work = [
+    ...[1, 2, 3, 4].map((n) => hasher.hash(`temporary-${n}`, 'account').then(note(`account ${n}`))),
+    hasher.verify('correct horse battery', stored).then(note('sign-in')),
+    hasher.hash('new-account', 'account').then(note('account 5')),
+  ];
+  await Promise.all(work);
+  // The first account hash had the slot; the sign-in, queued after three more, came next.
+  assert.deepEqual(finished, ['account 1', 'sign-in', 'account 2', 'account 3', 'account 4', 'account 5']);
+});
+
 test('no truncation: passwords differing only after 72 characters differ; weaker stored hashes ask for a re-hash', async () => {
   const cheap = createPasswordHasher({ costLog2: 10 });
   const long = 'a'.repeat(100);

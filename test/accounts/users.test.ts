@@ -169,3 +169,22 @@ test('mass assignment: members cannot mint admin keys or raise their own role', 
   assert.equal(me.org.role, 'member');
   assert.equal(me.admin, false);
 });
+
+test('password hashes a signed-in caller asks for are limited per caller (60 per 10 minutes); the operator is not', async (t) => {
+  const { app, admin, clock } = await buildWithAdmin(t);
+  const created: string[] = [];
+  for (let i = 0; i < 58; i++) {
+    const response = await admin.post('/api/v1/users', { email: `bulk${i}@example.test` });
+    assert.equal(response.statusCode, 201, response.body);
+    created.push(json(response).user.id);
+  }
+  for (let i = 0; i < 2; i++) assert.equal((await admin.post(`/api/v1/users/${created[0]}/reset-password`)).statusCode, 200);
+  const refused = await admin.post(`/api/v1/users/${created[1]}/reset-password`);
+  assert.equal(refused.statusCode, 429);
+  assert.ok(Number(refused.headers['retry-after']) >= 1);
+  assert.equal((await admin.post('/api/v1/users', { email: 'one-more@example.test' })).statusCode, 429);
+  // Nothing was created or reset by the refused calls; the operator's token is not limited.
+  assert.equal((await app.inject({ method: 'POST', url: `/api/v1/users/${created[1]}/reset-password`, headers: operator(BOOT) })).statusCode, 200);
+  clock.advance(10 * 60_000 + 1_000);
+  assert.equal((await admin.post('/api/v1/users', { email: 'one-more@example.test' })).statusCode, 201);
+});

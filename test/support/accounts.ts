@@ -51,8 +51,8 @@ export function countingHasher(costLog2 = 10): PasswordHasher & { calls: { hash:
   const calls = { hash: 0, verify: 0, dummy: 0 };
   return {
     calls,
-    hash: (p) => (calls.hash++, inner.hash(p)),
-    verify: (p, s) => (calls.verify++, inner.verify(p, s)),
+    hash: (p, lane) => (calls.hash++, inner.hash(p, lane)),
+    verify: (p, s, lane) => (calls.verify++, inner.verify(p, s, lane)),
     verifyDummy: (p) => (calls.dummy++, inner.verifyDummy(p)),
   };
 }
