@@ -461,6 +461,9 @@ export function createAccountsRepository(store: Store): AccountsRepository {
           [change.hash, change.mustChangePassword ? 1 : 0, change.now, change.now, userId],
         );
         sql.run('DELETE FROM sessions WHERE user_id = ?', [userId]);
+        // A reset link sent before the change must not undo it: whoever changed the password (a user who feared the
+        // link leaked, an admin forcing a change) meant the old ways in to end.
+        sql.run("DELETE FROM account_tokens WHERE user_id = ? AND kind = 'password_reset'", [userId]);
         if (change.session) insertSession(sql, change.session.create, change.session.tokenHash);
       }),
 

@@ -183,6 +183,27 @@ test('reset confirm: new password, mustChangePassword cleared, every session and
   assert.equal((await new Browser(app, '198.51.100.44').post('/api/v1/auth/password-reset/confirm', { token: stale, password: 'late-password' })).statusCode, 400);
 });
 
+test('a reset link sent before a password change, the user\'s own or an admin\'s reset, no longer works', async (t) => {
+  const { app, admin, mail } = await buildWithAdmin(t);
+  const { browser: ada, id } = await makeUser(app, { email: 'ada@example.test', password: 'old-password' });
+  const linkFor = async (ip: string) => {
+    await app.inject({ method: 'POST', url: '/api/v1/auth/password-reset/request', remoteAddress: ip, headers: { origin: ORIGIN }, payload: { email: 'ada@example.test' } });
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    return mail.token('ada@example.test', '/reset-password');
+  };
+  const confirm = (token: string) => new Browser(app, '198.51.100.61').post('/api/v1/auth/password-reset/confirm', { token, password: 'mallory-password' });
+
+  const beforeChange = await linkFor('198.51.100.60');
+  assert.equal((await ada.post('/api/v1/auth/change-password', { current: 'old-password', new: 'changed-password' })).statusCode, 200);
+  assert.equal(json(await confirm(beforeChange)).error.code, 'invalid_token');
+
+  const beforeAdminReset = await linkFor('198.51.100.62');
+  assert.equal((await admin.post(`/api/v1/users/${id}/reset-password`)).statusCode, 200);
+  assert.equal(json(await confirm(beforeAdminReset)).error.code, 'invalid_token', 'the forced change is not bypassed by an older link');
+  // A link asked for afterwards works.
+  assert.equal((await confirm(await linkFor('198.51.100.63'))).statusCode, 200);
+});
+
 test('password recovery: 5 attempts per minute per address for request and confirm together, X-Forwarded-For ignored', async (t) => {
   const { app } = await buildWithAdmin(t);
   const statuses: number[] = [];
