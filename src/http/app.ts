@@ -86,8 +86,16 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
     if (request.url.includes('%00')) return done(new AppError('invalid_request', { message: 'The URL holds a NUL character (%00).' }));
     done();
   });
-  // Bearer tokens, never cookies, cross origins: `*` without credentials keeps session cookies out of reach.
-  await app.register(cors, { origin: '*', credentials: false, exposedHeaders: EXPOSED_HEADERS, maxAge: 600 });
+  // Bearer tokens, never cookies, cross origins: `*` without credentials keeps session cookies out of reach. Every
+  // method the API answers (the plugin's default allows GET, HEAD and POST only, so a browser client on another origin
+  // could not PUT settings, PATCH a key or DELETE an organization).
+  await app.register(cors, {
+    origin: '*',
+    credentials: false,
+    methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    exposedHeaders: EXPOSED_HEADERS,
+    maxAge: 600,
+  });
   app.decorateRequest('auth', null);
   const authFailures = createAuthFailureLimiter(limits.authFailuresPerMinute);
   // Upstream connection pools close with the app.

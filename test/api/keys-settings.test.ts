@@ -159,6 +159,21 @@ test('settings: every key validated, one per PUT, unknown keys refused, secrets 
   assert.equal(json(await app.inject({ url: '/api/v1/audit?verify=true', headers: bearer(pinnedAdmin) })).integrity.ok, true);
 });
 
+test('a browser client on another origin may use every method the API answers, without credentials', async (t) => {
+  const { app } = await build(t);
+  for (const [method, url] of [['PUT', '/api/v1/settings'], ['PATCH', '/api/v1/keys/key_x'], ['DELETE', '/api/v1/orgs/active']] as const) {
+    const preflight = await app.inject({
+      method: 'OPTIONS',
+      url,
+      headers: { origin: 'https://console.example', 'access-control-request-method': method, 'access-control-request-headers': 'authorization,content-type' },
+    });
+    assert.equal(preflight.statusCode, 204, `${method} ${url}`);
+    assert.ok(String(preflight.headers['access-control-allow-methods']).split(/,\s*/).includes(method), `${method}: ${preflight.headers['access-control-allow-methods']}`);
+    assert.equal(preflight.headers['access-control-allow-origin'], '*');
+    assert.equal(preflight.headers['access-control-allow-credentials'], undefined);
+  }
+});
+
 test('webhook_url must be public even in open dev mode', async (t) => {
   const { app } = await build(t);
   const response = await app.inject({ method: 'PUT', url: '/api/v1/settings', payload: { key: 'webhook_url', value: 'http://169.254.169.254/latest' } });
