@@ -3,6 +3,8 @@ import type { Clock } from '../core/clock.ts';
 import { actorOf, type AuthContext } from '../identity/auth-context.ts';
 import type { AuditDecision, AuditRecord, AuditRepository } from './repo.ts';
 
+export type { AuditRecord };
+
 export interface AuditService {
   record(
     auth: AuthContext,

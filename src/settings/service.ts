@@ -4,8 +4,7 @@
  */
 import type { Clock } from '../core/clock.ts';
 import { AppError, invalid } from '../core/errors.ts';
-import type { AuditRecord } from '../audit/repo.ts';
-import type { AuditService } from '../audit/service.ts';
+import type { AuditRecord, AuditService } from '../audit/service.ts';
 import type { AuthContext } from '../identity/auth-context.ts';
 import type { KeysService } from '../keys/service.ts';
 import type { SecretCipher } from '../secrets/vault-cipher.ts';
