@@ -84,6 +84,14 @@ export interface Ledger {
    * load, before any of them records a change or the window's timer can run) does not hold the window past its end.
    */
   commitIfOverdue(): void;
+  /**
+   * Whether an answer is to wait for its run's commit (`committed`) instead of going out first, its run committed
+   * within 20 ms after it: while the store cannot keep that window (a fresh process, or windows running late; the
+   * store's `answersWaitForCommit`).
+   */
+  answersWaitForCommit(): boolean;
+  /** Resolves once the changes recorded so far are committed. */
+  committed(): Promise<void>;
 }
 
 export function createLedger(deps: { repo: RunsRepository; clock: Clock }): Ledger {
@@ -93,6 +101,8 @@ export function createLedger(deps: { repo: RunsRepository; clock: Clock }): Ledg
   return {
     active: (runId) => active.get(runId),
     commitIfOverdue: () => repo.commitIfOverdue(),
+    answersWaitForCommit: () => repo.answersWaitForCommit(),
+    committed: () => repo.committed(),
     start(start) {
       const startedAt = start.startedAt ?? clock.now();
       const id = newTimeOrderedId('run', startedAt);

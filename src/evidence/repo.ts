@@ -76,6 +76,10 @@ export interface RunsRepository {
   recordDeferred(change: LedgerChange): void;
   /** Commit the deferred window now if its commit is due (the store's `commitIfOverdue`). */
   commitIfOverdue(): void;
+  /** Whether answers are to wait for their runs' commit (the store's `answersWaitForCommit`). */
+  answersWaitForCommit(): boolean;
+  /** Resolves once the changes recorded so far are committed (the store's `committed`). */
+  committed(): Promise<void>;
   /**
    * Append events to a run that no request is writing any more (SDK traces after the answer): the chain link is
    * read and extended inside one committed write, so concurrent appends chain in commit order. Returns null when the
@@ -537,6 +541,8 @@ export function createRunsRepository(store: Store): RunsRepository {
     },
 
     commitIfOverdue: () => store.commitIfOverdue(),
+    answersWaitForCommit: () => store.answersWaitForCommit,
+    committed: () => store.committed(),
 
     appendCommitted: (tenantId, runId, build) =>
       store.write((sql) => {

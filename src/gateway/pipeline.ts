@@ -97,6 +97,11 @@ export type GatewayResult<Res, Ev> =
        * turn of the event loop otherwise. Safe to call more than once.
        */
       settle(): void;
+      /**
+       * Null while the answer may go out before its run is committed (then `settle` after it); otherwise settles the
+       * run and resolves once it is committed, when the answer may go (the ledger's `answersWaitForCommit`).
+       */
+      recorded(): Promise<void> | null;
     }
   | {
       kind: 'stream';
@@ -110,6 +115,12 @@ export type GatewayResult<Res, Ev> =
        * finalised and the upstream released either way. Safe to call more than once.
        */
       close(): Promise<void>;
+      /**
+       * Once a stream has ended complete: null if its end may go out before its run is committed; otherwise records
+       * the run now and resolves once it is committed, when the end (chat's `[DONE]`, the response's last bytes) may
+       * go out (the ledger's `answersWaitForCommit`).
+       */
+      recorded(): Promise<void> | null;
     };
 
 export interface Gateway {
@@ -406,7 +417,12 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
               await items.return(undefined);
               settleCompleted?.();
             };
-            return { kind: 'stream', runId: run.id, route: 'live', provider: provider.name, items, close };
+            const recorded = () => {
+              if (!ledger.answersWaitForCommit()) return null;
+              settleCompleted?.();
+              return ledger.committed();
+            };
+            return { kind: 'stream', runId: run.id, route: 'live', provider: provider.name, items, close, recorded };
           }
           const response = await dispatched(provider, () => adapter.callBuffered(provider, call.signal));
           const latencyMs = clock.now() - startedAt;
@@ -419,7 +435,12 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
             complete(provider, usedFallback, response, usage, cost.priced, 'served');
           });
           setImmediate(settle);
-          return { kind: 'json', runId: run.id, route: 'live', provider: provider.name, body: response, settle };
+          const recorded = () => {
+            if (!ledger.answersWaitForCommit()) return null;
+            settle();
+            return ledger.committed();
+          };
+          return { kind: 'json', runId: run.id, route: 'live', provider: provider.name, body: response, settle, recorded };
         } catch (thrown) {
           const error = upstreamFailureOf(provider, thrown, call.signal);
           const kind = failureKind(error);
@@ -444,6 +465,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
           fail(provider, fallback, error, { promptTokens: 0, completionTokens: 0, totalTokens: 0 });
           const appError = failureToAppError(error);
           Object.assign(appError.headers, runHeaders(run.id, 'live'));
+          if (ledger.answersWaitForCommit()) await ledger.committed();
           throw appError;
         }
       }
@@ -544,8 +566,9 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
       savedUsd: saved.usd,
       savedMs: saved.ms,
     });
-    if (!adapter.stream) return { kind: 'json', runId: run.id, route: 'exact_cache', provider: null, body: response, settle: () => undefined };
+    const recorded = () => (ledger.answersWaitForCommit() ? ledger.committed() : null);
+    if (!adapter.stream) return { kind: 'json', runId: run.id, route: 'exact_cache', provider: null, body: response, settle: () => undefined, recorded };
     const items = replayed(adapter.replay(response));
-    return { kind: 'stream', runId: run.id, route: 'exact_cache', provider: null, items, close: async () => void (await items.return(undefined)) };
+    return { kind: 'stream', runId: run.id, route: 'exact_cache', provider: null, items, close: async () => void (await items.return(undefined)), recorded };
   }
 }

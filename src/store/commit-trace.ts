@@ -1,8 +1,10 @@
 /**
  * `SVC_TRACE_COMMITS`: a diagnostic of the durability rule's window (a gateway request's ledger writes committed
  * within 20 ms of its answer, docs/gateway.md). Each deferred window's commit appends a line to the file,
- * `<milliseconds from the window's first write to its COMMIT> <timed|held>` (`held`: a checkpoint made it due and
- * its commit waited for the checkpoint's flush). Written at once, not buffered: the trace is meant to survive the
+ * `<milliseconds from the window's first write to its COMMIT> <timed|held> <exposed milliseconds|->` (`held`: a
+ * checkpoint made it due and its commit waited for the checkpoint's flush; the third field: from its first write queued
+ * while answers went out before their commit, `-` if every answer of it waited for this commit, see
+ * `Store.answersWaitForCommit`). Written at once, not buffered: the trace is meant to survive the
  * crash it helps explain. The bench's crash section reads it (docs/performance.md).
  */
 import { closeSync, openSync, writeSync } from 'node:fs';
@@ -19,7 +21,8 @@ export function commitTraceWriter(path: string): { note(window: CommittedWindow)
     note(window) {
       if (fd === null) return;
       try {
-        writeSync(fd, `${window.lengthMs.toFixed(2)} ${window.heldByCheckpoint ? 'held' : 'timed'}\n`);
+        const exposed = window.exposedMs === null ? '-' : window.exposedMs.toFixed(2);
+        writeSync(fd, `${window.lengthMs.toFixed(2)} ${window.heldByCheckpoint ? 'held' : 'timed'} ${exposed}\n`);
       } catch {
         // A diagnostic must never fail a commit: the trace stops here.
         closeSync(fd);

@@ -40,6 +40,10 @@ export interface StoreOptions {
   dataDir: string | null;
   /** How long after the first deferred write of a window its commit starts (later while another one still runs). */
   deferredWindowMs?: number;
+  /** How long answers wait for their commit after the first deferred write; default `ANSWERS_WAIT_FRESH_MS`. */
+  answersWaitFreshMs?: number;
+  /** How long answers wait for their commit after a window ran late; default `ANSWERS_WAIT_AFTER_LATE_MS`. */
+  answersWaitAfterLateMs?: number;
   /** Checkpoint once the commits since the last one spent this long writing; default `CHECKPOINT_AFTER_WRITING_MS`. */
   checkpointAfterWritingMs?: number;
   /**
@@ -77,6 +81,12 @@ export interface CommittedWindow {
   lengthMs: number;
   /** The window was made due by a checkpoint, and its commit waited for the checkpoint's flush. */
   heldByCheckpoint: boolean;
+  /**
+   * From the window's first write queued while answers did not wait for their commit (see
+   * `Store.answersWaitForCommit`) to the end of its `COMMIT`; null if every write of it was queued while they did:
+   * then no answer went out before this commit, and its length says nothing of the durability rule.
+   */
+  exposedMs: number | null;
 }
 
 /** The open window a commit takes, as the drain found it. */
@@ -84,6 +94,10 @@ interface TakenWindow {
   openedAt: number;
   /** When its commit was due; null if a checkpoint made it due (its lateness then says nothing of later windows). */
   dueAt: number | null;
+  /** When its first write was queued while answers did not wait for their commit; null if none was. */
+  exposedAt: number | null;
+  /** Answers held for this commit (see `Store.committed`): released after its `COMMIT`, or its failure. */
+  waiters: Array<() => void>;
 }
 
 export interface Store {
@@ -109,6 +123,18 @@ export interface Store {
    * requests, and a window's timer fires only after the turn it falls due in; this keeps the commit on time.
    */
   commitIfOverdue(): void;
+  /**
+   * Whether answers are to wait for the commit of their deferred writes (`committed`) instead of going out before
+   * it: while the store is fresh or its recent windows ran late, it cannot keep the deferred window's bound, so the
+   * writes of an answer are committed before it (see `ANSWERS_WAIT_FRESH_MS`).
+   */
+  readonly answersWaitForCommit: boolean;
+  /**
+   * Resolves once the deferred writes queued so far are committed (or their commit failed: they are then lost as
+   * any failed deferred write is); their window is made due now. Waiting for one commit, not for `flush()`, which
+   * under load also waits for the windows that open meanwhile.
+   */
+  committed(): Promise<void>;
   /** Wait until every queued write, deferred ones included, is committed. */
   flush(): Promise<void>;
   /** Flush, then close the file. */
@@ -126,7 +152,7 @@ export interface Store {
 
 /** The store's timing choices, each from `StoreOptions` or its default. */
 type Timing = Required<
-  Pick<StoreOptions, 'deferredWindowMs' | 'loadedTurnMs' | 'checkpointAfterWritingMs' | 'flushOnLoopMaxMs' | 'turnBetweenSlices'>
+  Pick<StoreOptions, 'deferredWindowMs' | 'answersWaitFreshMs' | 'answersWaitAfterLateMs' | 'loadedTurnMs' | 'checkpointAfterWritingMs' | 'flushOnLoopMaxMs' | 'turnBetweenSlices'>
 >;
 
 /** A deferred write: one piece (maybe written early), or steps planned when its commit starts (some maybe early). */
@@ -169,6 +195,7 @@ const CHECKPOINT_AFTER_WRITING_MS = 40;
  */
 const FLUSH_ON_LOOP_MAX_MS = 8;
 
+
 /**
  * About how much of deferred writes' work a commit does before it gives the event loop a turn, at least (see
  * writeInSlices): a slice ends after the write (a planned write's step: two runs of the ledger) that passes it.
@@ -201,6 +228,23 @@ export const WINDOW_MARGIN_MS = 3;
  */
 export const FRESH_WINDOW_MARGIN_MS = 9;
 export const FRESH_COMMITS = 400;
+
+/**
+ * Answers wait for their commit (`Store.answersWaitForCommit`) for `ANSWERS_WAIT_FRESH_MS` after a store's first
+ * deferred write (a process's first seconds of traffic), and for `ANSWERS_WAIT_AFTER_LATE_MS` after a window that ran
+ * late: whose commit ended less than `LATE_WINDOW_MARGIN_MS` before the window's bound (`deferredWindowMs`), counted
+ * from its first write queued while answers went out first (or from its first write, if answers waited for all of
+ * it). A fresh process's windows ran past 20 ms in the bench's crash trials however short they were made
+ * (docs/performance-notes.md, "The late windows of a fresh process, by cause"): the event loop stalls while V8
+ * compiles svc's code on the same CPU. While answers wait, nothing answered can be lost, whatever the loop does; the
+ * price is each answer's wait for its commit (group committed: the answers of a turn share one). Measured with
+ * test/bench/fresh.mjs (fresh processes, 8 s of load, two rounds): windows past 20 ms 3 / 0 / 4 -> 0 / 0 / 0 at
+ * concurrency 1 / 16 / 64, for 32% / 9% / 3% fewer requests answered in those 8 s (at c=1 each answer then has a
+ * commit of its own). A store without a file (tests) never makes answers wait.
+ */
+export const ANSWERS_WAIT_FRESH_MS = 5_000;
+export const ANSWERS_WAIT_AFTER_LATE_MS = 1_000;
+export const LATE_WINDOW_MARGIN_MS = 3;
 
 /** The margin a window leaves after its expected commit, by how many commits the store has measured. */
 export function windowMarginMs(commitsMeasured: number): number {
@@ -235,6 +279,11 @@ function planned(write: { plan: (final: boolean) => Array<(sql: Sql) => void> },
   } catch {
     return [];
   }
+}
+
+/** Let the answers held for a window's commit go. */
+function releaseWaiters(window: TakenWindow): void {
+  for (const release of window.waiters.splice(0)) release();
 }
 
 function isBusy(error: unknown): boolean {
@@ -275,6 +324,8 @@ export function openStore(options: StoreOptions): Store {
   if (fromTemplate) sql.run('UPDATE schema_migrations SET applied_at = ?', [Date.now()]);
   return new GroupCommitStore(db, sql, filePath, schemaVersion, {
     deferredWindowMs: options.deferredWindowMs ?? 20,
+    answersWaitFreshMs: options.answersWaitFreshMs ?? ANSWERS_WAIT_FRESH_MS,
+    answersWaitAfterLateMs: options.answersWaitAfterLateMs ?? ANSWERS_WAIT_AFTER_LATE_MS,
     loadedTurnMs: options.loadedTurnMs ?? LOADED_TURN_MS,
     checkpointAfterWritingMs: options.checkpointAfterWritingMs ?? CHECKPOINT_AFTER_WRITING_MS,
     flushOnLoopMaxMs: options.flushOnLoopMaxMs ?? FLUSH_ON_LOOP_MAX_MS,
@@ -354,6 +405,14 @@ class GroupCommitStore implements Store {
   private readonly recentOverrunsMs: number[] = [INITIAL_OVERRUN_MS];
   /** Commits whose overrun was measured (timed windows), for the margin of a fresh store's windows. */
   private commitsMeasured = 0;
+  /** Until when answers wait for their commit (see `ANSWERS_WAIT_FRESH_MS`); null before the first deferred write. */
+  private answersWaitUntil: number | null = null;
+  /** When the open window's first write was queued while answers did not wait for their commit; null if none was. */
+  private windowExposedAt: number | null = null;
+  /** Answers waiting for the open window's commit (`committed`). */
+  private windowWaiters: Array<() => void> = [];
+  /** Resolves after the running commit's `COMMIT` (or its failure): what `committed` waits for when no window is open. */
+  private commitInFlight: Promise<void> | null = null;
   private commitsSinceCheckpoint = 0;
   private writingMsSinceCheckpoint = 0;
   private generation = 0;
@@ -395,6 +454,23 @@ class GroupCommitStore implements Store {
     return this.generation;
   }
 
+  get answersWaitForCommit(): boolean {
+    return this.filePath !== null && (this.answersWaitUntil === null || performance.now() < this.answersWaitUntil);
+  }
+
+  committed(): Promise<void> {
+    if (this.windowDueAt === null) return this.commitInFlight ?? Promise.resolve();
+    return new Promise<void>((resolve) => {
+      this.windowWaiters.push(resolve);
+      // Due now, its commit in the next turn: the answers of this turn wait for the same commit.
+      if (this.deferredTimer !== null) {
+        this.closeDeferredWindow();
+        if (!this.windowHeldByCheckpoint) this.windowDueAt = performance.now();
+      }
+      this.scheduleDrain();
+    });
+  }
+
   async read<T>(fn: (sql: Sql) => T): Promise<T> {
     this.assertOpen();
     return fn(this.sql);
@@ -419,6 +495,8 @@ class GroupCommitStore implements Store {
   private queueDeferred(write: DeferredWrite): void {
     this.assertOpen();
     this.deferred.push(write);
+    this.answersWaitUntil ??= performance.now() + this.timing.answersWaitFreshMs;
+    if (this.windowExposedAt === null && !this.answersWaitForCommit) this.windowExposedAt = performance.now();
     // The first write of a window opens it; later ones join it, also once it passed and its drain is pending.
     if (this.windowDueAt === null) {
       this.windowOpenedAt = performance.now();
@@ -597,17 +675,27 @@ class GroupCommitStore implements Store {
           : {
               openedAt: this.windowOpenedAt,
               dueAt: this.windowHeldByCheckpoint ? null : this.windowDueAt,
+              exposedAt: this.windowExposedAt,
+              waiters: this.windowWaiters,
             };
       this.windowHeldByCheckpoint = false;
       this.queue = [];
       this.deferred = [];
       this.windowDueAt = null;
+      this.windowExposedAt = null;
+      this.windowWaiters = [];
       this.closeDeferredWindow();
       this.committing = true;
+      let committed!: () => void;
+      this.commitInFlight = new Promise<void>((resolve) => (committed = resolve));
       try {
         await this.commitBatch(batch, deferred, window);
       } finally {
         this.committing = false;
+        // A commit that failed releases its answers too: its deferred writes are lost, as they would have been anyway.
+        if (window !== null) releaseWaiters(window);
+        this.commitInFlight = null;
+        committed();
       }
     }
   }
@@ -655,8 +743,16 @@ class GroupCommitStore implements Store {
     const committedAt = performance.now();
     writingMs += committedAt - batchStartedAt;
     if (window !== null) {
-      if (window.dueAt !== null) this.recordOverrun(committedAt - window.dueAt);
-      this.onWindowCommitted?.({ lengthMs: committedAt - window.openedAt, heldByCheckpoint: window.dueAt === null });
+      releaseWaiters(window);
+      // Only windows whose answers went out first shape the next ones: a window committed for waiting answers is made
+      // due at once and holds a turn's requests, so its overrun said nothing of a full window's commit (the first
+      // windows after a process's answers stopped waiting, sized by those, ended past 20 ms).
+      if (window.dueAt !== null && window.exposedAt !== null) this.recordOverrun(committedAt - window.dueAt);
+      const exposedMs = window.exposedAt === null ? null : committedAt - window.exposedAt;
+      if ((exposedMs ?? committedAt - window.openedAt) > this.timing.deferredWindowMs - LATE_WINDOW_MARGIN_MS) {
+        this.answersWaitUntil = Math.max(this.answersWaitUntil ?? 0, committedAt + this.timing.answersWaitAfterLateMs);
+      }
+      this.onWindowCommitted?.({ lengthMs: committedAt - window.openedAt, heldByCheckpoint: window.dueAt === null, exposedMs });
     }
     this.writingMsSinceCheckpoint += writingMs;
     this.commitsSinceCheckpoint += 1;

@@ -71,7 +71,7 @@ async function main() {
           const late = p.windows.past20MsAt.length ? ` at ${p.windows.past20MsAt.join(', ')}` : '';
           console.log(
             `round ${i} ${name} c=${concurrency}: listening ${round(p.listeningMs, 0)} ms, ${p.requests} requests, ` +
-              `${round(p.cpuMs / p.requests, 3)} ms CPU each, p99 ${p.p99} ms; windows ${p.windows.count}, ` +
+              `${round(p.cpuMs / p.requests, 3)} ms CPU each, p99 ${p.p99} ms; windows ${p.windows.count} (answers waited in ${p.windows.answersWaited}), ` +
               `${p.windows.past20Ms} past 20 ms${late}, longest ${round(p.windows.longestMs, 1)} ms`,
           );
         }
@@ -93,6 +93,7 @@ async function main() {
         svcCpuMsPerRequest: round(all.reduce((sum, p) => sum + p.cpuMs, 0) / requests, 3),
         windows: all.reduce((sum, p) => sum + p.windows.count, 0),
         windowsPast20Ms: all.reduce((sum, p) => sum + p.windows.past20Ms, 0),
+        windowsAnswersWaited: all.reduce((sum, p) => sum + p.windows.answersWaited, 0),
         past20MsAt: all.flatMap((p) => p.windows.past20MsAt),
         longestWindowMs: round(Math.max(...all.map((p) => p.windows.longestMs)), 1),
         p99MsMedian: round(median(all.map((p) => p.p99)), 2),
@@ -100,7 +101,7 @@ async function main() {
       result[name][`c${concurrency}`] = f;
       console.log(
         `${name} c=${concurrency}: ${f.processes} processes, listening ${f.listeningMsMedian} ms (median), ${f.requests} requests, ` +
-          `${f.svcCpuMsPerRequest} ms CPU each; windows ${f.windows}, ${f.windowsPast20Ms} past 20 ms, longest ${f.longestWindowMs} ms; ` +
+          `${f.svcCpuMsPerRequest} ms CPU each; windows ${f.windows} (answers waited in ${f.windowsAnswersWaited}), ${f.windowsPast20Ms} past 20 ms, longest ${f.longestWindowMs} ms; ` +
           `p99 ${f.p99MsMedian} ms (median of the processes')`,
       );
     }

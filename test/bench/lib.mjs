@@ -619,9 +619,16 @@ export function comparedBuilds(argv) {
 /** The windows an svc run with SVC_TRACE_COMMITS noted (`<ms> <timed|held>` per line), in the order committed. */
 export function tracedWindows(path) {
   const lines = existsSync(path) ? readFileSync(path, 'utf8').split('\n').filter((line) => line.trim() !== '') : [];
-  const windows = lines.map((line) => ({ ms: Number(line.split(' ')[0]), held: line.endsWith(' held') }));
+  // The rule's window runs from the first write queued while answers went out before their commit (the third field;
+  // `-`: all of the window's answers waited for it, so none could be lost); older traces have two fields.
+  const windows = lines.map((line) => {
+    const [length, how, exposed] = line.split(' ');
+    return { ms: exposed === undefined ? Number(length) : exposed === '-' ? 0 : Number(exposed), held: how === 'held', waited: exposed === '-' };
+  });
   return {
     count: windows.length,
+    /** Windows whose answers all waited for their commit. */
+    answersWaited: windows.filter((w) => w.waited).length,
     past20Ms: windows.filter((w) => w.ms > 20).length,
     held: windows.filter((w) => w.held).length,
     heldPast20Ms: windows.filter((w) => w.held && w.ms > 20).length,

@@ -41,11 +41,14 @@ test('runs answered right before SIGTERM are all there after a restart', async (
   }
 });
 
-test('SVC_TRACE_COMMITS notes each deferred window\'s commit: its length from the first write, and how it fell due', async (t) => {
+test('SVC_TRACE_COMMITS notes each deferred window\'s commit: its length from the first write, how it fell due, and how long after the first answer that did not wait for it', async (t) => {
   const dataDir = tempDir(t);
   const trace = join(tempDir(t), 'commits.trace');
   const server = await startServe(t, dataDir, { SVC_TRACE_COMMITS: trace });
-  for (let i = 0; i < 5; i++) {
+  // A process's first 5 s of traffic: each answer waits for its run's commit, which is due at once.
+  for (let i = 0; i < 3; i++) await ask(server.address, `waited ${i}`);
+  await new Promise((resolve) => setTimeout(resolve, 5_300));
+  for (let i = 0; i < 3; i++) {
     await ask(server.address, `traced ${i}`);
     // Each in a window of its own: the window is ~17 ms.
     await new Promise((resolve) => setTimeout(resolve, 60));
@@ -53,15 +56,21 @@ test('SVC_TRACE_COMMITS notes each deferred window\'s commit: its length from th
   server.child.kill('SIGTERM');
   assert.equal(await server.exited, 0);
   const lines = readFileSync(trace, 'utf8').trim().split('\n');
-  assert.ok(lines.length >= 5, `${lines.length} windows noted`);
-  for (const line of lines) {
-    const match = /^(\d+\.\d{2}) (timed|held)$/.exec(line);
+  assert.ok(lines.length >= 6, `${lines.length} windows noted`);
+  const windows = lines.map((line) => {
+    const match = /^(\d+\.\d{2}) (timed|held) (\d+\.\d{2}|-)$/.exec(line);
     assert.ok(match, `a line of the trace: ${JSON.stringify(line)}`);
-    // A window committed by its timer ends after it: ~17 ms for the first window of a quiet server (a new store
-    // assumes a 10 ms overrun, so 7 ms), and long before a second has passed.
+    // Long before a second has passed, either way.
     assert.ok(Number(match[1]) >= 0 && Number(match[1]) < 1_000, line);
-  }
-  assert.ok(lines.some((line) => Number(line.split(' ')[0]) >= 5), 'windows that waited for their timer');
+    return { lengthMs: Number(match[1]), exposedMs: match[3] === '-' ? null : Number(match[3]) };
+  });
+  assert.ok(windows.slice(0, 3).every((w) => w.exposedMs === null), 'the first answers waited for their commits');
+  // Once answers go out first, a window committed by its timer ends after it: ~17 ms for a quiet server (a store
+  // assumes a 10 ms overrun until its first timed windows, so 1-7 ms at first).
+  const exposed = windows.filter((w) => w.exposedMs !== null);
+  assert.ok(exposed.length >= 3, `${exposed.length} windows with answers out first`);
+  assert.ok(exposed.every((w) => w.exposedMs! <= w.lengthMs + 0.01 && w.exposedMs! < 1_000));
+  assert.ok(exposed.some((w) => w.exposedMs! >= 1), 'windows that waited for their timer');
 });
 
 test('an SVC_TRACE_COMMITS file that cannot be opened stops svc serve with a message naming it', async (t) => {

@@ -9,7 +9,7 @@ function streamOf(events: number[]) {
   async function* items(): AsyncGenerator<StreamItem<number>> {
     for (const event of events) yield { event };
   }
-  return { stream: { items: items(), close: async () => void (closed += 1) }, closed: () => closed };
+  return { stream: { items: items(), close: async () => void (closed += 1), recorded: () => null }, closed: () => closed };
 }
 
 const format = { frame: (event: number) => `data: ${event}\n\n`, trailer: 'data: [DONE]\n\n' };
@@ -48,9 +48,33 @@ test('the frames, then the trailer; a complete stream is left to its writer to c
     yield { event: 9, terminal: true };
   }
   const terminal: string[] = [];
-  for await (const text of sseText({ items: failing(), close: async () => void (closed += 1) }, format)) terminal.push(text);
+  for await (const text of sseText({ items: failing(), close: async () => void (closed += 1), recorded: () => null }, format)) terminal.push(text);
   assert.deepEqual(terminal, ['data: 1\n\n', 'data: 9\n\n'], 'a terminal event ends the stream, without the trailer');
   assert.equal(closed, 1);
+});
+
+test('while answers wait for their runs\' commit, a complete stream\'s trailer waits for it; a stream ending early does not ask', async () => {
+  let commit!: () => void;
+  const committed = new Promise<void>((resolve) => (commit = resolve));
+  let asked = 0;
+  const { stream } = streamOf([1]);
+  const frames = sseText({ ...stream, recorded: () => (asked++, committed) }, format);
+  assert.deepEqual(await frames.next(), { value: 'data: 1\n\n', done: false });
+  const trailer = frames.next();
+  let trailerCame = false;
+  void trailer.then(() => (trailerCame = true));
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(trailerCame, false, 'the trailer waits for the commit');
+  commit();
+  assert.deepEqual(await trailer, { value: 'data: [DONE]\n\n', done: false });
+  assert.equal(asked, 1);
+
+  async function* failing(): AsyncGenerator<StreamItem<number>> {
+    yield { event: 9, terminal: true };
+  }
+  let askedEarly = 0;
+  for await (const _ of sseText({ items: failing(), close: async () => undefined, recorded: () => (askedEarly++, null) }, format));
+  assert.equal(askedEarly, 0);
 });
 
 /** A stand-in for node's ServerResponse: `write` answers false once `capacity` frames are buffered. */

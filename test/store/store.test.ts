@@ -273,7 +273,7 @@ test('under load, the ready part of deferred writes goes into an open transactio
 });
 
 test('a deferred window is shortened by how late the recent commits ended, so its commit still ends in time', async (t) => {
-  const store = openStore({ dataDir: tempDir(t), deferredWindowMs: 200, loadedTurnMs: 1_000 });
+  const store = openStore({ dataDir: tempDir(t), deferredWindowMs: 200, loadedTurnMs: 1_000, answersWaitFreshMs: 0, answersWaitAfterLateMs: 0 });
   t.after(() => store.close());
   await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY)'));
   // This window's commit ends ~250 ms after it was due.
@@ -550,4 +550,63 @@ test('long text bound as bytes reads back as the same text', async (t) => {
   const rows = await store.read((sql) => sql.all<{ body: string | null; type: string }>('SELECT body, typeof(body) AS type FROM t ORDER BY id'));
   assert.deepEqual(rows.map((row) => row.body), values);
   assert.deepEqual(rows.map((row) => row.type), ['text', 'text', 'text', 'text', 'null']);
+});
+
+test('answers wait for their commit while the store is fresh: committed() makes the window due at once, and its windows report no exposure', async (t) => {
+  const windows: CommittedWindow[] = [];
+  const store = openStore({ dataDir: tempDir(t), deferredWindowMs: 2_000, answersWaitFreshMs: 60_000, onWindowCommitted: (window) => windows.push(window) });
+  t.after(() => store.close());
+  await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY)'));
+  assert.equal(store.answersWaitForCommit, true);
+  // In a 2 s window, the answer would wait 2 s; committed() asks for the commit now.
+  const started = performance.now();
+  store.writeDeferred((sql) => sql.run('INSERT INTO t (id) VALUES (1)'));
+  store.writeDeferred((sql) => sql.run('INSERT INTO t (id) VALUES (2)'));
+  await store.committed();
+  assert.ok(performance.now() - started < 1_000, 'committed without waiting for the window');
+  assert.equal(await store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM t')!.n), 2);
+  assert.equal(windows.length, 1);
+  assert.equal(windows[0]!.exposedMs, null, 'every write of it was queued while answers waited');
+  // Nothing queued: nothing to wait for.
+  await store.committed();
+  assert.equal(windows.length, 1);
+
+  // A store without a file never makes answers wait.
+  const memory = openStore({ dataDir: null });
+  t.after(() => memory.close());
+  assert.equal(memory.answersWaitForCommit, false);
+});
+
+test('answers go out first once the store is past its fresh time; a window that ran late makes them wait again for a while', async (t) => {
+  const windows: CommittedWindow[] = [];
+  const store = openStore({
+    dataDir: tempDir(t),
+    deferredWindowMs: 20,
+    answersWaitFreshMs: 50,
+    answersWaitAfterLateMs: 300,
+    onWindowCommitted: (window) => windows.push(window),
+  });
+  t.after(() => store.close());
+  await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY)'));
+  let id = 0;
+  store.writeDeferred((sql) => sql.run('INSERT INTO t (id) VALUES (?)', [(id += 1)]));
+  await store.committed();
+  await new Promise((resolve) => setTimeout(resolve, 80));
+  assert.equal(store.answersWaitForCommit, false, 'past the fresh time');
+  // A window whose writes were queued while answers went out first reports how long after the first of them it
+  // committed.
+  store.writeDeferred((sql) => sql.run('INSERT INTO t (id) VALUES (?)', [(id += 1)]));
+  await store.flush();
+  const exposed = windows.at(-1)!;
+  assert.ok(exposed.exposedMs !== null && exposed.exposedMs <= exposed.lengthMs + 0.01);
+  assert.equal(store.answersWaitForCommit, false);
+  // The event loop held past the window's end: the window ran late, and answers wait again.
+  store.writeDeferred((sql) => sql.run('INSERT INTO t (id) VALUES (?)', [(id += 1)]));
+  const until = performance.now() + 40;
+  while (performance.now() < until);
+  await store.flush();
+  assert.ok(windows.at(-1)!.exposedMs! > 20, `the window ran late: ${windows.at(-1)!.exposedMs} ms`);
+  assert.equal(store.answersWaitForCommit, true, 'answers wait after a late window');
+  await new Promise((resolve) => setTimeout(resolve, 350));
+  assert.equal(store.answersWaitForCommit, false, 'and go out first again after a while');
 });

@@ -16,6 +16,7 @@ export function countingStore(store: Store) {
     },
     writeDeferredSteps: (plan) => store.writeDeferredSteps(plan),
     commitIfOverdue: () => store.commitIfOverdue(),
+    committed: () => store.committed(),
     flush: () => store.flush(),
     close: () => store.close(),
     get schemaVersion() {
@@ -29,6 +30,9 @@ export function countingStore(store: Store) {
     },
     get writeGeneration() {
       return store.writeGeneration;
+    },
+    get answersWaitForCommit() {
+      return store.answersWaitForCommit;
     },
   };
   return { store: wrapped, counts };

@@ -54,7 +54,10 @@ function afterQueuedTicks(): Promise<void> {
  * The SSE text of a gateway stream, frame by frame. Closes the stream if it ends early (a terminal error event, the
  * consumer stopping); after the last frame of a complete one, its writer does (`writeFrames`, once the response ended).
  */
-export async function* sseText<Ev>(stream: { items: AsyncGenerator<StreamItem<Ev>>; close(): Promise<void> }, format: SseFormat<Ev>): AsyncGenerator<string> {
+export async function* sseText<Ev>(
+  stream: { items: AsyncGenerator<StreamItem<Ev>>; close(): Promise<void>; recorded(): Promise<void> | null },
+  format: SseFormat<Ev>,
+): AsyncGenerator<string> {
   let flushed = false;
   let complete = false;
   try {
@@ -73,6 +76,9 @@ export async function* sseText<Ev>(stream: { items: AsyncGenerator<StreamItem<Ev
       }
       if (item.terminal) return;
     }
+    // While answers wait for their runs' commit, a complete stream's end does.
+    const recorded = stream.recorded();
+    if (recorded !== null) await recorded;
     if (format.trailer) yield format.trailer;
     complete = true;
   } finally {
@@ -131,6 +137,8 @@ export function sendGatewayResult<Res, Ev>(
   // Not a standard header: the provider that served this answer (absent on a cache hit), for the reference client.
   if (result.provider) reply.header('x-svc-provider', result.provider);
   if (result.kind === 'json') {
+    const recorded = result.recorded();
+    if (recorded !== null) return recorded.then(() => reply.send(result.body));
     const sent = reply.send(result.body);
     result.settle();
     return sent;

@@ -1,0 +1,89 @@
+/**
+ * A fresh process cannot keep the ledger's window (a run committed within 20 ms after its answer): its event loop
+ * stalls while V8 compiles svc's code. So while the store is fresh (or its windows run late), an answer waits for its
+ * run's commit (Store.answersWaitForCommit). Checked from outside: svc is killed the moment an answer arrives, and the
+ * next start must find the run, for each kind of answer.
+ */
+import assert from 'node:assert/strict';
+import { request } from 'node:http';
+import test, { type TestContext } from 'node:test';
+import { sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
+import { ensureBundle, startServe, tempDir } from '../support/process.ts';
+
+const chatBody = (content: string, stream = false) => JSON.stringify({ model: 'gpt-4o-mini', stream, messages: [{ role: 'user', content }] });
+
+/**
+ * POST a chat body; `onAnswer` runs (synchronously, so it may kill svc before anything else happens) as soon as the
+ * answer is there: a buffered answer's headers (they go out with its body), or a stream's `[DONE]`.
+ */
+function ask(address: string, body: string, onAnswer: (runId: string, status: number) => void): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${address}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
+      const runId = String(res.headers['x-svc-run-id']);
+      const streamed = String(res.headers['content-type']).startsWith('text/event-stream');
+      if (!streamed) onAnswer(runId, res.statusCode!);
+      let text = '';
+      res.on('data', (chunk: Buffer) => {
+        text += chunk.toString();
+        if (streamed && text.includes('data: [DONE]')) {
+          text = '';
+          onAnswer(runId, res.statusCode!);
+        }
+      });
+      res.on('end', resolve);
+      res.on('error', resolve);
+      res.on('close', resolve);
+    });
+    req.on('error', (error) => (error.message.includes('socket hang up') || 'code' in error ? resolve() : reject(error)));
+    req.end(body);
+  });
+}
+
+/** Start svc on a new data directory, send `first` (not killed), then `last`, killing svc the moment it is answered. */
+async function killedOnAnswer(t: TestContext, env: Record<string, string>, first: string | null, last: string, stream = false) {
+  const dataDir = tempDir(t);
+  const svc = await startServe(t, dataDir, env);
+  if (first !== null) await ask(svc.address, first, () => undefined);
+  const arrivals: Array<{ runId: string; status: number }> = [];
+  await ask(svc.address, last, (runId, status) => {
+    svc.child.kill('SIGKILL');
+    arrivals.push({ runId, status });
+  });
+  await svc.exited;
+  const answered = arrivals[0];
+  assert.ok(answered, 'the answer arrived');
+  const restarted = await startServe(t, dataDir, env);
+  const found = await fetch(`${restarted.address}/api/v1/runs/${answered.runId}`);
+  return { answered, found: found.status, run: found.status === 200 ? ((await found.json()) as any).run : null };
+}
+
+test('while fresh, an answer waits for its run\'s commit: a live answer, a stream\'s end, a cache hit and a failure survive a kill at their arrival', async (t) => {
+  await ensureBundle();
+  const upstream = await startFakeUpstream(t, (req, res) => {
+    const content = (req.body as { messages: Array<{ content: string }> }).messages[0]!.content;
+    if (content.startsWith('fail')) return sendJson(res, 500, { error: { message: 'upstream broke', type: 'server_error' } });
+    sendJson(res, 200, { id: 'c', object: 'chat.completion', created: 1, model: 'gpt-4o-mini', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } });
+  });
+  const live = { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl };
+
+  const buffered = await killedOnAnswer(t, live, null, chatBody('a live answer'));
+  assert.equal(buffered.answered.status, 200);
+  assert.equal(buffered.found, 200);
+  assert.equal(buffered.run.status, 'completed');
+
+  const failed = await killedOnAnswer(t, live, null, chatBody('fail, please'));
+  assert.equal(failed.answered.status, 502);
+  assert.equal(failed.found, 200);
+  assert.equal(failed.run.status, 'failed');
+
+  // The mock provider streams; the stream's [DONE] is its answer's end.
+  const streamed = await killedOnAnswer(t, {}, null, chatBody('a streamed answer', true), true);
+  assert.equal(streamed.found, 200);
+  assert.equal(streamed.run.status, 'completed');
+
+  const repeated = chatBody('asked twice');
+  const hit = await killedOnAnswer(t, {}, repeated, repeated);
+  assert.equal(hit.found, 200);
+  assert.equal(hit.run.status, 'completed');
+  assert.equal(hit.run.route, 'exact_cache');
+});
