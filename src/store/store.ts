@@ -42,8 +42,6 @@ export interface StoreOptions {
   deferredWindowMs?: number;
   /** How long answers wait for their commit after the first deferred write; default `ANSWERS_WAIT_FRESH_MS`. */
   answersWaitFreshMs?: number;
-  /** How long answers wait for their commit after a window ran late; default `ANSWERS_WAIT_AFTER_LATE_MS`. */
-  answersWaitAfterLateMs?: number;
   /** Checkpoint once the commits since the last one spent this long writing; default `CHECKPOINT_AFTER_WRITING_MS`. */
   checkpointAfterWritingMs?: number;
   /**
@@ -152,7 +150,7 @@ export interface Store {
 
 /** The store's timing choices, each from `StoreOptions` or its default. */
 type Timing = Required<
-  Pick<StoreOptions, 'deferredWindowMs' | 'answersWaitFreshMs' | 'answersWaitAfterLateMs' | 'loadedTurnMs' | 'checkpointAfterWritingMs' | 'flushOnLoopMaxMs' | 'turnBetweenSlices'>
+  Pick<StoreOptions, 'deferredWindowMs' | 'answersWaitFreshMs' | 'loadedTurnMs' | 'checkpointAfterWritingMs' | 'flushOnLoopMaxMs' | 'turnBetweenSlices'>
 >;
 
 /** A deferred write: one piece (maybe written early), or steps planned when its commit starts (some maybe early). */
@@ -237,20 +235,17 @@ export const FRESH_COMMITS = 400;
 
 /**
  * Answers wait for their commit (`Store.answersWaitForCommit`) for `ANSWERS_WAIT_FRESH_MS` after a store's first
- * deferred write (a process's first seconds of traffic), and for `ANSWERS_WAIT_AFTER_LATE_MS` after a window that ran
- * late: whose commit ended less than `LATE_WINDOW_MARGIN_MS` before the window's bound (`deferredWindowMs`), counted
- * from its first write queued while answers went out first (or from its first write, if answers waited for all of
- * it). A fresh process's windows ran past 20 ms in the bench's crash trials however short they were made
- * (docs/performance-notes.md, "The late windows of a fresh process, by cause"): the event loop stalls while V8
- * compiles svc's code on the same CPU. While answers wait, nothing answered can be lost, whatever the loop does; the
- * price is each answer's wait for its commit (group committed: the answers of a turn share one). Measured with
- * test/bench/fresh.mjs (fresh processes, 8 s of load, two rounds): windows past 20 ms 3 / 0 / 4 -> 0 / 0 / 0 at
- * concurrency 1 / 16 / 64, for 32% / 9% / 3% fewer requests answered in those 8 s (at c=1 each answer then has a
- * commit of its own). A store without a file (tests) never makes answers wait.
+ * deferred write: a process's first seconds of traffic, whose windows ran past 20 ms in the bench's crash trials
+ * however short they were made (docs/performance-notes.md, "The late windows of a fresh process, by cause"), as the
+ * event loop stalls while V8 compiles svc's code on the same CPU. While answers wait, nothing answered can be lost,
+ * whatever the loop does; the price is each answer's wait for its commit (group committed: the answers of a turn share
+ * one). Measured with test/bench/fresh.mjs (fresh processes, 8 s of load, two rounds): windows past 20 ms 3 / 0 / 4 ->
+ * 0 / 0 / 0 at concurrency 1 / 16 / 64, for 32% / 9% / 3% fewer requests answered in those 8 s (at c=1 each answer
+ * then has a commit of its own; that run also made answers wait for 1 s after a late window, no longer done: in a
+ * process past its first seconds, windows past 20 ms came every 5-10 s at c=1, and each second of waiting at c=1 costs
+ * ~80% more CPU per request). A store without a file (tests) never makes answers wait.
  */
 export const ANSWERS_WAIT_FRESH_MS = 5_000;
-export const ANSWERS_WAIT_AFTER_LATE_MS = 1_000;
-export const LATE_WINDOW_MARGIN_MS = 3;
 
 /** The margin a window leaves after its expected commit, by how many commits the store has measured. */
 export function windowMarginMs(commitsMeasured: number): number {
@@ -331,7 +326,6 @@ export function openStore(options: StoreOptions): Store {
   return new GroupCommitStore(db, sql, filePath, schemaVersion, {
     deferredWindowMs: options.deferredWindowMs ?? 20,
     answersWaitFreshMs: options.answersWaitFreshMs ?? ANSWERS_WAIT_FRESH_MS,
-    answersWaitAfterLateMs: options.answersWaitAfterLateMs ?? ANSWERS_WAIT_AFTER_LATE_MS,
     loadedTurnMs: options.loadedTurnMs ?? LOADED_TURN_MS,
     checkpointAfterWritingMs: options.checkpointAfterWritingMs ?? CHECKPOINT_AFTER_WRITING_MS,
     flushOnLoopMaxMs: options.flushOnLoopMaxMs ?? FLUSH_ON_LOOP_MAX_MS,
@@ -758,9 +752,6 @@ class GroupCommitStore implements Store {
       // windows after a process's answers stopped waiting, sized by those, ended past 20 ms).
       if (window.dueAt !== null && window.exposedAt !== null) this.recordOverrun(committedAt - window.dueAt);
       const exposedMs = window.exposedAt === null ? null : committedAt - window.exposedAt;
-      if ((exposedMs ?? committedAt - window.openedAt) > this.timing.deferredWindowMs - LATE_WINDOW_MARGIN_MS) {
-        this.answersWaitUntil = Math.max(this.answersWaitUntil ?? 0, committedAt + this.timing.answersWaitAfterLateMs);
-      }
       this.onWindowCommitted?.({ lengthMs: committedAt - window.openedAt, heldByCheckpoint: window.dueAt === null, exposedMs });
     }
     this.writingMsSinceCheckpoint += writingMs;
