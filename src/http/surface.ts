@@ -16,6 +16,7 @@ import { renderError, surfaceOfUrl, toAppError, type ErrorSurface } from './erro
 import type { AuthFailureLimiter } from './auth-failures.ts';
 import { isLocalOperator } from './local-socket.ts';
 import { cookieOf, SESSION_COOKIE } from './session-cookie.ts';
+import { limitKeyOfAddress } from '../net/addresses.ts';
 
 /** How much identity a route needs (module header). */
 export type RouteAccess = 'public' | 'account';
@@ -51,11 +52,12 @@ export function header(request: FastifyRequest, name: string): string | undefine
 }
 
 /**
- * The client address that keys per-address limits (SPEC 5.4: forwarded headers only from a trusted proxy). A request
- * on the local socket has no IP address; it counts as the one address `local`.
+ * The client address that keys per-address limits (SPEC 5.4: forwarded headers only from a trusted proxy), an IPv6
+ * one by its /64 (src/net/addresses.ts). A request on the local socket has no IP address; it counts as the one address
+ * `local`.
  */
 export function clientAddress(request: FastifyRequest): string {
-  return request.ip || 'local';
+  return request.ip ? limitKeyOfAddress(request.ip) : 'local';
 }
 
 /** The authenticated identity of a request inside a surface; the identity hook guarantees it is set. */
@@ -121,7 +123,7 @@ export async function registerSurface(app: FastifyInstance, options: SurfaceOpti
   const allowedOrigins = (options.allowedOrigins ?? []).map(originOf);
   app.addHook('onRequest', async (request) => {
     const access = request.routeOptions.config?.access;
-    const wait = options.authFailures.retryAfter(request.ip, Date.now());
+    const wait = options.authFailures.retryAfter(clientAddress(request), Date.now());
     if (wait > 0) {
       throw new AppError('rate_limited', {
         message: `Too many failed authentications from this address. Retry after ${wait} s.`,
@@ -149,7 +151,7 @@ export async function registerSurface(app: FastifyInstance, options: SurfaceOpti
         // page asking who is signed in, an SDK without its key) is a plain 401, and a session cookie is 256 random
         // bits that nobody guesses (a stale one is ordinary): counting those would lock out whole offices.
         if (unauthorized && (authorization !== undefined || apiKeyHeader !== undefined)) {
-          options.authFailures.record(request.ip, Date.now());
+          options.authFailures.record(clientAddress(request), Date.now());
         }
         throw error;
       }
@@ -169,7 +171,7 @@ export async function registerSurface(app: FastifyInstance, options: SurfaceOpti
       const auth = request.auth;
       if (auth?.keyId) return `key:${auth.keyId}`;
       if (auth?.userId) return `user:${auth.userId}`;
-      return `ip:${request.ip}`;
+      return `ip:${clientAddress(request)}`;
     },
     errorResponseBuilder: (_request, context) =>
       new AppError('rate_limited', {

@@ -11,6 +11,7 @@ import { promises as dns } from 'node:dns';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { Agent, buildConnector, request } from 'undici';
 import { AppError, isAppError } from '../core/errors.ts';
+import { bareIp, embeddedIPv4 } from './addresses.ts';
 
 /** A resolver returning every address of a host; injectable so tests need no DNS. */
 export type OutboundLookup = (hostname: string) => Promise<Array<{ address: string; family: number }>>;
@@ -48,40 +49,6 @@ const NON_PUBLIC = blockList(
 const GLOBAL_V6 = blockList([], ['2000::/3']);
 /** Refused even with allowPrivate: link-local is where metadata services answer (plus AWS's IPv6 one). */
 const METADATA = blockList(['169.254.0.0/16'], ['fe80::/10', 'fd00:ec2::254/128']);
-
-/** Expands a valid IPv6 string (possibly with a dotted IPv4 tail) into its eight 16-bit groups. */
-function hextets(ip: string): number[] {
-  let text = ip;
-  const dotted = /^(.*:)(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
-  if (dotted) {
-    const [a, b, c, d] = dotted.slice(2).map(Number) as [number, number, number, number];
-    text = `${dotted[1]}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
-  }
-  const [head = '', tail] = text.split('::');
-  const left = head ? head.split(':') : [];
-  const right = tail ? tail.split(':') : [];
-  const zeros: string[] = tail === undefined ? [] : Array<string>(8 - left.length - right.length).fill('0');
-  return [...left, ...zeros, ...right].map((group) => parseInt(group, 16));
-}
-
-/**
- * The IPv4 address carried inside an IPv6 one by IPv4-mapped (::ffff:0:0/96), NAT64 (64:ff9b::/96) and
- * 6to4 (2002::/16) addresses, which all reach that IPv4 host. Checked explicitly rather than trusting
- * BlockList: whether it matches mapped addresses against IPv4 rules has varied across Node versions.
- */
-function embeddedIPv4(ip: string): string | null {
-  const h = hextets(ip);
-  const v4 = (hi: number, lo: number): string => [hi >> 8, hi & 0xff, lo >> 8, lo & 0xff].join('.');
-  if (h.slice(0, 5).every((x) => x === 0) && h[5] === 0xffff) return v4(h[6]!, h[7]!);
-  if (h[0] === 0x64 && h[1] === 0xff9b && h.slice(2, 6).every((x) => x === 0)) return v4(h[6]!, h[7]!);
-  if (h[0] === 0x2002) return v4(h[1]!, h[2]!);
-  return null;
-}
-
-/** Strips URL brackets and an IPv6 zone id (`fe80::1%eth0`), which BlockList does not accept. */
-function bareIp(ip: string): string {
-  return ip.replace(/^\[(.*)\]$/, '$1').replace(/%.*$/, '');
-}
 
 /**
  * Whether `ip` is public unicast that an outbound request may reach. Anything that is not a valid IP

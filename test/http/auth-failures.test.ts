@@ -29,3 +29,16 @@ test('requests without a credential, or with a stale session cookie, are plain 4
   }
   assert.equal((await app.inject({ url: '/api/v1/keys', headers: bearer('bootstrap-token-brute-force-02') })).statusCode, 200);
 });
+
+test('an IPv6 client is one address per /64: rotating through its addresses does not get past the limit', async (t) => {
+  const { app } = await build(t, { env: { SVC_API_KEY: 'bootstrap-token-brute-force-03', SVC_AUTH_FAILURES_PER_MINUTE: '3' } });
+  for (let i = 1; i <= 3; i++) {
+    const wrong = await app.inject({ url: '/api/v1/keys', headers: bearer(`guess-${i}`), remoteAddress: `2001:db8:aa:bb::${i}` });
+    assert.equal(wrong.statusCode, 401);
+  }
+  const rotated = await app.inject({ url: '/api/v1/keys', headers: bearer('bootstrap-token-brute-force-03'), remoteAddress: '2001:db8:aa:bb:ffff:1:2:3' });
+  assert.equal(rotated.statusCode, 429);
+  // The next /64 is another client.
+  const neighbour = await app.inject({ url: '/api/v1/keys', headers: bearer('bootstrap-token-brute-force-03'), remoteAddress: '2001:db8:aa:bc::1' });
+  assert.equal(neighbour.statusCode, 200);
+});

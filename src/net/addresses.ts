@@ -1,0 +1,53 @@
+/**
+ * IP address literals: their parts (shared by the outbound URL guard, src/net/url-guard.ts) and the key a client
+ * address is counted under by per-address limits.
+ */
+import { isIP } from 'node:net';
+
+/** Expands a valid IPv6 string (possibly with a dotted IPv4 tail) into its eight 16-bit groups. */
+export function hextets(ip: string): number[] {
+  let text = ip;
+  const dotted = /^(.*:)(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (dotted) {
+    const [a, b, c, d] = dotted.slice(2).map(Number) as [number, number, number, number];
+    text = `${dotted[1]}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head = '', tail] = text.split('::');
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const zeros: string[] = tail === undefined ? [] : Array<string>(8 - left.length - right.length).fill('0');
+  return [...left, ...zeros, ...right].map((group) => parseInt(group, 16));
+}
+
+/**
+ * The IPv4 address carried inside an IPv6 one by IPv4-mapped (::ffff:0:0/96), NAT64 (64:ff9b::/96) and
+ * 6to4 (2002::/16) addresses, which all reach that IPv4 host. Checked explicitly rather than trusting
+ * BlockList: whether it matches mapped addresses against IPv4 rules has varied across Node versions.
+ */
+export function embeddedIPv4(ip: string): string | null {
+  const h = hextets(ip);
+  const v4 = (hi: number, lo: number): string => [hi >> 8, hi & 0xff, lo >> 8, lo & 0xff].join('.');
+  if (h.slice(0, 5).every((x) => x === 0) && h[5] === 0xffff) return v4(h[6]!, h[7]!);
+  if (h[0] === 0x64 && h[1] === 0xff9b && h.slice(2, 6).every((x) => x === 0)) return v4(h[6]!, h[7]!);
+  if (h[0] === 0x2002) return v4(h[1]!, h[2]!);
+  return null;
+}
+
+/** Strips URL brackets and an IPv6 zone id (`fe80::1%eth0`), which BlockList does not accept. */
+export function bareIp(ip: string): string {
+  return ip.replace(/^\[(.*)\]$/, '$1').replace(/%.*$/, '');
+}
+
+/**
+ * The key per-address limits count a client address under (failed authentications, logins, signups, resets): an IPv4
+ * address as it is (an IPv4-mapped IPv6 one as the IPv4 address it carries), an IPv6 address by its /64, the
+ * smallest block a site is given (a client holds all 2^64 addresses of its /64 and could rotate through them past any
+ * per-address limit), anything else (the local socket's `local`) as it is.
+ */
+export function limitKeyOfAddress(address: string): string {
+  const bare = bareIp(address);
+  if (isIP(bare) !== 6) return address;
+  const h = hextets(bare);
+  if (h.slice(0, 5).every((x) => x === 0) && h[5] === 0xffff) return embeddedIPv4(bare)!;
+  return `${h.slice(0, 4).map((x) => x.toString(16)).join(':')}::/64`;
+}

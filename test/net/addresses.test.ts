@@ -1,0 +1,16 @@
+/** The key per-address limits count a client address under (src/net/addresses.ts). */
+import assert from 'node:assert/strict';
+import test from 'node:test';
+import { limitKeyOfAddress } from '../../src/net/addresses.ts';
+
+test('IPv4 as it is, IPv4-mapped IPv6 as its IPv4 address, IPv6 by its /64, anything else as it is', () => {
+  assert.equal(limitKeyOfAddress('203.0.113.7'), '203.0.113.7');
+  assert.equal(limitKeyOfAddress('::ffff:203.0.113.7'), '203.0.113.7');
+  assert.equal(limitKeyOfAddress('::ffff:cb00:7107'), '203.0.113.7');
+  assert.equal(limitKeyOfAddress('2001:db8:aa:bb::1'), '2001:db8:aa:bb::/64');
+  assert.equal(limitKeyOfAddress('2001:0db8:00aa:00bb:ffff:1:2:3'), '2001:db8:aa:bb::/64');
+  assert.equal(limitKeyOfAddress('2001:db8::1'), '2001:db8:0:0::/64');
+  assert.equal(limitKeyOfAddress('fe80::1%eth0'), 'fe80:0:0:0::/64');
+  assert.equal(limitKeyOfAddress('::1'), '0:0:0:0::/64');
+  assert.equal(limitKeyOfAddress('local'), 'local');
+});
