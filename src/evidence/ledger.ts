@@ -86,8 +86,8 @@ export interface Ledger {
   commitIfOverdue(): void;
   /**
    * Whether an answer is to wait for its run's commit (`committed`) instead of going out first, its run committed
-   * within 20 ms after it: while the store cannot keep that window (a fresh process, or windows running late; the
-   * store's `answersWaitForCommit`).
+   * within 20 ms after it: while the store cannot keep that window (a fresh process: the store's
+   * `answersWaitForCommit`).
    */
   answersWaitForCommit(): boolean;
   /** Resolves once the changes recorded so far are committed. */

@@ -209,6 +209,16 @@ export function failureToAppError(error: UpstreamFailure): AppError {
 export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger; cache: ResponseCache; clock: Clock }): Gateway {
   const { registry, ledger, cache, clock } = deps;
 
+  /**
+   * A result's `recorded`: null while its answer may go out before its run is committed; otherwise `settle` records
+   * what is left of the run, and the answer waits for the commit.
+   */
+  const recordedAfter = (settle: () => void) => (): Promise<void> | null => {
+    if (!ledger.answersWaitForCommit()) return null;
+    settle();
+    return ledger.committed();
+  };
+
   return {
     async handle<Res, Ev>(adapter: WireAdapter<Res, Ev>, call: GatewayCall): Promise<GatewayResult<Res, Ev>> {
       ledger.commitIfOverdue();
@@ -417,11 +427,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
               await items.return(undefined);
               settleCompleted?.();
             };
-            const recorded = () => {
-              if (!ledger.answersWaitForCommit()) return null;
-              settleCompleted?.();
-              return ledger.committed();
-            };
+            const recorded = recordedAfter(() => settleCompleted?.());
             return { kind: 'stream', runId: run.id, route: 'live', provider: provider.name, items, close, recorded };
           }
           const response = await dispatched(provider, () => adapter.callBuffered(provider, call.signal));
@@ -435,12 +441,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
             complete(provider, usedFallback, response, usage, cost.priced, 'served');
           });
           setImmediate(settle);
-          const recorded = () => {
-            if (!ledger.answersWaitForCommit()) return null;
-            settle();
-            return ledger.committed();
-          };
-          return { kind: 'json', runId: run.id, route: 'live', provider: provider.name, body: response, settle, recorded };
+          return { kind: 'json', runId: run.id, route: 'live', provider: provider.name, body: response, settle, recorded: recordedAfter(settle) };
         } catch (thrown) {
           const error = upstreamFailureOf(provider, thrown, call.signal);
           const kind = failureKind(error);
@@ -566,7 +567,8 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
       savedUsd: saved.usd,
       savedMs: saved.ms,
     });
-    const recorded = () => (ledger.answersWaitForCommit() ? ledger.committed() : null);
+    // The run was finished above: nothing is left to record first.
+    const recorded = recordedAfter(() => undefined);
     if (!adapter.stream) return { kind: 'json', runId: run.id, route: 'exact_cache', provider: null, body: response, settle: () => undefined, recorded };
     const items = replayed(adapter.replay(response));
     return { kind: 'stream', runId: run.id, route: 'exact_cache', provider: null, items, close: async () => void (await items.return(undefined)), recorded };

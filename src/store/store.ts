@@ -20,7 +20,8 @@
  *   fraction of a millisecond, one savepoint each (each write alone only if that fails), with a turn of the event
  *   loop between slices; under load what is ready goes into the window's open transaction in the turn after it was
  *   queued, so the commit has little left. `flush()` waits for them, which readers naming a run call first
- *   (read-your-writes).
+ *   (read-your-writes). For a fresh store's first seconds of traffic, whose windows it cannot keep, `committed()` lets
+ *   an answer wait for the commit of its writes instead (`answersWaitForCommit`).
  * - "database is locked" is retried with async backoff, never a busy-wait.
  */
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
@@ -123,8 +124,8 @@ export interface Store {
   commitIfOverdue(): void;
   /**
    * Whether answers are to wait for the commit of their deferred writes (`committed`) instead of going out before
-   * it: while the store is fresh or its recent windows ran late, it cannot keep the deferred window's bound, so the
-   * writes of an answer are committed before it (see `ANSWERS_WAIT_FRESH_MS`).
+   * it: while the store is fresh it cannot keep the deferred window's bound, so the writes of an answer are committed
+   * before it (see `ANSWERS_WAIT_FRESH_MS`).
    */
   readonly answersWaitForCommit: boolean;
   /**
