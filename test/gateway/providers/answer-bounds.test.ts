@@ -10,8 +10,9 @@ import { test, type TestContext } from 'node:test';
 import { Agent } from 'undici';
 import { createChatCompletionsProvider, type ProviderTimeouts } from '../../../src/gateway/providers/chat-completions.ts';
 import { createMessagesProvider } from '../../../src/gateway/providers/messages.ts';
-import { ProviderError, type Provider } from '../../../src/gateway/providers/types.ts';
+import type { Provider } from '../../../src/gateway/providers/types.ts';
 import { completion, sendJson, sleep, startFakeUpstream, startSse, type FakeUpstream } from '../../support/fake-upstream.ts';
+import { rejectsWith } from '../../support/provider-errors.ts';
 
 const KEY = 'sk-live-test-0123456789abcdef';
 const MAX = 64 * 1024;
@@ -31,18 +32,6 @@ function messagesProvider(t: TestContext, upstream: FakeUpstream, timeouts: Part
 }
 
 const ctx = () => ({ signal: new AbortController().signal });
-
-async function rejectsWith(promise: Promise<unknown>, kind: ProviderError['kind']): Promise<ProviderError> {
-  let caught: unknown;
-  try {
-    await promise;
-  } catch (error) {
-    caught = error;
-  }
-  assert.ok(caught instanceof ProviderError, `expected a ProviderError, got ${String(caught)}`);
-  assert.equal(caught.kind, kind, caught.message);
-  return caught;
-}
 
 async function drain(stream: Promise<AsyncIterable<unknown>>): Promise<number> {
   let count = 0;

@@ -8,8 +8,9 @@ import { test, type TestContext } from 'node:test';
 import { Agent } from 'undici';
 import { createChatCompletionsProvider, type ProviderTimeouts } from '../../../src/gateway/providers/chat-completions.ts';
 import { providerErrorStatus } from '../../../src/gateway/providers/errors.ts';
-import { ProviderError, type ChatChunk, type Provider } from '../../../src/gateway/providers/types.ts';
+import type { ChatChunk, Provider } from '../../../src/gateway/providers/types.ts';
 import { completion, contentChunk, sendJson, sleep, startFakeUpstream, startSse, type FakeUpstream } from '../../support/fake-upstream.ts';
+import { rejectsWith } from '../../support/provider-errors.ts';
 
 const KEY = 'sk-live-test-0123456789abcdef';
 
@@ -25,18 +26,6 @@ async function collect(stream: AsyncIterable<ChatChunk>): Promise<ChatChunk[]> {
   const chunks: ChatChunk[] = [];
   for await (const chunk of stream) chunks.push(chunk);
   return chunks;
-}
-
-async function rejectsWith(promise: Promise<unknown>, kind: ProviderError['kind']): Promise<ProviderError> {
-  let caught: unknown;
-  try {
-    await promise;
-  } catch (error) {
-    caught = error;
-  }
-  assert.ok(caught instanceof ProviderError, `expected a ProviderError, got ${String(caught)}`);
-  assert.equal(caught.kind, kind, caught.message);
-  return caught;
 }
 
 test('a buffered chat passes every client field through untouched with the bearer key', async (t) => {
