@@ -7,7 +7,6 @@ import { AppError } from '../core/errors.ts';
 import type { AuthContext, OrgRole } from '../identity/auth-context.ts';
 import { ORG_ROLE_RANK, type Membership, type User } from './types.ts';
 
-/** The caller's rank in its resolved organization: 3 owner, 2 admin, 1 member, 0 none. */
 /**
  * The key a per-caller limit counts `auth` under: a user or an API key. Null for the operator (the bootstrap token,
  * the local socket, open dev mode), who is not limited.
@@ -18,6 +17,7 @@ export function limitedCaller(auth: AuthContext): string | null {
   return null;
 }
 
+/** The caller's rank in its resolved organization: 3 owner, 2 admin, 1 member, 0 none. */
 export function rankOf(auth: AuthContext): number {
   if (auth.platformAdmin) return ORG_ROLE_RANK.owner;
   if (auth.session) return auth.session.orgRole ? ORG_ROLE_RANK[auth.session.orgRole] : 0;
