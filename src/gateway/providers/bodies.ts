@@ -58,8 +58,9 @@ export async function readLimited(body: Body, limit: number, withinMs = Infinity
 }
 
 /**
- * A whole answer body as text; past `maxBytes` the body is released and `tooLarge()` thrown. Read errors (a deadline,
- * a reset) are thrown as they are, for the caller to classify.
+ * A whole answer body as text (UTF-8, a leading byte-order mark dropped, as undici's `body.text()` does); past
+ * `maxBytes` the body is released and `tooLarge()` thrown. Read errors (a deadline, a reset) are thrown as they are,
+ * for the caller to classify.
  */
 export async function readAnswer(body: Body, maxBytes: number, tooLarge: () => Error): Promise<string> {
   const chunks: Buffer[] = [];
@@ -73,7 +74,8 @@ export async function readAnswer(body: Body, maxBytes: number, tooLarge: () => E
     }
     chunks.push(buf);
   }
-  return Buffer.concat(chunks, size).toString('utf8');
+  const text = Buffer.concat(chunks, size).toString('utf8');
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }
 
 /** The message of an answer past the bound. */

@@ -138,8 +138,18 @@ test("an error body trickling in does not hold a stream's call past the stream h
   }
 });
 
-test('answers within the bound are read whole', async (t) => {
-  const upstream = await startFakeUpstream(t, (_req, res) => sendJson(res, 200, completion(big(MAX / 2))));
-  const answer = await chatProvider(t, upstream).chat({ model: 'gpt-4o', messages: [] }, ctx());
-  assert.equal(answer.choices[0]!.message.content, big(MAX / 2));
+test('answers within the bound are read whole, a multi-byte character split between chunks and a byte-order mark too', async (t) => {
+  const upstream = await startFakeUpstream(t, async (req, res) => {
+    if ((req.body as { model: string }).model === 'bom') {
+      const bytes = Buffer.from(`\uFEFF${JSON.stringify(completion('ünïcödé ✓'))}`, 'utf8');
+      res.writeHead(200, { 'content-type': 'application/json' });
+      // One byte at a time: every multi-byte character arrives split.
+      for (const byte of bytes) res.write(Buffer.from([byte]));
+      return void res.end();
+    }
+    sendJson(res, 200, completion(big(MAX / 2)));
+  });
+  const provider = chatProvider(t, upstream);
+  assert.equal((await provider.chat({ model: 'gpt-4o', messages: [] }, ctx())).choices[0]!.message.content, big(MAX / 2));
+  assert.equal((await provider.chat({ model: 'bom', messages: [] }, ctx())).choices[0]!.message.content, 'ünïcödé ✓');
 });
