@@ -45,6 +45,8 @@ export function bareIp(ip: string): string {
  * per-address limit), anything else (the local socket's `local`) as it is.
  */
 export function limitKeyOfAddress(address: string): string {
+  // Every request asks (the failed-authentication limiter): an IPv4 address is kept without parsing it.
+  if (!address.includes(':')) return address;
   const bare = bareIp(address);
   if (isIP(bare) !== 6) return address;
   const h = hextets(bare);
