@@ -139,6 +139,19 @@ test('frames are written with the reply headers, and a full response is not fed 
   assert.equal(res.ended, true);
 });
 
+test("a stream whose run cannot be recorded as it closes is logged, and the write still resolves (an unhandled rejection would end the process)", async () => {
+  const res = new FakeResponse(Infinity);
+  const logged: unknown[] = [];
+  const reply = { raw: res, statusCode: 200, getHeaders: () => ({}), log: { error: (entry: unknown) => logged.push(entry) } } as never;
+  async function* frames(): AsyncGenerator<string> {
+    yield 'data: 1\n\n';
+  }
+  await writeFrames(reply, frames(), { close: async () => Promise.reject(new Error('recording failed')) });
+  assert.equal(res.ended, true, 'the answer went out whole');
+  assert.equal(logged.length, 1);
+  assert.match(String((logged[0] as { err: Error }).err.message), /recording failed/);
+});
+
 test('a client gone while the response is full stops the frames and closes the stream', async () => {
   const res = new FakeResponse(1);
   const source = countingFrames(100);

@@ -121,7 +121,10 @@ export async function writeFrames(reply: FastifyReply, frames: AsyncGenerator<st
     reply.log.error({ err: error }, 'a gateway stream failed after its headers were sent');
     res.destroy(error as Error);
   } finally {
-    await stream.close(); // the generator's `finally` did this already if the stream ended early
+    // The generator's `finally` did this already if the stream ended early. Recording a completed stream's run runs
+    // here: a failure of it is logged, never left to reject the write nobody awaits (`sendGatewayResult`), which
+    // would end the process as an unhandled rejection, every tenant's requests with it.
+    await stream.close().catch((error: unknown) => reply.log.error({ err: error }, "a gateway stream's run could not be recorded"));
   }
 }
 
