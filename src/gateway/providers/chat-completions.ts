@@ -169,7 +169,6 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
       try {
         text = await readAnswer(response.body, maxBytes, () => badResponse(tooLargeMessage('the upstream answer', maxBytes), status));
       } catch (error) {
-        if (error instanceof ProviderError) throw error;
         throw classifyThrown(name, error, context.signal);
       }
     } finally {

@@ -75,8 +75,8 @@ export function createMessagesProvider(options: MessagesProviderOptions): Provid
       try {
         text = await readAnswer(response.body, maxAnswerBytes, () => bad(tooLargeMessage('the upstream answer', maxAnswerBytes), response.statusCode));
       } catch (error) {
-        // A body cut by the deadline is a timeout (504), by a reset a network failure, as on the other wires.
-        if (error instanceof ProviderError) throw error;
+        // A body cut by the deadline is a timeout (504), by a reset a network failure, as on the other wires; the
+        // answer past its bound is already a ProviderError, which classifyThrown passes through.
         throw classifyThrown(name, error, context.signal);
       }
       try {
