@@ -12,20 +12,33 @@ import { ensureBundle, startServe, tempDir } from '../support/process.ts';
 
 const chatBody = (content: string, stream = false) => JSON.stringify({ model: 'gpt-4o-mini', stream, messages: [{ role: 'user', content }] });
 
+const messagesBody = (content: string) => JSON.stringify({ model: 'claude-sonnet-4', stream: true, max_tokens: 50, messages: [{ role: 'user', content }] });
+const responsesBody = (content: string) => JSON.stringify({ model: 'gpt-4o-mini', stream: true, input: content });
+
+/** What a request is sent to, and what in its stream tells the client the answer is complete. */
+interface Wire {
+  path: string;
+  streamEnd: string;
+}
+const chatWire: Wire = { path: '/v1/chat/completions', streamEnd: 'data: [DONE]' };
+const messagesWire: Wire = { path: '/v1/messages', streamEnd: 'event: message_stop' };
+const responsesWire: Wire = { path: '/v1/responses', streamEnd: 'event: response.completed' };
+
 /**
- * POST a chat body; `onAnswer` runs (synchronously, so it may kill svc before anything else happens) as soon as the
- * answer is there: a buffered answer's headers (they go out with its body), or a stream's `[DONE]`.
+ * POST a body; `onAnswer` runs (synchronously, so it may kill svc before anything else happens) as soon as the
+ * answer is there: a buffered answer's headers (they go out with its body), or the event of a stream that says it is
+ * complete (chat's `[DONE]`, messages' `message_stop`, responses' `response.completed`).
  */
-function ask(address: string, body: string, onAnswer: (runId: string, status: number) => void): Promise<void> {
+function ask(address: string, body: string, onAnswer: (runId: string, status: number) => void, wire = chatWire): Promise<void> {
   return new Promise((resolve, reject) => {
-    const req = request(`${address}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
+    const req = request(`${address}${wire.path}`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
       const runId = String(res.headers['x-svc-run-id']);
       const streamed = String(res.headers['content-type']).startsWith('text/event-stream');
       if (!streamed) onAnswer(runId, res.statusCode!);
       let text = '';
       res.on('data', (chunk: Buffer) => {
         text += chunk.toString();
-        if (streamed && text.includes('data: [DONE]')) {
+        if (streamed && text.includes(wire.streamEnd)) {
           text = '';
           onAnswer(runId, res.statusCode!);
         }
@@ -40,15 +53,20 @@ function ask(address: string, body: string, onAnswer: (runId: string, status: nu
 }
 
 /** Start svc on a new data directory, send `first` (not killed), then `last`, killing svc the moment it is answered. */
-async function killedOnAnswer(t: TestContext, env: Record<string, string>, first: string | null, last: string, stream = false) {
+async function killedOnAnswer(t: TestContext, env: Record<string, string>, first: string | null, last: string, wire = chatWire) {
   const dataDir = tempDir(t);
   const svc = await startServe(t, dataDir, env);
   if (first !== null) await ask(svc.address, first, () => undefined);
   const arrivals: Array<{ runId: string; status: number }> = [];
-  await ask(svc.address, last, (runId, status) => {
-    svc.child.kill('SIGKILL');
-    arrivals.push({ runId, status });
-  });
+  await ask(
+    svc.address,
+    last,
+    (runId, status) => {
+      svc.child.kill('SIGKILL');
+      arrivals.push({ runId, status });
+    },
+    wire,
+  );
   await svc.exited;
   const answered = arrivals[0];
   assert.ok(answered, 'the answer arrived');
@@ -77,9 +95,16 @@ test('while fresh, an answer waits for its run\'s commit: a live answer, a strea
   assert.equal(failed.run.status, 'failed');
 
   // The mock provider streams; the stream's [DONE] is its answer's end.
-  const streamed = await killedOnAnswer(t, {}, null, chatBody('a streamed answer', true), true);
+  const streamed = await killedOnAnswer(t, {}, null, chatBody('a streamed answer', true));
   assert.equal(streamed.found, 200);
   assert.equal(streamed.run.status, 'completed');
+
+  // The other wires' streams say so with an event, which waits as chat's [DONE] does.
+  for (const [wire, body] of [[messagesWire, messagesBody('a streamed message')], [responsesWire, responsesBody('a streamed response')]] as const) {
+    const other = await killedOnAnswer(t, {}, null, body, wire);
+    assert.equal(other.found, 200, wire.path);
+    assert.equal(other.run.status, 'completed', wire.path);
+  }
 
   const repeated = chatBody('asked twice');
   const hit = await killedOnAnswer(t, {}, repeated, repeated);

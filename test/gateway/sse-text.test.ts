@@ -77,6 +77,32 @@ test('while answers wait for their runs\' commit, a complete stream\'s trailer w
   assert.equal(askedEarly, 0);
 });
 
+test("a wire's closing event (messages' message_stop) waits for the commit as a trailer does, and goes out at once when answers do not wait", async () => {
+  const closing = { frame: (event: number) => `event: ${event === 0 ? 'stop' : 'delta'}\n\n`, closing: (event: number) => event === 0 };
+  let commit!: () => void;
+  const committed = new Promise<void>((resolve) => (commit = resolve));
+  const { stream } = streamOf([1, 0]);
+  const frames = sseText({ ...stream, recorded: () => committed }, closing);
+  assert.deepEqual(await frames.next(), { value: 'event: delta\n\n', done: false });
+  const stop = frames.next();
+  let stopCame = false;
+  void stop.then(() => (stopCame = true));
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(stopCame, false, 'the closing event waits for the commit');
+  commit();
+  assert.deepEqual(await stop, { value: 'event: stop\n\n', done: false });
+  assert.deepEqual(await frames.next(), { value: undefined, done: true });
+
+  const sent: string[] = [];
+  for await (const text of sseText(streamOf([1, 0]).stream, closing)) sent.push(text);
+  assert.deepEqual(sent, ['event: delta\n\n', 'event: stop\n\n']);
+
+  // Were an event to follow the closing one, it would keep its place after it.
+  const after: string[] = [];
+  for await (const text of sseText(streamOf([0, 1]).stream, closing)) after.push(text);
+  assert.deepEqual(after, ['event: stop\n\n', 'event: delta\n\n']);
+});
+
 /** A stand-in for node's ServerResponse: `write` answers false once `capacity` frames are buffered. */
 class FakeResponse extends EventEmitter {
   statusCode = 0;

@@ -41,6 +41,11 @@ export function gatewayCall(request: FastifyRequest, reply: FastifyReply): Gatew
 export interface SseFormat<Ev> {
   /** The SSE text of one event (`data: ...\n\n`, or with an `event:` line). */
   frame(event: Ev, terminal: boolean): string | null;
+  /**
+   * Whether an event ends a complete answer (messages' `message_stop`, responses' `response.completed`): its frame
+   * goes out with the stream's end, so that it too waits for the run's commit while answers do.
+   */
+  closing?(event: Ev): boolean;
   /** Sent after the last event of a complete stream (chat's `data: [DONE]`). */
   trailer?: string;
 }
@@ -60,10 +65,18 @@ export async function* sseText<Ev>(
 ): AsyncGenerator<string> {
   let flushed = false;
   let complete = false;
+  let closingFrame: string | null = null;
   try {
     for await (const item of stream.items) {
       const text = format.frame(item.event, item.terminal === true);
-      if (text) {
+      if (closingFrame !== null) {
+        yield closingFrame; // an event after the closing one (it does not happen with the providers of this build)
+        closingFrame = null;
+      }
+      if (text && !item.terminal && format.closing?.(item.event)) {
+        // The terminal event of an upstream stream is its last: holding it costs the stream's end a few microtasks.
+        closingFrame = text;
+      } else if (text) {
         yield text;
         if (!flushed) {
           // node's HTTP response corks its socket on a write and uncorks it in a tick (process.nextTick), and ticks
@@ -79,6 +92,7 @@ export async function* sseText<Ev>(
     // While answers wait for their runs' commit, a complete stream's end does.
     const recorded = stream.recorded();
     if (recorded !== null) await recorded;
+    if (closingFrame !== null) yield closingFrame;
     if (format.trailer) yield format.trailer;
     complete = true;
   } finally {

@@ -19,7 +19,7 @@ export function messagesRoutes(deps: { gateway: Gateway; appBaseUrl: string | nu
       const result = await deps.gateway.handle(messagesAdapter(validated, headers), gatewayCall(request, reply));
       return sendGatewayResult(request, reply, result, {
         appBaseUrl: deps.appBaseUrl,
-        format: { frame: (event: MessagesStreamEvent) => namedFrame(event.type, event) },
+        format: { frame: (event: MessagesStreamEvent) => namedFrame(event.type, event), closing: (event) => event.type === 'message_stop' },
       });
     });
 

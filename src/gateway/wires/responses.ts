@@ -18,7 +18,10 @@ export function responsesRoutes(deps: { gateway: Gateway; clock: Clock; appBaseU
       let sequence = 0;
       return sendGatewayResult(request, reply, result, {
         appBaseUrl: deps.appBaseUrl,
-        format: { frame: (event: ResponseStreamEvent) => namedFrame(event.type, { ...event, sequence_number: sequence++ }) },
+        format: {
+          frame: (event: ResponseStreamEvent) => namedFrame(event.type, { ...event, sequence_number: sequence++ }),
+          closing: (event) => event.type === 'response.completed' || event.type === 'response.incomplete',
+        },
       });
     });
   };
