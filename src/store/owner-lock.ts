@@ -41,14 +41,22 @@ export function isProcessAlive(pid: number): boolean {
 
 /** The current owner of a data directory if it is alive, else null. */
 export function readLiveOwner(dataDir: string): OwnerRecord | null {
-  let record: OwnerRecord;
+  let record: unknown;
   try {
-    record = JSON.parse(readFileSync(join(dataDir, OWNER_LOCK_FILE), 'utf8')) as OwnerRecord;
+    record = JSON.parse(readFileSync(join(dataDir, OWNER_LOCK_FILE), 'utf8'));
   } catch {
     return null;
   }
+  // Anything but a record of ours (`null`, a number, a pid that is no integer) was not written by an owner: stale.
+  if (!isOwnerRecord(record)) return null;
   if (record.pid === process.pid) return record;
   return isProcessAlive(record.pid) ? record : null;
+}
+
+function isOwnerRecord(value: unknown): value is OwnerRecord {
+  if (typeof value !== 'object' || value === null) return false;
+  const record = value as Record<string, unknown>;
+  return Number.isInteger(record.pid) && (record.socketPath === null || typeof record.socketPath === 'string') && typeof record.startedAt === 'number';
 }
 
 /**

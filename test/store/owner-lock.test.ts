@@ -55,3 +55,14 @@ test('a live owner blocks; release frees; a dead owner is taken over', async (t)
     }
   }, (error: unknown) => error instanceof DataDirLockedError || (error as Error).message.includes('lock'));
 });
+
+test('a lock file that is not an owner record (null, a number, a pid that is no integer, garbage) is stale and taken over', (t) => {
+  const dataDir = tempDir(t);
+  for (const content of ['null', '42', '"x"', '[]', 'garbage', '{"pid":"1","socketPath":null,"startedAt":1}', `{"pid":${process.pid}}`]) {
+    writeFileSync(`${dataDir}/${OWNER_LOCK_FILE}`, content);
+    assert.equal(readLiveOwner(dataDir), null, content);
+    const lock = acquireOwnerLock(dataDir, null);
+    assert.equal(readLiveOwner(dataDir)?.pid, process.pid, content);
+    lock.release();
+  }
+});
