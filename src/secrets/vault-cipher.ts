@@ -5,7 +5,7 @@
  * base64url) so the format can evolve.
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
-import { chmodSync, closeSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, fsyncSync, linkSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export const MASTER_KEY_FILE = 'master.key';
@@ -29,19 +29,50 @@ export function loadMasterKey(masterKey: string | null, dataDir: string | null):
   if (!dataDir) return { key: randomBytes(32), source: 'ephemeral' };
   const path = join(dataDir, MASTER_KEY_FILE);
   try {
-    return { key: keyFromString(readFileSync(path, 'utf8').trim()), source: 'key_file' };
+    return { key: keyFromFile(path, readFileSync(path, 'utf8')), source: 'key_file' };
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
   const key = randomBytes(32);
-  const fd = openSync(path, 'wx', 0o600);
+  // Written whole to a private temporary file, then linked into place: the key file never exists empty or half
+  // written (a crash between creating and writing it would leave one), and of two processes creating it at once one
+  // links first and the other reads its key.
+  const temp = `${path}.${process.pid}.${randomBytes(6).toString('hex')}`;
+  writeFileSync(temp, key.toString('hex'), { mode: 0o600, flag: 'wx' });
   try {
-    writeSync(fd, key.toString('hex'));
+    chmodSync(temp, 0o600); // in case a umask widened it
+    fsyncFile(temp);
+    linkSync(temp, path);
+    fsyncFile(dataDir); // the link itself, so that a crash cannot take the key from under secrets already stored
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    return { key: keyFromFile(path, readFileSync(path, 'utf8')), source: 'key_file' };
+  } finally {
+    rmSync(temp, { force: true });
+  }
+  return { key, source: 'key_file' };
+}
+
+/**
+ * The key file holds exactly what svc writes: 64 hex characters (a trailing newline allowed). Anything else is
+ * refused rather than stretched into a key: an empty or cut file would otherwise give a key anyone can compute.
+ */
+function keyFromFile(path: string, content: string): Buffer {
+  const value = content.trim();
+  if (!/^[0-9a-f]{64}$/i.test(value)) {
+    throw new Error(`the master key file ${path} does not hold 64 hex characters; restore it from a backup (secrets stored under it cannot be read without it), or remove it if no secret was ever stored`);
+  }
+  return Buffer.from(value, 'hex');
+}
+
+/** fsync a file or a directory (Linux opens both read-only for it). */
+function fsyncFile(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
   } finally {
     closeSync(fd);
   }
-  chmodSync(path, 0o600); // in case a umask widened it
-  return { key, source: 'key_file' };
 }
 
 function keyFromString(value: string): Buffer {
