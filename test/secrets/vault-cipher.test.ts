@@ -51,7 +51,7 @@ test('a secret encrypts to a new ciphertext each time, decrypts under its key on
   assert.throws(() => createSecretCipher(Buffer.alloc(32, 2), 'env').decrypt(sealed));
   const [version, iv, tag, data] = sealed.split(':');
   const flipped = Buffer.from(data!, 'base64url');
-  flipped[0] ^= 1;
+  flipped.writeUInt8(flipped.readUInt8(0) ^ 1, 0);
   assert.throws(() => cipher.decrypt([version, iv, tag, flipped.toString('base64url')].join(':')));
   assert.throws(() => cipher.decrypt('v2:x:y:z'), /unrecognised/);
   assert.throws(() => createSecretCipher(Buffer.alloc(16), 'env'), /32 bytes/);
