@@ -4,7 +4,7 @@
  */
 import { chatChunks, correlationOf, messagesChunks, SvcStreamError, type ChatStreamChunk, type MessagesStreamChunk, type MessagesToolUse, type RunCorrelation, type ToolCall, type Usage } from './streams.ts';
 import { tracedTool, type ToolDefinition } from './tools.ts';
-import { httpTransport, type RequestOptions, type Transport } from './transport.ts';
+import { httpTransport, type RequestOptions, type Transport, type TransportResponse } from './transport.ts';
 
 /** SPEC 8: buffered gateway calls wait 150000 ms by default, configurable from 1 to 900000. */
 export const DEFAULT_BUFFERED_TIMEOUT_MS = 150_000;
@@ -311,13 +311,40 @@ export class SvcClient {
     this.options = { ...options, bufferedTimeoutMs, requestTimeoutMs };
   }
 
-  /** Send one request; resolves with the parsed JSON body of a 2xx answer. */
+  /**
+   * Send one request; resolves with the parsed JSON body of a 2xx answer. Without a signal of the caller's, the
+   * buffered deadline (`bufferedTimeoutMs`) bounds the whole exchange: a server that never answers, or sends its body a
+   * byte at a time, must not hold the caller (an admin command) forever.
+   */
   async call<T>(method: string, path: string, body?: unknown, options?: RequestOptions): Promise<T> {
     const orgId = this.options.orgId;
-    const sent = orgId ? { ...options, headers: { 'x-svc-tenant': orgId, ...options?.headers } } : options;
-    const response = await this.transport.request(method, path, body, sent);
-    if (response.status >= 200 && response.status < 300) return response.body as T;
-    throw this.failure(method, path, response.status, response.headers, response.body, response.text);
+    const deadline = options?.signal ? null : AbortSignal.timeout(this.options.bufferedTimeoutMs);
+    const sent: RequestOptions = {
+      ...options,
+      ...(orgId ? { headers: { 'x-svc-tenant': orgId, ...options?.headers } } : {}),
+      ...(deadline ? { signal: deadline } : {}),
+    };
+    let response: TransportResponse;
+    try {
+      response = await this.transport.request(method, path, body, sent);
+    } catch (error) {
+      if (deadline?.aborted) throw new Error(`no answer to ${method} ${path} within ${this.options.bufferedTimeoutMs} ms`, { cause: error });
+      throw error;
+    }
+    if (response.status < 200 || response.status >= 300) throw this.failure(method, path, response.status, response.headers, response.body, response.text);
+    // Every answer of svc's API is a JSON object; anything else (an HTML page, an empty body) is not svc answering.
+    if (typeof response.body !== 'object' || response.body === null) {
+      throw new SvcApiError({
+        status: response.status,
+        code: 'invalid_response',
+        message: `the server answered ${method} ${path} with HTTP ${response.status} but no JSON: is it svc?`,
+        method,
+        path,
+        body: response.text,
+        requestId: response.headers['x-request-id'] ?? null,
+      });
+    }
+    return response.body as T;
   }
 
   private failure(method: string, path: string, status: number, headers: Record<string, string>, body: unknown, text: string): SvcApiError {

@@ -44,7 +44,7 @@ function parseBody(text: string): unknown {
   }
 }
 
-function fetchTransport(baseUrl: string, headers: Record<string, string>, label: string, dispatcher?: Agent): Transport {
+function fetchTransport(baseUrl: string, headers: Record<string, string>, label: string, dispatcher: Agent): Transport {
   const base = baseUrl.replace(/\/+$/, '');
   const send = async (method: string, path: string, body: unknown, options: RequestOptions) => {
     try {
@@ -52,7 +52,7 @@ function fetchTransport(baseUrl: string, headers: Record<string, string>, label:
         method,
         headers: { ...headers, ...options.headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        ...(dispatcher ? { dispatcher } : {}),
+        dispatcher,
         ...(options.signal ? { signal: options.signal } : {}),
       });
     } catch (error) {
@@ -64,7 +64,7 @@ function fetchTransport(baseUrl: string, headers: Record<string, string>, label:
   return {
     async request(method, path, body, options = {}) {
       const response = await send(method, path, body, options);
-      const text = await response.text();
+      const text = await boundedText(response, label);
       return { status: response.status, headers: Object.fromEntries(response.headers.entries()), body: parseBody(text), text };
     },
     async stream(method, path, body, options = {}) {
@@ -77,14 +77,36 @@ function fetchTransport(baseUrl: string, headers: Record<string, string>, label:
       return { status: response.status, headers: Object.fromEntries(response.headers.entries()), body: chunks() };
     },
     async close() {
-      await dispatcher?.close();
+      // Requests still in flight are given up (a TUI quitting while its list loads): waiting for them would keep the
+      // process alive until they end, which for a server that never answers is undici's 300 s header timeout.
+      await dispatcher.destroy();
     },
   };
 }
 
+/** The most of one buffered answer the client reads: more than any answer of svc's API, far less than memory. */
+export const MAX_ANSWER_BYTES = 128 * 1024 * 1024;
+
+/** The body as text, refused past MAX_ANSWER_BYTES (a server that is not svc may send gigabytes). */
+async function boundedText(response: Awaited<ReturnType<typeof fetch>>, label: string): Promise<string> {
+  if (!response.body) return '';
+  const decoder = new TextDecoder();
+  let received = 0;
+  let text = '';
+  for await (const chunk of response.body) {
+    received += chunk.byteLength;
+    if (received > MAX_ANSWER_BYTES) {
+      await response.body.cancel().catch(() => undefined);
+      throw new Error(`the answer from ${label} is larger than ${MAX_ANSWER_BYTES} bytes`);
+    }
+    text += decoder.decode(chunk, { stream: true });
+  }
+  return text + decoder.decode();
+}
+
 /** HTTP(S) to a base URL such as `http://127.0.0.1:8787`, with an optional bearer token. */
 export function httpTransport(baseUrl: string, token: string | null): Transport {
-  return fetchTransport(baseUrl, token ? { authorization: `Bearer ${token}` } : {}, baseUrl);
+  return fetchTransport(baseUrl, token ? { authorization: `Bearer ${token}` } : {}, baseUrl, new Agent());
 }
 
 /** HTTP over a unix socket: the local operator of a running `svc serve`. */

@@ -294,3 +294,69 @@ test('run-event traversal stops before request 101', async () => {
   assert.equal(requests, 100);
   assert.equal(count, 100);
 });
+
+/** A node:http server answering every request with `answer`; closed after the test. */
+async function foreignServer(t: TestContext, answer: (res: import('node:http').ServerResponse) => void) {
+  const server = createServer((_req, res) => answer(res));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+test('a management call is bounded: no answer, or one sent a byte at a time, fails at the buffered deadline', async (t) => {
+  const silent = await foreignServer(t, () => undefined);
+  const dripping = await foreignServer(t, (res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    const timer = setInterval(() => res.write(' '), 50);
+    res.on('close', () => clearInterval(timer));
+  });
+  for (const baseUrl of [silent, dripping]) {
+    const client = createSvcClient({ baseUrl, env: {}, bufferedTimeoutMs: 300 });
+    t.after(() => client.close());
+    await assert.rejects(client.keys.list(), /no answer to GET \/api\/v1\/keys within 300 ms/);
+  }
+});
+
+test('a 2xx answer that is not JSON (an HTML page, an empty body) is an error, not data', async (t) => {
+  for (const body of ['<html>hello</html>', '', '"just a string"', '42']) {
+    const baseUrl = await foreignServer(t, (res) => res.writeHead(200, { 'content-type': 'text/html' }).end(body));
+    const client = createSvcClient({ baseUrl, env: {} });
+    t.after(() => client.close());
+    await assert.rejects(client.keys.list(), (error: unknown) => {
+      assert.ok(error instanceof SvcApiError, String(error));
+      assert.equal(error.code, 'invalid_response');
+      assert.equal(error.status, 200);
+      return true;
+    });
+  }
+});
+
+test('an answer larger than the client reads is refused without holding it all', async (t) => {
+  const chunk = Buffer.alloc(1024 * 1024, 0x20);
+  const baseUrl = await foreignServer(t, (res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    let sent = 0;
+    const more = () => {
+      while (sent < 200 && res.write(chunk)) sent++;
+      if (sent < 200) res.once('drain', more);
+      else res.end();
+    };
+    more();
+  });
+  const client = createSvcClient({ baseUrl, env: {} });
+  t.after(() => client.close());
+  await assert.rejects(client.keys.list(), /larger than 134217728 bytes/);
+});
+
+test('closing the client gives up its requests in flight at once (a TUI quitting while its list loads)', async (t) => {
+  const baseUrl = await foreignServer(t, () => undefined);
+  const client = createSvcClient({ baseUrl, env: {} });
+  const pending = client.keys.list();
+  const settled = pending.then(() => 'answered', () => 'given up');
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  await client.close();
+  assert.equal(await settled, 'given up');
+});
