@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { confirmOrExit } from './confirm.ts';
 import { UsageError, withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
-import { print, printJson, table } from './output.ts';
+import { note, print, printJson, table } from './output.ts';
 
 export function registerCache(program: Command): void {
   const cache = program.command('cache').description('response caches: statistics and invalidation');
@@ -25,7 +25,7 @@ export function registerCache(program: Command): void {
       if (!options.all && !options.type) throw new UsageError('say what to invalidate: --type <tier> [--prefix <p>] or --all');
       const what = options.all ? 'every cache tier' : `${options.type}${options.prefix ? ` entries starting with "${options.prefix}"` : ''}`;
       if (!(await confirmOrExit(`Invalidate ${what}?`, options.yes))) {
-        process.stderr.write('Cancelled.\n');
+        note('Cancelled.\n');
         process.exitCode = 1;
         return;
       }

@@ -2,7 +2,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { confirmOrExit } from './confirm.ts';
 import { withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
-import { print, printJson, table } from './output.ts';
+import { note, print, printJson, table } from './output.ts';
 import { parseNonNegativeInt, parsePositiveInt } from './options.ts';
 
 const KEY_COLUMNS = { id: 'ID', name: 'NAME', mode: 'MODE', appId: 'APP', admin: 'ADMIN', status: 'STATUS', createdAt: 'CREATED' };
@@ -43,7 +43,7 @@ Examples:
         }),
       );
       // The warning goes to stderr either way, so `--json` output stays pure JSON.
-      process.stderr.write('warning: store this token now; svc keeps only its hash and will not show it again.\n');
+      note('warning: store this token now; svc keeps only its hash and will not show it again.\n');
       if (options.json) return printJson(created);
       print(table([created.key], KEY_COLUMNS));
       print(`\ntoken: ${created.token}`);
@@ -60,7 +60,7 @@ Examples:
       if (options.json) return printJson(page);
       print(table(page.keys, KEY_COLUMNS, 'No API keys.'));
       const { offset, total, hasMore } = page.pagination;
-      if (hasMore) process.stderr.write(`showing ${offset + 1}-${offset + page.keys.length} of ${total}; next page: --offset ${offset + page.keys.length}\n`);
+      if (hasMore) note(`showing ${offset + 1}-${offset + page.keys.length} of ${total}; next page: --offset ${offset + page.keys.length}\n`);
     });
 
   withConnectionOptions(keys.command('mode'))
@@ -79,7 +79,7 @@ Examples:
     .option('-y, --yes', 'do not ask for confirmation')
     .action(async (id: string, options: ConnectionOptions & { yes?: boolean }) => {
       if (!(await confirmOrExit(`Revoke API key ${id}?`, options.yes))) {
-        process.stderr.write('Cancelled.\n');
+        note('Cancelled.\n');
         process.exitCode = 1;
         return;
       }

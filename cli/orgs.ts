@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import type { ActiveOrg, Invite, InviteStatus, OrgRole } from '../src/client/client.ts';
 import { withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
 import { parseNonNegativeInt, parsePositiveInt } from './options.ts';
-import { print, printJson, table } from './output.ts';
+import { note, print, printJson, table } from './output.ts';
 import { confirmThenAct, inOrg, oneOf, ORG_ROLES, resolveUser, userLabel } from './users.ts';
 
 const INVITE_STATUSES: readonly InviteStatus[] = ['pending', 'accepted', 'revoked', 'expired'];
@@ -37,7 +37,7 @@ const pageOf = (options: { limit?: number; offset?: number }) => ({ limit: optio
 
 function morePages(pagination: { offset: number; total: number; hasMore: boolean }, shown: number): void {
   const { offset, total, hasMore } = pagination;
-  if (hasMore) process.stderr.write(`showing ${offset + 1}-${offset + shown} of ${total}; next page: --offset ${offset + shown}\n`);
+  if (hasMore) note(`showing ${offset + 1}-${offset + shown} of ${total}; next page: --offset ${offset + shown}\n`);
 }
 
 type OrgOptions = ConnectionOptions & { org?: string };
@@ -111,7 +111,7 @@ its pending invitation.`,
       );
       if (options.json) return printJson(result);
       print(table(inviteRows([result.invite]), INVITE_COLUMNS));
-      process.stderr.write(
+      note(
         `The accept link was e-mailed to ${result.invite.email}; with the default console e-mail transport it is in svc's output.\n`,
       );
     });
@@ -164,7 +164,7 @@ its pending invitation.`,
       });
       if (!done) return;
       if (options.json) return printJson(done.result);
-      process.stderr.write(`removed ${userLabel(done.target)}\n`);
+      note(`removed ${userLabel(done.target)}\n`);
       printActiveOrg(done.result);
     });
 

@@ -1,4 +1,8 @@
-/** Human tables and `--json` output for admin commands: data on stdout, diagnostics on stderr. */
+/**
+ * Human tables and `--json` output for admin commands: data on stdout, diagnostics on stderr. Everything printed
+ * through here is made safe for a terminal (terminal-text.ts): it carries text from the server.
+ */
+import { terminalJson, terminalLine, terminalText } from './terminal-text.ts';
 
 export type Cell = string | number | boolean | null | undefined;
 
@@ -6,7 +10,7 @@ export type Cell = string | number | boolean | null | undefined;
 export function table<T extends object>(rows: readonly T[], columns: Record<string, string>, empty = "(none)"): string {
   if (rows.length === 0) return `${empty}\n`;
   const keys = Object.keys(columns);
-  const text = (value: unknown) => (value === null || value === undefined ? '-' : typeof value === 'object' ? JSON.stringify(value) : String(value));
+  const text = (value: unknown) => terminalLine(value === null || value === undefined ? '-' : typeof value === 'object' ? JSON.stringify(value) : String(value));
   const body = rows.map((row) => keys.map((key) => text((row as Record<string, unknown>)[key])));
   const headers = keys.map((key) => columns[key]!);
   const widths = keys.map((_, i) => Math.max(headers[i]!.length, ...body.map((cells) => cells[i]!.length)));
@@ -15,9 +19,16 @@ export function table<T extends object>(rows: readonly T[], columns: Record<stri
 }
 
 export function printJson(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  process.stdout.write(`${terminalJson(value)}\n`);
 }
 
 export function print(text: string): void {
-  process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+  const safe = terminalText(text);
+  process.stdout.write(safe.endsWith('\n') ? safe : `${safe}\n`);
+}
+
+/** A diagnostic line on stderr (a warning, a note, an error); it may carry text from the server. */
+export function note(text: string): void {
+  const safe = terminalText(text);
+  process.stderr.write(safe.endsWith('\n') ? safe : `${safe}\n`);
 }

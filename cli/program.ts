@@ -3,6 +3,7 @@
  * `svc serve` entry, cli/serve-entry.ts, only its own). Data goes to stdout, diagnostics to stderr; exit codes 0 (ok),
  * 1 (failure), 2 (usage).
  */
+import { note } from './output.ts';
 import { Command, CommanderError } from 'commander';
 import { ConfigError, SVC_VERSION } from '../src/config.ts';
 import { SvcApiError } from '../src/client/client.ts';
@@ -61,22 +62,22 @@ export async function main(program: Command, argv: string[]): Promise<void> {
       process.exit(error.exitCode === 0 ? 0 : 2);
     }
     if (error instanceof UsageError) {
-      process.stderr.write(`svc: ${error.message}\n`);
+      note(`svc: ${error.message}\n`);
       process.exit(2);
     }
     if (error instanceof SvcApiError) {
-      process.stderr.write(`svc: ${error.message} (${error.code}, HTTP ${error.status})\n`);
+      note(`svc: ${error.message} (${error.code}, HTTP ${error.status})\n`);
       process.exit(1);
     }
     if ((error as Error).name === 'ExitPromptError') {
-      process.stderr.write('Cancelled.\n');
+      note('Cancelled.\n');
       process.exit(1);
     }
     if (error instanceof ConfigError) {
-      process.stderr.write(`svc: ${error.message}\n`);
+      note(`svc: ${error.message}\n`);
       process.exit(2);
     }
-    process.stderr.write(`svc: ${(error as Error).message}\n`);
+    note(`svc: ${(error as Error).message}\n`);
     process.exit(1);
   }
 }

@@ -10,7 +10,7 @@ import { loadConfig } from '../src/config.ts';
 import { RUN_ROUTES, RUN_STATUSES } from '../src/evidence/types.ts';
 import { connectWithKind, UsageError, withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
 import { parseNonNegativeInt } from './options.ts';
-import { print, printJson, table } from './output.ts';
+import { note, print, printJson, table } from './output.ts';
 import { resolveSince, RUN_COLUMNS, toRunQuery, toRunRow, type RunFilterInput } from './tui/format.ts';
 
 /** The API's page size bounds for the runs list. */
@@ -87,7 +87,7 @@ Examples:
         if (options.json) return printJson(page);
         print(table(page.runs.map(toRunRow), RUN_COLUMNS, 'No runs.'));
         const { offset, total, hasMore } = page.pagination;
-        if (hasMore) process.stderr.write(`showing ${offset + 1}-${offset + page.runs.length} of ${total}; next page: --offset ${offset + page.runs.length}\n`);
+        if (hasMore) note(`showing ${offset + 1}-${offset + page.runs.length} of ${total}; next page: --offset ${offset + page.runs.length}\n`);
         return;
       }
       const { client, kind } = await connectWithKind(options);

@@ -1,4 +1,5 @@
 /** `svc serve`: the HTTP service. Flags override SVC_PORT, SVC_HOST, SVC_DATA_DIR. */
+import { note } from './output.ts';
 import type { Command } from 'commander';
 import { loadConfig, type ConfigOverrides } from '../src/config.ts';
 import { capYoungGeneration } from '../src/core/young-generation.ts';
@@ -27,10 +28,10 @@ export function registerServe(program: Command): void {
         const server = await startServer(config);
         // One line on stdout that scripts (and the tests) can read: where svc listens.
         process.stdout.write(`svc listening on ${server.address} (data ${config.dataDir})\n`);
-        closeOnSignals(server, config.limits.shutdownTimeoutMs, (line) => process.stderr.write(`${line}\n`));
+        closeOnSignals(server, config.limits.shutdownTimeoutMs, (line) => note(`${line}\n`));
       } catch (error) {
         if (error instanceof DataDirLockedError) {
-          process.stderr.write(`svc: ${error.message}; stop it first or use another --data-dir\n`);
+          note(`svc: ${error.message}; stop it first or use another --data-dir\n`);
           process.exit(1);
         }
         throw error;

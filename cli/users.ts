@@ -7,7 +7,7 @@ import type { OrgRole, Pagination, PlatformRole, SvcClient, User } from '../src/
 import { confirmOrExit } from './confirm.ts';
 import { UsageError, withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
 import { parseNonNegativeInt, parsePositiveInt } from './options.ts';
-import { print, printJson, table } from './output.ts';
+import { note, print, printJson, table } from './output.ts';
 
 /** Password rules of docs/accounts.md: 8 to 256 characters (the server checks them; the prompt helps early). */
 const MIN_PASSWORD = 8;
@@ -64,7 +64,7 @@ export async function confirmThenAct<R, T>(
   if (!process.stdin.isTTY) throw new UsageError(`${steps.what}? Refusing without a terminal to confirm; pass --yes.`);
   const target = await withClient(options, steps.lookup);
   if (!(await confirmOrExit(steps.question(target), false))) {
-    process.stderr.write('Cancelled.\n');
+    note('Cancelled.\n');
     process.exitCode = 1;
     return null;
   }
@@ -104,7 +104,7 @@ async function promptTempPassword(email: string): Promise<string | undefined> {
     const again = await passwordPrompt({ message: 'Repeat it:', mask: '*' }, context);
     if (again === first) return first;
     if (attempt === 3) throw new Error('the passwords did not match');
-    process.stderr.write('The passwords did not match; try again.\n');
+    note('The passwords did not match; try again.\n');
   }
 }
 
@@ -199,7 +199,7 @@ A user created or reset by an admin must change the temporary password at first 
       if (options.json) return printJson(result);
       print(table(userRows(result.users), options.org ? ORG_USER_COLUMNS : USER_COLUMNS, 'No users.'));
       const { offset, total, hasMore } = result.pagination;
-      if (hasMore) process.stderr.write(`showing ${offset + 1}-${offset + result.users.length} of ${total}; next page: --offset ${offset + result.users.length}\n`);
+      if (hasMore) note(`showing ${offset + 1}-${offset + result.users.length} of ${total}; next page: --offset ${offset + result.users.length}\n`);
     });
 
   withConnectionOptions(users.command('create'))
@@ -223,7 +223,7 @@ once; one you gave is not printed again. Either way the user must change it at f
       let tempPassword: string | undefined;
       if (options.tempPassword !== undefined) {
         tempPassword = options.tempPassword;
-        process.stderr.write('warning: a password on the command line is visible to other users of this machine; prefer --password-stdin.\n');
+        note('warning: a password on the command line is visible to other users of this machine; prefer --password-stdin.\n');
       } else if (options.passwordStdin) {
         tempPassword = await readFirstLine();
         if (tempPassword === '') throw new UsageError('--password-stdin: stdin held no password');
@@ -243,9 +243,9 @@ once; one you gave is not printed again. Either way the user must change it at f
       print(table(userRows([created.user]), USER_COLUMNS));
       if (tempPassword === undefined) {
         print(`\ntemporary password: ${created.tempPassword}`);
-        process.stderr.write('warning: store this password now; it is not shown again. The user must change it at first sign-in.\n');
+        note('warning: store this password now; it is not shown again. The user must change it at first sign-in.\n');
       } else {
-        process.stderr.write('The user signs in with the temporary password you gave and must change it then.\n');
+        note('The user signs in with the temporary password you gave and must change it then.\n');
       }
     });
 
@@ -273,6 +273,6 @@ once; one you gave is not printed again. Either way the user must change it at f
       if (options.json) return printJson(result);
       print(table(userRows([result.user]), USER_COLUMNS));
       print(`\ntemporary password: ${result.tempPassword}`);
-      process.stderr.write('warning: store this password now; it is not shown again. The user must change it at first sign-in.\n');
+      note('warning: store this password now; it is not shown again. The user must change it at first sign-in.\n');
     });
 }

@@ -1,0 +1,48 @@
+/**
+ * Text from the server shown on an operator's terminal: names, models, e-mails, settings, trace payloads, error
+ * messages. Any caller with an API key can put text into what the admin commands show (a trace event's tool name, a
+ * run's payload), and `--url` may name a server that is not svc, so control characters never reach the terminal raw:
+ * an ESC starts sequences that retitle the window, clear the screen, move the cursor over a verdict already printed
+ * (the TUI's integrity badge) or write the clipboard (OSC 52); C1 controls do the same on terminals that take them;
+ * a carriage return overwrites the line; bidirectional overrides reorder what is shown. They are shown escaped
+ * instead, as JSON writes them (`\u001b`, `\u202e`).
+ */
+
+/** Controls but tab and line feed, DEL, C1, and the invisible characters that reorder or break lines. */
+const UNSAFE_IN_TEXT = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+/** The same, tab and line feed included: a table cell or a line of the TUI stays one line. */
+const UNSAFE_IN_LINE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+/** What JSON.stringify leaves raw of them (it escapes C0 controls itself). */
+const UNSAFE_IN_JSON = /[\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+const escaped = (char: string) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`;
+
+/** Text that may span lines (a message, a block the CLI prints); other controls escaped. */
+export function terminalText(text: string): string {
+  return text.replace(UNSAFE_IN_TEXT, escaped);
+}
+
+/** Text that must stay on one line (a table cell, a line of the TUI); every control escaped. */
+export function terminalLine(text: string): string {
+  return text.replace(UNSAFE_IN_LINE, escaped);
+}
+
+/**
+ * JSON for stdout (`--json`): the same value, with the characters JSON.stringify leaves raw written as `\u` escapes,
+ * which they may be anywhere in JSON text (they can only stand inside its strings). Scripts parse the same data.
+ */
+export function terminalJson(value: unknown): string {
+  return JSON.stringify(value, null, 2).replace(UNSAFE_IN_JSON, escaped);
+}
+
+/** A value from the server with every string in it, keys included, made safe for one line (the TUI's data). */
+export function terminalSafe<T>(value: T): T {
+  if (typeof value === 'string') return terminalLine(value) as T;
+  if (Array.isArray(value)) return value.map((item) => terminalSafe(item)) as T;
+  if (typeof value === 'object' && value !== null) {
+    const safe: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(value)) safe[terminalLine(key)] = terminalSafe(item);
+    return safe as T;
+  }
+  return value;
+}
