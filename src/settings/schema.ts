@@ -3,23 +3,28 @@
  * key is a 400. Secret keys are stored encrypted and read back as the literal `[set]`.
  */
 import { z } from 'zod';
+import { isPrintableText, UNPRINTABLE_MESSAGE } from '../core/text.ts';
+
+/**
+ * A string setting of 1 to `max` characters shown back in settings, the audit log, the CLI and the dashboard: no
+ * control characters or bidirectional overrides (model names, ids, URLs have none).
+ */
+const printable = (max: number) => z.string().min(1).max(max).refine(isPrintableText, { message: UNPRINTABLE_MESSAGE });
 
 const positiveNumber = z.number().finite().positive();
-const mapOfStrings = z
-  .record(z.string().min(1).max(200), z.string().min(1).max(200))
-  .refine((map) => Object.keys(map).length <= 500, 'at most 500 substitutions');
+const mapOfStrings = z.record(printable(200), printable(200)).refine((map) => Object.keys(map).length <= 500, 'at most 500 substitutions');
 
-const idList = z.array(z.string().min(1).max(200)).max(200);
+const idList = z.array(printable(200)).max(200);
 
 export const connectorGrantSchema = z
   .object({
-    keyIds: z.array(z.string().min(1).max(100)).min(1).max(100),
-    appId: z.string().min(1).max(200),
-    agentId: z.string().min(1).max(200),
-    subject: z.string().min(1).max(200),
+    keyIds: z.array(printable(100)).min(1).max(100),
+    appId: printable(200),
+    agentId: printable(200),
+    subject: printable(200),
     serverIds: idList.optional(),
     connectorIds: idList.optional(),
-    tools: z.array(z.string().min(1).max(300)).min(1).max(1000),
+    tools: z.array(printable(300)).min(1).max(1000),
   })
   .strict()
   .refine((grant) => (grant.serverIds?.length ?? 0) > 0 || (grant.connectorIds?.length ?? 0) > 0, {
@@ -35,7 +40,8 @@ export type ConnectorGrants = z.infer<typeof connectorGrantsSchema>;
 export const SETTINGS = {
   retention_days: { schema: positiveNumber, default: 30 },
   redaction: { schema: z.boolean(), default: false },
-  webhook_url: { schema: z.string().max(2048).nullable(), default: null },
+  // Empty (after trimming) clears it (settings/service.ts), so no minimum length here.
+  webhook_url: { schema: z.string().max(2048).refine(isPrintableText, { message: UNPRINTABLE_MESSAGE }).nullable(), default: null },
   webhook_secret: { schema: z.string().min(1).max(4096).nullable(), default: null, secret: true },
   approval_exception_ttl_hours: { schema: positiveNumber, default: 24 },
   canary_enabled: { schema: z.boolean(), default: false },

@@ -119,6 +119,10 @@ test('settings: every key validated, one per PUT, unknown keys refused, secrets 
     ['webhook_url', 'http://10.0.0.1/'],
     ['webhook_url', 'http://2130706433/'],
     ['webhook_url', 'ftp://example.com/'],
+    // Text shown back in settings, the audit log and the CLI holds no controls or bidirectional overrides.
+    ['webhook_url', 'https://93.184.216.34/\u001b]0;PWNED\u0007'],
+    ['model_substitutions', { 'gpt-4o': 'gpt-4o-mini\u001b[2J' }],
+    ['model_substitutions', { 'gpt\u202e-4o': 'gpt-4o-mini' }],
     ['no_such_setting', true],
   ];
   for (const [key, value] of invalid) {
