@@ -6,7 +6,7 @@
  *    `app.inject` as the local operator, release everything at the end.
  * A data directory held by another short-lived command (a lock without a socket) is waited for, briefly.
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
@@ -16,6 +16,7 @@ import { httpTransport, injectTransport, socketTransport, type Transport } from 
 import { buildApp } from '../src/http/app.ts';
 import { LOCAL_OPERATOR_HEADER, LOCAL_OPERATOR_SECRET } from '../src/http/local-socket.ts';
 import { createServices } from '../src/services.ts';
+import { ensurePrivateDataDir } from '../src/store/data-dir.ts';
 import { acquireOwnerLock, DataDirLockedError, OWNER_LOCK_FILE, readLiveOwner, type OwnerRecord } from '../src/store/owner-lock.ts';
 import { openStore } from '../src/store/store.ts';
 
@@ -97,7 +98,7 @@ export type ConnectionKind = 'http' | 'socket' | 'in-process';
 
 /** The data directory's transport: the owner's socket, or in-process once the lock is free. */
 async function dataDirTransport(dataDir: string): Promise<{ transport: Transport; kind: ConnectionKind }> {
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  ensurePrivateDataDir(dataDir); // before its lock is read: the lock names the socket this command will trust
   const deadline = Date.now() + OWNER_WAIT_MS;
   for (;;) {
     const owner = readLiveOwner(dataDir);

@@ -4,7 +4,7 @@
  * write queue, close the file, release the lock).
  */
 import { createServer, type Server } from 'node:http';
-import { chmodSync, mkdirSync, rmSync } from 'node:fs';
+import { chmodSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
@@ -15,6 +15,7 @@ import { markLocalSocket } from './http/local-socket.ts';
 import { answerClientError } from './http/client-errors.ts';
 import { RequestArrivals } from './http/request-arrivals.ts';
 import { createServices, type Services } from './services.ts';
+import { ensurePrivateDataDir, MAX_SOCKET_PATH_BYTES } from './store/data-dir.ts';
 import { acquireOwnerLock, type OwnerLock } from './store/owner-lock.ts';
 import { commitTraceWriter } from './store/commit-trace.ts';
 import { openStore, type Store } from './store/store.ts';
@@ -35,7 +36,13 @@ export interface RunningServer {
 export async function startServer(config: Config): Promise<RunningServer> {
   if (config.dataDir === null) throw new Error('svc serve needs a data directory');
   const socketPath = join(config.dataDir, SOCKET_FILE);
-  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH_BYTES) {
+    throw new Error(
+      `the data directory path is too long for its local socket: ${socketPath} is ${Buffer.byteLength(socketPath)} bytes, ` +
+        `a unix socket's path at most ${MAX_SOCKET_PATH_BYTES}; use a shorter --data-dir`,
+    );
+  }
+  ensurePrivateDataDir(config.dataDir);
   const lock: OwnerLock = acquireOwnerLock(config.dataDir, socketPath);
   // What a start that fails half-way has opened, to close again: it must not leave a port listening, the data file
   // open or the lock held (an in-process caller, such as a test, goes on running).

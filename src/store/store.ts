@@ -24,11 +24,12 @@
  *   an answer wait for the commit of its writes instead (`answersWaitForCommit`).
  * - "database is locked" is retried with async backoff, never a busy-wait.
  */
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import sqlite from 'node-sqlite3-wasm';
+import { ensurePrivateDataDir } from './data-dir.ts';
 import { FileSync, flushNow } from './file-sync.ts';
 import { CachedSql, inSavepoint, togetherOrAlone, type Sql } from './sql.ts';
 import { MIGRATIONS, type Migration } from './migrations.ts';
@@ -298,7 +299,7 @@ export function openStore(options: StoreOptions): Store {
   let filePath: string | null = null;
   let fromTemplate = false;
   if (options.dataDir !== null) {
-    mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
+    ensurePrivateDataDir(options.dataDir);
     filePath = join(options.dataDir, DATA_FILE_NAME);
     // The engine locks by creating `<file>.lock/`. The caller owns the data directory (src/store/owner-lock.ts
     // proved the recorded previous owner dead), so a lock directory still present was left by a killed process.

@@ -1,0 +1,40 @@
+/**
+ * The data directory holds the data file (password hashes, runs, prompts), the master key and the local socket
+ * whose caller is a platform admin. It must be private to the user svc runs as: created 0700, and an existing one
+ * refused when another user owns it or may write into it. mkdir leaves an existing directory as it is, so without
+ * this check a directory squatted by another local user (in /tmp, say) is used as found: that user reads the data,
+ * or replaces the socket with their own and receives the passwords and secrets admin commands send it.
+ */
+import { mkdirSync, statSync } from 'node:fs';
+
+export class DataDirUnsafeError extends Error {
+  constructor(dataDir: string, why: string, fix: string) {
+    super(`the data directory ${dataDir} ${why}; svc keeps its data only in a directory private to its user: ${fix}`);
+    this.name = 'DataDirUnsafeError';
+  }
+}
+
+/** Create the data directory (0700) if it does not exist; refuse one another user owns or may write into. */
+export function ensurePrivateDataDir(dataDir: string): void {
+  try {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error; // a file of that name: said below
+  }
+  const stats = statSync(dataDir);
+  if (!stats.isDirectory()) throw new DataDirUnsafeError(dataDir, 'is not a directory', 'use another --data-dir');
+  const uid = process.getuid?.();
+  if (uid !== undefined && stats.uid !== uid) {
+    throw new DataDirUnsafeError(dataDir, `belongs to another user (uid ${stats.uid}, svc runs as uid ${uid})`, 'use a directory of your own');
+  }
+  if ((stats.mode & 0o022) !== 0) {
+    const mode = (stats.mode & 0o777).toString(8).padStart(3, '0');
+    throw new DataDirUnsafeError(dataDir, `may be written by other users (mode ${mode})`, `chmod 700 ${dataDir}`);
+  }
+}
+
+/**
+ * The longest path a unix socket can have: `sun_path` holds 108 bytes on Linux, 104 on macOS, a NUL included.
+ * Past it, listen() binds a cut path (outside the data directory) or fails.
+ */
+export const MAX_SOCKET_PATH_BYTES = process.platform === 'darwin' ? 103 : 107;

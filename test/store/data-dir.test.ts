@@ -1,0 +1,61 @@
+/** The data directory is private to svc's user: created 0700; one another user owns or may write into is refused. */
+import assert from 'node:assert/strict';
+import { chmodSync, chownSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import test, { before } from 'node:test';
+import { DataDirUnsafeError, ensurePrivateDataDir } from '../../src/store/data-dir.ts';
+import { ensureBundle, runSvc, tempDir } from '../support/process.ts';
+
+before(ensureBundle);
+
+test('a new data directory is created 0700, parents included; an existing private one (0700, 0750, 0755) is used', (t) => {
+  const parent = tempDir(t);
+  const dataDir = join(parent, 'a', 'b');
+  ensurePrivateDataDir(dataDir);
+  assert.equal(statSync(dataDir).mode & 0o777, 0o700);
+  for (const mode of [0o700, 0o750, 0o755]) {
+    chmodSync(dataDir, mode);
+    assert.doesNotThrow(() => ensurePrivateDataDir(dataDir));
+  }
+});
+
+test('a data directory other users may write into, or that is not a directory, is refused', (t) => {
+  const dataDir = join(tempDir(t), 'shared');
+  mkdirSync(dataDir);
+  for (const mode of [0o777, 0o770, 0o702, 0o1777]) {
+    chmodSync(dataDir, mode);
+    assert.throws(() => ensurePrivateDataDir(dataDir), (error: unknown) => error instanceof DataDirUnsafeError && /may be written by other users/.test(error.message));
+  }
+  const file = join(tempDir(t), 'file');
+  writeFileSync(file, '');
+  assert.throws(() => ensurePrivateDataDir(file), DataDirUnsafeError);
+});
+
+test('a data directory another user owns is refused', { skip: process.getuid?.() !== 0 && 'needs root to give a directory away' }, (t) => {
+  const dataDir = join(tempDir(t), 'theirs');
+  mkdirSync(dataDir, { mode: 0o700 });
+  chownSync(dataDir, 65534, 65534);
+  assert.throws(() => ensurePrivateDataDir(dataDir), /belongs to another user \(uid 65534/);
+});
+
+test('svc serve and the admin commands refuse a squatted data directory and touch nothing in it', async (t) => {
+  const dataDir = join(tempDir(t), 'squatted');
+  mkdirSync(dataDir);
+  chmodSync(dataDir, 0o777);
+  for (const args of [['keys', 'list', '--data-dir', dataDir], ['serve', '--port', '0', '--data-dir', dataDir]]) {
+    const result = await runSvc(args);
+    assert.equal(result.code, 1, args.join(' '));
+    assert.match(result.stderr, /may be written by other users \(mode 777\); .*chmod 700/);
+  }
+  assert.deepEqual(readdirSync(dataDir), []);
+});
+
+test('svc serve refuses a data directory whose socket path would be too long, before it listens, leaving nothing', async (t) => {
+  const parent = tempDir(t);
+  const dataDir = join(parent, 'x'.repeat(Math.max(1, 110 - parent.length)));
+  const result = await runSvc(['serve', '--port', '0', '--data-dir', dataDir]);
+  assert.equal(result.code, 1);
+  assert.match(result.stderr, /too long for its local socket/);
+  assert.doesNotMatch(result.stdout, /listening/);
+  assert.deepEqual(readdirSync(parent), [], 'no socket bound at a cut path beside it, no directory made');
+});
