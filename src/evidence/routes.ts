@@ -5,6 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { authOf } from '../http/surface.ts';
+import { instantQuery } from '../core/instant.ts';
 import { paginationQuery } from '../core/pagination.ts';
 import { EVENT_PAGE_DEFAULT_LIMIT, type RunsService } from './service.ts';
 import { RUN_ROUTES, RUN_STATUSES } from './types.ts';
@@ -22,20 +23,8 @@ const listQuery = paginationQuery(50, 200).extend({
   status: z.enum(RUN_STATUSES as [string, ...string[]]).optional(),
   provider: optionalText,
   model: optionalText,
-  /** ISO 8601 timestamp or epoch milliseconds. */
-  since: z
-    .string()
-    .trim()
-    .optional()
-    .transform((value, ctx) => {
-      if (!value) return undefined;
-      const ms = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
-      if (!Number.isFinite(ms)) {
-        ctx.addIssue({ code: 'custom', message: 'since must be an ISO 8601 timestamp or epoch milliseconds' });
-        return z.NEVER;
-      }
-      return ms;
-    }),
+  /** ISO 8601 timestamp or epoch milliseconds, years 0000-9999. */
+  since: instantQuery,
 });
 
 const windowQuery = z.object({

@@ -1,25 +1,11 @@
 /** `GET /api/v1/savings`, `/usage`, `/usage/attribution` (SPEC 4.7, 4.9). */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import { instantQuery } from '../core/instant.ts';
 import { authOf } from '../http/surface.ts';
 import { ATTRIBUTION_DEFAULT_LIMIT, ATTRIBUTION_DIMENSIONS, type AttributionQuery, type SavingsService } from './savings.ts';
 
-/** ISO 8601 timestamp or epoch milliseconds. */
-export const instant = z
-  .string()
-  .trim()
-  .optional()
-  .transform((value, ctx) => {
-    if (!value) return undefined;
-    const ms = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
-    if (!Number.isFinite(ms)) {
-      ctx.addIssue({ code: 'custom', message: 'expected an ISO 8601 timestamp or epoch milliseconds' });
-      return z.NEVER;
-    }
-    return ms;
-  });
-
-const windowQuery = z.object({ since: instant, until: instant }).refine(
+const windowQuery = z.object({ since: instantQuery, until: instantQuery }).refine(
   (window) => window.since === undefined || window.until === undefined || window.since <= window.until,
   'since must not be after until',
 );
@@ -31,7 +17,7 @@ const pageFields = Object.fromEntries(
   ]),
 );
 
-const attributionQuery = z.object({ since: instant, until: instant, ...pageFields });
+const attributionQuery = z.object({ since: instantQuery, until: instantQuery, ...pageFields });
 
 function windowOf(query: { since?: number | undefined; until?: number | undefined }) {
   return { ...(query.since !== undefined ? { since: query.since } : {}), ...(query.until !== undefined ? { until: query.until } : {}) };

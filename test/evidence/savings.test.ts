@@ -136,3 +136,31 @@ test('attribution: every dimension, ranked by cost, with <dim>Limit/<dim>Offset 
     assert.equal((await get(`/api/v1/usage/attribution?${bad}`)).status, 400, bad);
   }
 });
+
+test('an instant outside the years 0000-9999 is 400 invalid_request naming its parameter, on every endpoint taking one', async (t) => {
+  const { get } = await setup(t);
+  const outOfRange: Array<[string, string]> = [
+    ['since', '99999999999999999999999'],
+    ['until', '8640000000000000'],
+    ['since', '8640086400000000'],
+    ['until', '%2B275760-09-13T00:00:00Z'],
+    ['since', '9007199254740993'],
+    ['since', '-000001-12-31T00:00:00Z'],
+    ['until', '253402300800000'], // 10000-01-01T00:00:00Z
+  ];
+  for (const path of ['/api/v1/savings', '/api/v1/usage/attribution', '/api/v1/runs']) {
+    for (const [param, value] of outOfRange) {
+      if (path === '/api/v1/runs' && param === 'until') continue; // the runs list takes `since` only
+      const { status, body } = await get(`${path}?${param}=${value}`);
+      assert.equal(status, 400, `${path}?${param}=${value}`);
+      assert.equal(body.error.code, 'invalid_request');
+      assert.match(body.error.message, new RegExp(`^${param}: must be between 0000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z$`));
+    }
+  }
+  // The edges themselves are instants like any other.
+  const edges = await get('/api/v1/savings?since=0000-01-01T00:00:00Z&until=253402300799999');
+  assert.equal(edges.status, 200);
+  assert.deepEqual(edges.body.window, { since: '0000-01-01T00:00:00.000Z', until: '9999-12-31T23:59:59.999Z', granularity: 'utc_day' });
+  assert.equal((await get('/api/v1/usage/attribution?until=9999-12-31T23:59:59.999Z')).status, 200);
+  assert.equal((await get('/api/v1/runs?since=9999-12-31T23:59:59.999Z')).status, 200);
+});
