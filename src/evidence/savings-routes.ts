@@ -5,10 +5,20 @@ import { instantQuery } from '../core/instant.ts';
 import { authOf } from '../http/surface.ts';
 import { ATTRIBUTION_DEFAULT_LIMIT, ATTRIBUTION_DIMENSIONS, type AttributionQuery, type SavingsService } from './savings.ts';
 
-const windowQuery = z.object({ since: instantQuery, until: instantQuery }).refine(
-  (window) => window.since === undefined || window.until === undefined || window.since <= window.until,
-  'since must not be after until',
-);
+const windowFields = { since: instantQuery, until: instantQuery };
+
+/**
+ * The one rule of every window: `since` is not after `until`. The issue is put on `since`: an object-level issue has
+ * no path, and the error mapping (src/http/error-shapes.ts) names a pathless issue `body`, wrong for a query.
+ */
+function inOrder<S extends z.ZodType<{ since?: number | undefined; until?: number | undefined }>>(schema: S) {
+  return schema.refine((window) => window.since === undefined || window.until === undefined || window.since <= window.until, {
+    message: 'must not be after until',
+    path: ['since'],
+  });
+}
+
+const windowQuery = inOrder(z.object(windowFields));
 
 const pageFields = Object.fromEntries(
   ATTRIBUTION_DIMENSIONS.flatMap((dim) => [
@@ -17,7 +27,7 @@ const pageFields = Object.fromEntries(
   ]),
 );
 
-const attributionQuery = z.object({ since: instantQuery, until: instantQuery, ...pageFields });
+const attributionQuery = inOrder(z.object({ ...windowFields, ...pageFields }));
 
 function windowOf(query: { since?: number | undefined; until?: number | undefined }) {
   return { ...(query.since !== undefined ? { since: query.since } : {}), ...(query.until !== undefined ? { until: query.until } : {}) };

@@ -164,3 +164,15 @@ test('an instant outside the years 0000-9999 is 400 invalid_request naming its p
   assert.equal((await get('/api/v1/usage/attribution?until=9999-12-31T23:59:59.999Z')).status, 200);
   assert.equal((await get('/api/v1/runs?since=9999-12-31T23:59:59.999Z')).status, 200);
 });
+
+test('a window whose since is after its until is 400 on /savings and /usage/attribution alike, naming the since query parameter', async (t) => {
+  const { get } = await setup(t);
+  for (const path of ['/api/v1/savings', '/api/v1/usage/attribution']) {
+    const { status, body } = await get(`${path}?since=2030-01-01&until=2020-01-01`);
+    assert.equal(status, 400, path);
+    assert.equal(body.error.code, 'invalid_request');
+    assert.equal(body.error.message, 'since: must not be after until', path);
+    assert.deepEqual(body.error.details.issues, [{ path: 'since', message: 'must not be after until' }]);
+    assert.equal((await get(`${path}?since=2020-01-01&until=2020-01-01`)).status, 200, `${path}: a one-day window`);
+  }
+});
