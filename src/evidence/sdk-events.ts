@@ -32,14 +32,21 @@ export const traceBody = z
     }),
     payload: z.record(z.string(), z.unknown()),
   })
-  .superRefine((body, ctx) => {
+  .transform((body, ctx) => {
     const size = Buffer.byteLength(JSON.stringify(body.payload));
     if (size > TRACE_PAYLOAD_MAX_BYTES) {
       ctx.addIssue({ code: 'custom', path: ['payload'], message: `payload is larger than ${TRACE_PAYLOAD_MAX_BYTES} bytes` });
-      return;
+      return z.NEVER;
     }
     const result = SDK_PAYLOADS[body.type].safeParse(body.payload);
-    for (const issue of result.error?.issues ?? []) ctx.addIssue({ ...issue, path: ['payload', ...issue.path] } as never);
+    if (!result.success) {
+      for (const issue of result.error.issues) ctx.addIssue({ ...issue, path: ['payload', ...issue.path] } as never);
+      return z.NEVER;
+    }
+    // The payload as validated, not as sent: names and idempotency keys are checked trimmed, so they are stored
+    // trimmed, or a later event naming the same tool or key would not find the record (side-effects.ts compares
+    // them as stored). Extra fields pass through unchanged (loose objects).
+    return { ...body, payload: result.data as Record<string, unknown> };
   });
 
 export type TraceBody = z.infer<typeof traceBody>;

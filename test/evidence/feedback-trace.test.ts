@@ -147,6 +147,23 @@ test('trace: only SDK event types, validated payloads; rejected events change no
   assert.equal((await get(`/api/v1/runs/${runId}`)).run.eventCount, before);
 });
 
+test('trace: names and idempotency keys are stored trimmed, as validated, so a later event naming them bare finds the record', async (t) => {
+  const { post, get, newRun } = await setup(t);
+  const runId = await newRun();
+  const pad = ' '.repeat(300);
+  const planned = await post('/api/v1/trace', { runId, type: 'side_effect.planned', payload: { toolName: `${pad}send`, level: 3, payload: { to: 'a' }, idempotencyKey: `${pad}k1${pad}`, note: '  kept as sent  ' } });
+  assert.equal(planned.status, 201, JSON.stringify(planned.body));
+  assert.equal((await post('/api/v1/trace', { runId, type: 'tool.called', payload: { name: `${pad}lookup `, args: {}, sideEffectLevel: 0 } })).status, 201);
+  assert.equal((await post('/api/v1/trace', { runId, type: 'side_effect.executed', payload: { toolName: 'send', idempotencyKey: 'k1' } })).status, 201);
+
+  const detail = await get(`/api/v1/runs/${runId}`);
+  assert.deepEqual(detail.sideEffects.map((s: any) => [s.toolName, s.idempotencyKey, s.state]), [['send', 'k1', 'executed']]);
+  const plannedEvent = detail.events.find((e: any) => e.type === 'side_effect.planned');
+  assert.deepEqual(plannedEvent.payload, { toolName: 'send', level: 3, payload: { to: 'a' }, idempotencyKey: 'k1', note: '  kept as sent  ' });
+  assert.equal(detail.events.find((e: any) => e.type === 'tool.called').payload.name, 'lookup');
+  assert.equal((await get(`/api/v1/runs/${runId}/integrity`)).ok, true);
+});
+
 test('trace into a run whose request is still writing it goes through its recorder: one unbroken chain', async (t) => {
   const { services, post, get } = await setup(t);
   const recorder = services.ledger.start({ tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'gpt-4o-mini', stream: true, requestId: null });
