@@ -3,8 +3,9 @@
  * 5 for thumbs up and -1 for thumbs down, so ratings are numbers from -1 to 5. Metrics events:
  * `{metrics, optimize, tags?, source, evaluator?}` whose leaves are a boolean, a finite number, a string, or
  * `{score, reason?}`; nested objects are namespaces, flattened to dotted names in sorted order. Rejected with 400:
- * arrays, cycles, dotted keys that collide with a namespace path (ambiguous), unsafe or malformed keys, too deep or
- * too many leaves, and events larger than FEEDBACK_EVENT_MAX_BYTES. Feedback is evidence only: it changes no routing.
+ * arrays, cycles, dotted keys that collide with a namespace path (ambiguous), unsafe or malformed keys, names of
+ * more than METRIC_MAX_DEPTH segments (nesting and dotted keys count alike), too many leaves, and events larger than
+ * FEEDBACK_EVENT_MAX_BYTES. Feedback is evidence only: it changes no routing.
  */
 import { z } from 'zod';
 import { invalid } from '../core/errors.ts';
@@ -66,52 +67,68 @@ export function flattenMetrics(metrics: Record<string, unknown>): MetricLeaf[] {
   const seen = new Set<string>();
   const ancestors = new Set<object>();
 
-  const visit = (value: unknown, path: string[], depth: number) => {
+  const namespace = (value: Record<string, unknown>, path: string[]) => {
+    const name = path.join('.');
+    if (ancestors.has(value)) throw invalid(`Metric ${name} refers to itself (cycle).`);
+    const keys = Object.keys(value).sort();
+    if (keys.length === 0) throw invalid(`Metric namespace ${name || '(root)'} is empty.`);
+    ancestors.add(value);
+    for (const key of keys) {
+      if (UNSAFE_KEYS.has(key)) throw invalid(`Metric key ${JSON.stringify(key)} is not allowed.`);
+      const segments = key.split('.');
+      if (!segments.every((segment) => KEY.test(segment))) {
+        throw invalid(`Metric key ${JSON.stringify(key)} is malformed: segments are 1-64 letters, digits, _ - : / separated by single dots.`);
+      }
+      // Depth is counted in name segments, so `{"a.b.c": 1}` is as deep as `{a: {b: {c: 1}}}`: both flatten to the
+      // same name, and a dotted key must not reach depths nesting cannot. Each level adds a segment, so this also
+      // bounds the walk.
+      const childPath = [...path, ...segments];
+      if (childPath.length > METRIC_MAX_DEPTH) {
+        throw invalid(`Metrics nest deeper than ${METRIC_MAX_DEPTH} levels at ${childPath.slice(0, METRIC_MAX_DEPTH + 1).join('.')}.`);
+      }
+      member(value[key], childPath);
+    }
+    ancestors.delete(value);
+  };
+
+  const member = (value: unknown, path: string[]) => {
     const name = path.join('.');
     if (Array.isArray(value)) throw invalid(`Metric ${name} is an array; metric values are boolean, number, string or {score, reason}.`);
-    if (isPlainObject(value) && !isScoreLeaf(value)) {
-      if (ancestors.has(value)) throw invalid(`Metric ${name} refers to itself (cycle).`);
-      if (depth >= METRIC_MAX_DEPTH) throw invalid(`Metrics nest deeper than ${METRIC_MAX_DEPTH} levels at ${name}.`);
-      const keys = Object.keys(value).sort();
-      if (keys.length === 0) throw invalid(`Metric namespace ${name || '(root)'} is empty.`);
-      ancestors.add(value);
-      for (const key of keys) {
-        if (UNSAFE_KEYS.has(key)) throw invalid(`Metric key ${JSON.stringify(key)} is not allowed.`);
-        const segments = key.split('.');
-        if (!segments.every((segment) => KEY.test(segment))) {
-          throw invalid(`Metric key ${JSON.stringify(key)} is malformed: segments are 1-64 letters, digits, _ - : / separated by single dots.`);
-        }
-        visit(value[key], [...path, ...segments], depth + 1);
-      }
-      ancestors.delete(value);
-      return;
-    }
+    if (isPlainObject(value) && !isScoreLeaf(value)) return namespace(value, path);
     if (seen.has(name) || [...seen].some((other) => other.startsWith(`${name}.`) || name.startsWith(`${other}.`))) {
       throw invalid(`Metric name ${name} is ambiguous: a dotted key collides with a nested namespace.`);
     }
     seen.add(name);
     if (leaves.length >= METRIC_MAX_LEAVES) throw invalid(`At most ${METRIC_MAX_LEAVES} metrics per event.`);
-    if (typeof value === 'boolean') leaves.push({ name, kind: 'boolean', value });
-    else if (typeof value === 'number') {
-      if (!Number.isFinite(value)) throw invalid(`Metric ${name} is not a finite number.`);
-      leaves.push({ name, kind: 'number', value });
-    } else if (typeof value === 'string') {
-      if (value.length > STRING_LEAF_MAX) throw invalid(`Metric ${name} is longer than ${STRING_LEAF_MAX} characters.`);
-      leaves.push({ name, kind: 'string', value });
-    } else if (isPlainObject(value)) {
-      const { score, reason } = value;
-      if (typeof score !== 'number' || !Number.isFinite(score)) throw invalid(`Metric ${name}.score must be a finite number.`);
-      if (reason !== undefined && (typeof reason !== 'string' || reason.length > STRING_LEAF_MAX)) {
-        throw invalid(`Metric ${name}.reason must be a string of at most ${STRING_LEAF_MAX} characters.`);
-      }
-      leaves.push({ name, kind: 'score', value: score, reason: reason ?? null });
-    } else {
-      throw invalid(`Metric ${name} must be a boolean, a finite number, a string or {score, reason}.`);
-    }
+    leaves.push(leafOf(name, value));
   };
 
-  visit(metrics, [], 0);
+  // The top level is always the namespace of metric names, never a leaf: `{score: 5}` is a metric named `score`,
+  // where a `{score, reason}` test on it made one leaf with the empty name.
+  namespace(metrics, []);
   return leaves.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/** One named metric value: boolean, finite number, string, or `{score, reason?}`. */
+function leafOf(name: string, value: unknown): MetricLeaf {
+  if (typeof value === 'boolean') return { name, kind: 'boolean', value };
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw invalid(`Metric ${name} is not a finite number.`);
+    return { name, kind: 'number', value };
+  }
+  if (typeof value === 'string') {
+    if (value.length > STRING_LEAF_MAX) throw invalid(`Metric ${name} is longer than ${STRING_LEAF_MAX} characters.`);
+    return { name, kind: 'string', value };
+  }
+  if (isPlainObject(value)) {
+    const { score, reason } = value;
+    if (typeof score !== 'number' || !Number.isFinite(score)) throw invalid(`Metric ${name}.score must be a finite number.`);
+    if (reason !== undefined && (typeof reason !== 'string' || reason.length > STRING_LEAF_MAX)) {
+      throw invalid(`Metric ${name}.reason must be a string of at most ${STRING_LEAF_MAX} characters.`);
+    }
+    return { name, kind: 'score', value: score, reason: reason ?? null };
+  }
+  throw invalid(`Metric ${name} must be a boolean, a finite number, a string or {score, reason}.`);
 }
 
 /** Validate a metrics event: size first (before any walk), then shape, then the leaves. */

@@ -92,6 +92,31 @@ test('metrics feedback: leaves, namespaces flattened deterministically, every re
   assert.equal(detail.feedback.length, 1, 'rejected events stored nothing');
 });
 
+test('metrics feedback: the top level names the metrics even when shaped like {score, reason}; depth counts dotted segments as nesting', async (t) => {
+  const { post, get, newRun } = await setup(t);
+  const runId = await newRun();
+  const base = { optimize: 'max', source: 'x' };
+  const send = (metrics: unknown) => post(`/api/v1/runs/${runId}/feedback/metrics`, { ...base, metrics });
+  const leaves = (response: { body: any }) => response.body.feedback.metrics.map((leaf: any) => [leaf.name, leaf.kind, leaf.value]);
+
+  const score = await send({ score: 5 });
+  assert.equal(score.status, 201, JSON.stringify(score.body));
+  assert.deepEqual(leaves(score), [['score', 'number', 5]]);
+  assert.deepEqual(leaves(await send({ score: 0.5, reason: 'why' })), [['reason', 'string', 'why'], ['score', 'number', 0.5]]);
+  assert.deepEqual(leaves(await send({ score: { score: 0.5, reason: 'why' } })), [['score', 'score', 0.5]]);
+  assert.deepEqual(leaves(await send({ 'a.b.c.d.e.f.g.h': 1 })), [['a.b.c.d.e.f.g.h', 'number', 1]], 'eight levels by dots');
+  assert.deepEqual(leaves(await send({ a: { b: { 'c.d.e.f.g.h': { score: 1 } } } })), [['a.b.c.d.e.f.g.h', 'score', 1]], 'eight levels mixed');
+
+  for (const deep of [{ 'a.b.c.d.e.f.g.h.i.j.k': 1 }, { 'a.b.c.d.e.f.g.h.i': 1 }, { a: { 'b.c.d.e.f.g.h.i': true } }, { a: { b: { c: { d: { 'e.f.g.h': { i: 'x' } } } } } }]) {
+    const response = await send(deep);
+    assert.equal(response.status, 400, JSON.stringify(deep));
+    assert.match(response.body.error.message, /deeper than 8 levels/);
+  }
+  const detail = await get(`/api/v1/runs/${runId}`);
+  assert.equal(detail.feedback.length, 5, 'rejected events stored nothing');
+  assert.ok(detail.feedback.every((f: any) => f.metrics.every((leaf: any) => leaf.name !== '')), 'no metric without a name');
+});
+
 test('metric flattening rejects cycles (the service may be handed objects, not only JSON)', () => {
   const cyclic: Record<string, unknown> = { a: 1 };
   cyclic.self = cyclic;
