@@ -111,14 +111,12 @@ export function createInvitesService(deps: AccountsDeps): InvitesService {
       } catch (error) {
         if (!(error instanceof EmailDeliveryError)) throw error;
         deps.log.warn(`invitation e-mail to ${email} failed`, error);
-        await Promise.all([
-          repo.setInviteStatus(invite.id, 'revoked', clock.now()),
-          audit.record(auth, 'invite.create', {
-            decision: 'deny',
-            target: invite.id,
-            details: { email, role, reason: 'delivery_failed' },
-          }),
-        ]);
+        await repo.setInviteStatus(
+          invite.id,
+          'revoked',
+          clock.now(),
+          audit.staged(auth, 'invite.create', { decision: 'deny', target: invite.id, details: { email, role, reason: 'delivery_failed' } }),
+        );
         throw new AppError('email_delivery_failed', { headers: { 'retry-after': String(DELIVERY_RETRY_AFTER_S) } });
       }
       await audit.record(auth, 'invite.create', { target: invite.id, details: { email, role } });
@@ -139,10 +137,14 @@ export function createInvitesService(deps: AccountsDeps): InvitesService {
       if (!invite) throw notFound('Invitation');
       const status = effectiveStatus(invite, clock.now());
       if (status !== 'pending') throw new AppError('conflict', { message: `The invitation is already ${status}.`, details: { status } });
-      await Promise.all([
-        repo.setInviteStatus(id, 'revoked', clock.now()),
-        audit.record(auth, 'invite.revoke', { target: id, details: { email: invite.email } }),
-      ]);
+      const revoked = await repo.setInviteStatus(id, 'revoked', clock.now(), audit.staged(auth, 'invite.revoke', { target: id, details: { email: invite.email } }));
+      if (!revoked) {
+        // Another request ended it between the read and the write (a revocation, an acceptance, its organization's deletion).
+        const now = await repo.findInvite(auth.tenantId, id);
+        if (!now) throw notFound('Invitation');
+        const status = effectiveStatus(now, clock.now());
+        throw new AppError('conflict', { message: `The invitation is already ${status}.`, details: { status } });
+      }
       return withInviter((await repo.findInvite(auth.tenantId, id))!);
     },
 

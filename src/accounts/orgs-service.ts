@@ -172,10 +172,8 @@ export function createOrgsService(deps: OrgsDeps): OrgsService {
       const next = validName(name);
       const before = await repo.findOrg(auth.tenantId);
       if (!before) throw notFound('Organization');
-      await Promise.all([
-        repo.renameOrg(auth.tenantId, next),
-        audit.record(auth, 'org.rename', { target: auth.tenantId, details: { from: before.name, to: next } }),
-      ]);
+      const renamed = await repo.renameOrg(auth.tenantId, next, audit.staged(auth, 'org.rename', { target: auth.tenantId, details: { from: before.name, to: next } }));
+      if (!renamed) throw notFound('Organization');
       return active(auth);
     },
 

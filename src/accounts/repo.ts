@@ -319,7 +319,8 @@ export interface AccountsRepository {
   orgIds(): Promise<string[]>;
   /** Create an organization with its owner; `activateFor` makes it that session's active organization. */
   createOrg(org: Org, owner: string, activateFor?: string): Promise<void>;
-  renameOrg(id: string, name: string): Promise<Org | null>;
+  /** Rename an organization, with `also` (its audit row) in the same transaction; null when it is gone. */
+  renameOrg(id: string, name: string, also?: (sql: Sql) => unknown): Promise<Org | null>;
   dismissOnboarding(id: string, now: number): Promise<void>;
   /**
    * Delete an organization: its row, and with it (ON DELETE CASCADE) memberships, invitations, API keys and
@@ -346,7 +347,8 @@ export interface AccountsRepository {
   findInviteByToken(tokenHash: string): Promise<Invite | null>;
   listInvites(tenantId: string, options: { status?: InviteStatus; now: number; limit: number; offset: number }): Promise<{ invites: Invite[]; total: number }>;
   pendingInviteCount(tenantId: string, now: number): Promise<number>;
-  setInviteStatus(id: string, status: 'revoked' | 'expired', now: number): Promise<void>;
+  /** End a pending invitation, with `also` (its audit row) in the same transaction if it was still pending. */
+  setInviteStatus(id: string, status: 'revoked' | 'expired', now: number, also?: (sql: Sql) => unknown): Promise<boolean>;
   /**
    * Accept an invitation: re-checks it is pending and unexpired and, for a new account, that the address is still
    * free, all inside the write. Returns the reason when it is no longer acceptable.
@@ -561,9 +563,9 @@ export function createAccountsRepository(store: Store): AccountsRepository {
         if (activateFor) sql.run('UPDATE sessions SET active_tenant_id = ? WHERE id = ?', [org.id, activateFor]);
       }),
 
-    renameOrg: (id, name) =>
+    renameOrg: (id, name, also) =>
       store.write((sql) => {
-        sql.run('UPDATE tenants SET name = ? WHERE id = ?', [name, id]);
+        if (sql.run('UPDATE tenants SET name = ? WHERE id = ?', [name, id]).changes > 0) also?.(sql);
         const row = sql.get<OrgRow>('SELECT * FROM tenants WHERE id = ?', [id]);
         return row ? orgOf(row) : null;
       }),
@@ -683,16 +685,18 @@ export function createAccountsRepository(store: Store): AccountsRepository {
           ])?.n ?? 0,
       ),
 
-    setInviteStatus: async (id, status, now) => {
-      await store.write((sql) =>
-        sql.run(`UPDATE org_invites SET status = ?, revoked_at = CASE WHEN ? = 'revoked' THEN ? ELSE revoked_at END WHERE id = ? AND status = 'pending'`, [
-          status,
-          status,
-          now,
-          id,
-        ]),
-      );
-    },
+    setInviteStatus: (id, status, now, also) =>
+      store.write((sql) => {
+        const changed =
+          sql.run(`UPDATE org_invites SET status = ?, revoked_at = CASE WHEN ? = 'revoked' THEN ? ELSE revoked_at END WHERE id = ? AND status = 'pending'`, [
+            status,
+            status,
+            now,
+            id,
+          ]).changes > 0;
+        if (changed) also?.(sql);
+        return changed;
+      }),
 
     acceptInvite: ({ invite, now, user, session }) =>
       store.write((sql) => {

@@ -4,6 +4,7 @@
  */
 import { chainHash } from '../core/canonical-json.ts';
 import { newId, sha256Hex } from '../core/ids.ts';
+import type { Sql } from '../store/sql.ts';
 import type { Store } from '../store/store.ts';
 
 export type AuditDecision = 'allow' | 'deny';
@@ -27,6 +28,8 @@ export interface AuditRecord extends AuditEntry {
 
 export interface AuditRepository {
   append(entry: AuditEntry, now: number): Promise<AuditRecord>;
+  /** Append inside a write of another repository: the row commits with that write's change, or not at all. */
+  appendIn(sql: Sql, entry: AuditEntry, now: number): AuditRecord;
   /** Newest first. */
   list(tenantId: string, options: { limit: number; decision?: AuditDecision }): Promise<AuditRecord[]>;
   /** Rows naming one target (e.g. a run id), oldest first. */
@@ -84,37 +87,41 @@ function fromRow(row: AuditRow): AuditRecord {
   };
 }
 
+/** Append a row, linked to the tenant's last one, inside the caller's write (so appends chain in commit order). */
+function appendIn(sql: Sql, entry: AuditEntry, now: number): AuditRecord {
+  const last = sql.get<{ seq: number; hash: string }>(
+    'SELECT seq, hash FROM audit_events WHERE tenant_id = ? ORDER BY seq DESC LIMIT 1',
+    [entry.tenantId],
+  );
+  const base = { ...entry, id: newId('aud'), seq: (last?.seq ?? 0) + 1, createdAt: now };
+  const prevHash = last?.hash ?? genesisHash(entry.tenantId);
+  const hash = chainHash(prevHash, hashedFields(base));
+  sql.run(
+    `INSERT INTO audit_events (id, tenant_id, seq, action, decision, actor_json, target, details_json, created_at, prev_hash, hash)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    [
+      base.id,
+      base.tenantId,
+      base.seq,
+      base.action,
+      base.decision,
+      JSON.stringify(base.actor),
+      base.target,
+      JSON.stringify(base.details),
+      now,
+      prevHash,
+      hash,
+    ],
+  );
+  return { ...base, prevHash, hash };
+}
+
 export function createAuditRepository(store: Store): AuditRepository {
   return {
     append(entry, now) {
-      return store.write((sql) => {
-        const last = sql.get<{ seq: number; hash: string }>(
-          'SELECT seq, hash FROM audit_events WHERE tenant_id = ? ORDER BY seq DESC LIMIT 1',
-          [entry.tenantId],
-        );
-        const base = { ...entry, id: newId('aud'), seq: (last?.seq ?? 0) + 1, createdAt: now };
-        const prevHash = last?.hash ?? genesisHash(entry.tenantId);
-        const hash = chainHash(prevHash, hashedFields(base));
-        sql.run(
-          `INSERT INTO audit_events (id, tenant_id, seq, action, decision, actor_json, target, details_json, created_at, prev_hash, hash)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-          [
-            base.id,
-            base.tenantId,
-            base.seq,
-            base.action,
-            base.decision,
-            JSON.stringify(base.actor),
-            base.target,
-            JSON.stringify(base.details),
-            now,
-            prevHash,
-            hash,
-          ],
-        );
-        return { ...base, prevHash, hash };
-      });
+      return store.write((sql) => appendIn(sql, entry, now));
     },
+    appendIn,
     list(tenantId, { limit, decision }) {
       return store.read((sql) => {
         const rows = decision

@@ -1,16 +1,25 @@
 /** Records audited actions (SPEC 6.2) and serves the log. */
 import type { Clock } from '../core/clock.ts';
 import { actorOf, type AuthContext } from '../identity/auth-context.ts';
+import type { Sql } from '../store/sql.ts';
 import type { AuditDecision, AuditRecord, AuditRepository } from './repo.ts';
 
 export type { AuditRecord };
 
+/**
+ * An audit row to append inside the write of the change it records (a repository runs it in its `Store.write`,
+ * after its statement, and only when that statement changed something): the change and its row commit together or
+ * not at all. Two separate writes left a row for a change that failed (a key created in an organization deleted
+ * meanwhile) or changed nothing (a second revocation racing the first).
+ */
+export type AuditStep = (sql: Sql) => AuditRecord;
+
+type RecordOptions = { decision?: AuditDecision; target?: string | null; details?: Record<string, unknown>; tenantId?: string };
+
 export interface AuditService {
-  record(
-    auth: AuthContext,
-    action: string,
-    options?: { decision?: AuditDecision; target?: string | null; details?: Record<string, unknown>; tenantId?: string },
-  ): Promise<AuditRecord>;
+  record(auth: AuthContext, action: string, options?: RecordOptions): Promise<AuditRecord>;
+  /** The row `record` would append, as a step of another write (`AuditStep`). */
+  staged(auth: AuthContext, action: string, options?: RecordOptions): AuditStep;
   /** Record an action taken without a request identity of the tenant (signup, a public invitation acceptance). */
   recordAs(
     actor: Record<string, string>,
@@ -31,21 +40,26 @@ export interface AuditService {
  */
 export type AuditRowView = (auth: AuthContext, record: AuditRecord) => AuditRecord;
 
+function entryOf(auth: AuthContext, action: string, options: RecordOptions) {
+  return {
+    tenantId: options.tenantId ?? auth.tenantId,
+    action,
+    decision: options.decision ?? 'allow',
+    actor: actorOf(auth),
+    target: options.target ?? null,
+    details: options.details ?? {},
+  };
+}
+
 export function createAuditService(repo: AuditRepository, clock: Clock, options: { view?: AuditRowView } = {}): AuditService {
   const view = options.view ?? ((_auth, record) => record);
   return {
     record(auth, action, options = {}) {
-      return repo.append(
-        {
-          tenantId: options.tenantId ?? auth.tenantId,
-          action,
-          decision: options.decision ?? 'allow',
-          actor: actorOf(auth),
-          target: options.target ?? null,
-          details: options.details ?? {},
-        },
-        clock.now(),
-      );
+      return repo.append(entryOf(auth, action, options), clock.now());
+    },
+    staged(auth, action, options = {}) {
+      const entry = entryOf(auth, action, options);
+      return (sql) => repo.appendIn(sql, entry, clock.now());
     },
     recordAs(actor, tenantId, action, options = {}) {
       return repo.append(

@@ -29,13 +29,19 @@ export interface NewApiKey {
   createdAt: number;
 }
 
+/** Another write's step (its audit row) made in the same transaction, only when this one changed something. */
+export type AlsoStep = (sql: Sql) => unknown;
+
 export interface ApiKeysRepository {
-  insert(key: NewApiKey): Promise<ApiKey>;
+  /** Null when the organization is gone (deleted while the request was under way): nothing is written. */
+  insert(key: NewApiKey, also?: AlsoStep): Promise<ApiKey | null>;
   findByTokenHash(tokenHash: string): Promise<ApiKey | null>;
   findById(tenantId: string, id: string): Promise<ApiKey | null>;
   list(tenantId: string, options: { limit: number; offset: number; appId?: string }): Promise<{ keys: ApiKey[]; total: number }>;
-  setMode(tenantId: string, id: string, mode: KeyMode): Promise<ApiKey | null>;
-  revoke(tenantId: string, id: string, now: number): Promise<ApiKey | null>;
+  /** Set the mode of a live key; `also` runs only if the mode changed. The key as it is after the write, or null. */
+  setMode(tenantId: string, id: string, mode: KeyMode, also?: AlsoStep): Promise<ApiKey | null>;
+  /** Revoke a live key; `also` runs only if this call revoked it. The key as it is after the write, or null. */
+  revoke(tenantId: string, id: string, now: number, also?: AlsoStep): Promise<ApiKey | null>;
 }
 
 interface KeyRow {
@@ -83,13 +89,15 @@ export function createApiKeysRepository(store: Store): ApiKeysRepository {
     return row ? fromRow(row) : null;
   };
   return {
-    insert(key) {
+    insert(key, also) {
       return store.write((sql) => {
+        if (!sql.get('SELECT 1 FROM tenants WHERE id = ?', [key.tenantId])) return null;
         sql.run(
           `INSERT INTO api_keys (id, tenant_id, name, mode, app_id, admin, token_hash, token_prefix, created_at)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
           [key.id, key.tenantId, key.name, key.mode, key.appId, key.admin ? 1 : 0, key.tokenHash, key.tokenPrefix, key.createdAt],
         );
+        also?.(sql);
         return byId(sql, key.tenantId, key.id)!;
       });
     },
@@ -126,15 +134,17 @@ export function createApiKeysRepository(store: Store): ApiKeysRepository {
         return { keys: rows.map(fromRow), total };
       });
     },
-    setMode(tenantId, id, mode) {
+    setMode(tenantId, id, mode, also) {
       return store.write((sql) => {
-        sql.run('UPDATE api_keys SET mode = ? WHERE tenant_id = ? AND id = ? AND revoked_at IS NULL', [mode, tenantId, id]);
+        const changed = sql.run('UPDATE api_keys SET mode = ? WHERE tenant_id = ? AND id = ? AND revoked_at IS NULL AND mode != ?', [mode, tenantId, id, mode]).changes > 0;
+        if (changed) also?.(sql);
         return byId(sql, tenantId, id);
       });
     },
-    revoke(tenantId, id, now) {
+    revoke(tenantId, id, now, also) {
       return store.write((sql) => {
-        sql.run('UPDATE api_keys SET revoked_at = ? WHERE tenant_id = ? AND id = ? AND revoked_at IS NULL', [now, tenantId, id]);
+        const changed = sql.run('UPDATE api_keys SET revoked_at = ? WHERE tenant_id = ? AND id = ? AND revoked_at IS NULL', [now, tenantId, id]).changes > 0;
+        if (changed) also?.(sql);
         return byId(sql, tenantId, id);
       });
     },

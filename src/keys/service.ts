@@ -75,8 +75,8 @@ export function createKeysService(deps: { repo: ApiKeysRepository; audit: AuditS
       }
       const token = newToken(API_KEY_PREFIX);
       const id = newId('key');
-      const [key] = await Promise.all([
-        repo.insert({
+      const key = await repo.insert(
+        {
           id,
           tenantId: auth.tenantId,
           name: input.name,
@@ -86,13 +86,10 @@ export function createKeysService(deps: { repo: ApiKeysRepository; audit: AuditS
           tokenHash: sha256Hex(token),
           tokenPrefix: token.slice(0, SHOWN_PREFIX_LENGTH),
           createdAt: clock.now(),
-        }),
-        // Issued in the same turn as the insert, so both land in one group commit.
-        audit.record(auth, 'key.create', {
-          target: id,
-          details: { name: input.name, mode: input.mode, appId, admin: input.admin ?? false },
-        }),
-      ]);
+        },
+        audit.staged(auth, 'key.create', { target: id, details: { name: input.name, mode: input.mode, appId, admin: input.admin ?? false } }),
+      );
+      if (!key) throw notFound('Organization');
       return { key, token };
     },
 
@@ -111,22 +108,20 @@ export function createKeysService(deps: { repo: ApiKeysRepository; audit: AuditS
       const existing = await findVisible(auth, id);
       if (existing.revokedAt !== null) throw new AppError('conflict', { message: 'The API key is revoked.' });
       if (existing.mode === mode) return existing;
-      const [key] = await Promise.all([
-        repo.setMode(auth.tenantId, id, mode),
-        audit.record(auth, 'key.mode_change', { target: id, details: { from: existing.mode, to: mode } }),
-      ]);
-      return key!;
+      // Checked again inside the write: only a change of mode is made and audited, once, whatever raced it.
+      const key = await repo.setMode(auth.tenantId, id, mode, audit.staged(auth, 'key.mode_change', { target: id, details: { from: existing.mode, to: mode } }));
+      if (!key) throw notFound('API key');
+      if (key.revokedAt !== null) throw new AppError('conflict', { message: 'The API key is revoked.' });
+      return key;
     },
 
     async revoke(auth, id) {
       requireAdmin(auth);
       const existing = await findVisible(auth, id);
       if (existing.revokedAt !== null) return existing;
-      const [key] = await Promise.all([
-        repo.revoke(auth.tenantId, id, clock.now()),
-        audit.record(auth, 'key.revoke', { target: id, details: { name: existing.name } }),
-      ]);
-      return key!;
+      const key = await repo.revoke(auth.tenantId, id, clock.now(), audit.staged(auth, 'key.revoke', { target: id, details: { name: existing.name } }));
+      if (!key) throw notFound('API key');
+      return key;
     },
 
     async authenticate(token, tokenHash) {

@@ -1,4 +1,5 @@
 /** Stored tenant settings: one row per explicitly set key; unset keys take their defaults in the service. */
+import type { Sql } from '../store/sql.ts';
 import type { Store } from '../store/store.ts';
 
 export interface StoredSetting {
@@ -10,7 +11,11 @@ export interface StoredSetting {
 
 export interface SettingsRepository {
   list(tenantId: string): Promise<StoredSetting[]>;
-  put(tenantId: string, setting: StoredSetting, now: number): Promise<void>;
+  /**
+   * Store one setting, with `also` (its audit row) in the same transaction. False when the organization is gone
+   * (deleted while the request was under way): nothing is written.
+   */
+  put(tenantId: string, setting: StoredSetting, now: number, also?: (sql: Sql) => unknown): Promise<boolean>;
 }
 
 export function createSettingsRepository(store: Store): SettingsRepository {
@@ -25,14 +30,17 @@ export function createSettingsRepository(store: Store): SettingsRepository {
           .map((row) => ({ key: row.key, valueJson: row.value_json, encrypted: row.encrypted === 1 })),
       );
     },
-    put(tenantId, setting, now) {
+    put(tenantId, setting, now, also) {
       return store.write((sql) => {
+        if (!sql.get('SELECT 1 FROM tenants WHERE id = ?', [tenantId])) return false;
         sql.run(
           `INSERT INTO settings (tenant_id, key, value_json, encrypted, updated_at) VALUES (?, ?, ?, ?, ?)
            ON CONFLICT (tenant_id, key) DO UPDATE SET value_json = excluded.value_json, encrypted = excluded.encrypted,
              updated_at = excluded.updated_at`,
           [tenantId, setting.key, setting.valueJson, setting.encrypted ? 1 : 0, now],
         );
+        also?.(sql);
+        return true;
       });
     },
   };

@@ -3,7 +3,7 @@
  * from app-pinned identities), written one key at a time by a tenant-wide admin only.
  */
 import type { Clock } from '../core/clock.ts';
-import { AppError, invalid } from '../core/errors.ts';
+import { AppError, invalid, notFound } from '../core/errors.ts';
 import type { AuditRecord, AuditService } from '../audit/service.ts';
 import type { AuthContext } from '../identity/auth-context.ts';
 import type { KeysService } from '../keys/service.ts';
@@ -126,13 +126,13 @@ export function createSettingsService(deps: {
       if (key === 'managed_connector_grants') await validateGrants(auth.tenantId, value as ConnectorGrants);
       const secret = isSecretSetting(key);
       const stored = secret && value !== null ? cipher.encrypt(value as string) : value;
-      await Promise.all([
-        repo.put(auth.tenantId, { key, valueJson: JSON.stringify(stored), encrypted: secret }, clock.now()),
-        audit.record(auth, 'settings.update', {
-          target: key,
-          details: { key, value: secret ? (value === null ? null : SECRET_MASK) : value },
-        }),
-      ]);
+      const written = await repo.put(
+        auth.tenantId,
+        { key, valueJson: JSON.stringify(stored), encrypted: secret },
+        clock.now(),
+        audit.staged(auth, 'settings.update', { target: key, details: { key, value: secret ? (value === null ? null : SECRET_MASK) : value } }),
+      );
+      if (!written) throw notFound('Organization');
       return mask(auth, await effective(auth.tenantId));
     },
 
