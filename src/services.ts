@@ -179,6 +179,8 @@ export async function createServices(config: Config, store: Store, overrides: Se
     pruneCache: (tenantId, cutoff, batch) => cacheRepo.pruneTenant(tenantId, cutoff, batch),
     pendingPurges: () => accountsRepo.pendingPurges(),
     finishPurge: (tenantId) => accountsRepo.finishPurge(tenantId),
+    settle: () => store.flush(),
+    holdsData: async (tenantId) => (await runsRepo.hasRuns(tenantId)) || (await cacheRepo.hasEntries(tenantId)),
     housekeeping: [(batch) => limits.prune(batch), (batch) => accountsRepo.pruneExpired(clock.now(), batch)],
   });
   const orgs = createOrgsService({

@@ -34,6 +34,8 @@ export interface CacheRepository {
   /** Delete entries; `cacheType` null means every tier; `keyPrefix` needs a type. Returns rows deleted. */
   invalidate(tenantId: string, options: { cacheType: string | null; keyPrefix: string | null }): Promise<number>;
   pruneTenant(tenantId: string, cutoff: number, batch: number): Promise<number>;
+  /** Whether the tenant has any entry stored (a deleted organization's purge is done once it has none). */
+  hasEntries(tenantId: string): Promise<boolean>;
 }
 
 interface EntryRow {
@@ -369,5 +371,7 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
           batch,
         ]);
       }),
+
+    hasEntries: (tenantId) => store.read((sql) => sql.get('SELECT 1 AS found FROM cache_entries WHERE tenant_id = ? LIMIT 1', [tenantId]) !== undefined),
   };
 }

@@ -701,7 +701,9 @@ export function createRunsRepository(store: Store): RunsRepository {
         deleteRuns(
           sql,
           sql
-            .all<{ id: string }>('SELECT id FROM runs WHERE tenant_id = ? AND created_at < ? ORDER BY created_at LIMIT ?', [
+            // A run still under way is left to finish first: deleting it would leave its last writes (events,
+            // attempts, rollups, its cache entry) without it, and its request's answer without its run.
+            .all<{ id: string }>("SELECT id FROM runs WHERE tenant_id = ? AND created_at < ? AND status != 'running' ORDER BY created_at LIMIT ?", [
               tenantId,
               cutoff,
               batch,

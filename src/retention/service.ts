@@ -1,6 +1,7 @@
 /**
  * Retention (DESIGN.md section 3, SPEC 2.4 `retention_days`): runs with their trace events and attempts, and cache
- * entries, older than each tenant's window are deleted in small batches off the hot path. Each batch is its own
+ * entries, older than each tenant's window are deleted in small batches off the hot path (a run still running is
+ * not: it goes in a pass after it ended). Each batch is its own
  * short write; the pass yields to the event loop between batches, so gateway traffic never waits behind a long
  * delete. Indexes `runs (tenant_id, created_at)` and `cache_entries (tenant_id, created_at)` serve the scans.
  *
@@ -22,6 +23,10 @@ export interface RetentionDeps {
   /** Organizations deleted whose bulk data is still to be purged, and how to mark one done. */
   pendingPurges?(): Promise<string[]>;
   finishPurge?(tenantId: string): Promise<void>;
+  /** Commit every write queued so far, the ledger's deferred ones included. */
+  settle?(): Promise<void>;
+  /** Whether a tenant still has runs or cache entries stored. */
+  holdsData?(tenantId: string): Promise<boolean>;
   /** Batch deletions of expired housekeeping rows; each returns how many rows it deleted. */
   housekeeping?: Array<(batch: number) => Promise<number>>;
 }
@@ -67,6 +72,11 @@ export function createRetentionService(deps: RetentionDeps): RetentionService {
       report.runsDeleted += await drain((batch) => deps.pruneRuns(tenantId, EVERYTHING, batch), () => stopping);
       report.cacheEntriesDeleted += await drain((batch) => deps.pruneCache(tenantId, EVERYTHING, batch), () => stopping);
       if (stopping) return;
+      // Requests of the organization under way when it was deleted record their runs and fill its cache as they end
+      // (runs still running are not deleted). Its purge is done only once, with every queued write committed, none of
+      // that is left; otherwise the next pass resumes it.
+      await deps.settle?.();
+      if ((await deps.holdsData?.(tenantId)) === true) continue;
       await deps.finishPurge?.(tenantId);
       report.orgsPurged += 1;
     }

@@ -3,8 +3,32 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 import { build, json } from '../support/build.ts';
 import { RETENTION_BATCH } from '../../src/retention/service.ts';
+import type { RunOutcome } from '../../src/evidence/ledger.ts';
 
 const DAY = 86_400_000;
+
+/** A run's outcome for runs started by hand (the retention pass leaves runs still running alone). */
+const FINISHED: RunOutcome = {
+  status: 'completed',
+  route: 'live',
+  provider: 'mock',
+  routeExplanation: {
+    route: 'live',
+    reason: 'test',
+    rejectedAlternatives: [],
+    policyVerdict: { decision: 'allow', policy: null, reason: null },
+    cache: [],
+    artifact: null,
+    estimatedSavings: { usd: 0, ms: 0, ghost: false },
+    fallback: null,
+    provider: 'mock',
+    model: 'm',
+    executionMethod: { id: 'live', referenceGrade: 'not_applicable' },
+  },
+  usage: { promptTokens: 1, completionTokens: 1, totalTokens: 2 },
+  costUsd: 0,
+  priced: true,
+};
 
 test('retention prunes old runs, their trace events and attempts, and old cache entries, per tenant window', async (t) => {
   let now = Date.UTC(2026, 0, 1);
@@ -17,6 +41,7 @@ test('retention prunes old runs, their trace events and attempts, and old cache 
   for (let i = 0; i < RETENTION_BATCH * 2 + 5; i++) {
     const run = services.ledger.start({ tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'm', stream: false, requestId: null });
     run.event('x', { i });
+    run.finish(FINISHED);
   }
   now += 31 * DAY;
   const fresh = (await ask('new question')).headers['x-svc-run-id'] as string;
@@ -57,4 +82,44 @@ test('the retention query plans use the tenant/created_at indexes', async (t) =>
   assert.match(plans.runs.map((row) => row.detail).join(' '), /USING (COVERING )?INDEX runs_tenant_created/);
   assert.match(plans.cache.map((row) => row.detail).join(' '), /USING (COVERING )?INDEX cache_entries_tenant_created/);
   assert.doesNotMatch(plans.list.map((row) => row.detail).join(' '), /SCAN runs(?! USING)/);
+});
+
+test('a run still running is left to finish: retention and a deleted organization\'s purge delete it after it ended, leaving nothing behind', async (t) => {
+  let now = Date.UTC(2026, 0, 1);
+  const { services } = await build(t, { overrides: { clock: { now: () => now } } });
+  const start = (tenantId: string) =>
+    services.ledger.start({ tenantId, appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'm', stream: false, requestId: null });
+  const inFlight = start('default');
+  inFlight.event('x', {});
+  await services.store.flush();
+  now += 31 * DAY;
+  assert.equal((await services.retention.runOnce()).runsDeleted, 0, 'a running run is not deleted');
+  inFlight.attempt({ provider: 'mock', model: 'm', outcome: 'success', errorKind: null, upstreamStatus: null, promptTokens: 1, completionTokens: 1, costUsd: 0, latencyMs: 1 });
+  inFlight.finish(FINISHED);
+  await services.store.flush();
+  assert.equal((await services.retention.runOnce()).runsDeleted, 1, 'deleted once it ended');
+
+  // An organization deleted while one of its runs is under way: the purge waits for it, then takes all of it.
+  const orgId = 'ten_gone';
+  await services.store.write((sql) => sql.run("INSERT INTO tenants (id, name, created_at) VALUES (?, 'Gone', ?)", [orgId, now]));
+  const late = start(orgId);
+  await services.store.flush();
+  await services.store.write((sql) => {
+    sql.run('DELETE FROM tenants WHERE id = ?', [orgId]);
+    sql.run('INSERT INTO tenant_purges (tenant_id, deleted_at) VALUES (?, ?)', [orgId, now]);
+  });
+  assert.equal((await services.retention.runOnce()).orgsPurged, 0, 'not done while a run of it is under way');
+  late.event('late', {});
+  late.finish(FINISHED);
+  const report = await services.retention.runOnce();
+  assert.equal(report.orgsPurged, 1);
+  const count = (sql: import('../../src/store/sql.ts').Sql, from: string, params: string[]) => sql.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${from}`, params)!.n;
+  const left = await services.store.read((sql) => ({
+    runs: count(sql, 'runs WHERE tenant_id = ?', [orgId]),
+    events: count(sql, 'run_events WHERE run_id = ?', [late.id]),
+    rollups: count(sql, 'run_rollups WHERE tenant_id = ?', [orgId]),
+    cache: count(sql, 'cache_entries WHERE tenant_id = ?', [orgId]),
+    purges: count(sql, 'tenant_purges WHERE tenant_id = ?', [orgId]),
+  }));
+  assert.deepEqual(left, { runs: 0, events: 0, rollups: 0, cache: 0, purges: 0 });
 });
