@@ -85,12 +85,27 @@ export interface RunsRepository {
    * read and extended inside one committed write, so concurrent appends chain in commit order. Returns null when the
    * run does not exist in the tenant. Side-effect records follow the appended events in the same transaction.
    */
-  appendCommitted(tenantId: string, runId: string, build: (head: { seq: number; hash: string }) => TraceEvent[]): Promise<TraceEvent[] | null>;
+  /**
+   * Append a client's events to a committed run: null when the run is not there, `'full'` (nothing appended) when
+   * they would take its trace past the events or client bytes it may hold (`budget`).
+   */
+  appendCommitted(
+    tenantId: string,
+    runId: string,
+    build: (head: { seq: number; hash: string }) => TraceEvent[],
+    budget: TraceBudget,
+  ): Promise<TraceEvent[] | null | 'full'>;
+  /**
+   * Count `bytes` of client payload against a committed run's trace budget, for an event its request's own recorder
+   * is about to append; false (nothing counted) when the trace is full.
+   */
+  reserveClientTrace(tenantId: string, runId: string, bytes: number, budget: TraceBudget): Promise<boolean>;
   replay(runId: string): Promise<ReplayRecord | null>;
   /** Update side-effect records from events appended by a request's own recorder (committed). */
   applySideEffects(tenantId: string, events: TraceEvent[]): Promise<void>;
   sideEffects(runId: string): Promise<SideEffectRecord[]>;
-  addFeedback(record: FeedbackRecord): Promise<void>;
+  /** Add a feedback record unless the run holds `max` already (false: nothing added). */
+  addFeedback(record: FeedbackRecord, max: number): Promise<boolean>;
   feedback(runId: string): Promise<FeedbackRecord[]>;
   /** Wait for every pending ledger write (read-your-writes for API calls naming a run). */
   settle(): Promise<void>;
@@ -386,6 +401,23 @@ function countsFromRollups(sql: Sql, filter: RunFilter): Pick<RunListResult, 'to
   return { total, facets };
 }
 
+/** What a client's append may take of a run's trace: its payload `bytes`, within the run's limits. */
+export interface TraceBudget {
+  bytes: number;
+  maxEvents: number;
+  maxClientBytes: number;
+}
+
+/** Count `bytes` against the run's client trace bytes if the run has room for one more event and for them. */
+function reserveIn(sql: Sql, tenantId: string, runId: string, bytes: number, budget: Omit<TraceBudget, 'bytes'>): boolean {
+  return (
+    sql.run(
+      'UPDATE runs SET client_trace_bytes = client_trace_bytes + ? WHERE id = ? AND tenant_id = ? AND event_count < ? AND client_trace_bytes + ? <= ?',
+      [bytes, runId, tenantId, budget.maxEvents, bytes, budget.maxClientBytes],
+    ).changes > 0
+  );
+}
+
 function deleteRuns(sql: Sql, ids: string[]): number {
   for (const id of ids) {
     const row = sql.get<RunRow>('SELECT * FROM runs WHERE id = ?', [id]);
@@ -544,7 +576,7 @@ export function createRunsRepository(store: Store): RunsRepository {
     answersWaitForCommit: () => store.answersWaitForCommit,
     committed: () => store.committed(),
 
-    appendCommitted: (tenantId, runId, build) =>
+    appendCommitted: (tenantId, runId, build, budget) =>
       store.write((sql) => {
         const head = sql.get<{ event_count: number; last_hash: string }>(
           'SELECT event_count, last_hash FROM runs WHERE id = ? AND tenant_id = ?',
@@ -553,6 +585,7 @@ export function createRunsRepository(store: Store): RunsRepository {
         if (!head) return null;
         const events = build({ seq: head.event_count, hash: head.last_hash });
         if (events.length === 0) return events;
+        if (!reserveIn(sql, tenantId, runId, budget.bytes, { ...budget, maxEvents: budget.maxEvents - events.length + 1 })) return 'full';
         for (const event of events) insertEvent(sql, event);
         const last = events[events.length - 1]!;
         sql.run('UPDATE runs SET event_count = ?, last_hash = ? WHERE id = ?', [last.seq, last.hash, runId]);
@@ -560,16 +593,21 @@ export function createRunsRepository(store: Store): RunsRepository {
         return events;
       }),
 
+    reserveClientTrace: (tenantId, runId, bytes, budget) => store.write((sql) => reserveIn(sql, tenantId, runId, bytes, budget)),
+
     applySideEffects: (tenantId, events) => store.write((sql) => applyToSideEffects(sql, tenantId, events)),
 
     sideEffects: (runId) => store.read((sql) => listSideEffects(sql, runId)),
 
-    addFeedback: (record) =>
+    addFeedback: (record, max) =>
       store.write((sql) => {
+        const held = sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM run_feedback WHERE run_id = ?', [record.runId])!.n;
+        if (held >= max) return false;
         sql.run(
           'INSERT INTO run_feedback (id, run_id, tenant_id, kind, body_json, actor_json, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
           [record.id, record.runId, record.tenantId, record.kind, JSON.stringify(record.body), JSON.stringify(record.actor), record.createdAt],
         );
+        return true;
       }),
 
     feedback: (runId) =>

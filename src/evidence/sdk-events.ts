@@ -6,6 +6,13 @@
 import { z } from 'zod';
 
 export const TRACE_PAYLOAD_MAX_BYTES = 256 * 1024;
+/**
+ * What a run's trace may hold: events of every kind, and bytes of payload appended by clients. Each read of a whole
+ * trace (integrity, evidence packet, receipt) loads it at once, so a trace grown without bound by appends (any key
+ * of the tenant may append) would hold the event loop and gigabytes of memory while it is read back.
+ */
+export const RUN_TRACE_MAX_EVENTS = 10_000;
+export const RUN_CLIENT_TRACE_MAX_BYTES = 16 * 1024 * 1024;
 
 const name = z.string().trim().min(1).max(200);
 const level = z.number().int().min(0).max(4);
@@ -46,7 +53,8 @@ export const traceBody = z
     // The payload as validated, not as sent: names and idempotency keys are checked trimmed, so they are stored
     // trimmed, or a later event naming the same tool or key would not find the record (side-effects.ts compares
     // them as stored). Extra fields pass through unchanged (loose objects).
-    return { ...body, payload: result.data as Record<string, unknown> };
+    // Its size as sent (an upper bound of the stored one) counts against the run's trace budget.
+    return { ...body, payload: result.data as Record<string, unknown>, payloadBytes: size };
   });
 
 export type TraceBody = z.infer<typeof traceBody>;

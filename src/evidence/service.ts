@@ -13,7 +13,7 @@ import { eventHash } from './chain.ts';
 import { runEconomics } from './economics.ts';
 import { parseMetricsFeedback, ratingBody } from './feedback-rules.ts';
 import type { Ledger } from './ledger.ts';
-import type { IngestBody, TraceBody } from './sdk-events.ts';
+import { RUN_CLIENT_TRACE_MAX_BYTES, RUN_TRACE_MAX_EVENTS, type IngestBody, type TraceBody } from './sdk-events.ts';
 import type { SideEffectRecord } from './side-effects.ts';
 import { pageOf, type Page } from '../core/pagination.ts';
 import type { AuthContext } from '../identity/auth-context.ts';
@@ -204,6 +204,16 @@ export interface RunsServiceDeps {
   countTokens: (text: string, model: string) => number;
 }
 
+/** Feedback records a run may hold (each up to 64 KiB; the evidence packet carries them all). */
+export const RUN_FEEDBACK_MAX = 200;
+
+function traceFull(): AppError {
+  return new AppError('conflict', {
+    message: `The run's trace is full: a run holds at most ${RUN_TRACE_MAX_EVENTS} events and ${RUN_CLIENT_TRACE_MAX_BYTES} bytes of payload appended by clients.`,
+    details: { maxEvents: RUN_TRACE_MAX_EVENTS, maxClientBytes: RUN_CLIENT_TRACE_MAX_BYTES },
+  });
+}
+
 export function createRunsService(deps: RunsServiceDeps): RunsService {
   const { repo, clock, ledger, audit, countTokens } = deps;
 
@@ -330,9 +340,13 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
 
     async appendTrace(auth, body) {
       const run = await find(auth, body.runId);
+      const budget = { bytes: body.payloadBytes, maxEvents: RUN_TRACE_MAX_EVENTS, maxClientBytes: RUN_CLIENT_TRACE_MAX_BYTES };
       const recorder = ledger.active(run.id);
       if (recorder && !recorder.finished) {
-        // The request is still writing this run (a stream in flight): its recorder owns the chain head.
+        // The request is still writing this run (a stream in flight): its recorder owns the chain head. Its writes
+        // so far are committed first, so that the budget is counted against the run as it stands.
+        await repo.settle();
+        if (!(await repo.reserveClientTrace(run.tenantId, run.id, body.payloadBytes, budget))) throw traceFull();
         const event = recorder.event(body.type, body.payload);
         await repo.settle();
         await repo.applySideEffects(run.tenantId, [event]);
@@ -346,7 +360,9 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
           const event = { runId: run.id, seq: head.seq + 1, type: body.type, payload: body.payload, createdAt: now };
           return [{ ...event, prevHash: head.hash, hash: eventHash(head.hash, event) }];
         },
+        budget,
       );
+      if (events === 'full') throw traceFull();
       const event = events?.[0];
       if (!event) throw notFound('Run');
       return { runId: run.id, seq: event.seq, hash: event.hash };
@@ -418,7 +434,9 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
 
   async function saveFeedback(auth: AuthContext, run: RunRecord, kind: FeedbackRecord['kind'], body: Record<string, unknown>) {
     const record: FeedbackRecord = { id: newId('fbk'), runId: run.id, tenantId: run.tenantId, kind, body, actor: actorOf(auth), createdAt: clock.now() };
-    await repo.addFeedback(record);
+    if (!(await repo.addFeedback(record, RUN_FEEDBACK_MAX))) {
+      throw new AppError('conflict', { message: `The run has the most feedback a run may hold (${RUN_FEEDBACK_MAX} records).`, details: { max: RUN_FEEDBACK_MAX } });
+    }
     return feedbackView(record);
   }
 

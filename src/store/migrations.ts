@@ -393,4 +393,13 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX cache_entries_tenant_created ON cache_entries (tenant_id, created_at);
     `,
   },
+  {
+    version: 7,
+    name: 'runs: bytes of trace payload appended by clients',
+    sql: `
+      -- POST /api/v1/trace appends a client's events to a run; their payloads are bounded per run
+      -- (src/evidence/sdk-events.ts), counted here as they are appended.
+      ALTER TABLE runs ADD COLUMN client_trace_bytes INTEGER NOT NULL DEFAULT 0;
+    `,
+  },
 ];

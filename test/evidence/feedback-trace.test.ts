@@ -226,3 +226,50 @@ test('ingest: an externally handled prompt becomes a completed observed run', as
     assert.equal((await post('/api/v1/ingest/prompt', bad)).status, 400, JSON.stringify(bad));
   }
 });
+
+test("trace: a run's client payloads are bounded (16 MiB), on a committed run and on one its request is still writing; a full trace refuses with 409 and changes nothing", async (t) => {
+  const { services, post, get, newRun } = await setup(t);
+  const { RUN_CLIENT_TRACE_MAX_BYTES, TRACE_PAYLOAD_MAX_BYTES } = await import('../../src/evidence/sdk-events.ts');
+  const big = { name: 'x', result: 'r'.repeat(TRACE_PAYLOAD_MAX_BYTES - 100) };
+  const fits = Math.floor(RUN_CLIENT_TRACE_MAX_BYTES / Buffer.byteLength(JSON.stringify(big)));
+  const runId = await newRun();
+  for (let i = 0; i < fits; i++) assert.equal((await post('/api/v1/trace', { runId, type: 'tool.completed', payload: big })).status, 201, `append ${i}`);
+  const before = await get(`/api/v1/runs/${runId}/integrity`);
+  const full = await post('/api/v1/trace', { runId, type: 'tool.completed', payload: big });
+  assert.equal(full.status, 409);
+  assert.equal(full.body.error.code, 'conflict');
+  assert.match(full.body.error.message, /trace is full/);
+  const after = await get(`/api/v1/runs/${runId}/integrity`);
+  assert.deepEqual([after.ok, after.eventCount], [true, before.eventCount]);
+  // A small event still fits under the bytes left.
+  assert.equal((await post('/api/v1/trace', { runId, type: 'tool.completed', payload: { name: 'x', result: 1 } })).status, 201);
+
+  // The same budget while the run's request is still writing it (its recorder appends).
+  const recorder = services.ledger.start({ tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'gpt-4o-mini', stream: true, requestId: null });
+  for (let i = 0; i < fits; i++) assert.equal((await post('/api/v1/trace', { runId: recorder.id, type: 'tool.completed', payload: big })).status, 201);
+  assert.equal((await post('/api/v1/trace', { runId: recorder.id, type: 'tool.completed', payload: big })).status, 409);
+});
+
+test("trace: a run's events are bounded in number too; the repository refuses an append past the limit", async (t) => {
+  const { services, newRun } = await setup(t);
+  const runId = await newRun();
+  await services.store.flush();
+  const repo = (await import('../../src/evidence/repo.ts')).createRunsRepository(services.store);
+  const head = (await services.store.read((sql) => sql.get<{ event_count: number }>('SELECT event_count FROM runs WHERE id = ?', [runId])))!;
+  const budget = { bytes: 10, maxEvents: head.event_count + 2, maxClientBytes: 1_000_000 };
+  const append = () =>
+    repo.appendCommitted('default', runId, (last) => [{ runId, seq: last.seq + 1, type: 'tool.completed', payload: {}, createdAt: 1, prevHash: last.hash, hash: `h${last.seq + 1}` }], budget);
+  assert.ok(Array.isArray(await append()));
+  assert.ok(Array.isArray(await append()));
+  assert.equal(await append(), 'full');
+});
+
+test('feedback: a run holds at most 200 records; the next is 409 and changes nothing', async (t) => {
+  const { post, get, newRun } = await setup(t);
+  const { RUN_FEEDBACK_MAX } = await import('../../src/evidence/service.ts');
+  const runId = await newRun();
+  for (let i = 0; i < RUN_FEEDBACK_MAX; i++) assert.equal((await post(`/api/v1/runs/${runId}/feedback`, { type: 'rating', rating: 5 })).status, 201);
+  const refused = await post(`/api/v1/runs/${runId}/feedback/metrics`, { metrics: { score: 1 }, optimize: 'max', source: 'x' });
+  assert.equal(refused.status, 409);
+  assert.equal((await get(`/api/v1/runs/${runId}/evidence-packet`)).feedback.length, RUN_FEEDBACK_MAX);
+});
