@@ -2,12 +2,12 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
 import { print, printJson, table } from './output.ts';
-import { parsePositiveInt } from './options.ts';
+import { limitParser } from './options.ts';
 
 export function registerAudit(program: Command): void {
   withConnectionOptions(program.command('audit'))
     .description('show the audit log (newest first)')
-    .option('--limit <n>', 'how many events (1-500, default 50)', parsePositiveInt)
+    .option('--limit <n>', 'how many events (1-500, default 50)', limitParser(500))
     .option('--decision <decision>', 'only allow or deny events', (value) => {
       if (value !== 'allow' && value !== 'deny') throw new InvalidArgumentError('must be allow or deny');
       return value;

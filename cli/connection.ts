@@ -17,6 +17,7 @@ import { buildApp } from '../src/http/app.ts';
 import { LOCAL_OPERATOR_HEADER, LOCAL_OPERATOR_SECRET } from '../src/http/local-socket.ts';
 import { createServices } from '../src/services.ts';
 import { ensurePrivateDataDir } from '../src/store/data-dir.ts';
+import { parseBaseUrl } from './options.ts';
 import { acquireOwnerLock, DataDirLockedError, OWNER_LOCK_FILE, readLiveOwner, type OwnerRecord } from '../src/store/owner-lock.ts';
 import { openStore } from '../src/store/store.ts';
 
@@ -127,7 +128,12 @@ export async function connect(options: ConnectionOptions): Promise<SvcClient> {
 export async function connectWithKind(options: ConnectionOptions): Promise<{ client: SvcClient; kind: ConnectionKind }> {
   const url = options.url ?? process.env.SVC_BASE_URL;
   if (url) {
-    if (!/^https?:\/\//i.test(url)) throw new UsageError(`--url must start with http:// or https:// (got "${url}")`);
+    // --url is checked as it is parsed; SVC_BASE_URL here, alike: a bad one is a usage error.
+    try {
+      parseBaseUrl(url);
+    } catch (error) {
+      throw new UsageError(`${options.url ? '--url' : 'SVC_BASE_URL'} ${(error as Error).message} (got "${url}")`);
+    }
     return { client: new SvcClient(httpTransport(url, options.apiKey ?? process.env.SVC_API_KEY ?? null)), kind: 'http' };
   }
   // SVC_API_KEY alone is fine (it is also serve's bootstrap token); an explicit --api-key with nowhere to send it is not.

@@ -3,7 +3,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { confirmOrExit } from './confirm.ts';
 import { withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
 import { note, print, printJson, table } from './output.ts';
-import { parseNonNegativeInt, parsePositiveInt } from './options.ts';
+import { limitParser, parseNonNegativeInt } from './options.ts';
 
 const KEY_COLUMNS = { id: 'ID', name: 'NAME', mode: 'MODE', appId: 'APP', admin: 'ADMIN', status: 'STATUS', createdAt: 'CREATED' };
 
@@ -51,7 +51,7 @@ Examples:
 
   withConnectionOptions(keys.command('list'))
     .description('list API keys (never their tokens)')
-    .option('--limit <n>', 'page size (1-200, default 50)', parsePositiveInt)
+    .option('--limit <n>', 'page size (1-200, default 50)', limitParser(200))
     .option('--offset <n>', 'skip this many keys', parseNonNegativeInt)
     .action(async (options: ConnectionOptions & { limit?: number; offset?: number }) => {
       const page = await withClient(options, (client) =>

@@ -7,14 +7,29 @@ export function parsePort(value: string): number {
   return port;
 }
 
-export function parsePositiveInt(value: string): number {
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || n < 1) throw new InvalidArgumentError('must be a positive integer');
-  return n;
-}
-
 export function parseNonNegativeInt(value: string): number {
   const n = Number(value);
   if (!/^\d+$/.test(value) || !Number.isSafeInteger(n)) throw new InvalidArgumentError('must be a non-negative integer');
   return n;
+}
+
+/** A page size from 1 to `max` (the endpoint's own limit): checked here, so a bad one is a usage error, not an API error. */
+export function limitParser(max: number): (value: string) => number {
+  return (value) => {
+    const n = Number(value);
+    if (!/^\d+$/.test(value) || n < 1 || n > max) throw new InvalidArgumentError(`must be an integer from 1 to ${max}`);
+    return n;
+  };
+}
+
+/** An http(s) base URL such as `http://127.0.0.1:8787`. */
+export function parseBaseUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new InvalidArgumentError('must be an http(s) URL such as http://127.0.0.1:8787');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidArgumentError('must be an http(s) URL such as http://127.0.0.1:8787');
+  return value;
 }

@@ -6,7 +6,7 @@
 import type { Command } from 'commander';
 import type { ActiveOrg, Invite, InviteStatus, OrgRole } from '../src/client/client.ts';
 import { withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
-import { parseNonNegativeInt, parsePositiveInt } from './options.ts';
+import { limitParser, parseNonNegativeInt } from './options.ts';
 import { note, print, printJson, table } from './output.ts';
 import { confirmThenAct, inOrg, oneOf, ORG_ROLES, resolveUser, userLabel } from './users.ts';
 
@@ -66,7 +66,7 @@ Examples:
 
   withConnectionOptions(orgs.command('list'))
     .description('list organizations: all of them for the local operator, else your own')
-    .option('--limit <n>', 'page size (1-200, default 50)', parsePositiveInt)
+    .option('--limit <n>', 'page size (1-200, default 50)', limitParser(200))
     .option('--offset <n>', 'skip this many organizations', parseNonNegativeInt)
     .action(async (options: ConnectionOptions & { limit?: number; offset?: number }) => {
       const result = await withClient(options, (client) => client.orgs.list(pageOf(options)));
@@ -119,7 +119,7 @@ its pending invitation.`,
   orgOption(withConnectionOptions(orgs.command('invites')))
     .description("an organization's invitations (never their tokens)")
     .option('--status <status>', `only ${INVITE_STATUSES.join(', ')} invitations`, oneOf(INVITE_STATUSES))
-    .option('--limit <n>', 'page size (1-200, default 50)', parsePositiveInt)
+    .option('--limit <n>', 'page size (1-200, default 50)', limitParser(200))
     .option('--offset <n>', 'skip this many invitations', parseNonNegativeInt)
     .action(async (options: OrgOptions & { status?: InviteStatus; limit?: number; offset?: number }) => {
       const result = await withClient(options, (client) => inOrg(client, options.org).orgs.listInvites({ status: options.status, ...pageOf(options) }));

@@ -9,7 +9,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig } from '../src/config.ts';
 import { RUN_ROUTES, RUN_STATUSES } from '../src/evidence/types.ts';
 import { connectWithKind, UsageError, withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
-import { parseNonNegativeInt } from './options.ts';
+import { limitParser, parseNonNegativeInt } from './options.ts';
 import { note, print, printJson, table } from './output.ts';
 import { resolveSince, RUN_COLUMNS, toRunQuery, toRunRow, type RunFilterInput } from './tui/format.ts';
 
@@ -38,12 +38,6 @@ function parseSince(value: string): string {
   return value;
 }
 
-function parseLimit(value: string): number {
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || n < 1 || n > MAX_LIMIT) throw new InvalidArgumentError(`must be an integer from 1 to ${MAX_LIMIT}`);
-  return n;
-}
-
 export function registerRuns(program: Command): void {
   withConnectionOptions(program.command('runs'))
     .description('browse runs: a live full-screen view on a terminal, a plain table otherwise')
@@ -51,7 +45,7 @@ export function registerRuns(program: Command): void {
     .option('--status <status>', `only runs in this status (${RUN_STATUSES.join(', ')})`, oneOf(RUN_STATUSES))
     .option('--model <model>', 'only runs for this model')
     .option('--since <time>', 'only runs created since an ISO time, epoch ms or a duration back from now (30m, 2h, 7d)', parseSince)
-    .option('--limit <n>', `runs per page (1-${MAX_LIMIT}, default ${DEFAULT_LIMIT})`, parseLimit)
+    .option('--limit <n>', `runs per page (1-${MAX_LIMIT}, default ${DEFAULT_LIMIT})`, limitParser(MAX_LIMIT))
     .option('--offset <n>', 'skip this many runs (plain table)', parseNonNegativeInt)
     .option('--no-tui', 'print the list once as a table (also when stdout is not a terminal)')
     .option('--out-dir <dir>', 'where the TUI writes evidence-<runId>.json (default: the current directory)')

@@ -6,7 +6,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import type { OrgRole, Pagination, PlatformRole, SvcClient, User } from '../src/client/client.ts';
 import { confirmOrExit } from './confirm.ts';
 import { UsageError, withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
-import { parseNonNegativeInt, parsePositiveInt } from './options.ts';
+import { limitParser, parseNonNegativeInt } from './options.ts';
 import { note, print, printJson, table } from './output.ts';
 
 /** Password rules of docs/accounts.md: 8 to 256 characters (the server checks them; the prompt helps early). */
@@ -177,7 +177,7 @@ A user created or reset by an admin must change the temporary password at first 
     .description('list users: every user for the local operator, else the members of your organization')
     .option('--org <id>', "only the members of this organization, with their role in it (X-Svc-Tenant)")
     .option('--email <email>', 'only the user with this e-mail address (exact, case-insensitive)')
-    .option('--limit <n>', 'page size (1-200, default 50)', parsePositiveInt)
+    .option('--limit <n>', 'page size (1-200, default 50)', limitParser(200))
     .option('--offset <n>', 'skip this many users', parseNonNegativeInt)
     .action(async (options: ListOptions) => {
       let result: { users: User[]; pagination: Pagination };

@@ -43,6 +43,16 @@ test('usage errors exit 2 before touching the data directory', async (t) => {
   assert.match(apiKey.stderr, /--api-key needs --url/);
   const both = await runSvc(['settings', 'set', 'retention_days', '3', '--value-stdin', ...args], { input: '4' });
   assert.equal(both.code, 2);
+  // Page sizes past the endpoint's limit, and URLs that are not http(s), are usage errors too (not API errors).
+  for (const bad of [['keys', 'list', '--limit', '201'], ['users', 'list', '--limit', '0'], ['orgs', 'list', '--limit', '201'], ['audit', '--limit', '501'], ['runs', '--no-tui', '--limit', '201']]) {
+    const result = await runSvc([...bad, ...args]);
+    assert.equal(result.code, 2, bad.join(' '));
+    assert.match(result.stderr, /must be an integer from 1 to (200|500)/);
+  }
+  for (const url of ['http://[::1', 'ftp://example.com', 'localhost:8787']) {
+    assert.equal((await runSvc(['keys', 'list', '--url', url, ...args])).code, 2, url);
+    assert.equal((await runSvc(['keys', 'list', ...args], { env: { SVC_BASE_URL: url } })).code, 2, `SVC_BASE_URL=${url}`);
+  }
 });
 
 test('keys, settings and audit work in-process on the data directory', async (t) => {
