@@ -1,12 +1,13 @@
 /**
  * Token counting for usage figures of the mock provider, request accounting and embeddings usage.
  *
- * One BPE rank file (`o200k_base`, the encoding of the current chat-completions model generations) through
- * js-tiktoken's lite entry, so svc carries one table instead of six. Counts are exact for o200k models and an
- * estimate for everything else (cl100k embedding models, the messages family); docs/providers.md says how far off.
- * The encoder is built lazily on first use (about 0.6 s of CPU and some 60 MB of heap, once): not at start, so
- * `svc serve` answers at once, and live requests whose provider reports usage never need it (prompt estimates are
- * computed on demand).
+ * One BPE rank file (`o200k_base`, the encoding of the current chat-completions model generations, from js-tiktoken),
+ * so svc carries one table instead of six, encoded by ./tokens-bpe.ts: js-tiktoken's own encoder is quadratic in the
+ * length of a run the pre-tokeniser leaves whole, and a prompt of 32,000 spaces held the event loop for a minute.
+ * Counts are exact for o200k models and an estimate for everything else (cl100k embedding models, the messages
+ * family); docs/providers.md says how far off. The encoder is built lazily on first use (about 0.3 s of CPU and some
+ * 20 MB of heap, once): not at start, so `svc serve` answers at once, and live requests whose provider reports usage
+ * never need it (prompt estimates are computed on demand).
  *
  * The ranks are read on that first use too, as data: from `o200k_base.json` beside the bundle (bin/build.mjs writes
  * it), or from js-tiktoken's own module when running from source. Imported statically, the table was a 2.3 MB
@@ -14,12 +15,13 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { Tiktoken, type TiktokenBPE } from 'js-tiktoken/lite';
+import type { TiktokenBPE } from 'js-tiktoken/lite';
+import { createBpeEncoder, type BpeEncoder } from './tokens-bpe.ts';
 
 /** The encoding every count uses, whatever the model. */
 export const TOKENIZER_ENCODING = 'o200k_base';
 
-let encoder: Tiktoken | null = null;
+let encoder: BpeEncoder | null = null;
 
 /** The rank file's name: bin/build.mjs writes it beside the bundle under this name. */
 export const RANKS_FILE = `${TOKENIZER_ENCODING}.json`;
@@ -31,8 +33,8 @@ function loadRanks(): TiktokenBPE {
   return createRequire(import.meta.url)(`js-tiktoken/ranks/${TOKENIZER_ENCODING}`) as TiktokenBPE;
 }
 
-function tokenizer(): Tiktoken {
-  encoder ??= new Tiktoken(loadRanks());
+function tokenizer(): BpeEncoder {
+  encoder ??= createBpeEncoder(loadRanks());
   return encoder;
 }
 
@@ -41,48 +43,9 @@ export function warmTokenizer(): void {
   tokenizer();
 }
 
-/**
- * Byte-pair merging is quadratic in the length of one pre-tokenised piece, and a piece is a run of letters or digits:
- * a megabyte without whitespace would stall the event loop. Runs longer than this are counted in slices, which can
- * differ from the exact count by a token per slice; slices repeat often in such runs (padding, repeated characters),
- * so their encodings are memoised.
- */
-const MAX_RUN = 64;
-const SLICE_MEMO_LIMIT = 4096;
-const sliceMemo = new Map<string, number[]>();
-
-function encodeSlice(enc: Tiktoken, slice: string): number[] {
-  let ids = sliceMemo.get(slice);
-  if (!ids) {
-    ids = enc.encode(slice, [], []);
-    if (sliceMemo.size >= SLICE_MEMO_LIMIT) sliceMemo.clear();
-    sliceMemo.set(slice, ids);
-  }
-  return ids;
-}
-
-/** Not `target.push(...ids)`: a spread passes every id as an argument, and ~100,000 of them (a ~500 KB prompt) overflow the stack. */
-function appendAll(target: number[], ids: readonly number[]): void {
-  for (const id of ids) target.push(id);
-}
-
-const LONG_RUN = new RegExp(`\\S{${MAX_RUN + 1},}`, 'gu');
-
 /** Token ids of `text`. Special-token spellings such as `<|endoftext|>` are encoded as ordinary text. */
 export function encodeTokens(text: string): number[] {
-  const enc = tokenizer();
-  if (text.length <= MAX_RUN) return enc.encode(text, [], []);
-  const ids: number[] = [];
-  let last = 0;
-  for (const match of text.matchAll(LONG_RUN)) {
-    const start = match.index;
-    if (start > last) appendAll(ids, enc.encode(text.slice(last, start), [], []));
-    const run = match[0];
-    for (let i = 0; i < run.length; i += MAX_RUN) appendAll(ids, encodeSlice(enc, run.slice(i, i + MAX_RUN)));
-    last = start + run.length;
-  }
-  if (last < text.length) appendAll(ids, enc.encode(text.slice(last), [], []));
-  return ids;
+  return tokenizer().encode(text);
 }
 
 export function decodeTokens(ids: number[]): string {
@@ -90,9 +53,11 @@ export function decodeTokens(ids: number[]): string {
 }
 
 /**
- * Texts longer than this are counted exactly on their first part and the rest at the same rate. Counting costs ~0.2 s
- * of the event loop per MB, and a body may hold 32 MiB: a 30 MB prompt to `/v1/messages/count_tokens` or to the mock
- * provider held every other request for 6-8 s. A MiB is ~260,000 tokens, more than most models' context windows.
+ * Texts longer than this are counted exactly on their first part and the rest at the same rate. Counting a MiB costs
+ * ~0.06 s of the event loop for prose and up to ~1 s for the slowest shape (ideographs with no punctuation: one piece of
+ * 3 MB to merge), and a body may hold 32 MiB: a 30 MB prompt to `/v1/messages/count_tokens` or to the mock provider
+ * would hold every other request for many seconds. A MiB is ~260,000 tokens of English, more than most models' context
+ * windows.
  */
 export const EXACT_COUNT_MAX_CHARS = 1 << 20;
 

@@ -17,13 +17,32 @@ test('a very long run without whitespace is counted in bounded time', () => {
   assert.ok(Date.now() - started < 2000);
 });
 
+// No clock here: with js-tiktoken's merge, quadratic in a piece's length, this test ran for hours (32,000 spaces in one
+// prompt held the server for 70 s) and test/run.mjs failed it at its timeout; each count takes milliseconds now.
+test('long runs of whitespace, newlines, punctuation, digits, marks, emoji and ideographs are counted like short ones', () => {
+  // The longest whitespace token is 128 spaces, so 512 KiB of them is 4,096 tokens; with a word each side of 64 KiB
+  // of them, 515 (the last space goes with the "y").
+  assert.equal(countTokens(' '.repeat(512 * 1024)), 4096);
+  assert.equal(countTokens(`x${' '.repeat(64 * 1024)}y`), 515);
+  const units = [' ', '\n', '\n\n\n ', '\r\n', '\t', '\u3000', '\u00a0', '.', '-', '/\n', '7', 'a', '中', '\u0301', '👨‍👩‍👧‍👦'];
+  for (const unit of units) {
+    const half = countTokens(`x${unit.repeat(8 * 1024)}`);
+    const whole = countTokens(`x${unit.repeat(16 * 1024)}`);
+    // A run twice as long is twice the tokens, give or take the ends: no slicing, no cap, no estimate.
+    assert.ok(half > 0 && Math.abs(whole - 2 * half) <= 2, `${JSON.stringify(unit)}: ${half} then ${whole}`);
+  }
+  let noSpaces = '';
+  for (let i = 0; i < 128 * 1024; i++) noSpaces += String.fromCharCode(33 + ((i * 7919) % 94)); // printable ASCII, no blank
+  assert.ok(countTokens(noSpaces) > noSpaces.length / 8);
+});
+
 test('a text of more than 100,000 tokens is counted, encoded and truncated (a ~500 KB prompt overflowed the stack)', () => {
   const sentence = 'lorem ipsum dolor sit amet ';
   const text = sentence.repeat(40_000); // 1.08 MB, ~200,000 tokens
   const count = countTokens(text);
   assert.ok(count > 150_000, `${count} tokens`);
   assert.equal(encodeTokens(text).length, count);
-  // With a long run in it, the text is encoded in pieces around the run: the pieces are as large.
+  // With a long run in it (one piece of 500 letters), the text around it is encoded as before.
   const withRun = `${text}${'x'.repeat(500)}${text}`;
   assert.ok(countTokens(withRun) > 2 * count);
   const cut = truncateToTokens(text, 10);

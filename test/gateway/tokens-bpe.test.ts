@@ -1,0 +1,57 @@
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { test } from 'node:test';
+import { Tiktoken, type TiktokenBPE } from 'js-tiktoken/lite';
+import { createBpeEncoder } from '../../src/gateway/tokens-bpe.ts';
+
+const ranks = createRequire(import.meta.url)('js-tiktoken/ranks/o200k_base') as TiktokenBPE;
+
+/** Deterministic text drawn from `alphabet` (a seeded linear congruential generator, so a failure reproduces). */
+function drawn(alphabet: readonly string[], length: number, seed: number): string {
+  let text = '';
+  let state = seed;
+  for (let i = 0; i < length; i++) {
+    state = (state * 1103515245 + 12345) & 0x7fffffff;
+    text += alphabet[state % alphabet.length];
+  }
+  return text;
+}
+
+// Every kind of piece the o200k pre-tokeniser makes: words with contractions and marks, digits, punctuation with
+// trailing newlines or slashes, whitespace of several kinds, CJK, emoji with joiners, lone surrogates.
+const ALPHABET = [
+  ...'abc XYZ 123 \t\n\r.,;:!?\'"-_/\\()[]{}<>=+*&^%$#@~`|',
+  'é', 'ü', 'ß', 'Ж', 'ω', '中', '文', '日本', '한국', '\u0301', '\u200d', '😀', '👨‍👩‍👧', '\u3000', '\u00a0', '\u2028',
+  "'s", "'LL", '\r\n', '  ', '\n\n', '\ud800', '\udfff',
+];
+const RUN_UNITS = [' ', '\n', '\t', '\u3000', '\u00a0', '.', '=', '7', 'a', 'A', '中', '\u0301', '😀', '\r\n', '\n\n\n ', '\n/'];
+
+test('encodes and decodes exactly as js-tiktoken does, for pieces of every shape and runs of every kind', () => {
+  const reference = new Tiktoken(ranks);
+  const encoder = createBpeEncoder(ranks);
+  const texts = ['', 'Hello world, this is a test', '<|endoftext|> is text here', "They'RE 3.14159 ok?!\n\n  done"];
+  for (let seed = 1; seed <= 150; seed++) texts.push(drawn(ALPHABET, 20 + ((seed * 37) % 300), seed));
+  // Runs up to 200 units: long enough to need thousands of merges, short enough for js-tiktoken's quadratic merge.
+  for (const unit of RUN_UNITS) {
+    for (const length of [1, 2, 3, 63, 64, 65, 129, 200]) {
+      const run = unit.repeat(length);
+      texts.push(run, `x${run}y`, `Hello ${run} world.`);
+    }
+  }
+  for (const text of texts) {
+    const expected = reference.encode(text, [], []);
+    const ids = encoder.encode(text);
+    assert.deepEqual(ids, expected, JSON.stringify(text.slice(0, 60)));
+    assert.equal(encoder.decode(ids), reference.decode(expected));
+  }
+});
+
+test('decode joins the bytes of the ids, skips unknown ids and shows a cut character as U+FFFD', () => {
+  const encoder = createBpeEncoder(ranks);
+  const ids = encoder.encode('round trip ✓ ünïcode 👨‍👩‍👧');
+  assert.equal(encoder.decode(ids), 'round trip ✓ ünïcode 👨‍👩‍👧');
+  assert.equal(encoder.decode([...encoder.encode('a'), -1, 10 ** 9]), 'a');
+  const rare = encoder.encode('𓀀'); // four bytes, no token for any two of them together
+  assert.equal(rare.length, 4);
+  assert.equal(encoder.decode(rare.slice(0, 1)), '\uFFFD');
+});
