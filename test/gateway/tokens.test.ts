@@ -67,6 +67,10 @@ test('truncateToTokens keeps a prefix of at most N tokens', () => {
   assert.equal(truncateToTokens(text, 100), text);
   assert.equal(truncateToTokens(text, 2), 'one two');
   assert.equal(truncateToTokens(text, 0), '');
+  assert.equal(truncateToTokens('𓀀 one', 1), '', 'a cut character is dropped, not shown as U+FFFD');
+  // A long run of U+FFFD inside the kept prefix: trimming the end with /\uFFFD+$/u, quadratic in the run, took ~13 s.
+  const replacement = `${'\uFFFD'.repeat(200_000)}x`;
+  assert.equal(truncateToTokens(`${replacement} y z`, countTokens(replacement)), replacement);
 });
 
 test('countChatTokens adds the per-message overhead, names, tool calls and tool declarations', () => {
