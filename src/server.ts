@@ -106,11 +106,13 @@ export async function startServer(config: Config): Promise<RunningServer> {
       socketPath,
       close() {
         closing ??= (async () => {
-          await new Promise<void>((resolve) => {
-            local.close(() => resolve());
-            local.closeIdleConnections();
-          });
-          await app.close(); // stops accepting, waits for in-flight requests
+          // Before either server stops accepting: from here every answer ends its connection, so that the servers'
+          // close, which waits for their connections, ends with the last in-flight answer (src/http/draining.ts).
+          app.draining.begin();
+          // node's close also closes the connections idle right now.
+          const localClosed = new Promise<void>((resolve) => local.close(() => resolve()));
+          await app.close(); // stops accepting on TCP, waits for in-flight requests
+          await localClosed;
           await finishingInterrupted;
           busyPoll.stop();
           arrivals.stop();

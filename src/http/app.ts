@@ -25,6 +25,7 @@ import { modelsRoutes } from '../gateway/wires/models.ts';
 import { renderError, surfaceOfUrl } from './error-shapes.ts';
 import { createAuthFailureLimiter } from './auth-failures.ts';
 import { answerClientError } from './client-errors.ts';
+import { createDraining } from './draining.ts';
 import { installJsonBodyParser } from './json-body.ts';
 import { installErrorHandler, registerSurface } from './surface.ts';
 import { requestLogSerializer } from './log-redaction.ts';
@@ -44,6 +45,7 @@ export interface BuildAppOptions {
 export async function buildApp(services: Services, options: BuildAppOptions = {}): Promise<FastifyInstance> {
   const { config } = services;
   const limits = config.limits;
+  const draining = createDraining();
   const app = Fastify({
     logger: options.logger ? { ...(options.logger === true ? {} : options.logger), serializers: { req: requestLogSerializer } } : false,
     // The largest surface limit; each surface narrows it per route (src/http/surface.ts).
@@ -61,6 +63,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
     return503OnClosing: true,
     // Parser errors (oversized headers, bytes that are not HTTP, a request timeout) in the surface's error shape too.
     clientErrorHandler: answerClientError,
+    // Connections idle when the server closes are closed by node; those busy then end after their answer (draining).
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true },
     // Errors the router raises before any route or hook runs (a malformed percent-encoding, an over-long path
@@ -70,6 +73,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
         error.code === 'FST_ERR_MAX_PARAM_LENGTH'
           ? new AppError('uri_too_long')
           : new AppError('invalid_request', { message: 'The URL is not valid (bad percent-encoding?).' });
+      draining.track(reply.raw, request.raw.socket);
       void (reply as FastifyReply).header('x-request-id', request.id).status(appError.status).send(renderError(surfaceOfUrl(request.url), appError));
     },
     genReqId: (raw) => {
@@ -78,9 +82,12 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
     },
   });
   installJsonBodyParser(app);
+  app.decorate('draining', draining);
   // A callback hook, not an async one: it runs on every request and needs no promise.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    // First of all hooks: an answer given by a later one (a CORS preflight) must end its connection while draining too.
+    draining.track(reply.raw, request.raw.socket);
     // A NUL in a path or query parameter would reach the data file cut short at it (its driver reads text as C
     // strings): `key_abc%00junk` would name `key_abc`.
     if (request.url.includes('%00')) return done(new AppError('invalid_request', { message: 'The URL holds a NUL character (%00).' }));
@@ -95,6 +102,11 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
     exposedHeaders: EXPOSED_HEADERS,
     maxAge: 600,
+  });
+  // `app.close()` alone (tests, a failed start) drains as well; `svc serve` starts it earlier (src/server.ts).
+  app.addHook('preClose', (done) => {
+    draining.begin();
+    done();
   });
   app.decorateRequest('auth', null);
   const authFailures = createAuthFailureLimiter(limits.authFailuresPerMinute);

@@ -1,0 +1,72 @@
+/**
+ * Draining the connections of a graceful shutdown (docs/gateway.md, "Graceful shutdown").
+ *
+ * node's `server.close()` stops accepting and closes the connections idle at that moment; a keep-alive connection
+ * whose request is still in flight stays open after its answer until the client or the keep-alive timeout closes it,
+ * and `close()` waits for it (fastify's `forceCloseConnections: 'idle'` does no more). So once draining starts:
+ * - an answer whose headers have not gone out yet carries `Connection: close`, and node ends its connection after it;
+ * - a connection whose answer had already started (a stream) is ended once that answer is complete and no other
+ *   answer is due on it (HTTP pipelining).
+ *
+ * Every request of both servers (TCP and the local socket) passes the app's hooks, so one `Draining` covers both.
+ */
+import type { ServerResponse } from 'node:http';
+import { Socket } from 'node:net';
+
+export interface Draining {
+  /** Whether draining has started (it never stops: the app is closing). */
+  readonly active: boolean;
+  /** Start draining; idempotent. Called before the servers stop accepting, so no answer escapes it. */
+  begin(): void;
+  /** Follow a response until it is complete (every request, from its first hook). */
+  track(response: ServerResponse, socket: Socket | null): void;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The app's connection draining (src/http/draining.ts); `svc serve` starts it before closing its servers. */
+    draining: Draining;
+  }
+}
+
+/** End a connection gracefully: its last answer's bytes, then a FIN; closed without waiting for the client's FIN. */
+function endConnection(socket: Socket): void {
+  if (socket.destroyed || socket.writableEnded) return;
+  socket.end(() => socket.destroy());
+}
+
+export function createDraining(): Draining {
+  let active = false;
+  /** Responses not yet complete, with the connection each is on (null for an injected request). */
+  const inFlight = new Map<ServerResponse, Socket | null>();
+
+  const answerDueOn = (socket: Socket): boolean => {
+    for (const other of inFlight.values()) if (other === socket) return true;
+    return false;
+  };
+
+  // One listener function for every response (no closure per request). `close` follows `finish` by a tick, after
+  // node has ended a `Connection: close` connection or handed it the next pipelined answer; or the client is gone.
+  function settled(this: ServerResponse): void {
+    const socket = inFlight.get(this);
+    inFlight.delete(this);
+    if (active && socket && !answerDueOn(socket)) endConnection(socket);
+  }
+
+  return {
+    get active() {
+      return active;
+    },
+    begin() {
+      if (active) return;
+      active = true;
+      for (const response of inFlight.keys()) if (!response.headersSent) response.setHeader('connection', 'close');
+    },
+    track(response, socket) {
+      // Only real connections are ended; an injected request's socket is light-my-request's stand-in.
+      inFlight.set(response, socket instanceof Socket ? socket : null);
+      response.on('close', settled);
+      if (active) response.setHeader('connection', 'close');
+    },
+  };
+}

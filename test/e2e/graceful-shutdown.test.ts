@@ -1,0 +1,205 @@
+/**
+ * A graceful shutdown of the real executable (`bin/svc serve`, SIGTERM) while keep-alive clients have requests in
+ * flight: each in-flight answer (buffered or streamed) is finished, its connection closed after it, its run recorded,
+ * and the process exits 0 at once instead of waiting out SVC_SHUTDOWN_TIMEOUT_MS. The upstream is a fake the test
+ * holds, so "in flight at SIGTERM" is a fact, not a timing guess.
+ */
+import assert from 'node:assert/strict';
+import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
+import { join } from 'node:path';
+import test, { before, type TestContext } from 'node:test';
+import { completion, contentChunk, sendJson, startFakeUpstream, startSse, type FakeUpstream } from '../support/fake-upstream.ts';
+import { SOCKET_FILE } from '../../src/server.ts';
+import { ensureBundle, startServe, tempDir, type ServeProcess } from '../support/process.ts';
+
+before(ensureBundle);
+
+/** Far longer than any of these shutdowns may take: exiting after it is the defect these tests guard against. */
+const SHUTDOWN_TIMEOUT_MS = 30_000;
+/** "At once", generously: a loaded machine still finishes in a few seconds, a stuck shutdown takes the full timeout. */
+const PROMPT_EXIT_MS = SHUTDOWN_TIMEOUT_MS / 2;
+
+/** A point an upstream handler waits at: `reached` resolves when it got there, `open()` lets it go on. */
+interface Gate {
+  reached: Promise<void>;
+  /** Called by the handler: marks the gate reached, resolves once the test opens it. */
+  pass(): Promise<void>;
+  open(): void;
+}
+
+function gate(): Gate {
+  let reach!: () => void;
+  let open!: () => void;
+  const reached = new Promise<void>((resolve) => (reach = resolve));
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return {
+    reached,
+    pass() {
+      reach();
+      return opened;
+    },
+    open,
+  };
+}
+
+interface Setup {
+  dataDir: string;
+  upstream: FakeUpstream;
+  server: ServeProcess;
+}
+
+/** svc serve with the live chat-completions provider pointed at a fake upstream, and a long shutdown timeout. */
+async function serveWithUpstream(t: TestContext): Promise<Setup> {
+  const dataDir = tempDir(t);
+  const upstream = await startFakeUpstream(t);
+  const server = await startServe(t, dataDir, {
+    CHATCOMP_API_KEY: 'sk-shutdown-test-0000',
+    CHATCOMP_BASE_URL: upstream.baseUrl,
+    SVC_SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS),
+  });
+  return { dataDir, upstream, server };
+}
+
+/** Resolves once `predicate` holds, checked every 20 ms; gives up after 20 s (so a failed test does not poll on). */
+async function until(predicate: () => boolean, what: string): Promise<void> {
+  for (const deadline = Date.now() + 20_000; !predicate(); ) {
+    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** SIGTERM, then wait until svc says it is finishing in-flight requests (so what follows happens while it closes). */
+async function terminate(server: ServeProcess): Promise<number> {
+  const sentAt = Date.now();
+  server.child.kill('SIGTERM');
+  await until(() => server.output().includes('SIGTERM received'), 'svc to report the signal');
+  return sentAt;
+}
+
+/** Asserts a prompt, clean exit: code 0, well before the shutdown timeout, with svc's own "stopped" line. */
+async function assertCleanExit(server: ServeProcess, sentAt: number): Promise<void> {
+  const code = await server.exited;
+  const tookMs = Date.now() - sentAt;
+  assert.equal(code, 0, `svc must exit 0 after SIGTERM: ${server.output()}`);
+  assert.ok(tookMs < PROMPT_EXIT_MS, `svc took ${tookMs} ms to stop (the shutdown timeout is ${SHUTDOWN_TIMEOUT_MS} ms)`);
+  assert.doesNotMatch(server.output(), /shutdown timed out/);
+  assert.match(server.output(), /svc: stopped/);
+}
+
+/** The status of run `id` as svc lists it (undefined: no such run). */
+async function runStatus(server: ServeProcess, id: string): Promise<string | undefined> {
+  const listed = (await (await fetch(`${server.address}/api/v1/runs?limit=200`)).json()) as { runs: Array<{ id: string; status: string }> };
+  return listed.runs.find((run) => run.id === id)?.status;
+}
+
+interface Answer {
+  response: IncomingMessage;
+  body: string;
+  /** Resolves when the client's socket closed (svc closed the kept-alive connection). */
+  socketClosed: Promise<void>;
+}
+
+/** Where a request goes: svc's TCP address, or its local socket. */
+type Target = { address: string } | { socketPath: string };
+
+/** A chat completion on a keep-alive agent; `onData` sees each chunk of the body as it arrives. */
+function chat(target: Target, agent: Agent, body: unknown, onData: (text: string) => void = () => {}): Promise<Answer> {
+  const path = '/v1/chat/completions';
+  const where = 'address' in target ? { hostname: new URL(target.address).hostname, port: new URL(target.address).port, path } : { socketPath: target.socketPath, path };
+  return new Promise((resolve, reject) => {
+    let socketClosed!: Promise<void>;
+    const req = httpRequest({ ...where, method: 'POST', agent, headers: { 'content-type': 'application/json' } }, (response) => {
+      let text = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => {
+        text += chunk;
+        onData(chunk);
+      });
+      response.on('end', () => resolve({ response, body: text, socketClosed }));
+      response.on('error', reject);
+    });
+    req.on('socket', (socket: Socket) => {
+      socketClosed = new Promise((resolve) => socket.once('close', () => resolve()));
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
+}
+
+/** The text of the last user message of a chat request body. */
+function lastUserText(body: { messages: Array<{ content: string }> }): string {
+  return body.messages[body.messages.length - 1]!.content;
+}
+
+test('SIGTERM with buffered requests in flight on keep-alive connections, TCP and the local socket, answers each, closes its connection and exits 0 at once', async (t) => {
+  const { dataDir, upstream, server } = await serveWithUpstream(t);
+  const answers = gate();
+  upstream.handle(async (request, res) => {
+    await answers.pass();
+    sendJson(res, 200, completion(`finished: ${lastUserText(request.body)}`));
+  });
+  const agent = new Agent({ keepAlive: true });
+  t.after(() => agent.destroy());
+  const targets: Target[] = [...Array.from({ length: 8 }, () => ({ address: server.address })), { socketPath: join(dataDir, SOCKET_FILE) }];
+
+  const asked = targets.map((target, i) => chat(target, agent, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `in flight ${i}` }] }));
+  await until(() => upstream.requests.length === targets.length, 'every request to reach the upstream');
+  const sentAt = await terminate(server);
+  answers.open();
+
+  const answered = await Promise.all(asked);
+  for (const [i, { response, body }] of answered.entries()) {
+    assert.equal(response.statusCode, 200);
+    assert.equal(response.headers.connection, 'close', 'an answer sent while svc closes tells the client the connection ends');
+    assert.equal((JSON.parse(body) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content, `finished: in flight ${i}`);
+  }
+  await Promise.all(answered.map((answer) => answer.socketClosed));
+  await assertCleanExit(server, sentAt);
+
+  const restarted = await startServe(t, dataDir);
+  for (const { response } of answered) {
+    assert.equal(await runStatus(restarted, response.headers['x-svc-run-id'] as string), 'completed', 'the run is recorded');
+  }
+});
+
+/** An upstream stream: a first content delta at once, the rest once `rest` is opened. */
+function heldStream(upstream: FakeUpstream, rest: Gate): void {
+  upstream.handle(async (_request, res) => {
+    startSse(res);
+    res.write(`data: ${JSON.stringify(contentChunk('before '))}\n\n`);
+    await rest.pass();
+    res.write(`data: ${JSON.stringify(contentChunk('after'))}\n\n`);
+    res.write(`data: ${JSON.stringify({ ...contentChunk(''), choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\n`);
+    res.end('data: [DONE]\n\n');
+  });
+}
+
+test('SIGTERM during a stream whose headers went out finishes the stream, records its run, closes the connection and exits 0 at once', async (t) => {
+  const { dataDir, upstream, server } = await serveWithUpstream(t);
+  const rest = gate();
+  heldStream(upstream, rest);
+  const agent = new Agent({ keepAlive: true });
+  t.after(() => agent.destroy());
+
+  let started!: () => void;
+  const firstDelta = new Promise<void>((resolve) => (started = resolve));
+  const asked = chat({ address: server.address }, agent, { model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'stream in flight' }] }, (text) => {
+    if (text.includes('before ')) started();
+  });
+  await firstDelta;
+  await rest.reached;
+  const sentAt = await terminate(server);
+  rest.open();
+
+  const { response, body, socketClosed } = await asked;
+  assert.equal(response.statusCode, 200);
+  assert.match(body, /"content":"before "/);
+  assert.match(body, /"content":"after"/);
+  assert.ok(body.endsWith('data: [DONE]\n\n'), 'the stream is complete');
+  await socketClosed;
+  await assertCleanExit(server, sentAt);
+
+  const restarted = await startServe(t, dataDir);
+  assert.equal(await runStatus(restarted, response.headers['x-svc-run-id'] as string), 'completed', 'the run is recorded');
+});
