@@ -60,7 +60,8 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
     keepAliveTimeout: limits.keepAliveTimeoutMs,
     requestTimeout: limits.requestTimeoutMs,
     http: { headersTimeout: limits.headersTimeoutMs },
-    return503OnClosing: true,
+    // While closing, requests get svc's own 503 (`draining.refuse` below), not fastify's bare one.
+    return503OnClosing: false,
     // Parser errors (oversized headers, bytes that are not HTTP, a request timeout) in the surface's error shape too.
     clientErrorHandler: answerClientError,
     // Connections idle when the server closes are closed by node; those busy then end after their answer (draining).
@@ -103,6 +104,8 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
     exposedHeaders: EXPOSED_HEADERS,
     maxAge: 600,
   });
+  // After the CORS hook, so that a browser can read the 503 of a closing server; before identity and rate limits.
+  app.addHook('onRequest', draining.refuse);
   // `app.close()` alone (tests, a failed start) drains as well; `svc serve` starts it earlier (src/server.ts).
   app.addHook('preClose', (done) => {
     draining.begin();

@@ -6,12 +6,17 @@
  * and `close()` waits for it (fastify's `forceCloseConnections: 'idle'` does no more). So once draining starts:
  * - an answer whose headers have not gone out yet carries `Connection: close`, and node ends its connection after it;
  * - a connection whose answer had already started (a stream) is ended once that answer is complete and no other
- *   answer is due on it (HTTP pipelining).
+ *   answer is due on it (HTTP pipelining);
+ * - a request arriving on a connection still open is answered 503 `shutting_down` in its surface's shape, with the
+ *   usual headers, and its connection closes after that answer.
  *
  * Every request of both servers (TCP and the local socket) passes the app's hooks, so one `Draining` covers both.
  */
 import type { ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import { AppError } from '../core/errors.ts';
+import { renderError, surfaceOfUrl } from './error-shapes.ts';
 
 export interface Draining {
   /** Whether draining has started (it never stops: the app is closing). */
@@ -20,6 +25,8 @@ export interface Draining {
   begin(): void;
   /** Follow a response until it is complete (every request, from its first hook). */
   track(response: ServerResponse, socket: Socket | null): void;
+  /** onRequest hook: while draining, answer 503 `shutting_down` instead of running the route. */
+  refuse(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void;
 }
 
 declare module 'fastify' {
@@ -67,6 +74,11 @@ export function createDraining(): Draining {
       inFlight.set(response, socket instanceof Socket ? socket : null);
       response.on('close', settled);
       if (active) response.setHeader('connection', 'close');
+    },
+    refuse(request, reply, done) {
+      if (!active) return done();
+      const error = new AppError('shutting_down');
+      void reply.status(error.status).send(renderError(surfaceOfUrl(request.url), error));
     },
   };
 }

@@ -1,12 +1,13 @@
 /**
  * A graceful shutdown of the real executable (`bin/svc serve`, SIGTERM) while keep-alive clients have requests in
  * flight: each in-flight answer (buffered or streamed) is finished, its connection closed after it, its run recorded,
- * and the process exits 0 at once instead of waiting out SVC_SHUTDOWN_TIMEOUT_MS. The upstream is a fake the test
- * holds, so "in flight at SIGTERM" is a fact, not a timing guess.
+ * and the process exits 0 at once instead of waiting out SVC_SHUTDOWN_TIMEOUT_MS. A request that arrives on an open
+ * connection meanwhile gets svc's own 503 in its surface's shape. The upstream is a fake the test holds, so "in flight
+ * at SIGTERM" is a fact, not a timing guess.
  */
 import assert from 'node:assert/strict';
 import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
-import type { Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import test, { before, type TestContext } from 'node:test';
 import { completion, contentChunk, sendJson, startFakeUpstream, startSse, type FakeUpstream } from '../support/fake-upstream.ts';
@@ -202,4 +203,63 @@ test('SIGTERM during a stream whose headers went out finishes the stream, record
 
   const restarted = await startServe(t, dataDir);
   assert.equal(await runStatus(restarted, response.headers['x-svc-run-id'] as string), 'completed', 'the run is recorded');
+});
+
+/** One HTTP/1.1 response cut from raw bytes: status, lower-cased headers, body (by content-length). */
+interface RawResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+function parseRawResponse(text: string): RawResponse {
+  const headEnd = text.indexOf('\r\n\r\n');
+  const [statusLine, ...lines] = text.slice(0, headEnd).split('\r\n');
+  const headers: Record<string, string> = {};
+  for (const line of lines) {
+    const colon = line.indexOf(':');
+    headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
+  }
+  const length = Number(headers['content-length']);
+  return { status: Number(statusLine!.split(' ')[1]), headers, body: text.slice(headEnd + 4, headEnd + 4 + length) };
+}
+
+test('a request arriving on a kept-alive connection while svc shuts down gets 503 shutting_down in its surface shape, with x-request-id and CORS headers', async (t) => {
+  const { upstream, server } = await serveWithUpstream(t);
+  const rest = gate();
+  heldStream(upstream, rest);
+  const { hostname, port } = new URL(server.address);
+  const socket = connect(Number(port), hostname);
+  t.after(() => socket.destroy());
+  let received = '';
+  socket.setEncoding('utf8');
+  socket.on('data', (chunk: string) => (received += chunk));
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+
+  // A stream whose headers go out before SIGTERM: the connection stays open (and kept alive) until it ends.
+  const streamBody = JSON.stringify({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'pipelined' }] });
+  socket.write(
+    `POST /v1/chat/completions HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(streamBody)}\r\n\r\n${streamBody}`,
+  );
+  await until(() => received.includes('before '), "the stream's first delta");
+  await rest.reached;
+  const sentAt = await terminate(server);
+  // The next request on the same connection, sent while svc closes.
+  socket.write(`GET /v1/models HTTP/1.1\r\nhost: ${hostname}\r\norigin: https://app.example\r\nx-request-id: req-while-closing\r\n\r\n`);
+  rest.open();
+  await closed;
+
+  const second = received.indexOf('HTTP/1.1 503');
+  assert.ok(received.startsWith('HTTP/1.1 200'), received.slice(0, 200));
+  assert.ok(received.slice(0, second).includes('data: [DONE]'), 'the stream in flight finished first');
+  assert.ok(second > 0, `a 503 follows the stream: ${received.slice(-600)}`);
+  const refused = parseRawResponse(received.slice(second));
+  assert.equal(refused.status, 503);
+  assert.deepEqual(JSON.parse(refused.body), {
+    error: { message: 'The server is shutting down; retry the request on another instance or once it is back.', type: 'server_error', param: null, code: 'shutting_down' },
+  });
+  assert.equal(refused.headers['x-request-id'], 'req-while-closing');
+  assert.equal(refused.headers['access-control-allow-origin'], '*');
+  assert.equal(refused.headers.connection, 'close');
+  await assertCleanExit(server, sentAt);
 });

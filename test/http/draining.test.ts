@@ -1,0 +1,43 @@
+/**
+ * While the app drains (a graceful shutdown has started, src/http/draining.ts), every request is refused with svc's own
+ * 503 `shutting_down`, in the shape of the surface it arrived on, with the headers every answer carries; its
+ * connection closes after it. (The real executable's shutdown is in test/e2e/graceful-shutdown.test.ts.)
+ */
+import assert from 'node:assert/strict';
+import test from 'node:test';
+import { build, json } from '../support/build.ts';
+
+const MESSAGE = 'The server is shutting down; retry the request on another instance or once it is back.';
+
+test('while draining, each surface answers 503 shutting_down in its own shape, with x-request-id, CORS headers and connection: close', async (t) => {
+  const { app } = await build(t);
+  await app.ready();
+  app.draining.begin();
+  const cases = [
+    { method: 'GET' as const, url: '/v1/models', body: { error: { message: MESSAGE, type: 'server_error', param: null, code: 'shutting_down' } } },
+    { method: 'POST' as const, url: '/v1/messages', body: { type: 'error', error: { type: 'overloaded_error', message: MESSAGE } } },
+    { method: 'GET' as const, url: '/api/v1/runs', body: { error: { code: 'shutting_down', message: MESSAGE } } },
+    { method: 'GET' as const, url: '/health', body: { error: { code: 'shutting_down', message: MESSAGE } } },
+  ];
+  for (const { method, url, body } of cases) {
+    const response = await app.inject({
+      method,
+      url,
+      headers: { origin: 'https://app.example', 'x-request-id': 'req-draining-1', ...(method === 'POST' ? { 'content-type': 'application/json' } : {}) },
+      ...(method === 'POST' ? { payload: '{}' } : {}),
+    });
+    assert.equal(response.statusCode, 503, url);
+    assert.deepEqual(json(response), body, url);
+    assert.equal(response.headers['x-request-id'], 'req-draining-1', url);
+    assert.equal(response.headers['access-control-allow-origin'], '*', url);
+    assert.equal(response.headers.connection, 'close', url);
+  }
+});
+
+test('before draining starts, requests are answered as usual', async (t) => {
+  const { app } = await build(t);
+  const response = await app.inject({ method: 'GET', url: '/health' });
+  assert.equal(response.statusCode, 200);
+  assert.equal(app.draining.active, false);
+  assert.notEqual(response.headers.connection, 'close');
+});
