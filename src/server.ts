@@ -109,6 +109,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
           // Before either server stops accepting: from here every answer ends its connection, so that the servers'
           // close, which waits for their connections, ends with the last in-flight answer (src/http/draining.ts).
           app.draining.begin();
+          // An answer ended but still being written would be cut off by the close below (src/http/draining.ts).
+          await app.draining.flushed();
           // node's close also closes the connections idle right now.
           const localClosed = new Promise<void>((resolve) => local.close(() => resolve()));
           await app.close(); // stops accepting on TCP, waits for in-flight requests

@@ -107,9 +107,9 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   // After the CORS hook, so that a browser can read the 503 of a closing server; before identity and rate limits.
   app.addHook('onRequest', draining.refuse);
   // `app.close()` alone (tests, a failed start) drains as well; `svc serve` starts it earlier (src/server.ts).
-  app.addHook('preClose', (done) => {
+  app.addHook('preClose', async () => {
     draining.begin();
-    done();
+    await draining.flushed();
   });
   app.decorateRequest('auth', null);
   const authFailures = createAuthFailureLimiter(limits.authFailuresPerMinute);

@@ -10,6 +10,10 @@
  * - a request arriving on a connection still open is answered 503 `shutting_down` in its surface's shape, with the
  *   usual headers, and its connection closes after that answer.
  *
+ * The servers close only once no answer is half-way out (`flushed`): node's `server.close()` counts a connection whose
+ * answer has been ended (`res.end()` called) as idle even while its bytes are still being written to a slow client,
+ * and destroys it, cutting the answer short.
+ *
  * Every request of both servers (TCP and the local socket) passes the app's hooks, so one `Draining` covers both.
  */
 import type { ServerResponse } from 'node:http';
@@ -23,6 +27,8 @@ export interface Draining {
   readonly active: boolean;
   /** Start draining; idempotent. Called before the servers stop accepting, so no answer escapes it. */
   begin(): void;
+  /** Resolves once no answer is ended but still being written (checked again after each wait: more may end). */
+  flushed(): Promise<void>;
   /** Follow a response until it is complete (every request, from its first hook). */
   track(response: ServerResponse, socket: Socket | null): void;
   /** onRequest hook: while draining, answer 503 `shutting_down` instead of running the route. */
@@ -34,6 +40,11 @@ declare module 'fastify' {
     /** The app's connection draining (src/http/draining.ts); `svc serve` starts it before closing its servers. */
     draining: Draining;
   }
+}
+
+/** Resolves when a response is complete or its client gone. */
+function settledOnce(response: ServerResponse): Promise<void> {
+  return new Promise((resolve) => response.once('close', () => resolve()));
 }
 
 /** End a connection gracefully: its last answer's bytes, then a FIN; closed without waiting for the client's FIN. */
@@ -60,6 +71,14 @@ export function createDraining(): Draining {
     if (active && socket && !answerDueOn(socket)) endConnection(socket);
   }
 
+  async function flushed(): Promise<void> {
+    for (;;) {
+      const writing = [...inFlight.keys()].filter((response) => response.writableEnded && !response.writableFinished);
+      if (writing.length === 0) return;
+      await Promise.all(writing.map(settledOnce));
+    }
+  }
+
   return {
     get active() {
       return active;
@@ -69,6 +88,7 @@ export function createDraining(): Draining {
       active = true;
       for (const response of inFlight.keys()) if (!response.headersSent) response.setHeader('connection', 'close');
     },
+    flushed,
     track(response, socket) {
       // Only real connections are ended; an injected request's socket is light-my-request's stand-in.
       inFlight.set(response, socket instanceof Socket ? socket : null);

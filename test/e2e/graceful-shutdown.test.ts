@@ -205,6 +205,43 @@ test('SIGTERM during a stream whose headers went out finishes the stream, record
   assert.equal(await runStatus(restarted, response.headers['x-svc-run-id'] as string), 'completed', 'the run is recorded');
 });
 
+test('an answer still being written to a slow client when SIGTERM comes arrives whole before svc exits 0', async (t) => {
+  const { upstream, server } = await serveWithUpstream(t);
+  // Far more than the loopback socket buffers hold: most of it is still in svc when the client stops reading.
+  const content = 'x'.repeat(24 * 1024 * 1024);
+  upstream.handle((_request, res) => sendJson(res, 200, completion(content)));
+  const { hostname, port } = new URL(server.address);
+  const socket = connect(Number(port), hostname);
+  t.after(() => socket.destroy());
+  const chunks: Buffer[] = [];
+  let firstChunk!: () => void;
+  const reading = new Promise<void>((resolve) => (firstChunk = resolve));
+  socket.on('data', (chunk: Buffer) => {
+    chunks.push(chunk);
+    firstChunk();
+  });
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'a long answer' }] });
+  socket.write(
+    `POST /v1/chat/completions HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+  // The answer has started (svc writes a buffered answer whole, with one end()): the client stops reading a while.
+  await reading;
+  socket.pause();
+  const sentAt = await terminate(server);
+  // Long enough for svc to get on with closing its servers while the answer is still half-way out.
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  socket.resume();
+  await closed;
+
+  const received = Buffer.concat(chunks).toString('utf8');
+  const answer = parseRawResponse(received);
+  assert.equal(answer.status, 200);
+  assert.equal(Buffer.byteLength(answer.body), Number(answer.headers['content-length']), 'the whole answer arrived');
+  assert.equal((JSON.parse(answer.body) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content.length, content.length);
+  await assertCleanExit(server, sentAt);
+});
+
 /** One HTTP/1.1 response cut from raw bytes: status, lower-cased headers, body (by content-length). */
 interface RawResponse {
   status: number;
