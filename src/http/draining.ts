@@ -4,7 +4,8 @@
  * node's `server.close()` stops accepting and closes the connections idle at that moment; a keep-alive connection
  * whose request is still in flight stays open after its answer until the client or the keep-alive timeout closes it,
  * and `close()` waits for it (fastify's `forceCloseConnections: 'idle'` does no more). So once draining starts:
- * - an answer whose headers have not gone out yet carries `Connection: close`, and node ends its connection after it;
+ * - the last answer due on a connection, when its headers have not gone out yet, carries `Connection: close`, and
+ *   node ends the connection after it;
  * - a connection whose answer had already started (a stream) is ended once that answer is complete and no other
  *   answer is due on it (HTTP pipelining);
  * - a request arriving on a connection still open is answered 503 `shutting_down` in its surface's shape, with the
@@ -86,7 +87,11 @@ export function createDraining(): Draining {
     begin() {
       if (active) return;
       active = true;
-      for (const response of inFlight.keys()) if (!response.headersSent) response.setHeader('connection', 'close');
+      // Only the last answer due on each connection (pipelined requests are tracked in order) says so: node drops
+      // the answers queued behind one that closes its connection, though their requests were run.
+      const lastOn = new Map<Socket | ServerResponse, ServerResponse>();
+      for (const [response, socket] of inFlight) lastOn.set(socket ?? response, response);
+      for (const response of lastOn.values()) if (!response.headersSent) response.setHeader('connection', 'close');
     },
     flushed,
     track(response, socket) {

@@ -261,6 +261,55 @@ function parseRawResponse(text: string): RawResponse {
   return { status: Number(statusLine!.split(' ')[1]), headers, body: text.slice(headEnd + 4, headEnd + 4 + length) };
 }
 
+/** Split raw bytes holding consecutive HTTP/1.1 responses with content-length bodies. */
+function parseRawResponses(text: string): RawResponse[] {
+  const responses: RawResponse[] = [];
+  let rest = text;
+  while (rest.startsWith('HTTP/1.1 ')) {
+    const response = parseRawResponse(rest);
+    responses.push(response);
+    rest = rest.slice(rest.indexOf('\r\n\r\n') + 4 + Buffer.byteLength(response.body));
+  }
+  return responses;
+}
+
+test('SIGTERM with two pipelined requests in flight on one connection answers both, then closes it', async (t) => {
+  const { dataDir, upstream, server } = await serveWithUpstream(t);
+  const answers = gate();
+  upstream.handle(async (request, res) => {
+    await answers.pass();
+    sendJson(res, 200, completion(`finished: ${lastUserText(request.body)}`));
+  });
+  const { hostname, port } = new URL(server.address);
+  const socket = connect(Number(port), hostname);
+  t.after(() => socket.destroy());
+  let received = '';
+  socket.setEncoding('utf8');
+  socket.on('data', (chunk: string) => (received += chunk));
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  const ask = (content: string) => {
+    const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content }] });
+    return `POST /v1/chat/completions HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`;
+  };
+  socket.write(ask('first') + ask('second'));
+  await until(() => upstream.requests.length === 2, 'both requests to reach the upstream');
+  const sentAt = await terminate(server);
+  answers.open();
+  await closed;
+
+  const [first, second, ...more] = parseRawResponses(received);
+  assert.equal(more.length, 0);
+  assert.equal(first?.status, 200, received.slice(0, 300));
+  assert.match(first!.body, /finished: first/);
+  assert.equal(second?.status, 200, 'the answer queued behind the first is not dropped');
+  assert.match(second!.body, /finished: second/);
+  assert.equal(second!.headers.connection, 'close', 'the last answer says the connection ends');
+  await assertCleanExit(server, sentAt);
+
+  const restarted = await startServe(t, dataDir);
+  for (const answer of [first!, second!]) assert.equal(await runStatus(restarted, answer.headers['x-svc-run-id']!), 'completed');
+});
+
 test('a request arriving on a kept-alive connection while svc shuts down gets 503 shutting_down in its surface shape, with x-request-id and CORS headers', async (t) => {
   const { upstream, server } = await serveWithUpstream(t);
   const rest = gate();
