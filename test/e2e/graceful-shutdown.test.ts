@@ -1,9 +1,10 @@
 /**
  * A graceful shutdown of the real executable (`bin/svc serve`, SIGTERM) while keep-alive clients have requests in
  * flight: each in-flight answer (buffered or streamed) is finished, its connection closed after it, its run recorded,
- * and the process exits 0 at once instead of waiting out SVC_SHUTDOWN_TIMEOUT_MS. A request that arrives on an open
- * connection meanwhile gets svc's own 503 in its surface's shape. The upstream is a fake the test holds, so "in flight
- * at SIGTERM" is a fact, not a timing guess.
+ * and the process exits 0 at once instead of waiting out SVC_SHUTDOWN_TIMEOUT_MS. Pipelined answers are all sent, an
+ * answer still being written to a slow client is not cut short, and a request that arrives on an open connection
+ * meanwhile gets svc's own 503 in its surface's shape. The upstream is a fake the test holds, so "in flight at SIGTERM"
+ * is a fact, not a timing guess; raw sockets where the test needs HTTP/1.1 as written (pipelining, a paused reader).
  */
 import assert from 'node:assert/strict';
 import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
@@ -133,6 +134,37 @@ function lastUserText(body: { messages: Array<{ content: string }> }): string {
   return body.messages[body.messages.length - 1]!.content;
 }
 
+/** One HTTP/1.1 response cut from raw bytes: status, lower-cased headers, body (by content-length). */
+interface RawResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+function parseRawResponse(text: string): RawResponse {
+  const headEnd = text.indexOf('\r\n\r\n');
+  const [statusLine, ...lines] = text.slice(0, headEnd).split('\r\n');
+  const headers: Record<string, string> = {};
+  for (const line of lines) {
+    const colon = line.indexOf(':');
+    headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
+  }
+  const length = Number(headers['content-length']);
+  return { status: Number(statusLine!.split(' ')[1]), headers, body: text.slice(headEnd + 4, headEnd + 4 + length) };
+}
+
+/** Split raw bytes holding consecutive HTTP/1.1 responses with content-length bodies. */
+function parseRawResponses(text: string): RawResponse[] {
+  const responses: RawResponse[] = [];
+  let rest = text;
+  while (rest.startsWith('HTTP/1.1 ')) {
+    const response = parseRawResponse(rest);
+    responses.push(response);
+    rest = rest.slice(rest.indexOf('\r\n\r\n') + 4 + Buffer.byteLength(response.body));
+  }
+  return responses;
+}
+
 test('SIGTERM with buffered requests in flight on keep-alive connections, TCP and the local socket, answers each, closes its connection and exits 0 at once', async (t) => {
   const { dataDir, upstream, server } = await serveWithUpstream(t);
   const answers = gate();
@@ -241,37 +273,6 @@ test('an answer still being written to a slow client when SIGTERM comes arrives 
   assert.equal((JSON.parse(answer.body) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content.length, content.length);
   await assertCleanExit(server, sentAt);
 });
-
-/** One HTTP/1.1 response cut from raw bytes: status, lower-cased headers, body (by content-length). */
-interface RawResponse {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-}
-
-function parseRawResponse(text: string): RawResponse {
-  const headEnd = text.indexOf('\r\n\r\n');
-  const [statusLine, ...lines] = text.slice(0, headEnd).split('\r\n');
-  const headers: Record<string, string> = {};
-  for (const line of lines) {
-    const colon = line.indexOf(':');
-    headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
-  }
-  const length = Number(headers['content-length']);
-  return { status: Number(statusLine!.split(' ')[1]), headers, body: text.slice(headEnd + 4, headEnd + 4 + length) };
-}
-
-/** Split raw bytes holding consecutive HTTP/1.1 responses with content-length bodies. */
-function parseRawResponses(text: string): RawResponse[] {
-  const responses: RawResponse[] = [];
-  let rest = text;
-  while (rest.startsWith('HTTP/1.1 ')) {
-    const response = parseRawResponse(rest);
-    responses.push(response);
-    rest = rest.slice(rest.indexOf('\r\n\r\n') + 4 + Buffer.byteLength(response.body));
-  }
-  return responses;
-}
 
 test('SIGTERM with two pipelined requests in flight on one connection answers both, then closes it', async (t) => {
   const { dataDir, upstream, server } = await serveWithUpstream(t);
