@@ -20,6 +20,7 @@
 import type { ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import { DictionaryMap } from '../core/dictionary-map.ts';
 import { AppError } from '../core/errors.ts';
 import { renderError, surfaceOfUrl } from './error-shapes.ts';
 
@@ -54,27 +55,36 @@ function endConnection(socket: Socket): void {
   socket.end(() => socket.destroy());
 }
 
+/** What a tracked response carries: its key among those in flight, and its connection (null for an injected one). */
+const KEY = Symbol('draining key');
+const CONNECTION = Symbol('draining connection');
+type Tracked = ServerResponse & { [KEY]?: string; [CONNECTION]?: Socket | null };
+
 export function createDraining(): Draining {
   let active = false;
-  /** Responses not yet complete, with the connection each is on (null for an injected request). */
-  const inFlight = new Map<ServerResponse, Socket | null>();
+  /**
+   * Responses not yet complete, in arrival order (keys are a serial). A DictionaryMap, not a Map keyed by the
+   * response: an entry comes and goes with every request (src/core/dictionary-map.ts says why that matters).
+   */
+  const inFlight = new DictionaryMap<Tracked>();
+  let serial = 0;
 
   const answerDueOn = (socket: Socket): boolean => {
-    for (const other of inFlight.values()) if (other === socket) return true;
+    for (const [, other] of inFlight) if (other[CONNECTION] === socket) return true;
     return false;
   };
 
   // One listener function for every response (no closure per request). `close` follows `finish` by a tick, after
   // node has ended a `Connection: close` connection or handed it the next pipelined answer; or the client is gone.
-  function settled(this: ServerResponse): void {
-    const socket = inFlight.get(this);
-    inFlight.delete(this);
+  function settled(this: Tracked): void {
+    inFlight.delete(this[KEY]!);
+    const socket = this[CONNECTION];
     if (active && socket && !answerDueOn(socket)) endConnection(socket);
   }
 
   async function flushed(): Promise<void> {
     for (;;) {
-      const writing = [...inFlight.keys()].filter((response) => response.writableEnded && !response.writableFinished);
+      const writing = [...inFlight].map(([, response]) => response).filter((response) => response.writableEnded && !response.writableFinished);
       if (writing.length === 0) return;
       await Promise.all(writing.map(settledOnce));
     }
@@ -90,13 +100,16 @@ export function createDraining(): Draining {
       // Only the last answer due on each connection (pipelined requests are tracked in order) says so: node drops
       // the answers queued behind one that closes its connection, though their requests were run.
       const lastOn = new Map<Socket | ServerResponse, ServerResponse>();
-      for (const [response, socket] of inFlight) lastOn.set(socket ?? response, response);
+      for (const [, response] of inFlight) lastOn.set(response[CONNECTION] ?? response, response);
       for (const response of lastOn.values()) if (!response.headersSent) response.setHeader('connection', 'close');
     },
     flushed,
     track(response, socket) {
+      const tracked = response as Tracked;
+      tracked[KEY] = String(++serial);
       // Only real connections are ended; an injected request's socket is light-my-request's stand-in.
-      inFlight.set(response, socket instanceof Socket ? socket : null);
+      tracked[CONNECTION] = socket instanceof Socket ? socket : null;
+      inFlight.set(tracked[KEY], tracked);
       response.on('close', settled);
       if (active) response.setHeader('connection', 'close');
     },
