@@ -28,10 +28,15 @@ async function untilStopped(poll: BusyPoll, everyMs: number): Promise<void> {
  * Activity every 5 ms for `ms`: traffic whose quiet stretches are much shorter than the tests' 50 ms windows (a
  * busy test machine may delay a timer by a few milliseconds, not by tens).
  */
-async function activityEvery5Ms(poll: BusyPoll, ms: number): Promise<void> {
-  const timer = setInterval(() => poll.activity(), 5);
+async function activityEvery5Ms(poll: BusyPoll, ms: number): Promise<number> {
+  let delivered = 0;
+  const timer = setInterval(() => {
+    delivered += 1;
+    poll.activity();
+  }, 5);
   await sleep(ms);
   clearInterval(timer);
+  return delivered;
 }
 
 /**
@@ -59,9 +64,10 @@ test('after activity() the loop does not sleep through a quiet stretch shorter t
 test('activity during polling is caught and keeps the loop polling past the window; other work is not activity', async () => {
   const poll = new BusyPoll(50_000);
   poll.activity();
-  await activityEvery5Ms(poll, 200);
+  const delivered = await activityEvery5Ms(poll, 200);
   assert.equal(poll.isPolling, true, 'still polling 200 ms after activity() with a 50 ms window');
-  assert.ok(poll.stats.caught >= 10, `caught ${poll.stats.caught}`);
+  // Every activity while polling is caught; how many the timer delivered in 200 ms depends on the machine's load.
+  assert.ok(delivered > 0 && poll.stats.caught >= delivered - 1, `caught ${poll.stats.caught} of ${delivered}`);
   assert.equal(poll.stats.missed, 0);
   await untilStopped(poll, 60);
   assert.deepEqual(poll.stats, { periods: 1, caught: poll.stats.caught, missed: 1 });
