@@ -28,24 +28,96 @@ export function patternRegExp(pattern: string, flags: string): RegExp {
 // ajv calls it for every `pattern` and `patternProperties`; `code` names it only in standalone code, never made here.
 patternRegExp.code = 'patternRegExp';
 
-const ajv = new Ajv({ strict: false, allErrors: false, validateSchema: true, code: { regExp: patternRegExp } });
+/**
+ * An ajv shared by every tenant's schemas, so nothing of one schema may outlive its compilation inside it:
+ * - `addUsedSchema: false` and `removeSchema` after each compilation: by default ajv registers a schema's `$id` for
+ *   every later `$ref` and keeps every schema it compiled in its cache, so one tenant's `$id` resolved (and probed,
+ *   property by property) in another's schema, and blocked later schemas of that id;
+ * - a new instance once the schemas compiled by the current one reach AJV_RECYCLE_NODES: an instance also keeps the
+ *   values its generated code refers to (the schemas themselves) for its whole life, which unique schemas grew by
+ *   megabytes a request. A validator keeps its instance's values alive only while `compiled` below holds it;
+ * - `code.optimize: false`: ajv's optimisation passes over the generated code are what make a schema of many
+ *   properties slow to compile (500 properties: 180 ms, 2,000: 1.4 s; without them 34 ms and 250 ms); the validators
+ *   run the same checks.
+ */
+const newAjv = () => new Ajv({ strict: false, allErrors: false, validateSchema: true, addUsedSchema: false, code: { regExp: patternRegExp, optimize: false } });
+/** A new instance costs ~5 ms (it compiles the meta-schema again): once per this many schema nodes compiled. */
+const AJV_RECYCLE_NODES = 5_000;
+let ajv = newAjv();
+let nodesCompiledByAjv = 0;
 
-/** Compiled validators by canonical schema text; bounded so hostile traffic cannot grow it without limit. */
-const compiled = new Map<string, ValidateFunction>();
-const MAX_COMPILED = 1000;
+/**
+ * What one request's schemas may hold, counted in nodes (every value of the schema's JSON: objects, arrays, and
+ * what they hold). Compiling is synchronous and superlinear in a schema's size (ajv nests a condition per
+ * property), on the event loop every request shares: unbounded, one request of 128 tools of 2,000 properties held
+ * it for minutes. A tool's schema of real use has tens to a few hundred nodes.
+ */
+export const MAX_SCHEMA_NODES = 2_000;
+export const MAX_REQUEST_SCHEMA_NODES = 16_000;
 
-function compile(schema: Record<string, unknown>, where: string): ValidateFunction {
+/**
+ * Compiled validators by canonical schema text, so that a client's tools are compiled once, not per request. Bounded
+ * by the nodes of the schemas kept (a validator's code grows with its schema: ~0.25 MB for 600 nodes), so hostile
+ * traffic of unique schemas cannot grow it past ~12 MB.
+ */
+const compiled = new Map<string, { validate: ValidateFunction; nodes: number }>();
+const MAX_COMPILED_NODES = 30_000;
+let compiledNodes = 0;
+
+/** Nodes of a JSON value, counting no further than `limit` (a larger one is refused anyway). */
+function nodesOf(value: unknown, limit: number): number {
+  let count = 0;
+  const pending: unknown[] = [value];
+  while (pending.length > 0 && count <= limit) {
+    const current = pending.pop();
+    count += 1;
+    if (Array.isArray(current)) for (const item of current) pending.push(item);
+    else if (current !== null && typeof current === 'object') for (const key in current) pending.push((current as Record<string, unknown>)[key]);
+  }
+  return count;
+}
+
+/** A request's budget of schema nodes, spent by each schema it compiles. */
+export class SchemaBudget {
+  private left = MAX_REQUEST_SCHEMA_NODES;
+
+  /** Count the schema's nodes against the budget (a 400 past it); returns them. */
+  spend(schema: Record<string, unknown>, where: string): number {
+    const nodes = nodesOf(schema, MAX_SCHEMA_NODES);
+    if (nodes > MAX_SCHEMA_NODES) throw invalid(`${where} is too large: a schema may have at most ${MAX_SCHEMA_NODES} nodes (values of its JSON).`, { param: where });
+    this.left -= nodes;
+    if (this.left < 0) {
+      throw invalid(`The request's schemas are too large: together they may have at most ${MAX_REQUEST_SCHEMA_NODES} nodes (values of their JSON).`, { param: where });
+    }
+    return nodes;
+  }
+}
+
+function compile(schema: Record<string, unknown>, where: string, budget: SchemaBudget): ValidateFunction {
+  const nodes = budget.spend(schema, where);
   const text = canonicalJson(schema);
   const hit = compiled.get(text);
-  if (hit) return hit;
+  if (hit) return hit.validate;
+  if (nodesCompiledByAjv + nodes > AJV_RECYCLE_NODES) {
+    ajv = newAjv();
+    nodesCompiledByAjv = 0;
+  }
+  nodesCompiledByAjv += nodes;
   let validate: ValidateFunction;
   try {
     validate = ajv.compile(schema);
   } catch (error) {
     throw invalid(`${where} is not a valid JSON Schema: ${(error as Error).message}`, { param: where });
+  } finally {
+    ajv.removeSchema(schema);
   }
-  if (compiled.size >= MAX_COMPILED) compiled.delete(compiled.keys().next().value as string);
-  compiled.set(text, validate);
+  for (const [oldest, entry] of compiled) {
+    if (compiledNodes + nodes <= MAX_COMPILED_NODES) break;
+    compiled.delete(oldest);
+    compiledNodes -= entry.nodes;
+  }
+  compiled.set(text, { validate, nodes });
+  compiledNodes += nodes;
   return validate;
 }
 
@@ -61,13 +133,13 @@ export interface DeclaredTools {
   check(call: ChatToolCall, index: number): ToolCallProblem | null;
 }
 
-/** Compile every declared function tool; throws a 400 for a schema that does not compile. */
-export function compileTools(tools: readonly ChatTool[] | undefined): DeclaredTools {
+/** Compile every declared function tool; throws a 400 for a schema that does not compile, or is too large. */
+export function compileTools(tools: readonly ChatTool[] | undefined, budget = new SchemaBudget()): DeclaredTools {
   const validators = new Map<string, ValidateFunction | null>();
   for (const [index, tool] of (tools ?? []).entries()) {
     if (tool.type !== 'function') continue;
     const parameters = tool.function.parameters;
-    validators.set(tool.function.name, parameters ? compile(parameters, `tools[${index}].function.parameters`) : null);
+    validators.set(tool.function.name, parameters ? compile(parameters, `tools[${index}].function.parameters`, budget) : null);
   }
   return {
     names: new Set(validators.keys()),
@@ -81,15 +153,20 @@ export function compileTools(tools: readonly ChatTool[] | undefined): DeclaredTo
         return { index, name, message: `the arguments of "${name}" are not valid JSON` };
       }
       const validate = validators.get(name);
-      if (validate && !validate(args)) {
-        return { index, name, message: `the arguments of "${name}" do not match its schema: ${ajv.errorsText(validate.errors)}` };
+      let valid = true;
+      try {
+        valid = !validate || validate(args);
+      } catch {
+        // Arguments nested past what the validator's recursion can take (a RangeError): not what the schema allows.
+        return { index, name, message: `the arguments of "${name}" could not be checked against its schema` };
       }
+      if (!valid) return { index, name, message: `the arguments of "${name}" do not match its schema: ${ajv.errorsText(validate!.errors)}` };
       return null;
     },
   };
 }
 
 /** Compile a `response_format.json_schema.schema` so a malformed one is a 400 before any provider call. */
-export function assertCompilableSchema(schema: Record<string, unknown>, where: string): void {
-  compile(schema, where);
+export function assertCompilableSchema(schema: Record<string, unknown>, where: string, budget = new SchemaBudget()): void {
+  compile(schema, where, budget);
 }

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { invalid } from '../../core/errors.ts';
 import { modelField } from './model-field.ts';
 import type { ChatRequest } from '../providers/types.ts';
-import { assertCompilableSchema, compileTools, type DeclaredTools } from '../tool-schemas.ts';
+import { assertCompilableSchema, compileTools, SchemaBudget, type DeclaredTools } from '../tool-schemas.ts';
 
 const text = z.string();
 const contentPart = z.looseObject({ type: z.string().min(1) });
@@ -112,7 +112,8 @@ export function parseChatRequest(body: unknown): ValidatedChat {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw invalid('The request body must be a JSON object.');
   const parsed = chatRequestSchema.parse(withoutNulls(body as Record<string, unknown>));
   if (parsed.metadata && Object.keys(parsed.metadata).length > 16) throw invalid('metadata has at most 16 keys.', { param: 'metadata' });
-  const tools = compileTools(parsed.tools as ChatRequest['tools']);
+  const schemas = new SchemaBudget();
+  const tools = compileTools(parsed.tools as ChatRequest['tools'], schemas);
   const choice = parsed.tool_choice;
   if (choice !== undefined && choice !== 'none' && tools.names.size === 0 && parsed.tools === undefined) {
     throw invalid('tool_choice requires tools.', { param: 'tool_choice' });
@@ -121,7 +122,7 @@ export function parseChatRequest(body: unknown): ValidatedChat {
     throw invalid(`tool_choice names "${choice.function.name}", which is not a declared tool.`, { param: 'tool_choice' });
   }
   if (parsed.response_format?.type === 'json_schema' && parsed.response_format.json_schema.schema) {
-    assertCompilableSchema(parsed.response_format.json_schema.schema, 'response_format.json_schema.schema');
+    assertCompilableSchema(parsed.response_format.json_schema.schema, 'response_format.json_schema.schema', schemas);
   }
   return { request: parsed as ChatRequest, tools, includeUsage: parsed.stream_options?.include_usage === true };
 }

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { invalid } from '../../core/errors.ts';
 import { modelField } from './model-field.ts';
 import type { ResponsesRequest } from '../providers/types.ts';
-import { assertCompilableSchema, compileTools, type DeclaredTools } from '../tool-schemas.ts';
+import { assertCompilableSchema, compileTools, SchemaBudget, type DeclaredTools } from '../tool-schemas.ts';
 
 const toolName = z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'tool names are 1-64 letters, digits, _ or -');
 
@@ -79,7 +79,11 @@ export function parseResponsesRequest(body: unknown): ValidatedResponses {
     else if (tool.type === 'custom') customTools.add(customTool.parse(tool).name);
     else throw invalid(`tools[${index}]: the hosted tool type "${tool.type}" is not supported; svc never runs tools, declare function or custom tools.`, { param: `tools[${index}].type` });
   }
-  const tools = compileTools(functions.map((tool) => ({ type: 'function', function: { name: tool.name, ...(tool.parameters ? { parameters: tool.parameters } : {}) } })));
+  const schemas = new SchemaBudget();
+  const tools = compileTools(
+    functions.map((tool) => ({ type: 'function', function: { name: tool.name, ...(tool.parameters ? { parameters: tool.parameters } : {}) } })),
+    schemas,
+  );
   const choice = parsed.tool_choice;
   if (typeof choice === 'object' && (choice.type === 'function' || choice.type === 'custom')) {
     const name = (choice as { name?: unknown }).name;
@@ -90,7 +94,7 @@ export function parseResponsesRequest(body: unknown): ValidatedResponses {
   const format = parsed.text?.format;
   if (format?.type === 'json_schema') {
     if (!format.schema || !format.name) throw invalid('text.format of type json_schema needs a name and a schema.', { param: 'text.format' });
-    assertCompilableSchema(format.schema, 'text.format.schema');
+    assertCompilableSchema(format.schema, 'text.format.schema', schemas);
   }
   return { request: parsed as ResponsesRequest, tools, customTools };
 }
