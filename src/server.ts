@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
 import { cpuQuota } from './core/cpu-quota.ts';
-import { buildApp } from './http/app.ts';
+import { buildApp, CONNECTIONS_CHECKING_INTERVAL_MS } from './http/app.ts';
 import { BusyPoll, defaultBusyPollUs } from './http/busy-poll.ts';
 import { markLocalSocket } from './http/local-socket.ts';
 import { answerClientError } from './http/client-errors.ts';
@@ -77,7 +77,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
 
     // The local socket: same routing, no TCP; only this machine's users with access to the 0700 data dir reach it.
     rmSync(socketPath, { force: true });
-    const local: Server = (opened.local = createServer((req, res) => app.routing(req, res)));
+    const local: Server = (opened.local = createServer({ connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS }, (req, res) => app.routing(req, res)));
     local.on('connection', markLocalSocket);
     local.on('clientError', answerClientError);
     local.headersTimeout = config.limits.headersTimeoutMs;

@@ -1,0 +1,35 @@
+/**
+ * A client trickling its request is cut at the header timeout, not up to 30 s later (node checks its connections
+ * against the timeouts only every `connectionsCheckingInterval`, 30 s unless set): over TCP and the local socket.
+ */
+import assert from 'node:assert/strict';
+import { connect, type Socket } from 'node:net';
+import { join } from 'node:path';
+import test, { before } from 'node:test';
+import { ensureBundle, startServe, tempDir } from '../support/process.ts';
+
+before(ensureBundle);
+
+/** Send the start of a request and never finish it; resolves with what came back and when the connection ended. */
+function trickle(socket: Socket): Promise<{ text: string; ms: number }> {
+  const started = Date.now();
+  return new Promise((resolve) => {
+    let text = '';
+    socket.on('data', (chunk) => (text += chunk));
+    socket.on('close', () => resolve({ text, ms: Date.now() - started }));
+    socket.on('error', () => undefined);
+    socket.write('GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ');
+  });
+}
+
+test('a request whose headers never end is answered 408 within a few seconds of SVC_HEADERS_TIMEOUT_MS, on TCP and the local socket', async (t) => {
+  const dataDir = tempDir(t);
+  const svc = await startServe(t, dataDir, { SVC_HEADERS_TIMEOUT_MS: '1000' });
+  const { port } = new URL(svc.address);
+  const [tcp, local] = await Promise.all([trickle(connect(Number(port), '127.0.0.1')), trickle(connect(join(dataDir, 'svc.sock')))]);
+  for (const cut of [tcp, local]) {
+    assert.match(cut.text, /^HTTP\/1\.1 408/);
+    // Node's default check every 30 s cut such a client 27-30 s late; the check every second within ~2 s.
+    assert.ok(cut.ms < 10_000, `cut after ${cut.ms} ms`);
+  }
+});
