@@ -42,12 +42,17 @@ export function bareIp(ip: string): string {
  * The key per-address limits count a client address under (failed authentications, logins, signups, resets): an IPv4
  * address as it is (an IPv4-mapped IPv6 one as the IPv4 address it carries), an IPv6 address by its /64, the
  * smallest block a site is given (a client holds all 2^64 addresses of its /64 and could rotate through them past any
- * per-address limit), anything else (the local socket's `local`) as it is.
+ * per-address limit), anything else (the local socket's `local`) as it is. A port written with the address (by a
+ * proxy) is left out.
  */
 export function limitKeyOfAddress(address: string): string {
   // Every request asks (the failed-authentication limiter): an IPv4 address is kept without parsing it.
   if (!address.includes(':')) return address;
-  const bare = bareIp(address);
+  // A trusted proxy may write the client's port with its address (`203.0.113.7:51234`, `[2001:db8::1]:443`):
+  // counted by address, or every new connection of the client would have a counter of its own.
+  const v4WithPort = /^(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}$/.exec(address);
+  if (v4WithPort) return v4WithPort[1]!;
+  const bare = bareIp(address.replace(/^(\[[^\]]*\]):\d{1,5}$/, '$1'));
   if (isIP(bare) !== 6) return address;
   const h = hextets(bare);
   if (h.slice(0, 5).every((x) => x === 0) && h[5] === 0xffff) return embeddedIPv4(bare)!;

@@ -42,3 +42,16 @@ test('an IPv6 client is one address per /64: rotating through its addresses does
   const neighbour = await app.inject({ url: '/api/v1/keys', headers: bearer('bootstrap-token-brute-force-03'), remoteAddress: '2001:db8:aa:bc::1' });
   assert.equal(neighbour.statusCode, 200);
 });
+
+test('behind a trusted proxy that writes the client port into X-Forwarded-For, the client is one address whatever its port', async (t) => {
+  const token = 'bootstrap-token-brute-force-04';
+  const { app } = await build(t, { env: { SVC_API_KEY: token, SVC_AUTH_FAILURES_PER_MINUTE: '3', SVC_TRUST_PROXY_HEADERS: 'true', SVC_TRUSTED_PROXY_CIDRS: '127.0.0.1' } });
+  for (const [i, forwarded] of ['198.51.100.7:20001', '198.51.100.7:20002', '198.51.100.7:20003'].entries()) {
+    const wrong = await app.inject({ url: '/api/v1/keys', headers: { ...bearer(`guess-${i}`), 'x-forwarded-for': forwarded }, remoteAddress: '127.0.0.1' });
+    assert.equal(wrong.statusCode, 401);
+  }
+  const again = await app.inject({ url: '/api/v1/keys', headers: { ...bearer(token), 'x-forwarded-for': '198.51.100.7:20004' }, remoteAddress: '127.0.0.1' });
+  assert.equal(again.statusCode, 429);
+  const v6 = await app.inject({ url: '/api/v1/keys', headers: { ...bearer(token), 'x-forwarded-for': '[2001:db8::1]:443' }, remoteAddress: '127.0.0.1' });
+  assert.equal(v6.statusCode, 200);
+});

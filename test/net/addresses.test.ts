@@ -14,3 +14,14 @@ test('IPv4 as it is, IPv4-mapped IPv6 as its IPv4 address, IPv6 by its /64, anyt
   assert.equal(limitKeyOfAddress('::1'), '0:0:0:0::/64');
   assert.equal(limitKeyOfAddress('local'), 'local');
 });
+
+test('an address a proxy wrote with its port is counted by the address', () => {
+  assert.equal(limitKeyOfAddress('198.51.100.7:20001'), '198.51.100.7');
+  assert.equal(limitKeyOfAddress('198.51.100.7:20002'), '198.51.100.7');
+  assert.equal(limitKeyOfAddress('[2001:db8::1]:1001'), '2001:db8:0:0::/64');
+  assert.equal(limitKeyOfAddress('[2001:db8::2]:1002'), '2001:db8:0:0::/64');
+  assert.equal(limitKeyOfAddress('[::ffff:198.51.100.7]:443'), '198.51.100.7');
+  assert.equal(limitKeyOfAddress('[2001:db8::1]'), '2001:db8:0:0::/64');
+  // Not an address with a port: kept as it is.
+  assert.equal(limitKeyOfAddress('1.2.3.4:port'), '1.2.3.4:port');
+});
