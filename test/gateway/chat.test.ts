@@ -56,6 +56,18 @@ test('a buffered chat completion has the wire shape and the evidence headers', a
   assert.match(malformedId.headers['x-request-id'], /^req_[0-9a-f]+$/);
 });
 
+test("x-svc-run-url is the request's origin when its Host is a host and port, never a path, query or user info a client slipped into Host", async (t) => {
+  const { app } = await build(t);
+  const urlWith = async (host: string) => String((await chat(app, fresh(), { host })).headers['x-svc-run-url']);
+  assert.match(await urlWith('svc.example:8787'), /^http:\/\/svc\.example:8787\/runs\/run_/);
+  assert.match(await urlWith('[::1]:8787'), /^http:\/\/\[::1\]:8787\/runs\/run_/);
+  for (const hostile of ['evil.example/phish?x=', 'user@evil.example', 'evil.example#', 'a b']) {
+    const url = await urlWith(hostile);
+    assert.doesNotMatch(url, /evil|phish|@|#| /, `${hostile} -> ${url}`);
+    assert.match(url, /^http:\/\/[^/]+\/runs\/run_[A-Za-z0-9]+$/);
+  }
+});
+
 test('the run is readable at once through x-svc-run-id, with a verified hash chain', async (t) => {
   const { app } = await build(t);
   const response = await chat(app, fresh());
