@@ -28,7 +28,7 @@ import {
 } from './types.ts';
 import { deadlineSignal } from './deadline.ts';
 import { undiciSignal, type CallSignal } from '../call-signal.ts';
-import { sseJson } from './sse.ts';
+import { firstEventWatch, sseJson } from './sse.ts';
 import { EMBEDDINGS_ANSWER_FACTOR, DEFAULT_MAX_ANSWER_BYTES, MAX_ERROR_BODY_BYTES, readAnswer, readLimited, tooLargeMessage } from './bodies.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../core/json-depth.ts';
 
@@ -204,11 +204,11 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
       const message = redactSecrets(upstreamMessage(text), secrets);
       throw badResponse(`expected an event stream, got ${type || 'no content type'}${message ? `: ${message}` : ''}`, response.statusCode);
     }
-    return sseChunks(response.body, context.signal);
+    return sseChunks(response.body, context.signal, firstEventWatch(name, timeouts.bufferedMs));
   }
 
   /** The SSE body as typed chunks; ends at `[DONE]`, and a body that ends without it is a bad_response. */
-  async function* sseChunks(body: ResponseData['body'], clientSignal: CallSignal): AsyncGenerator<ChatChunk> {
+  async function* sseChunks(body: ResponseData['body'], clientSignal: CallSignal, firstEvent: (eventsParsed: number) => void): AsyncGenerator<ChatChunk> {
     const pending: EventSourceMessage[] = [];
     const parser = createParser({ onEvent: (event) => pending.push(event) });
     const decoder = new TextDecoder();
@@ -229,6 +229,7 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
         // Every byte is held until the stream ends (an unfinished line by the parser, the answer by the relay).
         if (received > maxAnswerBytes) throw badResponse(tooLargeMessage('the upstream stream', maxAnswerBytes), 200);
         parser.feed(decoder.decode(piece as Buffer, { stream: true }));
+        firstEvent(pending.length);
         for (let chunk = next(); chunk !== undefined; chunk = next()) yield chunk;
         if (finished) return;
       }
@@ -309,6 +310,7 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
       clientSignal: context.signal,
       secrets,
       maxBytes: maxAnswerBytes,
+      firstEventMs: timeouts.bufferedMs,
       isTerminal: (data) => data.type === 'response.completed' || data.type === 'response.incomplete' || data.type === 'response.failed',
       isError: () => false,
     });

@@ -104,6 +104,7 @@ export function createMessagesProvider(options: MessagesProviderOptions): Provid
       clientSignal: context.signal,
       secrets,
       maxBytes: maxAnswerBytes,
+      firstEventMs: timeouts.bufferedMs,
       isTerminal: (data) => data.type === 'message_stop',
       isError: (data, event) => data.type === 'error' || event === 'error',
     });

@@ -17,10 +17,34 @@ export interface SseOptions {
   secrets: ReadonlyArray<string>;
   /** The most bytes the stream may have: all of it is held until it ends (src/gateway/providers/bodies.ts). */
   maxBytes: number;
+  /** How long the stream may send nothing but comments before its first event (`firstEventWatch`). */
+  firstEventMs: number;
   /** The event that ends a complete stream (it is yielded, then the stream stops). */
   isTerminal(data: { type?: unknown }, eventName: string | undefined): boolean;
   /** Whether an event is the wire's error event. */
   isError(data: { type?: unknown }, eventName: string | undefined): boolean;
+}
+
+/**
+ * A check, after each chunk of an upstream stream is parsed, that its first event came in time. SSE comments
+ * (`: keep-alive`) are chunks, so they keep the idle timeout from firing; an upstream sending comments only would hold
+ * the client (no headers yet: they go out with the first event) and its run for ever. A stream has as long for its
+ * first event as a buffered answer has for all of it (`SVC_PROVIDER_TIMEOUT_MS`), then it is a timeout. Nothing is
+ * timed once an event came, and a chunk that holds one (the usual first chunk) reads no clock.
+ */
+export function firstEventWatch(provider: string, withinMs: number): (eventsParsed: number) => void {
+  const startedAt = Date.now();
+  let seen = false;
+  return (eventsParsed) => {
+    if (seen) return;
+    if (eventsParsed > 0) {
+      seen = true;
+      return;
+    }
+    if (Date.now() - startedAt > withinMs) {
+      throw new ProviderError('timeout', `the upstream stream sent no event within ${withinMs} ms (only comments)`, { provider, upstreamStatus: 200 });
+    }
+  };
 }
 
 export async function* sseJson<T>(body: Dispatcher.ResponseData['body'], options: SseOptions): AsyncGenerator<T> {
@@ -29,6 +53,7 @@ export async function* sseJson<T>(body: Dispatcher.ResponseData['body'], options
   const decoder = new TextDecoder();
   let finished = false;
   let received = 0;
+  const firstEvent = firstEventWatch(options.provider, options.firstEventMs);
   const bad = (message: string) => new ProviderError('bad_response', message, { provider: options.provider, upstreamStatus: 200 });
   // The next parsed event's data, or undefined when none is pending (or the terminal one was taken). A plain function,
   // not a generator made per stream: on Node 20 each call of such a generator costs a hidden class of its own, which
@@ -56,6 +81,7 @@ export async function* sseJson<T>(body: Dispatcher.ResponseData['body'], options
       received += (piece as Buffer).length;
       if (received > options.maxBytes) throw bad(tooLargeMessage('the upstream stream', options.maxBytes));
       parser.feed(decoder.decode(piece as Buffer, { stream: true }));
+      firstEvent(pending.length);
       for (let data = next(); data !== undefined; data = next()) yield data;
       if (finished) return;
     }

@@ -153,3 +153,30 @@ test('answers within the bound are read whole, a multi-byte character split betw
   assert.equal((await provider.chat({ model: 'gpt-4o', messages: [] }, ctx())).choices[0]!.message.content, big(MAX / 2));
   assert.equal((await provider.chat({ model: 'bom', messages: [] }, ctx())).choices[0]!.message.content, 'ünïcödé ✓');
 });
+
+test('a stream of comments only is a timeout once the buffered deadline passes; comments before the first event in time are fine', async (t) => {
+  const upstream = await startFakeUpstream(t, async (req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const body = req.body as { messages?: Array<{ content: string }>; input?: string };
+    const first = body.messages?.[0]?.content ?? body.input ?? '';
+    if (first === 'then an answer') {
+      res.write(': warming up\n\n');
+      await sleep(30);
+      res.write(`data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o', choices: [{ index: 0, delta: { content: 'hi' }, finish_reason: 'stop' }] })}\n\n`);
+      return res.end('data: [DONE]\n\n');
+    }
+    while (!res.destroyed) {
+      res.write(': keep-alive\n\n');
+      await sleep(20);
+    }
+  });
+  const timeouts = { bufferedMs: 300 };
+  const chat = chatProvider(t, upstream, timeouts);
+  const started = Date.now();
+  const error = await rejectsWith(drain(chat.streamChat({ model: 'gpt-4o', messages: [{ role: 'user', content: 'comments only' }] }, ctx())), 'timeout');
+  assert.match(error.message, /no event within 300 ms/);
+  assert.ok(Date.now() - started < 5_000);
+  await rejectsWith(drain(chat.streamResponses({ model: 'gpt-4o', input: 'comments only' }, ctx())), 'timeout');
+  await rejectsWith(drain(messagesProvider(t, upstream, timeouts).streamMessages({ model: 'claude-x', max_tokens: 10, messages: [{ role: 'user', content: 'comments only' }] }, ctx())), 'timeout');
+  assert.equal(await drain(chat.streamChat({ model: 'gpt-4o', messages: [{ role: 'user', content: 'then an answer' }] }, ctx())), 1);
+});
