@@ -163,7 +163,8 @@ test('a stream of comments only is a timeout once the buffered deadline passes; 
       res.write(': warming up\n\n');
       await sleep(30);
       res.write(`data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o', choices: [{ index: 0, delta: { content: 'hi' }, finish_reason: 'stop' }] })}\n\n`);
-      return res.end('data: [DONE]\n\n');
+      res.end('data: [DONE]\n\n');
+      return;
     }
     while (!res.destroyed) {
       res.write(': keep-alive\n\n');
