@@ -99,6 +99,12 @@ test('while fresh, an answer waits for its run\'s commit: a live answer, a strea
   assert.equal(streamed.found, 200);
   assert.equal(streamed.run.status, 'completed');
 
+  // A stream failing midway: its error event waits for the commit of the run's failure.
+  const broken = JSON.stringify({ model: 'gpt-4o-mini-mock-malformed', stream: true, messages: [{ role: 'user', content: 'a stream that breaks' }] });
+  const failedMidway = await killedOnAnswer(t, {}, null, broken, { path: '/v1/chat/completions', streamEnd: '"error"' });
+  assert.equal(failedMidway.found, 200);
+  assert.equal(failedMidway.run.status, 'failed');
+
   // The other wires' streams say so with an event, which waits as chat's [DONE] does.
   for (const [wire, body] of [[messagesWire, messagesBody('a streamed message')], [responsesWire, responsesBody('a streamed response')]] as const) {
     const other = await killedOnAnswer(t, {}, null, body, wire);

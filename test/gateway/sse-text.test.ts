@@ -53,7 +53,7 @@ test('the frames, then the trailer; a complete stream is left to its writer to c
   assert.equal(closed, 1);
 });
 
-test('while answers wait for their runs\' commit, a complete stream\'s trailer waits for it; a stream ending early does not ask', async () => {
+test('while answers wait for their runs\' commit, a complete stream\'s trailer waits for it, and a failing stream\'s error after its close', async () => {
   let commit!: () => void;
   const committed = new Promise<void>((resolve) => (commit = resolve));
   let asked = 0;
@@ -69,12 +69,35 @@ test('while answers wait for their runs\' commit, a complete stream\'s trailer w
   assert.deepEqual(await trailer, { value: 'data: [DONE]\n\n', done: false });
   assert.equal(asked, 1);
 
+  // A stream failing midway: closed first (its run settled), then the error frame waits for the commit.
   async function* failing(): AsyncGenerator<StreamItem<number>> {
+    yield { event: 1 };
     yield { event: 9, terminal: true };
   }
-  let askedEarly = 0;
-  for await (const _ of sseText({ items: failing(), close: async () => undefined, recorded: () => (askedEarly++, null) }, format));
-  assert.equal(askedEarly, 0);
+  const order: string[] = [];
+  let commitFailure!: () => void;
+  const failureCommitted = new Promise<void>((resolve) => (commitFailure = resolve));
+  const failed = sseText(
+    {
+      items: failing(),
+      close: async () => void order.push('closed'),
+      recorded: () => (order.push('asked'), failureCommitted.then(() => void order.push('committed'))),
+    },
+    format,
+  );
+  assert.deepEqual(await failed.next(), { value: 'data: 1\n\n', done: false });
+  const error = failed.next();
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(order, ['closed', 'asked'], 'closed before the failure is sent, then waiting for the commit');
+  commitFailure();
+  assert.deepEqual(await error, { value: 'data: 9\n\n', done: false });
+  assert.deepEqual(await failed.next(), { value: undefined, done: true });
+  assert.deepEqual(order, ['closed', 'asked', 'committed']);
+
+  // When answers do not wait, the failure goes out once the stream is closed.
+  const sent: string[] = [];
+  for await (const text of sseText({ items: failing(), close: async () => undefined, recorded: () => null }, format)) sent.push(text);
+  assert.deepEqual(sent, ['data: 1\n\n', 'data: 9\n\n']);
 });
 
 test("a wire's closing event (messages' message_stop) waits for the commit as a trailer does, and goes out at once when answers do not wait", async () => {

@@ -56,8 +56,9 @@ function afterQueuedTicks(): Promise<void> {
 }
 
 /**
- * The SSE text of a gateway stream, frame by frame. Closes the stream if it ends early (a terminal error event, the
- * consumer stopping); after the last frame of a complete one, its writer does (`writeFrames`, once the response ended).
+ * The SSE text of a gateway stream, frame by frame. Closes the stream if it ends early (a terminal error event, before
+ * its frame; the consumer stopping); after the last frame of a complete one, its writer does (`writeFrames`, once the
+ * response ended).
  */
 export async function* sseText<Ev>(
   stream: { items: AsyncGenerator<StreamItem<Ev>>; close(): Promise<void>; recorded(): Promise<void> | null },
@@ -73,7 +74,17 @@ export async function* sseText<Ev>(
         yield closingFrame; // an event after the closing one (it does not happen with the providers of this build)
         closingFrame = null;
       }
-      if (text && !item.terminal && format.closing?.(item.event)) {
+      if (item.terminal) {
+        // A stream failing midway: its run is recorded (closing the stream settles it) before the client reads the
+        // failure, and while answers wait for their runs' commit, the failure waits for it as a complete end does.
+        await stream.close();
+        complete = true;
+        const recorded = stream.recorded();
+        if (recorded !== null) await recorded;
+        if (text) yield text;
+        return;
+      }
+      if (text && format.closing?.(item.event)) {
         // The terminal event of an upstream stream is its last: holding it costs the stream's end a few microtasks.
         closingFrame = text;
       } else if (text) {
@@ -87,7 +98,6 @@ export async function* sseText<Ev>(
           await afterQueuedTicks();
         }
       }
-      if (item.terminal) return;
     }
     // While answers wait for their runs' commit, a complete stream's end does.
     const recorded = stream.recorded();
