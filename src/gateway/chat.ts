@@ -78,6 +78,8 @@ export function chatAdapter(chat: ValidatedChat, now: () => number): WireAdapter
         for (const [index, call] of (choice.message.tool_calls ?? []).entries()) {
           const problem = chat.tools.check(call, index);
           if (problem) throw new InvalidToolCallError(problem.message);
+          // A call the client cannot answer by id (the SDKs refuse one without): given one of svc's, as streamed ones are.
+          if (!call.id) call.id = newId('call');
         }
       }
       return completion;
@@ -89,7 +91,10 @@ export function chatAdapter(chat: ValidatedChat, now: () => number): WireAdapter
 
     newRelay: (provider) => new ChatRelay(new StreamAssembler(chat.tools), provider.name),
 
-    cacheable: (completion) => completion.choices.every((choice) => ['stop', 'tool_calls', 'length'].includes(choice.finish_reason)),
+    // Log probabilities are not kept by the stream assembler nor replayed as chunks, so an answer asked with them is
+    // not stored: a hit would answer `logprobs: null`.
+    cacheable: (completion) =>
+      request.logprobs !== true && completion.choices.every((choice) => ['stop', 'tool_calls', 'length'].includes(choice.finish_reason)),
 
     fromCache: (stored) => ({ ...stored, id: newId('chatcmpl').replace('_', '-'), created: Math.floor(now() / 1000) }),
 

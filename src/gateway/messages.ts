@@ -90,10 +90,17 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
       case 'content_block_delta': {
         const state = this.blocks.get(event.index as number);
         if (!state || state.stopped) throw this.bad(`content_block_delta for unknown block ${String(event.index)}`);
-        const delta = event.delta as { type: string; text?: string; partial_json?: string; thinking?: string };
+        const delta = event.delta as { type: string; text?: string; partial_json?: string; thinking?: string; signature?: string; citation?: unknown };
         if (delta.type === 'text_delta') state.text += delta.text ?? '';
         else if (delta.type === 'input_json_delta') state.json += delta.partial_json ?? '';
         else if (delta.type === 'thinking_delta') state.text += delta.thinking ?? '';
+        // The thinking block's signature (a client sends the block back with it on its next turn) and a text block's
+        // citations belong to the assembled answer too: the cache and the run keep it whole.
+        else if (delta.type === 'signature_delta') (state.block as { signature?: string }).signature = ((state.block as { signature?: string }).signature ?? '') + (delta.signature ?? '');
+        else if (delta.type === 'citations_delta' && delta.citation !== undefined) {
+          const block = state.block as { citations?: unknown[] | null };
+          block.citations = [...(block.citations ?? []), delta.citation];
+        }
         if (state.held) {
           state.held.push(event);
           return [];

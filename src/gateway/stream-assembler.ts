@@ -5,6 +5,7 @@
  * what the run records and the exact cache stores.
  */
 import type { ChatChunk, ChatCompletion, ChatToolCall, ChatUsage } from './providers/types.ts';
+import { newId } from '../core/ids.ts';
 import { InvalidToolCallError } from './pipeline.ts';
 import type { DeclaredTools } from './tool-schemas.ts';
 
@@ -29,7 +30,8 @@ export class StreamAssembler {
   private readonly choices = new Map<number, ChoiceState>();
   private meta: Pick<ChatChunk, 'id' | 'created' | 'model'> & { system_fingerprint?: unknown } | null = null;
   usage: ChatUsage | null = null;
-  private finishedChoices = 0;
+  /** The choices whose finish_reason came (an index counted once, however often an upstream repeats it). */
+  private readonly finishedChoices = new Set<number>();
 
   constructor(private readonly tools: DeclaredTools) {}
 
@@ -45,7 +47,9 @@ export class StreamAssembler {
       for (const fragment of fragments ?? []) {
         if (state.pending && fragment.index !== state.pending.index) out.push(this.complete(choice.index, state));
         if (!state.pending) {
-          state.pending = { index: fragment.index, id: fragment.id ?? '', name: fragment.function?.name ?? '', arguments: '' };
+          // A call needs an id (the client answers it by that id; the SDKs refuse a call without one): an upstream
+          // that sends none gets one of svc's, as the mock's calls have.
+          state.pending = { index: fragment.index, id: fragment.id || newId('call'), name: fragment.function?.name ?? '', arguments: '' };
         } else {
           if (fragment.id) state.pending.id = fragment.id;
           if (!state.pending.name && fragment.function?.name) state.pending.name = fragment.function.name;
@@ -61,7 +65,7 @@ export class StreamAssembler {
       if (choice.finish_reason) {
         if (state.pending) out.push(this.complete(choice.index, state));
         state.finishReason = choice.finish_reason;
-        this.finishedChoices += 1;
+        this.finishedChoices.add(choice.index);
       }
       if (hasDelta || choice.finish_reason) {
         // Object.assign, not `{ ...choice, delta, finish_reason }`: an upstream may leave finish_reason out, and a
@@ -85,7 +89,7 @@ export class StreamAssembler {
 
   /** Whether every choice that started also finished (a stream that ends otherwise was truncated). */
   get finished(): boolean {
-    return this.choices.size > 0 && this.finishedChoices >= this.choices.size;
+    return this.choices.size > 0 && this.finishedChoices.size === this.choices.size;
   }
 
   get completionText(): string {

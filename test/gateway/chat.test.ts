@@ -409,3 +409,13 @@ test('cache invalidate: admin only, SPEC 8 key-prefix rules, and invalidated ans
   const audit = json(await app.inject({ url: '/api/v1/audit', headers: admin }));
   assert.ok(audit.events.some((event: any) => event.action === 'cache.invalidate'));
 });
+
+test('an answer asked with logprobs is not stored in the exact cache (the cache cannot give them back): a repeat goes live', async (t) => {
+  const { app } = await build(t);
+  const body = { model: 'gpt-4o-mini', logprobs: true, messages: [{ role: 'user', content: 'with logprobs, please' }] };
+  assert.equal((await chat(app, body)).headers['x-svc-route'], 'live');
+  assert.equal((await chat(app, body)).headers['x-svc-route'], 'live');
+  const plain = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'with logprobs, please' }] };
+  assert.equal((await chat(app, plain)).headers['x-svc-route'], 'live');
+  assert.equal((await chat(app, plain)).headers['x-svc-route'], 'exact_cache');
+});

@@ -234,3 +234,31 @@ test('live messages stream: a client abort reaches the upstream and the run is f
   assert.equal(run.status, 'failed');
   assert.equal(run.error.kind, 'aborted');
 });
+
+test("a streamed thinking block's signature is kept in the assembled answer: a cache hit returns it, buffered and streamed", async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    writeEvents(res, [
+      ['message_start', { type: 'message_start', message: { id: 'msg_up', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 12, output_tokens: 1 } } }],
+      ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '', signature: '' } }],
+      ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'let me think' } }],
+      ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'signature_delta', signature: 'SIG_abc123==' } }],
+      ['content_block_stop', { type: 'content_block_stop', index: 0 }],
+      ['content_block_start', { type: 'content_block_start', index: 1, content_block: { type: 'text', text: '' } }],
+      ['content_block_delta', { type: 'content_block_delta', index: 1, delta: { type: 'text_delta', text: 'Paris.' } }],
+      ['content_block_stop', { type: 'content_block_stop', index: 1 }],
+      ['message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 5 } }],
+      ['message_stop', { type: 'message_stop' }],
+    ]);
+    res.end();
+  });
+  const { client } = await liveGateway(t, upstream);
+  const request = { model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() };
+  const live = await client.messages.stream(request).finalMessage();
+  assert.deepEqual(live.content[0], { type: 'thinking', thinking: 'let me think', signature: 'SIG_abc123==' });
+  const hit = await client.messages.create(request);
+  assert.equal(upstream.requests.length, 1, 'the repeat is a cache hit');
+  assert.deepEqual(hit.content[0], { type: 'thinking', thinking: 'let me think', signature: 'SIG_abc123==' });
+  const replayed = await client.messages.stream(request).finalMessage();
+  assert.deepEqual(replayed.content[0], { type: 'thinking', thinking: 'let me think', signature: 'SIG_abc123==' });
+});
