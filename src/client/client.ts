@@ -4,7 +4,7 @@
  */
 import { chatChunks, correlationOf, messagesChunks, SvcStreamError, type ChatStreamChunk, type MessagesStreamChunk, type MessagesToolUse, type RunCorrelation, type ToolCall, type Usage } from './streams.ts';
 import { tracedTool, type ToolDefinition } from './tools.ts';
-import { httpTransport, type RequestOptions, type Transport, type TransportResponse } from './transport.ts';
+import { httpTransport, readBody, type RequestOptions, type Transport, type TransportResponse } from './transport.ts';
 
 /** SPEC 8: buffered gateway calls wait 150000 ms by default, configurable from 1 to 900000. */
 export const DEFAULT_BUFFERED_TIMEOUT_MS = 150_000;
@@ -388,16 +388,8 @@ export class SvcClient {
     try {
       const response = await this.transport.stream('POST', path, body, { headers: this.identityHeaders(), signal: controller.signal });
       if (response.status < 200 || response.status >= 300) {
-        let text = '';
-        const decoder = new TextDecoder();
-        for await (const chunk of response.body) text += decoder.decode(chunk, { stream: true });
-        let parsed: unknown = null;
-        try {
-          parsed = JSON.parse(text);
-        } catch {
-          parsed = text;
-        }
-        throw this.failure('POST', path, response.status, response.headers, parsed, text);
+        const read = await readBody(response.body, `POST ${path}`);
+        throw this.failure('POST', path, response.status, response.headers, read.body, read.text);
       }
       return response;
     } finally {

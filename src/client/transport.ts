@@ -35,15 +35,6 @@ export interface Transport {
   close(): Promise<void>;
 }
 
-function parseBody(text: string): unknown {
-  if (text === '') return null;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return text;
-  }
-}
-
 function fetchTransport(baseUrl: string, headers: Record<string, string>, label: string, dispatcher: Agent): Transport {
   const base = baseUrl.replace(/\/+$/, '');
   const send = async (method: string, path: string, body: unknown, options: RequestOptions) => {
@@ -64,8 +55,8 @@ function fetchTransport(baseUrl: string, headers: Record<string, string>, label:
   return {
     async request(method, path, body, options = {}) {
       const response = await send(method, path, body, options);
-      const text = await boundedText(response, label);
-      return { status: response.status, headers: Object.fromEntries(response.headers.entries()), body: parseBody(text), text };
+      const read = await readBody(response.body, label);
+      return { status: response.status, headers: Object.fromEntries(response.headers.entries()), body: read.body, text: read.text };
     },
     async stream(method, path, body, options = {}) {
       const response = await send(method, path, body, options);
@@ -87,21 +78,31 @@ function fetchTransport(baseUrl: string, headers: Record<string, string>, label:
 /** The most of one buffered answer the client reads: more than any answer of svc's API, far less than memory. */
 export const MAX_ANSWER_BYTES = 128 * 1024 * 1024;
 
-/** The body as text, refused past MAX_ANSWER_BYTES (a server that is not svc may send gigabytes). */
-async function boundedText(response: Awaited<ReturnType<typeof fetch>>, label: string): Promise<string> {
-  if (!response.body) return '';
+/**
+ * An answer's body, read whole (a buffered answer, a stream's error answer) but refused past MAX_ANSWER_BYTES: a
+ * server that is not svc may send gigabytes. `body` is the text parsed as JSON, the raw text when it is not JSON, null
+ * when empty. Leaving the loop early cancels the body.
+ */
+export async function readBody(chunks: AsyncIterable<Uint8Array> | null, label: string): Promise<{ text: string; body: unknown }> {
   const decoder = new TextDecoder();
   let received = 0;
   let text = '';
-  for await (const chunk of response.body) {
+  for await (const chunk of chunks ?? []) {
     received += chunk.byteLength;
-    if (received > MAX_ANSWER_BYTES) {
-      await response.body.cancel().catch(() => undefined);
-      throw new Error(`the answer from ${label} is larger than ${MAX_ANSWER_BYTES} bytes`);
-    }
+    if (received > MAX_ANSWER_BYTES) throw new Error(`the answer from ${label} is larger than ${MAX_ANSWER_BYTES} bytes`);
     text += decoder.decode(chunk, { stream: true });
   }
-  return text + decoder.decode();
+  text += decoder.decode();
+  return { text, body: parseBody(text) };
+}
+
+function parseBody(text: string): unknown {
+  if (text === '') return null;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
 }
 
 /** HTTP(S) to a base URL such as `http://127.0.0.1:8787`, with an optional bearer token. */
