@@ -7,7 +7,7 @@
  * store applies writes one at a time, so two concurrent requests cannot both pass a check that only one may pass.
  * Only sha256 hashes of tokens (sessions, invitations, verification, reset) are stored or looked up.
  */
-import type { Sql } from '../store/sql.ts';
+import type { AlsoStep, Sql } from '../store/sql.ts';
 import type { Store } from '../store/store.ts';
 import { DEFAULT_TENANT_ID, DEFAULT_TENANT_NAME } from '../tenants/defaults.ts';
 import {
@@ -320,7 +320,7 @@ export interface AccountsRepository {
   /** Create an organization with its owner; `activateFor` makes it that session's active organization. */
   createOrg(org: Org, owner: string, activateFor?: string): Promise<void>;
   /** Rename an organization, with `also` (its audit row) in the same transaction; null when it is gone. */
-  renameOrg(id: string, name: string, also?: (sql: Sql) => unknown): Promise<Org | null>;
+  renameOrg(id: string, name: string, also?: AlsoStep): Promise<Org | null>;
   dismissOnboarding(id: string, now: number): Promise<void>;
   /**
    * Delete an organization: its row, and with it (ON DELETE CASCADE) memberships, invitations, API keys and
@@ -348,7 +348,7 @@ export interface AccountsRepository {
   listInvites(tenantId: string, options: { status?: InviteStatus; now: number; limit: number; offset: number }): Promise<{ invites: Invite[]; total: number }>;
   pendingInviteCount(tenantId: string, now: number): Promise<number>;
   /** End a pending invitation, with `also` (its audit row) in the same transaction if it was still pending. */
-  setInviteStatus(id: string, status: 'revoked' | 'expired', now: number, also?: (sql: Sql) => unknown): Promise<boolean>;
+  setInviteStatus(id: string, status: 'revoked' | 'expired', now: number, also?: AlsoStep): Promise<boolean>;
   /**
    * Accept an invitation: re-checks it is pending and unexpired and, for a new account, that the address is still
    * free, all inside the write. Returns the reason when it is no longer acceptable.

@@ -1,5 +1,5 @@
 /** Tenant API keys (SPEC 2.2). Only the sha256 of a token is stored; lookups go by that hash. */
-import type { Sql } from '../store/sql.ts';
+import type { AlsoStep, Sql } from '../store/sql.ts';
 import type { Store } from '../store/store.ts';
 import type { KeyMode } from '../identity/auth-context.ts';
 
@@ -28,9 +28,6 @@ export interface NewApiKey {
   tokenPrefix: string;
   createdAt: number;
 }
-
-/** Another write's step (its audit row) made in the same transaction, only when this one changed something. */
-export type AlsoStep = (sql: Sql) => unknown;
 
 export interface ApiKeysRepository {
   /** Null when the organization is gone (deleted while the request was under way): nothing is written. */

@@ -1,5 +1,5 @@
 /** Stored tenant settings: one row per explicitly set key; unset keys take their defaults in the service. */
-import type { Sql } from '../store/sql.ts';
+import type { AlsoStep } from '../store/sql.ts';
 import type { Store } from '../store/store.ts';
 
 export interface StoredSetting {
@@ -15,7 +15,7 @@ export interface SettingsRepository {
    * Store one setting, with `also` (its audit row) in the same transaction. False when the organization is gone
    * (deleted while the request was under way): nothing is written.
    */
-  put(tenantId: string, setting: StoredSetting, now: number, also?: (sql: Sql) => unknown): Promise<boolean>;
+  put(tenantId: string, setting: StoredSetting, now: number, also?: AlsoStep): Promise<boolean>;
 }
 
 export function createSettingsRepository(store: Store): SettingsRepository {

@@ -15,6 +15,12 @@ export interface Sql {
   all<T = Row>(sql: string, params?: SqlParams): T[];
 }
 
+/**
+ * Another write's step, made inside a repository's write so that both commit together or not at all (an audit row
+ * with the change it records: src/audit/service.ts `staged`). A repository runs it only when its own change was made.
+ */
+export type AlsoStep = (sql: Sql) => unknown;
+
 /** Strings from this length on are worth binding as bytes (see `textBytes`). */
 const TEXT_BYTES_MIN = 48;
 
