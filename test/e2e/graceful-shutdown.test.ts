@@ -196,6 +196,24 @@ test('SIGTERM with buffered requests in flight on keep-alive connections, TCP an
   }
 });
 
+/** The raw text of a chat completions POST of `body`, for a request written straight to a socket. */
+function chatPost(hostname: string, body: unknown): string {
+  const text = JSON.stringify(body);
+  return `POST /v1/chat/completions HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\n\r\n${text}`;
+}
+
+/** A raw TCP connection to svc (destroyed after the test): the text received so far, and when it closed. */
+function rawConnection(t: TestContext, address: string) {
+  const { hostname, port } = new URL(address);
+  const socket = connect(Number(port), hostname);
+  t.after(() => socket.destroy());
+  let received = '';
+  socket.setEncoding('utf8');
+  socket.on('data', (chunk: string) => (received += chunk));
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  return { socket, hostname, received: () => received, closed };
+}
+
 /** An upstream stream: a first content delta at once, the rest once `rest` is opened. */
 function heldStream(upstream: FakeUpstream, rest: Gate): void {
   upstream.handle(async (_request, res) => {
@@ -253,10 +271,7 @@ test('an answer still being written to a slow client when SIGTERM comes arrives 
     firstChunk();
   });
   const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
-  const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'a long answer' }] });
-  socket.write(
-    `POST /v1/chat/completions HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-  );
+  socket.write(chatPost(hostname, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'a long answer' }] }));
   // The answer has started (svc writes a buffered answer whole, with one end()): the client stops reading a while.
   await reading;
   socket.pause();
@@ -281,26 +296,17 @@ test('SIGTERM with two pipelined requests in flight on one connection answers bo
     await answers.pass();
     sendJson(res, 200, completion(`finished: ${lastUserText(request.body)}`));
   });
-  const { hostname, port } = new URL(server.address);
-  const socket = connect(Number(port), hostname);
-  t.after(() => socket.destroy());
-  let received = '';
-  socket.setEncoding('utf8');
-  socket.on('data', (chunk: string) => (received += chunk));
-  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
-  const ask = (content: string) => {
-    const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content }] });
-    return `POST /v1/chat/completions HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`;
-  };
+  const { socket, hostname, received, closed } = rawConnection(t, server.address);
+  const ask = (content: string) => chatPost(hostname, { model: 'gpt-4o-mini', messages: [{ role: 'user', content }] });
   socket.write(ask('first') + ask('second'));
   await until(() => upstream.requests.length === 2, 'both requests to reach the upstream');
   const sentAt = await terminate(server);
   answers.open();
   await closed;
 
-  const [first, second, ...more] = parseRawResponses(received);
+  const [first, second, ...more] = parseRawResponses(received());
   assert.equal(more.length, 0);
-  assert.equal(first?.status, 200, received.slice(0, 300));
+  assert.equal(first?.status, 200, received().slice(0, 300));
   assert.match(first!.body, /finished: first/);
   assert.equal(second?.status, 200, 'the answer queued behind the first is not dropped');
   assert.match(second!.body, /finished: second/);
@@ -315,20 +321,11 @@ test('a request arriving on a kept-alive connection while svc shuts down gets 50
   const { upstream, server } = await serveWithUpstream(t);
   const rest = gate();
   heldStream(upstream, rest);
-  const { hostname, port } = new URL(server.address);
-  const socket = connect(Number(port), hostname);
-  t.after(() => socket.destroy());
-  let received = '';
-  socket.setEncoding('utf8');
-  socket.on('data', (chunk: string) => (received += chunk));
-  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  const { socket, hostname, received: receivedSoFar, closed } = rawConnection(t, server.address);
 
   // A stream whose headers go out before SIGTERM: the connection stays open (and kept alive) until it ends.
-  const streamBody = JSON.stringify({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'pipelined' }] });
-  socket.write(
-    `POST /v1/chat/completions HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(streamBody)}\r\n\r\n${streamBody}`,
-  );
-  await until(() => received.includes('before '), "the stream's first delta");
+  socket.write(chatPost(hostname, { model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'pipelined' }] }));
+  await until(() => receivedSoFar().includes('before '), "the stream's first delta");
   await rest.reached;
   const sentAt = await terminate(server);
   // The next request on the same connection, sent while svc closes.
@@ -336,6 +333,7 @@ test('a request arriving on a kept-alive connection while svc shuts down gets 50
   rest.open();
   await closed;
 
+  const received = receivedSoFar();
   const second = received.indexOf('HTTP/1.1 503');
   assert.ok(received.startsWith('HTTP/1.1 200'), received.slice(0, 200));
   assert.ok(received.slice(0, second).includes('data: [DONE]'), 'the stream in flight finished first');
