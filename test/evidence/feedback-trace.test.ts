@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 import { flattenMetrics } from '../../src/evidence/feedback-rules.ts';
 import { bearer, build, json } from '../support/build.ts';
+import { completedOutcome } from '../support/run-outcome.ts';
 
 const BOOT = 'bootstrap-token-feedback-tests-0001';
 const admin = bearer(BOOT);
@@ -195,10 +196,7 @@ test('trace into a run whose request is still writing it goes through its record
   const appended = await post('/api/v1/trace', { runId: recorder.id, type: 'tool.called', payload: { name: 'x', args: {}, sideEffectLevel: 0 } });
   assert.equal(appended.status, 201);
   recorder.event('provider.attempt', { provider: 'mock' });
-  recorder.finish({
-    status: 'completed', route: 'live', provider: 'mock', usage: { promptTokens: 1, completionTokens: 1, totalTokens: 2 }, costUsd: 0, priced: true,
-    routeExplanation: { route: 'live', reason: 'test', rejectedAlternatives: [], policyVerdict: { decision: 'allow', policy: null, reason: null }, cache: [], artifact: null, estimatedSavings: { usd: 0, ms: 0, ghost: false }, fallback: null, provider: 'mock', model: 'gpt-4o-mini', executionMethod: { id: 'mock_model', referenceGrade: 'not_applicable' } },
-  });
+  recorder.finish(completedOutcome());
   await post('/api/v1/trace', { runId: recorder.id, type: 'tool.completed', payload: { name: 'x', result: 1 } });
   const integrity = await get(`/api/v1/runs/${recorder.id}/integrity`);
   assert.equal(integrity.ok, true, JSON.stringify(integrity));

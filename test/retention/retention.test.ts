@@ -3,32 +3,12 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 import { build, json } from '../support/build.ts';
 import { RETENTION_BATCH } from '../../src/retention/service.ts';
-import type { RunOutcome } from '../../src/evidence/ledger.ts';
+import { completedOutcome } from '../support/run-outcome.ts';
 
 const DAY = 86_400_000;
 
-/** A run's outcome for runs started by hand (the retention pass leaves runs still running alone). */
-const FINISHED: RunOutcome = {
-  status: 'completed',
-  route: 'live',
-  provider: 'mock',
-  routeExplanation: {
-    route: 'live',
-    reason: 'test',
-    rejectedAlternatives: [],
-    policyVerdict: { decision: 'allow', policy: null, reason: null },
-    cache: [],
-    artifact: null,
-    estimatedSavings: { usd: 0, ms: 0, ghost: false },
-    fallback: null,
-    provider: 'mock',
-    model: 'm',
-    executionMethod: { id: 'live', referenceGrade: 'not_applicable' },
-  },
-  usage: { promptTokens: 1, completionTokens: 1, totalTokens: 2 },
-  costUsd: 0,
-  priced: true,
-};
+/** Runs started by hand are finished (the retention pass leaves runs still running alone). */
+const FINISHED = completedOutcome('m');
 
 test('retention prunes old runs, their trace events and attempts, and old cache entries, per tenant window', async (t) => {
   let now = Date.UTC(2026, 0, 1);
