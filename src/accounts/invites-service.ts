@@ -76,6 +76,15 @@ export function createInvitesService(deps: AccountsDeps): InvitesService {
     if (auth.tenantId === NO_ORGANIZATION) throw new AppError('no_organization');
   }
 
+  /** The invitation `id` of the tenant while it is pending: 404 when there is none, 409 naming its status otherwise. */
+  async function pendingInvite(tenantId: string, id: string): Promise<Invite> {
+    const invite = await repo.findInvite(tenantId, id);
+    if (!invite) throw notFound('Invitation');
+    const status = effectiveStatus(invite, clock.now());
+    if (status !== 'pending') throw new AppError('conflict', { message: `The invitation is already ${status}.`, details: { status } });
+    return invite;
+  }
+
   return {
     async create(auth, input) {
       requireOrg(auth);
@@ -133,17 +142,13 @@ export function createInvitesService(deps: AccountsDeps): InvitesService {
     async revoke(auth, id) {
       requireOrg(auth);
       requireAccountAdmin(auth);
-      const invite = await repo.findInvite(auth.tenantId, id);
-      if (!invite) throw notFound('Invitation');
-      const status = effectiveStatus(invite, clock.now());
-      if (status !== 'pending') throw new AppError('conflict', { message: `The invitation is already ${status}.`, details: { status } });
+      const invite = await pendingInvite(auth.tenantId, id);
       const revoked = await repo.setInviteStatus(id, 'revoked', clock.now(), audit.staged(auth, 'invite.revoke', { target: id, details: { email: invite.email } }));
       if (!revoked) {
-        // Another request ended it between the read and the write (a revocation, an acceptance, its organization's deletion).
-        const now = await repo.findInvite(auth.tenantId, id);
-        if (!now) throw notFound('Invitation');
-        const status = effectiveStatus(now, clock.now());
-        throw new AppError('conflict', { message: `The invitation is already ${status}.`, details: { status } });
+        // Another request ended it between the read and the write (a revocation, an acceptance, its organization's
+        // deletion): reading it again says which (404 or 409); the write revokes any invitation still pending.
+        await pendingInvite(auth.tenantId, id);
+        throw new AppError('conflict');
       }
       return withInviter((await repo.findInvite(auth.tenantId, id))!);
     },
