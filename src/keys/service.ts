@@ -44,6 +44,11 @@ export interface KeysService {
   findById(tenantId: string, id: string): Promise<ApiKey | null>;
 }
 
+/** A mode change of a revoked key: checked before the write and, for a revocation made meanwhile, after it. */
+function revokedConflict(): AppError {
+  return new AppError('conflict', { message: 'The API key is revoked.' });
+}
+
 function requireAdmin(auth: AuthContext): void {
   if (!auth.admin) throw new AppError('admin_required');
 }
@@ -106,12 +111,12 @@ export function createKeysService(deps: { repo: ApiKeysRepository; audit: AuditS
     async setMode(auth, id, mode) {
       requireAdmin(auth);
       const existing = await findVisible(auth, id);
-      if (existing.revokedAt !== null) throw new AppError('conflict', { message: 'The API key is revoked.' });
+      if (existing.revokedAt !== null) throw revokedConflict();
       if (existing.mode === mode) return existing;
       // Checked again inside the write: only a change of mode is made and audited, once, whatever raced it.
       const key = await repo.setMode(auth.tenantId, id, mode, audit.staged(auth, 'key.mode_change', { target: id, details: { from: existing.mode, to: mode } }));
       if (!key) throw notFound('API key');
-      if (key.revokedAt !== null) throw new AppError('conflict', { message: 'The API key is revoked.' });
+      if (key.revokedAt !== null) throw revokedConflict();
       return key;
     },
 
