@@ -499,11 +499,14 @@ class GroupCommitStore implements Store {
   private queueDeferred(write: DeferredWrite): void {
     this.assertOpen();
     this.deferred.push(write);
-    this.answersWaitUntil ??= performance.now() + this.timing.answersWaitFreshMs;
-    if (this.windowExposedAt === null && !this.answersWaitForCommit) this.windowExposedAt = performance.now();
+    // One reading of the clock: a window's exposure (from the first answer not waiting for it) never starts before
+    // the window opened, however long the process is descheduled between two readings.
+    const now = performance.now();
+    this.answersWaitUntil ??= now + this.timing.answersWaitFreshMs;
+    if (this.windowExposedAt === null && !this.answersWaitForCommit) this.windowExposedAt = now;
     // The first write of a window opens it; later ones join it, also once it passed and its drain is pending.
     if (this.windowDueAt === null) {
-      this.windowOpenedAt = performance.now();
+      this.windowOpenedAt = now;
       if (this.checkpointing) {
         // The next commit follows the checkpoint: this window is due at once (see `holdWindowsForCheckpoint`).
         this.windowDueAt = this.windowOpenedAt;
