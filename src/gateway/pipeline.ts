@@ -151,12 +151,12 @@ interface RelaySteps<Ev> {
  * a hidden class of its own on each call, which keeps the stream's objects alive through scavenges
  * (docs/performance-notes.md, "Generators made per request").
  */
-async function* relayed<Ev>(upstream: AsyncIterable<unknown>, steps: RelaySteps<Ev>): AsyncGenerator<StreamItem<Ev>> {
+async function* relayed<Ev>(upstream: OpenedStream, steps: RelaySteps<Ev>): AsyncGenerator<StreamItem<Ev>> {
   steps.start();
   let completed = false;
   try {
-    for await (const event of upstream) {
-      for (const out of steps.accept(event)) yield { event: out };
+    for (let next = upstream.first; !next.done; next = await upstream.rest.next()) {
+      for (const out of steps.accept(next.value)) yield { event: out };
     }
     for (const out of steps.end()) yield { event: out };
     completed = true;
@@ -165,6 +165,30 @@ async function* relayed<Ev>(upstream: AsyncIterable<unknown>, steps: RelaySteps<
     if (terminal !== null) yield { event: terminal, terminal: true };
   } finally {
     steps.settle(completed);
+    // Releases the upstream when the stream stopped early (the consumer left); a no-op on one that ended.
+    await upstream.rest.return?.();
+  }
+}
+
+/** An upstream stream whose first event (or end) has come: that event, and the iterator of the rest. */
+interface OpenedStream {
+  first: IteratorResult<unknown>;
+  rest: AsyncIterator<unknown>;
+}
+
+/**
+ * Wait for a stream's first event before answering with it. The client's headers leave with the first frame, so
+ * until then nothing is committed to: a stream that fails before its first event (a reset after the upstream's
+ * headers, an error event, nothing but comments until the timeout) is a failure of its call like a buffered one's,
+ * answered with its own status or failed over to the next provider, instead of a 200 carrying an error event.
+ */
+async function openedStream(upstream: AsyncIterable<unknown>): Promise<OpenedStream> {
+  const rest = upstream[Symbol.asyncIterator]();
+  try {
+    return { first: await rest.next(), rest };
+  } catch (thrown) {
+    await rest.return?.();
+    throw thrown;
   }
 }
 
@@ -410,7 +434,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
         const startedAt = clock.now();
         try {
           if (adapter.stream) {
-            const upstream = await dispatched(provider, () => adapter.openStream(provider, call.signal));
+            const upstream = await openedStream(await dispatched(provider, () => adapter.openStream(provider, call.signal)));
             let relayStarted = false;
             // A completed stream's run is recorded (its answer assembled, hashed, cached) once the response has ended
             // (`close`), so that this work follows the stream's last bytes instead of preceding them; by itself on the
@@ -477,7 +501,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
        * one through `deferSettle`).
        */
       function relay(
-        upstream: AsyncIterable<unknown>,
+        upstream: OpenedStream,
         provider: Provider,
         startedAt: number,
         usedFallback: RouteExplanation['fallback'],

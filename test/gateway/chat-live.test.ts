@@ -372,3 +372,60 @@ test('a client that leaves before the first event still gets its run finalised a
   assert.equal(run.status, 'failed');
   assert.equal(run.error.kind, 'aborted');
 });
+
+test('a stream that fails before its first event fails open to the fallback, or answers its own status: never a 200 carrying an error', async (t) => {
+  let primaryFails: 'reset' | 'error-event' = 'reset';
+  const primary = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    if (primaryFails === 'reset') res.socket!.destroy();
+    else res.end(`data: ${JSON.stringify({ error: { message: 'the model is overloaded', type: 'server_error' } })}\n\n`);
+  });
+  const secondary = await startFakeUpstream(t, (_req, res) => sse(res, [contentChunk('from the '), { ...contentChunk('fallback'), choices: [{ index: 0, delta: { content: 'fallback' }, finish_reason: 'stop' }] }]));
+  const { client, app } = await gateway(t, primary, { CHATCOMP_FALLBACK_API_KEY: 'sk-fallback', CHATCOMP_FALLBACK_BASE_URL: secondary.baseUrl });
+  const { data: stream, response } = await client.chat.completions
+    .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'reset before the first event' }], stream: true })
+    .withResponse();
+  assert.equal(response.status, 200);
+  let text = '';
+  for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+  assert.equal(text, 'from the fallback');
+  const runId = response.headers.get('x-svc-run-id');
+  let detail: any;
+  for (let i = 0; i < 100; i++) {
+    detail = json(await app.inject({ url: `/api/v1/runs/${runId}` }));
+    if (detail.run.status !== 'running') break;
+    await sleep(20);
+  }
+  assert.equal(detail.run.status, 'completed');
+  assert.equal(detail.run.routeExplanation.fallback.from, 'chatcomp');
+  assert.equal(detail.run.routeExplanation.fallback.to, 'chatcomp-fallback');
+  assert.deepEqual(
+    detail.attempts.map((attempt: any) => [attempt.provider, attempt.outcome]),
+    [
+      ['chatcomp', 'failed'],
+      ['chatcomp-fallback', 'success'],
+    ],
+  );
+
+  // Alone, the same failures are answered with their status in the chat-completions error shape, the run failed.
+  const single = await gateway(t, primary);
+  for (const failure of ['reset', 'error-event'] as const) {
+    primaryFails = failure;
+    const raw = await fetch(`${single.address}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: `alone ${failure}` }], stream: true }),
+    });
+    assert.equal(raw.status, 502, failure);
+    assert.match(raw.headers.get('content-type') ?? '', /application\/json/, failure);
+    const body = await raw.json();
+    assert.equal(validateAgainst('ErrorResponse', body), null, failure);
+    const run = json(await single.app.inject({ url: `/api/v1/runs/${raw.headers.get('x-svc-run-id')}` })).run;
+    assert.equal(run.status, 'failed', failure);
+    assert.equal(run.error.kind, failure === 'reset' ? 'network' : 'upstream_error', failure);
+  }
+  await assert.rejects(
+    single.client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'through the SDK' }], stream: true }),
+    (error: unknown) => error instanceof OpenAI.APIError && error.status === 502,
+  );
+});

@@ -205,6 +205,31 @@ test('live messages stream: a mid-stream error event and a truncated stream end 
   }
 });
 
+test('live messages stream: an error event before any other is answered with its status in the messages error shape', async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    writeEvents(res, [['error', { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }]]);
+    res.end();
+  });
+  const { address, app, client } = await liveGateway(t, upstream);
+  const response = await fetch(`${address}/v1/messages`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask(), stream: true }),
+  });
+  assert.equal(response.status, 502);
+  const body = (await response.json()) as { type: string; error: { type: string; message: string } };
+  assert.equal(body.type, 'error');
+  assert.equal(typeof body.error.message, 'string');
+  const run = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` })).run;
+  assert.equal(run.status, 'failed');
+  assert.equal(run.error.kind, 'upstream_error');
+  await assert.rejects(
+    client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask(), stream: true }),
+    (error: unknown) => error instanceof Anthropic.APIError && error.status === 502,
+  );
+});
+
 test('live messages stream: a client abort reaches the upstream and the run is finalised', async (t) => {
   const upstream = await startFakeUpstream(t, async (_req, res) => {
     startSse(res);
