@@ -79,8 +79,15 @@ function isMetadataAddress(ip: string): boolean {
  * resolver's search domains (`redis`, `metadata`), and no public site lives at one.
  */
 function isInternalName(hostname: string): boolean {
-  const name = hostname.toLowerCase().replace(/\.+$/, '');
+  const name = withoutTrailingDots(hostname.toLowerCase());
   return !name.includes('.') || /(^|\.)(localhost|local|internal|localdomain|home\.arpa)$/.test(name);
+}
+
+/** `name` without its trailing dots (the root label). A loop: `/\.+$/` backtracks over every run of dots, quadratic. */
+function withoutTrailingDots(name: string): string {
+  let end = name.length;
+  while (end > 0 && name.charCodeAt(end - 1) === 0x2e) end--;
+  return name.slice(0, end);
 }
 
 function blocked(host: string): AppError {

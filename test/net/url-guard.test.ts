@@ -124,7 +124,7 @@ test('loopback, private and metadata IP literals are refused in every spelling',
 test('internal host names are refused before any DNS lookup', async () => {
   const urls = [
     'http://localhost/', 'http://LOCALHOST./', 'http://%6c%6fcalhost/', 'http://api.localhost/', 'http://metadata.google.internal/',
-    'http://printer.local/', 'http://nas.home.arpa/', 'http://metadata/', 'http://redis:6379/',
+    'http://printer.local/', 'http://nas.home.arpa/', 'http://metadata/', 'http://redis:6379/', 'http://api.localhost.../', 'http://metadata.../',
   ];
   for (const url of urls) await assert.rejects(checkOutboundUrl(url, { lookup: noDns }), isCode('private_url_blocked'), url);
 });
