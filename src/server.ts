@@ -79,6 +79,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     rmSync(socketPath, { force: true });
     const local: Server = (opened.local = createServer({ connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS }, (req, res) => app.routing(req, res)));
     local.on('connection', markLocalSocket);
+    app.draining.watch(local);
     local.on('clientError', answerClientError);
     local.headersTimeout = config.limits.headersTimeoutMs;
     local.requestTimeout = config.limits.requestTimeoutMs;

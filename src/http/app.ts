@@ -52,7 +52,7 @@ export const CONNECTIONS_CHECKING_INTERVAL_MS = 1_000;
 export async function buildApp(services: Services, options: BuildAppOptions = {}): Promise<FastifyInstance> {
   const { config } = services;
   const limits = config.limits;
-  const draining = createDraining();
+  const draining = createDraining({ headersTimeoutMs: limits.headersTimeoutMs });
   const app = Fastify({
     logger: options.logger ? { ...(options.logger === true ? {} : options.logger), serializers: { req: requestLogSerializer } } : false,
     // The largest surface limit; each surface narrows it per route (src/http/surface.ts).
@@ -91,6 +91,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   });
   installJsonBodyParser(app);
   app.decorate('draining', draining);
+  draining.watch(app.server);
   // A callback hook, not an async one: it runs on every request and needs no promise.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);

@@ -15,9 +15,13 @@
  * answer has been ended (`res.end()` called) as idle even while its bytes are still being written to a slow client,
  * and destroys it, cutting the answer short.
  *
+ * node's `server.close()` also stops checking the header timeout (it clears the interval that runs the check), so a
+ * client that had sent part of a request's headers would hold the shutdown until `SVC_SHUTDOWN_TIMEOUT_MS`: once the
+ * header timeout has passed after draining began, a connection of a watched server with no answer due is cut.
+ *
  * Every request of both servers (TCP and the local socket) passes the app's hooks, so one `Draining` covers both.
  */
-import type { ServerResponse } from 'node:http';
+import type { Server, ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { DictionaryMap } from '../core/dictionary-map.ts';
@@ -35,6 +39,8 @@ export interface Draining {
   track(response: ServerResponse, socket: Socket | null): void;
   /** onRequest hook: while draining, answer 503 `shutting_down` instead of running the route. */
   refuse(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void;
+  /** Follow a server's connections, so that those still without a whole request can be cut while draining. */
+  watch(server: Server): void;
 }
 
 declare module 'fastify' {
@@ -60,8 +66,10 @@ const KEY = Symbol('draining key');
 const CONNECTION = Symbol('draining connection');
 type Tracked = ServerResponse & { [KEY]?: string; [CONNECTION]?: Socket | null };
 
-export function createDraining(): Draining {
+export function createDraining(options: { headersTimeoutMs: number }): Draining {
   let active = false;
+  /** The open connections of the watched servers (a Set entry per connection, not per request). */
+  const connections = new Set<Socket>();
   /**
    * Responses not yet complete, in arrival order (keys are a serial). A DictionaryMap, not a Map keyed by the
    * response: an entry comes and goes with every request (src/core/dictionary-map.ts says why that matters).
@@ -80,6 +88,13 @@ export function createDraining(): Draining {
     inFlight.delete(this[KEY]!);
     const socket = this[CONNECTION];
     if (active && socket && !answerDueOn(socket)) endConnection(socket);
+  }
+
+  /** Cut the connections with no answer due: their request's headers did not come whole within the header timeout. */
+  function cutHalfSent(): void {
+    const answering = new Set<Socket>();
+    for (const [, response] of inFlight) if (response[CONNECTION]) answering.add(response[CONNECTION]);
+    for (const socket of connections) if (!answering.has(socket)) socket.destroy();
   }
 
   async function flushed(): Promise<void> {
@@ -102,6 +117,7 @@ export function createDraining(): Draining {
       const lastOn = new Map<Socket | ServerResponse, ServerResponse>();
       for (const [, response] of inFlight) lastOn.set(response[CONNECTION] ?? response, response);
       for (const response of lastOn.values()) if (!response.headersSent) response.setHeader('connection', 'close');
+      if (connections.size > 0) setTimeout(cutHalfSent, options.headersTimeoutMs).unref();
     },
     flushed,
     track(response, socket) {
@@ -112,6 +128,12 @@ export function createDraining(): Draining {
       inFlight.set(tracked[KEY], tracked);
       response.on('close', settled);
       if (active) response.setHeader('connection', 'close');
+    },
+    watch(server) {
+      server.on('connection', (socket: Socket) => {
+        connections.add(socket);
+        socket.once('close', () => connections.delete(socket));
+      });
     },
     refuse(request, reply, done) {
       if (!active) return done();

@@ -52,13 +52,14 @@ interface Setup {
 }
 
 /** svc serve with the live chat-completions provider pointed at a fake upstream, and a long shutdown timeout. */
-async function serveWithUpstream(t: TestContext): Promise<Setup> {
+async function serveWithUpstream(t: TestContext, env: Record<string, string> = {}): Promise<Setup> {
   const dataDir = tempDir(t);
   const upstream = await startFakeUpstream(t);
   const server = await startServe(t, dataDir, {
     CHATCOMP_API_KEY: 'sk-shutdown-test-0000',
     CHATCOMP_BASE_URL: upstream.baseUrl,
     SVC_SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS),
+    ...env,
   });
   return { dataDir, upstream, server };
 }
@@ -346,5 +347,17 @@ test('a request arriving on a kept-alive connection while svc shuts down gets 50
   assert.equal(refused.headers['x-request-id'], 'req-while-closing');
   assert.equal(refused.headers['access-control-allow-origin'], '*');
   assert.equal(refused.headers.connection, 'close');
+  await assertCleanExit(server, sentAt);
+});
+
+test('a connection holding part of a request when SIGTERM comes is cut once the header timeout has passed, and svc exits 0 at once', async (t) => {
+  const { server } = await serveWithUpstream(t, { SVC_HEADERS_TIMEOUT_MS: '1000' });
+  const { socket, hostname, received, closed } = rawConnection(t, server.address);
+  // A whole request first, so the connection is svc's before SIGTERM; then the start of another, never finished.
+  socket.write(`GET /health HTTP/1.1\r\nhost: ${hostname}\r\n\r\n`);
+  await until(() => received().startsWith('HTTP/1.1 200'), 'the first answer');
+  socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: application/json\r\n`);
+  const sentAt = await terminate(server);
+  await closed;
   await assertCleanExit(server, sentAt);
 });
