@@ -7,6 +7,7 @@
  */
 import type { CallSignal } from './call-signal.ts';
 import { newId } from '../core/ids.ts';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../core/json-depth.ts';
 import type { RunUsage } from '../evidence/types.ts';
 import { InvalidToolCallError, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
 import { providerErrorStatus } from './providers/errors.ts';
@@ -119,6 +120,9 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
         } catch {
           throw new InvalidToolCallError(`the input of "${block.name}" is not valid JSON`);
         }
+        // The JSON inside a string escaped the depth bound of the events that carried it, and the answer is hashed,
+        // validated and stored by walks that recurse (a stack overflow, misread as a network failure).
+        if (nestsDeeperThan(input, MAX_JSON_DEPTH)) throw new InvalidToolCallError(`the input of "${block.name}" nests more than ${MAX_JSON_DEPTH} levels deep`);
         block.input = input;
         checkToolUse(this.validated, block, event.index as number);
         const out = [...state.held, event];

@@ -7,6 +7,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import safeRegex from 'safe-regex2';
 import { canonicalJson } from '../core/canonical-json.ts';
 import { invalid } from '../core/errors.ts';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../core/json-depth.ts';
 import type { ChatTool, ChatToolCall } from './providers/types.ts';
 
 /**
@@ -152,6 +153,8 @@ export function compileTools(tools: readonly ChatTool[] | undefined, budget = ne
       } catch {
         return { index, name, message: `the arguments of "${name}" are not valid JSON` };
       }
+      // Bounded like every JSON svc takes from outside (src/core/json-depth.ts): a string escaped the events' bound.
+      if (nestsDeeperThan(args, MAX_JSON_DEPTH)) return { index, name, message: `the arguments of "${name}" nest more than ${MAX_JSON_DEPTH} levels deep` };
       const validate = validators.get(name);
       let valid = true;
       try {

@@ -154,6 +154,30 @@ test('a streamed tool call that does not match its schema is never emitted: the 
   assert.equal(run.error.kind, 'invalid_tool_call');
 });
 
+test('streamed tool-call arguments nested past 128 levels (JSON inside a string) are an invalid tool call, never emitted', async (t) => {
+  const deep = `{"city":"Oslo","extra":${'['.repeat(20_000)}${']'.repeat(20_000)}}`;
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    const base = { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini' };
+    sse(res, [
+      { ...base, choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: 'call_deep', type: 'function', function: { name: 'get_weather', arguments: deep } }] }, finish_reason: null }] },
+      { ...base, choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] },
+    ]);
+  });
+  const { address, app } = await gateway(t, upstream);
+  const response = await fetch(`${address}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'deep arguments' }], tools: [WEATHER_TOOL], stream: true }),
+  });
+  const text = await response.text();
+  assert.doesNotMatch(text, /call_deep/);
+  assert.match(text, /"code":"invalid_tool_call"/);
+  const run = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` })).run;
+  assert.equal(run.status, 'failed');
+  assert.equal(run.error.kind, 'invalid_tool_call');
+  assert.match(run.error.message, /nest more than 128 levels deep/);
+});
+
 test('upstream 429 reaches the client as 429 with retry-after in the chat-completions shape', async (t) => {
   const upstream = await startFakeUpstream(t, (_req, res) =>
     sendJson(res, 429, { error: { message: 'slow down', type: 'rate_limit_error' } }, { 'retry-after': '7' }),

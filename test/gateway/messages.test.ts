@@ -230,6 +230,36 @@ test('live messages stream: an error event before any other is answered with its
   );
 });
 
+test('live messages stream: a tool_use input nested past 128 levels (JSON inside the deltas\' strings) ends the stream with an invalid tool call', async (t) => {
+  const deep = `{"a":${'['.repeat(20_000)}${']'.repeat(20_000)}}`;
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    const [start, , , , , delta, stop] = messageEvents('unused');
+    writeEvents(res, [
+      start!,
+      ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 'toolu_deep', name: 'get_weather', input: {} } }],
+      ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: deep } }],
+      ['content_block_stop', { type: 'content_block_stop', index: 0 }],
+      delta!,
+      stop!,
+    ]);
+    res.end();
+  });
+  const { address, app } = await liveGateway(t, upstream);
+  const response = await fetch(`${address}/v1/messages`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask(), tools: [WEATHER], stream: true }),
+  });
+  const text = await response.text();
+  assert.match(text, /event: error/);
+  assert.doesNotMatch(text, /toolu_deep/);
+  const run = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` })).run;
+  assert.equal(run.status, 'failed');
+  assert.equal(run.error.kind, 'invalid_tool_call');
+  assert.match(run.error.message, /nests more than 128 levels deep/);
+});
+
 test('live messages stream: a client abort reaches the upstream and the run is finalised', async (t) => {
   const upstream = await startFakeUpstream(t, async (_req, res) => {
     startSse(res);
