@@ -17,8 +17,8 @@ import { RUN_CLIENT_TRACE_MAX_BYTES, RUN_TRACE_MAX_EVENTS, type IngestBody, type
 import type { SideEffectRecord } from './side-effects.ts';
 import { pageOf, type Page } from '../core/pagination.ts';
 import type { AuthContext } from '../identity/auth-context.ts';
-import { verifyChain } from './chain.ts';
 import type { FeedbackRecord, RunsRepository } from './repo.ts';
+import { verifyRun } from './run-integrity.ts';
 import type { AttemptRecord, RunFilter, RunRecord, TraceEvent } from './types.ts';
 
 /** Byte budget of one trace page: a page stops before it would exceed this many payload bytes (>= 1 event). */
@@ -459,14 +459,6 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
   }
 
   async function integrityOf(run: RunRecord): Promise<IntegrityView> {
-    {
-      const verdict = verifyChain(run.id, await repo.allEvents(run.id), run.eventCount);
-      if (verdict.ok && verdict.headHash !== run.lastHash) {
-        verdict.ok = false;
-        verdict.brokenAt = verdict.eventCount;
-        verdict.reason = 'the chain head does not match the hash recorded on the run';
-      }
-      return { runId: run.id, ...verdict, checkedAt: toIso(clock.now()) };
-    }
+    return { runId: run.id, ...verifyRun(run, await repo.allEvents(run.id)), checkedAt: toIso(clock.now()) };
   }
 }

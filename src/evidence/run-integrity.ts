@@ -1,0 +1,62 @@
+/**
+ * A run's integrity (`GET /api/v1/runs/:id/integrity`, docs/evidence.md "Integrity"): its trace chain recomputed,
+ * the chain's head matched against the run row, and then the row's outcome matched against the outcome hashed into
+ * the chain. A finished run's closing event (`run.<status>`: ledger.ts `finish`, interrupted.ts) carries its route,
+ * provider, usage, cost, latency and error; the row keeps the same values in columns that lists, savings and exports
+ * read, and nothing hashes those columns. Without this comparison an edit of the data file (`UPDATE runs SET
+ * cost_usd = 0`) left every chain intact and the run verified.
+ */
+import { canonicalJson } from '../core/canonical-json.ts';
+import { verifyChain, type ChainVerdict } from './chain.ts';
+import { RUN_STATUSES, type RunRecord, type RunUsage, type TraceEvent } from './types.ts';
+
+/** The types of the event that closes a run: one per finished status. */
+const CLOSING_TYPES: ReadonlySet<string> = new Set(RUN_STATUSES.filter((status) => status !== 'running').map((status) => `run.${status}`));
+
+type Payload = Record<string, unknown>;
+
+const usageOf = (payload: Payload): Partial<RunUsage> => (payload.usage ?? {}) as Partial<RunUsage>;
+
+/**
+ * The outcome columns of a run row and whether each holds what the closing event hashed. Compared as the row stores
+ * them: `total_tokens` is not a column (the row derives it from the other two, where the event keeps the provider's
+ * figure), and the error is compared as canonical JSON, its key order being no part of it. Numbers are compared
+ * exactly: a cost is a double in the payload's JSON and in the REAL column alike, and each keeps every bit.
+ */
+const OUTCOME_COLUMNS: ReadonlyArray<readonly [column: string, matches: (run: RunRecord, payload: Payload) => boolean]> = [
+  ['route', (run, payload) => (payload.route ?? null) === run.route],
+  ['provider', (run, payload) => (payload.provider ?? null) === run.provider],
+  ['prompt_tokens', (run, payload) => usageOf(payload).promptTokens === run.usage.promptTokens],
+  ['completion_tokens', (run, payload) => usageOf(payload).completionTokens === run.usage.completionTokens],
+  ['cost_usd', (run, payload) => payload.costUsd === run.costUsd],
+  ['latency_ms', (run, payload) => (payload.latencyMs ?? null) === run.latencyMs],
+  ['error_json', (run, payload) => canonicalJson(payload.error ?? null) === canonicalJson(run.error)],
+];
+
+/** Where a run row disagrees with the outcome its verified chain holds, if it does. */
+function outcomeMismatch(run: RunRecord, events: readonly TraceEvent[]): { brokenAt: number; reason: string } | null {
+  // SDK clients cannot append `run.*` events (sdk-events.ts), so a closing event in a verified chain is svc's own.
+  const closing = events.find((event) => CLOSING_TYPES.has(event.type));
+  if (!closing) {
+    // A running run has no outcome yet; a finished one always had its closing event chained with it.
+    if (run.status === 'running') return null;
+    return { brokenAt: events.length + 1, reason: `the run is ${run.status} but its chain holds no closing run.* event` };
+  }
+  const hashed = `hashed ${closing.type} event`;
+  if (closing.type !== `run.${run.status}`) return { brokenAt: closing.seq, reason: `the run's status does not match its ${hashed}` };
+  for (const [column, matches] of OUTCOME_COLUMNS) {
+    if (!matches(run, closing.payload)) return { brokenAt: closing.seq, reason: `the run's ${column} does not match its ${hashed}` };
+  }
+  return null;
+}
+
+/** Verify a run's trace (all its events, in append order) and its row against it. */
+export function verifyRun(run: RunRecord, events: readonly TraceEvent[]): ChainVerdict {
+  const verdict = verifyChain(run.id, events, run.eventCount);
+  if (!verdict.ok) return verdict;
+  if (verdict.headHash !== run.lastHash) {
+    return { ...verdict, ok: false, brokenAt: verdict.eventCount, reason: 'the chain head does not match the hash recorded on the run' };
+  }
+  const mismatch = outcomeMismatch(run, events);
+  return mismatch ? { ...verdict, ok: false, ...mismatch } : verdict;
+}
