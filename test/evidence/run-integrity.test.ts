@@ -1,0 +1,193 @@
+/**
+ * `GET /api/v1/runs/:id/integrity` holds a finished run's row to the outcome hashed into its chain
+ * (src/evidence/run-integrity.ts): an edit of an outcome column in the data file is reported at the closing event,
+ * for runs finished by a request and runs finished at start-up as interrupted; a running run verifies as it stands.
+ */
+import assert from 'node:assert/strict';
+import test, { type TestContext } from 'node:test';
+import type { SqlValue } from '../../src/store/sql.ts';
+import { build, json, type Built } from '../support/build.ts';
+import { completion, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
+
+let counter = 0;
+
+async function chat(built: Built, model = 'gpt-4o-mini') {
+  counter += 1;
+  const payload = { model, messages: [{ role: 'user', content: `integrity ${counter} ${process.hrtime.bigint()}` }] };
+  return built.app.inject({ method: 'POST', url: '/v1/chat/completions', payload });
+}
+
+async function runOf(built: Built, model?: string): Promise<string> {
+  return String((await chat(built, model)).headers['x-svc-run-id']);
+}
+
+const integrity = async (built: Built, runId: string) => json(await built.app.inject({ url: `/api/v1/runs/${runId}/integrity` }));
+
+/** The run's stored trace, oldest first. */
+const eventsOf = async (built: Built, runId: string) =>
+  json(await built.app.inject({ url: `/api/v1/runs/${runId}/events?limit=500` })).events as Array<{ seq: number; type: string; hash: string }>;
+
+/** Edit the run's row in the data file, once its writes are committed (as someone with the file would). */
+async function edit(built: Built, runId: string, assignment: string, params: SqlValue[] = []): Promise<void> {
+  await built.services.store.flush();
+  const changed = await built.services.store.write((sql) => sql.run(`UPDATE runs SET ${assignment} WHERE id = ?`, [...params, runId]).changes);
+  assert.equal(changed, 1, assignment);
+}
+
+/** Assert the run fails integrity at its closing event, `column` named as the field that disagrees. */
+async function assertBrokenAt(built: Built, runId: string, column: string, closingType: string) {
+  const events = await eventsOf(built, runId);
+  const closing = events.find((event) => event.type === closingType);
+  assert.ok(closing, `the run has a ${closingType} event`);
+  const verdict = await integrity(built, runId);
+  assert.equal(verdict.ok, false, `${column}: ${JSON.stringify(verdict)}`);
+  assert.equal(verdict.reason, `the run's ${column} does not match its hashed ${closingType} event`);
+  assert.equal(verdict.brokenAt, closing.seq);
+  assert.equal(verdict.eventCount, events.length, 'the chain itself still verifies to its end');
+  return verdict;
+}
+
+test('a run finished through the gateway verifies; an edit of any outcome column of its row is reported at its run.completed event', async (t) => {
+  const built = await build(t);
+  const untouched = await runOf(built);
+  const verified = await integrity(built, untouched);
+  assert.equal(verified.ok, true, JSON.stringify(verified));
+  assert.equal(verified.reason, null);
+
+  const edits: Array<[column: string, assignment: string]> = [
+    ['cost_usd', 'cost_usd = 0.25'],
+    ['status', "status = 'failed'"],
+    // A finished run passed off as still running: its closing event gives it away.
+    ['status', "status = 'running'"],
+    ['route', "route = 'exact_cache'"],
+    ['provider', "provider = 'chatcomp'"],
+    ['prompt_tokens', 'prompt_tokens = prompt_tokens + 1'],
+    ['completion_tokens', 'completion_tokens = completion_tokens + 1'],
+    ['latency_ms', 'latency_ms = latency_ms + 1'],
+    ['latency_ms', 'latency_ms = NULL'],
+    ['error_json', `error_json = '{"kind":"upstream_error","message":"made up"}'`],
+  ];
+  for (const [column, assignment] of edits) {
+    const runId = await runOf(built);
+    await edit(built, runId, assignment);
+    await assertBrokenAt(built, runId, column, 'run.completed');
+  }
+  assert.equal((await integrity(built, untouched)).ok, true, 'other runs are not affected');
+});
+
+test('the evidence packet carries the same verdict: a run whose cost was edited is not ok there either', async (t) => {
+  const built = await build(t);
+  const runId = await runOf(built);
+  const packetOf = async () => json(await built.app.inject({ url: `/api/v1/runs/${runId}/evidence-packet` }));
+  assert.equal((await packetOf()).integrity.ok, true);
+  await edit(built, runId, 'cost_usd = cost_usd + 1');
+  const verdict = await assertBrokenAt(built, runId, 'cost_usd', 'run.completed');
+  const { integrity: packed } = await packetOf();
+  assert.deepEqual({ ...packed, checkedAt: null }, { ...verdict, checkedAt: null });
+});
+
+test('a failed run verifies with its error; an edited, dropped or hidden error is reported at its run.failed event', async (t) => {
+  const built = await build(t);
+  const failedRun = async () => {
+    const response = await chat(built, 'gpt-4o-mini-mock-5xx');
+    assert.equal(response.statusCode, 502);
+    return String(response.headers['x-svc-run-id']);
+  };
+  const untouched = await failedRun();
+  const { run } = json(await built.app.inject({ url: `/api/v1/runs/${untouched}` }));
+  assert.equal(run.status, 'failed');
+  assert.equal(run.error.kind, 'upstream_error');
+  assert.equal((await integrity(built, untouched)).ok, true);
+
+  const reworded = await failedRun();
+  await edit(built, reworded, 'error_json = ?', [JSON.stringify({ ...run.error, message: 'the client cancelled' })]);
+  await assertBrokenAt(built, reworded, 'error_json', 'run.failed');
+
+  const dropped = await failedRun();
+  await edit(built, dropped, 'error_json = NULL');
+  await assertBrokenAt(built, dropped, 'error_json', 'run.failed');
+
+  const hidden = await failedRun();
+  await edit(built, hidden, "status = 'completed', error_json = NULL");
+  await assertBrokenAt(built, hidden, 'status', 'run.failed');
+});
+
+test('a priced run verifies with its cost as stored, and a cost one ulp off does not', async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) => sendJson(res, 200, completion('priced')));
+  const built = await build(t, { env: { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl } });
+  const runId = await runOf(built);
+  const { run } = json(await built.app.inject({ url: `/api/v1/runs/${runId}` }));
+  assert.equal(run.priced, true);
+  assert.ok(run.costUsd > 0 && !Number.isInteger(run.costUsd * 1e6), `a cost with a fraction of a micro-dollar: ${run.costUsd}`);
+  assert.equal((await integrity(built, runId)).ok, true, 'the REAL column gives back the double that was hashed');
+
+  // The next double above the cost: the comparison is exact, not rounded to some number of digits.
+  const bits = new Float64Array([run.costUsd]);
+  new BigInt64Array(bits.buffer)[0]! += 1n;
+  assert.notEqual(bits[0], run.costUsd);
+  await edit(built, runId, 'cost_usd = ?', [bits[0]!]);
+  await assertBrokenAt(built, runId, 'cost_usd', 'run.completed');
+});
+
+test('a run still running verifies as it stands; once finished its row is held to its run.completed event', async (t) => {
+  // The upstream holds its answer until the test has read the run while it runs.
+  let release: () => void = () => undefined;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  const upstream = await startFakeUpstream(t, async (_req, res) => {
+    await held;
+    sendJson(res, 200, completion('at last'));
+  });
+  t.after(release);
+  const built = await build(t, { env: { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl } });
+  const answered = chat(built);
+  let runId: string | undefined;
+  const deadline = Date.now() + 10_000;
+  while (!runId) {
+    assert.ok(Date.now() < deadline, 'the run is committed as running');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    runId = json(await built.app.inject({ url: '/api/v1/runs?status=running' })).runs[0]?.id;
+  }
+  const running = await integrity(built, runId);
+  assert.equal(running.ok, true, JSON.stringify(running));
+  assert.equal((await eventsOf(built, runId)).some((event) => event.type.startsWith('run.') && event.type !== 'run.started'), false);
+
+  release();
+  assert.equal((await answered).statusCode, 200);
+  assert.equal((await integrity(built, runId)).ok, true);
+  await edit(built, runId, 'prompt_tokens = 0');
+  await assertBrokenAt(built, runId, 'prompt_tokens', 'run.completed');
+});
+
+test('a run finished at start-up as interrupted verifies; an edit of its recorded outcome is reported at its run.failed event', async (t: TestContext) => {
+  const built = await build(t);
+  const { ledger, interruptedRuns, store } = built.services;
+  const start = { tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'gpt-4o-mini', stream: false, requestId: null } as const;
+  // Runs opened and never finished, as a killed process leaves them.
+  const ids = [ledger.start(start).id, ledger.start(start).id, ledger.start(start).id];
+  await store.flush();
+  assert.equal(await interruptedRuns.finish(await interruptedRuns.find()), 3);
+
+  const [untouched, rerouted, cleared] = ids as [string, string, string];
+  const verified = await integrity(built, untouched);
+  assert.equal(verified.ok, true, JSON.stringify(verified));
+  assert.equal((await eventsOf(built, untouched)).at(-1)?.type, 'run.failed');
+
+  await edit(built, rerouted, "route = 'live'");
+  await assertBrokenAt(built, rerouted, 'route', 'run.failed');
+  await edit(built, cleared, 'error_json = NULL');
+  await assertBrokenAt(built, cleared, 'error_json', 'run.failed');
+});
+
+test('a finished run whose closing event was cut off, its head rewritten to the event before, is reported', async (t) => {
+  const built = await build(t);
+  const runId = await runOf(built);
+  const [before, closing] = (await eventsOf(built, runId)).slice(-2);
+  assert.ok(before && closing);
+  assert.equal(closing.type, 'run.completed');
+  await edit(built, runId, 'event_count = ?, last_hash = ?', [before.seq, before.hash]);
+  await built.services.store.write((sql) => sql.run('DELETE FROM run_events WHERE run_id = ? AND seq = ?', [runId, closing.seq]));
+  const verdict = await integrity(built, runId);
+  assert.equal(verdict.ok, false);
+  assert.equal(verdict.reason, 'the run is completed but its chain holds no closing run.* event');
+  assert.equal(verdict.brokenAt, closing.seq, 'where the closing event is missing');
+});
