@@ -5,6 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import test, { type TestContext } from 'node:test';
+import { createRunsService } from '../../src/evidence/service.ts';
+import { createRunsRepository, type RunsRepository } from '../../src/evidence/repo.ts';
+import type { AuthContext } from '../../src/identity/auth-context.ts';
 import type { SqlValue } from '../../src/store/sql.ts';
 import { build, json, type Built } from '../support/build.ts';
 import { completion, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
@@ -190,4 +193,31 @@ test('a finished run whose closing event was cut off, its head rewritten to the 
   assert.equal(verdict.ok, false);
   assert.equal(verdict.reason, 'the run is completed but its chain holds no closing run.* event');
   assert.equal(verdict.brokenAt, closing.seq, 'where the closing event is missing');
+});
+
+test('a trace append committed between integrity\'s two reads (the row, then its events) is not a break: the row is read again', async (t) => {
+  const built = await build(t);
+  const runId = await runOf(built);
+  await built.services.store.flush();
+  const repo = createRunsRepository(built.services.store);
+  let appended = 0;
+  const racing: RunsRepository = {
+    ...repo,
+    async allEvents(id) {
+      if (appended === 0) {
+        // The first read of the events comes after the row was read: an SDK append commits in between.
+        const response = await built.app.inject({ method: 'POST', url: '/api/v1/trace', payload: { runId, type: 'tool.called', payload: { name: 'lookup', args: {}, sideEffectLevel: 0 } } });
+        assert.ok(response.statusCode < 300, response.body);
+        await built.services.store.flush();
+      }
+      appended += 1;
+      return repo.allEvents(id);
+    },
+  };
+  const { clock, ledger, audit } = built.services;
+  const service = createRunsService({ repo: racing, clock, ledger, audit, countTokens: () => 0 });
+  const verdict = await service.integrity({ tenantId: 'default', tenantWide: true, admin: true } as AuthContext, runId);
+  assert.equal(verdict.ok, true, JSON.stringify(verdict));
+  assert.equal(appended, 2, 'the events were read again with the row');
+  assert.equal(verdict.eventCount, (await eventsOf(built, runId)).length);
 });
