@@ -3,6 +3,20 @@
  * fragments are held until the call is complete (the next call index starts, the choice finishes, or the stream
  * ends), validated against the declared tool's schema, and emitted as one whole call. The assembled completion is
  * what the run records and the exact cache stores.
+ *
+ * What the assembled completion keeps of the chunks besides content and tool calls, so that a cache hit answers what
+ * the live client got (docs/gateway.md, "Exact-response cache"):
+ * - a chunk's top-level scalars (`service_tier`, `system_fingerprint`, and fields svc does not know, such as a
+ *   provider name): the last non-null value of each. They repeat on every chunk, so a value is a whole value, never a
+ *   fragment. Objects and arrays (`moderation`, a provider's `citations`) are not kept: how their pieces would merge
+ *   is unknown. `obfuscation` is not kept: it pads one chunk to hide its size and means nothing for the answer.
+ * - a delta's `refusal` text and `annotations` (url citations), concatenated in order, as content is;
+ * - a delta's scalar fields svc does not know (`reasoning_content`): strings concatenated in order (a delta is a
+ *   fragment, as `content` is; the official Python SDK's accumulator merges strings so), numbers and booleans the last
+ *   one (as the Node SDK's `Object.assign` does). Objects and arrays are not kept.
+ * Everything kept is a part of the upstream's stream, so the stream's byte bound (SVC_PROVIDER_MAX_ANSWER_BYTES) bounds
+ * it. A replay repeats the top-level fields on every chunk, so those are bounded further: at most
+ * MAX_EXTRA_CHUNK_FIELDS fields svc does not know, each string at most MAX_CHUNK_FIELD_CHARS characters.
  */
 import type { ChatChunk, ChatCompletion, ChatToolCall, ChatUsage } from './providers/types.ts';
 import { newId } from '../core/ids.ts';
@@ -23,12 +37,54 @@ interface ChoiceState {
   calls: ChatToolCall[];
   pending: PendingCall | null;
   finishReason: string | null;
+  /** The deltas' url citations in order; null until a delta has `annotations`. */
+  annotations: unknown[] | null;
+  /** A delta's scalar fields svc does not know (module comment); null until one comes. */
+  extra: Record<string, unknown> | null;
+}
+
+/** Chunk fields the assembler handles itself, or that describe one chunk only (`obfuscation`): not kept as fields. */
+const ASSEMBLED_CHUNK_FIELDS = new Set(['id', 'object', 'created', 'model', 'choices', 'usage', 'obfuscation']);
+/** Top-level fields of the document, kept whatever MAX_EXTRA_CHUNK_FIELDS says. */
+const DOCUMENTED_CHUNK_FIELDS = new Set(['service_tier', 'system_fingerprint']);
+/** Message fields a replayed stream sends in deltas of their own; the others go out in one delta (`extraDeltaOf`). */
+const REPLAYED_MESSAGE_FIELDS = new Set(['role', 'content', 'refusal', 'tool_calls', 'annotations']);
+
+/**
+ * A replay repeats the top-level fields on every chunk, one chunk per word: these bound what that adds per chunk
+ * (a provider name, a request id or a fingerprint is far shorter), so a cached answer cannot be made to replay as a
+ * stream many times its size.
+ */
+export const MAX_EXTRA_CHUNK_FIELDS = 8;
+export const MAX_CHUNK_FIELD_CHARS = 128;
+
+/** Whether a top-level value is kept and repeated on replayed chunks: a short string, a number or a boolean. */
+function isChunkScalar(value: unknown): value is string | number | boolean {
+  if (typeof value === 'string') return value.length <= MAX_CHUNK_FIELD_CHARS;
+  return typeof value === 'number' || typeof value === 'boolean';
+}
+
+/** Merge one unknown delta field into a choice's kept fields (module comment: strings concatenated, else the last). */
+function keepDeltaField(state: ChoiceState, key: string, value: unknown): void {
+  if (typeof value === 'string') {
+    const extra = (state.extra ??= {});
+    const before = extra[key];
+    extra[key] = typeof before === 'string' ? before + value : value;
+  } else if (typeof value === 'number' || typeof value === 'boolean') {
+    (state.extra ??= {})[key] = value;
+  }
 }
 
 
 export class StreamAssembler {
   private readonly choices = new Map<number, ChoiceState>();
-  private meta: Pick<ChatChunk, 'id' | 'created' | 'model'> & { system_fingerprint?: unknown } | null = null;
+  // The last chunk's id, created and model as plain fields: an object made of them per chunk would be garbage at once.
+  private id = 'chatcmpl-empty';
+  private created: number | null = null;
+  private model = '';
+  /** The top-level scalars kept (module comment); null until a chunk has one. */
+  private fields: Record<string, string | number | boolean> | null = null;
+  private extraFields = 0;
   usage: ChatUsage | null = null;
   /** The choices whose finish_reason came (an index counted once, however often an upstream repeats it). */
   private readonly finishedChoices = new Set<number>();
@@ -37,7 +93,11 @@ export class StreamAssembler {
 
   /** The chunks to send downstream for one upstream chunk. Throws InvalidToolCallError for a bad complete call. */
   accept(chunk: ChatChunk): ChatChunk[] {
-    this.meta = { id: chunk.id, created: chunk.created, model: chunk.model, ...(chunk.system_fingerprint ? { system_fingerprint: chunk.system_fingerprint } : {}) };
+    this.id = chunk.id;
+    this.created = chunk.created;
+    this.model = chunk.model;
+    // A key loop, not `const { id, ..., ...rest } = chunk`: no object made per chunk for the few fields kept.
+    for (const key in chunk) if (!ASSEMBLED_CHUNK_FIELDS.has(key)) this.keepField(key, chunk[key]);
     if (chunk.usage) this.usage = chunk.usage;
     const out: ChatChunk[] = [];
     const passthrough: ChatChunk['choices'] = [];
@@ -61,7 +121,19 @@ export class StreamAssembler {
         state.hasContent = true;
       }
       if (typeof rest.refusal === 'string') state.refusal = (state.refusal ?? '') + rest.refusal;
-      const hasDelta = Object.keys(rest).length > 0;
+      // One loop over the delta's keys both finds the fields to keep and tells whether it has any (no `Object.keys`
+      // array per chunk).
+      let hasDelta = false;
+      for (const key in rest) {
+        hasDelta = true;
+        if (key === 'content' || key === 'refusal' || key === 'role') continue;
+        const value = rest[key];
+        if (key !== 'annotations') keepDeltaField(state, key, value);
+        else if (Array.isArray(value)) {
+          const annotations = (state.annotations ??= []);
+          for (const annotation of value) annotations.push(annotation);
+        }
+      }
       if (choice.finish_reason) {
         if (state.pending) out.push(this.complete(choice.index, state));
         state.finishReason = choice.finish_reason;
@@ -104,34 +176,33 @@ export class StreamAssembler {
 
   /** The whole answer as a `chat.completion` (for the cache and the run). */
   completion(): ChatCompletion {
-    const meta = this.meta ?? { id: 'chatcmpl-empty', created: Math.floor(Date.now() / 1000), model: '' };
-    return {
-      id: meta.id,
+    const completion: ChatCompletion = {
+      id: this.id,
       object: 'chat.completion',
-      created: meta.created,
-      model: meta.model,
-      choices: [...this.choices.entries()]
-        .sort(([a], [b]) => a - b)
-        .map(([index, state]) => ({
-          index,
-          message: {
-            role: 'assistant' as const,
-            content: state.hasContent ? state.content : state.calls.length > 0 ? null : state.content,
-            refusal: state.refusal,
-            ...(state.calls.length > 0 ? { tool_calls: state.calls } : {}),
-          },
-          finish_reason: state.finishReason ?? 'stop',
-          logprobs: null,
-        })),
-      ...(this.usage ? { usage: this.usage } : {}),
-      ...(meta.system_fingerprint ? { system_fingerprint: meta.system_fingerprint } : {}),
+      created: this.created ?? Math.floor(Date.now() / 1000),
+      model: this.model,
+      choices: [...this.choices.entries()].sort(([a], [b]) => a - b).map(([index, state]) => choiceOf(index, state)),
     };
+    if (this.usage) completion.usage = this.usage;
+    if (this.fields) Object.assign(completion, this.fields);
+    return completion;
+  }
+
+  /** Keep a top-level field of a chunk when it is a scalar (module comment); a null keeps the value before it. */
+  private keepField(key: string, value: unknown): void {
+    if (!isChunkScalar(value)) return;
+    const fields = (this.fields ??= {});
+    if (!Object.hasOwn(fields, key) && !DOCUMENTED_CHUNK_FIELDS.has(key)) {
+      if (this.extraFields === MAX_EXTRA_CHUNK_FIELDS) return;
+      this.extraFields += 1;
+    }
+    fields[key] = value;
   }
 
   private state(index: number): ChoiceState {
     let state = this.choices.get(index);
     if (!state) {
-      state = { content: '', refusal: null, hasContent: false, calls: [], pending: null, finishReason: null };
+      state = { content: '', refusal: null, hasContent: false, calls: [], pending: null, finishReason: null, annotations: null, extra: null };
       this.choices.set(index, state);
     }
     return state;
@@ -144,51 +215,104 @@ export class StreamAssembler {
     const problem = this.tools.check(call, pending.index);
     if (problem) throw new InvalidToolCallError(problem.message);
     state.calls.push(call);
-    const meta = this.meta!;
-    return {
-      id: meta.id,
-      object: 'chat.completion.chunk',
-      created: meta.created,
-      model: meta.model,
-      choices: [
-        {
-          index: choiceIndex,
-          delta: { tool_calls: [{ index: pending.index, id: call.id, type: 'function', function: { name: call.function.name, arguments: call.function.arguments } }] },
-          finish_reason: null,
-        },
-      ],
-    };
+    // svc's own chunk carries the top-level fields the upstream's chunks do (`service_tier`, ...), as theirs would.
+    return chunkOf(this.id, this.created!, this.model, this.fields, [
+      {
+        index: choiceIndex,
+        delta: { tool_calls: [{ index: pending.index, id: call.id, type: 'function', function: { name: call.function.name, arguments: call.function.arguments } }] },
+        finish_reason: null,
+      },
+    ]);
   }
+}
+
+/** A choice of the assembled completion: the message with what the deltas carried (module comment). */
+function choiceOf(index: number, state: ChoiceState): ChatCompletion['choices'][number] {
+  const message: ChatCompletion['choices'][number]['message'] = {
+    role: 'assistant',
+    content: state.hasContent ? state.content : state.calls.length > 0 ? null : state.content,
+    refusal: state.refusal,
+  };
+  if (state.calls.length > 0) message.tool_calls = state.calls;
+  if (state.annotations) message.annotations = state.annotations;
+  if (state.extra) Object.assign(message, state.extra);
+  return { index, message, finish_reason: state.finishReason ?? 'stop', logprobs: null };
+}
+
+/**
+ * A chunk written out, not `{ ...base, choices }`: a spread followed by a new key is a slow, promoting path on Node 20
+ * (docs/performance-notes.md, "Object spreads that add keys"). `fields` are the top-level fields every chunk repeats.
+ */
+function chunkOf(id: string, created: number, model: string, fields: Record<string, unknown> | null, choices: ChatChunk['choices']): ChatChunk {
+  const chunk: ChatChunk = { id, object: 'chat.completion.chunk', created, model, choices };
+  return fields ? Object.assign(chunk, fields) : chunk;
+}
+
+/**
+ * The top-level fields of a stored completion that each replayed chunk repeats, as each live chunk carried them: its
+ * scalars besides those of the chunk itself, bounded as the assembler bounds them (a buffered answer was stored whole).
+ */
+function chunkFieldsOf(completion: ChatCompletion): Record<string, unknown> | null {
+  let fields: Record<string, unknown> | null = null;
+  let extra = 0;
+  for (const key in completion) {
+    const value = completion[key];
+    if (ASSEMBLED_CHUNK_FIELDS.has(key) || !isChunkScalar(value)) continue;
+    if (!DOCUMENTED_CHUNK_FIELDS.has(key)) {
+      if (extra === MAX_EXTRA_CHUNK_FIELDS) continue;
+      extra += 1;
+    }
+    (fields ??= {})[key] = value;
+  }
+  return fields;
+}
+
+/**
+ * A stored message's fields that have no delta of their own in a replay (`reasoning_content`, or what a buffered
+ * answer carried, such as `audio`), in one delta: sent whole once, a client that concatenates deltas and one that
+ * keeps the last get the same value.
+ */
+function extraDeltaOf(message: ChatCompletion['choices'][number]['message']): ChatChunk['choices'][number]['delta'] | null {
+  let delta: ChatChunk['choices'][number]['delta'] | null = null;
+  for (const key in message) {
+    // A stored `__proto__` field (JSON.parse makes it an own one) assigned here would set the delta's prototype.
+    if (REPLAYED_MESSAGE_FIELDS.has(key) || key === '__proto__') continue;
+    const value = message[key];
+    if (value !== null && value !== undefined) (delta ??= {})[key] = value;
+  }
+  return delta;
+}
+
+/** Word-sized pieces of a text, as a live stream would arrive. */
+function pieces(text: string): string[] {
+  return text.match(/\S+\s*|\s+/g) ?? [];
 }
 
 /** Replay a stored completion as a stream (a cached streamed answer is served as a stream). */
 export function completionToChunks(completion: ChatCompletion, options: { id: string; created: number; includeUsage: boolean }): ChatChunk[] {
-  // Each chunk written out, not `{ ...base, choices }`: a spread followed by a new key is a slow, promoting path on
-  // Node 20 (docs/performance-notes.md, "Object spreads that add keys").
-  const chunkOf = (choices: ChatChunk['choices']): ChatChunk => ({
-    id: options.id,
-    object: 'chat.completion.chunk',
-    created: options.created,
-    model: completion.model,
-    choices,
-  });
+  const fields = chunkFieldsOf(completion);
+  const chunk = (choices: ChatChunk['choices']): ChatChunk => chunkOf(options.id, options.created, completion.model, fields, choices);
   const chunks: ChatChunk[] = [];
   for (const choice of completion.choices) {
-    chunks.push(chunkOf([{ index: choice.index, delta: { role: 'assistant', content: '' }, finish_reason: null }]));
-    const text = choice.message.content ?? '';
-    // Word-sized pieces, as a live stream would arrive.
-    for (const piece of text.match(/\S+\s*|\s+/g) ?? []) {
-      chunks.push(chunkOf([{ index: choice.index, delta: { content: piece }, finish_reason: null }]));
+    const index = choice.index;
+    const message = choice.message;
+    chunks.push(chunk([{ index, delta: { role: 'assistant', content: '' }, finish_reason: null }]));
+    // Before the content, where a live stream sends reasoning.
+    const extra = extraDeltaOf(message);
+    if (extra) chunks.push(chunk([{ index, delta: extra, finish_reason: null }]));
+    for (const piece of pieces(message.content ?? '')) chunks.push(chunk([{ index, delta: { content: piece }, finish_reason: null }]));
+    for (const piece of pieces(message.refusal ?? '')) chunks.push(chunk([{ index, delta: { refusal: piece }, finish_reason: null }]));
+    for (const [at, call] of (message.tool_calls ?? []).entries()) {
+      chunks.push(chunk([{ index, delta: { tool_calls: [{ index: at, id: call.id, type: 'function', function: { name: call.function.name, arguments: call.function.arguments } }] }, finish_reason: null }]));
     }
-    for (const [index, call] of (choice.message.tool_calls ?? []).entries()) {
-      chunks.push(
-        chunkOf([{ index: choice.index, delta: { tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: call.function.arguments } }] }, finish_reason: null }]),
-      );
+    // All of them in one delta after the text they cite, as a live stream sends them.
+    if (Array.isArray(message.annotations) && message.annotations.length > 0) {
+      chunks.push(chunk([{ index, delta: { annotations: message.annotations }, finish_reason: null }]));
     }
-    chunks.push(chunkOf([{ index: choice.index, delta: {}, finish_reason: choice.finish_reason }]));
+    chunks.push(chunk([{ index, delta: {}, finish_reason: choice.finish_reason }]));
   }
   if (options.includeUsage && completion.usage) {
-    const last = chunkOf([]);
+    const last = chunk([]);
     last.usage = completion.usage;
     chunks.push(last);
   }
