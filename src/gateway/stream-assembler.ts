@@ -228,9 +228,11 @@ export class StreamAssembler {
 
 /** A choice of the assembled completion: the message with what the deltas carried (module comment). */
 function choiceOf(index: number, state: ChoiceState): ChatCompletion['choices'][number] {
+  // No text at all is `null` beside tool calls or a refusal, as in the upstream's buffered answer; '' otherwise.
+  const content = state.hasContent ? state.content : state.calls.length > 0 || state.refusal !== null ? null : state.content;
   const message: ChatCompletion['choices'][number]['message'] = {
     role: 'assistant',
-    content: state.hasContent ? state.content : state.calls.length > 0 ? null : state.content,
+    content,
     refusal: state.refusal,
   };
   if (state.calls.length > 0) message.tool_calls = state.calls;
@@ -296,7 +298,9 @@ export function completionToChunks(completion: ChatCompletion, options: { id: st
   for (const choice of completion.choices) {
     const index = choice.index;
     const message = choice.message;
-    chunks.push(chunk([{ index, delta: { role: 'assistant', content: '' }, finish_reason: null }]));
+    // `content: null` for an answer without text (tool calls, a refusal), as a live stream opens it: '' would make
+    // an assembler's message content ''.
+    chunks.push(chunk([{ index, delta: { role: 'assistant', content: message.content === null ? null : '' }, finish_reason: null }]));
     // Before the content, where a live stream sends reasoning.
     const extra = extraDeltaOf(message);
     if (extra) chunks.push(chunk([{ index, delta: extra, finish_reason: null }]));

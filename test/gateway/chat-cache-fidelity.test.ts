@@ -142,6 +142,7 @@ test('a streamed refusal comes back from the cache as a refusal, buffered and st
   assert.equal(response.headers.get('x-svc-route'), 'exact_cache');
   assert.equal(validateAgainst('CreateChatCompletionResponse', buffered), null);
   assert.equal(buffered.choices[0]!.message.refusal, "I can't help with that.");
+  assert.equal(buffered.choices[0]!.message.content, null, 'no text came, as in a buffered refusal');
   assert.equal(buffered.service_tier, 'default');
 
   const replayed = await collect(await client.chat.completions.create({ ...request, stream: true }));
@@ -153,6 +154,7 @@ test('a streamed refusal comes back from the cache as a refusal, buffered and st
   assert.equal(joined(replayed, 'refusal'), "I can't help with that.");
   const final = await client.chat.completions.stream(request).finalChatCompletion();
   assert.equal(final.choices[0]!.message.refusal, "I can't help with that.");
+  assert.equal(final.choices[0]!.message.content, null);
   assert.equal(upstream.requests.length, 1);
 });
 
