@@ -66,6 +66,7 @@ function isAssembledChunkField(key: string): boolean {
 function isDocumentedChunkField(key: string): boolean {
   return key === 'service_tier' || key === 'system_fingerprint';
 }
+
 /** Message fields a replayed stream sends in deltas of their own; the others go out in one delta (`extraDeltaOf`). */
 const REPLAYED_MESSAGE_FIELDS = new Set(['role', 'content', 'refusal', 'tool_calls', 'annotations']);
 
