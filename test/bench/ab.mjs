@@ -8,7 +8,10 @@
  * alike. Each build's latencies are pooled over its rounds.
  *
  *   node test/bench/ab.mjs --a <other checkout>/bin/svc [--b bin/svc] [--concurrency 1] [--rounds 8] [--seconds 3]
- *       [--warm-seconds 4] [--a-env '{"NAME":"value"}'] [--b-env '{...}'] [--json-out ab.json]
+ *       [--warm-seconds 4] [--a-env '{"NAME":"value"}'] [--b-env '{...}'] [--json-out ab.json] [--stream]
+ *
+ * `--stream`: rounds of `stream: true` requests instead (seconds x 1,000 x concurrency streams a round, after 4,000
+ * streams of warm-up per build), the latency pooled being the time to the first body chunk (the bench's TTFB).
  *
  * Prints each round, then per build: requests, mean, p50 / p80 / p90 / p95 / p99 / p99.9 (ms, the client's view),
  * the share of requests above 1.5 ms and svc's CPU per request (ms). `--a-env` / `--b-env` add environment variables
@@ -17,7 +20,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PINNED, cannon, chatBody, cliOption, comparedBuilds, cpuMs, createClientKey, percentile, round, runPinnedToLoadCpu, startMock, startSvc, stopSvc, summarize } from './lib.mjs';
+import { PINNED, cannon, chatBody, cliOption, comparedBuilds, cpuMs, createClientKey, percentile, round, runPinnedToLoadCpu, startMock, startSvc, stopSvc, streamProbe, summarize } from './lib.mjs';
 
 const argv = process.argv.slice(2);
 const option = (name, fallback) => cliOption(argv, name, fallback);
@@ -44,12 +47,28 @@ function figures(latencies, cpuMsTotal) {
 }
 
 async function main() {
+  /** One round of buffered requests for `seconds`: their latencies. */
+  const bufferedRound = async (side) => {
+    const r = await cannon(side.svc.url, { connections: concurrency, duration: seconds, next: side.next });
+    if (r.non2xx || r.errors || r.timeouts) throw new Error(`${r.non2xx} non-2xx, ${r.errors + r.timeouts} errors through ${side.svc.url}`);
+    return r.latencies;
+  };
+  /** One round of streams: their times to the first body chunk. */
+  const streamRound = async (side) => {
+    const r = await streamProbe(side.svc.url, { concurrency, requests: streamsPerRound, extraHeaders: { authorization: side.authorization } });
+    if (r.failures) throw new Error(`${r.failures} failed streams through ${side.svc.url}: ${r.failureSamples.join(' | ')}`);
+    return r.ttfb;
+  };
   const { bins, envs } = comparedBuilds(argv);
   const concurrency = Number(option('--concurrency', 1));
   const rounds = Number(option('--rounds', 8));
   const seconds = Number(option('--seconds', 3));
   const warmSeconds = Number(option('--warm-seconds', 4));
   const jsonOut = option('--json-out');
+  // Streams instead of buffered requests: each round is a number of streams (about `seconds` worth at c=1), and the
+  // latency pooled is the time to the first body chunk (the bench's TTFB), not to the whole answer.
+  const stream = argv.includes('--stream');
+  const streamsPerRound = Math.round(seconds * 1_000 * concurrency);
 
   const mock = await startMock();
   const sides = {};
@@ -61,25 +80,27 @@ async function main() {
       const svc = await startSvc({ bin: bins[name], mockUrl: mock.url, dataDir, env: envs[name] });
       const authorization = await createClientKey(svc.url);
       const next = () => ({ body: chatBody(), headers: { authorization } });
-      sides[name] = { svc, next, latencies: [], cpuMs: 0 };
+      sides[name] = { svc, next, authorization, latencies: [], cpuMs: 0 };
       await cannon(svc.url, { connections: 8, duration: warmSeconds, next });
       await cannon(svc.url, { connections: concurrency, duration: 2, next });
+      // The stream path's code is compiled over its first few thousand streams (docs/performance-notes.md).
+      if (stream) await streamProbe(svc.url, { concurrency, requests: 4_000, extraHeaders: { authorization } });
     }
     console.log(`A ${bins.A} ${JSON.stringify(envs.A)}\nB ${bins.B} ${JSON.stringify(envs.B)}`);
-    console.log(`concurrency ${concurrency}, ${rounds} rounds of ${seconds} s each, ${PINNED ? 'svc on CPU 0, load + mock on CPU 1' : 'unpinned'}`);
+    const unit = stream ? `${streamsPerRound} streams (TTFB)` : `${seconds} s`;
+    console.log(`concurrency ${concurrency}, ${rounds} rounds of ${unit} each, ${PINNED ? 'svc on CPU 0, load + mock on CPU 1' : 'unpinned'}`);
     for (let i = 0; i < rounds; i++) {
       for (const name of i % 2 === 0 ? ['A', 'B'] : ['B', 'A']) {
         const side = sides[name];
         const before = cpuMs(side.svc.pid);
-        const r = await cannon(side.svc.url, { connections: concurrency, duration: seconds, next: side.next });
-        if (r.non2xx || r.errors || r.timeouts) throw new Error(`round ${i} ${name}: ${r.non2xx} non-2xx, ${r.errors + r.timeouts} errors`);
+        const latencies = stream ? await streamRound(side) : await bufferedRound(side);
         side.cpuMs += cpuMs(side.svc.pid) - before;
-        side.latencies.push(...r.latencies);
-        const f = summarize(r.latencies);
+        side.latencies.push(...latencies);
+        const f = summarize(latencies);
         console.log(`round ${i} ${name}: ${f.count} requests, p50 ${f.p50} p90 ${f.p90} p99 ${f.p99} ms`);
       }
     }
-    const result = { concurrency, rounds, seconds, A: { bin: bins.A, env: envs.A }, B: { bin: bins.B, env: envs.B } };
+    const result = { concurrency, rounds, seconds, stream, A: { bin: bins.A, env: envs.A }, B: { bin: bins.B, env: envs.B } };
     for (const name of ['A', 'B']) {
       Object.assign(result[name], figures(sides[name].latencies, sides[name].cpuMs));
       const f = result[name];
