@@ -453,3 +453,34 @@ test('a stream that fails before its first event fails open to the fallback, or 
     (error: unknown) => error instanceof OpenAI.APIError && error.status === 502,
   );
 });
+
+test('a client that leaves while svc waits for the first event releases the upstream at once, and its run is finalised as aborted', async (t) => {
+  const upstream = await startFakeUpstream(t, async (_req, res) => {
+    startSse(res);
+    // Headers only: svc waits for the first event before answering the client.
+    for (let i = 0; i < 100 && !res.destroyed; i++) await sleep(50);
+    if (!res.destroyed) sse(res, [contentChunk('too late')]);
+  });
+  const { address, app } = await gateway(t, upstream);
+  const controller = new AbortController();
+  const asked = fetch(`${address}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'leave before the first event' }], stream: true }),
+    signal: controller.signal,
+  });
+  while (upstream.requests.length === 0) await sleep(10);
+  controller.abort();
+  await assert.rejects(asked);
+  const closed = await upstream.clientClosed();
+  assert.equal(closed.clientClosed, true);
+  let runs: any[] = [];
+  for (let i = 0; i < 100; i++) {
+    runs = json(await app.inject({ url: '/api/v1/runs?limit=5' })).runs;
+    if (runs.length > 0 && runs[0].status !== 'running') break;
+    await sleep(20);
+  }
+  assert.equal(runs.length, 1);
+  assert.equal(runs[0].status, 'failed');
+  assert.equal(runs[0].error.kind, 'aborted');
+});
