@@ -101,18 +101,10 @@ export function classifyHttpFailure(failure: HttpFailure): ProviderError {
 }
 
 const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT']);
-const NETWORK_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'EPIPE',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'UND_ERR_SOCKET',
-  'UND_ERR_CLOSED',
-  'UND_ERR_DESTROYED',
-]);
+/** No connection could be made. */
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+/** A connection that broke. */
+const NETWORK_CODES = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'UND_ERR_DESTROYED']);
 
 function codeChain(error: unknown): string[] {
   const codes: string[] = [];
@@ -139,8 +131,12 @@ export function classifyThrown(provider: string, error: unknown, clientSignal?: 
   if (codes.some((code) => TIMEOUT_CODES.has(code) || code === 'TimeoutError')) {
     return new ProviderError('timeout', 'the upstream did not answer in time', cause);
   }
-  if (codes.some((code) => NETWORK_CODES.has(code) || code.startsWith('UND_ERR_CONNECT'))) {
+  if (codes.some((code) => UNREACHABLE_CODES.has(code) || code.startsWith('UND_ERR_CONNECT'))) {
     return new ProviderError('network', `could not reach the upstream (${codes[0]})`, cause);
+  }
+  if (codes.some((code) => NETWORK_CODES.has(code))) {
+    // The connection was there and broke (a reset, also after the upstream's status and headers).
+    return new ProviderError('network', `the connection to the upstream failed (${codes[0]})`, cause);
   }
   if (codes.includes('AbortError') || codes.includes('UND_ERR_ABORTED')) {
     return new ProviderError('aborted', 'the upstream call was aborted', cause);

@@ -51,6 +51,10 @@ test('thrown errors classify by undici code, abort and timeout signals', () => {
   const withCode = (code: string) => Object.assign(new Error(code), { code });
   assert.equal(classifyThrown('p', withCode('ECONNREFUSED')).kind, 'network');
   assert.equal(classifyThrown('p', withCode('UND_ERR_SOCKET')).kind, 'network');
+  // Refused or unresolved: never reached. Reset or closed: reached, then broken (also after the upstream's 200).
+  assert.equal(classifyThrown('p', withCode('ENOTFOUND')).message, 'could not reach the upstream (ENOTFOUND)');
+  assert.equal(classifyThrown('p', withCode('ECONNRESET')).message, 'the connection to the upstream failed (ECONNRESET)');
+  assert.equal(classifyThrown('p', withCode('UND_ERR_SOCKET')).message, 'the connection to the upstream failed (UND_ERR_SOCKET)');
   assert.equal(classifyThrown('p', withCode('UND_ERR_HEADERS_TIMEOUT')).kind, 'timeout');
   assert.equal(classifyThrown('p', withCode('UND_ERR_BODY_TIMEOUT')).kind, 'timeout');
   assert.equal(classifyThrown('p', withCode('UND_ERR_CONNECT_TIMEOUT')).kind, 'timeout');
