@@ -354,7 +354,7 @@ function insertReplay(sql: Sql, replay: ReplayRecord): void {
   );
 }
 
-function whereOf(filter: RunFilter, omit?: 'route' | 'status'): { clause: string; params: SqlValue[] } {
+function whereOf(filter: RunFilter, omit?: 'routeAndStatus'): { clause: string; params: SqlValue[] } {
   const parts = ['tenant_id = ?'];
   const params: SqlValue[] = [filter.tenantId];
   const add = (column: string, value: SqlValue | undefined, op = '=') => {
@@ -363,8 +363,10 @@ function whereOf(filter: RunFilter, omit?: 'route' | 'status'): { clause: string
     params.push(value);
   };
   add('app_id', filter.appId ?? undefined);
-  if (omit !== 'route') add('route', filter.route);
-  if (omit !== 'status') add('status', filter.status);
+  if (omit !== 'routeAndStatus') {
+    add('route', filter.route);
+    add('status', filter.status);
+  }
   add('provider', filter.provider);
   add('model', filter.model);
   add('created_at', filter.since, '>=');
@@ -387,11 +389,19 @@ function countsFromRollups(sql: Sql, filter: RunFilter): Pick<RunListResult, 'to
     app ? [filter.tenantId, filter.appId!] : [filter.tenantId],
   )?.n ?? 0;
   if (running > 0) cells.push({ status: 'running', route: '', n: running });
+  return countsOfCells(cells.map((cell) => ({ status: cell.status, route: cell.route === '' ? null : cell.route, n: cell.n })), filter);
+}
+
+/**
+ * Total and route/status facets from run counts per (status, route) cell of the list's other filters: the total
+ * counts the cells both filters match, each facet those the other filter matches (a facet ignores its own filter).
+ */
+function countsOfCells(cells: ReadonlyArray<{ status: string; route: string | null; n: number }>, filter: RunFilter): Pick<RunListResult, 'total' | 'facets'> {
   const facets = { route: {} as Record<string, number>, status: {} as Record<string, number> };
   let total = 0;
   for (const cell of cells) {
     if (cell.n <= 0) continue;
-    const route = cell.route === '' ? null : cell.route;
+    const route = cell.route;
     const routeMatches = filter.route === undefined || filter.route === route;
     const statusMatches = filter.status === undefined || filter.status === cell.status;
     if (routeMatches && statusMatches) total += cell.n;
@@ -662,19 +672,14 @@ export function createRunsRepository(store: Store): RunsRepository {
         if (filter.provider === undefined && filter.model === undefined && filter.since === undefined) {
           return { runs: rows.map(fromRow), ...countsFromRollups(sql, filter) };
         }
-        const total = sql.get<{ n: number }>(`SELECT COUNT(*) AS n FROM runs WHERE ${clause}`, params)?.n ?? 0;
-        const facet = (column: 'route' | 'status') => {
-          const scoped = whereOf(filter, column);
-          const counts: Record<string, number> = {};
-          for (const row of sql.all<{ value: string | null; n: number }>(
-            `SELECT ${column} AS value, COUNT(*) AS n FROM runs WHERE ${scoped.clause} GROUP BY ${column}`,
-            scoped.params,
-          )) {
-            counts[row.value ?? 'unknown'] = row.n;
-          }
-          return counts;
-        };
-        return { runs: rows.map(fromRow), total, facets: { route: facet('route'), status: facet('status') } };
+        // One pass over the matching runs for the total and both facets (a rare model or provider is a scan of the
+        // tenant's runs; three counts made it three).
+        const scoped = whereOf(filter, 'routeAndStatus');
+        const cells = sql.all<{ status: string; route: string | null; n: number }>(
+          `SELECT status, route, COUNT(*) AS n FROM runs WHERE ${scoped.clause} GROUP BY status, route`,
+          scoped.params,
+        );
+        return { runs: rows.map(fromRow), ...countsOfCells(cells, filter) };
       }),
 
     eventsBefore: (runId, options) =>
