@@ -182,10 +182,13 @@ interface OpenedStream {
  * headers, an error event, nothing but comments until the timeout) is a failure of its call like a buffered one's,
  * answered with its own status or failed over to the next provider, instead of a 200 carrying an error event.
  */
-async function openedStream(upstream: AsyncIterable<unknown>): Promise<OpenedStream> {
+async function openedStream(upstream: AsyncIterable<unknown>, provider: Provider): Promise<OpenedStream> {
   const rest = upstream[Symbol.asyncIterator]();
   try {
-    return { first: await rest.next(), rest };
+    const first = await rest.next();
+    // A stream that ended before any event (chat's `data: [DONE]` alone) is no answer at all.
+    if (first.done) throw new ProviderError('bad_response', 'the upstream stream ended before its first event', { provider: provider.name, upstreamStatus: 200 });
+    return { first, rest };
   } catch (thrown) {
     await rest.return?.();
     throw thrown;
@@ -434,7 +437,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
         const startedAt = clock.now();
         try {
           if (adapter.stream) {
-            const upstream = await openedStream(await dispatched(provider, () => adapter.openStream(provider, call.signal)));
+            const upstream = await openedStream(await dispatched(provider, () => adapter.openStream(provider, call.signal)), provider);
             let relayStarted = false;
             // A completed stream's run is recorded (its answer assembled, hashed, cached) once the response has ended
             // (`close`), so that this work follows the stream's last bytes instead of preceding them; by itself on the

@@ -398,42 +398,60 @@ test('a client that leaves before the first event still gets its run finalised a
 });
 
 test('a stream that fails before its first event fails open to the fallback, or answers its own status: never a 200 carrying an error', async (t) => {
-  let primaryFails: 'reset' | 'error-event' = 'reset';
+  // How the primary fails before its first event, and the kind each failure is recorded as.
+  const failures = {
+    reset: 'network',
+    'error-event': 'upstream_error',
+    // `data: [DONE]` alone: a stream that ended without any event.
+    'done-only': 'bad_response',
+    // Chunks the assembler cannot read: the upstream's bad answer (they were TypeErrors recorded as network failures).
+    'null-choice': 'bad_response',
+    'tool-calls-not-array': 'bad_response',
+  } as const;
+  type Failure = keyof typeof failures;
+  let primaryFails: Failure = 'reset';
   const primary = await startFakeUpstream(t, (_req, res) => {
     startSse(res);
+    const base = { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini' };
     if (primaryFails === 'reset') res.socket!.destroy();
-    else res.end(`data: ${JSON.stringify({ error: { message: 'the model is overloaded', type: 'server_error' } })}\n\n`);
+    else if (primaryFails === 'error-event') res.end(`data: ${JSON.stringify({ error: { message: 'the model is overloaded', type: 'server_error' } })}\n\n`);
+    else if (primaryFails === 'done-only') res.end('data: [DONE]\n\n');
+    else if (primaryFails === 'null-choice') res.end(`data: ${JSON.stringify({ ...base, choices: [null] })}\n\ndata: [DONE]\n\n`);
+    else res.end(`data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta: { tool_calls: 5 }, finish_reason: null }] })}\n\ndata: [DONE]\n\n`);
   });
   const secondary = await startFakeUpstream(t, (_req, res) => sse(res, [contentChunk('from the '), { ...contentChunk('fallback'), choices: [{ index: 0, delta: { content: 'fallback' }, finish_reason: 'stop' }] }]));
   const { client, app } = await gateway(t, primary, { CHATCOMP_FALLBACK_API_KEY: 'sk-fallback', CHATCOMP_FALLBACK_BASE_URL: secondary.baseUrl });
-  const { data: stream, response } = await client.chat.completions
-    .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'reset before the first event' }], stream: true })
-    .withResponse();
-  assert.equal(response.status, 200);
-  let text = '';
-  for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
-  assert.equal(text, 'from the fallback');
-  const runId = response.headers.get('x-svc-run-id');
-  let detail: any;
-  for (let i = 0; i < 100; i++) {
-    detail = json(await app.inject({ url: `/api/v1/runs/${runId}` }));
-    if (detail.run.status !== 'running') break;
-    await sleep(20);
+  for (const failure of Object.keys(failures) as Failure[]) {
+    primaryFails = failure;
+    const { data: stream, response } = await client.chat.completions
+      .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: `${failure} before the first event` }], stream: true })
+      .withResponse();
+    assert.equal(response.status, 200, failure);
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+    assert.equal(text, 'from the fallback', failure);
+    const runId = response.headers.get('x-svc-run-id');
+    let detail: any;
+    for (let i = 0; i < 100; i++) {
+      detail = json(await app.inject({ url: `/api/v1/runs/${runId}` }));
+      if (detail.run.status !== 'running') break;
+      await sleep(20);
+    }
+    assert.equal(detail.run.status, 'completed', failure);
+    assert.deepEqual(detail.run.routeExplanation.fallback, { from: 'chatcomp', to: 'chatcomp-fallback', reason: failures[failure] }, failure);
+    assert.deepEqual(
+      detail.attempts.map((attempt: any) => [attempt.provider, attempt.outcome]),
+      [
+        ['chatcomp', 'failed'],
+        ['chatcomp-fallback', 'success'],
+      ],
+      failure,
+    );
   }
-  assert.equal(detail.run.status, 'completed');
-  assert.equal(detail.run.routeExplanation.fallback.from, 'chatcomp');
-  assert.equal(detail.run.routeExplanation.fallback.to, 'chatcomp-fallback');
-  assert.deepEqual(
-    detail.attempts.map((attempt: any) => [attempt.provider, attempt.outcome]),
-    [
-      ['chatcomp', 'failed'],
-      ['chatcomp-fallback', 'success'],
-    ],
-  );
 
   // Alone, the same failures are answered with their status in the chat-completions error shape, the run failed.
   const single = await gateway(t, primary);
-  for (const failure of ['reset', 'error-event'] as const) {
+  for (const failure of Object.keys(failures) as Failure[]) {
     primaryFails = failure;
     const raw = await fetch(`${single.address}/v1/chat/completions`, {
       method: 'POST',
@@ -446,8 +464,10 @@ test('a stream that fails before its first event fails open to the fallback, or 
     assert.equal(validateAgainst('ErrorResponse', body), null, failure);
     const run = json(await single.app.inject({ url: `/api/v1/runs/${raw.headers.get('x-svc-run-id')}` })).run;
     assert.equal(run.status, 'failed', failure);
-    assert.equal(run.error.kind, failure === 'reset' ? 'network' : 'upstream_error', failure);
+    assert.equal(run.error.kind, failures[failure], failure);
+    assert.doesNotMatch(run.error.message, /Cannot read|is not iterable/, failure);
   }
+  primaryFails = 'reset';
   await assert.rejects(
     single.client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'through the SDK' }], stream: true }),
     (error: unknown) => error instanceof OpenAI.APIError && error.status === 502,

@@ -84,6 +84,35 @@ export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/**
+ * A choice's or a tool call's position: a non-negative integer, or absent (some compatible upstreams leave a tool
+ * call's out; the assembler then takes the fragments for one call, as before).
+ */
+function isIndex(value: unknown): boolean {
+  return value === undefined || (Number.isInteger(value) && (value as number) >= 0);
+}
+
+/**
+ * Whether a chunk's `choices` have the shape the stream assembler reads: each an object with an `index` (above), its
+ * `delta` absent or an object, the delta's `tool_calls` absent or an array of objects with an `index`. Anything else
+ * is the upstream's bad answer, not a failure of svc's (`choices: [null]` was a TypeError, recorded as a network
+ * failure with its JavaScript message).
+ */
+function isChunkChoices(choices: unknown): boolean {
+  if (!Array.isArray(choices)) return false;
+  for (const choice of choices) {
+    if (!isObject(choice) || !isIndex(choice.index)) return false;
+    const delta = choice.delta;
+    if (delta === undefined || delta === null) continue;
+    if (!isObject(delta)) return false;
+    const calls = delta.tool_calls;
+    if (calls === undefined || calls === null) continue;
+    if (!Array.isArray(calls)) return false;
+    for (const call of calls) if (!isObject(call) || !isIndex(call.index)) return false;
+  }
+  return true;
+}
+
 function decodeBase64Floats(encoded: string): number[] {
   const bytes = Buffer.from(encoded, 'base64');
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -257,7 +286,7 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
       const message = redactSecrets(upstreamMessage(event.data), secrets) || 'the upstream reported an error mid-stream';
       throw new ProviderError('upstream_error', message, { provider: name, upstreamStatus: 200 });
     }
-    if (!isObject(parsed) || !Array.isArray(parsed.choices)) throw badResponse('an upstream stream event is not a chat completion chunk', 200);
+    if (!isObject(parsed) || !isChunkChoices(parsed.choices)) throw badResponse('an upstream stream event is not a chat completion chunk', 200);
     return parsed as unknown as ChatChunk;
   }
 
