@@ -210,7 +210,8 @@ export class StreamAssembler {
 
   /** Keep a top-level field of a chunk when it is a scalar (module comment); a null keeps the value before it. */
   private keepField(key: string, value: unknown): void {
-    if (!isChunkScalar(value)) return;
+    // `__proto__` (an own key of a parsed chunk) cannot be stored as a field: left to count, it used the budget up.
+    if (key === '__proto__' || !isChunkScalar(value)) return;
     const fields = (this.fields ??= {});
     // Most chunks repeat the values before them.
     if (fields[key] === value) return;

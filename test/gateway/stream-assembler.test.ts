@@ -139,3 +139,16 @@ test('a stored answer replayed as chunks assembles back to the same answer, each
   const { long: _long, moderation: _moderation, ...expected } = stored;
   assert.deepEqual(assembler.completion(), expected);
 });
+
+test('a chunk key `__proto__` is not kept and does not use up the unknown fields a replay repeats', () => {
+  const assembler = new StreamAssembler(compileTools(undefined));
+  for (let i = 0; i < 10; i++) {
+    // JSON.parse makes `__proto__` an own key, as an upstream's chunk has it.
+    assembler.accept(JSON.parse(`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","__proto__":${i},"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null}]}`));
+  }
+  assembler.accept(JSON.parse('{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","provider":"late","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}'));
+  const completion = assembler.completion() as unknown as Record<string, unknown>;
+  assert.equal(completion.provider, 'late');
+  assert.equal(Object.getPrototypeOf(completion), Object.prototype);
+  assert.equal(Object.hasOwn(completion, '__proto__'), false);
+});
