@@ -299,13 +299,14 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
 
     async evidencePacket(auth, id) {
       const run = await find(auth, id);
-      const [events, attempts, sideEffects, feedback, auditRows, integrity, replay] = await Promise.all([
-        repo.allEvents(run.id),
+      // The events once, for the packet and its integrity check (a run's trace may hold 10,000 events).
+      const events = await repo.allEvents(run.id);
+      const [attempts, sideEffects, feedback, auditRows, integrity, replay] = await Promise.all([
         repo.attempts(run.id),
         repo.sideEffects(run.id),
         repo.feedback(run.id),
         audit.aboutTarget(auth, run.id),
-        integrityOf(run),
+        integrityOf(run, events),
         bundleOf(run).catch(() => null),
       ]);
       const chorusEvents = events.filter((event) => event.type.startsWith('chorus.'));
@@ -458,9 +459,10 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
     };
   }
 
-  async function integrityOf(found: RunRecord): Promise<IntegrityView> {
+  /** Verify a run's chain and outcome; `read` its events already read, if they were (they are read otherwise). */
+  async function integrityOf(found: RunRecord, read?: TraceEvent[]): Promise<IntegrityView> {
     let run = found;
-    let events = await repo.allEvents(run.id);
+    let events = read ?? (await repo.allEvents(run.id));
     if (events.length > run.eventCount) {
       // The row and its events are two reads: a commit between them (the run finishing, an SDK trace append) adds
       // events that the row read before it does not count yet. Read both again rather than report a break.
