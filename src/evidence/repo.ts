@@ -665,21 +665,23 @@ export function createRunsRepository(store: Store): RunsRepository {
     list: (filter, page) =>
       store.read((sql) => {
         const { clause, params } = whereOf(filter);
-        const rows = sql.all<RunRow>(
-          `SELECT * FROM runs WHERE ${clause} ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
-          [...params, page.limit, page.offset],
-        );
+        const pageOf = (): RunRecord[] =>
+          sql
+            .all<RunRow>(`SELECT * FROM runs WHERE ${clause} ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`, [...params, page.limit, page.offset])
+            .map(fromRow);
         if (filter.provider === undefined && filter.model === undefined && filter.since === undefined) {
-          return { runs: rows.map(fromRow), ...countsFromRollups(sql, filter) };
+          return { runs: pageOf(), ...countsFromRollups(sql, filter) };
         }
         // One pass over the matching runs for the total and both facets (a rare model or provider is a scan of the
-        // tenant's runs; three counts made it three).
+        // tenant's runs; three counts made it three), and the page only when it holds any: for a model no run has,
+        // the page's query would scan the tenant's runs once more.
         const scoped = whereOf(filter, 'routeAndStatus');
         const cells = sql.all<{ status: string; route: string | null; n: number }>(
           `SELECT status, route, COUNT(*) AS n FROM runs WHERE ${scoped.clause} GROUP BY status, route`,
           scoped.params,
         );
-        return { runs: rows.map(fromRow), ...countsOfCells(cells, filter) };
+        const counts = countsOfCells(cells, filter);
+        return { runs: page.offset < counts.total ? pageOf() : [], ...counts };
       }),
 
     eventsBefore: (runId, options) =>

@@ -361,6 +361,13 @@ test('runs list: filters, facets, pagination; events window paging; unknown and 
     assert.equal(counted.pagination.total, fromRollups.pagination.total, filters);
     assert.deepEqual(counted.facets, fromRollups.facets, filters);
   }
+  // A page past the matching runs, or of a model no run has, is empty; its total is still counted.
+  const pastTheEnd = json(await app.inject({ url: '/api/v1/runs?model=gpt-4o-mini&offset=2', headers: admin }));
+  assert.deepEqual([pastTheEnd.runs, pastTheEnd.pagination.total], [[], 2]);
+  const lastPage = json(await app.inject({ url: '/api/v1/runs?model=gpt-4o-mini&offset=1', headers: admin }));
+  assert.deepEqual([lastPage.runs.length, lastPage.pagination.total], [1, 2]);
+  const noSuchModel = json(await app.inject({ url: '/api/v1/runs?model=no-such-model', headers: admin }));
+  assert.deepEqual([noSuchModel.runs, noSuchModel.pagination.total, noSuchModel.facets], [[], 0, { route: {}, status: {} }]);
   const byModel = json(await app.inject({ url: '/api/v1/runs?model=gpt-4o-mini&status=failed', headers: admin }));
   assert.equal(byModel.pagination.total, 0);
   assert.deepEqual(byModel.facets, { route: {}, status: { completed: 2 } });
