@@ -161,8 +161,8 @@ export async function storageBench(): Promise<Record<string, unknown>> {
     const services = await createServices(config, store);
     const app = await buildApp(services);
     const queries: Record<string, { p50: number; p90: number }> = {};
-    // The last two are not targets: a model filter counts by scanning the tenant's runs (one run in 20 has `model-3`;
-    // a model no run has makes the page's query a scan too), so they say what such a list costs, three times each.
+    // The last two are not targets: a model filter counts by scanning the tenant's runs (one run in 20 has `model-3`,
+    // none the other), so they say what such a list costs, three times each.
     const scans = new Set(['/api/v1/runs?model=model-3', '/api/v1/runs?model=no-such-model']);
     for (const url of ['/api/v1/runs', '/api/v1/runs?status=failed', '/api/v1/savings', '/api/v1/usage', '/api/v1/usage/attribution', ...scans]) {
       const times: number[] = [];
