@@ -151,11 +151,12 @@ interface RelaySteps<Ev> {
  * a hidden class of its own on each call, which keeps the stream's objects alive through scavenges
  * (docs/performance-notes.md, "Generators made per request").
  */
-async function* relayed<Ev>(upstream: OpenedStream, steps: RelaySteps<Ev>): AsyncGenerator<StreamItem<Ev>> {
+async function* relayed<Ev>(upstream: AcceptedStream<Ev>, steps: RelaySteps<Ev>): AsyncGenerator<StreamItem<Ev>> {
   steps.start();
   let completed = false;
   try {
-    for (let next = upstream.first; !next.done; next = await upstream.rest.next()) {
+    for (const out of upstream.firstOut) yield { event: out };
+    for (let next = await upstream.rest.next(); !next.done; next = await upstream.rest.next()) {
       for (const out of steps.accept(next.value)) yield { event: out };
     }
     for (const out of steps.end()) yield { event: out };
@@ -170,9 +171,15 @@ async function* relayed<Ev>(upstream: OpenedStream, steps: RelaySteps<Ev>): Asyn
   }
 }
 
-/** An upstream stream whose first event (or end) has come: that event, and the iterator of the rest. */
+/** An upstream stream whose first event has come: that event, and the iterator of the rest. */
 interface OpenedStream {
   first: IteratorResult<unknown>;
+  rest: AsyncIterator<unknown>;
+}
+
+/** An opened stream whose first event the wire's relay accepted: what to send for it, and the rest. */
+interface AcceptedStream<Ev> {
+  firstOut: Ev[];
   rest: AsyncIterator<unknown>;
 }
 
@@ -437,7 +444,19 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
         const startedAt = clock.now();
         try {
           if (adapter.stream) {
-            const upstream = await openedStream(await dispatched(provider, () => adapter.openStream(provider, call.signal)), provider);
+            const opened = await openedStream(await dispatched(provider, () => adapter.openStream(provider, call.signal)), provider);
+            // The first event passes the wire's relay before the answer is committed to, too: an upstream's failure
+            // event (the responses wire's `response.failed`), or a first event out of the wire's order, is a failure
+            // of this call, failed over or answered with its status like the failures above.
+            const assembler = adapter.newRelay(provider);
+            let firstOut: Ev[];
+            try {
+              firstOut = assembler.accept(opened.first.value);
+            } catch (thrown) {
+              await opened.rest.return?.();
+              throw thrown;
+            }
+            const upstream: AcceptedStream<Ev> = { firstOut, rest: opened.rest };
             let relayStarted = false;
             // A completed stream's run is recorded (its answer assembled, hashed, cached) once the response has ended
             // (`close`), so that this work follows the stream's last bytes instead of preceding them; by itself on the
@@ -447,7 +466,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
               settleCompleted = once(settle);
               setImmediate(settleCompleted);
             };
-            const items = relay(upstream, provider, startedAt, fallback, () => (relayStarted = true), deferSettle);
+            const items = relay(upstream, assembler, provider, startedAt, fallback, () => (relayStarted = true), deferSettle);
             const close = async () => {
               // A generator that never started has not entered its try/finally: step it once so `finally` runs.
               if (!relayStarted) await items.next().catch(() => undefined);
@@ -504,14 +523,14 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
        * one through `deferSettle`).
        */
       function relay(
-        upstream: OpenedStream,
+        upstream: AcceptedStream<Ev>,
+        assembler: StreamRelay<Res, Ev>,
         provider: Provider,
         startedAt: number,
         usedFallback: RouteExplanation['fallback'],
         onStart: () => void,
         deferSettle: (settle: () => void) => void,
       ): AsyncGenerator<StreamItem<Ev>> {
-        const assembler = adapter.newRelay(provider);
         let failure: UpstreamFailure | null = null;
         return relayed(upstream, {
           start: onStart,

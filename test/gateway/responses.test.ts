@@ -173,6 +173,36 @@ test('live responses: a truncated stream and an upstream response.failed end wit
   }
 });
 
+test('live responses: a failure event before any other is answered with its status, not a 200 carrying response.failed', async (t) => {
+  let first: 'failed' | 'error' = 'failed';
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    const [created] = upstreamEvents('unused');
+    if (first === 'failed') {
+      writeEvents(res, [{ type: 'response.failed', sequence_number: 1, response: { ...created!.response, status: 'failed', error: { code: 'server_error', message: 'boom' } } }]);
+    } else writeEvents(res, [{ type: 'error', sequence_number: 1, code: 'server_error', message: 'overloaded' }]);
+    res.end();
+  });
+  const { address, app, client } = await liveGateway(t, upstream);
+  for (const current of ['failed', 'error'] as const) {
+    first = current;
+    const response = await fetch(`${address}/v1/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', input: input(), stream: true }),
+    });
+    assert.equal(response.status, 502, current);
+    const body = await response.json();
+    assert.equal(validateAgainst('ErrorResponse', body), null, current);
+    const run = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` })).run;
+    assert.equal(run.status, 'failed', current);
+  }
+  await assert.rejects(
+    client.responses.create({ model: 'gpt-4o-mini', input: input(), stream: true }),
+    (error: unknown) => error instanceof OpenAI.APIError && error.status === 502,
+  );
+});
+
 test('live responses: a client abort mid-stream reaches the upstream and the run is finalised', async (t) => {
   const upstream = await startFakeUpstream(t, async (_req, res) => {
     startSse(res);
