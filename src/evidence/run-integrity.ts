@@ -1,7 +1,7 @@
 /**
  * A run's integrity (`GET /api/v1/runs/:id/integrity`, docs/evidence.md "Integrity"): its trace chain recomputed,
- * the chain's head matched against the run row, and then the row's outcome matched against the outcome hashed into
- * the chain. A finished run's closing event (`run.<status>`: ledger.ts `finish`, interrupted.ts) carries its route,
+ * the chain's head matched against the run row, and then the row's start and outcome matched against those hashed
+ * into the chain. A finished run's closing event (`run.<status>`: ledger.ts `finish`, interrupted.ts) carries its route,
  * provider, usage, cost, latency and error; the row keeps the same values in columns that lists, savings and exports
  * read, and nothing hashes those columns. Without this comparison an edit of the data file (`UPDATE runs SET
  * cost_usd = 0`) left every chain intact and the run verified.
@@ -33,6 +33,31 @@ const OUTCOME_COLUMNS: ReadonlyArray<readonly [column: string, matches: (run: Ru
   ['error_json', (run, payload) => canonicalJson(payload.error ?? null) === canonicalJson(run.error)],
 ];
 
+/**
+ * The columns a run row is given when it starts, and whether each holds what its `run.started` event hashed (ledger.ts
+ * `start`: every run, gateway or SDK-ingested, opens with it). App, agent and subject are in the payload only when
+ * set, so a missing one stands for none.
+ */
+const START_COLUMNS: ReadonlyArray<readonly [column: string, matches: (run: RunRecord, payload: Payload) => boolean]> = [
+  ['wire', (run, payload) => payload.wire === run.wire],
+  ['model', (run, payload) => payload.model === run.model],
+  ['stream', (run, payload) => payload.stream === run.stream],
+  ['mode', (run, payload) => payload.mode === run.mode],
+  ['app_id', (run, payload) => (payload.appId ?? null) === (run.appId || null)],
+  ['agent', (run, payload) => (payload.agent ?? null) === (run.agent || null)],
+  ['subject', (run, payload) => (payload.subject ?? null) === (run.subject || null)],
+];
+
+/** Where a run row disagrees with the start its verified chain holds, if it does. */
+function startMismatch(run: RunRecord, events: readonly TraceEvent[]): { brokenAt: number; reason: string } | null {
+  const started = events[0];
+  if (!started || started.type !== 'run.started') return { brokenAt: 1, reason: 'the run\'s chain does not open with its run.started event' };
+  for (const [column, matches] of START_COLUMNS) {
+    if (!matches(run, started.payload)) return { brokenAt: started.seq, reason: `the run's ${column} does not match its hashed run.started event` };
+  }
+  return null;
+}
+
 /** Where a run row disagrees with the outcome its verified chain holds, if it does. */
 function outcomeMismatch(run: RunRecord, events: readonly TraceEvent[]): { brokenAt: number; reason: string } | null {
   // SDK clients cannot append `run.*` events (sdk-events.ts), so a closing event in a verified chain is svc's own.
@@ -57,6 +82,6 @@ export function verifyRun(run: RunRecord, events: readonly TraceEvent[]): ChainV
   if (verdict.headHash !== run.lastHash) {
     return { ...verdict, ok: false, brokenAt: verdict.eventCount, reason: 'the chain head does not match the hash recorded on the run' };
   }
-  const mismatch = outcomeMismatch(run, events);
+  const mismatch = startMismatch(run, events) ?? outcomeMismatch(run, events);
   return mismatch ? { ...verdict, ok: false, ...mismatch } : verdict;
 }

@@ -221,3 +221,41 @@ test('a trace append committed between integrity\'s two reads (the row, then its
   assert.equal(appended, 2, 'the events were read again with the row');
   assert.equal(verdict.eventCount, (await eventsOf(built, runId)).length);
 });
+
+test('a run row is held to its hashed run.started event too: an edit of a start column is reported at seq 1; streamed and SDK-ingested runs verify', async (t) => {
+  const built = await build(t);
+  const identity = { 'x-svc-app': 'checkout', 'x-svc-agent': 'planner', 'x-svc-subject': 'user-7' };
+  const identified = async (stream = false) => {
+    counter += 1;
+    const payload = { model: 'gpt-4o-mini', stream, messages: [{ role: 'user', content: `started ${counter} ${process.hrtime.bigint()}` }] };
+    return String((await built.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: identity, payload })).headers['x-svc-run-id']);
+  };
+  const streamed = await identified(true);
+  await built.services.store.flush();
+  assert.equal((await integrity(built, streamed)).ok, true, 'a streamed run');
+  const ingest = await built.app.inject({ method: 'POST', url: '/api/v1/ingest/prompt', headers: { 'x-svc-app': 'notes' }, payload: { source: 'langchain', prompt: 'Summarise.', metadata: { model: 'gpt-4o' } } });
+  assert.ok(ingest.statusCode < 300, ingest.body);
+  const ingested = String(json(ingest).runId);
+  await built.services.store.flush();
+  assert.equal((await integrity(built, ingested)).ok, true, 'an SDK-ingested run');
+
+  const edits: Array<[column: string, assignment: string]> = [
+    ['wire', "wire = 'messages'"],
+    ['model', "model = 'gpt-4o'"],
+    ['stream', 'stream = 1 - stream'],
+    ['mode', "mode = 'observe'"],
+    ['app_id', "app_id = 'other-app'"],
+    ['app_id', 'app_id = NULL'],
+    ['agent', "agent = 'someone-else'"],
+    ['subject', 'subject = NULL'],
+  ];
+  for (const [column, assignment] of edits) {
+    const runId = await identified();
+    assert.equal((await integrity(built, runId)).ok, true, `${column}: before the edit`);
+    await edit(built, runId, assignment);
+    const verdict = await integrity(built, runId);
+    assert.equal(verdict.ok, false, `${column}: ${JSON.stringify(verdict)}`);
+    assert.equal(verdict.reason, `the run's ${column} does not match its hashed run.started event`);
+    assert.equal(verdict.brokenAt, 1);
+  }
+});
