@@ -171,31 +171,27 @@ async function* relayed<Ev>(upstream: AcceptedStream<Ev>, steps: RelaySteps<Ev>)
   }
 }
 
-/** An upstream stream whose first event has come: that event, and the iterator of the rest. */
-interface OpenedStream {
-  first: IteratorResult<unknown>;
-  rest: AsyncIterator<unknown>;
-}
-
-/** An opened stream whose first event the wire's relay accepted: what to send for it, and the rest. */
+/** An upstream stream whose first event the wire's relay accepted: what to send for it, and the iterator of the rest. */
 interface AcceptedStream<Ev> {
   firstOut: Ev[];
   rest: AsyncIterator<unknown>;
 }
 
 /**
- * Wait for a stream's first event before answering with it. The client's headers leave with the first frame, so
- * until then nothing is committed to: a stream that fails before its first event (a reset after the upstream's
- * headers, an error event, nothing but comments until the timeout) is a failure of its call like a buffered one's,
- * answered with its own status or failed over to the next provider, instead of a 200 carrying an error event.
+ * Wait for a stream's first event, and pass it through the wire's relay, before answering with it. The client's
+ * headers leave with the first frame, so until then nothing is committed to: a stream that fails before its first
+ * event (a reset after the upstream's headers, an error event, nothing but comments until the timeout, an end with no
+ * event), or whose first event the relay refuses (the responses wire's `response.failed`, a first event out of the
+ * wire's order), is a failure of its call like a buffered one's, answered with its own status or failed over to the
+ * next provider, instead of a 200 carrying an error event. The upstream is released on any such failure.
  */
-async function openedStream(upstream: AsyncIterable<unknown>, provider: Provider): Promise<OpenedStream> {
+async function acceptedStream<Ev>(upstream: AsyncIterable<unknown>, relay: StreamRelay<unknown, Ev>, provider: Provider): Promise<AcceptedStream<Ev>> {
   const rest = upstream[Symbol.asyncIterator]();
   try {
     const first = await rest.next();
     // A stream that ended before any event (chat's `data: [DONE]` alone) is no answer at all.
     if (first.done) throw new ProviderError('bad_response', 'the upstream stream ended before its first event', { provider: provider.name, upstreamStatus: 200 });
-    return { first, rest };
+    return { firstOut: relay.accept(first.value), rest };
   } catch (thrown) {
     await rest.return?.();
     throw thrown;
@@ -444,19 +440,8 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
         const startedAt = clock.now();
         try {
           if (adapter.stream) {
-            const opened = await openedStream(await dispatched(provider, () => adapter.openStream(provider, call.signal)), provider);
-            // The first event passes the wire's relay before the answer is committed to, too: an upstream's failure
-            // event (the responses wire's `response.failed`), or a first event out of the wire's order, is a failure
-            // of this call, failed over or answered with its status like the failures above.
             const assembler = adapter.newRelay(provider);
-            let firstOut: Ev[];
-            try {
-              firstOut = assembler.accept(opened.first.value);
-            } catch (thrown) {
-              await opened.rest.return?.();
-              throw thrown;
-            }
-            const upstream: AcceptedStream<Ev> = { firstOut, rest: opened.rest };
+            const upstream = await acceptedStream(await dispatched(provider, () => adapter.openStream(provider, call.signal)), assembler, provider);
             let relayStarted = false;
             // A completed stream's run is recorded (its answer assembled, hashed, cached) once the response has ended
             // (`close`), so that this work follows the stream's last bytes instead of preceding them; by itself on the
