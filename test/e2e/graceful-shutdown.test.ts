@@ -168,11 +168,7 @@ function parseRawResponses(text: string): RawResponse[] {
 
 test('SIGTERM with buffered requests in flight on keep-alive connections, TCP and the local socket, answers each, closes its connection and exits 0 at once', async (t) => {
   const { dataDir, upstream, server } = await serveWithUpstream(t);
-  const answers = gate();
-  upstream.handle(async (request, res) => {
-    await answers.pass();
-    sendJson(res, 200, completion(`finished: ${lastUserText(request.body)}`));
-  });
+  const answers = heldAnswers(upstream);
   const agent = new Agent({ keepAlive: true });
   t.after(() => agent.destroy());
   const targets: Target[] = [...Array.from({ length: 8 }, () => ({ address: server.address })), { socketPath: join(dataDir, SOCKET_FILE) }];
@@ -213,6 +209,16 @@ function rawConnection(t: TestContext, address: string) {
   socket.on('data', (chunk: string) => (received += chunk));
   const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
   return { socket, hostname, received: () => received, closed };
+}
+
+/** An upstream whose buffered answers (`finished: <the last user text>`) wait for the gate it returns to open. */
+function heldAnswers(upstream: FakeUpstream): Gate {
+  const answers = gate();
+  upstream.handle(async (request, res) => {
+    await answers.pass();
+    sendJson(res, 200, completion(`finished: ${lastUserText(request.body)}`));
+  });
+  return answers;
 }
 
 /** An upstream stream: a first content delta at once, the rest once `rest` is opened. */
@@ -292,11 +298,7 @@ test('an answer still being written to a slow client when SIGTERM comes arrives 
 
 test('SIGTERM with two pipelined requests in flight on one connection answers both, then closes it', async (t) => {
   const { dataDir, upstream, server } = await serveWithUpstream(t);
-  const answers = gate();
-  upstream.handle(async (request, res) => {
-    await answers.pass();
-    sendJson(res, 200, completion(`finished: ${lastUserText(request.body)}`));
-  });
+  const answers = heldAnswers(upstream);
   const { socket, hostname, received, closed } = rawConnection(t, server.address);
   const ask = (content: string) => chatPost(hostname, { model: 'gpt-4o-mini', messages: [{ role: 'user', content }] });
   socket.write(ask('first') + ask('second'));
