@@ -32,6 +32,17 @@ export function holdsNul(value: unknown): boolean {
   return false;
 }
 
+/**
+ * `text` without the run of `char` it ends with. A loop, not `text.replace(/x+$/, '')`: that expression tries every
+ * position of a run of `char` that does not end the text, quadratic in the run's length (text from outside can be long).
+ */
+export function withoutTrailing(text: string, char: string): string {
+  const code = char.charCodeAt(0);
+  let end = text.length;
+  while (end > 0 && text.charCodeAt(end - 1) === code) end -= 1;
+  return text.slice(0, end);
+}
+
 /** Whether `value` holds no control character and no bidirectional override. */
 export function isPrintableText(value: string): boolean {
   return !UNPRINTABLE.test(value);

@@ -17,6 +17,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { TiktokenBPE } from 'js-tiktoken/lite';
 import { createBpeEncoder, type BpeEncoder } from './tokens-bpe.ts';
+import { withoutTrailing } from '../core/text.ts';
 
 /** The encoding every count uses, whatever the model. */
 export const TOKENIZER_ENCODING = 'o200k_base';
@@ -77,12 +78,8 @@ export function truncateToTokens(text: string, maxTokens: number): string {
   if (maxTokens <= 0) return '';
   const ids = encodeTokens(text);
   if (ids.length <= maxTokens) return text;
-  // Drop a trailing partial UTF-8 sequence that decoding a cut token list can leave behind. Not `/\uFFFD+$/u`: the
-  // regular expression tries every position of a run of U+FFFD that does not end the text, quadratic in its length.
-  const prefix = decodeTokens(ids.slice(0, maxTokens));
-  let end = prefix.length;
-  while (end > 0 && prefix.charCodeAt(end - 1) === 0xfffd) end -= 1;
-  return prefix.slice(0, end);
+  // Drop a trailing partial UTF-8 sequence (U+FFFD) that decoding a cut token list can leave behind.
+  return withoutTrailing(decodeTokens(ids.slice(0, maxTokens)), '\uFFFD');
 }
 
 // Overheads of the chat format (the published counting recipe for the chat-completions family): every message is

@@ -11,6 +11,7 @@ import { promises as dns } from 'node:dns';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { Agent, buildConnector, request } from 'undici';
 import { AppError, isAppError } from '../core/errors.ts';
+import { withoutTrailing } from '../core/text.ts';
 import { bareIp, embeddedIPv4 } from './addresses.ts';
 
 /** A resolver returning every address of a host; injectable so tests need no DNS. */
@@ -79,15 +80,9 @@ function isMetadataAddress(ip: string): boolean {
  * resolver's search domains (`redis`, `metadata`), and no public site lives at one.
  */
 function isInternalName(hostname: string): boolean {
-  const name = withoutTrailingDots(hostname.toLowerCase());
+  // Without the root label's dot(s).
+  const name = withoutTrailing(hostname.toLowerCase(), '.');
   return !name.includes('.') || /(^|\.)(localhost|local|internal|localdomain|home\.arpa)$/.test(name);
-}
-
-/** `name` without its trailing dots (the root label). A loop: `/\.+$/` backtracks over every run of dots, quadratic. */
-function withoutTrailingDots(name: string): string {
-  let end = name.length;
-  while (end > 0 && name.charCodeAt(end - 1) === 0x2e) end--;
-  return name.slice(0, end);
 }
 
 function blocked(host: string): AppError {
