@@ -15,6 +15,19 @@ const CLOSING_TYPES: ReadonlySet<string> = new Set(RUN_STATUSES.filter((status) 
 
 type Payload = Record<string, unknown>;
 
+/** Columns of a run row, each with whether it holds what an event of the run's chain hashed. */
+type HashedColumns = ReadonlyArray<readonly [column: string, matches: (run: RunRecord, payload: Payload) => boolean]>;
+
+type Mismatch = { brokenAt: number; reason: string };
+
+/** The first of `columns` whose value in the row is not what `event` hashed, reported at that event. */
+function columnMismatch(run: RunRecord, event: TraceEvent, columns: HashedColumns): Mismatch | null {
+  for (const [column, matches] of columns) {
+    if (!matches(run, event.payload)) return { brokenAt: event.seq, reason: `the run's ${column} does not match its hashed ${event.type} event` };
+  }
+  return null;
+}
+
 const usageOf = (payload: Payload): Partial<RunUsage> => (payload.usage ?? {}) as Partial<RunUsage>;
 
 /**
@@ -23,7 +36,7 @@ const usageOf = (payload: Payload): Partial<RunUsage> => (payload.usage ?? {}) a
  * figure), and the error is compared as canonical JSON, its key order being no part of it. Numbers are compared
  * exactly: a cost is a double in the payload's JSON and in the REAL column alike, and each keeps every bit.
  */
-const OUTCOME_COLUMNS: ReadonlyArray<readonly [column: string, matches: (run: RunRecord, payload: Payload) => boolean]> = [
+const OUTCOME_COLUMNS: HashedColumns = [
   ['route', (run, payload) => (payload.route ?? null) === run.route],
   ['provider', (run, payload) => (payload.provider ?? null) === run.provider],
   ['prompt_tokens', (run, payload) => usageOf(payload).promptTokens === run.usage.promptTokens],
@@ -38,7 +51,7 @@ const OUTCOME_COLUMNS: ReadonlyArray<readonly [column: string, matches: (run: Ru
  * `start`: every run, gateway or SDK-ingested, opens with it). App, agent and subject are in the payload only when
  * set, so a missing one stands for none.
  */
-const START_COLUMNS: ReadonlyArray<readonly [column: string, matches: (run: RunRecord, payload: Payload) => boolean]> = [
+const START_COLUMNS: HashedColumns = [
   ['wire', (run, payload) => payload.wire === run.wire],
   ['model', (run, payload) => payload.model === run.model],
   ['stream', (run, payload) => payload.stream === run.stream],
@@ -49,17 +62,14 @@ const START_COLUMNS: ReadonlyArray<readonly [column: string, matches: (run: RunR
 ];
 
 /** Where a run row disagrees with the start its verified chain holds, if it does. */
-function startMismatch(run: RunRecord, events: readonly TraceEvent[]): { brokenAt: number; reason: string } | null {
+function startMismatch(run: RunRecord, events: readonly TraceEvent[]): Mismatch | null {
   const started = events[0];
   if (!started || started.type !== 'run.started') return { brokenAt: 1, reason: 'the run\'s chain does not open with its run.started event' };
-  for (const [column, matches] of START_COLUMNS) {
-    if (!matches(run, started.payload)) return { brokenAt: started.seq, reason: `the run's ${column} does not match its hashed run.started event` };
-  }
-  return null;
+  return columnMismatch(run, started, START_COLUMNS);
 }
 
 /** Where a run row disagrees with the outcome its verified chain holds, if it does. */
-function outcomeMismatch(run: RunRecord, events: readonly TraceEvent[]): { brokenAt: number; reason: string } | null {
+function outcomeMismatch(run: RunRecord, events: readonly TraceEvent[]): Mismatch | null {
   // SDK clients cannot append `run.*` events (sdk-events.ts), so a closing event in a verified chain is svc's own.
   const closing = events.find((event) => CLOSING_TYPES.has(event.type));
   if (!closing) {
@@ -67,12 +77,8 @@ function outcomeMismatch(run: RunRecord, events: readonly TraceEvent[]): { broke
     if (run.status === 'running') return null;
     return { brokenAt: events.length + 1, reason: `the run is ${run.status} but its chain holds no closing run.* event` };
   }
-  const hashed = `hashed ${closing.type} event`;
-  if (closing.type !== `run.${run.status}`) return { brokenAt: closing.seq, reason: `the run's status does not match its ${hashed}` };
-  for (const [column, matches] of OUTCOME_COLUMNS) {
-    if (!matches(run, closing.payload)) return { brokenAt: closing.seq, reason: `the run's ${column} does not match its ${hashed}` };
-  }
-  return null;
+  if (closing.type !== `run.${run.status}`) return { brokenAt: closing.seq, reason: `the run's status does not match its hashed ${closing.type} event` };
+  return columnMismatch(run, closing, OUTCOME_COLUMNS);
 }
 
 /** Verify a run's trace (all its events, in append order) and its row against it. */
