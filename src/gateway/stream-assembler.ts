@@ -84,6 +84,30 @@ function isChunkScalar(value: unknown): value is string | number | boolean {
   return typeof value === 'number' || typeof value === 'boolean';
 }
 
+/**
+ * The top-level fields every chunk of an answer repeats (module comment), as the assembler keeps them from the live
+ * chunks and as a replay takes them from a stored answer: short scalars, `service_tier` and `system_fingerprint`
+ * always, at most MAX_EXTRA_CHUNK_FIELDS others, each the last value offered.
+ */
+class ChunkFields {
+  /** null until a field is kept. */
+  values: Record<string, string | number | boolean> | null = null;
+  private extra = 0;
+
+  keep(key: string, value: unknown): void {
+    // `__proto__` (an own key of a parsed chunk) cannot be stored as a field: left to count, it used the budget up.
+    if (key === '__proto__' || isAssembledChunkField(key) || !isChunkScalar(value)) return;
+    const values = (this.values ??= {});
+    // Most chunks repeat the values before them.
+    if (values[key] === value) return;
+    if (!Object.hasOwn(values, key) && !isDocumentedChunkField(key)) {
+      if (this.extra === MAX_EXTRA_CHUNK_FIELDS) return;
+      this.extra += 1;
+    }
+    values[key] = value;
+  }
+}
+
 /** Merge one unknown delta field into a choice's kept fields (module comment: strings concatenated, else the last). */
 function keepDeltaField(state: ChoiceState, key: string, value: unknown): void {
   if (typeof value === 'string') {
@@ -102,9 +126,8 @@ export class StreamAssembler {
   private id = 'chatcmpl-empty';
   private created: number | null = null;
   private model = '';
-  /** The top-level scalars kept (module comment); null until a chunk has one. */
-  private fields: Record<string, string | number | boolean> | null = null;
-  private extraFields = 0;
+  /** The top-level scalars kept (module comment). */
+  private readonly fields = new ChunkFields();
   usage: ChatUsage | null = null;
   /** The choices whose finish_reason came (an index counted once, however often an upstream repeats it). */
   private readonly finishedChoices = new Set<number>();
@@ -117,7 +140,7 @@ export class StreamAssembler {
     this.created = chunk.created;
     this.model = chunk.model;
     // A key loop, not `const { id, ..., ...rest } = chunk`: no object made per chunk for the few fields kept.
-    for (const key in chunk) if (!isAssembledChunkField(key)) this.keepField(key, chunk[key]);
+    for (const key in chunk) this.fields.keep(key, chunk[key]);
     if (chunk.usage) this.usage = chunk.usage;
     const out: ChatChunk[] = [];
     const passthrough: ChatChunk['choices'] = [];
@@ -204,22 +227,8 @@ export class StreamAssembler {
       choices: [...this.choices.entries()].sort(([a], [b]) => a - b).map(([index, state]) => choiceOf(index, state)),
     };
     if (this.usage) completion.usage = this.usage;
-    if (this.fields) Object.assign(completion, this.fields);
+    if (this.fields.values) Object.assign(completion, this.fields.values);
     return completion;
-  }
-
-  /** Keep a top-level field of a chunk when it is a scalar (module comment); a null keeps the value before it. */
-  private keepField(key: string, value: unknown): void {
-    // `__proto__` (an own key of a parsed chunk) cannot be stored as a field: left to count, it used the budget up.
-    if (key === '__proto__' || !isChunkScalar(value)) return;
-    const fields = (this.fields ??= {});
-    // Most chunks repeat the values before them.
-    if (fields[key] === value) return;
-    if (!Object.hasOwn(fields, key) && !isDocumentedChunkField(key)) {
-      if (this.extraFields === MAX_EXTRA_CHUNK_FIELDS) return;
-      this.extraFields += 1;
-    }
-    fields[key] = value;
   }
 
   private state(index: number): ChoiceState {
@@ -239,7 +248,7 @@ export class StreamAssembler {
     if (problem) throw new InvalidToolCallError(problem.message);
     state.calls.push(call);
     // svc's own chunk carries the top-level fields the upstream's chunks do (`service_tier`, ...), as theirs would.
-    return chunkOf(this.id, this.created!, this.model, this.fields, [
+    return chunkOf(this.id, this.created!, this.model, this.fields.values, [
       {
         index: choiceIndex,
         delta: { tool_calls: [{ index: pending.index, id: call.id, type: 'function', function: { name: call.function.name, arguments: call.function.arguments } }] },
@@ -278,18 +287,9 @@ function chunkOf(id: string, created: number, model: string, fields: Record<stri
  * scalars besides those of the chunk itself, bounded as the assembler bounds them (a buffered answer was stored whole).
  */
 function chunkFieldsOf(completion: ChatCompletion): Record<string, unknown> | null {
-  let fields: Record<string, unknown> | null = null;
-  let extra = 0;
-  for (const key in completion) {
-    const value = completion[key];
-    if (isAssembledChunkField(key) || !isChunkScalar(value)) continue;
-    if (!isDocumentedChunkField(key)) {
-      if (extra === MAX_EXTRA_CHUNK_FIELDS) continue;
-      extra += 1;
-    }
-    (fields ??= {})[key] = value;
-  }
-  return fields;
+  const fields = new ChunkFields();
+  for (const key in completion) fields.keep(key, completion[key]);
+  return fields.values;
 }
 
 /**

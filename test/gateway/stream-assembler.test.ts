@@ -152,3 +152,17 @@ test('a chunk key `__proto__` is not kept and does not use up the unknown fields
   assert.equal(Object.getPrototypeOf(completion), Object.prototype);
   assert.equal(Object.hasOwn(completion, '__proto__'), false);
 });
+
+test('a stored answer\'s `__proto__` key does not use up the unknown fields its replayed chunks repeat', () => {
+  const extras = Object.fromEntries(Array.from({ length: MAX_EXTRA_CHUNK_FIELDS }, (_, i) => [`extra_${i}`, i]));
+  // JSON.parse makes `__proto__` an own key, as a stored answer read back has it.
+  const stored = JSON.parse(
+    `{"__proto__":1,${JSON.stringify(extras).slice(1, -1)},"id":"c","object":"chat.completion","created":1,"model":"m",` +
+      '"choices":[{"index":0,"message":{"role":"assistant","content":"hi","refusal":null},"finish_reason":"stop","logprobs":null}]}',
+  ) as ChatCompletion;
+  const chunks = completionToChunks(stored, { id: 'c', created: 1, includeUsage: false });
+  for (const chunk of chunks) {
+    for (const [key, value] of Object.entries(extras)) assert.equal((chunk as unknown as Record<string, unknown>)[key], value, key);
+    assert.equal(Object.getPrototypeOf(chunk), Object.prototype);
+  }
+});
