@@ -99,8 +99,8 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
         // citations belong to the assembled answer too: the cache and the run keep it whole.
         else if (delta.type === 'signature_delta') (state.block as { signature?: string }).signature = ((state.block as { signature?: string }).signature ?? '') + (delta.signature ?? '');
         else if (delta.type === 'citations_delta' && delta.citation !== undefined) {
-          const block = state.block as { citations?: unknown[] | null };
-          block.citations = [...(block.citations ?? []), delta.citation];
+          // Pushed, not copied into a new array per delta (quadratic in the block's citations).
+          ((state.block as { citations?: unknown[] | null }).citations ??= []).push(delta.citation);
         }
         if (state.held) {
           state.held.push(event);

@@ -290,6 +290,30 @@ test('live messages stream: a client abort reaches the upstream and the run is f
   assert.equal(run.error.kind, 'aborted');
 });
 
+test("a streamed text block's citations are kept in order in the assembled answer: a cache hit returns them", async (t) => {
+  const citation = (n: number) => ({ type: 'char_location', cited_text: `quote ${n}`, document_index: 0, document_title: 'Doc', start_char_index: n, end_char_index: n + 5 });
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    const [start, , , , , delta, stop] = messageEvents('unused');
+    writeEvents(res, [
+      start!,
+      ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '', citations: null } }],
+      ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Cited.' } }],
+      ...[1, 2, 3].map((n): [string, unknown] => ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'citations_delta', citation: citation(n) } }]),
+      ['content_block_stop', { type: 'content_block_stop', index: 0 }],
+      delta!,
+      stop!,
+    ]);
+    res.end();
+  });
+  const { client } = await liveGateway(t, upstream);
+  const request = { model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() };
+  await client.messages.stream(request).finalMessage();
+  const hit = await client.messages.create(request);
+  assert.equal(upstream.requests.length, 1, 'the repeat is a cache hit');
+  assert.deepEqual((hit.content[0] as { citations?: unknown }).citations, [citation(1), citation(2), citation(3)]);
+});
+
 test("a streamed thinking block's signature is kept in the assembled answer: a cache hit returns it, buffered and streamed", async (t) => {
   const upstream = await startFakeUpstream(t, (_req, res) => {
     startSse(res);
