@@ -8,7 +8,10 @@
  * alike. Each build's latencies are pooled over its rounds.
  *
  *   node test/bench/ab.mjs --a <other checkout>/bin/svc [--b bin/svc] [--concurrency 1] [--rounds 8] [--seconds 3]
- *       [--warm-seconds 4] [--a-env '{"NAME":"value"}'] [--b-env '{...}'] [--json-out ab.json] [--stream]
+ *       [--warm-seconds 4] [--a-env '{"NAME":"value"}'] [--b-env '{...}'] [--json-out ab.json] [--stream | --cache]
+ *
+ * `--cache`: rounds of exact-cache hits instead (one body per build, sent until its answer is served from the cache,
+ * then repeated), the throughput the bench's exact-cache target measures; each round also prints its hits a second.
  *
  * `--stream`: rounds of `stream: true` requests instead (seconds x 1,000 x concurrency streams a round, after 4,000
  * streams of warm-up per build), the latency pooled being the time to the first body chunk (the bench's TTFB).
@@ -20,7 +23,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PINNED, cannon, chatBody, cliOption, comparedBuilds, cpuMs, createClientKey, percentile, round, runPinnedToLoadCpu, startMock, startSvc, stopSvc, streamProbe, summarize } from './lib.mjs';
+import { PINNED, cannon, chatBody, postJson, cliOption, comparedBuilds, cpuMs, createClientKey, percentile, round, runPinnedToLoadCpu, startMock, startSvc, stopSvc, streamProbe, summarize } from './lib.mjs';
 
 const argv = process.argv.slice(2);
 const option = (name, fallback) => cliOption(argv, name, fallback);
@@ -51,6 +54,7 @@ async function main() {
   const bufferedRound = async (side) => {
     const r = await cannon(side.svc.url, { connections: concurrency, duration: seconds, next: side.next });
     if (r.non2xx || r.errors || r.timeouts) throw new Error(`${r.non2xx} non-2xx, ${r.errors + r.timeouts} errors through ${side.svc.url}`);
+    side.rps.push(Math.round(r.rps));
     return r.latencies;
   };
   /** One round of streams: their times to the first body chunk. */
@@ -68,6 +72,7 @@ async function main() {
   // Streams instead of buffered requests: each round is a number of streams (about `seconds` worth at c=1), and the
   // latency pooled is the time to the first body chunk (the bench's TTFB), not to the whole answer.
   const stream = argv.includes('--stream');
+  const cached = !stream && argv.includes('--cache');
   const streamsPerRound = Math.round(seconds * 1_000 * concurrency);
 
   const mock = await startMock();
@@ -79,15 +84,17 @@ async function main() {
       dirs.push(dataDir);
       const svc = await startSvc({ bin: bins[name], mockUrl: mock.url, dataDir, env: envs[name] });
       const authorization = await createClientKey(svc.url);
-      const next = () => ({ body: chatBody(), headers: { authorization } });
-      sides[name] = { svc, next, authorization, latencies: [], cpuMs: 0 };
+      const repeated = { body: chatBody({ content: `The one cached A/B question (${name}).` }), headers: { authorization } };
+      const next = cached ? () => repeated : () => ({ body: chatBody(), headers: { authorization } });
+      sides[name] = { svc, next, authorization, latencies: [], rps: [], cpuMs: 0 };
+      if (cached) await primeCache(svc.url, repeated);
       await cannon(svc.url, { connections: 8, duration: warmSeconds, next });
       await cannon(svc.url, { connections: concurrency, duration: 2, next });
       // The stream path's code is compiled over its first few thousand streams (docs/performance-notes.md).
       if (stream) await streamProbe(svc.url, { concurrency, requests: 4_000, extraHeaders: { authorization } });
     }
     console.log(`A ${bins.A} ${JSON.stringify(envs.A)}\nB ${bins.B} ${JSON.stringify(envs.B)}`);
-    const unit = stream ? `${streamsPerRound} streams (TTFB)` : `${seconds} s`;
+    const unit = stream ? `${streamsPerRound} streams (TTFB)` : `${seconds} s${cached ? ' of exact-cache hits' : ''}`;
     console.log(`concurrency ${concurrency}, ${rounds} rounds of ${unit} each, ${PINNED ? 'svc on CPU 0, load + mock on CPU 1' : 'unpinned'}`);
     for (let i = 0; i < rounds; i++) {
       for (const name of i % 2 === 0 ? ['A', 'B'] : ['B', 'A']) {
@@ -97,16 +104,19 @@ async function main() {
         side.cpuMs += cpuMs(side.svc.pid) - before;
         side.latencies.push(...latencies);
         const f = summarize(latencies);
-        console.log(`round ${i} ${name}: ${f.count} requests, p50 ${f.p50} p90 ${f.p90} p99 ${f.p99} ms`);
+        const rate = stream ? '' : `, ${side.rps.at(-1)}/s`;
+        console.log(`round ${i} ${name}: ${f.count} requests${rate}, p50 ${f.p50} p90 ${f.p90} p99 ${f.p99} ms`);
       }
     }
-    const result = { concurrency, rounds, seconds, stream, A: { bin: bins.A, env: envs.A }, B: { bin: bins.B, env: envs.B } };
+    const result = { concurrency, rounds, seconds, stream, cached, A: { bin: bins.A, env: envs.A }, B: { bin: bins.B, env: envs.B } };
     for (const name of ['A', 'B']) {
       Object.assign(result[name], figures(sides[name].latencies, sides[name].cpuMs));
+      if (!stream) result[name].rps = Math.round(sides[name].rps.reduce((sum, r) => sum + r, 0) / sides[name].rps.length);
       const f = result[name];
       console.log(
         `${name} pooled: ${f.requests} requests, mean ${f.mean}, p50 ${f.p50}, p80 ${f.p80}, p90 ${f.p90}, p95 ${f.p95}, p99 ${f.p99}, ` +
-          `p99.9 ${f['p99.9']} ms; above 1.5 ms ${f.above1_5msPercent}%; svc CPU ${f.svcCpuMsPerRequest} ms/request`,
+          `p99.9 ${f['p99.9']} ms; above 1.5 ms ${f.above1_5msPercent}%; svc CPU ${f.svcCpuMsPerRequest} ms/request` +
+          (stream ? '' : `; mean rate ${f.rps}/s`),
       );
     }
     if (jsonOut) writeFileSync(jsonOut, `${JSON.stringify(result, null, 2)}\n`);
@@ -115,4 +125,15 @@ async function main() {
     await mock.close();
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Send `request` until svc answers it from the exact cache (the entry may be written by the group commit after the first answer). */
+async function primeCache(url, request) {
+  for (let attempt = 0; attempt < 40; attempt++) {
+    const r = await postJson(url, '/v1/chat/completions', request.body, { 'content-type': 'application/json', ...request.headers });
+    if (r.status !== 200) throw new Error(`cache priming answered ${r.status}: ${r.body.slice(0, 300)}`);
+    if (r.headers['x-svc-route'] === 'exact_cache') return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`a repeated body was never answered from the exact cache through ${url}`);
 }
