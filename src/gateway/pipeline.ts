@@ -17,7 +17,7 @@ import { exactCacheKey, type CacheControls } from './cache-controls.ts';
 import { requestFingerprint } from './fingerprint.ts';
 import { costOf } from './pricing.ts';
 import { classifyThrown, providerErrorToAppError } from './providers/errors.ts';
-import { ProviderError, type Provider, type ProviderRegistry, type Wire } from './providers/types.ts';
+import { ProviderError, type Provider, type ProviderRegistry, type UpstreamEvents, type Wire } from './providers/types.ts';
 import { countTokens } from './tokens.ts';
 
 export const EXACT_CACHE = 'exact_response';
@@ -62,7 +62,7 @@ export interface WireAdapter<Res, Ev> {
   /** Buffered call; validates tool calls against the declared tools (throws InvalidToolCallError). */
   callBuffered(provider: Provider, signal: CallSignal): Promise<Res>;
   usageOf(response: Res): RunUsage | null;
-  openStream(provider: Provider, signal: CallSignal): Promise<AsyncIterable<unknown>>;
+  openStream(provider: Provider, signal: CallSignal): Promise<UpstreamEvents<unknown>>;
   newRelay(provider: Provider): StreamRelay<Res, Ev>;
   /** Whether a completed answer may be stored in the exact cache. */
   cacheable(response: Res): boolean;
@@ -339,9 +339,10 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
        * Start an upstream call, then record its attempt (opening the run first) while the request is on the wire.
        * undici writes a request to a connection it reuses one event-loop turn later, once it has checked the idle
        * socket (a setImmediate), so the recording waits for a turn queued after that one instead of delaying the
-       * write; the call's outcome is seen only after it (the promise returned records first if still needed).
+       * write; the call's outcome is seen only after it (the promise returned records first if still needed). A call
+       * whose recording failed is not served: what it opened is released (`release`, a stream's connection).
        */
-      const dispatched = <T>(provider: Provider, startCall: () => Promise<T>): Promise<T> => {
+      const dispatched = <T>(provider: Provider, startCall: () => Promise<T>, release?: (opened: T) => void): Promise<T> => {
         let pending: Promise<T>;
         try {
           pending = startCall();
@@ -363,7 +364,11 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
         };
         return pending.then(
           (value) => {
-            recorded();
+            record();
+            if (recordingFailed !== null) {
+              release?.(value);
+              throw recordingFailed;
+            }
             return value;
           },
           (error: unknown) => {
@@ -441,7 +446,8 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
         try {
           if (adapter.stream) {
             const assembler = adapter.newRelay(provider);
-            const upstream = await acceptedStream(await dispatched(provider, () => adapter.openStream(provider, call.signal)), assembler, provider);
+            const opened = await dispatched(provider, () => adapter.openStream(provider, call.signal), (unread) => unread.release?.());
+            const upstream = await acceptedStream(opened, assembler, provider);
             let relayStarted = false;
             // A completed stream's run is recorded (its answer assembled, hashed, cached) once the response has ended
             // (`close`), so that this work follows the stream's last bytes instead of preceding them; by itself on the
@@ -474,6 +480,9 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
           setImmediate(settle);
           return { kind: 'json', runId: run.id, route: 'live', provider: provider.name, body: response, settle, recorded: recordedAfter(settle) };
         } catch (thrown) {
+          // The ledger could not record the call: svc's own failure (a 500), not the provider's, and nothing more of
+          // this run can be recorded.
+          if (thrown === recordingFailed) throw thrown;
           const error = upstreamFailureOf(provider, thrown, call.signal);
           const kind = failureKind(error);
           run.attempt({

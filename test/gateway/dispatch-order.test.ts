@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { test } from 'node:test';
 import { build } from '../support/build.ts';
-import { completion, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
+import { completion, contentChunk, sendJson, sleep, startFakeUpstream, startSse } from '../support/fake-upstream.ts';
 
 test('on a reused upstream connection the request headers are written before the run is opened, for buffered and streamed calls', async (t) => {
   const upstream = await startFakeUpstream(t, (request, res) => {
@@ -76,4 +76,36 @@ test('a gateway request asks the ledger to commit a window that fell due before 
     assert.equal(response.statusCode, 200, response.body);
   }
   assert.deepEqual(order, ['ledger asked', 'run opened', 'ledger asked', 'run opened']);
+});
+
+test('a run that cannot be opened fails its call with a 500 and releases the upstream stream it had opened', async (t) => {
+  const upstream = await startFakeUpstream(t, (_request, res) => {
+    // A stream that would go on for a long time: only svc closing the connection ends it.
+    startSse(res);
+    res.write(`data: ${JSON.stringify(contentChunk('first'))}\n\n`);
+  });
+  const { app, services } = await build(t, { env: { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl } });
+  // A real server, not inject(): the client stays connected after its answer, so only svc can end the upstream call.
+  const address = await app.listen({ port: 0, host: '127.0.0.1' });
+  services.ledger.start = () => {
+    throw new Error('the ledger cannot record (a test double)');
+  };
+  const closed = upstream.clientClosed();
+  for (const stream of [true, false]) {
+    const response = await fetch(`${address}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer sk-local-dev', 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: `unrecordable (${stream})` }], stream }),
+    });
+    const body = await response.text();
+    assert.equal(response.status, 500, body);
+    assert.equal(JSON.parse(body).error.type, 'server_error');
+    assert.doesNotMatch(body, /test double/, 'the internal failure is not echoed');
+    if (stream) {
+      const released = await Promise.race([closed.then(() => true), sleep(2_000).then(() => false)]);
+      assert.ok(released, 'the opened upstream stream was released');
+      upstream.handle((_request, res) => sendJson(res, 200, completion('buffered')));
+    }
+  }
+  assert.equal(upstream.requests.length, 2);
 });

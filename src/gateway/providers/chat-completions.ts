@@ -24,11 +24,12 @@ import {
   type ResponseObject,
   type ResponsesRequest,
   type ResponseStreamEvent,
+  type UpstreamEvents,
   type Wire,
 } from './types.ts';
 import { deadlineSignal } from './deadline.ts';
 import { undiciSignal, type CallSignal } from '../call-signal.ts';
-import { firstEventWatch, sseJson } from './sse.ts';
+import { firstEventWatch, releasable, sseJson } from './sse.ts';
 import { EMBEDDINGS_ANSWER_FACTOR, DEFAULT_MAX_ANSWER_BYTES, MAX_ERROR_BODY_BYTES, readAnswer, readLimited, tooLargeMessage } from './bodies.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../core/json-depth.ts';
 
@@ -221,7 +222,7 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
     return parsed as unknown as ChatCompletion;
   }
 
-  async function streamChat(chatRequest: ChatRequest, context: ProviderCallContext): Promise<AsyncIterable<ChatChunk>> {
+  async function streamChat(chatRequest: ChatRequest, context: ProviderCallContext): Promise<UpstreamEvents<ChatChunk>> {
     const streamOptions = isObject(chatRequest.stream_options) ? chatRequest.stream_options : {};
     const body = { ...chatRequest, stream: true, stream_options: { ...streamOptions, include_usage: true } };
     const limits = { headersTimeout: timeouts.streamHeadersMs, bodyTimeout: timeouts.streamIdleMs };
@@ -233,7 +234,7 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
       const message = redactSecrets(upstreamMessage(text), secrets);
       throw badResponse(`expected an event stream, got ${type || 'no content type'}${message ? `: ${message}` : ''}`, response.statusCode);
     }
-    return sseChunks(response.body, context.signal, firstEventWatch(name, timeouts.bufferedMs));
+    return releasable(response.body, sseChunks(response.body, context.signal, firstEventWatch(name, timeouts.bufferedMs)));
   }
 
   /** The SSE body as typed chunks; ends at `[DONE]`, and a body that ends without it is a bad_response. */
@@ -325,7 +326,7 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
     return parsed as unknown as ResponseObject;
   }
 
-  async function streamResponses(responsesRequest: ResponsesRequest, context: ProviderCallContext): Promise<AsyncIterable<ResponseStreamEvent>> {
+  async function streamResponses(responsesRequest: ResponsesRequest, context: ProviderCallContext): Promise<UpstreamEvents<ResponseStreamEvent>> {
     const limits = { headersTimeout: timeouts.streamHeadersMs, bodyTimeout: timeouts.streamIdleMs };
     const response = await post('/responses', 'responses', { ...responsesRequest, stream: true }, context.signal, limits, context.signal);
     const type = contentType(response.headers);

@@ -12,7 +12,7 @@ import { undiciSignal, type CallSignal } from '../call-signal.ts';
 import { classifyHttpFailure, classifyThrown } from './errors.ts';
 import { sseJson } from './sse.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../core/json-depth.ts';
-import { ProviderError, type MessagesRequest, type MessagesResponse, type MessagesStreamEvent, type Provider, type ProviderCallContext, type Wire } from './types.ts';
+import { ProviderError, type MessagesRequest, type MessagesResponse, type MessagesStreamEvent, type Provider, type ProviderCallContext, type UpstreamEvents, type Wire } from './types.ts';
 
 export const DEFAULT_MESSAGES_VERSION = '2023-06-01';
 
@@ -92,7 +92,7 @@ export function createMessagesProvider(options: MessagesProviderOptions): Provid
     return parsed as unknown as MessagesResponse;
   }
 
-  async function streamMessages(body: MessagesRequest, context: ProviderCallContext): Promise<AsyncIterable<MessagesStreamEvent>> {
+  async function streamMessages(body: MessagesRequest, context: ProviderCallContext): Promise<UpstreamEvents<MessagesStreamEvent>> {
     const response = await post({ ...body, stream: true }, context, { headersTimeout: timeouts.streamHeadersMs, bodyTimeout: timeouts.streamIdleMs }, context.signal);
     const type = contentType(response.headers);
     if (!type.includes('text/event-stream')) {

@@ -7,7 +7,7 @@ import type { CallSignal } from '../call-signal.ts';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import type { Dispatcher } from 'undici';
 import { classifyThrown, redactSecrets, upstreamMessage } from './errors.ts';
-import { ProviderError } from './types.ts';
+import { ProviderError, type UpstreamEvents } from './types.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../core/json-depth.ts';
 import { tooLargeMessage } from './bodies.ts';
 
@@ -47,7 +47,22 @@ export function firstEventWatch(provider: string, withinMs: number): (eventsPars
   };
 }
 
-export async function* sseJson<T>(body: Dispatcher.ResponseData['body'], options: SseOptions): AsyncGenerator<T> {
+/** `events`, read from the upstream `body`, with a `release` that closes the body whether or not they were read. */
+export function releasable<T>(body: Dispatcher.ResponseData['body'], events: AsyncGenerator<T>): UpstreamEvents<T> {
+  return {
+    [Symbol.asyncIterator]: () => events,
+    release() {
+      if (!body.destroyed) body.destroy();
+    },
+  };
+}
+
+/** `sseEvents` of the upstream `body`, as a stream the pipeline can release unread. */
+export function sseJson<T>(body: Dispatcher.ResponseData['body'], options: SseOptions): UpstreamEvents<T> {
+  return releasable(body, sseEvents<T>(body, options));
+}
+
+async function* sseEvents<T>(body: Dispatcher.ResponseData['body'], options: SseOptions): AsyncGenerator<T> {
   const pending: EventSourceMessage[] = [];
   const parser = createParser({ onEvent: (event) => pending.push(event) });
   const decoder = new TextDecoder();

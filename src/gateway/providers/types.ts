@@ -196,14 +196,23 @@ export interface Provider {
    * so failures before the first byte may be retried or failed over; errors thrown while iterating happen after the
    * stream started and are never retried. `stream_options.include_usage` is requested so the final chunk has usage.
    */
-  streamChat(request: ChatRequest, context: ProviderCallContext): Promise<AsyncIterable<ChatChunk>>;
+  streamChat(request: ChatRequest, context: ProviderCallContext): Promise<UpstreamEvents<ChatChunk>>;
   embed(request: EmbeddingsRequest, context: ProviderCallContext): Promise<EmbeddingsResult>;
   /** Messages wire, buffered and streamed (same contract as chat: the stream promise settles on upstream headers). */
   messages(request: MessagesRequest, context: ProviderCallContext): Promise<MessagesResponse>;
-  streamMessages(request: MessagesRequest, context: ProviderCallContext): Promise<AsyncIterable<MessagesStreamEvent>>;
+  streamMessages(request: MessagesRequest, context: ProviderCallContext): Promise<UpstreamEvents<MessagesStreamEvent>>;
   /** Responses wire, buffered and streamed. */
   responses(request: ResponsesRequest, context: ProviderCallContext): Promise<ResponseObject>;
-  streamResponses(request: ResponsesRequest, context: ProviderCallContext): Promise<AsyncIterable<ResponseStreamEvent>>;
+  streamResponses(request: ResponsesRequest, context: ProviderCallContext): Promise<UpstreamEvents<ResponseStreamEvent>>;
+}
+
+/**
+ * An upstream's accepted stream. Reading it to its end, or stopping a started read, releases the upstream connection
+ * (the reader's `finally`); `release` does so for a stream nobody will read, which an async generator's `return()`
+ * cannot (a generator that never started skips its `finally`). Streams holding no connection (the mock's) have none.
+ */
+export interface UpstreamEvents<T> extends AsyncIterable<T> {
+  release?(): void;
 }
 
 /** How an upstream failure is classified, in one place (providers/errors.ts). */
