@@ -77,6 +77,7 @@ const envSchema = z.object({
   MESSAGES_BASE_URL: optionalString,
 
   SVC_GATEWAY_BODY_LIMIT_BYTES: int(32 * MiB, 1024, 1024 * MiB),
+  SVC_GATEWAY_INFLIGHT_BODY_BYTES: int(256 * MiB, 1024, 64 * 1024 * MiB),
   SVC_API_BODY_LIMIT_BYTES: int(1 * MiB, 1024, 256 * MiB),
   SVC_RATE_LIMIT_API_PER_MINUTE: int(600, 1, 10_000_000),
   SVC_RATE_LIMIT_GATEWAY_PER_MINUTE: int(3000, 1, 10_000_000),
@@ -145,6 +146,8 @@ export interface Config {
   };
   limits: {
     gatewayBodyBytes: number;
+    /** The request bodies of gateway calls in progress, in total (src/http/body-budget.ts). */
+    gatewayInflightBodyBytes: number;
     apiBodyBytes: number;
     apiRatePerMinute: number;
     gatewayRatePerMinute: number;
@@ -266,6 +269,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
     },
     limits: {
       gatewayBodyBytes: e.SVC_GATEWAY_BODY_LIMIT_BYTES,
+      gatewayInflightBodyBytes: e.SVC_GATEWAY_INFLIGHT_BODY_BYTES,
       apiBodyBytes: e.SVC_API_BODY_LIMIT_BYTES,
       apiRatePerMinute: e.SVC_RATE_LIMIT_API_PER_MINUTE,
       gatewayRatePerMinute: e.SVC_RATE_LIMIT_GATEWAY_PER_MINUTE,

@@ -55,6 +55,7 @@ export const ERROR_CATALOGUE = {
   upstream_rejected: { status: 400, message: 'The upstream model provider rejected the request.' },
   upstream_timeout: { status: 504, message: 'The upstream model provider did not answer in time.' },
   unavailable: { status: 503, message: 'The service is temporarily unavailable.' },
+  busy: { status: 503, message: 'svc holds as many request bodies in progress as SVC_GATEWAY_INFLIGHT_BODY_BYTES allows; retry shortly.' },
   shutting_down: { status: 503, message: 'The server is shutting down; retry the request on another instance or once it is back.' },
   email_delivery_failed: { status: 503, message: 'The e-mail could not be delivered; try again shortly.' },
 } as const satisfies Record<string, CatalogueEntry>;

@@ -25,6 +25,7 @@ import { modelsRoutes } from '../gateway/wires/models.ts';
 import { renderError, surfaceOfUrl } from './error-shapes.ts';
 import { createAuthFailureLimiter } from './auth-failures.ts';
 import { answerClientError } from './client-errors.ts';
+import { createBodyBudget } from './body-budget.ts';
 import { createDraining } from './draining.ts';
 import { installJsonBodyParser } from './json-body.ts';
 import { installErrorHandler, registerSurface } from './surface.ts';
@@ -173,6 +174,10 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
         authFailures,
         acceptApiKeyHeader: (request) => surfaceOfUrl(request.url) === 'messages',
       });
+      // After identity and rate limits: a caller refused by those holds nothing, and their answers read no body.
+      const bodies = createBodyBudget(limits.gatewayInflightBodyBytes);
+      gateway.addHook('onRequest', (request, reply, done) => done(bodies.admit(request, reply)));
+      gateway.addHook('preParsing', (request, reply, payload, done) => done(null, bodies.counted(request, reply, payload)));
       await gateway.register(modelsRoutes());
       await gateway.register(embeddingsRoutes(services.embeddings));
       await gateway.register(chatCompletionsRoutes({ gateway: services.gateway, clock: services.clock, appBaseUrl: config.accounts.appBaseUrl }));
