@@ -175,7 +175,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
         acceptApiKeyHeader: (request) => surfaceOfUrl(request.url) === 'messages',
       });
       // After identity and rate limits: a caller refused by those holds nothing, and their answers read no body.
-      const bodies = createBodyBudget(limits.gatewayInflightBodyBytes);
+      const bodies = createBodyBudget({ budgetBytes: limits.gatewayInflightBodyBytes, bodyLimitBytes: limits.gatewayBodyBytes });
       gateway.addHook('onRequest', (request, reply, done) => done(bodies.admit(request, reply)));
       gateway.addHook('preParsing', (request, reply, payload, done) => done(null, bodies.counted(request, reply, payload)));
       await gateway.register(modelsRoutes());

@@ -85,15 +85,26 @@ test('a body that would take the bodies in progress past the budget is refused w
   assert.deepEqual(JSON.parse(messages.body).type, 'error');
   assert.equal(JSON.parse(messages.body).error.type, 'overloaded_error');
 
-  // A small body still fits beside the held one.
-  assert.equal((await post(chatBodyOf(2 * KiB))).status, 200);
+  // A second large body that fits is held beside the first: 1000 of the 1024 KiB.
+  const second = chatBodyOf(300 * KiB);
+  const other = begin('/v1/chat/completions', { 'content-length': second.length });
+  other.req.write(second.subarray(0, 1000));
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  // A small body (at most 64 KiB) is never counted nor refused, however full the budget.
+  assert.equal((await post(chatBodyOf(60 * KiB))).status, 200);
+  // A body declared past the body limit is the limit's 413, not the budget's 503.
+  const oversized = begin('/v1/chat/completions', { 'content-length': 33 * 1024 * KiB });
+  oversized.req.write('{');
+  assert.equal((await oversized.answer).status, 413);
 
+  other.req.end(second.subarray(1000));
+  assert.equal((await other.answer).status, 200);
   slow.req.end(held.subarray(held.length / 2));
   assert.equal((await slow.answer).status, 200);
   // Released when its response closed: the refused size passes now.
   assert.equal((await post(chatBodyOf(400 * KiB))).status, 200);
-  // The refused calls reached no upstream: the small one, the slow one and the retried one did.
-  assert.equal(upstream.requests.length, 3);
+  // The refused calls reached no upstream: the small one, the two held ones and the retried one did.
+  assert.equal(upstream.requests.length, 4);
 });
 
 test('one call passes whatever its size when no other body is held', async (t) => {
