@@ -22,8 +22,6 @@ import { AppError } from '../core/errors.ts';
 export const SMALL_BODY_BYTES = 64 * 1024;
 
 export interface BodyBudget {
-  /** Bytes of the bodies held now. */
-  readonly heldBytes: number;
   /** onRequest: hold a declared body, or the error refusing the call. */
   admit(request: FastifyRequest, reply: FastifyReply): AppError | undefined;
   /** preParsing: a chunked body, counted as it arrives (a declared one as it is). */
@@ -50,10 +48,6 @@ export function createBodyBudget(limits: { budgetBytes: number; bodyLimitBytes: 
   };
 
   return {
-    get heldBytes() {
-      return held;
-    },
-
     admit(request, reply) {
       const declared = request.headers['content-length'];
       if (declared === undefined) return undefined;
