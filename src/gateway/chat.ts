@@ -23,6 +23,12 @@ function usageOf(usage: ChatCompletion['usage'] | null | undefined): RunUsage | 
   return { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, totalTokens: usage.total_tokens };
 }
 
+/**
+ * The streamed answers whose assembly could not keep what the live client got (StreamAssembler `storable`): not
+ * stored in the exact cache. Weak: an answer leaves it when the request that made it is done with it.
+ */
+const unstorable = new WeakSet<ChatCompletion>();
+
 /** A chat stream relayed and assembled (a class: its getters live on the prototype, not on each stream's object). */
 class ChatRelay implements StreamRelay<ChatCompletion, ChatStreamEvent> {
   constructor(
@@ -51,7 +57,9 @@ class ChatRelay implements StreamRelay<ChatCompletion, ChatStreamEvent> {
   }
 
   result(): ChatCompletion {
-    return this.assembler.completion();
+    const completion = this.assembler.completion();
+    if (!this.assembler.storable) unstorable.add(completion);
+    return completion;
   }
 }
 
@@ -92,9 +100,11 @@ export function chatAdapter(chat: ValidatedChat, now: () => number): WireAdapter
     newRelay: (provider) => new ChatRelay(new StreamAssembler(chat.tools), provider.name),
 
     // Log probabilities are not kept by the stream assembler nor replayed as chunks, so an answer asked with them is
-    // not stored: a hit would answer `logprobs: null`.
+    // not stored: a hit would answer `logprobs: null`. Nor is a streamed answer the assembler could not keep whole.
     cacheable: (completion) =>
-      request.logprobs !== true && completion.choices.every((choice) => ['stop', 'tool_calls', 'length'].includes(choice.finish_reason)),
+      request.logprobs !== true &&
+      !unstorable.has(completion) &&
+      completion.choices.every((choice) => ['stop', 'tool_calls', 'length'].includes(choice.finish_reason)),
 
     fromCache: (stored) => ({ ...stored, id: newId('chatcmpl').replace('_', '-'), created: Math.floor(now() / 1000) }),
 

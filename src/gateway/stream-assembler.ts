@@ -5,18 +5,23 @@
  * what the run records and the exact cache stores.
  *
  * What the assembled completion keeps of the chunks besides content and tool calls, so that a cache hit answers what
- * the live client got (docs/gateway.md, "Exact-response cache"):
- * - a chunk's top-level scalars (`service_tier`, `system_fingerprint`, and fields svc does not know, such as a
- *   provider name): the last non-null value of each. They repeat on every chunk, so a value is a whole value, never a
- *   fragment. Objects and arrays (`moderation`, a provider's `citations`) are not kept: how their pieces would merge
- *   is unknown. `obfuscation` is not kept: it pads one chunk to hide its size and means nothing for the answer.
+ * the live client got (docs/gateway.md, "Exact-response cache"). What the client got is what the official Node SDK's
+ * accumulator (`ChatCompletionStream`, whose `finalChatCompletion()` merges the chunks) makes of the live stream; an
+ * answer whose fields cannot be kept so is not stored (`storable`), rather than stored other than it came:
+ * - a chunk's top-level fields (`service_tier`, `system_fingerprint`, Azure's `prompt_filter_results`, a provider's
+ *   `citations` or name, `moderation`): the last non-null value of each, whole, as the SDK's `Object.assign` keeps
+ *   it (an array is not joined with the one before it). `obfuscation` is not kept: it pads one chunk to hide its size
+ *   and means nothing for the answer.
  * - a delta's `refusal` text and `annotations` (url citations), concatenated in order, as content is;
  * - a delta's scalar fields svc does not know (`reasoning_content`): strings concatenated in order (a delta is a
  *   fragment, as `content` is; the official Python SDK's accumulator merges strings so), numbers and booleans the last
  *   one (as the Node SDK's `Object.assign` does). Objects and arrays are not kept.
  * Everything kept is a part of the upstream's stream, so the stream's byte bound (SVC_PROVIDER_MAX_ANSWER_BYTES) bounds
- * it. A replay repeats the top-level fields on every chunk, so those are bounded further: at most
- * MAX_EXTRA_CHUNK_FIELDS fields svc does not know, each string at most MAX_CHUNK_FIELD_CHARS characters.
+ * it. A replay repeats the top-level fields that are short scalars on every chunk, as the live chunks carry them, so
+ * those are bounded further: MAX_EXTRA_CHUNK_FIELDS fields svc does not know, each string at most
+ * MAX_CHUNK_FIELD_CHARS characters. The other top-level fields (objects, arrays, longer strings, further scalars) go
+ * once, on a replay's first chunk, and are bounded in size (MAX_WHOLE_FIELD_CHARS each, MAX_WHOLE_FIELDS_CHARS in
+ * all); an answer over a bound is not stored.
  */
 import type { ChatChunk, ChatCompletion, ChatToolCall, ChatUsage } from './providers/types.ts';
 import { newId } from '../core/ids.ts';
@@ -78,34 +83,70 @@ const REPLAYED_MESSAGE_FIELDS = new Set(['role', 'content', 'refusal', 'tool_cal
 export const MAX_EXTRA_CHUNK_FIELDS = 8;
 export const MAX_CHUNK_FIELD_CHARS = 128;
 
-/** Whether a top-level value is kept and repeated on replayed chunks: a short string, a number or a boolean. */
+/**
+ * The bounds of the fields kept whole that a replay sends once (module comment), in characters of their JSON: each
+ * field (its name and value), and all of them together. Azure's filter results are about a kilobyte, a search
+ * provider's citations a few; an answer with more is not stored, rather than stored without them.
+ */
+export const MAX_WHOLE_FIELD_CHARS = 16 * 1024;
+export const MAX_WHOLE_FIELDS_CHARS = 64 * 1024;
+
+/** Whether a top-level value is repeated on replayed chunks: a short string, a number or a boolean. */
 function isChunkScalar(value: unknown): value is string | number | boolean {
   if (typeof value === 'string') return value.length <= MAX_CHUNK_FIELD_CHARS;
   return typeof value === 'number' || typeof value === 'boolean';
 }
 
 /**
- * The top-level fields every chunk of an answer repeats (module comment), as the assembler keeps them from the live
- * chunks and as a replay takes them from a stored answer: short scalars, `service_tier` and `system_fingerprint`
- * always, at most MAX_EXTRA_CHUNK_FIELDS others, each the last value offered.
+ * The top-level fields of an answer (module comment), as the assembler keeps them from the live chunks and as a replay
+ * takes them from a stored answer: the last non-null value of each, split into the short scalars every replayed chunk
+ * repeats (`service_tier` and `system_fingerprint` always, at most MAX_EXTRA_CHUNK_FIELDS others) and the rest, which
+ * a replay sends once.
  */
 class ChunkFields {
-  /** null until a field is kept. */
+  /** The fields every replayed chunk repeats; null until one is kept. */
   values: Record<string, string | number | boolean> | null = null;
+  /** The fields a replay sends once, on its first chunk (objects, arrays, longer strings); null until one is kept. */
+  once: Record<string, unknown> | null = null;
   private extra = 0;
 
   keep(key: string, value: unknown): void {
-    // `__proto__` (an own key of a parsed chunk) cannot be stored as a field: left to count, it used the budget up.
-    if (key === '__proto__' || isAssembledChunkField(key) || !isChunkScalar(value)) return;
-    const values = (this.values ??= {});
+    // `__proto__` (an own key of a parsed chunk) cannot be stored as a field: assigned, it would set the prototype.
+    if (key === '__proto__' || value === null || value === undefined || isAssembledChunkField(key)) return;
+    const values = this.values;
     // Most chunks repeat the values before them.
-    if (values[key] === value) return;
-    if (!Object.hasOwn(values, key) && !isDocumentedChunkField(key)) {
-      if (this.extra === MAX_EXTRA_CHUNK_FIELDS) return;
-      this.extra += 1;
+    if (values !== null && values[key] === value) return;
+    if (values !== null && Object.hasOwn(values, key)) {
+      if (isChunkScalar(value)) {
+        values[key] = value;
+        return;
+      }
+      // A field that was short grew: sent once from now on (rare, so `delete` is fine).
+      delete values[key];
+      if (!isDocumentedChunkField(key)) this.extra -= 1;
+    } else if (this.once === null || !Object.hasOwn(this.once, key)) {
+      if (isChunkScalar(value) && (isDocumentedChunkField(key) || this.extra < MAX_EXTRA_CHUNK_FIELDS)) {
+        if (!isDocumentedChunkField(key)) this.extra += 1;
+        (this.values ??= {})[key] = value;
+        return;
+      }
     }
-    values[key] = value;
+    (this.once ??= {})[key] = value;
   }
+}
+
+/**
+ * The characters of the JSON of `fields` (names and values) added to `total`, or Infinity when one field is over
+ * MAX_WHOLE_FIELD_CHARS.
+ */
+function withWholeFieldChars(total: number, fields: Record<string, unknown> | null): number {
+  if (fields === null) return total;
+  for (const key in fields) {
+    const chars = key.length + JSON.stringify(fields[key]).length;
+    if (chars > MAX_WHOLE_FIELD_CHARS) return Infinity;
+    total += chars;
+  }
+  return total;
 }
 
 /** Merge one unknown delta field into a choice's kept fields (module comment: strings concatenated, else the last). */
@@ -126,7 +167,7 @@ export class StreamAssembler {
   private id = 'chatcmpl-empty';
   private created: number | null = null;
   private model = '';
-  /** The top-level scalars kept (module comment). */
+  /** The top-level fields kept (module comment). */
   private readonly fields = new ChunkFields();
   usage: ChatUsage | null = null;
   /** The choices whose finish_reason came (an index counted once, however often an upstream repeats it). */
@@ -217,6 +258,14 @@ export class StreamAssembler {
     return text;
   }
 
+  /**
+   * Whether the answer may be stored in the exact cache: what it keeps whole that a replay sends once is within
+   * MAX_WHOLE_FIELD_CHARS and MAX_WHOLE_FIELDS_CHARS (module comment). Asked once, after the stream.
+   */
+  get storable(): boolean {
+    return withWholeFieldChars(0, this.fields.once) <= MAX_WHOLE_FIELDS_CHARS;
+  }
+
   /** The whole answer as a `chat.completion` (for the cache and the run). */
   completion(): ChatCompletion {
     const completion: ChatCompletion = {
@@ -227,7 +276,9 @@ export class StreamAssembler {
       choices: [...this.choices.entries()].sort(([a], [b]) => a - b).map(([index, state]) => choiceOf(index, state)),
     };
     if (this.usage) completion.usage = this.usage;
+    // Neither holds a `__proto__` key (ChunkFields), so Object.assign cannot set the completion's prototype.
     if (this.fields.values) Object.assign(completion, this.fields.values);
+    if (this.fields.once) Object.assign(completion, this.fields.once);
     return completion;
   }
 
@@ -283,13 +334,13 @@ function chunkOf(id: string, created: number, model: string, fields: Record<stri
 }
 
 /**
- * The top-level fields of a stored completion that each replayed chunk repeats, as each live chunk carried them: its
- * scalars besides those of the chunk itself, bounded as the assembler bounds them (a buffered answer was stored whole).
+ * The top-level fields of a stored completion, split as the assembler splits the live chunks' (a buffered answer was
+ * stored whole): those each replayed chunk repeats, as each live chunk carried them, and those sent once.
  */
-function chunkFieldsOf(completion: ChatCompletion): Record<string, unknown> | null {
+function chunkFieldsOf(completion: ChatCompletion): ChunkFields {
   const fields = new ChunkFields();
   for (const key in completion) fields.keep(key, completion[key]);
-  return fields.values;
+  return fields;
 }
 
 /**
@@ -316,7 +367,7 @@ function pieces(text: string): string[] {
 /** Replay a stored completion as a stream (a cached streamed answer is served as a stream). */
 export function completionToChunks(completion: ChatCompletion, options: { id: string; created: number; includeUsage: boolean }): ChatChunk[] {
   const fields = chunkFieldsOf(completion);
-  const chunk = (choices: ChatChunk['choices']): ChatChunk => chunkOf(options.id, options.created, completion.model, fields, choices);
+  const chunk = (choices: ChatChunk['choices']): ChatChunk => chunkOf(options.id, options.created, completion.model, fields.values, choices);
   const chunks: ChatChunk[] = [];
   for (const choice of completion.choices) {
     const index = choice.index;
@@ -337,6 +388,12 @@ export function completionToChunks(completion: ChatCompletion, options: { id: st
       chunks.push(chunk([{ index, delta: { annotations: message.annotations }, finish_reason: null }]));
     }
     chunks.push(chunk([{ index, delta: {}, finish_reason: choice.finish_reason }]));
+  }
+  // On the first chunk only, where Azure sends its `prompt_filter_results`: the official SDKs take a field from the
+  // chunk that has it and keep it while later chunks leave it out, and nothing is repeated that a replay cannot bound.
+  if (fields.once) {
+    if (chunks.length === 0) chunks.push(chunk([]));
+    Object.assign(chunks[0]!, fields.once);
   }
   if (options.includeUsage && completion.usage) {
     const last = chunk([]);

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import test from 'node:test';
-import { completionToChunks, MAX_CHUNK_FIELD_CHARS, MAX_EXTRA_CHUNK_FIELDS, StreamAssembler } from '../../src/gateway/stream-assembler.ts';
+import { completionToChunks, MAX_CHUNK_FIELD_CHARS, MAX_EXTRA_CHUNK_FIELDS, MAX_WHOLE_FIELD_CHARS, MAX_WHOLE_FIELDS_CHARS, StreamAssembler } from '../../src/gateway/stream-assembler.ts';
 import { compileTools } from '../../src/gateway/tool-schemas.ts';
 import type { ChatChunk, ChatCompletion } from '../../src/gateway/providers/types.ts';
 import { validateAgainst } from '../support/openapi.ts';
@@ -38,26 +38,72 @@ test('a tool call streamed without an id is given one; an id arriving in a later
 
 const withFields = (fields: Record<string, unknown>, choices: ChatChunk['choices']): ChatChunk => Object.assign(chunk(choices), fields);
 
-test('top-level fields: the last non-null value of each scalar; obfuscation, objects, arrays and long strings are not kept; unknown ones bounded in number', () => {
-  const assembler = new StreamAssembler(compileTools(undefined));
+test('top-level fields: the last non-null value of each; obfuscation is not kept; short scalars repeated on svc\'s chunks, bounded in number, the rest kept whole', () => {
+  const assembler = new StreamAssembler(compileTools([{ type: 'function', function: { name: 'f' } }]));
   const unknown = Object.fromEntries(Array.from({ length: MAX_EXTRA_CHUNK_FIELDS + 2 }, (_, i) => [`x_${i}`, i]));
-  assembler.accept(withFields({ ...unknown, system_fingerprint: 'fp_1', provider: 'acme', obfuscation: 'pad', moderation: { flagged: false } }, [{ index: 0, delta: { content: 'a' }, finish_reason: null }]));
-  assembler.accept(withFields({ service_tier: 'flex', system_fingerprint: 'fp_2', provider: null, citations: ['https://example.com'], note: 'n'.repeat(MAX_CHUNK_FIELD_CHARS + 1) }, [{ index: 0, delta: {}, finish_reason: 'stop' }]));
+  const filter = [{ prompt_index: 0, content_filter_results: { hate: { filtered: false, severity: 'safe' } } }];
+  assembler.accept(withFields({ ...unknown, system_fingerprint: 'fp_1', provider: 'acme', obfuscation: 'pad', moderation: { flagged: true }, prompt_filter_results: filter }, []));
+  assembler.accept(withFields({ moderation: { flagged: false }, citations: ['https://a.example'] }, [{ index: 0, delta: { content: 'a' }, finish_reason: null }]));
+  const long = 'n'.repeat(MAX_CHUNK_FIELD_CHARS + 1);
+  const out = assembler.accept(
+    withFields({ service_tier: 'flex', system_fingerprint: 'fp_2', provider: null, citations: ['https://b.example'], note: long }, [
+      { index: 0, delta: { tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'f', arguments: '{}' } }] }, finish_reason: 'tool_calls' },
+    ]),
+  );
   const completion = assembler.completion();
   assert.equal(completion.service_tier, 'flex', 'kept although the unknown fields reached their bound');
   assert.equal(completion.system_fingerprint, 'fp_2');
-  assert.equal(completion.provider, undefined, `only ${MAX_EXTRA_CHUNK_FIELDS} unknown fields are kept: the first ones`);
   assert.equal(completion.x_0, 0);
-  assert.equal(completion[`x_${MAX_EXTRA_CHUNK_FIELDS - 1}`], MAX_EXTRA_CHUNK_FIELDS - 1);
-  assert.equal(completion[`x_${MAX_EXTRA_CHUNK_FIELDS}`], undefined);
-  for (const field of ['obfuscation', 'moderation', 'citations', 'note']) assert.equal(field in completion, false, field);
+  assert.equal(completion[`x_${MAX_EXTRA_CHUNK_FIELDS}`], MAX_EXTRA_CHUNK_FIELDS, 'past the bound, kept to be sent once');
+  assert.equal(completion.provider, 'acme', 'a null keeps the value before it');
+  assert.deepEqual(completion.moderation, { flagged: false }, 'the last value, whole');
+  assert.deepEqual(completion.citations, ['https://b.example'], 'the last value, not joined');
+  assert.deepEqual(completion.prompt_filter_results, filter, 'kept from the first chunk, which no later one changed');
+  assert.equal(completion.note, long);
+  assert.equal('obfuscation' in completion, false);
   assert.equal(completion.object, 'chat.completion');
+  assert.equal(assembler.storable, true);
+
+  // svc's own tool-call chunk repeats only what every chunk of a replay would: the short scalars within the bound.
+  const call = out.find((c) => c.choices[0]?.delta.tool_calls)!;
+  assert.equal(call.x_0, 0);
+  assert.equal(call.service_tier, 'flex');
+  for (const field of [`x_${MAX_EXTRA_CHUNK_FIELDS}`, 'moderation', 'citations', 'prompt_filter_results', 'note']) assert.equal(field in call, false, field);
 
   const nulls = new StreamAssembler(compileTools(undefined));
   nulls.accept(withFields({ service_tier: 'priority', provider: 'acme' }, [{ index: 0, delta: { content: 'a' }, finish_reason: null }]));
   nulls.accept(withFields({ service_tier: null, provider: null }, [{ index: 0, delta: {}, finish_reason: 'stop' }]));
   assert.equal(nulls.completion().service_tier, 'priority', 'a null keeps the value before it');
   assert.equal(nulls.completion().provider, 'acme');
+});
+
+test('a field that was short and grows is kept whole, and frees its place among the repeated ones', () => {
+  const assembler = new StreamAssembler(compileTools(undefined));
+  const short = Object.fromEntries(Array.from({ length: MAX_EXTRA_CHUNK_FIELDS }, (_, i) => [`x_${i}`, 'short']));
+  assembler.accept(withFields(short, [{ index: 0, delta: { content: 'a' }, finish_reason: null }]));
+  assembler.accept(withFields({ x_0: { grown: true }, late: 'l' }, [{ index: 0, delta: {}, finish_reason: 'stop' }]));
+  const completion = assembler.completion();
+  assert.deepEqual(completion.x_0, { grown: true });
+  const replayed = completionToChunks(completion, { id: 'c', created: 1, includeUsage: false });
+  assert.equal(replayed.every((c) => c.late === 'l' && c.x_1 === 'short'), true, 'repeated on every chunk');
+  assert.deepEqual(replayed.map((c) => c.x_0), [{ grown: true }, ...replayed.slice(1).map(() => undefined)], 'sent once, on the first chunk');
+});
+
+test('an answer whose fields kept whole are over a bound, one alone or all together, is not storable', () => {
+  const answer = (fields: Record<string, unknown>) => {
+    const assembler = new StreamAssembler(compileTools(undefined));
+    assembler.accept(withFields(fields, [{ index: 0, delta: { content: 'a' }, finish_reason: 'stop' }]));
+    return assembler;
+  };
+  // A field's characters are its name's and its value's JSON.
+  const sized = (name: string, chars: number) => ({ [name]: 'x'.repeat(chars - name.length - 2) });
+  assert.equal(answer(sized('citations', MAX_WHOLE_FIELD_CHARS)).storable, true);
+  const over = answer(sized('citations', MAX_WHOLE_FIELD_CHARS + 1));
+  assert.equal(over.storable, false);
+  assert.equal((over.completion().citations as string).length, MAX_WHOLE_FIELD_CHARS + 1 - 'citations'.length - 2, 'the answer itself keeps it whole');
+  const many = (count: number) => Object.assign({}, ...Array.from({ length: count }, (_, i) => sized(`f_${String(i).padStart(4, '0')}`, MAX_WHOLE_FIELDS_CHARS / 8)));
+  assert.equal(answer(many(8)).storable, true);
+  assert.equal(answer({ ...many(8), one: [1] }).storable, false);
 });
 
 test('a delta\'s annotations and refusal concatenate in order; unknown strings concatenate, numbers and booleans are the last, objects are not kept', () => {
@@ -123,21 +169,21 @@ test('a stored answer replayed as chunks assembles back to the same answer, each
     system_fingerprint: 'fp_s',
     provider: 'acme',
     long: 'x'.repeat(MAX_CHUNK_FIELD_CHARS + 1),
-    moderation: { flagged: false },
+    moderation: { input: { type: 'moderation_results', model: 'omni-moderation-latest', results: [] }, output: { type: 'error', code: 'timeout', message: 'Moderation timed out.' } },
+    prompt_filter_results: [{ prompt_index: 0, content_filter_results: {} }],
   };
   const chunks = completionToChunks(stored, { id: stored.id, created: stored.created, includeUsage: true });
   const assembler = new StreamAssembler(compileTools([{ type: 'function', function: { name: 'f' } }]));
-  for (const replayed of chunks) {
+  for (const [at, replayed] of chunks.entries()) {
     assert.equal(replayed.service_tier, 'priority');
     assert.equal(replayed.system_fingerprint, 'fp_s');
     assert.equal(replayed.provider, 'acme');
-    assert.equal('long' in replayed || 'moderation' in replayed, false, 'only short scalars are repeated on every chunk');
+    for (const field of ['long', 'moderation', 'prompt_filter_results']) assert.equal(field in replayed, at === 0, `${field} is on the first chunk only`);
     assert.equal(validateAgainst('CreateChatCompletionStreamResponse', replayed), null);
     assembler.accept(replayed);
   }
   assembler.end();
-  const { long: _long, moderation: _moderation, ...expected } = stored;
-  assert.deepEqual(assembler.completion(), expected);
+  assert.deepEqual(assembler.completion(), stored);
 });
 
 test('a chunk key `__proto__` is not kept and does not use up the unknown fields a replay repeats', () => {

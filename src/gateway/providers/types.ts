@@ -63,6 +63,8 @@ export interface ChatCompletion {
     message: { role: 'assistant'; content: string | null; refusal: string | null; tool_calls?: ChatToolCall[]; [field: string]: unknown };
     finish_reason: string;
     logprobs: unknown;
+    /** A provider's fields of the choice (Azure's `content_filter_results`). */
+    [field: string]: unknown;
   }>;
   usage?: ChatUsage;
   [field: string]: unknown;
@@ -85,6 +87,8 @@ export interface ChatChunk {
     };
     finish_reason: string | null;
     logprobs?: unknown;
+    /** A provider's fields of the choice beside its delta (Azure's `content_filter_results`). */
+    [field: string]: unknown;
   }>;
   usage?: ChatUsage | null;
   [field: string]: unknown;
