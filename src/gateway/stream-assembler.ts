@@ -12,6 +12,10 @@
  *   `citations` or name, `moderation`): the last non-null value of each, whole, as the SDK's `Object.assign` keeps
  *   it (an array is not joined with the one before it). `obfuscation` is not kept: it pads one chunk to hide its size
  *   and means nothing for the answer.
+ * - a choice's own fields beside its delta (Azure's `content_filter_results`, a provider's `native_finish_reason`):
+ *   the last value of each, null included, as the SDK's `Object.assign` on the choice keeps it. A choice with such
+ *   fields is relayed even when its delta is empty, so that the live client gets every value the answer keeps. A
+ *   choice with a `message` in a chunk (the Node SDK takes it for the whole message so far) is not storable.
  * - a delta's `refusal` text and `annotations` (url citations), concatenated in order, as content is;
  * - a delta's scalar fields svc does not know (`reasoning_content`): strings concatenated in order (a delta is a
  *   fragment, as `content` is; the official Python SDK's accumulator merges strings so), numbers and booleans the last
@@ -20,8 +24,8 @@
  * it. A replay repeats the top-level fields that are short scalars on every chunk, as the live chunks carry them, so
  * those are bounded further: MAX_EXTRA_CHUNK_FIELDS fields svc does not know, each string at most
  * MAX_CHUNK_FIELD_CHARS characters. The other top-level fields (objects, arrays, longer strings, further scalars) go
- * once, on a replay's first chunk, and are bounded in size (MAX_WHOLE_FIELD_CHARS each, MAX_WHOLE_FIELDS_CHARS in
- * all); an answer over a bound is not stored.
+ * once, on a replay's first chunk, and a choice's own fields once, on the choice's first chunk; both are bounded in
+ * size (MAX_WHOLE_FIELD_CHARS each, MAX_WHOLE_FIELDS_CHARS in all), and an answer over a bound is not stored.
  */
 import type { ChatChunk, ChatCompletion, ChatToolCall, ChatUsage } from './providers/types.ts';
 import { newId } from '../core/ids.ts';
@@ -46,6 +50,8 @@ interface ChoiceState {
   annotations: unknown[] | null;
   /** A delta's scalar fields svc does not know (module comment); null until one comes. */
   extra: Record<string, unknown> | null;
+  /** The choice's own fields beside its delta (module comment), the last value of each; null until one comes. */
+  fields: Record<string, unknown> | null;
 }
 
 /**
@@ -172,6 +178,8 @@ export class StreamAssembler {
   usage: ChatUsage | null = null;
   /** The choices whose finish_reason came (an index counted once, however often an upstream repeats it). */
   private readonly finishedChoices = new Set<number>();
+  /** Set when a chunk had what the answer cannot keep as the client got it (module comment): not storable. */
+  private lossy = false;
 
   constructor(private readonly tools: DeclaredTools) {}
 
@@ -223,7 +231,28 @@ export class StreamAssembler {
         state.finishReason = choice.finish_reason;
         this.finishedChoices.add(choice.index);
       }
-      if (hasDelta || choice.finish_reason) {
+      // The choice's fields beside its delta, by a key loop and a switch as for the delta's (no array per chunk). A
+      // choice that has some goes out even with an empty delta: the client gets every value the answer keeps.
+      let hasFields = false;
+      for (const key in choice) {
+        switch (key) {
+          case 'index':
+          case 'delta':
+          case 'finish_reason':
+          case 'logprobs':
+          case '__proto__':
+            break;
+          case 'message':
+            // The Node SDK takes it for the whole message so far and merges later deltas into it: not kept so here.
+            this.lossy = true;
+            hasFields = true;
+            break;
+          default:
+            (state.fields ??= {})[key] = choice[key];
+            hasFields = true;
+        }
+      }
+      if (hasDelta || hasFields || choice.finish_reason) {
         // Object.assign, not `{ ...choice, delta, finish_reason }`: an upstream may leave finish_reason out, and a
         // spread followed by a new key is a slow, promoting path on Node 20 (docs/performance-notes.md).
         passthrough.push(Object.assign({}, choice, { delta: rest, finish_reason: choice.finish_reason ?? null }));
@@ -263,7 +292,10 @@ export class StreamAssembler {
    * MAX_WHOLE_FIELD_CHARS and MAX_WHOLE_FIELDS_CHARS (module comment). Asked once, after the stream.
    */
   get storable(): boolean {
-    return withWholeFieldChars(0, this.fields.once) <= MAX_WHOLE_FIELDS_CHARS;
+    if (this.lossy) return false;
+    let chars = withWholeFieldChars(0, this.fields.once);
+    for (const state of this.choices.values()) chars = withWholeFieldChars(chars, state.fields);
+    return chars <= MAX_WHOLE_FIELDS_CHARS;
   }
 
   /** The whole answer as a `chat.completion` (for the cache and the run). */
@@ -285,7 +317,7 @@ export class StreamAssembler {
   private state(index: number): ChoiceState {
     let state = this.choices.get(index);
     if (!state) {
-      state = { content: '', refusal: null, hasContent: false, calls: [], pending: null, finishReason: null, annotations: null, extra: null };
+      state = { content: '', refusal: null, hasContent: false, calls: [], pending: null, finishReason: null, annotations: null, extra: null, fields: null };
       this.choices.set(index, state);
     }
     return state;
@@ -321,7 +353,9 @@ function choiceOf(index: number, state: ChoiceState): ChatCompletion['choices'][
   if (state.calls.length > 0) message.tool_calls = state.calls;
   if (state.annotations) message.annotations = state.annotations;
   if (state.extra) Object.assign(message, state.extra);
-  return { index, message, finish_reason: state.finishReason ?? 'stop', logprobs: null };
+  const choice: ChatCompletion['choices'][number] = { index, message, finish_reason: state.finishReason ?? 'stop', logprobs: null };
+  // `fields` holds no `__proto__` key nor the keys above (the switch in `accept`).
+  return state.fields ? Object.assign(choice, state.fields) : choice;
 }
 
 /**
@@ -359,6 +393,25 @@ function extraDeltaOf(message: ChatCompletion['choices'][number]['message']): Ch
   return delta;
 }
 
+/** A stored choice's fields besides its message (Azure's `content_filter_results`); null when it has none. */
+function choiceFieldsOf(choice: ChatCompletion['choices'][number]): Record<string, unknown> | null {
+  let fields: Record<string, unknown> | null = null;
+  for (const key in choice) {
+    switch (key) {
+      case 'index':
+      case 'message':
+      case 'finish_reason':
+      case 'logprobs':
+      case 'delta':
+      case '__proto__':
+        break;
+      default:
+        (fields ??= {})[key] = choice[key];
+    }
+  }
+  return fields;
+}
+
 /** Word-sized pieces of a text, as a live stream would arrive. */
 function pieces(text: string): string[] {
   return text.match(/\S+\s*|\s+/g) ?? [];
@@ -374,7 +427,11 @@ export function completionToChunks(completion: ChatCompletion, options: { id: st
     const message = choice.message;
     // `content: null` for an answer without text (tool calls, a refusal), as a live stream opens it: '' would make
     // an assembler's message content ''.
-    chunks.push(chunk([{ index, delta: { role: 'assistant', content: message.content === null ? null : '' }, finish_reason: null }]));
+    const opening: ChatChunk['choices'][number] = { index, delta: { role: 'assistant', content: message.content === null ? null : '' }, finish_reason: null };
+    // The choice's own fields once, on its first chunk: the Node SDK keeps the last value the choice's chunks sent, the
+    // Python one the first; sent once, first, both keep it.
+    const own = choiceFieldsOf(choice);
+    chunks.push(chunk([own ? Object.assign(opening, own) : opening]));
     // Before the content, where a live stream sends reasoning.
     const extra = extraDeltaOf(message);
     if (extra) chunks.push(chunk([{ index, delta: extra, finish_reason: null }]));

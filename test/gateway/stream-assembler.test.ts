@@ -128,6 +128,45 @@ test('a delta\'s annotations and refusal concatenate in order; unknown strings c
   assert.equal(validateAgainst('CreateChatCompletionResponse', assembler.completion()), null);
 });
 
+test('a choice\'s own fields beside its delta: the last value of each, null included, relayed even with an empty delta', () => {
+  const assembler = new StreamAssembler(compileTools(undefined));
+  const safe = { hate: { filtered: false, severity: 'safe' } };
+  const low = { hate: { filtered: false, severity: 'low' } };
+  const out = [
+    ...assembler.accept(chunk([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null, content_filter_results: {}, native_finish_reason: null }])),
+    ...assembler.accept(chunk([{ index: 0, delta: { content: 'Hi' }, finish_reason: null, content_filter_results: safe, native_finish_reason: null }])),
+    ...assembler.accept(chunk([{ index: 0, delta: {}, finish_reason: null, content_filter_results: low }])),
+    ...assembler.accept(chunk([{ index: 0, delta: {}, finish_reason: 'stop', native_finish_reason: 'STOP' }, { index: 1, delta: { content: 'b' }, finish_reason: 'stop', stop_reason: null }])),
+  ];
+  assert.deepEqual(out[2]!.choices, [{ index: 0, delta: {}, finish_reason: null, content_filter_results: low }], 'an empty delta with fields goes out');
+  const [first, second] = assembler.completion().choices;
+  assert.deepEqual(first, {
+    index: 0,
+    message: { role: 'assistant', content: 'Hi', refusal: null },
+    finish_reason: 'stop',
+    logprobs: null,
+    content_filter_results: low,
+    native_finish_reason: 'STOP',
+  });
+  assert.equal(Object.hasOwn(second!, 'stop_reason') && second!.stop_reason === null, true, 'a null is a value of its own');
+  assert.equal(assembler.storable, true);
+  assert.equal(validateAgainst('CreateChatCompletionResponse', assembler.completion()), null);
+});
+
+test('a choice\'s `__proto__` key is not kept; a choice with a `message` in a chunk makes the answer not storable', () => {
+  const assembler = new StreamAssembler(compileTools(undefined));
+  // JSON.parse makes `__proto__` an own key, as an upstream's chunk has it.
+  assembler.accept(JSON.parse('{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"stop","__proto__":{"polluted":true}}]}'));
+  const choice = assembler.completion().choices[0]!;
+  assert.equal(Object.getPrototypeOf(choice), Object.prototype);
+  assert.equal(Object.hasOwn(choice, '__proto__') || 'polluted' in choice, false);
+  assert.equal(assembler.storable, true);
+
+  const withMessage = new StreamAssembler(compileTools(undefined));
+  withMessage.accept(chunk([{ index: 0, delta: { content: 'x' }, finish_reason: 'stop', message: { role: 'assistant', content: 'x' } }]));
+  assert.equal(withMessage.storable, false);
+});
+
 test("svc's own tool-call chunks carry the top-level fields the upstream's chunks do", () => {
   const assembler = new StreamAssembler(compileTools([{ type: 'function', function: { name: 'f' } }]));
   const fields = { service_tier: 'default', system_fingerprint: 'fp_t', obfuscation: 'pad' };
@@ -160,8 +199,9 @@ test('a stored answer replayed as chunks assembles back to the same answer, each
         },
         finish_reason: 'stop',
         logprobs: null,
+        content_filter_results: { hate: { filtered: false, severity: 'safe' } },
       },
-      { index: 1, message: { role: 'assistant', content: null, refusal: "I can't help with that." }, finish_reason: 'stop', logprobs: null },
+      { index: 1, message: { role: 'assistant', content: null, refusal: "I can't help with that." }, finish_reason: 'stop', logprobs: null, stop_reason: null },
       { index: 2, message: { role: 'assistant', content: null, refusal: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }] }, finish_reason: 'tool_calls', logprobs: null },
     ],
     usage: { prompt_tokens: 3, completion_tokens: 9, total_tokens: 12 },
@@ -179,6 +219,10 @@ test('a stored answer replayed as chunks assembles back to the same answer, each
     assert.equal(replayed.system_fingerprint, 'fp_s');
     assert.equal(replayed.provider, 'acme');
     for (const field of ['long', 'moderation', 'prompt_filter_results']) assert.equal(field in replayed, at === 0, `${field} is on the first chunk only`);
+    for (const choice of replayed.choices) {
+      const opening = choice.delta.role === 'assistant' && choice.index !== 2;
+      assert.equal('content_filter_results' in choice || 'stop_reason' in choice, opening, 'a choice\'s own fields are on its first chunk only');
+    }
     assert.equal(validateAgainst('CreateChatCompletionStreamResponse', replayed), null);
     assembler.accept(replayed);
   }
