@@ -17,9 +17,13 @@
  *   fields is relayed even when its delta is empty, so that the live client gets every value the answer keeps. A
  *   choice with a `message` in a chunk (the Node SDK takes it for the whole message so far) is not storable.
  * - a delta's `refusal` text and `annotations` (url citations), concatenated in order, as content is;
- * - a delta's scalar fields svc does not know (`reasoning_content`): strings concatenated in order (a delta is a
- *   fragment, as `content` is; the official Python SDK's accumulator merges strings so), numbers and booleans the last
- *   one (as the Node SDK's `Object.assign` does). Objects and arrays are not kept.
+ * - a delta's fields svc does not know: strings (`reasoning_content`) concatenated in order (a delta is a fragment, as
+ *   `content` is; the official Python SDK's accumulator merges strings so, and every client that shows reasoning
+ *   joins it, where the Node SDK's `Object.assign` keeps the last fragment), numbers and booleans the last one (as the
+ *   Node SDK does). An object or array (`audio`, `reasoning_details`) is kept whole when one delta of the choice has
+ *   it; when a second one has it too, the answer is not storable: the Node SDK keeps the last, the Python one merges
+ *   them deeply (strings joined, list entries by their `index`), a client reading them as fragments joins them, and no
+ *   value is what every client got. A replay sends these fields in one delta before the text.
  * Everything kept is a part of the upstream's stream, so the stream's byte bound (SVC_PROVIDER_MAX_ANSWER_BYTES) bounds
  * it. A replay repeats the top-level fields that are short scalars on every chunk, as the live chunks carry them, so
  * those are bounded further: MAX_EXTRA_CHUNK_FIELDS fields svc does not know, each string at most
@@ -48,7 +52,7 @@ interface ChoiceState {
   finishReason: string | null;
   /** The deltas' url citations in order; null until a delta has `annotations`. */
   annotations: unknown[] | null;
-  /** A delta's scalar fields svc does not know (module comment); null until one comes. */
+  /** A delta's fields svc does not know (module comment); null until one comes. */
   extra: Record<string, unknown> | null;
   /** The choice's own fields beside its delta (module comment), the last value of each; null until one comes. */
   fields: Record<string, unknown> | null;
@@ -155,15 +159,24 @@ function withWholeFieldChars(total: number, fields: Record<string, unknown> | nu
   return total;
 }
 
-/** Merge one unknown delta field into a choice's kept fields (module comment: strings concatenated, else the last). */
-function keepDeltaField(state: ChoiceState, key: string, value: unknown): void {
+/**
+ * Merge one unknown delta field into a choice's kept fields (module comment): strings concatenated, numbers and
+ * booleans the last, an object or an array whole. False for an object or array that a delta of the choice had before:
+ * the official SDKs merge those two ways (the Node one keeps the last, the Python one merges them deeply).
+ */
+function keepDeltaField(state: ChoiceState, key: string, value: unknown): boolean {
   if (typeof value === 'string') {
     const extra = (state.extra ??= {});
     const before = extra[key];
     extra[key] = typeof before === 'string' ? before + value : value;
   } else if (typeof value === 'number' || typeof value === 'boolean') {
     (state.extra ??= {})[key] = value;
+  } else if (typeof value === 'object' && value !== null) {
+    const extra = (state.extra ??= {});
+    if (Object.hasOwn(extra, key)) return false;
+    extra[key] = value;
   }
+  return true;
 }
 
 
@@ -218,12 +231,23 @@ export class StreamAssembler {
       let hasDelta = false;
       for (const key in rest) {
         hasDelta = true;
-        if (key === 'content' || key === 'refusal' || key === 'role') continue;
-        const value = rest[key];
-        if (key !== 'annotations') keepDeltaField(state, key, value);
-        else if (Array.isArray(value)) {
-          const annotations = (state.annotations ??= []);
-          for (const annotation of value) annotations.push(annotation);
+        switch (key) {
+          case 'content':
+          case 'refusal':
+          case 'role':
+          // An own key of a parsed delta: kept, it would set the prototype of the fields it went into.
+          case '__proto__':
+            break;
+          case 'annotations': {
+            const value = rest[key];
+            if (Array.isArray(value)) {
+              const annotations = (state.annotations ??= []);
+              for (const annotation of value) annotations.push(annotation);
+            }
+            break;
+          }
+          default:
+            if (!keepDeltaField(state, key, rest[key])) this.lossy = true;
         }
       }
       if (choice.finish_reason) {

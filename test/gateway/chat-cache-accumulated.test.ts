@@ -44,11 +44,92 @@ async function streamed(client: OpenAI, params: Params): Promise<{ final: ChatCo
   return { final, route };
 }
 
-/** An answer without what a hit has of its own (a new id and `created`, by design). */
+/**
+ * An answer without what a hit has of its own (a new id and `created`, by design) and without the `parsed: null` the
+ * SDK adds to each message it accumulates (a buffered answer has none).
+ */
 function answerOf(completion: ChatCompletion): Record<string, unknown> {
-  const { id: _id, created: _created, ...rest } = completion as unknown as Record<string, unknown>;
-  return rest;
+  const { id: _id, created: _created, choices, ...rest } = completion as unknown as Record<string, unknown> & ChatCompletion;
+  return {
+    ...rest,
+    choices: choices.map(({ message, ...choice }) => {
+      const { parsed, ...fields } = message as unknown as Record<string, unknown>;
+      return { ...choice, message: parsed === null || parsed === undefined ? fields : { ...fields, parsed } };
+    }),
+  };
 }
+
+const filters = (severity: string) => ({
+  hate: { filtered: false, severity },
+  self_harm: { filtered: false, severity: 'safe' },
+  sexual: { filtered: false, severity: 'safe' },
+  violence: { filtered: false, severity: 'safe' },
+});
+const PROMPT_FILTERS = [{ prompt_index: 0, content_filter_results: { ...filters('safe'), jailbreak: { filtered: false, detected: false } } }];
+const CITATIONS = ['https://example.com/oslo', 'https://example.com/norway'];
+const MODERATION = {
+  input: { type: 'moderation_results', model: 'omni-moderation-latest', results: [] },
+  output: { type: 'error', code: 'moderation_timeout', message: 'Output moderation timed out.' },
+};
+const REASONING = [{ type: 'reasoning.encrypted', data: 'gAAAAABo-opaque', id: 'rs_1', format: 'openai-responses-v1', index: 0 }];
+
+/**
+ * An answer streamed as Azure OpenAI streams it, with what other providers add: a first chunk with no choices and the
+ * prompt's filter results (and Azure's empty id, model and object), each choice's filter results on its chunks (the
+ * last ones differ), a provider's citations on every chunk, a moderation chunk, an encrypted reasoning block in one
+ * delta and a provider's own finish reason.
+ */
+function azureChunks(): unknown[] {
+  const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) => ({
+    id: 'chatcmpl-azure',
+    object: 'chat.completion.chunk',
+    created: 1700000000,
+    model: 'gpt-4o-2024-08-06',
+    system_fingerprint: 'fp_azure',
+    citations: CITATIONS,
+    choices,
+    ...extra,
+  });
+  const choice = (delta: Record<string, unknown>, fields: Record<string, unknown>, finish: string | null = null) => ({ index: 0, delta, logprobs: null, finish_reason: finish, ...fields });
+  return [
+    { id: '', object: '', created: 0, model: '', choices: [], prompt_filter_results: PROMPT_FILTERS },
+    chunk([choice({ role: 'assistant', content: '', refusal: null }, { content_filter_results: {}, native_finish_reason: null })]),
+    chunk([choice({ reasoning_details: REASONING }, { content_filter_results: {}, native_finish_reason: null })]),
+    chunk([choice({ content: 'Oslo is ' }, { content_filter_results: filters('safe'), native_finish_reason: null })]),
+    chunk([choice({ content: 'the capital of Norway.' }, { content_filter_results: filters('low'), native_finish_reason: null })]),
+    chunk([], { moderation: MODERATION }),
+    chunk([choice({}, { native_finish_reason: 'STOP' }, 'stop')]),
+    chunk([], { usage: { prompt_tokens: 12, completion_tokens: 7, total_tokens: 19 } }),
+  ];
+}
+
+test('a streamed Azure-like answer accumulates the same from a cache hit, buffered or streamed, as from the live stream', async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) => sse(res, azureChunks()));
+  const { client } = await gateway(t, upstream);
+  const params: Params = { model: 'gpt-4o-2024-08-06', messages: [{ role: 'user', content: 'What is the capital of Norway?' }] };
+
+  const live = await streamed(client, params);
+  assert.equal(live.route, 'live');
+  // What the SDK made of the live stream has every field the upstream added (else the comparisons below prove little).
+  const liveAnswer = answerOf(live.final);
+  assert.deepEqual(liveAnswer.prompt_filter_results, PROMPT_FILTERS);
+  assert.deepEqual(liveAnswer.citations, CITATIONS);
+  assert.deepEqual(liveAnswer.moderation, MODERATION);
+  const liveChoice = live.final.choices[0] as unknown as Record<string, unknown>;
+  assert.deepEqual(liveChoice.content_filter_results, filters('low'));
+  assert.equal(liveChoice.native_finish_reason, 'STOP');
+  assert.deepEqual((live.final.choices[0]!.message as unknown as Record<string, unknown>).reasoning_details, REASONING);
+
+  const hit = await streamed(client, params);
+  assert.equal(hit.route, 'exact_cache');
+  assert.deepEqual(answerOf(hit.final), liveAnswer);
+
+  const { data: buffered, response } = await client.chat.completions.create(params).withResponse();
+  assert.equal(response.headers.get('x-svc-route'), 'exact_cache');
+  assert.equal(validateAgainst('CreateChatCompletionResponse', buffered), null);
+  assert.deepEqual(answerOf(buffered), liveAnswer);
+  assert.equal(upstream.requests.length, 1, 'both hits came from the cache');
+});
 
 test('an answer with a top-level field over the bound is not stored, and the live client gets it whole', async (t) => {
   const citations = Array.from({ length: Math.ceil(MAX_WHOLE_FIELD_CHARS / 30) }, (_, i) => `https://example.com/source/${i}`);

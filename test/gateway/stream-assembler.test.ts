@@ -106,10 +106,11 @@ test('an answer whose fields kept whole are over a bound, one alone or all toget
   assert.equal(answer({ ...many(8), one: [1] }).storable, false);
 });
 
-test('a delta\'s annotations and refusal concatenate in order; unknown strings concatenate, numbers and booleans are the last, objects are not kept', () => {
+test('a delta\'s annotations and refusal concatenate in order; unknown strings concatenate, numbers and booleans are the last, an object is kept whole', () => {
   const assembler = new StreamAssembler(compileTools(undefined));
   const citation = (url: string) => ({ type: 'url_citation', url_citation: { start_index: 0, end_index: 1, url, title: url } });
-  assembler.accept(chunk([{ index: 0, delta: { role: 'assistant', content: '', reasoning_content: 'Think', score: 1, audio: { id: 'a' } }, finish_reason: null }]));
+  const audio = { id: 'audio_1', data: 'UklGRg==', expires_at: 1700003600, transcript: 'Hi' };
+  assembler.accept(chunk([{ index: 0, delta: { role: 'assistant', content: '', reasoning_content: 'Think', score: 1, audio }, finish_reason: null }]));
   assembler.accept(chunk([{ index: 0, delta: { reasoning_content: 'ing.', score: 2, cached: true, annotations: [citation('https://a.example')] }, finish_reason: null }]));
   assembler.accept(chunk([{ index: 0, delta: { content: 'Hi', reasoning_content: null, annotations: [citation('https://b.example'), citation('https://c.example')] }, finish_reason: null }]));
   assembler.accept(chunk([{ index: 0, delta: { refusal: 'No ' }, finish_reason: null }, { index: 1, delta: { content: 'plain', annotations: [] }, finish_reason: 'stop' }]));
@@ -123,6 +124,7 @@ test('a delta\'s annotations and refusal concatenate in order; unknown strings c
     reasoning_content: 'Thinking.',
     score: 2,
     cached: true,
+    audio,
   });
   assert.deepEqual(second!.message, { role: 'assistant', content: 'plain', refusal: null, annotations: [] }, 'an empty list sent is an empty list kept');
   assert.equal(validateAgainst('CreateChatCompletionResponse', assembler.completion()), null);
@@ -167,6 +169,28 @@ test('a choice\'s `__proto__` key is not kept; a choice with a `message` in a ch
   assert.equal(withMessage.storable, false);
 });
 
+test('an object or array a second delta of the choice has too makes the answer not storable; one in each of two choices does not', () => {
+  const details = (text: string) => [{ type: 'reasoning.text', text, index: 0 }];
+  const twice = new StreamAssembler(compileTools(undefined));
+  twice.accept(chunk([{ index: 0, delta: { role: 'assistant', content: '', reasoning_details: details('Let me ') }, finish_reason: null }]));
+  twice.accept(chunk([{ index: 0, delta: { reasoning_details: details('think.') }, finish_reason: null }]));
+  twice.accept(chunk([{ index: 0, delta: { content: 'Yes.' }, finish_reason: 'stop' }]));
+  assert.equal(twice.storable, false);
+  assert.equal(twice.completion().choices[0]!.message.content, 'Yes.', 'the run still records the answer');
+
+  const apart = new StreamAssembler(compileTools(undefined));
+  apart.accept(chunk([{ index: 0, delta: { reasoning_details: details('a') }, finish_reason: null }, { index: 1, delta: { reasoning_details: details('b') }, finish_reason: null }]));
+  apart.accept(chunk([{ index: 0, delta: { content: 'x', reasoning_details: null }, finish_reason: 'stop' }, { index: 1, delta: { content: 'y' }, finish_reason: 'stop' }]));
+  assert.equal(apart.storable, true, 'a null is no value');
+  assert.deepEqual(apart.completion().choices.map((choice) => choice.message.reasoning_details), [details('a'), details('b')]);
+
+  const polluted = new StreamAssembler(compileTools(undefined));
+  polluted.accept(JSON.parse('{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"x","__proto__":{"polluted":true}},"finish_reason":"stop"}]}'));
+  const message = polluted.completion().choices[0]!.message;
+  assert.equal(Object.getPrototypeOf(message), Object.prototype);
+  assert.equal('polluted' in message, false);
+});
+
 test("svc's own tool-call chunks carry the top-level fields the upstream's chunks do", () => {
   const assembler = new StreamAssembler(compileTools([{ type: 'function', function: { name: 'f' } }]));
   const fields = { service_tier: 'default', system_fingerprint: 'fp_t', obfuscation: 'pad' };
@@ -196,6 +220,7 @@ test('a stored answer replayed as chunks assembles back to the same answer, each
           refusal: null,
           annotations: [{ type: 'url_citation', url_citation: { start_index: 0, end_index: 4, url: 'https://example.com', title: 'Oslo' } }],
           reasoning_content: 'Look it up.',
+          reasoning_details: [{ type: 'reasoning.encrypted', data: 'b64', index: 0 }],
         },
         finish_reason: 'stop',
         logprobs: null,
