@@ -104,7 +104,7 @@ export function chatAdapter(chat: ValidatedChat, now: () => number): WireAdapter
     cacheable: (completion) =>
       request.logprobs !== true &&
       !unstorable.has(completion) &&
-      completion.choices.every((choice) => ['stop', 'tool_calls', 'length'].includes(choice.finish_reason)),
+      completion.choices.every((choice) => ['stop', 'tool_calls', 'function_call', 'length'].includes(choice.finish_reason)),
 
     fromCache: (stored) => ({ ...stored, id: newId('chatcmpl').replace('_', '-'), created: Math.floor(now() / 1000) }),
 

@@ -17,6 +17,10 @@
  *   fields is relayed even when its delta is empty, so that the live client gets every value the answer keeps. A
  *   choice with a `message` in a chunk (the Node SDK takes it for the whole message so far) is not storable.
  * - a delta's `refusal` text and `annotations` (url citations), concatenated in order, as content is;
+ * - the legacy `function_call` (a request with the deprecated `functions`): its `arguments` concatenated, as both SDKs
+ *   do; its `name` as the one fragment that has one (OpenAI sends it once). A second name makes the answer not
+ *   storable: the Node SDK keeps the last, the Python one joins them. It is relayed as it comes, not checked against
+ *   the function's schema as a tool call is (svc compiles `tools`, not `functions`); a replay sends it whole.
  * - a delta's fields svc does not know: strings (`reasoning_content`) concatenated in order (a delta is a fragment, as
  *   `content` is; the official Python SDK's accumulator merges strings so, and every client that shows reasoning
  *   joins it, where the Node SDK's `Object.assign` keeps the last fragment), numbers and booleans the last one (as the
@@ -56,6 +60,8 @@ interface ChoiceState {
   extra: Record<string, unknown> | null;
   /** The choice's own fields beside its delta (module comment), the last value of each; null until one comes. */
   fields: Record<string, unknown> | null;
+  /** The legacy `function_call` (module comment); null until a delta has one. */
+  functionCall: { name: string; arguments: string } | null;
 }
 
 /**
@@ -179,6 +185,24 @@ function keepDeltaField(state: ChoiceState, key: string, value: unknown): boolea
   return true;
 }
 
+/**
+ * Merge a delta's legacy `function_call` fragment into the choice's call (module comment): arguments concatenated, the
+ * name given once. False for what the official SDKs merge two ways (a second name: the Node one keeps the last, the
+ * Python one joins them) or cannot read (not an object, a name or arguments not a string).
+ */
+function keepFunctionCall(state: ChoiceState, fragment: unknown): boolean {
+  if (fragment === null || fragment === undefined) return true;
+  if (typeof fragment !== 'object' || Array.isArray(fragment)) return false;
+  const { name, arguments: args } = fragment as { name?: unknown; arguments?: unknown };
+  if ((name !== undefined && name !== null && typeof name !== 'string') || (args !== undefined && args !== null && typeof args !== 'string')) return false;
+  const call = (state.functionCall ??= { name: '', arguments: '' });
+  if (name) {
+    if (call.name) return false;
+    call.name = name;
+  }
+  if (args) call.arguments += args;
+  return true;
+}
 
 export class StreamAssembler {
   private readonly choices = new Map<number, ChoiceState>();
@@ -237,6 +261,9 @@ export class StreamAssembler {
           case 'role':
           // An own key of a parsed delta: kept, it would set the prototype of the fields it went into.
           case '__proto__':
+            break;
+          case 'function_call':
+            if (!keepFunctionCall(state, rest[key])) this.lossy = true;
             break;
           case 'annotations': {
             const value = rest[key];
@@ -306,6 +333,7 @@ export class StreamAssembler {
     for (const state of this.choices.values()) {
       text += state.content;
       for (const call of state.calls) text += call.function.name + call.function.arguments;
+      if (state.functionCall) text += state.functionCall.name + state.functionCall.arguments;
       if (state.pending) text += state.pending.name + state.pending.arguments;
     }
     return text;
@@ -341,7 +369,7 @@ export class StreamAssembler {
   private state(index: number): ChoiceState {
     let state = this.choices.get(index);
     if (!state) {
-      state = { content: '', refusal: null, hasContent: false, calls: [], pending: null, finishReason: null, annotations: null, extra: null, fields: null };
+      state = { content: '', refusal: null, hasContent: false, calls: [], pending: null, finishReason: null, annotations: null, extra: null, fields: null, functionCall: null };
       this.choices.set(index, state);
     }
     return state;
@@ -367,14 +395,16 @@ export class StreamAssembler {
 
 /** A choice of the assembled completion: the message with what the deltas carried (module comment). */
 function choiceOf(index: number, state: ChoiceState): ChatCompletion['choices'][number] {
-  // No text at all is `null` beside tool calls or a refusal, as in the upstream's buffered answer; '' otherwise.
-  const content = state.hasContent ? state.content : state.calls.length > 0 || state.refusal !== null ? null : state.content;
+  // No text at all is `null` beside a call or a refusal, as in the upstream's buffered answer; '' otherwise.
+  const called = state.calls.length > 0 || state.functionCall !== null;
+  const content = state.hasContent ? state.content : called || state.refusal !== null ? null : state.content;
   const message: ChatCompletion['choices'][number]['message'] = {
     role: 'assistant',
     content,
     refusal: state.refusal,
   };
   if (state.calls.length > 0) message.tool_calls = state.calls;
+  if (state.functionCall) message.function_call = { name: state.functionCall.name, arguments: state.functionCall.arguments };
   if (state.annotations) message.annotations = state.annotations;
   if (state.extra) Object.assign(message, state.extra);
   const choice: ChatCompletion['choices'][number] = { index, message, finish_reason: state.finishReason ?? 'stop', logprobs: null };

@@ -131,6 +131,51 @@ test('a streamed Azure-like answer accumulates the same from a cache hit, buffer
   assert.equal(upstream.requests.length, 1, 'both hits came from the cache');
 });
 
+/** A legacy function call (a request with the deprecated `functions`) as OpenAI streams it: the name once, then arguments. */
+function functionCallChunks(): unknown[] {
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({
+    id: 'chatcmpl-fn',
+    object: 'chat.completion.chunk',
+    created: 1700000000,
+    model: 'gpt-4o-mini',
+    service_tier: 'default',
+    system_fingerprint: 'fp_fn',
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+  });
+  return [
+    chunk({ role: 'assistant', content: null, function_call: { name: 'get_weather', arguments: '' }, refusal: null }),
+    chunk({ function_call: { arguments: '{"loc' } }),
+    chunk({ function_call: { arguments: 'ation":"Oslo"}' } }),
+    chunk({}, 'function_call'),
+    { ...(chunk({}) as Record<string, unknown>), choices: [], usage: { prompt_tokens: 20, completion_tokens: 6, total_tokens: 26 } },
+  ];
+}
+
+test('a streamed legacy function call accumulates the same from a cache hit, buffered or streamed, as from the live stream', async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) => sse(res, functionCallChunks()));
+  const { client } = await gateway(t, upstream);
+  const params: Params = {
+    model: 'gpt-4o-mini',
+    messages: [{ role: 'user', content: 'Weather in Oslo?' }],
+    functions: [{ name: 'get_weather', parameters: { type: 'object', properties: { location: { type: 'string' } } } }],
+  };
+
+  const live = await streamed(client, params);
+  assert.equal(live.route, 'live');
+  assert.deepEqual(live.final.choices[0]!.message.function_call, { name: 'get_weather', arguments: '{"location":"Oslo"}' });
+  assert.equal(live.final.choices[0]!.finish_reason, 'function_call');
+
+  const hit = await streamed(client, params);
+  assert.equal(hit.route, 'exact_cache');
+  assert.deepEqual(answerOf(hit.final), answerOf(live.final));
+
+  const { data: buffered, response } = await client.chat.completions.create(params).withResponse();
+  assert.equal(response.headers.get('x-svc-route'), 'exact_cache');
+  assert.equal(validateAgainst('CreateChatCompletionResponse', buffered), null);
+  assert.deepEqual(answerOf(buffered), answerOf(live.final));
+  assert.equal(upstream.requests.length, 1, 'both hits came from the cache');
+});
+
 test('an answer with a top-level field over the bound is not stored, and the live client gets it whole', async (t) => {
   const citations = Array.from({ length: Math.ceil(MAX_WHOLE_FIELD_CHARS / 30) }, (_, i) => `https://example.com/source/${i}`);
   const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) => ({ id: 'chatcmpl-big', object: 'chat.completion.chunk', created: 1700000000, model: 'sonar', citations, choices, ...extra });

@@ -191,6 +191,35 @@ test('an object or array a second delta of the choice has too makes the answer n
   assert.equal('polluted' in message, false);
 });
 
+test('a legacy function_call: arguments concatenate, the name comes once, the fragments pass through; a second name or a fragment not of strings is not storable', () => {
+  const fragments = [{ name: 'get_weather', arguments: '' }, { arguments: '{"location"' }, { arguments: ':"Oslo"}' }];
+  const assembler = new StreamAssembler(compileTools(undefined));
+  const out = [
+    ...assembler.accept(chunk([{ index: 0, delta: { role: 'assistant', content: null, function_call: fragments[0] }, finish_reason: null }])),
+    ...assembler.accept(chunk([{ index: 0, delta: { function_call: fragments[1] }, finish_reason: null }])),
+    ...assembler.accept(chunk([{ index: 0, delta: { function_call: fragments[2] }, finish_reason: null }])),
+    ...assembler.accept(chunk([{ index: 0, delta: {}, finish_reason: 'function_call' }])),
+  ];
+  assert.deepEqual(out.map((c) => c.choices[0]!.delta.function_call), [...fragments, undefined]);
+  const completion = assembler.completion();
+  assert.deepEqual(completion.choices[0], {
+    index: 0,
+    message: { role: 'assistant', content: null, refusal: null, function_call: { name: 'get_weather', arguments: '{"location":"Oslo"}' } },
+    finish_reason: 'function_call',
+    logprobs: null,
+  });
+  assert.equal(assembler.storable, true);
+  assert.equal(assembler.completionText, 'get_weather{"location":"Oslo"}', 'counted for a usage estimate');
+  assert.equal(validateAgainst('CreateChatCompletionResponse', completion), null);
+
+  for (const second of [{ name: 'get_weather' }, { arguments: 1 }, 'get_weather']) {
+    const refused = new StreamAssembler(compileTools(undefined));
+    refused.accept(chunk([{ index: 0, delta: { function_call: fragments[0] }, finish_reason: null }]));
+    refused.accept(chunk([{ index: 0, delta: { function_call: second }, finish_reason: 'function_call' }]));
+    assert.equal(refused.storable, false, JSON.stringify(second));
+  }
+});
+
 test("svc's own tool-call chunks carry the top-level fields the upstream's chunks do", () => {
   const assembler = new StreamAssembler(compileTools([{ type: 'function', function: { name: 'f' } }]));
   const fields = { service_tier: 'default', system_fingerprint: 'fp_t', obfuscation: 'pad' };
@@ -228,6 +257,7 @@ test('a stored answer replayed as chunks assembles back to the same answer, each
       },
       { index: 1, message: { role: 'assistant', content: null, refusal: "I can't help with that." }, finish_reason: 'stop', logprobs: null, stop_reason: null },
       { index: 2, message: { role: 'assistant', content: null, refusal: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }] }, finish_reason: 'tool_calls', logprobs: null },
+      { index: 3, message: { role: 'assistant', content: null, refusal: null, function_call: { name: 'g', arguments: '{"b":2}' } }, finish_reason: 'function_call', logprobs: null },
     ],
     usage: { prompt_tokens: 3, completion_tokens: 9, total_tokens: 12 },
     service_tier: 'priority',
@@ -245,7 +275,7 @@ test('a stored answer replayed as chunks assembles back to the same answer, each
     assert.equal(replayed.provider, 'acme');
     for (const field of ['long', 'moderation', 'prompt_filter_results']) assert.equal(field in replayed, at === 0, `${field} is on the first chunk only`);
     for (const choice of replayed.choices) {
-      const opening = choice.delta.role === 'assistant' && choice.index !== 2;
+      const opening = choice.delta.role === 'assistant' && choice.index < 2;
       assert.equal('content_filter_results' in choice || 'stop_reason' in choice, opening, 'a choice\'s own fields are on its first chunk only');
     }
     assert.equal(validateAgainst('CreateChatCompletionStreamResponse', replayed), null);
