@@ -494,8 +494,9 @@ export function completionToChunks(completion: ChatCompletion, options: { id: st
     for (const [at, call] of (message.tool_calls ?? []).entries()) {
       chunks.push(chunk([{ index, delta: { tool_calls: [{ index: at, id: call.id, type: 'function', function: { name: call.function.name, arguments: call.function.arguments } }] }, finish_reason: null }]));
     }
-    // All of them in one delta after the text they cite, as a live stream sends them.
-    if (Array.isArray(message.annotations) && message.annotations.length > 0) {
+    // All of them in one delta after the text they cite, as a live stream sends them; an empty list too (OpenAI's
+    // buffered answers have one), which the SDKs keep as the message's.
+    if (Array.isArray(message.annotations)) {
       chunks.push(chunk([{ index, delta: { annotations: message.annotations }, finish_reason: null }]));
     }
     chunks.push(chunk([{ index, delta: {}, finish_reason: choice.finish_reason }]));

@@ -11,7 +11,7 @@ import { ChatCompletionStream } from 'openai/lib/ChatCompletionStream';
 import type { ChatCompletion } from 'openai/resources/chat/completions';
 import { MAX_WHOLE_FIELD_CHARS } from '../../src/gateway/stream-assembler.ts';
 import { build } from '../support/build.ts';
-import { startFakeUpstream, startSse, type FakeUpstream } from '../support/fake-upstream.ts';
+import { sendJson, startFakeUpstream, startSse, type FakeUpstream } from '../support/fake-upstream.ts';
 import { validateAgainst } from '../support/openapi.ts';
 
 async function gateway(t: TestContext, upstream: FakeUpstream) {
@@ -174,6 +174,41 @@ test('a streamed legacy function call accumulates the same from a cache hit, buf
   assert.equal(validateAgainst('CreateChatCompletionResponse', buffered), null);
   assert.deepEqual(answerOf(buffered), answerOf(live.final));
   assert.equal(upstream.requests.length, 1, 'both hits came from the cache');
+});
+
+/** Buffered answers as Azure OpenAI gives them (filter results, an empty `annotations`), one spoken, one a function call. */
+function bufferedAnswer(prompt: string): Record<string, unknown> {
+  const message: Record<string, unknown> =
+    prompt === 'speak'
+      ? { role: 'assistant', content: null, refusal: null, annotations: [], audio: { id: 'audio_1', data: 'UklGRiQAAABXQVZF', expires_at: 1700003600, transcript: 'Oslo.' } }
+      : { role: 'assistant', content: null, refusal: null, function_call: { name: 'get_weather', arguments: '{"location":"Oslo"}' } };
+  return {
+    id: 'chatcmpl-buffered',
+    object: 'chat.completion',
+    created: 1700000000,
+    model: 'gpt-4o-audio-preview',
+    system_fingerprint: 'fp_b',
+    prompt_filter_results: PROMPT_FILTERS,
+    citations: CITATIONS,
+    choices: [{ index: 0, message, logprobs: null, finish_reason: prompt === 'speak' ? 'stop' : 'function_call', content_filter_results: filters('safe') }],
+    usage: { prompt_tokens: 8, completion_tokens: 5, total_tokens: 13, completion_tokens_details: { audio_tokens: 4, reasoning_tokens: 0 } },
+  };
+}
+
+test('a buffered answer stored and replayed as a stream accumulates to the answer the live client got', async (t) => {
+  const upstream = await startFakeUpstream(t, (req, res) => sendJson(res, 200, bufferedAnswer(req.body.messages[0].content)));
+  const { client } = await gateway(t, upstream);
+  for (const prompt of ['speak', 'call']) {
+    const params: Params = { model: 'gpt-4o-audio-preview', messages: [{ role: 'user', content: prompt }] };
+    const { data: live, response } = await client.chat.completions.create(params).withResponse();
+    assert.equal(response.headers.get('x-svc-route'), 'live');
+    assert.deepEqual(answerOf(live), answerOf(bufferedAnswer(prompt) as unknown as ChatCompletion), 'relayed as it came');
+
+    const hit = await streamed(client, params);
+    assert.equal(hit.route, 'exact_cache', prompt);
+    assert.deepEqual(answerOf(hit.final), answerOf(live), prompt);
+  }
+  assert.equal(upstream.requests.length, 2, 'each hit came from the cache');
 });
 
 test('an answer with a top-level field over the bound is not stored, and the live client gets it whole', async (t) => {

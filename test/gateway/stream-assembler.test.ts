@@ -255,7 +255,7 @@ test('a stored answer replayed as chunks assembles back to the same answer, each
         logprobs: null,
         content_filter_results: { hate: { filtered: false, severity: 'safe' } },
       },
-      { index: 1, message: { role: 'assistant', content: null, refusal: "I can't help with that." }, finish_reason: 'stop', logprobs: null, stop_reason: null },
+      { index: 1, message: { role: 'assistant', content: null, refusal: "I can't help with that.", annotations: [] }, finish_reason: 'stop', logprobs: null, stop_reason: null },
       { index: 2, message: { role: 'assistant', content: null, refusal: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }] }, finish_reason: 'tool_calls', logprobs: null },
       { index: 3, message: { role: 'assistant', content: null, refusal: null, function_call: { name: 'g', arguments: '{"b":2}' } }, finish_reason: 'function_call', logprobs: null },
     ],
