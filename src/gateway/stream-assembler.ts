@@ -10,8 +10,8 @@
  * answer whose fields cannot be kept so is not stored (`storable`), rather than stored other than it came:
  * - a chunk's top-level fields (`service_tier`, `system_fingerprint`, Azure's `prompt_filter_results`, a provider's
  *   `citations` or name, `moderation`): the last non-null value of each, whole, as the SDK's `Object.assign` keeps
- *   it (an array is not joined with the one before it). `obfuscation` is not kept: it pads one chunk to hide its size
- *   and means nothing for the answer.
+ *   it (an array is not joined with the one before it; a null after a value, which the SDK would keep, is not).
+ *   `obfuscation` is not kept: it pads one chunk to hide its size and means nothing for the answer.
  * - a choice's own fields beside its delta (Azure's `content_filter_results`, a provider's `native_finish_reason`):
  *   the last value of each, null included, as the SDK's `Object.assign` on the choice keeps it. A choice with such
  *   fields is relayed even when its delta is empty, so that the live client gets every value the answer keeps. A
@@ -33,7 +33,11 @@
  * those are bounded further: MAX_EXTRA_CHUNK_FIELDS fields svc does not know, each string at most
  * MAX_CHUNK_FIELD_CHARS characters. The other top-level fields (objects, arrays, longer strings, further scalars) go
  * once, on a replay's first chunk, and a choice's own fields once, on the choice's first chunk; both are bounded in
- * size (MAX_WHOLE_FIELD_CHARS each, MAX_WHOLE_FIELDS_CHARS in all), and an answer over a bound is not stored.
+ * size (MAX_WHOLE_FIELD_CHARS each, MAX_WHOLE_FIELDS_CHARS in all), and an answer over a bound is not stored. A
+ * message's fields (a delta's, `function_call`) are replayed once, as its content is, and bounded as it is.
+ *
+ * The assembler runs for every chunk of every live stream: the fields above are found by key loops with a switch (no
+ * Set, no array or object per chunk), and the sizes are measured once, after the stream (`storable`).
  */
 import type { ChatChunk, ChatCompletion, ChatToolCall, ChatUsage } from './providers/types.ts';
 import { newId } from '../core/ids.ts';
