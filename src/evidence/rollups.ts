@@ -1,9 +1,10 @@
 /**
- * Run rollups: every finished run adds itself to one row per attribution dimension, keyed by tenant, UTC day and
- * app (`run_rollups`, migration 3). Savings, usage and attribution sum these rows, so they stay fast on a ledger
- * of millions of runs (docs/evidence.md). Running runs are not in the rollups: readers count them from `runs`.
+ * Run rollups: every finished run adds itself to one row per dimension, keyed by tenant, UTC day and app
+ * (`run_rollups`, migrations 3 and 8). Savings, usage, attribution and the runs list's counts sum these rows, so they
+ * stay fast on a ledger of millions of runs (docs/evidence.md). Running runs are not in the rollups: readers count
+ * them from `runs`.
  */
-import { ROLLUP_DIMENSION_COLUMNS } from '../store/migrations.ts';
+import { ROLLUP_DIMENSION_COLUMNS, ROLLUP_STATUS_ROUTE_DIMENSIONS } from '../store/migrations.ts';
 import type { Sql, SqlValue } from '../store/sql.ts';
 import type { Store } from '../store/store.ts';
 import type { RunRecord } from './types.ts';
@@ -29,6 +30,7 @@ export function dimensionValues(run: RunRecord): Record<RollupDimension, string>
     executionMethod: run.executionMethod ?? '',
     reason: run.reasonCode ?? '',
     fallback: run.fallback ?? '',
+    provider: run.provider ?? '',
   };
 }
 
@@ -43,13 +45,18 @@ const UPSERT = `INSERT INTO run_rollups (tenant_id, dim, value, day, app_id, sta
 /** The key of one rollup row: tenant, dim, value, day, app, status, route (the table's order). */
 type RollupKey = [string, RollupDimension, string, number, string, string, string];
 
-/** The rows a finished run counts in: one per dimension; status and route are kept on the 'route' one only. */
+/**
+ * The rows a finished run counts in: one per dimension; status and route are kept on the 'route', 'model' and
+ * 'provider' ones only (ROLLUP_STATUS_ROUTE_DIMENSIONS), so a (value, day, app) of those has a row per status and route.
+ */
 function rollupKeys(run: RunRecord): RollupKey[] {
   const values = dimensionValues(run);
   const day = dayOf(run.createdAt);
   const app = run.appId ?? '';
   return ROLLUP_DIMENSIONS.map((dim) =>
-    dim === 'route' ? [run.tenantId, dim, values[dim], day, app, run.status, run.route ?? ''] : [run.tenantId, dim, values[dim], day, app, '', ''],
+    ROLLUP_STATUS_ROUTE_DIMENSIONS.has(dim)
+      ? [run.tenantId, dim, values[dim], day, app, run.status, run.route ?? '']
+      : [run.tenantId, dim, values[dim], day, app, '', ''],
   );
 }
 

@@ -9,8 +9,9 @@ export interface Migration {
 }
 
 /**
- * The run columns each attribution dimension of `run_rollups` sums by (src/evidence/rollups.ts keeps the same list
- * for the live path). Used here to backfill the rollups from runs recorded before they existed.
+ * The run columns each dimension of `run_rollups` sums by (src/evidence/rollups.ts keeps the same list for the live
+ * path). Used here to backfill the rollups from runs recorded before they existed. 'provider' is internal: the runs
+ * list counts a provider filter from it; attribution (SPEC 4.7) has no provider dimension.
  */
 export const ROLLUP_DIMENSION_COLUMNS = {
   route: 'route',
@@ -22,20 +23,48 @@ export const ROLLUP_DIMENSION_COLUMNS = {
   executionMethod: 'execution_method',
   reason: 'reason_code',
   fallback: 'fallback',
+  provider: 'provider',
 } as const;
 
-/** Rebuild every finished run's rollup rows (migration backfill; bulk generators that insert runs directly). */
-export const ROLLUP_BACKFILL_SQL = Object.entries(ROLLUP_DIMENSION_COLUMNS)
-  .map(([dim, column]) => {
-    const statusRoute = dim === 'route' ? "status, COALESCE(route, '')" : "'', ''";
-    return `INSERT INTO run_rollups (tenant_id, dim, value, day, app_id, status, route, runs, cost_usd, saved_usd,
+/**
+ * The dimensions whose rows keep the run's status and route (the others keep '' in both): 'route' for the savings
+ * rollup, 'model' and 'provider' for the runs list's total and facets under a model or provider filter (migration 8).
+ */
+export const ROLLUP_STATUS_ROUTE_DIMENSIONS: ReadonlySet<string> = new Set(['route', 'model', 'provider']);
+
+/** Statements inserting the rollup rows of every finished run for `dimensions` (dimension -> run column). */
+function rollupBackfill(dimensions: Readonly<Record<string, string>>, keepStatusRoute: ReadonlySet<string>): string {
+  return Object.entries(dimensions)
+    .map(([dim, column]) => {
+      const statusRoute = keepStatusRoute.has(dim) ? "status, COALESCE(route, '')" : "'', ''";
+      return `INSERT INTO run_rollups (tenant_id, dim, value, day, app_id, status, route, runs, cost_usd, saved_usd,
         ghost_saved_usd, saved_ms, prompt_tokens, completion_tokens)
       SELECT tenant_id, '${dim}', COALESCE(${column}, ''), created_at / 86400000, COALESCE(app_id, ''), ${statusRoute},
         COUNT(*), SUM(cost_usd), SUM(saved_usd), SUM(ghost_saved_usd), SUM(saved_ms), SUM(prompt_tokens), SUM(completion_tokens)
       FROM runs WHERE status != 'running'
       GROUP BY tenant_id, COALESCE(${column}, ''), created_at / 86400000, COALESCE(app_id, ''), ${statusRoute};`;
-  })
-  .join('\n');
+    })
+    .join('\n');
+}
+
+/** Rebuild every finished run's rollup rows, as they are kept today (bulk generators that insert runs directly). */
+export const ROLLUP_BACKFILL_SQL = rollupBackfill(ROLLUP_DIMENSION_COLUMNS, ROLLUP_STATUS_ROUTE_DIMENSIONS);
+
+/** Migration 3's backfill, frozen: the dimensions of then, status and route on the 'route' rows only. */
+const MIGRATION_3_BACKFILL_SQL = rollupBackfill(
+  {
+    route: 'route',
+    app: 'app_id',
+    agent: 'agent',
+    model: 'model',
+    subject: 'subject',
+    fingerprint: 'fingerprint',
+    executionMethod: 'execution_method',
+    reason: 'reason_code',
+    fallback: 'fallback',
+  },
+  new Set(['route']),
+);
 
 export const MIGRATIONS: readonly Migration[] = [
   {
@@ -231,7 +260,7 @@ export const MIGRATIONS: readonly Migration[] = [
       );
       CREATE INDEX run_feedback_run ON run_feedback (run_id, created_at);
       CREATE INDEX audit_events_target ON audit_events (tenant_id, target);
-      ${ROLLUP_BACKFILL_SQL}
+      ${MIGRATION_3_BACKFILL_SQL}
     `,
   },
   {
@@ -400,6 +429,18 @@ export const MIGRATIONS: readonly Migration[] = [
       -- POST /api/v1/trace appends a client's events to a run; their payloads are bounded per run
       -- (src/evidence/sdk-events.ts), counted here as they are appended.
       ALTER TABLE runs ADD COLUMN client_trace_bytes INTEGER NOT NULL DEFAULT 0;
+    `,
+  },
+  {
+    version: 8,
+    name: "rollups: status and route on the 'model' rows, a 'provider' dimension",
+    sql: `
+      -- The runs list counts a model or provider filter's total and facets from the rollups (src/evidence/repo.ts),
+      -- not by scanning the tenant's runs: the 'model' rows keep each run's status and route now, as the 'route'
+      -- rows do, and a 'provider' dimension (the run's provider, '' for none) is added with them. Both are rebuilt
+      -- from the finished runs.
+      DELETE FROM run_rollups WHERE dim IN ('model', 'provider');
+      ${rollupBackfill({ model: 'model', provider: 'provider' }, new Set(['model', 'provider']))}
     `,
   },
 ];

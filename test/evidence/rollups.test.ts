@@ -1,4 +1,4 @@
-/** Run rollups: backfilled by migration 3 from runs recorded before it, and equal to a scan of the ledger. */
+/** Run rollups: backfilled by migrations 3 and 8 from runs recorded before them, and equal to a scan of the ledger. */
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import { MIGRATIONS } from '../../src/store/migrations.ts';
@@ -61,4 +61,77 @@ test('rollups agree with a full scan of the ledger after mixed traffic', async (
   const count = (status: string) => statuses.find((row) => row.status === status)?.n ?? 0;
   assert.equal(savings.failedRuns, count('failed'));
   assert.equal(savings.liveRuns + savings.optimizedRuns, count('completed'));
+});
+
+test("migration 8 rebuilds the 'model' rows with status and route and adds 'provider' rows, on a data file written before it", async (t) => {
+  const dir = tempDir(t);
+  const day = 86_400_000;
+  const now = Date.now();
+  // model, provider, status, route, app, days back
+  const runs: Array<[string, string | null, string, string | null, string | null, number]> = [
+    ['gpt-4o-mini', 'chatcomp', 'completed', 'live', 'shop', 0],
+    ['gpt-4o-mini', 'chatcomp', 'completed', 'live', 'shop', 0],
+    ['gpt-4o-mini', null, 'completed', 'exact_cache', 'shop', 0],
+    ['gpt-4o-mini', 'chatcomp', 'failed', 'live', null, 1],
+    ['claude-x', 'messages', 'completed', 'live', 'shop', 1],
+    ['claude-x', 'messages', 'completed', 'live', null, 9],
+    ['claude-x', null, 'blocked', 'blocked', null, 9],
+    ['claude-x', 'messages', 'running', null, 'shop', 0],
+  ];
+  const old = openStore({ dataDir: dir, migrations: MIGRATIONS.filter((m) => m.version <= 2) });
+  await old.write((sql) => {
+    runs.forEach(([model, provider, status, route, app, back], i) =>
+      sql.run(
+        `INSERT INTO runs (id, tenant_id, app_id, mode, wire, model, provider, status, route, cost_usd, created_at, last_hash)
+         VALUES (?, 'default', ?, 'optimize', 'chat_completions', ?, ?, ?, ?, 0.25, ?, 'h')`,
+        [`run_${i}`, app, model, provider, status, route, now - back * day - i * 1000],
+      ),
+    );
+  });
+  await old.close();
+  // Up to migration 7, as a data file of the last release: its rollups backfilled by migration 3, without status and
+  // route on the 'model' rows and without 'provider' rows.
+  const before = openStore({ dataDir: dir, migrations: MIGRATIONS.filter((m) => m.version <= 7) });
+  const shape = (store: typeof before) =>
+    store.read((sql) =>
+      sql.all<{ dim: string; value: string; day: number; app: string; status: string; route: string; runs: number; cost: number }>(
+        `SELECT dim, value, day, app_id AS app, status, route, runs, cost_usd AS cost FROM run_rollups WHERE dim IN ('model', 'provider')
+         ORDER BY dim, value, day, app_id, status, route`,
+      ),
+    );
+  const rowsBefore = await shape(before);
+  assert.ok(rowsBefore.length > 0 && rowsBefore.every((row) => row.dim === 'model' && row.status === '' && row.route === ''));
+  await before.close();
+
+  const { app, services } = await build(t, { dataDir: dir });
+  const expected = new Map<string, { dim: string; value: string; day: number; app: string; status: string; route: string; runs: number; cost: number }>();
+  runs.forEach(([model, provider, status, route, appId, back], i) => {
+    if (status === 'running') return;
+    for (const [dim, value] of [['model', model], ['provider', provider ?? '']] as const) {
+      const row = { dim, value, day: Math.floor((now - back * day - i * 1000) / day), app: appId ?? '', status, route: route ?? '', runs: 0, cost: 0 };
+      const key = JSON.stringify([row.dim, row.value, row.day, row.app, row.status, row.route]);
+      const held = expected.get(key) ?? row;
+      held.runs += 1;
+      held.cost += 0.25;
+      expected.set(key, held);
+    }
+  });
+  const order = (rows: Array<{ dim: string; value: string; day: number; app: string; status: string; route: string }>) =>
+    [...rows].sort((a, b) => JSON.stringify([a.dim, a.value, a.day, a.app, a.status, a.route]).localeCompare(JSON.stringify([b.dim, b.value, b.day, b.app, b.status, b.route])));
+  assert.deepEqual(order(await shape(services.store)), order([...expected.values()]));
+
+  // Each model once in attribution (the rows of before the migration are gone, not added to), and the runs list's
+  // counts by model and provider from the rebuilt rows, the running run counted from the runs.
+  const attribution = json(await app.inject({ url: `/api/v1/usage/attribution?since=${new Date(now - 30 * day).toISOString()}` }));
+  assert.deepEqual(attribution.byModel.map((e: any) => [e.value, e.runs]).sort(), [['claude-x', 3], ['gpt-4o-mini', 4]]);
+  for (const [query, total, status] of [
+    ['model=claude-x', 4, { completed: 2, blocked: 1, running: 1 }],
+    ['provider=messages', 3, { completed: 2, running: 1 }],
+    ['provider=chatcomp&status=completed', 2, { completed: 2, failed: 1 }],
+    ['model=gpt-4o-mini&route=live', 3, { completed: 2, failed: 1 }],
+  ] as const) {
+    const body = json(await app.inject({ url: `/api/v1/runs?${query}` }));
+    assert.equal(body.pagination.total, total, query);
+    assert.deepEqual(body.facets.status, status, query);
+  }
 });

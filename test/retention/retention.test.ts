@@ -52,6 +52,45 @@ test('retention prunes old runs, their trace events and attempts, and old cache 
   assert.equal(json(await app.inject({ url: '/api/v1/runs' })).pagination.total, 0);
 });
 
+test("pruned runs leave the model and provider rollups: the runs list by model or provider counts the runs left", async (t) => {
+  let now = Date.UTC(2026, 0, 1);
+  const { app, services } = await build(t, { overrides: { clock: { now: () => now } } });
+  const record = (model: string, provider: string | null, status: 'completed' | 'failed', route: 'live' | 'exact_cache') => {
+    const run = services.ledger.start({ tenantId: 'default', appId: route === 'live' ? 'shop' : null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model, stream: false, requestId: null });
+    run.finish({ ...completedOutcome(model), status, route, provider });
+  };
+  // The same models, providers, statuses and routes before and after the window: pruning must take exactly the old.
+  const traffic = () => {
+    record('a', 'chatcomp', 'completed', 'live');
+    record('a', 'chatcomp', 'failed', 'live');
+    record('a', null, 'completed', 'exact_cache');
+    record('b', 'messages', 'completed', 'live');
+  };
+  traffic();
+  traffic();
+  now += 31 * DAY;
+  traffic();
+  await services.store.flush();
+  assert.equal((await services.retention.runOnce()).runsDeleted, 8);
+
+  for (const [query, total, status] of [
+    ['model=a', 3, { completed: 2, failed: 1 }],
+    ['model=b', 1, { completed: 1 }],
+    ['provider=chatcomp', 2, { completed: 1, failed: 1 }],
+    ['provider=messages&status=failed', 0, { completed: 1 }],
+    ['model=a&route=live', 2, { completed: 1, failed: 1 }],
+  ] as const) {
+    const body = json(await app.inject({ url: `/api/v1/runs?${query}` }));
+    assert.equal(body.pagination.total, total, query);
+    assert.deepEqual(body.facets.status, status, query);
+  }
+  // No row is left of the pruned day.
+  const rows = await services.store.read((sql) =>
+    sql.all<{ dim: string; day: number; runs: number }>("SELECT dim, day, runs FROM run_rollups WHERE dim IN ('model', 'provider')"),
+  );
+  assert.ok(rows.length > 0 && rows.every((row) => row.day === Math.floor(now / DAY) && row.runs > 0), JSON.stringify(rows));
+});
+
 test('the retention query plans use the tenant/created_at indexes', async (t) => {
   const { services } = await build(t);
   const plans = await services.store.read((sql) => ({
