@@ -4,7 +4,7 @@
  */
 import type { Store } from '../store/store.ts';
 import { textBytes, togetherOrAlone, type Sql, type SqlValue } from '../store/sql.ts';
-import { addToRollups, removeFromRollups } from './rollups.ts';
+import { addToRollups, DAY_MS, removeFromRollups } from './rollups.ts';
 import { applyToSideEffects, listSideEffects, type SideEffectRecord } from './side-effects.ts';
 import type { AttemptRecord, RunFilter, RunRecord, TraceEvent } from './types.ts';
 
@@ -373,6 +373,13 @@ function whereOf(filter: RunFilter, omit?: 'routeAndStatus'): { clause: string; 
   return { clause: parts.join(' AND '), params };
 }
 
+/** A (status, route) cell of run counts: `route` null for none. */
+interface CountCell {
+  status: string;
+  route: string | null;
+  n: number;
+}
+
 /**
  * Total and route/status facets of a runs list filtered by route/status/app only, from the rollups (finished runs)
  * plus the in-flight runs: constant time on a ledger of any size, where counting rows would scan it.
@@ -396,7 +403,7 @@ function countsFromRollups(sql: Sql, filter: RunFilter): Pick<RunListResult, 'to
  * Total and route/status facets from run counts per (status, route) cell of the list's other filters: the total
  * counts the cells both filters match, each facet those the other filter matches (a facet ignores its own filter).
  */
-function countsOfCells(cells: ReadonlyArray<{ status: string; route: string | null; n: number }>, filter: RunFilter): Pick<RunListResult, 'total' | 'facets'> {
+function countsOfCells(cells: readonly CountCell[], filter: RunFilter): Pick<RunListResult, 'total' | 'facets'> {
   const facets = { route: {} as Record<string, number>, status: {} as Record<string, number> };
   let total = 0;
   for (const cell of cells) {
@@ -409,6 +416,139 @@ function countsOfCells(cells: ReadonlyArray<{ status: string; route: string | nu
     if (routeMatches) facets.status[cell.status] = (facets.status[cell.status] ?? 0) + cell.n;
   }
   return { total, facets };
+}
+
+/** Epoch ms, both inclusive, between which every run a list's filter matches was created; null when none is. */
+type CreatedSpan = { from: number; to: number } | null;
+
+/** A cell whose runs lie between `first` and `last` (UTC days of rollup rows, or created_at of running runs). */
+type SpannedCell = CountCell & { first: number; last: number };
+
+function cellMatches(cell: CountCell, filter: RunFilter): boolean {
+  return (filter.route === undefined || filter.route === cell.route) && (filter.status === undefined || filter.status === cell.status);
+}
+
+/** The smallest span holding every cell's runs (`toMs` turns a cell's first and last into epoch ms). */
+function spanOf(cells: readonly SpannedCell[], toMs: (first: number, last: number) => { from: number; to: number }): CreatedSpan {
+  let span: CreatedSpan = null;
+  for (const cell of cells) {
+    if (cell.n <= 0) continue;
+    const { from, to } = toMs(cell.first, cell.last);
+    span = span === null ? { from, to } : { from: Math.min(span.from, from), to: Math.max(span.to, to) };
+  }
+  return span;
+}
+
+const daysToMs = (first: number, last: number) => ({ from: first * DAY_MS, to: (last + 1) * DAY_MS - 1 });
+const msToMs = (first: number, last: number) => ({ from: first, to: last });
+
+function intersect(a: CreatedSpan, b: CreatedSpan): CreatedSpan {
+  if (a === null || b === null) return null;
+  const span = { from: Math.max(a.from, b.from), to: Math.min(a.to, b.to) };
+  return span.from <= span.to ? span : null;
+}
+
+function union(a: CreatedSpan, b: CreatedSpan): CreatedSpan {
+  if (a === null) return b;
+  if (b === null) return a;
+  return { from: Math.min(a.from, b.from), to: Math.max(a.to, b.to) };
+}
+
+/**
+ * The finished runs of one model or provider (`dim`) in the list's app, per (status, route), from the rollups, with
+ * the first and last UTC day they were created on.
+ */
+function rolledUpCells(sql: Sql, filter: RunFilter, dim: 'model' | 'provider', value: string): SpannedCell[] {
+  const app = filter.appId !== undefined && filter.appId !== null;
+  return sql
+    .all<{ status: string; route: string; n: number; first: number; last: number }>(
+      `SELECT status, route, SUM(runs) AS n, MIN(day) AS first, MAX(day) AS last FROM run_rollups
+       WHERE tenant_id = ? AND dim = ? AND value = ? ${app ? 'AND app_id = ?' : ''} AND runs > 0 GROUP BY status, route`,
+      app ? [filter.tenantId, dim, value, filter.appId!] : [filter.tenantId, dim, value],
+    )
+    .map((cell) => ({ ...cell, route: cell.route === '' ? null : cell.route }));
+}
+
+/**
+ * The running runs the list's filters other than route and status match, per route, with the first and last
+ * created_at: they are not in the rollups. Read through the status index (runs_tenant_status); summed here, as a
+ * GROUP BY route would have the planner walk the tenant's runs in the route index's order instead.
+ */
+function runningCells(sql: Sql, filter: RunFilter): SpannedCell[] {
+  const { clause, params } = whereOf(filter, 'routeAndStatus');
+  const cells = new Map<string | null, SpannedCell>();
+  for (const run of sql.all<{ route: string | null; created_at: number }>(
+    `SELECT route, created_at FROM runs WHERE ${clause} AND status = 'running'`,
+    params,
+  )) {
+    const cell = cells.get(run.route);
+    if (cell) {
+      cell.n += 1;
+      cell.first = Math.min(cell.first, run.created_at);
+      cell.last = Math.max(cell.last, run.created_at);
+    } else cells.set(run.route, { status: 'running', route: run.route, n: 1, first: run.created_at, last: run.created_at });
+  }
+  return [...cells.values()];
+}
+
+/**
+ * A page of the runs list with its total and route/status facets (each facet ignoring its own filter).
+ *
+ * Filtered by route/status/app only, the counts come from the 'route' rollup rows. Filtered by one model or one
+ * provider (with route/status/app), from that dimension's rows, which keep status and route (migration 8). Either
+ * way the running runs, not in the rollups, are counted from `runs`. Where the rollups cannot answer exactly (a model
+ * and a provider together, or `since`, a timestamp within a day), the matching runs are counted, but only between
+ * the first and last day their model's or provider's rows name: a rare model's count and page read its days, not
+ * the tenant's whole ledger. The page's query is bounded the same way and made only when the total reaches it.
+ */
+function listRuns(sql: Sql, filter: RunFilter, page: { limit: number; offset: number }): RunListResult {
+  const pageOf = (span?: CreatedSpan): RunRecord[] => {
+    const { clause, params } = whereOf(filter);
+    const within = span ? ' AND created_at BETWEEN ? AND ?' : '';
+    return sql
+      .all<RunRow>(`SELECT * FROM runs WHERE ${clause}${within} ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`, [
+        ...params,
+        ...(span ? [span.from, span.to] : []),
+        page.limit,
+        page.offset,
+      ])
+      .map(fromRow);
+  };
+  // Counted over the runs, within `span` (undefined: all of them; null: none can match).
+  const countIn = (span?: CreatedSpan): Pick<RunListResult, 'total' | 'facets'> => {
+    if (span === null) return countsOfCells([], filter);
+    const { clause, params } = whereOf(filter, 'routeAndStatus');
+    const within = span ? ' AND created_at BETWEEN ? AND ?' : '';
+    const cells = sql.all<CountCell>(`SELECT status, route, COUNT(*) AS n FROM runs WHERE ${clause}${within} GROUP BY status, route`, [
+      ...params,
+      ...(span ? [span.from, span.to] : []),
+    ]);
+    return countsOfCells(cells, filter);
+  };
+
+  if (filter.provider === undefined && filter.model === undefined) {
+    if (filter.since === undefined) return { runs: pageOf(), ...countsFromRollups(sql, filter) };
+    // `since` alone: its index range is the scan (one pass for the total and both facets).
+    const counts = countIn();
+    return { runs: page.offset < counts.total ? pageOf() : [], ...counts };
+  }
+
+  const rolled: SpannedCell[][] = [];
+  if (filter.model !== undefined) rolled.push(rolledUpCells(sql, filter, 'model', filter.model));
+  if (filter.provider !== undefined) rolled.push(rolledUpCells(sql, filter, 'provider', filter.provider));
+  const running = runningCells(sql, filter);
+  // A finished run the filters match has a row of its model and one of its provider on its day, with its status and
+  // route: it lies within the days of each; a running one within the running runs' span.
+  const spanWhere = (keep: (cell: CountCell) => boolean): CreatedSpan =>
+    union(
+      rolled.map((cells) => spanOf(cells.filter(keep), daysToMs)).reduce(intersect),
+      spanOf(running.filter(keep), msToMs),
+    );
+  const exact = rolled.length === 1 && filter.since === undefined;
+  const counts = exact ? countsOfCells([...rolled[0]!, ...running], filter) : countIn(spanWhere(() => true));
+  // The page's runs also match the route and status filters: their cells' days may be fewer.
+  const matching = spanWhere((cell) => cellMatches(cell, filter));
+  return { runs: page.offset < counts.total && matching !== null ? pageOf(matching) : [], ...counts };
 }
 
 /** What a client's append may take of a run's trace: its payload `bytes`, within the run's limits. */
@@ -662,27 +802,7 @@ export function createRunsRepository(store: Store): RunsRepository {
         return row ? fromRow(row) : null;
       }),
 
-    list: (filter, page) =>
-      store.read((sql) => {
-        const { clause, params } = whereOf(filter);
-        const pageOf = (): RunRecord[] =>
-          sql
-            .all<RunRow>(`SELECT * FROM runs WHERE ${clause} ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`, [...params, page.limit, page.offset])
-            .map(fromRow);
-        if (filter.provider === undefined && filter.model === undefined && filter.since === undefined) {
-          return { runs: pageOf(), ...countsFromRollups(sql, filter) };
-        }
-        // One pass over the matching runs for the total and both facets (a rare model or provider is a scan of the
-        // tenant's runs; three counts made it three), and the page only when it holds any: for a model no run has,
-        // the page's query would scan the tenant's runs once more.
-        const scoped = whereOf(filter, 'routeAndStatus');
-        const cells = sql.all<{ status: string; route: string | null; n: number }>(
-          `SELECT status, route, COUNT(*) AS n FROM runs WHERE ${scoped.clause} GROUP BY status, route`,
-          scoped.params,
-        );
-        const counts = countsOfCells(cells, filter);
-        return { runs: page.offset < counts.total ? pageOf() : [], ...counts };
-      }),
+    list: (filter, page) => store.read((sql) => listRuns(sql, filter, page)),
 
     eventsBefore: (runId, options) =>
       store.read((sql) => {

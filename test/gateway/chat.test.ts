@@ -353,9 +353,13 @@ test('runs list: filters, facets, pagination; events window paging; unknown and 
   assert.equal((await app.inject({ url: '/api/v1/runs?since=yesterday', headers: admin })).statusCode, 400);
   assert.equal(json(await app.inject({ url: `/api/v1/runs?since=${new Date(Date.now() + 60_000).toISOString()}`, headers: admin })).pagination.total, 0);
   // Totals and facets counted over the runs (a `since` that matches every run) agree with those from the rollups,
-  // whatever route and status filters come with them: each facet ignores its own filter.
+  // whatever route, status, model and provider filters come with them: each facet ignores its own filter.
   const since = new Date(0).toISOString();
-  for (const filters of ['', 'status=failed', 'status=completed', 'route=live', 'route=live&status=failed', 'route=exact_cache']) {
+  for (const filters of [
+    '', 'status=failed', 'status=completed', 'route=live', 'route=live&status=failed', 'route=exact_cache',
+    'model=gpt-4o-mini', 'model=gpt-4o-mock-5xx&status=failed', 'model=gpt-4o-mini&route=live&status=completed', 'provider=mock',
+    'provider=mock&status=failed', 'model=gpt-4o-mini&provider=mock',
+  ]) {
     const fromRollups = json(await app.inject({ url: `/api/v1/runs?${filters}`, headers: admin }));
     const counted = json(await app.inject({ url: `/api/v1/runs?since=${since}&${filters}`, headers: admin }));
     assert.equal(counted.pagination.total, fromRollups.pagination.total, filters);

@@ -1,13 +1,14 @@
 /**
  * `build(t)`: buildApp over a fresh in-memory store, closed after the test (fastify/demo test/helper.ts).
- * Pass `env` to choose the auth mode etc.; it is parsed by the real config loader.
+ * Pass `env` to choose the auth mode etc.; it is parsed by the real config loader; `wrapStore` to give the services
+ * a view of the store (one that records the statements they read, say).
  */
 import type { TestContext } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { buildApp } from '../../src/http/app.ts';
 import { createServices, type ServiceOverrides, type Services } from '../../src/services.ts';
-import { openStore } from '../../src/store/store.ts';
+import { openStore, type Store } from '../../src/store/store.ts';
 
 export interface Built {
   app: FastifyInstance;
@@ -17,11 +18,11 @@ export interface Built {
 
 export async function build(
   t: TestContext,
-  options: { env?: Record<string, string>; overrides?: ServiceOverrides; dataDir?: string } = {},
+  options: { env?: Record<string, string>; overrides?: ServiceOverrides; dataDir?: string; wrapStore?: (store: Store) => Store } = {},
 ): Promise<Built> {
   const config = loadConfig({ SVC_LOG_LEVEL: 'silent', ...options.env }, { dataDir: options.dataDir ?? null });
   const store = openStore({ dataDir: config.dataDir });
-  const services = await createServices(config, store, options.overrides);
+  const services = await createServices(config, options.wrapStore ? options.wrapStore(store) : store, options.overrides);
   const app = await buildApp(services);
   t.after(async () => {
     await app.close();
