@@ -161,8 +161,9 @@ export async function storageBench(): Promise<Record<string, unknown>> {
     const services = await createServices(config, store);
     const app = await buildApp(services);
     const queries: Record<string, { p50: number; p90: number }> = {};
-    // The last two are not targets: a model filter counts by scanning the tenant's runs (one run in 20 has `model-3`,
-    // none the other), so they say what such a list costs, three times each.
+    // The last two are not targets: what a model-filtered list costs (one run in 20 has `model-3`, none the other),
+    // counted from the model's rollup rows and the running runs, its page read within the days of its runs; three
+    // times each.
     const scans = new Set(['/api/v1/runs?model=model-3', '/api/v1/runs?model=no-such-model']);
     for (const url of ['/api/v1/runs', '/api/v1/runs?status=failed', '/api/v1/savings', '/api/v1/usage', '/api/v1/usage/attribution', ...scans]) {
       const times: number[] = [];
