@@ -174,10 +174,10 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
         authFailures,
         acceptApiKeyHeader: (request) => surfaceOfUrl(request.url) === 'messages',
       });
-      // After identity and rate limits: a caller refused by those holds nothing, and their answers read no body.
+      // preParsing: after identity and rate limits (the rate limit is a route's onRequest hook, which runs after
+      // these), so a caller refused by those holds nothing; before the body is read.
       const bodies = createBodyBudget({ budgetBytes: limits.gatewayInflightBodyBytes, bodyLimitBytes: limits.gatewayBodyBytes });
-      gateway.addHook('onRequest', (request, reply, done) => done(bodies.admit(request, reply)));
-      gateway.addHook('preParsing', (request, reply, payload, done) => done(null, bodies.counted(request, reply, payload)));
+      gateway.addHook('preParsing', bodies.preParsing);
       await gateway.register(modelsRoutes());
       await gateway.register(embeddingsRoutes(services.embeddings));
       await gateway.register(chatCompletionsRoutes({ gateway: services.gateway, clock: services.clock, appBaseUrl: config.accounts.appBaseUrl }));

@@ -108,7 +108,8 @@ function checkSessionScope(auth: AuthContext | null, access: RouteAccess | undef
 export function installErrorHandler(app: FastifyInstance, fixed?: ErrorSurface): void {
   app.setErrorHandler((error, request, reply) => {
     const appError = toAppError(error);
-    if (appError.status >= 500) request.log.error({ err: error }, 'request failed');
+    // A 503 `busy` is load shed as designed (src/http/body-budget.ts), not a failure: its access log line says it.
+    if (appError.status >= 500 && appError.code !== 'busy') request.log.error({ err: error }, 'request failed');
     for (const [name, value] of Object.entries(appError.headers)) reply.header(name, value);
     return reply.status(appError.status).send(renderError(fixed ?? surfaceOfUrl(request.url), appError));
   });

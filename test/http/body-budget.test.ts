@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
+import { connect } from 'node:net';
 import { test } from 'node:test';
 import { build } from '../support/build.ts';
 import { completion, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
@@ -29,16 +30,20 @@ interface Answer {
 }
 
 /** A gateway over a fake upstream, listening, and clients of it (`begin` a POST whose body the caller writes, or `post` one). */
-async function gateway(t: test.TestContext) {
+async function gateway(t: test.TestContext, env: Record<string, string> = {}) {
   // Registered before the app's own teardown, which waits for the calls in progress: a failed assertion must not
   // leave a half-sent body holding it.
   const started: ClientRequest[] = [];
   t.after(() => {
     for (const req of started) req.destroy();
   });
-  const upstream = await startFakeUpstream(t, (_request, res) => sendJson(res, 200, completion('answered')));
+  // A prompt starting `#slow#` is answered after 1.5 s.
+  const upstream = await startFakeUpstream(t, async (request, res) => {
+    if (String(request.body?.messages?.[0]?.content).startsWith('#slow#')) await new Promise((resolve) => setTimeout(resolve, 1_500));
+    if (!res.destroyed) sendJson(res, 200, completion('answered'));
+  });
   const { app } = await build(t, {
-    env: { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl, SVC_GATEWAY_INFLIGHT_BODY_BYTES: String(BUDGET) },
+    env: { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl, SVC_GATEWAY_INFLIGHT_BODY_BYTES: String(BUDGET), ...env },
   });
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
 
@@ -60,7 +65,33 @@ async function gateway(t: test.TestContext) {
     req.end(body);
     return answer;
   };
-  return { upstream, begin, post };
+  /**
+   * Whether nothing is held beyond what the caller holds now (`holding` bytes of the budget): a body of the rest of
+   * the budget, less 4 KiB, must pass. Posted in full; the caller's holdings are bodies half sent.
+   */
+  const budgetLeftIs = async (holding: number): Promise<boolean> => {
+    const answer = await post(chatBodyOf(BUDGET - holding - 4 * KiB));
+    assert.ok(answer.status === 200 || answer.status === 503, answer.body);
+    return answer.status === 200;
+  };
+  /** Hold `count` bodies of `bytes` each, their first 1,000 bytes sent; `end` sends the rest. */
+  const holdBodies = async (count: number, bytes: number) => {
+    const calls = Array.from({ length: count }, () => {
+      const body = chatBodyOf(bytes);
+      const call = begin('/v1/chat/completions', { 'content-length': body.length });
+      call.req.write(body.subarray(0, 1000));
+      return { ...call, rest: body.subarray(1000) };
+    });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    return {
+      bytes: count * chatBodyOf(bytes).length,
+      async end() {
+        for (const call of calls) call.req.end(call.rest);
+        for (const call of calls) assert.equal((await call.answer).status, 200);
+      },
+    };
+  };
+  return { url, upstream, begin, post, budgetLeftIs, holdBodies };
 }
 
 test('a body that would take the bodies in progress past the budget is refused with a 503 and retry-after, and passes once they are done', async (t) => {
@@ -142,4 +173,58 @@ test('a chunked body is counted as it arrives and refused at the chunk that cros
   again.req.end(body);
   assert.equal((await again.answer).status, 200);
   assert.equal(upstream.requests.length, 3);
+});
+
+test('a call queued behind another on a pipelined connection releases its body when the connection closes before its answer went out', async (t) => {
+  const { url, budgetLeftIs, holdBodies } = await gateway(t);
+  const { port } = new URL(url);
+  // One connection: a slow call, then a 200 KiB one behind it, answered at once but queued behind the first.
+  const socket = connect(Number(port), '127.0.0.1');
+  await new Promise((resolve) => socket.once('connect', resolve));
+  const requestText = (body: Buffer) =>
+    Buffer.concat([
+      Buffer.from(`POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nauthorization: Bearer sk-local-dev\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n`),
+      body,
+    ]);
+  socket.write(Buffer.concat([requestText(Buffer.from(JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: '#slow# first' }] }))), requestText(chatBodyOf(200 * KiB))]));
+  await new Promise((resolve) => setTimeout(resolve, 400));
+  socket.destroy();
+  await new Promise((resolve) => setTimeout(resolve, 200));
+
+  const held = await holdBodies(4, 200 * KiB);
+  assert.ok(await budgetLeftIs(held.bytes), 'the queued call released its 200 KiB');
+  await held.end();
+});
+
+test("a chunked body's bytes that arrive after its answer (a 413) are not counted", async (t) => {
+  const { url, budgetLeftIs, holdBodies } = await gateway(t, { SVC_GATEWAY_BODY_LIMIT_BYTES: String(256 * KiB) });
+  const { port } = new URL(url);
+  // A chunked body past the body limit, sent all at once: most of it arrives after svc answered 413, and it is more
+  // than the whole budget.
+  const socket = connect(Number(port), '127.0.0.1');
+  await new Promise((resolve) => socket.once('connect', resolve));
+  let answer = '';
+  socket.on('data', (data: Buffer) => (answer += data.toString('latin1')));
+  socket.on('error', () => undefined);
+  socket.write('POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nauthorization: Bearer sk-local-dev\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n');
+  const chunk = Buffer.alloc(128 * KiB, 0x20);
+  for (let i = 0; i < 20; i++) socket.write(Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')]));
+  socket.write('0\r\n\r\n');
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  socket.destroy();
+  assert.match(answer, /^HTTP\/1\.1 413/);
+
+  const held = await holdBodies(4, 200 * KiB);
+  assert.ok(await budgetLeftIs(held.bytes), 'nothing of the chunked call is held');
+  await held.end();
+});
+
+test('a caller over its rate limit gets its 429, not the budget\'s 503, and holds nothing', async (t) => {
+  const { post, holdBodies } = await gateway(t, { SVC_RATE_LIMIT_GATEWAY_PER_MINUTE: '3' });
+  const held = await holdBodies(1, 900 * KiB);
+  assert.equal((await post(chatBodyOf(2 * KiB))).status, 200);
+  assert.equal((await post(chatBodyOf(2 * KiB))).status, 200);
+  const limited = await post(chatBodyOf(400 * KiB));
+  assert.equal(limited.status, 429, limited.body);
+  await held.end();
 });
