@@ -50,9 +50,17 @@ declare module 'fastify' {
   }
 }
 
-/** Resolves when a response is complete or its client gone. */
-function settledOnce(response: ServerResponse): Promise<void> {
-  return new Promise((resolve) => response.once('close', () => resolve()));
+/**
+ * Resolves when a response is complete or its client gone: its `close`, or its connection's. node 20 emits no `close`
+ * on a response queued behind another on a pipelined connection that closes (its socketOnClose aborts the queued
+ * requests only), so such a response would be waited for until the shutdown's timeout.
+ */
+function settledOnce(response: Tracked): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => resolve();
+    response.once('close', done);
+    response[CONNECTION]?.once('close', done);
+  });
 }
 
 /** End a connection gracefully: its last answer's bytes, then a FIN; closed without waiting for the client's FIN. */
@@ -132,7 +140,12 @@ export function createDraining(options: { headersTimeoutMs: number }): Draining 
     watch(server) {
       server.on('connection', (socket: Socket) => {
         connections.add(socket);
-        socket.once('close', () => connections.delete(socket));
+        socket.once('close', () => {
+          connections.delete(socket);
+          // Answers queued behind another on a pipelined connection get no `close` of their own when it closes
+          // (settledOnce): once per connection, not per request, so nothing is added to the request path.
+          for (const [key, response] of inFlight) if (response[CONNECTION] === socket) inFlight.delete(key);
+        });
       });
     },
     refuse(request, reply, done) {

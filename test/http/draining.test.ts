@@ -4,8 +4,10 @@
  * connection closes after it. (The real executable's shutdown is in test/e2e/graceful-shutdown.test.ts.)
  */
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import test from 'node:test';
 import { build, json } from '../support/build.ts';
+import { completion, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
 
 const MESSAGE = 'The server is shutting down; retry the request on another instance or once it is back.';
 
@@ -40,4 +42,28 @@ test('before draining starts, requests are answered as usual', async (t) => {
   assert.equal(response.statusCode, 200);
   assert.equal(app.draining.active, false);
   assert.notEqual(response.headers.connection, 'close');
+});
+
+test('an answer queued behind another on a pipelined connection that closed does not hold the drain', async (t) => {
+  const upstream = await startFakeUpstream(t, async (request, res) => {
+    if (String(request.body?.messages?.[0]?.content).startsWith('#slow#')) await new Promise((resolve) => setTimeout(resolve, 1_500));
+    if (!res.destroyed) sendJson(res, 200, completion('answered'));
+  });
+  const { app } = await build(t, { env: { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl } });
+  const { port } = new URL(await app.listen({ port: 0, host: '127.0.0.1' }));
+  // One connection: a slow call, then a quick one, whose answer is ended at once but queued behind the first's.
+  const socket = connect(Number(port), '127.0.0.1');
+  await new Promise((resolve) => socket.once('connect', resolve));
+  const call = (content: string) => {
+    const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content }] });
+    return `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nauthorization: Bearer sk-local-dev\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  };
+  socket.write(call('#slow# first') + call('second'));
+  await new Promise((resolve) => setTimeout(resolve, 400));
+  // node emits no `close` on the queued answer when its connection closes.
+  socket.destroy();
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  app.draining.begin();
+  const drained = await Promise.race([app.draining.flushed().then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 3_000))]);
+  assert.ok(drained, 'the drain did not wait for the answer that can never be sent');
 });
