@@ -37,6 +37,24 @@ interface Holding {
 export function createBodyBudget(limits: { budgetBytes: number; bodyLimitBytes: number }): BodyBudget {
   const { budgetBytes, bodyLimitBytes } = limits;
   let held = 0;
+  /**
+   * The releases due when a connection closes: one `close` listener per connection, not one per body (eight large
+   * bodies pipelined on one connection passed node's listener warning).
+   */
+  const heldOn = new WeakMap<Socket, Set<() => void>>();
+  const releaseWith = (socket: Socket, release: () => void) => {
+    let releases = heldOn.get(socket);
+    if (!releases) {
+      const own = new Set<() => void>();
+      heldOn.set(socket, own);
+      socket.once('close', () => {
+        heldOn.delete(socket);
+        for (const due of own) due();
+      });
+      releases = own;
+    }
+    releases.add(release);
+  };
 
   // A 5xx answers its catalogue message (src/http/error-shapes.ts), which names the variable.
   const refusal = () => new AppError('busy', { headers: { 'retry-after': '1' } });
@@ -58,10 +76,10 @@ export function createBodyBudget(limits: { budgetBytes: number; bodyLimitBytes: 
       holding.released = true;
       held -= holding.bytes;
       response.removeListener('close', release);
-      socket?.removeListener('close', release);
+      if (socket) heldOn.get(socket)?.delete(release);
     };
     response.once('close', release);
-    socket?.once('close', release);
+    if (socket) releaseWith(socket, release);
     return holding;
   };
 
@@ -88,6 +106,14 @@ export function createBodyBudget(limits: { budgetBytes: number; bodyLimitBytes: 
     });
     // fastify listens while it reads the body; a refusal after it stopped (it answered already) is nobody's error.
     counter.on('error', () => undefined);
+    // A call answered without its body being read (a GET with one, a 404, a 415) leaves the counter unread, and the
+    // pipe would then hold the request paused: node discards an unread body once the answer is sent, so that the
+    // connection serves its next request, but not one being piped. Discarded here likewise.
+    response.once('finish', () => {
+      if (payload.readableEnded) return;
+      payload.unpipe(counter);
+      payload.resume();
+    });
     return payload.pipe(counter);
   };
 

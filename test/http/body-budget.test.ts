@@ -228,3 +228,58 @@ test('a caller over its rate limit gets its 429, not the budget\'s 503, and hold
   assert.equal(limited.status, 429, limited.body);
   await held.end();
 });
+
+/** Raw HTTP/1.1 on one connection: what it sends, and every status line it gets back. */
+async function rawConnection(url: string) {
+  const socket = connect(Number(new URL(url).port), '127.0.0.1');
+  await new Promise((resolve) => socket.once('connect', resolve));
+  let received = '';
+  socket.on('data', (data: Buffer) => (received += data.toString('latin1')));
+  socket.on('error', () => undefined);
+  return {
+    socket,
+    statuses: () => [...received.matchAll(/HTTP\/1\.1 (\d+)/g)].map((match) => Number(match[1])),
+    async waitFor(count: number, ms = 3_000) {
+      const until = Date.now() + ms;
+      while (this.statuses().length < count && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 20));
+      return this.statuses();
+    },
+  };
+}
+
+const chunkedOf = (body: Buffer) => Buffer.concat([Buffer.from(`${body.length.toString(16)}\r\n`), body, Buffer.from('\r\n0\r\n\r\n')]);
+
+test('a chunked body its route never reads (a GET, a 404, a 415) does not stall the connection for its next request', async (t) => {
+  const { url } = await gateway(t);
+  const cases = [
+    ['GET', '/v1/models', 'application/json', 200],
+    ['GET', '/v1/nope', 'application/json', 404],
+    ['POST', '/v1/chat/completions', 'application/xml', 415],
+  ] as const;
+  for (const [method, path, type, status] of cases) {
+    const connection = await rawConnection(url);
+    connection.socket.write(`${method} ${path} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer sk-local-dev\r\ncontent-type: ${type}\r\ntransfer-encoding: chunked\r\n\r\n`);
+    connection.socket.write(chunkedOf(Buffer.alloc(200 * KiB, 0x20)));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    connection.socket.write('GET /v1/models HTTP/1.1\r\nhost: x\r\nauthorization: Bearer sk-local-dev\r\n\r\n');
+    assert.deepEqual(await connection.waitFor(2), [status, 200], `${method} ${path}`);
+    connection.socket.destroy();
+  }
+});
+
+test('many large bodies pipelined on one connection add one close listener to it, not one each', async (t) => {
+  const { url, budgetLeftIs } = await gateway(t);
+  const warnings: Error[] = [];
+  const onWarning = (warning: Error) => warnings.push(warning);
+  process.on('warning', onWarning);
+  t.after(() => process.off('warning', onWarning));
+  const connection = await rawConnection(url);
+  const body = chatBodyOf(70 * KiB);
+  const call = `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nauthorization: Bearer sk-local-dev\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n`;
+  connection.socket.write(Buffer.concat(Array.from({ length: 12 }, () => Buffer.concat([Buffer.from(call), body]))));
+  assert.deepEqual(await connection.waitFor(12), Array(12).fill(200));
+  connection.socket.destroy();
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.deepEqual(warnings.map((warning) => warning.name), []);
+  assert.ok(await budgetLeftIs(0), 'every body was released');
+});
