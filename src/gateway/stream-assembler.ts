@@ -41,6 +41,7 @@
  */
 import type { ChatChunk, ChatCompletion, ChatToolCall, ChatUsage } from './providers/types.ts';
 import { newId } from '../core/ids.ts';
+import { textPieces } from './replay-pieces.ts';
 import { InvalidToolCallError } from './pipeline.ts';
 import type { DeclaredTools } from './tool-schemas.ts';
 
@@ -96,9 +97,9 @@ function isDocumentedChunkField(key: string): boolean {
 const REPLAYED_MESSAGE_FIELDS = new Set(['role', 'content', 'refusal', 'tool_calls', 'annotations']);
 
 /**
- * A replay repeats the top-level fields on every chunk, one chunk per word: these bound what that adds per chunk
- * (a provider name, a request id or a fingerprint is far shorter), so a cached answer cannot be made to replay as a
- * stream many times its size.
+ * A replay repeats the top-level fields on every chunk, of which there are about 128 per text at most
+ * (replay-pieces.ts): these bound what that adds per chunk (a provider name, a request id or a fingerprint is far
+ * shorter), so a cached answer cannot be made to replay as a stream many times its size.
  */
 export const MAX_EXTRA_CHUNK_FIELDS = 8;
 export const MAX_CHUNK_FIELD_CHARS = 128;
@@ -470,11 +471,6 @@ function choiceFieldsOf(choice: ChatCompletion['choices'][number]): Record<strin
   return fields;
 }
 
-/** Word-sized pieces of a text, as a live stream would arrive. */
-function pieces(text: string): string[] {
-  return text.match(/\S+\s*|\s+/g) ?? [];
-}
-
 /** Replay a stored completion as a stream (a cached streamed answer is served as a stream). */
 export function completionToChunks(completion: ChatCompletion, options: { id: string; created: number; includeUsage: boolean }): ChatChunk[] {
   const fields = chunkFieldsOf(completion);
@@ -493,8 +489,8 @@ export function completionToChunks(completion: ChatCompletion, options: { id: st
     // Before the content, where a live stream sends reasoning.
     const extra = extraDeltaOf(message);
     if (extra) chunks.push(chunk([{ index, delta: extra, finish_reason: null }]));
-    for (const piece of pieces(message.content ?? '')) chunks.push(chunk([{ index, delta: { content: piece }, finish_reason: null }]));
-    for (const piece of pieces(message.refusal ?? '')) chunks.push(chunk([{ index, delta: { refusal: piece }, finish_reason: null }]));
+    for (const piece of textPieces(message.content ?? '')) chunks.push(chunk([{ index, delta: { content: piece }, finish_reason: null }]));
+    for (const piece of textPieces(message.refusal ?? '')) chunks.push(chunk([{ index, delta: { refusal: piece }, finish_reason: null }]));
     for (const [at, call] of (message.tool_calls ?? []).entries()) {
       chunks.push(chunk([{ index, delta: { tool_calls: [{ index: at, id: call.id, type: 'function', function: { name: call.function.name, arguments: call.function.arguments } }] }, finish_reason: null }]));
     }

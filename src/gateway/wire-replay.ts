@@ -3,6 +3,7 @@
  * mock provider streams its answers this way. Pure functions of the answer.
  */
 import type { MessagesResponse, MessagesStreamEvent, ResponseObject, ResponseStreamEvent } from './providers/types.ts';
+import { jsonPieces, textPieces } from './replay-pieces.ts';
 
 /** Replay a stored message as the wire's event stream (a cached streamed answer is served as a stream). */
 export function messageToEvents(message: MessagesResponse): MessagesStreamEvent[] {
@@ -13,15 +14,13 @@ export function messageToEvents(message: MessagesResponse): MessagesStreamEvent[
   for (const [index, block] of message.content.entries()) {
     if (block.type === 'text') {
       events.push({ type: 'content_block_start', index, content_block: { type: 'text', text: '' } });
-      for (const piece of String(block.text).match(/\S+\s*|\s+/g) ?? []) {
+      for (const piece of textPieces(String(block.text))) {
         events.push({ type: 'content_block_delta', index, delta: { type: 'text_delta', text: piece } });
       }
     } else if (block.type === 'tool_use') {
       events.push({ type: 'content_block_start', index, content_block: { type: 'tool_use', id: block.id, name: block.name, input: {} } });
       const json = JSON.stringify(block.input ?? {});
-      for (let at = 0; at < json.length; at += 24) {
-        events.push({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: json.slice(at, at + 24) } });
-      }
+      for (const piece of jsonPieces(json)) events.push({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: piece } });
     } else {
       events.push({ type: 'content_block_start', index, content_block: block });
     }
@@ -32,9 +31,6 @@ export function messageToEvents(message: MessagesResponse): MessagesStreamEvent[
   return events;
 }
 
-function pieces(text: string): string[] {
-  return text.match(/\S+\s*|\s+/g) ?? [];
-}
 
 /** Replay a stored response as the wire's event stream (sequence numbers are assigned by the route). */
 export function responseToEvents(response: ResponseObject): ResponseStreamEvent[] {
@@ -50,7 +46,7 @@ export function responseToEvents(response: ResponseObject): ResponseStreamEvent[
         const base = { item_id: item.id, output_index: outputIndex, content_index: contentIndex };
         events.push({ type: 'response.content_part.added', ...base, part: { ...part, ...(part.type === 'output_text' ? { text: '' } : {}) } });
         if (part.type === 'output_text') {
-          for (const delta of pieces(part.text ?? '')) events.push({ type: 'response.output_text.delta', ...base, delta, logprobs: [] });
+          for (const delta of textPieces(part.text ?? '')) events.push({ type: 'response.output_text.delta', ...base, delta, logprobs: [] });
           events.push({ type: 'response.output_text.done', ...base, text: part.text ?? '', logprobs: [] });
         }
         events.push({ type: 'response.content_part.done', ...base, part });
