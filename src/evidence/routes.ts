@@ -8,21 +8,25 @@ import { authOf } from '../http/surface.ts';
 import { instantQuery } from '../core/instant.ts';
 import { paginationQuery } from '../core/pagination.ts';
 import { EVENT_PAGE_DEFAULT_LIMIT, type RunsService } from './service.ts';
-import { RUN_ROUTES, RUN_STATUSES } from './types.ts';
+import { RUN_MODEL_MAX_LENGTH, RUN_ROUTES, RUN_STATUSES } from './types.ts';
 import { ingestBody, traceBody } from './sdk-events.ts';
 
-const optionalText = z
-  .string()
-  .trim()
-  .max(200)
-  .optional()
-  .transform((value) => (value ? value : undefined));
+/** An optional filter value of at most `max` characters, trimmed; undefined when absent or blank. */
+const optionalText = (max: number) =>
+  z
+    .string()
+    .trim()
+    .max(max)
+    .optional()
+    .transform((value) => (value ? value : undefined));
 
 const listQuery = paginationQuery(50, 200).extend({
   route: z.enum(RUN_ROUTES as [string, ...string[]]).optional(),
   status: z.enum(RUN_STATUSES as [string, ...string[]]).optional(),
-  provider: optionalText,
-  model: optionalText,
+  /** Provider names are svc's own (chatcomp, chatcomp-tenant, messages, mock, ...). */
+  provider: optionalText(200),
+  /** As long as a gateway run's model may be, so that every such run can be found by it. */
+  model: optionalText(RUN_MODEL_MAX_LENGTH),
   /** ISO 8601 timestamp or epoch milliseconds, years 0000-9999. */
   since: instantQuery,
 });

@@ -5,6 +5,13 @@ export type RunRoute = 'live' | 'exact_cache' | 'artifact' | 'blocked';
 export const RUN_STATUSES: readonly RunStatus[] = ['running', 'completed', 'failed', 'blocked'];
 export const RUN_ROUTES: readonly RunRoute[] = ['live', 'exact_cache', 'artifact', 'blocked'];
 
+/**
+ * The longest model name (characters, trimmed) a gateway request may give, so the longest a gateway run is recorded
+ * under: every wire validates its `model` to it (src/gateway/wires/model-field.ts), and the runs list's `model`
+ * filter takes up to it, so each such run can be found by its model.
+ */
+export const RUN_MODEL_MAX_LENGTH = 256;
+
 /** How one cache tier was treated for a request (each skipped or suppressed route is evidence, SPEC 4.2). */
 export interface CacheDecision {
   cacheType: string;

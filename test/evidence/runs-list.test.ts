@@ -1,10 +1,12 @@
 /**
  * GET /api/v1/runs filtered by model or provider: its total and facets equal counting the runs, come from the
- * rollups without walking the tenant's runs, and its page reads only the days the model or provider has runs on.
+ * rollups without walking the tenant's runs, and its page reads only the days the model or provider has runs on; a
+ * model filter takes any model a gateway run can be recorded under.
  */
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import type { RunOutcome } from '../../src/evidence/ledger.ts';
+import { RUN_MODEL_MAX_LENGTH } from '../../src/evidence/types.ts';
 import type { Services } from '../../src/services.ts';
 import type { Sql, SqlParams } from '../../src/store/sql.ts';
 import type { Store } from '../../src/store/store.ts';
@@ -253,4 +255,31 @@ test("a model whose runs are all on an old day pages through them reading that d
   const late = json(await app.inject({ url: '/api/v1/runs?model=late' }));
   assert.deepEqual(late.runs.map((run: RunView) => run.status), ['running', 'completed', 'completed']);
   assert.deepEqual(late.facets.status, { running: 1, completed: 2 });
+});
+
+test('a run recorded under the longest model the gateway takes is found by that model; one character more is a 400', async (t) => {
+  const { app } = await build(t);
+  const longest = 'gpt-4o-mini-'.padEnd(RUN_MODEL_MAX_LENGTH, 'x');
+  assert.equal(longest.length, 256);
+  const chat = (model: string) =>
+    app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model, messages: [{ role: 'user', content: 'hello' }] } });
+  const answered = await chat(longest);
+  assert.equal(answered.statusCode, 200);
+  const runId = answered.headers['x-svc-run-id'];
+
+  const listed = await app.inject({ url: `/api/v1/runs?model=${longest}` });
+  assert.equal(listed.statusCode, 200, listed.body);
+  const found = json(listed);
+  assert.deepEqual(found.runs.map((run: RunView) => [run.id, run.model]), [[runId, longest]]);
+  assert.equal(found.pagination.total, 1);
+
+  // One character past it: the gateway refuses such a model, and the filter refuses it in the management error shape.
+  const tooLong = `${longest}x`;
+  assert.equal((await chat(tooLong)).statusCode, 400);
+  const refused = await app.inject({ url: `/api/v1/runs?model=${tooLong}` });
+  assert.equal(refused.statusCode, 400);
+  const { error } = json(refused);
+  assert.equal(error.code, 'invalid_request');
+  assert.match(error.message, /^model: /);
+  assert.deepEqual(error.details.issues.map((issue: { path: string }) => issue.path), ['model']);
 });
