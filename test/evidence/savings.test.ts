@@ -147,6 +147,9 @@ test('an instant outside the years 0000-9999 is 400 invalid_request naming its p
     ['since', '9007199254740993'],
     ['since', '-000001-12-31T00:00:00Z'],
     ['until', '253402300800000'], // 10000-01-01T00:00:00Z
+    ['since', '-62167219200001'], // a millisecond before 0000-01-01T00:00:00Z
+    ['until', '%2B999999-12-31'], // past what a JS date reaches
+    ['since', '-999999-01-01T00:00Z'],
   ];
   for (const path of ['/api/v1/savings', '/api/v1/usage/attribution', '/api/v1/runs']) {
     for (const [param, value] of outOfRange) {
@@ -163,6 +166,70 @@ test('an instant outside the years 0000-9999 is 400 invalid_request naming its p
   assert.deepEqual(edges.body.window, { since: '0000-01-01T00:00:00.000Z', until: '9999-12-31T23:59:59.999Z', granularity: 'utc_day' });
   assert.equal((await get('/api/v1/usage/attribution?until=9999-12-31T23:59:59.999Z')).status, 200);
   assert.equal((await get('/api/v1/runs?since=9999-12-31T23:59:59.999Z')).status, 200);
+});
+
+test('an instant in none of the accepted forms is 400 invalid_request naming its parameter and the forms, on every endpoint taking one', async (t) => {
+  const { get } = await setup(t);
+  // Date.parse reads each of these as a date (V8's legacy formats: '1.5', '-1.5' and '+1' in 2001, '2026-02-30' as
+  // March 2), but the last three; none is epoch milliseconds or ISO 8601.
+  const hostile = [
+    '1.5', '-1.5', '+1', 'March 7 2026', '2026/11/26', 'Sat, 07 Mar 2026 00:00:00 GMT', '2026-02-30', '2025-02-29', '2026-3-7',
+    '2026-03-07 12:00:00Z', '2026-03-07t12:00:00z', '2026-03-07T12:00:00+0100', '-000000-01-01', '1e3', '0x10', '2026-03-07T12Z',
+  ];
+  for (const path of ['/api/v1/savings', '/api/v1/usage/attribution', '/api/v1/runs']) {
+    for (const param of ['since', 'until']) {
+      if (path === '/api/v1/runs' && param === 'until') continue; // the runs list takes `since` only
+      for (const value of hostile) {
+        const { status, body } = await get(`${path}?${param}=${encodeURIComponent(value)}`);
+        assert.equal(status, 400, `${path}?${param}=${value}`);
+        assert.equal(body.error.code, 'invalid_request');
+        assert.equal(
+          body.error.message,
+          `${param}: expected an ISO 8601 date or timestamp (2026-03-07, 2026-03-07T12:00:00Z, 2026-03-07T12:00:00.000+01:00) or epoch milliseconds (an integer, negative before 1970)`,
+          `${path}?${param}=${value}`,
+        );
+      }
+    }
+  }
+});
+
+test('each accepted form of an instant is read as the instant it names', async (t) => {
+  const { get } = await setup(t);
+  /** Epoch ms of a UTC time; setUTCFullYear, unlike Date.UTC, takes the years 0-99 as they are. */
+  const utc = (year: number, month: number, day: number, hours = 0, minutes = 0, seconds = 0, ms = 0) => {
+    const date = new Date(0);
+    date.setUTCFullYear(year, month - 1, day);
+    date.setUTCHours(hours, minutes, seconds, ms);
+    return date.getTime();
+  };
+  const forms: Array<[string, number]> = [
+    ['0', 0],
+    ['-1', -1], // 1969-12-31T23:59:59.999Z, not 2001
+    [' 1741305600000 ', utc(2025, 3, 7)],
+    ['-62167219200000', utc(0, 1, 1)],
+    ['2025', 2025], // digits alone are always epoch milliseconds, never a year
+    ['+002025', utc(2025, 1, 1)],
+    ['2025-03', utc(2025, 3, 1)],
+    ['2025-03-07', utc(2025, 3, 7)],
+    ['2024-02-29', utc(2024, 2, 29)],
+    ['0000-02-29', utc(0, 2, 29)],
+    ['+002025-03-07T00:00:00Z', utc(2025, 3, 7)],
+    ['2025-03-07T23:30Z', utc(2025, 3, 7, 23, 30)],
+    ['2025-03-07T23:30:15Z', utc(2025, 3, 7, 23, 30, 15)],
+    ['2025-03-07T23:30:15.250Z', utc(2025, 3, 7, 23, 30, 15, 250)],
+    ['2025-03-07T23:30:00-02:00', utc(2025, 3, 8, 1, 30)],
+    ['2025-03-07T12:00', new Date(2025, 2, 7, 12).getTime()], // no offset: the server's local time
+  ];
+  const endOfUtcDay = (ms: number) => new Date(Math.floor(ms / 86_400_000) * 86_400_000 + 86_400_000 - 1).toISOString();
+  for (const [value, ms] of forms) {
+    const query = encodeURIComponent(value);
+    const { status, body } = await get(`/api/v1/savings?until=${query}`);
+    assert.equal(status, 200, value);
+    assert.equal(body.window.until, endOfUtcDay(ms), value);
+    for (const path of ['/api/v1/savings', '/api/v1/usage/attribution', '/api/v1/runs']) {
+      assert.equal((await get(`${path}?since=${query}`)).status, 200, `${path}?since=${value}`);
+    }
+  }
 });
 
 test('a window whose since is after its until is 400 on /savings and /usage/attribution alike, naming the since query parameter', async (t) => {
