@@ -43,17 +43,14 @@ export function createBodyBudget(limits: { budgetBytes: number; bodyLimitBytes: 
    */
   const heldOn = new WeakMap<Socket, Set<() => void>>();
   const releaseWith = (socket: Socket, release: () => void) => {
-    let releases = heldOn.get(socket);
-    if (!releases) {
-      const own = new Set<() => void>();
-      heldOn.set(socket, own);
-      socket.once('close', () => {
-        heldOn.delete(socket);
-        for (const due of own) due();
-      });
-      releases = own;
-    }
-    releases.add(release);
+    const releases = heldOn.get(socket);
+    if (releases) return void releases.add(release);
+    const first = new Set([release]);
+    heldOn.set(socket, first);
+    socket.once('close', () => {
+      heldOn.delete(socket);
+      for (const due of first) due();
+    });
   };
 
   // A 5xx answers its catalogue message (src/http/error-shapes.ts), which names the variable.
@@ -62,7 +59,7 @@ export function createBodyBudget(limits: { budgetBytes: number; bodyLimitBytes: 
   const fits = (others: number, bytes: number) => others === 0 || others + bytes <= budgetBytes;
 
   /**
-   * Hold `bytes` for the call answered by `response` on `socket`. Released when the response closes or, if it never
+   * Hold `bytes` for the call answered by `response` on `connection`. Released when the response closes or, if it never
    * does, when the connection closes: node 20 emits no `close` on a response queued behind another on a pipelined
    * connection that closes (its socketOnClose aborts the queued requests only).
    */
