@@ -5,27 +5,16 @@
  * other providers add to OpenAI's chunks; what svc emits is checked against the OpenAPI document.
  */
 import assert from 'node:assert/strict';
-import test, { type TestContext } from 'node:test';
+import test from 'node:test';
 import OpenAI from 'openai';
 import { ChatCompletionStream } from 'openai/lib/ChatCompletionStream';
 import type { ChatCompletion } from 'openai/resources/chat/completions';
 import { MAX_WHOLE_FIELD_CHARS } from '../../src/gateway/stream-assembler.ts';
-import { build } from '../support/build.ts';
-import { sendJson, startFakeUpstream, startSse, type FakeUpstream } from '../support/fake-upstream.ts';
+import { sendChunks, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
+import { openaiGateway } from '../support/openai-gateway.ts';
 import { validateAgainst } from '../support/openapi.ts';
 
-async function gateway(t: TestContext, upstream: FakeUpstream) {
-  const built = await build(t, { env: { CHATCOMP_API_KEY: 'sk-upstream-secret', CHATCOMP_BASE_URL: upstream.baseUrl } });
-  const address = await built.app.listen({ port: 0, host: '127.0.0.1' });
-  const client = new OpenAI({ baseURL: `${address}/v1`, apiKey: 'sk-local-dev', maxRetries: 0, timeout: 20_000 });
-  return { ...built, address, client };
-}
 
-function sse(res: import('node:http').ServerResponse, chunks: unknown[]): void {
-  startSse(res);
-  for (const chunk of chunks) res.write(`data: ${JSON.stringify(chunk)}\n\n`);
-  res.end('data: [DONE]\n\n');
-}
 
 type Params = Omit<OpenAI.Chat.ChatCompletionCreateParamsNonStreaming, 'stream'>;
 
@@ -104,8 +93,8 @@ function azureChunks(): unknown[] {
 }
 
 test('a streamed Azure-like answer accumulates the same from a cache hit, buffered or streamed, as from the live stream', async (t) => {
-  const upstream = await startFakeUpstream(t, (_req, res) => sse(res, azureChunks()));
-  const { client } = await gateway(t, upstream);
+  const upstream = await startFakeUpstream(t, (_req, res) => sendChunks(res, azureChunks()));
+  const { client } = await openaiGateway(t, upstream);
   const params: Params = { model: 'gpt-4o-2024-08-06', messages: [{ role: 'user', content: 'What is the capital of Norway?' }] };
 
   const live = await streamed(client, params);
@@ -152,8 +141,8 @@ function functionCallChunks(): unknown[] {
 }
 
 test('a streamed legacy function call accumulates the same from a cache hit, buffered or streamed, as from the live stream', async (t) => {
-  const upstream = await startFakeUpstream(t, (_req, res) => sse(res, functionCallChunks()));
-  const { client } = await gateway(t, upstream);
+  const upstream = await startFakeUpstream(t, (_req, res) => sendChunks(res, functionCallChunks()));
+  const { client } = await openaiGateway(t, upstream);
   const params: Params = {
     model: 'gpt-4o-mini',
     messages: [{ role: 'user', content: 'Weather in Oslo?' }],
@@ -197,7 +186,7 @@ function bufferedAnswer(prompt: string): Record<string, unknown> {
 
 test('a buffered answer stored and replayed as a stream accumulates to the answer the live client got', async (t) => {
   const upstream = await startFakeUpstream(t, (req, res) => sendJson(res, 200, bufferedAnswer(req.body.messages[0].content)));
-  const { client } = await gateway(t, upstream);
+  const { client } = await openaiGateway(t, upstream);
   for (const prompt of ['speak', 'call']) {
     const params: Params = { model: 'gpt-4o-audio-preview', messages: [{ role: 'user', content: prompt }] };
     const { data: live, response } = await client.chat.completions.create(params).withResponse();
@@ -215,13 +204,13 @@ test('an answer with a top-level field over the bound is not stored, and the liv
   const citations = Array.from({ length: Math.ceil(MAX_WHOLE_FIELD_CHARS / 30) }, (_, i) => `https://example.com/source/${i}`);
   const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) => ({ id: 'chatcmpl-big', object: 'chat.completion.chunk', created: 1700000000, model: 'sonar', citations, choices, ...extra });
   const upstream = await startFakeUpstream(t, (_req, res) =>
-    sse(res, [
+    sendChunks(res, [
       chunk([{ index: 0, delta: { role: 'assistant', content: 'Many sources.' }, finish_reason: null }]),
       chunk([{ index: 0, delta: {}, finish_reason: 'stop' }]),
       chunk([], { usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 } }),
     ]),
   );
-  const { client } = await gateway(t, upstream);
+  const { client } = await openaiGateway(t, upstream);
   const params: Params = { model: 'sonar', messages: [{ role: 'user', content: 'cite everything' }] };
   assert.ok(JSON.stringify(citations).length > MAX_WHOLE_FIELD_CHARS);
 

@@ -5,25 +5,13 @@
  * come back on a hit, buffered or streamed; payloads checked against the OpenAPI document.
  */
 import assert from 'node:assert/strict';
-import test, { type TestContext } from 'node:test';
-import OpenAI from 'openai';
+import test from 'node:test';
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
-import { build } from '../support/build.ts';
-import { sendJson, startFakeUpstream, startSse, type FakeUpstream } from '../support/fake-upstream.ts';
+import { sendChunks, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
+import { openaiGateway } from '../support/openai-gateway.ts';
 import { validateAgainst } from '../support/openapi.ts';
 
-async function gateway(t: TestContext, upstream: FakeUpstream) {
-  const built = await build(t, { env: { CHATCOMP_API_KEY: 'sk-upstream-secret', CHATCOMP_BASE_URL: upstream.baseUrl } });
-  const address = await built.app.listen({ port: 0, host: '127.0.0.1' });
-  const client = new OpenAI({ baseURL: `${address}/v1`, apiKey: 'sk-local-dev', maxRetries: 0, timeout: 20_000 });
-  return { ...built, address, client };
-}
 
-function sse(res: import('node:http').ServerResponse, chunks: unknown[]): void {
-  startSse(res);
-  for (const chunk of chunks) res.write(`data: ${JSON.stringify(chunk)}\n\n`);
-  res.end('data: [DONE]\n\n');
-}
 
 const FIRST_CITATION = { type: 'url_citation', url_citation: { start_index: 0, end_index: 4, url: 'https://example.com/oslo', title: 'Oslo' } };
 const SECOND_CITATION = { type: 'url_citation', url_citation: { start_index: 8, end_index: 24, url: 'https://example.com/norway', title: 'Norway' } };
@@ -74,8 +62,8 @@ function joined(chunks: ChatCompletionChunk[], field: string): unknown {
 }
 
 test('a streamed answer comes back from the cache with its service_tier, system_fingerprint, citations and unknown fields, buffered and streamed', async (t) => {
-  const upstream = await startFakeUpstream(t, (_req, res) => sse(res, searchAnswerChunks()));
-  const { client } = await gateway(t, upstream);
+  const upstream = await startFakeUpstream(t, (_req, res) => sendChunks(res, searchAnswerChunks()));
+  const { client } = await openaiGateway(t, upstream);
   const request = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: 'What is the capital of Norway?' }] };
 
   const { data: liveStream, response: liveResponse } = await client.chat.completions.create({ ...request, stream: true }).withResponse();
@@ -131,9 +119,9 @@ test('a streamed refusal comes back from the cache as a refusal, buffered and st
   const base = { id: 'chatcmpl-refusal', object: 'chat.completion.chunk', created: 1700000000, model: 'gpt-4o-mini', service_tier: 'default', system_fingerprint: 'fp_r' };
   const delta = (d: Record<string, unknown>, finish: string | null = null) => ({ ...base, choices: [{ index: 0, delta: d, logprobs: null, finish_reason: finish }] });
   const upstream = await startFakeUpstream(t, (_req, res) =>
-    sse(res, [delta({ role: 'assistant', content: null, refusal: '' }), delta({ refusal: "I can't help " }), delta({ refusal: 'with that.' }), delta({}, 'stop')]),
+    sendChunks(res, [delta({ role: 'assistant', content: null, refusal: '' }), delta({ refusal: "I can't help " }), delta({ refusal: 'with that.' }), delta({}, 'stop')]),
   );
-  const { client } = await gateway(t, upstream);
+  const { client } = await openaiGateway(t, upstream);
   const request = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: 'something refused' }] };
   const live = await collect(await client.chat.completions.create({ ...request, stream: true }));
   assert.equal(joined(live, 'refusal'), "I can't help with that.");
@@ -171,7 +159,7 @@ test('a buffered answer replayed as a stream carries its service_tier and system
       usage: { prompt_tokens: 5, completion_tokens: 4, total_tokens: 9 },
     }),
   );
-  const { client } = await gateway(t, upstream);
+  const { client } = await openaiGateway(t, upstream);
   const request = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: 'capital, buffered first' }] };
   await client.chat.completions.create(request);
   const { data, response } = await client.chat.completions.create({ ...request, stream: true }).withResponse();

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import test, { type TestContext } from 'node:test';
 import OpenAI from 'openai';
 import { bearer, build, json } from '../support/build.ts';
-import { completion, contentChunk, sendJson, sleep, startFakeUpstream, startSse, type FakeUpstream } from '../support/fake-upstream.ts';
+import { completion, contentChunk, sendChunks, sendJson, sleep, startFakeUpstream, startSse, type FakeUpstream } from '../support/fake-upstream.ts';
 import { validateAgainst } from '../support/openapi.ts';
 
 const WEATHER_TOOL = {
@@ -25,12 +25,6 @@ async function gateway(t: TestContext, upstream: FakeUpstream, env: Record<strin
   return { ...built, address, client };
 }
 
-function sse(res: import('node:http').ServerResponse, chunks: unknown[], done = true): void {
-  startSse(res);
-  for (const chunk of chunks) res.write(`data: ${JSON.stringify(chunk)}\n\n`);
-  if (done) res.write('data: [DONE]\n\n');
-  res.end();
-}
 
 function toolChunks(): unknown[] {
   const base = { id: 'chatcmpl-up', object: 'chat.completion.chunk', created: 1700000000, model: 'gpt-4o-mini' };
@@ -99,7 +93,7 @@ test('a model without a list price is flagged, not guessed', async (t) => {
 });
 
 test('streamed tool calls: fragments assembled, each call emitted whole and valid, usage kept, chunks validate', async (t) => {
-  const upstream = await startFakeUpstream(t, (_req, res) => sse(res, toolChunks()));
+  const upstream = await startFakeUpstream(t, (_req, res) => sendChunks(res, toolChunks()));
   const { client, app } = await gateway(t, upstream);
   const stream = await client.chat.completions.create({
     model: 'gpt-4o-mini',
@@ -134,7 +128,7 @@ test('streamed tool calls: fragments assembled, each call emitted whole and vali
 test('a streamed tool call that does not match its schema is never emitted: the stream ends with an error', async (t) => {
   const upstream = await startFakeUpstream(t, (_req, res) => {
     const base = { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini' };
-    sse(res, [
+    sendChunks(res, [
       { ...base, choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: 'call_x', type: 'function', function: { name: 'get_weather', arguments: '{"town":1}' } }] }, finish_reason: null }] },
       { ...base, choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] },
     ]);
@@ -158,7 +152,7 @@ test('streamed tool-call arguments nested past 128 levels (JSON inside a string)
   const deep = `{"city":"Oslo","extra":${'['.repeat(20_000)}${']'.repeat(20_000)}}`;
   const upstream = await startFakeUpstream(t, (_req, res) => {
     const base = { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini' };
-    sse(res, [
+    sendChunks(res, [
       { ...base, choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: 'call_deep', type: 'function', function: { name: 'get_weather', arguments: deep } }] }, finish_reason: null }] },
       { ...base, choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] },
     ]);
@@ -280,7 +274,7 @@ test('an upstream answer nested more than 128 levels deep is a classified 502, b
 });
 
 test('a stream cut off by the upstream ends with an error event and a failed run with partial usage', async (t) => {
-  const upstream = await startFakeUpstream(t, (_req, res) => sse(res, [contentChunk('partial '), contentChunk('answer')], false));
+  const upstream = await startFakeUpstream(t, (_req, res) => sendChunks(res, [contentChunk('partial '), contentChunk('answer')], false));
   const { address, app } = await gateway(t, upstream);
   const response = await fetch(`${address}/v1/chat/completions`, {
     method: 'POST',
@@ -419,7 +413,7 @@ test('a stream that fails before its first event fails open to the fallback, or 
     else if (primaryFails === 'null-choice') res.end(`data: ${JSON.stringify({ ...base, choices: [null] })}\n\ndata: [DONE]\n\n`);
     else res.end(`data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta: { tool_calls: 5 }, finish_reason: null }] })}\n\ndata: [DONE]\n\n`);
   });
-  const secondary = await startFakeUpstream(t, (_req, res) => sse(res, [contentChunk('from the '), { ...contentChunk('fallback'), choices: [{ index: 0, delta: { content: 'fallback' }, finish_reason: 'stop' }] }]));
+  const secondary = await startFakeUpstream(t, (_req, res) => sendChunks(res, [contentChunk('from the '), { ...contentChunk('fallback'), choices: [{ index: 0, delta: { content: 'fallback' }, finish_reason: 'stop' }] }]));
   const { client, app } = await gateway(t, primary, { CHATCOMP_FALLBACK_API_KEY: 'sk-fallback', CHATCOMP_FALLBACK_BASE_URL: secondary.baseUrl });
   for (const failure of Object.keys(failures) as Failure[]) {
     primaryFails = failure;
@@ -479,7 +473,7 @@ test('a client that leaves while svc waits for the first event releases the upst
     startSse(res);
     // Headers only: svc waits for the first event before answering the client.
     for (let i = 0; i < 100 && !res.destroyed; i++) await sleep(50);
-    if (!res.destroyed) sse(res, [contentChunk('too late')]);
+    if (!res.destroyed) sendChunks(res, [contentChunk('too late')]);
   });
   const { address, app } = await gateway(t, upstream);
   const controller = new AbortController();

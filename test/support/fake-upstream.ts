@@ -88,6 +88,14 @@ export function startSse(res: ServerResponse): void {
   res.flushHeaders();
 }
 
+/** An SSE answer of these chunks, each a `data:` event, then `data: [DONE]` unless `done` is false. */
+export function sendChunks(res: ServerResponse, chunks: unknown[], done = true): void {
+  startSse(res);
+  for (const chunk of chunks) res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+  if (done) res.write('data: [DONE]\n\n');
+  res.end();
+}
+
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
