@@ -364,10 +364,11 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
         };
         return pending.then(
           (value) => {
-            record();
-            if (recordingFailed !== null) {
+            try {
+              recorded();
+            } catch (error) {
               release?.(value);
-              throw recordingFailed;
+              throw error;
             }
             return value;
           },
