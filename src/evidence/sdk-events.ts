@@ -4,6 +4,7 @@
  * The three named SPEC types, plus the outcome of a planned side effect (docs/evidence.md).
  */
 import { z } from 'zod';
+import { modelField } from './model-field.ts';
 
 export const TRACE_PAYLOAD_MAX_BYTES = 256 * 1024;
 /**
@@ -61,15 +62,30 @@ export type TraceBody = z.infer<typeof traceBody>;
 
 const metadataValue = z.union([z.string().max(2000), z.number().finite(), z.boolean(), z.null()]);
 
-/** `POST /api/v1/ingest/prompt`: an externally handled prompt, recorded as a completed observed run. */
-export const ingestBody = z.strictObject({
-  source: z.string().trim().min(1).max(100),
-  prompt: z.string().min(1).max(512 * 1024),
-  sessionId: z.string().trim().min(1).max(200).optional(),
-  metadata: z
-    .record(z.string().regex(/^[A-Za-z0-9_\-:./]{1,64}$/, 'metadata keys are 1-64 letters, digits, _ - : . /'), metadataValue)
-    .refine((value) => Object.keys(value).length <= 32, 'at most 32 metadata entries')
-    .optional(),
-});
+/**
+ * `POST /api/v1/ingest/prompt`: an externally handled prompt, recorded as a completed observed run. A string
+ * `metadata.model` names the run's model, so it is held to the gateway's rule for one (`model`, trimmed): a longer
+ * or unprintable one would record a run the runs list's `model` filter cannot find.
+ */
+export const ingestBody = z
+  .strictObject({
+    source: z.string().trim().min(1).max(100),
+    prompt: z.string().min(1).max(512 * 1024),
+    sessionId: z.string().trim().min(1).max(200).optional(),
+    metadata: z
+      .record(z.string().regex(/^[A-Za-z0-9_\-:./]{1,64}$/, 'metadata keys are 1-64 letters, digits, _ - : . /'), metadataValue)
+      .refine((value) => Object.keys(value).length <= 32, 'at most 32 metadata entries')
+      .optional(),
+  })
+  .transform((body, ctx) => {
+    const named = body.metadata?.model;
+    if (typeof named !== 'string') return { ...body, model: 'external' };
+    const model = modelField.safeParse(named);
+    if (!model.success) {
+      for (const issue of model.error.issues) ctx.addIssue({ ...issue, path: ['metadata', 'model', ...issue.path] } as never);
+      return z.NEVER;
+    }
+    return { ...body, model: model.data };
+  });
 
 export type IngestBody = z.infer<typeof ingestBody>;

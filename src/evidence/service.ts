@@ -370,7 +370,7 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
     },
 
     async ingestPrompt(auth, body) {
-      const model = typeof body.metadata?.model === 'string' ? body.metadata.model : 'external';
+      const { model } = body;
       const run = ledger.start({
         tenantId: auth.tenantId,
         appId: auth.appId,

@@ -7,7 +7,7 @@ export const RUN_ROUTES: readonly RunRoute[] = ['live', 'exact_cache', 'artifact
 
 /**
  * The longest model name (characters, trimmed) a gateway request may give, so the longest a gateway run is recorded
- * under: every wire validates its `model` to it (src/gateway/wires/model-field.ts), and the runs list's `model`
+ * under: every wire validates its `model` to it (src/evidence/model-field.ts), and the runs list's `model`
  * filter takes up to it, so each such run can be found by its model.
  */
 export const RUN_MODEL_MAX_LENGTH = 256;

@@ -225,6 +225,28 @@ test('ingest: an externally handled prompt becomes a completed observed run', as
   }
 });
 
+test("ingest: metadata.model is held to the gateway's rule for a model, so the runs list's model filter finds every ingested run", async (t) => {
+  const { post, get } = await setup(t);
+  const before = (await get('/api/v1/runs')).pagination.total;
+  for (const model of ['m'.repeat(257), 'gpt\u0007x', 'gpt\u202Ex', '   ']) {
+    const refused = await post('/api/v1/ingest/prompt', { source: 'sdk', prompt: 'x', metadata: { model } });
+    assert.equal(refused.status, 400, JSON.stringify(model));
+    assert.equal(refused.body.error.code, 'invalid_request');
+    assert.match(refused.body.error.message, /metadata\.model/);
+  }
+  assert.equal((await get('/api/v1/runs')).pagination.total, before, 'a refused ingest records nothing');
+
+  const longest = 'm'.repeat(256);
+  for (const model of [longest, '  padded-model  ']) {
+    const created = await post('/api/v1/ingest/prompt', { source: 'sdk', prompt: 'x', metadata: { model } });
+    assert.equal(created.status, 201);
+    const found = await get(`/api/v1/runs?model=${encodeURIComponent(model.trim())}`);
+    assert.deepEqual(found.runs.map((run: any) => run.id), [created.body.runId]);
+  }
+  const padded = await get('/api/v1/runs?model=padded-model');
+  assert.equal(padded.runs[0].model, 'padded-model', 'recorded trimmed, as a gateway request\'s model is');
+});
+
 test("trace: a run's client payloads are bounded (16 MiB), on a committed run and on one its request is still writing; a full trace refuses with 409 and changes nothing", async (t) => {
   const { services, post, get, newRun } = await setup(t);
   const { RUN_CLIENT_TRACE_MAX_BYTES, TRACE_PAYLOAD_MAX_BYTES } = await import('../../src/evidence/sdk-events.ts');

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { invalid } from '../../core/errors.ts';
-import { modelField } from './model-field.ts';
+import { modelField } from '../../evidence/model-field.ts';
 import type { ResponsesRequest } from '../providers/types.ts';
 import { assertCompilableSchema, compileTools, SchemaBudget, type DeclaredTools } from '../tool-schemas.ts';
 

@@ -1,7 +1,7 @@
 /** The `model` field every gateway wire validates alike. */
 import { z } from 'zod';
-import { isPrintableText, UNPRINTABLE_MESSAGE } from '../../core/text.ts';
-import { RUN_MODEL_MAX_LENGTH } from '../../evidence/types.ts';
+import { isPrintableText, UNPRINTABLE_MESSAGE } from '../core/text.ts';
+import { RUN_MODEL_MAX_LENGTH } from './types.ts';
 
 /**
  * The `model` of a gateway request, on every wire: required, at most `RUN_MODEL_MAX_LENGTH` (256) characters, as
