@@ -287,8 +287,11 @@ export interface AccountsRepository {
     users: Array<{ user: User; orgRole: OrgRole | null }>;
     total: number;
   }>;
-  /** Create a user, optionally with a membership; false when the e-mail is taken. */
-  createUser(user: User, membership: { tenantId: string; role: OrgRole } | null): Promise<boolean>;
+  /**
+   * Create a user, optionally with a membership. `email_taken` when the e-mail is taken; `no_organization` when the
+   * membership's organization is gone (deleted while the password was hashed): nothing is written.
+   */
+  createUser(user: User, membership: { tenantId: string; role: OrgRole } | null): Promise<'created' | 'email_taken' | 'no_organization'>;
   updateUser(id: string, patch: { name?: string; role?: PlatformRole; emailVerified?: boolean }, now: number): Promise<User | null>;
   deleteUser(id: string): Promise<DeleteUserOutcome>;
   /**
@@ -429,10 +432,11 @@ export function createAccountsRepository(store: Store): AccountsRepository {
 
     createUser: (user, membership) =>
       store.write((sql) => {
-        if (userByEmail(sql, user.email)) return false;
+        if (userByEmail(sql, user.email)) return 'email_taken';
+        if (membership && !sql.get('SELECT 1 FROM tenants WHERE id = ?', [membership.tenantId])) return 'no_organization';
         addUser(sql, user);
         if (membership) addMember(sql, membership.tenantId, user.id, membership.role, user.createdAt);
-        return true;
+        return 'created';
       }),
 
     updateUser: (id, patch, now) =>

@@ -122,7 +122,9 @@ export function createUsersService(deps: AccountsDeps): UsersService {
         createdAt: now,
         updatedAt: now,
       };
-      if (!(await repo.createUser(user, { tenantId: auth.tenantId, role: orgRole }))) {
+      const outcome = await repo.createUser(user, { tenantId: auth.tenantId, role: orgRole });
+      if (outcome === 'no_organization') throw notFound('Organization');
+      if (outcome === 'email_taken') {
         throw new AppError('email_taken', { message: 'An account with this e-mail address already exists; invite it instead.' });
       }
       await audit.record(auth, 'user.create', { target: user.id, details: { email, role, orgRole } });
@@ -193,7 +195,7 @@ export function createUsersService(deps: AccountsDeps): UsersService {
           updatedAt: now,
         };
         // A concurrent start (another process on the same database) may have created it a moment ago.
-        if (await repo.createUser(created, { tenantId: DEFAULT_TENANT_ID, role: 'owner' })) return created;
+        if ((await repo.createUser(created, { tenantId: DEFAULT_TENANT_ID, role: 'owner' })) === 'created') return created;
         user = (await repo.findUserByEmail(email))!;
       }
       if (user.role !== 'admin' || !user.emailVerified) {

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import { bearer, json } from '../support/build.ts';
-import { ADMIN, BOOT, Browser, buildWithAdmin, makeUser, operator } from '../support/accounts.ts';
+import { ADMIN, BOOT, Browser, buildWithAdmin, gatedHasher, makeUser, operator } from '../support/accounts.ts';
 
 async function newOrg(app: import('fastify').FastifyInstance, name: string, ownerEmail: string): Promise<string> {
   const response = await app.inject({ method: 'POST', url: '/api/v1/orgs', headers: bearer(BOOT), payload: { name, ownerEmail } });
@@ -137,6 +137,25 @@ test('an admin reset ends every session of the user and demands a new password; 
   });
   assert.equal(chat.statusCode, 200);
   assert.equal((await admin.delete(`/api/v1/users/${id}`)).statusCode, 404);
+});
+
+test('a user created in an organization deleted while the password was hashed is 404 and leaves no user', async (t) => {
+  const hasher = gatedHasher();
+  const { app } = await buildWithAdmin(t, {}, { passwordHasher: hasher });
+  const { browser: owner } = await makeUser(app, { email: 'doomed-owner@example.test' });
+  assert.equal((await owner.post('/api/v1/orgs', { name: 'Doomed' })).statusCode, 201);
+  const key = json(await owner.post('/api/v1/keys', { name: 'admin', admin: true })).token;
+
+  const held = hasher.hold();
+  const creating = app.inject({ method: 'POST', url: '/api/v1/users', headers: bearer(key), payload: { email: 'late@example.test' } });
+  const release = await held;
+  assert.equal((await owner.delete('/api/v1/orgs/active', { confirm: true })).statusCode, 200);
+  release();
+  const created = await creating;
+  assert.equal(created.statusCode, 404, created.body);
+  assert.equal(json(created).error.code, 'not_found');
+  const listed = await app.inject({ url: '/api/v1/users?email=late@example.test', headers: operator(BOOT) });
+  assert.equal(json(listed).users.length, 0, 'nothing was created');
 });
 
 test('the last owner of an organization cannot be deleted; a platform admin cannot demote themself', async (t) => {

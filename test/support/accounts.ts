@@ -57,6 +57,41 @@ export function countingHasher(costLog2 = 10): PasswordHasher & { calls: { hash:
   };
 }
 
+/**
+ * A counting hasher whose next hash or verify can be held once its work is done, so a test can change the data
+ * while a request waits on its password (as a slow scrypt lets anyone do): `const release = await hasher.hold()`
+ * resolves when a call is held; `release()` lets it go on.
+ */
+export function gatedHasher() {
+  const inner = countingHasher();
+  let next: { gate: Promise<void>; held: () => void } | null = null;
+  async function pause(): Promise<void> {
+    const waiting = next;
+    if (!waiting) return;
+    next = null;
+    waiting.held();
+    await waiting.gate;
+  }
+  return {
+    ...inner,
+    hash: async (password: string, lane?: Parameters<PasswordHasher['hash']>[1]) => {
+      const hashed = await inner.hash(password, lane);
+      await pause();
+      return hashed;
+    },
+    verify: async (password: string, stored: string, lane?: Parameters<PasswordHasher['verify']>[2]) => {
+      const verdict = await inner.verify(password, stored, lane);
+      await pause();
+      return verdict;
+    },
+    hold(): Promise<() => void> {
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      return new Promise((resolve) => (next = { gate, held: () => resolve(release) }));
+    },
+  };
+}
+
 export interface AccountsApp extends Built {
   mail: CapturedMail;
   clock: MovableClock;
