@@ -296,12 +296,13 @@ export interface AccountsRepository {
   deleteUser(id: string): Promise<DeleteUserOutcome>;
   /**
    * Set a user's password. Ends every session of the user; when `session` is given it is created in the same
-   * write (a password change keeps its caller signed in on a fresh token).
+   * write (a password change keeps its caller signed in on a fresh token). False, writing nothing, when the user is
+   * gone (deleted while the password was hashed).
    */
   setPassword(
     userId: string,
     change: { hash: string; mustChangePassword: boolean; now: number; session?: { create: Session; tokenHash: string } },
-  ): Promise<void>;
+  ): Promise<boolean>;
   /** Replace a password hash after a successful login with weaker parameters (sessions stay). */
   rehashPassword(userId: string, hash: string): Promise<void>;
 
@@ -336,7 +337,8 @@ export interface AccountsRepository {
   /** Whether any owner of the organization has a verified e-mail address. */
   ownerVerified(tenantId: string): Promise<boolean>;
 
-  createSession(session: Session, tokenHash: string): Promise<void>;
+  /** False, creating nothing, when the session's user is gone (deleted while the password was checked). */
+  createSession(session: Session, tokenHash: string): Promise<boolean>;
   /** The session of a token hash with its user, expired ones included (the caller decides). */
   findSession(tokenHash: string): Promise<{ session: Session; user: User } | null>;
   /** Record use and, if it changed, the active organization; joins the next commit without waiting for it. */
@@ -462,15 +464,17 @@ export function createAccountsRepository(store: Store): AccountsRepository {
 
     setPassword: (userId, change) =>
       store.write((sql) => {
-        sql.run(
+        const updated = sql.run(
           'UPDATE users SET password_hash = ?, must_change_password = ?, password_changed_at = ?, updated_at = ? WHERE id = ?',
           [change.hash, change.mustChangePassword ? 1 : 0, change.now, change.now, userId],
-        );
+        ).changes > 0;
+        if (!updated) return false;
         sql.run('DELETE FROM sessions WHERE user_id = ?', [userId]);
         // A reset link sent before the change must not undo it: whoever changed the password (a user who feared the
         // link leaked, an admin forcing a change) meant the old ways in to end.
         sql.run("DELETE FROM account_tokens WHERE user_id = ? AND kind = 'password_reset'", [userId]);
         if (change.session) insertSession(sql, change.session.create, change.session.tokenHash);
+        return true;
       }),
 
     rehashPassword: async (userId, hash) => {
@@ -606,9 +610,12 @@ export function createAccountsRepository(store: Store): AccountsRepository {
 
     // ----- sessions
 
-    createSession: async (session, tokenHash) => {
-      await store.write((sql) => insertSession(sql, session, tokenHash));
-    },
+    createSession: (session, tokenHash) =>
+      store.write((sql) => {
+        if (!userById(sql, session.userId)) return false;
+        insertSession(sql, session, tokenHash);
+        return true;
+      }),
 
     findSession: (tokenHash) =>
       store.read((sql) => {

@@ -201,7 +201,8 @@ export function createSessionsService(deps: AccountsDeps): SessionsService {
       const memberships = await repo.membershipsOf(user.id);
       const first = memberships[0] ?? null;
       const issued = issueSession(clock, user.id, first?.tenantId ?? null);
-      await repo.createSession(issued.session, issued.tokenHash);
+      // Deleted while its password was checked: as any deleted user.
+      if (!(await repo.createSession(issued.session, issued.tokenHash))) throw new AppError('invalid_credentials');
       return { me: describe(user, first), token: issued.token };
     },
 
@@ -234,12 +235,14 @@ export function createSessionsService(deps: AccountsDeps): SessionsService {
       }
       const issued = issueSession(clock, user.id, auth.tenantId === NO_ORGANIZATION ? null : auth.tenantId);
       const now = clock.now();
-      await repo.setPassword(user.id, {
+      const changed = await repo.setPassword(user.id, {
         hash: await hasher.hash(next, 'account'),
         mustChangePassword: false,
         now,
         session: { create: issued.session, tokenHash: issued.tokenHash },
       });
+      // Deleted while the new password was hashed: the session went with the user.
+      if (!changed) throw new AppError('unauthorized');
       await auditAccountEvent(deps, user, 'user.password_change', { kind: 'session', userId: user.id });
       const updated = (await repo.findUser(user.id))!;
       return { me: await describeIn(repo, updated, auth.tenantId), token: issued.token };

@@ -171,7 +171,9 @@ export function createUsersService(deps: AccountsDeps): UsersService {
       const { user, memberships } = await visibleUser(auth, id);
       requireReach(auth, user, memberships);
       const tempPassword = generateTempPassword();
-      await repo.setPassword(id, { hash: await hashFor(auth, tempPassword), mustChangePassword: true, now: clock.now() });
+      if (!(await repo.setPassword(id, { hash: await hashFor(auth, tempPassword), mustChangePassword: true, now: clock.now() }))) {
+        throw notFound('User'); // deleted while the temporary password was hashed
+      }
       await audit.record(auth, 'user.reset_password', { target: id, details: { email: user.email } });
       return { user: await listing(auth, (await repo.findUser(id))!), tempPassword };
     },

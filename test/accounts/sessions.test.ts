@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import { bearer, json } from '../support/build.ts';
-import { ADMIN, BOOT, Browser, buildAccounts, buildWithAdmin, makeUser, ORIGIN, sessionCookieOf } from '../support/accounts.ts';
+import { ADMIN, BOOT, Browser, buildAccounts, buildWithAdmin, gatedHasher, makeUser, operator, ORIGIN, sessionCookieOf } from '../support/accounts.ts';
 
 test('the bootstrap admin signs in: cookie attributes, me, and the session authenticates the API', async (t) => {
   const { app } = await buildWithAdmin(t);
@@ -141,6 +141,37 @@ test('change password: needs the current one, ends other sessions, rotates the c
   assert.equal((await other.get('/api/v1/auth/me')).statusCode, 401);
   assert.equal((await app.inject({ url: '/api/v1/auth/me', headers: { cookie: `svc_session=${before}` } })).statusCode, 401);
   await new Browser(app).login('ada@example.test', 'second-password');
+});
+
+test('a sign-in, a password change or an admin reset whose user is deleted while the password is checked answers 401 or 404 and leaves no session', async (t) => {
+  const hasher = gatedHasher();
+  const { app, services } = await buildWithAdmin(t, {}, { passwordHasher: hasher });
+  /** Start `request`, delete the user while its password is being checked, then let it finish. */
+  async function racingDeletion(id: string, request: () => Promise<{ statusCode: number; body: string }>) {
+    const held = hasher.hold();
+    const pending = request();
+    const release = await held;
+    assert.equal((await app.inject({ method: 'DELETE', url: `/api/v1/users/${id}`, headers: operator(BOOT) })).statusCode, 200);
+    release();
+    return pending;
+  }
+  const sessions = () => services.store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM sessions')!.n);
+
+  const signingIn = await makeUser(app, { email: 'signing-in@example.test' });
+  const before = await sessions();
+  const login = await racingDeletion(signingIn.id, () => new Browser(app).post('/api/v1/auth/login', { email: 'signing-in@example.test', password: 'a-good-password' }));
+  assert.equal(login.statusCode, 401, login.body);
+  assert.equal(json(login).error.code, 'invalid_credentials');
+  assert.equal(await sessions(), before - 1, 'the deleted user\'s sessions are gone and no new one was made');
+
+  const changing = await makeUser(app, { email: 'changing@example.test' });
+  const change = await racingDeletion(changing.id, () => changing.browser.post('/api/v1/auth/change-password', { current: 'a-good-password', new: 'another-password' }));
+  assert.equal(change.statusCode, 401, change.body);
+
+  const reset = await makeUser(app, { email: 'reset@example.test' });
+  const resetting = await racingDeletion(reset.id, () => app.inject({ method: 'POST', url: `/api/v1/users/${reset.id}/reset-password`, headers: operator(BOOT) }));
+  assert.equal(resetting.statusCode, 404, resetting.body);
+  assert.equal(json(resetting).error.code, 'not_found');
 });
 
 test('a temporary password must be changed before anything but the account endpoints', async (t) => {
