@@ -61,6 +61,34 @@ test('signup: user, org named from the domain, owner, 30-day trial that applies 
   assert.deepEqual(actions.map((a) => a.action), ['user.signup', 'user.verify']);
 });
 
+test('an address that reads like another is refused: invisible characters, compatibility and decomposed forms', async (t) => {
+  const { app, services } = await buildWithAdmin(t, { SVC_ALLOW_PUBLIC_SIGNUP: 'true' });
+  const taken = await new Browser(app, '198.51.100.20').post('/api/v1/auth/signup', { email: 'víctor@acme.io', name: 'Victor', password: 'victor-password' });
+  assert.equal(taken.statusCode, 201, taken.body);
+  const lookalikes = [
+    'v\u00edc\u200btor@acme.io', // zero-width space
+    'v\u00edctor\u00ad@acme.io', // soft hyphen
+    'v\u00edctor@acme.io\u200e', // left-to-right mark
+    'v\u00edctor\ufe0f@acme.io', // variation selector
+    'vi\u0301ctor@acme.io', // decomposed
+    'v\u00edctor@\uff41cme.io', // fullwidth a
+  ];
+  const users = () => services.store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM users')!.n);
+  const before = await users();
+  const admin = new Browser(app, '198.51.100.21');
+  await admin.login(ADMIN.email, ADMIN.password);
+  for (const email of lookalikes) {
+    const signup = await new Browser(app, `198.51.100.${30 + lookalikes.indexOf(email)}`).post('/api/v1/auth/signup', { email, name: 'Mallory', password: 'mallory-password' });
+    assert.equal(signup.statusCode, 400, `signup ${JSON.stringify(email)}: ${signup.body}`);
+    assert.equal(json(signup).error.code, 'invalid_request');
+    assert.equal((await admin.post('/api/v1/users', { email })).statusCode, 400, `create ${JSON.stringify(email)}`);
+    assert.equal((await admin.post('/api/v1/orgs/active/invites', { email })).statusCode, 400, `invite ${JSON.stringify(email)}`);
+  }
+  assert.equal(await users(), before, 'no look-alike account was made');
+  // Addresses beyond ASCII in their one normal form are kept as sent.
+  assert.equal((await admin.post('/api/v1/users', { email: '山田@例え.jp' })).statusCode, 201);
+});
+
 test('signup: generic providers name the org after the person; duplicates 409; unknown fields 400; per-address limit', async (t) => {
   const { app } = await buildAccounts(t, { env: { SVC_ALLOW_PUBLIC_SIGNUP: 'true' } });
   const grace = await new Browser(app, '198.51.100.1').post('/api/v1/auth/signup', { email: 'grace@gmail.com', name: 'Grace', password: 'grace-password' });
