@@ -128,7 +128,10 @@ export function createInvitesService(deps: AccountsDeps): InvitesService {
         );
         throw new AppError('email_delivery_failed', { headers: { 'retry-after': String(DELIVERY_RETRY_AFTER_S) } });
       }
-      await audit.record(auth, 'invite.create', { target: invite.id, details: { email, role } });
+      // The organization may have been deleted, with its invitations, while the e-mail was on its way.
+      if (!(await repo.recordInvite(invite.id, audit.staged(auth, 'invite.create', { target: invite.id, details: { email, role } })))) {
+        throw notFound('Organization');
+      }
       return { invite, inviter };
     },
 

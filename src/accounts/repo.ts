@@ -352,6 +352,8 @@ export interface AccountsRepository {
   findInviteByToken(tokenHash: string): Promise<Invite | null>;
   listInvites(tenantId: string, options: { status?: InviteStatus; now: number; limit: number; offset: number }): Promise<{ invites: Invite[]; total: number }>;
   pendingInviteCount(tenantId: string, now: number): Promise<number>;
+  /** Run `also` (the invitation's audit row) if the invitation still exists: false when it is gone (its organization deleted). */
+  recordInvite(id: string, also: AlsoStep): Promise<boolean>;
   /** End a pending invitation, with `also` (its audit row) in the same transaction if it was still pending. */
   setInviteStatus(id: string, status: 'revoked' | 'expired', now: number, also?: AlsoStep): Promise<boolean>;
   /**
@@ -695,6 +697,13 @@ export function createAccountsRepository(store: Store): AccountsRepository {
             now,
           ])?.n ?? 0,
       ),
+
+    recordInvite: (id, also) =>
+      store.write((sql) => {
+        if (!sql.get('SELECT 1 FROM org_invites WHERE id = ?', [id])) return false;
+        also(sql);
+        return true;
+      }),
 
     setInviteStatus: (id, status, now, also) =>
       store.write((sql) => {

@@ -24,7 +24,20 @@ export class CapturedMail implements Mailer {
   readonly sent: EmailMessage[] = [];
   /** When set, the next sends fail like an unreachable provider. */
   failing = false;
+  private next: { gate: Promise<void>; held: () => void } | null = null;
+  /** Hold the next send as a slow provider would: resolves, once it waits, with the function that lets it go on. */
+  hold(): Promise<() => void> {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    return new Promise((resolve) => (this.next = { gate, held: () => resolve(release) }));
+  }
   async send(message: EmailMessage): Promise<void> {
+    const waiting = this.next;
+    if (waiting) {
+      this.next = null;
+      waiting.held();
+      await waiting.gate;
+    }
     if (this.failing) {
       const { EmailDeliveryError } = await import('../../src/email/transport.ts');
       throw new EmailDeliveryError('provider down (test)');
