@@ -95,7 +95,8 @@ export function createOrgsService(deps: OrgsDeps): OrgsService {
     return {
       org,
       plan,
-      role: auth.session?.orgRole ?? null,
+      // As the members now say, not as the request began: an owner who just changed their own role has the new one.
+      role: auth.session ? (members.find((m) => m.user.id === auth.userId)?.role ?? null) : null,
       members,
       seats: { members: members.length, pendingInvites, used: members.length + pendingInvites },
     };

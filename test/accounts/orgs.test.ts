@@ -137,6 +137,19 @@ test('member removal: owner only, 409 for the last owner, and the removed member
   assert.equal((await admin.delete(`/api/v1/orgs/active/members/${adminId}`)).statusCode, 200);
 });
 
+test('an owner who changes their own role is answered with the role they now have', async (t) => {
+  const { app } = await buildWithAdmin(t);
+  const { browser: owner, id: ownerId } = await makeUser(app, { email: 'owner@acme.test' });
+  const acme = json(await owner.post('/api/v1/orgs', { name: 'Acme' })).org.id;
+  await makeUser(app, { email: 'co@acme.test', orgId: acme, orgRole: 'owner' });
+
+  const demoted = await owner.patch(`/api/v1/orgs/active/members/${ownerId}`, { role: 'member' });
+  assert.equal(demoted.statusCode, 200, demoted.body);
+  assert.equal(json(demoted).members.find((m: { userId: string }) => m.userId === ownerId).role, 'member');
+  assert.equal(json(demoted).role, 'member', 'the answer says what the next read says');
+  assert.equal(json(await owner.get('/api/v1/orgs/active')).role, 'member');
+});
+
 test('a stale active organization falls back to the first membership on the next request', async (t) => {
   const { app } = await buildWithAdmin(t);
   const { browser: ada } = await makeUser(app, { email: 'ada@example.test' });
