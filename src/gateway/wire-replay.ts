@@ -13,10 +13,14 @@ export function messageToEvents(message: MessagesResponse): MessagesStreamEvent[
   ];
   for (const [index, block] of message.content.entries()) {
     if (block.type === 'text') {
-      events.push({ type: 'content_block_start', index, content_block: { type: 'text', text: '' } });
+      // The block's own fields beside its text on its start (`citations: null` too, as the SDKs keep it); citations
+      // one `citations_delta` each after the text, as a live stream sends them and the SDKs gather them.
+      const citations = Array.isArray(block.citations) && block.citations.length > 0 ? (block.citations as unknown[]) : null;
+      events.push({ type: 'content_block_start', index, content_block: Object.assign({}, block, { text: '' }, citations ? { citations: [] } : null) });
       for (const piece of textPieces(String(block.text))) {
         events.push({ type: 'content_block_delta', index, delta: { type: 'text_delta', text: piece } });
       }
+      for (const citation of citations ?? []) events.push({ type: 'content_block_delta', index, delta: { type: 'citations_delta', citation } });
     } else if (block.type === 'tool_use') {
       events.push({ type: 'content_block_start', index, content_block: { type: 'tool_use', id: block.id, name: block.name, input: {} } });
       const json = JSON.stringify(block.input ?? {});

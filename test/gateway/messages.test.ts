@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import test, { type TestContext } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import { bearer, build, json } from '../support/build.ts';
-import { sleep, startFakeUpstream, startSse, type FakeUpstream } from '../support/fake-upstream.ts';
+import { sendJson, sleep, startFakeUpstream, startSse, type FakeUpstream } from '../support/fake-upstream.ts';
 
 const WEATHER = {
   name: 'get_weather',
@@ -340,4 +340,23 @@ test("a streamed thinking block's signature is kept in the assembled answer: a c
   assert.deepEqual(hit.content[0], { type: 'thinking', thinking: 'let me think', signature: 'SIG_abc123==' });
   const replayed = await client.messages.stream(request).finalMessage();
   assert.deepEqual(replayed.content[0], { type: 'thinking', thinking: 'let me think', signature: 'SIG_abc123==' });
+});
+
+test("a cache hit replayed as a stream gives the SDK each text block's citations as the stored answer has them", async (t) => {
+  const citation = (n: number) => ({ type: 'char_location', cited_text: `quote ${n}`, document_index: 0, document_title: 'Doc', start_char_index: n, end_char_index: n + 5 });
+  const content = [
+    { type: 'text', text: 'Cited twice.', citations: [citation(1), citation(2)] },
+    { type: 'text', text: 'Uncited.', citations: null },
+    { type: 'text', text: '', citations: [] },
+  ];
+  const upstream = await startFakeUpstream(t, (_req, res) =>
+    sendJson(res, 200, { id: 'msg_up', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content, stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 12, output_tokens: 5 } }),
+  );
+  const { client } = await liveGateway(t, upstream);
+  const request = { model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() };
+  const live = await client.messages.create(request);
+  assert.deepEqual(live.content, content);
+  const replayed = await client.messages.stream(request).finalMessage();
+  assert.equal(upstream.requests.length, 1, 'the repeat is a cache hit');
+  assert.deepEqual(replayed.content, content);
 });
