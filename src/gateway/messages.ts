@@ -42,6 +42,12 @@ function checkToolUse(validated: ValidatedMessages, block: { id: string; name: s
   if (problem) throw new InvalidToolCallError(problem.message);
 }
 
+/**
+ * The streamed answers whose assembly could not keep what the live client got (MessagesRelay `lossy`): not stored in
+ * the exact cache. Weak: an answer leaves it when the request that made it is done with it.
+ */
+const unstorable = new WeakSet<MessagesResponse>();
+
 interface BlockState {
   block: MessagesContentBlock;
   text: string;
@@ -56,6 +62,8 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
   private stopped = false;
   private outputTokens: number | null = null;
   private inputTokens: number | null = null;
+  /** Set when the stream had what the assembled answer cannot keep as the client got it: not stored. */
+  private lossy = false;
 
   constructor(
     private readonly validated: ValidatedMessages,
@@ -112,7 +120,10 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
         const state = this.blocks.get(event.index as number);
         if (!state || state.stopped) throw this.bad(`content_block_stop for unknown block ${String(event.index)}`);
         state.stopped = true;
-        if (!state.held) return [event];
+        if (!state.held) {
+          if (state.json.trim() !== '') this.keepServerInput(state);
+          return [event];
+        }
         const block = state.block as { id: string; name: string; input: unknown };
         let input: unknown;
         try {
@@ -160,6 +171,24 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
     return [];
   }
 
+  /**
+   * A server tool's call (`server_tool_use`: web search, code execution) streams its input in `input_json_delta`
+   * pieces too, relayed at once (the provider runs it, svc does not check it): the assembled answer keeps the input the
+   * SDK makes of them. Input that does not parse, or nests past the bound of the walks that hash and store an answer,
+   * cannot be kept as the client got it: the answer is not stored.
+   */
+  private keepServerInput(state: BlockState): void {
+    let input: unknown;
+    try {
+      input = JSON.parse(state.json);
+    } catch {
+      this.lossy = true;
+      return;
+    }
+    if (nestsDeeperThan(input, MAX_JSON_DEPTH)) this.lossy = true;
+    else (state.block as { input?: unknown }).input = input;
+  }
+
   private requireStarted(): void {
     if (!this.message) throw this.bad('stream event before message_start');
   }
@@ -182,11 +211,13 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
         if (state.block.type === 'thinking') return { ...state.block, thinking: state.text };
         return state.block;
       });
-    return {
+    const answer = {
       ...message,
       content,
       usage: { ...message.usage, input_tokens: this.inputTokens ?? message.usage.input_tokens, output_tokens: this.outputTokens ?? 0 },
     };
+    if (this.lossy) unstorable.add(answer);
+    return answer;
   }
 }
 
@@ -218,7 +249,7 @@ export function messagesAdapter(validated: ValidatedMessages, headers: { version
     usageOf: (message) => usageOf(message.usage),
     openStream: (provider, signal) => provider.streamMessages(request, context(signal)),
     newRelay: (provider) => new MessagesRelay(validated, provider, promptTokens),
-    cacheable: (message) => ['end_turn', 'tool_use', 'max_tokens', 'stop_sequence'].includes(message.stop_reason ?? ''),
+    cacheable: (message) => !unstorable.has(message) && ['end_turn', 'tool_use', 'max_tokens', 'stop_sequence'].includes(message.stop_reason ?? ''),
     fromCache: (stored) => ({ ...stored, id: newId('msg') }),
     replay: messageToEvents,
     streamError: messagesStreamError,

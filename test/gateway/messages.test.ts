@@ -360,3 +360,40 @@ test("a cache hit replayed as a stream gives the SDK each text block's citations
   assert.equal(upstream.requests.length, 1, 'the repeat is a cache hit');
   assert.deepEqual(replayed.content, content);
 });
+
+test("a streamed server_tool_use block's input is kept in the assembled answer: a cache hit returns it, buffered and streamed", async (t) => {
+  let json = ['{"query": "weather', ' in Oslo"}'];
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    const [start, , , , , delta, stop] = messageEvents('unused');
+    writeEvents(res, [
+      start!,
+      ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: {} } }],
+      ...json.map((partial_json): [string, unknown] => ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json } }]),
+      ['content_block_stop', { type: 'content_block_stop', index: 0 }],
+      delta!,
+      stop!,
+    ]);
+    res.end();
+  });
+  const { client, address } = await liveGateway(t, upstream);
+  const request = { model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() };
+  const live = await client.messages.stream(request).finalMessage();
+  const expected = { type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: { query: 'weather in Oslo' } };
+  assert.deepEqual(live.content[0], expected);
+  const hit = await client.messages.create(request);
+  const replayed = await client.messages.stream(request).finalMessage();
+  assert.equal(upstream.requests.length, 1, 'the repeats are cache hits');
+  assert.deepEqual(hit.content[0], expected);
+  assert.deepEqual(replayed.content[0], expected);
+
+  // Input that does not parse cannot be kept as the client got it: the answer is not stored.
+  json = ['{"query": '];
+  const broken = JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask(), stream: true });
+  for (let i = 0; i < 2; i++) {
+    const response = await fetch(`${address}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: broken });
+    assert.match(await response.text(), /event: message_stop/);
+    assert.equal(response.headers.get('x-svc-route'), 'live');
+  }
+  assert.equal(upstream.requests.length, 3);
+});
