@@ -42,6 +42,9 @@ function checkToolUse(validated: ValidatedMessages, block: { id: string; name: s
   if (problem) throw new InvalidToolCallError(problem.message);
 }
 
+/** The usage totals besides the token counts that a `message_delta` repeats for the whole message. */
+const DELTA_USAGE_TOTALS = ['cache_creation_input_tokens', 'cache_read_input_tokens', 'server_tool_use', 'output_tokens_details'] as const;
+
 /**
  * The streamed answers whose assembly could not keep what the live client got (MessagesRelay `lossy`): not stored in
  * the exact cache. Weak: an answer leaves it when the request that made it is done with it.
@@ -142,12 +145,20 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
       }
       case 'message_delta': {
         this.requireStarted();
-        const delta = event.delta as { stop_reason?: string | null; stop_sequence?: string | null };
-        if (delta.stop_reason !== undefined) this.message!.stop_reason = delta.stop_reason;
-        if (delta.stop_sequence !== undefined) this.message!.stop_sequence = delta.stop_sequence;
-        const usage = event.usage as { output_tokens?: number; input_tokens?: number } | undefined;
-        if (typeof usage?.output_tokens === 'number') this.outputTokens = usage.output_tokens;
-        if (typeof usage?.input_tokens === 'number' && usage.input_tokens > 0) this.inputTokens = usage.input_tokens;
+        const message = this.message!;
+        const delta = event.delta as { stop_reason?: string | null; stop_sequence?: string | null; stop_details?: unknown; container?: unknown };
+        if (delta.stop_reason !== undefined) message.stop_reason = delta.stop_reason;
+        if (delta.stop_sequence !== undefined) message.stop_sequence = delta.stop_sequence;
+        // The rest as the SDK's accumulator keeps them: `stop_details` as sent, the container (code execution's) and
+        // the whole-message usage totals the delta repeats when they are not null. A hit answers them as they came.
+        if (delta.stop_details !== undefined) message.stop_details = delta.stop_details;
+        if (delta.container !== undefined && delta.container !== null) message.container = delta.container;
+        const usage = event.usage as Record<string, unknown> | undefined;
+        if (usage) {
+          if (typeof usage.output_tokens === 'number') this.outputTokens = usage.output_tokens;
+          if (typeof usage.input_tokens === 'number' && usage.input_tokens > 0) this.inputTokens = usage.input_tokens;
+          for (const key of DELTA_USAGE_TOTALS) if (usage[key] !== undefined && usage[key] !== null) message.usage[key] = usage[key];
+        }
         return [event];
       }
       case 'message_stop':

@@ -30,7 +30,10 @@ export function messageToEvents(message: MessagesResponse): MessagesStreamEvent[
     }
     events.push({ type: 'content_block_stop', index });
   }
-  events.push({ type: 'message_delta', delta: { stop_reason: message.stop_reason, stop_sequence: message.stop_sequence }, usage: { output_tokens: message.usage.output_tokens } });
+  // The SDKs take `stop_details` from the message_delta only (absent there, they drop the message_start's).
+  const delta: Record<string, unknown> = { stop_reason: message.stop_reason, stop_sequence: message.stop_sequence };
+  if (message.stop_details !== undefined) delta.stop_details = message.stop_details;
+  events.push({ type: 'message_delta', delta, usage: { output_tokens: message.usage.output_tokens } });
   events.push({ type: 'message_stop' });
   return events;
 }

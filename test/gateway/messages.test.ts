@@ -397,3 +397,31 @@ test("a streamed server_tool_use block's input is kept in the assembled answer: 
   }
   assert.equal(upstream.requests.length, 3);
 });
+
+test("a streamed answer's message_delta fields (container, stop_details, usage totals) are kept: a cache hit gives the SDK the live message", async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    const events = messageEvents('Ran the code.');
+    events[0] = ['message_start', { type: 'message_start', message: { id: 'msg_up', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: [], stop_reason: null, stop_sequence: null, container: null, usage: { input_tokens: 12, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 1 } } }];
+    events[5] = [
+      'message_delta',
+      {
+        type: 'message_delta',
+        delta: { stop_reason: 'end_turn', stop_sequence: null, stop_details: null, container: { id: 'container_1', expires_at: '2030-01-01T00:00:00Z' } },
+        usage: { input_tokens: 12, output_tokens: 5, cache_creation_input_tokens: 7, cache_read_input_tokens: 3, server_tool_use: { web_search_requests: 1 } },
+      },
+    ];
+    writeEvents(res, events);
+    res.end();
+  });
+  const { client } = await liveGateway(t, upstream);
+  const request = { model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() };
+  const { id: _live, parsed_output: _parsed, ...live } = await client.messages.stream(request).finalMessage();
+  assert.deepEqual(live.container, { id: 'container_1', expires_at: '2030-01-01T00:00:00Z' });
+  assert.deepEqual(live.usage, { input_tokens: 12, cache_creation_input_tokens: 7, cache_read_input_tokens: 3, output_tokens: 5, server_tool_use: { web_search_requests: 1 } });
+  const { id: _hit, ...hit } = await client.messages.create(request);
+  const { id: _replayed, parsed_output: _again, ...replayed } = await client.messages.stream(request).finalMessage();
+  assert.equal(upstream.requests.length, 1, 'the repeats are cache hits');
+  assert.deepEqual(hit, live);
+  assert.deepEqual(replayed, live);
+});
