@@ -425,3 +425,26 @@ test("a streamed answer's message_delta fields (container, stop_details, usage t
   assert.deepEqual(hit, live);
   assert.deepEqual(replayed, live);
 });
+
+test('a tool_result block whose content is neither a string nor typed blocks is a messages-shaped 400 on both routes, with no run', async (t) => {
+  const { app } = await build(t);
+  const result = (content: unknown) => ({ type: 'tool_result', tool_use_id: 'toolu_1', content });
+  const contents = [[null], [5], ['text'], [result([null])], 7];
+  for (const content of contents) {
+    const messages = [{ role: 'user', content: [result(content)] }];
+    for (const [url, payload] of [
+      ['/v1/messages', { model: 'claude-sonnet-4-5', max_tokens: 10, messages }],
+      ['/v1/messages/count_tokens', { model: 'claude-sonnet-4-5', messages }],
+    ] as const) {
+      const response = await app.inject({ method: 'POST', url, payload });
+      assert.equal(response.statusCode, 400, `${url} ${JSON.stringify(content)}`);
+      assert.equal(json(response).error.type, 'invalid_request_error');
+    }
+  }
+  assert.equal(json(await app.inject({ url: '/api/v1/runs' })).pagination.total, 0);
+  // Still fine: a string, typed blocks (a nested tool_result too), or none.
+  for (const content of ['42 degrees', [{ type: 'text', text: '42' }, result([{ type: 'text', text: 'x' }])], undefined]) {
+    const response = await app.inject({ method: 'POST', url: '/v1/messages/count_tokens', payload: { model: 'claude-sonnet-4-5', messages: [{ role: 'user', content: [result(content)] }] } });
+    assert.equal(response.statusCode, 200);
+  }
+});

@@ -9,7 +9,25 @@ import { modelField } from '../../evidence/model-field.ts';
 import type { ChatToolCall, MessagesRequest } from '../providers/types.ts';
 import { compileTools, type DeclaredTools } from '../tool-schemas.ts';
 
-const block = z.looseObject({ type: z.string().min(1) });
+/** A content block: an object with a type (`{type: "text", ...}`). */
+function isTypedBlock(value: unknown): value is { type: string; content?: unknown } {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && typeof (value as { type?: unknown }).type === 'string' && (value as { type: string }).type !== '';
+}
+
+/**
+ * A `tool_result` block's content: absent, a string, or typed blocks (a nested `tool_result` checked alike). The local
+ * token count and the mock read its blocks as they read a message's; an entry such as `null` failed them (a 500 from
+ * count_tokens, a failed run from the mock) instead of being refused.
+ */
+function isToolResultContent(content: unknown): boolean {
+  if (content === undefined || content === null || typeof content === 'string') return true;
+  return Array.isArray(content) && content.every((part) => isTypedBlock(part) && (part.type !== 'tool_result' || isToolResultContent(part.content)));
+}
+
+const block = z.looseObject({ type: z.string().min(1) }).refine((value) => value.type !== 'tool_result' || isToolResultContent(value.content), {
+  message: "a tool_result block's content must be a string or an array of content blocks",
+  path: ['content'],
+});
 const content = z.union([z.string(), z.array(block).min(1)]);
 
 const message = z.looseObject({ role: z.enum(['user', 'assistant']), content });
