@@ -10,6 +10,7 @@ import { newId } from '../core/ids.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../core/json-depth.ts';
 import type { RunUsage } from '../evidence/types.ts';
 import { InvalidToolCallError, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
+import { isObject } from './providers/chat-completions.ts';
 import { providerErrorStatus } from './providers/errors.ts';
 import { ProviderError, type MessagesContentBlock, type MessagesResponse, type MessagesStreamEvent, type Provider } from './providers/types.ts';
 import { countMessagesTokens } from './tokens-messages.ts';
@@ -51,6 +52,34 @@ const DELTA_USAGE_TOTALS = ['cache_creation_input_tokens', 'cache_read_input_tok
  */
 const unstorable = new WeakSet<MessagesResponse>();
 
+function isIndex(value: unknown): boolean {
+  return Number.isInteger(value) && (value as number) >= 0;
+}
+
+/**
+ * Whether an upstream event has the shape the relay reads: a `message_start` with a `message` object, block events
+ * with a non-negative integer `index`, a `content_block_start` with a typed `content_block`, a `content_block_delta`
+ * and a `message_delta` with a `delta` object. Anything else is the upstream's bad answer, not a failure of svc's (a
+ * `content_block_delta` without `delta` was a TypeError, recorded as a network failure with its JavaScript message).
+ * Other event types pass through (forward-compatible).
+ */
+function isMessagesEvent(event: MessagesStreamEvent): boolean {
+  switch (event.type) {
+    case 'message_start':
+      return isObject(event.message);
+    case 'content_block_start':
+      return isIndex(event.index) && isObject(event.content_block) && typeof event.content_block.type === 'string';
+    case 'content_block_delta':
+      return isIndex(event.index) && isObject(event.delta);
+    case 'content_block_stop':
+      return isIndex(event.index);
+    case 'message_delta':
+      return isObject(event.delta) && (event.usage === undefined || event.usage === null || isObject(event.usage));
+    default:
+      return typeof event.type === 'string';
+  }
+}
+
 interface BlockState {
   block: MessagesContentBlock;
   text: string;
@@ -80,6 +109,7 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
 
   accept(raw: unknown): MessagesStreamEvent[] {
     const event = raw as MessagesStreamEvent;
+    if (!isMessagesEvent(event)) throw this.bad(`an upstream stream event is not a messages stream event (${String(event.type)})`);
     switch (event.type) {
       case 'message_start': {
         if (this.message) return []; // exactly one message_start reaches the client
@@ -94,6 +124,8 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
       case 'content_block_start': {
         this.requireStarted();
         const index = event.index as number;
+        // The SDKs add a block per start: a second one for an index would be a block the assembled answer lacks.
+        if (this.blocks.has(index)) throw this.bad(`content_block_start for block ${index}, which already started`);
         const block = structuredClone(event.content_block as MessagesContentBlock);
         const isTool = block.type === 'tool_use';
         this.blocks.set(index, { block, text: '', json: '', held: isTool ? [event] : null, stopped: false });

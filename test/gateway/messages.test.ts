@@ -448,3 +448,41 @@ test('a tool_result block whose content is neither a string nor typed blocks is 
     assert.equal(response.statusCode, 200);
   }
 });
+
+test('live messages: malformed upstream events and blocks are bad responses (a failed run of that kind, a typed SDK error), not network failures', async (t) => {
+  const [start, blockStart, , delta, blockStop, messageDelta, stop] = messageEvents('hello');
+  const streams: Record<string, string> = {
+    'data: null': 'event: content_block_delta\ndata: null\n\n',
+    'data: 5': 'event: content_block_delta\ndata: 5\n\n',
+    'a delta event without delta': `event: content_block_delta\ndata: ${JSON.stringify({ type: 'content_block_delta', index: 0 })}\n\n`,
+    'a second start of block 0': `event: content_block_start\ndata: ${JSON.stringify(blockStart![1])}\n\n`,
+    'a message_delta without delta': `event: message_delta\ndata: ${JSON.stringify({ type: 'message_delta', usage: { output_tokens: 1 } })}\n\n`,
+  };
+  let current = '';
+  const upstream = await startFakeUpstream(t, (req, res) => {
+    if (!req.body.stream) return sendJson(res, 200, { id: 'msg_up', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: [null], stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 1, output_tokens: 1 } });
+    startSse(res);
+    writeEvents(res, [start!, blockStart!, delta!]);
+    res.write(streams[current]!);
+    writeEvents(res, [blockStop!, messageDelta!, stop!]);
+    res.end();
+  });
+  const { client, app } = await liveGateway(t, upstream);
+  const lastRun = async () => {
+    for (;;) {
+      const run = json(await app.inject({ url: '/api/v1/runs?limit=1' })).runs[0];
+      if (run.status !== 'running') return run;
+      await sleep(10);
+    }
+  };
+  for (const name of Object.keys(streams)) {
+    current = name;
+    await assert.rejects(client.messages.stream({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() }).finalMessage(), Anthropic.AnthropicError, name);
+    const run = await lastRun();
+    assert.equal(run.status, 'failed', name);
+    assert.equal(run.error.kind, 'bad_response', `${name}: ${run.error.message}`);
+  }
+  await assert.rejects(client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() }), (error: unknown) => error instanceof Anthropic.APIError && error.status === 502);
+  const run = await lastRun();
+  assert.equal(run.error.kind, 'bad_response', run.error.message);
+});

@@ -88,7 +88,10 @@ export function createMessagesProvider(options: MessagesProviderOptions): Provid
     } finally {
       deadline.release();
     }
-    if (!isObject(parsed) || parsed.type !== 'message' || !Array.isArray(parsed.content)) throw bad('the upstream answer is not a message');
+    // Each block typed, as the tool_use check and the replay read them (`content: [null]` was a TypeError there).
+    if (!isObject(parsed) || parsed.type !== 'message' || !Array.isArray(parsed.content) || !parsed.content.every((block) => isObject(block) && typeof block.type === 'string')) {
+      throw bad('the upstream answer is not a message');
+    }
     return parsed as unknown as MessagesResponse;
   }
 

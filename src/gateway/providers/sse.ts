@@ -83,6 +83,9 @@ async function* sseEvents<T>(body: Dispatcher.ResponseData['body'], options: Sse
       throw bad('an upstream stream event is not valid JSON');
     }
     if (nestsDeeperThan(data, MAX_JSON_DEPTH)) throw bad(`an upstream stream event nests more than ${MAX_JSON_DEPTH} levels deep`);
+    // `data: null` was a TypeError below, recorded as a network failure with its JavaScript message; `data: 5` reached
+    // the client as an event without a type.
+    if (typeof data !== 'object' || data === null || Array.isArray(data)) throw bad('an upstream stream event is not a JSON object');
     if (options.isError(data, event.event)) {
       const message = redactSecrets(upstreamMessage(event.data), options.secrets) || 'the upstream reported an error mid-stream';
       // An error event (an overloaded upstream's too) is the upstream's failure, classified alike and not retried.
