@@ -486,3 +486,19 @@ test('live messages: malformed upstream events and blocks are bad responses (a f
   const run = await lastRun();
   assert.equal(run.error.kind, 'bad_response', run.error.message);
 });
+
+test('the mock ends a text at the earliest stop sequence with stop_reason stop_sequence and the sequence, buffered and streamed', async (t) => {
+  const { client } = await listening(t);
+  // The mock quotes the last user message: the answer holds both sequences, "world" first.
+  const request = { model: 'claude-sonnet-4-5', max_tokens: 256, messages: [{ role: 'user' as const, content: `say hello world and goodbye #${++counter}` }], stop_sequences: ['goodbye', 'world'] };
+  for (const message of [await client.messages.create(request), await client.messages.stream({ ...request, messages: [{ role: 'user', content: `say hello world and goodbye #${++counter}` }] }).finalMessage()]) {
+    assert.equal(message.stop_reason, 'stop_sequence');
+    assert.equal(message.stop_sequence, 'world');
+    const text = (message.content[0] as { text: string }).text;
+    assert.match(text, /say hello $/);
+    assert.ok(message.usage.output_tokens > 0 && message.usage.output_tokens < 20, String(message.usage.output_tokens));
+  }
+  const plain = await client.messages.create({ ...request, stop_sequences: ['nowhere in the answer'] });
+  assert.equal(plain.stop_reason, 'end_turn');
+  assert.equal(plain.stop_sequence, null);
+});

@@ -6,6 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { messageToEvents, responseToEvents } from '../wire-replay.ts';
+import { countTokens } from '../tokens.ts';
 import { mockBehaviour, MOCK_PROVIDER_NAME } from './mock.ts';
 import {
   ProviderError,
@@ -86,16 +87,40 @@ export function messagesToChat(request: MessagesRequest): ChatRequest {
     ...(choice?.type === 'none' ? { tool_choice: 'none' } : {}),
     ...(choice?.type === 'tool' ? { tool_choice: { type: 'function', function: { name: choice.name } } } : {}),
     ...(choice?.disable_parallel_tool_use ? { parallel_tool_calls: false } : {}),
-    ...(Array.isArray(request.stop_sequences) ? { stop: (request.stop_sequences as string[]).slice(0, 4) } : {}),
+    // No `stop`: the stop sequences are applied to the planned text here (`chatToMessage`), which knows which one
+    // matched, as the messages wire reports it.
   };
+}
+
+/** Where the earliest of the stop sequences starts in `text`, and which it is; null when none occurs. */
+function firstStop(text: string, stops: unknown): { at: number; sequence: string } | null {
+  let found: { at: number; sequence: string } | null = null;
+  for (const sequence of Array.isArray(stops) ? stops : []) {
+    if (typeof sequence !== 'string' || sequence === '') continue;
+    const at = text.indexOf(sequence);
+    if (at >= 0 && (found === null || at < found.at)) found = { at, sequence };
+  }
+  return found;
 }
 
 const STOP_REASONS: Record<string, string> = { stop: 'end_turn', tool_calls: 'tool_use', length: 'max_tokens' };
 
-export function chatToMessage(completion: ChatCompletion, model: string): MessagesResponse {
+/**
+ * The planned chat answer as a message. A text that holds one of the request's stop sequences ends before it, with
+ * `stop_reason: "stop_sequence"` and the sequence, as a messages upstream answers (the chat planner's `stop` ends the
+ * text too, but says only `stop`); its output tokens are those of the text kept.
+ */
+export function chatToMessage(completion: ChatCompletion, model: string, stopSequences?: unknown): MessagesResponse {
   const choice = completion.choices[0]!;
   const content: MessagesResponse['content'] = [];
-  if (choice.message.content) content.push({ type: 'text', text: choice.message.content });
+  let text = choice.message.content;
+  const stop = text ? firstStop(text, stopSequences) : null;
+  let outputTokens = completion.usage?.completion_tokens ?? 0;
+  if (text && stop) {
+    text = text.slice(0, stop.at);
+    outputTokens = countTokens(text);
+  }
+  if (text) content.push({ type: 'text', text });
   for (const call of choice.message.tool_calls ?? []) {
     content.push({ type: 'tool_use', id: `toolu_${call.id.replace(/^call_/, '').slice(0, 24)}`, name: call.function.name, input: JSON.parse(call.function.arguments || '{}') });
   }
@@ -105,9 +130,9 @@ export function chatToMessage(completion: ChatCompletion, model: string): Messag
     role: 'assistant',
     model,
     content,
-    stop_reason: STOP_REASONS[choice.finish_reason] ?? 'end_turn',
-    stop_sequence: null,
-    usage: { input_tokens: completion.usage?.prompt_tokens ?? 0, output_tokens: completion.usage?.completion_tokens ?? 0 },
+    stop_reason: stop ? 'stop_sequence' : (STOP_REASONS[choice.finish_reason] ?? 'end_turn'),
+    stop_sequence: stop ? stop.sequence : null,
+    usage: { input_tokens: completion.usage?.prompt_tokens ?? 0, output_tokens: outputTokens },
   };
 }
 
@@ -116,11 +141,11 @@ export async function mockMessages(plan: PlanChat, request: MessagesRequest, con
   if (behaviour.stream) {
     throw new ProviderError('bad_response', `mock ${behaviour.stream} answer: the upstream body is not valid JSON`, { provider: MOCK_PROVIDER_NAME, upstreamStatus: 200 });
   }
-  return chatToMessage(await plan(messagesToChat(request), context), request.model);
+  return chatToMessage(await plan(messagesToChat(request), context), request.model, request.stop_sequences);
 }
 
 export async function mockStreamMessages(plan: PlanChat, request: MessagesRequest, context: ProviderCallContext): Promise<AsyncIterable<MessagesStreamEvent>> {
-  const message = chatToMessage(await plan(messagesToChat(request), context), request.model);
+  const message = chatToMessage(await plan(messagesToChat(request), context), request.model, request.stop_sequences);
   return breakAsAsked(request.model, messageToEvents(message), (event) => event.type === 'message_stop');
 }
 
