@@ -22,7 +22,8 @@ export function messageToEvents(message: MessagesResponse): MessagesStreamEvent[
       }
       for (const citation of citations ?? []) events.push({ type: 'content_block_delta', index, delta: { type: 'citations_delta', citation } });
     } else if (block.type === 'tool_use') {
-      events.push({ type: 'content_block_start', index, content_block: { type: 'tool_use', id: block.id, name: block.name, input: {} } });
+      // The block's own fields (`caller`, ...) on its start; its input in pieces.
+      events.push({ type: 'content_block_start', index, content_block: Object.assign({}, block, { input: {} }) });
       const json = JSON.stringify(block.input ?? {});
       for (const piece of jsonPieces(json)) events.push({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: piece } });
     } else {

@@ -502,3 +502,16 @@ test('the mock ends a text at the earliest stop sequence with stop_reason stop_s
   assert.equal(plain.stop_reason, 'end_turn');
   assert.equal(plain.stop_sequence, null);
 });
+
+test("a cache hit replayed as a stream keeps a tool_use block's own fields (caller) beside its input", async (t) => {
+  const block = { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Oslo' }, caller: { type: 'direct' } };
+  const upstream = await startFakeUpstream(t, (_req, res) =>
+    sendJson(res, 200, { id: 'msg_up', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: [block], stop_reason: 'tool_use', stop_sequence: null, usage: { input_tokens: 12, output_tokens: 5 } }),
+  );
+  const { client } = await liveGateway(t, upstream);
+  const request = { model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask(), tools: [WEATHER] };
+  assert.deepEqual((await client.messages.create(request)).content, [block]);
+  const replayed = await client.messages.stream(request).finalMessage();
+  assert.equal(upstream.requests.length, 1, 'the repeat is a cache hit');
+  assert.deepEqual(replayed.content, [block]);
+});
