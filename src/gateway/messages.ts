@@ -14,6 +14,7 @@ import { isObject } from './providers/chat-completions.ts';
 import { providerErrorStatus } from './providers/errors.ts';
 import { ProviderError, type MessagesContentBlock, type MessagesResponse, type MessagesStreamEvent, type Provider } from './providers/types.ts';
 import { countMessagesTokens } from './tokens-messages.ts';
+import { countTokens } from './tokens.ts';
 import { messageToEvents } from './wire-replay.ts';
 import { toolUseAsCall, type ValidatedMessages } from './wires/messages-schema.ts';
 
@@ -94,6 +95,8 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
   private stopped = false;
   private outputTokens: number | null = null;
   private inputTokens: number | null = null;
+  /** The output tokens the relay filled in a `message_delta` without them (the local count). */
+  private estimatedOutputTokens: number | null = null;
   /** Set when the stream had what the assembled answer cannot keep as the client got it: not stored. */
   private lossy = false;
 
@@ -185,13 +188,18 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
         // the whole-message usage totals the delta repeats when they are not null. A hit answers them as they came.
         if (delta.stop_details !== undefined) message.stop_details = delta.stop_details;
         if (delta.container !== undefined && delta.container !== null) message.container = delta.container;
-        const usage = event.usage as Record<string, unknown> | undefined;
+        const usage = event.usage as Record<string, unknown> | null | undefined;
         if (usage) {
           if (typeof usage.output_tokens === 'number') this.outputTokens = usage.output_tokens;
           if (typeof usage.input_tokens === 'number' && usage.input_tokens > 0) this.inputTokens = usage.input_tokens;
           for (const key of DELTA_USAGE_TOTALS) if (usage[key] !== undefined && usage[key] !== null) message.usage[key] = usage[key];
         }
-        return [event];
+        if (typeof usage?.output_tokens === 'number') return [event];
+        // The SDKs read the delta's output tokens (one without failed the client's stream with a TypeError while its
+        // run completed): filled from the local count, as message_start's input tokens are. The run records the usage
+        // as estimated, since the upstream reported none.
+        this.estimatedOutputTokens = countTokens(this.producedText, this.validated.request.model);
+        return [Object.assign({}, event, { usage: Object.assign({}, usage, { output_tokens: this.estimatedOutputTokens }) })];
       }
       case 'message_stop':
         this.requireStarted();
@@ -257,7 +265,7 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
     const answer = {
       ...message,
       content,
-      usage: { ...message.usage, input_tokens: this.inputTokens ?? message.usage.input_tokens, output_tokens: this.outputTokens ?? 0 },
+      usage: { ...message.usage, input_tokens: this.inputTokens ?? message.usage.input_tokens, output_tokens: this.outputTokens ?? this.estimatedOutputTokens ?? 0 },
     };
     if (this.lossy) unstorable.add(answer);
     return answer;

@@ -515,3 +515,26 @@ test("a cache hit replayed as a stream keeps a tool_use block's own fields (call
   assert.equal(upstream.requests.length, 1, 'the repeat is a cache hit');
   assert.deepEqual(replayed.content, [block]);
 });
+
+test("live messages stream: a message_delta without usage gets output tokens from the local count, so the SDK's stream completes", async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    const events = messageEvents('A few words of answer.');
+    events[5] = ['message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null } }];
+    writeEvents(res, events);
+    res.end();
+  });
+  const { client, app } = await liveGateway(t, upstream);
+  const request = { model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() };
+  const { data: stream, response } = await client.messages.stream(request).withResponse();
+  const live = await stream.finalMessage();
+  assert.equal((live.content[0] as { text: string }).text, 'A few words of answer.');
+  assert.ok(live.usage.output_tokens > 1, String(live.usage.output_tokens));
+  const runId = response.headers.get('x-svc-run-id');
+  let run: any;
+  for (let i = 0; i < 200 && run?.status !== 'completed'; i++, await sleep(10)) run = json(await app.inject({ url: `/api/v1/runs/${runId}` })).run;
+  assert.equal(run.usage.completionTokens, live.usage.output_tokens);
+  const hit = await client.messages.create(request);
+  assert.equal(upstream.requests.length, 1, 'the repeat is a cache hit');
+  assert.deepEqual(hit.usage, live.usage);
+});
