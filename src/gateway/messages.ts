@@ -127,8 +127,9 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
       case 'content_block_start': {
         this.requireStarted();
         const index = event.index as number;
-        // The SDKs add a block per start: a second one for an index would be a block the assembled answer lacks.
-        if (this.blocks.has(index)) throw this.bad(`content_block_start for block ${index}, which already started`);
+        // The SDKs add a block per start and find it by its index: a second start for an index, or an index out of
+        // order, would give the client other blocks than the assembled answer has.
+        if (index !== this.blocks.size) throw this.bad(`content_block_start for block ${index} where block ${this.blocks.size} was due`);
         const block = structuredClone(event.content_block as MessagesContentBlock);
         const isTool = block.type === 'tool_use';
         this.blocks.set(index, { block, text: '', json: '', held: isTool ? [event] : null, stopped: false });
