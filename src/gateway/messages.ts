@@ -143,8 +143,9 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
         else if (delta.type === 'input_json_delta') state.json += delta.partial_json ?? '';
         else if (delta.type === 'thinking_delta') state.text += delta.thinking ?? '';
         // The thinking block's signature (a client sends the block back with it on its next turn) and a text block's
-        // citations belong to the assembled answer too: the cache and the run keep it whole.
-        else if (delta.type === 'signature_delta') (state.block as { signature?: string }).signature = ((state.block as { signature?: string }).signature ?? '') + (delta.signature ?? '');
+        // citations belong to the assembled answer too: the cache and the run keep it whole. A signature_delta
+        // carries the whole signature: the SDKs keep the last one sent, not a concatenation.
+        else if (delta.type === 'signature_delta') (state.block as { signature?: unknown }).signature = delta.signature;
         else if (delta.type === 'citations_delta' && delta.citation !== undefined) {
           // Pushed, not copied into a new array per delta (quadratic in the block's citations).
           ((state.block as { citations?: unknown[] | null }).citations ??= []).push(delta.citation);

@@ -539,3 +539,28 @@ test("live messages stream: a message_delta without usage gets output tokens fro
   assert.equal(upstream.requests.length, 1, 'the repeat is a cache hit');
   assert.deepEqual(hit.usage, live.usage);
 });
+
+test('a thinking block sent two signature_deltas keeps the last signature, as the SDK does: a cache hit answers the one the client got', async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    const [start, , , , , delta, stop] = messageEvents('unused');
+    writeEvents(res, [
+      start!,
+      ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '', signature: '' } }],
+      ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'let me think' } }],
+      ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'signature_delta', signature: 'SIG_first' } }],
+      ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'signature_delta', signature: 'SIG_second' } }],
+      ['content_block_stop', { type: 'content_block_stop', index: 0 }],
+      delta!,
+      stop!,
+    ]);
+    res.end();
+  });
+  const { client } = await liveGateway(t, upstream);
+  const request = { model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() };
+  const live = await client.messages.stream(request).finalMessage();
+  assert.deepEqual(live.content[0], { type: 'thinking', thinking: 'let me think', signature: 'SIG_second' });
+  const hit = await client.messages.create(request);
+  assert.equal(upstream.requests.length, 1, 'the repeat is a cache hit');
+  assert.deepEqual(hit.content[0], live.content[0]);
+});
