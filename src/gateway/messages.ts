@@ -132,7 +132,10 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
         if (index !== this.blocks.size) throw this.bad(`content_block_start for block ${index} where block ${this.blocks.size} was due`);
         const block = structuredClone(event.content_block as MessagesContentBlock);
         const isTool = block.type === 'tool_use';
-        this.blocks.set(index, { block, text: '', json: '', held: isTool ? [event] : null, stopped: false });
+        // Text the start already carries comes before the deltas', as the SDKs join them (an upstream may send it
+        // there rather than in a first delta).
+        const started = block.type === 'text' ? block.text : block.type === 'thinking' ? block.thinking : '';
+        this.blocks.set(index, { block, text: typeof started === 'string' ? started : '', json: '', held: isTool ? [event] : null, stopped: false });
         return isTool ? [] : [event];
       }
       case 'content_block_delta': {

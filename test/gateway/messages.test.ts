@@ -564,3 +564,33 @@ test('a thinking block sent two signature_deltas keeps the last signature, as th
   assert.equal(upstream.requests.length, 1, 'the repeat is a cache hit');
   assert.deepEqual(hit.content[0], live.content[0]);
 });
+
+test("text a content_block_start already carries stays in the assembled answer before its deltas': a cache hit answers what the SDK joined", async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    const [start, , , , , delta, stop] = messageEvents('unused');
+    writeEvents(res, [
+      start!,
+      ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: 'First, ', signature: '' } }],
+      ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'then.' } }],
+      ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'signature_delta', signature: 'SIG' } }],
+      ['content_block_stop', { type: 'content_block_stop', index: 0 }],
+      ['content_block_start', { type: 'content_block_start', index: 1, content_block: { type: 'text', text: 'Hello ' } }],
+      ['content_block_delta', { type: 'content_block_delta', index: 1, delta: { type: 'text_delta', text: 'world.' } }],
+      ['content_block_stop', { type: 'content_block_stop', index: 1 }],
+      delta!,
+      stop!,
+    ]);
+    res.end();
+  });
+  const { client } = await liveGateway(t, upstream);
+  const request = { model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() };
+  const live = await client.messages.stream(request).finalMessage();
+  assert.deepEqual(live.content, [
+    { type: 'thinking', thinking: 'First, then.', signature: 'SIG' },
+    { type: 'text', text: 'Hello world.' },
+  ]);
+  const hit = await client.messages.create(request);
+  assert.equal(upstream.requests.length, 1, 'the repeat is a cache hit');
+  assert.deepEqual(hit.content, live.content);
+});
