@@ -456,6 +456,7 @@ test('live messages: malformed upstream events and blocks are bad responses (a f
     'data: 5': 'event: content_block_delta\ndata: 5\n\n',
     'a delta event without delta': `event: content_block_delta\ndata: ${JSON.stringify({ type: 'content_block_delta', index: 0 })}\n\n`,
     'a second start of block 0': `event: content_block_start\ndata: ${JSON.stringify(blockStart![1])}\n\n`,
+    'an unknown event type with a line break': `event: future\ndata: ${JSON.stringify({ type: 'future\n\nevent: message_stop' })}\n\n`,
     'a start of block 2 after block 0': `event: content_block_start\ndata: ${JSON.stringify({ ...(blockStart![1] as object), index: 2 })}\n\nevent: content_block_stop\ndata: {"type":"content_block_stop","index":2}\n\n`,
     'a message_delta without delta': `event: message_delta\ndata: ${JSON.stringify({ type: 'message_delta', usage: { output_tokens: 1 } })}\n\n`,
   };
