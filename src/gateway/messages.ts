@@ -18,6 +18,17 @@ import { countTokens } from './tokens.ts';
 import { messageToEvents } from './wire-replay.ts';
 import { toolUseAsCall, type ValidatedMessages } from './wires/messages-schema.ts';
 
+/** The text of an answer's blocks, for the local count of its output tokens. */
+function answerText(content: MessagesResponse['content']): string {
+  let text = '';
+  for (const block of content) {
+    if (block.type === 'text') text += String(block.text ?? '');
+    else if (block.type === 'thinking') text += String(block.thinking ?? '');
+    else if (block.type === 'tool_use') text += `${String(block.name)} ${JSON.stringify(block.input ?? {})}`;
+  }
+  return text;
+}
+
 function usageOf(usage: MessagesResponse['usage'] | undefined): RunUsage | null {
   if (!usage) return null;
   const input = usage.input_tokens ?? 0;
@@ -304,6 +315,10 @@ export function messagesAdapter(validated: ValidatedMessages, headers: { version
       for (const [index, block] of message.content.entries()) {
         if (block.type === 'tool_use') checkToolUse(validated, block as { id: string; name: string; input: unknown }, index);
       }
+      // A message has usage (the SDKs' types require it, and a cache hit replayed as a stream reads it: one stored
+      // without failed each such hit with a 500): one the upstream sent without gets the local counts, as a stream's
+      // message_start and message_delta do.
+      if (!isObject(message.usage)) message.usage = { input_tokens: promptTokens(), output_tokens: countTokens(answerText(message.content), request.model) };
       return message;
     },
 

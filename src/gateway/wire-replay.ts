@@ -7,8 +7,10 @@ import { jsonPieces, textPieces } from './replay-pieces.ts';
 
 /** Replay a stored message as the wire's event stream (a cached streamed answer is served as a stream). */
 export function messageToEvents(message: MessagesResponse): MessagesStreamEvent[] {
+  // An answer stored without usage (by a version that kept an upstream's as it came) is replayed with zeros.
+  const usage = message.usage ?? { input_tokens: 0, output_tokens: 0 };
   const events: MessagesStreamEvent[] = [
-    { type: 'message_start', message: { ...message, content: [], stop_reason: null, stop_sequence: null, usage: { ...message.usage, output_tokens: 1 } } },
+    { type: 'message_start', message: { ...message, content: [], stop_reason: null, stop_sequence: null, usage: { ...usage, output_tokens: 1 } } },
     { type: 'ping' },
   ];
   for (const [index, block] of message.content.entries()) {
@@ -34,7 +36,7 @@ export function messageToEvents(message: MessagesResponse): MessagesStreamEvent[
   // The SDKs take `stop_details` from the message_delta only (absent there, they drop the message_start's).
   const delta: Record<string, unknown> = { stop_reason: message.stop_reason, stop_sequence: message.stop_sequence };
   if (message.stop_details !== undefined) delta.stop_details = message.stop_details;
-  events.push({ type: 'message_delta', delta, usage: { output_tokens: message.usage.output_tokens } });
+  events.push({ type: 'message_delta', delta, usage: { output_tokens: usage.output_tokens } });
   events.push({ type: 'message_stop' });
   return events;
 }

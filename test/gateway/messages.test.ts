@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import test, { type TestContext } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import { bearer, build, json } from '../support/build.ts';
+import { messageToEvents } from '../../src/gateway/wire-replay.ts';
 import { sendJson, sleep, startFakeUpstream, startSse, type FakeUpstream } from '../support/fake-upstream.ts';
 
 const WEATHER = {
@@ -594,4 +595,22 @@ test("text a content_block_start already carries stays in the assembled answer b
   const hit = await client.messages.create(request);
   assert.equal(upstream.requests.length, 1, 'the repeat is a cache hit');
   assert.deepEqual(hit.content, live.content);
+});
+
+test('a buffered upstream answer without usage gets the local counts: the SDK has usage, and a cache hit replayed as a stream is no 500', async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) =>
+    sendJson(res, 200, { id: 'msg_up', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: [{ type: 'text', text: 'An answer of some words.' }], stop_reason: 'end_turn', stop_sequence: null }),
+  );
+  const { client } = await liveGateway(t, upstream);
+  const request = { model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() };
+  const { id: _live, ...live } = await client.messages.create(request);
+  assert.ok(live.usage.input_tokens > 0 && live.usage.output_tokens > 0, JSON.stringify(live.usage));
+  const { id: _replayed, parsed_output: _parsed, ...replayed } = await client.messages.stream(request).finalMessage();
+  assert.equal(upstream.requests.length, 1, 'the repeat is a cache hit');
+  // As JSON: the SDK's accumulator sets `stop_details: undefined` from a message_delta without it.
+  assert.deepEqual(JSON.parse(JSON.stringify(replayed)), live);
+  // An answer stored without usage before (kept as the upstream sent it) replays with zeros.
+  const { usage: _usage, ...stored } = live;
+  const events = messageToEvents({ ...stored, id: 'msg_old' } as never);
+  assert.deepEqual(events.at(-2), { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 0 } });
 });
