@@ -1,9 +1,10 @@
 /**
  * The responses wire as a pipeline adapter. The relay checks what makes a streamed response complete before it
- * counts as such: `response.created` first, every delta naming an announced and still open item, text and
- * argument deltas adding up to their `.done` values, every function call's arguments matching its declared schema,
- * every announced item done, and a terminal `response.completed` / `response.incomplete`. Sequence numbers are
- * assigned on the way out (wires/responses.ts), so they increase by one whatever the upstream did.
+ * counts as such: every event an object with a `type`, `response.created` first, every delta naming an announced and
+ * still open item, text and argument deltas adding up to their `.done` values, every function call's arguments
+ * matching its declared schema, every announced item done, and a terminal `response.completed` /
+ * `response.incomplete`. Sequence numbers are assigned on the way out (wires/responses.ts), so they increase by one
+ * whatever the upstream did.
  */
 import { newId } from '../core/ids.ts';
 import type { RunUsage } from '../evidence/types.ts';
@@ -77,6 +78,8 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
 
   accept(raw: unknown): ResponseStreamEvent[] {
     const event = raw as ResponseStreamEvent;
+    // Only typed events go on: anything else would reach the client as an event it cannot read (`event: undefined`).
+    if (typeof event?.type !== 'string') throw this.bad('an event without a type');
     if (!this.snapshot && event.type !== 'response.created') throw this.bad(`${event.type} before response.created`);
     if (this.final) throw this.bad(`${event.type} after the terminal event`);
     switch (event.type) {

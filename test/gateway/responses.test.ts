@@ -173,6 +173,45 @@ test('live responses: a truncated stream and an upstream response.failed end wit
   }
 });
 
+test('live responses: an upstream event that is not a typed event object ends the stream with response.failed, is never relayed, and nothing is cached', async (t) => {
+  let data = '';
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    const events = upstreamEvents('partial answer');
+    writeEvents(res, events.slice(0, 4));
+    res.write(`data: ${data}\n\n`);
+    writeEvents(res, events.slice(4));
+    res.end();
+  });
+  const { address, app } = await liveGateway(t, upstream);
+  const cases: Array<[string, string]> = [
+    ['null', 'bad_response'],
+    ['42', 'bad_response'],
+    ['"text"', 'bad_response'],
+    ['[1]', 'bad_response'],
+    ['{"foo":1}', 'bad_response'],
+    ['{"type":5}', 'bad_response'],
+    // An error in the chat-completions shape, as compatible servers send one mid-stream.
+    ['{"error":{"message":"the model crashed","type":"server_error"}}', 'upstream_error'],
+  ];
+  for (const [raw, kind] of cases) {
+    data = raw;
+    const body = JSON.stringify({ model: 'gpt-4o-mini', input: input(), stream: true });
+    const post = () => fetch(`${address}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const response = await post();
+    const text = await response.text();
+    const names = [...text.matchAll(/^event: (.*)$/gm)].map((match) => match[1]);
+    assert.deepEqual(names, ['response.created', 'response.output_item.added', 'response.content_part.added', 'response.output_text.delta', 'response.failed'], raw);
+    assert.doesNotMatch(text, /the model crashed/, raw);
+    const run = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` })).run;
+    assert.equal(run.status, 'failed', raw);
+    assert.equal(run.error.kind, kind, raw);
+    const again = await post();
+    await again.text();
+    assert.equal(again.headers.get('x-svc-route'), 'live', raw);
+  }
+});
+
 test('live responses: a failure event before any other is answered with its status, not a 200 carrying response.failed', async (t) => {
   let first: 'failed' | 'error' = 'failed';
   const upstream = await startFakeUpstream(t, (_req, res) => {

@@ -334,7 +334,9 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
       await readLimited(response.body, MAX_ERROR_BODY_BYTES, timeouts.streamHeadersMs).catch(() => '');
       throw badResponse(`expected an event stream, got ${type || 'no content type'}`, response.statusCode);
     }
-    // `response.failed` and `error` are relayed to the wire's own relay, which records them as the failure they are.
+    // `response.failed` and `error` are relayed to the wire's own relay, which records them as the failure they are;
+    // an error in the chat-completions shape (`data: {"error": {...}}`, as compatible servers send one) is the
+    // upstream's failure here.
     return sseJson<ResponseStreamEvent>(response.body, {
       provider: name,
       clientSignal: context.signal,
@@ -342,7 +344,7 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
       maxBytes: maxAnswerBytes,
       firstEventMs: timeouts.bufferedMs,
       isTerminal: (data) => data.type === 'response.completed' || data.type === 'response.incomplete' || data.type === 'response.failed',
-      isError: () => false,
+      isError: (data) => isObject((data as { error?: unknown }).error),
     });
   }
 
