@@ -9,7 +9,7 @@ import type { CallSignal } from './call-signal.ts';
 import { newId } from '../core/ids.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../core/json-depth.ts';
 import type { RunUsage } from '../evidence/types.ts';
-import { InvalidToolCallError, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
+import { InvalidToolCallError, reportedUsage, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
 import { isObject } from './providers/chat-completions.ts';
 import { providerErrorStatus } from './providers/errors.ts';
 import { ProviderError, type MessagesContentBlock, type MessagesResponse, type MessagesStreamEvent, type Provider } from './providers/types.ts';
@@ -31,9 +31,7 @@ function answerText(content: MessagesResponse['content']): string {
 
 function usageOf(usage: MessagesResponse['usage'] | undefined): RunUsage | null {
   if (!usage) return null;
-  const input = usage.input_tokens ?? 0;
-  const output = usage.output_tokens ?? 0;
-  return { promptTokens: input, completionTokens: output, totalTokens: input + output };
+  return reportedUsage(usage.input_tokens ?? 0, usage.output_tokens ?? 0);
 }
 
 const ERROR_TYPES: Record<number, string> = { 400: 'invalid_request_error', 429: 'rate_limit_error', 502: 'api_error', 504: 'api_error' };

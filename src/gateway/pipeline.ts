@@ -213,6 +213,20 @@ function once(fn: () => void): () => void {
   };
 }
 
+function isTokenCount(value: unknown): value is number {
+  return Number.isSafeInteger(value) && (value as number) >= 0;
+}
+
+/**
+ * The usage an upstream reported, or null when its counts are not token counts (missing, null, negative, fractional,
+ * a string): the run's usage is then estimated, as when none was sent. Such counts could not be recorded, and their
+ * run stayed `running`.
+ */
+export function reportedUsage(promptTokens: unknown, completionTokens: unknown, totalTokens?: unknown): RunUsage | null {
+  if (!isTokenCount(promptTokens) || !isTokenCount(completionTokens)) return null;
+  return { promptTokens, completionTokens, totalTokens: isTokenCount(totalTokens) ? totalTokens : promptTokens + completionTokens };
+}
+
 function estimatedUsage(promptTokens: number, completionTokens: number): RunUsage {
   return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
 }

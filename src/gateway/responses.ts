@@ -8,7 +8,7 @@
  */
 import { newId } from '../core/ids.ts';
 import type { RunUsage } from '../evidence/types.ts';
-import { InvalidToolCallError, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
+import { InvalidToolCallError, reportedUsage, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
 import { providerErrorStatus } from './providers/errors.ts';
 import { ProviderError, type Provider, type ResponseObject, type ResponseStreamEvent } from './providers/types.ts';
 import { countChatTokens } from './tokens.ts';
@@ -20,7 +20,7 @@ type OutputItem = ResponseObject['output'][number];
 function usageOf(response: ResponseObject): RunUsage | null {
   const usage = response.usage;
   if (!usage) return null;
-  return { promptTokens: usage.input_tokens, completionTokens: usage.output_tokens, totalTokens: usage.total_tokens ?? usage.input_tokens + usage.output_tokens };
+  return reportedUsage(usage.input_tokens, usage.output_tokens, usage.total_tokens);
 }
 
 /** Function and custom tool calls must name declared tools; function arguments must match the schema. */

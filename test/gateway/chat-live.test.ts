@@ -83,6 +83,24 @@ test('buffered chat through the SDK: fields pass through, the answer validates, 
   assert.doesNotMatch(JSON.stringify(run), /sk-upstream-secret/);
 });
 
+test('usage whose counts are not token counts is estimated, and the run completes, buffered and streamed', async (t) => {
+  const usage = { prompt_tokens: null, completion_tokens: 2, total_tokens: 2 };
+  const upstream = await startFakeUpstream(t, (request, res) => {
+    if (request.body.stream !== true) return sendJson(res, 200, { ...completion('Hi.'), usage });
+    sendChunks(res, [contentChunk('Hi.'), { ...contentChunk(''), choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }, { ...contentChunk(''), choices: [], usage }]);
+  });
+  const { client, app } = await gateway(t, upstream);
+  const messages = [{ role: 'user' as const, content: 'hello' }];
+  const buffered = await client.chat.completions.create({ model: 'gpt-4o-mini', messages }).withResponse();
+  const streamed = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hello again' }], stream: true }).withResponse();
+  for await (const _chunk of streamed.data);
+  for (const { response } of [buffered, streamed]) {
+    const run = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` })).run;
+    assert.equal(run.status, 'completed');
+    assert.ok(run.usage.promptTokens > 0);
+  }
+});
+
 test('a model without a list price is flagged, not guessed', async (t) => {
   const upstream = await startFakeUpstream(t, (_req, res) => sendJson(res, 200, completion('ok', 'acme-private-7b')));
   const { client, app } = await gateway(t, upstream);

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import test, { type TestContext } from 'node:test';
 import OpenAI from 'openai';
 import { build, json } from '../support/build.ts';
-import { startFakeUpstream, startSse, type FakeUpstream } from '../support/fake-upstream.ts';
+import { sendJson, startFakeUpstream, startSse, type FakeUpstream } from '../support/fake-upstream.ts';
 import { validateAgainst } from '../support/openapi.ts';
 
 const WEATHER = {
@@ -209,6 +209,37 @@ test('live responses: an upstream event that is not a typed event object ends th
     const again = await post();
     await again.text();
     assert.equal(again.headers.get('x-svc-route'), 'live', raw);
+  }
+});
+
+test('live responses: usage whose counts are not token counts is estimated, and the run completes, buffered and streamed', async (t) => {
+  let usage: unknown = null;
+  const upstream = await startFakeUpstream(t, (request, res) => {
+    const events = upstreamEvents('An answer.');
+    const completed = events.at(-1)!.response as Record<string, unknown>;
+    if (request.body.stream !== true) return sendJson(res, 200, { ...completed, usage });
+    startSse(res);
+    writeEvents(res, [...events.slice(0, -1), { ...events.at(-1)!, response: { ...completed, usage } }]);
+    res.end();
+  });
+  const { client, app } = await liveGateway(t, upstream);
+  const counts: unknown[] = [{}, { input_tokens: null, output_tokens: 3 }, { input_tokens: '9', output_tokens: 3 }, { input_tokens: -9, output_tokens: 3 }, { input_tokens: 9.5, output_tokens: 3 }];
+  for (const current of counts) {
+    usage = current;
+    for (const stream of [false, true]) {
+      const params = { model: 'gpt-4o-mini', input: input() };
+      let response: Response;
+      if (stream) {
+        const streamed = await client.responses.create({ ...params, stream: true }).withResponse();
+        for await (const event of streamed.data) assert.notEqual(event.type, 'response.failed');
+        response = streamed.response;
+      } else response = (await client.responses.create(params).withResponse()).response;
+      const detail = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` }));
+      const label = `${JSON.stringify(current)} stream=${stream}`;
+      assert.equal(detail.run.status, 'completed', label);
+      assert.ok(detail.run.usage.promptTokens > 0, label);
+      if (stream) assert.ok(detail.events.some((event: { type: string }) => event.type === 'usage.estimated'), label);
+    }
   }
 });
 
