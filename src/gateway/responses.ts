@@ -17,6 +17,12 @@ import { responseToEvents } from './wire-replay.ts';
 
 type OutputItem = ResponseObject['output'][number];
 
+/** A `Response` object whose output is a list of typed items (what may be relayed, recorded and cached as one). */
+function isResponseShaped(value: unknown): value is ResponseObject {
+  const output = (value as { output?: unknown } | null)?.output;
+  return Array.isArray(output) && output.every((item) => typeof (item as { type?: unknown } | null)?.type === 'string');
+}
+
 function usageOf(response: ResponseObject): RunUsage | null {
   const usage = response.usage;
   if (!usage) return null;
@@ -85,6 +91,7 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
     switch (event.type) {
       case 'response.created':
         if (this.snapshot) throw this.bad('a second response.created');
+        if (!isResponseShaped(event.response)) throw this.bad('response.created without a response');
         this.snapshot = structuredClone(event.response as ResponseObject);
         break;
       case 'response.output_item.added': {
@@ -126,13 +133,14 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
       }
       case 'response.completed':
       case 'response.incomplete': {
-        const response = event.response as ResponseObject;
+        const response = event.response;
+        if (!isResponseShaped(response)) throw this.bad(`${event.type} without a response whose output is typed items`);
         const open = [...this.items.values()].filter((state) => !state.done);
         if (open.length > 0) throw this.bad(`${event.type} while item ${String(open[0]!.item.id)} is not done`);
-        for (const item of response.output ?? []) {
+        for (const item of response.output) {
           if (item.id && !this.items.has(item.id)) throw this.bad(`completed output has unannounced item ${item.id}`);
         }
-        (response.output ?? []).forEach((item, index) => checkItem(this.validated, item, index));
+        response.output.forEach((item, index) => checkItem(this.validated, item, index));
         this.final = response;
         break;
       }

@@ -212,6 +212,49 @@ test('live responses: an upstream event that is not a typed event object ends th
   }
 });
 
+test('live responses: a response whose output is not a list of typed items is a bad_response, buffered, created or completed', async (t) => {
+  let broken: { created?: unknown; completed?: unknown; buffered?: unknown } = {};
+  const upstream = await startFakeUpstream(t, (request, res) => {
+    const events = upstreamEvents('An answer.');
+    const completed = events.at(-1)!.response as Record<string, unknown>;
+    if (request.body.stream !== true) return sendJson(res, 200, broken.buffered);
+    startSse(res);
+    const created = 'created' in broken ? { ...events[0]!, response: broken.created } : events[0]!;
+    const last = 'completed' in broken ? { ...events.at(-1)!, response: broken.completed } : { ...events.at(-1)!, response: completed };
+    writeEvents(res, [created, ...events.slice(1, -1), last]);
+    res.end();
+  });
+  const { address, app } = await liveGateway(t, upstream);
+  const answer = upstreamEvents('An answer.').at(-1)!.response as Record<string, unknown>;
+  const cases: Array<[string, typeof broken, boolean, number]> = [
+    ['completed null', { completed: null }, true, 200],
+    ['completed output [null]', { completed: { ...answer, output: [null] } }, true, 200],
+    ['completed output [42]', { completed: { ...answer, output: [42] } }, true, 200],
+    ['created null', { created: null }, true, 502],
+    ['created without output', { created: { id: 'resp_up', object: 'response', status: 'in_progress' } }, true, 502],
+    ['buffered output [null]', { buffered: { ...answer, output: [null] } }, false, 502],
+    ['buffered output [42]', { buffered: { ...answer, output: [42] } }, false, 502],
+  ];
+  for (const [name, current, stream, status] of cases) {
+    broken = current;
+    const body = JSON.stringify({ model: 'gpt-4o-mini', input: input(), stream });
+    const post = () => fetch(`${address}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const response = await post();
+    const text = await response.text();
+    assert.equal(response.status, status, name);
+    if (status === 200) {
+      assert.match(text, /event: response\.failed/, name);
+      assert.doesNotMatch(text, /event: response\.completed/, name);
+    } else assert.equal(validateAgainst('ErrorResponse', JSON.parse(text)), null, name);
+    const run = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` })).run;
+    assert.equal(run.status, 'failed', name);
+    assert.equal(run.error.kind, 'bad_response', name);
+    const again = await post();
+    await again.text();
+    assert.equal(again.headers.get('x-svc-route'), 'live', name);
+  }
+});
+
 test('live responses: usage whose counts are not token counts is estimated, and the run completes, buffered and streamed', async (t) => {
   let usage: unknown = null;
   const upstream = await startFakeUpstream(t, (request, res) => {

@@ -322,7 +322,9 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
   async function responses(responsesRequest: ResponsesRequest, context: ProviderCallContext): Promise<ResponseObject> {
     const { stream: _stream, stream_options: _streamOptions, ...body } = responsesRequest;
     const parsed = await postJson('/responses', 'responses', body, context);
-    if (!isObject(parsed) || parsed.object !== 'response' || !Array.isArray(parsed.output)) throw badResponse('the upstream answer is not a response');
+    if (!isObject(parsed) || parsed.object !== 'response' || !Array.isArray(parsed.output) || !parsed.output.every((item) => isObject(item) && typeof item.type === 'string')) {
+      throw badResponse('the upstream answer is not a response');
+    }
     return parsed as unknown as ResponseObject;
   }
 
