@@ -87,6 +87,11 @@ test('unsupported capabilities are clear 400s in the chat-completions error shap
     ['missing model', { input: 'x' }],
     ['bad json schema', { model: 'gpt-4o', input: 'x', text: { format: { type: 'json_schema', name: 's', schema: { type: 'bogus' } } } }],
     ['tool_choice undeclared', { model: 'gpt-4o', input: 'x', tools: [WEATHER], tool_choice: { type: 'function', name: 'nope' } }],
+    ['tool_choice hosted', { model: 'gpt-4o', input: 'x', tools: [WEATHER], tool_choice: { type: 'web_search_preview' } }],
+    ['tool_choice mcp', { model: 'gpt-4o', input: 'x', tool_choice: { type: 'mcp', server_label: 'deepwiki' } }],
+    ['allowed_tools hosted', { model: 'gpt-4o', input: 'x', tools: [WEATHER], tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [{ type: 'function', name: 'get_weather' }, { type: 'image_generation' }] } }],
+    ['allowed_tools undeclared', { model: 'gpt-4o', input: 'x', tools: [WEATHER], tool_choice: { type: 'allowed_tools', mode: 'required', tools: [{ type: 'function', name: 'nope' }] } }],
+    ['allowed_tools without tools', { model: 'gpt-4o', input: 'x', tools: [WEATHER], tool_choice: { type: 'allowed_tools', mode: 'auto' } }],
   ];
   for (const [name, payload] of cases) {
     const response = await app.inject({ method: 'POST', url: '/v1/responses', payload });
@@ -96,6 +101,8 @@ test('unsupported capabilities are clear 400s in the chat-completions error shap
     assert.equal(validateAgainst('ErrorResponse', body), null, name);
   }
   assert.equal(json(await app.inject({ url: '/api/v1/runs' })).pagination.total, 0);
+  const allowed = { model: 'gpt-4o', input: 'x', tools: [WEATHER], tool_choice: { type: 'allowed_tools', mode: 'required', tools: [{ type: 'function', name: 'get_weather' }] } };
+  assert.equal((await app.inject({ method: 'POST', url: '/v1/responses', payload: allowed })).statusCode, 200);
 });
 
 function upstreamEvents(text: string) {

@@ -85,10 +85,21 @@ export function parseResponsesRequest(body: unknown): ValidatedResponses {
     schemas,
   );
   const choice = parsed.tool_choice;
-  if (typeof choice === 'object' && (choice.type === 'function' || choice.type === 'custom')) {
-    const name = (choice as { name?: unknown }).name;
-    if (typeof name !== 'string' || !(tools.names.has(name) || customTools.has(name))) {
-      throw invalid(`tool_choice names "${String(name)}", which is not a declared tool.`, { param: 'tool_choice' });
+  if (typeof choice === 'object') {
+    // A choice of one tool, or of the allowed ones: each a declared function or custom tool, never a hosted one.
+    const allowed = choice.type === 'allowed_tools';
+    const chosen = allowed ? (choice as { tools?: unknown }).tools : [choice];
+    if (!Array.isArray(chosen)) throw invalid('tool_choice of type allowed_tools needs a list of tools.', { param: 'tool_choice.tools' });
+    for (const [index, tool] of chosen.entries()) {
+      const param = allowed ? `tool_choice.tools[${index}]` : 'tool_choice';
+      const type = (tool as { type?: unknown } | null)?.type;
+      if (type !== 'function' && type !== 'custom') {
+        throw invalid(`${param}: the hosted tool type "${String(type)}" is not supported; svc never runs tools, choose a declared function or custom tool.`, { param });
+      }
+      const name = (tool as { name?: unknown }).name;
+      if (typeof name !== 'string' || !(tools.names.has(name) || customTools.has(name))) {
+        throw invalid(`${param} names "${String(name)}", which is not a declared tool.`, { param });
+      }
     }
   }
   const format = parsed.text?.format;
