@@ -42,29 +42,67 @@ export function messageToEvents(message: MessagesResponse): MessagesStreamEvent[
 }
 
 
-/** Replay a stored response as the wire's event stream (sequence numbers are assigned by the route). */
+/**
+ * Replay a stored response as the wire's event stream (sequence numbers are assigned by the route), with the events
+ * a live stream has for each kind of item, so that a client reading them sees what it saw live: text, refusal,
+ * reasoning summary and reasoning text in deltas, citations as `annotation.added`, a function call's arguments and a
+ * custom tool call's input in one delta each.
+ */
 export function responseToEvents(response: ResponseObject): ResponseStreamEvent[] {
   const events: Array<Omit<ResponseStreamEvent, 'sequence_number'>> = [];
   const { usage: _usage, ...rest } = response;
   const inProgress = { ...rest, status: 'in_progress', output: [] };
   events.push({ type: 'response.created', response: inProgress }, { type: 'response.in_progress', response: inProgress });
   for (const [outputIndex, item] of response.output.entries()) {
+    const at = { item_id: item.id, output_index: outputIndex };
     if (item.type === 'message') {
-      const content = (item.content as Array<{ type: string; text?: string; [field: string]: unknown }>) ?? [];
+      const content = (item.content as Part[] | undefined) ?? [];
       events.push({ type: 'response.output_item.added', output_index: outputIndex, item: { ...item, status: 'in_progress', content: [] } });
       for (const [contentIndex, part] of content.entries()) {
-        const base = { item_id: item.id, output_index: outputIndex, content_index: contentIndex };
-        events.push({ type: 'response.content_part.added', ...base, part: { ...part, ...(part.type === 'output_text' ? { text: '' } : {}) } });
+        const base = { ...at, content_index: contentIndex };
         if (part.type === 'output_text') {
-          for (const delta of textPieces(part.text ?? '')) events.push({ type: 'response.output_text.delta', ...base, delta, logprobs: [] });
+          const annotations = Array.isArray(part.annotations) ? part.annotations : [];
+          events.push({ type: 'response.content_part.added', ...base, part: { ...part, text: '', annotations: [] } });
+          for (const delta of textPieces(String(part.text ?? ''))) events.push({ type: 'response.output_text.delta', ...base, delta, logprobs: [] });
+          for (const [annotationIndex, annotation] of annotations.entries()) {
+            events.push({ type: 'response.output_text.annotation.added', ...base, annotation_index: annotationIndex, annotation });
+          }
           events.push({ type: 'response.output_text.done', ...base, text: part.text ?? '', logprobs: [] });
+        } else if (part.type === 'refusal') {
+          events.push({ type: 'response.content_part.added', ...base, part: { ...part, refusal: '' } });
+          for (const delta of textPieces(String(part.refusal ?? ''))) events.push({ type: 'response.refusal.delta', ...base, delta });
+          events.push({ type: 'response.refusal.done', ...base, refusal: part.refusal ?? '' });
+        } else {
+          events.push({ type: 'response.content_part.added', ...base, part });
         }
+        events.push({ type: 'response.content_part.done', ...base, part });
+      }
+    } else if (item.type === 'reasoning') {
+      const summary = (item.summary as Part[] | undefined) ?? [];
+      const content = item.content as Part[] | undefined;
+      events.push({ type: 'response.output_item.added', output_index: outputIndex, item: { ...item, summary: [], ...(content ? { content: [] } : {}) } });
+      for (const [summaryIndex, part] of summary.entries()) {
+        const base = { ...at, summary_index: summaryIndex };
+        events.push({ type: 'response.reasoning_summary_part.added', ...base, part: { ...part, text: '' } });
+        for (const delta of textPieces(String(part.text ?? ''))) events.push({ type: 'response.reasoning_summary_text.delta', ...base, delta });
+        events.push({ type: 'response.reasoning_summary_text.done', ...base, text: part.text ?? '' });
+        events.push({ type: 'response.reasoning_summary_part.done', ...base, part });
+      }
+      for (const [contentIndex, part] of (content ?? []).entries()) {
+        const base = { ...at, content_index: contentIndex };
+        events.push({ type: 'response.content_part.added', ...base, part: { ...part, text: '' } });
+        for (const delta of textPieces(String(part.text ?? ''))) events.push({ type: 'response.reasoning_text.delta', ...base, delta });
+        events.push({ type: 'response.reasoning_text.done', ...base, text: part.text ?? '' });
         events.push({ type: 'response.content_part.done', ...base, part });
       }
     } else if (item.type === 'function_call') {
       events.push({ type: 'response.output_item.added', output_index: outputIndex, item: { ...item, status: 'in_progress', arguments: '' } });
-      events.push({ type: 'response.function_call_arguments.delta', item_id: item.id, output_index: outputIndex, delta: item.arguments });
-      events.push({ type: 'response.function_call_arguments.done', item_id: item.id, output_index: outputIndex, name: item.name, arguments: item.arguments });
+      events.push({ type: 'response.function_call_arguments.delta', ...at, delta: item.arguments });
+      events.push({ type: 'response.function_call_arguments.done', ...at, name: item.name, arguments: item.arguments });
+    } else if (item.type === 'custom_tool_call') {
+      events.push({ type: 'response.output_item.added', output_index: outputIndex, item: { ...item, input: '' } });
+      events.push({ type: 'response.custom_tool_call_input.delta', ...at, delta: item.input });
+      events.push({ type: 'response.custom_tool_call_input.done', ...at, input: item.input });
     } else {
       events.push({ type: 'response.output_item.added', output_index: outputIndex, item });
     }
@@ -74,3 +112,5 @@ export function responseToEvents(response: ResponseObject): ResponseStreamEvent[
   return events.map((event, index) => ({ ...event, sequence_number: index }) as ResponseStreamEvent);
 }
 
+/** A content, summary or reasoning-text part of a stored output item. */
+type Part = { type: string; text?: string; refusal?: string; annotations?: unknown; [field: string]: unknown };

@@ -1,0 +1,154 @@
+/**
+ * What an exact-cache hit on the responses wire gives back of a live answer: the official `openai` client against a
+ * listening svc whose live provider is a fake upstream started by the test. A streamed answer with a reasoning
+ * summary, text with a citation, a refusal, a function call and a custom tool call comes back from the cache with
+ * the same kinds of events, in the same order, as the live stream, and the same final response; payloads checked
+ * against the OpenAPI document.
+ */
+import assert from 'node:assert/strict';
+import test from 'node:test';
+import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
+import { startFakeUpstream, startSse } from '../support/fake-upstream.ts';
+import { openaiGateway } from '../support/openai-gateway.ts';
+import { validateAgainst } from '../support/openapi.ts';
+
+const WEATHER = {
+  type: 'function' as const,
+  name: 'get_weather',
+  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false },
+  strict: true,
+};
+const SQL = { type: 'custom' as const, name: 'sql' };
+
+const CITATION = { type: 'url_citation', start_index: 0, end_index: 4, url: 'https://example.com/oslo', title: 'Oslo' };
+
+/** A reasoning model's answer as OpenAI streams it: every kind of item, each with its own events. */
+function liveEvents(): Array<Record<string, unknown>> {
+  const response = {
+    id: 'resp_live',
+    object: 'response',
+    created_at: 1700000000,
+    status: 'in_progress',
+    model: 'gpt-4o-mini',
+    output: [],
+    error: null,
+    incomplete_details: null,
+    instructions: null,
+    metadata: {},
+    parallel_tool_calls: true,
+    temperature: 1,
+    tool_choice: 'auto',
+    tools: [],
+    top_p: 1,
+  };
+  const reasoning = { id: 'rs_live', type: 'reasoning', summary: [{ type: 'summary_text', text: 'The user asks about Oslo. Answer briefly.' }] };
+  const message = {
+    id: 'msg_live',
+    type: 'message',
+    role: 'assistant',
+    status: 'completed',
+    content: [
+      { type: 'output_text', text: 'Oslo is the capital of Norway.', annotations: [CITATION], logprobs: [] },
+      { type: 'refusal', refusal: 'I will not say more.' },
+    ],
+  };
+  const call = { id: 'fc_live', type: 'function_call', call_id: 'call_w', name: 'get_weather', arguments: '{"city":"Oslo"}', status: 'completed' };
+  const custom = { id: 'ctc_live', type: 'custom_tool_call', call_id: 'call_s', name: 'sql', input: 'SELECT 1' };
+  const usage = { input_tokens: 20, input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 }, output_tokens: 40, output_tokens_details: { reasoning_tokens: 16 }, total_tokens: 60 };
+  const text = { item_id: 'msg_live', output_index: 1, content_index: 0 };
+  const refusal = { item_id: 'msg_live', output_index: 1, content_index: 1 };
+  const summary = { item_id: 'rs_live', output_index: 0, summary_index: 0 };
+  const events: Array<Record<string, unknown>> = [
+    { type: 'response.created', response },
+    { type: 'response.in_progress', response },
+    { type: 'response.output_item.added', output_index: 0, item: { ...reasoning, summary: [] } },
+    { type: 'response.reasoning_summary_part.added', ...summary, part: { type: 'summary_text', text: '' } },
+    { type: 'response.reasoning_summary_text.delta', ...summary, delta: 'The user asks about Oslo. ' },
+    { type: 'response.reasoning_summary_text.delta', ...summary, delta: 'Answer briefly.' },
+    { type: 'response.reasoning_summary_text.done', ...summary, text: reasoning.summary[0]!.text },
+    { type: 'response.reasoning_summary_part.done', ...summary, part: reasoning.summary[0] },
+    { type: 'response.output_item.done', output_index: 0, item: reasoning },
+    { type: 'response.output_item.added', output_index: 1, item: { ...message, status: 'in_progress', content: [] } },
+    { type: 'response.content_part.added', ...text, part: { type: 'output_text', text: '', annotations: [], logprobs: [] } },
+    { type: 'response.output_text.delta', ...text, delta: 'Oslo is the ', logprobs: [] },
+    { type: 'response.output_text.delta', ...text, delta: 'capital of Norway.', logprobs: [] },
+    { type: 'response.output_text.annotation.added', ...text, annotation_index: 0, annotation: CITATION },
+    { type: 'response.output_text.done', ...text, text: 'Oslo is the capital of Norway.', logprobs: [] },
+    { type: 'response.content_part.done', ...text, part: message.content[0] },
+    { type: 'response.content_part.added', ...refusal, part: { type: 'refusal', refusal: '' } },
+    { type: 'response.refusal.delta', ...refusal, delta: 'I will not say more.' },
+    { type: 'response.refusal.done', ...refusal, refusal: 'I will not say more.' },
+    { type: 'response.content_part.done', ...refusal, part: message.content[1] },
+    { type: 'response.output_item.done', output_index: 1, item: message },
+    { type: 'response.output_item.added', output_index: 2, item: { ...call, arguments: '', status: 'in_progress' } },
+    { type: 'response.function_call_arguments.delta', item_id: 'fc_live', output_index: 2, delta: '{"city":"Oslo"}' },
+    { type: 'response.function_call_arguments.done', item_id: 'fc_live', output_index: 2, name: 'get_weather', arguments: call.arguments },
+    { type: 'response.output_item.done', output_index: 2, item: call },
+    { type: 'response.output_item.added', output_index: 3, item: { ...custom, input: '' } },
+    { type: 'response.custom_tool_call_input.delta', item_id: 'ctc_live', output_index: 3, delta: 'SELECT 1' },
+    { type: 'response.custom_tool_call_input.done', item_id: 'ctc_live', output_index: 3, input: 'SELECT 1' },
+    { type: 'response.output_item.done', output_index: 3, item: custom },
+    { type: 'response.completed', response: { ...response, status: 'completed', output: [reasoning, message, call, custom], usage } },
+  ];
+  return events.map((event, index) => ({ ...event, sequence_number: index }));
+}
+
+/** The event types in order, a run of deltas of one kind counted once (a replay cuts text into its own pieces). */
+function shape(events: ResponseStreamEvent[]): string[] {
+  return events.map((event) => event.type).filter((type, index, types) => !(type.endsWith('.delta') && types[index - 1] === type));
+}
+
+/** A response without what a replay makes anew: its id, its items' ids and its creation time. */
+function withoutIds(response: unknown): unknown {
+  return JSON.parse(JSON.stringify(response, (key, value) => (key === 'id' || key === 'created_at' ? undefined : value)));
+}
+
+test('a streamed answer comes back from the cache with the live stream events of every kind of item and the same final response', async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    for (const event of liveEvents()) res.write(`event: ${String(event.type)}\ndata: ${JSON.stringify(event)}\n\n`);
+    res.end();
+  });
+  const { client } = await openaiGateway(t, upstream);
+  const params = { model: 'gpt-4o-mini', input: 'What is the capital of Norway?', tools: [WEATHER, SQL], reasoning: { summary: 'auto' as const } };
+  const streamed = async () => {
+    const { data, response } = await client.responses.create({ ...params, stream: true }).withResponse();
+    const events: ResponseStreamEvent[] = [];
+    for await (const event of data) events.push(event);
+    return { events, route: response.headers.get('x-svc-route') };
+  };
+
+  const live = await streamed();
+  assert.equal(live.route, 'live');
+  const replay = await streamed();
+  assert.equal(replay.route, 'exact_cache');
+
+  assert.deepEqual(shape(replay.events), shape(live.events));
+  for (const event of replay.events) assert.equal(validateAgainst('ResponseStreamEvent', event), null, event.type);
+  const final = (replay.events.at(-1) as { response: { id: string; output: Array<{ id: string }> } }).response;
+  assert.equal((replay.events[0] as { response: { id: string } }).response.id, final.id);
+  for (const event of replay.events as unknown as Array<{ type: string; item_id?: string; output_index?: number; item?: { id: string } }>) {
+    if (event.output_index === undefined) continue;
+    assert.equal(event.item_id ?? event.item?.id, final.output[event.output_index]!.id, event.type);
+  }
+  // What a client reads from the deltas, joined, is what it read live.
+  const joined = (events: ResponseStreamEvent[], type: string) =>
+    events
+      .filter((event) => event.type === type)
+      .map((event) => (event as { delta: string }).delta)
+      .join('');
+  for (const type of ['response.reasoning_summary_text.delta', 'response.output_text.delta', 'response.refusal.delta', 'response.function_call_arguments.delta', 'response.custom_tool_call_input.delta']) {
+    assert.equal(joined(replay.events, type), joined(live.events, type), type);
+  }
+
+  // The SDK's final response, streamed and buffered, is the live one but for the ids.
+  const liveFinal = (live.events.at(-1) as { response: unknown }).response;
+  assert.deepEqual(withoutIds(final), withoutIds(liveFinal));
+  const stream = client.responses.stream(params);
+  const accumulated = await stream.finalResponse();
+  const buffered = await client.responses.create(params).withResponse();
+  assert.equal(buffered.response.headers.get('x-svc-route'), 'exact_cache');
+  assert.deepEqual(withoutIds(buffered.data), withoutIds({ ...(liveFinal as object), output_text: 'Oslo is the capital of Norway.' }));
+  assert.equal(accumulated.output.length, 4);
+  assert.equal(validateAgainst('Response', buffered.data), null);
+});
