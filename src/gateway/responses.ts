@@ -10,7 +10,7 @@ import { newId } from '../core/ids.ts';
 import type { RunUsage } from '../evidence/types.ts';
 import { InvalidToolCallError, reportedUsage, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
 import { providerErrorStatus } from './providers/errors.ts';
-import { ProviderError, type Provider, type ResponseObject, type ResponseStreamEvent } from './providers/types.ts';
+import { ProviderError, type Provider, type ResponseObject, type ResponsesRequest, type ResponseStreamEvent } from './providers/types.ts';
 import { countChatTokens } from './tokens.ts';
 import type { ValidatedResponses } from './wires/responses-schema.ts';
 import { responseToEvents } from './wire-replay.ts';
@@ -176,6 +176,25 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
 
 const ITEM_PREFIX: Record<string, string> = { message: 'msg', function_call: 'fc', custom_tool_call: 'ctc', reasoning: 'rs' };
 
+/**
+ * Request fields a Response echoes that the exact-cache key leaves out (cache-controls.ts), with the value a response
+ * echoes when its request does not set them. A hit answers them from the request it serves, not from the one that
+ * filled the entry (another end user's `safety_identifier`, `user` and `metadata`); `store` when this request sets it.
+ */
+const ECHOED: ReadonlyArray<[field: string, unset: unknown]> = [
+  ['metadata', {}],
+  ['user', null],
+  ['safety_identifier', null],
+  ['prompt_cache_key', null],
+];
+
+function echoedBy(request: ResponsesRequest, stored: ResponseObject): Record<string, unknown> {
+  const echoed: Record<string, unknown> = {};
+  for (const [field, unset] of ECHOED) if (field in stored) echoed[field] = request[field] ?? unset;
+  if ('store' in stored && request.store !== undefined) echoed.store = request.store;
+  return echoed;
+}
+
 export function responsesAdapter(validated: ValidatedResponses, now: () => number): WireAdapter<ResponseObject, ResponseStreamEvent> {
   const request = validated.request;
   let relay: ResponsesRelay | null = null;
@@ -201,10 +220,14 @@ export function responsesAdapter(validated: ValidatedResponses, now: () => numbe
     cacheable: (response) => response.status === 'completed',
 
     fromCache(stored) {
+      // Made and completed now: a stored `completed_at` would be before the new `created_at`.
+      const at = Math.floor(now() / 1000);
       return {
         ...stored,
+        ...echoedBy(request, stored),
         id: newId('resp'),
-        created_at: Math.floor(now() / 1000),
+        created_at: at,
+        ...(typeof stored.completed_at === 'number' ? { completed_at: at } : {}),
         output: stored.output.map((item) => ({ ...item, ...(item.id ? { id: newId(ITEM_PREFIX[item.type] ?? 'item') } : {}) })),
       };
     },

@@ -51,7 +51,7 @@ export function messageToEvents(message: MessagesResponse): MessagesStreamEvent[
 export function responseToEvents(response: ResponseObject): ResponseStreamEvent[] {
   const events: Array<Omit<ResponseStreamEvent, 'sequence_number'>> = [];
   const { usage: _usage, ...rest } = response;
-  const inProgress = { ...rest, status: 'in_progress', output: [] };
+  const inProgress = { ...rest, status: 'in_progress', output: [], ...('completed_at' in rest ? { completed_at: null } : {}) };
   events.push({ type: 'response.created', response: inProgress }, { type: 'response.in_progress', response: inProgress });
   for (const [outputIndex, item] of response.output.entries()) {
     const at = { item_id: item.id, output_index: outputIndex };

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
-import { startFakeUpstream, startSse } from '../support/fake-upstream.ts';
+import { sendJson, startFakeUpstream, startSse } from '../support/fake-upstream.ts';
 import { openaiGateway } from '../support/openai-gateway.ts';
 import { validateAgainst } from '../support/openapi.ts';
 
@@ -151,4 +151,61 @@ test('a streamed answer comes back from the cache with the live stream events of
   assert.deepEqual(withoutIds(buffered.data), withoutIds({ ...(liveFinal as object), output_text: 'Oslo is the capital of Norway.' }));
   assert.equal(accumulated.output.length, 4);
   assert.equal(validateAgainst('Response', buffered.data), null);
+});
+
+test("a hit echoes the request it serves (metadata, user, safety_identifier, prompt_cache_key), not the one that filled the entry, and completes when it is created", async (t) => {
+  const upstream = await startFakeUpstream(t, (request, res) => {
+    const body = request.body as Record<string, unknown>;
+    const now = Math.floor(Date.now() / 1000);
+    const item = { id: 'msg_live', type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Hello.', annotations: [], logprobs: [] }] };
+    sendJson(res, 200, {
+      id: 'resp_live',
+      object: 'response',
+      // An answer that took a while: made 30 s before it completed.
+      created_at: now - 30,
+      completed_at: now,
+      status: 'completed',
+      model: 'gpt-4o-mini',
+      output: [item],
+      error: null,
+      incomplete_details: null,
+      instructions: null,
+      parallel_tool_calls: true,
+      temperature: 1,
+      tool_choice: 'auto',
+      tools: [],
+      top_p: 1,
+      metadata: body.metadata ?? {},
+      user: body.user ?? null,
+      safety_identifier: body.safety_identifier ?? null,
+      prompt_cache_key: body.prompt_cache_key ?? null,
+      store: body.store ?? true,
+      usage: { input_tokens: 5, input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 }, output_tokens: 2, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 7 },
+    });
+  });
+  const { client } = await openaiGateway(t, upstream);
+  const question = { model: 'gpt-4o-mini', input: 'Say hello.' };
+  await client.responses.create({ ...question, metadata: { ticket: 'alice-1' }, user: 'alice', safety_identifier: 'alice-hash', prompt_cache_key: 'alice-key', store: false });
+
+  const { data: buffered, response } = await client.responses.create({ ...question, metadata: { ticket: 'bob-7' }, safety_identifier: 'bob-hash' }).withResponse();
+  assert.equal(response.headers.get('x-svc-route'), 'exact_cache');
+  const echoed = (answer: Record<string, unknown>) => ({
+    metadata: answer.metadata,
+    user: answer.user,
+    safety_identifier: answer.safety_identifier,
+    prompt_cache_key: answer.prompt_cache_key,
+    store: answer.store,
+  });
+  assert.deepEqual(echoed(buffered as unknown as Record<string, unknown>), { metadata: { ticket: 'bob-7' }, user: null, safety_identifier: 'bob-hash', prompt_cache_key: null, store: false });
+  assert.equal(buffered.completed_at, buffered.created_at);
+
+  const { data: stream } = await client.responses.create({ ...question, user: 'carol', prompt_cache_key: 'carol-key', store: true, stream: true }).withResponse();
+  const events: ResponseStreamEvent[] = [];
+  for await (const event of stream) events.push(event);
+  const created = (events[0] as unknown as { response: Record<string, unknown> }).response;
+  const completed = (events.at(-1) as unknown as { response: Record<string, unknown> }).response;
+  assert.equal(created.completed_at, null);
+  assert.equal(completed.completed_at, completed.created_at);
+  for (const answer of [created, completed]) assert.deepEqual(echoed(answer), { metadata: {}, user: 'carol', safety_identifier: null, prompt_cache_key: 'carol-key', store: true });
+  for (const event of events) assert.equal(validateAgainst('ResponseStreamEvent', event), null, event.type);
 });
