@@ -64,6 +64,8 @@ interface ItemState {
 class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent> {
   snapshot: ResponseObject | null = null;
   private final: ResponseObject | null = null;
+  /** The usage an upstream's `response.failed` reported: what the failed run used, rather than an estimate. */
+  private failedUsage: RunUsage | null = null;
   private readonly items = new Map<string, ItemState>();
 
   constructor(
@@ -145,7 +147,9 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
         break;
       }
       case 'response.failed': {
-        const error = (event.response as ResponseObject | undefined)?.error as { message?: string } | undefined;
+        const failed = event.response as ResponseObject | null | undefined;
+        if (failed?.usage) this.failedUsage = usageOf(failed);
+        const error = failed?.error as { message?: string } | undefined;
         throw new ProviderError('upstream_error', error?.message ?? 'The upstream response failed.', { provider: this.provider.name, retryable: false });
       }
       case 'error':
@@ -162,7 +166,7 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
   }
 
   get usage(): RunUsage | null {
-    return this.final ? usageOf(this.final) : null;
+    return this.final ? usageOf(this.final) : this.failedUsage;
   }
 
   get producedText(): string {

@@ -152,7 +152,7 @@ test('live responses: the upstream /responses endpoint, sequence numbers renumbe
   assert.deepEqual(run.usage, { promptTokens: 9, completionTokens: 3, totalTokens: 12 });
 });
 
-test('live responses: a truncated stream and an upstream response.failed end with response.failed and a failed run', async (t) => {
+test('live responses: a truncated stream and an upstream response.failed end with response.failed and a failed run (with the usage the failed response reported)', async (t) => {
   let mode: 'truncated' | 'failed' | 'bad-delta' = 'truncated';
   const upstream = await startFakeUpstream(t, (_req, res) => {
     startSse(res);
@@ -160,7 +160,7 @@ test('live responses: a truncated stream and an upstream response.failed end wit
     if (mode === 'truncated') writeEvents(res, events.slice(0, 4));
     else if (mode === 'failed') {
       writeEvents(res, events.slice(0, 2));
-      writeEvents(res, [{ type: 'response.failed', sequence_number: 99, response: { ...events[0]!.response, status: 'failed', error: { code: 'server_error', message: 'boom' } } } as never]);
+      writeEvents(res, [{ type: 'response.failed', sequence_number: 99, response: { ...events[0]!.response, status: 'failed', error: { code: 'server_error', message: 'boom' }, usage: { input_tokens: 11, output_tokens: 4, total_tokens: 15 } } } as never]);
     } else writeEvents(res, [events[0]!, { ...events[3]!, item_id: 'msg_never_announced' }]);
     res.end();
   });
@@ -177,6 +177,7 @@ test('live responses: a truncated stream and an upstream response.failed end wit
     assert.doesNotMatch(text, /event: response\.completed/, current);
     const run = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` })).run;
     assert.equal(run.status, 'failed', current);
+    if (current === 'failed') assert.deepEqual(run.usage, { promptTokens: 11, completionTokens: 4, totalTokens: 15 });
   }
 });
 
