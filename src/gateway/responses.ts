@@ -1,10 +1,10 @@
 /**
  * The responses wire as a pipeline adapter. The relay checks what makes a streamed response complete before it
  * counts as such: every event an object with a `type`, `response.created` first, every delta naming an announced and
- * still open item, text and argument deltas adding up to their `.done` values, every function call's arguments
- * matching its declared schema, every announced item done, and a terminal `response.completed` /
- * `response.incomplete`. Sequence numbers are assigned on the way out (wires/responses.ts), so they increase by one
- * whatever the upstream did.
+ * still open item at its `output_index` (and a text delta an `output_text` part added before it), text and argument
+ * deltas adding up to their `.done` values, every function call's arguments matching its declared schema, every
+ * announced item done, and a terminal `response.completed` / `response.incomplete`. Sequence numbers are assigned on
+ * the way out (wires/responses.ts), so they increase by one whatever the upstream did.
  */
 import { newId } from '../core/ids.ts';
 import type { RunUsage } from '../evidence/types.ts';
@@ -56,7 +56,11 @@ function promptEstimate(validated: ValidatedResponses): number {
 
 interface ItemState {
   item: OutputItem;
-  text: string;
+  /** Its place in the output: every event naming it carries this `output_index` (clients index their output by it). */
+  index: number;
+  /** Its content parts' types in the order they were added (their `content_index`), and each one's text so far. */
+  parts: string[];
+  texts: string[];
   args: string;
   done: boolean;
 }
@@ -77,10 +81,19 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
     return new ProviderError('bad_response', `Invalid upstream responses stream: ${message}.`, { provider: this.provider.name });
   }
 
-  private open(itemId: unknown): ItemState {
+  private open(itemId: unknown, outputIndex: unknown): ItemState {
     const state = typeof itemId === 'string' ? this.items.get(itemId) : undefined;
     if (!state) throw this.bad(`event for unknown item ${String(itemId)}`);
     if (state.done) throw this.bad(`event for item ${String(itemId)} after it was done`);
+    if (outputIndex !== state.index) throw this.bad(`event for item ${String(itemId)} at output_index ${String(outputIndex)}, announced at ${state.index}`);
+    return state;
+  }
+
+  /** The open item of a text event, whose `content_index` must name an `output_text` part added before it. */
+  private textPart(event: ResponseStreamEvent): ItemState {
+    const state = this.open(event.item_id, event.output_index);
+    const index = event.content_index;
+    if (typeof index !== 'number' || state.parts[index] !== 'output_text') throw this.bad(`${event.type} for content_index ${String(index)}, which is no output_text part`);
     return state;
   }
 
@@ -99,35 +112,42 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
       case 'response.output_item.added': {
         const item = event.item as OutputItem;
         if (!item?.id || this.items.has(item.id)) throw this.bad(`output item without a fresh id`);
-        this.items.set(item.id, { item: structuredClone(item), text: '', args: '', done: false });
+        if (event.output_index !== this.items.size) throw this.bad(`output item ${item.id} added at output_index ${String(event.output_index)}, not ${this.items.size}`);
+        this.items.set(item.id, { item: structuredClone(item), index: this.items.size, parts: [], texts: [], args: '', done: false });
+        break;
+      }
+      case 'response.content_part.added': {
+        const state = this.open(event.item_id, event.output_index);
+        if (event.content_index !== state.parts.length) throw this.bad(`content part added at content_index ${String(event.content_index)}, not ${state.parts.length}`);
+        state.parts.push(String((event.part as { type?: unknown } | undefined)?.type));
+        state.texts.push('');
         break;
       }
       case 'response.output_text.delta':
-        this.open(event.item_id).text += String(event.delta ?? '');
+        this.textPart(event).texts[event.content_index as number] += String(event.delta ?? '');
         break;
       case 'response.output_text.done': {
-        const state = this.open(event.item_id);
-        if (typeof event.text === 'string' && event.text !== state.text) throw this.bad('output_text.done differs from its deltas');
+        const state = this.textPart(event);
+        if (typeof event.text === 'string' && event.text !== state.texts[event.content_index as number]) throw this.bad('output_text.done differs from its deltas');
         break;
       }
       case 'response.function_call_arguments.delta':
-        this.open(event.item_id).args += String(event.delta ?? '');
+        this.open(event.item_id, event.output_index).args += String(event.delta ?? '');
         break;
       case 'response.function_call_arguments.done': {
-        const state = this.open(event.item_id);
+        const state = this.open(event.item_id, event.output_index);
         if (typeof event.arguments === 'string' && state.args !== '' && event.arguments !== state.args) throw this.bad('function_call_arguments.done differs from its deltas');
         checkItem(this.validated, { ...state.item, arguments: event.arguments ?? state.args }, Number(event.output_index ?? 0));
         break;
       }
-      case 'response.content_part.added':
       case 'response.content_part.done':
       case 'response.custom_tool_call_input.delta':
       case 'response.custom_tool_call_input.done':
-        this.open(event.item_id);
+        this.open(event.item_id, event.output_index);
         break;
       case 'response.output_item.done': {
         const item = event.item as OutputItem;
-        const state = this.open(item?.id);
+        const state = this.open(item?.id, event.output_index);
         checkItem(this.validated, item, Number(event.output_index ?? 0));
         state.item = structuredClone(item);
         state.done = true;
@@ -170,7 +190,7 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
   }
 
   get producedText(): string {
-    return [...this.items.values()].map((state) => state.text + state.args).join('');
+    return [...this.items.values()].map((state) => state.texts.join('') + state.args).join('');
   }
 
   result(): ResponseObject {

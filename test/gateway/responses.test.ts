@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import test, { type TestContext } from 'node:test';
 import OpenAI from 'openai';
+import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { build, json } from '../support/build.ts';
 import { sendJson, startFakeUpstream, startSse, type FakeUpstream } from '../support/fake-upstream.ts';
 import { validateAgainst } from '../support/openapi.ts';
@@ -260,6 +261,47 @@ test('live responses: a response whose output is not a list of typed items is a 
     const again = await post();
     await again.text();
     assert.equal(again.headers.get('x-svc-route'), 'live', name);
+  }
+});
+
+test('live responses: events out of their item\'s output_index or content part are a bad_response (the SDK indexes its output by them); a message of two text parts is whole', async (t) => {
+  let mode = '';
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    const [created] = upstreamEvents('unused');
+    const parts = [{ type: 'output_text', text: 'First part. ', annotations: [] }, { type: 'output_text', text: 'Second part.', annotations: [] }].slice(0, mode === 'whole' ? 2 : 1);
+    const item = { id: 'msg_up', type: 'message', role: 'assistant', status: 'completed', content: parts };
+    const at = (index: number) => ({ item_id: 'msg_up', output_index: 0, content_index: index });
+    const added = mode === 'item output_index' ? 2 : 0;
+    const events: object[] = [created!, { type: 'response.output_item.added', sequence_number: 1, output_index: added, item: { ...item, status: 'in_progress', content: [] } }];
+    for (const [index, part] of parts.entries()) {
+      events.push({ type: 'response.content_part.added', ...at(index), content_index: mode === 'part content_index' ? index + 1 : index, part: { ...part, text: '' } });
+      const delta = { ...at(index), ...(mode === 'delta output_index' ? { output_index: 1 } : {}), ...(mode === 'delta content_index' ? { content_index: 5 } : {}) };
+      events.push({ type: 'response.output_text.delta', ...delta, delta: part.text, logprobs: [] });
+      events.push({ type: 'response.output_text.done', ...at(index), text: part.text, logprobs: [] });
+      events.push({ type: 'response.content_part.done', ...at(index), part });
+    }
+    events.push({ type: 'response.output_item.done', output_index: added, item });
+    events.push({ type: 'response.completed', response: { ...created!.response, status: 'completed', output: [item], usage: { input_tokens: 3, output_tokens: 4, total_tokens: 7 } } });
+    writeEvents(res, events);
+    res.end();
+  });
+  const { client, app } = await liveGateway(t, upstream);
+  for (const current of ['item output_index', 'delta output_index', 'part content_index', 'delta content_index', 'whole']) {
+    mode = current;
+    const params = { model: 'gpt-4o-mini', input: input() };
+    const { data, response } = await client.responses.create({ ...params, stream: true }).withResponse();
+    const events: ResponseStreamEvent[] = [];
+    for await (const event of data) events.push(event);
+    const run = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` })).run;
+    if (current === 'whole') {
+      assert.equal(run.status, 'completed');
+      assert.equal((await client.responses.create(params)).output_text, 'First part. Second part.');
+      continue;
+    }
+    assert.equal(events.at(-1)!.type, 'response.failed', current);
+    assert.equal(run.status, 'failed', current);
+    assert.equal(run.error.kind, 'bad_response', current);
   }
 });
 
