@@ -92,6 +92,7 @@ test('unsupported capabilities are clear 400s in the chat-completions error shap
     ['tool_choice mcp', { model: 'gpt-4o', input: 'x', tool_choice: { type: 'mcp', server_label: 'deepwiki' } }],
     ['allowed_tools hosted', { model: 'gpt-4o', input: 'x', tools: [WEATHER], tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [{ type: 'function', name: 'get_weather' }, { type: 'image_generation' }] } }],
     ['allowed_tools undeclared', { model: 'gpt-4o', input: 'x', tools: [WEATHER], tool_choice: { type: 'allowed_tools', mode: 'required', tools: [{ type: 'function', name: 'nope' }] } }],
+    ['metadata of 17 keys', { model: 'gpt-4o', input: 'x', metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])) }],
     ['allowed_tools without tools', { model: 'gpt-4o', input: 'x', tools: [WEATHER], tool_choice: { type: 'allowed_tools', mode: 'auto' } }],
   ];
   for (const [name, payload] of cases) {

@@ -72,6 +72,7 @@ export function parseResponsesRequest(body: unknown): ValidatedResponses {
   const raw = withoutNulls(body as Record<string, unknown>);
   for (const [field, message] of Object.entries(UNSUPPORTED_FIELDS)) if (field in raw) throw invalid(message, { param: field });
   const parsed = responsesRequestSchema.parse(raw);
+  if (parsed.metadata && Object.keys(parsed.metadata).length > 16) throw invalid('metadata has at most 16 keys.', { param: 'metadata' });
   const functions: Array<z.infer<typeof functionTool>> = [];
   const customTools = new Set<string>();
   for (const [index, tool] of (parsed.tools ?? []).entries()) {
