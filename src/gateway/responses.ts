@@ -70,6 +70,8 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
   private final: ResponseObject | null = null;
   /** The usage an upstream's `response.failed` reported: what the failed run used, rather than an estimate. */
   private failedUsage: RunUsage | null = null;
+  /** The failure an upstream's `response.failed` was, with its error code (one of the wire's), which the client keeps. */
+  failedWith: { failure: ProviderError; code: string } | null = null;
   private readonly items = new Map<string, ItemState>();
 
   constructor(
@@ -169,8 +171,10 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
       case 'response.failed': {
         const failed = event.response as ResponseObject | null | undefined;
         if (failed?.usage) this.failedUsage = usageOf(failed);
-        const error = failed?.error as { message?: string } | undefined;
-        throw new ProviderError('upstream_error', error?.message ?? 'The upstream response failed.', { provider: this.provider.name, retryable: false });
+        const error = failed?.error as { code?: unknown; message?: string } | undefined;
+        const failure = new ProviderError('upstream_error', error?.message ?? 'The upstream response failed.', { provider: this.provider.name, retryable: false });
+        this.failedWith = { failure, code: RESPONSE_ERROR_CODES.has(error?.code as string) ? (error!.code as string) : 'server_error' };
+        throw failure;
       }
       case 'error':
         throw new ProviderError('upstream_error', String(event.message ?? 'upstream stream error'), { provider: this.provider.name, retryable: false });
@@ -197,6 +201,30 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
     return this.final!;
   }
 }
+
+/** The error codes of a failed Response (the OpenAPI document's `ResponseErrorCode`). */
+const RESPONSE_ERROR_CODES: ReadonlySet<string> = new Set([
+  'server_error',
+  'rate_limit_exceeded',
+  'invalid_prompt',
+  'data_residency_mismatch',
+  'bio_policy',
+  'vector_store_timeout',
+  'invalid_image',
+  'invalid_image_format',
+  'invalid_base64_image',
+  'invalid_image_url',
+  'image_too_large',
+  'image_too_small',
+  'image_parse_error',
+  'image_content_policy_violation',
+  'invalid_image_mode',
+  'image_file_too_large',
+  'unsupported_image_media_type',
+  'empty_image_file',
+  'failed_to_download_image',
+  'image_file_not_found',
+]);
 
 const ITEM_PREFIX: Record<string, string> = { message: 'msg', function_call: 'fc', custom_tool_call: 'ctc', reasoning: 'rs' };
 
@@ -262,7 +290,9 @@ export function responsesAdapter(validated: ValidatedResponses, now: () => numbe
       const http = error instanceof InvalidToolCallError ? { code: 'invalid_tool_call', message: error.message } : { code: providerErrorStatus(error).code, message: providerErrorStatus(error).message };
       const snapshot = relay?.snapshot;
       if (!snapshot) return { type: 'error', code: http.code, message: http.message, param: null, sequence_number: 0 };
-      return { type: 'response.failed', sequence_number: 0, response: { ...snapshot, status: 'failed', error: { code: 'server_error', message: http.message } } };
+      // The upstream's own failure keeps its code (`invalid_prompt` tells the caller what `server_error` would hide).
+      const code = relay?.failedWith?.failure === error ? relay.failedWith.code : 'server_error';
+      return { type: 'response.failed', sequence_number: 0, response: { ...snapshot, status: 'failed', error: { code, message: http.message } } };
     },
   };
 }

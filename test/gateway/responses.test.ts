@@ -154,20 +154,21 @@ test('live responses: the upstream /responses endpoint, sequence numbers renumbe
   assert.deepEqual(run.usage, { promptTokens: 9, completionTokens: 3, totalTokens: 12 });
 });
 
-test('live responses: a truncated stream and an upstream response.failed end with response.failed and a failed run (with the usage the failed response reported)', async (t) => {
-  let mode: 'truncated' | 'failed' | 'bad-delta' = 'truncated';
+test('live responses: a truncated stream and an upstream response.failed end with response.failed and a failed run (with the usage and the error code the failed response reported)', async (t) => {
+  let mode: 'truncated' | 'failed' | 'failed-unknown-code' | 'bad-delta' = 'truncated';
   const upstream = await startFakeUpstream(t, (_req, res) => {
     startSse(res);
     const events = upstreamEvents('partial answer');
     if (mode === 'truncated') writeEvents(res, events.slice(0, 4));
-    else if (mode === 'failed') {
+    else if (mode === 'failed' || mode === 'failed-unknown-code') {
+      const code = mode === 'failed' ? 'invalid_prompt' : 'model_melted';
       writeEvents(res, events.slice(0, 2));
-      writeEvents(res, [{ type: 'response.failed', sequence_number: 99, response: { ...events[0]!.response, status: 'failed', error: { code: 'server_error', message: 'boom' }, usage: { input_tokens: 11, output_tokens: 4, total_tokens: 15 } } } as never]);
+      writeEvents(res, [{ type: 'response.failed', sequence_number: 99, response: { ...events[0]!.response, status: 'failed', error: { code, message: 'boom' }, usage: { input_tokens: 11, output_tokens: 4, total_tokens: 15 } } } as never]);
     } else writeEvents(res, [events[0]!, { ...events[3]!, item_id: 'msg_never_announced' }]);
     res.end();
   });
   const { address, app } = await liveGateway(t, upstream);
-  for (const current of ['truncated', 'failed', 'bad-delta'] as const) {
+  for (const current of ['truncated', 'failed', 'failed-unknown-code', 'bad-delta'] as const) {
     mode = current;
     const response = await fetch(`${address}/v1/responses`, {
       method: 'POST',
@@ -177,6 +178,8 @@ test('live responses: a truncated stream and an upstream response.failed end wit
     const text = await response.text();
     assert.match(text, /event: response\.failed/, current);
     assert.doesNotMatch(text, /event: response\.completed/, current);
+    const failed = JSON.parse(text.trim().split('\n').at(-1)!.slice('data: '.length));
+    assert.equal(failed.response.error.code, current === 'failed' ? 'invalid_prompt' : 'server_error', current);
     const run = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` })).run;
     assert.equal(run.status, 'failed', current);
     if (current === 'failed') assert.deepEqual(run.usage, { promptTokens: 11, completionTokens: 4, totalTokens: 15 });
