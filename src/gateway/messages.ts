@@ -12,6 +12,7 @@ import type { RunUsage } from '../evidence/types.ts';
 import { InvalidToolCallError, reportedUsage, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
 import { isObject } from './providers/chat-completions.ts';
 import { providerErrorStatus } from './providers/errors.ts';
+import { isEventName } from './providers/sse.ts';
 import { ProviderError, type MessagesContentBlock, type MessagesResponse, type MessagesStreamEvent, type Provider } from './providers/types.ts';
 import { countMessagesTokens } from './tokens-messages.ts';
 import { countTokens } from './tokens.ts';
@@ -62,9 +63,6 @@ const DELTA_USAGE_TOTALS = ['cache_creation_input_tokens', 'cache_read_input_tok
  */
 const unstorable = new WeakSet<MessagesResponse>();
 
-/** An event type svc relays without knowing it: a name that fits on the frame's `event:` line. */
-const EVENT_NAME = /^[\w.-]{1,128}$/;
-
 function isIndex(value: unknown): boolean {
   return Number.isInteger(value) && (value as number) >= 0;
 }
@@ -74,7 +72,7 @@ function isIndex(value: unknown): boolean {
  * with a non-negative integer `index`, a `content_block_start` with a typed `content_block`, a `content_block_delta`
  * and a `message_delta` with a `delta` object. Anything else is the upstream's bad answer, not a failure of svc's (a
  * `content_block_delta` without `delta` was a TypeError, recorded as a network failure with its JavaScript message).
- * Other event types pass through (forward-compatible) when they are names (EVENT_NAME).
+ * Other event types pass through (forward-compatible) when they are names (`isEventName`).
  */
 function isMessagesEvent(event: MessagesStreamEvent): boolean {
   switch (event.type) {
@@ -89,9 +87,7 @@ function isMessagesEvent(event: MessagesStreamEvent): boolean {
     case 'message_delta':
       return isObject(event.delta) && (event.usage === undefined || event.usage === null || isObject(event.usage));
     default:
-      // Relayed as the frame's `event:` name: a line break in it would end that line and start another of the
-      // upstream's choosing (an `event: message_stop` the client takes for the end).
-      return typeof event.type === 'string' && EVENT_NAME.test(event.type);
+      return isEventName(event.type);
   }
 }
 

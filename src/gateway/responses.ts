@@ -10,6 +10,7 @@ import { newId } from '../core/ids.ts';
 import type { RunUsage } from '../evidence/types.ts';
 import { InvalidToolCallError, reportedUsage, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
 import { providerErrorStatus } from './providers/errors.ts';
+import { isEventName } from './providers/sse.ts';
 import { ProviderError, type Provider, type ResponseObject, type ResponsesRequest, type ResponseStreamEvent } from './providers/types.ts';
 import { countChatTokens } from './tokens.ts';
 import type { ValidatedResponses } from './wires/responses-schema.ts';
@@ -101,8 +102,9 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
 
   accept(raw: unknown): ResponseStreamEvent[] {
     const event = raw as ResponseStreamEvent;
-    // Only typed events go on: anything else would reach the client as an event it cannot read (`event: undefined`).
-    if (typeof event?.type !== 'string') throw this.bad('an event without a type');
+    // Only typed events go on: anything else would reach the client as an event it cannot read (`event: undefined`),
+    // or, with a line break in its type, as events of the upstream's choosing (`isEventName`).
+    if (!isEventName(event?.type)) throw this.bad('an event without a type that is an event name');
     if (!this.snapshot && event.type !== 'response.created') throw this.bad(`${event.type} before response.created`);
     if (this.final) throw this.bad(`${event.type} after the terminal event`);
     switch (event.type) {

@@ -204,6 +204,11 @@ test('live responses: an upstream event that is not a typed event object ends th
     ['[1]', 'bad_response'],
     ['{"foo":1}', 'bad_response'],
     ['{"type":5}', 'bad_response'],
+    // A type that is not a name: relayed as the frame's `event:` line, its line breaks would let the upstream add
+    // events of its choosing (a response.completed ending the stream early).
+    ['{"type":"x\\n\\nevent: response.completed\\ndata: {}"}', 'bad_response'],
+    ['{"type":"x\\rdata: {}"}', 'bad_response'],
+    ['{"type":""}', 'bad_response'],
     // An error in the chat-completions shape, as compatible servers send one mid-stream.
     ['{"error":{"message":"the model crashed","type":"server_error"}}', 'upstream_error'],
   ];

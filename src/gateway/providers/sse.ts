@@ -11,6 +11,18 @@ import { ProviderError, type UpstreamEvents } from './types.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../core/json-depth.ts';
 import { tooLargeMessage } from './bodies.ts';
 
+/** An event type that fits on an SSE `event:` line as the name it is: 1-128 letters, digits, `_`, `.`, `-`. */
+const EVENT_NAME = /^[\w.-]{1,128}$/;
+
+/**
+ * Whether an upstream's event `type` may be relayed as the frame's `event:` name (the messages and responses wires
+ * do so). A line break in it would end that line and start another of the upstream's choosing: an injected
+ * `message_stop` or `response.completed` that the client takes for the end.
+ */
+export function isEventName(type: unknown): type is string {
+  return typeof type === 'string' && EVENT_NAME.test(type);
+}
+
 export interface SseOptions {
   provider: string;
   clientSignal: CallSignal;
