@@ -186,6 +186,36 @@ test('live responses: a truncated stream and an upstream response.failed end wit
   }
 });
 
+test("live responses: the upstream's own words in a response.failed or an error event are recorded with its key masked", async (t) => {
+  const key = 'upstream-key-0123456789';
+  let failWith: 'response.failed' | 'error' = 'response.failed';
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    const events = upstreamEvents('partial answer');
+    const message = `Incorrect API key provided: ${key}.`;
+    writeEvents(res, events.slice(0, 2));
+    if (failWith === 'error') writeEvents(res, [{ type: 'error', code: 'invalid_api_key', message, param: null, sequence_number: 2 } as never]);
+    else writeEvents(res, [{ type: 'response.failed', sequence_number: 2, response: { ...events[0]!.response, status: 'failed', error: { code: 'server_error', message } } } as never]);
+    res.end();
+  });
+  const { address, app } = await listening(t, { CHATCOMP_API_KEY: key, CHATCOMP_BASE_URL: upstream.baseUrl });
+  for (const current of ['response.failed', 'error'] as const) {
+    failWith = current;
+    const response = await fetch(`${address}/v1/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', input: input(), stream: true }),
+    });
+    const text = await response.text();
+    assert.match(text, /event: response\.failed/, current);
+    assert.ok(!text.includes(key), current);
+    const detail = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` }));
+    assert.equal(detail.run.status, 'failed', current);
+    assert.match(detail.run.error.message, /Incorrect API key provided: \[redacted\]/, current);
+    assert.ok(!JSON.stringify(detail).includes(key), `${current}: the key is nowhere in the run's evidence`);
+  }
+});
+
 test('live responses: an upstream event that is not a typed event object ends the stream with response.failed, is never relayed, and nothing is cached', async (t) => {
   let data = '';
   const upstream = await startFakeUpstream(t, (_req, res) => {

@@ -336,9 +336,9 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
       await readLimited(response.body, MAX_ERROR_BODY_BYTES, timeouts.streamHeadersMs).catch(() => '');
       throw badResponse(`expected an event stream, got ${type || 'no content type'}`, response.statusCode);
     }
-    // `response.failed` and `error` are relayed to the wire's own relay, which records them as the failure they are;
-    // an error in the chat-completions shape (`data: {"error": {...}}`, as compatible servers send one) is the
-    // upstream's failure here.
+    // `response.failed` is relayed to the wire's own relay, which records it as the failure it is (with its usage and
+    // code), its message masked here; an `error` event, and an error in the chat-completions shape (`data: {"error":
+    // {...}}`, as compatible servers send one), are the upstream's failure here.
     return sseJson<ResponseStreamEvent>(response.body, {
       provider: name,
       clientSignal: context.signal,
@@ -346,7 +346,11 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
       maxBytes: maxAnswerBytes,
       firstEventMs: timeouts.bufferedMs,
       isTerminal: (data) => data.type === 'response.completed' || data.type === 'response.incomplete' || data.type === 'response.failed',
-      isError: (data) => isObject((data as { error?: unknown }).error),
+      isError: (data) => data.type === 'error' || isObject((data as { error?: unknown }).error),
+      redactTerminal: (data, redact) => {
+        const error = data.type === 'response.failed' && isObject((data as { response?: unknown }).response) ? (data as { response: { error?: unknown } }).response.error : null;
+        if (isObject(error) && typeof error.message === 'string') error.message = redact(error.message);
+      },
     });
   }
 

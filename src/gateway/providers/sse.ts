@@ -35,6 +35,11 @@ export interface SseOptions {
   isTerminal(data: { type?: unknown }, eventName: string | undefined): boolean;
   /** Whether an event is the wire's error event. */
   isError(data: { type?: unknown }, eventName: string | undefined): boolean;
+  /**
+   * Mask the secrets in the upstream's own words a terminal event carries (a responses stream's `response.failed` has
+   * its error message), with `redact`, as an error event's message is masked: the wire's relay records them.
+   */
+  redactTerminal?(data: { type?: unknown }, redact: (message: string) => string): void;
 }
 
 /**
@@ -103,7 +108,10 @@ async function* sseEvents<T>(body: Dispatcher.ResponseData['body'], options: Sse
       // An error event (an overloaded upstream's too) is the upstream's failure, classified alike and not retried.
       throw new ProviderError('upstream_error', message, { provider: options.provider, upstreamStatus: 200, retryable: false });
     }
-    if (options.isTerminal(data, event.event)) finished = true;
+    if (options.isTerminal(data, event.event)) {
+      finished = true;
+      options.redactTerminal?.(data, (message) => redactSecrets(message, options.secrets));
+    }
     return data as T;
   };
   try {
