@@ -231,6 +231,31 @@ function estimatedUsage(promptTokens: number, completionTokens: number): RunUsag
   return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
 }
 
+/** A token count svc can price and add up: a non-negative safe integer. */
+function isTokenCount(value: unknown): value is number {
+  return Number.isSafeInteger(value) && (value as number) >= 0;
+}
+
+/** Whether an upstream reported usage whose counts are both token counts (the common case: recorded as reported). */
+function hasTokenCounts(usage: RunUsage | null): usage is RunUsage {
+  return usage !== null && isTokenCount(usage.promptTokens) && isTokenCount(usage.completionTokens);
+}
+
+/**
+ * The usage a run records when the upstream reported none (null) or counts that are not token counts (missing, a
+ * string, negative, fractional, past 2^53): each count that is one is kept, each other is the local one, as a usage the
+ * upstream did not send. Recorded as reported, such a count made the run's cost NaN (its final write failed: the run
+ * stayed `running` for good), negative or infinite, and the rollups summed it.
+ */
+function filledUsage(reported: RunUsage | null, promptTokens: () => number, completionTokens: () => number): RunUsage {
+  return estimatedUsage(
+    reported !== null && isTokenCount(reported.promptTokens) ? reported.promptTokens : promptTokens(),
+    reported !== null && isTokenCount(reported.completionTokens) ? reported.completionTokens : completionTokens(),
+  );
+}
+
+const NO_TOKENS = () => 0;
+
 function runHeaders(runId: string, route: RunRoute): Record<string, string> {
   return { 'x-svc-run-id': runId, 'x-svc-route': route };
 }
@@ -484,7 +509,8 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
           }
           const response = await dispatched(provider, () => adapter.callBuffered(provider, call.signal));
           const latencyMs = clock.now() - startedAt;
-          const usage = adapter.usageOf(response) ?? estimatedUsage(adapter.promptTokens(), 0);
+          const reported = adapter.usageOf(response);
+          const usage = hasTokenCounts(reported) ? reported : filledUsage(reported, adapter.promptTokens, NO_TOKENS);
           const cost = costOf(adapter.model, usage, provider.kind === 'mock');
           run.attempt({ provider: provider.name, model: adapter.model, outcome: 'success', errorKind: null, upstreamStatus: null, promptTokens: usage.promptTokens, completionTokens: usage.completionTokens, costUsd: cost.usd, latencyMs });
           const usedFallback = fallback;
@@ -567,8 +593,13 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
       ): void {
         const latencyMs = clock.now() - startedAt;
         const reported = assembler.usage;
-        const usage = reported ?? estimatedUsage(adapter.promptTokens(), countTokens(assembler.producedText, adapter.model));
-        if (!reported) run.event('usage.estimated', { reason: completed ? 'upstream sent no usage' : 'stream did not complete', ...usage });
+        const usage = hasTokenCounts(reported)
+          ? reported
+          : filledUsage(reported, adapter.promptTokens, () => countTokens(assembler.producedText, adapter.model));
+        if (usage !== reported) {
+          const reason = reported ? 'upstream usage is not token counts' : completed ? 'upstream sent no usage' : 'stream did not complete';
+          run.event('usage.estimated', { reason, ...usage });
+        }
         const cost = costOf(adapter.model, usage, provider.kind === 'mock');
         const aborted = !completed && (call.signal.aborted || failure === null);
         const kind = completed ? null : aborted ? 'aborted' : failureKind(failure!);
@@ -598,6 +629,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
 
   function serveCached<Res, Ev>(adapter: WireAdapter<Res, Ev>, run: RunRecorder, stored: Res, decision: CacheDecision, saved: { usd: number; ms: number }): GatewayResult<Res, Ev> {
     const response = adapter.fromCache(stored);
+    const reported = adapter.usageOf(stored);
     run.finish({
       responseHash: hashOf(response),
       status: 'completed',
@@ -616,7 +648,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
         model: adapter.model,
         executionMethod: { id: 'exact_cache', referenceGrade: 'not_applicable' },
       },
-      usage: adapter.usageOf(stored) ?? { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
+      usage: hasTokenCounts(reported) ? reported : filledUsage(reported, NO_TOKENS, NO_TOKENS),
       costUsd: 0,
       priced: true,
       savedUsd: saved.usd,

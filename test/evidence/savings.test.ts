@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import { bearer, build, json } from '../support/build.ts';
-import { completion, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
+import { completion, contentChunk, sendChunks, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
 
 const BOOT = 'bootstrap-token-savings-tests-00001';
 const admin = bearer(BOOT);
@@ -242,4 +242,57 @@ test('a window whose since is after its until is 400 on /savings and /usage/attr
     assert.deepEqual(body.error.details.issues, [{ path: 'since', message: 'must not be after until' }]);
     assert.equal((await get(`${path}?since=2020-01-01&until=2020-01-01`)).status, 200, `${path}: a one-day window`);
   }
+});
+
+test('an upstream usage whose counts are not token counts is estimated locally: the run finishes, and no cost or total is NaN, negative or infinite', async (t) => {
+  const odd: unknown[] = [
+    { prompt_tokens: 1000 },
+    { prompt_tokens: -1000, completion_tokens: 500, total_tokens: -500 },
+    { prompt_tokens: '1000', completion_tokens: '500', total_tokens: 1500 },
+    { prompt_tokens: 1e308, completion_tokens: 1e308, total_tokens: 1e308 },
+    { prompt_tokens: 1000.5, completion_tokens: 500, total_tokens: 1500.5 },
+    'junk',
+  ];
+  let usage: unknown = null;
+  const upstream = await startFakeUpstream(t, (request, res) => {
+    if (!(request.body as any).stream) return sendJson(res, 200, { ...completion('an answer'), usage });
+    return sendChunks(res, [contentChunk('an answer', { choices: [{ index: 0, delta: { content: 'an answer' }, finish_reason: 'stop' }] }), { ...contentChunk(''), choices: [], usage }]);
+  });
+  const { app } = await build(t, { env: { SVC_API_KEY: BOOT, CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl } });
+  const runIds: string[] = [];
+  for (const [index, reported] of odd.entries()) {
+    usage = reported;
+    for (const stream of [false, true]) {
+      for (let again = 0; again < 2; again++) {
+        const response = await app.inject({
+          method: 'POST',
+          url: '/v1/chat/completions',
+          headers: admin,
+          payload: { model: 'gpt-4o-mini', stream, messages: [{ role: 'user', content: `odd usage ${index} ${stream}` }] },
+        });
+        assert.equal(response.statusCode, 200);
+        assert.equal(response.headers['x-svc-route'], again ? 'exact_cache' : 'live', `${JSON.stringify(reported)}, stream ${stream}: the answer was cached`);
+        runIds.push(String(response.headers['x-svc-run-id']));
+      }
+    }
+  }
+  const runs = await Promise.all(runIds.map(async (id) => json(await app.inject({ url: `/api/v1/runs/${id}`, headers: admin })).run));
+  const countable = (n: unknown) => Number.isSafeInteger(n) && (n as number) >= 0;
+  for (const run of runs) {
+    assert.equal(run.status, 'completed', `${run.id} finished`);
+    assert.ok(Number.isFinite(run.costUsd) && run.costUsd >= 0, `${run.id} cost ${run.costUsd}`);
+    assert.ok(countable(run.usage.promptTokens) && countable(run.usage.completionTokens), JSON.stringify(run.usage));
+  }
+  // The prompt count the upstream did report is kept; the missing one is estimated.
+  assert.equal(runs[0].usage.promptTokens, 1000);
+  const cost = runs.reduce((sum, run) => sum + run.costUsd, 0);
+  const tokens = runs.reduce((sum, run) => sum + run.usage.promptTokens + run.usage.completionTokens, 0);
+  const savings = json(await app.inject({ url: '/api/v1/savings', headers: admin }));
+  assert.equal(savings.totalRuns, runs.length);
+  assert.equal(savings.runningRuns, 0);
+  assert.ok(Math.abs(savings.totalCostUsd - cost) < 1e-9, `${savings.totalCostUsd} vs ${cost}`);
+  assert.ok(savings.totalSavedUsd >= 0);
+  const month = json(await app.inject({ url: '/api/v1/usage', headers: admin })).usage;
+  assert.equal(month.totalTokens, tokens);
+  assert.ok(Math.abs(month.costUsd - cost) < 1e-9);
 });
