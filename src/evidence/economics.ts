@@ -58,7 +58,7 @@ export function runEconomics(run: RunRecord, attempts: readonly AttemptRecord[])
     },
     cost: { providerUsd: providerCostUsd, optimizerUsd: optimizerCostUsd, totalUsd: round(providerCostUsd + optimizerCostUsd) },
     reference,
-    savings: { usd: savingsUsd, ms: run.savedMs, ghostUsd: run.ghostSavedUsd },
+    savings: { usd: savingsUsd, ms: run.savedMs, ghostUsd: run.status === 'completed' ? run.ghostSavedUsd : 0 },
     margin: { usd: savingsUsd, ratio: reference.costUsd > 0 ? round(savingsUsd / reference.costUsd) : null },
   };
 }

@@ -471,7 +471,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
           usage,
           costUsd: totalCost(),
           priced: true,
-          ghostSavedUsd,
+          // No ghost savings: like savings, they are credited to completed runs only (docs/evidence.md).
           error: {
             kind: failureKind(error),
             message: error.message,

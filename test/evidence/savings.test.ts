@@ -296,3 +296,37 @@ test('an upstream usage whose counts are not token counts is estimated locally: 
   assert.equal(month.totalTokens, tokens);
   assert.ok(Math.abs(month.costUsd - cost) < 1e-9);
 });
+
+test('a failed observe-mode run is credited no ghost savings: /savings, /usage, attribution and its economics agree', async (t) => {
+  let failing = false;
+  const upstream = await startFakeUpstream(t, (_request, res) => {
+    if (failing) return sendJson(res, 500, { error: { message: 'upstream exploded' } });
+    return sendJson(res, 200, { ...completion('an answer'), usage: { prompt_tokens: 1000, completion_tokens: 500, total_tokens: 1500 } });
+  });
+  const { app } = await build(t, { env: { SVC_API_KEY: BOOT, CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl } });
+  const observe = bearer(json(await app.inject({ method: 'POST', url: '/api/v1/keys', headers: admin, payload: { name: 'shadow', mode: 'observe' } })).token);
+  const chat = (headers: Record<string, string>) =>
+    app.inject({ method: 'POST', url: '/v1/chat/completions', headers, payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'cached once' }] } });
+  assert.equal((await chat(admin)).headers['x-svc-route'], 'live');
+  const ghost = (1000 * 0.15 + 500 * 0.6) / 1_000_000;
+  const completed = await chat(observe);
+  assert.equal(completed.statusCode, 200, 'observe mode answers live, a cached answer exists');
+  failing = true;
+  const failed = await chat(observe);
+  assert.equal(failed.statusCode, 502);
+
+  const get = async (url: string) => json(await app.inject({ url, headers: admin }));
+  const savings = await get('/api/v1/savings');
+  assert.ok(Math.abs(savings.ghostSavedUsd - ghost) < 1e-12, `savings ${savings.ghostSavedUsd}`);
+  const usage = await get('/api/v1/usage');
+  assert.equal(usage.usage.ghostSavedUsd, savings.ghostSavedUsd);
+  assert.equal(usage.savings.ghostSavedUsd, savings.ghostSavedUsd);
+  const attribution = await get('/api/v1/usage/attribution');
+  assert.equal(attribution.totals.ghostSavedUsd, savings.ghostSavedUsd);
+  assert.deepEqual(
+    attribution.byReason.map((entry: any) => [entry.value, entry.ghostSavedUsd]),
+    [['live', savings.ghostSavedUsd], ['failed:upstream_error', 0]],
+  );
+  assert.equal((await get(`/api/v1/runs/${failed.headers['x-svc-run-id']}/economics`)).savings.ghostUsd, 0);
+  assert.equal((await get(`/api/v1/runs/${completed.headers['x-svc-run-id']}/economics`)).savings.ghostUsd, savings.ghostSavedUsd);
+});
