@@ -191,8 +191,8 @@ export interface RollupsRepository {
   byStatusRoute(scope: RollupScope): Promise<Array<{ status: string; route: string } & RollupTotals>>;
   byDay(scope: RollupScope): Promise<Array<{ day: number } & RollupTotals>>;
   ranked(scope: RollupScope, dim: RollupDimension, page: { limit: number; offset: number }): Promise<{ entries: Array<{ value: string } & RollupTotals>; total: number }>;
-  /** Runs still in flight (not in the rollups), from the runs table. */
-  runningCount(tenantId: string, appId?: string | null): Promise<number>;
+  /** Runs still in flight (not in the rollups) created within the scope's days, from the runs table. */
+  runningCount(scope: RollupScope): Promise<number>;
   /** Wait for deferred ledger writes (a run answered a moment ago counts). */
   settle(): Promise<void>;
 }
@@ -202,14 +202,20 @@ export function createRollupsRepository(store: Store): RollupsRepository {
     byStatusRoute: (scope) => store.read((sql) => totalsByStatusRoute(sql, scope)),
     byDay: (scope) => store.read((sql) => totalsByDay(sql, scope)),
     ranked: (scope, dim, page) => store.read((sql) => rankedValues(sql, scope, dim, page)),
-    runningCount: (tenantId, appId) =>
-      store.read(
-        (sql) =>
-          (appId === undefined
-            ? sql.get<{ n: number }>("SELECT COUNT(*) AS n FROM runs WHERE tenant_id = ? AND status = 'running'", [tenantId])
-            : sql.get<{ n: number }>("SELECT COUNT(*) AS n FROM runs WHERE tenant_id = ? AND status = 'running' AND app_id IS ?", [tenantId, appId])
-          )?.n ?? 0,
-      ),
+    runningCount: (scope) =>
+      store.read((sql) => {
+        // Read through the status index (runs_tenant_status_app): the runs in flight are few; their days filter them.
+        const days = [scope.fromDay * DAY_MS, (scope.toDay + 1) * DAY_MS - 1];
+        return (
+          (scope.appId === undefined
+            ? sql.get<{ n: number }>("SELECT COUNT(*) AS n FROM runs WHERE tenant_id = ? AND status = 'running' AND created_at BETWEEN ? AND ?", [scope.tenantId, ...days])
+            : sql.get<{ n: number }>(
+                "SELECT COUNT(*) AS n FROM runs WHERE tenant_id = ? AND status = 'running' AND app_id IS ? AND created_at BETWEEN ? AND ?",
+                [scope.tenantId, scope.appId, ...days],
+              )
+          )?.n ?? 0
+        );
+      }),
     settle: () => store.flush(),
   };
 }

@@ -94,10 +94,7 @@ export function createSavingsService(deps: { repo: RollupsRepository; clock: Clo
     async savings(auth, window) {
       await repo.settle();
       const scope = scopeOf(auth, window);
-      const [rows, runningRuns] = await Promise.all([
-        repo.byStatusRoute(scope),
-        repo.runningCount(auth.tenantId, auth.tenantWide ? undefined : auth.appId),
-      ]);
+      const [rows, runningRuns] = await Promise.all([repo.byStatusRoute(scope), repo.runningCount(scope)]);
       const knownStatus = new Set<string>(RUN_STATUSES);
       const knownRoute = new Set<string>(RUN_ROUTES);
       let totals = ZERO;
@@ -147,7 +144,7 @@ export function createSavingsService(deps: { repo: RollupsRepository; clock: Clo
       const now = clock.now();
       const start = monthStart(now);
       const scope = scopeOf(auth, { since: start, until: now });
-      const [days, runningRuns] = await Promise.all([repo.byDay(scope), repo.runningCount(auth.tenantId, auth.tenantWide ? undefined : auth.appId)]);
+      const [days, runningRuns] = await Promise.all([repo.byDay(scope), repo.runningCount(scope)]);
       const byDay = new Map(days.map((row) => [row.day, row]));
       let month = ZERO;
       const trend = [];

@@ -330,3 +330,28 @@ test('a failed observe-mode run is credited no ghost savings: /savings, /usage, 
   assert.equal((await get(`/api/v1/runs/${failed.headers['x-svc-run-id']}/economics`)).savings.ghostUsd, 0);
   assert.equal((await get(`/api/v1/runs/${completed.headers['x-svc-run-id']}/economics`)).savings.ghostUsd, savings.ghostSavedUsd);
 });
+
+test('runs in flight count in the windows they were created in: not in a window before them, nor in this month\'s usage when started last month', async (t) => {
+  const { services, get } = await setup(t);
+  const start = { tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize' as const, wire: 'chat_completions', model: 'gpt-4o-mini', stream: false, requestId: null };
+  const now = Date.now();
+  const monthStart = Date.UTC(new Date(now).getUTCFullYear(), new Date(now).getUTCMonth(), 1);
+  services.ledger.start(start); // in flight, started now
+  services.ledger.start({ ...start, startedAt: monthStart - 1 }); // in flight since the last millisecond of last month
+
+  const all = await get('/api/v1/savings');
+  assert.equal(all.body.runningRuns, 2);
+  assert.equal(all.body.totalRuns, 2);
+  const before = await get('/api/v1/savings?since=2020-01-01&until=2020-01-31');
+  assert.equal(before.body.runningRuns, 0, 'a window of 2020 holds no run created today');
+  assert.equal(before.body.totalRuns, 0);
+  const lastMonth = await get(`/api/v1/savings?until=${monthStart - 1}`);
+  assert.equal(lastMonth.body.runningRuns, 1);
+  const today = await get(`/api/v1/savings?since=${now}`);
+  assert.equal(today.body.runningRuns, 1);
+  assert.equal(today.body.totalRuns, 1);
+
+  const usage = await get('/api/v1/usage');
+  assert.equal(usage.body.usage.runningRuns, 1, 'month to date: the run started last month is not this month\'s');
+  assert.equal(usage.body.quota.used, 1);
+});
