@@ -23,6 +23,20 @@ function usageOf(usage: ChatCompletion['usage'] | null | undefined): RunUsage | 
   return reportedUsage(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens);
 }
 
+/** The text of a buffered completion's choices, as a stream's `completionText` has it (content, calls' names and arguments). */
+function answerText(completion: ChatCompletion): string {
+  let text = '';
+  for (const choice of completion.choices) {
+    const message = choice?.message;
+    if (typeof message !== 'object' || message === null) continue;
+    if (typeof message.content === 'string') text += message.content;
+    for (const call of Array.isArray(message.tool_calls) ? message.tool_calls : []) text += String(call?.function?.name ?? '') + String(call?.function?.arguments ?? '');
+    const legacy = message.function_call as { name?: unknown; arguments?: unknown } | undefined;
+    if (typeof legacy === 'object' && legacy !== null) text += String(legacy.name ?? '') + String(legacy.arguments ?? '');
+  }
+  return text;
+}
+
 /**
  * The streamed answers whose assembly could not keep what the live client got (StreamAssembler `storable`): not
  * stored in the exact cache. Weak: an answer leaves it when the request that made it is done with it.
@@ -94,6 +108,7 @@ export function chatAdapter(chat: ValidatedChat, now: () => number): WireAdapter
     },
 
     usageOf: (completion) => usageOf(completion.usage),
+    answerText,
 
     openStream: (provider, signal) => provider.streamChat(request, { signal }),
 

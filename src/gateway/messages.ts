@@ -30,6 +30,8 @@ function answerText(content: MessagesResponse['content']): string {
   return text;
 }
 
+const messageText = (message: MessagesResponse): string => answerText(message.content);
+
 function usageOf(usage: MessagesResponse['usage'] | undefined): RunUsage | null {
   if (!usage) return null;
   return reportedUsage(usage.input_tokens ?? 0, usage.output_tokens ?? 0);
@@ -317,6 +319,7 @@ export function messagesAdapter(validated: ValidatedMessages, headers: { version
     },
 
     usageOf: (message) => usageOf(message.usage),
+    answerText: messageText,
     openStream: (provider, signal) => provider.streamMessages(request, context(signal)),
     newRelay: (provider) => new MessagesRelay(validated, provider, promptTokens),
     cacheable: (message) => !unstorable.has(message) && ['end_turn', 'tool_use', 'max_tokens', 'stop_sequence'].includes(message.stop_reason ?? ''),

@@ -62,6 +62,11 @@ export interface WireAdapter<Res, Ev> {
   /** Buffered call; validates tool calls against the declared tools (throws InvalidToolCallError). */
   callBuffered(provider: Provider, signal: CallSignal): Promise<Res>;
   usageOf(response: Res): RunUsage | null;
+  /**
+   * The text a buffered answer produced (content, tool call arguments), for the local count of its output tokens
+   * when the upstream reports none, as a stream's `producedText` is counted.
+   */
+  answerText(response: Res): string;
   openStream(provider: Provider, signal: CallSignal): Promise<UpstreamEvents<unknown>>;
   newRelay(provider: Provider): StreamRelay<Res, Ev>;
   /** Whether a completed answer may be stored in the exact cache. */
@@ -510,7 +515,9 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
           const response = await dispatched(provider, () => adapter.callBuffered(provider, call.signal));
           const latencyMs = clock.now() - startedAt;
           const reported = adapter.usageOf(response);
-          const usage = hasTokenCounts(reported) ? reported : filledUsage(reported, adapter.promptTokens, NO_TOKENS);
+          const usage = hasTokenCounts(reported)
+            ? reported
+            : filledUsage(reported, adapter.promptTokens, () => countTokens(adapter.answerText(response), adapter.model));
           const cost = costOf(adapter.model, usage, provider.kind === 'mock');
           run.attempt({ provider: provider.name, model: adapter.model, outcome: 'success', errorKind: null, upstreamStatus: null, promptTokens: usage.promptTokens, completionTokens: usage.completionTokens, costUsd: cost.usd, latencyMs });
           const usedFallback = fallback;

@@ -30,6 +30,18 @@ function usageOf(response: ResponseObject): RunUsage | null {
   return reportedUsage(usage.input_tokens, usage.output_tokens, usage.total_tokens);
 }
 
+/** The text of a buffered response's output, as a stream's `producedText` has it (output text, call arguments). */
+function answerText(response: ResponseObject): string {
+  let text = '';
+  for (const item of response.output) {
+    if (item?.type === 'function_call') text += String(item.arguments ?? '');
+    else if (item?.type === 'message' && Array.isArray(item.content)) {
+      for (const part of item.content as Array<{ type?: unknown; text?: unknown } | null>) if (part?.type === 'output_text') text += String(part.text ?? '');
+    }
+  }
+  return text;
+}
+
 /** Function and custom tool calls must name declared tools; function arguments must match the schema. */
 function checkItem(validated: ValidatedResponses, item: OutputItem, index: number): void {
   if (item.type === 'function_call') {
@@ -266,6 +278,7 @@ export function responsesAdapter(validated: ValidatedResponses, now: () => numbe
     },
 
     usageOf,
+    answerText,
     openStream: (provider, signal) => provider.streamResponses(request, { signal }),
     newRelay(provider) {
       relay = new ResponsesRelay(validated, provider);

@@ -355,3 +355,39 @@ test('runs in flight count in the windows they were created in: not in a window 
   assert.equal(usage.body.usage.runningRuns, 1, 'month to date: the run started last month is not this month\'s');
   assert.equal(usage.body.quota.used, 1);
 });
+
+test('an answer the upstream reports no usage for is priced on its output too, buffered as streamed', async (t) => {
+  const text = 'The capital of Norway is Oslo, a city on the Oslofjord with about seven hundred thousand people.';
+  const call = { id: 'call_1', type: 'function', function: { name: 'lookup', arguments: '{"city":"Oslo","fields":["population","area"]}' } };
+  const upstream = await startFakeUpstream(t, (request, res) => {
+    const body = request.body as any;
+    const tools = body.tools !== undefined;
+    if (body.stream) {
+      const delta = tools ? { tool_calls: [{ index: 0, ...call }] } : { content: text };
+      return sendChunks(res, [contentChunk('', { choices: [{ index: 0, delta, finish_reason: tools ? 'tool_calls' : 'stop' }] })]);
+    }
+    const answer: any = completion(text);
+    delete answer.usage;
+    if (tools) answer.choices[0] = { ...answer.choices[0], message: { role: 'assistant', content: null, refusal: null, tool_calls: [call] }, finish_reason: 'tool_calls' };
+    return sendJson(res, 200, answer);
+  });
+  const { app } = await build(t, { env: { SVC_API_KEY: BOOT, CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl } });
+  const tools = [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: { city: { type: 'string' }, fields: { type: 'array', items: { type: 'string' } } } } } }];
+  const run = async (stream: boolean, withTools: boolean) => {
+    const response = await app.inject({
+      method: 'POST',
+      url: '/v1/chat/completions',
+      headers: admin,
+      payload: { model: 'gpt-4o-mini', stream, messages: [{ role: 'user', content: `tell me about Oslo ${stream}` }], ...(withTools ? { tools } : {}) },
+    });
+    assert.equal(response.statusCode, 200);
+    return json(await app.inject({ url: `/api/v1/runs/${response.headers['x-svc-run-id']}`, headers: admin })).run;
+  };
+  for (const withTools of [false, true]) {
+    const buffered = await run(false, withTools);
+    const streamed = await run(true, withTools);
+    assert.ok(streamed.usage.completionTokens > 5, `tools ${withTools}: the stream's output is counted (${streamed.usage.completionTokens})`);
+    assert.equal(buffered.usage.completionTokens, streamed.usage.completionTokens, `tools ${withTools}: the same answer, the same output tokens`);
+    assert.equal(buffered.costUsd, streamed.costUsd, `tools ${withTools}: the same answer, the same cost`);
+  }
+});
