@@ -475,7 +475,8 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
           routeExplanation: explain(provider, fallback, `the provider failed: ${failureKind(error)}`),
           usage,
           costUsd: totalCost(),
-          priced: true,
+          // A model without a list price is flagged whatever the outcome: an aborted stream's partial answer cost something.
+          priced: costOf(adapter.model, usage, provider?.kind === 'mock').priced,
           // No ghost savings: like savings, they are credited to completed runs only (docs/evidence.md).
           error: {
             kind: failureKind(error),

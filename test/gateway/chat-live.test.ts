@@ -108,6 +108,40 @@ test('a model without a list price is flagged, not guessed', async (t) => {
   const run = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` })).run;
   assert.equal(run.priced, false);
   assert.equal(run.costUsd, 0);
+
+  // A failed run of the model, and a stream of it the client left with part of the answer, are flagged alike.
+  upstream.handle(async (request, res) => {
+    if (!request.body.stream) return sendJson(res, 500, { error: { message: 'upstream exploded' } });
+    startSse(res);
+    for (let i = 0; i < 200 && !res.destroyed; i++) {
+      res.write(`data: ${JSON.stringify(contentChunk(`piece ${i} `))}\n\n`);
+      await sleep(20);
+    }
+    res.end();
+  });
+  const failed = await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'acme-private-7b', messages: [{ role: 'user', content: 'y' }] } });
+  assert.equal(failed.statusCode, 502);
+  const failedRun = json(await app.inject({ url: `/api/v1/runs/${failed.headers['x-svc-run-id']}` })).run;
+  assert.equal(failedRun.status, 'failed');
+  assert.equal(failedRun.priced, false);
+  const controller = new AbortController();
+  const stream = await client.chat.completions.create({ model: 'acme-private-7b', messages: [{ role: 'user', content: 'z' }], stream: true }, { signal: controller.signal });
+  let received = 0;
+  try {
+    for await (const _chunk of stream) if (++received === 3) controller.abort();
+  } catch {
+    // the client's own abort
+  }
+  await upstream.clientClosed();
+  let aborted: any;
+  for (let i = 0; i < 50; i++) {
+    aborted = json(await app.inject({ url: '/api/v1/runs' })).runs[0];
+    if (aborted?.status !== 'running') break;
+    await sleep(20);
+  }
+  assert.equal(aborted.error.kind, 'aborted');
+  assert.ok(aborted.usage.completionTokens > 0, 'part of the answer was produced');
+  assert.equal(aborted.priced, false, 'its cost is unknown, not 0');
 });
 
 test('streamed tool calls: fragments assembled, each call emitted whole and valid, usage kept, chunks validate', async (t) => {
