@@ -8,7 +8,7 @@
 import type { Clock } from '../core/clock.ts';
 import { linkedEvent } from './chain.ts';
 import { failedReasonCode } from './ledger.ts';
-import type { RunsRepository } from './repo.ts';
+import type { AttemptsSpent, RunsRepository } from './repo.ts';
 import type { RunRecord, TraceEvent } from './types.ts';
 
 export const INTERRUPTED_ERROR = {
@@ -28,16 +28,22 @@ export interface InterruptedRuns {
 
 export function createInterruptedRuns(deps: { repo: RunsRepository; clock: Clock }): InterruptedRuns {
   const { repo, clock } = deps;
-  const close = (run: RunRecord): { event: TraceEvent; final: RunRecord } => {
+  const close = (run: RunRecord, spent: AttemptsSpent): { event: TraceEvent; final: RunRecord } => {
     const at = clock.now();
     const seq = run.eventCount + 1;
+    // What its attempts committed before the stop spent (an upstream's answer whose run was not finished yet): a cost
+    // that is real, so the run, its economics and the rollups count it (SPEC 4.9: failed attempts' costs count).
+    const usage = { promptTokens: spent.promptTokens, completionTokens: spent.completionTokens, totalTokens: spent.promptTokens + spent.completionTokens };
+    const costUsd = spent.costUsd;
     // The payload of the ledger's own closing event (ledger.ts `finish`): the outcome as far as it is known.
-    const payload: Record<string, unknown> = { route: null, provider: run.provider, usage: run.usage, costUsd: run.costUsd, latencyMs: null, error: INTERRUPTED_ERROR };
+    const payload: Record<string, unknown> = { route: null, provider: run.provider, usage, costUsd, latencyMs: null, error: INTERRUPTED_ERROR };
     const event = linkedEvent(run.lastHash, run.id, seq, 'run.failed', payload, at);
     const final: RunRecord = {
       ...run,
       status: 'failed',
       route: null,
+      usage,
+      costUsd,
       error: { ...INTERRUPTED_ERROR },
       completedAt: at,
       eventCount: seq,

@@ -120,13 +120,20 @@ export interface RunsRepository {
   /** Ids of every tenant's runs whose status is `running` (read through the tenants' status index). */
   runningRunIds(): Promise<string[]>;
   /**
-   * Finish those of `ids` that are still running, in one committed write: `finish` gives each its closing event
-   * (chained from the run's head) and final record; the run row follows the record and the rollups count it.
-   * Resolves to how many were finished.
+   * Finish those of `ids` that are still running, in one committed write: `finish` gives each, from the run and what
+   * its committed attempts spent, its closing event (chained from the run's head) and final record; the run row
+   * follows the record and the rollups count it. Resolves to how many were finished.
    */
-  finishRunning(ids: readonly string[], finish: (run: RunRecord) => { event: TraceEvent; final: RunRecord }): Promise<number>;
+  finishRunning(ids: readonly string[], finish: (run: RunRecord, spent: AttemptsSpent) => { event: TraceEvent; final: RunRecord }): Promise<number>;
   /** Whether the tenant recorded any run (onboarding). */
   hasRuns(tenantId: string): Promise<boolean>;
+}
+
+/** What a run's recorded attempts add up to. */
+export interface AttemptsSpent {
+  costUsd: number;
+  promptTokens: number;
+  completionTokens: number;
 }
 
 interface RunRow {
@@ -844,11 +851,18 @@ export function createRunsRepository(store: Store): RunsRepository {
         for (const id of ids) {
           const row = sql.get<RunRow>("SELECT * FROM runs WHERE id = ? AND status = 'running'", [id]);
           if (!row) continue;
-          const { event, final } = finish(fromRow(row));
+          const spent = sql.get<AttemptsSpent>(
+            `SELECT COALESCE(SUM(cost_usd), 0) AS costUsd, COALESCE(SUM(prompt_tokens), 0) AS promptTokens,
+               COALESCE(SUM(completion_tokens), 0) AS completionTokens FROM run_attempts WHERE run_id = ?`,
+            [id],
+          )!;
+          const { event, final } = finish(fromRow(row), spent);
           insertEvent(sql, event);
           patchRun(sql, id, {
             status: final.status,
             route: final.route,
+            usage: final.usage,
+            costUsd: final.costUsd,
             error: final.error,
             completedAt: final.completedAt,
             eventCount: final.eventCount,

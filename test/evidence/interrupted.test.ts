@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 import { startFakeUpstream } from '../support/fake-upstream.ts';
 import { ensureBundle, startServe, tempDir } from '../support/process.ts';
+import { build, json } from '../support/build.ts';
 
 const ask = (address: string, content: string) =>
   fetch(`${address}/v1/chat/completions`, {
@@ -68,4 +69,26 @@ test('runs in flight when svc is killed are finished as failed (interrupted) at 
   assert.equal(savings.runningRuns, 0);
   assert.equal(savings.failedRuns, 3);
   assert.equal(savings.totalRuns, 4);
+});
+
+test('an interrupted run keeps what its committed attempts spent: its cost, tokens, economics and the rollups agree', async (t) => {
+  const { app, services } = await build(t);
+  // A process stopped after an upstream answered (its attempt committed) and before the run was finished.
+  const run = services.ledger.start({ tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'gpt-4o-mini', stream: false, requestId: null });
+  run.attempt({ provider: 'chatcomp', model: 'gpt-4o-mini', outcome: 'success', errorKind: null, upstreamStatus: null, promptTokens: 1000, completionTokens: 500, costUsd: 0.00045, latencyMs: 12 });
+  await services.store.flush();
+  assert.equal(await services.interruptedRuns.finish(await services.interruptedRuns.find()), 1);
+
+  const get = async (url: string) => json(await app.inject({ url }));
+  const finished = (await get(`/api/v1/runs/${run.id}`)).run;
+  assert.equal(finished.error.kind, 'interrupted');
+  assert.equal(finished.costUsd, 0.00045);
+  assert.deepEqual(finished.usage, { promptTokens: 1000, completionTokens: 500, totalTokens: 1500 });
+  const economics = await get(`/api/v1/runs/${run.id}/economics`);
+  assert.equal(economics.cost.providerUsd, finished.costUsd);
+  assert.equal((await get('/api/v1/savings')).totalCostUsd, 0.00045, 'the failed run\'s cost counts (SPEC 4.9)');
+  const usage = (await get('/api/v1/usage')).usage;
+  assert.deepEqual([usage.costUsd, usage.promptTokens, usage.completionTokens], [0.00045, 1000, 500]);
+  const integrity = await get(`/api/v1/runs/${run.id}/integrity`);
+  assert.equal(integrity.ok, true, JSON.stringify(integrity));
 });
