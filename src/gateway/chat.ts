@@ -4,7 +4,7 @@
  */
 import { newId } from '../core/ids.ts';
 import type { RunUsage } from '../evidence/types.ts';
-import { InvalidToolCallError, reportedUsage, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
+import { InvalidToolCallError, refusedAnswer, reportedUsage, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
 import { providerErrorStatus } from './providers/errors.ts';
 import { ProviderError, type ChatChunk, type ChatCompletion } from './providers/types.ts';
 import { completionToChunks, StreamAssembler } from './stream-assembler.ts';
@@ -99,7 +99,7 @@ export function chatAdapter(chat: ValidatedChat, now: () => number): WireAdapter
       for (const choice of completion.choices) {
         for (const [index, call] of (choice.message.tool_calls ?? []).entries()) {
           const problem = chat.tools.check(call, index);
-          if (problem) throw new InvalidToolCallError(problem.message);
+          if (problem) throw refusedAnswer(new InvalidToolCallError(problem.message), completion);
           // A call the client cannot answer by id (the SDKs refuse one without): given one of svc's, as streamed ones are.
           if (!call.id) call.id = newId('call');
         }

@@ -9,7 +9,7 @@ import type { CallSignal } from './call-signal.ts';
 import { newId } from '../core/ids.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../core/json-depth.ts';
 import type { RunUsage } from '../evidence/types.ts';
-import { InvalidToolCallError, reportedUsage, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
+import { InvalidToolCallError, refusedAnswer, reportedUsage, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
 import { isObject } from './providers/chat-completions.ts';
 import { providerErrorStatus } from './providers/errors.ts';
 import { isEventName } from './providers/sse.ts';
@@ -308,8 +308,12 @@ export function messagesAdapter(validated: ValidatedMessages, headers: { version
 
     async callBuffered(provider, signal) {
       const message = await provider.messages(request, context(signal));
-      for (const [index, block] of message.content.entries()) {
-        if (block.type === 'tool_use') checkToolUse(validated, block as { id: string; name: string; input: unknown }, index);
+      try {
+        for (const [index, block] of message.content.entries()) {
+          if (block.type === 'tool_use') checkToolUse(validated, block as { id: string; name: string; input: unknown }, index);
+        }
+      } catch (error) {
+        throw refusedAnswer(error, message);
       }
       // A message has usage (the SDKs' types require it, and a cache hit replayed as a stream reads it: one stored
       // without failed each such hit with a 500): one the upstream sent without gets the local counts, as a stream's

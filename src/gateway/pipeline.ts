@@ -24,10 +24,19 @@ export const EXACT_CACHE = 'exact_response';
 
 /** A model answered with a tool call that is not declared or does not match its schema. */
 export class InvalidToolCallError extends Error {
+  /** The buffered answer that made the call, refused but made (and billed) all the same; undefined in a stream. */
+  answer: unknown = undefined;
+
   constructor(message: string) {
     super(`Invalid tool call from the model: ${message}.`);
     this.name = 'InvalidToolCallError';
   }
+}
+
+/** An error a buffered answer's check threw, with the answer kept on it when it is an invalid tool call. */
+export function refusedAnswer(error: unknown, answer: unknown): unknown {
+  if (error instanceof InvalidToolCallError) error.answer = answer;
+  return error;
 }
 
 export type UpstreamFailure = ProviderError | InvalidToolCallError;
@@ -218,6 +227,7 @@ function once(fn: () => void): () => void {
   };
 }
 
+/** A token count svc can price and add up: a non-negative safe integer. */
 function isTokenCount(value: unknown): value is number {
   return Number.isSafeInteger(value) && (value as number) >= 0;
 }
@@ -234,11 +244,6 @@ export function reportedUsage(promptTokens: unknown, completionTokens: unknown, 
 
 function estimatedUsage(promptTokens: number, completionTokens: number): RunUsage {
   return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
-}
-
-/** A token count svc can price and add up: a non-negative safe integer. */
-function isTokenCount(value: unknown): value is number {
-  return Number.isSafeInteger(value) && (value as number) >= 0;
 }
 
 /** Whether an upstream reported usage whose counts are both token counts (the common case: recorded as reported). */
@@ -260,6 +265,12 @@ function filledUsage(reported: RunUsage | null, promptTokens: () => number, comp
 }
 
 const NO_TOKENS = () => 0;
+
+/** The usage a buffered answer is recorded with: as the upstream reported it, else (count by count) the local one. */
+function answerUsage<Res>(adapter: WireAdapter<Res, unknown>, response: Res): RunUsage {
+  const reported = adapter.usageOf(response);
+  return hasTokenCounts(reported) ? reported : filledUsage(reported, adapter.promptTokens, () => countTokens(adapter.answerText(response), adapter.model));
+}
 
 function runHeaders(runId: string, route: RunRoute): Record<string, string> {
   return { 'x-svc-run-id': runId, 'x-svc-route': route };
@@ -515,10 +526,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
           }
           const response = await dispatched(provider, () => adapter.callBuffered(provider, call.signal));
           const latencyMs = clock.now() - startedAt;
-          const reported = adapter.usageOf(response);
-          const usage = hasTokenCounts(reported)
-            ? reported
-            : filledUsage(reported, adapter.promptTokens, () => countTokens(adapter.answerText(response), adapter.model));
+          const usage = answerUsage(adapter, response);
           const cost = costOf(adapter.model, usage, provider.kind === 'mock');
           run.attempt({ provider: provider.name, model: adapter.model, outcome: 'success', errorKind: null, upstreamStatus: null, promptTokens: usage.promptTokens, completionTokens: usage.completionTokens, costUsd: cost.usd, latencyMs });
           const usedFallback = fallback;
@@ -534,15 +542,17 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
           if (thrown === recordingFailed) throw thrown;
           const error = upstreamFailureOf(provider, thrown, call.signal);
           const kind = failureKind(error);
+          // An answer refused for its tool call was made all the same: the upstream billed it, so its usage counts.
+          const spent = error instanceof InvalidToolCallError && error.answer !== undefined ? answerUsage(adapter, error.answer as Res) : null;
           run.attempt({
             provider: provider.name,
             model: adapter.model,
             outcome: kind === 'aborted' ? 'aborted' : 'failed',
             errorKind: kind,
             upstreamStatus: error instanceof ProviderError ? (error.upstreamStatus ?? null) : null,
-            promptTokens: 0,
-            completionTokens: 0,
-            costUsd: 0,
+            promptTokens: spent?.promptTokens ?? 0,
+            completionTokens: spent?.completionTokens ?? 0,
+            costUsd: spent ? costOf(adapter.model, spent, provider.kind === 'mock').usd : 0,
             latencyMs: clock.now() - startedAt,
           });
           run.event('provider.failed', { provider: provider.name, kind, message: error.message });
@@ -552,7 +562,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
             run.event('provider.fallback', fallback);
             continue;
           }
-          fail(provider, fallback, error, { promptTokens: 0, completionTokens: 0, totalTokens: 0 });
+          fail(provider, fallback, error, spent ?? { promptTokens: 0, completionTokens: 0, totalTokens: 0 });
           const appError = failureToAppError(error);
           Object.assign(appError.headers, runHeaders(run.id, 'live'));
           if (ledger.answersWaitForCommit()) await ledger.committed();

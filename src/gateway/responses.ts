@@ -8,7 +8,7 @@
  */
 import { newId } from '../core/ids.ts';
 import type { RunUsage } from '../evidence/types.ts';
-import { InvalidToolCallError, reportedUsage, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
+import { InvalidToolCallError, refusedAnswer, reportedUsage, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
 import { providerErrorStatus } from './providers/errors.ts';
 import { isEventName } from './providers/sse.ts';
 import { ProviderError, type Provider, type ResponseObject, type ResponsesRequest, type ResponseStreamEvent } from './providers/types.ts';
@@ -273,7 +273,11 @@ export function responsesAdapter(validated: ValidatedResponses, now: () => numbe
 
     async callBuffered(provider, signal) {
       const response = await provider.responses(request, { signal });
-      response.output.forEach((item, index) => checkItem(validated, item, index));
+      try {
+        response.output.forEach((item, index) => checkItem(validated, item, index));
+      } catch (error) {
+        throw refusedAnswer(error, response);
+      }
       return response;
     },
 

@@ -391,3 +391,39 @@ test('an answer the upstream reports no usage for is priced on its output too, b
     assert.equal(buffered.costUsd, streamed.costUsd, `tools ${withTools}: the same answer, the same cost`);
   }
 });
+
+test('a buffered answer refused for an invalid tool call is still paid for: its run, attempt, economics and /savings count its cost', async (t) => {
+  const usage = { prompt_tokens: 1000, completion_tokens: 500, total_tokens: 1500 };
+  const upstream = await startFakeUpstream(t, (request, res) => {
+    if (request.url.endsWith('/responses')) {
+      return sendJson(res, 200, {
+        id: 'resp_1', object: 'response', created_at: 1, status: 'completed', model: 'gpt-4o-mini',
+        output: [{ type: 'function_call', id: 'fc_1', call_id: 'call_1', name: 'undeclared', arguments: '{}', status: 'completed' }],
+        usage: { input_tokens: 1000, output_tokens: 500, total_tokens: 1500 },
+      });
+    }
+    const answer: any = completion('');
+    answer.choices[0] = { ...answer.choices[0], message: { role: 'assistant', content: null, refusal: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'undeclared', arguments: '{}' } }] }, finish_reason: 'tool_calls' };
+    return sendJson(res, 200, { ...answer, usage });
+  });
+  const { app } = await build(t, { env: { SVC_API_KEY: BOOT, CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl } });
+  const cost = (1000 * 0.15 + 500 * 0.6) / 1_000_000;
+  const requests = [
+    { url: '/v1/chat/completions', payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], tools: [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object' } } }] } },
+    { url: '/v1/responses', payload: { model: 'gpt-4o-mini', input: 'x', tools: [{ type: 'function', name: 'lookup', parameters: { type: 'object' } }] } },
+  ];
+  for (const { url, payload } of requests) {
+    const response = await app.inject({ method: 'POST', url, headers: admin, payload });
+    assert.equal(response.statusCode, 502, url);
+    const detail = json(await app.inject({ url: `/api/v1/runs/${response.headers['x-svc-run-id']}`, headers: admin }));
+    assert.equal(detail.run.error.kind, 'invalid_tool_call', url);
+    assert.equal(detail.run.costUsd, cost, url);
+    assert.deepEqual(detail.run.usage, { promptTokens: 1000, completionTokens: 500, totalTokens: 1500 }, url);
+    assert.deepEqual(detail.attempts.map((attempt: any) => [attempt.outcome, attempt.costUsd]), [['failed', cost]], url);
+    const economics = json(await app.inject({ url: `/api/v1/runs/${response.headers['x-svc-run-id']}/economics`, headers: admin }));
+    assert.equal(economics.cost.providerUsd, cost, url);
+  }
+  const savings = json(await app.inject({ url: '/api/v1/savings', headers: admin }));
+  assert.equal(savings.failedRuns, 2);
+  assert.ok(Math.abs(savings.totalCostUsd - 2 * cost) < 1e-12, `${savings.totalCostUsd}`);
+});
