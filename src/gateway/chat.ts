@@ -30,7 +30,9 @@ function answerText(completion: ChatCompletion): string {
     const message = choice?.message;
     if (typeof message !== 'object' || message === null) continue;
     if (typeof message.content === 'string') text += message.content;
-    for (const call of Array.isArray(message.tool_calls) ? message.tool_calls : []) text += String(call?.function?.name ?? '') + String(call?.function?.arguments ?? '');
+    for (const call of Array.isArray(message.tool_calls) ? message.tool_calls : []) {
+      text += String(call?.function?.name ?? '') + String(call?.function?.arguments ?? '');
+    }
     const legacy = message.function_call as { name?: unknown; arguments?: unknown } | undefined;
     if (typeof legacy === 'object' && legacy !== null) text += String(legacy.name ?? '') + String(legacy.arguments ?? '');
   }
