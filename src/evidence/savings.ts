@@ -166,8 +166,9 @@ export function createSavingsService(deps: { repo: RollupsRepository; clock: Clo
 
     async attribution(auth, query) {
       await repo.settle();
-      const now = clock.now();
-      const scope = scopeOf(auth, { since: query.since ?? monthStart(now), until: query.until ?? now });
+      // Month to date by default: of the month `until` falls in when only it is given (not this month's start, after it).
+      const until = query.until ?? clock.now();
+      const scope = scopeOf(auth, { since: query.since ?? monthStart(until), until });
       const totals = (await repo.byStatusRoute(scope)).reduce(add, ZERO);
       const result: Record<string, unknown> = { window: windowView(scope), currency: 'USD', totals: totalsView(totals) };
       for (const dim of ATTRIBUTION_DIMENSIONS) {

@@ -427,3 +427,18 @@ test('a buffered answer refused for an invalid tool call is still paid for: its 
   assert.equal(savings.failedRuns, 2);
   assert.ok(Math.abs(savings.totalCostUsd - 2 * cost) < 1e-12, `${savings.totalCostUsd}`);
 });
+
+test('attribution given only an until reads the month to date of that until, not an inverted window from this month\'s start', async (t) => {
+  let now = Date.UTC(2026, 9, 10, 12);
+  const { app } = await build(t, { overrides: { clock: { now: () => now } } });
+  assert.equal((await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'in October' }] } })).statusCode, 200);
+  now = Date.UTC(2026, 10, 26, 12);
+  const get = async (query: string) => json(await app.inject({ url: `/api/v1/usage/attribution${query}` }));
+  const october = await get('?until=2026-10-15');
+  assert.deepEqual(october.window, { since: '2026-10-01T00:00:00.000Z', until: '2026-10-15T23:59:59.999Z', granularity: 'utc_day' });
+  assert.equal(october.totals.runs, 1);
+  const monthToDate = await get('');
+  assert.deepEqual(monthToDate.window, { since: '2026-11-01T00:00:00.000Z', until: '2026-11-26T23:59:59.999Z', granularity: 'utc_day' });
+  assert.equal(monthToDate.totals.runs, 0);
+  assert.equal((await get('?until=2026-10-09')).totals.runs, 0);
+});
