@@ -4,7 +4,7 @@
  */
 import { newId } from '../core/ids.ts';
 import type { RunUsage } from '../evidence/types.ts';
-import { InvalidToolCallError, refusedAnswer, reportedUsage, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
+import { InvalidToolCallError, refusedAnswer, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
 import { providerErrorStatus } from './providers/errors.ts';
 import { ProviderError, type ChatChunk, type ChatCompletion } from './providers/types.ts';
 import { completionToChunks, StreamAssembler } from './stream-assembler.ts';
@@ -20,7 +20,7 @@ export type ChatStreamEvent = ChatChunk | ChatStreamError;
 
 function usageOf(usage: ChatCompletion['usage'] | null | undefined): RunUsage | null {
   if (!usage) return null;
-  return reportedUsage(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens);
+  return { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, totalTokens: usage.total_tokens };
 }
 
 /** The text of a buffered completion's choices, as a stream's `completionText` has it (content, calls' names and arguments). */

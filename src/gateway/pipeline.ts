@@ -70,6 +70,7 @@ export interface WireAdapter<Res, Ev> {
   promptTokens(): number;
   /** Buffered call; validates tool calls against the declared tools (throws InvalidToolCallError). */
   callBuffered(provider: Provider, signal: CallSignal): Promise<Res>;
+  /** The usage an answer reports, its fields mapped as they came (the pipeline checks them: `hasTokenCounts`). */
   usageOf(response: Res): RunUsage | null;
   /**
    * The text a buffered answer produced (content, tool call arguments), for the local count of its output tokens
@@ -232,29 +233,22 @@ function isTokenCount(value: unknown): value is number {
   return Number.isSafeInteger(value) && (value as number) >= 0;
 }
 
-/**
- * The usage an upstream reported, or null when its counts are not token counts (missing, null, negative, fractional,
- * a string): the run's usage is then estimated, as when none was sent. Such counts could not be recorded, and their
- * run stayed `running`.
- */
-export function reportedUsage(promptTokens: unknown, completionTokens: unknown, totalTokens?: unknown): RunUsage | null {
-  if (!isTokenCount(promptTokens) || !isTokenCount(completionTokens)) return null;
-  return { promptTokens, completionTokens, totalTokens: isTokenCount(totalTokens) ? totalTokens : promptTokens + completionTokens };
-}
-
 function estimatedUsage(promptTokens: number, completionTokens: number): RunUsage {
   return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
 }
 
-/** Whether an upstream reported usage whose counts are both token counts (the common case: recorded as reported). */
+/**
+ * Whether an upstream reported usage whose counts are all token counts (the common case: recorded as reported). The
+ * wires' `usageOf` map the upstream's fields as they came: this is the one check of what an upstream reported.
+ */
 function hasTokenCounts(usage: RunUsage | null): usage is RunUsage {
-  return usage !== null && isTokenCount(usage.promptTokens) && isTokenCount(usage.completionTokens);
+  return usage !== null && isTokenCount(usage.promptTokens) && isTokenCount(usage.completionTokens) && isTokenCount(usage.totalTokens);
 }
 
 /**
  * The usage a run records when the upstream reported none (null) or counts that are not token counts (missing, a
- * string, negative, fractional, past 2^53): each count that is one is kept, each other is the local one, as a usage the
- * upstream did not send. Recorded as reported, such a count made the run's cost NaN (its final write failed: the run
+ * string, negative, fractional, past 2^53): each of the prompt and completion counts that is one is kept, each other
+ * is the local one, as a usage the upstream did not send, and the total is their sum. Recorded as reported, such a count made the run's cost NaN (its final write failed: the run
  * stayed `running` for good), negative or infinite, and the rollups summed it.
  */
 function filledUsage(reported: RunUsage | null, promptTokens: () => number, completionTokens: () => number): RunUsage {

@@ -8,7 +8,7 @@
  */
 import { newId } from '../core/ids.ts';
 import type { RunUsage } from '../evidence/types.ts';
-import { InvalidToolCallError, refusedAnswer, reportedUsage, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
+import { InvalidToolCallError, refusedAnswer, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
 import { providerErrorStatus } from './providers/errors.ts';
 import { isEventName } from './providers/sse.ts';
 import { ProviderError, type Provider, type ResponseObject, type ResponsesRequest, type ResponseStreamEvent } from './providers/types.ts';
@@ -27,7 +27,7 @@ function isResponseShaped(value: unknown): value is ResponseObject {
 function usageOf(response: ResponseObject): RunUsage | null {
   const usage = response.usage;
   if (!usage) return null;
-  return reportedUsage(usage.input_tokens, usage.output_tokens, usage.total_tokens);
+  return { promptTokens: usage.input_tokens, completionTokens: usage.output_tokens, totalTokens: usage.total_tokens ?? usage.input_tokens + usage.output_tokens };
 }
 
 /** The text of a buffered response's output, as a stream's `producedText` has it (output text, call arguments). */
