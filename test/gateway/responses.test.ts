@@ -46,6 +46,18 @@ test('responses.create: a Response that validates, output_text, usage, evidence 
   assert.equal(run.status, 'completed');
 });
 
+test("the mock's Response echoes the request's text format and reasoning effort, as an upstream's does", async (t) => {
+  const { client } = await listening(t);
+  const format = { type: 'json_schema' as const, name: 'answer', schema: { type: 'object', properties: { a: { type: 'string' } }, required: ['a'], additionalProperties: false }, strict: true };
+  const data = await client.responses.create({ model: 'gpt-4o-mini', input: input('shaped'), text: { format, verbosity: 'low' }, reasoning: { effort: 'low' } });
+  assert.deepEqual(data.text, { format, verbosity: 'low' });
+  assert.equal(data.reasoning?.effort, 'low');
+  assert.equal(validateAgainst('Response', data), null);
+  const plain = await client.responses.create({ model: 'gpt-4o-mini', input: input('plain') });
+  assert.deepEqual(plain.text, { format: { type: 'text' } });
+  assert.equal(plain.reasoning?.effort, null);
+});
+
 test('responses.stream(): ordered events with consecutive sequence numbers that validate, function calls, finalResponse', async (t) => {
   const { client } = await listening(t);
   const params = { model: 'gpt-4o-mini', input: input('weather in Oslo and Lima'), tools: [WEATHER], tool_choice: 'required' as const };

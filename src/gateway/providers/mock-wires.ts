@@ -193,7 +193,7 @@ export function chatToResponse(completion: ChatCompletion, request: ResponsesReq
   const choice = completion.choices[0]!;
   const customTools = new Set((request.tools ?? []).filter((tool) => tool.type === 'custom').map((tool) => tool.name));
   const output: ResponseObject['output'] = [];
-  const reasoning = request.reasoning as { summary?: string | null } | undefined;
+  const reasoning = request.reasoning as { effort?: string | null; summary?: string | null } | undefined;
   if (reasoning?.summary) {
     output.push({ type: 'reasoning', id: `rs_${hex()}`, summary: [{ type: 'summary_text', text: 'The mock planned its answer from the input and the declared tools.' }] });
   }
@@ -229,10 +229,11 @@ export function chatToResponse(completion: ChatCompletion, request: ResponsesReq
     output,
     parallel_tool_calls: request.parallel_tool_calls !== false,
     previous_response_id: null,
-    reasoning: { effort: null, summary: reasoning?.summary ?? null },
+    // The request's own settings, as an upstream echoes them (`store` stays false: the mock keeps no response).
+    reasoning: { effort: reasoning?.effort ?? null, summary: reasoning?.summary ?? null },
     store: false,
     temperature: typeof request.temperature === 'number' ? request.temperature : 1,
-    text: { format: { type: 'text' } },
+    text: { format: { type: 'text' }, ...(request.text as Record<string, unknown> | undefined) },
     tool_choice: request.tool_choice ?? 'auto',
     tools: (request.tools ?? []).map((tool) =>
       tool.type === 'function'
