@@ -17,7 +17,7 @@ import { buildApp } from '../src/http/app.ts';
 import { LOCAL_OPERATOR_HEADER, LOCAL_OPERATOR_SECRET } from '../src/http/local-socket.ts';
 import { createServices } from '../src/services.ts';
 import { ensurePrivateDataDir } from '../src/store/data-dir.ts';
-import { parseBaseUrl } from './options.ts';
+import { parseBaseUrl, shownUrl } from './options.ts';
 import { acquireOwnerLock, DataDirLockedError, OWNER_LOCK_FILE, readLiveOwner, type OwnerRecord } from '../src/store/owner-lock.ts';
 import { openStore } from '../src/store/store.ts';
 
@@ -132,7 +132,7 @@ export async function connectWithKind(options: ConnectionOptions): Promise<{ cli
     try {
       parseBaseUrl(url);
     } catch (error) {
-      throw new UsageError(`${options.url ? '--url' : 'SVC_BASE_URL'} ${(error as Error).message} (got "${url}")`);
+      throw new UsageError(`${options.url ? '--url' : 'SVC_BASE_URL'} ${(error as Error).message} (got "${shownUrl(url)}")`);
     }
     return { client: new SvcClient(httpTransport(url, options.apiKey ?? process.env.SVC_API_KEY ?? null)), kind: 'http' };
   }

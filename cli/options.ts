@@ -22,7 +22,10 @@ export function limitParser(max: number): (value: string) => number {
   };
 }
 
-/** An http(s) base URL such as `http://127.0.0.1:8787`. */
+/**
+ * An http(s) base URL such as `http://127.0.0.1:8787`. Credentials in it are refused (the token goes in --api-key or
+ * SVC_API_KEY; fetch would refuse them anyway), and so are a query and a fragment, which the paths would land in.
+ */
 export function parseBaseUrl(value: string): string {
   let url: URL;
   try {
@@ -31,5 +34,12 @@ export function parseBaseUrl(value: string): string {
     throw new InvalidArgumentError('must be an http(s) URL such as http://127.0.0.1:8787');
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidArgumentError('must be an http(s) URL such as http://127.0.0.1:8787');
+  if (url.username || url.password) throw new InvalidArgumentError('must not hold credentials: give the token with --api-key or SVC_API_KEY');
+  if (url.search || url.hash) throw new InvalidArgumentError('must be a base address without a query or fragment, such as http://127.0.0.1:8787');
   return value;
+}
+
+/** `value` as an error message may show it: the credentials of a URL (`http://user:password@host`) masked. */
+export function shownUrl(value: string): string {
+  return value.replace(/^([^:/?#]*:\/\/)[^/?#]*@/, '$1***@');
 }

@@ -55,6 +55,19 @@ test('usage errors exit 2 before touching the data directory', async (t) => {
   }
 });
 
+test('a --url or SVC_BASE_URL holding credentials is a usage error that does not echo them', async (t) => {
+  const args = ['--data-dir', tempDir(t)];
+  for (const url of ['http://ops:hunter2-secret@127.0.0.1:1', 'ftp://ops:hunter2-secret@127.0.0.1:1', 'http://hunter2-secret@127.0.0.1:1']) {
+    for (const result of [await runSvc(['keys', 'list', '--url', url, ...args]), await runSvc(['keys', 'list', ...args], { env: { SVC_BASE_URL: url } })]) {
+      assert.equal(result.code, 2, `${url}: ${result.stderr}`);
+      assert.match(result.stderr, /^svc: (--url|SVC_BASE_URL) must/m);
+      assert.ok(!result.stderr.includes('hunter2-secret'), result.stderr);
+    }
+  }
+  // A query or a fragment would swallow the API's paths.
+  assert.equal((await runSvc(['keys', 'list', '--url', 'http://127.0.0.1:1/?token=abc', ...args])).code, 2);
+});
+
 test('keys, settings and audit work in-process on the data directory', async (t) => {
   const dataDir = join(tempDir(t), 'not-yet-created');
   const args = ['--data-dir', dataDir];
