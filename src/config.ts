@@ -194,10 +194,17 @@ function baseUrl(name: string, value: string): string {
   return url.href.replace(/\/+$/, '');
 }
 
-/** This server's own address from its configuration, for links when SVC_APP_BASE_URL is unset. */
-function ownAddress(host: string, port: number): string {
+/**
+ * This server's own address from its configuration, for links when SVC_APP_BASE_URL is unset. A host that cannot
+ * stand in a URL (`0.0.0.0:8787`, `999.1.1.1`) is refused here, named, rather than as "Invalid URL" later.
+ */
+function ownAddress(host: string, port: number, source: string): string {
   const reachable = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
-  return `http://${reachable.includes(':') ? `[${reachable}]` : reachable}:${port}`;
+  const address = `http://${reachable.includes(':') ? `[${reachable}]` : reachable}:${port}`;
+  if (!URL.canParse(address)) {
+    throw new ConfigError(`invalid configuration: ${source}: must be a host name or an IP address without a port, such as 127.0.0.1 or :: (got "${host}")`);
+  }
+  return address;
 }
 
 function emailProvider(apiKey: string | null, apiUrl: string | null): Config['accounts']['email'] {
@@ -229,6 +236,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
   const dataDir = overrides.dataDir !== undefined ? overrides.dataDir : (e.SVC_DATA_DIR ?? defaultDataDir());
   const port = overrides.port ?? e.SVC_PORT;
   const host = overrides.host ?? e.SVC_HOST ?? DEFAULT_HOST;
+  const address = ownAddress(host, port, overrides.host !== undefined ? '--host' : 'SVC_HOST');
   return {
     port,
     host,
@@ -247,7 +255,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
     accounts: {
       allowPublicSignup: e.SVC_ALLOW_PUBLIC_SIGNUP,
       appBaseUrl: e.SVC_APP_BASE_URL === null ? null : baseUrl('SVC_APP_BASE_URL', e.SVC_APP_BASE_URL),
-      linkBaseUrl: e.SVC_APP_BASE_URL === null ? ownAddress(host, port) : baseUrl('SVC_APP_BASE_URL', e.SVC_APP_BASE_URL),
+      linkBaseUrl: e.SVC_APP_BASE_URL === null ? address : baseUrl('SVC_APP_BASE_URL', e.SVC_APP_BASE_URL),
       emailFrom: e.SVC_EMAIL_FROM ?? DEFAULT_EMAIL_FROM,
       email: emailProvider(e.EMAILPROV_API_KEY, e.SVC_EMAIL_API_URL),
       bootstrapAdmin: bootstrapAdmin(e.SVC_ADMIN_EMAIL, e.SVC_ADMIN_PASSWORD),

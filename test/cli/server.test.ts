@@ -83,3 +83,15 @@ test('--url and SVC_BASE_URL talk HTTP with --api-key or SVC_API_KEY', async (t)
   assert.equal(unreachable.code, 1);
   assert.match(unreachable.stderr, /cannot reach svc/);
 });
+
+test('a host that cannot stand in a URL stops svc serve with a configuration error naming it', async (t) => {
+  const dataDir = tempDir(t);
+  for (const [args, env, name] of [
+    [[], { SVC_HOST: '0.0.0.0:8787' }, 'SVC_HOST'],
+    [['--host', '999.1.1.1'], {}, '--host'],
+  ] as const) {
+    const result = await runSvc(['serve', '--port', '0', '--data-dir', dataDir, ...args], { env });
+    assert.equal(result.code, 2, result.stderr);
+    assert.match(result.stderr, new RegExp(`^svc: invalid configuration: ${name}: must be a host name or an IP address`, 'm'));
+  }
+});
