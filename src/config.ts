@@ -263,10 +263,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
     providers: {
       chatCompletions: {
         apiKey: e.CHATCOMP_API_KEY,
-        baseUrl: e.CHATCOMP_BASE_URL ?? 'https://api.openai.com/v1',
-        fallback: { apiKey: e.CHATCOMP_FALLBACK_API_KEY, baseUrl: e.CHATCOMP_FALLBACK_BASE_URL },
+        baseUrl: e.CHATCOMP_BASE_URL === null ? 'https://api.openai.com/v1' : baseUrl('CHATCOMP_BASE_URL', e.CHATCOMP_BASE_URL),
+        fallback: {
+          apiKey: e.CHATCOMP_FALLBACK_API_KEY,
+          baseUrl: e.CHATCOMP_FALLBACK_BASE_URL === null ? null : baseUrl('CHATCOMP_FALLBACK_BASE_URL', e.CHATCOMP_FALLBACK_BASE_URL),
+        },
       },
-      messages: { apiKey: e.MESSAGES_API_KEY, baseUrl: e.MESSAGES_BASE_URL ?? 'https://api.anthropic.com' },
+      messages: {
+        apiKey: e.MESSAGES_API_KEY,
+        baseUrl: e.MESSAGES_BASE_URL === null ? 'https://api.anthropic.com' : baseUrl('MESSAGES_BASE_URL', e.MESSAGES_BASE_URL),
+      },
       timeouts: {
         connectMs: e.SVC_PROVIDER_CONNECT_TIMEOUT_MS,
         bufferedMs: e.SVC_PROVIDER_TIMEOUT_MS,

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { loadConfig } from '../../../src/config.ts';
+import { ConfigError, loadConfig } from '../../../src/config.ts';
 import { providerErrorStatus } from '../../../src/gateway/providers/errors.ts';
 import { createProviderRegistry, familyOf } from '../../../src/gateway/providers/registry.ts';
 import { ProviderError } from '../../../src/gateway/providers/types.ts';
@@ -21,6 +21,22 @@ test('the family table sends claude* to the messages family and everything else 
   for (const id of ['gpt-4o', 'o1-mini', 'o3', 'o4-mini', 'chatgpt-4o-latest', 'text-embedding-3-small', 'svc/chorus', 'llama-3-70b', 'mock-429']) {
     assert.equal(familyOf(id), 'chat_completions', id);
   }
+});
+
+test('an upstream base address that is not an http(s) URL is a configuration error, not a failure of every call', () => {
+  for (const [name, value] of [
+    ['CHATCOMP_BASE_URL', 'api.openai.com/v1'],
+    ['CHATCOMP_FALLBACK_BASE_URL', 'ftp://fallback.example/v1'],
+    ['MESSAGES_BASE_URL', 'https://user:sk-upstream-secret@api.example'],
+  ] as const) {
+    assert.throws(
+      () => loadConfig({ CHATCOMP_API_KEY: 'sk-x', MESSAGES_API_KEY: 'sk-y', [name]: value }, { dataDir: null }),
+      (error: Error) => error instanceof ConfigError && error.message.startsWith(`invalid configuration: ${name}: must be`) && !error.message.includes('secret'),
+      name,
+    );
+  }
+  // A trailing slash is fine: the providers append their paths to the address without it.
+  assert.equal(loadConfig({ CHATCOMP_BASE_URL: 'https://api.example/v1/' }, { dataDir: null }).providers.chatCompletions.baseUrl, 'https://api.example/v1');
 });
 
 test('with no live key the mock serves both families', async (t) => {
