@@ -39,6 +39,13 @@ export function isProcessAlive(pid: number): boolean {
   }
 }
 
+/**
+ * The locks this process holds: lock file path -> its record's `startedAt`. A lock naming this process's pid that is
+ * not one of these was left by an earlier process that had the same pid (a container's entrypoint gets the same pid
+ * at every start, so a restart after kill -9 sees its own pid in the lock): it is stale, not this process's own.
+ */
+const held = new Map<string, number>();
+
 /** The current owner of a data directory if it is alive, else null. */
 export function readLiveOwner(dataDir: string): OwnerRecord | null {
   let record: unknown;
@@ -49,7 +56,7 @@ export function readLiveOwner(dataDir: string): OwnerRecord | null {
   }
   // Anything but a record of ours (`null`, a number, a pid that is no integer) was not written by an owner: stale.
   if (!isOwnerRecord(record)) return null;
-  if (record.pid === process.pid) return record;
+  if (record.pid === process.pid) return held.get(join(dataDir, OWNER_LOCK_FILE)) === record.startedAt ? record : null;
   return isProcessAlive(record.pid) ? record : null;
 }
 
@@ -77,6 +84,7 @@ export function acquireOwnerLock(dataDir: string, socketPath: string | null): Ow
     for (let attempt = 0; attempt < TAKEOVER_ATTEMPTS; attempt++) {
       try {
         linkSync(temp, path);
+        held.set(path, record.startedAt);
         return ownerLock(path, record);
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
@@ -131,6 +139,7 @@ function ownerLock(path: string, record: OwnerRecord): OwnerLock {
     release() {
       if (released) return;
       released = true;
+      held.delete(path);
       try {
         const current = JSON.parse(readFileSync(path, 'utf8')) as OwnerRecord;
         if (current.pid === process.pid && current.startedAt === record.startedAt) rmSync(path, { force: true });

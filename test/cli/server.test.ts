@@ -66,6 +66,19 @@ test('a lock left by a killed server is taken over by the next command', async (
   assert.match(restarted.address, /^http:\/\/127\.0\.0\.1:\d+$/);
 });
 
+test('a lock left by a killed server whose pid the next server gets again (a container restart) is taken over', async (t) => {
+  const dataDir = tempDir(t);
+  assert.equal((await runSvc(['keys', 'create', '--name', 'before-restart', '--data-dir', dataDir])).code, 0);
+  // What a container's entrypoint, started again after a kill -9, finds: the lock of the killed process, its own pid.
+  const lock = `{"pid":%s,"socketPath":"${dataDir}/svc.sock","startedAt":1}`;
+  const restarted = await startServe(t, dataDir, {}, `printf '${lock}' $$ > '${dataDir}/svc.lock'`);
+  const listed = await runSvc(['keys', 'list', '--json', '--data-dir', dataDir]);
+  assert.equal(listed.code, 0, listed.stderr);
+  assert.deepEqual(jsonOf(listed.stdout).keys.map((key: { name: string }) => key.name), ['before-restart']);
+  restarted.child.kill('SIGTERM');
+  assert.equal(await restarted.exited, 0);
+});
+
 test('--url and SVC_BASE_URL talk HTTP with --api-key or SVC_API_KEY', async (t) => {
   const dataDir = tempDir(t);
   const bootstrap = 'bootstrap-token-for-cli-tests-0001';

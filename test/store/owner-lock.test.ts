@@ -66,3 +66,15 @@ test('a lock file that is not an owner record (null, a number, a pid that is no 
     lock.release();
   }
 });
+
+test("a lock naming this process's pid that it did not take (an earlier process had the pid) is stale and taken over", (t) => {
+  const dataDir = tempDir(t);
+  // A container's entrypoint gets the same pid at every start: after a kill -9 the restarted svc finds its own pid.
+  writeFileSync(`${dataDir}/${OWNER_LOCK_FILE}`, JSON.stringify({ pid: process.pid, socketPath: `${dataDir}/svc.sock`, startedAt: 1 }));
+  assert.equal(readLiveOwner(dataDir), null);
+  const lock = acquireOwnerLock(dataDir, null);
+  assert.equal(readLiveOwner(dataDir)?.startedAt, lock.record.startedAt, 'the lock it took is its own, and live');
+  assert.throws(() => acquireOwnerLock(dataDir, null), DataDirLockedError);
+  lock.release();
+  assert.equal(readLiveOwner(dataDir), null);
+});

@@ -73,9 +73,14 @@ export interface ServeProcess {
   exited: Promise<number | null>;
 }
 
-/** Start `svc serve --port 0` on `dataDir` and wait for its address line; killed after the test. */
-export function startServe(t: TestContext, dataDir: string, env: Record<string, string> = {}): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [SVC, 'serve', '--port', '0', '--data-dir', dataDir], {
+/**
+ * Start `svc serve --port 0` on `dataDir` and wait for its address line; killed after the test. `shellFirst`: a sh
+ * command run first in the same process, which then execs svc (it keeps the pid the command saw as `$$`).
+ */
+export function startServe(t: TestContext, dataDir: string, env: Record<string, string> = {}, shellFirst?: string): Promise<ServeProcess> {
+  const argv = [SVC, 'serve', '--port', '0', '--data-dir', dataDir];
+  const [command, args] = shellFirst === undefined ? [process.execPath, argv] : ['sh', ['-c', `${shellFirst}; exec "$0" "$@"`, process.execPath, ...argv]];
+  const child = spawn(command, args, {
     cwd: ROOT,
     env: { ...process.env, SVC_LOG_LEVEL: 'silent', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
