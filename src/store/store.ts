@@ -322,7 +322,15 @@ export function openStore(options: StoreOptions): Store {
     sql.exec('PRAGMA cache_spill = 16384');
   }
   sql.exec('PRAGMA foreign_keys = ON');
-  const schemaVersion = migrate(sql, migrations);
+  let schemaVersion: number;
+  try {
+    schemaVersion = migrate(sql, migrations);
+  } catch (error) {
+    // The file as it was, and no engine lock or log left behind.
+    sql.finalizeAll();
+    db.close();
+    throw error;
+  }
   // The template recorded its migrations as applied when the build ran them; this data file got them now.
   if (fromTemplate) sql.run('UPDATE schema_migrations SET applied_at = ?', [Date.now()]);
   return new GroupCommitStore(db, sql, filePath, schemaVersion, {
@@ -343,6 +351,16 @@ function migrate(sql: CachedSql, migrations: readonly Migration[]): number {
   // areas landing migrations in parallel) is applied too instead of being skipped. All of them share one
   // transaction: a new data file is created in one commit, and a failing migration leaves the file as it was.
   const applied = new Set(sql.all<{ version: number }>('SELECT version FROM schema_migrations').map((row) => row.version));
+  // A migration this code does not have was applied by a newer svc: this code would read and write a schema it does
+  // not know (a column it leaves unset, a table it does not keep up to date). Refused before anything is written.
+  const known = new Set(migrations.map((migration) => migration.version));
+  const unknown = [...applied].filter((version) => !known.has(version)).sort((a, b) => a - b);
+  if (unknown.length > 0) {
+    throw new Error(
+      `the data file was written by a newer svc: it holds schema migration ${unknown.join(', ')}, which this svc ` +
+        `(migrations up to ${Math.max(0, ...known)}) does not know; run that newer svc, or restore a backup made with this one`,
+    );
+  }
   const pending = [...migrations].sort((a, b) => a.version - b.version).filter((migration) => !applied.has(migration.version));
   const current = Math.max(0, ...applied, ...pending.map((migration) => migration.version));
   if (pending.length === 0) return current;

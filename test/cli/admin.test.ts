@@ -3,9 +3,11 @@
  * in-process, taking the directory's lock for its duration. test/cli/server.test.ts covers the local socket.
  */
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test, { before } from 'node:test';
+import { MIGRATIONS } from '../../src/store/migrations.ts';
+import { openStore } from '../../src/store/store.ts';
 import { ensureBundle, runSvc, tempDir } from '../support/process.ts';
 
 before(ensureBundle);
@@ -66,6 +68,20 @@ test('a --url or SVC_BASE_URL holding credentials is a usage error that does not
   }
   // A query or a fragment would swallow the API's paths.
   assert.equal((await runSvc(['keys', 'list', '--url', 'http://127.0.0.1:1/?token=abc', ...args])).code, 2);
+});
+
+test('a data file a newer svc migrated is refused by the commands and by svc serve, and left as it was', async (t) => {
+  const dataDir = tempDir(t);
+  const newer = { version: 10_000, name: 'from_a_newer_svc', sql: 'CREATE TABLE newer_one (id TEXT)' };
+  await openStore({ dataDir, migrations: [...MIGRATIONS, newer] }).close();
+  const before = readFileSync(join(dataDir, 'svc.db'));
+  for (const args of [['keys', 'create', '--name', 'x'], ['serve', '--port', '0']]) {
+    const result = await runSvc([...args, '--data-dir', dataDir]);
+    assert.equal(result.code, 1, result.stderr);
+    assert.match(result.stderr, /^svc: the data file was written by a newer svc: it holds schema migration 10000/m);
+    assert.deepEqual(readdirSync(dataDir), ['svc.db'], 'no lock, log or engine lock left behind');
+    assert.ok(readFileSync(join(dataDir, 'svc.db')).equals(before), 'the data file is unchanged');
+  }
 });
 
 test('keys, settings and audit work in-process on the data directory', async (t) => {

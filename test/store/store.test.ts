@@ -42,6 +42,16 @@ test('a migration missing below the highest applied one is still applied', async
   await store.close();
 });
 
+test('a data file holding a migration this code does not know (a newer svc wrote it) is refused and left as it was', async (t) => {
+  const dataDir = tempDir(t);
+  const newer = { version: 999, name: 'newer', sql: 'CREATE TABLE newer_one (id TEXT)' };
+  await openStore({ dataDir, migrations: [...MIGRATIONS, newer] }).close();
+  assert.throws(() => openStore({ dataDir }), /written by a newer svc: it holds schema migration 999, which this svc \(migrations up to \d+\) does not know/);
+  const again = openStore({ dataDir, migrations: [...MIGRATIONS, newer] });
+  assert.equal(await again.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM schema_migrations')!.n), MIGRATIONS.length + 1);
+  await again.close();
+});
+
 test('concurrent writes share a commit, each resolving after it; a failing write does not sink its batch', async (t) => {
   const store = openStore({ dataDir: tempDir(t) });
   t.after(() => store.close());
