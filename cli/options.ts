@@ -13,6 +13,15 @@ export function parseNonNegativeInt(value: string): number {
   return n;
 }
 
+/**
+ * A data directory: not empty. `--data-dir ""` (a script's unset variable) would resolve to the working directory and
+ * make it one, writing the data file and the master key there.
+ */
+export function parseDataDir(value: string): string {
+  if (value.trim() === '') throw new InvalidArgumentError('must not be empty');
+  return value;
+}
+
 /** A page size from 1 to `max` (the endpoint's own limit): checked here, so a bad one is a usage error, not an API error. */
 export function limitParser(max: number): (value: string) => number {
   return (value) => {

@@ -5,7 +5,7 @@ import { loadConfig, type ConfigOverrides } from '../src/config.ts';
 import { capYoungGeneration } from '../src/core/young-generation.ts';
 import { closeOnSignals, startServer } from '../src/server.ts';
 import { DataDirLockedError } from '../src/store/owner-lock.ts';
-import { parsePort } from './options.ts';
+import { parseDataDir, parsePort } from './options.ts';
 
 export function registerServe(program: Command): void {
   program
@@ -13,7 +13,7 @@ export function registerServe(program: Command): void {
     .description('run the HTTP service (gateway wires, /api/v1, dashboard, docs)')
     .option('-p, --port <port>', 'TCP port; 0 picks a free port (env SVC_PORT, default 8787)', parsePort)
     .option('-H, --host <host>', 'interface to bind (env SVC_HOST, default 127.0.0.1)')
-    .option('-d, --data-dir <dir>', 'data directory (env SVC_DATA_DIR, default ~/.svc)')
+    .option('-d, --data-dir <dir>', 'data directory (env SVC_DATA_DIR, default ~/.svc)', parseDataDir)
     .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent (env SVC_LOG_LEVEL, default info)')
     .action(async (options: { port?: number; host?: string; dataDir?: string; logLevel?: ConfigOverrides['logLevel'] }) => {
       const overrides: ConfigOverrides = {};

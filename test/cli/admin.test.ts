@@ -70,6 +70,16 @@ test('a --url or SVC_BASE_URL holding credentials is a usage error that does not
   assert.equal((await runSvc(['keys', 'list', '--url', 'http://127.0.0.1:1/?token=abc', ...args])).code, 2);
 });
 
+test("an empty --data-dir (a script's unset variable) is a usage error, not the working directory", async (t) => {
+  const cwd = tempDir(t);
+  for (const args of [['keys', 'list'], ['settings', 'get'], ['serve', '--port', '0']]) {
+    const result = await runSvc([...args, '--data-dir', ''], { cwd });
+    assert.equal(result.code, 2, `${args.join(' ')}: ${result.stderr}`);
+    assert.match(result.stderr, /--data-dir <dir>' argument '' is invalid\. must not be empty/);
+    assert.deepEqual(readdirSync(cwd), [], 'nothing written in the working directory');
+  }
+});
+
 test('a data file a newer svc migrated is refused by the commands and by svc serve, and left as it was', async (t) => {
   const dataDir = tempDir(t);
   const newer = { version: 10_000, name: 'from_a_newer_svc', sql: 'CREATE TABLE newer_one (id TEXT)' };
