@@ -1,7 +1,7 @@
 /** `svc serve`: the HTTP service. Flags override SVC_PORT, SVC_HOST, SVC_DATA_DIR. */
 import { note } from './output.ts';
-import type { Command } from 'commander';
-import { loadConfig, type ConfigOverrides } from '../src/config.ts';
+import { Option, type Command } from 'commander';
+import { LOG_LEVELS, loadConfig, type ConfigOverrides } from '../src/config.ts';
 import { capYoungGeneration } from '../src/core/young-generation.ts';
 import { closeOnSignals, startServer } from '../src/server.ts';
 import { DataDirLockedError } from '../src/store/owner-lock.ts';
@@ -14,7 +14,7 @@ export function registerServe(program: Command): void {
     .option('-p, --port <port>', 'TCP port; 0 picks a free port (env SVC_PORT, default 8787)', parsePort)
     .option('-H, --host <host>', 'interface to bind (env SVC_HOST, default 127.0.0.1)')
     .option('-d, --data-dir <dir>', 'data directory (env SVC_DATA_DIR, default ~/.svc)', parseDataDir)
-    .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent (env SVC_LOG_LEVEL, default info)')
+    .addOption(new Option('--log-level <level>', 'log level (env SVC_LOG_LEVEL, default info)').choices(LOG_LEVELS))
     .action(async (options: { port?: number; host?: string; dataDir?: string; logLevel?: ConfigOverrides['logLevel'] }) => {
       const overrides: ConfigOverrides = {};
       if (options.port !== undefined) overrides.port = options.port;

@@ -39,6 +39,8 @@ const cidrList = optionalString.transform((value) =>
   value === null ? [] : value.split(',').map((entry) => entry.trim()).filter(Boolean),
 );
 
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
 export const DEFAULT_PORT = 8787;
 export const DEFAULT_HOST = '127.0.0.1';
 export function defaultDataDir(): string {
@@ -49,7 +51,7 @@ const envSchema = z.object({
   SVC_PORT: int(DEFAULT_PORT, 0, 65535),
   SVC_HOST: optionalString,
   SVC_DATA_DIR: optionalString,
-  SVC_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
+  SVC_LOG_LEVEL: z.enum(LOG_LEVELS).optional(),
 
   SVC_API_KEY: optionalString,
   SVC_REQUIRE_LOGIN: flag(false),
@@ -109,7 +111,7 @@ export interface Config {
    * 0: off; null (unset): the default for this machine (`defaultBusyPollUs`).
    */
   busyPollUs: number | null;
-  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  logLevel: (typeof LOG_LEVELS)[number];
   version: string;
   auth: {
     /** The bootstrap token of protected mode (SPEC 5.1). */

@@ -3,6 +3,8 @@
  * server is refused, a lock left by a killed server is taken over, and `--url` speaks plain HTTP.
  */
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import test, { before } from 'node:test';
 import { ensureBundle, runSvc, startServe, tempDir } from '../support/process.ts';
 
@@ -95,6 +97,14 @@ test('--url and SVC_BASE_URL talk HTTP with --api-key or SVC_API_KEY', async (t)
   const unreachable = await runSvc(['keys', 'list', '--url', 'http://127.0.0.1:1']);
   assert.equal(unreachable.code, 1);
   assert.match(unreachable.stderr, /cannot reach svc/);
+});
+
+test('an unknown --log-level is a usage error before the data directory is touched', async (t) => {
+  const dataDir = join(tempDir(t), 'not-created');
+  const result = await runSvc(['serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'loud']);
+  assert.equal(result.code, 2, result.stderr);
+  assert.match(result.stderr, /--log-level <level>' argument 'loud' is invalid\. Allowed choices are fatal, error, warn, info, debug, trace, silent/);
+  assert.equal(existsSync(dataDir), false);
 });
 
 test('a host that cannot stand in a URL stops svc serve with a configuration error naming it', async (t) => {
