@@ -53,7 +53,20 @@ export function buildProgram(groups: readonly RegisterCommands[]): Command {
   return program;
 }
 
+/**
+ * A reader that stops early (`svc audit --json | head`) closes the pipe, and node, which ignores SIGPIPE, fails the
+ * next write with EPIPE: an unhandled error event, a stack trace and exit code 1. The rest of the output has nowhere
+ * to go, which is no failure of the command: it goes on (an in-process one closes the data file as usual) unprinted.
+ */
+function ignoreClosedPipe(stream: NodeJS.WriteStream): void {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+  });
+}
+
 export async function main(program: Command, argv: string[]): Promise<void> {
+  ignoreClosedPipe(process.stdout);
+  ignoreClosedPipe(process.stderr);
   try {
     await program.parseAsync(argv);
   } catch (error) {

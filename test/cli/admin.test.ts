@@ -3,12 +3,13 @@
  * in-process, taking the directory's lock for its duration. test/cli/server.test.ts covers the local socket.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test, { before } from 'node:test';
 import { MIGRATIONS } from '../../src/store/migrations.ts';
 import { openStore } from '../../src/store/store.ts';
-import { ensureBundle, runSvc, tempDir } from '../support/process.ts';
+import { ensureBundle, runSvc, SVC, tempDir } from '../support/process.ts';
 
 before(ensureBundle);
 
@@ -92,6 +93,21 @@ test('a data file a newer svc migrated is refused by the commands and by svc ser
     assert.deepEqual(readdirSync(dataDir), ['svc.db'], 'no lock, log or engine lock left behind');
     assert.ok(readFileSync(join(dataDir, 'svc.db')).equals(before), 'the data file is unchanged');
   }
+});
+
+test('output into a pipe whose reader has gone (svc audit --json | head) ends quietly, not with a stack trace', async (t) => {
+  const dataDir = tempDir(t);
+  assert.equal((await runSvc(['keys', 'create', '--name', 'k', '--data-dir', dataDir])).code, 0);
+  for (const args of [['audit', '--json'], ['keys', 'list']]) {
+    const child = spawn(process.execPath, [SVC, ...args, '--data-dir', dataDir], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SVC_LOG_LEVEL: 'silent' } });
+    child.stdout.destroy(); // the reader is gone before svc writes: its first write fails with EPIPE
+    let stderr = '';
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    const code = await new Promise((resolve) => child.on('close', resolve));
+    assert.equal(stderr, '', args.join(' '));
+    assert.equal(code, 0, args.join(' '));
+  }
+  assert.deepEqual(readdirSync(dataDir).sort(), ['master.key', 'svc.db'], 'the data file closed as usual');
 });
 
 test('keys, settings and audit work in-process on the data directory', async (t) => {
