@@ -317,6 +317,10 @@ export class SvcClient {
    * byte at a time, must not hold the caller (an admin command) forever.
    */
   async call<T>(method: string, path: string, body?: unknown, options?: RequestOptions): Promise<T> {
+    // encodeURIComponent leaves `.` alone, and URLs resolve the segments `.` and `..`: the id `..` would address
+    // another endpoint (orgs.removeMember('..') was DELETE /api/v1/orgs/active, the organization's deletion).
+    const dots = /\/(\.\.?)(?=[/?]|$)/.exec(path);
+    if (dots) throw new TypeError(`"${dots[1]}" is not an id (${method} ${path})`);
     const orgId = this.options.orgId;
     const deadline = options?.signal ? null : AbortSignal.timeout(this.options.bufferedTimeoutMs);
     const sent: RequestOptions = {

@@ -161,6 +161,20 @@ test('errors carry method, path, status and the first 500 characters of the body
   await assert.rejects(client.runs.get('run_missing'), (error: unknown) => error instanceof SvcApiError && error.status === 404 && error.path === '/api/v1/runs/run_missing');
 });
 
+test('an id "." or ".." is refused before anything is sent: as a path segment it would address another endpoint', async (t) => {
+  const { baseUrl, requests } = await serve(t);
+  const client = createSvcClient({ baseUrl, env: {} });
+  t.after(() => client.close());
+  // orgs.removeMember('..') was DELETE /api/v1/orgs/active: the deletion of the organization.
+  for (const call of [() => client.orgs.removeMember('..'), () => client.orgs.setMemberRole('..', 'owner'), () => client.users.delete('.'), () => client.keys.revoke('..'), () => client.runs.get('..')]) {
+    await assert.rejects(call(), (error: unknown) => error instanceof TypeError && /is not an id/.test(error.message));
+  }
+  assert.deepEqual(requests, []);
+  // Dots within an id are the id's own.
+  await assert.rejects(client.keys.revoke('..key'), (error: unknown) => error instanceof SvcApiError && error.status === 404);
+  assert.deepEqual(requests, ['POST /api/v1/keys/..key/revoke']);
+});
+
 test('deadlines: bufferedTimeoutMs bounds a buffered call (1 to 900000); requestTimeoutMs bounds stream headers', async (t) => {
   const { baseUrl } = await serve(t);
   assert.throws(() => createSvcClient({ baseUrl, env: {}, bufferedTimeoutMs: 0 }), RangeError);
