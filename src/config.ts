@@ -3,6 +3,7 @@
  * This module and cli/ are the only readers of `process.env`; everything else receives a `Config`.
  * docs/configuration.md lists each variable; keep the two in step.
  */
+import { isIP } from 'node:net';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
@@ -209,6 +210,30 @@ function ownAddress(host: string, port: number, source: string): string {
   return address;
 }
 
+/**
+ * SVC_TRUSTED_PROXY_CIDRS, checked here so that a bad entry is a configuration error naming the variable, before the
+ * data directory is opened (fastify's parser, proxy-addr, would refuse it later: "invalid range on address: ...").
+ * Entries as proxy-addr takes them: an address, an address with a prefix length or an IPv4 netmask, or one of its
+ * names `loopback`, `linklocal`, `uniquelocal`.
+ */
+function trustedProxies(entries: string[]): string[] {
+  for (const entry of entries) {
+    if (entry === 'loopback' || entry === 'linklocal' || entry === 'uniquelocal') continue;
+    const [address = '', range, ...rest] = entry.split('/');
+    const family = isIP(address);
+    const valid =
+      family !== 0 &&
+      rest.length === 0 &&
+      (range === undefined ||
+        (/^\d{1,3}$/.test(range) && Number(range) <= (family === 4 ? 32 : 128)) ||
+        (family === 4 && isIP(range) === 4));
+    if (!valid) {
+      throw new ConfigError(`invalid configuration: SVC_TRUSTED_PROXY_CIDRS: "${entry}" is not an IP address or CIDR range (such as 10.0.0.0/8)`);
+    }
+  }
+  return entries;
+}
+
 function emailProvider(apiKey: string | null, apiUrl: string | null): Config['accounts']['email'] {
   if (apiKey === null) return null;
   if (apiUrl === null) {
@@ -252,7 +277,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
       requireLogin: e.SVC_REQUIRE_LOGIN,
       allowOpenGateway: e.SVC_ALLOW_OPEN_GATEWAY,
     },
-    proxy: { trustHeaders: e.SVC_TRUST_PROXY_HEADERS, trustedCidrs: e.SVC_TRUSTED_PROXY_CIDRS },
+    proxy: {
+      trustHeaders: e.SVC_TRUST_PROXY_HEADERS,
+      trustedCidrs: e.SVC_TRUST_PROXY_HEADERS ? trustedProxies(e.SVC_TRUSTED_PROXY_CIDRS) : e.SVC_TRUSTED_PROXY_CIDRS,
+    },
     masterKey: e.SVC_MASTER_KEY,
     accounts: {
       allowPublicSignup: e.SVC_ALLOW_PUBLIC_SIGNUP,

@@ -107,6 +107,18 @@ test('an unknown --log-level is a usage error before the data directory is touch
   assert.equal(existsSync(dataDir), false);
 });
 
+test('a bad SVC_TRUSTED_PROXY_CIDRS entry is a configuration error naming the variable, before the data directory is touched', async (t) => {
+  const dataDir = join(tempDir(t), 'not-created');
+  for (const entry of ['1.2.3.4/99', '10.0.0', '::1/255.0.0.0']) {
+    const result = await runSvc(['serve', '--port', '0', '--data-dir', dataDir], {
+      env: { SVC_TRUST_PROXY_HEADERS: 'true', SVC_TRUSTED_PROXY_CIDRS: `127.0.0.1,${entry}` },
+    });
+    assert.equal(result.code, 2, result.stderr);
+    assert.equal(result.stderr, `svc: invalid configuration: SVC_TRUSTED_PROXY_CIDRS: "${entry}" is not an IP address or CIDR range (such as 10.0.0.0/8)\n`);
+    assert.equal(existsSync(dataDir), false);
+  }
+});
+
 test('a host that cannot stand in a URL stops svc serve with a configuration error naming it', async (t) => {
   const dataDir = tempDir(t);
   for (const [args, env, name] of [
