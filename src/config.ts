@@ -23,8 +23,9 @@ const int = <Fallback extends number | null>(fallback: Fallback, min: number, ma
     .optional()
     .transform((value, ctx): number | Fallback => {
       if (value === undefined || value.trim() === '') return fallback;
+      // Decimal digits only: Number() would also read `0x1f90`, `1e3` and `8080.0` as integers.
       const n = Number(value);
-      if (!Number.isInteger(n) || n < min || n > max) {
+      if (!/^\d+$/.test(value.trim()) || n < min || n > max) {
         ctx.addIssue({ code: 'custom', message: `must be an integer from ${min} to ${max}` });
         return z.NEVER;
       }

@@ -119,6 +119,17 @@ test('a bad SVC_TRUSTED_PROXY_CIDRS entry is a configuration error naming the va
   }
 });
 
+test('an integer variable takes decimal digits only, in svc serve and in the commands that read it', async (t) => {
+  const dataDir = join(tempDir(t), 'not-created');
+  for (const [name, value] of [['SVC_PORT', '0x1F90'], ['SVC_HEADERS_TIMEOUT_MS', '1e4'], ['SVC_SHUTDOWN_TIMEOUT_MS', '5000.0'], ['SVC_RATE_LIMIT_API_PER_MINUTE', '-0']] as const) {
+    const result = await runSvc(['keys', 'list', '--data-dir', dataDir], { env: { [name]: value } });
+    assert.equal(result.code, 2, `${name}=${value}: ${result.stderr}`);
+    assert.match(result.stderr, new RegExp(`^svc: invalid configuration: ${name}: must be an integer from`));
+  }
+  assert.equal(existsSync(dataDir), false);
+  assert.equal((await runSvc(['keys', 'list', '--data-dir', dataDir], { env: { SVC_PORT: ' 8080 ' } })).code, 0, 'spaces around are trimmed');
+});
+
 test('a host that cannot stand in a URL stops svc serve with a configuration error naming it', async (t) => {
   const dataDir = tempDir(t);
   for (const [args, env, name] of [
