@@ -57,6 +57,10 @@ Examples:
       let parsed: unknown;
       if (options.valueStdin) {
         if (value !== undefined) throw new UsageError('give the value either as an argument or with --value-stdin, not both');
+        // On a terminal, stdin echoes what is typed: the secret would stand on the screen (and in its scrollback).
+        if (secret && process.stdin.isTTY) {
+          throw new UsageError(`--value-stdin reads a pipe, but stdin is a terminal, which would show ${key}: leave it out to be asked in a hidden prompt`);
+        }
         const raw = await readStdin();
         // Secrets are taken verbatim: a secret that happens to look like JSON must not change type.
         parsed = secret ? raw : parseSettingValue(raw);

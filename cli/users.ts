@@ -225,6 +225,8 @@ once; one you gave is not printed again. Either way the user must change it at f
         tempPassword = options.tempPassword;
         note('warning: a password on the command line is visible to other users of this machine; prefer --password-stdin.\n');
       } else if (options.passwordStdin) {
+        // On a terminal, stdin echoes what is typed: the password would stand on the screen (and in its scrollback).
+        if (process.stdin.isTTY) throw new UsageError('--password-stdin reads a pipe, but stdin is a terminal, which would show the password: leave it out to be asked in a hidden prompt');
         tempPassword = await readFirstLine();
         if (tempPassword === '') throw new UsageError('--password-stdin: stdin held no password');
       } else if (process.stdin.isTTY) {

@@ -369,3 +369,17 @@ test('on a terminal: a hidden prompt asked twice for the temporary password, and
   assert.match(removed, /deleted user tty@example\.com/);
   assert.match(removed, /exit=0/);
 });
+
+test('on a terminal, --password-stdin and a secret --value-stdin are refused: stdin would echo what is typed', { skip: hasTmux ? false : 'tmux is not installed' }, async (t) => {
+  const dataDir = tempDir(t);
+  const password = terminal(t, ['users', 'create', '--email', 'echo@example.com', '--password-stdin', '--data-dir', dataDir]);
+  const refused = await password.waitFor(/exit=\d+/);
+  assert.match(refused, /svc: --password-stdin reads a pipe, but stdin is a terminal, which would show the password: leave it out to be asked in a hidden prompt/);
+  assert.match(refused, /exit=2/);
+  const secret = terminal(t, ['settings', 'set', 'webhook_secret', '--value-stdin', '--data-dir', dataDir]);
+  const refusedSecret = await secret.waitFor(/exit=\d+/);
+  assert.match(refusedSecret, /svc: --value-stdin reads a pipe, but stdin is a terminal, which would show webhook_secret/);
+  assert.match(refusedSecret, /exit=2/);
+  // Nothing was created or set.
+  assert.deepEqual(JSON.parse((await runSvc(['users', 'list', '--json', '--data-dir', dataDir])).stdout).users, []);
+});
