@@ -248,8 +248,9 @@ function hasTokenCounts(usage: RunUsage | null): usage is RunUsage {
 /**
  * The usage a run records when the upstream reported none (null) or counts that are not token counts (missing, a
  * string, negative, fractional, past 2^53): each of the prompt and completion counts that is one is kept, each other
- * is the local one, as a usage the upstream did not send, and the total is their sum. Recorded as reported, such a count made the run's cost NaN (its final write failed: the run
- * stayed `running` for good), negative or infinite, and the rollups summed it.
+ * is the local one, as a usage the upstream did not send, and the total is their sum. Recorded as reported, such a
+ * count made the run's cost NaN (its final write failed: the run stayed `running` for good), negative or infinite,
+ * and the rollups summed it.
  */
 function filledUsage(reported: RunUsage | null, promptTokens: () => number, completionTokens: () => number): RunUsage {
   return estimatedUsage(
