@@ -11,10 +11,27 @@ import { AppError, ERROR_CATALOGUE, type ErrorCode } from '../core/errors.ts';
 export type ErrorSurface = 'management' | 'chat' | 'messages';
 
 export function surfaceOfUrl(url: string): ErrorSurface {
-  const path = url.split('?', 1)[0]!;
+  const path = pathOfTarget(url.split('?', 1)[0]!);
   if (path === '/v1/messages' || path.startsWith('/v1/messages/')) return 'messages';
   if (path.startsWith('/v1/') || path === '/v1') return 'chat';
   return 'management';
+}
+
+/** Scheme and authority of an absolute-form request target, as the router takes them (http and https only). */
+const ABSOLUTE_FORM = /^https?:\/\/[^/?#]*/i;
+
+/**
+ * The path (and query) of a request target. A client may send the absolute form (`POST http://host/v1/messages
+ * HTTP/1.1`, RFC 9112 section 3.2.2, which a server must accept); the router routes it by its path, so what svc decides
+ * by the path (the surface, which tokens to keep out of the log) reads that path too, not the scheme and host.
+ */
+export function pathOfTarget(target: string): string {
+  // '/': the origin form, what nearly every request sends.
+  if (target.charCodeAt(0) === 47) return target;
+  const authority = ABSOLUTE_FORM.exec(target);
+  if (authority === null) return target;
+  const rest = target.slice(authority[0].length);
+  return rest.charCodeAt(0) === 47 ? rest : `/${rest}`;
 }
 
 interface FastifyLikeError {

@@ -1,13 +1,16 @@
 /**
  * What request logs may say about a URL. One-time tokens travel in some paths and queries (invitation lookup and
  * acceptance, e-mail verification, and the `?token=` of the pages the e-mails link to); they are secrets, so the
- * request log shows `[redacted]` in their place.
+ * request log shows `[redacted]` in their place. A target in absolute form (`http://host/api/v1/invites/...`) is
+ * logged by its path as well.
  */
+import { pathOfTarget } from './error-shapes.ts';
+
 const TOKEN_PATHS = [/^(\/api\/v1\/invites\/)[^/?#]+/, /^(\/api\/v1\/auth\/verify\/)[^/?#]+/];
 const TOKEN_QUERY = /([?&]token=)[^&#]*/gi;
 
 export function redactUrl(url: string): string {
-  let out = url;
+  let out = pathOfTarget(url);
   for (const pattern of TOKEN_PATHS) out = out.replace(pattern, '$1[redacted]');
   return out.replace(TOKEN_QUERY, '$1[redacted]');
 }

@@ -15,6 +15,10 @@ test('token paths and token query parameters are redacted; other URLs are untouc
   assert.equal(redactUrl('/accept-invite?token=secret&next=1'), '/accept-invite?token=[redacted]&next=1');
   assert.equal(redactUrl('/reset-password?a=b&TOKEN=secret'), '/reset-password?a=b&TOKEN=[redacted]');
   assert.equal(redactUrl('/api/v1/runs?limit=5'), '/api/v1/runs?limit=5');
+  // A target in absolute form (RFC 9112 3.2.2) is routed by its path, and logged by it.
+  assert.equal(redactUrl('http://svc.example/api/v1/invites/abc/accept'), '/api/v1/invites/[redacted]/accept');
+  assert.equal(redactUrl('HTTPS://svc.example:8443/api/v1/auth/verify/tok'), '/api/v1/auth/verify/[redacted]');
+  assert.equal(redactUrl('http://svc.example?token=secret'), '/?token=[redacted]');
 });
 
 test('the request log of a real app never contains an invitation token', async (t) => {

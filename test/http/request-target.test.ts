@@ -1,0 +1,60 @@
+/**
+ * A request target in absolute form (`POST http://host/v1/messages HTTP/1.1`, RFC 9112 section 3.2.2: a server must
+ * accept it) is routed by its path, and is the surface of that path in everything else too. On a real listening
+ * server: `app.inject` sends the origin form whatever URL it is given.
+ */
+import assert from 'node:assert/strict';
+import { request } from 'node:http';
+import test from 'node:test';
+import { build } from '../support/build.ts';
+
+const BOOT = 'bootstrap-token-request-target-01';
+const MESSAGES = { model: 'claude-sonnet-4-5', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] };
+const CHAT = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'a NUL \u0000 in a prompt is kept' }] };
+
+/** Send `target` as the request line's target, verbatim (node:http writes `path` as it is given). */
+function send(port: number, method: string, target: string, headers: Record<string, string>, body?: unknown): Promise<{ status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const req = request({ host: '127.0.0.1', port, method, path: target, headers: payload ? { ...headers, 'content-type': 'application/json' } : headers }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+test('a request target in absolute form is its path: x-api-key on the messages wire, the surface error shape, gateway body rules', async (t) => {
+  const { app } = await build(t, { env: { SVC_API_KEY: BOOT } });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (app.server.address() as { port: number }).port;
+
+  // The messages wire's SDKs send x-api-key; it counts there whatever form the target has.
+  const answered = await send(port, 'POST', 'http://svc.example/v1/messages', { 'x-api-key': BOOT }, MESSAGES);
+  assert.equal(answered.status, 200);
+  assert.equal(answered.body.type, 'message');
+  const upper = await send(port, 'POST', 'HTTPS://svc.example:8443/v1/messages?beta=true', { 'x-api-key': BOOT }, MESSAGES);
+  assert.equal(upper.status, 200);
+
+  const refused = await send(port, 'POST', 'http://svc.example/v1/messages', {}, MESSAGES);
+  assert.equal(refused.status, 401);
+  assert.deepEqual(refused.body, { type: 'error', error: { type: 'authentication_error', message: 'Missing or invalid bearer token.' } });
+
+  const unknown = await send(port, 'GET', 'http://svc.example/v1/nope', { authorization: `Bearer ${BOOT}` });
+  assert.equal(unknown.status, 404);
+  assert.equal(unknown.body.error.code, 'unknown_url');
+  assert.equal(unknown.body.error.type, 'invalid_request_error');
+
+  // A gateway prompt may hold a NUL (docs/configuration.md); only management bodies refuse one.
+  const chat = await send(port, 'POST', 'http://svc.example/v1/chat/completions', { authorization: `Bearer ${BOOT}` }, CHAT);
+  assert.equal(chat.status, 200);
+  assert.equal(chat.body.object, 'chat.completion');
+
+  // The management API is the management API in either form.
+  const keys = await send(port, 'GET', 'http://svc.example/api/v1/keys', {});
+  assert.equal(keys.status, 401);
+  assert.equal(keys.body.error.code, 'unauthorized');
+});
