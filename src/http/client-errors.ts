@@ -41,10 +41,15 @@ export function clientErrorResponse(error: ClientError): string {
   );
 }
 
+/** What node keeps on a connection: the response it is writing, if any (its own `clientError` default reads it). */
+type HttpSocket = Duplex & { _httpMessage?: { headersSent: boolean } | null };
+
 /** node's `clientError` handler for svc's servers (fastify's `clientErrorHandler`, and the local socket's). */
 export function answerClientError(error: ClientError, socket: Duplex): void {
   // A reset connection has nobody to answer (node's own rule).
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
-  if (socket.writable) socket.write(clientErrorResponse(error));
+  // Bytes that are not HTTP can follow a request whose answer is under way (pipelined behind a stream): an answer of
+  // our own written then would land inside that answer's body. node's default answers only when no answer has started.
+  if (socket.writable && (socket as HttpSocket)._httpMessage?.headersSent !== true) socket.write(clientErrorResponse(error));
   socket.destroy(error);
 }

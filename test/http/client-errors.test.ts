@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import test from 'node:test';
 import { build } from '../support/build.ts';
+import { contentChunk, startFakeUpstream, startSse } from '../support/fake-upstream.ts';
 import { requestTargetOf } from '../../src/http/client-errors.ts';
 
 /** Write `bytes` on a new connection and read until the server closes it. */
@@ -50,6 +51,48 @@ test('bytes that are not HTTP are a 400 in the management shape, and the server 
   const garbage = await exchange(port, 'HELLO THERE\r\n\r\n');
   assert.equal(garbage.status, 400);
   assert.deepEqual(garbage.body, { error: { code: 'invalid_request', message: 'The request is not valid HTTP.' } });
+  const health = await fetch(`http://127.0.0.1:${port}/health`);
+  assert.equal(health.status, 200);
+});
+
+test('bytes that are not HTTP behind a stream under way cut the connection without writing an answer into that stream', async (t) => {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  const upstream = await startFakeUpstream(t, async (_request, res) => {
+    startSse(res);
+    res.write(`data: ${JSON.stringify(contentChunk('first'))}\n\n`);
+    await held;
+    res.end('data: [DONE]\n\n');
+  });
+  t.after(() => release());
+  const { app } = await build(t, { env: { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl } });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (app.server.address() as { port: number }).port;
+  const body = JSON.stringify({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'hi' }] });
+
+  const received = await new Promise<string>((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () =>
+      socket.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`),
+    );
+    let text = '';
+    let sent = false;
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => {
+      text += chunk;
+      // The stream's first event is out: pipeline bytes that are not HTTP behind it.
+      if (!sent && text.includes('"first"')) {
+        sent = true;
+        socket.write('HELLO THERE\r\n\r\n');
+      }
+    });
+    socket.on('error', reject);
+    socket.on('close', () => resolve(text));
+  });
+  assert.match(received, /^HTTP\/1\.1 200 /);
+  assert.ok(received.includes('"first"'));
+  // Only the stream's own bytes came: no status line of a second answer inside its chunked body.
+  assert.equal(received.match(/HTTP\/1\.1 /g)?.length, 1, received);
+  assert.ok(!received.includes('not valid HTTP'));
   const health = await fetch(`http://127.0.0.1:${port}/health`);
   assert.equal(health.status, 200);
 });
