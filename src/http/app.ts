@@ -112,6 +112,9 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
     exposedHeaders: EXPOSED_HEADERS,
     maxAge: 600,
+    // An OPTIONS request that is not a preflight (no Origin or Access-Control-Request-Method: a probe, `OPTIONS *`)
+    // gets the preflight's 204 too; strict, the plugin answered it a plain-text 400, the one error not in JSON.
+    strictPreflight: false,
   });
   // After the CORS hook, so that a browser can read the 503 of a closing server; before identity and rate limits.
   app.addHook('onRequest', draining.refuse);

@@ -178,6 +178,19 @@ test('a browser client on another origin may use every method the API answers, w
   }
 });
 
+test('an OPTIONS request that is not a preflight is answered as one, never with an error that is not JSON', async (t) => {
+  const { app } = await build(t, { env: { SVC_API_KEY: 'bootstrap-token-options-01' } });
+  for (const url of ['/api/v1/keys', '/v1/models', '/v1/messages', '/health', '/nope']) {
+    for (const headers of [{}, { origin: 'https://console.example' }, { 'access-control-request-method': 'GET' }]) {
+      const response = await app.inject({ method: 'OPTIONS', url, headers });
+      assert.equal(response.statusCode, 204, `${url} ${JSON.stringify(headers)}: ${response.body}`);
+      assert.equal(response.body, '');
+      assert.equal(response.headers['access-control-allow-origin'], '*');
+      assert.ok(response.headers['x-request-id']);
+    }
+  }
+});
+
 test('webhook_url must be public even in open dev mode', async (t) => {
   const { app } = await build(t);
   const response = await app.inject({ method: 'PUT', url: '/api/v1/settings', payload: { key: 'webhook_url', value: 'http://169.254.169.254/latest' } });
