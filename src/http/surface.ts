@@ -124,15 +124,23 @@ export async function registerSurface(app: FastifyInstance, options: SurfaceOpti
   const allowedOrigins = (options.allowedOrigins ?? []).map(originOf);
   app.addHook('onRequest', async (request) => {
     const access = request.routeOptions.config?.access;
-    const wait = options.authFailures.retryAfter(clientAddress(request), Date.now());
+    const authorization = header(request, 'authorization');
+    const apiKeyHeader = options.acceptApiKeyHeader?.(request) ? header(request, 'x-api-key') : undefined;
+    // Only a token that was presented and refused is a guess worth counting. No credential at all (a signed-out page
+    // asking who is signed in, an SDK without its key) is a plain 401, and a session cookie is 256 random bits that
+    // nobody guesses (a stale one is ordinary): counting those would lock out whole offices.
+    const presented = authorization !== undefined || apiKeyHeader !== undefined;
+    const address = clientAddress(request);
+    const now = Date.now();
+    // A presented credential counts from here (src/http/auth-failures.ts: pipelined guesses are checked together).
+    const wait = presented ? options.authFailures.begin(address, now) : options.authFailures.retryAfter(address, now);
     if (wait > 0) {
       throw new AppError('rate_limited', {
         message: `Too many failed authentications from this address. Retry after ${wait} s.`,
         headers: { 'retry-after': String(wait) },
       });
     }
-    const authorization = header(request, 'authorization');
-    const apiKeyHeader = options.acceptApiKeyHeader?.(request) ? header(request, 'x-api-key') : undefined;
+    let failed = false;
     try {
       request.auth = await options.identity.resolve({
         surface: options.surface,
@@ -148,16 +156,13 @@ export async function registerSurface(app: FastifyInstance, options: SurfaceOpti
     } catch (error) {
       const unauthorized = error instanceof AppError && error.code === 'unauthorized';
       if (!(unauthorized && access === 'public')) {
-        // Only a token that was presented and refused is a guess worth counting. No credential at all (a signed-out
-        // page asking who is signed in, an SDK without its key) is a plain 401, and a session cookie is 256 random
-        // bits that nobody guesses (a stale one is ordinary): counting those would lock out whole offices.
-        if (unauthorized && (authorization !== undefined || apiKeyHeader !== undefined)) {
-          options.authFailures.record(clientAddress(request), Date.now());
-        }
+        failed = unauthorized && presented;
         throw error;
       }
       // A public route runs without an identity; a stale cookie or a wrong token on it counts as none.
       request.auth = null;
+    } finally {
+      if (presented) options.authFailures.settle(address, failed, now);
     }
     checkOrigin(request, allowedOrigins);
     checkSessionScope(request.auth, access);

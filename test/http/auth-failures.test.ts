@@ -1,7 +1,9 @@
 /** Failed authentications are throttled per client address, before any credential is checked. */
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import test from 'node:test';
 import { bearer, build, json } from '../support/build.ts';
+import { createAuthFailureLimiter } from '../../src/http/auth-failures.ts';
 
 test('after too many failed authentications an address gets 429 with retry-after, even with a good token', async (t) => {
   const { app } = await build(t, { env: { SVC_API_KEY: 'bootstrap-token-brute-force-01', SVC_AUTH_FAILURES_PER_MINUTE: '3' } });
@@ -54,4 +56,48 @@ test('behind a trusted proxy that writes the client port into X-Forwarded-For, t
   assert.equal(again.statusCode, 429);
   const v6 = await app.inject({ url: '/api/v1/keys', headers: { ...bearer(token), 'x-forwarded-for': '[2001:db8::1]:443' }, remoteAddress: '127.0.0.1' });
   assert.equal(v6.statusCode, 200);
+});
+
+test('guesses pipelined on one connection count while they are checked: one packet of them gets no more checks than the limit', async (t) => {
+  const token = 'bootstrap-token-brute-force-05';
+  const { app } = await build(t, { env: { SVC_API_KEY: token, SVC_AUTH_FAILURES_PER_MINUTE: '3' } });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (app.server.address() as { port: number }).port;
+  // Twenty wrong guesses and the right token last, in one write: node hands svc all of them before any check ends.
+  const guesses = [...Array.from({ length: 20 }, (_, i) => `guess-${i}`), token];
+  const requests = guesses.map((guess, i) => `GET /api/v1/keys HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${guess}\r\n${i === guesses.length - 1 ? 'Connection: close\r\n' : ''}\r\n`);
+  const answers = await new Promise<string>((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write(requests.join('')));
+    let text = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => (text += chunk));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(text));
+  });
+  const statuses = [...answers.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((match) => Number(match[1]));
+  assert.equal(statuses.length, guesses.length);
+  assert.deepEqual(statuses.slice(0, 3), [401, 401, 401]);
+  // The rest were refused before their token was looked at, the right one included.
+  assert.deepEqual(new Set(statuses.slice(3)), new Set([429]));
+  assert.equal((answers.match(/\r\nretry-after: \d+\r\n/gi) ?? []).length, guesses.length - 3);
+});
+
+test('a credential being checked counts until its check ends, and a good one then frees its place', () => {
+  const limiter = createAuthFailureLimiter(2);
+  const now = 1_000_000;
+  assert.equal(limiter.begin('198.51.100.1', now), 0);
+  assert.equal(limiter.begin('198.51.100.1', now), 0);
+  // Two checks under way fill the limit: a third waits a second for them.
+  assert.equal(limiter.begin('198.51.100.1', now), 1);
+  assert.equal(limiter.retryAfter('198.51.100.2', now), 0);
+  limiter.settle('198.51.100.1', false, now);
+  limiter.settle('198.51.100.1', false, now);
+  assert.equal(limiter.retryAfter('198.51.100.1', now), 0);
+  // Failures hold the address until the window that began with the first one ends.
+  for (let i = 0; i < 2; i++) {
+    assert.equal(limiter.begin('198.51.100.1', now + 1_000), 0);
+    limiter.settle('198.51.100.1', true, now + 1_000);
+  }
+  assert.equal(limiter.begin('198.51.100.1', now + 2_000), 59);
+  assert.equal(limiter.retryAfter('198.51.100.1', now + 61_000), 0);
 });
