@@ -84,6 +84,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     local.headersTimeout = config.limits.headersTimeoutMs;
     local.requestTimeout = config.limits.requestTimeoutMs;
     local.keepAliveTimeout = config.limits.keepAliveTimeoutMs;
+    local.maxHeadersCount = app.server.maxHeadersCount;
     await new Promise<void>((resolve, reject) => {
       local.once('error', reject);
       local.listen(socketPath, () => resolve());

@@ -90,6 +90,10 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
       return typeof sent === 'string' && REQUEST_ID.test(sent) ? sent : newId('req');
     },
   });
+  // node keeps a request's first 1000 header lines and drops the rest without a word (`maxHeadersCount`'s default):
+  // a client padding its request with a thousand lines pushed out those a proxy appends after them (X-Forwarded-For,
+  // SPEC 5.4) and its own credential. The header section's size (16 KiB, else 431) is the only bound.
+  app.server.maxHeadersCount = 0;
   installJsonBodyParser(app);
   app.decorate('draining', draining);
   draining.watch(app.server);

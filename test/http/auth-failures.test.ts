@@ -101,3 +101,28 @@ test('a credential being checked counts until its check ends, and a good one the
   assert.equal(limiter.begin('198.51.100.1', now + 2_000), 59);
   assert.equal(limiter.retryAfter('198.51.100.1', now + 61_000), 0);
 });
+
+test('headers a proxy appends after a thousand of the client\'s still count: the forwarded address and the credential', async (t) => {
+  const token = 'bootstrap-token-brute-force-06';
+  const { app } = await build(t, { env: { SVC_API_KEY: token, SVC_AUTH_FAILURES_PER_MINUTE: '2', SVC_TRUST_PROXY_HEADERS: 'true', SVC_TRUSTED_PROXY_CIDRS: '127.0.0.1' } });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (app.server.address() as { port: number }).port;
+  const padding = Array.from({ length: 1000 }, (_, i) => `x-pad-${i}: ${i}\r\n`).join('');
+  /** One request from a client padding it, with what the proxy in front appends last. */
+  const status = (first: string, appended: string) =>
+    new Promise<number>((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () => socket.write(`GET /api/v1/keys HTTP/1.1\r\nHost: x\r\n${first}${padding}${appended}Connection: close\r\n\r\n`));
+      let text = '';
+      socket.setEncoding('latin1');
+      socket.on('data', (chunk: string) => (text += chunk));
+      socket.on('error', reject);
+      socket.on('close', () => resolve(Number(text.split(' ', 2)[1])));
+    });
+  // The client rotates the address it claims; the proxy's X-Forwarded-For, appended, names the same client each time.
+  for (let i = 0; i < 2; i++) {
+    assert.equal(await status(`Authorization: Bearer guess-${i}\r\nX-Forwarded-For: 198.51.100.${i}\r\n`, 'X-Forwarded-For: 203.0.113.9\r\n'), 401);
+  }
+  assert.equal(await status(`Authorization: Bearer ${token}\r\nX-Forwarded-For: 198.51.100.7\r\n`, 'X-Forwarded-For: 203.0.113.9\r\n'), 429);
+  // A credential after the padding is not dropped either.
+  assert.equal(await status('', `X-Forwarded-For: 203.0.113.10\r\nAuthorization: Bearer ${token}\r\n`), 200);
+});
