@@ -12,7 +12,7 @@ import { cpuQuota } from './core/cpu-quota.ts';
 import { buildApp, CONNECTIONS_CHECKING_INTERVAL_MS } from './http/app.ts';
 import { BusyPoll, defaultBusyPollUs } from './http/busy-poll.ts';
 import { markLocalSocket } from './http/local-socket.ts';
-import { answerClientError } from './http/client-errors.ts';
+import { answerClientError, answerNodeRefusals } from './http/client-errors.ts';
 import { RequestArrivals } from './http/request-arrivals.ts';
 import { createServices, type Services } from './services.ts';
 import { ensurePrivateDataDir, MAX_SOCKET_PATH_BYTES } from './store/data-dir.ts';
@@ -77,10 +77,14 @@ export async function startServer(config: Config): Promise<RunningServer> {
 
     // The local socket: same routing, no TCP; only this machine's users with access to the 0700 data dir reach it.
     rmSync(socketPath, { force: true });
-    const local: Server = (opened.local = createServer({ connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS }, (req, res) => app.routing(req, res)));
+    const local: Server = (opened.local = createServer(
+      { connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS, requireHostHeader: false },
+      (req, res) => app.routing(req, res),
+    ));
     local.on('connection', markLocalSocket);
     app.draining.watch(local);
     local.on('clientError', answerClientError);
+    answerNodeRefusals(local);
     local.headersTimeout = config.limits.headersTimeoutMs;
     local.requestTimeout = config.limits.requestTimeoutMs;
     local.keepAliveTimeout = config.limits.keepAliveTimeoutMs;

@@ -44,6 +44,7 @@ export const ERROR_CATALOGUE = {
   already_member: { status: 409, message: 'That user is already a member of the organization.' },
   already_verified: { status: 409, message: 'The e-mail address is already verified.' },
   request_timeout: { status: 408, message: 'The request did not arrive within the request timeout.' },
+  expectation_failed: { status: 417, message: 'The only expectation svc meets is Expect: 100-continue.' },
   payload_too_large: { status: 413, message: 'The request body is too large.' },
   uri_too_long: { status: 414, message: 'A path segment of the URL is too long.' },
   unsupported_media_type: { status: 415, message: 'The request body must be JSON.' },

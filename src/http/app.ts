@@ -24,7 +24,7 @@ import { embeddingsRoutes } from '../gateway/wires/embeddings.ts';
 import { modelsRoutes } from '../gateway/wires/models.ts';
 import { renderError, surfaceOfUrl } from './error-shapes.ts';
 import { createAuthFailureLimiter } from './auth-failures.ts';
-import { answerClientError } from './client-errors.ts';
+import { answerClientError, answerNodeRefusals } from './client-errors.ts';
 import { createBodyBudget } from './body-budget.ts';
 import { createDraining } from './draining.ts';
 import { installJsonBodyParser } from './json-body.ts';
@@ -67,7 +67,8 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
     connectionTimeout: limits.idleTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
     requestTimeout: limits.requestTimeoutMs,
-    http: { headersTimeout: limits.headersTimeoutMs, connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS },
+    // Host is checked by the first hook below, in the surface's error shape (node's own refusal is a bare 400).
+    http: { headersTimeout: limits.headersTimeoutMs, connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS, requireHostHeader: false },
     // While closing, requests get svc's own 503 (`draining.refuse` below), not fastify's bare one.
     return503OnClosing: false,
     // Parser errors (oversized headers, bytes that are not HTTP, a request timeout) in the surface's error shape too.
@@ -94,6 +95,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   // a client padding its request with a thousand lines pushed out those a proxy appends after them (X-Forwarded-For,
   // SPEC 5.4) and its own credential. The header section's size (16 KiB, else 431) is the only bound.
   app.server.maxHeadersCount = 0;
+  answerNodeRefusals(app.server);
   installJsonBodyParser(app);
   app.decorate('draining', draining);
   draining.watch(app.server);
@@ -105,6 +107,10 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
     // A NUL in a path or query parameter would reach the data file cut short at it (its driver reads text as C
     // strings): `key_abc%00junk` would name `key_abc`.
     if (request.url.includes('%00')) return done(new AppError('invalid_request', { message: 'The URL holds a NUL character (%00).' }));
+    // RFC 9112 section 3.2: an HTTP/1.1 request without Host is a 400 (HTTP/1.0 had none).
+    if (request.headers.host === undefined && request.raw.httpVersion !== '1.0') {
+      return done(new AppError('invalid_request', { message: 'An HTTP/1.1 request must carry a Host header.' }));
+    }
     done();
   });
   // Bearer tokens, never cookies, cross origins: `*` without credentials keeps session cookies out of reach. Every

@@ -3,8 +3,11 @@
  * HTTP, a request that did not arrive within the request timeout. fastify's default answer is a body of its own
  * (`{"error": "Request Header Fields Too Large", ...}`); svc answers in the error shape of the surface the request
  * line names, as it does every other error, then closes the connection as node does (the parser cannot go on).
+ *
+ * Also the requests node would answer itself, bare (no body) or not at all, before the app sees them: a CONNECT (a
+ * tunnel, what proxies serve) and an `Expect` other than `100-continue`.
  */
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { AppError } from '../core/errors.ts';
 import { renderError, surfaceOfUrl } from './error-shapes.ts';
@@ -30,15 +33,18 @@ export function requestTargetOf(raw: unknown): string | null {
   return /^[A-Z]+ (\/\S*) HTTP\/1\.[01]$/.exec(line)?.[1] ?? null;
 }
 
-/** The raw HTTP answer to a parser failure: the surface's error body, and `Connection: close`. */
-export function clientErrorResponse(error: ClientError): string {
-  const appError = clientAppError(error.code);
-  const target = requestTargetOf(error.rawPacket);
+/** A raw HTTP answer: the error's body in the shape of the surface `target` names (management without one), and `Connection: close`. */
+function rawErrorResponse(appError: AppError, target: string | null): string {
   const body = JSON.stringify(renderError(target === null ? 'management' : surfaceOfUrl(target), appError));
   return (
     `HTTP/1.1 ${appError.status} ${STATUS_CODES[appError.status]}\r\n` +
     `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
   );
+}
+
+/** The raw HTTP answer to a parser failure. */
+export function clientErrorResponse(error: ClientError): string {
+  return rawErrorResponse(clientAppError(error.code), requestTargetOf(error.rawPacket));
 }
 
 /** What node keeps on a connection: the response it is writing, if any (its own `clientError` default reads it). */
@@ -52,4 +58,24 @@ export function answerClientError(error: ClientError, socket: Duplex): void {
   // our own written then would land inside that answer's body. node's default answers only when no answer has started.
   if (socket.writable && (socket as HttpSocket)._httpMessage?.headersSent !== true) socket.write(clientErrorResponse(error));
   socket.destroy(error);
+}
+
+/**
+ * Answer, in svc's error shape, the requests node answers itself unless the server listens for them: a CONNECT (node
+ * closes the connection without a word) is 405, an `Expect` other than `100-continue` (node: a bare 417) 417.
+ */
+export function answerNodeRefusals(server: Server): void {
+  server.on('connect', (request: IncomingMessage, socket: Duplex) => {
+    const error = new AppError('method_not_allowed', { message: 'CONNECT is not served: svc is not a proxy.' });
+    // Its target is an authority (`host:port`), no path: the management shape.
+    if (socket.writable) socket.end(rawErrorResponse(error, null), () => socket.destroy());
+    else socket.destroy();
+  });
+  server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
+    const error = new AppError('expectation_failed');
+    const body = JSON.stringify(renderError(surfaceOfUrl(request.url ?? '/'), error));
+    // Its body, if it sends one anyway, is not read: the connection ends with the answer.
+    response.writeHead(error.status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' });
+    response.end(body);
+  });
 }

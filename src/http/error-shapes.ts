@@ -102,6 +102,7 @@ const MESSAGES_TYPES: Partial<Record<number, string>> = {
   409: 'invalid_request_error',
   413: 'request_too_large',
   415: 'invalid_request_error',
+  417: 'invalid_request_error',
   429: 'rate_limit_error',
   431: 'request_too_large',
   503: 'overloaded_error',

@@ -97,6 +97,32 @@ test('bytes that are not HTTP behind a stream under way cut the connection witho
   assert.equal(health.status, 200);
 });
 
+test('the requests node would answer itself (no Host, an Expect it does not meet, CONNECT) get an error in the surface shape', async (t) => {
+  const { app } = await build(t);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (app.server.address() as { port: number }).port;
+
+  const noHost = await exchange(port, 'POST /v1/messages HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}');
+  assert.equal(noHost.status, 400);
+  assert.match(noHost.headers, /\r\nx-request-id: req_/);
+  assert.deepEqual(noHost.body, { type: 'error', error: { type: 'invalid_request_error', message: 'An HTTP/1.1 request must carry a Host header.' } });
+  // HTTP/1.0 has no Host to require.
+  assert.equal((await exchange(port, 'GET /health HTTP/1.0\r\n\r\n')).status, 200);
+
+  const expectation = await exchange(port, 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}');
+  assert.equal(expectation.status, 417);
+  assert.deepEqual(expectation.body, {
+    error: { message: 'The only expectation svc meets is Expect: 100-continue.', type: 'invalid_request_error', param: null, code: 'expectation_failed' },
+  });
+
+  const tunnel = await exchange(port, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
+  assert.equal(tunnel.status, 405);
+  assert.deepEqual(tunnel.body, { error: { code: 'method_not_allowed', message: 'CONNECT is not served: svc is not a proxy.' } });
+
+  const health = await fetch(`http://127.0.0.1:${port}/health`);
+  assert.equal(health.status, 200);
+});
+
 test('requestTargetOf reads the target of a request line only', () => {
   assert.equal(requestTargetOf(Buffer.from('GET /v1/models HTTP/1.1\r\nHost: x\r\n')), '/v1/models');
   assert.equal(requestTargetOf(Buffer.from('POST /v1/messages?beta=true HTTP/1.0\r\n')), '/v1/messages?beta=true');
