@@ -42,21 +42,33 @@ function rawErrorResponse(appError: AppError, target: string | null): string {
   );
 }
 
-/** The raw HTTP answer to a parser failure. */
-export function clientErrorResponse(error: ClientError): string {
-  return rawErrorResponse(clientAppError(error.code), requestTargetOf(error.rawPacket));
-}
+/** What node keeps on a connection (internals its own `clientError` default reads too). */
+type HttpSocket = Duplex & {
+  /** The answer being written on the connection, the first of those due (pipelining); null when none is. */
+  _httpMessage?: (ServerResponse & { req?: IncomingMessage }) | null;
+  /** Its parser; `incoming` is the last request whose headers came whole (`complete` once its body has too). */
+  parser?: { incoming?: IncomingMessage | null } | null;
+};
 
-/** What node keeps on a connection: the response it is writing, if any (its own `clientError` default reads it). */
-type HttpSocket = Duplex & { _httpMessage?: { headersSent: boolean } | null };
-
-/** node's `clientError` handler for svc's servers (fastify's `clientErrorHandler`, and the local socket's). */
+/**
+ * node's `clientError` handler for svc's servers (fastify's `clientErrorHandler`, and the local socket's): the error
+ * answered in the shape of the surface of the request it cut, then the connection closed. Answered only when that
+ * answer can be the cut request's own; else the connection is only closed:
+ * - a request whose body was still arriving (the request timeout, a broken chunk) has been handed to the app: its
+ *   target is the one to shape by, and when its answer is already out (an early 401 or 413) a second one would answer
+ *   nothing the client asked;
+ * - an answer already started (a stream) would get ours inside its body, and one due to a request pipelined ahead
+ *   would be taken for that request's.
+ */
 export function answerClientError(error: ClientError, socket: Duplex): void {
   // A reset connection has nobody to answer (node's own rule).
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
-  // Bytes that are not HTTP can follow a request whose answer is under way (pipelined behind a stream): an answer of
-  // our own written then would land inside that answer's body. node's default answers only when no answer has started.
-  if (socket.writable && (socket as HttpSocket)._httpMessage?.headersSent !== true) socket.write(clientErrorResponse(error));
+  const { _httpMessage: answering, parser } = socket as HttpSocket;
+  const cut = parser?.incoming?.complete === false ? parser.incoming : null;
+  const own = answering ? !answering.headersSent && answering.req === cut : cut === null;
+  if (socket.writable && own) {
+    socket.write(rawErrorResponse(clientAppError(error.code), cut === null ? requestTargetOf(error.rawPacket) : (cut.url ?? null)));
+  }
   socket.destroy(error);
 }
 

@@ -123,6 +123,35 @@ test('the requests node would answer itself (no Host, an Expect it does not meet
   assert.equal(health.status, 200);
 });
 
+test('a body cut by the request timeout is answered 408 in its request\'s surface shape, unless that request was answered already', async (t) => {
+  const token = 'bootstrap-token-slow-body-01';
+  const { app } = await build(t, { env: { SVC_API_KEY: token, SVC_HEADERS_TIMEOUT_MS: '1000', SVC_REQUEST_TIMEOUT_MS: '1000' } });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (app.server.address() as { port: number }).port;
+  const start = (path: string, credential: string) =>
+    `POST ${path} HTTP/1.1\r\nHost: x\r\n${credential}Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"model":`;
+
+  const messages = await exchange(port, start('/v1/messages', `x-api-key: ${token}\r\n`));
+  assert.equal(messages.status, 408);
+  assert.match(messages.headers, /\r\nconnection: close/i);
+  assert.deepEqual(messages.body, { type: 'error', error: { type: 'invalid_request_error', message: 'The request did not arrive within the request timeout.' } });
+  const chat = await exchange(port, start('/v1/chat/completions', `Authorization: Bearer ${token}\r\n`));
+  assert.equal(chat.status, 408);
+  assert.equal((chat.body as { error: { code: string } }).error.code, 'request_timeout');
+
+  // Refused before its body was read: the 401 is its answer, and the timeout only closes the connection.
+  const refused = await new Promise<string>((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write(start('/v1/messages', '')));
+    let text = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => (text += chunk));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(text));
+  });
+  assert.match(refused, /^HTTP\/1\.1 401 /);
+  assert.equal(refused.match(/HTTP\/1\.1 /g)?.length, 1, refused);
+});
+
 test('requestTargetOf reads the target of a request line only', () => {
   assert.equal(requestTargetOf(Buffer.from('GET /v1/models HTTP/1.1\r\nHost: x\r\n')), '/v1/models');
   assert.equal(requestTargetOf(Buffer.from('POST /v1/messages?beta=true HTTP/1.0\r\n')), '/v1/messages?beta=true');
