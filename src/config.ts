@@ -318,7 +318,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
       apiBodyBytes: e.SVC_API_BODY_LIMIT_BYTES,
       apiRatePerMinute: e.SVC_RATE_LIMIT_API_PER_MINUTE,
       gatewayRatePerMinute: e.SVC_RATE_LIMIT_GATEWAY_PER_MINUTE,
-      headersTimeoutMs: e.SVC_HEADERS_TIMEOUT_MS,
+      // The headers are part of the request: they cannot have longer than all of it. node holds a request whose
+      // headers came whole to the longer of the two, so a request timeout below the header timeout did not cut a body.
+      headersTimeoutMs: Math.min(e.SVC_HEADERS_TIMEOUT_MS, e.SVC_REQUEST_TIMEOUT_MS),
       requestTimeoutMs: e.SVC_REQUEST_TIMEOUT_MS,
       idleTimeoutMs: e.SVC_IDLE_TIMEOUT_MS,
       keepAliveTimeoutMs: e.SVC_KEEP_ALIVE_TIMEOUT_MS,

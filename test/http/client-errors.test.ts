@@ -152,6 +152,17 @@ test('a body cut by the request timeout is answered 408 in its request\'s surfac
   assert.equal(refused.match(/HTTP\/1\.1 /g)?.length, 1, refused);
 });
 
+test('SVC_REQUEST_TIMEOUT_MS below SVC_HEADERS_TIMEOUT_MS cuts a trickled body at its own time, not the header timeout\'s', async (t) => {
+  const { app } = await build(t, { env: { SVC_REQUEST_TIMEOUT_MS: '1000', SVC_HEADERS_TIMEOUT_MS: '15000' } });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (app.server.address() as { port: number }).port;
+  const started = Date.now();
+  const cut = await exchange(port, 'POST /api/v1/keys HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":');
+  assert.equal(cut.status, 408);
+  // Within the connections check (every second) of the request timeout; node alone held it to the 15 s header timeout.
+  assert.ok(Date.now() - started < 5_000, `cut after ${Date.now() - started} ms`);
+});
+
 test('requestTargetOf reads the target of a request line only', () => {
   assert.equal(requestTargetOf(Buffer.from('GET /v1/models HTTP/1.1\r\nHost: x\r\n')), '/v1/models');
   assert.equal(requestTargetOf(Buffer.from('POST /v1/messages?beta=true HTTP/1.0\r\n')), '/v1/messages?beta=true');
