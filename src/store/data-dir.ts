@@ -14,12 +14,30 @@ export class DataDirUnsafeError extends Error {
   }
 }
 
+/** Why a file system call in or for the data directory failed, by the error's code, in words (node's say `EACCES: ...`). */
+const FAILURES: Record<string, string> = {
+  ENOTDIR: 'a part of its path is a file, not a directory',
+  EACCES: 'permission denied',
+  EPERM: 'permission denied',
+  EROFS: 'the file system is read-only',
+  ENOSPC: 'no space left on the device',
+  EDQUOT: 'the disk quota is used up',
+  ENAMETOOLONG: 'its path is too long',
+};
+
+/** `error` said in words, with the data directory named, when it is one of FAILURES; else `error` itself. */
+export function dataDirFailure(error: unknown, what: string): unknown {
+  const code = (error as NodeJS.ErrnoException | null)?.code ?? '';
+  return Object.hasOwn(FAILURES, code) ? new Error(`${what}: ${FAILURES[code]}`) : error;
+}
+
 /** Create the data directory (0700) if it does not exist; refuse one another user owns or may write into. */
 export function ensurePrivateDataDir(dataDir: string): void {
   try {
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error; // a file of that name: said below
+    // EEXIST: a file of that name, said below.
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw dataDirFailure(error, `cannot create the data directory ${dataDir}`);
   }
   const stats = statSync(dataDir);
   if (!stats.isDirectory()) throw new DataDirUnsafeError(dataDir, 'is not a directory', 'use another --data-dir');

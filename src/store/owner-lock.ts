@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { linkSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { dataDirFailure } from './data-dir.ts';
 
 export const OWNER_LOCK_FILE = 'svc.lock';
 
@@ -79,7 +80,11 @@ export function acquireOwnerLock(dataDir: string, socketPath: string | null): Ow
   const path = join(dataDir, OWNER_LOCK_FILE);
   const record: OwnerRecord = { pid: process.pid, socketPath, startedAt: Date.now() };
   const temp = `${path}.${process.pid}.${randomBytes(6).toString('hex')}`;
-  writeFileSync(temp, JSON.stringify(record), { mode: 0o600 });
+  try {
+    writeFileSync(temp, JSON.stringify(record), { mode: 0o600 });
+  } catch (error) {
+    throw dataDirFailure(error, `cannot write in the data directory ${dataDir}`);
+  }
   try {
     for (let attempt = 0; attempt < TAKEOVER_ATTEMPTS; attempt++) {
       try {

@@ -293,6 +293,21 @@ function isBusy(error: unknown): boolean {
   return error instanceof Error && /database is locked|SQLITE_BUSY/i.test(error.message);
 }
 
+/**
+ * What the engine said when the data file could not be opened, with the file named: SQLite says only "file is not a
+ * database" of a file that is something else, or "unable to open database file".
+ */
+function unreadable(filePath: string | null, error: unknown): unknown {
+  if (filePath === null || !(error instanceof Error)) return error;
+  if (/file is not a database|database disk image is malformed/i.test(error.message)) {
+    return new Error(`the data file ${filePath} is not a database svc can read (${error.message}): move it away, or restore it from a backup`);
+  }
+  if (/unable to open database file/i.test(error.message)) {
+    return new Error(`the data file ${filePath} cannot be opened (${error.message}): svc needs to read and write it and its directory`);
+  }
+  return error;
+}
+
 /** Open the data file, clear a stale engine lock, apply pending migrations. */
 export function openStore(options: StoreOptions): Store {
   const migrations = options.migrations ?? MIGRATIONS;
@@ -309,27 +324,32 @@ export function openStore(options: StoreOptions): Store {
       fromTemplate = createFromTemplate(filePath, options.templateDir ?? fileURLToPath(new URL('.', import.meta.url)), migrations);
     }
   }
-  const db = new sqlite.Database(filePath ?? undefined);
-  const sql = new CachedSql(db);
-  if (filePath) {
-    // Exclusive first: the log's index then lives in the process's memory instead of a shared-memory file.
-    sql.exec('PRAGMA locking_mode = EXCLUSIVE');
-    sql.exec('PRAGMA journal_mode = WAL');
-    sql.exec('PRAGMA synchronous = OFF');
-    sql.exec('PRAGMA wal_autocheckpoint = 0');
-    // A transaction's pages stay in memory until its COMMIT unless they pass this many (~64 MB): early writes made
-    // while the main file flushes after a checkpoint must not write to the log, which is to be reused from its start.
-    sql.exec('PRAGMA cache_spill = 16384');
+  let db: InstanceType<typeof sqlite.Database>;
+  try {
+    db = new sqlite.Database(filePath ?? undefined);
+  } catch (error) {
+    throw unreadable(filePath, error);
   }
-  sql.exec('PRAGMA foreign_keys = ON');
+  const sql = new CachedSql(db);
   let schemaVersion: number;
   try {
+    if (filePath) {
+      // Exclusive first: the log's index then lives in the process's memory instead of a shared-memory file.
+      sql.exec('PRAGMA locking_mode = EXCLUSIVE');
+      sql.exec('PRAGMA journal_mode = WAL');
+      sql.exec('PRAGMA synchronous = OFF');
+      sql.exec('PRAGMA wal_autocheckpoint = 0');
+      // A transaction's pages stay in memory until its COMMIT unless they pass this many (~64 MB): early writes made
+      // while the main file flushes after a checkpoint must not write to the log, which is to be reused from its start.
+      sql.exec('PRAGMA cache_spill = 16384');
+    }
+    sql.exec('PRAGMA foreign_keys = ON');
     schemaVersion = migrate(sql, migrations);
   } catch (error) {
     // The file as it was, and no engine lock or log left behind.
     sql.finalizeAll();
     db.close();
-    throw error;
+    throw unreadable(filePath, error);
   }
   // The template recorded its migrations as applied when the build ran them; this data file got them now.
   if (fromTemplate) sql.run('UPDATE schema_migrations SET applied_at = ?', [Date.now()]);

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { chmodSync, chownSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test, { before } from 'node:test';
-import { DataDirUnsafeError, ensurePrivateDataDir } from '../../src/store/data-dir.ts';
+import { DataDirUnsafeError, dataDirFailure, ensurePrivateDataDir } from '../../src/store/data-dir.ts';
 import { ensureBundle, runSvc, tempDir } from '../support/process.ts';
 
 before(ensureBundle);
@@ -58,4 +58,16 @@ test('svc serve refuses a data directory whose socket path would be too long, be
   assert.match(result.stderr, /too long for its local socket/);
   assert.doesNotMatch(result.stdout, /listening/);
   assert.deepEqual(readdirSync(parent), [], 'no socket bound at a cut path beside it, no directory made');
+});
+
+test('a file system failure in the data directory is said in words, with the directory named', () => {
+  const denied = Object.assign(new Error("EACCES: permission denied, open '/srv/svc/svc.lock.1.ab'"), { code: 'EACCES' });
+  assert.equal((dataDirFailure(denied, 'cannot write in the data directory /srv/svc') as Error).message, 'cannot write in the data directory /srv/svc: permission denied');
+  const readOnly = Object.assign(new Error('EROFS: read-only file system'), { code: 'EROFS' });
+  assert.equal((dataDirFailure(readOnly, 'cannot create the data directory /srv/svc') as Error).message, 'cannot create the data directory /srv/svc: the file system is read-only');
+  // Anything else is passed on as it is.
+  const other = Object.assign(new Error('EIO: i/o error'), { code: 'EIO' });
+  assert.equal(dataDirFailure(other, 'x'), other);
+  const toString = Object.assign(new Error('odd'), { code: 'toString' });
+  assert.equal(dataDirFailure(toString, 'x'), toString);
 });

@@ -1,6 +1,6 @@
 /** The data file: versioned migrations, group commit, deferred writes, a stale engine lock cleared. */
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test, { type TestContext } from 'node:test';
 import { MIGRATIONS } from '../../src/store/migrations.ts';
@@ -610,4 +610,21 @@ test('answers go out first once the store is past its fresh time, and its window
   assert.ok(windows.at(-1)!.exposedMs! > 20, `the window ran late: ${windows.at(-1)!.exposedMs} ms`);
   assert.equal(store.answersWaitForCommit, false);
   assert.equal(await store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM t')!.n), 3);
+});
+
+test('a data file that is not a database, or a data directory that cannot be made, is refused with an error naming it', async (t) => {
+  const dataDir = tempDir(t);
+  writeFileSync(join(dataDir, DATA_FILE_NAME), 'not a database, but notes someone saved under the wrong name\n'.repeat(100));
+  assert.throws(() => openStore({ dataDir }), (error: Error) => {
+    assert.match(error.message, new RegExp(`the data file ${join(dataDir, DATA_FILE_NAME)} is not a database svc can read`));
+    return true;
+  });
+  assert.equal(existsSync(join(dataDir, `${DATA_FILE_NAME}.lock`)), false, 'no engine lock is left behind');
+  assert.match(readFileSync(join(dataDir, DATA_FILE_NAME), 'utf8'), /^not a database/, 'the file is left as it was');
+
+  const aFile = join(tempDir(t), 'a-file');
+  writeFileSync(aFile, '');
+  assert.throws(() => openStore({ dataDir: join(aFile, 'data') }), {
+    message: `cannot create the data directory ${join(aFile, 'data')}: a part of its path is a file, not a directory`,
+  });
 });
