@@ -80,7 +80,9 @@ export function createSavingsService(deps: { repo: RollupsRepository; clock: Clo
     const scope: RollupScope = {
       tenantId: auth.tenantId,
       fromDay: window.since === undefined ? 0 : dayOf(window.since),
-      toDay: dayOf(window.until ?? now),
+      // Until today by default, or until the day `since` names when that is later: never a window that ends before it
+      // starts (`since` in the future is an empty window, not an inverted one).
+      toDay: dayOf(window.until ?? Math.max(now, window.since ?? now)),
     };
     if (!auth.tenantWide) scope.appId = auth.appId;
     return scope;
@@ -167,7 +169,7 @@ export function createSavingsService(deps: { repo: RollupsRepository; clock: Clo
     async attribution(auth, query) {
       await repo.settle();
       // Month to date by default: of the month `until` falls in when only it is given (not this month's start, after it).
-      const until = query.until ?? clock.now();
+      const until = query.until ?? Math.max(clock.now(), query.since ?? 0);
       const scope = scopeOf(auth, { since: query.since ?? monthStart(until), until });
       const totals = (await repo.byStatusRoute(scope)).reduce(add, ZERO);
       const result: Record<string, unknown> = { window: windowView(scope), currency: 'USD', totals: totalsView(totals) };

@@ -442,3 +442,16 @@ test('attribution given only an until reads the month to date of that until, not
   assert.equal(monthToDate.totals.runs, 0);
   assert.equal((await get('?until=2026-10-09')).totals.runs, 0);
 });
+
+test('a since after today without an until is an empty window of its own day, not an inverted one ending today', async (t) => {
+  const now = Date.UTC(2026, 10, 26, 12);
+  const { app } = await build(t, { overrides: { clock: { now: () => now } } });
+  assert.equal((await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'today' }] } })).statusCode, 200);
+  const window = { since: '2030-01-01T00:00:00.000Z', until: '2030-01-01T23:59:59.999Z', granularity: 'utc_day' };
+  const savings = json(await app.inject({ url: '/api/v1/savings?since=2030-01-01' }));
+  assert.deepEqual(savings.window, window);
+  assert.equal(savings.totalRuns, 0);
+  const attribution = json(await app.inject({ url: '/api/v1/usage/attribution?since=2030-01-01' }));
+  assert.deepEqual(attribution.window, window);
+  assert.equal(attribution.totals.runs, 0);
+});
