@@ -9,11 +9,20 @@ import { MAX_JSON_DEPTH, nestsDeeperThan } from '../core/json-depth.ts';
 import { holdsNul } from '../core/text.ts';
 import { surfaceOfUrl } from './error-shapes.ts';
 
-/** Replace the app's `application/json` parser with fastify's own plus these checks (route body limits still apply). */
+/**
+ * Replace the app's `application/json` parser with fastify's own plus these checks (route body limits still apply).
+ * JSON is the only body svc reads: fastify's `text/plain` parser goes too, so such a body is a 415 like any other
+ * type (it was read as a string, and answered with a 400 about the fields it did not have).
+ */
 export function installJsonBodyParser(app: FastifyInstance): void {
   const parse = app.getDefaultJsonParser('error', 'error');
-  app.removeContentTypeParser('application/json');
+  app.removeContentTypeParser(['application/json', 'text/plain']);
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request: FastifyRequest, body: string | Buffer, done) => {
+    // svc decodes no compression: a gzipped body would be answered as malformed JSON.
+    const encoding = request.headers['content-encoding'];
+    if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
+      return done(new AppError('unsupported_media_type', { message: 'The request body must be JSON as sent: svc does not decode a Content-Encoding (gzip, br, ...).' }), undefined);
+    }
     // parseAs 'string': the body is a string.
     parse(request, body as string, (error: Error | null, value?: unknown) => {
       if (error) return done(error, undefined);

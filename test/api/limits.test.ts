@@ -1,6 +1,7 @@
 /** Bad input gets a clear 4xx in each surface's shape and changes nothing; limits and rate limits per surface. */
 import assert from 'node:assert/strict';
 import test from 'node:test';
+import { gzipSync } from 'node:zlib';
 import { build, json } from '../support/build.ts';
 
 const jsonHeaders = { 'content-type': 'application/json' };
@@ -22,8 +23,37 @@ test('malformed JSON and prototype-pollution keys are 400s that create nothing',
   assert.equal(json(messages).type, 'error');
   assert.equal(({} as Record<string, unknown>).admin, undefined);
   const wrongType = await app.inject({ method: 'POST', url: '/api/v1/keys', headers: { 'content-type': 'text/plain' }, payload: 'name=x' });
-  assert.ok([400, 415].includes(wrongType.statusCode));
+  assert.equal(wrongType.statusCode, 415);
+  assert.equal(json(wrongType).error.code, 'unsupported_media_type');
   assert.equal(json(await app.inject({ url: '/api/v1/keys' })).pagination.total, 0);
+});
+
+test('a body that is not JSON as sent (text/plain, or compressed with a Content-Encoding svc does not decode) is a 415 in the surface shape that creates nothing', async (t) => {
+  const { app } = await build(t);
+  const runsTotal = async () => json(await app.inject({ url: '/api/v1/runs' })).pagination.total;
+  const chat = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'compressed' }] });
+  const cases: Array<[string, Record<string, string>, string | Buffer]> = [
+    ['text/plain', { 'content-type': 'text/plain' }, chat],
+    ['gzip', { ...jsonHeaders, 'content-encoding': 'gzip' }, gzipSync(chat)],
+    ['br', { ...jsonHeaders, 'content-encoding': 'br' }, chat],
+  ];
+  for (const [label, headers, payload] of cases) {
+    const response = await app.inject({ method: 'POST', url: '/v1/chat/completions', headers, payload });
+    assert.equal(response.statusCode, 415, label);
+    assert.equal(json(response).error.type, 'invalid_request_error', label);
+    if (label !== 'text/plain') assert.match(json(response).error.message, /Content-Encoding/, label);
+  }
+  const messages = await app.inject({ method: 'POST', url: '/v1/messages', headers: { ...jsonHeaders, 'content-encoding': 'gzip' }, payload: gzipSync('{}') });
+  assert.equal(messages.statusCode, 415);
+  assert.equal(json(messages).type, 'error');
+  const key = await app.inject({ method: 'POST', url: '/api/v1/keys', headers: { ...jsonHeaders, 'content-encoding': 'gzip' }, payload: gzipSync('{"name":"x"}') });
+  assert.equal(key.statusCode, 415);
+  assert.equal(json(key).error.code, 'unsupported_media_type');
+  assert.equal(json(await app.inject({ url: '/api/v1/keys' })).pagination.total, 0);
+  assert.equal(await runsTotal(), 0);
+  // identity is no encoding at all.
+  const plain = await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: { ...jsonHeaders, 'content-encoding': 'identity' }, payload: chat });
+  assert.equal(plain.statusCode, 200);
 });
 
 test('bodies nested more than 128 levels deep are 400s in each surface shape that create nothing', async (t) => {
