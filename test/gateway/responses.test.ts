@@ -417,6 +417,27 @@ test('live responses: a failure event before any other is answered with its stat
   );
 });
 
+test('live responses: a buffered answer the upstream says failed (HTTP 200, status failed) is its failure, as the same stream is: a 502, a failed run, nothing cached, its message masked', async (t) => {
+  const key = 'upstream-key-0123456789';
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    const completed = upstreamEvents('unused').at(-1)!.response as Record<string, unknown>;
+    sendJson(res, 200, { ...completed, status: 'failed', output: [], error: { code: 'server_error', message: `The model failed for key ${key}.` } });
+  });
+  const { app, client } = await listening(t, { CHATCOMP_API_KEY: key, CHATCOMP_BASE_URL: upstream.baseUrl });
+  const params = { model: 'gpt-4o-mini', input: input('fails') };
+  for (let attempt = 0; attempt < 2; attempt++) {
+    await assert.rejects(client.responses.create(params), (error: unknown) => error instanceof OpenAI.APIError && error.status === 502);
+  }
+  assert.equal(upstream.requests.length, 2, 'each call reached the upstream: nothing was cached');
+  const runs = json(await app.inject({ url: '/api/v1/runs' })).runs;
+  assert.ok(runs.length > 0);
+  for (const run of runs) {
+    assert.equal(run.status, 'failed');
+    assert.equal(run.error.kind, 'upstream_error');
+    assert.match(run.error.message, /The model failed for key \[redacted\]/);
+  }
+});
+
 test('live responses: a client abort mid-stream reaches the upstream and the run is finalised', async (t) => {
   const upstream = await startFakeUpstream(t, async (_req, res) => {
     startSse(res);

@@ -325,6 +325,12 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
     if (!isObject(parsed) || parsed.object !== 'response' || !Array.isArray(parsed.output) || !parsed.output.every((item) => isObject(item) && typeof item.type === 'string')) {
       throw badResponse('the upstream answer is not a response');
     }
+    // A response the upstream says failed is its failure, as the same answer streamed (its `response.failed`) is:
+    // recorded failed, not completed, and answered with svc's error.
+    if (parsed.status === 'failed') {
+      const message = isObject(parsed.error) && typeof parsed.error.message === 'string' ? redactSecrets(parsed.error.message, secrets) : '';
+      throw new ProviderError('upstream_error', message || 'The upstream response failed.', { provider: name, upstreamStatus: 200, retryable: false });
+    }
     return parsed as unknown as ResponseObject;
   }
 
