@@ -135,10 +135,17 @@ export interface DeclaredTools {
 }
 
 /** Compile every declared function tool; throws a 400 for a schema that does not compile, or is too large. */
+/** The 400 of a tool name declared twice (tool calls name their tool, so each needs its own). */
+export function duplicateTool(name: string): Error {
+  return invalid(`tools: the name "${name}" is declared more than once; each tool needs a name of its own.`, { param: 'tools' });
+}
+
 export function compileTools(tools: readonly ChatTool[] | undefined, budget = new SchemaBudget()): DeclaredTools {
   const validators = new Map<string, ValidateFunction | null>();
   for (const [index, tool] of (tools ?? []).entries()) {
     if (tool.type !== 'function') continue;
+    // A call names its tool: of two of one name, svc would check it against the last one's schema only.
+    if (validators.has(tool.function.name)) throw duplicateTool(tool.function.name);
     const parameters = tool.function.parameters;
     validators.set(tool.function.name, parameters ? compile(parameters, `tools[${index}].function.parameters`, budget) : null);
   }

@@ -270,6 +270,7 @@ test('validation errors are chat-completions-shaped 400s and create no run', asy
     ['tool without tool_call_id', { model: 'gpt-4o', messages: [{ role: 'tool', content: 'x' }] }],
     ['malformed tool schema', fresh({ tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'objectx' } } }] })],
     ['tool_choice naming an undeclared tool', fresh({ tools: [WEATHER_TOOL], tool_choice: { type: 'function', function: { name: 'nope' } } })],
+    ['two tools of one name', fresh({ tools: [WEATHER_TOOL, { type: 'function', function: { name: WEATHER_TOOL.function.name, parameters: { type: 'object' } } }] })],
     ['metadata value type', fresh({ metadata: { a: 1 } })],
     ['body is an array', [1, 2]],
   ];

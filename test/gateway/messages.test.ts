@@ -103,6 +103,7 @@ test('validation: messages-shaped 400s and no run; beta tokens are refused in th
     ['bad role', { model: 'claude-sonnet-4-5', max_tokens: 10, messages: [{ role: 'system', content: 'x' }] }],
     ['betas in body', { model: 'claude-sonnet-4-5', max_tokens: 10, messages: ask(), betas: ['x'] }],
     ['tool_choice undeclared', { model: 'claude-sonnet-4-5', max_tokens: 10, messages: ask(), tools: [WEATHER], tool_choice: { type: 'tool', name: 'nope' } }],
+    ['two tools of one name', { model: 'claude-sonnet-4-5', max_tokens: 10, messages: ask(), tools: [WEATHER, { ...WEATHER, input_schema: { type: 'object' } }] }],
     ['bad tool schema', { model: 'claude-sonnet-4-5', max_tokens: 10, messages: ask(), tools: [{ name: 'f', input_schema: { type: 'object', properties: { a: { type: 'nonsense' } } } }] }],
   ];
   for (const [name, payload] of cases) {

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { invalid } from '../../core/errors.ts';
 import { modelField } from '../../evidence/model-field.ts';
 import type { ResponsesRequest } from '../providers/types.ts';
-import { assertCompilableSchema, compileTools, SchemaBudget, type DeclaredTools } from '../tool-schemas.ts';
+import { assertCompilableSchema, compileTools, duplicateTool, SchemaBudget, type DeclaredTools } from '../tool-schemas.ts';
 
 const toolName = z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'tool names are 1-64 letters, digits, _ or -');
 
@@ -77,7 +77,11 @@ export function parseResponsesRequest(body: unknown): ValidatedResponses {
   const customTools = new Set<string>();
   for (const [index, tool] of (parsed.tools ?? []).entries()) {
     if (tool.type === 'function') functions.push(functionTool.parse(tool));
-    else if (tool.type === 'custom') customTools.add(customTool.parse(tool).name);
+    else if (tool.type === 'custom') {
+      const { name } = customTool.parse(tool);
+      if (customTools.has(name)) throw duplicateTool(name);
+      customTools.add(name);
+    }
     else throw invalid(`tools[${index}]: the hosted tool type "${tool.type}" is not supported; svc never runs tools, declare function or custom tools.`, { param: `tools[${index}].type` });
   }
   const schemas = new SchemaBudget();
@@ -85,6 +89,7 @@ export function parseResponsesRequest(body: unknown): ValidatedResponses {
     functions.map((tool) => ({ type: 'function', function: { name: tool.name, ...(tool.parameters ? { parameters: tool.parameters } : {}) } })),
     schemas,
   );
+  for (const name of customTools) if (tools.names.has(name)) throw duplicateTool(name);
   const choice = parsed.tool_choice;
   if (typeof choice === 'object') {
     // A choice of one tool, or of the allowed ones: each a declared function or custom tool, never a hosted one.
