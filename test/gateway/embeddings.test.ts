@@ -3,8 +3,10 @@ import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { mockEmbedding } from '../../src/gateway/providers/mock.ts';
+import OpenAI from 'openai';
 import { build, json } from '../support/build.ts';
-import { startFakeUpstream } from '../support/fake-upstream.ts';
+import { sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
+import { openaiGateway } from '../support/openai-gateway.ts';
 import { validateAgainst } from '../support/openapi.ts';
 
 type Built = Awaited<ReturnType<typeof build>>;
@@ -236,4 +238,37 @@ test('a client that goes away cancels the live upstream embeddings call', { time
   await assert.rejects(pending);
   const closed = await upstream.clientClosed();
   assert.equal(closed.url, '/v1/embeddings');
+});
+
+test('an upstream answer that does not give each input exactly one embedding is a 502, never a wrong mapping', async (t) => {
+  let data: unknown[] = [];
+  const upstream = await startFakeUpstream(t, (_req, res) =>
+    sendJson(res, 200, { object: 'list', model: 'text-embedding-3-small', data, usage: { prompt_tokens: 2, total_tokens: 2 } }),
+  );
+  const { client } = await openaiGateway(t, upstream);
+  const answers: Array<[string, unknown[]]> = [
+    // Input 0 twice: which of the two is its vector?
+    ['a repeated index', [{ index: 0, embedding: [1, 0] }, { index: 1, embedding: [0, 1] }, { index: 0, embedding: [1, 1] }]],
+    ['more embeddings than inputs', [{ embedding: [1, 0] }, { embedding: [0, 1] }, { embedding: [1, 1] }]],
+    // A string is not an index: taken for the item's position, it paired each input with the other's vector.
+    ['indexes that are not integers', [{ index: '1', embedding: [1, 0] }, { index: '0', embedding: [0, 1] }]],
+  ];
+  for (const [what, answer] of answers) {
+    data = answer;
+    for (const encoding_format of ['float', 'base64'] as const) {
+      await assert.rejects(client.embeddings.create({ model: 'text-embedding-3-small', input: ['first', 'second'], encoding_format }), (error: unknown) => {
+        assert.ok(error instanceof OpenAI.APIError, what);
+        assert.equal(error.status, 502, what);
+        assert.equal(error.code, 'upstream_error', what);
+        return true;
+      });
+    }
+  }
+  // Indexes in any order, or none at all (the position then), still map each vector to its input.
+  data = [{ index: 1, embedding: [0, 1] }, { index: 0, embedding: [1, 0] }];
+  const shuffled = await client.embeddings.create({ model: 'text-embedding-3-small', input: ['first', 'second'], encoding_format: 'float' });
+  assert.deepEqual(shuffled.data.map((item) => item.embedding), [[1, 0], [0, 1]]);
+  data = [{ embedding: [1, 0] }, { embedding: [0, 1] }];
+  const positional = await client.embeddings.create({ model: 'text-embedding-3-small', input: ['first', 'second'], encoding_format: 'float' });
+  assert.deepEqual(positional.data.map((item) => item.embedding), [[1, 0], [0, 1]]);
 });

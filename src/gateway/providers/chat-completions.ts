@@ -298,18 +298,21 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
     const parsed = await postJson('/embeddings', 'embeddings', body, context, maxAnswerBytes * EMBEDDINGS_ANSWER_FACTOR);
     if (!isObject(parsed) || !Array.isArray(parsed.data)) throw badResponse('the upstream answer is not an embeddings list');
     const count = embeddingsRequest.input.length;
+    // One embedding per input, each input's once: an answer with more (a repeated index) maps no vector to an input
+    // for certain, so it is refused rather than one of them kept.
+    if (parsed.data.length !== count) throw badResponse(`the upstream returned ${parsed.data.length} embeddings for ${count} inputs`);
     const vectors = new Array<number[] | undefined>(count);
     parsed.data.forEach((item: unknown, position: number) => {
       if (!isObject(item)) throw badResponse('an upstream embedding is not an object');
-      const index = typeof item.index === 'number' ? item.index : position;
+      // An answer's position stands for an index only when the upstream sent none (`"1"` is not one).
+      const index = item.index === undefined || item.index === null ? position : item.index;
       const raw = item.embedding;
       const vector =
         typeof raw === 'string' ? decodeBase64Floats(raw) : Array.isArray(raw) && raw.every((v) => typeof v === 'number') ? (raw as number[]) : null;
-      if (!vector || !Number.isInteger(index) || index < 0 || index >= count) throw badResponse('an upstream embedding is malformed');
-      vectors[index] = vector;
+      if (!vector || !Number.isInteger(index) || (index as number) < 0 || (index as number) >= count) throw badResponse('an upstream embedding is malformed');
+      if (vectors[index as number] !== undefined) throw badResponse(`the upstream returned two embeddings for input ${index as number}`);
+      vectors[index as number] = vector;
     });
-    // A plain loop: `some` would skip the holes of a sparse array.
-    for (let i = 0; i < count; i += 1) if (vectors[i] === undefined) throw badResponse(`the upstream returned ${parsed.data.length} embeddings for ${count} inputs`);
     const usage = isObject(parsed.usage) ? parsed.usage : {};
     const promptTokens = typeof usage.prompt_tokens === 'number' ? usage.prompt_tokens : 0;
     return {
