@@ -272,3 +272,36 @@ test('an upstream answer that does not give each input exactly one embedding is 
   const positional = await client.embeddings.create({ model: 'text-embedding-3-small', input: ['first', 'second'], encoding_format: 'float' });
   assert.deepEqual(positional.data.map((item) => item.embedding), [[1, 0], [0, 1]]);
 });
+
+test('an upstream vector with a value that is not a finite number, base64 that is not whole float32s, or a length unlike the others is a 502', async (t) => {
+  let body = '';
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(`{"object":"list","model":"text-embedding-3-small","data":${body},"usage":{"prompt_tokens":2,"total_tokens":2}}`);
+  });
+  const { client } = await openaiGateway(t, upstream);
+  const base64 = (values: number[]) => JSON.stringify(Buffer.from(new Float32Array(values).buffer).toString('base64'));
+  const answers: Array<[string, string]> = [
+    // JSON.parse makes it Infinity, which svc's float answer wrote out as null.
+    ['a number beyond float64', '[{"index":0,"embedding":[1e999,0.5]},{"index":1,"embedding":[0.5,0.5]}]'],
+    ['NaN in base64', `[{"index":0,"embedding":${base64([Number.NaN, 0.5])}},{"index":1,"embedding":[0.5,0.5]}]`],
+    // Six bytes: one float32 and two bytes that were dropped without a word.
+    ['base64 of a partial float32', `[{"index":0,"embedding":"AACAPwEC"},{"index":1,"embedding":[0.5]}]`],
+    ['a string in a vector', '[{"index":0,"embedding":["0.5",0.5]},{"index":1,"embedding":[0.5,0.5]}]'],
+    ['an empty vector', '[{"index":0,"embedding":[]},{"index":1,"embedding":[]}]'],
+    ['vectors of two lengths', '[{"index":0,"embedding":[0.5,0.5]},{"index":1,"embedding":[0.5]}]'],
+  ];
+  for (const [what, data] of answers) {
+    body = data;
+    for (const encoding_format of ['float', 'base64'] as const) {
+      await assert.rejects(client.embeddings.create({ model: 'text-embedding-3-small', input: ['first', 'second'], encoding_format }), (error: unknown) => {
+        assert.ok(error instanceof OpenAI.APIError, what);
+        assert.equal(error.status, 502, what);
+        return true;
+      });
+    }
+  }
+  body = `[{"index":0,"embedding":${base64([0.25, -1])}},{"index":1,"embedding":[0.5,1e-40]}]`;
+  const fine = await client.embeddings.create({ model: 'text-embedding-3-small', input: ['first', 'second'], encoding_format: 'float' });
+  assert.deepEqual(fine.data.map((item) => item.embedding), [[0.25, -1], [0.5, 1e-40]]);
+});

@@ -114,10 +114,12 @@ function isChunkChoices(choices: unknown): boolean {
   return true;
 }
 
-function decodeBase64Floats(encoded: string): number[] {
+/** Little-endian float32s from base64, or null when the bytes are not a whole number of them. */
+function decodeBase64Floats(encoded: string): number[] | null {
   const bytes = Buffer.from(encoded, 'base64');
+  if (bytes.byteLength % 4 !== 0) return null;
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const out = new Array<number>(Math.floor(bytes.byteLength / 4));
+  const out = new Array<number>(bytes.byteLength / 4);
   for (let i = 0; i < out.length; i += 1) out[i] = view.getFloat32(i * 4, true);
   return out;
 }
@@ -302,16 +304,22 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
     // for certain, so it is refused rather than one of them kept.
     if (parsed.data.length !== count) throw badResponse(`the upstream returned ${parsed.data.length} embeddings for ${count} inputs`);
     const vectors = new Array<number[] | undefined>(count);
+    let dimensions = 0;
     parsed.data.forEach((item: unknown, position: number) => {
       if (!isObject(item)) throw badResponse('an upstream embedding is not an object');
       // An answer's position stands for an index only when the upstream sent none (`"1"` is not one).
       const index = item.index === undefined || item.index === null ? position : item.index;
       const raw = item.embedding;
-      const vector =
-        typeof raw === 'string' ? decodeBase64Floats(raw) : Array.isArray(raw) && raw.every((v) => typeof v === 'number') ? (raw as number[]) : null;
-      if (!vector || !Number.isInteger(index) || (index as number) < 0 || (index as number) >= count) throw badResponse('an upstream embedding is malformed');
+      const vector = typeof raw === 'string' ? decodeBase64Floats(raw) : Array.isArray(raw) ? (raw as unknown[]) : null;
+      // Finite numbers (JSON's 1e999 parses to Infinity, which a float answer would write out as null), as many in
+      // every vector of the answer: one model's embeddings have one length.
+      if (!vector || vector.length === 0 || (dimensions !== 0 && vector.length !== dimensions) || !vector.every(Number.isFinite)) {
+        throw badResponse('an upstream embedding is not a vector of finite numbers as long as the others');
+      }
+      dimensions = vector.length;
+      if (!Number.isInteger(index) || (index as number) < 0 || (index as number) >= count) throw badResponse('an upstream embedding is malformed');
       if (vectors[index as number] !== undefined) throw badResponse(`the upstream returned two embeddings for input ${index as number}`);
-      vectors[index as number] = vector;
+      vectors[index as number] = vector as number[];
     });
     const usage = isObject(parsed.usage) ? parsed.usage : {};
     const promptTokens = typeof usage.prompt_tokens === 'number' ? usage.prompt_tokens : 0;
