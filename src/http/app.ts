@@ -16,6 +16,7 @@ import { authRoutes } from '../accounts/auth-routes.ts';
 import { orgsRoutes } from '../accounts/orgs-routes.ts';
 import { usersRoutes } from '../accounts/users-routes.ts';
 import { runsRoutes } from '../evidence/routes.ts';
+import { RUN_MODEL_MAX_LENGTH } from '../evidence/types.ts';
 import { savingsRoutes } from '../evidence/savings-routes.ts';
 import { chatCompletionsRoutes } from '../gateway/wires/chat-completions.ts';
 import { messagesRoutes } from '../gateway/wires/messages.ts';
@@ -75,7 +76,9 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
     clientErrorHandler: answerClientError,
     // Connections idle when the server closes are closed by node; those busy then end after their answer (draining).
     forceCloseConnections: 'idle',
-    routerOptions: { ignoreTrailingSlash: true },
+    // A path parameter as long as a gateway request's `model` may be (fastify's default is 100): `GET /v1/models/{id}`
+    // answers every id a chat request may name with the model or `model_not_found` (SPEC 4.2), not a 414.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: RUN_MODEL_MAX_LENGTH },
     // Errors the router raises before any route or hook runs (a malformed percent-encoding, an over-long path
     // parameter) get the envelope of their surface too; the path is not echoed (it may hold a token).
     frameworkErrors: (error, request, reply) => {

@@ -55,6 +55,22 @@ test('the SDK lists and retrieves models, svc/chorus included, and sees model_no
   });
 });
 
+test('the SDK retrieving an unknown id of any length a request may name gets model_not_found, ids with :, %, / and unicode included', async (t) => {
+  const openai = await client(t);
+  // A fine-tuned id, a literal percent sign, an encoded-looking id, unicode, and ids past fastify's default 100
+  // characters (a Bedrock-style ARN, 256 characters: what the gateway's model field allows).
+  const arn = 'arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-3-5-sonnet-20241022-v2:0';
+  for (const id of ['ft:gpt-4o-mini-2024-07-18:acme:support:9xKk2jPq', '50%', 'svc%2Fchorus', 'modèle-日本', arn, 'm'.repeat(256), '日'.repeat(256)]) {
+    await assert.rejects(openai.models.retrieve(id), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.NotFoundError, `${id.length}: ${String(error)}`);
+      assert.equal(error.code, 'model_not_found');
+      assert.equal(error.param, 'model');
+      assert.ok(error.message.includes(id));
+      return true;
+    });
+  }
+});
+
 test('SDK validation errors on embeddings arrive as BadRequestError with the param', async (t) => {
   const openai = await client(t);
   await assert.rejects(
