@@ -8,7 +8,8 @@ import test, { type TestContext } from 'node:test';
 import OpenAI from 'openai';
 import { bearer, build, json } from '../support/build.ts';
 import { completion, contentChunk, sendChunks, sendJson, sleep, startFakeUpstream, startSse, type FakeUpstream } from '../support/fake-upstream.ts';
-import { validateAgainst } from '../support/openapi.ts';
+import { readFileSync } from 'node:fs';
+import { OPENAPI_PATH, validateAgainst } from '../support/openapi.ts';
 
 const WEATHER_TOOL = {
   type: 'function' as const,
@@ -81,6 +82,34 @@ test('buffered chat through the SDK: fields pass through, the answer validates, 
   assert.deepEqual(run.run.usage, { promptTokens: 5, completionTokens: 2, totalTokens: 7 });
   assert.equal(run.attempts[0].costUsd, run.run.costUsd);
   assert.doesNotMatch(JSON.stringify(run), /sk-upstream-secret/);
+});
+
+/** The string values of an enum schema of the OpenAPI document (`ReasoningEffort`, `ServiceTier`). */
+function documentEnum(name: string): string[] {
+  const schema = JSON.parse(readFileSync(OPENAPI_PATH, 'utf8')).components.schemas[name] as { anyOf: Array<{ enum?: string[] }> };
+  return schema.anyOf.flatMap((branch) => branch.enum ?? []);
+}
+
+test('every reasoning_effort and service_tier of the OpenAPI document reaches the upstream, none refused as unknown', async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) => sendJson(res, 200, completion('fine')));
+  const { client } = await gateway(t, upstream);
+  const efforts = documentEnum('ReasoningEffort');
+  const tiers = documentEnum('ServiceTier');
+  // 'xhigh' (in the SDK's own type), 'max' and 'fast' were 400s.
+  for (const value of ['xhigh', 'max']) assert.ok(efforts.includes(value));
+  assert.ok(tiers.includes('fast'));
+  // A message of its own per request: service_tier is not part of the cache key, so a repeat would be a hit.
+  const ask = (fields: Record<string, string>) =>
+    client.chat.completions.create({ model: 'gpt-5', messages: [{ role: 'user', content: JSON.stringify(fields) }], ...fields } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+  for (const reasoning_effort of efforts) {
+    await ask({ reasoning_effort });
+    assert.equal(upstream.requests.at(-1)!.body.reasoning_effort, reasoning_effort);
+  }
+  for (const service_tier of tiers) {
+    await ask({ service_tier });
+    assert.equal(upstream.requests.at(-1)!.body.service_tier, service_tier);
+  }
+  await assert.rejects(ask({ reasoning_effort: 'extreme' }), (error: unknown) => error instanceof OpenAI.BadRequestError);
 });
 
 test('usage whose counts are not token counts is estimated, and the run completes, buffered and streamed', async (t) => {

@@ -8,7 +8,8 @@ import OpenAI from 'openai';
 import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { build, json } from '../support/build.ts';
 import { sendJson, startFakeUpstream, startSse, type FakeUpstream } from '../support/fake-upstream.ts';
-import { validateAgainst } from '../support/openapi.ts';
+import { readFileSync } from 'node:fs';
+import { OPENAPI_PATH, validateAgainst } from '../support/openapi.ts';
 
 const WEATHER = {
   type: 'function' as const,
@@ -87,6 +88,21 @@ test('responses.stream(): ordered events with consecutive sequence numbers that 
     events.map((event) => event.type),
   );
   for (const event of replayed) assert.equal(validateAgainst('ResponseStreamEvent', event), null, event.type);
+});
+
+test('every reasoning effort and service_tier of the OpenAPI document is accepted', async (t) => {
+  const { client } = await listening(t);
+  const schemas = JSON.parse(readFileSync(OPENAPI_PATH, 'utf8')).components.schemas;
+  const values = (name: string) => (schemas[name].anyOf as Array<{ enum?: string[] }>).flatMap((branch) => branch.enum ?? []);
+  // 'xhigh', 'max' and 'fast' were 400s.
+  for (const effort of values('ReasoningEffort')) {
+    const response = await client.responses.create({ model: 'gpt-5', input: input(), reasoning: { effort } } as OpenAI.Responses.ResponseCreateParamsNonStreaming);
+    assert.equal(response.status, 'completed', effort);
+  }
+  for (const service_tier of values('ServiceTier')) {
+    const response = await client.responses.create({ model: 'gpt-5', input: input(), service_tier } as OpenAI.Responses.ResponseCreateParamsNonStreaming);
+    assert.equal(response.status, 'completed', service_tier);
+  }
 });
 
 test('unsupported capabilities are clear 400s in the chat-completions error shape and create no run', async (t) => {

@@ -65,6 +65,13 @@ const responseFormat = z.discriminatedUnion('type', [
   }),
 ]);
 
+/**
+ * The values of the OpenAPI document's `ReasoningEffort` and `ServiceTier` (the chat and responses wires share them):
+ * a value the reference document and the official clients send is passed on, never refused as unknown.
+ */
+export const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'] as const;
+export const SERVICE_TIERS = ['auto', 'default', 'flex', 'scale', 'priority', 'fast'] as const;
+
 export const chatRequestSchema = z.looseObject({
   model: modelField,
   messages: z.array(message).min(1, 'messages must be a non-empty array'),
@@ -75,9 +82,9 @@ export const chatRequestSchema = z.looseObject({
   n: z.number().int().min(1).max(128).optional(),
   max_tokens: z.number().int().min(1).optional(),
   max_completion_tokens: z.number().int().min(1).optional(),
-  reasoning_effort: z.enum(['none', 'minimal', 'low', 'medium', 'high']).optional(),
+  reasoning_effort: z.enum(REASONING_EFFORTS).optional(),
   verbosity: z.enum(['low', 'medium', 'high']).optional(),
-  service_tier: z.enum(['auto', 'default', 'flex', 'scale', 'priority']).optional(),
+  service_tier: z.enum(SERVICE_TIERS).optional(),
   stop: z.union([z.string(), z.array(z.string()).max(4)]).optional(),
   parallel_tool_calls: z.boolean().optional(),
   seed: z.number().int().optional(),

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { invalid } from '../../core/errors.ts';
 import { modelField } from '../../evidence/model-field.ts';
 import type { ResponsesRequest } from '../providers/types.ts';
+import { REASONING_EFFORTS, SERVICE_TIERS } from './chat-completions-schema.ts';
 import { assertCompilableSchema, compileTools, duplicateTool, SchemaBudget, type DeclaredTools } from '../tool-schemas.ts';
 
 const toolName = z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'tool names are 1-64 letters, digits, _ or -');
@@ -33,7 +34,7 @@ export const responsesRequestSchema = z.looseObject({
   tools: z.array(z.looseObject({ type: z.string() })).max(128).optional(),
   tool_choice: z.union([z.enum(['none', 'auto', 'required']), z.looseObject({ type: z.string() })]).optional(),
   parallel_tool_calls: z.boolean().optional(),
-  reasoning: z.looseObject({ effort: z.enum(['none', 'minimal', 'low', 'medium', 'high']).nullable().optional(), summary: z.enum(['auto', 'concise', 'detailed']).nullable().optional() }).optional(),
+  reasoning: z.looseObject({ effort: z.enum(REASONING_EFFORTS).nullable().optional(), summary: z.enum(['auto', 'concise', 'detailed']).nullable().optional() }).optional(),
   text: z
     .looseObject({
       format: z.looseObject({ type: z.enum(['text', 'json_object', 'json_schema']), name: z.string().optional(), schema: z.record(z.string(), z.unknown()).optional() }).optional(),
@@ -52,7 +53,7 @@ export const responsesRequestSchema = z.looseObject({
   user: z.string().max(1024).optional(),
   prompt_cache_key: z.string().max(1024).optional(),
   safety_identifier: z.string().max(1024).optional(),
-  service_tier: z.enum(['auto', 'default', 'flex', 'scale', 'priority']).optional(),
+  service_tier: z.enum(SERVICE_TIERS).optional(),
 });
 
 export interface ValidatedResponses {
