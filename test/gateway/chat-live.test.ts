@@ -112,6 +112,32 @@ test('every reasoning_effort and service_tier of the OpenAPI document reaches th
   await assert.rejects(ask({ reasoning_effort: 'extreme' }), (error: unknown) => error instanceof OpenAI.BadRequestError);
 });
 
+test('tool_choice allowed_tools (of the OpenAPI document and the SDK) reaches the upstream; the mock calls only an allowed tool; one naming an undeclared tool is a 400', async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) => sendJson(res, 200, completion('no tool needed')));
+  const { client } = await gateway(t, upstream);
+  const CLOCK_TOOL = { type: 'function' as const, function: { name: 'get_time', parameters: { type: 'object', properties: {} } } };
+  const allowed = (name: string, mode: 'auto' | 'required') => ({ type: 'allowed_tools' as const, allowed_tools: { mode, tools: [{ type: 'function', function: { name } }] } });
+  const request = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: 'What is the weather in Oslo?' }], tools: [WEATHER_TOOL, CLOCK_TOOL] };
+  const { data } = await client.chat.completions.create({ ...request, tool_choice: allowed('get_time', 'auto') }).withResponse();
+  assert.equal(data.choices[0]!.message.content, 'no tool needed');
+  assert.deepEqual(upstream.requests[0]!.body.tool_choice, allowed('get_time', 'auto'));
+  await assert.rejects(client.chat.completions.create({ ...request, tool_choice: allowed('get_stock', 'required') }), (error: unknown) => {
+    assert.ok(error instanceof OpenAI.BadRequestError);
+    assert.equal(error.param, 'tool_choice');
+    assert.match(error.message, /get_stock/);
+    return true;
+  });
+  assert.equal(upstream.requests.length, 1);
+  // The mock (no live key) honours it: `required` calls the allowed tool though the message names the other one.
+  const { app } = await build(t);
+  const address = await app.listen({ port: 0, host: '127.0.0.1' });
+  const mock = new OpenAI({ baseURL: `${address}/v1`, apiKey: 'sk-local-dev', maxRetries: 0 });
+  const called = await mock.chat.completions.create({ ...request, tool_choice: allowed('get_time', 'required') });
+  const calls = called.choices[0]!.message.tool_calls ?? [];
+  assert.deepEqual(calls.map((call) => (call.type === 'function' ? call.function.name : call.type)), ['get_time']);
+  assert.equal(validateAgainst('CreateChatCompletionResponse', called), null);
+});
+
 test('usage whose counts are not token counts is estimated, and the run completes, buffered and streamed', async (t) => {
   const usage = { prompt_tokens: null, completion_tokens: 2, total_tokens: 2 };
   const upstream = await startFakeUpstream(t, (request, res) => {

@@ -46,9 +46,16 @@ const tool = z.looseObject({
   }),
 });
 
+const namedFunction = z.looseObject({ type: z.literal('function'), function: z.looseObject({ name: functionName }) });
+
 const toolChoice = z.union([
   z.enum(['none', 'auto', 'required']),
-  z.looseObject({ type: z.literal('function'), function: z.looseObject({ name: functionName }) }),
+  namedFunction,
+  // A subset of the declared tools the model may call (`auto`) or must call one of (`required`).
+  z.looseObject({
+    type: z.literal('allowed_tools'),
+    allowed_tools: z.looseObject({ mode: z.enum(['auto', 'required']), tools: z.array(namedFunction).min(1, 'allowed_tools.tools must name at least one tool') }),
+  }),
 ]);
 
 const responseFormat = z.discriminatedUnion('type', [
@@ -125,8 +132,12 @@ export function parseChatRequest(body: unknown): ValidatedChat {
   if (choice !== undefined && choice !== 'none' && tools.names.size === 0 && parsed.tools === undefined) {
     throw invalid('tool_choice requires tools.', { param: 'tool_choice' });
   }
-  if (typeof choice === 'object' && !tools.names.has(choice.function.name)) {
-    throw invalid(`tool_choice names "${choice.function.name}", which is not a declared tool.`, { param: 'tool_choice' });
+  if (typeof choice === 'object') {
+    for (const named of choice.type === 'function' ? [choice] : choice.allowed_tools.tools) {
+      if (!tools.names.has(named.function.name)) {
+        throw invalid(`tool_choice names "${named.function.name}", which is not a declared tool.`, { param: 'tool_choice' });
+      }
+    }
   }
   if (parsed.response_format?.type === 'json_schema' && parsed.response_format.json_schema.schema) {
     assertCompilableSchema(parsed.response_format.json_schema.schema, 'response_format.json_schema.schema', schemas);
