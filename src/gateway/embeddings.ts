@@ -26,6 +26,8 @@ export interface CreateEmbeddingsCommand {
   dimensions?: number;
   encodingFormat: 'float' | 'base64';
   user?: string;
+  /** Fields svc does not know, passed on untouched to a compatible provider (as on the chat wire). */
+  extra?: Record<string, unknown>;
 }
 
 /** The `CreateEmbeddingResponse` object of the chat-completions wire. */
@@ -69,6 +71,7 @@ export function createEmbeddingsService(deps: { providers: ProviderRegistry }): 
           input: inputs as string[] | number[][],
           ...(command.dimensions !== undefined ? { dimensions: command.dimensions } : {}),
           ...(command.user !== undefined ? { user: command.user } : {}),
+          ...(command.extra !== undefined ? { extra: command.extra } : {}),
         },
         { signal },
       );

@@ -305,3 +305,23 @@ test('an upstream vector with a value that is not a finite number, base64 that i
   const fine = await client.embeddings.create({ model: 'text-embedding-3-small', input: ['first', 'second'], encoding_format: 'float' });
   assert.deepEqual(fine.data.map((item) => item.embedding), [[0.25, -1], [0.5, 1e-40]]);
 });
+
+test('fields svc does not know reach the live upstream untouched, as on the chat wire; encoding_format upstream stays float', async (t) => {
+  const upstream = await startFakeUpstream(t, (req, res) =>
+    sendJson(res, 200, { object: 'list', model: 'nv-embedqa', data: req.body.input.map((_: unknown, index: number) => ({ index, embedding: [index, 1] })), usage: { prompt_tokens: 2, total_tokens: 2 } }),
+  );
+  const { client } = await openaiGateway(t, upstream);
+  // A compatible provider's asymmetric model needs `input_type` (a query embeds differently from a passage).
+  const body = { model: 'nv-embedqa', input: ['a', 'b'], user: 'u-1', input_type: 'query', truncate: 'END', extra_options: { normalize: true }, dropped: null };
+  const answer = await client.embeddings.create(body as OpenAI.EmbeddingCreateParams);
+  assert.deepEqual(Array.from(answer.data[1]!.embedding), [1, 1]);
+  assert.deepEqual(upstream.requests[0]!.body, {
+    model: 'nv-embedqa',
+    input: ['a', 'b'],
+    encoding_format: 'float',
+    user: 'u-1',
+    input_type: 'query',
+    truncate: 'END',
+    extra_options: { normalize: true },
+  });
+});

@@ -294,7 +294,8 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
   }
 
   async function embed(embeddingsRequest: EmbeddingsRequest, context: ProviderCallContext): Promise<EmbeddingsResult> {
-    const body: Record<string, unknown> = { model: embeddingsRequest.model, input: embeddingsRequest.input, encoding_format: 'float' };
+    // The client's other fields first: the ones svc sets (floats, whatever the client asked for) win.
+    const body: Record<string, unknown> = { ...embeddingsRequest.extra, model: embeddingsRequest.model, input: embeddingsRequest.input, encoding_format: 'float' };
     if (embeddingsRequest.dimensions !== undefined) body.dimensions = embeddingsRequest.dimensions;
     if (embeddingsRequest.user !== undefined) body.user = embeddingsRequest.user;
     const parsed = await postJson('/embeddings', 'embeddings', body, context, maxAnswerBytes * EMBEDDINGS_ANSWER_FACTOR);

@@ -100,6 +100,8 @@ export interface EmbeddingsRequest {
   input: string[] | number[][];
   dimensions?: number;
   user?: string;
+  /** The client's fields svc does not know (a compatible provider's `input_type`, `truncate`), passed on untouched. */
+  extra?: Record<string, unknown>;
 }
 
 export interface EmbeddingsResult {

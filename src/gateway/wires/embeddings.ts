@@ -6,7 +6,8 @@
  * Normalisation rules: optional fields that are JSON null, empty or whitespace-only count as omitted; a strict digit
  * string `dimensions` is coerced like a number; `input` may be a string, an array of strings, an array of token ids or
  * an array of token arrays (at most 2048 inputs), and an empty string, a null chunk or an empty token array becomes a
- * single-space placeholder so every index keeps its place.
+ * single-space placeholder so every index keeps its place. Fields svc does not know pass through untouched to a compatible
+ * provider, as on the chat wire.
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
@@ -30,6 +31,15 @@ function invalidParam(param: string, message: string): AppError {
 
 const isBlank = (value: unknown) => value === null || value === undefined || (typeof value === 'string' && value.trim() === '');
 const omittedIfBlank = (value: unknown) => (isBlank(value) ? undefined : value);
+
+const KNOWN_FIELDS = new Set(['model', 'input', 'dimensions', 'encoding_format', 'user']);
+
+/** The body's fields svc does not know, JSON nulls left out as for the known ones; undefined when there are none. */
+function unknownFields(body: Record<string, unknown>): Record<string, unknown> | undefined {
+  let extra: Record<string, unknown> | undefined;
+  for (const [key, value] of Object.entries(body)) if (!KNOWN_FIELDS.has(key) && value !== null) (extra ??= {})[key] = value;
+  return extra;
+}
 
 const bodySchema = z.object({
   model: z
@@ -99,12 +109,14 @@ export function toCoreRequest(body: unknown): CreateEmbeddingsCommand {
     throw invalidParam(param, message);
   }
   const { model, input, dimensions, encoding_format, user } = parsed.data;
+  const extra = unknownFields(body as Record<string, unknown>);
   return {
     model,
     inputs: normaliseEmbeddingInput(input),
     encodingFormat: encoding_format ?? 'float',
     ...(dimensions !== undefined ? { dimensions } : {}),
     ...(user !== undefined ? { user } : {}),
+    ...(extra !== undefined ? { extra } : {}),
   };
 }
 
