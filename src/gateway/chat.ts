@@ -117,10 +117,12 @@ export function chatAdapter(chat: ValidatedChat, now: () => number): WireAdapter
     newRelay: (provider) => new ChatRelay(new StreamAssembler(chat.tools), provider.name),
 
     // Log probabilities are not kept by the stream assembler nor replayed as chunks, so an answer asked with them is
-    // not stored: a hit would answer `logprobs: null`. Nor is a streamed answer the assembler could not keep whole.
+    // not stored: a hit would answer `logprobs: null`. Nor is a streamed answer the assembler could not keep whole,
+    // nor one without a choice (a buffered `choices: []`): no answer to give again.
     cacheable: (completion) =>
       request.logprobs !== true &&
       !unstorable.has(completion) &&
+      completion.choices.length > 0 &&
       completion.choices.every((choice) => ['stop', 'tool_calls', 'function_call', 'length'].includes(choice.finish_reason)),
 
     fromCache: (stored) => ({ ...stored, id: newId('chatcmpl').replace('_', '-'), created: Math.floor(now() / 1000) }),

@@ -138,6 +138,18 @@ test('tool_choice allowed_tools (of the OpenAPI document and the SDK) reaches th
   assert.equal(validateAgainst('CreateChatCompletionResponse', called), null);
 });
 
+test('a buffered answer without a choice is relayed but not stored: the repeat goes live again', async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) => sendJson(res, 200, { ...completion(''), choices: [] }));
+  const { client } = await gateway(t, upstream);
+  const request = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: 'an answer the upstream lost' }] };
+  for (let attempt = 0; attempt < 2; attempt += 1) {
+    const { data, response } = await client.chat.completions.create(request).withResponse();
+    assert.deepEqual(data.choices, []);
+    assert.equal(response.headers.get('x-svc-route'), 'live');
+  }
+  assert.equal(upstream.requests.length, 2);
+});
+
 test('usage whose counts are not token counts is estimated, and the run completes, buffered and streamed', async (t) => {
   const usage = { prompt_tokens: null, completion_tokens: 2, total_tokens: 2 };
   const upstream = await startFakeUpstream(t, (request, res) => {
