@@ -400,9 +400,9 @@ export class StreamAssembler {
 
 /** A choice of the assembled completion: the message with what the deltas carried (module comment). */
 function choiceOf(index: number, state: ChoiceState): ChatCompletion['choices'][number] {
-  // No text at all is `null` beside a call or a refusal, as in the upstream's buffered answer; '' otherwise.
-  const called = state.calls.length > 0 || state.functionCall !== null;
-  const content = state.hasContent ? state.content : called || state.refusal !== null ? null : state.content;
+  // No content delta at all (beside a call, a refusal, audio, or reasoning only) is `null`, as in the upstream's
+  // buffered answer and as both official SDKs accumulate it; an empty one is '', as the upstream sent it.
+  const content = state.hasContent ? state.content : null;
   const message: ChatCompletion['choices'][number]['message'] = {
     role: 'assistant',
     content,

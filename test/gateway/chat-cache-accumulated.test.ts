@@ -120,6 +120,41 @@ test('a streamed Azure-like answer accumulates the same from a cache hit, buffer
   assert.equal(upstream.requests.length, 1, 'both hits came from the cache');
 });
 
+test('a streamed answer without a content delta (audio in one delta, reasoning only) has content null from a cache hit, buffered or streamed, as from the live stream', async (t) => {
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({
+    id: 'chatcmpl-audio',
+    object: 'chat.completion.chunk',
+    created: 1700000000,
+    model: 'gpt-4o-audio-preview',
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+  });
+  const AUDIO = { id: 'audio_1', data: 'UklGRg==', expires_at: 1700003600, transcript: 'Hello there' };
+  const answers: Record<string, unknown[]> = {
+    audio: [chunk({ role: 'assistant', content: null, refusal: null }), chunk({ audio: AUDIO }), chunk({}, 'stop')],
+    // A compatible server's reasoning model cut short by max_tokens before it wrote any text.
+    reasoning: [chunk({ role: 'assistant' }), chunk({ reasoning_content: 'Let me think' }), chunk({}, 'length')],
+  };
+  let kind = 'audio';
+  const upstream = await startFakeUpstream(t, (_req, res) =>
+    sendChunks(res, [...answers[kind]!, { ...chunk({}), choices: [], usage: { prompt_tokens: 5, completion_tokens: 4, total_tokens: 9 } }]),
+  );
+  const { client } = await openaiGateway(t, upstream);
+  for (kind of Object.keys(answers)) {
+    const params: Params = { model: 'gpt-4o-audio-preview', messages: [{ role: 'user', content: `Answer by ${kind}` }] };
+    const live = await streamed(client, params);
+    assert.equal(live.route, 'live');
+    assert.equal(live.final.choices[0]!.message.content, null, kind);
+    const liveAnswer = answerOf(live.final);
+    const hit = await streamed(client, params);
+    assert.equal(hit.route, 'exact_cache');
+    assert.deepEqual(answerOf(hit.final), liveAnswer, kind);
+    const { data: buffered, response } = await client.chat.completions.create(params).withResponse();
+    assert.equal(response.headers.get('x-svc-route'), 'exact_cache');
+    assert.deepEqual(answerOf(buffered), liveAnswer, kind);
+  }
+  assert.equal(upstream.requests.length, 2, 'every hit came from the cache');
+});
+
 /** A legacy function call (a request with the deprecated `functions`) as OpenAI streams it: the name once, then arguments. */
 function functionCallChunks(): unknown[] {
   const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({
