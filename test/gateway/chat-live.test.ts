@@ -138,6 +138,25 @@ test('tool_choice allowed_tools (of the OpenAPI document and the SDK) reaches th
   assert.equal(validateAgainst('CreateChatCompletionResponse', called), null);
 });
 
+test('custom tools and a custom tool_choice (the OpenAPI document has them) are 400s that say so, and reach no upstream', async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) => sendJson(res, 200, completion('unused')));
+  const { client } = await gateway(t, upstream);
+  const messages = [{ role: 'user' as const, content: 'Write a query' }];
+  const custom = { type: 'custom' as const, custom: { name: 'sql', description: 'A SQL query', format: { type: 'text' as const } } };
+  for (const params of [
+    { model: 'gpt-5', messages, tools: [custom] },
+    { model: 'gpt-5', messages, tools: [WEATHER_TOOL], tool_choice: { type: 'custom' as const, custom: { name: 'sql' } } },
+  ]) {
+    await assert.rejects(client.chat.completions.create(params), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.BadRequestError);
+      // Was 'tool_choice: Invalid input', or a complaint that `function` is missing.
+      assert.match(error.message, /only tools of type 'function'.*custom tools are taken on \/v1\/responses/);
+      return true;
+    });
+  }
+  assert.equal(upstream.requests.length, 0);
+});
+
 test('a buffered answer without a choice is relayed but not stored: the repeat goes live again', async (t) => {
   const upstream = await startFakeUpstream(t, (_req, res) => sendJson(res, 200, { ...completion(''), choices: [] }));
   const { client } = await gateway(t, upstream);

@@ -36,8 +36,15 @@ const message = z.discriminatedUnion('role', [
 
 const functionName = z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'function names are 1-64 letters, digits, _ or -');
 
+/**
+ * Custom tools (free-text input) are the OpenAPI document's too, but svc checks each tool call against its declared
+ * function's schema before emitting it (docs/gateway.md), and a custom call has none: refused by name, not as an
+ * unexplained 'Invalid input'. The responses wire takes them.
+ */
+const FUNCTION_TOOLS_ONLY = "only tools of type 'function' are taken on this wire (custom tools are taken on /v1/responses)";
+
 const tool = z.looseObject({
-  type: z.literal('function'),
+  type: z.literal('function', { error: FUNCTION_TOOLS_ONLY }),
   function: z.looseObject({
     name: functionName,
     description: z.string().optional(),
@@ -48,15 +55,18 @@ const tool = z.looseObject({
 
 const namedFunction = z.looseObject({ type: z.literal('function'), function: z.looseObject({ name: functionName }) });
 
-const toolChoice = z.union([
-  z.enum(['none', 'auto', 'required']),
-  namedFunction,
-  // A subset of the declared tools the model may call (`auto`) or must call one of (`required`).
-  z.looseObject({
-    type: z.literal('allowed_tools'),
-    allowed_tools: z.looseObject({ mode: z.enum(['auto', 'required']), tools: z.array(namedFunction).min(1, 'allowed_tools.tools must name at least one tool') }),
-  }),
-]);
+const toolChoice = z.union(
+  [
+    z.enum(['none', 'auto', 'required']),
+    namedFunction,
+    // A subset of the declared tools the model may call (`auto`) or must call one of (`required`).
+    z.looseObject({
+      type: z.literal('allowed_tools'),
+      allowed_tools: z.looseObject({ mode: z.enum(['auto', 'required']), tools: z.array(namedFunction).min(1, 'allowed_tools.tools must name at least one tool') }),
+    }),
+  ],
+  { error: `tool_choice must be 'none', 'auto', 'required', a named function or allowed_tools; ${FUNCTION_TOOLS_ONLY}` },
+);
 
 const responseFormat = z.discriminatedUnion('type', [
   z.looseObject({ type: z.literal('text') }),
