@@ -6,8 +6,8 @@
  * Normalisation rules: optional fields that are JSON null, empty or whitespace-only count as omitted; a strict digit
  * string `dimensions` is coerced like a number; `input` may be a string, an array of strings, an array of token ids or
  * an array of token arrays (at most 2048 inputs), and an empty string, a null chunk or an empty token array becomes a
- * single-space placeholder so every index keeps its place. Fields svc does not know pass through untouched to a compatible
- * provider, as on the chat wire.
+ * single-space placeholder so every index keeps its place. Fields svc does not know pass through untouched to a
+ * compatible provider, as on the chat wire.
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
