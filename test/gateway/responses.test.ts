@@ -136,6 +136,11 @@ test('unsupported capabilities are clear 400s in the chat-completions error shap
   assert.equal(json(await app.inject({ url: '/api/v1/runs' })).pagination.total, 0);
   const allowed = { model: 'gpt-4o', input: 'x', tools: [WEATHER], tool_choice: { type: 'allowed_tools', mode: 'required', tools: [{ type: 'function', name: 'get_weather' }] } };
   assert.equal((await app.inject({ method: 'POST', url: '/v1/responses', payload: allowed })).statusCode, 200);
+  // The mock calls only a tool the choice allows, though the input names another.
+  const other = { ...WEATHER, name: 'get_time' };
+  const onlyTime = { model: 'gpt-4o', input: 'what is get_weather saying', tools: [WEATHER, other], tool_choice: { type: 'allowed_tools', mode: 'required', tools: [{ type: 'function', name: 'get_time' }] } };
+  const answer = json(await app.inject({ method: 'POST', url: '/v1/responses', payload: onlyTime }));
+  assert.deepEqual(answer.output.filter((item: any) => item.type === 'function_call').map((item: any) => item.name), ['get_time']);
 });
 
 function upstreamEvents(text: string) {

@@ -174,7 +174,7 @@ export function responsesToChat(request: ResponsesRequest): ChatRequest {
       ? { type: 'function', function: { name: String(tool.name), parameters: { type: 'object', properties: { input: { type: 'string' } }, required: ['input'] } } }
       : { type: 'function', function: { name: String(tool.name), parameters: (tool.parameters as Record<string, unknown> | undefined) ?? { type: 'object' } } },
   );
-  const choice = request.tool_choice as string | { type?: string; name?: string } | undefined;
+  const choice = request.tool_choice as string | { type?: string; name?: string; mode?: string; tools?: Array<{ name?: string }> } | undefined;
   const format = (request.text as { format?: { type?: string; name?: string; schema?: unknown } } | undefined)?.format;
   return {
     model: planModel(request.model),
@@ -182,6 +182,9 @@ export function responsesToChat(request: ResponsesRequest): ChatRequest {
     ...(tools.length ? { tools } : {}),
     ...(typeof choice === 'string' ? { tool_choice: choice } : {}),
     ...(typeof choice === 'object' && choice.name ? { tool_choice: { type: 'function', function: { name: choice.name } } } : {}),
+    ...(typeof choice === 'object' && choice.type === 'allowed_tools'
+      ? { tool_choice: { type: 'allowed_tools', allowed_tools: { mode: choice.mode, tools: (choice.tools ?? []).map((tool) => ({ type: 'function', function: { name: tool.name } })) } } }
+      : {}),
     ...(request.parallel_tool_calls === false ? { parallel_tool_calls: false } : {}),
     ...(typeof request.max_output_tokens === 'number' ? { max_tokens: request.max_output_tokens } : {}),
     ...(format?.type === 'json_schema' ? { response_format: { type: 'json_schema', json_schema: { name: format.name, schema: format.schema } } } : {}),
