@@ -161,6 +161,13 @@ function toolsTokens(tools: unknown): number {
 }
 
 /** Prompt tokens of a chat request: messages with their per-message overhead, tool calls and tool declarations. */
+/** The tokens of an embeddings request's inputs: a text's count, a token array's length. */
+export function countEmbeddingTokens(inputs: ReadonlyArray<string | readonly number[]>): number {
+  let tokens = 0;
+  for (const input of inputs) tokens += typeof input === 'string' ? countTokens(input) : input.length;
+  return tokens;
+}
+
 export function countChatTokens(request: CountableChatRequest): number {
   let total = REPLY_PRIMING;
   for (const message of request.messages) {

@@ -325,3 +325,22 @@ test('fields svc does not know reach the live upstream untouched, as on the chat
     extra_options: { normalize: true },
   });
 });
+
+test('an upstream usage whose prompt_tokens is not a token count is counted locally, as the mock counts the same inputs', async (t) => {
+  let usage: unknown = null;
+  const upstream = await startFakeUpstream(t, (_req, res) =>
+    sendJson(res, 200, { object: 'list', model: 'text-embedding-3-small', data: [{ index: 0, embedding: [1, 0] }, { index: 1, embedding: [0, 1] }], ...(usage === undefined ? {} : { usage }) }),
+  );
+  const { client } = await openaiGateway(t, upstream);
+  const input = ['a first text to embed', 'a second'];
+  const { app } = await build(t);
+  const local = json(await embed(app, { model: 'text-embedding-3-small', input })).usage;
+  assert.ok(local.prompt_tokens > 0);
+  for (const odd of [undefined, null, {}, { prompt_tokens: -5, total_tokens: -5 }, { prompt_tokens: '7' }, { prompt_tokens: 2.5 }, 'junk']) {
+    usage = odd;
+    const answer = await client.embeddings.create({ model: 'text-embedding-3-small', input, encoding_format: 'float' });
+    assert.deepEqual(answer.usage, local, JSON.stringify(odd));
+  }
+  usage = { prompt_tokens: 9, total_tokens: 9 };
+  assert.deepEqual((await client.embeddings.create({ model: 'text-embedding-3-small', input, encoding_format: 'float' })).usage, { prompt_tokens: 9, total_tokens: 9 }, 'a reported count wins');
+});

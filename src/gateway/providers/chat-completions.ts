@@ -32,6 +32,7 @@ import { undiciSignal, type CallSignal } from '../call-signal.ts';
 import { firstEventWatch, releasable, sseJson } from './sse.ts';
 import { EMBEDDINGS_ANSWER_FACTOR, DEFAULT_MAX_ANSWER_BYTES, MAX_ERROR_BODY_BYTES, readAnswer, readLimited, tooLargeMessage } from './bodies.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../core/json-depth.ts';
+import { countEmbeddingTokens } from '../tokens.ts';
 
 export interface ProviderTimeouts {
   /** TCP/TLS connect. */
@@ -322,12 +323,13 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
       if (vectors[index as number] !== undefined) throw badResponse(`the upstream returned two embeddings for input ${index as number}`);
       vectors[index as number] = vector as number[];
     });
-    const usage = isObject(parsed.usage) ? parsed.usage : {};
-    const promptTokens = typeof usage.prompt_tokens === 'number' ? usage.prompt_tokens : 0;
+    // The upstream's count when it is one, else the local one (none, or one that is not a count: -5, '7', 2.5).
+    const reported = isObject(parsed.usage) ? parsed.usage.prompt_tokens : undefined;
+    const promptTokens = Number.isSafeInteger(reported) && (reported as number) >= 0 ? (reported as number) : countEmbeddingTokens(embeddingsRequest.input as Array<string | number[]>);
     return {
       model: typeof parsed.model === 'string' ? parsed.model : embeddingsRequest.model,
       vectors: vectors as number[][],
-      usage: { prompt_tokens: promptTokens, total_tokens: typeof usage.total_tokens === 'number' ? usage.total_tokens : promptTokens },
+      usage: { prompt_tokens: promptTokens, total_tokens: promptTokens },
     };
   }
 

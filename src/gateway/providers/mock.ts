@@ -11,7 +11,7 @@
  */
 import type { CallSignal } from '../call-signal.ts';
 import { createHash, randomBytes } from 'node:crypto';
-import { countChatTokens, countTokens, truncateToTokens } from '../tokens.ts';
+import { countChatTokens, countEmbeddingTokens, countTokens, truncateToTokens } from '../tokens.ts';
 import { mockMessages, mockResponses, mockStreamMessages, mockStreamResponses } from './mock-wires.ts';
 import { sampleFromSchema } from './schema-sample.ts';
 import {
@@ -365,11 +365,9 @@ export function createMockProvider(options: MockProviderOptions = {}): Provider 
       throw new ProviderError('batch_too_large', `mock batch limit: at most ${behaviour.maxBatch} inputs per request`, { provider: MOCK_PROVIDER_NAME, upstreamStatus: 400 });
     }
     const dimensions = request.dimensions ?? defaultEmbeddingDimensions(request.model);
-    let tokens = 0;
-    const vectors = (request.input as Array<string | number[]>).map((input) => {
-      tokens += typeof input === 'string' ? countTokens(input) : input.length;
-      return mockEmbedding(input, dimensions);
-    });
+    const inputs = request.input as Array<string | number[]>;
+    const vectors = inputs.map((input) => mockEmbedding(input, dimensions));
+    const tokens = countEmbeddingTokens(inputs);
     return { model: request.model, vectors, usage: { prompt_tokens: tokens, total_tokens: tokens } };
   }
 
