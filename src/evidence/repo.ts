@@ -576,9 +576,13 @@ function reserveIn(sql: Sql, tenantId: string, runId: string, bytes: number, bud
 }
 
 function deleteRuns(sql: Sql, ids: string[]): number {
+  const runs: RunRecord[] = [];
   for (const id of ids) {
     const row = sql.get<RunRow>('SELECT * FROM runs WHERE id = ?', [id]);
-    if (row) removeFromRollups(sql, fromRow(row));
+    if (row) runs.push(fromRow(row));
+  }
+  removeFromRollups(sql, runs);
+  for (const id of ids) {
     for (const table of ['run_replays', 'run_side_effects', 'run_feedback']) sql.run(`DELETE FROM ${table} WHERE run_id = ?`, [id]);
     sql.run('DELETE FROM run_events WHERE run_id = ?', [id]);
     sql.run('DELETE FROM run_attempts WHERE run_id = ?', [id]);

@@ -63,11 +63,8 @@ function rollupKeys(run: RunRecord): RollupKey[] {
 /** Sums of one rollup row: its key, then runs and the totals, in UPSERT's parameter order. */
 type RollupCell = [...RollupKey, number, number, number, number, number, number, number];
 
-/**
- * Add finished runs to their rollup rows (inside the write that records their final state). The runs of one group
- * commit are summed first, so rows they share (same day, app, model, route...) are upserted once, not once per run.
- */
-export function addToRollups(sql: Sql, runs: readonly RunRecord[]): void {
+/** The runs' sums per rollup row they count in, keyed by the row's key. */
+function sumByRow(runs: readonly RunRecord[]): Map<string, RollupCell> {
   const cells = new Map<string, RollupCell>();
   for (const run of runs) {
     for (const key of rollupKeys(run)) {
@@ -86,22 +83,39 @@ export function addToRollups(sql: Sql, runs: readonly RunRecord[]): void {
       }
     }
   }
-  for (const cell of cells.values()) sql.run(UPSERT, cell);
+  return cells;
 }
 
-/** Take pruned runs out of the rollups (retention deletes whole runs; their sums must go with them). */
-export function removeFromRollups(sql: Sql, run: RunRecord): void {
-  if (run.status === 'running') return;
-  for (const key of rollupKeys(run)) {
+/**
+ * Add finished runs to their rollup rows (inside the write that records their final state). The runs of one group
+ * commit are summed first, so rows they share (same day, app, model, route...) are upserted once, not once per run.
+ */
+export function addToRollups(sql: Sql, runs: readonly RunRecord[]): void {
+  for (const cell of sumByRow(runs).values()) sql.run(UPSERT, cell);
+}
+
+const ROW_KEY = 'tenant_id = ? AND dim = ? AND value = ? AND day = ? AND app_id = ? AND status = ? AND route = ?';
+
+/**
+ * Take pruned runs out of the rollups (retention deletes whole runs; their sums must go with them). As when they were
+ * added, the runs are summed per row first: each row they counted in is updated once and, once it counts no run,
+ * deleted by its key. (Deleting the emptied rows of a tenant's day instead, `WHERE tenant_id = ? AND day = ?`, read
+ * every rollup row of the tenant, the key leading with the dimension: ~300 ms per retention batch of 200 runs with
+ * 30,000 rollup rows, all of it on the event loop.)
+ */
+export function removeFromRollups(sql: Sql, runs: readonly RunRecord[]): void {
+  const finished = runs.filter((run) => run.status !== 'running');
+  for (const cell of sumByRow(finished).values()) {
+    const key = cell.slice(0, 7);
     sql.run(
-      `UPDATE run_rollups SET runs = runs - 1, cost_usd = cost_usd - ?, saved_usd = saved_usd - ?,
+      `UPDATE run_rollups SET runs = runs - ?, cost_usd = cost_usd - ?, saved_usd = saved_usd - ?,
          ghost_saved_usd = ghost_saved_usd - ?, saved_ms = saved_ms - ?, prompt_tokens = prompt_tokens - ?,
          completion_tokens = completion_tokens - ?
-       WHERE tenant_id = ? AND dim = ? AND value = ? AND day = ? AND app_id = ? AND status = ? AND route = ?`,
-      [run.costUsd, run.savedUsd, run.ghostSavedUsd, run.savedMs, run.usage.promptTokens, run.usage.completionTokens, ...key],
+       WHERE ${ROW_KEY}`,
+      [...cell.slice(7), ...key],
     );
+    sql.run(`DELETE FROM run_rollups WHERE ${ROW_KEY} AND runs <= 0`, key);
   }
-  sql.run('DELETE FROM run_rollups WHERE tenant_id = ? AND day = ? AND runs <= 0', [run.tenantId, dayOf(run.createdAt)]);
 }
 
 export interface RollupTotals {

@@ -4,6 +4,8 @@ import test from 'node:test';
 import { build, json } from '../support/build.ts';
 import { RETENTION_BATCH } from '../../src/retention/service.ts';
 import { completedOutcome } from '../support/run-outcome.ts';
+import type { Sql, SqlParams } from '../../src/store/sql.ts';
+import type { Store } from '../../src/store/store.ts';
 
 const DAY = 86_400_000;
 
@@ -141,4 +143,51 @@ test('a run still running is left to finish: retention and a deleted organizatio
     purges: count(sql, 'tenant_purges WHERE tenant_id = ?', [orgId]),
   }));
   assert.deepEqual(left, { runs: 0, events: 0, rollups: 0, cache: 0, purges: 0 });
+});
+
+test("a retention pass finds the rollup rows of the runs it prunes by their keys, never walking the tenant's rollups", async (t) => {
+  // Every statement the pass writes over run_rollups, to read its plan after.
+  let statements: Array<{ text: string; params: SqlParams | undefined }> | null = null;
+  const watched = (sql: Sql): Sql => ({
+    run: (text, params) => {
+      if (/\brun_rollups\b/.test(text)) statements?.push({ text, params });
+      return sql.run(text, params);
+    },
+    get: (text, params) => sql.get(text, params),
+    all: (text, params) => sql.all(text, params),
+  });
+  const wrapStore = (inner: Store): Store =>
+    new Proxy(inner, {
+      get(target, prop) {
+        if (prop === 'write') return <T>(fn: (sql: Sql) => T) => target.write((sql) => fn(watched(sql)));
+        const value: unknown = Reflect.get(target, prop, target);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+  let now = Date.UTC(2026, 0, 1);
+  const { services } = await build(t, { overrides: { clock: { now: () => now } }, wrapStore });
+  // Many subjects over many days: many rollup rows, few of them the pruned runs'.
+  for (let day = 0; day < 40; day++) {
+    for (let i = 0; i < 20; i++) {
+      const run = services.ledger.start({ tenantId: 'default', appId: null, agent: null, subject: `user-${i}`, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'm', stream: false, requestId: null, startedAt: now + day * DAY });
+      run.finish(FINISHED);
+    }
+  }
+  await services.store.flush();
+  now += 40 * DAY;
+  statements = [];
+  assert.equal((await services.retention.runOnce()).runsDeleted, 10 * 20);
+  const done = statements;
+  statements = null;
+  assert.ok(done.length > 0);
+  for (const { text, params } of done) {
+    const plan = await services.store.read((sql) => sql.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${text}`, params));
+    for (const { detail } of plan.filter((row) => /\brun_rollups\b/.test(row.detail))) {
+      assert.match(detail, /dim=\? AND day=\? AND value=\?/, `${text}: ${detail}`);
+    }
+  }
+  // Deleting the pruned runs' rows by their keys leaves the others: 30 days of 20 subjects are still counted.
+  const rows = await services.store.read((sql) => sql.get<{ runs: number }>("SELECT SUM(runs) AS runs FROM run_rollups WHERE dim = 'subject'")!);
+  assert.equal(rows.runs, 30 * 20);
+  assert.equal((await services.store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM runs')!)).n, 30 * 20);
 });
