@@ -174,7 +174,7 @@ export async function createServices(config: Config, store: Store, overrides: Se
   const retention = createRetentionService({
     clock,
     tenantIds: () => accountsRepo.orgIds(),
-    retentionDays: async (tenantId) => (await settings.effective(tenantId)).retention_days,
+    retentionDays: (tenantId) => settings.effectiveValue(tenantId, 'retention_days'),
     pruneRuns: (tenantId, cutoff, batch) => runsRepo.pruneTenantRuns(tenantId, cutoff, batch),
     pruneCache: (tenantId, cutoff, batch) => cacheRepo.pruneTenant(tenantId, cutoff, batch),
     pendingPurges: () => accountsRepo.pendingPurges(),

@@ -8,7 +8,7 @@ import type { AuditRecord, AuditService } from '../audit/service.ts';
 import type { AuthContext } from '../identity/auth-context.ts';
 import type { KeysService } from '../keys/service.ts';
 import type { SecretCipher } from '../secrets/vault-cipher.ts';
-import type { SettingsRepository } from './repo.ts';
+import type { SettingsRepository, StoredSetting } from './repo.ts';
 import {
   SECRET_MASK,
   SETTINGS,
@@ -48,6 +48,11 @@ export interface SettingsService {
   update(auth: AuthContext, key: string, value: unknown): Promise<SettingsView>;
   /** Decrypted effective settings for internal use (webhooks, gateway); never returned over HTTP. */
   effective(tenantId: string): Promise<SettingsMap>;
+  /**
+   * One effective setting, the others left unread: a reader of `retention_days` (the retention pass) does not depend
+   * on decrypting the tenant's secrets, which fails once the master key changed (docs/configuration.md).
+   */
+  effectiveValue<K extends SettingKey>(tenantId: string, key: K): Promise<SettingsMap[K]>;
 }
 
 export function createSettingsService(deps: {
@@ -60,14 +65,23 @@ export function createSettingsService(deps: {
 }): SettingsService {
   const { repo, keys, audit, cipher, checkPublicUrl, clock } = deps;
 
+  function decoded(stored: StoredSetting): unknown {
+    const value = JSON.parse(stored.valueJson) as unknown;
+    return stored.encrypted && typeof value === 'string' ? cipher.decrypt(value) : value;
+  }
+
   async function effective(tenantId: string): Promise<SettingsMap> {
     const settings = defaultSettings() as Record<string, unknown>;
     for (const stored of await repo.list(tenantId)) {
       if (!isSettingKey(stored.key)) continue; // a key retired by a later version
-      const value = JSON.parse(stored.valueJson) as unknown;
-      settings[stored.key] = stored.encrypted && typeof value === 'string' ? cipher.decrypt(value) : value;
+      settings[stored.key] = decoded(stored);
     }
     return settings as SettingsMap;
+  }
+
+  async function effectiveValue<K extends SettingKey>(tenantId: string, key: K): Promise<SettingsMap[K]> {
+    const stored = (await repo.list(tenantId)).find((setting) => setting.key === key);
+    return (stored ? decoded(stored) : structuredClone(SETTINGS[key].default)) as SettingsMap[K];
   }
 
   async function validateGrants(tenantId: string, grants: ConnectorGrants): Promise<void> {
@@ -137,5 +151,6 @@ export function createSettingsService(deps: {
     },
 
     effective,
+    effectiveValue,
   };
 }

@@ -6,6 +6,7 @@ import { RETENTION_BATCH } from '../../src/retention/service.ts';
 import { completedOutcome } from '../support/run-outcome.ts';
 import type { Sql, SqlParams } from '../../src/store/sql.ts';
 import type { Store } from '../../src/store/store.ts';
+import { createSecretCipher } from '../../src/secrets/vault-cipher.ts';
 
 const DAY = 86_400_000;
 
@@ -190,4 +191,25 @@ test("a retention pass finds the rollup rows of the runs it prunes by their keys
   const rows = await services.store.read((sql) => sql.get<{ runs: number }>("SELECT SUM(runs) AS runs FROM run_rollups WHERE dim = 'subject'")!);
   assert.equal(rows.runs, 30 * 20);
   assert.equal((await services.store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM runs')!)).n, 30 * 20);
+});
+
+test('a secret setting that no longer decrypts (the master key changed) does not stop retention, of its tenant or the next', async (t) => {
+  let now = Date.UTC(2026, 0, 1);
+  const { app, services } = await build(t, { overrides: { clock: { now: () => now } } });
+  const other = 'ten_zz_after_default';
+  await services.store.write((sql) => sql.run("INSERT INTO tenants (id, name, created_at) VALUES (?, 'Other', ?)", [other, now]));
+  for (const tenantId of ['default', other]) {
+    const run = services.ledger.start({ tenantId, appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'm', stream: false, requestId: null });
+    run.finish(FINISHED);
+  }
+  assert.equal((await app.inject({ method: 'PUT', url: '/api/v1/settings', payload: { key: 'retention_days', value: 10 } })).statusCode, 200);
+  await services.store.write((sql) => sql.run("INSERT INTO settings (tenant_id, key, value_json, encrypted, updated_at) VALUES (?, 'retention_days', '10', 0, ?)", [other, now]));
+  // The default tenant's webhook secret, as a data file keeps it after svc restarted under another master key.
+  const foreign = createSecretCipher(Buffer.alloc(32, 7), 'env').encrypt('s3cret');
+  await services.store.write((sql) =>
+    sql.run("INSERT INTO settings (tenant_id, key, value_json, encrypted, updated_at) VALUES ('default', 'webhook_secret', ?, 1, ?)", [JSON.stringify(foreign), now]),
+  );
+  await services.store.flush();
+  now += 20 * DAY;
+  assert.equal((await services.retention.runOnce()).runsDeleted, 2, 'both tenants pruned at their 10-day window');
 });
