@@ -115,7 +115,10 @@ export interface RunsRepository {
   eventsBefore(runId: string, options: { limit: number; before?: number }): Promise<TraceEvent[]>;
   allEvents(runId: string): Promise<TraceEvent[]>;
   attempts(runId: string): Promise<AttemptRecord[]>;
-  /** Delete up to `batch` of the tenant's runs created before `cutoff` with their events and attempts. */
+  /**
+   * Delete up to `batch` of the tenant's runs created before `cutoff` with their events and attempts, in one write, or
+   * in several when their traces are long (`PRUNE_EVENTS_PER_WRITE`).
+   */
   pruneTenantRuns(tenantId: string, cutoff: number, batch: number): Promise<number>;
   /** Ids of every tenant's runs whose status is `running` (read through the tenants' status index). */
   runningRunIds(): Promise<string[]>;
@@ -575,6 +578,13 @@ function reserveIn(sql: Sql, tenantId: string, runId: string, bytes: number, bud
   );
 }
 
+/**
+ * Trace events one retention write deletes at most (or one run's, should it hold more): a batch of runs with
+ * long traces (SDK agents append up to 10,000 events a run) is deleted in as many writes, each a short stall of the
+ * event loop. A gateway run has a handful of events, so a batch of them is one write.
+ */
+export const PRUNE_EVENTS_PER_WRITE = 10_000;
+
 function deleteRuns(sql: Sql, ids: string[]): number {
   const runs: RunRecord[] = [];
   for (const id of ids) {
@@ -879,20 +889,28 @@ export function createRunsRepository(store: Store): RunsRepository {
         return finished.length;
       }),
 
-    pruneTenantRuns: (tenantId, cutoff, batch) =>
-      store.write((sql) =>
-        deleteRuns(
-          sql,
-          sql
+    async pruneTenantRuns(tenantId, cutoff, batch) {
+      let deleted = 0;
+      while (deleted < batch) {
+        const { count, cut } = await store.write((sql) => {
+          const runs = sql.all<{ id: string; event_count: number }>(
             // A run still under way is left to finish first: deleting it would leave its last writes (events,
             // attempts, rollups, its cache entry) without it, and its request's answer without its run.
-            .all<{ id: string }>("SELECT id FROM runs WHERE tenant_id = ? AND created_at < ? AND status != 'running' ORDER BY created_at LIMIT ?", [
-              tenantId,
-              cutoff,
-              batch,
-            ])
-            .map((r) => r.id),
-        ),
-      ),
+            "SELECT id, event_count FROM runs WHERE tenant_id = ? AND created_at < ? AND status != 'running' ORDER BY created_at LIMIT ?",
+            [tenantId, cutoff, batch - deleted],
+          );
+          // The runs whose events fit in one write's budget (always the first), the rest in the next write.
+          let take = 1;
+          for (let events = runs[0]?.event_count ?? 0; take < runs.length && events + runs[take]!.event_count <= PRUNE_EVENTS_PER_WRITE; take++) {
+            events += runs[take]!.event_count;
+          }
+          const ids = runs.slice(0, take).map((run) => run.id);
+          return { count: deleteRuns(sql, ids), cut: take < runs.length };
+        });
+        deleted += count;
+        if (!cut) break;
+      }
+      return deleted;
+    },
   };
 }

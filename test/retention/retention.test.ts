@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 import { build, json } from '../support/build.ts';
 import { RETENTION_BATCH } from '../../src/retention/service.ts';
+import { PRUNE_EVENTS_PER_WRITE } from '../../src/evidence/repo.ts';
 import { completedOutcome } from '../support/run-outcome.ts';
 import type { Sql, SqlParams } from '../../src/store/sql.ts';
 import type { Store } from '../../src/store/store.ts';
@@ -212,4 +213,49 @@ test('a secret setting that no longer decrypts (the master key changed) does not
   await services.store.flush();
   now += 20 * DAY;
   assert.equal((await services.retention.runOnce()).runsDeleted, 2, 'both tenants pruned at their 10-day window');
+});
+
+test('runs with long traces are pruned in several writes, each deleting a bounded number of trace events', async (t) => {
+  // Trace events each write of the pass deletes.
+  let current = 0;
+  const perWrite: number[] = [];
+  const watched = (sql: Sql): Sql => ({
+    run: (text, params) => {
+      const result = sql.run(text, params);
+      if (/^DELETE FROM run_events\b/.test(text)) current += result.changes;
+      return result;
+    },
+    get: (text, params) => sql.get(text, params),
+    all: (text, params) => sql.all(text, params),
+  });
+  const wrapStore = (inner: Store): Store =>
+    new Proxy(inner, {
+      get(target, prop) {
+        if (prop === 'write') {
+          return <T>(fn: (sql: Sql) => T) =>
+            target.write((sql) => {
+              current = 0;
+              const result = fn(watched(sql));
+              if (current > 0) perWrite.push(current);
+              return result;
+            });
+        }
+        const value: unknown = Reflect.get(target, prop, target);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+  let now = Date.UTC(2026, 0, 1);
+  const { services } = await build(t, { overrides: { clock: { now: () => now } }, wrapStore });
+  const EVENTS = 4_000;
+  for (let i = 0; i < 10; i++) {
+    const run = services.ledger.start({ tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'm', stream: false, requestId: null });
+    for (let seq = 2; seq < EVENTS; seq++) run.event('tool.called', { name: 'search', args: { seq } });
+    run.finish(FINISHED);
+    await services.store.flush();
+  }
+  now += 31 * DAY;
+  assert.equal((await services.retention.runOnce()).runsDeleted, 10);
+  assert.equal(perWrite.reduce((a, b) => a + b, 0), 10 * EVENTS, 'every event is deleted');
+  assert.ok(perWrite.every((events) => events <= PRUNE_EVENTS_PER_WRITE), JSON.stringify(perWrite));
+  assert.equal((await services.store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM run_events')!)).n, 0);
 });
