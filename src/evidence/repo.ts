@@ -104,8 +104,11 @@ export interface RunsRepository {
   /** Update side-effect records from events appended by a request's own recorder (committed). */
   applySideEffects(tenantId: string, events: TraceEvent[]): Promise<void>;
   sideEffects(runId: string): Promise<SideEffectRecord[]>;
-  /** Add a feedback record unless the run holds `max` already (false: nothing added). */
-  addFeedback(record: FeedbackRecord, max: number): Promise<boolean>;
+  /**
+   * Add a feedback record unless the run holds `max` already (`full`) or is gone (`gone`: pruned by retention or its
+   * organization's purge since it was read); nothing is added then.
+   */
+  addFeedback(record: FeedbackRecord, max: number): Promise<'added' | 'full' | 'gone'>;
   feedback(runId: string): Promise<FeedbackRecord[]>;
   /** Wait for every pending ledger write (read-your-writes for API calls naming a run). */
   settle(): Promise<void>;
@@ -772,13 +775,15 @@ export function createRunsRepository(store: Store): RunsRepository {
 
     addFeedback: (record, max) =>
       store.write((sql) => {
+        // Checked in the write: a record added after its run was deleted would outlive it, as no deletion finds it.
+        if (!sql.get('SELECT 1 FROM runs WHERE id = ? AND tenant_id = ?', [record.runId, record.tenantId])) return 'gone';
         const held = sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM run_feedback WHERE run_id = ?', [record.runId])!.n;
-        if (held >= max) return false;
+        if (held >= max) return 'full';
         sql.run(
           'INSERT INTO run_feedback (id, run_id, tenant_id, kind, body_json, actor_json, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
           [record.id, record.runId, record.tenantId, record.kind, JSON.stringify(record.body), JSON.stringify(record.actor), record.createdAt],
         );
-        return true;
+        return 'added';
       }),
 
     feedback: (runId) =>

@@ -435,7 +435,9 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
 
   async function saveFeedback(auth: AuthContext, run: RunRecord, kind: FeedbackRecord['kind'], body: Record<string, unknown>) {
     const record: FeedbackRecord = { id: newId('fbk'), runId: run.id, tenantId: run.tenantId, kind, body, actor: actorOf(auth), createdAt: clock.now() };
-    if (!(await repo.addFeedback(record, RUN_FEEDBACK_MAX))) {
+    const added = await repo.addFeedback(record, RUN_FEEDBACK_MAX);
+    if (added === 'gone') throw notFound('Run');
+    if (added === 'full') {
       throw new AppError('conflict', { message: `The run has the most feedback a run may hold (${RUN_FEEDBACK_MAX} records).`, details: { max: RUN_FEEDBACK_MAX } });
     }
     return feedbackView(record);

@@ -259,3 +259,34 @@ test('runs with long traces are pruned in several writes, each deleting a bounde
   assert.ok(perWrite.every((events) => events <= PRUNE_EVENTS_PER_WRITE), JSON.stringify(perWrite));
   assert.equal((await services.store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM run_events')!)).n, 0);
 });
+
+test('feedback on a run that retention deletes while the feedback is being saved is a 404, not a record left without its run', async (t) => {
+  // The next write after arming waits for a whole retention pass first: the run was found, then pruned, then written to.
+  let armed: (() => Promise<unknown>) | null = null;
+  const wrapStore = (inner: Store): Store =>
+    new Proxy(inner, {
+      get(target, prop) {
+        if (prop === 'write') {
+          return <T>(fn: (sql: Sql) => T) => {
+            const before = armed;
+            armed = null;
+            return before ? before().then(() => target.write(fn)) : target.write(fn);
+          };
+        }
+        const value: unknown = Reflect.get(target, prop, target);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+  let now = Date.UTC(2026, 0, 1);
+  const { app, services } = await build(t, { overrides: { clock: { now: () => now } }, wrapStore });
+  const runId = (await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'rate me' }] } }))
+    .headers['x-svc-run-id'] as string;
+  await services.store.flush();
+  now += 31 * DAY;
+  armed = () => services.retention.runOnce();
+  const rated = await app.inject({ method: 'POST', url: `/api/v1/runs/${runId}/feedback`, payload: { type: 'rating', rating: 5 } });
+  assert.equal(armed, null, 'the feedback was written after the pass');
+  assert.equal(rated.statusCode, 404, rated.body);
+  const left = await services.store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM run_feedback')!.n);
+  assert.equal(left, 0);
+});
