@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 import { KeyIndex } from '../../src/caches/key-index.ts';
 import { ByteLru } from '../../src/caches/lru.ts';
-import { createCacheRepository, type CacheEntry } from '../../src/caches/repo.ts';
+import { createCacheRepository, INVALIDATE_BATCH, type CacheEntry } from '../../src/caches/repo.ts';
+import type { Sql } from '../../src/store/sql.ts';
 import { MIGRATIONS } from '../../src/store/migrations.ts';
 import { openStore, type Store } from '../../src/store/store.ts';
 import { countingStore } from '../support/counting-store.ts';
@@ -113,6 +114,62 @@ test('invalidation drops the entries held in memory (all, by tier, by key prefix
 
   assert.equal(await repo.invalidate('ten_b', { cacheType: 'exact_response', keyPrefix: null }), 3);
   assert.equal(await repo.get('ten_b', 'exact_response', 'messages:1'), null);
+});
+
+test('invalidation deletes a large cache in writes of a bounded number of entries; the answer counts them all', async (t) => {
+  // Rows each write of the store deletes.
+  let current = 0;
+  const perWrite: number[] = [];
+  const watched = (sql: Sql): Sql => ({
+    run: (text, params) => sql.run(text, params),
+    get: (text, params) => sql.get(text, params),
+    all: (text, params) => {
+      const rows = sql.all(text, params);
+      if (/^DELETE FROM cache_entries\b/.test(text)) current += rows.length;
+      return rows as never;
+    },
+  });
+  const inner = openStore({ dataDir: null });
+  t.after(() => inner.close());
+  const store = new Proxy(inner, {
+    get(target, prop) {
+      if (prop === 'write') {
+        return <T>(fn: (sql: Sql) => T) =>
+          target.write((sql) => {
+            current = 0;
+            const result = fn(watched(sql));
+            if (current > 0) perWrite.push(current);
+            return result;
+          });
+      }
+      const value: unknown = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+  const repo = createCacheRepository(store);
+  await repo.loaded();
+  // One creation time for all (the order the writes go through breaks ties by row id), two wires interleaved.
+  const count = INVALIDATE_BATCH * 2 + 300;
+  for (let i = 0; i < count; i++) {
+    repo.putDeferred(entry('ten_a', `chat_completions:${i}`));
+    repo.putDeferred(entry('ten_a', `messages:${i}`));
+  }
+  repo.putDeferred(entry('ten_b', 'messages:0'));
+  await inner.flush();
+  assert.ok(await repo.get('ten_a', 'exact_response', 'messages:7'));
+
+  assert.equal(await repo.invalidate('ten_a', { cacheType: 'exact_response', keyPrefix: 'messages:' }), count);
+  assert.ok(perWrite.length > 1 && perWrite.every((rows) => rows <= INVALIDATE_BATCH), JSON.stringify(perWrite));
+  assert.equal(await repo.get('ten_a', 'exact_response', 'messages:7'), null);
+  assert.equal(await repo.get('ten_a', 'exact_response', `messages:${count - 1}`), null);
+  assert.ok(await repo.get('ten_a', 'exact_response', `chat_completions:${count - 1}`));
+  assert.ok(await repo.get('ten_b', 'exact_response', 'messages:0'));
+
+  perWrite.length = 0;
+  assert.equal(await repo.invalidate('ten_a', { cacheType: null, keyPrefix: null }), count);
+  assert.ok(perWrite.every((rows) => rows <= INVALIDATE_BATCH), JSON.stringify(perWrite));
+  assert.deepEqual(await rowsOf(inner, 'ten_a'), []);
+  assert.equal((await rowsOf(inner, 'ten_b')).length, 1);
 });
 
 test('a key prefix matches literally and case-sensitively, in the table as in memory', async (t) => {
