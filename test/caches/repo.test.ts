@@ -7,10 +7,9 @@ import test from 'node:test';
 import { KeyIndex } from '../../src/caches/key-index.ts';
 import { ByteLru } from '../../src/caches/lru.ts';
 import { createCacheRepository, INVALIDATE_BATCH, type CacheEntry } from '../../src/caches/repo.ts';
-import type { Sql } from '../../src/store/sql.ts';
 import { MIGRATIONS } from '../../src/store/migrations.ts';
 import { openStore, type Store } from '../../src/store/store.ts';
-import { countingStore } from '../support/counting-store.ts';
+import { countingStore, deletesPerWrite } from '../support/counting-store.ts';
 import { tempDir } from '../support/process.ts';
 
 function entry(tenantId: string, key: string, value: unknown = { answer: key }, createdAt = 1_000): Omit<CacheEntry, 'hits' | 'lastHitAt'> {
@@ -117,35 +116,9 @@ test('invalidation drops the entries held in memory (all, by tier, by key prefix
 });
 
 test('invalidation deletes a large cache in writes of a bounded number of entries; the answer counts them all', async (t) => {
-  // Rows each write of the store deletes.
-  let current = 0;
-  const perWrite: number[] = [];
-  const watched = (sql: Sql): Sql => ({
-    run: (text, params) => sql.run(text, params),
-    get: (text, params) => sql.get(text, params),
-    all: (text, params) => {
-      const rows = sql.all(text, params);
-      if (/^DELETE FROM cache_entries\b/.test(text)) current += rows.length;
-      return rows as never;
-    },
-  });
   const inner = openStore({ dataDir: null });
   t.after(() => inner.close());
-  const store = new Proxy(inner, {
-    get(target, prop) {
-      if (prop === 'write') {
-        return <T>(fn: (sql: Sql) => T) =>
-          target.write((sql) => {
-            current = 0;
-            const result = fn(watched(sql));
-            if (current > 0) perWrite.push(current);
-            return result;
-          });
-      }
-      const value: unknown = Reflect.get(target, prop, target);
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-    },
-  });
+  const { store, perWrite } = deletesPerWrite(inner, 'cache_entries');
   const repo = createCacheRepository(store);
   await repo.loaded();
   // One creation time for all (the order the writes go through breaks ties by row id), two wires interleaved.

@@ -5,6 +5,7 @@ import { build, json } from '../support/build.ts';
 import { RETENTION_BATCH } from '../../src/retention/service.ts';
 import { PRUNE_EVENTS_PER_WRITE } from '../../src/evidence/repo.ts';
 import { completedOutcome } from '../support/run-outcome.ts';
+import { deletesPerWrite } from '../support/counting-store.ts';
 import type { Sql, SqlParams } from '../../src/store/sql.ts';
 import type { Store } from '../../src/store/store.ts';
 import { createSecretCipher } from '../../src/secrets/vault-cipher.ts';
@@ -217,33 +218,12 @@ test('a secret setting that no longer decrypts (the master key changed) does not
 
 test('runs with long traces are pruned in several writes, each deleting a bounded number of trace events', async (t) => {
   // Trace events each write of the pass deletes.
-  let current = 0;
-  const perWrite: number[] = [];
-  const watched = (sql: Sql): Sql => ({
-    run: (text, params) => {
-      const result = sql.run(text, params);
-      if (/^DELETE FROM run_events\b/.test(text)) current += result.changes;
-      return result;
-    },
-    get: (text, params) => sql.get(text, params),
-    all: (text, params) => sql.all(text, params),
-  });
-  const wrapStore = (inner: Store): Store =>
-    new Proxy(inner, {
-      get(target, prop) {
-        if (prop === 'write') {
-          return <T>(fn: (sql: Sql) => T) =>
-            target.write((sql) => {
-              current = 0;
-              const result = fn(watched(sql));
-              if (current > 0) perWrite.push(current);
-              return result;
-            });
-        }
-        const value: unknown = Reflect.get(target, prop, target);
-        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-      },
-    });
+  let perWrite: number[] = [];
+  const wrapStore = (inner: Store): Store => {
+    const watched = deletesPerWrite(inner, 'run_events');
+    perWrite = watched.perWrite;
+    return watched.store;
+  };
   let now = Date.UTC(2026, 0, 1);
   const { services } = await build(t, { overrides: { clock: { now: () => now } }, wrapStore });
   const EVENTS = 4_000;

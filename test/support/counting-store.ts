@@ -1,4 +1,5 @@
 /** A store wrapper for tests that count how often a repository reaches SQLite. */
+import type { Sql, SqlParams } from '../../src/store/sql.ts';
 import type { Store } from '../../src/store/store.ts';
 
 /** The real in-memory store, with its reads and deferred writes counted. */
@@ -36,4 +37,43 @@ export function countingStore(store: Store) {
     },
   };
   return { store: wrapped, counts };
+}
+
+/**
+ * The real store, its writes watched: `perWrite` gets how many rows of `table` each write deleted (by DELETE
+ * statements' changes, or their RETURNING rows), one entry per write that deleted any. Tests of work split into
+ * bounded writes assert on it.
+ */
+export function deletesPerWrite(store: Store, table: string) {
+  const perWrite: number[] = [];
+  const deletes = new RegExp(`^\\s*DELETE FROM ${table}\\b`);
+  const watched = (sql: Sql, count: (rows: number) => void): Sql => ({
+    run: (text, params) => {
+      const result = sql.run(text, params);
+      if (deletes.test(text)) count(result.changes);
+      return result;
+    },
+    get: (text, params) => sql.get(text, params),
+    all: <T>(text: string, params?: SqlParams) => {
+      const rows = sql.all<T>(text, params);
+      if (deletes.test(text)) count(rows.length);
+      return rows;
+    },
+  });
+  const wrapped = new Proxy(store, {
+    get(target, prop) {
+      if (prop === 'write') {
+        return <T>(fn: (sql: Sql) => T) =>
+          target.write((sql) => {
+            let deleted = 0;
+            const result = fn(watched(sql, (rows) => (deleted += rows)));
+            if (deleted > 0) perWrite.push(deleted);
+            return result;
+          });
+      }
+      const value: unknown = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+  return { store: wrapped, perWrite };
 }
