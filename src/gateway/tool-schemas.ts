@@ -134,12 +134,15 @@ export interface DeclaredTools {
   check(call: ChatToolCall, index: number): ToolCallProblem | null;
 }
 
-/** Compile every declared function tool; throws a 400 for a schema that does not compile, or is too large. */
 /** The 400 of a tool name declared twice (tool calls name their tool, so each needs its own). */
 export function duplicateTool(name: string): Error {
   return invalid(`tools: the name "${name}" is declared more than once; each tool needs a name of its own.`, { param: 'tools' });
 }
 
+/**
+ * Compile every declared function tool; throws a 400 for a schema that does not compile, or is too large, and for a
+ * name declared twice.
+ */
 export function compileTools(tools: readonly ChatTool[] | undefined, budget = new SchemaBudget()): DeclaredTools {
   const validators = new Map<string, ValidateFunction | null>();
   for (const [index, tool] of (tools ?? []).entries()) {
