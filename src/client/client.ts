@@ -2,7 +2,7 @@
  * The reference client of svc's management API (SPEC 4.20), used by the CLI and tests. Errors become
  * `SvcApiError` with the status and the `{error: {code, message}}` of the answer.
  */
-import { chatChunks, correlationOf, messagesChunks, SvcStreamError, type ChatStreamChunk, type MessagesStreamChunk, type MessagesToolUse, type RunCorrelation, type ToolCall, type Usage } from './streams.ts';
+import { chatChunks, correlationOf, messagesChunks, received, SvcStreamError, type ChatStreamChunk, type MessagesStreamChunk, type MessagesToolUse, type RunCorrelation, type ToolCall, type Usage } from './streams.ts';
 import { tracedTool, type ToolDefinition } from './tools.ts';
 import { httpTransport, readBody, type RequestOptions, type Transport, type TransportResponse } from './transport.ts';
 
@@ -383,7 +383,10 @@ export class SvcClient {
     return { body: response.body as Record<string, any>, headers: response.headers };
   }
 
-  /** Open a gateway stream: the header deadline applies until the response headers arrived, then it is lifted. */
+  /**
+   * Open a gateway stream: the header deadline applies until the response headers arrived, then it is lifted. The
+   * connection failing after that is a SvcStreamError with the run's correlation (`received`).
+   */
   private async gatewayStream(path: string, body: unknown, signal?: AbortSignal) {
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(new Error(`no response headers within ${this.options.requestTimeoutMs} ms`)), this.options.requestTimeoutMs);
@@ -395,7 +398,7 @@ export class SvcClient {
         const read = await readBody(response.body, `POST ${path}`);
         throw this.failure('POST', path, response.status, response.headers, read.body, read.text);
       }
-      return response;
+      return { ...response, body: received(response.body, correlationOf(response.headers), controller.signal) };
     } finally {
       clearTimeout(timer);
     }

@@ -21,8 +21,8 @@ export class SvcStreamError extends Error implements RunCorrelation {
   /** The error object of the wire's error event, when there was one. */
   readonly detail: unknown;
 
-  constructor(message: string, correlation: RunCorrelation, detail: unknown = null) {
-    super(message);
+  constructor(message: string, correlation: RunCorrelation, detail: unknown = null, options?: ErrorOptions) {
+    super(message, options);
     this.name = 'SvcStreamError';
     this.runId = correlation.runId;
     this.route = correlation.route;
@@ -50,6 +50,20 @@ export function correlationOf(headers: Record<string, string>): RunCorrelation {
     requestId: REQUEST_ID.test(requestId) ? requestId : '',
     runUrl,
   };
+}
+
+/**
+ * The body of an accepted stream as it arrives. The connection failing midway (reset, cut by a proxy, the server
+ * gone) is the stream ending before it finished: a SvcStreamError with the run's correlation, not the transport's
+ * bare error (undici's `TypeError: terminated`). A stream the caller aborted keeps the abort's own error.
+ */
+export async function* received(body: AsyncIterable<Uint8Array>, correlation: RunCorrelation, signal: AbortSignal): AsyncGenerator<Uint8Array> {
+  try {
+    for await (const chunk of body) yield chunk;
+  } catch (error) {
+    if (signal.aborted) throw error;
+    throw new SvcStreamError(`the stream broke off before the answer finished: ${(error as Error).message}`, correlation, null, { cause: error });
+  }
 }
 
 /** SSE messages of a byte stream, as they arrive. */

@@ -117,6 +117,59 @@ test('a provider error inside an accepted stream raises SvcStreamError with requ
   assert.deepEqual(seen, ['delta'], 'the partial delta arrived before the error');
 });
 
+test('a connection cut inside an accepted stream raises SvcStreamError with the correlation, not the bare transport error', async (t) => {
+  const { baseUrl } = await serve(t);
+  // A proxy in front of svc that relays the answer's headers and first event, then loses the connection.
+  const cutting = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', async () => {
+      const upstream = await fetch(`${baseUrl}${req.url}`, { method: req.method, headers: { 'content-type': 'application/json' }, body: Buffer.concat(chunks) });
+      res.writeHead(upstream.status, Object.fromEntries(upstream.headers.entries()));
+      const reader = upstream.body!.getReader();
+      const first = Buffer.from((await reader.read()).value!);
+      res.write(first.subarray(0, first.indexOf('\n\n') + 2));
+      await reader.cancel();
+      setTimeout(() => res.destroy(), 20);
+    });
+  });
+  await new Promise<void>((resolve) => cutting.listen(0, '127.0.0.1', resolve));
+  t.after(() => {
+    cutting.closeAllConnections();
+    cutting.close();
+  });
+  const client = createSvcClient({ baseUrl: `http://127.0.0.1:${(cutting.address() as AddressInfo).port}`, env: {} });
+  t.after(() => client.close());
+  for (const open of [
+    () => client.chatStream({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'tell me a long story' }] }),
+    () => client.messagesStream({ model: 'claude-sonnet-4-5', max_tokens: 200, messages: [{ role: 'user', content: 'tell me a long story' }] }),
+  ]) {
+    await assert.rejects(
+      (async () => {
+        for await (const _ of open()) void _;
+      })(),
+      (error: unknown) => {
+        assert.ok(error instanceof SvcStreamError, String(error));
+        assert.match(error.runId, /^run_/);
+        assert.equal(error.route, 'live');
+        assert.match(error.requestId, /^req_/);
+        assert.equal(error.runUrl, `${baseUrl}/runs/${error.runId}`);
+        return true;
+      },
+    );
+  }
+  // A stream the caller aborts keeps the abort's own error.
+  const direct = createSvcClient({ baseUrl, env: {} });
+  t.after(() => direct.close());
+  const controller = new AbortController();
+  await assert.rejects(
+    (async () => {
+      for await (const _ of direct.chatStream({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }, { signal: controller.signal })) controller.abort(new Error('the caller gave up'));
+    })(),
+    /the caller gave up/,
+  );
+});
+
 test('messages: buffered with stopReason and tool uses; streamed deltas ending with stopReason', async (t) => {
   const { baseUrl } = await serve(t);
   const client = createSvcClient({ baseUrl, env: {} });
