@@ -105,9 +105,21 @@ function parseBody(text: string): unknown {
   }
 }
 
-/** HTTP(S) to a base URL such as `http://127.0.0.1:8787`, with an optional bearer token. */
+/** What svc takes as a bearer token (src/identity/service.ts): visible ASCII, no spaces. */
+const BEARER_TOKEN = /^[\x21-\x7e]+$/;
+
+/**
+ * HTTP(S) to a base URL such as `http://127.0.0.1:8787`, with an optional bearer token (trimmed, as svc trims its
+ * own `SVC_API_KEY`: a key read from a file keeps its line break). A token svc could never accept is refused here,
+ * without quoting it: undici's error for a header value it cannot send quotes the whole value, and every request's
+ * error would have carried the API key into the caller's logs.
+ */
 export function httpTransport(baseUrl: string, token: string | null): Transport {
-  return fetchTransport(baseUrl, token ? { authorization: `Bearer ${token}` } : {}, baseUrl, new Agent());
+  const key = token?.trim() ?? '';
+  if (key !== '' && !BEARER_TOKEN.test(key)) {
+    throw new TypeError('the API key holds a character no svc token has (a space, a line break, a control or non-ASCII character); it is not shown here');
+  }
+  return fetchTransport(baseUrl, key ? { authorization: `Bearer ${key}` } : {}, baseUrl, new Agent());
 }
 
 /** HTTP over a unix socket: the local operator of a running `svc serve`. */

@@ -214,6 +214,28 @@ test('errors carry method, path, status and the first 500 characters of the body
   await assert.rejects(client.runs.get('run_missing'), (error: unknown) => error instanceof SvcApiError && error.status === 404 && error.path === '/api/v1/runs/run_missing');
 });
 
+test('an API key no header can carry is refused without quoting it; a key read with its line break is trimmed', async (t) => {
+  const { baseUrl, requests } = await serve(t, { SVC_API_KEY: 'sk-bootstrap-secret' });
+  const fromFile = createSvcClient({ baseUrl, apiKey: 'sk-bootstrap-secret\n', env: {} });
+  t.after(() => fromFile.close());
+  assert.ok(Array.isArray((await fromFile.keys.list()).keys));
+  requests.length = 0;
+  // Two keys pasted on two lines, a NUL, a non-ASCII character: undici's error quoted the header value, the key in it.
+  for (const key of ['sk-bootstrap-secret\nsk-bootstrap-other', 'sk-bootstrap-secret\u0000', 'sk-bootstrap-secret\u00e9', 'sk-bootstrap secret']) {
+    let error: any = null;
+    try {
+      const client = createSvcClient({ baseUrl, env: { SVC_API_KEY: key } });
+      t.after(() => client.close());
+      await client.keys.list();
+    } catch (caught) {
+      error = caught;
+    }
+    assert.ok(error instanceof TypeError, `${JSON.stringify(key)}: ${error}`);
+    assert.doesNotMatch(`${error.message} ${(error.cause as Error | undefined)?.message ?? ''}`, /bootstrap/);
+  }
+  assert.deepEqual(requests, [], 'nothing was sent');
+});
+
 test('an id "." or ".." is refused before anything is sent: as a path segment it would address another endpoint', async (t) => {
   const { baseUrl, requests } = await serve(t);
   const client = createSvcClient({ baseUrl, env: {} });
