@@ -42,14 +42,17 @@ export interface CreateClientOptions extends ClientOptions {
  * SVC_API_KEY, SVC_APP, SVC_AGENT, SVC_SUBJECT.
  */
 export function createSvcClient(options: CreateClientOptions = {}): SvcClient {
-  const env = options.env ?? process.env;
-  const baseUrl = options.baseUrl ?? env.SVC_BASE_URL ?? 'http://127.0.0.1:8787';
-  const apiKey = options.apiKey !== undefined ? options.apiKey : (env.SVC_API_KEY ?? null);
+  const environment = options.env ?? process.env;
+  // As svc reads its own environment (src/config.ts): a variable set to nothing (`SVC_APP=` in a compose file) is
+  // unset, not the empty value, which svc's identity takes for no app at all rather than default-app.
+  const env = (name: string): string | undefined => environment[name]?.trim() || undefined;
+  const baseUrl = options.baseUrl ?? env('SVC_BASE_URL') ?? 'http://127.0.0.1:8787';
+  const apiKey = options.apiKey !== undefined ? options.apiKey : (env('SVC_API_KEY') ?? null);
   return new SvcClient(httpTransport(baseUrl, apiKey), {
     ...options,
-    app: options.app ?? env.SVC_APP ?? DEFAULT_APP,
-    agent: options.agent !== undefined ? options.agent : (env.SVC_AGENT ?? null),
-    subject: options.subject !== undefined ? options.subject : (env.SVC_SUBJECT ?? null),
+    app: options.app ?? env('SVC_APP') ?? DEFAULT_APP,
+    agent: options.agent !== undefined ? options.agent : (env('SVC_AGENT') ?? null),
+    subject: options.subject !== undefined ? options.subject : (env('SVC_SUBJECT') ?? null),
   });
 }
 

@@ -62,6 +62,16 @@ test('the default app is default-app', async (t) => {
   assert.equal((await services.runs.find({ tenantId: 'default', tenantWide: true } as any, runId)).appId, 'default-app');
 });
 
+test('an SVC_* variable set to nothing is unset, as svc reads its own: the app is default-app', async (t) => {
+  const { baseUrl, services } = await serve(t);
+  const client = createSvcClient({ baseUrl, env: { SVC_APP: '', SVC_AGENT: ' ', SVC_SUBJECT: '', SVC_API_KEY: '' } });
+  t.after(() => client.close());
+  const { runId } = await client.chat({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
+  await services.store.flush();
+  const run = await services.runs.find({ tenantId: 'default', tenantWide: true } as any, runId);
+  assert.deepEqual([run.appId, run.agent, run.subject], ['default-app', null, null]);
+});
+
 test('streamed chat: delta chunks, then one done chunk with cumulative content, toolCalls and finishReason', async (t) => {
   const { baseUrl } = await serve(t);
   const client = createSvcClient({ baseUrl, env: {} });
