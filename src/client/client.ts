@@ -391,17 +391,33 @@ export class SvcClient {
    * connection failing after that is a SvcStreamError with the run's correlation (`received`).
    */
   private async gatewayStream(path: string, body: unknown, signal?: AbortSignal) {
+    // A signal aborted already fires no 'abort' event: the request would have gone out regardless.
+    signal?.throwIfAborted();
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(new Error(`no response headers within ${this.options.requestTimeoutMs} ms`)), this.options.requestTimeoutMs);
     const onAbort = () => controller.abort(signal?.reason);
     signal?.addEventListener('abort', onAbort, { once: true });
+    // Removed once the stream is over: an application's one signal (its shutdown) given to every stream would
+    // otherwise hold each stream's listener until it fires (and Node warns of a leak from the eleventh on).
+    const release = () => signal?.removeEventListener('abort', onAbort);
     try {
       const response = await this.transport.stream('POST', path, body, { headers: this.identityHeaders(), signal: controller.signal });
       if (response.status < 200 || response.status >= 300) {
         const read = await readBody(response.body, `POST ${path}`);
         throw this.failure('POST', path, response.status, response.headers, read.body, read.text);
       }
-      return { ...response, body: received(response.body, correlationOf(response.headers), controller.signal) };
+      const chunks = received(response.body, correlationOf(response.headers), controller.signal);
+      async function* releasing(): AsyncGenerator<Uint8Array> {
+        try {
+          yield* chunks;
+        } finally {
+          release();
+        }
+      }
+      return { ...response, body: releasing() };
+    } catch (error) {
+      release();
+      throw error;
     } finally {
       clearTimeout(timer);
     }

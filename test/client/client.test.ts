@@ -1,5 +1,6 @@
 /** The reference client (SPEC 4.20, 6.3, 8) against a real listening svc, and its rules in isolation. */
 import assert from 'node:assert/strict';
+import { getEventListeners } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import test, { type TestContext } from 'node:test';
@@ -178,6 +179,37 @@ test('a connection cut inside an accepted stream raises SvcStreamError with the 
     })(),
     /the caller gave up/,
   );
+});
+
+test("a stream's signal: one aborted already sends nothing; one shared by many streams keeps no listener of theirs", async (t) => {
+  const { baseUrl, requests } = await serve(t);
+  const client = createSvcClient({ baseUrl, env: {} });
+  t.after(() => client.close());
+  const aborted = new AbortController();
+  aborted.abort(new Error('shutting down'));
+  await assert.rejects(
+    (async () => {
+      for await (const _ of client.chatStream({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }, { signal: aborted.signal })) void _;
+    })(),
+    /shutting down/,
+  );
+  assert.deepEqual(requests, [], 'nothing was sent');
+
+  const shutdown = new AbortController();
+  const warnings: string[] = [];
+  const onWarning = (warning: Error) => warnings.push(warning.name);
+  process.on('warning', onWarning);
+  t.after(() => process.off('warning', onWarning));
+  for (let i = 0; i < 12; i++) {
+    for await (const _ of client.chatStream({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: `stream ${i}` }] }, { signal: shutdown.signal })) void _;
+  }
+  for await (const chunk of client.messagesStream({ model: 'claude-sonnet-4-5', max_tokens: 50, messages: [{ role: 'user', content: 'x' }] }, { signal: shutdown.signal })) {
+    if (chunk.type === 'delta') break; // left early
+  }
+  await assert.rejects(client.chatStream({ model: 'gpt-4o-mini', messages: [] }, { signal: shutdown.signal }).next(), SvcApiError);
+  assert.equal(getEventListeners(shutdown.signal, 'abort').length, 0);
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(warnings, []);
 });
 
 test('messages: buffered with stopReason and tool uses; streamed deltas ending with stopReason', async (t) => {
