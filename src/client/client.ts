@@ -339,19 +339,22 @@ export class SvcClient {
       throw error;
     }
     if (response.status < 200 || response.status >= 300) throw this.failure(method, path, response.status, response.headers, response.body, response.text);
-    // Every answer of svc's API is a JSON object; anything else (an HTML page, an empty body) is not svc answering.
-    if (typeof response.body !== 'object' || response.body === null) {
-      throw new SvcApiError({
-        status: response.status,
-        code: 'invalid_response',
-        message: `the server answered ${method} ${path} with HTTP ${response.status} but no JSON: is it svc?`,
-        method,
-        path,
-        body: response.text,
-        requestId: response.headers['x-request-id'] ?? null,
-      });
-    }
+    if (typeof response.body !== 'object' || response.body === null) throw this.notJson(method, path, response);
     return response.body as T;
+  }
+
+  /** Every answer of svc's API is a JSON object; anything else (an HTML page, an empty body) is not svc answering. */
+  private notJson(method: string, path: string, response: TransportResponse): SvcApiError {
+    return new SvcApiError({
+      status: response.status,
+      code: 'invalid_response',
+      message: `the server answered ${method} ${path} with HTTP ${response.status} but no JSON: is it svc?`,
+      method,
+      path,
+      body: response.text,
+      requestId: response.headers['x-request-id'] ?? null,
+      runId: correlationOf(response.headers).runId,
+    });
   }
 
   private failure(method: string, path: string, status: number, headers: Record<string, string>, body: unknown, text: string): SvcApiError {
@@ -383,6 +386,8 @@ export class SvcClient {
     const signal = AbortSignal.timeout(this.options.bufferedTimeoutMs);
     const response = await this.transport.request('POST', path, body, { headers: this.identityHeaders(), signal });
     if (response.status < 200 || response.status >= 300) throw this.failure('POST', path, response.status, response.headers, response.body, response.text);
+    // A proxy's HTML page or an empty 200 was read as an answer: a TypeError on its `choices`, or an empty one.
+    if (typeof response.body !== 'object' || response.body === null || Array.isArray(response.body)) throw this.notJson('POST', path, response);
     return { body: response.body as Record<string, any>, headers: response.headers };
   }
 

@@ -456,12 +456,16 @@ test('a 2xx answer that is not JSON (an HTML page, an empty body) is an error, n
     const baseUrl = await foreignServer(t, (res) => res.writeHead(200, { 'content-type': 'text/html' }).end(body));
     const client = createSvcClient({ baseUrl, env: {} });
     t.after(() => client.close());
-    await assert.rejects(client.keys.list(), (error: unknown) => {
-      assert.ok(error instanceof SvcApiError, String(error));
-      assert.equal(error.code, 'invalid_response');
-      assert.equal(error.status, 200);
-      return true;
-    });
+    // A management call, and a buffered gateway call (chat read `choices` of null, or answered '' from an HTML page).
+    for (const [call, path] of [[() => client.keys.list(), '/api/v1/keys'], [() => client.chat({ model: 'gpt-4o-mini', messages: [] }), '/v1/chat/completions'], [() => client.messages({ model: 'm', max_tokens: 1, messages: [] }), '/v1/messages']] as const) {
+      await assert.rejects(call(), (error: unknown) => {
+        assert.ok(error instanceof SvcApiError, `${JSON.stringify(body)}: ${error}`);
+        assert.equal(error.code, 'invalid_response');
+        assert.equal(error.status, 200);
+        assert.equal(error.path, path);
+        return true;
+      });
+    }
   }
 });
 
