@@ -145,7 +145,9 @@ export async function* chatChunks(body: AsyncIterable<Uint8Array>, correlation: 
     content += text;
     if (text || fragments.length > 0) yield { type: 'delta', content: text, toolCalls: fragments };
   }
-  if (!done && finishReason === null) throw new SvcStreamError('the stream ended before the answer finished', correlation);
+  // svc sends `[DONE]` only after a complete answer: a stream that ends without it did not finish, even past its
+  // finish_reason (cut before the usage chunk, or before a failure svc would have reported).
+  if (!done) throw new SvcStreamError('the stream ended before the answer finished', correlation);
   const toolCalls = [...calls.entries()].sort(([a], [b]) => a - b).map(([, call]) => call);
   yield { type: 'done', content, toolCalls, finishReason, usage, model, ...correlation };
 }

@@ -128,28 +128,33 @@ test('a provider error inside an accepted stream raises SvcStreamError with requ
   assert.deepEqual(seen, ['delta'], 'the partial delta arrived before the error');
 });
 
-test('a connection cut inside an accepted stream raises SvcStreamError with the correlation, not the bare transport error', async (t) => {
-  const { baseUrl } = await serve(t);
-  // A proxy in front of svc that relays the answer's headers and first event, then loses the connection.
-  const cutting = createServer((req, res) => {
+/** A proxy in front of svc: relays each answer's headers, then `forward(text, res)` writes what it will of svc's body. */
+async function relay(t: TestContext, baseUrl: string, forward: (text: string, res: import('node:http').ServerResponse) => void): Promise<string> {
+  const proxy = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', async () => {
       const upstream = await fetch(`${baseUrl}${req.url}`, { method: req.method, headers: { 'content-type': 'application/json' }, body: Buffer.concat(chunks) });
       res.writeHead(upstream.status, Object.fromEntries(upstream.headers.entries()));
-      const reader = upstream.body!.getReader();
-      const first = Buffer.from((await reader.read()).value!);
-      res.write(first.subarray(0, first.indexOf('\n\n') + 2));
-      await reader.cancel();
-      setTimeout(() => res.destroy(), 20);
+      forward(await upstream.text(), res);
     });
   });
-  await new Promise<void>((resolve) => cutting.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
   t.after(() => {
-    cutting.closeAllConnections();
-    cutting.close();
+    proxy.closeAllConnections();
+    proxy.close();
   });
-  const client = createSvcClient({ baseUrl: `http://127.0.0.1:${(cutting.address() as AddressInfo).port}`, env: {} });
+  return `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+}
+
+test('a connection cut inside an accepted stream raises SvcStreamError with the correlation, not the bare transport error', async (t) => {
+  const { baseUrl } = await serve(t);
+  // The proxy relays the first event, then loses the connection.
+  const cutting = await relay(t, baseUrl, (text, res) => {
+    res.write(text.slice(0, text.indexOf('\n\n') + 2));
+    setTimeout(() => res.destroy(), 20);
+  });
+  const client = createSvcClient({ baseUrl: cutting, env: {} });
   t.after(() => client.close());
   for (const open of [
     () => client.chatStream({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'tell me a long story' }] }),
@@ -179,6 +184,27 @@ test('a connection cut inside an accepted stream raises SvcStreamError with the 
     })(),
     /the caller gave up/,
   );
+});
+
+test('a chat stream that ends cleanly without data: [DONE] did not finish, even after its finish_reason', async (t) => {
+  const { baseUrl } = await serve(t);
+  // svc sends [DONE] only after a complete answer; here a proxy ends the stream cleanly before it (and before the usage).
+  const shortened = await relay(t, baseUrl, (text, res) => res.end(text.slice(0, text.lastIndexOf('data: {"id"'))));
+  const client = createSvcClient({ baseUrl: shortened, env: {} });
+  t.after(() => client.close());
+  const seen: string[] = [];
+  await assert.rejects(
+    (async () => {
+      for await (const chunk of client.chatStream({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hello there' }] })) seen.push(chunk.type);
+    })(),
+    (error: unknown) => {
+      assert.ok(error instanceof SvcStreamError, String(error));
+      assert.match(error.runId, /^run_/);
+      assert.equal(error.route, 'live');
+      return true;
+    },
+  );
+  assert.ok(seen.length > 0 && seen.every((type) => type === 'delta'), 'the deltas arrived; no done chunk');
 });
 
 test("a stream's signal: one aborted already sends nothing; one shared by many streams keeps no listener of theirs", async (t) => {
