@@ -34,7 +34,7 @@ export interface ToolTracer {
   cacheStore(body: { toolName: string; schemaFp?: string; args: unknown; result: unknown; ttlSeconds: number }): Promise<unknown>;
 }
 
-/** Plain JSON: null, booleans, finite numbers, strings, arrays and plain objects of those, without cycles. */
+/** Plain JSON: null, booleans, finite numbers, strings, arrays (dense) and plain objects of those, without cycles. */
 export function isPlainJson(value: unknown, seen: Set<object> = new Set()): boolean {
   if (value === null || typeof value === 'boolean' || typeof value === 'string') return true;
   if (typeof value === 'number') return Number.isFinite(value);
@@ -42,7 +42,8 @@ export function isPlainJson(value: unknown, seen: Set<object> = new Set()): bool
   if (seen.has(value)) return false;
   seen.add(value);
   let ok: boolean;
-  if (Array.isArray(value)) ok = value.every((item) => isPlainJson(item, seen));
+  // A hole (`[1, , 3]`) or a named property of an array is not JSON: JSON.stringify sends null for one, drops the other.
+  if (Array.isArray(value)) ok = Object.keys(value).length === value.length && value.every((item) => isPlainJson(item, seen));
   else {
     const proto = Object.getPrototypeOf(value);
     ok = (proto === Object.prototype || proto === null) && Object.values(value).every((item) => isPlainJson(item, seen));

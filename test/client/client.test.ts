@@ -393,7 +393,9 @@ test('traced tools follow the SPEC order; failures of tracing are swallowed, too
   assert.deepEqual(await read({ q: 'y' }), { q: 'y' });
   assert.ok(calls.every((call) => call === 'execute'), 'without a run id the tool runs untraced');
 
-  for (const bad of [{ when: new Date() }, { f: () => 1 }, { n: Number.NaN }, { u: undefined }]) {
+  const named: any = [1, 2];
+  named.extra = 'dropped by JSON';
+  for (const bad of [{ when: new Date() }, { f: () => 1 }, { n: Number.NaN }, { u: undefined }, { list: [1, , 3] }, { list: named }, { big: 1n }, { m: new Map() }]) {
     calls.length = 0;
     await assert.rejects(read(bad as any, { runId: 'run_1' }), TypeError);
     assert.deepEqual(calls, [], 'nothing happens before arguments are plain JSON');
