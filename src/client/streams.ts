@@ -162,6 +162,15 @@ export type MessagesStreamChunk =
   | { type: 'delta'; content: string; toolUse?: { index: number; id?: string; name?: string; partialJson?: string } }
   | ({ type: 'done'; content: string; toolUses: MessagesToolUse[]; stopReason: string | null; usage: Usage | null; model: string } & RunCorrelation);
 
+/** A tool_use block's assembled input: svc checks it is JSON, so input that is not came from another server. */
+function toolInput(json: string, name: string, correlation: RunCorrelation): unknown {
+  try {
+    return JSON.parse(json) as unknown;
+  } catch {
+    throw new SvcStreamError(`the gateway sent tool_use input of "${name}" that is not JSON`, correlation, json.slice(0, 500));
+  }
+}
+
 /** The messages-wire stream (text deltas, tool_use blocks with input_json_delta) ending with stopReason. */
 export async function* messagesChunks(body: AsyncIterable<Uint8Array>, correlation: RunCorrelation): AsyncGenerator<MessagesStreamChunk> {
   let content = '';
@@ -214,7 +223,7 @@ export async function* messagesChunks(body: AsyncIterable<Uint8Array>, correlati
   if (!stopped) throw new SvcStreamError('the stream ended before message_stop', correlation);
   const toolUses = [...blocks.entries()]
     .sort(([a], [b]) => a - b)
-    .map(([, block]) => ({ id: block.id, name: block.name, input: block.json ? (JSON.parse(block.json) as unknown) : {} }));
+    .map(([, block]) => ({ id: block.id, name: block.name, input: block.json ? toolInput(block.json, block.name, correlation) : {} }));
   yield {
     type: 'done',
     content,

@@ -465,6 +465,30 @@ async function foreignServer(t: TestContext, answer: (res: import('node:http').S
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
+test('a server that is not svc: a javascript: run URL is dropped; tool_use input that is not JSON is a stream error', async (t) => {
+  const event = (type: string, data: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+  const baseUrl = await foreignServer(t, (res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'x-svc-run-id': 'run_abc', 'x-svc-route': 'live', 'x-request-id': 'req_1', 'x-svc-run-url': 'javascript:alert(1)' });
+    res.write(event('message_start', { message: { model: 'm', usage: { input_tokens: 1, output_tokens: 0 } } }));
+    res.write(event('content_block_start', { index: 0, content_block: { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: {} } }));
+    res.write(event('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: '{"city":' } }));
+    res.write(event('message_delta', { delta: { stop_reason: 'tool_use' }, usage: { output_tokens: 3 } }));
+    res.end(event('message_stop', {}));
+  });
+  const client = createSvcClient({ baseUrl, env: {} });
+  t.after(() => client.close());
+  await assert.rejects(
+    (async () => {
+      for await (const _ of client.messagesStream({ model: 'm', max_tokens: 5, messages: [] })) void _;
+    })(),
+    (error: unknown) => {
+      assert.ok(error instanceof SvcStreamError, String(error));
+      assert.deepEqual([error.runId, error.route, error.requestId, error.runUrl], ['run_abc', 'live', 'req_1', '']);
+      return true;
+    },
+  );
+});
+
 test('a management call is bounded: no answer, or one sent a byte at a time, fails at the buffered deadline', async (t) => {
   const silent = await foreignServer(t, () => undefined);
   const dripping = await foreignServer(t, (res) => {
