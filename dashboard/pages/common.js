@@ -37,13 +37,23 @@ export function errorCode(result) {
   return result.data?.error?.code ?? 'http_error';
 }
 
-/** A sentence for a failed call: the API's own message, plus when to retry after a 429. */
+/**
+ * A sentence for a failed call: the API's own message, plus when to retry after a 429. svc's 429 messages end with
+ * their own "Retry after 893 s."; that sentence gives way to the wait of `retry-after` in words ("Try again in 15
+ * minutes."), so a locked-out sign-in does not say the wait twice, in seconds.
+ */
 export function errorText(result) {
   let text = result.data?.error?.message || 'Something went wrong.';
   if (result.status === 429 && result.retryAfter) {
-    text += ` Try again in ${result.retryAfter} second${result.retryAfter === 1 ? '' : 's'}.`;
+    text = `${text.replace(/\s*Retry after [^.]*\.?\s*$/, '')} Try again in ${waitText(result.retryAfter)}.`;
   }
   return text;
+}
+
+/** A wait in seconds as a person reads it: seconds up to two minutes, then whole minutes (rounded up). */
+function waitText(seconds) {
+  if (seconds < 120) return `${seconds} second${seconds === 1 ? '' : 's'}`;
+  return `${Math.ceil(seconds / 60)} minutes`;
 }
 
 /**
