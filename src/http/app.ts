@@ -155,6 +155,13 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
 
   await app.register(
     async (api) => {
+      // Every answer of the management API is one caller's data (or, for a lookup, has a token in its URL), and a
+      // session's requests carry only a cookie, which does not keep an answer out of a shared cache the way
+      // Authorization does (RFC 9111 3.5): none is stored. First, so errors of the hooks below carry it too.
+      api.addHook('onRequest', (_request, reply, done) => {
+        reply.header('cache-control', 'no-store');
+        done();
+      });
       await registerSurface(api, {
         surface: 'api',
         bodyLimit: limits.apiBodyBytes,

@@ -112,6 +112,26 @@ test('logout ends the session and clears the cookie; the old cookie is refused',
   assert.equal(again.statusCode, 200);
 });
 
+test('no answer of the API is stored by a cache: cookie-authenticated reads, errors and public lookups are no-store', async (t) => {
+  // A shared cache may keep an answer to a request that carried a cookie (only Authorization keeps it out, RFC 9111
+  // 3.5) and hand one user's `me` or audit log to the next; a browser keeps them on disk after the sign-out.
+  const { app, admin } = await buildWithAdmin(t);
+  for (const url of ['/api/v1/auth/me', '/api/v1/users', '/api/v1/orgs/active', '/api/v1/keys', '/api/v1/audit', '/api/v1/no-such-route']) {
+    const response = await admin.get(url);
+    assert.ok(response.statusCode < 500, `${url}: ${response.statusCode}`);
+    assert.equal(response.headers['cache-control'], 'no-store', url);
+  }
+  const lookup = await app.inject({ url: '/api/v1/invites/not-a-token' });
+  assert.equal(lookup.headers['cache-control'], 'no-store', 'a public lookup whose URL holds a token');
+  const signedOut = await app.inject({ url: '/api/v1/auth/me' });
+  assert.equal(signedOut.statusCode, 401);
+  assert.equal(signedOut.headers['cache-control'], 'no-store');
+  // The gateway wires are not the management API: their cache headers are their own (docs/gateway.md).
+  const models = await app.inject({ url: '/v1/models', headers: { authorization: `Bearer ${BOOT}` } });
+  assert.equal(models.statusCode, 200);
+  assert.equal(models.headers['cache-control'], undefined);
+});
+
 test('me needs a session; API keys and the bootstrap token get 403 session_required', async (t) => {
   const { app } = await buildWithAdmin(t);
   const response = await app.inject({ url: '/api/v1/auth/me', headers: bearer(BOOT) });
