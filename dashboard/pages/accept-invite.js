@@ -83,6 +83,7 @@ async function main() {
 
   if (!invite.userExists) {
     showOnly('invite', 'new-account');
+    $('new-account-username').value = invite.email;
     const form = $('new-account');
     form.addEventListener('submit', async (event) => {
       event.preventDefault();

@@ -31,7 +31,8 @@ function showSignIn(note) {
   $('email').focus();
 }
 
-function showChangePassword() {
+function showChangePassword(me) {
+  $('change-username').value = me.user.email;
   $('title').textContent = 'Choose a new password';
   showOnly('change-password');
   $('current').focus();
@@ -39,7 +40,7 @@ function showChangePassword() {
 
 /** After a successful sign-in or password change: continue to `next`, or say who is signed in. */
 function signedIn(me, note) {
-  if (me.mustChangePassword) return showChangePassword();
+  if (me.mustChangePassword) return showChangePassword(me);
   if (next) return window.location.assign(next);
   showSignedIn(me, note);
 }
@@ -91,7 +92,7 @@ $('sign-out').addEventListener('click', async (event) => {
 // Already signed in? Say so (no automatic redirect: someone signed in as the wrong user must be able to sign out).
 const me = await api('GET', '/auth/me');
 if (me.ok && me.data?.user) {
-  if (me.data.mustChangePassword) showChangePassword();
+  if (me.data.mustChangePassword) showChangePassword(me.data);
   else showSignedIn(me.data);
 } else {
   showSignIn();

@@ -154,6 +154,8 @@ test('an invitation is accepted through /accept-invite in Chromium; then the pas
     assert.equal(await text(page, '#invite-org'), ORG);
     assert.equal(await text(page, '#invite-email'), INVITEE);
     assert.equal(await text(page, '#invite-role'), 'admin');
+    // A password manager saves the new password for the invited address, not for the name typed above it.
+    assert.equal(await page.locator('#new-account input[autocomplete="username"]').inputValue(), INVITEE);
 
     // The page checks what it can before asking svc.
     await page.getByLabel('Your name').fill('Grace Hopper');
@@ -322,5 +324,34 @@ test('after ten wrong passwords /login says the lockout and its wait once, in mi
   const alert = await text(page, '[role="alert"]');
   // Not "Too many attempts. Retry after 900 s. Try again in 900 seconds.": one wait, in words a person reads.
   assert.match(alert, /^Too many attempts\. Try again in 1[45] minutes\.$/);
+  assert.deepEqual(problems, []);
+});
+
+test('a temporary password is replaced on /login, for the signed-in address; then the sign-in continues to ?next=', async (t) => {
+  requireBrowser();
+  const svc = await startSvc(t);
+  const email = 'tmp@example.com';
+  assert.equal((await svc.admin('POST', '/users', { email, tempPassword: FIRST_PASSWORD })).status, 201);
+
+  const context = await newContext(t);
+  const page = await context.newPage();
+  const problems = watch(page);
+  await page.goto(`${svc.address}/login?next=${encodeURIComponent('/verify-email')}`);
+  await page.getByLabel('E-mail').fill(email);
+  await page.getByLabel('Password', { exact: true }).fill(FIRST_PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Choose a new password' }).waitFor();
+  // The sign-in form (and its e-mail field) is hidden now: the form names the account whose password changes.
+  assert.equal(await page.locator('#change-password input[autocomplete="username"]').inputValue(), email);
+  // Opened again with the change still pending, the page asks for it first, for the same address.
+  await page.reload();
+  await page.getByRole('heading', { name: 'Choose a new password' }).waitFor();
+  assert.equal(await page.locator('#change-password input[autocomplete="username"]').inputValue(), email);
+  await page.getByLabel('Current password').fill(FIRST_PASSWORD);
+  await page.getByLabel('New password', { exact: true }).fill(SECOND_PASSWORD);
+  await page.getByLabel('Repeat the new password').fill(SECOND_PASSWORD);
+  await page.getByRole('button', { name: 'Change password' }).click();
+  await page.waitForURL(`${svc.address}/verify-email`);
+  assert.equal((await svc.admin('GET', `/users?email=${encodeURIComponent(email)}`)).body.users[0].mustChangePassword, false);
   assert.deepEqual(problems, []);
 });

@@ -113,8 +113,10 @@ test('the pages have no inline script, inline style or inline event handler, and
       assert.ok(reference.startsWith(ASSET_PREFIX) && reference.slice(ASSET_PREFIX.length) in ASSETS, `${path}: ${reference}`);
     }
     assert.ok(!references.some((r) => /^(https?:)?\/\//.test(r)), `${path}: no external resource`);
-    // Every input has a label tied to it, and the page has an alert region for errors.
-    for (const input of html.matchAll(/<input\b[^>]*\bid="([^"]+)"/g)) {
+    // Every input has a label tied to it (but the hidden ones that name the account for password managers), and the
+    // page has an alert region for errors.
+    for (const input of html.matchAll(/<input\b[^>]*\bid="([^"]+)"[^>]*>/g)) {
+      if (/\shidden\b/.test(input[0]) && /autocomplete="username"/.test(input[0])) continue;
       assert.match(html, new RegExp(`<label for="${input[1]}">`), `${path}: label for #${input[1]}`);
     }
     assert.match(html, /role="alert"/, path);
