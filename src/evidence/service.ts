@@ -348,10 +348,17 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
         // so far are committed first, so that the budget is counted against the run as it stands.
         await repo.settle();
         if (!(await repo.reserveClientTrace(run.tenantId, run.id, body.payloadBytes, budget))) throw traceFull();
-        const event = recorder.event(body.type, body.payload);
-        await repo.settle();
-        await repo.applySideEffects(run.tenantId, [event]);
-        return { runId: run.id, seq: event.seq, hash: event.hash };
+        if (!recorder.finished) {
+          const event = recorder.event(body.type, body.payload);
+          await repo.settle();
+          await repo.applySideEffects(run.tenantId, [event]);
+          return { runId: run.id, seq: event.seq, hash: event.hash };
+        }
+        // The request finished while the bytes were counted: from then on appends chain in the store (below), where
+        // an event of its recorder would take a seq one of them took, and be lost. The count is given back, and the
+        // event appended as to any committed run.
+        const unbounded = { bytes: -body.payloadBytes, maxEvents: Number.MAX_SAFE_INTEGER, maxClientBytes: Number.MAX_SAFE_INTEGER };
+        await repo.reserveClientTrace(run.tenantId, run.id, -body.payloadBytes, unbounded);
       }
       const now = clock.now();
       const events = await repo.appendCommitted(

@@ -4,6 +4,8 @@ import test from 'node:test';
 import { flattenMetrics } from '../../src/evidence/feedback-rules.ts';
 import { bearer, build, json } from '../support/build.ts';
 import { completedOutcome } from '../support/run-outcome.ts';
+import type { Sql } from '../../src/store/sql.ts';
+import type { Store } from '../../src/store/store.ts';
 
 const BOOT = 'bootstrap-token-feedback-tests-0001';
 const admin = bearer(BOOT);
@@ -292,4 +294,62 @@ test('feedback: a run holds at most 200 records; the next is 409 and changes not
   const refused = await post(`/api/v1/runs/${runId}/feedback/metrics`, { metrics: { score: 1 }, optimize: 'max', source: 'x' });
   assert.equal(refused.status, 409);
   assert.equal((await get(`/api/v1/runs/${runId}/evidence-packet`)).feedback.length, RUN_FEEDBACK_MAX);
+});
+
+test('trace: an append whose run\'s request finishes while its bytes are counted is chained in the store, not lost to a later append taking its seq', async (t) => {
+  // The append's first write (counting its bytes against the run) is held until the test lets it go.
+  let gate: { reached: () => void; held: Promise<void> } | null = null;
+  const wrapStore = (store: Store): Store =>
+    new Proxy(store, {
+      get(target, prop) {
+        if (prop === 'write') {
+          return <T>(fn: (sql: Sql) => T) => {
+            const armed = gate;
+            gate = null;
+            const written = target.write(fn);
+            if (!armed) return written;
+            armed.reached();
+            return written.then(async (value) => {
+              await armed.held;
+              return value;
+            });
+          };
+        }
+        const value = Reflect.get(target, prop, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+  const { app, services } = await build(t, { env: { SVC_API_KEY: BOOT }, wrapStore });
+  const post = async (payload: unknown) => {
+    const response = await app.inject({ method: 'POST', url: '/api/v1/trace', payload: payload as any, headers: admin });
+    return { status: response.statusCode, body: json(response) };
+  };
+  const get = async (url: string) => json(await app.inject({ url, headers: admin }));
+  const recorder = services.ledger.start({ tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'gpt-4o-mini', stream: true, requestId: null });
+  await services.store.flush();
+
+  let release!: () => void;
+  let reached!: () => void;
+  const counting = new Promise<void>((resolve) => (reached = resolve));
+  gate = { reached, held: new Promise<void>((resolve) => (release = resolve)) };
+  const planned = post({ runId: recorder.id, type: 'side_effect.planned', payload: { toolName: 'send', level: 3, payload: { to: 'a' } } });
+  await counting;
+  // The stream ends meanwhile, and another append finds the run finished: it chains in the store.
+  recorder.finish(completedOutcome());
+  const later = await post({ runId: recorder.id, type: 'tool.called', payload: { name: 'lookup', args: {}, sideEffectLevel: 0 } });
+  release();
+  const first = await planned;
+  assert.deepEqual([first.status, later.status], [201, 201]);
+  assert.notEqual(first.body.seq, later.body.seq);
+
+  const detail = await get(`/api/v1/runs/${recorder.id}`);
+  const hashes = detail.events.map((event: any) => event.hash);
+  assert.ok(hashes.includes(first.body.hash), 'the first append answered 201: its event is in the trace');
+  assert.ok(hashes.includes(later.body.hash));
+  assert.deepEqual(detail.sideEffects.map((effect: any) => [effect.toolName, effect.seq]), [['send', first.body.seq]]);
+  const integrity = await get(`/api/v1/runs/${recorder.id}/integrity`);
+  assert.deepEqual([integrity.ok, integrity.eventCount], [true, 4], JSON.stringify(integrity));
+  const counted = await services.store.read((sql) => sql.get<{ bytes: number }>('SELECT client_trace_bytes AS bytes FROM runs WHERE id = ?', [recorder.id]));
+  const sizes = detail.events.filter((event: any) => !event.type.startsWith('run.')).map((event: any) => Buffer.byteLength(JSON.stringify(event.payload)));
+  assert.equal(counted?.bytes, sizes[0] + sizes[1], 'each payload counted once');
 });
