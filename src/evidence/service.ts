@@ -216,6 +216,8 @@ function traceFull(): AppError {
 
 export function createRunsService(deps: RunsServiceDeps): RunsService {
   const { repo, clock, ledger, audit, countTokens } = deps;
+  // Per run written by a request, the end of the last append through its recorder (see appendTrace).
+  const recorderTurns = new Map<string, Promise<void>>();
 
   async function find(auth: AuthContext, id: string): Promise<RunRecord> {
     await repo.settle();
@@ -345,20 +347,24 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
       const recorder = ledger.active(run.id);
       if (recorder && !recorder.finished) {
         // The request is still writing this run (a stream in flight): its recorder owns the chain head. Its writes
-        // so far are committed first, so that the budget is counted against the run as it stands.
-        await repo.settle();
-        if (!(await repo.reserveClientTrace(run.tenantId, run.id, body.payloadBytes, budget))) throw traceFull();
-        if (!recorder.finished) {
-          const event = recorder.event(body.type, body.payload);
+        // so far are committed first, so that the budget is counted against the run as it stands; the appends through
+        // it take turns, or concurrent ones all counted against the same committed events and all found room.
+        const event = await inTurn(run.id, async () => {
+          await repo.settle();
+          if (!(await repo.reserveClientTrace(run.tenantId, run.id, body.payloadBytes, budget))) throw traceFull();
+          if (!recorder.finished) return recorder.event(body.type, body.payload);
+          // The request finished while the bytes were counted: from then on appends chain in the store (below), where
+          // an event of its recorder would take a seq one of them took, and be lost. The count is given back, and the
+          // event appended as to any committed run.
+          const unbounded = { bytes: -body.payloadBytes, maxEvents: Number.MAX_SAFE_INTEGER, maxClientBytes: Number.MAX_SAFE_INTEGER };
+          await repo.reserveClientTrace(run.tenantId, run.id, -body.payloadBytes, unbounded);
+          return null;
+        });
+        if (event) {
           await repo.settle();
           await repo.applySideEffects(run.tenantId, [event]);
           return { runId: run.id, seq: event.seq, hash: event.hash };
         }
-        // The request finished while the bytes were counted: from then on appends chain in the store (below), where
-        // an event of its recorder would take a seq one of them took, and be lost. The count is given back, and the
-        // event appended as to any committed run.
-        const unbounded = { bytes: -body.payloadBytes, maxEvents: Number.MAX_SAFE_INTEGER, maxClientBytes: Number.MAX_SAFE_INTEGER };
-        await repo.reserveClientTrace(run.tenantId, run.id, -body.payloadBytes, unbounded);
       }
       const now = clock.now();
       const events = await repo.appendCommitted(
@@ -439,6 +445,20 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
       return integrityOf(await find(auth, id));
     },
   };
+
+  /** `append` once the run's earlier turns (appends through its recorder) have ended, however they ended. */
+  function inTurn<T>(runId: string, append: () => Promise<T>): Promise<T> {
+    const appended = (recorderTurns.get(runId) ?? Promise.resolve()).then(append);
+    const ended = appended.then(
+      () => undefined,
+      () => undefined,
+    );
+    recorderTurns.set(runId, ended);
+    void ended.then(() => {
+      if (recorderTurns.get(runId) === ended) recorderTurns.delete(runId);
+    });
+    return appended;
+  }
 
   async function saveFeedback(auth: AuthContext, run: RunRecord, kind: FeedbackRecord['kind'], body: Record<string, unknown>) {
     const record: FeedbackRecord = { id: newId('fbk'), runId: run.id, tenantId: run.tenantId, kind, body, actor: actorOf(auth), createdAt: clock.now() };

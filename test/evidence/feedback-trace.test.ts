@@ -353,3 +353,20 @@ test('trace: an append whose run\'s request finishes while its bytes are counted
   const sizes = detail.events.filter((event: any) => !event.type.startsWith('run.')).map((event: any) => Buffer.byteLength(JSON.stringify(event.payload)));
   assert.equal(counted?.bytes, sizes[0] + sizes[1], 'each payload counted once');
 });
+
+test("trace: concurrent appends to a run its request is still writing take the trace no further than its 10,000 events", async (t) => {
+  const { services, app, get } = await setup(t);
+  const { RUN_TRACE_MAX_EVENTS } = await import('../../src/evidence/sdk-events.ts');
+  const recorder = services.ledger.start({ tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'gpt-4o-mini', stream: true, requestId: null });
+  // The request's own events leave room for two more.
+  for (let seq = 2; seq <= RUN_TRACE_MAX_EVENTS - 2; seq++) recorder.event('provider.chunk', { seq });
+  await services.store.flush();
+  const appends = await Promise.all(
+    Array.from({ length: 10 }, (_, i) =>
+      app.inject({ method: 'POST', url: '/api/v1/trace', headers: admin, payload: { runId: recorder.id, type: 'tool.called', payload: { name: `tool-${i}`, args: {}, sideEffectLevel: 0 } } }),
+    ),
+  );
+  assert.deepEqual(appends.map((append) => append.statusCode).sort(), [201, 201, 409, 409, 409, 409, 409, 409, 409, 409]);
+  const integrity = await get(`/api/v1/runs/${recorder.id}/integrity`);
+  assert.deepEqual([integrity.ok, integrity.eventCount], [true, RUN_TRACE_MAX_EVENTS]);
+});
