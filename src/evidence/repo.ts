@@ -117,6 +117,8 @@ export interface RunsRepository {
   /** Newest `limit` events with seq < before (or the newest overall), returned in append order. */
   eventsBefore(runId: string, options: { limit: number; before?: number }): Promise<TraceEvent[]>;
   allEvents(runId: string): Promise<TraceEvent[]>;
+  /** The run's last event of `type`, if any (read without the payloads of the others). */
+  lastEventOfType(runId: string, type: string): Promise<TraceEvent | null>;
   attempts(runId: string): Promise<AttemptRecord[]>;
   /**
    * Delete up to `batch` of the tenant's runs created before `cutoff` with their events and attempts, in one write, or
@@ -845,6 +847,12 @@ export function createRunsRepository(store: Store): RunsRepository {
 
     allEvents: (runId) =>
       store.read((sql) => sql.all<EventRow>('SELECT * FROM run_events WHERE run_id = ? ORDER BY seq', [runId]).map(eventFromRow)),
+
+    lastEventOfType: (runId, type) =>
+      store.read((sql) => {
+        const row = sql.get<EventRow>('SELECT * FROM run_events WHERE run_id = ? AND type = ? ORDER BY seq DESC LIMIT 1', [runId, type]);
+        return row ? eventFromRow(row) : null;
+      }),
 
     attempts: (runId) =>
       store.read((sql) =>

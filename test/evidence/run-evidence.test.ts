@@ -2,6 +2,8 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import { bearer, build, json } from '../support/build.ts';
+import type { Sql, SqlParams } from '../../src/store/sql.ts';
+import type { Store } from '../../src/store/store.ts';
 
 const BOOT = 'bootstrap-token-evidence-tests-0001';
 const admin = bearer(BOOT);
@@ -134,4 +136,42 @@ test('every run sub-resource is tenant and app scoped: another app key gets 404'
   assert.equal(trace.statusCode, 404);
   const feedback = await app.inject({ method: 'POST', url: `/api/v1/runs/${runId}/feedback`, headers: pinned, payload: { type: 'rating', rating: 5 } });
   assert.equal(feedback.statusCode, 404);
+});
+
+test("a receipt is the run's last chorus.receipt event, read alone: not the run's whole trace", async (t) => {
+  // The trace events each read returns.
+  let eventsRead = 0;
+  const counted = (sql: Sql): Sql => ({
+    run: (text, params) => sql.run(text, params),
+    get: <T>(text: string, params?: SqlParams) => {
+      const row = sql.get<T>(text, params);
+      if (/\brun_events\b/.test(text) && row !== undefined) eventsRead += 1;
+      return row;
+    },
+    all: <T>(text: string, params?: SqlParams) => {
+      const rows = sql.all<T>(text, params);
+      if (/\brun_events\b/.test(text)) eventsRead += rows.length;
+      return rows;
+    },
+  });
+  const wrapStore = (inner: Store): Store =>
+    new Proxy(inner, {
+      get(target, prop) {
+        if (prop === 'read') return <T>(fn: (sql: Sql) => T) => target.read((sql) => fn(counted(sql)));
+        const value: unknown = Reflect.get(target, prop, target);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+  const { services, app } = await build(t, { env: { SVC_API_KEY: BOOT }, wrapStore });
+  const recorder = services.ledger.start({ tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'gpt-4o-mini', stream: false, requestId: null });
+  recorder.event('chorus.receipt', { verdict: 'first' });
+  const last = recorder.event('chorus.receipt', { verdict: 'second' });
+  for (let i = 0; i < 500; i++) recorder.event('tool.completed', { name: 'x', result: 'r'.repeat(1000) });
+  await services.store.flush();
+
+  eventsRead = 0;
+  const response = await app.inject({ url: `/api/v1/receipts/${recorder.id}`, headers: admin });
+  assert.equal(response.statusCode, 200, response.body);
+  assert.deepEqual(json(response), { runId: recorder.id, receipt: { verdict: 'second' }, eventSeq: last.seq, eventHash: last.hash });
+  assert.equal(eventsRead, 1, 'the receipt event alone');
 });
