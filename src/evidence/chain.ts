@@ -45,31 +45,45 @@ export interface ChainVerdict {
   headHash: string;
 }
 
+/**
+ * A run's chain recomputed a page of events at a time, in append order (`verifyChain` feeds it all of them at once):
+ * events past a break are counted, not hashed.
+ */
+export function chainWalker(runId: string) {
+  let prev = genesisHash(runId);
+  let count = 0;
+  let broken: { brokenAt: number; reason: string; headHash: string } | null = null;
+  return {
+    get count(): number {
+      return count;
+    },
+    feed(events: readonly TraceEvent[]): void {
+      for (const event of events) {
+        count += 1;
+        if (broken) continue;
+        if (event.seq !== count) broken = { brokenAt: count, reason: `event ${count} is missing`, headHash: prev };
+        else if (event.prevHash !== prev) broken = { brokenAt: event.seq, reason: 'prevHash does not link to the previous event', headHash: prev };
+        else {
+          const recomputed = eventHash(prev, event);
+          if (recomputed !== event.hash) broken = { brokenAt: event.seq, reason: 'event content does not match its hash', headHash: prev };
+          else prev = recomputed;
+        }
+      }
+    },
+    /** The verdict on the events fed, of a run that records `expectedCount` of them. */
+    verdict(expectedCount: number): ChainVerdict {
+      if (broken) return { ok: false, eventCount: count, ...broken };
+      if (count !== expectedCount) {
+        return { ok: false, eventCount: count, brokenAt: count + 1, reason: `the run records ${expectedCount} events but ${count} are stored`, headHash: prev };
+      }
+      return { ok: true, eventCount: count, brokenAt: null, reason: null, headHash: prev };
+    },
+  };
+}
+
 /** Recompute a run's chain from its events in append order. */
 export function verifyChain(runId: string, events: readonly TraceEvent[], expectedCount: number): ChainVerdict {
-  let prev = genesisHash(runId);
-  for (const [index, event] of events.entries()) {
-    const expectedSeq = index + 1;
-    if (event.seq !== expectedSeq) {
-      return { ok: false, eventCount: events.length, brokenAt: expectedSeq, reason: `event ${expectedSeq} is missing`, headHash: prev };
-    }
-    if (event.prevHash !== prev) {
-      return { ok: false, eventCount: events.length, brokenAt: event.seq, reason: 'prevHash does not link to the previous event', headHash: prev };
-    }
-    const recomputed = eventHash(prev, event);
-    if (recomputed !== event.hash) {
-      return { ok: false, eventCount: events.length, brokenAt: event.seq, reason: 'event content does not match its hash', headHash: prev };
-    }
-    prev = recomputed;
-  }
-  if (events.length !== expectedCount) {
-    return {
-      ok: false,
-      eventCount: events.length,
-      brokenAt: events.length + 1,
-      reason: `the run records ${expectedCount} events but ${events.length} are stored`,
-      headHash: prev,
-    };
-  }
-  return { ok: true, eventCount: events.length, brokenAt: null, reason: null, headHash: prev };
+  const walker = chainWalker(runId);
+  walker.feed(events);
+  return walker.verdict(expectedCount);
 }

@@ -117,6 +117,8 @@ export interface RunsRepository {
   /** Newest `limit` events with seq < before (or the newest overall), returned in append order. */
   eventsBefore(runId: string, options: { limit: number; before?: number }): Promise<TraceEvent[]>;
   allEvents(runId: string): Promise<TraceEvent[]>;
+  /** The first `limit` events with seq > after, in append order. */
+  eventsAfter(runId: string, after: number, limit: number): Promise<TraceEvent[]>;
   /** The run's last event of `type`, if any (read without the payloads of the others). */
   lastEventOfType(runId: string, type: string): Promise<TraceEvent | null>;
   attempts(runId: string): Promise<AttemptRecord[]>;
@@ -847,6 +849,11 @@ export function createRunsRepository(store: Store): RunsRepository {
 
     allEvents: (runId) =>
       store.read((sql) => sql.all<EventRow>('SELECT * FROM run_events WHERE run_id = ? ORDER BY seq', [runId]).map(eventFromRow)),
+
+    eventsAfter: (runId, after, limit) =>
+      store.read((sql) =>
+        sql.all<EventRow>('SELECT * FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?', [runId, after, limit]).map(eventFromRow),
+      ),
 
     lastEventOfType: (runId, type) =>
       store.read((sql) => {

@@ -7,7 +7,7 @@
  * cost_usd = 0`) left every chain intact and the run verified.
  */
 import { canonicalJson } from '../core/canonical-json.ts';
-import { verifyChain, type ChainVerdict } from './chain.ts';
+import { chainWalker, type ChainVerdict } from './chain.ts';
 import { RUN_STATUSES, type RunRecord, type RunUsage, type TraceEvent } from './types.ts';
 
 /** The types of the event that closes a run: one per finished status. */
@@ -62,32 +62,56 @@ const START_COLUMNS: HashedColumns = [
 ];
 
 /** Where a run row disagrees with the start its verified chain holds, if it does. */
-function startMismatch(run: RunRecord, events: readonly TraceEvent[]): Mismatch | null {
-  const started = events[0];
+function startMismatch(run: RunRecord, started: TraceEvent | undefined): Mismatch | null {
   if (!started || started.type !== 'run.started') return { brokenAt: 1, reason: 'the run\'s chain does not open with its run.started event' };
   return columnMismatch(run, started, START_COLUMNS);
 }
 
-/** Where a run row disagrees with the outcome its verified chain holds, if it does. */
-function outcomeMismatch(run: RunRecord, events: readonly TraceEvent[]): Mismatch | null {
-  // SDK clients cannot append `run.*` events (sdk-events.ts), so a closing event in a verified chain is svc's own.
-  const closing = events.find((event) => CLOSING_TYPES.has(event.type));
+/** Where a run row disagrees with the outcome its verified chain (of `count` events) holds, if it does. */
+function outcomeMismatch(run: RunRecord, closing: TraceEvent | undefined, count: number): Mismatch | null {
   if (!closing) {
     // A running run has no outcome yet; a finished one always had its closing event chained with it.
     if (run.status === 'running') return null;
-    return { brokenAt: events.length + 1, reason: `the run is ${run.status} but its chain holds no closing run.* event` };
+    return { brokenAt: count + 1, reason: `the run is ${run.status} but its chain holds no closing run.* event` };
   }
   if (closing.type !== `run.${run.status}`) return { brokenAt: closing.seq, reason: `the run's status does not match its hashed ${closing.type} event` };
   return columnMismatch(run, closing, OUTCOME_COLUMNS);
 }
 
+/**
+ * A run's verification fed its events a page at a time, in append order (integrity reads a long trace in pages, the
+ * event loop getting a turn between them); `verifyRun` feeds them all at once.
+ */
+export function runVerifier(runId: string) {
+  const chain = chainWalker(runId);
+  let started: TraceEvent | undefined;
+  // SDK clients cannot append `run.*` events (sdk-events.ts), so a closing event in a verified chain is svc's own.
+  let closing: TraceEvent | undefined;
+  return {
+    get count(): number {
+      return chain.count;
+    },
+    feed(events: readonly TraceEvent[]): void {
+      if (chain.count === 0) started = events[0];
+      closing ??= events.find((event) => CLOSING_TYPES.has(event.type));
+      chain.feed(events);
+    },
+    /** The verdict on the events fed, and on the run's row against them. */
+    verdict(run: RunRecord): ChainVerdict {
+      const verdict = chain.verdict(run.eventCount);
+      if (!verdict.ok) return verdict;
+      if (verdict.headHash !== run.lastHash) {
+        return { ...verdict, ok: false, brokenAt: verdict.eventCount, reason: 'the chain head does not match the hash recorded on the run' };
+      }
+      const mismatch = startMismatch(run, started) ?? outcomeMismatch(run, closing, verdict.eventCount);
+      return mismatch ? { ...verdict, ok: false, ...mismatch } : verdict;
+    },
+  };
+}
+
 /** Verify a run's trace (all its events, in append order) and its row against it. */
 export function verifyRun(run: RunRecord, events: readonly TraceEvent[]): ChainVerdict {
-  const verdict = verifyChain(run.id, events, run.eventCount);
-  if (!verdict.ok) return verdict;
-  if (verdict.headHash !== run.lastHash) {
-    return { ...verdict, ok: false, brokenAt: verdict.eventCount, reason: 'the chain head does not match the hash recorded on the run' };
-  }
-  const mismatch = startMismatch(run, events) ?? outcomeMismatch(run, events);
-  return mismatch ? { ...verdict, ok: false, ...mismatch } : verdict;
+  const verifier = runVerifier(run.id);
+  verifier.feed(events);
+  return verifier.verdict(run);
 }

@@ -9,8 +9,8 @@ import { modelField } from './model-field.ts';
 export const TRACE_PAYLOAD_MAX_BYTES = 256 * 1024;
 /**
  * What a run's trace may hold: events of every kind, and bytes of payload appended by clients. Each read of a whole
- * trace (integrity, evidence packet) loads it at once, so a trace grown without bound by appends (any key
- * of the tenant may append) would hold the event loop and gigabytes of memory while it is read back.
+ * trace (integrity, a page at a time; the evidence packet, at once) reads all of it, so a trace grown without bound
+ * by appends (any key of the tenant may append) would hold the event loop and gigabytes of memory while it is read.
  */
 export const RUN_TRACE_MAX_EVENTS = 10_000;
 export const RUN_CLIENT_TRACE_MAX_BYTES = 16 * 1024 * 1024;

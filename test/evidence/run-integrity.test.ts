@@ -195,30 +195,35 @@ test('a finished run whose closing event was cut off, its head rewritten to the 
   assert.equal(verdict.brokenAt, closing.seq, 'where the closing event is missing');
 });
 
-test('a trace append committed between integrity\'s two reads (the row, then its events) is not a break: the row is read again', async (t) => {
+test('a trace append committed between integrity\'s reads (the row, then its events) is not a break: the row is read again', async (t) => {
   const built = await build(t);
   const runId = await runOf(built);
   await built.services.store.flush();
   const repo = createRunsRepository(built.services.store);
   let appended = 0;
+  let rowReads = 0;
   const racing: RunsRepository = {
     ...repo,
-    async allEvents(id) {
+    async eventsAfter(id, after, limit) {
       if (appended === 0) {
         // The first read of the events comes after the row was read: an SDK append commits in between.
         const response = await built.app.inject({ method: 'POST', url: '/api/v1/trace', payload: { runId, type: 'tool.called', payload: { name: 'lookup', args: {}, sideEffectLevel: 0 } } });
         assert.ok(response.statusCode < 300, response.body);
         await built.services.store.flush();
+        appended += 1;
       }
-      appended += 1;
-      return repo.allEvents(id);
+      return repo.eventsAfter(id, after, limit);
+    },
+    async get(tenantId, id) {
+      rowReads += 1;
+      return repo.get(tenantId, id);
     },
   };
   const { clock, ledger, audit } = built.services;
   const service = createRunsService({ repo: racing, clock, ledger, audit, countTokens: () => 0 });
   const verdict = await service.integrity({ tenantId: 'default', tenantWide: true, admin: true } as AuthContext, runId);
   assert.equal(verdict.ok, true, JSON.stringify(verdict));
-  assert.equal(appended, 2, 'the events were read again with the row');
+  assert.equal(rowReads, 2, 'the row was read again');
   assert.equal(verdict.eventCount, (await eventsOf(built, runId)).length);
 });
 
@@ -258,4 +263,55 @@ test('a run row is held to its hashed run.started event too: an edit of a start 
     assert.equal(verdict.reason, `the run's ${column} does not match its hashed run.started event`);
     assert.equal(verdict.brokenAt, 1);
   }
+});
+
+test("a trace at its limits is verified a page at a time, the event loop turning between pages; a break deep in it is still found", async (t) => {
+  const { RUN_TRACE_MAX_EVENTS, RUN_CLIENT_TRACE_MAX_BYTES } = await import('../../src/evidence/sdk-events.ts');
+  const built = await build(t);
+  const { ledger, store } = built.services;
+  const recorder = ledger.start({ tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'gpt-4o-mini', stream: false, requestId: null });
+  const filler = 'r'.repeat(Math.floor(RUN_CLIENT_TRACE_MAX_BYTES / RUN_TRACE_MAX_EVENTS) - 40);
+  for (let seq = 2; seq < RUN_TRACE_MAX_EVENTS; seq++) recorder.event('tool.completed', { name: 'x', result: filler });
+  recorder.finish({ ...(await import('../support/run-outcome.ts')).completedOutcome() });
+  await store.flush();
+
+  // Turns of the event loop taken while integrity runs: none while a trace is read and hashed whole.
+  let turns = 0;
+  let counting = true;
+  const tick = () => {
+    turns += 1;
+    if (counting) setImmediate(tick);
+  };
+  setImmediate(tick);
+  const verified = await integrity(built, recorder.id);
+  counting = false;
+  assert.deepEqual([verified.ok, verified.eventCount], [true, RUN_TRACE_MAX_EVENTS], JSON.stringify(verified));
+  assert.ok(turns > 100, `the event loop turned ${turns} times`);
+
+  const [deep] = (await store.read((sql) => sql.all<{ seq: number }>('SELECT seq FROM run_events WHERE run_id = ? AND seq = 5000', [recorder.id])));
+  assert.ok(deep);
+  await store.write((sql) => sql.run(`UPDATE run_events SET payload_json = '{"name":"x","result":"edited"}' WHERE run_id = ? AND seq = 5000`, [recorder.id]));
+  const broken = await integrity(built, recorder.id);
+  assert.deepEqual([broken.ok, broken.brokenAt, broken.reason, broken.eventCount], [false, 5000, 'event content does not match its hash', RUN_TRACE_MAX_EVENTS]);
+});
+
+test('a run deleted while integrity reads its trace (retention, its organization\'s purge) is 404, not a broken chain', async (t) => {
+  const built = await build(t);
+  const runId = await runOf(built);
+  await built.services.store.flush();
+  const repo = createRunsRepository(built.services.store);
+  let pages = 0;
+  const pruning: RunsRepository = {
+    ...repo,
+    async eventsAfter(id, after, limit) {
+      pages += 1;
+      const page = await repo.eventsAfter(id, after, limit);
+      // Retention deletes the run after its first page was read.
+      if (pages === 1) await built.services.store.write((sql) => ['run_events', 'run_attempts', 'run_replays', 'runs'].forEach((table) => sql.run(`DELETE FROM ${table} WHERE ${table === 'runs' ? 'id' : 'run_id'} = ?`, [id])));
+      return page.slice(0, 1);
+    },
+  };
+  const { clock, ledger, audit } = built.services;
+  const service = createRunsService({ repo: pruning, clock, ledger, audit, countTokens: () => 0 });
+  await assert.rejects(service.integrity({ tenantId: 'default', tenantWide: true, admin: true } as AuthContext, runId), (error: any) => error.code === 'not_found');
 });
