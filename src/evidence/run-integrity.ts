@@ -79,8 +79,8 @@ function outcomeMismatch(run: RunRecord, closing: TraceEvent | undefined, count:
 }
 
 /**
- * A run's verification fed its events a page at a time, in append order (integrity reads a long trace in pages, the
- * event loop getting a turn between them); `verifyRun` feeds them all at once.
+ * A run's verification fed its events a page at a time, in append order (integrity and the evidence packet read a
+ * long trace in pages, the event loop getting a turn between them).
  */
 export function runVerifier(runId: string) {
   const chain = chainWalker(runId);
@@ -107,11 +107,4 @@ export function runVerifier(runId: string) {
       return mismatch ? { ...verdict, ok: false, ...mismatch } : verdict;
     },
   };
-}
-
-/** Verify a run's trace (all its events, in append order) and its row against it. */
-export function verifyRun(run: RunRecord, events: readonly TraceEvent[]): ChainVerdict {
-  const verifier = runVerifier(run.id);
-  verifier.feed(events);
-  return verifier.verdict(run);
 }

@@ -9,7 +9,7 @@ import { modelField } from './model-field.ts';
 export const TRACE_PAYLOAD_MAX_BYTES = 256 * 1024;
 /**
  * What a run's trace may hold: events of every kind, and bytes of payload appended by clients. Each read of a whole
- * trace (integrity, a page at a time; the evidence packet, at once) reads all of it, so a trace grown without bound
+ * trace (integrity, the evidence packet; a page at a time) reads all of it, so a trace grown without bound
  * by appends (any key of the tenant may append) would hold the event loop and gigabytes of memory while it is read.
  */
 export const RUN_TRACE_MAX_EVENTS = 10_000;

@@ -10,7 +10,7 @@ import { AppError, notFound } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import type { AuditService } from '../audit/service.ts';
 import { actorOf } from '../identity/auth-context.ts';
-import { eventHash } from './chain.ts';
+import { eventHash, type ChainVerdict } from './chain.ts';
 import { runEconomics } from './economics.ts';
 import { parseMetricsFeedback, ratingBody } from './feedback-rules.ts';
 import type { Ledger } from './ledger.ts';
@@ -19,7 +19,7 @@ import type { SideEffectRecord } from './side-effects.ts';
 import { pageOf, type Page } from '../core/pagination.ts';
 import type { AuthContext } from '../identity/auth-context.ts';
 import type { FeedbackRecord, RunsRepository } from './repo.ts';
-import { runVerifier, verifyRun } from './run-integrity.ts';
+import { runVerifier } from './run-integrity.ts';
 import type { AttemptRecord, RunFilter, RunRecord, TraceEvent } from './types.ts';
 
 /** Byte budget of one trace page: a page stops before it would exceed this many payload bytes (>= 1 event). */
@@ -308,15 +308,15 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
     },
 
     async evidencePacket(auth, id) {
-      const run = await find(auth, id);
-      // The events once, for the packet and its integrity check (a run's trace may hold 10,000 events).
-      const events = await repo.allEvents(run.id);
-      const [attempts, sideEffects, feedback, auditRows, integrity, replay] = await Promise.all([
+      // The events once, for the packet and its integrity check (a run's trace may hold 10,000 events), a page at a
+      // time; the run as they were read.
+      const { run, events, verdict } = await verifiedTrace(await find(auth, id), true);
+      const integrity: IntegrityView = { runId: run.id, ...verdict, checkedAt: toIso(clock.now()) };
+      const [attempts, sideEffects, feedback, auditRows, replay] = await Promise.all([
         repo.attempts(run.id),
         repo.sideEffects(run.id),
         repo.feedback(run.id),
         audit.aboutTarget(auth, run.id),
-        integrityOf(run, events),
         bundleOf(run).catch(() => null),
       ]);
       const chorusEvents = events.filter((event) => event.type.startsWith('chorus.'));
@@ -496,20 +496,26 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
     };
   }
 
+  /** Verify a run's chain and outcome. */
+  async function integrityOf(found: RunRecord): Promise<IntegrityView> {
+    const { run, verdict } = await verifiedTrace(found, false);
+    return { runId: run.id, ...verdict, checkedAt: toIso(clock.now()) };
+  }
+
   /**
-   * Verify a run's chain and outcome; `read` its events already read, if they were (they are read again otherwise, or
-   * when the run's row does not count as many).
+   * A run's trace read and verified a page at a time, the event loop getting a turn between pages: a whole trace
+   * (10,000 events, 16 MiB of client payloads) read and hashed at once held it ~0.2-0.3 s, and any key of the tenant
+   * may ask. Its events are kept when `keep`; `run` is the run's row as they were read.
    */
-  async function integrityOf(found: RunRecord, read?: TraceEvent[]): Promise<IntegrityView> {
-    if (read?.length === found.eventCount) return { runId: found.id, ...verifyRun(found, read), checkedAt: toIso(clock.now()) };
-    // Read and verified a page at a time, the event loop getting a turn between pages: a whole trace (10,000 events,
-    // 16 MiB of client payloads) read and hashed at once held it ~0.2-0.3 s, and any key of the tenant may ask.
+  async function verifiedTrace(found: RunRecord, keep: boolean): Promise<{ run: RunRecord; events: TraceEvent[]; verdict: ChainVerdict }> {
     let run = found;
     const verifier = runVerifier(run.id);
+    const events: TraceEvent[] = [];
     let after = 0;
     for (;;) {
       for (let page = await repo.eventsAfter(run.id, after, INTEGRITY_PAGE_EVENTS); page.length > 0; page = await repo.eventsAfter(run.id, after, INTEGRITY_PAGE_EVENTS)) {
         verifier.feed(page);
+        if (keep) events.push(...page);
         after = page[page.length - 1]!.seq;
         await nextTurn();
       }
@@ -522,6 +528,6 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
       if (again.eventCount === run.eventCount && again.lastHash === run.lastHash) break;
       run = again;
     }
-    return { runId: run.id, ...verifier.verdict(run), checkedAt: toIso(clock.now()) };
+    return { run, events, verdict: verifier.verdict(run) };
   }
 }

@@ -265,7 +265,7 @@ test('a run row is held to its hashed run.started event too: an edit of a start 
   }
 });
 
-test("a trace at its limits is verified a page at a time, the event loop turning between pages; a break deep in it is still found", async (t) => {
+test("a trace at its limits is verified (and read for the evidence packet) a page at a time, the event loop turning between pages; a break deep in it is still found", async (t) => {
   const { RUN_TRACE_MAX_EVENTS, RUN_CLIENT_TRACE_MAX_BYTES } = await import('../../src/evidence/sdk-events.ts');
   const built = await build(t);
   const { ledger, store } = built.services;
@@ -287,6 +287,14 @@ test("a trace at its limits is verified a page at a time, the event loop turning
   counting = false;
   assert.deepEqual([verified.ok, verified.eventCount], [true, RUN_TRACE_MAX_EVENTS], JSON.stringify(verified));
   assert.ok(turns > 100, `the event loop turned ${turns} times`);
+  // The evidence packet reads (and verifies) the trace the same way.
+  turns = 0;
+  counting = true;
+  setImmediate(tick);
+  const packet = json(await built.app.inject({ url: `/api/v1/runs/${recorder.id}/evidence-packet` }));
+  counting = false;
+  assert.deepEqual([packet.integrity.ok, packet.events.length, packet.events.at(-1).type], [true, RUN_TRACE_MAX_EVENTS, 'run.completed']);
+  assert.ok(turns > 100, `the event loop turned ${turns} times while the packet was read`);
 
   const [deep] = (await store.read((sql) => sql.all<{ seq: number }>('SELECT seq FROM run_events WHERE run_id = ? AND seq = 5000', [recorder.id])));
   assert.ok(deep);
