@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import test, { before, type TestContext } from 'node:test';
 import { terminalJson, terminalLine, terminalSafe, terminalText } from '../../cli/terminal-text.ts';
 import { ensureBundle, runSvc, tempDir } from '../support/process.ts';
+import { skipWithoutTmux, terminal, until } from '../support/tmux.ts';
 
 before(ensureBundle);
 
@@ -55,6 +56,19 @@ test('admin commands print hostile text from the server escaped: tables, --json,
   assert.equal(error.code, 1);
   assert.match(error.stderr, /^svc: a\\u001b\]0;PWNED/);
   assert.doesNotMatch(error.stdout + error.stderr, RAW);
+});
+
+test('a confirmation question naming what the server answered (an organization, a user) shows its text escaped', { skip: skipWithoutTmux }, async (t) => {
+  const org = { org: { id: 'org_x', name: `Acme${HOSTILE}`, plan: 'free' }, role: 'owner', members: [], seats: { used: 1, members: 1, pendingInvites: 0 } };
+  const url = await hostileServer(t, 200, org);
+  const term = terminal(t);
+  term.open(['orgs', 'delete', '--org', 'org_x', '--url', url]);
+  const screen = await until(term.screen, (s) => s.includes('(y/N)'), 'the confirmation question', term.screen);
+  // Raw, the ESC sequences would have retitled the terminal and cleared the screen before the question.
+  assert.match(screen, /Delete organization Acmea\\u001b\]0;PWNED\\u0007b\\u001b\[2Jc/);
+  assert.notEqual(term.title(), 'PWNED');
+  term.keys('n', 'Enter');
+  await until(term.alive, (alive) => !alive, 'the command to end', term.screen);
 });
 
 test("the runs TUI's data from the server has every string escaped, trace payload keys included", async () => {

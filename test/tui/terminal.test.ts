@@ -5,74 +5,13 @@
  * CI installs tmux (.ci/run); without it these tests are skipped, saying so.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import test, { before, type TestContext } from 'node:test';
-import { ensureBundle, ROOT, runSvc, startServe, SVC, tempDir } from '../support/process.ts';
-
-const hasTmux = (() => {
-  try {
-    execFileSync('tmux', ['-V'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-const skip = hasTmux ? false : 'tmux is not installed (.ci/run installs it); the end-to-end terminal tests need it';
-const WAIT_MS = 20_000;
+import test, { before } from 'node:test';
+import { ensureBundle, runSvc, startServe, tempDir } from '../support/process.ts';
+import { skipWithoutTmux as skip, terminal, until } from '../support/tmux.ts';
 
 before(ensureBundle);
-
-/** A private tmux server (its own socket name), killed after the test with everything running in it. */
-function terminal(t: TestContext) {
-  const socket = `svc-test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
-  const tmux = (...args: string[]) =>
-    execFileSync('tmux', ['-L', socket, ...args], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, TERM: 'xterm-256color' } });
-  t.after(() => {
-    try {
-      tmux('kill-server');
-    } catch {
-      // already gone with its last session
-    }
-  });
-  const session = 'runs';
-  const quote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
-  return {
-    /** Run `svc <args>` in the session. `exec` keeps the pane's pid the TUI's; Ink draws nothing live under CI=true. */
-    open(args: string[]) {
-      const command = `exec env -u CI -u CONTINUOUS_INTEGRATION NO_COLOR=1 ${quote(process.execPath)} ${quote(SVC)} ${args.map(quote).join(' ')}`;
-      tmux('new-session', '-d', '-s', session, '-x', '160', '-y', '40', command);
-    },
-    screen: () => {
-      try {
-        return tmux('capture-pane', '-p', '-t', session);
-      } catch {
-        return '';
-      }
-    },
-    keys: (...keys: string[]) => tmux('send-keys', '-t', session, ...keys),
-    pid: () => Number(tmux('display-message', '-p', '-t', session, '#{pane_pid}').trim()),
-    alive: () => {
-      try {
-        tmux('has-session', '-t', session);
-        return true;
-      } catch {
-        return false;
-      }
-    },
-  };
-}
-
-async function until<T>(probe: () => T, ok: (value: T) => boolean, what: string, show: () => string): Promise<T> {
-  const deadline = Date.now() + WAIT_MS;
-  for (;;) {
-    const value = probe();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}; screen:\n${show()}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 async function chat(address: string, content: string): Promise<string> {
   const response = await fetch(`${address}/v1/chat/completions`, {

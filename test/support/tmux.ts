@@ -1,0 +1,75 @@
+/**
+ * A real terminal for end-to-end tests: the bundled executable in a detached tmux session, read with `capture-pane`
+ * and driven with `send-keys`. CI installs tmux (.ci/run); without it the tests that need one are skipped, saying so.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import type { TestContext } from 'node:test';
+import { ROOT, SVC } from './process.ts';
+
+export const hasTmux = (() => {
+  try {
+    execFileSync('tmux', ['-V'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+/** The `skip` option of a test that needs tmux. */
+export const skipWithoutTmux = hasTmux ? false : 'tmux is not installed (.ci/run installs it); the end-to-end terminal tests need it';
+
+const WAIT_MS = 20_000;
+
+/** A private tmux server (its own socket name), killed after the test with everything running in it. */
+export function terminal(t: TestContext, size: { columns: number; rows: number } = { columns: 160, rows: 40 }) {
+  const socket = `svc-test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  const tmux = (...args: string[]) =>
+    execFileSync('tmux', ['-L', socket, ...args], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, TERM: 'xterm-256color' } });
+  t.after(() => {
+    try {
+      tmux('kill-server');
+    } catch {
+      // already gone with its last session
+    }
+  });
+  const session = 'runs';
+  const quote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
+  return {
+    /** Run `svc <args>` in the session. `exec` keeps the pane's pid the command's; Ink draws nothing live under CI=true. */
+    open(args: string[]) {
+      const command = `exec env -u CI -u CONTINUOUS_INTEGRATION NO_COLOR=1 ${quote(process.execPath)} ${quote(SVC)} ${args.map(quote).join(' ')}`;
+      tmux('new-session', '-d', '-s', session, '-x', String(size.columns), '-y', String(size.rows), command);
+    },
+    screen: () => {
+      try {
+        return tmux('capture-pane', '-p', '-t', session);
+      } catch {
+        return '';
+      }
+    },
+    /** The window title the program set (OSC 0/2), as tmux keeps it. */
+    title: () => tmux('display-message', '-p', '-t', session, '#{pane_title}').trim(),
+    keys: (...keys: string[]) => tmux('send-keys', '-t', session, ...keys),
+    pid: () => Number(tmux('display-message', '-p', '-t', session, '#{pane_pid}').trim()),
+    alive: () => {
+      try {
+        tmux('has-session', '-t', session);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+  };
+}
+
+/** Poll `probe` until `ok` holds (20 s at most); fail showing `show()` (the screen) otherwise. */
+export async function until<T>(probe: () => T, ok: (value: T) => boolean, what: string, show: () => string): Promise<T> {
+  const deadline = Date.now() + WAIT_MS;
+  for (;;) {
+    const value = probe();
+    if (ok(value)) return value;
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}; screen:\n${show()}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
