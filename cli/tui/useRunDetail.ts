@@ -1,8 +1,9 @@
 /**
  * The detail screen's data for one run: the run and its side effects, one page of trace events (`before` pages to
- * older ones), its integrity and its economics. Against a running svc (live) the run is fetched again every
- * `pollMs` after the previous answer arrived, and the rest only when the run changed (new events, a new status):
- * a watched run fills in as it progresses, at one request per interval while it does not.
+ * older ones), its integrity and its economics. Against a running svc (live) the run's newest trace event is read
+ * every `pollMs` after the previous answer arrived, and the rest only when the run changed: a watched run fills in as
+ * it progresses, at one small request per interval while it does not. The run's detail is not what is polled: it
+ * carries every side effect and feedback record of the run whole, megabytes on a busy one.
  */
 import { useEffect, useState } from 'react';
 import type { RunIntegrity } from '../../src/client/client.ts';
@@ -22,8 +23,11 @@ export interface RunDetailData {
 
 const EMPTY: RunDetailData = { runId: null, detail: null, events: null, integrity: null, economics: null, error: null, loading: true };
 
-/** What changes when a run progresses: its event count (side effects and SDK traces append events) and status. */
-const versionOf = (detail: RunDetailView) => `${detail.run.eventCount}:${detail.run.status}:${detail.run.completedAt ?? ''}`;
+/**
+ * How far a run has progressed: its event count, the seq of its newest event. Everything the screen shows moves it:
+ * side effects and SDK traces append events, and a run ends (status, outcome, economics) by chaining its closing one.
+ */
+const headOf = (page: EventPage) => page.events[page.events.length - 1]?.seq ?? 0;
 
 export function useRunDetail(
   source: RunsSource,
@@ -39,20 +43,24 @@ export function useRunDetail(
     }
     let stopped = false;
     let timer: NodeJS.Timeout | undefined;
-    let version: string | null = null;
+    let version: number | null = null;
     setData((previous) => (previous.runId === runId ? { ...previous, loading: true } : { ...EMPTY, runId }));
     const load = async () => {
       try {
+        if (version !== null) {
+          const head = headOf(await source.events(runId, { limit: 1 }));
+          if (stopped) return;
+          if (head === version) {
+            setData((previous) => (previous.error === null && !previous.loading ? previous : { ...previous, error: null, loading: false }));
+            return;
+          }
+        }
         const detail = await source.detail(runId);
         if (stopped) return;
-        if (versionOf(detail) === version) {
-          setData((previous) => ({ ...previous, detail, error: null, loading: false }));
-        } else {
-          const [events, integrity, economics] = await Promise.all([source.events(runId, page), source.integrity(runId), source.economics(runId)]);
-          if (stopped) return;
-          version = versionOf(detail);
-          setData({ runId, detail, events, integrity, economics, error: null, loading: false });
-        }
+        const [events, integrity, economics] = await Promise.all([source.events(runId, page), source.integrity(runId), source.economics(runId)]);
+        if (stopped) return;
+        version = detail.run.eventCount;
+        setData({ runId, detail, events, integrity, economics, error: null, loading: false });
       } catch (error) {
         if (!stopped) setData((previous) => ({ ...previous, runId, error: errorText(error), loading: false }));
       } finally {

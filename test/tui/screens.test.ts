@@ -215,3 +215,22 @@ test('a live view picks up new runs by itself; Esc on the detail goes back', asy
   press(KEY.escape);
   await until((f) => f.includes('filters:'), 'the list after Esc');
 });
+
+test("a live detail screen reads the run's detail again only when its trace moved, not on every refresh", async (t) => {
+  const { app, client, outDir, open } = await setup(t);
+  const runId = await chat(app, 'watched');
+  // The detail answer carries every side effect and feedback record whole: megabytes on a busy run.
+  await trace(app, runId, 'side_effect.planned', { toolName: 'upload', level: 2, payload: { blob: 'x'.repeat(200_000) } });
+  const source = runsSource(client, outDir);
+  const reads = { detail: 0 };
+  const counting = { ...source, detail: (id: string) => (reads.detail++, source.detail(id)) };
+  const { until, press } = open({ source: counting, connection: connectionInfo('socket', '/data'), pollMs: 20 });
+  await until((f) => f.includes(runId), 'the run');
+  press(KEY.enter);
+  await until((f) => f.includes('Side effects (1)') && f.includes('✓ chain verified'), 'the detail');
+  await new Promise((resolve) => setTimeout(resolve, 400)); // some twenty refreshes of a run that does not change
+  assert.equal(reads.detail, 1, 'the detail was read again although the run did not change');
+  await trace(app, runId, 'side_effect.planned', { toolName: 'notify', level: 1, payload: {} });
+  await until((f) => f.includes('Side effects (2)') && f.includes('notify'), 'the new side effect, picked up live');
+  assert.equal(reads.detail, 2);
+});
