@@ -23,6 +23,8 @@ export interface RunDetailProps {
   message: string | null;
   /** Terminal width, to cut long lines. */
   width: number;
+  /** A short terminal: no blank lines between the sections and the first two side effects only (20 lines and the trace). */
+  compact?: boolean;
   color: boolean;
 }
 
@@ -47,9 +49,9 @@ interface Explanation {
 const tokens = (usage: Record<string, number> | undefined) =>
   usage ? `${usage.promptTokens ?? 0} in / ${usage.completionTokens ?? 0} out (${usage.totalTokens ?? 0})` : '-';
 
-function Section(props: { title: string; children: ReactNode }) {
+function Section(props: { title: string; compact: boolean; children: ReactNode }) {
   return (
-    <Box flexDirection="column" marginTop={1}>
+    <Box flexDirection="column" marginTop={props.compact ? 0 : 1}>
       <Text bold underline>
         {props.title}
       </Text>
@@ -124,9 +126,9 @@ function EconomicsSection({ economics }: { economics: Record<string, any> | null
   );
 }
 
-function SideEffectsSection({ sideEffects }: { sideEffects: SideEffectView[] }) {
+function SideEffectsSection({ sideEffects, shownAtMost }: { sideEffects: SideEffectView[]; shownAtMost: number }) {
   if (sideEffects.length === 0) return <Text dimColor>none recorded</Text>;
-  const shown = sideEffects.slice(0, 5);
+  const shown = sideEffects.slice(0, shownAtMost);
   return (
     <>
       {shown.map((effect, i) => (
@@ -156,6 +158,7 @@ function Timeline({ events, width }: { events: EventPage | null; width: number }
 
 export function RunDetail(props: RunDetailProps) {
   const { run, events, integrity } = props;
+  const compact = props.compact ?? false;
   const badgeColor = !props.color || !integrity ? {} : { color: integrity.ok ? 'green' : 'red' };
   const first = events?.events[0]?.seq;
   const last = events?.events[events.events.length - 1]?.seq;
@@ -177,19 +180,19 @@ export function RunDetail(props: RunDetailProps) {
       ) : (
         <Text dimColor>loading…</Text>
       )}
-      <Section title="Route explanation">
+      <Section title="Route explanation" compact={compact}>
         <RouteSection explanation={(run?.routeExplanation ?? null) as Explanation | null} />
       </Section>
-      <Section title="Economics (USD)">
+      <Section title="Economics (USD)" compact={compact}>
         <EconomicsSection economics={props.economics} />
       </Section>
-      <Section title={`Side effects (${props.sideEffects.length})`}>
-        <SideEffectsSection sideEffects={props.sideEffects} />
+      <Section title={`Side effects (${props.sideEffects.length})`} compact={compact}>
+        <SideEffectsSection sideEffects={props.sideEffects} shownAtMost={compact ? 2 : 5} />
       </Section>
-      <Section title={`Trace timeline · events ${range} · page ${props.pageNumber}${props.pageNumber === 1 ? ' (newest)' : ''}`}>
+      <Section title={`Trace timeline · events ${range} · page ${props.pageNumber}${props.pageNumber === 1 ? ' (newest)' : ''}`} compact={compact}>
         <Timeline events={events} width={props.width} />
       </Section>
-      <Box flexDirection="column" marginTop={1}>
+      <Box flexDirection="column" marginTop={compact ? 0 : 1}>
         {props.error ? <Text {...(props.color ? { color: 'red' } : {})}>error: {props.error}</Text> : null}
         {props.message ? <Text>{props.message}</Text> : null}
         <Text dimColor wrap="truncate-end">

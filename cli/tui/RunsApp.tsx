@@ -32,8 +32,11 @@ export interface RunsAppProps {
 
 /** Lines of the list screen that are not rows: header, notice, filters, facets, column titles, status, help. */
 const LIST_CHROME = 7;
-/** Lines of the detail screen around the timeline (headline, sections, help). */
+/** Lines of the detail screen around the timeline (headline, sections, help), and of its compact layout. */
 const DETAIL_CHROME = 28;
+const COMPACT_DETAIL_CHROME = 20;
+/** The fewest trace events a detail page shows. */
+const MIN_EVENTS = 3;
 
 function useTerminalSize(): { rows: number; columns: number } {
   const { stdout } = useStdout();
@@ -66,7 +69,10 @@ export function RunsApp(props: RunsAppProps) {
 
   // The list is refreshed only while it is on screen: the detail screen polls its own run instead.
   const list = useRunList(source, state.filters, { limit, offset: state.offset }, { live: connection.live && state.screen === 'list', pollMs });
-  const eventPageSize = props.eventPageSize ?? Math.max(3, size.rows - DETAIL_CHROME);
+  // A terminal too short for the full detail (80x24) gets the compact one: drawn taller than the terminal, the screen
+  // would scroll its headline and integrity badge out of sight.
+  const compact = size.rows < DETAIL_CHROME + MIN_EVENTS;
+  const eventPageSize = props.eventPageSize ?? Math.max(MIN_EVENTS, size.rows - (compact ? COMPACT_DETAIL_CHROME : DETAIL_CHROME));
   const detail = useRunDetail(
     source,
     state.detail?.runId ?? null,
@@ -152,6 +158,7 @@ export function RunsApp(props: RunsAppProps) {
           error={current?.error ?? null}
           message={state.message}
           width={size.columns}
+          compact={compact}
           color={color}
         />
       </Box>

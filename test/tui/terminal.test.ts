@@ -76,3 +76,27 @@ test('svc runs with no server browses in-process and says so; svc serve meanwhil
   const restarted = await startServe(t, dataDir);
   assert.match(restarted.address, /^http:/, 'svc serve starts once the TUI quit');
 });
+
+test('on an 80x24 terminal the detail screen fits: its headline and integrity badge stay on screen above the trace', { skip }, async (t) => {
+  const dataDir = tempDir(t);
+  const server = await startServe(t, dataDir);
+  const runId = await chat(server.address, 'a run to open on a small terminal');
+  for (let i = 1; i <= 6; i++) {
+    const response = await fetch(`${server.address}/api/v1/trace`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ runId, type: 'side_effect.planned', payload: { toolName: `send_email_${i}`, level: 3, payload: {} } }),
+    });
+    assert.equal(response.status, 201, await response.text());
+  }
+  const term = terminal(t, { columns: 80, rows: 24 });
+  term.open(['runs', '--data-dir', dataDir]);
+  await until(term.screen, (s) => s.includes(runId.slice(0, 12)), 'the run in the list', term.screen);
+  term.keys('Enter');
+  const screen = await until(term.screen, (s) => s.includes('Trace timeline') && s.includes('send_email_6'), 'the detail', term.screen);
+  const lines = screen.split('\n');
+  assert.match(lines[0]!, new RegExp(`^run ${runId} · ✓ chain verified \\(\\d+ events\\)`), screen);
+  for (const part of ['Route explanation', 'Economics (USD)', 'Side effects (6)', 'send_email_1', 'e export evidence packet']) assert.ok(screen.includes(part), `${part}:\n${screen}`);
+  term.keys('q');
+  await until(term.screen, (s) => s.includes('filters:'), 'the list again', term.screen);
+});
