@@ -3,9 +3,10 @@
  * older ones), its integrity and its economics. Against a running svc (live) the run's newest trace event is read
  * every `pollMs` after the previous answer arrived, and the rest only when the run changed: a watched run fills in as
  * it progresses, at one small request per interval while it does not. The run's detail is not what is polled: it
- * carries every side effect and feedback record of the run whole, megabytes on a busy one.
+ * carries every side effect and feedback record of the run whole, megabytes on a busy one. Another trace page (or
+ * page size, on a resize) of the run on screen reads only that page's events.
  */
-import { useEffect, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import type { RunIntegrity } from '../../src/client/client.ts';
 import { errorText } from './errors.ts';
 import type { EventPage, RunDetailView, RunsSource } from './runs-source.ts';
@@ -36,17 +37,30 @@ export function useRunDetail(
   options: { live: boolean; pollMs: number },
 ): RunDetailData {
   const [data, setData] = useState<RunDetailData>(EMPTY);
+  /** The run on screen and the event count its detail was read at: another trace page of it reads only its events. */
+  const shown = useRef<{ runId: string; version: number } | null>(null);
   useEffect(() => {
     if (runId === null) {
+      shown.current = null;
       setData(EMPTY);
       return;
     }
     let stopped = false;
     let timer: NodeJS.Timeout | undefined;
-    let version: number | null = null;
+    let version = shown.current?.runId === runId ? shown.current.version : null;
+    let pageRead = false;
     setData((previous) => (previous.runId === runId ? { ...previous, loading: true } : { ...EMPTY, runId }));
     const load = async () => {
       try {
+        if (version !== null && !pageRead) {
+          // Another page (or page size) of the run on screen: the run, its integrity and economics are those shown;
+          // on a run of 10,000 events they are megabytes to read and a chain to recompute, for nothing new.
+          const events = await source.events(runId, page);
+          if (stopped) return;
+          pageRead = true;
+          setData((previous) => ({ ...previous, events, error: null, loading: false }));
+          return;
+        }
         if (version !== null) {
           const head = headOf(await source.events(runId, { limit: 1 }));
           if (stopped) return;
@@ -60,6 +74,8 @@ export function useRunDetail(
         const [events, integrity, economics] = await Promise.all([source.events(runId, page), source.integrity(runId), source.economics(runId)]);
         if (stopped) return;
         version = detail.run.eventCount;
+        pageRead = true;
+        shown.current = { runId, version };
         setData({ runId, detail, events, integrity, economics, error: null, loading: false });
       } catch (error) {
         if (!stopped) setData((previous) => ({ ...previous, runId, error: errorText(error), loading: false }));

@@ -234,3 +234,27 @@ test("a live detail screen reads the run's detail again only when its trace move
   await until((f) => f.includes('Side effects (2)') && f.includes('notify'), 'the new side effect, picked up live');
   assert.equal(reads.detail, 2);
 });
+
+test('paging the trace reads only the events of the new page, not the run, its integrity and its economics again', async (t) => {
+  const { app, client, outDir, open } = await setup(t);
+  const runId = await chat(app, 'tools');
+  for (let i = 1; i <= 6; i++) await trace(app, runId, 'tool.called', { name: `tool_${i}`, args: { i }, sideEffectLevel: 0 });
+  const source = runsSource(client, outDir);
+  const reads = { detail: 0, integrity: 0, economics: 0 };
+  const counting = {
+    ...source,
+    detail: (id: string) => (reads.detail++, source.detail(id)),
+    integrity: (id: string) => (reads.integrity++, source.integrity(id)),
+    economics: (id: string) => (reads.economics++, source.economics(id)),
+  };
+  const { until, press } = open({ source: counting, eventPageSize: 3 });
+  await until((f) => f.includes(runId), 'the run');
+  press(KEY.enter);
+  await until((f) => f.includes('page 1 (newest)') && f.includes('tool_6') && f.includes('✓ chain verified'), 'the newest page');
+  press('n');
+  await until((f) => f.includes('page 2') && f.includes('tool_3') && !f.includes('tool_6'), 'page 2');
+  press('p');
+  await until((f) => f.includes('page 1 (newest)') && f.includes('tool_6'), 'the newest page again');
+  // On a run with 10,000 events and megabytes of side effects, each of these is a large read or a chain recomputed.
+  assert.deepEqual(reads, { detail: 1, integrity: 1, economics: 1 });
+});
