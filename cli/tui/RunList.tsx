@@ -5,7 +5,7 @@
  */
 import { Box, Text } from 'ink';
 import type { Pagination } from '../../src/client/client.ts';
-import { clip, describeFacet, describeFilters, RUN_COLUMNS, type RunFilterInput, type RunRow } from './format.ts';
+import { clip, clipStart, describeFacet, describeFilters, RUN_COLUMNS, type RunFilterInput, type RunRow } from './format.ts';
 
 /** Short headers for the screen; the plain table uses the longer RUN_COLUMNS ones. */
 const SCREEN_HEADERS: Record<keyof RunRow, string> = {
@@ -61,18 +61,30 @@ function columnWidths(rows: RunRow[], createdHeader = SCREEN_HEADERS.created): R
 
 function line(cells: Record<keyof RunRow, string>, widths: Record<keyof RunRow, number>, gap: string): string {
   return KEYS.map((key) => {
-    const text = clip(cells[key], widths[key]);
+    const text = key === 'id' ? clipStart(cells[key], widths[key]) : clip(cells[key], widths[key]);
     return key === 'id' ? text : RIGHT_ALIGNED.has(key) ? text.padStart(widths[key]) : text.padEnd(widths[key]);
   }).join(gap);
 }
 
-/** On a narrow terminal the created column keeps only the time of day and columns sit closer, so ids stay whole. */
+/**
+ * The fewest characters of an id worth showing: an ellipsis and the id's last 8 hex digits, of its random part. Run
+ * ids start with their creation time, so the runs of an hour share their first dozen characters.
+ */
+const MIN_ID_WIDTH = 9;
+
+/**
+ * On a narrow terminal the created column keeps only the time of day and columns sit closer. An id that still does
+ * not fit (80 columns) keeps its end, the part that tells runs apart, as long as 9 characters of it fit.
+ */
 function layout(rows: RunRow[], width: number) {
   const full = columnWidths(rows);
   const fullWidth = 2 + KEYS.reduce((sum, key) => sum + full[key], 0) + 2 * (KEYS.length - 1);
   if (fullWidth <= width) return { rows, headers: SCREEN_HEADERS, widths: full, gap: '  ' };
   const compact = rows.map((row) => ({ ...row, created: row.created.slice(11) || row.created }));
-  return { rows: compact, headers: { ...SCREEN_HEADERS, created: 'TIME (UTC)' }, widths: columnWidths(compact, 'TIME (UTC)'), gap: ' ' };
+  const widths = columnWidths(compact, 'TIME (UTC)');
+  const idRoom = width - 2 - KEYS.reduce((sum, key) => sum + (key === 'id' ? 0 : widths[key]), 0) - (KEYS.length - 1);
+  if (idRoom < widths.id && idRoom >= MIN_ID_WIDTH) widths.id = idRoom;
+  return { rows: compact, headers: { ...SCREEN_HEADERS, created: 'TIME (UTC)' }, widths, gap: ' ' };
 }
 
 export function RunList(props: RunListProps) {

@@ -135,6 +135,12 @@ export function clip(text: string, width: number): string {
   return text.length <= width ? text : `${text.slice(0, Math.max(0, width - 1))}…`;
 }
 
+/** A value cut to its last `width` characters, with an ellipsis in front. */
+export function clipStart(text: string, width: number): string {
+  if (width <= 0) return '';
+  return text.length <= width ? text : `…${text.slice(text.length - Math.max(0, width - 1))}`;
+}
+
 /** One line for a trace event's payload: its JSON without braces noise, for the timeline. */
 export function summarizePayload(payload: Record<string, unknown>): string {
   const parts = Object.entries(payload).map(([key, value]) => `${key}=${typeof value === 'string' ? value : JSON.stringify(value)}`);
