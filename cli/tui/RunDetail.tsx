@@ -165,12 +165,11 @@ export function RunDetail(props: RunDetailProps) {
   const range = first === undefined ? 'none' : `#${first}-#${last} of ${run?.eventCount ?? '?'}`;
   return (
     <Box flexDirection="column">
-      <Box>
-        <Text bold>run {props.runId}</Text>
-        <Text> · </Text>
-        <Text {...badgeColor}>{integrityBadge(integrity)}</Text>
+      {/* One text, not a row of them: on a narrow terminal it wraps as words instead of as columns cut into each other. */}
+      <Text>
+        <Text bold>run {props.runId}</Text> · <Text {...badgeColor}>{integrityBadge(integrity)}</Text>
         {props.loading ? <Text dimColor> …</Text> : null}
-      </Box>
+      </Text>
       {run ? (
         <Text wrap="truncate-end">
           {run.status} · {run.route ?? '-'} · {run.model}

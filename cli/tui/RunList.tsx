@@ -102,11 +102,11 @@ export function RunList(props: RunListProps) {
   const updated = props.updatedAt ? new Date(props.updatedAt).toISOString().slice(11, 19) : '-';
   return (
     <Box flexDirection="column">
-      <Box>
-        <Text bold>svc runs</Text>
-        <Text> · {props.connection.label}</Text>
+      {/* One text, not a row of them: on a narrow terminal it wraps as words instead of as columns cut into each other. */}
+      <Text>
+        <Text bold>svc runs</Text> · {props.connection.label}
         {props.connection.live ? <Text dimColor> · updated {updated}{props.loading ? ' …' : ''}</Text> : null}
-      </Box>
+      </Text>
       {props.connection.notice ? <Text {...(props.color ? { color: 'yellow' } : {})}>{props.connection.notice}</Text> : null}
       <Text>
         filters: {describeFilters(props.filters)} · runs {range}

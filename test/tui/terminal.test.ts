@@ -119,3 +119,18 @@ test('on an 80-column terminal the list keeps the end of each run id, the part t
   term.keys('q');
   await until(term.alive, (alive) => !alive, 'svc runs to quit', term.screen);
 });
+
+test('on a 40-column terminal the list header and the detail headline wrap as text, not as columns that cut into each other', { skip }, async (t) => {
+  const dataDir = tempDir(t);
+  const server = await startServe(t, dataDir);
+  const runId = await chat(server.address, 'narrow');
+  const term = terminal(t, { columns: 40, rows: 30 });
+  term.open(['runs', '--data-dir', dataDir]);
+  /** The screen as running text: a line wrapped at a space reads the same as unwrapped. */
+  const text = () => term.screen().split('\n').map((line) => line.trim()).join(' ');
+  await until(text, (s) => s.includes('runs 1-1 of 1'), 'the list', term.screen);
+  await until(text, (s) => /svc runs · live · \S+ \(local socket\) · updated \d\d:\d\d:\d\d/.test(s), 'the list header, whole', term.screen);
+  term.keys('Enter');
+  await until(text, (s) => s.includes('Trace timeline'), 'the detail', term.screen);
+  await until(text, (s) => new RegExp(`run ${runId} · ✓ chain verified \\(\\d+ events\\)`).test(s), 'the headline, whole', term.screen);
+});
