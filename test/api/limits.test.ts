@@ -123,21 +123,29 @@ test('NUL characters: refused in management bodies and in any URL, kept in promp
   assert.equal(json(victim).user.email, 'victim@example.com');
 });
 
-test('a model named with control characters is a 400 on every wire, recorded nowhere', async (t) => {
+test('a model named with control or invisible characters is a 400 on every wire, recorded nowhere', async (t) => {
   const { app } = await build(t);
-  const model = 'gpt-4o-mini\u0000x';
-  const cases: Array<[string, Record<string, unknown>]> = [
-    ['/v1/chat/completions', { model, messages: [{ role: 'user', content: 'hi' }] }],
-    ['/v1/messages', { model, max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }],
-    ['/v1/responses', { model, input: 'hi' }],
-    ['/v1/embeddings', { model, input: 'hi' }],
-  ];
-  for (const [url, payload] of cases) {
-    const response = await app.inject({ method: 'POST', url, payload });
-    assert.equal(response.statusCode, 400, url);
-    assert.match(response.body, /model must not contain control characters/, url);
+  // A NUL, and names that read exactly like gpt-4o-mini in every list: a zero-width space, a word joiner, a BOM.
+  for (const model of ['gpt-4o-mini\u0000x', 'gpt\u200b-4o-mini', 'gpt-4o-mini\u2060', 'gpt-4o\ufeff-mini', 'gpt-4o-mini\u202e']) {
+    const cases: Array<[string, Record<string, unknown>]> = [
+      ['/v1/chat/completions', { model, messages: [{ role: 'user', content: 'hi' }] }],
+      ['/v1/messages', { model, max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }],
+      ['/v1/responses', { model, input: 'hi' }],
+      ['/v1/embeddings', { model, input: 'hi' }],
+      ['/api/v1/ingest/prompt', { source: 'sdk', prompt: 'hi', metadata: { model } }],
+    ];
+    for (const [url, payload] of cases) {
+      const response = await app.inject({ method: 'POST', url, payload });
+      assert.equal(response.statusCode, 400, `${url} ${JSON.stringify(model)}`);
+      // The management API refuses a NUL anywhere in a body first (src/http/json-body.ts).
+      const refusal = url.startsWith('/api/') && model.includes('\u0000') ? /NUL character/ : /model must not contain control characters, bidirectional overrides or invisible characters/;
+      assert.match(response.body, refusal, url);
+    }
   }
   assert.equal(json(await app.inject({ url: '/api/v1/runs' })).pagination.total, 0);
+  // Other Unicode is a name like any: kept whole.
+  const accented = await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'modèle-é', messages: [{ role: 'user', content: 'hi' }] } });
+  assert.equal(accented.statusCode, 200);
 });
 
 test('body limits: management bodies are bounded smaller than gateway bodies', async (t) => {

@@ -12,7 +12,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { AppError } from '../../core/errors.ts';
-import { isPrintableText, UNPRINTABLE_MESSAGE } from '../../core/text.ts';
+import { modelField } from '../../evidence/model-field.ts';
 import {
   EMBEDDING_PLACEHOLDER,
   MAX_EMBEDDING_DIMENSIONS,
@@ -42,10 +42,8 @@ function unknownFields(body: Record<string, unknown>): Record<string, unknown> |
 }
 
 const bodySchema = z.object({
-  model: z
-    .string({ error: 'model must be a string' })
-    .refine((value) => value.trim() !== '', 'model must not be empty')
-    .refine(isPrintableText, `model ${UNPRINTABLE_MESSAGE}`),
+  // As on every wire (no run records an embeddings call, but the name goes upstream and into the access log).
+  model: modelField,
   input: z.unknown(),
   dimensions: z.preprocess(
     (value) => {
