@@ -6,7 +6,15 @@
  */
 import { pathOfTarget } from './error-shapes.ts';
 
-const TOKEN_PATHS = [/^(\/api\/v1\/invites\/)[^/?#]+/, /^(\/api\/v1\/auth\/verify\/)[^/?#]+/];
+/**
+ * The token's segment after `/api/v1/invites/` and `/api/v1/auth/verify/`, also in spellings the router does not take
+ * (a doubled slash, another case, an encoded slash: 404s, whose URL still carries what the client meant as a token).
+ */
+const SLASH = '(?:\\/|%2f)+';
+const TOKEN_PATHS = [
+  new RegExp(`^(${SLASH}api${SLASH}v1${SLASH}invites${SLASH})[^/?#]+`, 'i'),
+  new RegExp(`^(${SLASH}api${SLASH}v1${SLASH}auth${SLASH}verify${SLASH})[^/?#]+`, 'i'),
+];
 const TOKEN_QUERY = /([?&]token=)[^&#]*/gi;
 
 export function redactUrl(url: string): string {

@@ -19,6 +19,11 @@ test('token paths and token query parameters are redacted; other URLs are untouc
   assert.equal(redactUrl('http://svc.example/api/v1/invites/abc/accept'), '/api/v1/invites/[redacted]/accept');
   assert.equal(redactUrl('HTTPS://svc.example:8443/api/v1/auth/verify/tok'), '/api/v1/auth/verify/[redacted]');
   assert.equal(redactUrl('http://svc.example?token=secret'), '/?token=[redacted]');
+  // Spellings the router does not take (404s) still carry what a client meant as a token: redacted too.
+  assert.equal(redactUrl('/api/v1//invites/abc'), '/api/v1//invites/[redacted]');
+  assert.equal(redactUrl('//api/v1/auth//verify/tok'), '//api/v1/auth//verify/[redacted]');
+  assert.equal(redactUrl('/API/V1/Invites/abc/accept'), '/API/V1/Invites/[redacted]/accept');
+  assert.equal(redactUrl('/api/v1/invites%2Fabc'), '/api/v1/invites%2F[redacted]');
 });
 
 test('the request log of a real app never contains an invitation token', async (t) => {
