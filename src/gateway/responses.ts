@@ -117,6 +117,8 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
     // Only typed events go on: anything else would reach the client as an event it cannot read (`event: undefined`),
     // or, with a line break in its type, as events of the upstream's choosing (`isEventName`).
     if (!isEventName(event?.type)) throw this.bad('an event without a type that is an event name');
+    // The upstream's own failure, also as its first event (a rate limit is one: `failed`).
+    if (event.type === 'response.failed') throw this.failed(event);
     if (!this.snapshot && event.type !== 'response.created') throw this.bad(`${event.type} before response.created`);
     if (this.final) throw this.bad(`${event.type} after the terminal event`);
     switch (event.type) {
@@ -182,20 +184,30 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
         this.final = response;
         break;
       }
-      case 'response.failed': {
-        const failed = event.response as ResponseObject | null | undefined;
-        if (failed?.usage) this.failedUsage = usageOf(failed);
-        const error = failed?.error as { code?: unknown; message?: string } | undefined;
-        const failure = new ProviderError('upstream_error', error?.message ?? 'The upstream response failed.', { provider: this.provider.name, retryable: false });
-        this.failedWith = { failure, code: RESPONSE_ERROR_CODES.has(error?.code as string) ? (error!.code as string) : 'server_error' };
-        throw failure;
-      }
       case 'error':
         throw new ProviderError('upstream_error', String(event.message ?? 'upstream stream error'), { provider: this.provider.name, retryable: false });
       default:
         break; // in_progress, reasoning summaries, refusals and future event types pass through
     }
     return [event];
+  }
+
+  /**
+   * The failure an upstream's `response.failed` is, with the usage it reported. A rate limit is the upstream's 429 said
+   * in an event: before the stream started it is answered so (retry-after) or failed over, as an HTTP 429 is; any other
+   * failure is the upstream's error, not retried.
+   */
+  private failed(event: ResponseStreamEvent): ProviderError {
+    const failed = event.response as ResponseObject | null | undefined;
+    if (failed?.usage) this.failedUsage = usageOf(failed);
+    const error = failed?.error as { code?: unknown; message?: string } | undefined;
+    const message = error?.message ?? 'The upstream response failed.';
+    const failure =
+      error?.code === 'rate_limit_exceeded'
+        ? new ProviderError('rate_limited', message, { provider: this.provider.name, upstreamStatus: 200 })
+        : new ProviderError('upstream_error', message, { provider: this.provider.name, retryable: false });
+    this.failedWith = { failure, code: RESPONSE_ERROR_CODES.has(error?.code as string) ? (error!.code as string) : 'server_error' };
+    return failure;
   }
 
   end(): ResponseStreamEvent[] {

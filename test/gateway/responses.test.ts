@@ -462,6 +462,33 @@ test('live responses: a buffered answer the upstream says failed (HTTP 200, stat
   }
 });
 
+test("live responses: an upstream's response.failed for rate_limit_exceeded before any other event is a 429 with retry-after, failed over to the next provider when there is one", async (t) => {
+  const limited = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    const [created] = upstreamEvents('unused');
+    writeEvents(res, [{ type: 'response.failed', sequence_number: 1, response: { ...created!.response, status: 'failed', error: { code: 'rate_limit_exceeded', message: 'Rate limit reached for requests' } } }]);
+    res.end();
+  });
+  const alone = await listening(t, { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: limited.baseUrl });
+  const body = JSON.stringify({ model: 'gpt-4o-mini', input: input('limited'), stream: true });
+  const refused = await fetch(`${alone.address}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  assert.equal(refused.status, 429);
+  assert.ok(Number(refused.headers.get('retry-after')) >= 1);
+  assert.equal(validateAgainst('ErrorResponse', await refused.json()), null);
+
+  const fallback = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    writeEvents(res, upstreamEvents('From the fallback'));
+    res.end();
+  });
+  const both = await listening(t, { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: limited.baseUrl, CHATCOMP_FALLBACK_API_KEY: 'sk-fallback', CHATCOMP_FALLBACK_BASE_URL: fallback.baseUrl });
+  const stream = both.client.responses.stream({ model: 'gpt-4o-mini', input: input('failed over') });
+  const final = await stream.finalResponse();
+  const message = final.output.find((item) => item.type === 'message') as { content: Array<{ text: string }> } | undefined;
+  assert.equal(message?.content[0]?.text, 'From the fallback');
+  assert.equal(fallback.requests.length, 1);
+});
+
 test('live responses: a client abort mid-stream reaches the upstream and the run is finalised', async (t) => {
   const upstream = await startFakeUpstream(t, async (_req, res) => {
     startSse(res);
