@@ -18,15 +18,19 @@ export const RUN_COLUMNS = {
 
 export type RunRow = Record<keyof typeof RUN_COLUMNS, string>;
 
-/** USD with enough decimals for per-request prices (a mini-model call costs fractions of a cent). */
+/**
+ * USD with enough decimals for per-request prices (a mini-model call costs fractions of a cent); `-` for what is no
+ * amount (a server named by --url is not necessarily svc: its answer's fields may have other types).
+ */
 export function formatUsd(usd: number): string {
+  if (typeof usd !== 'number' || !Number.isFinite(usd)) return '-';
   if (usd === 0) return '0';
   return usd >= 1 ? usd.toFixed(2) : usd.toFixed(6).replace(/0+$/, '');
 }
 
 /** An ISO timestamp as `YYYY-MM-DD HH:MM:SS` (UTC, as the API gives it). */
 export function formatTime(iso: string | null): string {
-  if (!iso) return '-';
+  if (typeof iso !== 'string' || iso === '') return '-';
   return iso.replace('T', ' ').replace(/\.\d+/, '').replace(/Z$/, '');
 }
 
@@ -35,18 +39,27 @@ export function formatClock(iso: string): string {
   return /T(\d\d:\d\d:\d\d(?:\.\d+)?)/.exec(iso)?.[1] ?? iso;
 }
 
-/** One run as the list shows it: unpriced cost as `n/a`; savings that observe mode only estimated as `~ghost`. */
+/** A field shown as text: `-` for none; a number or boolean written out (a server that is not svc may send one). */
+function textOf(value: unknown): string {
+  if (typeof value === 'string') return value === '' ? '-' : value;
+  return typeof value === 'number' || typeof value === 'boolean' ? String(value) : '-';
+}
+
+/**
+ * One run as the list shows it: unpriced cost as `n/a`; savings that observe mode only estimated as `~ghost`. Every
+ * cell is text whatever the answer held: a `--url` server's `"model": null` or `"costUsd": "x"` ended `svc runs`.
+ */
 export function toRunRow(run: RunSummary): RunRow {
-  const savings = run.savedUsd > 0 || run.ghostSavedUsd <= 0 ? formatUsd(run.savedUsd) : `~${formatUsd(run.ghostSavedUsd)}`;
+  const ghost = typeof run.ghostSavedUsd === 'number' && run.ghostSavedUsd > 0 && !(typeof run.savedUsd === 'number' && run.savedUsd > 0);
   return {
-    route: run.route ?? '-',
-    status: run.status,
-    model: run.model,
-    cost: run.priced ? formatUsd(run.costUsd) : 'n/a',
-    latency: run.latencyMs === null ? '-' : String(run.latencyMs),
-    savings,
+    route: textOf(run.route),
+    status: textOf(run.status),
+    model: textOf(run.model),
+    cost: run.priced === false ? 'n/a' : formatUsd(run.costUsd),
+    latency: typeof run.latencyMs === 'number' && Number.isFinite(run.latencyMs) ? String(run.latencyMs) : '-',
+    savings: ghost ? `~${formatUsd(run.ghostSavedUsd)}` : formatUsd(run.savedUsd),
     created: formatTime(run.createdAt),
-    id: run.id,
+    id: textOf(run.id),
   };
 }
 

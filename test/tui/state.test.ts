@@ -58,6 +58,15 @@ test('a run row carries the list columns: unpriced cost as n/a, observe-mode sav
   assert.equal(describeFacet({ live: 2, exact_cache: 5, failed: 0 }), 'exact_cache 5 · live 2');
 });
 
+test("a run row of a server that is not svc, whose fields have other types, is text all the same: '-' where a value is not what it should be", () => {
+  const odd = run({ model: null, costUsd: 'x', savedUsd: null, ghostSavedUsd: 'y', latencyMs: 'slow', status: 5, route: 7, createdAt: null, id: undefined } as unknown as Partial<RunSummary>);
+  const row = toRunRow(odd);
+  for (const [key, value] of Object.entries(row)) assert.equal(typeof value, 'string', key);
+  assert.deepEqual(row, { route: '7', status: '5', model: '-', cost: '-', latency: '-', savings: '-', created: '-', id: '-' });
+  assert.equal(formatUsd('x' as unknown as number), '-');
+  assert.equal(formatUsd(Number.NaN), '-');
+});
+
 test('since takes ISO times, epoch milliseconds and durations back from now; other text is refused', () => {
   const now = Date.parse('2026-01-02T00:00:00Z');
   assert.equal(resolveSince('2h', now), now - 7_200_000);
