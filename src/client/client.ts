@@ -335,12 +335,17 @@ export class SvcClient {
     try {
       response = await this.transport.request(method, path, body, sent);
     } catch (error) {
-      if (deadline?.aborted) throw new Error(`no answer to ${method} ${path} within ${this.options.bufferedTimeoutMs} ms`, { cause: error });
+      if (deadline?.aborted) throw this.timedOut(method, path, error);
       throw error;
     }
     if (response.status < 200 || response.status >= 300) throw this.failure(method, path, response.status, response.headers, response.body, response.text);
     if (typeof response.body !== 'object' || response.body === null) throw this.notJson(method, path, response);
     return response.body as T;
+  }
+
+  /** A buffered call that passed its deadline (`bufferedTimeoutMs`), named. */
+  private timedOut(method: string, path: string, cause: unknown): Error {
+    return new Error(`no answer to ${method} ${path} within ${this.options.bufferedTimeoutMs} ms`, { cause });
   }
 
   /** Every answer of svc's API is a JSON object; anything else (an HTML page, an empty body) is not svc answering. */
@@ -384,7 +389,14 @@ export class SvcClient {
   /** A buffered gateway call under the buffered deadline, with the correlation headers of its answer. */
   private async gatewayCall(path: string, body: unknown): Promise<{ body: Record<string, any>; headers: Record<string, string> }> {
     const signal = AbortSignal.timeout(this.options.bufferedTimeoutMs);
-    const response = await this.transport.request('POST', path, body, { headers: this.identityHeaders(), signal });
+    let response: TransportResponse;
+    try {
+      response = await this.transport.request('POST', path, body, { headers: this.identityHeaders(), signal });
+    } catch (error) {
+      // Said as a management call's deadline is: a bare TimeoutError named neither the call nor the deadline.
+      if (signal.aborted) throw this.timedOut('POST', path, error);
+      throw error;
+    }
     if (response.status < 200 || response.status >= 300) throw this.failure('POST', path, response.status, response.headers, response.body, response.text);
     // A proxy's HTML page or an empty 200 was read as an answer: a TypeError on its `choices`, or an empty one.
     if (typeof response.body !== 'object' || response.body === null || Array.isArray(response.body)) throw this.notJson('POST', path, response);

@@ -325,7 +325,13 @@ test('deadlines: bufferedTimeoutMs bounds a buffered call (1 to 900000); request
   assert.doesNotThrow(() => createSvcClient({ baseUrl, env: {}, bufferedTimeoutMs: 900_000 }).close());
   const quick = createSvcClient({ baseUrl, env: {}, bufferedTimeoutMs: 100 });
   t.after(() => quick.close());
-  await assert.rejects(quick.chat({ model: 'mock-slow-3000', messages: [{ role: 'user', content: 'x' }] }), /aborted|timeout/i);
+  // Said as any call's failure is: method, path and the deadline (it was a bare TimeoutError).
+  await assert.rejects(quick.chat({ model: 'mock-slow-3000', messages: [{ role: 'user', content: 'x' }] }), {
+    message: 'no answer to POST /v1/chat/completions within 100 ms',
+  });
+  await assert.rejects(quick.messages({ model: 'mock-slow-3000', max_tokens: 8, messages: [{ role: 'user', content: 'x' }] }), {
+    message: 'no answer to POST /v1/messages within 100 ms',
+  });
 
   const silent = createServer(() => undefined); // accepts, never answers
   await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
