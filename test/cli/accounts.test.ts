@@ -2,13 +2,13 @@
  * `svc users` and `svc orgs` as a child process (`bin/svc`): usage errors, then the whole flow in-process on a
  * temporary data directory, then against a running `svc serve` over its local socket (and once over --url with the
  * bootstrap token). Passwords travel through stdin (`--password-stdin`); `--temp-password` is used once, to see it
- * works and warns. The hidden prompt and the confirmation are driven in a real terminal (tmux, as in
- * test/tui/terminal.test.ts), skipped when tmux is missing.
+ * works and warns. The hidden prompt and the confirmation are driven in a real terminal (test/support/tmux.ts),
+ * skipped when tmux is missing.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import test, { before, type TestContext } from 'node:test';
-import { ensureBundle, ROOT, runSvc, SVC, startServe, tempDir, type RunResult } from '../support/process.ts';
+import { ensureBundle, runSvc, startServe, tempDir, type RunResult } from '../support/process.ts';
+import { skipWithoutTmux, terminal, until } from '../support/tmux.ts';
 
 before(ensureBundle);
 
@@ -278,51 +278,23 @@ async function waitFor(condition: () => boolean, timeoutMs = 5_000): Promise<voi
   }
 }
 
-const hasTmux = (() => {
-  try {
-    execFileSync('tmux', ['-V'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-
-/** One command in a detached tmux pane (a private tmux server); the pane stays after it exits, showing `exit=<code>`. */
-function terminal(t: TestContext, args: string[]) {
-  const socket = `svc-accounts-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
-  const tmux = (...argv: string[]) => execFileSync('tmux', ['-L', socket, ...argv], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, TERM: 'xterm-256color' } });
-  t.after(() => {
-    try {
-      tmux('kill-server');
-    } catch {
-      // gone already
-    }
-  });
-  const quote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
-  const command = `env -u CI NO_COLOR=1 ${quote(process.execPath)} ${quote(SVC)} ${args.map(quote).join(' ')}; echo "exit=$?"; sleep 600`;
-  tmux('new-session', '-d', '-s', 'cli', '-x', '160', '-y', '40', command);
-  const screen = () => tmux('capture-pane', '-p', '-t', 'cli');
+/** One command in a real terminal (test/support/tmux.ts); the pane stays after it exits, showing `exit=<code>`. */
+function terminalFor(t: TestContext, args: string[]) {
+  const pane = terminal(t);
+  pane.open(args, { showExit: true });
   return {
-    screen,
-    type: (text: string) => tmux('send-keys', '-t', 'cli', '-l', text),
-    enter: () => tmux('send-keys', '-t', 'cli', 'Enter'),
-    keys: (...keys: string[]) => tmux('send-keys', '-t', 'cli', ...keys),
-    async waitFor(pattern: RegExp): Promise<string> {
-      const deadline = Date.now() + 20_000;
-      for (;;) {
-        const text = screen();
-        if (pattern.test(text)) return text;
-        if (Date.now() > deadline) assert.fail(`timed out waiting for ${pattern}; screen:\n${text}`);
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-    },
+    screen: pane.screen,
+    type: pane.type,
+    enter: () => pane.keys('Enter'),
+    keys: pane.keys,
+    waitFor: (pattern: RegExp) => until(pane.screen, (text) => pattern.test(text), String(pattern), pane.screen),
   };
 }
 
-test('on a terminal: a hidden prompt asked twice for the temporary password, and a confirmation before deleting', { skip: hasTmux ? false : 'tmux is not installed' }, async (t) => {
+test('on a terminal: a hidden prompt asked twice for the temporary password, and a confirmation before deleting', { skip: skipWithoutTmux }, async (t) => {
   const dataDir = tempDir(t);
   const typed = 'typed-temp-pass-77';
-  const create = terminal(t, ['users', 'create', '--email', 'tty@example.com', '--data-dir', dataDir]);
+  const create = terminalFor(t, ['users', 'create', '--email', 'tty@example.com', '--data-dir', dataDir]);
   await create.waitFor(/Temporary password for tty@example\.com \(empty: let svc generate one\):/);
   create.type('short');
   create.enter();
@@ -354,14 +326,14 @@ test('on a terminal: a hidden prompt asked twice for the temporary password, and
   assert.equal(session.body.mustChangePassword, true);
 
   // Answering no to the confirmation changes nothing; yes deletes.
-  const keep = terminal(t, ['users', 'delete', 'tty@example.com', '--data-dir', dataDir]);
+  const keep = terminalFor(t, ['users', 'delete', 'tty@example.com', '--data-dir', dataDir]);
   await keep.waitFor(/Delete user tty@example\.com \(usr_\S+\)\?/);
   keep.type('n');
   keep.enter();
   const kept = await keep.waitFor(/exit=\d+/);
   assert.match(kept, /Cancelled\./);
   assert.match(kept, /exit=1/);
-  const remove = terminal(t, ['users', 'delete', 'tty@example.com', '--data-dir', dataDir]);
+  const remove = terminalFor(t, ['users', 'delete', 'tty@example.com', '--data-dir', dataDir]);
   await remove.waitFor(/Delete user tty@example\.com/);
   remove.type('y');
   remove.enter();
@@ -370,13 +342,13 @@ test('on a terminal: a hidden prompt asked twice for the temporary password, and
   assert.match(removed, /exit=0/);
 });
 
-test('on a terminal, --password-stdin and a secret --value-stdin are refused: stdin would echo what is typed', { skip: hasTmux ? false : 'tmux is not installed' }, async (t) => {
+test('on a terminal, --password-stdin and a secret --value-stdin are refused: stdin would echo what is typed', { skip: skipWithoutTmux }, async (t) => {
   const dataDir = tempDir(t);
-  const password = terminal(t, ['users', 'create', '--email', 'echo@example.com', '--password-stdin', '--data-dir', dataDir]);
+  const password = terminalFor(t, ['users', 'create', '--email', 'echo@example.com', '--password-stdin', '--data-dir', dataDir]);
   const refused = await password.waitFor(/exit=\d+/);
   assert.match(refused, /svc: --password-stdin reads a pipe, but stdin is a terminal, which would show the password: leave it out to be asked in a hidden prompt/);
   assert.match(refused, /exit=2/);
-  const secret = terminal(t, ['settings', 'set', 'webhook_secret', '--value-stdin', '--data-dir', dataDir]);
+  const secret = terminalFor(t, ['settings', 'set', 'webhook_secret', '--value-stdin', '--data-dir', dataDir]);
   const refusedSecret = await secret.waitFor(/exit=\d+/);
   assert.match(refusedSecret, /svc: --value-stdin reads a pipe, but stdin is a terminal, which would show webhook_secret/);
   assert.match(refusedSecret, /exit=2/);

@@ -36,9 +36,13 @@ export function terminal(t: TestContext, size: { columns: number; rows: number }
   const session = 'runs';
   const quote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
   return {
-    /** Run `svc <args>` in the session. `exec` keeps the pane's pid the command's; Ink draws nothing live under CI=true. */
-    open(args: string[]) {
-      const command = `exec env -u CI -u CONTINUOUS_INTEGRATION NO_COLOR=1 ${quote(process.execPath)} ${quote(SVC)} ${args.map(quote).join(' ')}`;
+    /**
+     * Run `svc <args>` in the session. `exec` keeps the pane's pid the command's; Ink draws nothing live under CI=true.
+     * With `showExit`, the pane stays after the command ends, showing `exit=<code>`.
+     */
+    open(args: string[], options: { showExit?: boolean } = {}) {
+      const svc = `env -u CI -u CONTINUOUS_INTEGRATION NO_COLOR=1 ${quote(process.execPath)} ${quote(SVC)} ${args.map(quote).join(' ')}`;
+      const command = options.showExit ? `${svc}; echo "exit=$?"; sleep 600` : `exec ${svc}`;
       tmux('new-session', '-d', '-s', session, '-x', String(size.columns), '-y', String(size.rows), command);
     },
     screen: () => {
@@ -51,6 +55,8 @@ export function terminal(t: TestContext, size: { columns: number; rows: number }
     /** The window title the program set (OSC 0/2), as tmux keeps it. */
     title: () => tmux('display-message', '-p', '-t', session, '#{pane_title}').trim(),
     keys: (...keys: string[]) => tmux('send-keys', '-t', session, ...keys),
+    /** Type `text` as it is (no key names). */
+    type: (text: string) => tmux('send-keys', '-t', session, '-l', text),
     pid: () => Number(tmux('display-message', '-p', '-t', session, '#{pane_pid}').trim()),
     alive: () => {
       try {
