@@ -4,7 +4,7 @@ import test from 'node:test';
 import { flattenMetrics } from '../../src/evidence/feedback-rules.ts';
 import { bearer, build, json } from '../support/build.ts';
 import { completedOutcome } from '../support/run-outcome.ts';
-import type { Sql } from '../../src/store/sql.ts';
+import { overriding } from '../support/counting-store.ts';
 import type { Store } from '../../src/store/store.ts';
 
 const BOOT = 'bootstrap-token-feedback-tests-0001';
@@ -300,23 +300,17 @@ test('trace: an append whose run\'s request finishes while its bytes are counted
   // The append's first write (counting its bytes against the run) is held until the test lets it go.
   let gate: { reached: () => void; held: Promise<void> } | null = null;
   const wrapStore = (store: Store): Store =>
-    new Proxy(store, {
-      get(target, prop) {
-        if (prop === 'write') {
-          return <T>(fn: (sql: Sql) => T) => {
-            const armed = gate;
-            gate = null;
-            const written = target.write(fn);
-            if (!armed) return written;
-            armed.reached();
-            return written.then(async (value) => {
-              await armed.held;
-              return value;
-            });
-          };
-        }
-        const value = Reflect.get(target, prop, target);
-        return typeof value === 'function' ? value.bind(target) : value;
+    overriding(store, {
+      write: (inner) => (fn) => {
+        const armed = gate;
+        gate = null;
+        const written = inner.write(fn);
+        if (!armed) return written;
+        armed.reached();
+        return written.then(async (value) => {
+          await armed.held;
+          return value;
+        });
       },
     });
   const { app, services } = await build(t, { env: { SVC_API_KEY: BOOT }, wrapStore });

@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import { bearer, build, json } from '../support/build.ts';
+import { overriding } from '../support/counting-store.ts';
 import type { Sql, SqlParams } from '../../src/store/sql.ts';
 import type { Store } from '../../src/store/store.ts';
 
@@ -154,14 +155,7 @@ test("a receipt is the run's last chorus.receipt event, read alone: not the run'
       return rows;
     },
   });
-  const wrapStore = (inner: Store): Store =>
-    new Proxy(inner, {
-      get(target, prop) {
-        if (prop === 'read') return <T>(fn: (sql: Sql) => T) => target.read((sql) => fn(counted(sql)));
-        const value: unknown = Reflect.get(target, prop, target);
-        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-      },
-    });
+  const wrapStore = (inner: Store): Store => overriding(inner, { read: (store) => (fn) => store.read((sql) => fn(counted(sql))) });
   const { services, app } = await build(t, { env: { SVC_API_KEY: BOOT }, wrapStore });
   const recorder = services.ledger.start({ tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'gpt-4o-mini', stream: false, requestId: null });
   recorder.event('chorus.receipt', { verdict: 'first' });

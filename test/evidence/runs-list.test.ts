@@ -12,6 +12,7 @@ import type { Sql, SqlParams } from '../../src/store/sql.ts';
 import type { Store } from '../../src/store/store.ts';
 import { bearer, build, json } from '../support/build.ts';
 import { completedOutcome } from '../support/run-outcome.ts';
+import { overriding } from '../support/counting-store.ts';
 
 const DAY = 86_400_000;
 const NOW = Date.UTC(2026, 5, 15, 12);
@@ -38,14 +39,7 @@ function recording(): { wrap: (store: Store) => Store; start: () => void; stop: 
     },
   });
   return {
-    wrap: (inner) =>
-      new Proxy(inner, {
-        get(target, prop) {
-          if (prop === 'read') return <T>(fn: (sql: Sql) => T) => target.read((sql) => fn(watched(sql)));
-          const value: unknown = Reflect.get(target, prop, target);
-          return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-        },
-      }),
+    wrap: (inner) => overriding(inner, { read: (store) => (fn) => store.read((sql) => fn(watched(sql))) }),
     start: () => {
       reads = [];
     },

@@ -5,7 +5,7 @@ import { build, json } from '../support/build.ts';
 import { RETENTION_BATCH } from '../../src/retention/service.ts';
 import { PRUNE_EVENTS_PER_WRITE } from '../../src/evidence/repo.ts';
 import { completedOutcome } from '../support/run-outcome.ts';
-import { deletesPerWrite } from '../support/counting-store.ts';
+import { deletesPerWrite, overriding } from '../support/counting-store.ts';
 import type { Sql, SqlParams } from '../../src/store/sql.ts';
 import type { Store } from '../../src/store/store.ts';
 import { createSecretCipher } from '../../src/secrets/vault-cipher.ts';
@@ -159,14 +159,7 @@ test("a retention pass finds the rollup rows of the runs it prunes by their keys
     get: (text, params) => sql.get(text, params),
     all: (text, params) => sql.all(text, params),
   });
-  const wrapStore = (inner: Store): Store =>
-    new Proxy(inner, {
-      get(target, prop) {
-        if (prop === 'write') return <T>(fn: (sql: Sql) => T) => target.write((sql) => fn(watched(sql)));
-        const value: unknown = Reflect.get(target, prop, target);
-        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-      },
-    });
+  const wrapStore = (inner: Store): Store => overriding(inner, { write: (store) => (fn) => store.write((sql) => fn(watched(sql))) });
   let now = Date.UTC(2026, 0, 1);
   const { services } = await build(t, { overrides: { clock: { now: () => now } }, wrapStore });
   // Many subjects over many days: many rollup rows, few of them the pruned runs'.
@@ -244,17 +237,11 @@ test('feedback on a run that retention deletes while the feedback is being saved
   // The next write after arming waits for a whole retention pass first: the run was found, then pruned, then written to.
   let armed: (() => Promise<unknown>) | null = null;
   const wrapStore = (inner: Store): Store =>
-    new Proxy(inner, {
-      get(target, prop) {
-        if (prop === 'write') {
-          return <T>(fn: (sql: Sql) => T) => {
-            const before = armed;
-            armed = null;
-            return before ? before().then(() => target.write(fn)) : target.write(fn);
-          };
-        }
-        const value: unknown = Reflect.get(target, prop, target);
-        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    overriding(inner, {
+      write: (store) => (fn) => {
+        const before = armed;
+        armed = null;
+        return before ? before().then(() => store.write(fn)) : store.write(fn);
       },
     });
   let now = Date.UTC(2026, 0, 1);

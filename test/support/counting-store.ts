@@ -60,20 +60,29 @@ export function deletesPerWrite(store: Store, table: string) {
       return rows;
     },
   });
-  const wrapped = new Proxy(store, {
+  const wrapped = overriding(store, {
+    write: (inner) => (fn) =>
+      inner.write((sql) => {
+        let deleted = 0;
+        const result = fn(watched(sql, (rows) => (deleted += rows)));
+        if (deleted > 0) perWrite.push(deleted);
+        return result;
+      }),
+  });
+  return { store: wrapped, perWrite };
+}
+
+/**
+ * The store as it is, but for `read` and `write`, which `overrides` may replace (each given the store itself, to call
+ * through): tests watch or hold a repository's reads and writes this way.
+ */
+export function overriding(store: Store, overrides: { read?: (inner: Store) => Store['read']; write?: (inner: Store) => Store['write'] }): Store {
+  return new Proxy(store, {
     get(target, prop) {
-      if (prop === 'write') {
-        return <T>(fn: (sql: Sql) => T) =>
-          target.write((sql) => {
-            let deleted = 0;
-            const result = fn(watched(sql, (rows) => (deleted += rows)));
-            if (deleted > 0) perWrite.push(deleted);
-            return result;
-          });
-      }
+      if (prop === 'read' && overrides.read) return overrides.read(target);
+      if (prop === 'write' && overrides.write) return overrides.write(target);
       const value: unknown = Reflect.get(target, prop, target);
       return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
     },
   });
-  return { store: wrapped, perWrite };
 }
