@@ -87,6 +87,13 @@ const ID_TAKEN = /UNIQUE constraint failed: cache_entries\.id\b/;
 /** Entries an invalidation looks at per write (its own commit): a few milliseconds of work. */
 export const INVALIDATE_BATCH = 1_000;
 
+/**
+ * Bytes of stored values one deleting write (an invalidation's or a retention pass's) lets go at most, though always
+ * at least one entry: SQLite reads every overflow page of a value it deletes, ~0.4-1 ms per MB here, so a write of
+ * 200 answers of ~1 MB each held the event loop 80-220 ms, and one of 1,000 for up to a second.
+ */
+export const DELETE_BYTES_PER_WRITE = 4 * 1024 * 1024;
+
 /** Stored keys read per event-loop turn while the index is loaded: about a millisecond of work. */
 const INDEX_LOAD_BATCH = 1_000;
 
@@ -364,16 +371,27 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
           // Beside the SQL delete, in the same synchronous step: no lookup can see a copy the table no longer has; a
           // copy read from a row still to be deleted between two writes goes with the next one.
           forget(matches);
-          const rows = sql.all<StoredKey & { created_at: number }>(
-            'SELECT id, tenant_id, cache_type, key, created_at FROM cache_entries WHERE tenant_id = ? AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?',
+          // octet_length is read from the record's header, without loading the value.
+          const rows = sql.all<StoredKey & { created_at: number; bytes: number }>(
+            'SELECT id, tenant_id, cache_type, key, created_at, octet_length(value_json) AS bytes FROM cache_entries WHERE tenant_id = ? AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?',
             [tenantId, after.createdAt, after.id, INVALIDATE_BATCH],
           );
           let count = 0;
+          let bytes = 0;
+          let seen = 0;
           for (const row of rows) {
-            if (matches({ tenantId: row.tenant_id, cacheType: row.cache_type, key: row.key })) count += deleteRows(sql, 'id = ?', [row.id]);
+            if (!matches({ tenantId: row.tenant_id, cacheType: row.cache_type, key: row.key })) {
+              seen += 1;
+              continue;
+            }
+            if (count > 0 && bytes + row.bytes > DELETE_BYTES_PER_WRITE) break;
+            count += deleteRows(sql, 'id = ?', [row.id]);
+            bytes += row.bytes;
+            seen += 1;
           }
-          const last = rows[rows.length - 1];
-          return { deleted: count, next: rows.length < INVALIDATE_BATCH || !last ? null : { createdAt: last.created_at, id: last.id } };
+          const last = rows[seen - 1];
+          const exhausted = seen === rows.length && rows.length < INVALIDATE_BATCH;
+          return { deleted: count, next: exhausted || !last ? null : { createdAt: last.created_at, id: last.id } };
         });
         invalidated += deleted;
         if (next === null) return invalidated;
@@ -381,16 +399,30 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
       }
     },
 
-    pruneTenant: (tenantId, cutoff, batch) =>
-      store.write((sql) => {
-        // Every copy past the cutoff goes at once; the rows follow batch by batch.
-        forget((entry) => entry.tenantId === tenantId && entry.createdAt < cutoff);
-        return deleteRows(sql, 'id IN (SELECT id FROM cache_entries WHERE tenant_id = ? AND created_at < ? LIMIT ?)', [
-          tenantId,
-          cutoff,
-          batch,
-        ]);
-      }),
+    pruneTenant: async (tenantId, cutoff, batch) => {
+      let pruned = 0;
+      while (pruned < batch) {
+        const { count, cut } = await store.write((sql) => {
+          // Every copy past the cutoff goes at once; the rows follow batch by batch.
+          forget((entry) => entry.tenantId === tenantId && entry.createdAt < cutoff);
+          const rows = sql.all<{ id: number; bytes: number }>(
+            'SELECT id, octet_length(value_json) AS bytes FROM cache_entries WHERE tenant_id = ? AND created_at < ? ORDER BY created_at, id LIMIT ?',
+            [tenantId, cutoff, batch - pruned],
+          );
+          // The entries whose values fit in one write's budget (always the first), the rest in the next write.
+          let take = Math.min(1, rows.length);
+          for (let bytes = rows[0]?.bytes ?? 0; take < rows.length && bytes + rows[take]!.bytes <= DELETE_BYTES_PER_WRITE; take++) {
+            bytes += rows[take]!.bytes;
+          }
+          const ids = rows.slice(0, take).map((row) => row.id);
+          const count = ids.length === 0 ? 0 : deleteRows(sql, `id IN (${ids.map(() => '?').join(', ')})`, ids);
+          return { count, cut: take < rows.length };
+        });
+        pruned += count;
+        if (!cut) break;
+      }
+      return pruned;
+    },
 
     hasEntries: (tenantId) => store.read((sql) => sql.get('SELECT 1 AS found FROM cache_entries WHERE tenant_id = ? LIMIT 1', [tenantId]) !== undefined),
   };

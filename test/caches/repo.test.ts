@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 import { KeyIndex } from '../../src/caches/key-index.ts';
 import { ByteLru } from '../../src/caches/lru.ts';
-import { createCacheRepository, INVALIDATE_BATCH, type CacheEntry } from '../../src/caches/repo.ts';
+import { createCacheRepository, DELETE_BYTES_PER_WRITE, INVALIDATE_BATCH, type CacheEntry } from '../../src/caches/repo.ts';
 import { MIGRATIONS } from '../../src/store/migrations.ts';
 import { openStore, type Store } from '../../src/store/store.ts';
 import { countingStore, deletesPerWrite } from '../support/counting-store.ts';
@@ -143,6 +143,37 @@ test('invalidation deletes a large cache in writes of a bounded number of entrie
   assert.ok(perWrite.every((rows) => rows <= INVALIDATE_BATCH), JSON.stringify(perWrite));
   assert.deepEqual(await rowsOf(inner, 'ten_a'), []);
   assert.equal((await rowsOf(inner, 'ten_b')).length, 1);
+});
+
+test('invalidation and pruning delete large answers a few megabytes to a write; their answers count them all', async (t) => {
+  const inner = openStore({ dataDir: null });
+  t.after(() => inner.close());
+  const { store, perWrite } = deletesPerWrite(inner, 'cache_entries');
+  const repo = createCacheRepository(store);
+  await repo.loaded();
+  // Three answers to a write's budget: each write deletes at most three (one, should a single answer be larger).
+  const large = 'x'.repeat(Math.floor(DELETE_BYTES_PER_WRITE / 3) - 100);
+  for (let i = 0; i < 10; i++) {
+    repo.putDeferred(entry('ten_a', `chat_completions:${i}`, { large }, 1_000 + i));
+    repo.putDeferred(entry('ten_b', `chat_completions:${i}`, { large }, 1_000 + i));
+  }
+  repo.putDeferred(entry('ten_a', 'chat_completions:new', { large }, 5_000));
+  await inner.flush();
+
+  assert.equal(await repo.pruneTenant('ten_a', 2_000, 200), 10);
+  assert.deepEqual(perWrite, [3, 3, 3, 1]);
+  assert.deepEqual((await rowsOf(inner, 'ten_a')).map((row) => row.key), ['chat_completions:new']);
+
+  perWrite.length = 0;
+  assert.equal(await repo.pruneTenant('ten_b', 2_000, 4), 4, 'a batch is counted across its writes');
+  assert.deepEqual(perWrite, [3, 1]);
+
+  perWrite.length = 0;
+  assert.equal(await repo.invalidate('ten_b', { cacheType: 'exact_response', keyPrefix: 'chat_' }), 6);
+  assert.deepEqual(perWrite, [3, 3]);
+  assert.deepEqual(await rowsOf(inner, 'ten_b'), []);
+  assert.equal(await repo.get('ten_b', 'exact_response', 'chat_completions:9'), null);
+  assert.ok(await repo.get('ten_a', 'exact_response', 'chat_completions:new'));
 });
 
 test('a key prefix matches literally and case-sensitively, in the table as in memory', async (t) => {
