@@ -29,6 +29,7 @@ import { answerClientError, answerNodeRefusals } from './client-errors.ts';
 import { createBodyBudget } from './body-budget.ts';
 import { createDraining } from './draining.ts';
 import { installJsonBodyParser } from './json-body.ts';
+import { repeatedSingularHeader } from './singular-headers.ts';
 import { installErrorHandler, registerSurface } from './surface.ts';
 import { requestLogSerializer } from './log-redaction.ts';
 import { pagesRoutes } from './pages.ts';
@@ -110,6 +111,9 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
     // A NUL in a path or query parameter would reach the data file cut short at it (its driver reads text as C
     // strings): `key_abc%00junk` would name `key_abc`.
     if (request.url.includes('%00')) return done(new AppError('invalid_request', { message: 'The URL holds a NUL character (%00).' }));
+    // Host, a credential or an identity header given twice: which one counts would be the parser's choice.
+    const repeated = repeatedSingularHeader(request.raw.rawHeaders);
+    if (repeated !== null) return done(new AppError('invalid_request', { message: `The request carries more than one ${repeated} header.` }));
     // RFC 9112 section 3.2: an HTTP/1.1 request without Host is a 400 (HTTP/1.0 had none).
     if (request.headers.host === undefined && request.raw.httpVersion !== '1.0') {
       return done(new AppError('invalid_request', { message: 'An HTTP/1.1 request must carry a Host header.' }));

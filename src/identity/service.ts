@@ -145,6 +145,10 @@ export function createIdentityService(deps: IdentityDeps): IdentityService {
     if (input.authorization !== undefined) {
       const match = BEARER.exec(input.authorization);
       if (!match) throw unauthorized();
+      // Both headers (the messages wire): one credential in both, or an ambiguity svc does not settle by precedence.
+      if (input.apiKeyHeader !== undefined && input.apiKeyHeader.trim() !== match[1]) {
+        throw invalid('The request carries two different credentials, in Authorization and x-api-key.');
+      }
       return fromToken(match[1]!, headers, currentMode);
     }
     if (input.apiKeyHeader !== undefined) {

@@ -6,23 +6,9 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import test from 'node:test';
 import { build } from '../support/build.ts';
+import { exchange } from '../support/raw-http.ts';
 import { contentChunk, startFakeUpstream, startSse } from '../support/fake-upstream.ts';
 import { requestTargetOf } from '../../src/http/client-errors.ts';
-
-/** Write `bytes` on a new connection and read until the server closes it. */
-function exchange(port: number, bytes: string): Promise<{ status: number; headers: string; body: unknown }> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1', () => socket.write(bytes));
-    let text = '';
-    socket.setEncoding('latin1');
-    socket.on('data', (chunk: string) => (text += chunk));
-    socket.on('error', reject);
-    socket.on('close', () => {
-      const [head = '', body = ''] = text.split('\r\n\r\n', 2);
-      resolve({ status: Number(head.split(' ')[1]), headers: head, body: body ? JSON.parse(body) : null });
-    });
-  });
-}
 
 test('a header section over the limit is a 431 in the shape of the surface the request line names', async (t) => {
   const { app } = await build(t);

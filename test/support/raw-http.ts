@@ -1,0 +1,28 @@
+/**
+ * Raw HTTP over a TCP socket, for requests no HTTP client will send (repeated headers, odd framing, bytes that are not
+ * HTTP): the bytes are written as given.
+ */
+import { connect } from 'node:net';
+
+export interface RawAnswer {
+  status: number;
+  /** The status line and header section, as received. */
+  headers: string;
+  /** The body parsed as JSON, or null when there is none. */
+  body: unknown;
+}
+
+/** Write `bytes` on a new connection and read until the server closes it (send `Connection: close` to end it). */
+export function exchange(port: number, bytes: string): Promise<RawAnswer> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write(bytes));
+    let text = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => (text += chunk));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const [head = '', body = ''] = text.split('\r\n\r\n', 2);
+      resolve({ status: Number(head.split(' ')[1]), headers: head, body: body ? JSON.parse(body) : null });
+    });
+  });
+}
