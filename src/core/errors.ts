@@ -52,6 +52,7 @@ export const ERROR_CATALOGUE = {
   rate_limited: { status: 429, message: 'Rate limit exceeded.' },
   data_dir_locked: { status: 503, message: 'The data directory is owned by another running process.' },
   internal: { status: 500, message: 'Internal server error.' },
+  not_implemented: { status: 501, message: 'svc decodes no transfer coding but chunked; send the body as it is, chunked or with Content-Length.' },
   upstream_error: { status: 502, message: 'The upstream model provider failed.' },
   upstream_rejected: { status: 400, message: 'The upstream model provider rejected the request.' },
   upstream_timeout: { status: 504, message: 'The upstream model provider did not answer in time.' },

@@ -30,6 +30,7 @@ import { createBodyBudget } from './body-budget.ts';
 import { createDraining } from './draining.ts';
 import { installJsonBodyParser } from './json-body.ts';
 import { repeatedSingularHeader } from './singular-headers.ts';
+import { transferCodingRefusal } from './transfer-coding.ts';
 import { installErrorHandler, registerSurface } from './surface.ts';
 import { requestLogSerializer } from './log-redaction.ts';
 import { pagesRoutes } from './pages.ts';
@@ -118,6 +119,8 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
     if (request.headers.host === undefined && request.raw.httpVersion !== '1.0') {
       return done(new AppError('invalid_request', { message: 'An HTTP/1.1 request must carry a Host header.' }));
     }
+    const unreadable = transferCodingRefusal(request.raw);
+    if (unreadable !== null) return done(unreadable);
     done();
   });
   // Bearer tokens, never cookies, cross origins: `*` without credentials keeps session cookies out of reach. Every

@@ -108,8 +108,9 @@ function checkSessionScope(auth: AuthContext | null, access: RouteAccess | undef
 export function installErrorHandler(app: FastifyInstance, fixed?: ErrorSurface): void {
   app.setErrorHandler((error, request, reply) => {
     const appError = toAppError(error);
-    // A 503 `busy` is load shed as designed (src/http/body-budget.ts), not a failure: its access log line says it.
-    if (appError.status >= 500 && appError.code !== 'busy') request.log.error({ err: error }, 'request failed');
+    // A 503 `busy` is load shed as designed (src/http/body-budget.ts), and a 501 the client's transfer coding, not
+    // failures: their access log lines say them.
+    if (appError.status >= 500 && appError.code !== 'busy' && appError.code !== 'not_implemented') request.log.error({ err: error }, 'request failed');
     for (const [name, value] of Object.entries(appError.headers)) reply.header(name, value);
     return reply.status(appError.status).send(renderError(fixed ?? surfaceOfUrl(request.url), appError));
   });

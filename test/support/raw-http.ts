@@ -12,17 +12,21 @@ export interface RawAnswer {
   body: unknown;
 }
 
-/** Write `bytes` on a new connection and read until the server closes it (send `Connection: close` to end it). */
-export function exchange(port: number, bytes: string): Promise<RawAnswer> {
+/** Write `bytes` on a new connection and read until the server closes it: everything it answered, as text. */
+export function exchangeText(port: number, bytes: string | Buffer): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1', () => socket.write(bytes));
     let text = '';
     socket.setEncoding('latin1');
     socket.on('data', (chunk: string) => (text += chunk));
     socket.on('error', reject);
-    socket.on('close', () => {
-      const [head = '', body = ''] = text.split('\r\n\r\n', 2);
-      resolve({ status: Number(head.split(' ')[1]), headers: head, body: body ? JSON.parse(body) : null });
-    });
+    socket.on('close', () => resolve(text));
   });
+}
+
+/** `exchangeText` for one answer (send `Connection: close` to end it), its body parsed. */
+export async function exchange(port: number, bytes: string | Buffer): Promise<RawAnswer> {
+  const text = await exchangeText(port, bytes);
+  const [head = '', body = ''] = text.split('\r\n\r\n', 2);
+  return { status: Number(head.split(' ')[1]), headers: head, body: body ? JSON.parse(body) : null };
 }
