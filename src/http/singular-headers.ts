@@ -1,15 +1,16 @@
 /**
  * Header fields a request may carry once only: `Host` (RFC 9112 section 3.2: more than one is a 400), the credentials
- * (`Authorization`, `x-api-key`) and the identity headers (SPEC 5.3, and `X-Svc-Tenant`). node keeps the first
- * `Authorization` and `Host` and drops the others without a word, and joins repeated `x-api-key` or `X-Svc-*` values
- * with ", ": which credential or app svc acted on depended on the order, and an intermediary reading the last one
- * would see another caller than svc. svc refuses the request instead (docs/api.md).
+ * (`Authorization`, `x-api-key`), the identity headers (SPEC 5.3, and `X-Svc-Tenant`) and `Content-Type`. node keeps
+ * the first `Authorization`, `Host` and `Content-Type` and drops the others without a word, and joins repeated
+ * `x-api-key` or `X-Svc-*` values with ", ": which credential, app or body type svc acted on depended on the order, and
+ * an intermediary reading the last one would see another caller (or body) than svc. svc refuses the request instead
+ * (docs/api.md).
  *
  * Checked on every request, so without allocating: one pass over node's `rawHeaders`, names compared by length first.
  */
 
 /** The names, lowercase; a request's bit i stands for SINGULAR[i]. */
-const SINGULAR = ['host', 'authorization', 'x-api-key', 'x-svc-app', 'x-svc-agent', 'x-svc-subject', 'x-svc-tenant'] as const;
+const SINGULAR = ['host', 'authorization', 'x-api-key', 'x-svc-app', 'x-svc-agent', 'x-svc-subject', 'x-svc-tenant', 'content-type'] as const;
 
 /** The indexes into SINGULAR of the names of each length. */
 const BY_LENGTH: number[][] = [];

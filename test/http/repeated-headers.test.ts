@@ -97,3 +97,19 @@ test('repeatedSingularHeader compares names in any case and counts no other name
   assert.equal(repeatedSingularHeader(['x-api-key', 'a', 'x-svc-app', 'b', 'x-svc-foo', 'c', 'x-svc-foo', 'd', 'Host', 'h']), null);
   assert.equal(repeatedSingularHeader([]), null);
 });
+
+test('a repeated Content-Type is a 400: node read the body by the first, an intermediary may have by the last', async (t) => {
+  const port = await listening(t);
+  const body = '{"name":"k"}';
+  for (const [first, second] of [
+    ['text/plain', 'application/json'],
+    ['application/json', 'text/plain'],
+  ]) {
+    const answer = await exchange(
+      port,
+      `POST /api/v1/keys HTTP/1.1\r\nHost: svc\r\nAuthorization: Bearer ${BOOT}\r\nContent-Type: ${first}\r\nContent-Type: ${second}\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+    );
+    assert.equal(answer.status, 400, `${first}, ${second}`);
+    assert.deepEqual(answer.body, { error: { code: 'invalid_request', message: 'The request carries more than one content-type header.' } });
+  }
+});
