@@ -20,19 +20,27 @@ export function clearSessionCookie(request: FastifyRequest, reply: FastifyReply)
   reply.header('set-cookie', `${SESSION_COOKIE}=; ${attributes(request, 0)}`);
 }
 
-/** The value of one cookie of the request, if present. */
+/**
+ * The value of one cookie of the request, if it is present once. A name present twice is none: svc sets its cookie
+ * for its own host and path `/` only, so a second one comes from elsewhere, such as a sibling subdomain setting it for
+ * the parent domain with a longer path, which browsers send first (cookie tossing: the victim would act in the
+ * attacker's session).
+ */
 export function cookieOf(request: FastifyRequest, name: string): string | undefined {
   const raw = request.headers.cookie;
   if (!raw) return undefined;
+  let found: string | undefined;
   for (const part of raw.split(';')) {
     const eq = part.indexOf('=');
     if (eq > 0 && part.slice(0, eq).trim() === name) {
-      try {
-        return decodeURIComponent(part.slice(eq + 1).trim());
-      } catch {
-        return undefined; // malformed percent-encoding: no usable cookie
-      }
+      if (found !== undefined) return undefined;
+      found = part.slice(eq + 1).trim();
     }
   }
-  return undefined;
+  if (found === undefined) return undefined;
+  try {
+    return decodeURIComponent(found);
+  } catch {
+    return undefined; // malformed percent-encoding: no usable cookie
+  }
 }
