@@ -8,13 +8,15 @@ import { pathOfTarget } from './error-shapes.ts';
 
 /**
  * The token's segment after `/api/v1/invites/` and `/api/v1/auth/verify/`, also in spellings the router does not take
- * (a doubled slash, another case, an encoded slash: 404s, whose URL still carries what the client meant as a token).
+ * (a doubled slash, another case, an encoded slash: 404s, whose URL still carries what the client meant as a token)
+ * and in those it does: any character percent-encoded (`/%61pi/v1/%69nvites/<token>` is the invitation lookup).
  */
 const SLASH = '(?:\\/|%2f)+';
-const TOKEN_PATHS = [
-  new RegExp(`^(${SLASH}api${SLASH}v1${SLASH}invites${SLASH})[^/?#]+`, 'i'),
-  new RegExp(`^(${SLASH}api${SLASH}v1${SLASH}auth${SLASH}verify${SLASH})[^/?#]+`, 'i'),
-];
+/** `word` with each of its characters either as it is or percent-encoded (the pattern's `i` flag covers both cases). */
+const spelled = (word: string) =>
+  [...word].map((c) => `(?:${c}|%${c.toLowerCase().charCodeAt(0).toString(16)}|%${c.toUpperCase().charCodeAt(0).toString(16)})`).join('');
+const tokenPath = (...segments: string[]) => new RegExp(`^(${SLASH}${segments.map(spelled).join(SLASH)}${SLASH})[^/?#]+`, 'i');
+const TOKEN_PATHS = [tokenPath('api', 'v1', 'invites'), tokenPath('api', 'v1', 'auth', 'verify')];
 const TOKEN_QUERY = /([?&]token=)[^&#]*/gi;
 
 export function redactUrl(url: string): string {
