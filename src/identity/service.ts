@@ -146,7 +146,9 @@ export function createIdentityService(deps: IdentityDeps): IdentityService {
       const match = BEARER.exec(input.authorization);
       if (!match) throw unauthorized();
       // Both headers (the messages wire): one credential in both, or an ambiguity svc does not settle by precedence.
-      if (input.apiKeyHeader !== undefined && input.apiKeyHeader.trim() !== match[1]) {
+      // An empty x-api-key is none (an SDK given an empty API key beside its auth token sends one).
+      const apiKey = input.apiKeyHeader?.trim();
+      if (apiKey !== undefined && apiKey !== '' && apiKey !== match[1]) {
         throw invalid('The request carries two different credentials, in Authorization and x-api-key.');
       }
       return fromToken(match[1]!, headers, currentMode);

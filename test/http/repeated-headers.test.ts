@@ -70,6 +70,9 @@ test('on the messages wire a repeated x-api-key, or x-api-key and Authorization 
   // The same token in both (an SDK given it as both its API key and its auth token) is one credential.
   const same = await exchange(port, postMessages(`x-api-key: ${BOOT}\r\nAuthorization: Bearer ${BOOT}\r\n`));
   assert.equal(same.status, 200);
+  // An empty x-api-key is no credential (an SDK given an empty API key beside its auth token sends one).
+  const empty = await exchange(port, postMessages(`x-api-key: \r\nAuthorization: Bearer ${BOOT}\r\n`));
+  assert.equal(empty.status, 200);
   // Outside the messages wire x-api-key is no credential at all, and is not compared.
   assert.equal((await exchange(port, get('/v1/models', `x-api-key: other\r\nAuthorization: Bearer ${BOOT}\r\n`))).status, 200);
 });
