@@ -112,7 +112,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
     // A NUL in a path or query parameter would reach the data file cut short at it (its driver reads text as C
     // strings): `key_abc%00junk` would name `key_abc`.
     if (request.url.includes('%00')) return done(new AppError('invalid_request', { message: 'The URL holds a NUL character (%00).' }));
-    // Host, a credential or an identity header given twice: which one counts would be the parser's choice.
+    // Host, Content-Type, a credential or an identity header given twice: which one counts would be the parser's choice.
     const repeated = repeatedSingularHeader(request.raw.rawHeaders);
     if (repeated !== null) return done(new AppError('invalid_request', { message: `The request carries more than one ${repeated} header.` }));
     // RFC 9112 section 3.2: an HTTP/1.1 request without Host is a 400 (HTTP/1.0 had none).

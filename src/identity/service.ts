@@ -6,7 +6,8 @@
  * `SVC_REQUIRE_LOGIN=true`): headerless `/api/v1/*` and `/v1/*` are refused (gateway traffic only when
  * `SVC_ALLOW_OPEN_GATEWAY=true`), sessions authenticate `/api/v1/*`.
  *
- * Every refusal is the same `unauthorized` error, so a caller cannot tell a malformed header from a revoked key.
+ * Every refusal is the same `unauthorized` error, so a caller cannot tell a malformed header from a revoked key. Two
+ * different tokens (`Authorization` and `x-api-key`) are a 400 before either is checked: that tells nothing of either.
  */
 import { AppError, invalid, notFound } from '../core/errors.ts';
 import { secretMatcher, sha256Hex } from '../core/ids.ts';
