@@ -106,7 +106,10 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
   private readonly blocks = new Map<number, BlockState>();
   private stopped = false;
   private outputTokens: number | null = null;
+  /** The input tokens the client was given: the upstream's, else the local count `message_start` was filled with. */
   private inputTokens: number | null = null;
+  /** The input tokens the upstream itself reported (`message_start`, or a `message_delta`), for the run's usage. */
+  private reportedInputTokens: number | null = null;
   /** The output tokens the relay filled in a `message_delta` without them (the local count). */
   private estimatedOutputTokens: number | null = null;
   /** Set when the stream had what the assembled answer cannot keep as the client got it: not stored. */
@@ -130,7 +133,8 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
         if (this.message) return []; // exactly one message_start reaches the client
         const message = structuredClone(event.message as MessagesResponse);
         const usage = { ...(message.usage ?? { input_tokens: 0, output_tokens: 0 }) };
-        if (!usage.input_tokens) usage.input_tokens = this.promptTokens();
+        if (usage.input_tokens) this.reportedInputTokens = usage.input_tokens;
+        else usage.input_tokens = this.promptTokens();
         message.usage = usage;
         this.inputTokens = usage.input_tokens;
         this.message = message;
@@ -208,7 +212,7 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
         const usage = event.usage as Record<string, unknown> | null | undefined;
         if (usage) {
           if (typeof usage.output_tokens === 'number') this.outputTokens = usage.output_tokens;
-          if (typeof usage.input_tokens === 'number' && usage.input_tokens > 0) this.inputTokens = usage.input_tokens;
+          if (typeof usage.input_tokens === 'number' && usage.input_tokens > 0) this.inputTokens = this.reportedInputTokens = usage.input_tokens;
           for (const key of DELTA_USAGE_TOTALS) if (usage[key] !== undefined && usage[key] !== null) message.usage[key] = usage[key];
         }
         if (typeof usage?.output_tokens === 'number') return [event];
@@ -261,9 +265,18 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
     if (!this.message) throw this.bad('stream event before message_start');
   }
 
-  get usage(): RunUsage | null {
-    if (this.outputTokens === null || this.inputTokens === null) return null;
-    return { promptTokens: this.inputTokens, completionTokens: this.outputTokens, totalTokens: this.inputTokens + this.outputTokens };
+  /**
+   * The counts the upstream reported, each as soon as it has: a stream cut after `message_start` (truncated, or the
+   * client gone) still has the input tokens the upstream reported there, which the run records rather than the local
+   * estimate; the pipeline fills only the counts missing here.
+   */
+  get usage(): Partial<RunUsage> | null {
+    const input = this.reportedInputTokens;
+    const output = this.outputTokens;
+    if (input === null && output === null) return null;
+    if (input === null) return { completionTokens: output! };
+    if (output === null) return { promptTokens: input };
+    return { promptTokens: input, completionTokens: output, totalTokens: input + output };
   }
 
   get producedText(): string {

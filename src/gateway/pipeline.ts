@@ -47,8 +47,8 @@ export interface StreamRelay<Res, Ev> {
   accept(event: unknown): Ev[];
   /** Events to send at the end; throws when the stream ended incomplete (truncated). */
   end(): Ev[];
-  /** Usage reported by the upstream, if any. */
-  readonly usage: RunUsage | null;
+  /** Usage reported by the upstream, if any: the counts it has reported so far (the pipeline fills the others). */
+  readonly usage: Partial<RunUsage> | null;
   /** Text produced so far (for partial usage estimates). */
   readonly producedText: string;
   /** The assembled answer (cached and recorded). */
@@ -241,7 +241,7 @@ function estimatedUsage(promptTokens: number, completionTokens: number): RunUsag
  * Whether an upstream reported usage whose counts are all token counts (the common case: recorded as reported). The
  * wires' `usageOf` map the upstream's fields as they came: this is the one check of what an upstream reported.
  */
-function hasTokenCounts(usage: RunUsage | null): usage is RunUsage {
+function hasTokenCounts(usage: Partial<RunUsage> | null): usage is RunUsage {
   return usage !== null && isTokenCount(usage.promptTokens) && isTokenCount(usage.completionTokens) && isTokenCount(usage.totalTokens);
 }
 
@@ -252,7 +252,7 @@ function hasTokenCounts(usage: RunUsage | null): usage is RunUsage {
  * count made the run's cost NaN (its final write failed: the run stayed `running` for good), negative or infinite,
  * and the rollups summed it.
  */
-function filledUsage(reported: RunUsage | null, promptTokens: () => number, completionTokens: () => number): RunUsage {
+function filledUsage(reported: Partial<RunUsage> | null, promptTokens: () => number, completionTokens: () => number): RunUsage {
   return estimatedUsage(
     reported !== null && isTokenCount(reported.promptTokens) ? reported.promptTokens : promptTokens(),
     reported !== null && isTokenCount(reported.completionTokens) ? reported.completionTokens : completionTokens(),
@@ -610,7 +610,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
           ? reported
           : filledUsage(reported, adapter.promptTokens, () => countTokens(assembler.producedText, adapter.model));
         if (usage !== reported) {
-          const reason = reported ? 'upstream usage is not token counts' : completed ? 'upstream sent no usage' : 'stream did not complete';
+          const reason = !completed ? 'stream did not complete' : reported ? 'upstream usage is not token counts' : 'upstream sent no usage';
           run.event('usage.estimated', { reason, ...usage });
         }
         const cost = costOf(adapter.model, usage, provider.kind === 'mock');

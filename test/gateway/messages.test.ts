@@ -615,3 +615,50 @@ test('a buffered upstream answer without usage gets the local counts: the SDK ha
   const events = messageToEvents({ ...stored, id: 'msg_old' } as never);
   assert.deepEqual(events.at(-2), { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 0 } });
 });
+
+test("live messages stream cut after message_start (truncated, or the client leaves) records the input tokens message_start reported, not the local estimate", async (t) => {
+  const REPORTED = 4321;
+  let mode: 'truncated' | 'abort' = 'truncated';
+  const upstream = await startFakeUpstream(t, async (_req, res) => {
+    startSse(res);
+    const events = messageEvents('partial answer');
+    (events[0]![1] as { message: { usage: { input_tokens: number } } }).message.usage.input_tokens = REPORTED;
+    writeEvents(res, events.slice(0, 4));
+    if (mode === 'abort') {
+      for (let i = 0; i < 200 && !res.destroyed; i++) {
+        writeEvents(res, [['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: `word${i} ` } }]]);
+        await sleep(20);
+      }
+    }
+    res.end();
+  });
+  const { client, app } = await liveGateway(t, upstream);
+  const finished = async (runId: string | null) => {
+    let run: any;
+    for (let i = 0; i < 200 && (!run || run.status === 'running'); i++, await sleep(10)) run = json(await app.inject({ url: `/api/v1/runs/${runId}` })).run;
+    return run;
+  };
+
+  const cut = client.messages.stream({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() });
+  const { response } = await cut.withResponse();
+  await cut.finalMessage().catch(() => undefined);
+  const truncated = await finished(response.headers.get('x-svc-run-id'));
+  assert.equal(truncated.status, 'failed');
+  assert.equal(truncated.usage.promptTokens, REPORTED);
+
+  mode = 'abort';
+  const controller = new AbortController();
+  const stream = client.messages.stream({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() }, { signal: controller.signal });
+  const { response: aborting } = await stream.withResponse();
+  let deltas = 0;
+  stream.on('text', () => {
+    if (++deltas === 3) controller.abort();
+  });
+  await stream.finalMessage().catch(() => undefined);
+  await upstream.clientClosed();
+  const aborted = await finished(aborting.headers.get('x-svc-run-id'));
+  assert.equal(aborted.error.kind, 'aborted');
+  assert.equal(aborted.usage.promptTokens, REPORTED);
+  const economics = json(await app.inject({ url: `/api/v1/runs/${aborted.id}/economics` }));
+  assert.equal(economics.attempts.served[0].promptTokens, REPORTED);
+});
