@@ -67,7 +67,10 @@ export interface RunRecord {
   savedUsd: number;
   ghostSavedUsd: number;
   savedMs: number;
-  /** False when the model has no entry in the price table: its cost is not guessed (docs/pricing.md). */
+  /**
+   * False when the model has no entry in the price table, or an attempt's cost is unknown (an answer the upstream gave
+   * but svc could not read): its cost is not guessed (docs/gateway.md, "Cost").
+   */
   priced: boolean;
   latencyMs: number | null;
   error: null | { kind: string; message: string; upstreamStatus?: number };

@@ -280,6 +280,19 @@ function upstreamFailureOf(provider: Provider, thrown: unknown, signal: CallSign
   return thrown instanceof InvalidToolCallError || thrown instanceof ProviderError ? thrown : classifyThrown(provider.name, thrown, signal);
 }
 
+/**
+ * Whether what a failed attempt cost is unknown, when no usage came with its failure: the upstream answered (HTTP 2xx)
+ * and may have billed the call, but svc could not read the answer (`bad_response`), or the stream it opened broke,
+ * timed out or was left before svc accepted its first event. A failure the upstream said (an HTTP error status, or
+ * its own error event: `upstream_error`, `rate_limited`) is a call it refused, and costs nothing: a firm $0.
+ */
+function costUnknownAfter(error: UpstreamFailure, streamOpened: boolean): boolean {
+  // A buffered answer refused for its tool call carries its usage; a stream's (no answer kept) is what it opened.
+  if (error instanceof InvalidToolCallError) return streamOpened;
+  if (error.kind === 'bad_response') return error.upstreamStatus === undefined || (error.upstreamStatus >= 200 && error.upstreamStatus < 300);
+  return streamOpened && (error.kind === 'timeout' || error.kind === 'network' || error.kind === 'aborted');
+}
+
 /** The HTTP error of a buffered failure. */
 export function failureToAppError(error: UpstreamFailure): AppError {
   if (error instanceof InvalidToolCallError) return new AppError('upstream_error', { message: error.message, cause: error });
@@ -459,6 +472,8 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
       };
 
       const totalCost = () => run.attempts.reduce((sum, attempt) => sum + attempt.costUsd, 0);
+      // Set once an attempt's cost is unknown (`costUnknownAfter`): the run's cost is then a lower bound, not priced.
+      let costUnknown = false;
 
       const complete = (provider: Provider, fallback: RouteExplanation['fallback'], response: Res, usage: RunUsage, priced: boolean, verb: string) =>
         run.finish({
@@ -469,7 +484,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
           routeExplanation: explain(provider, fallback, fallback ? `${verb} by ${provider.name} after ${fallback.from} failed` : `${verb} by ${provider.name}`),
           usage,
           costUsd: totalCost(),
-          priced,
+          priced: priced && !costUnknown,
           ghostSavedUsd,
         });
 
@@ -482,7 +497,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
           usage,
           costUsd: totalCost(),
           // A model without a list price is flagged whatever the outcome: an aborted stream's partial answer cost something.
-          priced: costOf(adapter.model, usage, provider?.kind === 'mock').priced,
+          priced: costOf(adapter.model, usage, provider?.kind === 'mock').priced && !costUnknown,
           // No ghost savings: like savings, they are credited to completed runs only (docs/evidence.md).
           error: {
             kind: failureKind(error),
@@ -495,10 +510,13 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
       let fallback: RouteExplanation['fallback'] = null;
       for (const [index, provider] of providers.entries()) {
         const startedAt = clock.now();
+        // The relay of a stream the upstream opened (answered 200), until its first event is accepted.
+        let openedRelay: StreamRelay<Res, Ev> | null = null;
         try {
           if (adapter.stream) {
             const assembler = adapter.newRelay(provider);
             const opened = await dispatched(provider, () => adapter.openStream(provider, call.signal), (unread) => unread.release?.());
+            openedRelay = assembler;
             const upstream = await acceptedStream(opened, assembler, provider);
             let relayStarted = false;
             // A completed stream's run is recorded (its answer assembled, hashed, cached) once the response has ended
@@ -537,8 +555,18 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
           if (thrown === recordingFailed) throw thrown;
           const error = upstreamFailureOf(provider, thrown, call.signal);
           const kind = failureKind(error);
-          // An answer refused for its tool call was made all the same: the upstream billed it, so its usage counts.
-          const spent = error instanceof InvalidToolCallError && error.answer !== undefined ? answerUsage(adapter, error.answer as Res) : null;
+          // An answer refused for its tool call was made all the same: the upstream billed it, so its usage counts; so
+          // does the usage a stream's failure reported (a responses `response.failed` as its first event). Without
+          // usage, what the attempt cost may be unknown (`costUnknownAfter`).
+          const reported = openedRelay?.usage ?? null;
+          const spent =
+            error instanceof InvalidToolCallError && error.answer !== undefined
+              ? answerUsage(adapter, error.answer as Res)
+              : hasTokenCounts(reported)
+                ? reported
+                : null;
+          const unknown = spent === null && provider.kind !== 'mock' && costUnknownAfter(error, openedRelay !== null);
+          if (unknown) costUnknown = true;
           run.attempt({
             provider: provider.name,
             model: adapter.model,
@@ -550,7 +578,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
             costUsd: spent ? costOf(adapter.model, spent, provider.kind === 'mock').usd : 0,
             latencyMs: clock.now() - startedAt,
           });
-          run.event('provider.failed', { provider: provider.name, kind, message: error.message });
+          run.event('provider.failed', unknown ? { provider: provider.name, kind, message: error.message, costUnknown: true } : { provider: provider.name, kind, message: error.message });
           const next = providers[index + 1];
           if (next && error instanceof ProviderError && error.retryable && !call.signal.aborted) {
             fallback = { from: provider.name, to: next.name, reason: kind };
