@@ -260,6 +260,7 @@ function filledUsage(reported: Partial<RunUsage> | null, promptTokens: () => num
 }
 
 const NO_TOKENS = () => 0;
+const NO_USAGE = { promptTokens: 0, completionTokens: 0 };
 
 /** The usage a buffered answer is recorded with: as the upstream reported it, else (count by count) the local one. */
 function answerUsage<Res>(adapter: WireAdapter<Res, unknown>, response: Res): RunUsage {
@@ -391,7 +392,10 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
       if (entry && decision.lookup === 'hit') {
         const run = open();
         cache.recordHitDeferred(auth.tenantId, EXACT_CACHE, key, clock.now());
-        return serveCached(adapter, run, entry.value as Res, decision, { usd: entry.costUsd, ms: entry.latencyMs });
+        // Priced as a live run of the request would be (by the provider that would serve it): a hit of a model without
+        // a list price saves an unknown amount, not a firm one.
+        const priced = costOf(adapter.model, NO_USAGE, providers[0]?.kind === 'mock').priced;
+        return serveCached(adapter, run, entry.value as Res, decision, { usd: entry.costUsd, ms: entry.latencyMs }, priced);
       }
       rejected.push({ route: 'artifact', reason: 'no promoted artifact serves this request shape' });
       // Opened by the first attempt (`dispatched`), before anything below reads it.
@@ -668,7 +672,14 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
     },
   };
 
-  function serveCached<Res, Ev>(adapter: WireAdapter<Res, Ev>, run: RunRecorder, stored: Res, decision: CacheDecision, saved: { usd: number; ms: number }): GatewayResult<Res, Ev> {
+  function serveCached<Res, Ev>(
+    adapter: WireAdapter<Res, Ev>,
+    run: RunRecorder,
+    stored: Res,
+    decision: CacheDecision,
+    saved: { usd: number; ms: number },
+    priced: boolean,
+  ): GatewayResult<Res, Ev> {
     const response = adapter.fromCache(stored);
     const reported = adapter.usageOf(stored);
     run.finish({
@@ -691,7 +702,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
       },
       usage: hasTokenCounts(reported) ? reported : filledUsage(reported, NO_TOKENS, NO_TOKENS),
       costUsd: 0,
-      priced: true,
+      priced,
       savedUsd: saved.usd,
       savedMs: saved.ms,
     });
