@@ -11,9 +11,15 @@ import { ProviderError, type EmbeddingsResult, type Provider, type ProviderRegis
 
 /** SPEC 8: at most this many inputs per request. */
 export const MAX_EMBEDDING_INPUTS = 2048;
-/** Bounds of `dimensions` (the largest embedding models return 3072). */
+/**
+ * Bounds of `dimensions`. The upstream is the authority on its model's size (it refuses one its model does not have,
+ * and that 400 is relayed), so the upper bound only keeps absurd numbers off the wire: far past every embedding
+ * model's size (4,096 for the largest LLM-based ones, Qwen3-Embedding-8B or NV-Embed-v2; the hidden sizes they come
+ * from reach 16,384). The OpenAPI document sets only the minimum. An answer's bytes are bounded on their own
+ * (providers/bodies.ts), and the mock, which computes its vectors in svc, has its own bound (MOCK_MAX_EMBEDDING_DIMENSIONS).
+ */
 export const MIN_EMBEDDING_DIMENSIONS = 1;
-export const MAX_EMBEDDING_DIMENSIONS = 3072;
+export const MAX_EMBEDDING_DIMENSIONS = 65_536;
 /** What an empty string, a null chunk or an empty token array becomes, keeping indexes aligned. */
 export const EMBEDDING_PLACEHOLDER = ' ';
 

@@ -118,7 +118,7 @@ test('a strict digit-string dimensions is coerced; anything else is a 400 naming
   const coerced = await embed(app, { model: 'text-embedding-3-small', input: 'x', dimensions: '64' });
   assert.equal(coerced.statusCode, 200);
   assert.equal(json(coerced).data[0].embedding.length, 64);
-  for (const bad of ['64.0', ' 64', '6e1', '0x40', 'abc', 0, -3, 3073, '3073', 2.5, true, [64]]) {
+  for (const bad of ['64.0', ' 64', '6e1', '0x40', 'abc', 0, -3, 65_537, '65537', 2.5, true, [64]]) {
     const response = await embed(app, { model: 'text-embedding-3-small', input: 'x', dimensions: bad });
     assert.equal(response.statusCode, 400, JSON.stringify(bad));
     const error = json(response).error;
@@ -343,4 +343,20 @@ test('an upstream usage whose prompt_tokens is not a token count is counted loca
   }
   usage = { prompt_tokens: 9, total_tokens: 9 };
   assert.deepEqual((await client.embeddings.create({ model: 'text-embedding-3-small', input, encoding_format: 'float' })).usage, { prompt_tokens: 9, total_tokens: 9 }, 'a reported count wins');
+});
+
+test("dimensions past 3072 reach a live upstream, whose model's size is the authority (4096-dimension models exist); the mock refuses a size it has no model for", async (t) => {
+  const upstream = await startFakeUpstream(t, (req, res) =>
+    sendJson(res, 200, { object: 'list', model: req.body.model, data: [{ object: 'embedding', index: 0, embedding: new Array(req.body.dimensions).fill(0.01) }], usage: { prompt_tokens: 1, total_tokens: 1 } }),
+  );
+  const { client } = await openaiGateway(t, upstream);
+  const wide = await client.embeddings.create({ model: 'qwen3-embedding-8b', input: 'x', dimensions: 4096, encoding_format: 'float' });
+  assert.equal(wide.data[0]!.embedding.length, 4096);
+  assert.equal(upstream.requests[0]!.body.dimensions, 4096);
+
+  const { app } = await build(t);
+  const mock = await embed(app, { model: 'text-embedding-3-large', input: 'x', dimensions: 4096 });
+  assert.equal(mock.statusCode, 400);
+  assert.equal(json(mock).error.type, 'invalid_request_error');
+  assert.match(json(mock).error.message, /dimensions/);
 });

@@ -20,7 +20,7 @@ export const DEFAULT_MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 
 /**
  * An embeddings answer may be this many times the bound: its floats are written out in JSON (~20 bytes each), and
- * 2,048 inputs of 3,072 dimensions (the most the wire takes, of the largest model) are ~126 MB.
+ * 2,048 inputs of 3,072 dimensions are ~126 MB, of 4,096 (the largest models') ~168 MB.
  */
 export const EMBEDDINGS_ANSWER_FACTOR = 4;
 

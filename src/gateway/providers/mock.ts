@@ -364,6 +364,11 @@ export function createMockProvider(options: MockProviderOptions = {}): Provider 
     if (behaviour.maxBatch !== null && request.input.length > behaviour.maxBatch) {
       throw new ProviderError('batch_too_large', `mock batch limit: at most ${behaviour.maxBatch} inputs per request`, { provider: MOCK_PROVIDER_NAME, upstreamStatus: 400 });
     }
+    // The mock's vectors are svc's own work: no larger than its largest model's, as an upstream refuses a size its
+    // model does not have (the wire takes larger ones for upstreams whose models have them).
+    if (request.dimensions !== undefined && request.dimensions > MOCK_MAX_EMBEDDING_DIMENSIONS) {
+      throw new ProviderError('rejected', `mock embeddings: dimensions must be at most ${MOCK_MAX_EMBEDDING_DIMENSIONS}, got ${request.dimensions}`, { provider: MOCK_PROVIDER_NAME, upstreamStatus: 400 });
+    }
     const dimensions = request.dimensions ?? defaultEmbeddingDimensions(request.model);
     const inputs = request.input as Array<string | number[]>;
     const vectors = inputs.map((input) => mockEmbedding(input, dimensions));
@@ -384,6 +389,9 @@ export function createMockProvider(options: MockProviderOptions = {}): Provider 
     streamResponses: (request, context) => mockStreamResponses(chat, request, context, now()),
   };
 }
+
+/** The most `dimensions` the mock embeds to: the size of its largest model (text-embedding-3-large). */
+export const MOCK_MAX_EMBEDDING_DIMENSIONS = 3072;
 
 /** 3072 for `*large*` embedding models, 1536 otherwise (text-embedding-3-small, ada-002, unknown ids). */
 export function defaultEmbeddingDimensions(model: string): number {
