@@ -41,9 +41,18 @@ export interface RouteExplanation {
 }
 
 export interface RunUsage {
+  /** Every input token the upstream processed: those read from or written to its prompt cache included. */
   promptTokens: number;
   completionTokens: number;
   totalTokens: number;
+  /**
+   * Of `promptTokens`, those read from the provider's prompt cache and those written to it (of which kept an hour),
+   * each priced at its own rate (src/gateway/pricing.ts); absent when none. Set from the messages wire's usage. The
+   * run.<status> event keeps them; the run's row keeps only the counts above.
+   */
+  cacheReadTokens?: number;
+  cacheWriteTokens?: number;
+  cacheWrite1hTokens?: number;
 }
 
 export interface RunRecord {

@@ -9,7 +9,7 @@ import type { CallSignal } from './call-signal.ts';
 import { newId } from '../core/ids.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../core/json-depth.ts';
 import type { RunUsage } from '../evidence/types.ts';
-import { InvalidToolCallError, refusedAnswer, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
+import { InvalidToolCallError, isTokenCount, refusedAnswer, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
 import { isObject } from './providers/chat-completions.ts';
 import { providerErrorStatus } from './providers/errors.ts';
 import { isEventName } from './providers/sse.ts';
@@ -32,9 +32,36 @@ function answerText(content: MessagesResponse['content']): string {
 
 const messageText = (message: MessagesResponse): string => answerText(message.content);
 
+/**
+ * The prompt-cache parts of a messages usage: tokens read from the cache and written to it (of which kept an hour, from
+ * `cache_creation`), each a token count or none. `input_tokens` counts neither: the prompt is all three together.
+ */
+function cacheTokensOf(usage: Record<string, unknown>): { read: number; written: number; writtenForAnHour: number } {
+  const count = (value: unknown) => (isTokenCount(value) ? value : 0);
+  const creation = usage.cache_creation as { ephemeral_1h_input_tokens?: unknown } | null | undefined;
+  return { read: count(usage.cache_read_input_tokens), written: count(usage.cache_creation_input_tokens), writtenForAnHour: count(creation?.ephemeral_1h_input_tokens) };
+}
+
+/**
+ * A run's usage from a messages usage: the prompt is its input tokens with those read from and written to the prompt
+ * cache (priced at their own rates: RunUsage), as the chat wire's `prompt_tokens` includes its cached tokens. Counts
+ * as they came otherwise (the pipeline checks them); the cache parts only with an input count to add them to.
+ */
+function runUsageOf(usage: Record<string, unknown>, inputTokens: unknown, outputTokens: unknown): Partial<RunUsage> {
+  const run: Partial<RunUsage> = { promptTokens: inputTokens as number, completionTokens: outputTokens as number };
+  if (!isTokenCount(inputTokens)) return run;
+  const cache = cacheTokensOf(usage);
+  run.promptTokens = inputTokens + cache.read + cache.written;
+  if (isTokenCount(outputTokens)) run.totalTokens = run.promptTokens + outputTokens;
+  if (cache.read > 0) run.cacheReadTokens = cache.read;
+  if (cache.written > 0) run.cacheWriteTokens = cache.written;
+  if (cache.writtenForAnHour > 0) run.cacheWrite1hTokens = Math.min(cache.writtenForAnHour, cache.written);
+  return run;
+}
+
 function usageOf(usage: MessagesResponse['usage'] | undefined): RunUsage | null {
   if (!usage) return null;
-  return { promptTokens: usage.input_tokens, completionTokens: usage.output_tokens, totalTokens: usage.input_tokens + usage.output_tokens };
+  return runUsageOf(usage, usage.input_tokens, usage.output_tokens) as RunUsage;
 }
 
 const ERROR_TYPES: Record<number, string> = { 400: 'invalid_request_error', 429: 'rate_limit_error', 502: 'api_error', 504: 'api_error' };
@@ -274,9 +301,8 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
     const input = this.reportedInputTokens;
     const output = this.outputTokens;
     if (input === null && output === null) return null;
-    if (input === null) return { completionTokens: output! };
-    if (output === null) return { promptTokens: input };
-    return { promptTokens: input, completionTokens: output, totalTokens: input + output };
+    // The message's usage holds the cache counts message_start reported, and those a message_delta repeated.
+    return runUsageOf(this.message?.usage ?? {}, input ?? undefined, output ?? undefined);
   }
 
   get producedText(): string {

@@ -229,7 +229,7 @@ function once(fn: () => void): () => void {
 }
 
 /** A token count svc can price and add up: a non-negative safe integer. */
-function isTokenCount(value: unknown): value is number {
+export function isTokenCount(value: unknown): value is number {
   return Number.isSafeInteger(value) && (value as number) >= 0;
 }
 
@@ -253,10 +253,18 @@ function hasTokenCounts(usage: Partial<RunUsage> | null): usage is RunUsage {
  * and the rollups summed it.
  */
 function filledUsage(reported: Partial<RunUsage> | null, promptTokens: () => number, completionTokens: () => number): RunUsage {
-  return estimatedUsage(
-    reported !== null && isTokenCount(reported.promptTokens) ? reported.promptTokens : promptTokens(),
+  const keptPrompt = reported !== null && isTokenCount(reported.promptTokens);
+  const usage = estimatedUsage(
+    keptPrompt ? reported.promptTokens! : promptTokens(),
     reported !== null && isTokenCount(reported.completionTokens) ? reported.completionTokens : completionTokens(),
   );
+  // A reported prompt keeps its prompt-cache parts, priced at their own rates (a stream cut after messages' message_start).
+  if (keptPrompt) {
+    if (reported.cacheReadTokens !== undefined) usage.cacheReadTokens = reported.cacheReadTokens;
+    if (reported.cacheWriteTokens !== undefined) usage.cacheWriteTokens = reported.cacheWriteTokens;
+    if (reported.cacheWrite1hTokens !== undefined) usage.cacheWrite1hTokens = reported.cacheWrite1hTokens;
+  }
+  return usage;
 }
 
 const NO_TOKENS = () => 0;

@@ -3,10 +3,25 @@
  * not in the table is flagged (`priced: false`) and costs 0 in rollups: a guessed price would be evidence we
  * cannot stand behind. The mock provider is free. The table is documented in docs/gateway.md ("Cost").
  */
+import type { RunUsage } from '../evidence/types.ts';
 
 export interface ModelPrice {
   inputPerMillion: number;
   outputPerMillion: number;
+  /** Input read from the provider's prompt cache; absent: priced as input. */
+  cacheReadPerMillion?: number;
+  /** Input written to the provider's prompt cache for 5 minutes, and for 1 hour; absent: priced as input. */
+  cacheWritePerMillion?: number;
+  cacheWrite1hPerMillion?: number;
+}
+
+/**
+ * A messages-family price: its prompt cache reads cost a tenth of input, its writes 1.25 times input (kept 5 minutes)
+ * or twice (kept an hour), as the family's published prices are.
+ */
+function messagesFamily(inputPerMillion: number, outputPerMillion: number): ModelPrice {
+  const rate = (factor: number) => Math.round(inputPerMillion * factor * 1e6) / 1e6;
+  return { inputPerMillion, outputPerMillion, cacheReadPerMillion: rate(0.1), cacheWritePerMillion: rate(1.25), cacheWrite1hPerMillion: rate(2) };
 }
 
 /** Longest matching prefix wins, so dated snapshots (`gpt-4o-2024-08-06`) price as their family. */
@@ -26,13 +41,13 @@ const PRICES: ReadonlyArray<[prefix: string, price: ModelPrice]> = [
   ['o3-mini', { inputPerMillion: 1.1, outputPerMillion: 4.4 }],
   ['o3', { inputPerMillion: 2, outputPerMillion: 8 }],
   ['o4-mini', { inputPerMillion: 1.1, outputPerMillion: 4.4 }],
-  ['claude-opus-4', { inputPerMillion: 15, outputPerMillion: 75 }],
-  ['claude-sonnet-4', { inputPerMillion: 3, outputPerMillion: 15 }],
-  ['claude-3-7-sonnet', { inputPerMillion: 3, outputPerMillion: 15 }],
-  ['claude-3-5-sonnet', { inputPerMillion: 3, outputPerMillion: 15 }],
-  ['claude-haiku-4', { inputPerMillion: 1, outputPerMillion: 5 }],
-  ['claude-3-5-haiku', { inputPerMillion: 0.8, outputPerMillion: 4 }],
-  ['claude-3-haiku', { inputPerMillion: 0.25, outputPerMillion: 1.25 }],
+  ['claude-opus-4', messagesFamily(15, 75)],
+  ['claude-sonnet-4', messagesFamily(3, 15)],
+  ['claude-3-7-sonnet', messagesFamily(3, 15)],
+  ['claude-3-5-sonnet', messagesFamily(3, 15)],
+  ['claude-haiku-4', messagesFamily(1, 5)],
+  ['claude-3-5-haiku', messagesFamily(0.8, 4)],
+  ['claude-3-haiku', messagesFamily(0.25, 1.25)],
   ['text-embedding-3-small', { inputPerMillion: 0.02, outputPerMillion: 0 }],
   ['text-embedding-3-large', { inputPerMillion: 0.13, outputPerMillion: 0 }],
   ['text-embedding-ada-002', { inputPerMillion: 0.1, outputPerMillion: 0 }],
@@ -54,12 +69,29 @@ export interface Cost {
   priced: boolean;
 }
 
-/** Cost of an attempt. `free` marks providers that do not bill (the mock). */
-export function costOf(model: string, usage: { promptTokens: number; completionTokens: number }, free: boolean): Cost {
+/** The usage an attempt is priced by: its prompt's cache reads and writes are parts of `promptTokens`. */
+export type PricedUsage = Pick<RunUsage, 'promptTokens' | 'completionTokens' | 'cacheReadTokens' | 'cacheWriteTokens' | 'cacheWrite1hTokens'>;
+
+/**
+ * Cost of an attempt. `free` marks providers that do not bill (the mock). The prompt's tokens read from or written to
+ * the provider's prompt cache are priced at the model's rates for them (input's when it has none); the cache counts
+ * are bounded by what they are parts of, so an upstream's inconsistent counts never price more tokens than it reported.
+ */
+export function costOf(model: string, usage: PricedUsage, free: boolean): Cost {
   if (free) return { usd: 0, priced: true };
   const price = priceOf(model);
   if (!price) return { usd: 0, priced: false };
-  const usd = (usage.promptTokens * price.inputPerMillion + usage.completionTokens * price.outputPerMillion) / 1_000_000;
+  const input = price.inputPerMillion;
+  const read = Math.min(usage.cacheReadTokens ?? 0, usage.promptTokens);
+  const written = Math.min(usage.cacheWriteTokens ?? 0, usage.promptTokens - read);
+  const writtenForAnHour = Math.min(usage.cacheWrite1hTokens ?? 0, written);
+  const usd =
+    ((usage.promptTokens - read - written) * input +
+      read * (price.cacheReadPerMillion ?? input) +
+      (written - writtenForAnHour) * (price.cacheWritePerMillion ?? input) +
+      writtenForAnHour * (price.cacheWrite1hPerMillion ?? price.cacheWritePerMillion ?? input) +
+      usage.completionTokens * price.outputPerMillion) /
+    1_000_000;
   return { usd: Math.round(usd * 1e10) / 1e10, priced: true };
 }
 

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import test, { type TestContext } from 'node:test';
 import OpenAI from 'openai';
 import { build, json } from '../support/build.ts';
-import { completion, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
+import { completion, sendJson, sleep, startFakeUpstream, startSse } from '../support/fake-upstream.ts';
 
 async function listening(t: TestContext, env: Record<string, string> = {}) {
   const built = await build(t, { env });
@@ -33,4 +33,66 @@ test('an exact-cache hit of a model without a list price says priced: false, as 
     assert.equal(hitRun.priced, priced, `${label}: the hit says what its live run says`);
     assert.equal(json(await app.inject({ url: `/api/v1/runs/${hitId}/economics` })).priced, priced, label);
   }
+});
+
+test("the messages wire's prompt-cache tokens count as input and are priced at their own rates, buffered and streamed", async (t) => {
+  // claude-sonnet-4: input $3, output $15; a cache read $0.30, a write $3.75 (5 minutes) or $6 (1 hour) per million.
+  const usage = {
+    input_tokens: 100,
+    cache_creation_input_tokens: 1000,
+    cache_read_input_tokens: 10_000,
+    cache_creation: { ephemeral_5m_input_tokens: 400, ephemeral_1h_input_tokens: 600 },
+    output_tokens: 50,
+  };
+  const expected = (100 * 3 + 400 * 3.75 + 600 * 6 + 10_000 * 0.3 + 50 * 15) / 1e6;
+  const message = { id: 'msg_up', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: [{ type: 'text', text: 'cached' }], stop_reason: 'end_turn', stop_sequence: null, usage };
+  let cut = false;
+  const upstream = await startFakeUpstream(t, (req, res) => {
+    if (!req.body.stream) return sendJson(res, 200, message);
+    startSse(res);
+    const events: Array<Record<string, unknown>> = [
+      { type: 'message_start', message: { ...message, content: [], stop_reason: null, usage: { ...usage, output_tokens: 1 } } },
+      { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'cached' } },
+      { type: 'content_block_stop', index: 0 },
+      { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 50 } },
+      { type: 'message_stop' },
+    ];
+    res.end((cut ? events.slice(0, 3) : events).map((event) => `event: ${String(event.type)}\ndata: ${JSON.stringify(event)}\n\n`).join(''));
+  });
+  const { address, app } = await listening(t, { MESSAGES_API_KEY: 'sk-messages', MESSAGES_BASE_URL: upstream.baseUrl.replace(/\/v1$/, '') });
+  const finished = async (runId: string | null) => {
+    let detail: any;
+    for (let i = 0; i < 200 && (!detail || detail.run.status === 'running'); i++, await sleep(10)) detail = json(await app.inject({ url: `/api/v1/runs/${runId}` }));
+    return detail;
+  };
+  for (const stream of [false, true]) {
+    const answer = await fetch(`${address}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 64, stream, messages: [{ role: 'user', content: unique('cached prompt') }] }),
+    });
+    assert.equal(answer.status, 200);
+    await answer.text();
+    const detail = await finished(answer.headers.get('x-svc-run-id'));
+    const label = stream ? 'streamed' : 'buffered';
+    assert.equal(detail.run.status, 'completed', label);
+    assert.deepEqual(detail.run.usage, { promptTokens: 11_100, completionTokens: 50, totalTokens: 11_150 }, label);
+    assert.ok(Math.abs(detail.run.costUsd - expected) < 1e-12, `${label}: ${detail.run.costUsd} != ${expected}`);
+    assert.equal(detail.attempts[0].promptTokens, 11_100, label);
+  }
+
+  // A stream cut after message_start keeps the reported prompt and its cache parts; only the output is estimated.
+  cut = true;
+  const answer = await fetch(`${address}/v1/messages`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 64, stream: true, messages: [{ role: 'user', content: unique('cut') }] }),
+  });
+  await answer.text();
+  const { run } = await finished(answer.headers.get('x-svc-run-id'));
+  assert.equal(run.status, 'failed');
+  assert.equal(run.usage.promptTokens, 11_100);
+  const partial = (100 * 3 + 400 * 3.75 + 600 * 6 + 10_000 * 0.3 + run.usage.completionTokens * 15) / 1e6;
+  assert.ok(Math.abs(run.costUsd - partial) < 1e-12, `${run.costUsd} != ${partial}`);
 });
