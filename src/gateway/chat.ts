@@ -5,6 +5,7 @@
 import { newId } from '../core/ids.ts';
 import type { RunUsage } from '../evidence/types.ts';
 import { InvalidToolCallError, refusedAnswer, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
+import { cachedTokensOf } from './pricing.ts';
 import { providerErrorStatus } from './providers/errors.ts';
 import { ProviderError, type ChatChunk, type ChatCompletion } from './providers/types.ts';
 import { completionToChunks, StreamAssembler } from './stream-assembler.ts';
@@ -20,7 +21,11 @@ export type ChatStreamEvent = ChatChunk | ChatStreamError;
 
 function usageOf(usage: ChatCompletion['usage'] | null | undefined): RunUsage | null {
   if (!usage) return null;
-  return { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, totalTokens: usage.total_tokens };
+  // Cached prompt tokens are part of prompt_tokens, priced at the model's cached-input rate (pricing.ts).
+  const cached = cachedTokensOf(usage.prompt_tokens_details);
+  return cached > 0
+    ? { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, totalTokens: usage.total_tokens, cacheReadTokens: cached }
+    : { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, totalTokens: usage.total_tokens };
 }
 
 /** The text of a buffered completion's choices, as a stream's `completionText` has it (content, calls' names and arguments). */

@@ -26,28 +26,29 @@ function messagesFamily(inputPerMillion: number, outputPerMillion: number): Mode
 
 /** Longest matching prefix wins, so dated snapshots (`gpt-4o-2024-08-06`) price as their family. */
 const PRICES: ReadonlyArray<[prefix: string, price: ModelPrice]> = [
-  ['gpt-5-nano', { inputPerMillion: 0.05, outputPerMillion: 0.4 }],
-  ['gpt-5-mini', { inputPerMillion: 0.25, outputPerMillion: 2 }],
-  ['gpt-5', { inputPerMillion: 1.25, outputPerMillion: 10 }],
-  ['gpt-4.1-nano', { inputPerMillion: 0.1, outputPerMillion: 0.4 }],
-  ['gpt-4.1-mini', { inputPerMillion: 0.4, outputPerMillion: 1.6 }],
-  ['gpt-4.1', { inputPerMillion: 2, outputPerMillion: 8 }],
-  ['gpt-4o-mini', { inputPerMillion: 0.15, outputPerMillion: 0.6 }],
-  ['gpt-4o', { inputPerMillion: 2.5, outputPerMillion: 10 }],
+  ['gpt-5-nano', { inputPerMillion: 0.05, outputPerMillion: 0.4, cacheReadPerMillion: 0.005 }],
+  ['gpt-5-mini', { inputPerMillion: 0.25, outputPerMillion: 2, cacheReadPerMillion: 0.025 }],
+  ['gpt-5', { inputPerMillion: 1.25, outputPerMillion: 10, cacheReadPerMillion: 0.125 }],
+  ['gpt-4.1-nano', { inputPerMillion: 0.1, outputPerMillion: 0.4, cacheReadPerMillion: 0.025 }],
+  ['gpt-4.1-mini', { inputPerMillion: 0.4, outputPerMillion: 1.6, cacheReadPerMillion: 0.1 }],
+  ['gpt-4.1', { inputPerMillion: 2, outputPerMillion: 8, cacheReadPerMillion: 0.5 }],
+  ['gpt-4o-mini', { inputPerMillion: 0.15, outputPerMillion: 0.6, cacheReadPerMillion: 0.075 }],
+  ['gpt-4o', { inputPerMillion: 2.5, outputPerMillion: 10, cacheReadPerMillion: 1.25 }],
   ['gpt-4-turbo', { inputPerMillion: 10, outputPerMillion: 30 }],
   ['gpt-3.5-turbo', { inputPerMillion: 0.5, outputPerMillion: 1.5 }],
-  ['o1-mini', { inputPerMillion: 1.1, outputPerMillion: 4.4 }],
-  ['o1', { inputPerMillion: 15, outputPerMillion: 60 }],
-  ['o3-mini', { inputPerMillion: 1.1, outputPerMillion: 4.4 }],
-  ['o3', { inputPerMillion: 2, outputPerMillion: 8 }],
-  ['o4-mini', { inputPerMillion: 1.1, outputPerMillion: 4.4 }],
+  ['o1-mini', { inputPerMillion: 1.1, outputPerMillion: 4.4, cacheReadPerMillion: 0.55 }],
+  ['o1', { inputPerMillion: 15, outputPerMillion: 60, cacheReadPerMillion: 7.5 }],
+  ['o3-mini', { inputPerMillion: 1.1, outputPerMillion: 4.4, cacheReadPerMillion: 0.55 }],
+  ['o3', { inputPerMillion: 2, outputPerMillion: 8, cacheReadPerMillion: 0.5 }],
+  ['o4-mini', { inputPerMillion: 1.1, outputPerMillion: 4.4, cacheReadPerMillion: 0.275 }],
   ['claude-opus-4', messagesFamily(15, 75)],
   ['claude-sonnet-4', messagesFamily(3, 15)],
   ['claude-3-7-sonnet', messagesFamily(3, 15)],
   ['claude-3-5-sonnet', messagesFamily(3, 15)],
   ['claude-haiku-4', messagesFamily(1, 5)],
   ['claude-3-5-haiku', messagesFamily(0.8, 4)],
-  ['claude-3-haiku', messagesFamily(0.25, 1.25)],
+  // Its published cache prices are rounded off the family's rule.
+  ['claude-3-haiku', { inputPerMillion: 0.25, outputPerMillion: 1.25, cacheReadPerMillion: 0.03, cacheWritePerMillion: 0.3, cacheWrite1hPerMillion: 0.5 }],
   ['text-embedding-3-small', { inputPerMillion: 0.02, outputPerMillion: 0 }],
   ['text-embedding-3-large', { inputPerMillion: 0.13, outputPerMillion: 0 }],
   ['text-embedding-ada-002', { inputPerMillion: 0.1, outputPerMillion: 0 }],
@@ -67,6 +68,15 @@ export interface Cost {
   usd: number;
   /** False when the model has no list price: the cost is unknown, not zero. */
   priced: boolean;
+}
+
+/**
+ * The cached prompt tokens a chat-completions `prompt_tokens_details` or a responses `input_tokens_details` reports
+ * (`cached_tokens`, part of the prompt's count): 0 when it reports none, or a count that is not a token count.
+ */
+export function cachedTokensOf(details: unknown): number {
+  const cached = (details as { cached_tokens?: unknown } | null | undefined)?.cached_tokens;
+  return Number.isSafeInteger(cached) && (cached as number) > 0 ? (cached as number) : 0;
 }
 
 /** The usage an attempt is priced by: its prompt's cache reads and writes are parts of `promptTokens`. */

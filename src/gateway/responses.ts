@@ -9,6 +9,7 @@
 import { newId } from '../core/ids.ts';
 import type { RunUsage } from '../evidence/types.ts';
 import { InvalidToolCallError, refusedAnswer, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
+import { cachedTokensOf } from './pricing.ts';
 import { providerErrorStatus } from './providers/errors.ts';
 import { isEventName } from './providers/sse.ts';
 import { ProviderError, type Provider, type ResponseObject, type ResponsesRequest, type ResponseStreamEvent } from './providers/types.ts';
@@ -27,7 +28,12 @@ function isResponseShaped(value: unknown): value is ResponseObject {
 function usageOf(response: ResponseObject): RunUsage | null {
   const usage = response.usage;
   if (!usage) return null;
-  return { promptTokens: usage.input_tokens, completionTokens: usage.output_tokens, totalTokens: usage.total_tokens ?? usage.input_tokens + usage.output_tokens };
+  const totalTokens = usage.total_tokens ?? usage.input_tokens + usage.output_tokens;
+  // Cached input tokens are part of input_tokens, priced at the model's cached-input rate (pricing.ts).
+  const cached = cachedTokensOf(usage.input_tokens_details);
+  return cached > 0
+    ? { promptTokens: usage.input_tokens, completionTokens: usage.output_tokens, totalTokens, cacheReadTokens: cached }
+    : { promptTokens: usage.input_tokens, completionTokens: usage.output_tokens, totalTokens };
 }
 
 /** The text of a buffered response's output, as a stream's `producedText` has it (output text, call arguments). */

@@ -96,3 +96,26 @@ test("the messages wire's prompt-cache tokens count as input and are priced at t
   const partial = (100 * 3 + 400 * 3.75 + 600 * 6 + 10_000 * 0.3 + run.usage.completionTokens * 15) / 1e6;
   assert.ok(Math.abs(run.costUsd - partial) < 1e-12, `${run.costUsd} != ${partial}`);
 });
+
+test("cached prompt tokens the chat and responses wires report (part of their prompt) are priced at the model's cached-input rate", async (t) => {
+  // gpt-4o-mini: input $0.15, cached input $0.075, output $0.60 per million.
+  const upstream = await startFakeUpstream(t, (req, res) => {
+    if (req.url.endsWith('/chat/completions')) {
+      return sendJson(res, 200, { ...completion('ok'), usage: { prompt_tokens: 10_000, completion_tokens: 100, total_tokens: 10_100, prompt_tokens_details: { cached_tokens: 8000 } } });
+    }
+    const item = { id: 'msg_up', type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'ok', annotations: [] }] };
+    sendJson(res, 200, {
+      id: 'resp_up', object: 'response', created_at: 1700000000, status: 'completed', model: 'gpt-4o-mini', output: [item],
+      usage: { input_tokens: 10_000, output_tokens: 100, total_tokens: 10_100, input_tokens_details: { cached_tokens: 8000 }, output_tokens_details: { reasoning_tokens: 0 } },
+    });
+  });
+  const { client, app } = await listening(t, { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl });
+  const expected = (2000 * 0.15 + 8000 * 0.075 + 100 * 0.6) / 1e6;
+  const chat = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: unique('cached') }] }).withResponse();
+  const responses = await client.responses.create({ model: 'gpt-4o-mini', input: unique('cached') }).withResponse();
+  for (const [label, { response }] of [['chat', chat], ['responses', responses]] as const) {
+    const run = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` })).run;
+    assert.equal(run.usage.promptTokens, 10_000, label);
+    assert.ok(Math.abs(run.costUsd - expected) < 1e-12, `${label}: ${run.costUsd} != ${expected}`);
+  }
+});
