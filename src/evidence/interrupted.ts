@@ -44,6 +44,9 @@ export function createInterruptedRuns(deps: { repo: RunsRepository; clock: Clock
       route: null,
       usage,
       costUsd,
+      // A lower bound, not a firm figure: the upstream call in flight when svc stopped (a run is opened once its first
+      // call is on the wire) may have been billed, and svc has no usage for it (docs/gateway.md, "Cost").
+      priced: false,
       error: { ...INTERRUPTED_ERROR },
       completedAt: at,
       eventCount: seq,

@@ -897,6 +897,7 @@ export function createRunsRepository(store: Store): RunsRepository {
             route: final.route,
             usage: final.usage,
             costUsd: final.costUsd,
+            priced: final.priced,
             error: final.error,
             completedAt: final.completedAt,
             eventCount: final.eventCount,

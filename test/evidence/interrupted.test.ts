@@ -84,8 +84,11 @@ test('an interrupted run keeps what its committed attempts spent: its cost, toke
   assert.equal(finished.error.kind, 'interrupted');
   assert.equal(finished.costUsd, 0.00045);
   assert.deepEqual(finished.usage, { promptTokens: 1000, completionTokens: 500, totalTokens: 1500 });
+  // A lower bound: what a call in flight at the stop spent is unknown (docs/gateway.md, "Cost").
+  assert.equal(finished.priced, false);
   const economics = await get(`/api/v1/runs/${run.id}/economics`);
   assert.equal(economics.cost.providerUsd, finished.costUsd);
+  assert.equal(economics.priced, false);
   assert.equal((await get('/api/v1/savings')).totalCostUsd, 0.00045, 'the failed run\'s cost counts (SPEC 4.9)');
   const usage = (await get('/api/v1/usage')).usage;
   assert.deepEqual([usage.costUsd, usage.promptTokens, usage.completionTokens], [0.00045, 1000, 500]);
