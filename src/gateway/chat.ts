@@ -8,7 +8,7 @@ import { InvalidToolCallError, refusedAnswer, type StreamRelay, type UpstreamFai
 import { cachedTokensOf } from './pricing.ts';
 import { providerErrorStatus } from './providers/errors.ts';
 import { ProviderError, type ChatChunk, type ChatCompletion } from './providers/types.ts';
-import { completionToChunks, StreamAssembler } from './stream-assembler.ts';
+import { completionToChunks, reasoningText, StreamAssembler } from './stream-assembler.ts';
 import { countChatTokens } from './tokens.ts';
 import type { ValidatedChat } from './wires/chat-completions-schema.ts';
 
@@ -28,13 +28,17 @@ function usageOf(usage: ChatCompletion['usage'] | null | undefined): RunUsage | 
     : { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, totalTokens: usage.total_tokens };
 }
 
-/** The text of a buffered completion's choices, as a stream's `completionText` has it (content, calls' names and arguments). */
+/**
+ * The text of a buffered completion's choices, as a stream's `completionText` has it (content, refusal, reasoning,
+ * calls' names and arguments).
+ */
 function answerText(completion: ChatCompletion): string {
   let text = '';
   for (const choice of completion.choices) {
     const message = choice?.message;
     if (typeof message !== 'object' || message === null) continue;
     if (typeof message.content === 'string') text += message.content;
+    text += reasoningText(message);
     for (const call of Array.isArray(message.tool_calls) ? message.tool_calls : []) {
       text += String(call?.function?.name ?? '') + String(call?.function?.arguments ?? '');
     }

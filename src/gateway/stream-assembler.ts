@@ -45,6 +45,19 @@ import { textPieces } from './replay-pieces.ts';
 import { InvalidToolCallError } from './pipeline.ts';
 import type { DeclaredTools } from './tool-schemas.ts';
 
+/**
+ * The text besides content a model writes into a message (or a stream's deltas): its refusal, and the reasoning of
+ * providers that send it as `reasoning_content` (DeepSeek, vLLM) or `reasoning` (OpenRouter). Output tokens all the
+ * same, which a reasoning model's aborted or usage-less answer was recorded without.
+ */
+export function reasoningText(message: { refusal?: unknown; reasoning_content?: unknown; reasoning?: unknown }): string {
+  let text = '';
+  if (typeof message.refusal === 'string') text += message.refusal;
+  if (typeof message.reasoning_content === 'string') text += message.reasoning_content;
+  if (typeof message.reasoning === 'string') text += message.reasoning;
+  return text;
+}
+
 interface PendingCall {
   index: number;
   id: string;
@@ -333,10 +346,13 @@ export class StreamAssembler {
     return this.choices.size > 0 && this.finishedChoices.size === this.choices.size;
   }
 
+  /** The text the model produced (for the local count of output tokens when the upstream reports none). */
   get completionText(): string {
     let text = '';
     for (const state of this.choices.values()) {
       text += state.content;
+      if (state.refusal !== null) text += state.refusal;
+      if (state.extra !== null) text += reasoningText(state.extra);
       for (const call of state.calls) text += call.function.name + call.function.arguments;
       if (state.functionCall) text += state.functionCall.name + state.functionCall.arguments;
       if (state.pending) text += state.pending.name + state.pending.arguments;

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import test, { type TestContext } from 'node:test';
 import OpenAI from 'openai';
 import { build, json } from '../support/build.ts';
-import { completion, sendJson, sleep, startFakeUpstream, startSse } from '../support/fake-upstream.ts';
+import { completion, contentChunk, sendJson, sleep, startFakeUpstream, startSse } from '../support/fake-upstream.ts';
 
 async function listening(t: TestContext, env: Record<string, string> = {}) {
   const built = await build(t, { env });
@@ -117,5 +117,35 @@ test("cached prompt tokens the chat and responses wires report (part of their pr
     const run = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` })).run;
     assert.equal(run.usage.promptTokens, 10_000, label);
     assert.ok(Math.abs(run.costUsd - expected) < 1e-12, `${label}: ${run.costUsd} != ${expected}`);
+  }
+});
+
+test("a chat answer's reasoning and refusal text count in the local estimate of its output when the upstream reports no usage, buffered and streamed", async (t) => {
+  const reasoning = Array.from({ length: 200 }, (_, i) => `step${i}`).join(' ');
+  const upstream = await startFakeUpstream(t, (req, res) => {
+    if (!req.body.stream) {
+      const answer = completion('ok') as { choices: Array<{ message: Record<string, unknown> }>; usage?: unknown };
+      answer.choices[0]!.message.reasoning_content = reasoning;
+      delete answer.usage;
+      return sendJson(res, 200, answer);
+    }
+    // Truncated while the model reasons: no finish_reason, no [DONE], no usage.
+    startSse(res);
+    res.write(`data: ${JSON.stringify({ ...contentChunk(''), choices: [{ index: 0, delta: { role: 'assistant', reasoning_content: reasoning }, finish_reason: null }] })}\n\n`);
+    res.write(`data: ${JSON.stringify({ ...contentChunk(''), choices: [{ index: 0, delta: { refusal: 'I cannot help with that.' }, finish_reason: null }] })}\n\n`);
+    res.end();
+  });
+  const { address, app } = await listening(t, { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl });
+  for (const stream of [false, true]) {
+    const answer = await fetch(`${address}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', stream, messages: [{ role: 'user', content: unique('think') }] }),
+    });
+    await answer.text();
+    let run: any;
+    for (let i = 0; i < 200 && (!run || run.status === 'running'); i++, await sleep(10)) run = json(await app.inject({ url: `/api/v1/runs/${answer.headers.get('x-svc-run-id')}` })).run;
+    assert.equal(run.status, stream ? 'failed' : 'completed');
+    assert.ok(run.usage.completionTokens >= 200, `${stream ? 'streamed' : 'buffered'}: ${run.usage.completionTokens} output tokens for 200 words of reasoning`);
   }
 });
