@@ -4,7 +4,7 @@
  */
 import { chainHash } from '../core/canonical-json.ts';
 import { newId, sha256Hex } from '../core/ids.ts';
-import type { Sql } from '../store/sql.ts';
+import type { Sql, SqlValue } from '../store/sql.ts';
 import type { Store } from '../store/store.ts';
 
 export type AuditDecision = 'allow' | 'deny';
@@ -30,12 +30,41 @@ export interface AuditRepository {
   append(entry: AuditEntry, now: number): Promise<AuditRecord>;
   /** Append inside a write of another repository: the row commits with that write's change, or not at all. */
   appendIn(sql: Sql, entry: AuditEntry, now: number): AuditRecord;
-  /** Newest first. */
-  list(tenantId: string, options: { limit: number; decision?: AuditDecision }): Promise<AuditRecord[]>;
+  /** Newest first; with `scope`, only the rows it lets through (the limit counts those). */
+  list(tenantId: string, options: { limit: number; decision?: AuditDecision; scope?: AuditScope }): Promise<AuditRecord[]>;
   /** Rows naming one target (e.g. a run id), oldest first. */
   listByTarget(tenantId: string, target: string, limit: number): Promise<AuditRecord[]>;
   /** Recompute the tenant's chain; returns the first broken seq or null when intact. */
   verify(tenantId: string): Promise<{ ok: boolean; count: number; brokenAt: number | null }>;
+}
+
+/**
+ * The rows of a tenant's log a reader is shown (src/audit/service.ts decides it per identity): every row except
+ * those whose action starts with one of `withheld`, unless the row is about `userId` (its target or its actor) or is
+ * a key row of a key pinned to `keysOfApp`.
+ */
+export interface AuditScope {
+  /** Action prefixes, each ending in `.` (`key.`). */
+  withheld: readonly string[];
+  userId: string | null;
+  keysOfApp: string | null;
+}
+
+/** The condition (and its parameters) that keeps a scope's rows; filtered in SQL, so `limit` counts shown rows. */
+function scopeCondition(scope: AuditScope): { sql: string; params: SqlValue[] } {
+  if (scope.withheld.length === 0) return { sql: '', params: [] };
+  const open = scope.withheld.map(() => 'substr(action, 1, ?) != ?').join(' AND ');
+  const params: SqlValue[] = scope.withheld.flatMap((prefix) => [prefix.length, prefix]);
+  let sql = ` AND ((${open})`;
+  if (scope.userId !== null) {
+    sql += " OR target = ? OR json_extract(actor_json, '$.userId') = ?";
+    params.push(scope.userId, scope.userId);
+  }
+  if (scope.keysOfApp !== null) {
+    sql += " OR (substr(action, 1, 4) = 'key.' AND json_extract(details_json, '$.appId') = ?)";
+    params.push(scope.keysOfApp);
+  }
+  return { sql: `${sql})`, params };
 }
 
 interface AuditRow {
@@ -122,17 +151,13 @@ export function createAuditRepository(store: Store): AuditRepository {
       return store.write((sql) => appendIn(sql, entry, now));
     },
     appendIn,
-    list(tenantId, { limit, decision }) {
+    list(tenantId, { limit, decision, scope }) {
       return store.read((sql) => {
-        const rows = decision
-          ? sql.all<AuditRow>(
-              'SELECT * FROM audit_events WHERE tenant_id = ? AND decision = ? ORDER BY seq DESC LIMIT ?',
-              [tenantId, decision, limit],
-            )
-          : sql.all<AuditRow>('SELECT * FROM audit_events WHERE tenant_id = ? ORDER BY seq DESC LIMIT ?', [
-              tenantId,
-              limit,
-            ]);
+        const scoped = scope ? scopeCondition(scope) : { sql: '', params: [] as SqlValue[] };
+        const rows = sql.all<AuditRow>(
+          `SELECT * FROM audit_events WHERE tenant_id = ?${decision ? ' AND decision = ?' : ''}${scoped.sql} ORDER BY seq DESC LIMIT ?`,
+          [tenantId, ...(decision ? [decision] : []), ...scoped.params, limit],
+        );
         return rows.map(fromRow);
       });
     },

@@ -2,7 +2,7 @@
 import type { Clock } from '../core/clock.ts';
 import { actorOf, type AuthContext } from '../identity/auth-context.ts';
 import type { Sql } from '../store/sql.ts';
-import type { AuditDecision, AuditRecord, AuditRepository } from './repo.ts';
+import type { AuditDecision, AuditRecord, AuditRepository, AuditScope } from './repo.ts';
 
 export type { AuditRecord };
 
@@ -40,6 +40,28 @@ export interface AuditService {
  */
 export type AuditRowView = (auth: AuthContext, record: AuditRecord) => AuditRecord;
 
+/**
+ * Areas whose records only admins read elsewhere (SPEC 4.4 users, 4.5 invitations, 4.6 API keys), so their audit
+ * rows are withheld from other readers of the log, which SPEC 4.12 opens to any identity of the tenant: a member
+ * must not learn there which keys exist, who was invited or whose password an admin reset.
+ */
+const ADMIN_ONLY_ACTIONS = ['key.', 'user.', 'invite.'] as const;
+
+/**
+ * The rows of the log `auth` reads (docs/api.md "Audit log"): a tenant-wide admin every row; anyone else no row of an
+ * admin-only area, except the rows about themself (a session's user: their own signup, verification, password
+ * changes, invitation acceptance) and, for an app-pinned admin key, the key rows of its own app, the keys it lists
+ * and manages through `/api/v1/keys`.
+ */
+function readScopeOf(auth: AuthContext): AuditScope | undefined {
+  if (auth.admin && auth.tenantWide) return undefined;
+  return {
+    withheld: ADMIN_ONLY_ACTIONS,
+    userId: auth.kind === 'session' ? auth.userId : null,
+    keysOfApp: auth.admin && auth.appId !== null ? auth.appId : null,
+  };
+}
+
 function entryOf(auth: AuthContext, action: string, options: RecordOptions) {
   return {
     tenantId: options.tenantId ?? auth.tenantId,
@@ -75,7 +97,8 @@ export function createAuditService(repo: AuditRepository, clock: Clock, options:
       );
     },
     async list(auth, options) {
-      return (await repo.list(auth.tenantId, options)).map((record) => view(auth, record));
+      const scope = readScopeOf(auth);
+      return (await repo.list(auth.tenantId, { ...options, ...(scope ? { scope } : {}) })).map((record) => view(auth, record));
     },
     async aboutTarget(auth, target, limit = 1000) {
       return (await repo.listByTarget(auth.tenantId, target, limit)).map((record) => view(auth, record));

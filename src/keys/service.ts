@@ -114,7 +114,7 @@ export function createKeysService(deps: { repo: ApiKeysRepository; audit: AuditS
       if (existing.revokedAt !== null) throw revokedConflict();
       if (existing.mode === mode) return existing;
       // Checked again inside the write: only a change of mode is made and audited, once, whatever raced it.
-      const key = await repo.setMode(auth.tenantId, id, mode, audit.staged(auth, 'key.mode_change', { target: id, details: { from: existing.mode, to: mode } }));
+      const key = await repo.setMode(auth.tenantId, id, mode, audit.staged(auth, 'key.mode_change', { target: id, details: { from: existing.mode, to: mode, appId: existing.appId } }));
       if (!key) throw notFound('API key');
       if (key.revokedAt !== null) throw revokedConflict();
       return key;
@@ -124,7 +124,7 @@ export function createKeysService(deps: { repo: ApiKeysRepository; audit: AuditS
       requireAdmin(auth);
       const existing = await findVisible(auth, id);
       if (existing.revokedAt !== null) return existing;
-      const key = await repo.revoke(auth.tenantId, id, clock.now(), audit.staged(auth, 'key.revoke', { target: id, details: { name: existing.name } }));
+      const key = await repo.revoke(auth.tenantId, id, clock.now(), audit.staged(auth, 'key.revoke', { target: id, details: { name: existing.name, appId: existing.appId } }));
       if (!key) throw notFound('API key');
       return key;
     },

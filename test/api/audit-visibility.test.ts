@@ -1,0 +1,65 @@
+/**
+ * What `GET /api/v1/audit` shows to whom (SPEC 4.12 "any", 4.6 "API keys: admin required"; docs/api.md "Audit
+ * log"): every identity of the tenant reads the log, but a row of an admin-only area (keys, users, invitations) is
+ * shown only to those who may read that area elsewhere, or to the user it is about.
+ */
+import assert from 'node:assert/strict';
+import test from 'node:test';
+import { bearer, json } from '../support/build.ts';
+import { BOOT, buildWithAdmin, makeUser, operator } from '../support/accounts.ts';
+
+type Row = { action: string; target: string | null; actor: Record<string, string>; details: Record<string, unknown> };
+
+test('a member reads the audit log without the rows of keys, users and invitations of others', async (t) => {
+  const { app, admin } = await buildWithAdmin(t);
+  const { browser: member, id: memberId } = await makeUser(app, { email: 'member@example.test' });
+  await makeUser(app, { email: 'other@example.test' });
+  const created = json(await admin.post('/api/v1/keys', { name: 'ci', admin: true }));
+  assert.ok(created.token);
+  assert.equal((await admin.patch(`/api/v1/keys/${created.key.id}`, { mode: 'observe' })).statusCode, 200);
+  assert.equal((await admin.post('/api/v1/orgs/active/invites', { email: 'new@example.test' })).statusCode, 201);
+  assert.equal((await admin.patch('/api/v1/orgs/active', { name: 'Renamed' })).statusCode, 200);
+
+  const everything: Row[] = json(await admin.get('/api/v1/audit?limit=500')).events;
+  const actions = new Set(everything.map((row) => row.action));
+  for (const action of ['key.create', 'key.mode_change', 'invite.create', 'user.create', 'org.rename']) assert.ok(actions.has(action), action);
+
+  // GET /keys, /users and /orgs/active/invites are admin-only: a member reads none of their rows in the log either.
+  assert.equal((await member.get('/api/v1/keys')).statusCode, 403);
+  const seen: Row[] = json(await member.get('/api/v1/audit?limit=500')).events;
+  assert.deepEqual(seen.filter((row) => /^(key|invite)\./.test(row.action)), []);
+  assert.ok(!JSON.stringify(seen).includes(created.key.id), 'no row names the key');
+  assert.ok(!JSON.stringify(seen).includes('other@example.test'), 'no row names another user');
+  // The rows about the member themself, and those of areas a member reads, stay.
+  assert.ok(seen.some((row) => row.action === 'user.create' && row.target === memberId), 'their own account');
+  assert.ok(seen.some((row) => row.action === 'org.rename'), 'the organization (GET /orgs/active is for members)');
+
+  // Withheld rows do not take places of the page: the newest row the member may see is the first of limit=1.
+  assert.deepEqual(json(await member.get('/api/v1/audit?limit=1')).events.map((row: Row) => row.action), ['org.rename']);
+});
+
+test('API keys: a non-admin key sees no key rows; an app-pinned admin key those of its own app, as GET /keys lists', async (t) => {
+  const { app } = await buildWithAdmin(t);
+  const make = async (payload: Record<string, unknown>) =>
+    json(await app.inject({ method: 'POST', url: '/api/v1/keys', headers: operator(BOOT), payload: { name: 'k', ...payload } }));
+  const plain = await make({});
+  const pinnedAdmin = await make({ admin: true, appId: 'app-a' });
+  const ofA = await make({ appId: 'app-a' });
+  const ofB = await make({ appId: 'app-b' });
+  for (const key of [ofA, ofB]) {
+    const changed = await app.inject({ method: 'PATCH', url: `/api/v1/keys/${key.key.id}`, headers: operator(BOOT), payload: { mode: 'observe' } });
+    assert.equal(changed.statusCode, 200);
+  }
+  const revoked = await app.inject({ method: 'POST', url: `/api/v1/keys/${ofB.key.id}/revoke`, headers: operator(BOOT) });
+  assert.equal(revoked.statusCode, 200);
+
+  const rowsFor = async (token: string): Promise<Row[]> => json(await app.inject({ url: '/api/v1/audit?limit=500', headers: bearer(token) })).events;
+  const keyRows = (rows: Row[]) => rows.filter((row) => row.action.startsWith('key.')).map((row) => `${row.action} ${row.target}`).sort();
+
+  assert.deepEqual(keyRows(await rowsFor(plain.token)), []);
+  const listedToPinned = json(await app.inject({ url: '/api/v1/keys', headers: bearer(pinnedAdmin.token) })).keys.map((k: { id: string }) => k.id);
+  assert.deepEqual(listedToPinned.sort(), [pinnedAdmin.key.id, ofA.key.id].sort());
+  assert.deepEqual(keyRows(await rowsFor(pinnedAdmin.token)), [`key.create ${ofA.key.id}`, `key.create ${pinnedAdmin.key.id}`, `key.mode_change ${ofA.key.id}`].sort());
+  // A tenant-wide admin reads every row.
+  assert.equal(keyRows(json(await app.inject({ url: '/api/v1/audit?limit=500', headers: bearer(BOOT) })).events).length, 7);
+});
