@@ -8,11 +8,11 @@
 import { randomBytes } from 'node:crypto';
 import { AppError, invalid, notFound } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
-import type { AuthContext } from '../identity/auth-context.ts';
+import { actorOf, NO_ORGANIZATION, type AuthContext } from '../identity/auth-context.ts';
 import { DEFAULT_TENANT_ID } from '../tenants/defaults.ts';
 import { limitedCaller, requireAccountAdmin, requireMayGrant, requireReach } from './access.ts';
 import { normalizePassword } from './passwords.ts';
-import type { AccountsDeps } from './sessions-service.ts';
+import { auditAccountEvent, type AccountsDeps } from './sessions-service.ts';
 import { normalizeEmail, type Membership, type OrgRole, type PlatformRole, type User } from './types.ts';
 
 export interface UserListing {
@@ -146,7 +146,11 @@ export function createUsersService(deps: AccountsDeps): UsersService {
       }
       const updated = await repo.updateUser(id, { ...(patch.name !== undefined ? { name: patch.name.trim() } : {}), ...(patch.role !== undefined ? { role: patch.role } : {}) }, clock.now());
       if (!updated) throw notFound('User');
-      await audit.record(auth, 'user.update', { target: id, details: { ...(patch.name !== undefined ? { name: updated.name } : {}), ...(patch.role !== undefined ? { from: user.role, role: patch.role } : {}) } });
+      const details = { ...(patch.name !== undefined ? { name: updated.name } : {}), ...(patch.role !== undefined ? { from: user.role, role: patch.role } : {}) };
+      // In the caller's organization; a caller without one (an account route) has no log of its own, so the change
+      // is recorded as an account event in each organization of the user changed (none: no log could show it).
+      if (auth.tenantId === NO_ORGANIZATION) await auditAccountEvent(deps, updated, 'user.update', actorOf(auth), details);
+      else await audit.record(auth, 'user.update', { target: id, details });
       return listing(auth, updated);
     },
 

@@ -118,6 +118,9 @@ function fromRow(row: AuditRow): AuditRecord {
 
 /** Append a row, linked to the tenant's last one, inside the caller's write (so appends chain in commit order). */
 function appendIn(sql: Sql, entry: AuditEntry, now: number): AuditRecord {
+  // A row of no tenant is in no one's log (a session without an organization has tenant ''): the caller must name
+  // the organization the action belongs to. Thrown inside the write, so a staged change is not made unaudited.
+  if (entry.tenantId === '') throw new Error(`audit row ${entry.action} has no tenant`);
   const last = sql.get<{ seq: number; hash: string }>(
     'SELECT seq, hash FROM audit_events WHERE tenant_id = ? ORDER BY seq DESC LIMIT 1',
     [entry.tenantId],

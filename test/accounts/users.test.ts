@@ -207,3 +207,25 @@ test('password hashes a signed-in caller asks for are limited per caller (60 per
   clock.advance(10 * 60_000 + 1_000);
   assert.equal((await admin.post('/api/v1/users', { email: 'one-more@example.test' })).statusCode, 201);
 });
+
+test('a user without an organization who renames themself, or is renamed by such a platform admin, leaves no audit row without a tenant', async (t) => {
+  const { app, admin, services } = await buildWithAdmin(t);
+  const acme = await newOrg(app, 'Acme', ADMIN.email);
+  const { browser: loner, id: lonerId } = await makeUser(app, { email: 'loner@example.test' });
+  const { id: acmeMemberId } = await makeUser(app, { email: 'acme-member@example.test', orgId: acme });
+  const { browser: rootless, id: rootlessId } = await makeUser(app, { email: 'rootless@example.test', role: 'admin' });
+  for (const id of [lonerId, rootlessId]) assert.equal((await admin.delete(`/api/v1/orgs/active/members/${id}`)).statusCode, 200);
+  await loner.login('loner@example.test', 'a-good-password');
+  await rootless.login('rootless@example.test', 'a-good-password');
+  assert.equal(json(await loner.get('/api/v1/auth/me')).org, null);
+
+  assert.equal((await loner.patch(`/api/v1/users/${lonerId}`, { name: 'Lone Ranger' })).statusCode, 200);
+  assert.equal((await rootless.patch(`/api/v1/users/${acmeMemberId}`, { name: 'Renamed By Root' })).statusCode, 200);
+
+  const rows = await services.store.read((sql) =>
+    sql.all<{ tenant_id: string; target: string }>("SELECT tenant_id, target FROM audit_events WHERE action = 'user.update' ORDER BY seq"),
+  );
+  assert.deepEqual(rows.filter((row) => row.tenant_id === ''), []);
+  // The rename of a member of Acme is Acme's to see; the loner's belongs to no organization, so no one's log holds it.
+  assert.deepEqual(rows.map((row) => [row.tenant_id, row.target]), [[acme, acmeMemberId]]);
+});
