@@ -94,7 +94,13 @@ export interface RunsRepository {
     runId: string,
     build: (head: { seq: number; hash: string }) => TraceEvent[],
     budget: TraceBudget,
-  ): Promise<TraceEvent[] | null | 'full'>;
+    keyed?: TraceKey,
+  ): Promise<TraceEvent[] | null | 'full' | { duplicate: TraceEvent }>;
+  /**
+   * The run's event of `key.type` carrying `key.idempotencyKey` (the first, if several were appended before keys
+   * were kept to one event), or null.
+   */
+  keyedEvent(runId: string, key: TraceKey): Promise<TraceEvent | null>;
   /**
    * Count `bytes` of client payload against a committed run's trace budget, for an event its request's own recorder
    * is about to append; false (nothing counted) when the trace is full.
@@ -569,6 +575,28 @@ function listRuns(sql: Sql, filter: RunFilter, page: { limit: number; offset: nu
 }
 
 /** What a client's append may take of a run's trace: its payload `bytes`, within the run's limits. */
+/**
+ * An SDK event's idempotency key (docs/evidence.md): a run holds one event per type and key. With it,
+ * `appendCommitted` looks for that event inside its write and appends nothing when there is one (`duplicate`), so
+ * retries sent at once are recorded once.
+ */
+export interface TraceKey {
+  type: string;
+  idempotencyKey: string;
+}
+
+/**
+ * Read the run's events from its primary key; the type is compared before the payload's key is extracted, so only
+ * the payloads of events of that type are parsed (a run holds at most 10,000 events and 16 MiB of client payloads).
+ */
+function findKeyed(sql: Sql, runId: string, key: TraceKey): TraceEvent | null {
+  const row = sql.get<EventRow>(
+    "SELECT * FROM run_events WHERE run_id = ? AND type = ? AND json_extract(payload_json, '$.idempotencyKey') = ? ORDER BY seq LIMIT 1",
+    [runId, key.type, key.idempotencyKey],
+  );
+  return row ? eventFromRow(row) : null;
+}
+
 export interface TraceBudget {
   bytes: number;
   maxEvents: number;
@@ -754,13 +782,15 @@ export function createRunsRepository(store: Store): RunsRepository {
     answersWaitForCommit: () => store.answersWaitForCommit,
     committed: () => store.committed(),
 
-    appendCommitted: (tenantId, runId, build, budget) =>
+    appendCommitted: (tenantId, runId, build, budget, keyed) =>
       store.write((sql) => {
         const head = sql.get<{ event_count: number; last_hash: string }>(
           'SELECT event_count, last_hash FROM runs WHERE id = ? AND tenant_id = ?',
           [runId, tenantId],
         );
         if (!head) return null;
+        const duplicate = keyed ? findKeyed(sql, runId, keyed) : null;
+        if (duplicate) return { duplicate };
         const events = build({ seq: head.event_count, hash: head.last_hash });
         if (events.length === 0) return events;
         if (!reserveIn(sql, tenantId, runId, budget.bytes, { ...budget, maxEvents: budget.maxEvents - events.length + 1 })) return 'full';
@@ -770,6 +800,8 @@ export function createRunsRepository(store: Store): RunsRepository {
         applyToSideEffects(sql, tenantId, events);
         return events;
       }),
+
+    keyedEvent: (runId, key) => store.read((sql) => findKeyed(sql, runId, key)),
 
     reserveClientTrace: (tenantId, runId, bytes, budget) => store.write((sql) => reserveIn(sql, tenantId, runId, bytes, budget)),
 

@@ -102,7 +102,8 @@ export function runsRoutes(runs: RunsService) {
 
     app.post('/trace', async (request, reply) => {
       const event = await runs.appendTrace(authOf(request), traceBody.parse(request.body));
-      return reply.status(201).send({ ok: true, ...event });
+      // A retry of an event the run holds (same idempotency key) appended nothing: 200, not 201 Created.
+      return reply.status(event.replayed ? 200 : 201).send({ ok: true, ...event });
     });
   };
 }

@@ -5,6 +5,7 @@
  * the id exists.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
+import { canonicalJson } from '../core/canonical-json.ts';
 import { toIso, type Clock } from '../core/clock.ts';
 import { AppError, notFound } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
@@ -18,7 +19,7 @@ import { RUN_CLIENT_TRACE_MAX_BYTES, RUN_TRACE_MAX_EVENTS, type IngestBody, type
 import type { SideEffectRecord } from './side-effects.ts';
 import { pageOf, type Page } from '../core/pagination.ts';
 import type { AuthContext } from '../identity/auth-context.ts';
-import type { FeedbackRecord, RunsRepository } from './repo.ts';
+import type { FeedbackRecord, RunsRepository, TraceKey } from './repo.ts';
 import { runVerifier } from './run-integrity.ts';
 import type { AttemptRecord, RunFilter, RunRecord, TraceEvent } from './types.ts';
 
@@ -57,8 +58,11 @@ export interface RunsService {
   receipt(auth: AuthContext, id: string): Promise<{ runId: string; receipt: Record<string, unknown>; eventSeq: number; eventHash: string }>;
   replayBundle(auth: AuthContext, id: string): Promise<ReplayBundle>;
   evidencePacket(auth: AuthContext, id: string): Promise<Record<string, unknown>>;
-  /** Append an SDK trace event (committed before it returns). */
-  appendTrace(auth: AuthContext, body: TraceBody): Promise<{ runId: string; seq: number; hash: string }>;
+  /**
+   * Append an SDK trace event (committed before it returns). An event with an idempotency key the run holds an
+   * event of that type for already is not appended again: the answer names that event, `replayed: true`.
+   */
+  appendTrace(auth: AuthContext, body: TraceBody): Promise<{ runId: string; seq: number; hash: string; replayed?: true }>;
   /** Record an externally handled prompt as a completed observed run (SPEC 4.19); committed before it returns. */
   ingestPrompt(auth: AuthContext, body: IngestBody): Promise<{ runId: string }>;
   rate(auth: AuthContext, id: string, body: unknown): Promise<FeedbackView>;
@@ -214,6 +218,26 @@ const INTEGRITY_PAGE_EVENTS = 16;
 /** Feedback records a run may hold (each up to 64 KiB; the evidence packet carries them all). */
 export const RUN_FEEDBACK_MAX = 200;
 
+/** The idempotency key of an SDK event that carries one (the `side_effect.*` types), as validated (trimmed). */
+function traceKeyOf(body: TraceBody): TraceKey | undefined {
+  const key = body.payload.idempotencyKey;
+  return typeof key === 'string' ? { type: body.type, idempotencyKey: key } : undefined;
+}
+
+/**
+ * The answer to an append whose key names an event the run holds: that event, when the append is a retry of it (the
+ * same payload); a 409 when the key was used for another payload, which the client would otherwise take as recorded.
+ */
+function replayOf(runId: string, body: TraceBody, existing: TraceEvent) {
+  if (canonicalJson(existing.payload) !== canonicalJson(body.payload)) {
+    throw new AppError('conflict', {
+      message: `The run holds a ${body.type} event with this idempotencyKey and another payload (seq ${existing.seq}).`,
+      details: { seq: existing.seq },
+    });
+  }
+  return { runId, seq: existing.seq, hash: existing.hash, replayed: true as const };
+}
+
 function traceFull(): AppError {
   return new AppError('conflict', {
     message: `The run's trace is full: a run holds at most ${RUN_TRACE_MAX_EVENTS} events and ${RUN_CLIENT_TRACE_MAX_BYTES} bytes of payload appended by clients.`,
@@ -352,13 +376,17 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
     async appendTrace(auth, body) {
       const run = await find(auth, body.runId);
       const budget = { bytes: body.payloadBytes, maxEvents: RUN_TRACE_MAX_EVENTS, maxClientBytes: RUN_CLIENT_TRACE_MAX_BYTES };
+      const key = traceKeyOf(body);
       const recorder = ledger.active(run.id);
       if (recorder && !recorder.finished) {
         // The request is still writing this run (a stream in flight): its recorder owns the chain head. Its writes
         // so far are committed first, so that the budget is counted against the run as it stands; the appends through
-        // it take turns, or concurrent ones all counted against the same committed events and all found room.
+        // it take turns, or concurrent ones all counted against the same committed events and all found room. So
+        // too for keys: an earlier turn's keyed event is committed when the next turn looks for it.
         const event = await inTurn(run.id, async () => {
           await repo.settle();
+          const existing = key ? await repo.keyedEvent(run.id, key) : null;
+          if (existing) return { duplicate: existing };
           if (!(await repo.reserveClientTrace(run.tenantId, run.id, body.payloadBytes, budget))) throw traceFull();
           if (!recorder.finished) return recorder.event(body.type, body.payload);
           // The request finished while the bytes were counted: from then on appends chain in the store (below), where
@@ -368,6 +396,7 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
           await repo.reserveClientTrace(run.tenantId, run.id, -body.payloadBytes, unbounded);
           return null;
         });
+        if (event && 'duplicate' in event) return replayOf(run.id, body, event.duplicate);
         if (event) {
           await repo.settle();
           await repo.applySideEffects(run.tenantId, [event]);
@@ -383,8 +412,10 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
           return [{ ...event, prevHash: head.hash, hash: eventHash(head.hash, event) }];
         },
         budget,
+        key,
       );
       if (events === 'full') throw traceFull();
+      if (events && 'duplicate' in events) return replayOf(run.id, body, events.duplicate);
       const event = events?.[0];
       if (!event) throw notFound('Run');
       return { runId: run.id, seq: event.seq, hash: event.hash };

@@ -364,3 +364,51 @@ test("trace: concurrent appends to a run its request is still writing take the t
   const integrity = await get(`/api/v1/runs/${recorder.id}/integrity`);
   assert.deepEqual([integrity.ok, integrity.eventCount], [true, RUN_TRACE_MAX_EVENTS]);
 });
+
+test('trace: a retried keyed append is acknowledged with the first event and recorded once, also when sent at once', async (t) => {
+  const { post, get, newRun } = await setup(t);
+  const runId = await newRun();
+  const before = (await get(`/api/v1/runs/${runId}`)).run.eventCount;
+  const planned = { runId, type: 'side_effect.planned', payload: { toolName: 'refund', level: 4, payload: { amount: 10 }, idempotencyKey: 'refund-7' } };
+  const executed = { runId, type: 'side_effect.executed', payload: { toolName: 'refund', idempotencyKey: 'refund-7' } };
+
+  const first = await post('/api/v1/trace', planned);
+  assert.equal(first.status, 201);
+  const retried = await post('/api/v1/trace', planned);
+  assert.equal(retried.status, 200, JSON.stringify(retried.body));
+  assert.deepEqual(retried.body, { ...first.body, replayed: true });
+
+  // A client retrying an append whose answer it lost sends it again, maybe several times at once.
+  const answers = await Promise.all(Array.from({ length: 8 }, () => post('/api/v1/trace', executed)));
+  assert.deepEqual(answers.map((a) => a.status).sort(), [200, 200, 200, 200, 200, 200, 200, 201]);
+  assert.equal(new Set(answers.map((a) => `${a.body.seq} ${a.body.hash}`)).size, 1, 'every answer names the one event');
+
+  const detail = await get(`/api/v1/runs/${runId}`);
+  assert.equal(detail.run.eventCount, before + 2);
+  assert.deepEqual(detail.events.filter((e: any) => e.type.startsWith('side_effect.')).map((e: any) => e.type), ['side_effect.planned', 'side_effect.executed']);
+  assert.deepEqual(detail.sideEffects.map((s: any) => [s.toolName, s.state, s.idempotencyKey]), [['refund', 'executed', 'refund-7']]);
+
+  // The key names one event: reused with another payload it is refused, and appends nothing.
+  const reused = await post('/api/v1/trace', { ...executed, payload: { ...executed.payload, reason: 'another' } });
+  assert.equal(reused.status, 409);
+  assert.equal(reused.body.error.code, 'conflict');
+  assert.equal((await get(`/api/v1/runs/${runId}`)).run.eventCount, before + 2);
+  // Keys are per run and per type: the same key on another run, or another outcome type, is its own event.
+  assert.equal((await post('/api/v1/trace', { ...planned, runId: await newRun() })).status, 201);
+  assert.equal((await get(`/api/v1/runs/${runId}/integrity`)).ok, true);
+});
+
+test('trace: keyed appends to a run whose request is still writing it are recorded once too', async (t) => {
+  const { services, post, get } = await setup(t);
+  const recorder = services.ledger.start({ tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'gpt-4o-mini', stream: true, requestId: null });
+  const planned = { runId: recorder.id, type: 'side_effect.planned', payload: { toolName: 'send', level: 3, payload: {}, idempotencyKey: 'k-1' } };
+  const answers = await Promise.all(Array.from({ length: 4 }, () => post('/api/v1/trace', planned)));
+  assert.deepEqual(answers.map((a) => a.status).sort(), [200, 200, 200, 201]);
+  assert.equal(new Set(answers.map((a) => a.body.seq)).size, 1);
+  recorder.finish(completedOutcome());
+  assert.equal((await post('/api/v1/trace', planned)).status, 200, 'also once the request finished');
+  const detail = await get(`/api/v1/runs/${recorder.id}`);
+  assert.equal(detail.events.filter((e: any) => e.type === 'side_effect.planned').length, 1);
+  assert.equal(detail.sideEffects.length, 1);
+  assert.equal((await get(`/api/v1/runs/${recorder.id}/integrity`)).ok, true);
+});
