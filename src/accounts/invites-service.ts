@@ -69,6 +69,8 @@ export function createInvitesService(deps: AccountsDeps): InvitesService {
     if (!invite) return null;
     const status = effectiveStatus(invite, clock.now());
     if (status === 'expired' && invite.status === 'pending') await repo.setInviteStatus(invite.id, 'expired', clock.now());
+    // A pending invitation whose inviter lost the authority to grant its role is revoked (src/accounts/repo.ts).
+    if (status === 'pending' && (await repo.revokeIfInviterLapsed(invite.id, clock.now()))) return { invite, status: 'revoked' };
     return { invite, status };
   }
 
@@ -184,6 +186,7 @@ export function createInvitesService(deps: AccountsDeps): InvitesService {
         // Only the signed-in account itself may accept: nothing in the body is read, so this is no password oracle.
         if (auth?.kind !== 'session' || auth.userId !== existing.id || !auth.session) throw new AppError('sign_in_required');
         const outcome = await repo.acceptInvite({ invite, now, user: { existing: existing.id }, session: { switch: auth.session.id } });
+        if (outcome === 'revoked') throw invalidToken('revoked');
         if (outcome !== 'accepted') throw invalidToken('invalid');
         await audit.recordAs(actorOf(auth), invite.tenantId, 'invite.accept', { target: invite.id, details: { email: invite.email, role: invite.role, userId: existing.id } });
         return { me: await describeIn(repo, existing, invite.tenantId), token: null };
@@ -216,6 +219,7 @@ export function createInvitesService(deps: AccountsDeps): InvitesService {
         session: { create: issued.session, tokenHash: issued.tokenHash },
       });
       if (outcome === 'email_taken') throw new AppError('email_taken', { message: 'An account with this address now exists; sign in to accept.' });
+      if (outcome === 'revoked') throw invalidToken('revoked');
       if (outcome !== 'accepted') throw invalidToken('invalid');
       const actor = { kind: 'user', userId: user.id };
       await Promise.all([

@@ -212,6 +212,29 @@ function addMember(sql: Sql, tenantId: string, userId: string, role: OrgRole, no
   }
 }
 
+/**
+ * Whether an invitation's inviter may no longer grant its role in its organization (docs/accounts.md): a user who is
+ * neither a platform admin nor still an owner (for an owner invitation) or owner/admin there (for any other), or no
+ * longer exists. An invitation carries its inviter's authority, so a demoted or removed admin cannot come back
+ * through an invitation sent before. Invitations of operators and API keys name no inviter and are not affected.
+ */
+function inviterAuthorityLapsed(sql: Sql, invite: InviteRow): boolean {
+  if (invite.invited_by === null) return false;
+  const inviter = userById(sql, invite.invited_by);
+  if (!inviter) return true;
+  if (inviter.role === 'admin') return false;
+  const role = roleIn(sql, invite.tenant_id, inviter.id);
+  const needed = invite.role === 'owner' ? ORG_ROLE_RANK.owner : ORG_ROLE_RANK.admin;
+  return role === null || ORG_ROLE_RANK[role] < needed;
+}
+
+/** Revoke a pending invitation whose inviter's authority lapsed; true when it did. */
+function revokeIfAuthorityLapsed(sql: Sql, invite: InviteRow, now: number): boolean {
+  if (invite.status !== 'pending' || !inviterAuthorityLapsed(sql, invite)) return false;
+  sql.run("UPDATE org_invites SET status = 'revoked', revoked_at = ? WHERE id = ? AND status = 'pending'", [now, invite.id]);
+  return true;
+}
+
 function otherOwners(sql: Sql, tenantId: string, userId: string): number {
   return (
     sql.get<{ n: number }>("SELECT COUNT(*) AS n FROM org_members WHERE tenant_id = ? AND role = 'owner' AND user_id != ?", [
@@ -360,7 +383,9 @@ export interface AccountsRepository {
    * Accept an invitation: re-checks it is pending and unexpired and, for a new account, that the address is still
    * free, all inside the write. Returns the reason when it is no longer acceptable.
    */
-  acceptInvite(input: AcceptInviteInput): Promise<'accepted' | 'not_pending' | 'email_taken'>;
+  acceptInvite(input: AcceptInviteInput): Promise<'accepted' | 'not_pending' | 'email_taken' | 'revoked'>;
+  /** Revoke the pending invitation if its inviter may no longer grant its role; true when it did (or it is revoked). */
+  revokeIfInviterLapsed(id: string, now: number): Promise<boolean>;
 
   /** Create a user with their own new organization, owner membership, optional verification token and a session. */
   signup(input: { user: User; org: Org; verification: AccountToken | null; session: Session; sessionTokenHash: string }): Promise<boolean>;
@@ -722,6 +747,8 @@ export function createAccountsRepository(store: Store): AccountsRepository {
       store.write((sql) => {
         const current = sql.get<InviteRow>('SELECT * FROM org_invites WHERE id = ?', [invite.id]);
         if (!current || current.status !== 'pending' || current.expires_at <= now) return 'not_pending';
+        // Checked in the write: a demotion committed before it ends the invitation's authority.
+        if (revokeIfAuthorityLapsed(sql, current, now)) return 'revoked';
         let userId: string;
         if ('create' in user) {
           if (userByEmail(sql, user.create.email)) return 'email_taken';
@@ -735,6 +762,12 @@ export function createAccountsRepository(store: Store): AccountsRepository {
         if ('create' in session) insertSession(sql, session.create, session.tokenHash);
         else sql.run('UPDATE sessions SET active_tenant_id = ? WHERE id = ?', [invite.tenantId, session.switch]);
         return 'accepted';
+      }),
+
+    revokeIfInviterLapsed: (id, now) =>
+      store.write((sql) => {
+        const current = sql.get<InviteRow>('SELECT * FROM org_invites WHERE id = ?', [id]);
+        return current ? revokeIfAuthorityLapsed(sql, current, now) : false;
       }),
 
     // ----- signup, tokens

@@ -245,3 +245,34 @@ test('svc serve --port 0 without SVC_APP_BASE_URL e-mails links with the port it
   for (let i = 0; i < 50 && !server.output().includes('accept-invite?token='); i++) await new Promise((r) => setTimeout(r, 20));
   assert.match(server.output(), new RegExp(`http://127\\.0\\.0\\.1:${port}/accept-invite\\?token=[A-Za-z0-9_-]{43}`));
 });
+
+test("an invitation carries its inviter's authority: once the inviter may no longer grant its role, it cannot be accepted", async (t) => {
+  const { app, admin, mail } = await buildWithAdmin(t);
+  const { browser: rogue, id: rogueId } = await makeUser(app, { email: 'rogue@example.test', orgRole: 'admin' });
+  const { browser: gone, id: goneId } = await makeUser(app, { email: 'gone@example.test', orgRole: 'admin' });
+  assert.equal((await rogue.post('/api/v1/orgs/active/invites', { email: 'rogue-alt@example.test', role: 'admin' })).statusCode, 201);
+  assert.equal((await rogue.post('/api/v1/orgs/active/invites', { email: 'friend@example.test' })).statusCode, 201);
+  assert.equal((await gone.post('/api/v1/orgs/active/invites', { email: 'gone-alt@example.test', role: 'admin' })).statusCode, 201);
+  // The owner takes the admin role back from one and removes the other.
+  assert.equal((await admin.patch(`/api/v1/orgs/active/members/${rogueId}`, { role: 'member' })).statusCode, 200);
+  assert.equal((await admin.delete(`/api/v1/orgs/active/members/${goneId}`)).statusCode, 200);
+
+  for (const email of ['rogue-alt@example.test', 'friend@example.test', 'gone-alt@example.test']) {
+    const token = mail.token(email, '/accept-invite');
+    const accepted = await new Browser(app, '198.51.100.77').post(`/api/v1/invites/${token}/accept`, { name: 'Alt', password: 'alt-password-1' });
+    assert.equal(accepted.statusCode, 400, `${email}: ${accepted.body}`);
+    assert.deepEqual(json(accepted).error.details, { status: 'revoked' });
+    assert.equal(json(await app.inject({ url: `/api/v1/invites/${token}` })).status, 'revoked');
+  }
+  const members = json(await admin.get('/api/v1/orgs/active')).members.map((m: { email: string }) => m.email);
+  assert.ok(!members.some((email: string) => email.endsWith('-alt@example.test') || email === 'friend@example.test'), members.join());
+  // An invitation of an inviter who keeps the authority, or of an operator (no inviter), is accepted as before.
+  assert.equal((await admin.post('/api/v1/orgs/active/invites', { email: 'ok@example.test', role: 'admin' })).statusCode, 201);
+  const ok = await new Browser(app, '198.51.100.78').post(`/api/v1/invites/${mail.token('ok@example.test', '/accept-invite')}/accept`, { name: 'Ok', password: 'ok-password-1' });
+  assert.equal(ok.statusCode, 200, ok.body);
+  assert.equal(json(ok).org.role, 'admin');
+  const byOperator = await app.inject({ method: 'POST', url: '/api/v1/orgs/active/invites', headers: bearer(BOOT), payload: { email: 'op@example.test', role: 'owner' } });
+  assert.equal(byOperator.statusCode, 201);
+  const op = await new Browser(app, '198.51.100.79').post(`/api/v1/invites/${mail.token('op@example.test', '/accept-invite')}/accept`, { name: 'Op', password: 'op-password-1' });
+  assert.equal(op.statusCode, 200, op.body);
+});
