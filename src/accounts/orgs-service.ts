@@ -119,8 +119,15 @@ export function createOrgsService(deps: OrgsDeps): OrgsService {
 
   return {
     planOf,
-    active,
     onboarding,
+
+    async active(auth) {
+      // The answer lists every member's name and e-mail address: for the organization's people (sessions, as SPEC 4.5
+      // has it) and its account administrators (operators, tenant-wide admin keys), not for the API keys an app
+      // embeds, which may not list users either (GET /users is admin-only).
+      if (auth.kind !== 'session') requireAccountAdmin(auth);
+      return active(auth);
+    },
 
     async list(auth, page) {
       if (auth.kind === 'session' && auth.userId) {

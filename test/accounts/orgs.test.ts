@@ -293,3 +293,21 @@ test('onboarding: counts, hasRuns, dismissal by an admin', async (t) => {
   assert.equal(json(await admin.post('/api/v1/orgs/active/onboarding/dismiss')).dismissed, true);
   assert.equal(json(await member.get('/api/v1/orgs/active/onboarding')).dismissed, true);
 });
+
+test("the active organization's member list (names, e-mail addresses) is for sessions and admin identities, not for SDK keys", async (t) => {
+  const { app } = await buildWithAdmin(t);
+  await makeUser(app, { email: 'private.person@example.test' });
+  const plain = await keyIn(app, 'default');
+  const pinned = json(await app.inject({ method: 'POST', url: '/api/v1/keys', headers: bearer(BOOT), payload: { name: 'p', admin: true, appId: 'app-a' } })).token;
+  for (const [label, token, code] of [['non-admin key', plain.token, 'admin_required'], ['app-pinned admin key', pinned, 'tenant_admin_required']] as const) {
+    const response = await app.inject({ url: '/api/v1/orgs/active', headers: bearer(token) });
+    assert.equal(response.statusCode, 403, `${label}: ${response.body.slice(0, 200)}`);
+    assert.equal(json(response).error.code, code);
+    assert.ok(!response.body.includes('private.person'), label);
+  }
+  const admin = await keyIn(app, 'default', true);
+  assert.equal((await app.inject({ url: '/api/v1/orgs/active', headers: bearer(admin.token) })).statusCode, 200);
+  assert.equal((await app.inject({ url: '/api/v1/orgs/active', headers: bearer(BOOT) })).statusCode, 200);
+  const { browser: member } = await makeUser(app, { email: 'member@example.test' });
+  assert.ok(json(await member.get('/api/v1/orgs/active')).members.some((m: { email: string }) => m.email === 'private.person@example.test'));
+});
