@@ -7,6 +7,7 @@ import { isIP } from 'node:net';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
+import { emailField } from './accounts/email-address.ts';
 
 const MiB = 1024 * 1024;
 
@@ -248,7 +249,10 @@ function bootstrapAdmin(email: string | null, password: string | null): Config['
   if (email === null || password === null) {
     throw new ConfigError('invalid configuration: SVC_ADMIN_EMAIL and SVC_ADMIN_PASSWORD must be set together');
   }
-  return { email, password };
+  // Held to the rule of every address an account is given: `notanemail` made a platform admin no e-mail reaches.
+  const address = emailField.safeParse(email);
+  if (!address.success) throw new ConfigError(`invalid configuration: SVC_ADMIN_EMAIL: ${address.error.issues[0]!.message}`);
+  return { email: address.data, password };
 }
 
 export const SVC_VERSION: string = typeof __SVC_VERSION__ === 'string' ? __SVC_VERSION__ : '0.1.0-dev';

@@ -4,39 +4,15 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { isPrintableText, nameSchema, UNPRINTABLE_MESSAGE } from '../core/text.ts';
+import { nameSchema } from '../core/text.ts';
 import { authOf, clientAddress } from '../http/surface.ts';
 import { clearSessionCookie, cookieOf, SESSION_COOKIE, setSessionCookie } from '../http/session-cookie.ts';
 import type { LimitsService } from '../limits/service.ts';
+import { emailField } from './email-address.ts';
 import { RESET_REQUESTED_MESSAGE, type SignupService } from './signup-service.ts';
 import type { SessionsService } from './sessions-service.ts';
 import { meView } from './views.ts';
 
-/**
- * Characters that show nothing (zero-width space and joiners, soft hyphen, direction marks, variation selectors,
- * fillers): an address holding one reads exactly like the address without it, yet is another account.
- */
-const INVISIBLE = /\p{Default_Ignorable_Code_Point}/u;
-
-/**
- * Whether an address is in its one Unicode form (NFKC): `vi\u0301ctor` and `víctor`, or a fullwidth `ａ` and `a`,
- * read alike but compare unequal, so each form would be an account of its own.
- */
-function isNormalAddress(email: string): boolean {
-  return !INVISIBLE.test(email) && email === email.normalize('NFKC');
-}
-
-/**
- * E-mail addresses: trimmed, at most 254 characters, one `@` with something on both sides, no control or invisible
- * characters, in Unicode normalization form NFKC: no two accepted addresses look alike but differ.
- */
-export const emailField = z
-  .string()
-  .trim()
-  .max(254)
-  .regex(/^[^\s@]+@[^\s@]+$/, 'must be an e-mail address')
-  .refine(isPrintableText, { message: UNPRINTABLE_MESSAGE })
-  .refine(isNormalAddress, { message: 'must not hold invisible characters and must be in Unicode normalization form NFKC' });
 /** Passwords are checked by the password rules (src/accounts/passwords.ts); this only bounds the body. */
 export const passwordField = z.string().max(4096);
 export const nameField = nameSchema(100);

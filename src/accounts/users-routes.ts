@@ -4,7 +4,8 @@ import { z } from 'zod';
 import { paginationQuery } from '../core/pagination.ts';
 import { pageOf } from '../core/pagination.ts';
 import { authOf } from '../http/surface.ts';
-import { emailField, nameField, passwordField } from './auth-routes.ts';
+import { nameField, passwordField } from './auth-routes.ts';
+import { emailField } from './email-address.ts';
 import type { UsersService } from './users-service.ts';
 import { userListingView } from './views.ts';
 

@@ -352,3 +352,9 @@ test('bootstrap admin with a password that breaks the rules stops start-up with 
   await assert.rejects(buildAccounts(t, { env: { SVC_ADMIN_EMAIL: 'a@example.test', SVC_ADMIN_PASSWORD: 'short' } }), /invalid configuration: SVC_ADMIN_PASSWORD must be 8 to 256/);
   await assert.rejects(buildAccounts(t, { env: { SVC_ADMIN_EMAIL: 'a@example.test' } }), /SVC_ADMIN_EMAIL and SVC_ADMIN_PASSWORD must be set together/);
 });
+
+test('a bootstrap admin address that is not an e-mail address stops start-up with a configuration error naming it', async (t) => {
+  for (const email of ['notanemail', 'a@b@c', 'boss\u200b@example.test', 'a b@example.test']) {
+    await assert.rejects(buildAccounts(t, { env: { SVC_ADMIN_EMAIL: email, SVC_ADMIN_PASSWORD: 'longenough1' } }), /invalid configuration: SVC_ADMIN_EMAIL: must/, email);
+  }
+});
