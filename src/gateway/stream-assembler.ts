@@ -1,8 +1,15 @@
 /**
  * Relays a chat-completions chunk stream while assembling it: content deltas pass through at once; `tool_calls`
- * fragments are held until the call is complete (the next call index starts, the choice finishes, or the stream
- * ends), validated against the declared tool's schema, and emitted as one whole call. The assembled completion is
- * what the run records and the exact cache stores.
+ * fragments are held until the call is complete, validated against the declared tool's schema, and emitted as one
+ * whole call. The assembled completion is what the run records and the exact cache stores.
+ *
+ * When a call is complete: OpenAI streams a choice's calls one after another, so when the next call index starts the
+ * call before it is emitted at once, if its arguments are whole JSON (the fast path: no call waits for the choice's
+ * end). Some compatible upstreams (vLLM, proxies) interleave the fragments of several calls (index 0, 1, 0, 1): a call
+ * whose arguments are not yet whole JSON (or are empty) when another index starts is held, and from then on every call
+ * of the choice is, until the choice finishes or the stream ends, when they are checked and emitted in index order. A
+ * fragment for a call already emitted may repeat what it had or add whitespace; one that adds to it otherwise makes
+ * the call another than the one emitted, and is an invalid tool call (a JSON value cannot be continued into another).
  *
  * What the assembled completion keeps of the chunks besides content and tool calls, so that a cache hit answers what
  * the live client got (docs/gateway.md, "Exact-response cache"). What the client got is what the official Node SDK's
@@ -70,7 +77,15 @@ interface ChoiceState {
   refusal: string | null;
   hasContent: boolean;
   calls: ChatToolCall[];
+  /** The call index of each of `calls` (a replayed or stored call carries none of its own). */
+  callIndexes: number[];
+  /** The call the latest fragments were for. */
   pending: PendingCall | null;
+  /**
+   * Calls that were not whole when another index started (an upstream interleaving them, module comment), emitted
+   * when the choice finishes; null until one is held. Once it is not null every later call of the choice is held too.
+   */
+  held: PendingCall[] | null;
   finishReason: string | null;
   /** The deltas' url citations in order; null until a delta has `annotations`. */
   annotations: unknown[] | null;
@@ -251,18 +266,7 @@ export class StreamAssembler {
     for (const choice of chunk.choices ?? []) {
       const state = this.state(choice.index);
       const { tool_calls: fragments, ...rest } = choice.delta ?? {};
-      for (const fragment of fragments ?? []) {
-        if (state.pending && fragment.index !== state.pending.index) out.push(this.complete(choice.index, state));
-        if (!state.pending) {
-          // A call needs an id (the client answers it by that id; the SDKs refuse a call without one): an upstream
-          // that sends none gets one of svc's, as the mock's calls have.
-          state.pending = { index: fragment.index, id: fragment.id || newId('call'), name: fragment.function?.name ?? '', arguments: '' };
-        } else {
-          if (fragment.id) state.pending.id = fragment.id;
-          if (!state.pending.name && fragment.function?.name) state.pending.name = fragment.function.name;
-        }
-        state.pending.arguments += fragment.function?.arguments ?? '';
-      }
+      for (const fragment of fragments ?? []) this.acceptFragment(choice.index, state, fragment, out);
       if (typeof rest.content === 'string') {
         state.content += rest.content;
         state.hasContent = true;
@@ -296,7 +300,7 @@ export class StreamAssembler {
         }
       }
       if (choice.finish_reason) {
-        if (state.pending) out.push(this.complete(choice.index, state));
+        this.completeAll(choice.index, state, out);
         state.finishReason = choice.finish_reason;
         this.finishedChoices.add(choice.index);
       }
@@ -334,10 +338,10 @@ export class StreamAssembler {
     return out;
   }
 
-  /** At the end of the stream: emit calls still pending. */
+  /** At the end of the stream: emit calls still pending or held. */
   end(): ChatChunk[] {
     const out: ChatChunk[] = [];
-    for (const [index, state] of this.choices) if (state.pending) out.push(this.complete(index, state));
+    for (const [index, state] of this.choices) this.completeAll(index, state, out);
     return out;
   }
 
@@ -356,6 +360,7 @@ export class StreamAssembler {
       for (const call of state.calls) text += call.function.name + call.function.arguments;
       if (state.functionCall) text += state.functionCall.name + state.functionCall.arguments;
       if (state.pending) text += state.pending.name + state.pending.arguments;
+      for (const call of state.held ?? []) text += call.name + call.arguments;
     }
     return text;
   }
@@ -390,27 +395,135 @@ export class StreamAssembler {
   private state(index: number): ChoiceState {
     let state = this.choices.get(index);
     if (!state) {
-      state = { content: '', refusal: null, hasContent: false, calls: [], pending: null, finishReason: null, annotations: null, extra: null, fields: null, functionCall: null };
+      state = { content: '', refusal: null, hasContent: false, calls: [], callIndexes: [], pending: null, held: null, finishReason: null, annotations: null, extra: null, fields: null, functionCall: null };
       this.choices.set(index, state);
     }
     return state;
   }
 
-  private complete(choiceIndex: number, state: ChoiceState): ChatChunk {
-    const pending = state.pending!;
+  /** One `tool_calls` fragment into the call it continues or starts (module comment); `out` gets the calls it completes. */
+  private acceptFragment(choiceIndex: number, state: ChoiceState, fragment: ToolCallFragment, out: ChatChunk[]): void {
+    let call = state.pending;
+    // A fragment without an index continues the call before it (some compatible upstreams send none).
+    if (call === null || (fragment.index !== undefined && fragment.index !== call.index)) {
+      if (call !== null) {
+        state.pending = null;
+        this.release(choiceIndex, state, call, out);
+      }
+      const index = fragment.index ?? state.calls.length + (state.held?.length ?? 0);
+      call = takeHeld(state, index);
+      if (call === null) {
+        if (state.callIndexes.includes(index)) {
+          this.checkRepeat(state, index, fragment);
+          return;
+        }
+        // A call needs an id (the client answers it by that id; the SDKs refuse a call without one): an upstream
+        // that sends none gets one of svc's, as the mock's calls have.
+        call = { index, id: fragment.id || newId('call'), name: fragment.function?.name ?? '', arguments: '' };
+      }
+      state.pending = call;
+    }
+    if (fragment.id) call.id = fragment.id;
+    if (!call.name && fragment.function?.name) call.name = fragment.function.name;
+    call.arguments += fragment.function?.arguments ?? '';
+  }
+
+  /**
+   * A call another index's fragment interrupted: emitted at once when its arguments are whole JSON and nothing is held
+   * (the sequential fast path), else held until the choice finishes (module comment).
+   */
+  private release(choiceIndex: number, state: ChoiceState, call: PendingCall, out: ChatChunk[]): void {
+    if (state.held === null && !isBlank(call.arguments)) {
+      const whole = toolCall(call);
+      const problem = this.tools.check(whole, call.index);
+      if (problem === null) {
+        out.push(this.emit(choiceIndex, state, whole, call.index));
+        return;
+      }
+      // Whole JSON that fails its check is refused now, as it will be whatever follows; only a prefix may be waited on.
+      if (isJson(call.arguments)) throw new InvalidToolCallError(problem.message);
+    }
+    (state.held ??= []).push(call);
+  }
+
+  /**
+   * A fragment for a call already emitted (an upstream interleaving calls, module comment): it may repeat the call's
+   * id and name and add whitespace; anything else would make the call another than the client got.
+   */
+  private checkRepeat(state: ChoiceState, index: number, fragment: ToolCallFragment): void {
+    const call = state.calls[state.callIndexes.lastIndexOf(index)]!;
+    const name = fragment.function?.name;
+    const args = fragment.function?.arguments;
+    if ((fragment.id && fragment.id !== call.id) || (name && name !== call.function.name) || (args && !isBlank(args))) {
+      throw new InvalidToolCallError(`the call of "${call.function.name}" at index ${index} went on after its arguments were complete and it was sent`);
+    }
+  }
+
+  /** Emit the choice's pending and held calls, in index order (its finish, or the stream's end). */
+  private completeAll(choiceIndex: number, state: ChoiceState, out: ChatChunk[]): void {
+    const pending = state.pending;
     state.pending = null;
-    const call: ChatToolCall = { id: pending.id, type: 'function', function: { name: pending.name, arguments: pending.arguments } };
+    const held = state.held;
+    if (held === null) {
+      if (pending !== null) out.push(this.complete(choiceIndex, state, pending));
+      return;
+    }
+    state.held = null;
+    if (pending !== null) held.push(pending);
+    held.sort((a, b) => a.index - b.index);
+    for (const call of held) out.push(this.complete(choiceIndex, state, call));
+  }
+
+  /** Check a whole call and emit it; InvalidToolCallError when it fails its check. */
+  private complete(choiceIndex: number, state: ChoiceState, pending: PendingCall): ChatChunk {
+    const call = toolCall(pending);
     const problem = this.tools.check(call, pending.index);
     if (problem) throw new InvalidToolCallError(problem.message);
+    return this.emit(choiceIndex, state, call, pending.index);
+  }
+
+  /** A checked call as svc's own `tool_calls` chunk, kept for the assembled answer. */
+  private emit(choiceIndex: number, state: ChoiceState, call: ChatToolCall, index: number): ChatChunk {
     state.calls.push(call);
+    state.callIndexes.push(index);
     // svc's own chunk carries the top-level fields the upstream's chunks do (`service_tier`, ...), as theirs would.
     return chunkOf(this.id, this.created!, this.model, this.fields.values, [
       {
         index: choiceIndex,
-        delta: { tool_calls: [{ index: pending.index, id: call.id, type: 'function', function: { name: call.function.name, arguments: call.function.arguments } }] },
+        delta: { tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: call.function.arguments } }] },
         finish_reason: null,
       },
     ]);
+  }
+}
+
+type ToolCallFragment = NonNullable<ChatChunk['choices'][number]['delta']['tool_calls']>[number];
+
+function toolCall(pending: PendingCall): ChatToolCall {
+  return { id: pending.id, type: 'function', function: { name: pending.name, arguments: pending.arguments } };
+}
+
+/** The held call of this index, taken out of the held ones; null when none is. */
+function takeHeld(state: ChoiceState, index: number): PendingCall | null {
+  const held = state.held;
+  if (held === null) return null;
+  for (let at = 0; at < held.length; at += 1) {
+    if (held[at]!.index === index) return held.splice(at, 1)[0]!;
+  }
+  return null;
+}
+
+/** Whether arguments are empty or whitespace: a call that has sent none yet (svc's check reads '' as `{}`). */
+function isBlank(text: string): boolean {
+  return text.length === 0 || text.trim().length === 0;
+}
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
   }
 }
 

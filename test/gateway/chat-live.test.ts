@@ -263,6 +263,49 @@ test('streamed tool calls: fragments assembled, each call emitted whole and vali
   assert.equal(runs.runs[0].usage.totalTokens, 50);
 });
 
+test('streamed tool calls an upstream interleaves (index 0, 1, 0, 1, as vLLM may) are each assembled whole and emitted, not refused', async (t) => {
+  const base = { id: 'chatcmpl-up', object: 'chat.completion.chunk', created: 1700000000, model: 'gpt-4o-mini' };
+  const delta = (d: unknown, finish: string | null = null) => ({ ...base, choices: [{ index: 0, delta: d, finish_reason: finish }] });
+  const upstream = await startFakeUpstream(t, (_req, res) =>
+    sendChunks(res, [
+      delta({ role: 'assistant', content: null }),
+      delta({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '' } }] }),
+      delta({ tool_calls: [{ index: 1, id: 'call_b', type: 'function', function: { name: 'get_weather', arguments: '' } }] }),
+      delta({ tool_calls: [{ index: 0, function: { arguments: '{"city":' } }] }),
+      delta({ tool_calls: [{ index: 1, function: { arguments: '{"city":"Lima",' } }] }),
+      delta({ tool_calls: [{ index: 0, function: { arguments: '"Oslo"}' } }] }),
+      delta({ tool_calls: [{ index: 1, function: { arguments: '"unit":"c"}' } }] }),
+      delta({}, 'tool_calls'),
+      { ...base, choices: [], usage: { prompt_tokens: 30, completion_tokens: 20, total_tokens: 50 } },
+    ]),
+  );
+  const { client, app } = await gateway(t, upstream);
+  const request = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: 'weather in Oslo and Lima' }], tools: [WEATHER_TOOL] };
+  const chunks = [];
+  for await (const chunk of await client.chat.completions.create({ ...request, stream: true })) chunks.push(chunk);
+  for (const chunk of chunks) assert.equal(validateAgainst('CreateChatCompletionStreamResponse', chunk), null);
+  const calls = chunks.flatMap((chunk) => chunk.choices.flatMap((choice) => choice.delta.tool_calls ?? []));
+  assert.deepEqual(
+    calls.map((call) => [call.index, call.id, call.function?.name, JSON.parse(call.function!.arguments!)]),
+    [
+      [0, 'call_a', 'get_weather', { city: 'Oslo' }],
+      [1, 'call_b', 'get_weather', { city: 'Lima', unit: 'c' }],
+    ],
+  );
+  const runs = json(await app.inject({ url: '/api/v1/runs?status=completed' }));
+  assert.equal(runs.pagination.total, 1);
+  // The SDK's accumulator gets the same two calls from the exact cache's replay.
+  const final = await client.chat.completions.stream(request).finalChatCompletion();
+  assert.deepEqual(
+    final.choices[0]!.message.tool_calls!.map((call) => [call.id, JSON.parse(call.function.arguments)]),
+    [
+      ['call_a', { city: 'Oslo' }],
+      ['call_b', { city: 'Lima', unit: 'c' }],
+    ],
+  );
+  assert.equal(upstream.requests.length, 1, 'the repeat was a cache hit');
+});
+
 test('a streamed tool call that does not match its schema is never emitted: the stream ends with an error', async (t) => {
   const upstream = await startFakeUpstream(t, (_req, res) => {
     const base = { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini' };

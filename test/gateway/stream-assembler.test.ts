@@ -36,6 +36,65 @@ test('a tool call streamed without an id is given one; an id arriving in a later
   assert.deepEqual(assembler.completion().choices[0]!.message.tool_calls!.map((call) => call.id), ids);
 });
 
+const callChunk = (index: number, call: Record<string, unknown>, finish: string | null = null): ChatChunk =>
+  chunk([{ index: 0, delta: { tool_calls: [{ index, ...call }] }, finish_reason: finish }] as never);
+const emittedCalls = (out: ChatChunk[]) => out.flatMap((c) => c.choices.flatMap((choice) => choice.delta?.tool_calls ?? []));
+const CITY_TOOL = [{ type: 'function' as const, function: { name: 'f', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
+
+test('sequential tool calls: a call whose arguments are whole JSON goes out as soon as the next index starts, not at the finish', () => {
+  const assembler = new StreamAssembler(compileTools(CITY_TOOL));
+  assembler.accept(callChunk(0, { id: 'call_a', type: 'function', function: { name: 'f', arguments: '{"city":' } }));
+  assert.deepEqual(emittedCalls(assembler.accept(callChunk(0, { function: { arguments: '"Oslo"}' } }))), []);
+  const out = assembler.accept(callChunk(1, { id: 'call_b', type: 'function', function: { name: 'f', arguments: '{"ci' } }));
+  assert.deepEqual(emittedCalls(out).map((call) => [call.index, call.id, call.function?.arguments]), [[0, 'call_a', '{"city":"Oslo"}']]);
+  assembler.accept(callChunk(1, { function: { arguments: 'ty":"Lima"}' } }));
+  assert.deepEqual(emittedCalls(assembler.accept(chunk([{ index: 0, delta: {}, finish_reason: 'tool_calls' }] as never))).map((call) => call.id), ['call_b']);
+});
+
+test('interleaved tool calls are held and emitted in index order at the finish; the assembled answer has them so', () => {
+  const assembler = new StreamAssembler(compileTools(CITY_TOOL));
+  const early = [
+    ...assembler.accept(callChunk(0, { id: 'call_a', type: 'function', function: { name: 'f', arguments: '{"city":' } })),
+    ...assembler.accept(callChunk(1, { id: 'call_b', type: 'function', function: { name: 'f', arguments: '{"city":"Li' } })),
+    ...assembler.accept(callChunk(0, { function: { arguments: '"Oslo"}' } })),
+    ...assembler.accept(callChunk(2, { id: 'call_c', type: 'function', function: { name: 'f', arguments: '{"city":"Rome"}' } })),
+    ...assembler.accept(callChunk(1, { function: { arguments: 'ma"}' } })),
+  ];
+  assert.deepEqual(emittedCalls(early), [], 'held until the finish once the calls interleave');
+  const out = assembler.accept(chunk([{ index: 0, delta: {}, finish_reason: 'tool_calls' }] as never));
+  assert.deepEqual(emittedCalls(out).map((call) => [call.index, call.id, call.function?.arguments]), [
+    [0, 'call_a', '{"city":"Oslo"}'],
+    [1, 'call_b', '{"city":"Lima"}'],
+    [2, 'call_c', '{"city":"Rome"}'],
+  ]);
+  assert.deepEqual(assembler.completion().choices[0]!.message.tool_calls!.map((call) => call.id), ['call_a', 'call_b', 'call_c']);
+});
+
+test('a fragment for a call already emitted may repeat it or add whitespace; one that adds arguments is an invalid tool call', () => {
+  const assembler = new StreamAssembler(compileTools(CITY_TOOL));
+  assembler.accept(callChunk(0, { id: 'call_a', type: 'function', function: { name: 'f', arguments: '{"city":"Oslo"}' } }));
+  assert.equal(emittedCalls(assembler.accept(callChunk(1, { id: 'call_b', type: 'function', function: { name: 'f', arguments: '' } }))).length, 1);
+  assembler.accept(callChunk(0, { id: 'call_a', function: { name: 'f', arguments: ' ' } }));
+  assert.throws(() => assembler.accept(callChunk(0, { function: { arguments: ',"x":1}' } })), /index 0 went on after its arguments were complete/);
+});
+
+test('a held call that fails its check when the choice finishes is never emitted, nor are the calls after it', () => {
+  const assembler = new StreamAssembler(compileTools(CITY_TOOL));
+  const out = [
+    ...assembler.accept(callChunk(0, { id: 'call_a', type: 'function', function: { name: 'f', arguments: '{"town":' } })),
+    ...assembler.accept(callChunk(1, { id: 'call_b', type: 'function', function: { name: 'f', arguments: '{"city":"Lima"}' } })),
+    ...assembler.accept(callChunk(0, { function: { arguments: '"Oslo"}' } })),
+  ];
+  assert.deepEqual(emittedCalls(out), []);
+  assert.throws(() => assembler.accept(chunk([{ index: 0, delta: {}, finish_reason: 'tool_calls' }] as never)), /do not match its schema/);
+});
+
+test('whole JSON that fails its check is refused when the next index starts, as before', () => {
+  const assembler = new StreamAssembler(compileTools(CITY_TOOL));
+  assembler.accept(callChunk(0, { id: 'call_a', type: 'function', function: { name: 'f', arguments: '{"town":"Oslo"}' } }));
+  assert.throws(() => assembler.accept(callChunk(1, { id: 'call_b', type: 'function', function: { name: 'f', arguments: '' } })), /do not match its schema/);
+});
+
 const withFields = (fields: Record<string, unknown>, choices: ChatChunk['choices']): ChatChunk => Object.assign(chunk(choices), fields);
 
 test('top-level fields: the last non-null value of each; obfuscation is not kept; short scalars repeated on svc\'s chunks, bounded in number, the rest kept whole', () => {
