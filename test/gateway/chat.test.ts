@@ -290,6 +290,27 @@ test('validation errors are chat-completions-shaped 400s and create no run', asy
   assert.equal(runs.pagination.total, 0);
 });
 
+test('stop: [] and top_logprobs without logprobs: true (the OpenAPI document refuses both) are 400s naming the field', async (t) => {
+  const { app } = await build(t);
+  const cases: Array<[string, unknown, string]> = [
+    ['stop: [] (minItems 1)', fresh({ stop: [] }), 'stop'],
+    ['top_logprobs without logprobs', fresh({ top_logprobs: 2 }), 'top_logprobs'],
+    ['top_logprobs with logprobs: false', fresh({ top_logprobs: 0, logprobs: false }), 'top_logprobs'],
+  ];
+  for (const [name, payload, param] of cases) {
+    const response = await chat(app, payload);
+    assert.equal(response.statusCode, 400, name);
+    const body = json(response);
+    assert.equal(body.error.type, 'invalid_request_error', name);
+    assert.match(body.error.message, new RegExp(`^${param}`), name);
+    assert.equal(response.headers['x-svc-run-id'], undefined, name);
+  }
+  // The official clients send null for what is unset; with logprobs, top_logprobs is taken.
+  assert.equal((await chat(app, fresh({ top_logprobs: null, logprobs: null, stop: null }))).statusCode, 200);
+  assert.equal((await chat(app, fresh({ top_logprobs: 2, logprobs: true }))).statusCode, 200);
+  assert.equal((await chat(app, fresh({ stop: ['END'] }))).statusCode, 200);
+});
+
 test('provider failures: 429 keeps retry-after, 5xx is a 502, each recorded as a failed run with its attempt', async (t) => {
   const { app } = await build(t);
   const limited = await chat(app, fresh({ model: 'gpt-4o-mock-429' }));

@@ -102,7 +102,8 @@ export const chatRequestSchema = z.looseObject({
   reasoning_effort: z.enum(REASONING_EFFORTS).optional(),
   verbosity: z.enum(['low', 'medium', 'high']).optional(),
   service_tier: z.enum(SERVICE_TIERS).optional(),
-  stop: z.union([z.string(), z.array(z.string()).max(4)]).optional(),
+  // The OpenAPI document's StopConfiguration: a string, or 1 to 4 of them (an empty list is its 400 too).
+  stop: z.union([z.string(), z.array(z.string()).min(1).max(4)]).optional(),
   parallel_tool_calls: z.boolean().optional(),
   seed: z.number().int().optional(),
   frequency_penalty: z.number().min(-2).max(2).optional(),
@@ -136,6 +137,11 @@ export function parseChatRequest(body: unknown): ValidatedChat {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw invalid('The request body must be a JSON object.');
   const parsed = chatRequestSchema.parse(withoutNulls(body as Record<string, unknown>));
   if (parsed.metadata && Object.keys(parsed.metadata).length > 16) throw invalid('metadata has at most 16 keys.', { param: 'metadata' });
+  // The OpenAPI document: "`logprobs` must be set to `true` if this parameter is used"; refused here, as tool_choice
+  // without tools is, rather than left for the upstream (and the mock) to refuse or ignore.
+  if (parsed.top_logprobs !== undefined && parsed.logprobs !== true) {
+    throw invalid('top_logprobs requires logprobs: true.', { param: 'top_logprobs' });
+  }
   const schemas = new SchemaBudget();
   const tools = compileTools(parsed.tools as ChatRequest['tools'], schemas);
   const choice = parsed.tool_choice;
