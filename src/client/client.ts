@@ -2,7 +2,7 @@
  * The reference client of svc's management API (SPEC 4.20), used by the CLI and tests. Errors become
  * `SvcApiError` with the status and the `{error: {code, message}}` of the answer.
  */
-import { chatChunks, correlationOf, messagesChunks, received, SvcStreamError, type ChatStreamChunk, type MessagesStreamChunk, type MessagesToolUse, type RunCorrelation, type ToolCall, type Usage } from './streams.ts';
+import { chatChunks, correlationOf, messagesChunks, received, SvcStreamError, type ChatChoice, type ChatStreamChunk, type MessagesStreamChunk, type MessagesToolUse, type RunCorrelation, type ToolCall, type Usage } from './streams.ts';
 import { tracedTool, type ToolDefinition } from './tools.ts';
 import { httpTransport, readBody, type RequestOptions, type Transport, type TransportResponse } from './transport.ts';
 
@@ -56,6 +56,17 @@ export function createSvcClient(options: CreateClientOptions = {}): SvcClient {
   });
 }
 
+/** A choice of a buffered answer as a stream's done chunk has it (streams.ts). */
+function bufferedChoice(choice: any, position: number): ChatChoice {
+  return {
+    // Its position when it has no index of its own (an answer from a server that is not svc).
+    index: Number.isInteger(choice?.index) ? choice.index : position,
+    content: typeof choice?.message?.content === 'string' ? choice.message.content : '',
+    toolCalls: (Array.isArray(choice?.message?.tool_calls) ? choice.message.tool_calls : []).map((call: any) => ({ id: call?.id ?? '', name: call?.function?.name ?? '', arguments: call?.function?.arguments ?? '' })),
+    finishReason: choice?.finish_reason ?? null,
+  };
+}
+
 /** A buffered chat completion as the reference client returns it (SPEC 4.20). */
 export interface ChatResult extends RunCorrelation {
   content: string;
@@ -65,6 +76,8 @@ export interface ChatResult extends RunCorrelation {
   provider: string | null;
   finishReason: string | null;
   toolCalls: ToolCall[];
+  /** Every choice in index order (several when the request asked for `n` > 1); the fields above are choice 0's. */
+  choices: ChatChoice[];
   raw: Record<string, any>;
 }
 
@@ -443,16 +456,19 @@ export class SvcClient {
   /** Buffered chat completion (`stream: false` is forced). */
   async chat(request: Record<string, unknown>): Promise<ChatResult> {
     const { body, headers } = await this.gatewayCall('/v1/chat/completions', { ...request, stream: false });
-    const choice = body.choices?.[0] ?? {};
+    const choices: ChatChoice[] = Array.isArray(body.choices) ? body.choices.map(bufferedChoice) : [];
+    choices.sort((a, b) => a.index - b.index);
+    const first = choices[0] ?? { content: '', toolCalls: [], finishReason: null };
     const usage = body.usage ? { promptTokens: body.usage.prompt_tokens, completionTokens: body.usage.completion_tokens, totalTokens: body.usage.total_tokens } : null;
     return {
-      content: typeof choice.message?.content === 'string' ? choice.message.content : '',
+      content: first.content,
       ...correlationOf(headers),
       usage,
       model: body.model ?? '',
       provider: headers['x-svc-provider'] ?? null,
-      finishReason: choice.finish_reason ?? null,
-      toolCalls: (choice.message?.tool_calls ?? []).map((call: any) => ({ id: call.id, name: call.function?.name ?? '', arguments: call.function?.arguments ?? '' })),
+      finishReason: first.finishReason,
+      toolCalls: first.toolCalls,
+      choices,
       raw: body,
     };
   }

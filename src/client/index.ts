@@ -2,7 +2,7 @@
 export { createSvcClient, DEFAULT_APP, DEFAULT_BUFFERED_TIMEOUT_MS, DEFAULT_STREAM_HEADERS_TIMEOUT_MS, MAX_EVENT_PAGE_REQUESTS, SvcApiError, SvcClient } from './client.ts';
 export type { ChatResult, ClientOptions, CreateClientOptions, MessagesResult } from './client.ts';
 export { SvcStreamError } from './streams.ts';
-export type { ChatStreamChunk, MessagesStreamChunk, MessagesToolUse, RunCorrelation, ToolCall, Usage } from './streams.ts';
+export type { ChatChoice, ChatStreamChunk, MessagesStreamChunk, MessagesToolUse, RunCorrelation, ToolCall, Usage } from './streams.ts';
 export { isPlainJson, tracedTool } from './tools.ts';
 export type { ToolDefinition } from './tools.ts';
 export type { ApiKey, AuditEvent, AuditIntegrity, CacheStat, EventWindow, KeyMode, Pagination, RunFilters, RunIntegrity, RunSummary, TraceEventView } from './client.ts';

@@ -1,6 +1,7 @@
 /**
  * The streaming contract of the reference client (SPEC 6.3): SSE read as it arrives, `delta` chunks as they come
- * and one final `done` chunk (chat completions: cumulative toolCalls and finishReason; messages: stopReason). A
+ * and one final `done` chunk (chat completions: cumulative toolCalls and finishReason, and every choice's when the
+ * request asked for several; messages: stopReason). A
  * provider error inside an accepted stream is raised as `SvcStreamError` carrying requestId, runId, runUrl, route.
  */
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
@@ -92,9 +93,22 @@ export interface Usage {
   totalTokens: number;
 }
 
+/** One choice of a chat answer (a request with `n` > 1 has several), buffered or streamed. */
+export interface ChatChoice {
+  index: number;
+  content: string;
+  toolCalls: ToolCall[];
+  finishReason: string | null;
+}
+
+/**
+ * `delta` chunks of every choice, each marked with its `choice` index (always 0 unless the request asked for `n` > 1);
+ * the `done` chunk's `content`, `toolCalls` and `finishReason` are choice 0's, as a buffered result's are, and
+ * `choices` has every choice in index order.
+ */
 export type ChatStreamChunk =
-  | { type: 'delta'; content: string; toolCalls: Array<{ index: number; id?: string; name?: string; arguments?: string }> }
-  | ({ type: 'done'; content: string; toolCalls: ToolCall[]; finishReason: string | null; usage: Usage | null; model: string } & RunCorrelation);
+  | { type: 'delta'; choice: number; content: string; toolCalls: Array<{ index: number; id?: string; name?: string; arguments?: string }> }
+  | ({ type: 'done'; content: string; toolCalls: ToolCall[]; finishReason: string | null; choices: ChatChoice[]; usage: Usage | null; model: string } & RunCorrelation);
 
 interface ChatChunkWire {
   model?: string;
@@ -103,13 +117,18 @@ interface ChatChunkWire {
   error?: { message?: string };
 }
 
-/** The chat-completions stream as delta chunks and a final done chunk (first choice). */
+/** A choice as its deltas build it: text, tool calls by their index, finish reason. */
+interface ChoiceDraft {
+  content: string;
+  calls: Map<number, ToolCall>;
+  finishReason: string | null;
+}
+
+/** The chat-completions stream as delta chunks and a final done chunk (every choice; choice 0's at the top). */
 export async function* chatChunks(body: AsyncIterable<Uint8Array>, correlation: RunCorrelation): AsyncGenerator<ChatStreamChunk> {
-  let content = '';
-  let finishReason: string | null = null;
   let usage: Usage | null = null;
   let model = '';
-  const calls = new Map<number, ToolCall>();
+  const drafts = new Map<number, ChoiceDraft>();
   let done = false;
   for await (const message of sseMessages(body)) {
     if (message.data === '[DONE]') {
@@ -125,31 +144,51 @@ export async function* chatChunks(body: AsyncIterable<Uint8Array>, correlation: 
     if (chunk.error) throw new SvcStreamError(chunk.error.message ?? 'the provider failed inside the stream', correlation, chunk.error);
     if (chunk.model) model = chunk.model;
     if (chunk.usage) usage = { promptTokens: chunk.usage.prompt_tokens, completionTokens: chunk.usage.completion_tokens, totalTokens: chunk.usage.total_tokens };
-    const choice = chunk.choices?.find((c) => c.index === 0);
-    if (!choice) continue;
-    const text = choice.delta?.content ?? '';
-    const fragments = (choice.delta?.tool_calls ?? []).map((fragment) => {
-      const call = calls.get(fragment.index) ?? { id: '', name: '', arguments: '' };
-      if (fragment.id) call.id = fragment.id;
-      if (fragment.function?.name) call.name += fragment.function.name;
-      if (fragment.function?.arguments) call.arguments += fragment.function.arguments;
-      calls.set(fragment.index, call);
-      return {
-        index: fragment.index,
-        ...(fragment.id ? { id: fragment.id } : {}),
-        ...(fragment.function?.name ? { name: fragment.function.name } : {}),
-        ...(fragment.function?.arguments ? { arguments: fragment.function.arguments } : {}),
-      };
-    });
-    if (choice.finish_reason) finishReason = choice.finish_reason;
-    content += text;
-    if (text || fragments.length > 0) yield { type: 'delta', content: text, toolCalls: fragments };
+    for (const choice of Array.isArray(chunk.choices) ? chunk.choices : []) {
+      // A choice without a position (from a server that is not svc) cannot be told from the others.
+      if (!Number.isInteger(choice?.index)) continue;
+      const delta = chatDelta(choice, drafts);
+      if (delta) yield delta;
+    }
   }
   // svc sends `[DONE]` only after a complete answer: a stream that ends without it did not finish, even past its
   // finish_reason (cut before the usage chunk, or before a failure svc would have reported).
   if (!done) throw new SvcStreamError('the stream ended before the answer finished', correlation);
-  const toolCalls = [...calls.entries()].sort(([a], [b]) => a - b).map(([, call]) => call);
-  yield { type: 'done', content, toolCalls, finishReason, usage, model, ...correlation };
+  const choices = [...drafts.entries()].sort(([a], [b]) => a - b).map(([index, draft]) => choiceOf(index, draft));
+  const first = choices.find((choice) => choice.index === 0) ?? { content: '', toolCalls: [], finishReason: null };
+  yield { type: 'done', content: first.content, toolCalls: first.toolCalls, finishReason: first.finishReason, choices, usage, model, ...correlation };
+}
+
+/** One choice of a chunk into its draft; the delta chunk to yield, or null when it carried no text nor call. */
+function chatDelta(choice: NonNullable<ChatChunkWire['choices']>[number], drafts: Map<number, ChoiceDraft>): ChatStreamChunk | null {
+  let draft = drafts.get(choice.index);
+  if (!draft) {
+    draft = { content: '', calls: new Map(), finishReason: null };
+    drafts.set(choice.index, draft);
+  }
+  const calls = draft.calls;
+  const text = choice.delta?.content ?? '';
+  const fragments = (choice.delta?.tool_calls ?? []).map((fragment) => {
+    const call = calls.get(fragment.index) ?? { id: '', name: '', arguments: '' };
+    if (fragment.id) call.id = fragment.id;
+    if (fragment.function?.name) call.name += fragment.function.name;
+    if (fragment.function?.arguments) call.arguments += fragment.function.arguments;
+    calls.set(fragment.index, call);
+    return {
+      index: fragment.index,
+      ...(fragment.id ? { id: fragment.id } : {}),
+      ...(fragment.function?.name ? { name: fragment.function.name } : {}),
+      ...(fragment.function?.arguments ? { arguments: fragment.function.arguments } : {}),
+    };
+  });
+  if (choice.finish_reason) draft.finishReason = choice.finish_reason;
+  draft.content += text;
+  return text || fragments.length > 0 ? { type: 'delta', choice: choice.index, content: text, toolCalls: fragments } : null;
+}
+
+function choiceOf(index: number, draft: ChoiceDraft): ChatChoice {
+  const toolCalls = [...draft.calls.entries()].sort(([a], [b]) => a - b).map(([, call]) => call);
+  return { index, content: draft.content, toolCalls, finishReason: draft.finishReason };
 }
 
 export interface MessagesToolUse {

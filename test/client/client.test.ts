@@ -102,6 +102,30 @@ test('streamed chat: delta chunks, then one done chunk with cumulative content, 
   assert.equal(final.finishReason, 'stop');
 });
 
+test('with n > 1 a streamed chat carries every choice: deltas marked with their choice, and the done chunk\'s choices as the buffered result\'s', async (t) => {
+  const { baseUrl } = await serve(t);
+  const client = createSvcClient({ baseUrl, env: {} });
+  t.after(() => client.close());
+  for (const request of [
+    { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'two answers, please' }], n: 2 },
+    { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'weather in Oslo?' }], tools: [WEATHER], n: 3 },
+  ]) {
+    const texts = new Map<number, string>();
+    let done: any = null;
+    for await (const chunk of client.chatStream(request)) {
+      if (chunk.type === 'delta') texts.set(chunk.choice, (texts.get(chunk.choice) ?? '') + chunk.content);
+      else done = chunk;
+    }
+    const buffered = await client.chat(request);
+    assert.equal(buffered.choices.length, request.n);
+    assert.deepEqual(done.choices, buffered.choices, 'the streamed choices are the buffered ones');
+    for (const choice of done.choices) assert.equal(choice.content, texts.get(choice.index) ?? '');
+    // Choice 0 is the answer's own fields, as the buffered result's are.
+    assert.deepEqual([done.content, done.toolCalls, done.finishReason], [done.choices[0].content, done.choices[0].toolCalls, done.choices[0].finishReason]);
+    assert.deepEqual([buffered.content, buffered.toolCalls, buffered.finishReason], [done.content, done.toolCalls, done.finishReason]);
+  }
+});
+
 test('a provider error inside an accepted stream raises SvcStreamError with requestId, runId, runUrl and route', async (t) => {
   const upstream = await startFakeUpstream(t, (_request, res) => {
     startSse(res);
