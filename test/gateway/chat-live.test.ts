@@ -418,6 +418,33 @@ test('an upstream answer that is not JSON becomes a classified 502 recorded on t
   assert.equal(run.attempts[0].errorKind, 'bad_response');
 });
 
+test('a buffered answer whose choices the wire cannot read is the upstream\'s bad answer (bad_response), not a TypeError recorded as a network failure', async (t) => {
+  const answers: Record<string, unknown[]> = {
+    'a null choice': [null],
+    'a choice without a message': [{ index: 0, finish_reason: 'stop' }],
+    'tool_calls not an array': [{ index: 0, message: { role: 'assistant', content: null, tool_calls: 'x' }, finish_reason: 'tool_calls' }],
+    'a null tool call': [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [null] }, finish_reason: 'tool_calls' }],
+    'a tool call without its function': [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function' }] }, finish_reason: 'tool_calls' }],
+  };
+  let choices: unknown[] = [];
+  const upstream = await startFakeUpstream(t, (_req, res) => sendJson(res, 200, { ...completion('unused'), choices }));
+  const { address, app } = await gateway(t, upstream);
+  for (const [name, answer] of Object.entries(answers)) {
+    choices = answer;
+    const response = await fetch(`${address}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: name }], tools: [WEATHER_TOOL] }),
+    });
+    assert.equal(response.status, 502, name);
+    assert.equal(validateAgainst('ErrorResponse', await response.json()), null, name);
+    const detail = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` }));
+    assert.equal(detail.run.status, 'failed', name);
+    assert.equal(detail.run.error.kind, 'bad_response', name);
+    assert.doesNotMatch(detail.run.error.message, /Cannot read|is not a function|iterable/, name);
+  }
+});
+
 test('an upstream answer nested more than 128 levels deep is a classified 502, buffered or streamed, recorded as failed', async (t) => {
   const deep = `${'['.repeat(20_000)}${']'.repeat(20_000)}`;
   const upstream = await startFakeUpstream(t, (req, res) => {

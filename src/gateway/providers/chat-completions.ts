@@ -115,6 +115,24 @@ function isChunkChoices(choices: unknown): boolean {
   return true;
 }
 
+/**
+ * Whether a buffered answer's `choices` have the shape the wire reads (its tool-call check): each an object with a
+ * `message` object, whose `tool_calls` are absent or an array of objects each with a `function` object. Anything else
+ * is the upstream's bad answer, as a chunk's is (`isChunkChoices`); `choices: [null]` was a TypeError, recorded as a
+ * network failure with its JavaScript message.
+ */
+function isCompletionChoices(choices: unknown): boolean {
+  if (!Array.isArray(choices)) return false;
+  for (const choice of choices) {
+    if (!isObject(choice) || !isObject(choice.message)) return false;
+    const calls = choice.message.tool_calls;
+    if (calls === undefined || calls === null) continue;
+    if (!Array.isArray(calls)) return false;
+    for (const call of calls) if (!isObject(call) || !isObject(call.function)) return false;
+  }
+  return true;
+}
+
 /** Little-endian float32s from base64, or null when the bytes are not a whole number of them. */
 function decodeBase64Floats(encoded: string): number[] | null {
   const bytes = Buffer.from(encoded, 'base64');
@@ -221,7 +239,7 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
     // A buffered call: the transport fields of streaming do not go upstream (stream_options without stream is a 400).
     const { stream: _stream, stream_options: _streamOptions, ...body } = chatRequest;
     const parsed = await postJson('/chat/completions', 'chat_completions', body, context);
-    if (!isObject(parsed) || !Array.isArray(parsed.choices)) throw badResponse('the upstream answer is not a chat completion');
+    if (!isObject(parsed) || !isCompletionChoices(parsed.choices)) throw badResponse('the upstream answer is not a chat completion', 200);
     return parsed as unknown as ChatCompletion;
   }
 
