@@ -263,10 +263,15 @@ export class StreamAssembler {
     if (chunk.usage) this.usage = chunk.usage;
     const out: ChatChunk[] = [];
     const passthrough: ChatChunk['choices'] = [];
-    for (const choice of chunk.choices ?? []) {
-      const state = this.state(choice.index);
+    const choices = chunk.choices ?? [];
+    for (let position = 0; position < choices.length; position += 1) {
+      const choice = choices[position]!;
+      // A choice an upstream sent without its index (the provider takes one, as some compatible upstreams send it) is
+      // the one at its position, as the index says in the document; it is kept and relayed with that index.
+      const index = choice.index ?? position;
+      const state = this.state(index);
       const { tool_calls: fragments, ...rest } = choice.delta ?? {};
-      for (const fragment of fragments ?? []) this.acceptFragment(choice.index, state, fragment, out);
+      for (const fragment of fragments ?? []) this.acceptFragment(index, state, fragment, out);
       if (typeof rest.content === 'string') {
         state.content += rest.content;
         state.hasContent = true;
@@ -300,9 +305,9 @@ export class StreamAssembler {
         }
       }
       if (choice.finish_reason) {
-        this.completeAll(choice.index, state, out);
+        this.completeAll(index, state, out);
         state.finishReason = choice.finish_reason;
-        this.finishedChoices.add(choice.index);
+        this.finishedChoices.add(index);
       }
       // The choice's fields beside its delta, by a key loop and a switch as for the delta's (no array per chunk). A
       // choice that has some goes out even with an empty delta: the client gets every value the answer keeps.
@@ -328,10 +333,10 @@ export class StreamAssembler {
       if (hasDelta || hasFields || choice.finish_reason) {
         // Object.assign, not `{ ...choice, delta, finish_reason }`: an upstream may leave finish_reason out, and a
         // spread followed by a new key is a slow, promoting path on Node 20 (docs/performance-notes.md).
-        passthrough.push(Object.assign({}, choice, { delta: rest, finish_reason: choice.finish_reason ?? null }));
+        passthrough.push(Object.assign({}, choice, { index, delta: rest, finish_reason: choice.finish_reason ?? null }));
       }
     }
-    if (passthrough.length > 0 || (chunk.choices ?? []).length === 0) {
+    if (passthrough.length > 0 || choices.length === 0) {
       // Tool-call chunks completed by this chunk go out before it (they precede its finish_reason).
       out.push({ ...chunk, choices: passthrough });
     }

@@ -306,6 +306,31 @@ test('streamed tool calls an upstream interleaves (index 0, 1, 0, 1, as vLLM may
   assert.equal(upstream.requests.length, 1, 'the repeat was a cache hit');
 });
 
+test('a streamed choice the upstream sent without its index is relayed and kept at its position, as the OpenAPI document has a chunk (the SDK assembles it), live and replayed', async (t) => {
+  const base = { id: 'chatcmpl-up', object: 'chat.completion.chunk', created: 1700000000, model: 'gpt-4o-mini' };
+  const upstream = await startFakeUpstream(t, (_req, res) =>
+    sendChunks(res, [
+      { ...base, choices: [{ delta: { role: 'assistant', content: 'no ' }, finish_reason: null }] },
+      { ...base, choices: [{ delta: { content: 'index' }, finish_reason: null }] },
+      { ...base, choices: [{ delta: {}, finish_reason: 'stop' }], usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } },
+    ]),
+  );
+  const { client } = await gateway(t, upstream);
+  const request = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: 'a choice without its index' }] };
+  for (const route of ['live', 'exact_cache']) {
+    const chunks: unknown[] = [];
+    const runner = client.chat.completions.stream(request).on('chunk', (chunk) => chunks.push(structuredClone(chunk)));
+    const final = await runner.finalChatCompletion();
+    for (const chunk of chunks) assert.equal(validateAgainst('CreateChatCompletionStreamResponse', chunk), null, route);
+    assert.deepEqual(
+      final.choices.map((choice) => [choice.index, choice.message.content, choice.finish_reason]),
+      [[0, 'no index', 'stop']],
+      route,
+    );
+  }
+  assert.equal(upstream.requests.length, 1, 'the repeat was a cache hit');
+});
+
 test('a streamed tool call that does not match its schema is never emitted: the stream ends with an error', async (t) => {
   const upstream = await startFakeUpstream(t, (_req, res) => {
     const base = { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini' };
