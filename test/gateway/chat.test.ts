@@ -259,6 +259,27 @@ test('streaming: native SSE, tool calls assembled whole and schema-valid, usage 
   for (const data of withoutUsage.slice(0, -1)) assert.equal(JSON.parse(data).usage, undefined);
 });
 
+test('a stream the client asked without usage is stored with its usage: a cache hit asking for usage gets it, buffered or streamed, and records it', async (t) => {
+  const { app } = await build(t);
+  const request = fresh();
+  const live = await chat(app, { ...request, stream: true });
+  for (const data of sseEvents(live.body).slice(0, -1)) assert.equal(JSON.parse(data).usage, undefined, 'not asked for, not shown');
+  const liveRun = json(await app.inject({ url: `/api/v1/runs/${live.headers['x-svc-run-id']}` })).run;
+  assert.ok(liveRun.usage.totalTokens > 0);
+
+  const buffered = await chat(app, request);
+  assert.equal(buffered.headers['x-svc-route'], 'exact_cache');
+  assert.equal(json(buffered).usage?.total_tokens, liveRun.usage.totalTokens);
+  const streamed = await chat(app, { ...request, stream: true, stream_options: { include_usage: true } });
+  assert.equal(streamed.headers['x-svc-route'], 'exact_cache');
+  const events = sseEvents(streamed.body);
+  assert.equal(JSON.parse(events.at(-2)!).usage?.total_tokens, liveRun.usage.totalTokens);
+  for (const response of [buffered, streamed]) {
+    const hit = json(await app.inject({ url: `/api/v1/runs/${response.headers['x-svc-run-id']}` })).run;
+    assert.equal(hit.usage.totalTokens, liveRun.usage.totalTokens);
+  }
+});
+
 test('validation errors are chat-completions-shaped 400s and create no run', async (t) => {
   const { app } = await build(t);
   const cases: Array<[string, unknown]> = [

@@ -352,9 +352,10 @@ export function createMockProvider(options: MockProviderOptions = {}): Provider 
       }
       sequence.push(chunk(choice.index, {}, choice.finishReason));
     }
-    if (includeUsage) {
-      sequence.push({ id, object: 'chat.completion.chunk', created, model: request.model, service_tier: 'default', system_fingerprint: SYSTEM_FINGERPRINT, choices: [], usage });
-    }
+    // Always, as the live provider asks every upstream for it (chat-completions.ts `streamChat`): the run records it
+    // and the answer is stored with it, so that a cache hit asking for usage gets it; a client that did not ask does
+    // not see this chunk (wires/chat-completions.ts).
+    sequence.push({ id, object: 'chat.completion.chunk', created, model: request.model, service_tier: 'default', system_fingerprint: SYSTEM_FINGERPRINT, choices: [], usage });
     return paced(sequence, behaviour, context.signal);
   }
 

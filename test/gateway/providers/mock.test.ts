@@ -137,8 +137,11 @@ test('a streamed text answer is a role chunk, content deltas, a finish chunk and
   const ids = new Set(chunks.map((c) => c.id));
   assert.equal(ids.size, 1);
   const plain = await collect(await mock.streamChat({ ...request, stream_options: undefined }, ctx()));
-  assert.ok(plain.every((c) => !('usage' in c)), 'no usage chunk unless include_usage');
-  assert.equal(plain[plain.length - 1]!.choices[0]!.finish_reason, 'stop');
+  // The usage chunk always comes, as svc asks every live upstream for it (the wire shows it only to a client that
+  // asked); `usage: null` on the other chunks only when include_usage is asked.
+  assert.ok(plain.slice(0, -1).every((c) => !('usage' in c)), 'usage: null on the other chunks only with include_usage');
+  assert.deepEqual(plain.at(-1)!.usage, buffered.usage);
+  assert.equal(plain[plain.length - 2]!.choices[0]!.finish_reason, 'stop');
 });
 
 test('streamed tool calls send index, id and name first, then the arguments in pieces', async () => {
@@ -163,7 +166,7 @@ test('streamed tool calls send index, id and name first, then the arguments in p
   assert.deepEqual([...assembled.values()].map((e) => e.name), ['get_weather', 'get_time']);
   assert.ok(argumentPieces > 4, 'arguments are split across chunks');
   for (const entry of assembled.values()) JSON.parse(entry.args);
-  assert.equal(chunks[chunks.length - 1]!.choices[0]!.finish_reason, 'tool_calls');
+  assert.equal(chunks[chunks.length - 2]!.choices[0]!.finish_reason, 'tool_calls', 'the finish chunk, then the usage chunk');
 });
 
 test('model names choose failures: 429, 5xx, timeout, network, 400 and slow', async () => {
