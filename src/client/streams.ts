@@ -117,6 +117,32 @@ interface ChatChunkWire {
   error?: { message?: string };
 }
 
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Whether a chunk has the shape `chatChunks` reads: an object whose `choices` (absent, or a list) each have an integer
+ * `index` (a choice without one cannot be told from the others), a `delta` absent or an object, and its `tool_calls`
+ * absent or a list of objects with an integer `index`.
+ */
+function isChatChunk(chunk: unknown): chunk is ChatChunkWire {
+  if (!isObject(chunk)) return false;
+  const choices = chunk.choices;
+  if (choices === undefined || choices === null) return true;
+  if (!Array.isArray(choices)) return false;
+  for (const choice of choices) {
+    if (!isObject(choice) || !Number.isInteger(choice.index)) return false;
+    const delta = choice.delta;
+    if (delta === undefined || delta === null) continue;
+    if (!isObject(delta)) return false;
+    const calls = delta.tool_calls;
+    if (calls === undefined || calls === null) continue;
+    if (!Array.isArray(calls) || !calls.every((call) => isObject(call) && Number.isInteger(call.index))) return false;
+  }
+  return true;
+}
+
 /** A choice as its deltas build it: text, tool calls by their index, finish reason. */
 interface ChoiceDraft {
   content: string;
@@ -141,12 +167,12 @@ export async function* chatChunks(body: AsyncIterable<Uint8Array>, correlation: 
     } catch {
       throw new SvcStreamError('the gateway sent a malformed stream chunk', correlation, message.data.slice(0, 500));
     }
+    // svc sends chunks of this shape; a server that is not svc may not, and reading one would be a bare TypeError.
+    if (!isChatChunk(chunk)) throw new SvcStreamError('the gateway sent a malformed stream chunk', correlation, message.data.slice(0, 500));
     if (chunk.error) throw new SvcStreamError(chunk.error.message ?? 'the provider failed inside the stream', correlation, chunk.error);
     if (chunk.model) model = chunk.model;
     if (chunk.usage) usage = { promptTokens: chunk.usage.prompt_tokens, completionTokens: chunk.usage.completion_tokens, totalTokens: chunk.usage.total_tokens };
-    for (const choice of Array.isArray(chunk.choices) ? chunk.choices : []) {
-      // A choice without a position (from a server that is not svc) cannot be told from the others.
-      if (!Number.isInteger(choice?.index)) continue;
+    for (const choice of chunk.choices ?? []) {
       const delta = chatDelta(choice, drafts);
       if (delta) yield delta;
     }

@@ -519,6 +519,30 @@ test('a server that is not svc: a javascript: run URL is dropped; tool_use input
   );
 });
 
+test('a server that is not svc: a chat chunk the client cannot read (null, a null choice, tool_calls not a list, a null fragment) is a stream error with the correlation, not a TypeError', async (t) => {
+  const chunks = ['null', '{"choices":[{"index":0,"delta":{"tool_calls":{}}}]}', '{"choices":[{"index":0,"delta":{"tool_calls":[null]}}]}', '{"choices":[null]}'];
+  let next = 0;
+  const baseUrl = await foreignServer(t, (res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'x-svc-run-id': 'run_abc', 'x-svc-route': 'live', 'x-request-id': 'req_1' });
+    res.end(`data: ${chunks[next++]}\n\ndata: [DONE]\n\n`);
+  });
+  const client = createSvcClient({ baseUrl, env: {} });
+  t.after(() => client.close());
+  for (const chunk of chunks) {
+    await assert.rejects(
+      (async () => {
+        for await (const _ of client.chatStream({ model: 'm', messages: [] })) void _;
+      })(),
+      (error: unknown) => {
+        assert.ok(error instanceof SvcStreamError, `${chunk}: ${String(error)}`);
+        assert.deepEqual([error.runId, error.route, error.requestId], ['run_abc', 'live', 'req_1']);
+        return true;
+      },
+      chunk,
+    );
+  }
+});
+
 test('a management call is bounded: no answer, or one sent a byte at a time, fails at the buffered deadline', async (t) => {
   const silent = await foreignServer(t, () => undefined);
   const dripping = await foreignServer(t, (res) => {
