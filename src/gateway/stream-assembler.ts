@@ -77,8 +77,8 @@ interface ChoiceState {
   refusal: string | null;
   hasContent: boolean;
   calls: ChatToolCall[];
-  /** The call index of each of `calls` (a replayed or stored call carries none of its own). */
-  callIndexes: number[];
+  /** The call index of each of `calls` (a stored call carries none of its own); null until a call is emitted. */
+  callIndexes: number[] | null;
   /** The call the latest fragments were for. */
   pending: PendingCall | null;
   /**
@@ -400,7 +400,7 @@ export class StreamAssembler {
   private state(index: number): ChoiceState {
     let state = this.choices.get(index);
     if (!state) {
-      state = { content: '', refusal: null, hasContent: false, calls: [], callIndexes: [], pending: null, held: null, finishReason: null, annotations: null, extra: null, fields: null, functionCall: null };
+      state = { content: '', refusal: null, hasContent: false, calls: [], callIndexes: null, pending: null, held: null, finishReason: null, annotations: null, extra: null, fields: null, functionCall: null };
       this.choices.set(index, state);
     }
     return state;
@@ -418,7 +418,7 @@ export class StreamAssembler {
       const index = fragment.index ?? state.calls.length + (state.held?.length ?? 0);
       call = takeHeld(state, index);
       if (call === null) {
-        if (state.callIndexes.includes(index)) {
+        if (state.callIndexes?.includes(index)) {
           this.checkRepeat(state, index, fragment);
           return;
         }
@@ -456,7 +456,7 @@ export class StreamAssembler {
    * id and name and add whitespace; anything else would make the call another than the client got.
    */
   private checkRepeat(state: ChoiceState, index: number, fragment: ToolCallFragment): void {
-    const call = state.calls[state.callIndexes.lastIndexOf(index)]!;
+    const call = state.calls[state.callIndexes!.lastIndexOf(index)]!;
     const name = fragment.function?.name;
     const args = fragment.function?.arguments;
     if ((fragment.id && fragment.id !== call.id) || (name && name !== call.function.name) || (args && !isBlank(args))) {
@@ -490,7 +490,7 @@ export class StreamAssembler {
   /** A checked call as svc's own `tool_calls` chunk, kept for the assembled answer. */
   private emit(choiceIndex: number, state: ChoiceState, call: ChatToolCall, index: number): ChatChunk {
     state.calls.push(call);
-    state.callIndexes.push(index);
+    (state.callIndexes ??= []).push(index);
     // svc's own chunk carries the top-level fields the upstream's chunks do (`service_tier`, ...), as theirs would.
     return chunkOf(this.id, this.created!, this.model, this.fields.values, [
       {
