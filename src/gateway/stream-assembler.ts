@@ -77,15 +77,19 @@ interface ChoiceState {
   refusal: string | null;
   hasContent: boolean;
   calls: ChatToolCall[];
-  /** The call index of each of `calls` (a stored call carries none of its own); null until a call is emitted. */
-  callIndexes: number[] | null;
+  /**
+   * The position in `calls` of each emitted call by its call index (a stored call carries none of its own); null until
+   * a call is emitted. A map, not a search of a list: an upstream may send a great many calls.
+   */
+  emitted: Map<number, number> | null;
   /** The call the latest fragments were for. */
   pending: PendingCall | null;
   /**
    * Calls that were not whole when another index started (an upstream interleaving them, module comment), emitted
-   * when the choice finishes; null until one is held. Once it is not null every later call of the choice is held too.
+   * when the choice finishes, by call index; null until one is held. Once it is not null every later call of the
+   * choice is held too.
    */
-  held: PendingCall[] | null;
+  held: Map<number, PendingCall> | null;
   finishReason: string | null;
   /** The deltas' url citations in order; null until a delta has `annotations`. */
   annotations: unknown[] | null;
@@ -365,7 +369,7 @@ export class StreamAssembler {
       for (const call of state.calls) text += call.function.name + call.function.arguments;
       if (state.functionCall) text += state.functionCall.name + state.functionCall.arguments;
       if (state.pending) text += state.pending.name + state.pending.arguments;
-      for (const call of state.held ?? []) text += call.name + call.arguments;
+      if (state.held) for (const call of state.held.values()) text += call.name + call.arguments;
     }
     return text;
   }
@@ -400,7 +404,7 @@ export class StreamAssembler {
   private state(index: number): ChoiceState {
     let state = this.choices.get(index);
     if (!state) {
-      state = { content: '', refusal: null, hasContent: false, calls: [], callIndexes: null, pending: null, held: null, finishReason: null, annotations: null, extra: null, fields: null, functionCall: null };
+      state = { content: '', refusal: null, hasContent: false, calls: [], emitted: null, pending: null, held: null, finishReason: null, annotations: null, extra: null, fields: null, functionCall: null };
       this.choices.set(index, state);
     }
     return state;
@@ -415,10 +419,10 @@ export class StreamAssembler {
         state.pending = null;
         this.release(choiceIndex, state, call, out);
       }
-      const index = fragment.index ?? state.calls.length + (state.held?.length ?? 0);
+      const index = fragment.index ?? state.calls.length + (state.held?.size ?? 0);
       call = takeHeld(state, index);
       if (call === null) {
-        if (state.callIndexes?.includes(index)) {
+        if (state.emitted?.has(index)) {
           this.checkRepeat(state, index, fragment);
           return;
         }
@@ -448,7 +452,7 @@ export class StreamAssembler {
       // Whole JSON that fails its check is refused now, as it will be whatever follows; only a prefix may be waited on.
       if (isJson(call.arguments)) throw new InvalidToolCallError(problem.message);
     }
-    (state.held ??= []).push(call);
+    (state.held ??= new Map()).set(call.index, call);
   }
 
   /**
@@ -456,7 +460,7 @@ export class StreamAssembler {
    * id and name and add whitespace; anything else would make the call another than the client got.
    */
   private checkRepeat(state: ChoiceState, index: number, fragment: ToolCallFragment): void {
-    const call = state.calls[state.callIndexes!.lastIndexOf(index)]!;
+    const call = state.calls[state.emitted!.get(index)!]!;
     const name = fragment.function?.name;
     const args = fragment.function?.arguments;
     if ((fragment.id && fragment.id !== call.id) || (name && name !== call.function.name) || (args && !isBlank(args))) {
@@ -474,9 +478,9 @@ export class StreamAssembler {
       return;
     }
     state.held = null;
-    if (pending !== null) held.push(pending);
-    held.sort((a, b) => a.index - b.index);
-    for (const call of held) out.push(this.complete(choiceIndex, state, call));
+    if (pending !== null) held.set(pending.index, pending);
+    const calls = [...held.values()].sort((a, b) => a.index - b.index);
+    for (const call of calls) out.push(this.complete(choiceIndex, state, call));
   }
 
   /** Check a whole call and emit it; InvalidToolCallError when it fails its check. */
@@ -490,7 +494,7 @@ export class StreamAssembler {
   /** A checked call as svc's own `tool_calls` chunk, kept for the assembled answer. */
   private emit(choiceIndex: number, state: ChoiceState, call: ChatToolCall, index: number): ChatChunk {
     state.calls.push(call);
-    (state.callIndexes ??= []).push(index);
+    (state.emitted ??= new Map()).set(index, state.calls.length - 1);
     // svc's own chunk carries the top-level fields the upstream's chunks do (`service_tier`, ...), as theirs would.
     return chunkOf(this.id, this.created!, this.model, this.fields.values, [
       {
@@ -510,12 +514,10 @@ function toolCall(pending: PendingCall): ChatToolCall {
 
 /** The held call of this index, taken out of the held ones; null when none is. */
 function takeHeld(state: ChoiceState, index: number): PendingCall | null {
-  const held = state.held;
-  if (held === null) return null;
-  for (let at = 0; at < held.length; at += 1) {
-    if (held[at]!.index === index) return held.splice(at, 1)[0]!;
-  }
-  return null;
+  const call = state.held?.get(index);
+  if (call === undefined) return null;
+  state.held!.delete(index);
+  return call;
 }
 
 /** Whether arguments are empty or whitespace: a call that has sent none yet (svc's check reads '' as `{}`). */
