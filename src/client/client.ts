@@ -475,7 +475,9 @@ export class SvcClient {
 
   /** Streamed chat completion: `delta` chunks, then one `done` chunk; a provider error raises SvcStreamError. */
   async *chatStream(request: Record<string, unknown>, options: { signal?: AbortSignal } = {}): AsyncGenerator<ChatStreamChunk> {
-    const response = await this.gatewayStream('/v1/chat/completions', { ...request, stream: true, stream_options: { include_usage: true } }, options.signal);
+    // The caller's other stream options (include_obfuscation) are kept; usage is asked for, for the done chunk.
+    const streamOptions = typeof request.stream_options === 'object' && request.stream_options !== null ? request.stream_options : {};
+    const response = await this.gatewayStream('/v1/chat/completions', { ...request, stream: true, stream_options: { ...streamOptions, include_usage: true } }, options.signal);
     yield* chatChunks(response.body, correlationOf(response.headers));
   }
 

@@ -126,6 +126,19 @@ test('with n > 1 a streamed chat carries every choice: deltas marked with their 
   }
 });
 
+test('a streamed chat keeps the caller\'s other stream_options (include_obfuscation) beside the usage it asks for', async (t) => {
+  const upstream = await startFakeUpstream(t, (_request, res) => {
+    startSse(res);
+    res.write(`data: ${JSON.stringify({ ...contentChunk('hi'), choices: [{ index: 0, delta: { content: 'hi' }, finish_reason: 'stop' }] })}\n\n`);
+    res.end('data: [DONE]\n\n');
+  });
+  const { baseUrl } = await serve(t, { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl });
+  const client = createSvcClient({ baseUrl, env: {} });
+  t.after(() => client.close());
+  for await (const _ of client.chatStream({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], stream_options: { include_obfuscation: false } })) void _;
+  assert.deepEqual(upstream.requests[0]!.body.stream_options, { include_obfuscation: false, include_usage: true });
+});
+
 test('a provider error inside an accepted stream raises SvcStreamError with requestId, runId, runUrl and route', async (t) => {
   const upstream = await startFakeUpstream(t, (_request, res) => {
     startSse(res);
