@@ -341,8 +341,9 @@ export class StreamAssembler {
       }
     }
     if (passthrough.length > 0 || choices.length === 0) {
-      // Tool-call chunks completed by this chunk go out before it (they precede its finish_reason).
-      out.push({ ...chunk, choices: passthrough });
+      // Tool-call chunks completed by this chunk go out before it (they precede its finish_reason). `object` as the
+      // document has it, for an upstream that leaves it out (the wire tells svc's error event from a chunk by it).
+      out.push({ ...chunk, object: 'chat.completion.chunk', choices: passthrough });
     }
     return out;
   }

@@ -331,6 +331,35 @@ test('a streamed choice the upstream sent without its index is relayed and kept 
   assert.equal(upstream.requests.length, 1, 'the repeat was a cache hit');
 });
 
+test('chunks an upstream streams without their object field go out as the document\'s chunks, with the usage chunk only for a client that asked', async (t) => {
+  const base = { id: 'chatcmpl-up', created: 1700000000, model: 'gpt-4o-mini' };
+  const upstream = await startFakeUpstream(t, (_req, res) =>
+    sendChunks(res, [
+      { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: 'no object' }, finish_reason: null }] },
+      { ...base, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] },
+      { ...base, choices: [], usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } },
+    ]),
+  );
+  const { client } = await gateway(t, upstream);
+  for (const includeUsage of [false, true]) {
+    const chunks = [];
+    const stream = await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: `without object, usage ${includeUsage}` }],
+      stream: true,
+      ...(includeUsage ? { stream_options: { include_usage: true } } : {}),
+    });
+    for await (const chunk of stream) chunks.push(chunk);
+    for (const chunk of chunks) assert.equal(validateAgainst('CreateChatCompletionStreamResponse', chunk), null, `usage ${includeUsage}`);
+    if (includeUsage) {
+      assert.equal(chunks.at(-1)!.usage!.total_tokens, 7);
+      assert.ok(chunks.slice(0, -1).every((chunk) => chunk.usage === null));
+    } else {
+      assert.ok(chunks.every((chunk) => chunk.usage === undefined), 'the usage chunk is not shown to a client that did not ask');
+    }
+  }
+});
+
 test('a streamed tool call that does not match its schema is never emitted: the stream ends with an error', async (t) => {
   const upstream = await startFakeUpstream(t, (_req, res) => {
     const base = { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini' };
