@@ -360,6 +360,29 @@ test('chunks an upstream streams without their object field go out as the docume
   }
 });
 
+test('a usage chunk without choices (Fireworks and some proxies send one) is the usage chunk: the stream completes with its usage, not a bad_response', async (t) => {
+  const base = { id: 'chatcmpl-up', object: 'chat.completion.chunk', created: 1700000000, model: 'gpt-4o-mini' };
+  const upstream = await startFakeUpstream(t, (_req, res) =>
+    sendChunks(res, [
+      { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: 'usage apart' }, finish_reason: null }] },
+      { ...base, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] },
+      { ...base, usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } },
+    ]),
+  );
+  const { client, app } = await gateway(t, upstream);
+  const { data: stream, response } = await client.chat.completions
+    .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'usage without choices' }], stream: true, stream_options: { include_usage: true } })
+    .withResponse();
+  const chunks = [];
+  for await (const chunk of stream) chunks.push(chunk);
+  for (const chunk of chunks) assert.equal(validateAgainst('CreateChatCompletionStreamResponse', chunk), null);
+  assert.deepEqual(chunks.at(-1)!.choices, []);
+  assert.equal(chunks.at(-1)!.usage!.total_tokens, 7);
+  const run = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` })).run;
+  assert.equal(run.status, 'completed');
+  assert.equal(run.usage.totalTokens, 7);
+});
+
 test('a streamed tool call that does not match its schema is never emitted: the stream ends with an error', async (t) => {
   const upstream = await startFakeUpstream(t, (_req, res) => {
     const base = { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini' };

@@ -308,6 +308,8 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
       const message = redactSecrets(upstreamMessage(event.data), secrets) || 'the upstream reported an error mid-stream';
       throw new ProviderError('upstream_error', message, { provider: name, upstreamStatus: 200 });
     }
+    // A usage chunk without `choices` (Fireworks and some proxies send one so) is read as the document's, with none.
+    if (isObject(parsed) && parsed.choices === undefined && isObject(parsed.usage)) parsed.choices = [];
     if (!isObject(parsed) || !isChunkChoices(parsed.choices)) throw badResponse('an upstream stream event is not a chat completion chunk', 200);
     return parsed as unknown as ChatChunk;
   }
