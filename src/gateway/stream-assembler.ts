@@ -10,6 +10,8 @@
  * of the choice is, until the choice finishes or the stream ends, when they are checked and emitted in index order. A
  * fragment for a call already emitted may repeat what it had or add whitespace; one that adds to it otherwise makes
  * the call another than the one emitted, and is an invalid tool call (a JSON value cannot be continued into another).
+ * A fragment without an index (Gemini's compatible endpoint sends none) continues the call before it, unless it carries
+ * an id other than that call's: then it starts the next call, at the next position.
  *
  * What the assembled completion keeps of the chunks besides content and tool calls, so that a cache hit answers what
  * the live client got (docs/gateway.md, "Exact-response cache"). What the client got is what the official Node SDK's
@@ -68,6 +70,8 @@ export function reasoningText(message: { refusal?: unknown; reasoning_content?: 
 interface PendingCall {
   index: number;
   id: string;
+  /** Whether `id` is the upstream's (else svc's own, given until the upstream sends one). */
+  upstreamId: boolean;
   name: string;
   arguments: string;
 }
@@ -414,8 +418,10 @@ export class StreamAssembler {
   /** One `tool_calls` fragment into the call it continues or starts (module comment); `out` gets the calls it completes. */
   private acceptFragment(choiceIndex: number, state: ChoiceState, fragment: ToolCallFragment, out: ChatChunk[]): void {
     let call = state.pending;
-    // A fragment without an index continues the call before it (some compatible upstreams send none).
-    if (call === null || (fragment.index !== undefined && fragment.index !== call.index)) {
+    // A fragment without an index (Gemini's compatible endpoint sends none) continues the call before it, unless it
+    // carries an id of its own: then it is the next call, at the next position.
+    const another = fragment.index !== undefined ? fragment.index !== call?.index : Boolean(call?.upstreamId && fragment.id && fragment.id !== call.id);
+    if (call === null || another) {
       if (call !== null) {
         state.pending = null;
         this.release(choiceIndex, state, call, out);
@@ -429,11 +435,14 @@ export class StreamAssembler {
         }
         // A call needs an id (the client answers it by that id; the SDKs refuse a call without one): an upstream
         // that sends none gets one of svc's, as the mock's calls have.
-        call = { index, id: fragment.id || newId('call'), name: fragment.function?.name ?? '', arguments: '' };
+        call = { index, id: fragment.id || newId('call'), upstreamId: Boolean(fragment.id), name: fragment.function?.name ?? '', arguments: '' };
       }
       state.pending = call;
     }
-    if (fragment.id) call.id = fragment.id;
+    if (fragment.id) {
+      call.id = fragment.id;
+      call.upstreamId = true;
+    }
     if (!call.name && fragment.function?.name) call.name = fragment.function.name;
     call.arguments += fragment.function?.arguments ?? '';
   }

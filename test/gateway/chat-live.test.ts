@@ -383,6 +383,34 @@ test('a usage chunk without choices (Fireworks and some proxies send one) is the
   assert.equal(run.usage.totalTokens, 7);
 });
 
+test('streamed tool calls without an index (Gemini\'s compatible endpoint): a fragment with an id of its own starts the next call, one without continues the call before it', async (t) => {
+  const base = { id: 'chatcmpl-up', object: 'chat.completion.chunk', created: 1700000000, model: 'gemini-2.5-flash' };
+  const delta = (d: unknown, finish: string | null = null) => ({ ...base, choices: [{ index: 0, delta: d, finish_reason: finish }] });
+  const upstream = await startFakeUpstream(t, (_req, res) =>
+    sendChunks(res, [
+      delta({ role: 'assistant', tool_calls: [{ id: 'function-call-1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } }] }),
+      delta({ tool_calls: [{ id: 'function-call-2', type: 'function', function: { name: 'get_weather', arguments: '{"city":' } }] }),
+      delta({ tool_calls: [{ function: { arguments: '"Lima"}' } }] }),
+      delta({}, 'stop'),
+      { ...base, choices: [], usage: { prompt_tokens: 30, completion_tokens: 20, total_tokens: 50 } },
+    ]),
+  );
+  const { client } = await gateway(t, upstream);
+  const chunks: unknown[] = [];
+  const runner = client.chat.completions
+    .stream({ model: 'gemini-2.5-flash', messages: [{ role: 'user', content: 'weather in Oslo and Lima' }], tools: [WEATHER_TOOL] })
+    .on('chunk', (chunk) => chunks.push(structuredClone(chunk)));
+  const final = await runner.finalChatCompletion();
+  for (const chunk of chunks) assert.equal(validateAgainst('CreateChatCompletionStreamResponse', chunk), null);
+  assert.deepEqual(
+    final.choices[0]!.message.tool_calls!.map((call) => [call.id, JSON.parse(call.function.arguments)]),
+    [
+      ['function-call-1', { city: 'Oslo' }],
+      ['function-call-2', { city: 'Lima' }],
+    ],
+  );
+});
+
 test('a streamed tool call that does not match its schema is never emitted: the stream ends with an error', async (t) => {
   const upstream = await startFakeUpstream(t, (_req, res) => {
     const base = { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini' };

@@ -95,6 +95,21 @@ test('whole JSON that fails its check is refused when the next index starts, as 
   assert.throws(() => assembler.accept(callChunk(1, { id: 'call_b', type: 'function', function: { name: 'f', arguments: '' } })), /do not match its schema/);
 });
 
+test('fragments without an index: an id arriving late names the call before it; an id other than an upstream\'s starts the next call', () => {
+  const assembler = new StreamAssembler(compileTools(CITY_TOOL));
+  const noIndex = (call: Record<string, unknown>, finish: string | null = null) => chunk([{ index: 0, delta: { tool_calls: [call] }, finish_reason: finish }] as never);
+  const out = [
+    ...assembler.accept(noIndex({ type: 'function', function: { name: 'f', arguments: '{"city":' } })),
+    ...assembler.accept(noIndex({ id: 'call_late', function: { arguments: '"Oslo"}' } })),
+    ...assembler.accept(noIndex({ id: 'call_next', type: 'function', function: { name: 'f', arguments: '{"city":"Lima"}' } })),
+    ...assembler.accept(noIndex({ function: { arguments: ' ' } }, 'tool_calls')),
+  ];
+  assert.deepEqual(emittedCalls(out).map((call) => [call.index, call.id, call.function?.arguments]), [
+    [0, 'call_late', '{"city":"Oslo"}'],
+    [1, 'call_next', '{"city":"Lima"} '],
+  ]);
+});
+
 const withFields = (fields: Record<string, unknown>, choices: ChatChunk['choices']): ChatChunk => Object.assign(chunk(choices), fields);
 
 test('top-level fields: the last non-null value of each; obfuscation is not kept; short scalars repeated on svc\'s chunks, bounded in number, the rest kept whole', () => {

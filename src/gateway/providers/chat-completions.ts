@@ -87,8 +87,8 @@ export function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 /**
- * A choice's or a tool call's position: a non-negative integer, or absent (some compatible upstreams leave a tool
- * call's out; the assembler then takes the fragments for one call, as before).
+ * A choice's or a tool call's position: a non-negative integer, or absent (some compatible upstreams, Gemini's among
+ * them, leave a tool call's out; the assembler then tells the calls apart by their ids, stream-assembler.ts).
  */
 function isIndex(value: unknown): boolean {
   return value === undefined || (Number.isInteger(value) && (value as number) >= 0);
