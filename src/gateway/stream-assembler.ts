@@ -30,6 +30,10 @@
  *   do; its `name` as the one fragment that has one (OpenAI sends it once). A second name makes the answer not
  *   storable: the Node SDK keeps the last, the Python one joins them. It is relayed as it comes, not checked against
  *   the function's schema as a tool call is (svc compiles `tools`, not `functions`); a replay sends it whole.
+ * - a tool call's fields beside `index`, `id`, `type` and `function` (Gemini's `extra_content`, the thought signature
+ *   its next turn must send back): the last value of each, as the Node SDK's `Object.assign` on the call keeps it; an
+ *   object sent twice makes the answer not storable (the Python SDK merges them). svc's delta of the call carries them,
+ *   live and replayed.
  * - a delta's fields svc does not know: strings (`reasoning_content`) concatenated in order (a delta is a fragment, as
  *   `content` is; the official Python SDK's accumulator merges strings so, and every client that shows reasoning
  *   joins it, where the Node SDK's `Object.assign` keeps the last fragment), numbers and booleans the last one (as the
@@ -74,6 +78,8 @@ interface PendingCall {
   upstreamId: boolean;
   name: string;
   arguments: string;
+  /** The fragments' fields beside index, id, type and function (module comment); null until one comes. */
+  fields: Record<string, unknown> | null;
 }
 
 interface ChoiceState {
@@ -435,7 +441,7 @@ export class StreamAssembler {
         }
         // A call needs an id (the client answers it by that id; the SDKs refuse a call without one): an upstream
         // that sends none gets one of svc's, as the mock's calls have.
-        call = { index, id: fragment.id || newId('call'), upstreamId: Boolean(fragment.id), name: fragment.function?.name ?? '', arguments: '' };
+        call = { index, id: fragment.id || newId('call'), upstreamId: Boolean(fragment.id), name: fragment.function?.name ?? '', arguments: '', fields: null };
       }
       state.pending = call;
     }
@@ -445,6 +451,24 @@ export class StreamAssembler {
     }
     if (!call.name && fragment.function?.name) call.name = fragment.function.name;
     call.arguments += fragment.function?.arguments ?? '';
+    // A key loop and a switch, as for a delta's fields: no array per fragment.
+    for (const key in fragment) {
+      switch (key) {
+        case 'index':
+        case 'id':
+        case 'type':
+        case 'function':
+        case '__proto__':
+          break;
+        default: {
+          const fields = (call.fields ??= {});
+          const value = (fragment as Record<string, unknown>)[key];
+          // The SDKs merge an object sent twice two ways (the Node one keeps the last, the Python one merges them).
+          if (typeof value === 'object' && value !== null && Object.hasOwn(fields, key)) this.lossy = true;
+          fields[key] = value;
+        }
+      }
+    }
   }
 
   /**
@@ -509,7 +533,7 @@ export class StreamAssembler {
     return chunkOf(this.id, this.created!, this.model, this.fields.values, [
       {
         index: choiceIndex,
-        delta: { tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: call.function.arguments } }] },
+        delta: { tool_calls: [withCallFields({ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: call.function.arguments } }, call)] },
         finish_reason: null,
       },
     ]);
@@ -519,7 +543,26 @@ export class StreamAssembler {
 type ToolCallFragment = NonNullable<ChatChunk['choices'][number]['delta']['tool_calls']>[number];
 
 function toolCall(pending: PendingCall): ChatToolCall {
-  return { id: pending.id, type: 'function', function: { name: pending.name, arguments: pending.arguments } };
+  const call: ChatToolCall = { id: pending.id, type: 'function', function: { name: pending.name, arguments: pending.arguments } };
+  // `fields` holds no `__proto__` key nor id, type or function (`acceptFragment`).
+  return pending.fields ? Object.assign(call, pending.fields) : call;
+}
+
+/** A call's delta with the call's fields beside index, id, type and function (a stored call's, or an assembled one's). */
+function withCallFields(delta: ToolCallFragment, call: ChatToolCall): ToolCallFragment {
+  for (const key in call) {
+    switch (key) {
+      case 'id':
+      case 'type':
+      case 'function':
+      case 'index':
+      case '__proto__':
+        break;
+      default:
+        (delta as Record<string, unknown>)[key] = (call as unknown as Record<string, unknown>)[key];
+    }
+  }
+  return delta;
 }
 
 /** The held call of this index, taken out of the held ones; null when none is. */
@@ -638,7 +681,8 @@ export function completionToChunks(completion: ChatCompletion, options: { id: st
     for (const piece of textPieces(message.content ?? '')) chunks.push(chunk([{ index, delta: { content: piece }, finish_reason: null }]));
     for (const piece of textPieces(message.refusal ?? '')) chunks.push(chunk([{ index, delta: { refusal: piece }, finish_reason: null }]));
     for (const [at, call] of (message.tool_calls ?? []).entries()) {
-      chunks.push(chunk([{ index, delta: { tool_calls: [{ index: at, id: call.id, type: 'function', function: { name: call.function.name, arguments: call.function.arguments } }] }, finish_reason: null }]));
+      const delta = withCallFields({ index: at, id: call.id, type: 'function', function: { name: call.function.name, arguments: call.function.arguments } }, call);
+      chunks.push(chunk([{ index, delta: { tool_calls: [delta] }, finish_reason: null }]));
     }
     // All of them in one delta after the text they cite, as a live stream sends them; an empty list too (OpenAI's
     // buffered answers have one), which the SDKs keep as the message's.

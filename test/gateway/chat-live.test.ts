@@ -411,6 +411,30 @@ test('streamed tool calls without an index (Gemini\'s compatible endpoint): a fr
   );
 });
 
+test('a streamed tool call keeps its fields beside id and function (Gemini\'s extra_content thought signature, which the next turn must send back), live and from the cache', async (t) => {
+  const base = { id: 'chatcmpl-up', object: 'chat.completion.chunk', created: 1700000000, model: 'gemini-3-flash' };
+  const delta = (d: unknown, finish: string | null = null) => ({ ...base, choices: [{ index: 0, delta: d, finish_reason: finish }] });
+  const signature = { google: { thought_signature: 'EjQKMgEAbc' } };
+  const upstream = await startFakeUpstream(t, (_req, res) =>
+    sendChunks(res, [
+      delta({ role: 'assistant', tool_calls: [{ index: 0, id: 'function-call-1', type: 'function', function: { name: 'get_weather', arguments: '{"city":' }, extra_content: signature }] }),
+      delta({ tool_calls: [{ index: 0, function: { arguments: '"Oslo"}' } }] }),
+      delta({}, 'tool_calls'),
+      { ...base, choices: [], usage: { prompt_tokens: 30, completion_tokens: 20, total_tokens: 50 } },
+    ]),
+  );
+  const { client } = await gateway(t, upstream);
+  const request = { model: 'gemini-3-flash', messages: [{ role: 'user' as const, content: 'weather in Oslo' }], tools: [WEATHER_TOOL] };
+  for (const route of ['live', 'exact_cache']) {
+    const final = await client.chat.completions.stream(request).finalChatCompletion();
+    const call = final.choices[0]!.message.tool_calls![0]! as unknown as Record<string, unknown>;
+    assert.deepEqual(call.extra_content, signature, route);
+    const buffered = await client.chat.completions.create(request);
+    assert.deepEqual((buffered.choices[0]!.message.tool_calls![0]! as unknown as Record<string, unknown>).extra_content, signature, `${route}, buffered`);
+  }
+  assert.equal(upstream.requests.length, 1, 'the repeats were cache hits');
+});
+
 test('a streamed tool call that does not match its schema is never emitted: the stream ends with an error', async (t) => {
   const upstream = await startFakeUpstream(t, (_req, res) => {
     const base = { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini' };
