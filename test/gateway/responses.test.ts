@@ -489,6 +489,48 @@ test("live responses: an upstream's response.failed for rate_limit_exceeded befo
   assert.equal(fallback.requests.length, 1);
 });
 
+test("live responses: an upstream's error event before any other is answered as the HTTP error its code stands for: a rate limit 429 and a server error failed over, an invalid request the upstream's 400, an unknown code a 502", async (t) => {
+  const cases: Array<{ event: object; status: number; failsOver: boolean }> = [
+    { event: { type: 'error', code: 'rate_limit_exceeded', message: 'Rate limit reached for requests', param: null, sequence_number: 1 }, status: 429, failsOver: true },
+    { event: { type: 'error', error: { type: 'rate_limit_error', code: null, message: 'Slow down' }, sequence_number: 1 }, status: 429, failsOver: true },
+    { event: { type: 'error', code: 'server_error', message: 'The server had an error', param: null, sequence_number: 1 }, status: 502, failsOver: true },
+    { event: { type: 'error', error: { type: 'server_error', code: null, message: 'overloaded' }, sequence_number: 1 }, status: 502, failsOver: true },
+    { event: { type: 'error', code: 'context_length_exceeded', message: 'Your input exceeds the context window', param: 'input', sequence_number: 1 }, status: 400, failsOver: false },
+    { event: { type: 'error', error: { type: 'invalid_request_error', code: 'invalid_value', message: 'Invalid value' }, sequence_number: 1 }, status: 400, failsOver: false },
+    { event: { type: 'error', code: null, message: 'Something went wrong', param: null, sequence_number: 1 }, status: 502, failsOver: false },
+  ];
+  let current = cases[0]!;
+  const primary = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    writeEvents(res, [current.event]);
+    res.end();
+  });
+  const fallback = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    writeEvents(res, upstreamEvents('From the fallback'));
+    res.end();
+  });
+  const alone = await liveGateway(t, primary);
+  const both = await listening(t, { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: primary.baseUrl, CHATCOMP_FALLBACK_API_KEY: 'sk-fallback', CHATCOMP_FALLBACK_BASE_URL: fallback.baseUrl });
+  for (const each of cases) {
+    current = each;
+    const label = JSON.stringify(each.event);
+    const body = JSON.stringify({ model: 'gpt-4o-mini', input: input(), stream: true });
+    const refused = await fetch(`${alone.address}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    assert.equal(refused.status, each.status, label);
+    if (each.status === 429) assert.ok(Number(refused.headers.get('retry-after')) >= 1, label);
+    assert.equal(validateAgainst('ErrorResponse', await refused.json()), null, label);
+    const run = json(await alone.app.inject({ url: `/api/v1/runs/${refused.headers.get('x-svc-run-id')}` })).run;
+    assert.equal(run.status, 'failed', label);
+
+    const asked = fallback.requests.length;
+    const answered = await fetch(`${both.address}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    assert.equal(answered.status, each.failsOver ? 200 : each.status, label);
+    await answered.text();
+    assert.equal(fallback.requests.length, asked + (each.failsOver ? 1 : 0), label);
+  }
+});
+
 test('live responses: a client abort mid-stream reaches the upstream and the run is finalised', async (t) => {
   const upstream = await startFakeUpstream(t, async (_req, res) => {
     startSse(res);

@@ -381,6 +381,7 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
     // {...}}`, as compatible servers send one), are the upstream's failure here.
     return sseJson<ResponseStreamEvent>(response.body, {
       provider: name,
+      wire: 'responses',
       clientSignal: context.signal,
       secrets,
       maxBytes: maxAnswerBytes,

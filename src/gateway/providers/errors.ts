@@ -84,8 +84,12 @@ export interface HttpFailure {
 
 /** Classify a non-2xx upstream answer. */
 export function classifyHttpFailure(failure: HttpFailure): ProviderError {
+  const message = redactSecrets(upstreamMessage(failure.body), failure.secrets) || `upstream answered HTTP ${failure.status}`;
+  return failureOfStatus(failure, message);
+}
+
+function failureOfStatus(failure: Omit<HttpFailure, 'body'>, message: string): ProviderError {
   const { provider, status } = failure;
-  const message = redactSecrets(upstreamMessage(failure.body), failure.secrets) || `upstream answered HTTP ${status}`;
   const base = { provider, upstreamStatus: status };
   if (status === 429) {
     const retryAfterSeconds = parseRetryAfter(failure.headers, failure.nowMs);
@@ -98,6 +102,57 @@ export function classifyHttpFailure(failure: HttpFailure): ProviderError {
   }
   if (status >= 400) return new ProviderError('rejected', message, base);
   return new ProviderError('bad_response', `unexpected upstream status ${status}`, base);
+}
+
+/**
+ * The HTTP status an upstream's error code or type stands for: the status the chat-completions family (`code`s and
+ * `type`s) or the messages family (`type`s) answers that error with over HTTP.
+ */
+const STATUS_OF_ERROR_CODE: ReadonlyMap<string, number> = new Map([
+  ['rate_limit_exceeded', 429],
+  ['rate_limit_error', 429],
+  ['insufficient_quota', 429],
+  ['server_error', 500],
+  ['api_error', 500],
+  ['internal_error', 500],
+  ['service_unavailable', 503],
+  ['server_overloaded', 503],
+  ['overloaded_error', 529],
+  ['timeout_error', 408],
+  ['invalid_request_error', 400],
+  ['invalid_prompt', 400],
+  ['invalid_value', 400],
+  ['context_length_exceeded', 400],
+  ['string_above_max_length', 400],
+  ['authentication_error', 401],
+  ['invalid_api_key', 401],
+  ['permission_error', 403],
+  ['not_found_error', 404],
+  ['model_not_found', 404],
+  ['request_too_large', 413],
+]);
+
+/** The status an error event's `code`, or its `error`'s `code` or `type`, stands for; undefined when none is known. */
+function errorEventStatus(data: { code?: unknown; error?: unknown }): number | undefined {
+  const nested = typeof data.error === 'object' && data.error !== null ? (data.error as { code?: unknown; type?: unknown }) : null;
+  for (const name of [data.code, nested?.code, nested?.type]) {
+    const status = typeof name === 'string' ? STATUS_OF_ERROR_CODE.get(name) : undefined;
+    if (status !== undefined) return status;
+  }
+  return undefined;
+}
+
+/**
+ * Classify an upstream stream's error event (`data` parsed from `body`, its raw text) as the HTTP answer its code
+ * stands for, so that before the stream started it is answered and failed over as that answer would be (a rate limit
+ * 429 with retry-after, a server error failed over, an invalid request the upstream's 4xx), and recorded with that
+ * status. An error of a code svc does not know is the upstream's failure, not retried.
+ */
+export function classifyErrorEvent(failure: Omit<HttpFailure, 'status'> & { data: object }): ProviderError {
+  const message = redactSecrets(upstreamMessage(failure.body), failure.secrets) || 'the upstream reported an error mid-stream';
+  const status = errorEventStatus(failure.data as { code?: unknown; error?: unknown });
+  if (status === undefined) return new ProviderError('upstream_error', message, { provider: failure.provider, upstreamStatus: 200, retryable: false });
+  return failureOfStatus({ ...failure, status }, message);
 }
 
 const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT']);

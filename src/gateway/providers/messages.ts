@@ -104,6 +104,7 @@ export function createMessagesProvider(options: MessagesProviderOptions): Provid
     }
     return sseJson<MessagesStreamEvent>(response.body, {
       provider: name,
+      wire: 'messages',
       clientSignal: context.signal,
       secrets,
       maxBytes: maxAnswerBytes,

@@ -1,13 +1,14 @@
 /**
  * Server-sent events from an upstream body, parsed with eventsource-parser: each event's JSON data, with its event
  * name. The stream must end with a terminal event (`isTerminal`); a body that ends before it is a bad_response
- * (a truncated stream). An `error` event is classified as an upstream error. Stopping early releases the upstream.
+ * (a truncated stream). An `error` event is classified as the HTTP error its code stands for. Stopping early releases
+ * the upstream.
  */
 import type { CallSignal } from '../call-signal.ts';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import type { Dispatcher } from 'undici';
-import { classifyThrown, redactSecrets, upstreamMessage } from './errors.ts';
-import { ProviderError, type UpstreamEvents } from './types.ts';
+import { classifyErrorEvent, classifyThrown, redactSecrets } from './errors.ts';
+import { ProviderError, type UpstreamEvents, type Wire } from './types.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../core/json-depth.ts';
 import { tooLargeMessage } from './bodies.ts';
 
@@ -25,6 +26,8 @@ export function isEventName(type: unknown): type is string {
 
 export interface SseOptions {
   provider: string;
+  /** The wire the stream answers (its error events are classified as that wire's HTTP errors). */
+  wire: Wire;
   clientSignal: CallSignal;
   secrets: ReadonlyArray<string>;
   /** The most bytes the stream may have: all of it is held until it ends (src/gateway/providers/bodies.ts). */
@@ -103,11 +106,8 @@ async function* sseEvents<T>(body: Dispatcher.ResponseData['body'], options: Sse
     // `data: null` was a TypeError below, recorded as a network failure with its JavaScript message; `data: 5` reached
     // the client as an event without a type.
     if (typeof data !== 'object' || data === null || Array.isArray(data)) throw bad('an upstream stream event is not a JSON object');
-    if (options.isError(data, event.event)) {
-      const message = redactSecrets(upstreamMessage(event.data), options.secrets) || 'the upstream reported an error mid-stream';
-      // An error event (an overloaded upstream's too) is the upstream's failure, classified alike and not retried.
-      throw new ProviderError('upstream_error', message, { provider: options.provider, upstreamStatus: 200, retryable: false });
-    }
+    // An error event is the HTTP error its code stands for (a rate limit, an overloaded upstream, an invalid request).
+    if (options.isError(data, event.event)) throw classifyErrorEvent({ provider: options.provider, wire: options.wire, data, body: event.data, secrets: options.secrets });
     if (options.isTerminal(data, event.event)) {
       finished = true;
       options.redactTerminal?.(data, (message) => redactSecrets(message, options.secrets));
