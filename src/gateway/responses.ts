@@ -258,8 +258,6 @@ const RESPONSE_ERROR_CODES: ReadonlySet<string> = new Set([
   'image_file_not_found',
 ]);
 
-const ITEM_PREFIX: Record<string, string> = { message: 'msg', function_call: 'fc', custom_tool_call: 'ctc', reasoning: 'rs' };
-
 /**
  * Request fields a Response echoes that the exact-cache key leaves out (cache-controls.ts), with the value a response
  * echoes when its request does not set them. A hit answers them from the request it serves, not from the one that
@@ -311,13 +309,15 @@ export function responsesAdapter(validated: ValidatedResponses, now: () => numbe
     fromCache(stored) {
       // Made and completed now: a stored `completed_at` would be before the new `created_at`.
       const at = Math.floor(now() / 1000);
+      // The hit is a response of its own (its id), but its items are the stored ones, with the ids the upstream gave
+      // them: a next turn sends them back as input, and an upstream that stored them looks them up by id (a reasoning
+      // item's reasoning), so an id svc made up there was a 404 ("Item with id 'rs_...' not found").
       return {
         ...stored,
         ...echoedBy(request, stored),
         id: newId('resp'),
         created_at: at,
         ...(typeof stored.completed_at === 'number' ? { completed_at: at } : {}),
-        output: stored.output.map((item) => ({ ...item, ...(item.id ? { id: newId(ITEM_PREFIX[item.type] ?? 'item') } : {}) })),
       };
     },
 

@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import test from 'node:test';
+import type OpenAI from 'openai';
 import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { sendJson, startFakeUpstream, startSse } from '../support/fake-upstream.ts';
 import { openaiGateway } from '../support/openai-gateway.ts';
@@ -98,9 +99,10 @@ function shape(events: ResponseStreamEvent[]): string[] {
   return events.map((event) => event.type).filter((type, index, types) => !(type.endsWith('.delta') && types[index - 1] === type));
 }
 
-/** A response without what a replay makes anew: its id, its items' ids and its creation time. */
+/** A response without what a replay makes anew: its id and its creation time (its items keep theirs). */
 function withoutIds(response: unknown): unknown {
-  return JSON.parse(JSON.stringify(response, (key, value) => (key === 'id' || key === 'created_at' ? undefined : value)));
+  const { id: _id, created_at: _createdAt, ...rest } = response as Record<string, unknown>;
+  return JSON.parse(JSON.stringify(rest));
 }
 
 test('a streamed answer comes back from the cache with the live stream events of every kind of item and the same final response', async (t) => {
@@ -141,7 +143,7 @@ test('a streamed answer comes back from the cache with the live stream events of
     assert.equal(joined(replay.events, type), joined(live.events, type), type);
   }
 
-  // The SDK's final response, streamed and buffered, is the live one but for the ids.
+  // The SDK's final response, streamed and buffered, is the live one but for its id and creation time.
   const liveFinal = (live.events.at(-1) as { response: unknown }).response;
   assert.deepEqual(withoutIds(final), withoutIds(liveFinal));
   const stream = client.responses.stream(params);
@@ -208,4 +210,60 @@ test("a hit echoes the request it serves (metadata, user, safety_identifier, pro
   assert.equal(completed.completed_at, completed.created_at);
   for (const answer of [created, completed]) assert.deepEqual(echoed(answer), { metadata: {}, user: 'carol', safety_identifier: null, prompt_cache_key: 'carol-key', store: true });
   for (const event of events) assert.equal(validateAgainst('ResponseStreamEvent', event), null, event.type);
+});
+
+test("a hit's output items keep the ids the upstream gave them, so a next turn that sends them back as input is understood by an upstream that stored them; the response id is the hit's own", async (t) => {
+  // A store: true upstream, as OpenAI's: an input item with an id is looked up among the items it gave out (a
+  // reasoning item's encrypted reasoning is found by its id), and an id it never gave out is a 404.
+  const issued = new Set<string>();
+  let turn = 0;
+  const upstream = await startFakeUpstream(t, (request, res) => {
+    const body = request.body as { input: unknown; stream?: boolean };
+    for (const item of Array.isArray(body.input) ? (body.input as Array<{ id?: string }>) : []) {
+      if (item.id !== undefined && !issued.has(item.id)) {
+        sendJson(res, 404, { error: { message: `Item with id '${item.id}' not found.`, type: 'invalid_request_error', param: 'input', code: null } });
+        return;
+      }
+    }
+    turn += 1;
+    const reasoning = { id: `rs_up${turn}`, type: 'reasoning', summary: [] };
+    const message = { id: `msg_up${turn}`, type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: `Answer ${turn}.`, annotations: [], logprobs: [] }] };
+    issued.add(reasoning.id).add(message.id);
+    const response = { id: `resp_up${turn}`, object: 'response', created_at: 1700000000, status: 'completed', model: 'o4-mini', output: [reasoning, message], error: null, incomplete_details: null, instructions: null, metadata: {}, parallel_tool_calls: true, temperature: 1, tool_choice: 'auto', tools: [], top_p: 1, store: true, usage: { input_tokens: 5, input_tokens_details: { cached_tokens: 0 }, output_tokens: 2, output_tokens_details: { reasoning_tokens: 1 }, total_tokens: 7 } };
+    if (!body.stream) return sendJson(res, 200, response);
+    startSse(res);
+    const events = [
+      { type: 'response.created', response: { ...response, status: 'in_progress', output: [], usage: null } },
+      { type: 'response.output_item.added', output_index: 0, item: reasoning },
+      { type: 'response.output_item.done', output_index: 0, item: reasoning },
+      { type: 'response.output_item.added', output_index: 1, item: { ...message, status: 'in_progress', content: [] } },
+      { type: 'response.output_item.done', output_index: 1, item: message },
+      { type: 'response.completed', response },
+    ];
+    for (const [index, event] of events.entries()) res.write(`event: ${event.type}\ndata: ${JSON.stringify({ ...event, sequence_number: index })}\n\n`);
+    res.end();
+  });
+  const { client } = await openaiGateway(t, upstream);
+  const question = { model: 'o4-mini', input: [{ role: 'user' as const, content: 'Think, then answer.' }], store: true };
+  const live = await client.responses.create(question);
+  const { data: hit, response } = await client.responses.create(question).withResponse();
+  assert.equal(response.headers.get('x-svc-route'), 'exact_cache');
+  assert.notEqual(hit.id, live.id);
+  assert.deepEqual(
+    hit.output.map((item) => item.id),
+    live.output.map((item) => item.id),
+  );
+  const next = await client.responses.create({ ...question, input: [...question.input, ...(hit.output as OpenAI.Responses.ResponseInputItem[]), { role: 'user', content: 'And then?' }] });
+  assert.equal(next.output_text, 'Answer 2.');
+
+  // A streamed hit's items, announced and final, have them too.
+  const { data: stream } = await client.responses.create({ ...question, stream: true }).withResponse();
+  const events: ResponseStreamEvent[] = [];
+  for await (const event of stream) events.push(event);
+  const final = (events.at(-1) as { response: { output: Array<{ id: string }> } }).response;
+  assert.deepEqual(
+    final.output.map((item) => item.id),
+    live.output.map((item) => item.id),
+  );
+  for (const event of events as unknown as Array<{ item?: { id: string } }>) if (event.item) assert.ok(issued.has(event.item.id));
 });
