@@ -1,8 +1,8 @@
 /**
  * The responses wire as a pipeline adapter. The relay checks what makes a streamed response complete before it
  * counts as such: every event an object with a `type`, `response.created` first, every delta naming an announced and
- * still open item at its `output_index` (and a text delta an `output_text` part added before it), text and argument
- * deltas adding up to their `.done` values, every function call's arguments matching its declared schema, every
+ * still open item at its `output_index` (and an output text, refusal or reasoning text delta a part of its kind added
+ * before it), text and argument deltas adding up to their `.done` values, every function call's arguments matching its declared schema, every
  * announced item done, and a terminal `response.completed` / `response.incomplete`. Sequence numbers are assigned on
  * the way out (wires/responses.ts), so they increase by one whatever the upstream did.
  */
@@ -110,12 +110,26 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
     return state;
   }
 
-  /** The open item of a text event, whose `content_index` must name an `output_text` part added before it. */
-  private textPart(event: ResponseStreamEvent): ItemState {
+  /**
+   * The open item of a text event, whose `content_index` must name a part of `type` (`output_text`, `refusal`,
+   * `reasoning_text`) added before it: the SDK's stream throws on a delta for a part it does not have.
+   */
+  private textPart(event: ResponseStreamEvent, type = 'output_text'): ItemState {
     const state = this.open(event.item_id, event.output_index);
     const index = event.content_index;
-    if (typeof index !== 'number' || state.parts[index] !== 'output_text') throw this.bad(`${event.type} for content_index ${String(index)}, which is no output_text part`);
+    if (typeof index !== 'number' || state.parts[index] !== type) throw this.bad(`${event.type} for content_index ${String(index)}, which is no ${type} part`);
     return state;
+  }
+
+  /** A text delta added to its part's text so far. */
+  private addText(event: ResponseStreamEvent, type: string): void {
+    this.textPart(event, type).texts[event.content_index as number] += String(event.delta ?? '');
+  }
+
+  /** A text's `.done`, whose text (when it has one) must be its deltas'. */
+  private doneText(event: ResponseStreamEvent, type: string, text: unknown): void {
+    const state = this.textPart(event, type);
+    if (typeof text === 'string' && text !== state.texts[event.content_index as number]) throw this.bad(`${event.type} differs from its deltas`);
   }
 
   accept(raw: unknown): ResponseStreamEvent[] {
@@ -148,13 +162,26 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
         break;
       }
       case 'response.output_text.delta':
-        this.textPart(event).texts[event.content_index as number] += String(event.delta ?? '');
+        this.addText(event, 'output_text');
         break;
-      case 'response.output_text.done': {
-        const state = this.textPart(event);
-        if (typeof event.text === 'string' && event.text !== state.texts[event.content_index as number]) throw this.bad('output_text.done differs from its deltas');
+      case 'response.output_text.done':
+        this.doneText(event, 'output_text', event.text);
         break;
-      }
+      case 'response.output_text.annotation.added':
+        this.textPart(event);
+        break;
+      case 'response.refusal.delta':
+        this.addText(event, 'refusal');
+        break;
+      case 'response.refusal.done':
+        this.doneText(event, 'refusal', event.refusal);
+        break;
+      case 'response.reasoning_text.delta':
+        this.addText(event, 'reasoning_text');
+        break;
+      case 'response.reasoning_text.done':
+        this.doneText(event, 'reasoning_text', event.text);
+        break;
       case 'response.function_call_arguments.delta':
         this.open(event.item_id, event.output_index).args += String(event.delta ?? '');
         break;
@@ -165,6 +192,10 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
         break;
       }
       case 'response.content_part.done':
+      case 'response.reasoning_summary_part.added':
+      case 'response.reasoning_summary_part.done':
+      case 'response.reasoning_summary_text.delta':
+      case 'response.reasoning_summary_text.done':
       case 'response.custom_tool_call_input.delta':
       case 'response.custom_tool_call_input.done':
         this.open(event.item_id, event.output_index);
@@ -193,7 +224,7 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
       case 'error':
         throw new ProviderError('upstream_error', String(event.message ?? 'upstream stream error'), { provider: this.provider.name, retryable: false });
       default:
-        break; // in_progress, reasoning summaries, refusals and future event types pass through
+        break; // in_progress and future event types pass through
     }
     return [event];
   }
