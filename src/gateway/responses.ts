@@ -10,7 +10,7 @@ import { newId } from '../core/ids.ts';
 import type { RunUsage } from '../evidence/types.ts';
 import { InvalidToolCallError, refusedAnswer, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
 import { cachedTokensOf } from './pricing.ts';
-import { providerErrorStatus } from './providers/errors.ts';
+import { classifyErrorCodes, providerErrorStatus } from './providers/errors.ts';
 import { isEventName } from './providers/sse.ts';
 import { ProviderError, type Provider, type ResponseObject, type ResponsesRequest, type ResponseStreamEvent } from './providers/types.ts';
 import { countChatTokens } from './tokens.ts';
@@ -230,19 +230,16 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
   }
 
   /**
-   * The failure an upstream's `response.failed` is, with the usage it reported. A rate limit is the upstream's 429 said
-   * in an event: before the stream started it is answered so (retry-after) or failed over, as an HTTP 429 is; any other
-   * failure is the upstream's error, not retried.
+   * The failure an upstream's `response.failed` is, with the usage it reported: the HTTP error its code stands for
+   * (a rate limit is the upstream's 429 said in an event), so that before the stream started it is answered or failed
+   * over as that HTTP error is (`classifyErrorCodes`).
    */
   private failed(event: ResponseStreamEvent): ProviderError {
     const failed = event.response as ResponseObject | null | undefined;
     if (failed?.usage) this.failedUsage = usageOf(failed);
-    const error = failed?.error as { code?: unknown; message?: string } | undefined;
-    const message = error?.message ?? 'The upstream response failed.';
-    const failure =
-      error?.code === 'rate_limit_exceeded'
-        ? new ProviderError('rate_limited', message, { provider: this.provider.name, upstreamStatus: 200 })
-        : new ProviderError('upstream_error', message, { provider: this.provider.name, retryable: false });
+    const error = failed?.error as { code?: unknown; message?: unknown } | null | undefined;
+    const message = typeof error?.message === 'string' && error.message !== '' ? error.message : 'The upstream response failed.';
+    const failure = classifyErrorCodes({ provider: this.provider.name, wire: 'responses', codes: [error?.code], message });
     this.failedWith = { failure, code: RESPONSE_ERROR_CODES.has(error?.code as string) ? (error!.code as string) : 'server_error' };
     return failure;
   }

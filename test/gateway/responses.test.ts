@@ -573,6 +573,51 @@ test("live responses: an upstream's error event before any other is answered as 
   }
 });
 
+test("live responses: a failed response, buffered or as a stream's first event, is answered as the HTTP error its code stands for, as an error event is: a server error failed over, an invalid prompt the upstream's 400, a buffered rate limit a 429 failed over as the streamed one is", async (t) => {
+  const cases = [
+    { code: 'rate_limit_exceeded', status: 429, failsOver: true },
+    { code: 'server_error', status: 502, failsOver: true },
+    { code: 'invalid_prompt', status: 400, failsOver: false },
+    { code: 'model_melted', status: 502, failsOver: false },
+  ];
+  let current = cases[0]!;
+  const primary = await startFakeUpstream(t, (request, res) => {
+    const created = upstreamEvents('unused')[0]!.response;
+    const failed = { ...created, status: 'failed', error: { code: current.code, message: 'It failed.' } };
+    if (!(request.body as { stream?: boolean }).stream) return sendJson(res, 200, failed);
+    startSse(res);
+    writeEvents(res, [{ type: 'response.failed', sequence_number: 1, response: failed }]);
+    res.end();
+  });
+  const fallback = await startFakeUpstream(t, (request, res) => {
+    if (!(request.body as { stream?: boolean }).stream) return sendJson(res, 200, upstreamEvents('From the fallback').at(-1)!.response);
+    startSse(res);
+    writeEvents(res, upstreamEvents('From the fallback'));
+    res.end();
+  });
+  const alone = await liveGateway(t, primary);
+  const both = await listening(t, { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: primary.baseUrl, CHATCOMP_FALLBACK_API_KEY: 'sk-fallback', CHATCOMP_FALLBACK_BASE_URL: fallback.baseUrl });
+  for (const each of cases) {
+    current = each;
+    for (const stream of [false, true]) {
+      const label = `${each.code} stream=${stream}`;
+      const body = JSON.stringify({ model: 'gpt-4o-mini', input: input(), stream });
+      const refused = await fetch(`${alone.address}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      assert.equal(refused.status, each.status, label);
+      if (each.status === 429) assert.ok(Number(refused.headers.get('retry-after')) >= 1, label);
+      assert.equal(validateAgainst('ErrorResponse', await refused.json()), null, label);
+      const run = json(await alone.app.inject({ url: `/api/v1/runs/${refused.headers.get('x-svc-run-id')}` })).run;
+      assert.equal(run.status, 'failed', label);
+
+      const asked = fallback.requests.length;
+      const answered = await fetch(`${both.address}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      assert.equal(answered.status, each.failsOver ? 200 : each.status, label);
+      await answered.text();
+      assert.equal(fallback.requests.length, asked + (each.failsOver ? 1 : 0), label);
+    }
+  }
+});
+
 test('live responses: a client abort mid-stream reaches the upstream and the run is finalised', async (t) => {
   const upstream = await startFakeUpstream(t, async (_req, res) => {
     startSse(res);

@@ -11,7 +11,7 @@
  */
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { Agent, type Dispatcher } from 'undici';
-import { classifyHttpFailure, classifyThrown, redactSecrets, upstreamMessage } from './errors.ts';
+import { classifyErrorCodes, classifyHttpFailure, classifyThrown, redactSecrets, upstreamMessage } from './errors.ts';
 import {
   ProviderError,
   type ChatChunk,
@@ -362,8 +362,9 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
     // A response the upstream says failed is its failure, as the same answer streamed (its `response.failed`) is:
     // recorded failed, not completed, and answered with svc's error.
     if (parsed.status === 'failed') {
-      const message = isObject(parsed.error) && typeof parsed.error.message === 'string' ? redactSecrets(parsed.error.message, secrets) : '';
-      throw new ProviderError('upstream_error', message || 'The upstream response failed.', { provider: name, upstreamStatus: 200, retryable: false });
+      const error = isObject(parsed.error) ? parsed.error : null;
+      const message = typeof error?.message === 'string' ? redactSecrets(error.message, secrets) : '';
+      throw classifyErrorCodes({ provider: name, wire: 'responses', codes: [error?.code], message: message || 'The upstream response failed.' });
     }
     return parsed as unknown as ResponseObject;
   }

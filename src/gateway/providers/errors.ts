@@ -132,27 +132,30 @@ const STATUS_OF_ERROR_CODE: ReadonlyMap<string, number> = new Map([
   ['request_too_large', 413],
 ]);
 
-/** The status an error event's `code`, or its `error`'s `code` or `type`, stands for; undefined when none is known. */
-function errorEventStatus(data: { code?: unknown; error?: unknown }): number | undefined {
-  const nested = typeof data.error === 'object' && data.error !== null ? (data.error as { code?: unknown; type?: unknown }) : null;
-  for (const name of [data.code, nested?.code, nested?.type]) {
-    const status = typeof name === 'string' ? STATUS_OF_ERROR_CODE.get(name) : undefined;
-    if (status !== undefined) return status;
+/**
+ * Classify an upstream's failure said in an answer of HTTP 200 (a stream's error event, a failed response) as the HTTP
+ * answer its error `codes` stand for (the first one that stands for one), so that before anything reached the client
+ * it is answered and failed over as that answer would be (a rate limit 429 with retry-after, a server error failed
+ * over, an invalid request the upstream's 4xx), and recorded with that status. A failure of no code svc knows is the
+ * upstream's, answered 502 and not retried. `message` is the upstream's, its secrets masked.
+ */
+export function classifyErrorCodes(failure: { provider: string; wire: Wire; codes: readonly unknown[]; message: string }): ProviderError {
+  for (const code of failure.codes) {
+    const status = typeof code === 'string' ? STATUS_OF_ERROR_CODE.get(code) : undefined;
+    if (status !== undefined) return failureOfStatus({ provider: failure.provider, wire: failure.wire, status }, failure.message);
   }
-  return undefined;
+  return new ProviderError('upstream_error', failure.message, { provider: failure.provider, upstreamStatus: 200, retryable: false });
 }
 
 /**
- * Classify an upstream stream's error event (`data` parsed from `body`, its raw text) as the HTTP answer its code
- * stands for, so that before the stream started it is answered and failed over as that answer would be (a rate limit
- * 429 with retry-after, a server error failed over, an invalid request the upstream's 4xx), and recorded with that
- * status. An error of a code svc does not know is the upstream's failure, not retried.
+ * Classify an upstream stream's error event (`data` parsed from `body`, its raw text) by its `code`, or its `error`'s
+ * `code` or `type` (`classifyErrorCodes`).
  */
 export function classifyErrorEvent(failure: Omit<HttpFailure, 'status'> & { data: object }): ProviderError {
+  const data = failure.data as { code?: unknown; error?: unknown };
+  const nested = typeof data.error === 'object' && data.error !== null ? (data.error as { code?: unknown; type?: unknown }) : null;
   const message = redactSecrets(upstreamMessage(failure.body), failure.secrets) || 'the upstream reported an error mid-stream';
-  const status = errorEventStatus(failure.data as { code?: unknown; error?: unknown });
-  if (status === undefined) return new ProviderError('upstream_error', message, { provider: failure.provider, upstreamStatus: 200, retryable: false });
-  return failureOfStatus({ ...failure, status }, message);
+  return classifyErrorCodes({ provider: failure.provider, wire: failure.wire, codes: [data.code, nested?.code, nested?.type], message });
 }
 
 const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT']);
