@@ -567,12 +567,13 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
           if (thrown === recordingFailed) throw thrown;
           const error = upstreamFailureOf(provider, thrown, call.signal);
           const kind = failureKind(error);
-          // An answer refused for its tool call was made all the same: the upstream billed it, so its usage counts; so
-          // does the usage a stream's failure reported (a responses `response.failed` as its first event). Without
-          // usage, what the attempt cost may be unknown (`costUnknownAfter`).
+          // An answer refused for its tool call, or one the upstream says failed, was made all the same: the upstream
+          // billed it, so its usage counts; so does the usage a stream's failure reported (a responses
+          // `response.failed` as its first event). Without usage, what the attempt cost may be unknown
+          // (`costUnknownAfter`).
           const reported = openedRelay?.usage ?? null;
           const spent =
-            error instanceof InvalidToolCallError && error.answer !== undefined
+            error.answer !== undefined
               ? answerUsage(adapter, error.answer as Res)
               : hasTokenCounts(reported)
                 ? reported

@@ -240,6 +240,8 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
     const error = failed?.error as { code?: unknown; message?: unknown } | null | undefined;
     const message = typeof error?.message === 'string' && error.message !== '' ? error.message : 'The upstream response failed.';
     const failure = classifyErrorCodes({ provider: this.provider.name, wire: 'responses', codes: [error?.code], message });
+    // As the first event its usage is the attempt's (the relay's usage is read only once the stream started).
+    if (this.failedUsage && isResponseShaped(failed)) failure.answer = failed;
     this.failedWith = { failure, code: RESPONSE_ERROR_CODES.has(error?.code as string) ? (error!.code as string) : 'server_error' };
     return failure;
   }

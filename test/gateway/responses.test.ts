@@ -618,6 +618,26 @@ test("live responses: a failed response, buffered or as a stream's first event, 
   }
 });
 
+test("live responses: the usage a failed response reports, buffered or as a stream's first event, is the failed run's (and its attempt's), as a failed response later in a stream's is", async (t) => {
+  const usage = { input_tokens: 11, output_tokens: 4, total_tokens: 15 };
+  const upstream = await startFakeUpstream(t, (request, res) => {
+    const failed = { ...upstreamEvents('unused')[0]!.response, status: 'failed', error: { code: 'server_error', message: 'It failed.' }, usage };
+    if (!(request.body as { stream?: boolean }).stream) return sendJson(res, 200, failed);
+    startSse(res);
+    writeEvents(res, [{ type: 'response.failed', sequence_number: 1, response: failed }]);
+    res.end();
+  });
+  const { address, app } = await liveGateway(t, upstream);
+  for (const stream of [false, true]) {
+    const response = await fetch(`${address}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'gpt-4o-mini', input: input(), stream }) });
+    assert.equal(response.status, 502);
+    const detail = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` }));
+    assert.equal(detail.run.status, 'failed', `stream=${stream}`);
+    assert.deepEqual(detail.run.usage, { promptTokens: 11, completionTokens: 4, totalTokens: 15 }, `stream=${stream}`);
+    assert.ok(detail.run.costUsd > 0, `stream=${stream}`);
+  }
+});
+
 test('live responses: a client abort mid-stream reaches the upstream and the run is finalised', async (t) => {
   const upstream = await startFakeUpstream(t, async (_req, res) => {
     startSse(res);

@@ -364,7 +364,9 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
     if (parsed.status === 'failed') {
       const error = isObject(parsed.error) ? parsed.error : null;
       const message = typeof error?.message === 'string' ? redactSecrets(error.message, secrets) : '';
-      throw classifyErrorCodes({ provider: name, wire: 'responses', codes: [error?.code], message: message || 'The upstream response failed.' });
+      const failure = classifyErrorCodes({ provider: name, wire: 'responses', codes: [error?.code], message: message || 'The upstream response failed.' });
+      if (parsed.usage) failure.answer = parsed;
+      throw failure;
     }
     return parsed as unknown as ResponseObject;
   }

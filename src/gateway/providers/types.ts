@@ -241,6 +241,11 @@ export class ProviderError extends Error {
   /** Seconds from the upstream `retry-after`, when given. */
   readonly retryAfterSeconds: number | undefined;
   readonly provider: string;
+  /**
+   * The failed answer the upstream sent when it reported usage for it (a response of status `failed`): billed all the
+   * same, so its usage counts for the attempt and the run.
+   */
+  answer: unknown = undefined;
 
   constructor(
     kind: ProviderFailureKind,
