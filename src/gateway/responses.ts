@@ -154,7 +154,9 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
         this.items.set(item.id, { item: structuredClone(item), index: this.items.size, parts: [], texts: [], args: '', done: false });
         break;
       }
-      case 'response.content_part.added': {
+      // vLLM names the events of a reasoning text part `response.reasoning_part.*`; they add and end a part as these do.
+      case 'response.content_part.added':
+      case 'response.reasoning_part.added': {
         const state = this.open(event.item_id, event.output_index);
         if (event.content_index !== state.parts.length) throw this.bad(`content part added at content_index ${String(event.content_index)}, not ${state.parts.length}`);
         state.parts.push(String((event.part as { type?: unknown } | undefined)?.type));
@@ -192,6 +194,7 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
         break;
       }
       case 'response.content_part.done':
+      case 'response.reasoning_part.done':
       case 'response.reasoning_summary_part.added':
       case 'response.reasoning_summary_part.done':
       case 'response.reasoning_summary_text.delta':

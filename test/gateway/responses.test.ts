@@ -380,40 +380,46 @@ test('live responses: events out of their item\'s output_index or content part a
   }
 });
 
-test("live responses: reasoning text, reasoning summary and refusal events naming no announced item or part are a bad_response, as text deltas are (the SDK's stream threw on them while the run completed and was cached); a whole reasoning stream reads", async (t) => {
+test("live responses: reasoning text, reasoning summary and refusal events naming no announced item or part are a bad_response, as text deltas are (the SDK's stream threw on them while the run completed and was cached); a whole reasoning stream reads, also with vLLM's reasoning_part events for its reasoning text part", async (t) => {
   let mode = '';
   const upstream = await startFakeUpstream(t, (_req, res) => {
     startSse(res);
     const [created] = upstreamEvents('unused');
     const reasoning = { id: 'rs_up', type: 'reasoning', summary: [{ type: 'summary_text', text: 'Think.' }], content: [{ type: 'reasoning_text', text: 'Because.' }] };
     const at = { item_id: 'rs_up', output_index: mode === 'text output_index' ? 1 : 0 };
+    const part = mode === 'vLLM parts' ? 'response.reasoning_part' : 'response.content_part';
     const events: object[] = [created!, { type: 'response.output_item.added', output_index: 0, item: { ...reasoning, summary: [], content: [] } }];
     events.push({ type: 'response.reasoning_summary_part.added', ...at, item_id: mode === 'summary item' ? 'rs_other' : 'rs_up', summary_index: 0, part: { type: 'summary_text', text: '' } });
     events.push({ type: 'response.reasoning_summary_text.delta', ...at, summary_index: 0, delta: 'Think.' });
     events.push({ type: 'response.reasoning_summary_text.done', ...at, summary_index: 0, text: 'Think.' });
     events.push({ type: 'response.reasoning_summary_part.done', ...at, summary_index: 0, part: reasoning.summary[0] });
-    if (mode !== 'no text part') events.push({ type: 'response.content_part.added', item_id: 'rs_up', output_index: 0, content_index: 0, part: { type: 'reasoning_text', text: '' } });
+    if (mode !== 'no text part') events.push({ type: `${part}.added`, item_id: 'rs_up', output_index: 0, content_index: 0, part: { type: 'reasoning_text', text: '' } });
     if (mode === 'refusal in a reasoning part') events.push({ type: 'response.refusal.delta', item_id: 'rs_up', output_index: 0, content_index: 0, delta: 'No.' });
     events.push({ type: 'response.reasoning_text.delta', ...at, content_index: 0, delta: 'Because.' });
     events.push({ type: 'response.reasoning_text.done', item_id: 'rs_up', output_index: 0, content_index: 0, text: mode === 'text differs' ? 'Because not.' : 'Because.' });
-    events.push({ type: 'response.content_part.done', item_id: 'rs_up', output_index: 0, content_index: 0, part: reasoning.content[0] });
+    events.push({ type: `${part}.done`, item_id: 'rs_up', output_index: 0, content_index: 0, part: reasoning.content[0] });
     events.push({ type: 'response.output_item.done', output_index: 0, item: reasoning });
     events.push({ type: 'response.completed', response: { ...created!.response, status: 'completed', output: [reasoning], usage: { input_tokens: 3, output_tokens: 4, total_tokens: 7 } } });
     writeEvents(res, events);
     res.end();
   });
   const { client, app } = await liveGateway(t, upstream);
-  for (const current of ['text output_index', 'no text part', 'text differs', 'summary item', 'refusal in a reasoning part', 'whole']) {
+  for (const current of ['text output_index', 'no text part', 'text differs', 'summary item', 'refusal in a reasoning part', 'vLLM parts', 'whole']) {
     mode = current;
     const params = { model: 'o4-mini', input: input() };
-    const stream = client.responses.stream(params);
-    const events: ResponseStreamEvent[] = [];
-    for await (const event of stream) events.push(event);
-    const run = json(await app.inject({ url: '/api/v1/runs' })).runs[0];
     if (current === 'whole') {
-      assert.equal(run.status, 'completed');
-      const final = await stream.finalResponse();
+      const final = await client.responses.stream(params).finalResponse();
       assert.deepEqual((final.output[0] as { content: unknown }).content, [{ type: 'reasoning_text', text: 'Because.' }]);
+      assert.equal(json(await app.inject({ url: '/api/v1/runs' })).runs[0].status, 'completed');
+      continue;
+    }
+    const { data, response } = await client.responses.create({ ...params, stream: true }).withResponse();
+    const events: ResponseStreamEvent[] = [];
+    for await (const event of data) events.push(event);
+    const run = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` })).run;
+    if (current === 'vLLM parts') {
+      assert.equal(events.at(-1)!.type, 'response.completed');
+      assert.equal(run.status, 'completed');
       continue;
     }
     assert.equal(events.at(-1)!.type, 'response.failed', current);
