@@ -835,3 +835,35 @@ test('a client that leaves while svc waits for the first event releases the upst
   assert.equal(runs[0].status, 'failed');
   assert.equal(runs[0].error.kind, 'aborted');
 });
+
+test("a chat stream whose first event is an upstream's error is answered as the HTTP error its code stands for, as on the responses wire: a rate limit 429 and a server error failed over, an invalid request the upstream's 400, an unknown code a 502", async (t) => {
+  const cases: Array<{ error: object; status: number; failsOver: boolean }> = [
+    { error: { code: 'rate_limit_exceeded', type: 'requests', message: 'Rate limit reached for requests' }, status: 429, failsOver: true },
+    { error: { code: null, type: 'server_error', message: 'The server had an error' }, status: 502, failsOver: true },
+    { error: { code: 'context_length_exceeded', type: 'invalid_request_error', message: 'Too long' }, status: 400, failsOver: false },
+    { error: { code: null, type: 'weird', message: 'Something went wrong' }, status: 502, failsOver: false },
+  ];
+  let current = cases[0]!;
+  const primary = await startFakeUpstream(t, (_req, res) => sendChunks(res, [{ error: current.error }], false));
+  const fallback = await startFakeUpstream(t, (_req, res) => sendChunks(res, [contentChunk('From the fallback')]));
+  const alone = await gateway(t, primary);
+  const both = await gateway(t, primary, { CHATCOMP_FALLBACK_API_KEY: 'sk-fallback', CHATCOMP_FALLBACK_BASE_URL: fallback.baseUrl });
+  const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hi' }], stream: true });
+  for (const each of cases) {
+    current = each;
+    const label = JSON.stringify(each.error);
+    const refused = await fetch(`${alone.address}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    assert.equal(refused.status, each.status, label);
+    if (each.status === 429) assert.ok(Number(refused.headers.get('retry-after')) >= 1, label);
+    const answer = await refused.json();
+    assert.equal(validateAgainst('ErrorResponse', answer), null, label);
+    assert.doesNotMatch(JSON.stringify(answer), /sk-upstream-secret/, label);
+
+    const asked = fallback.requests.length;
+    const answered = await fetch(`${both.address}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    assert.equal(answered.status, each.failsOver ? 200 : each.status, label);
+    if (each.failsOver) assert.match(await answered.text(), /From the fallback/, label);
+    else await answered.text();
+    assert.equal(fallback.requests.length, asked + (each.failsOver ? 1 : 0), label);
+  }
+});

@@ -11,7 +11,7 @@
  */
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { Agent, type Dispatcher } from 'undici';
-import { classifyErrorCodes, classifyHttpFailure, classifyThrown, redactSecrets, upstreamMessage } from './errors.ts';
+import { classifyErrorCodes, classifyErrorEvent, classifyHttpFailure, classifyThrown, redactSecrets, upstreamMessage } from './errors.ts';
 import {
   ProviderError,
   type ChatChunk,
@@ -304,9 +304,10 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
       throw badResponse('an upstream stream event is not valid JSON', 200);
     }
     if (nestsDeeperThan(parsed, MAX_JSON_DEPTH)) throw badResponse(`an upstream stream event nests more than ${MAX_JSON_DEPTH} levels deep`, 200);
+    // Classified by its code, as the other stream wires' error events are: a rate limit or server error before the
+    // first chunk is failed over, an invalid request answered as the upstream's 400.
     if (event.event === 'error' || (isObject(parsed) && isObject(parsed.error))) {
-      const message = redactSecrets(upstreamMessage(event.data), secrets) || 'the upstream reported an error mid-stream';
-      throw new ProviderError('upstream_error', message, { provider: name, upstreamStatus: 200 });
+      throw classifyErrorEvent({ provider: name, wire: 'chat_completions', data: isObject(parsed) ? parsed : {}, body: event.data, secrets });
     }
     // A usage chunk without `choices` (Fireworks and some proxies send one so) is read as the document's, with none.
     if (isObject(parsed) && parsed.choices === undefined && isObject(parsed.usage)) parsed.choices = [];
