@@ -127,7 +127,14 @@ export function renderError(surface: ErrorSurface, error: AppError): unknown {
   }
 }
 
+/**
+ * The request field an error is about: the one it names, else the first failed check's (a validation error's
+ * `messages.0.content` as the wire writes it, `messages[0].content`), so an SDK user sees which field, as with the
+ * upstream's own 400s.
+ */
 function paramOf(error: AppError): string | null {
-  const details = error.details as { param?: unknown } | undefined;
-  return typeof details?.param === 'string' ? details.param : null;
+  const details = error.details as { param?: unknown; issues?: unknown } | undefined;
+  if (typeof details?.param === 'string') return details.param;
+  const first = Array.isArray(details?.issues) ? (details.issues[0] as { path?: unknown } | undefined) : undefined;
+  return typeof first?.path === 'string' && first.path !== '' ? first.path.replace(/\.(\d+)(?=\.|$)/g, '[$1]') : null;
 }

@@ -332,6 +332,21 @@ test('stop: [] and top_logprobs without logprobs: true (the OpenAPI document ref
   assert.equal((await chat(app, fresh({ stop: ['END'] }))).statusCode, 200);
 });
 
+test('a validation 400 names its field in param, as the upstream would (messages[0].role, temperature, stop); a field svc does not know of stays null', async (t) => {
+  const { app } = await build(t);
+  const cases: Array<[unknown, string | null]> = [
+    [fresh({ temperature: 3 }), 'temperature'],
+    [fresh({ stop: [] }), 'stop'],
+    [fresh({ messages: [{ role: 'user', content: 'Hi' }, { role: 'wizard', content: 'Hi' }] }), 'messages[1].role'],
+    [fresh({ model: 'x'.repeat(300) }), 'model'],
+  ];
+  for (const [payload, param] of cases) {
+    const response = await chat(app, payload);
+    assert.equal(response.statusCode, 400, String(param));
+    assert.equal(json(response).error.param, param, json(response).error.message);
+  }
+});
+
 test('provider failures: 429 keeps retry-after, 5xx is a 502, each recorded as a failed run with its attempt', async (t) => {
   const { app } = await build(t);
   const limited = await chat(app, fresh({ model: 'gpt-4o-mock-429' }));
