@@ -331,8 +331,12 @@ export class StreamAssembler {
           case 'index':
           case 'delta':
           case 'finish_reason':
-          case 'logprobs':
           case '__proto__':
+            break;
+          // Relayed, not kept: an answer asked with logprobs is not cached. Some upstreams send a token's logprobs in
+          // a chunk of their own, its delta empty.
+          case 'logprobs':
+            if (choice.logprobs !== null && choice.logprobs !== undefined) hasFields = true;
             break;
           case 'message':
             // The Node SDK takes it for the whole message so far and merges later deltas into it: not kept so here.

@@ -867,3 +867,25 @@ test("a chat stream whose first event is an upstream's error is answered as the 
     assert.equal(fallback.requests.length, asked + (each.failsOver ? 1 : 0), label);
   }
 });
+
+test('a streamed chunk carrying only logprobs (its delta empty) is relayed, not dropped', async (t) => {
+  const logprobs = (token: string) => ({ content: [{ token, logprob: -0.1, bytes: [...Buffer.from(token)], top_logprobs: [] }], refusal: null });
+  const upstream = await startFakeUpstream(t, (_req, res) =>
+    sendChunks(res, [
+      contentChunk('Hel'),
+      { ...contentChunk(''), choices: [{ index: 0, delta: {}, logprobs: logprobs('Hel'), finish_reason: null }] },
+      contentChunk('lo'),
+      { ...contentChunk(''), choices: [{ index: 0, delta: {}, logprobs: logprobs('lo'), finish_reason: 'stop' }] },
+    ]),
+  );
+  const { client } = await gateway(t, upstream);
+  const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hi' }], stream: true, logprobs: true });
+  const tokens: string[] = [];
+  let text = '';
+  for await (const chunk of stream) {
+    for (const entry of chunk.choices[0]?.logprobs?.content ?? []) tokens.push(entry.token);
+    text += chunk.choices[0]?.delta?.content ?? '';
+  }
+  assert.equal(text, 'Hello');
+  assert.deepEqual(tokens, ['Hel', 'lo']);
+});
