@@ -5,19 +5,18 @@
  */
 import { Box, Text } from 'ink';
 import type { ReactNode } from 'react';
-import type { RunIntegrity, RunSummary } from '../../src/client/client.ts';
 import { clip, formatClock, formatTime, formatUsd, summarizePayload } from './format.ts';
-import type { EventPage, SideEffectView } from './runs-source.ts';
+import type { EconomicsView, EventPage, IntegrityView, RouteExplanationView, RunView, SideEffectView, TokensView } from './run-answers.ts';
 
 export interface RunDetailProps {
   runId: string;
-  run: RunSummary | null;
+  run: RunView | null;
   sideEffects: SideEffectView[];
   events: EventPage | null;
   /** 1 for the newest page of events, 2 for the one before it... */
   pageNumber: number;
-  integrity: RunIntegrity | null;
-  economics: Record<string, any> | null;
+  integrity: IntegrityView | null;
+  economics: EconomicsView | null;
   loading: boolean;
   error: string | null;
   message: string | null;
@@ -29,25 +28,19 @@ export interface RunDetailProps {
 }
 
 /** The integrity badge: the chain recomputed over the run's events, or where it breaks. */
-export function integrityBadge(integrity: RunIntegrity | null): string {
+export function integrityBadge(integrity: IntegrityView | null): string {
   if (!integrity) return '… checking chain';
-  if (integrity.ok) return `✓ chain verified (${integrity.eventCount} events)`;
-  return `✗ broken at seq ${integrity.brokenAt ?? '?'}${integrity.reason ? `: ${integrity.reason}` : ''}`;
+  if (integrity.ok) return `✓ chain verified (${integrity.eventCount ?? '?'} events)`;
+  const reason = integrity.reason ? `: ${integrity.reason}` : '';
+  // svc names the seq where a chain breaks; an answer that names none (not svc's) is no verdict either way.
+  return integrity.brokenAt === null ? `✗ not verified${reason}` : `✗ broken at seq ${integrity.brokenAt}${reason}`;
 }
 
-interface Explanation {
-  route?: string;
-  reason?: string;
-  rejectedAlternatives?: Array<{ route: string; reason: string }>;
-  cache?: Array<{ cacheType: string; lookup: string; write?: string; control?: string; sourceRunId?: string }>;
-  fallback?: null | { from: string; to: string; reason: string };
-  policyVerdict?: { decision: string; policy: string | null; reason: string | null };
-  executionMethod?: { id: string; referenceGrade: string };
-  provider?: string | null;
-}
+/** A number of the answer as shown: `-` when it gave none. */
+const count = (value: number | null) => (value === null ? '-' : String(value));
 
-const tokens = (usage: Record<string, number> | undefined) =>
-  usage ? `${usage.promptTokens ?? 0} in / ${usage.completionTokens ?? 0} out (${usage.totalTokens ?? 0})` : '-';
+const tokens = (usage: TokensView | null) =>
+  usage ? `${count(usage.promptTokens)} in / ${count(usage.completionTokens)} out (${count(usage.totalTokens)})` : '-';
 
 function Section(props: { title: string; compact: boolean; children: ReactNode }) {
   return (
@@ -62,10 +55,10 @@ function Section(props: { title: string; compact: boolean; children: ReactNode }
   );
 }
 
-function RouteSection({ explanation }: { explanation: Explanation | null }) {
+function RouteSection({ explanation }: { explanation: RouteExplanationView | null }) {
   if (!explanation) return <Text dimColor>no route explanation yet (the run has not been routed)</Text>;
-  const rejected = explanation.rejectedAlternatives ?? [];
-  const cache = explanation.cache ?? [];
+  const rejected = explanation.rejectedAlternatives;
+  const cache = explanation.cache;
   const fallback = explanation.fallback;
   return (
     <>
@@ -73,7 +66,7 @@ function RouteSection({ explanation }: { explanation: Explanation | null }) {
         route {explanation.route ?? '-'}: {explanation.reason ?? '-'}
       </Text>
       <Text wrap="truncate-end">
-        rejected: {rejected.length ? rejected.map((alternative) => `${alternative.route} (${alternative.reason})`).join('; ') : 'none'}
+        rejected: {rejected.length ? rejected.map((alternative) => `${alternative.route ?? '-'} (${alternative.reason ?? '-'})`).join('; ') : 'none'}
       </Text>
       <Text wrap="truncate-end">
         cache:{' '}
@@ -81,7 +74,7 @@ function RouteSection({ explanation }: { explanation: Explanation | null }) {
           ? cache
               .map((decision) =>
                 [
-                  `${decision.cacheType} lookup=${decision.lookup}`,
+                  `${decision.cacheType ?? '-'} lookup=${decision.lookup ?? '-'}`,
                   decision.write ? `write=${decision.write}` : '',
                   decision.control ? `by ${decision.control}` : '',
                   decision.sourceRunId ? `from ${decision.sourceRunId}` : '',
@@ -92,35 +85,32 @@ function RouteSection({ explanation }: { explanation: Explanation | null }) {
               .join('; ')
           : 'none'}
       </Text>
-      <Text wrap="truncate-end">fallback: {fallback ? `${fallback.from} → ${fallback.to} (${fallback.reason})` : 'none'}</Text>
+      <Text wrap="truncate-end">fallback: {fallback ? `${fallback.from ?? '-'} → ${fallback.to ?? '-'} (${fallback.reason ?? '-'})` : 'none'}</Text>
       <Text wrap="truncate-end">
         policy: {explanation.policyVerdict?.decision ?? '-'}
         {explanation.policyVerdict?.policy ? ` (${explanation.policyVerdict.policy})` : ''} · execution method:{' '}
-        {explanation.executionMethod ? `${explanation.executionMethod.id} (${explanation.executionMethod.referenceGrade})` : '-'}
+        {explanation.executionMethod ? `${explanation.executionMethod.id ?? '-'} (${explanation.executionMethod.referenceGrade ?? '-'})` : '-'}
       </Text>
     </>
   );
 }
 
-function EconomicsSection({ economics }: { economics: Record<string, any> | null }) {
+function EconomicsSection({ economics }: { economics: EconomicsView | null }) {
   if (!economics) return <Text dimColor>…</Text>;
-  const cost = economics.cost ?? {};
-  const reference = economics.reference ?? {};
-  const savings = economics.savings ?? {};
-  const ratio = economics.margin?.ratio;
+  const ratio = economics.marginRatio;
   return (
     <>
       <Text wrap="truncate-end">
-        provider cost {formatUsd(cost.providerUsd ?? 0)} · optimizer {formatUsd(cost.optimizerUsd ?? 0)} · reference cost{' '}
-        {formatUsd(reference.costUsd ?? 0)} ({reference.source ?? '-'}){economics.priced === false ? ' · unpriced model' : ''}
+        provider cost {formatUsd(economics.providerUsd)} · optimizer {formatUsd(economics.optimizerUsd)} · reference cost{' '}
+        {formatUsd(economics.referenceUsd)} ({economics.referenceSource ?? '-'}){economics.priced ? '' : ' · unpriced model'}
       </Text>
       <Text wrap="truncate-end">
-        savings {formatUsd(savings.usd ?? 0)}
-        {savings.ghostUsd ? ` (ghost ${formatUsd(savings.ghostUsd)})` : ''} · {savings.ms ?? 0} ms saved · margin{' '}
-        {typeof ratio === 'number' ? `${(ratio * 100).toFixed(1)}%` : '-'}
+        savings {formatUsd(economics.savingsUsd)}
+        {economics.ghostUsd ? ` (ghost ${formatUsd(economics.ghostUsd)})` : ''} · {count(economics.savedMs)} ms saved · margin{' '}
+        {ratio === null ? '-' : `${(ratio * 100).toFixed(1)}%`}
       </Text>
       <Text wrap="truncate-end">
-        tokens actual {tokens(economics.tokens?.actual)} · customer {tokens(economics.tokens?.customer)}
+        tokens actual {tokens(economics.tokensActual)} · customer {tokens(economics.tokensCustomer)}
       </Text>
     </>
   );
@@ -133,7 +123,7 @@ function SideEffectsSection({ sideEffects, shownAtMost }: { sideEffects: SideEff
     <>
       {shown.map((effect, i) => (
         <Text key={i} wrap="truncate-end">
-          {effect.toolName} · level {effect.level} · {effect.state} · idempotencyKey {effect.idempotencyKey ?? '-'}
+          {effect.toolName ?? '-'} · level {effect.level ?? '-'} · {effect.state ?? '-'} · idempotencyKey {effect.idempotencyKey ?? '-'}
           {effect.reason ? ` · ${effect.reason}` : ''}
         </Text>
       ))}
@@ -147,9 +137,9 @@ function Timeline({ events, width }: { events: EventPage | null; width: number }
   if (events.events.length === 0) return <Text dimColor>no events</Text>;
   return (
     <>
-      {events.events.map((event) => (
-        <Text key={event.seq} wrap="truncate-end">
-          {clip(`#${String(event.seq).padEnd(4)} ${formatClock(event.createdAt)}  ${event.type.padEnd(24)} ${summarizePayload(event.payload)}`, Math.max(20, width - 4))}
+      {events.events.map((event, i) => (
+        <Text key={`${i}:${event.seq}`} wrap="truncate-end">
+          {clip(`#${String(event.seq ?? '?').padEnd(4)} ${event.createdAt === null ? '-' : formatClock(event.createdAt)}  ${(event.type ?? '-').padEnd(24)} ${summarizePayload(event.payload)}`, Math.max(20, width - 4))}
         </Text>
       ))}
     </>
@@ -162,7 +152,7 @@ export function RunDetail(props: RunDetailProps) {
   const badgeColor = !props.color || !integrity ? {} : { color: integrity.ok ? 'green' : 'red' };
   const first = events?.events[0]?.seq;
   const last = events?.events[events.events.length - 1]?.seq;
-  const range = first === undefined ? 'none' : `#${first}-#${last} of ${run?.eventCount ?? '?'}`;
+  const range = events === null || events.events.length === 0 ? 'none' : `#${first ?? '?'}-#${last ?? '?'} of ${run?.eventCount ?? '?'}`;
   return (
     <Box flexDirection="column">
       {/* One text, not a row of them: on a narrow terminal it wraps as words instead of as columns cut into each other. */}
@@ -172,15 +162,15 @@ export function RunDetail(props: RunDetailProps) {
       </Text>
       {run ? (
         <Text wrap="truncate-end">
-          {run.status} · {run.route ?? '-'} · {run.model}
-          {run.provider ? ` via ${run.provider}` : ''} · {run.wire} · {run.mode} · {run.latencyMs ?? '-'} ms · created {formatTime(run.createdAt)} UTC
-          {run.error ? ` · error ${run.error.kind}: ${run.error.message}` : ''}
+          {run.status ?? '-'} · {run.route ?? '-'} · {run.model ?? '-'}
+          {run.provider ? ` via ${run.provider}` : ''} · {run.wire ?? '-'} · {run.mode ?? '-'} · {run.latencyMs ?? '-'} ms · created {formatTime(run.createdAt)} UTC
+          {run.error ? ` · error ${run.error.kind ?? '-'}: ${run.error.message ?? '-'}` : ''}
         </Text>
       ) : (
         <Text dimColor>loading…</Text>
       )}
       <Section title="Route explanation" compact={compact}>
-        <RouteSection explanation={(run?.routeExplanation ?? null) as Explanation | null} />
+        <RouteSection explanation={run?.routeExplanation ?? null} />
       </Section>
       <Section title="Economics (USD)" compact={compact}>
         <EconomicsSection economics={props.economics} />

@@ -22,7 +22,7 @@ export type RunRow = Record<keyof typeof RUN_COLUMNS, string>;
  * USD with enough decimals for per-request prices (a mini-model call costs fractions of a cent); `-` for what is no
  * amount (a server named by --url is not necessarily svc: its answer's fields may have other types).
  */
-export function formatUsd(usd: number): string {
+export function formatUsd(usd: number | null): string {
   if (typeof usd !== 'number' || !Number.isFinite(usd)) return '-';
   if (usd === 0) return '0';
   return usd >= 1 ? usd.toFixed(2) : usd.toFixed(6).replace(/0+$/, '');

@@ -7,17 +7,16 @@
  * page size, on a resize) of the run on screen reads only that page's events.
  */
 import { useEffect, useRef, useState } from 'react';
-import type { RunIntegrity } from '../../src/client/client.ts';
 import { errorText } from './errors.ts';
-import type { EventPage, RunDetailView, RunsSource } from './runs-source.ts';
+import type { EconomicsView, EventPage, IntegrityView, RunDetailView, RunsSource } from './runs-source.ts';
 
 export interface RunDetailData {
   /** The run these answers belong to (answers of a previously open run are never shown). */
   runId: string | null;
   detail: RunDetailView | null;
   events: EventPage | null;
-  integrity: RunIntegrity | null;
-  economics: Record<string, any> | null;
+  integrity: IntegrityView | null;
+  economics: EconomicsView | null;
   error: string | null;
   loading: boolean;
 }
@@ -73,9 +72,10 @@ export function useRunDetail(
         if (stopped) return;
         const [events, integrity, economics] = await Promise.all([source.events(runId, page), source.integrity(runId), source.economics(runId)]);
         if (stopped) return;
+        // A run whose answer gives no event count (a --url server that is not svc) is read whole on every refresh.
         version = detail.run.eventCount;
         pageRead = true;
-        shown.current = { runId, version };
+        shown.current = version === null ? null : { runId, version };
         setData({ runId, detail, events, integrity, economics, error: null, loading: false });
       } catch (error) {
         if (!stopped) setData((previous) => ({ ...previous, runId, error: errorText(error), loading: false }));
