@@ -3,6 +3,7 @@
  * through here is made safe for a terminal (terminal-text.ts): it carries text from the server.
  */
 import { terminalJson, terminalLine, terminalText } from './terminal-text.ts';
+import { columnsOf, padEndColumns } from './terminal-width.ts';
 
 export type Cell = string | number | boolean | null | undefined;
 
@@ -13,8 +14,9 @@ export function table<T extends object>(rows: readonly T[], columns: Record<stri
   const text = (value: unknown) => terminalLine(value === null || value === undefined ? '-' : typeof value === 'object' ? JSON.stringify(value) : String(value));
   const body = rows.map((row) => keys.map((key) => text((row as Record<string, unknown>)[key])));
   const headers = keys.map((key) => columns[key]!);
-  const widths = keys.map((_, i) => Math.max(headers[i]!.length, ...body.map((cells) => cells[i]!.length)));
-  const line = (cells: string[]) => cells.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd();
+  // Terminal columns, not string lengths: a CJK name or an emoji takes two columns (terminal-width.ts).
+  const widths = keys.map((_, i) => Math.max(columnsOf(headers[i]!), ...body.map((cells) => columnsOf(cells[i]!))));
+  const line = (cells: string[]) => cells.map((cell, i) => padEndColumns(cell, widths[i]!)).join('  ').trimEnd();
   return [line(headers), ...body.map(line)].join('\n') + '\n';
 }
 

@@ -5,6 +5,7 @@
  */
 import { Box, Text } from 'ink';
 import type { ReactNode } from 'react';
+import { padEndColumns } from '../terminal-width.ts';
 import { clip, formatClock, formatTime, formatUsd, summarizePayload } from './format.ts';
 import type { EconomicsView, EventPage, IntegrityView, RouteExplanationView, RunView, SideEffectView, TokensView } from './run-answers.ts';
 
@@ -139,7 +140,7 @@ function Timeline({ events, width }: { events: EventPage | null; width: number }
     <>
       {events.events.map((event, i) => (
         <Text key={`${i}:${event.seq}`} wrap="truncate-end">
-          {clip(`#${String(event.seq ?? '?').padEnd(4)} ${event.createdAt === null ? '-' : formatClock(event.createdAt)}  ${(event.type ?? '-').padEnd(24)} ${summarizePayload(event.payload)}`, Math.max(20, width - 4))}
+          {clip(`#${String(event.seq ?? '?').padEnd(4)} ${event.createdAt === null ? '-' : formatClock(event.createdAt)}  ${padEndColumns(event.type ?? '-', 24)} ${summarizePayload(event.payload)}`, Math.max(20, width - 4))}
         </Text>
       ))}
     </>

@@ -5,6 +5,7 @@
  */
 import { Box, Text } from 'ink';
 import type { Pagination } from '../../src/client/client.ts';
+import { columnsOf, padEndColumns, padStartColumns } from '../terminal-width.ts';
 import { clip, clipStart, describeFacet, describeFilters, RUN_COLUMNS, type RunFilterInput, type RunRow } from './format.ts';
 
 /** Short headers for the screen; the plain table uses the longer RUN_COLUMNS ones. */
@@ -53,7 +54,7 @@ function columnWidths(rows: RunRow[], createdHeader = SCREEN_HEADERS.created): R
   const widths = {} as Record<keyof RunRow, number>;
   for (const key of KEYS) {
     const header = key === 'created' ? createdHeader : SCREEN_HEADERS[key];
-    const widest = Math.max(header.length, ...rows.map((row) => row[key].length));
+    const widest = Math.max(columnsOf(header), ...rows.map((row) => columnsOf(row[key])));
     widths[key] = Math.min(widest, MAX_WIDTH[key] ?? widest);
   }
   return widths;
@@ -62,7 +63,7 @@ function columnWidths(rows: RunRow[], createdHeader = SCREEN_HEADERS.created): R
 function line(cells: Record<keyof RunRow, string>, widths: Record<keyof RunRow, number>, gap: string): string {
   return KEYS.map((key) => {
     const text = key === 'id' ? clipStart(cells[key], widths[key]) : clip(cells[key], widths[key]);
-    return key === 'id' ? text : RIGHT_ALIGNED.has(key) ? text.padStart(widths[key]) : text.padEnd(widths[key]);
+    return key === 'id' ? text : RIGHT_ALIGNED.has(key) ? padStartColumns(text, widths[key]) : padEndColumns(text, widths[key]);
   }).join(gap);
 }
 

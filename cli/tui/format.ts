@@ -3,6 +3,7 @@
  * not a terminal) and the Ink screens, so both show the same columns and the same numbers.
  */
 import type { RunFilters, RunSummary } from '../../src/client/client.ts';
+import { clipColumns, clipColumnsStart } from '../terminal-width.ts';
 
 /** The run list's columns, in order: key of `RunRow` -> header of the plain table. */
 export const RUN_COLUMNS = {
@@ -142,17 +143,11 @@ export function describeFacet(counts: Record<string, number>): string {
     .join(' · ');
 }
 
-/** A value cut to `width` characters with an ellipsis. */
-export function clip(text: string, width: number): string {
-  if (width <= 0) return '';
-  return text.length <= width ? text : `${text.slice(0, Math.max(0, width - 1))}…`;
-}
+/** A value cut to `width` terminal columns with an ellipsis. */
+export const clip = clipColumns;
 
-/** A value cut to its last `width` characters, with an ellipsis in front. */
-export function clipStart(text: string, width: number): string {
-  if (width <= 0) return '';
-  return text.length <= width ? text : `…${text.slice(text.length - Math.max(0, width - 1))}`;
-}
+/** A value cut to its last `width` terminal columns, with an ellipsis in front. */
+export const clipStart = clipColumnsStart;
 
 /** One line for a trace event's payload: its JSON without braces noise, for the timeline. */
 export function summarizePayload(payload: Record<string, unknown>): string {
