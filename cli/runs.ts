@@ -12,6 +12,7 @@ import { connectWithKind, UsageError, withClient, withConnectionOptions, type Co
 import { limitParser, parseNonNegativeInt } from './options.ts';
 import { note, print, printJson, table } from './output.ts';
 import { resolveSince, RUN_COLUMNS, toRunQuery, toRunRow, type RunFilterInput } from './tui/format.ts';
+import { runListPageOf } from './tui/run-answers.ts';
 
 /** The API's page size bounds for the runs list. */
 const MAX_LIMIT = 200;
@@ -77,8 +78,9 @@ Examples:
       }
       const tui = options.tui && !options.json && process.stdout.isTTY === true && process.stdin.isTTY === true;
       if (!tui) {
-        const page = await withClient(options, (client) => client.runs.list(toRunQuery(filters, { limit, offset: options.offset ?? 0 })));
-        if (options.json) return printJson(page);
+        const answer = await withClient(options, (client) => client.runs.list(toRunQuery(filters, { limit, offset: options.offset ?? 0 })));
+        if (options.json) return printJson(answer);
+        const page = runListPageOf(answer);
         print(table(page.runs.map(toRunRow), RUN_COLUMNS, 'No runs.'));
         const { offset, total, hasMore } = page.pagination;
         if (hasMore) note(`showing ${offset + 1}-${offset + page.runs.length} of ${total}; next page: --offset ${offset + page.runs.length}\n`);

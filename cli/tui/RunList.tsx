@@ -20,7 +20,8 @@ const SCREEN_HEADERS: Record<keyof RunRow, string> = {
   id: 'ID',
 };
 const KEYS = Object.keys(RUN_COLUMNS) as Array<keyof RunRow>;
-const MAX_WIDTH: Partial<Record<keyof RunRow, number>> = { model: 24, route: 12 };
+/** Columns of text cut to fit: svc's statuses, routes and times are shorter, a server that is not svc's may not be. */
+const MAX_WIDTH: Partial<Record<keyof RunRow, number>> = { model: 24, route: 12, status: 12, created: 19 };
 const RIGHT_ALIGNED = new Set<keyof RunRow>(['cost', 'latency', 'savings']);
 
 export interface ConnectionInfo {

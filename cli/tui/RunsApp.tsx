@@ -83,7 +83,8 @@ export function RunsApp(props: RunsAppProps) {
   // Models have no facet in the list answer: offer every model seen so far for `m`.
   const [models, setModels] = useState<string[]>([]);
   useEffect(() => {
-    const seen = list.page?.runs.map((run) => run.model) ?? [];
+    // Text models only: a server that is not svc may send other types, and the filter takes text.
+    const seen = list.page?.runs.map((run) => run.model).filter((model) => typeof model === 'string' && model !== '') ?? [];
     setModels((known) => (seen.every((model) => known.includes(model)) ? known : [...new Set([...known, ...seen])].sort()));
   }, [list.page]);
 

@@ -4,6 +4,7 @@
  */
 import type { RunFilters, RunSummary } from '../../src/client/client.ts';
 import { clipColumns, clipColumnsStart } from '../terminal-width.ts';
+import { textOf } from './run-answers.ts';
 
 /** The run list's columns, in order: key of `RunRow` -> header of the plain table. */
 export const RUN_COLUMNS = {
@@ -40,10 +41,13 @@ export function formatClock(iso: string): string {
   return /T(\d\d:\d\d:\d\d(?:\.\d+)?)/.exec(iso)?.[1] ?? iso;
 }
 
-/** A field shown as text: `-` for none; a number or boolean written out (a server that is not svc may send one). */
-function textOf(value: unknown): string {
-  if (typeof value === 'string') return value === '' ? '-' : value;
-  return typeof value === 'number' || typeof value === 'boolean' ? String(value) : '-';
+/**
+ * A field shown as text: `-` for none; a number or boolean written out (a server that is not svc may send one); cut
+ * at MAX_FIELD_CHARS, as the detail screen's fields are.
+ */
+function cellOf(value: unknown): string {
+  const text = textOf(value);
+  return text === null || text === '' ? '-' : text;
 }
 
 /**
@@ -53,14 +57,14 @@ function textOf(value: unknown): string {
 export function toRunRow(run: RunSummary): RunRow {
   const ghost = typeof run.ghostSavedUsd === 'number' && run.ghostSavedUsd > 0 && !(typeof run.savedUsd === 'number' && run.savedUsd > 0);
   return {
-    route: textOf(run.route),
-    status: textOf(run.status),
-    model: textOf(run.model),
+    route: cellOf(run.route),
+    status: cellOf(run.status),
+    model: cellOf(run.model),
     cost: run.priced === false ? 'n/a' : formatUsd(run.costUsd),
     latency: typeof run.latencyMs === 'number' && Number.isFinite(run.latencyMs) ? String(run.latencyMs) : '-',
     savings: ghost ? `~${formatUsd(run.ghostSavedUsd)}` : formatUsd(run.savedUsd),
-    created: formatTime(run.createdAt),
-    id: textOf(run.id),
+    created: formatTime(textOf(run.createdAt)),
+    id: cellOf(run.id),
   };
 }
 

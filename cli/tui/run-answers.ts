@@ -1,5 +1,6 @@
 /**
- * A run's answers (detail, trace events, integrity, economics) as the detail screen's types, read field by field.
+ * The runs answers (the list; a run's detail, trace events, integrity, economics) as the screens' types, read field
+ * by field.
  * `--url` may name a server that is not svc, or a hostile one: a section may be a string (`"sideEffects": {}`,
  * `"events": "x"`), a number a string, an object null. Every field here has the type its view reads whatever the
  * answer held (a value of another type is none: `-` on screen), and every text is cut short, so a field of megabytes
@@ -8,6 +9,8 @@
 
 /** The longest text kept of one field: wider than any terminal line, far below what would slow a redraw. */
 export const MAX_FIELD_CHARS = 1024;
+
+import type { Pagination, RunSummary } from '../../src/client/client.ts';
 
 type Fields = Record<string, unknown>;
 
@@ -213,5 +216,42 @@ export function economicsOf(answer: unknown): EconomicsView {
     marginRatio: numberOf(fieldsOf(fields.margin).ratio),
     tokensActual: tokensOf(tokens.actual),
     tokensCustomer: tokensOf(tokens.customer),
+  };
+}
+
+/** One page of the run list with its route/status facet counts. */
+export interface RunListPage {
+  /** Objects, each made text cell by cell by toRunRow (format.ts): their fields may still have any type. */
+  runs: RunSummary[];
+  pagination: Pagination;
+  facets: { route: Record<string, number>; status: Record<string, number> };
+}
+
+/** Facet counts: the values that are counts. */
+function countsOf(value: unknown): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const [key, n] of Object.entries(fieldsOf(value))) if (numberOf(n) !== null) counts[key] = n as number;
+  return counts;
+}
+
+/**
+ * `GET /api/v1/runs`: the runs that are objects, the pagination and facets as numbers. An answer without a list of
+ * runs is an error: whatever answered is not svc, and "No runs" would say it has none.
+ */
+export function runListPageOf(answer: unknown): RunListPage {
+  const fields = fieldsOf(answer);
+  if (!Array.isArray(fields.runs)) throw new Error("the server's answer to GET /api/v1/runs holds no list of runs: is it svc?");
+  const runs = fields.runs.map(objectOrNull).filter((run) => run !== null) as unknown as RunSummary[];
+  const pagination = fieldsOf(fields.pagination);
+  const facets = fieldsOf(fields.facets);
+  return {
+    runs,
+    pagination: {
+      limit: numberOf(pagination.limit) ?? runs.length,
+      offset: numberOf(pagination.offset) ?? 0,
+      total: numberOf(pagination.total) ?? runs.length,
+      hasMore: pagination.hasMore === true,
+    },
+    facets: { route: countsOf(facets.route), status: countsOf(facets.status) },
   };
 }

@@ -6,17 +6,21 @@
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { terminalSafe } from '../terminal-text.ts';
-import type { Pagination, RunFilters, RunSummary, SvcClient } from '../../src/client/client.ts';
-import { economicsOf, eventPageOf, integrityOf, runDetailOf, type EconomicsView, type EventPage, type IntegrityView, type RunDetailView } from './run-answers.ts';
+import type { RunFilters, SvcClient } from '../../src/client/client.ts';
+import {
+  economicsOf,
+  eventPageOf,
+  integrityOf,
+  runDetailOf,
+  runListPageOf,
+  type EconomicsView,
+  type EventPage,
+  type IntegrityView,
+  type RunDetailView,
+  type RunListPage,
+} from './run-answers.ts';
 
-export type { EconomicsView, EventPage, IntegrityView, RunDetailView, RunView, SideEffectView, TraceEventLine } from './run-answers.ts';
-
-/** One page of the run list with its route/status facet counts. */
-export interface RunListPage {
-  runs: RunSummary[];
-  pagination: Pagination;
-  facets: { route: Record<string, number>; status: Record<string, number> };
-}
+export type { EconomicsView, EventPage, IntegrityView, RunDetailView, RunListPage, RunView, SideEffectView, TraceEventLine } from './run-answers.ts';
 
 export interface RunsSource {
   list(query: RunFilters): Promise<RunListPage>;
@@ -32,12 +36,12 @@ export interface RunsSource {
 /**
  * A source over the reference client; evidence packets are written into `outDir` (default: the working directory).
  * What it returns for the screens has every string made safe for the terminal (cli/terminal-text.ts): trace payloads,
- * tool names and models are any API key's text. A run's answers are read as the detail screen's types whatever they
- * held (run-answers.ts). The exported packet is written as the server sent it.
+ * tool names and models are any API key's text. The answers are read as the screens' types whatever they held
+ * (run-answers.ts). The exported packet is written as the server sent it.
  */
 export function runsSource(client: SvcClient, outDir = process.cwd()): RunsSource {
   return {
-    list: async (query) => terminalSafe(await client.runs.list(query)),
+    list: async (query) => terminalSafe(runListPageOf(await client.runs.list(query))),
     async detail(runId) {
       // One event is enough here: the timeline pages through /events on its own.
       return terminalSafe(runDetailOf(await client.runs.get(runId, { limit: 1 })));

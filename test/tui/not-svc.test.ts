@@ -6,19 +6,21 @@
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import test, { type TestContext } from 'node:test';
+import test, { before, type TestContext } from 'node:test';
 import { createElement } from 'react';
 import { render } from 'ink-testing-library';
 import { RunsApp } from '../../cli/tui/RunsApp.tsx';
 import { runsSource } from '../../cli/tui/runs-source.ts';
 import { SvcClient } from '../../src/client/client.ts';
 import { httpTransport } from '../../src/client/transport.ts';
-import { tempDir } from '../support/process.ts';
+import { ensureBundle, runSvc, tempDir } from '../support/process.ts';
 
 const ESC = '\u001b]0;PWNED\u0007\u001b[2J';
 /** What may not reach the terminal from the server (the frame's own styling is off: no colour in tests). */
 const RAW = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
 const WAIT_MS = 10_000;
+
+before(ensureBundle);
 
 const LIST = {
   runs: [{ id: 'run_1', status: 'completed', route: 'live', model: 'gpt-4o-mini', costUsd: 0, priced: true, savedUsd: 0, ghostSavedUsd: 0, latencyMs: 5, createdAt: '2026-01-01T00:00:00.000Z' }],
@@ -26,13 +28,13 @@ const LIST = {
   facets: { route: { live: 1 }, status: { completed: 1 } },
 };
 
-/** A server answering the run list with one run and each of the run's other paths with what `answers` says. */
-async function notSvc(t: TestContext, answers: { detail: unknown; events: unknown; integrity: unknown; economics: unknown }): Promise<string> {
+/** A server answering the run list with one run (or `list`) and each of the run's other paths with what `answers` says. */
+async function notSvc(t: TestContext, answers: { list?: unknown; detail?: unknown; events?: unknown; integrity?: unknown; economics?: unknown }): Promise<string> {
   const server = createServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://x').pathname;
     const body =
       path === '/api/v1/runs'
-        ? LIST
+        ? (answers.list ?? LIST)
         : path === '/api/v1/runs/run_1'
           ? answers.detail
           : path.endsWith('/events')
@@ -49,8 +51,8 @@ async function notSvc(t: TestContext, answers: { detail: unknown; events: unknow
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-/** Open the TUI on `url`, Enter on its one run, and return the detail frame once `ok` holds. */
-async function openDetail(t: TestContext, url: string, ok: (frame: string) => boolean): Promise<{ frame: string; press: (keys: string) => void; until: (ok: (frame: string) => boolean, what: string) => Promise<string> }> {
+/** Open the TUI on `url`; every frame is checked for an error Ink shows in place of the screen. */
+function openTui(t: TestContext, url: string) {
   const client = new SvcClient(httpTransport(url, null));
   t.after(() => client.close());
   const screen = render(createElement(RunsApp, { source: runsSource(client, tempDir(t)), connection: { label: 'test', live: false } }));
@@ -66,10 +68,16 @@ async function openDetail(t: TestContext, url: string, ok: (frame: string) => bo
       await new Promise((resolve) => setTimeout(resolve, 15));
     }
   };
+  return { press: (keys: string) => screen.stdin.write(keys), until };
+}
+
+/** Open the TUI on `url`, Enter on its one run, and return the detail frame once `ok` holds. */
+async function openDetail(t: TestContext, url: string, ok: (frame: string) => boolean) {
+  const { press, until } = openTui(t, url);
   await until((frame) => frame.includes('run_1'), 'the list');
-  screen.stdin.write('\r');
+  press('\r');
   const frame = await until(ok, 'the detail');
-  return { frame, press: (keys) => screen.stdin.write(keys), until };
+  return { frame, press, until };
 }
 
 test('sections of other types than svc gives them (a string trace, an object of side effects, nulls) show as none, not a TypeError', async (t) => {
@@ -144,4 +152,30 @@ test('terminal control sequences anywhere in the detail, and huge strings, reach
   assert.doesNotMatch(frame, RAW);
   assert.match(frame, /\\u001b\]0;PWNED/);
   for (const line of frame.split('\n')) assert.ok(line.length <= 100, `a line wider than the terminal: ${line.slice(0, 120)}…`);
+});
+
+test('a run list of junk items, pagination and facets shows the runs it can, in the TUI and the plain table', async (t) => {
+  const huge = 'y'.repeat(2_000_000);
+  const list = { runs: [null, 5, 'x', { id: 'run_1', status: huge, model: ESC }], pagination: 'x', facets: { route: 'x', status: [1] } };
+  const url = await notSvc(t, { list });
+  const { press, until } = openTui(t, url);
+  const frame = await until((f) => f.includes('run_1') && f.includes('runs 1-1'), 'the list');
+  assert.doesNotMatch(frame, RAW);
+  for (const line of frame.split('\n')) assert.ok(line.length <= 100, `a line wider than the terminal: ${line.slice(0, 120)}…`);
+  for (const key of ['j', 'k', 'G', 'g', 'r', 's', 'm', 'n', 'p']) press(key);
+  await until((f) => f.includes('filters:'), 'the list after the keys');
+
+  const plain = await runSvc(['runs', '--no-tui', '--url', url], { env: { SVC_DATA_DIR: tempDir(t) } });
+  assert.equal(plain.code, 0, plain.stderr);
+  assert.match(plain.stdout, /run_1$/m);
+  assert.doesNotMatch(plain.stdout + plain.stderr, RAW);
+});
+
+test('an answer to the run list that holds no list of runs is an error saying so, not a TypeError', async (t) => {
+  const url = await notSvc(t, { list: { runs: 'x' } });
+  const plain = await runSvc(['runs', '--no-tui', '--url', url], { env: { SVC_DATA_DIR: tempDir(t) } });
+  assert.equal(plain.code, 1);
+  assert.match(plain.stderr, /^svc: the server's answer to GET \/api\/v1\/runs holds no list of runs: is it svc\?$/m);
+  const { until } = openTui(t, url);
+  await until((f) => f.includes('holds no list of runs: is it svc?'), 'the error on the list screen');
 });
