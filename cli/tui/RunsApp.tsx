@@ -143,10 +143,14 @@ export function RunsApp(props: RunsAppProps) {
   });
   useInput(useCallback((input: string, key: Key) => latestOnKey.current(input, key), []));
 
+  // Never more lines than the terminal has: drawn taller, a screen scrolls its top (the list header, the run's headline
+  // and integrity badge) out of sight, so on a terminal too short for it the bottom is cut instead. One line short of
+  // the terminal: Ink clears the whole terminal on every redraw of an output as tall as it.
+  const screenHeight = Math.max(1, size.rows - 1);
   if (state.screen === 'detail' && state.detail) {
     const current = detail.runId === state.detail.runId ? detail : null;
     return (
-      <Box flexDirection="column">
+      <Box flexDirection="column" height={screenHeight} overflowY="hidden">
         <RunDetail
           runId={state.detail.runId}
           run={current?.detail?.run ?? null}
@@ -166,21 +170,23 @@ export function RunsApp(props: RunsAppProps) {
     );
   }
   return (
-    <RunList
-      rows={rows}
-      cursor={cursor}
-      width={size.columns}
-      height={listHeight}
-      filters={state.filters}
-      facets={list.page?.facets ?? null}
-      pagination={list.page?.pagination ?? null}
-      connection={connection}
-      updatedAt={list.updatedAt}
-      loading={list.loading}
-      error={list.error}
-      message={state.message}
-      prompt={state.prompt}
-      color={color}
-    />
+    <Box flexDirection="column" height={screenHeight} overflowY="hidden">
+      <RunList
+        rows={rows}
+        cursor={cursor}
+        width={size.columns}
+        height={listHeight}
+        filters={state.filters}
+        facets={list.page?.facets ?? null}
+        pagination={list.page?.pagination ?? null}
+        connection={connection}
+        updatedAt={list.updatedAt}
+        loading={list.loading}
+        error={list.error}
+        message={state.message}
+        prompt={state.prompt}
+        color={color}
+      />
+    </Box>
   );
 }

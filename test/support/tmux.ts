@@ -55,6 +55,8 @@ export function terminal(t: TestContext, size: { columns: number; rows: number }
     /** The window title the program set (OSC 0/2), as tmux keeps it. */
     title: () => tmux('display-message', '-p', '-t', session, '#{pane_title}').trim(),
     keys: (...keys: string[]) => tmux('send-keys', '-t', session, ...keys),
+    /** Resize the terminal, as a user dragging its window does (the program gets SIGWINCH). */
+    resize: (columns: number, rows: number) => tmux('resize-window', '-t', session, '-x', String(columns), '-y', String(rows)),
     /** Type `text` as it is (no key names). */
     type: (text: string) => tmux('send-keys', '-t', session, '-l', text),
     pid: () => Number(tmux('display-message', '-p', '-t', session, '#{pane_pid}').trim()),

@@ -134,3 +134,25 @@ test('on a 40-column terminal the list header and the detail headline wrap as te
   await until(text, (s) => s.includes('Trace timeline'), 'the detail', term.screen);
   await until(text, (s) => new RegExp(`run ${runId} · ✓ chain verified \\(\\d+ events\\)`).test(s), 'the headline, whole', term.screen);
 });
+
+test('on a terminal too short for a screen its top stays in sight, resized or not: the list header, the run headline and its integrity badge', { skip }, async (t) => {
+  const dataDir = tempDir(t);
+  const server = await startServe(t, dataDir);
+  const runId = await chat(server.address, 'short');
+  const term = terminal(t, { columns: 60, rows: 15 });
+  term.open(['runs', '--data-dir', dataDir]);
+  const firstLine = () => term.screen().split('\n')[0] ?? '';
+  await until(term.screen, (s) => s.includes('> live  completed gpt-4o-mini'), 'the list', term.screen);
+  term.keys('Enter');
+  await until(term.screen, (s) => s.includes('Route explanation'), 'the detail', term.screen);
+  await until(firstLine, (line) => new RegExp(`^run ${runId} · ✓ chain verified`).test(line), 'the headline on the first line', term.screen);
+  term.resize(40, 8);
+  await until(firstLine, (line) => line.startsWith(`run ${runId}`), 'the headline on the first line at 40x8', term.screen);
+  term.keys('q');
+  await until(term.screen, (s) => s.includes('filters:'), 'the list again', term.screen);
+  await until(firstLine, (line) => line.startsWith('svc runs · live'), 'the list header on the first line at 40x8', term.screen);
+  term.resize(120, 30);
+  await until(term.screen, (s) => s.startsWith('svc runs · live') && s.includes(runId) && s.includes('↑↓/j k move'), 'the whole list at 120x30', term.screen);
+  term.keys('q');
+  await until(term.alive, (alive) => !alive, 'svc runs to quit', term.screen);
+});
