@@ -61,11 +61,13 @@ function columnWidths(rows: RunRow[], createdHeader = SCREEN_HEADERS.created): R
   return widths;
 }
 
-function line(cells: Record<keyof RunRow, string>, widths: Record<keyof RunRow, number>, gap: string): string {
-  return KEYS.map((key) => {
-    const text = key === 'id' ? clipStart(cells[key], widths[key]) : clip(cells[key], widths[key]);
-    return key === 'id' ? text : RIGHT_ALIGNED.has(key) ? padStartColumns(text, widths[key]) : padEndColumns(text, widths[key]);
-  }).join(gap);
+function line(keys: ReadonlyArray<keyof RunRow>, cells: Record<keyof RunRow, string>, widths: Record<keyof RunRow, number>, gap: string): string {
+  return keys
+    .map((key) => {
+      const text = key === 'id' ? clipStart(cells[key], widths[key]) : clip(cells[key], widths[key]);
+      return key === 'id' ? text : RIGHT_ALIGNED.has(key) ? padStartColumns(text, widths[key]) : padEndColumns(text, widths[key]);
+    })
+    .join(gap);
 }
 
 /**
@@ -74,24 +76,33 @@ function line(cells: Record<keyof RunRow, string>, widths: Record<keyof RunRow, 
  */
 const MIN_ID_WIDTH = 9;
 
+/** The columns a terminal too narrow for the id's end leaves out, first to last: the id tells rows apart, they do not. */
+const GIVE_WAY: ReadonlyArray<keyof RunRow> = ['savings', 'latency', 'cost', 'created'];
+
 /**
  * On a narrow terminal the created column keeps only the time of day and columns sit closer. An id that still does
- * not fit (80 columns) keeps its end, the part that tells runs apart, as long as 9 characters of it fit.
+ * not fit (80 columns) keeps its end, the part that tells runs apart, as long as 9 characters of it fit; on a
+ * narrower one (40 columns) the savings, latency, cost and time columns give way, in that order, until they do.
  */
 function layout(rows: RunRow[], width: number) {
   const full = columnWidths(rows);
   const fullWidth = 2 + KEYS.reduce((sum, key) => sum + full[key], 0) + 2 * (KEYS.length - 1);
-  if (fullWidth <= width) return { rows, headers: SCREEN_HEADERS, widths: full, gap: '  ' };
+  if (fullWidth <= width) return { keys: KEYS, rows, headers: SCREEN_HEADERS, widths: full, gap: '  ' };
   const compact = rows.map((row) => ({ ...row, created: row.created.slice(11) || row.created }));
   const widths = columnWidths(compact, 'TIME (UTC)');
-  const idRoom = width - 2 - KEYS.reduce((sum, key) => sum + (key === 'id' ? 0 : widths[key]), 0) - (KEYS.length - 1);
-  if (idRoom < widths.id && idRoom >= MIN_ID_WIDTH) widths.id = idRoom;
-  return { rows: compact, headers: { ...SCREEN_HEADERS, created: 'TIME (UTC)' }, widths, gap: ' ' };
+  let keys = KEYS;
+  const idRoom = () => width - 2 - keys.reduce((sum, key) => sum + (key === 'id' ? 0 : widths[key]), 0) - (keys.length - 1);
+  for (const key of GIVE_WAY) {
+    if (idRoom() >= Math.min(widths.id, MIN_ID_WIDTH)) break;
+    keys = keys.filter((shown) => shown !== key);
+  }
+  if (idRoom() < widths.id && idRoom() >= MIN_ID_WIDTH) widths.id = idRoom();
+  return { keys, rows: compact, headers: { ...SCREEN_HEADERS, created: 'TIME (UTC)' }, widths, gap: ' ' };
 }
 
 export function RunList(props: RunListProps) {
   const { cursor, height, pagination } = props;
-  const { rows, headers, widths, gap } = layout(props.rows, props.width);
+  const { keys, rows, headers, widths, gap } = layout(props.rows, props.width);
   // The page of rows around the cursor: whole screens, so the view does not jump on every key.
   const visible = Math.max(1, height);
   const top = Math.floor(cursor / visible) * visible;
@@ -116,7 +127,7 @@ export function RunList(props: RunListProps) {
       <Text wrap="truncate-end">
         route: {props.facets ? describeFacet(props.facets.route) : '…'} | status: {props.facets ? describeFacet(props.facets.status) : '…'}
       </Text>
-      <Text bold wrap="truncate-end">{`  ${line(headers, widths, gap)}`}</Text>
+      <Text bold wrap="truncate-end">{`  ${line(keys, headers, widths, gap)}`}</Text>
       {rows.length === 0 ? (
         <Text dimColor>{props.loading ? '  loading…' : '  No runs match these filters.'}</Text>
       ) : (
@@ -124,7 +135,7 @@ export function RunList(props: RunListProps) {
           const selected = top + i === cursor;
           return (
             <Text key={row.id} inverse={selected} wrap="truncate-end">
-              {`${selected ? '>' : ' '} ${line(row, widths, gap)}`}
+              {`${selected ? '>' : ' '} ${line(keys, row, widths, gap)}`}
             </Text>
           );
         })

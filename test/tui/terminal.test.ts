@@ -156,3 +156,19 @@ test('on a terminal too short for a screen its top stays in sight, resized or no
   term.keys('q');
   await until(term.alive, (alive) => !alive, 'svc runs to quit', term.screen);
 });
+
+test('on a 40-column terminal each run row still shows the end of its id: the money and time columns give way first', { skip }, async (t) => {
+  const dataDir = tempDir(t);
+  const server = await startServe(t, dataDir);
+  const first = await chat(server.address, 'one');
+  const second = await chat(server.address, 'two');
+  const term = terminal(t, { columns: 40, rows: 20 });
+  term.open(['runs', '--data-dir', dataDir]);
+  const screen = await until(term.screen, (s) => s.split('\n').filter((line) => line.includes('gpt-4o-mini')).length === 2, 'the list', term.screen);
+  for (const runId of [first, second]) {
+    const row = screen.split('\n').find((line) => line.includes('gpt-4o-mini') && line.includes(runId.slice(-8)));
+    assert.ok(row, `no row shows the end of ${runId}:\n${screen}`);
+  }
+  term.keys('q');
+  await until(term.alive, (alive) => !alive, 'svc runs to quit', term.screen);
+});
