@@ -170,14 +170,15 @@ export function RunDetail(props: RunDetailProps) {
       ) : (
         <Text dimColor>loading…</Text>
       )}
+      {/* Until the run is read (or when it cannot be), its sections say nothing of it: not "not routed", not "none". */}
       <Section title="Route explanation" compact={compact}>
-        <RouteSection explanation={run?.routeExplanation ?? null} />
+        {run ? <RouteSection explanation={run.routeExplanation} /> : <Text dimColor>…</Text>}
       </Section>
       <Section title="Economics (USD)" compact={compact}>
         <EconomicsSection economics={props.economics} />
       </Section>
-      <Section title={`Side effects (${props.sideEffects.length})`} compact={compact}>
-        <SideEffectsSection sideEffects={props.sideEffects} shownAtMost={compact ? 2 : 5} />
+      <Section title={run ? `Side effects (${props.sideEffects.length})` : 'Side effects'} compact={compact}>
+        {run ? <SideEffectsSection sideEffects={props.sideEffects} shownAtMost={compact ? 2 : 5} /> : <Text dimColor>…</Text>}
       </Section>
       <Section title={`Trace timeline · events ${range} · page ${props.pageNumber}${props.pageNumber === 1 ? ' (newest)' : ''}`} compact={compact}>
         <Timeline events={events} width={props.width} />

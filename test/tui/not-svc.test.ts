@@ -28,6 +28,9 @@ const LIST = {
   facets: { route: { live: 1 }, status: { completed: 1 } },
 };
 
+/** An answer that is an error (HTTP 503). */
+const DOWN = Symbol('down');
+
 /** A server answering the run list with one run (or `list`) and each of the run's other paths with what `answers` says. */
 async function notSvc(t: TestContext, answers: { list?: unknown; detail?: unknown; events?: unknown; integrity?: unknown; economics?: unknown }): Promise<string> {
   const server = createServer((req, res) => {
@@ -44,7 +47,8 @@ async function notSvc(t: TestContext, answers: { list?: unknown; detail?: unknow
               : path.endsWith('/economics')
                 ? answers.economics
                 : { error: { code: 'not_found', message: 'no' } };
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    if (body === DOWN) res.writeHead(503, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { code: 'unavailable', message: 'down for maintenance' } }));
+    else res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
@@ -178,4 +182,13 @@ test('an answer to the run list that holds no list of runs is an error saying so
   assert.match(plain.stderr, /^svc: the server's answer to GET \/api\/v1\/runs holds no list of runs: is it svc\?$/m);
   const { until } = openTui(t, url);
   await until((f) => f.includes('holds no list of runs: is it svc?'), 'the error on the list screen');
+});
+
+test("a run whose detail cannot be read is not said to be unrouted: the error says why", async (t) => {
+  const url = await notSvc(t, { detail: DOWN, events: { events: [] }, integrity: { ok: true }, economics: {} });
+  const { press, until } = openTui(t, url);
+  await until((frame) => frame.includes('run_1'), 'the list');
+  press('\r');
+  const frame = await until((f) => f.includes('error: down for maintenance'), 'the error');
+  assert.doesNotMatch(frame, /has not been routed/);
 });
