@@ -5,6 +5,7 @@
 import { render } from 'ink';
 import type { SvcClient } from '../../src/client/client.ts';
 import type { ConnectionKind } from '../connection.ts';
+import { terminalLine } from '../terminal-text.ts';
 import type { RunFilterInput } from './format.ts';
 import type { ConnectionInfo } from './RunList.tsx';
 import { RunsApp } from './RunsApp.tsx';
@@ -20,8 +21,12 @@ export interface StartOptions {
   outDir: string;
 }
 
-/** What the header says about the connection; only a view of a data directory someone else owns can update live. */
-export function connectionInfo(kind: ConnectionKind, where: string): ConnectionInfo {
+/**
+ * What the header says about the connection; only a view of a data directory someone else owns can update live. The
+ * URL or directory is shown escaped (terminal-text.ts): SVC_BASE_URL or a directory name may hold control characters.
+ */
+export function connectionInfo(kind: ConnectionKind, raw: string): ConnectionInfo {
+  const where = terminalLine(raw);
   if (kind === 'in-process') {
     return {
       label: `data directory ${where} (in-process)`,

@@ -14,6 +14,7 @@ import { runsSource } from '../../cli/tui/runs-source.ts';
 import { SvcClient } from '../../src/client/client.ts';
 import { httpTransport } from '../../src/client/transport.ts';
 import { ensureBundle, runSvc, tempDir } from '../support/process.ts';
+import { skipWithoutTmux, terminal, until as waitFor } from '../support/tmux.ts';
 
 const ESC = '\u001b]0;PWNED\u0007\u001b[2J';
 /** What may not reach the terminal from the server (the frame's own styling is off: no colour in tests). */
@@ -34,7 +35,9 @@ const DOWN = Symbol('down');
 /** A server answering the run list with one run (or `list`) and each of the run's other paths with what `answers` says. */
 async function notSvc(t: TestContext, answers: { list?: unknown; detail?: unknown; events?: unknown; integrity?: unknown; economics?: unknown }): Promise<string> {
   const server = createServer((req, res) => {
-    const path = new URL(req.url ?? '/', 'http://x').pathname;
+    // A base URL with a path (as --url may have) puts it before /api/v1/.
+    const whole = new URL(req.url ?? '/', 'http://x').pathname;
+    const path = whole.slice(Math.max(0, whole.indexOf('/api/v1/')));
     const body =
       path === '/api/v1/runs'
         ? (answers.list ?? LIST)
@@ -191,4 +194,15 @@ test("a run whose detail cannot be read is not said to be unrouted: the error sa
   press('\r');
   const frame = await until((f) => f.includes('error: down for maintenance'), 'the error');
   assert.doesNotMatch(frame, /has not been routed/);
+});
+
+test('the URL or data directory in the list header is shown escaped: a control sequence in SVC_BASE_URL does not retitle the terminal', { skip: skipWithoutTmux }, async (t) => {
+  const url = await notSvc(t, {});
+  const term = terminal(t, { columns: 120, rows: 20 });
+  term.open(['runs', '--url', `${url}/${ESC}x`]);
+  const screen = await waitFor(term.screen, (s) => s.includes('run_1'), 'the list', term.screen);
+  assert.match(screen, /svc runs · live · http:\/\/127\.0\.0\.1:\d+\/\\u001b\]0;PWNED\\u0007/);
+  assert.notEqual(term.title(), 'PWNED');
+  term.keys('q');
+  await waitFor(term.alive, (alive) => !alive, 'svc runs to quit', term.screen);
 });
