@@ -2,6 +2,7 @@
  * Mount the runs TUI full screen (the terminal's alternate screen, restored on exit) and resolve when the user
  * quits. Loaded by `svc runs` only when it opens the TUI, so other commands never load Ink, React or Yoga.
  */
+import { constants } from 'node:os';
 import { render } from 'ink';
 import type { SvcClient } from '../../src/client/client.ts';
 import type { ConnectionKind } from '../connection.ts';
@@ -40,17 +41,35 @@ export function connectionInfo(kind: ConnectionKind, raw: string): ConnectionInf
 const ENTER_ALTERNATE_SCREEN = '\u001b[?1049h\u001b[H';
 const LEAVE_ALTERNATE_SCREEN = '\u001b[?1049l';
 
+/**
+ * Signals that end the view from outside (kill, a closed terminal window). Left to their default (or to Ink's
+ * signal-exit, which unmounts and dies again by the signal), they left the terminal on the alternate screen and an
+ * in-process view's data directory to a dead owner; the view quits as with q instead and exits 128+signal.
+ */
+const ENDING_SIGNALS: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGHUP', 'SIGINT'];
+
 export async function startRunsTui(options: StartOptions): Promise<void> {
   const source = runsSource(options.client, options.outDir);
   const color = !('NO_COLOR' in process.env);
   process.stdout.write(ENTER_ALTERNATE_SCREEN);
+  let endedBy: NodeJS.Signals | null = null;
+  let app: ReturnType<typeof render> | undefined;
+  const onSignal = (signal: NodeJS.Signals) => {
+    endedBy = signal;
+    app?.unmount();
+  };
   try {
-    const app = render(
+    app = render(
       <RunsApp source={source} connection={connectionInfo(options.kind, options.where)} initialFilters={options.filters} limit={options.limit} color={color} />,
       { exitOnCtrlC: true },
     );
+    // After Ink's own (signal-exit) listeners: seeing one more, signal-exit lets the process live. Once: a second
+    // signal, should quitting hang, ends the process the default way.
+    for (const signal of ENDING_SIGNALS) process.once(signal, onSignal);
     await app.waitUntilExit();
   } finally {
+    for (const signal of ENDING_SIGNALS) process.off(signal, onSignal);
     process.stdout.write(LEAVE_ALTERNATE_SCREEN);
   }
+  if (endedBy !== null) process.exitCode = 128 + constants.signals[endedBy];
 }

@@ -60,6 +60,8 @@ export function terminal(t: TestContext, size: { columns: number; rows: number }
     /** Type `text` as it is (no key names). */
     type: (text: string) => tmux('send-keys', '-t', session, '-l', text),
     pid: () => Number(tmux('display-message', '-p', '-t', session, '#{pane_pid}').trim()),
+    /** Whether the terminal shows its alternate screen (a full-screen program's, left when it ends). */
+    alternateScreen: () => tmux('display-message', '-p', '-t', session, '#{alternate_on}').trim() === '1',
     alive: () => {
       try {
         tmux('has-session', '-t', session);

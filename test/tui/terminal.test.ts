@@ -5,6 +5,7 @@
  * CI installs tmux (.ci/run); without it these tests are skipped, saying so.
  */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test, { before } from 'node:test';
@@ -171,4 +172,19 @@ test('on a 40-column terminal each run row still shows the end of its id: the mo
   }
   term.keys('q');
   await until(term.alive, (alive) => !alive, 'svc runs to quit', term.screen);
+});
+
+test('svc runs ended by a signal (kill, a closed terminal) leaves the alternate screen and the data directory, exiting 128+signal', { skip }, async (t) => {
+  const dataDir = tempDir(t);
+  const term = terminal(t, { columns: 100, rows: 20 });
+  term.open(['runs', '--data-dir', dataDir], { showExit: true });
+  await until(term.screen, (s) => s.includes('No runs match these filters.'), 'the in-process view', term.screen);
+  assert.ok(term.alternateScreen());
+  // The pane's process is the shell that prints exit=; svc runs is its child.
+  const pid = Number(execFileSync('pgrep', ['-P', String(term.pid())], { encoding: 'utf8' }).trim().split('\n')[0]);
+  process.kill(pid, 'SIGTERM');
+  await until(term.screen, (s) => /exit=\d+/.test(s), 'svc runs to end', term.screen);
+  assert.match(term.screen(), /exit=143/);
+  assert.equal(term.alternateScreen(), false, 'the terminal was left on the alternate screen');
+  assert.equal(existsSync(join(dataDir, 'svc.lock')), false, 'the data directory is still locked');
 });
