@@ -10,7 +10,7 @@ import { parseDataDir, parsePort } from './options.ts';
 export function registerServe(program: Command): void {
   program
     .command('serve')
-    .description('run the HTTP service (gateway wires, /api/v1, dashboard, docs)')
+    .description('run the HTTP service (gateway wires, /api/v1, the account pages)')
     .option('-p, --port <port>', 'TCP port; 0 picks a free port (env SVC_PORT, default 8787)', parsePort)
     .option('-H, --host <host>', 'interface to bind (env SVC_HOST, default 127.0.0.1)')
     .option('-d, --data-dir <dir>', 'data directory (env SVC_DATA_DIR, default ~/.svc)', parseDataDir)
