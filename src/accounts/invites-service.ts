@@ -107,6 +107,8 @@ export function createInvitesService(deps: AccountsDeps): InvitesService {
         email,
         role,
         invitedBy: auth.userId,
+        // A key's invitation lapses with the key (src/accounts/repo.ts inviterAuthorityLapsed).
+        invitedByKey: auth.kind === 'api_key' ? auth.keyId : null,
         status: 'pending',
         createdAt: now,
         expiresAt: now + INVITE_TTL_MS,

@@ -67,6 +67,7 @@ interface InviteRow {
   email: string;
   role: OrgRole;
   invited_by: string | null;
+  invited_by_key: string | null;
   status: InviteStatus;
   created_at: number;
   expires_at: number;
@@ -124,6 +125,7 @@ const inviteOf = (r: InviteRow): Invite => ({
   email: r.email,
   role: r.role,
   invitedBy: r.invited_by,
+  invitedByKey: r.invited_by_key,
   status: r.status,
   createdAt: r.created_at,
   expiresAt: r.expires_at,
@@ -215,10 +217,12 @@ function addMember(sql: Sql, tenantId: string, userId: string, role: OrgRole, no
 /**
  * Whether an invitation's inviter may no longer grant its role in its organization (docs/accounts.md): a user who is
  * neither a platform admin nor still an owner (for an owner invitation) or owner/admin there (for any other), or no
- * longer exists. An invitation carries its inviter's authority, so a demoted or removed admin cannot come back
- * through an invitation sent before. Invitations of operators and API keys name no inviter and are not affected.
+ * longer exists; an API key that is revoked, gone, or no longer a tenant-wide admin key of that organization. An
+ * invitation carries its inviter's authority, so a demoted or removed admin, or a revoked key, cannot bring someone
+ * in through an invitation sent before. Invitations of operators name no inviter and are not affected.
  */
 function inviterAuthorityLapsed(sql: Sql, invite: InviteRow): boolean {
+  if (invite.invited_by_key !== null) return keyAuthorityLapsed(sql, invite);
   if (invite.invited_by === null) return false;
   const inviter = userById(sql, invite.invited_by);
   if (!inviter) return true;
@@ -226,6 +230,15 @@ function inviterAuthorityLapsed(sql: Sql, invite: InviteRow): boolean {
   const role = roleIn(sql, invite.tenant_id, inviter.id);
   const needed = invite.role === 'owner' ? ORG_ROLE_RANK.owner : ORG_ROLE_RANK.admin;
   return role === null || ORG_ROLE_RANK[role] < needed;
+}
+
+/** A key acts as org admin, never owner (docs/accounts.md), so an owner invitation could not come from one. */
+function keyAuthorityLapsed(sql: Sql, invite: InviteRow): boolean {
+  const key = sql.get<{ admin: number; app_id: string | null; revoked_at: number | null }>(
+    'SELECT admin, app_id, revoked_at FROM api_keys WHERE tenant_id = ? AND id = ?',
+    [invite.tenant_id, invite.invited_by_key],
+  );
+  return !key || key.revoked_at !== null || key.admin !== 1 || key.app_id !== null || invite.role === 'owner';
 }
 
 /** Revoke a pending invitation whose inviter's authority lapsed; true when it did. */
@@ -676,9 +689,20 @@ export function createAccountsRepository(store: Store): AccountsRepository {
           [invite.createdAt, invite.tenantId, invite.email],
         );
         sql.run(
-          `INSERT INTO org_invites (id, tenant_id, email, role, token_hash, invited_by, status, created_at, expires_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-          [invite.id, invite.tenantId, invite.email, invite.role, tokenHash, invite.invitedBy, invite.status, invite.createdAt, invite.expiresAt],
+          `INSERT INTO org_invites (id, tenant_id, email, role, token_hash, invited_by, invited_by_key, status, created_at, expires_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          [
+            invite.id,
+            invite.tenantId,
+            invite.email,
+            invite.role,
+            tokenHash,
+            invite.invitedBy,
+            invite.invitedByKey,
+            invite.status,
+            invite.createdAt,
+            invite.expiresAt,
+          ],
         );
       });
     },

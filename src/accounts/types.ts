@@ -67,6 +67,8 @@ export interface Invite {
   email: string;
   role: OrgRole;
   invitedBy: string | null;
+  /** The admin API key that sent it (never echoed: the list names human inviters only), else null. */
+  invitedByKey: string | null;
   /** As stored; a pending invite past `expiresAt` reads as `expired` (see `effectiveStatus`). */
   status: InviteStatus;
   createdAt: number;

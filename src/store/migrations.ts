@@ -443,4 +443,14 @@ export const MIGRATIONS: readonly Migration[] = [
       ${rollupBackfill({ model: 'model', provider: 'provider' }, new Set(['model', 'provider']))}
     `,
   },
+  {
+    version: 9,
+    name: 'invitations: the inviting API key',
+    sql: `
+      -- An invitation carries its inviter's authority (docs/accounts.md "Invitations"): one sent by an admin API key
+      -- names that key, so it lapses with the key. No foreign key, as invited_by: the key's row may go, the evidence
+      -- stays. Invitations sent before keep NULL (their sender is not known) and are treated as before.
+      ALTER TABLE org_invites ADD COLUMN invited_by_key TEXT;
+    `,
+  },
 ];

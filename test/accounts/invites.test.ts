@@ -3,6 +3,10 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 import { bearer, json } from '../support/build.ts';
 import { ADMIN, BOOT, Browser, buildWithAdmin, makeUser, ORIGIN } from '../support/accounts.ts';
+import { tempDir } from '../support/process.ts';
+import { createAccountsRepository } from '../../src/accounts/repo.ts';
+import { MIGRATIONS } from '../../src/store/migrations.ts';
+import { openStore } from '../../src/store/store.ts';
 
 test('creating an invitation e-mails the accept link; the inviter never sees the token; only its hash is stored', async (t) => {
   const { admin, mail, services } = await buildWithAdmin(t);
@@ -275,4 +279,49 @@ test("an invitation carries its inviter's authority: once the inviter may no lon
   assert.equal(byOperator.statusCode, 201);
   const op = await new Browser(app, '198.51.100.79').post(`/api/v1/invites/${mail.token('op@example.test', '/accept-invite')}/accept`, { name: 'Op', password: 'op-password-1' });
   assert.equal(op.statusCode, 200, op.body);
+});
+
+test("an invitation sent by an admin API key carries the key's authority: once the key is revoked, it cannot be accepted", async (t) => {
+  const { app, admin, mail, services } = await buildWithAdmin(t);
+  const created = json(await admin.post('/api/v1/keys', { name: 'inviter', admin: true }));
+  const kept = json(await admin.post('/api/v1/keys', { name: 'kept', admin: true })).token;
+  const invite = (key: string, email: string) =>
+    app.inject({ method: 'POST', url: '/api/v1/orgs/active/invites', headers: bearer(key), payload: { email, role: 'admin' } });
+  assert.equal((await invite(created.token, 'by-key@example.test')).statusCode, 201);
+  assert.equal((await invite(kept, 'by-kept-key@example.test')).statusCode, 201);
+
+  assert.equal((await admin.post(`/api/v1/keys/${created.key.id}/revoke`)).statusCode, 200);
+  const token = mail.token('by-key@example.test', '/accept-invite');
+  const accepted = await new Browser(app, '198.51.100.80').post(`/api/v1/invites/${token}/accept`, { name: 'Key', password: 'key-password-1' });
+  assert.equal(accepted.statusCode, 400, accepted.body);
+  assert.deepEqual(json(accepted).error.details, { status: 'revoked' });
+  assert.equal(json(await app.inject({ url: `/api/v1/invites/${token}` })).status, 'revoked');
+  // The invitation of a key that keeps its authority is accepted as before.
+  const ok = await new Browser(app, '198.51.100.81').post(`/api/v1/invites/${mail.token('by-kept-key@example.test', '/accept-invite')}/accept`, { name: 'Ok', password: 'ok-password-1' });
+  assert.equal(ok.statusCode, 200, ok.body);
+  assert.equal(json(ok).org.role, 'admin');
+  // The inviting key is recorded with the invitation.
+  const stored = await services.store.read((sql) => sql.all<{ email: string; invited_by_key: string | null }>('SELECT email, invited_by_key FROM org_invites ORDER BY email'));
+  assert.deepEqual(stored.map((row) => row.invited_by_key !== null), [true, true]);
+  assert.equal(stored.find((row) => row.email === 'by-key@example.test')!.invited_by_key, created.key.id);
+});
+
+test('migration 9 keeps the invitations of an older data file, which name no inviting key and are accepted as before', async (t) => {
+  const dataDir = tempDir(t);
+  const older = openStore({ dataDir, migrations: MIGRATIONS.filter((migration) => migration.version < 9) });
+  await older.write((sql) => {
+    sql.run("INSERT INTO tenants (id, name, created_at) VALUES ('org_old', 'Old', 1)");
+    sql.run(
+      `INSERT INTO org_invites (id, tenant_id, email, role, token_hash, invited_by, status, created_at, expires_at)
+       VALUES ('inv_old', 'org_old', 'old@example.test', 'admin', ?, NULL, 'pending', 1, ?)`,
+      ['0'.repeat(64), Date.now() + 86_400_000],
+    );
+  });
+  await older.close();
+  const store = openStore({ dataDir });
+  t.after(() => store.close());
+  const invite = await createAccountsRepository(store).findInvite('org_old', 'inv_old');
+  assert.equal(invite?.status, 'pending');
+  assert.equal(invite?.invitedByKey, null);
+  assert.equal(await createAccountsRepository(store).revokeIfInviterLapsed('inv_old', Date.now()), false);
 });
