@@ -10,6 +10,7 @@ import { inviteEmail } from '../email/templates.ts';
 import { actorOf, NO_ORGANIZATION, type AuthContext } from '../identity/auth-context.ts';
 import { requireAccountAdmin, requireMayGrant } from './access.ts';
 import { normalizePassword } from './passwords.ts';
+import type { LapsedInviteStep } from './repo.ts';
 import { describeIn, isTokenShaped, issueSession, type AccountsDeps, type Me } from './sessions-service.ts';
 import { effectiveStatus, normalizeEmail, type Invite, type InviteStatus, type OrgRole, type User } from './types.ts';
 
@@ -44,6 +45,24 @@ export interface InvitesService {
   accept(token: string, body: { name?: string | undefined; password?: string | undefined }, auth: AuthContext | null): Promise<{ me: Me; token: string | null }>;
 }
 
+/** Who revoked an invitation whose inviter lost the authority: no request identity did, svc's rule did. */
+const SYSTEM_ACTOR = { kind: 'system' };
+
+/**
+ * Revoke the organization's pending invitations whose inviter may no longer grant their role, each with an
+ * `invite.revoke` row, before they are listed or counted: the inviter's demotion, removal, deletion or key revocation
+ * happened elsewhere (src/keys among them), so the list and the seats would otherwise still call them pending.
+ */
+export function revokeLapsedInvites(deps: Pick<AccountsDeps, 'repo' | 'audit' | 'clock'>, tenantId: string): Promise<void> {
+  return deps.repo.revokeLapsedInvites(tenantId, deps.clock.now(), lapsedInviteRow(deps.audit));
+}
+
+/** The audit row of an invitation revoked because its inviter's authority lapsed (docs/accounts.md). */
+function lapsedInviteRow(audit: AccountsDeps['audit']): LapsedInviteStep {
+  return (invite) =>
+    audit.stagedAs(SYSTEM_ACTOR, invite.tenantId, 'invite.revoke', { target: invite.id, details: { email: invite.email, reason: 'inviter_lapsed' } });
+}
+
 function invalidToken(status: InviteStatus | 'invalid'): AppError {
   const messages: Record<InviteStatus | 'invalid', string> = {
     invalid: 'The invitation link is invalid.',
@@ -57,6 +76,7 @@ function invalidToken(status: InviteStatus | 'invalid'): AppError {
 
 export function createInvitesService(deps: AccountsDeps): InvitesService {
   const { repo, clock, audit, hasher, mailer } = deps;
+  const lapsed = lapsedInviteRow(audit);
 
   async function withInviter(invite: Invite): Promise<InviteWithInviter> {
     return { invite: { ...invite, status: effectiveStatus(invite, clock.now()) }, inviter: invite.invitedBy ? await repo.findUser(invite.invitedBy) : null };
@@ -70,7 +90,7 @@ export function createInvitesService(deps: AccountsDeps): InvitesService {
     const status = effectiveStatus(invite, clock.now());
     if (status === 'expired' && invite.status === 'pending') await repo.setInviteStatus(invite.id, 'expired', clock.now());
     // A pending invitation whose inviter lost the authority to grant its role is revoked (src/accounts/repo.ts).
-    if (status === 'pending' && (await repo.revokeIfInviterLapsed(invite.id, clock.now()))) return { invite, status: 'revoked' };
+    if (status === 'pending' && (await repo.revokeIfInviterLapsed(invite.id, clock.now(), lapsed))) return { invite, status: 'revoked' };
     return { invite, status };
   }
 
@@ -142,6 +162,7 @@ export function createInvitesService(deps: AccountsDeps): InvitesService {
     async list(auth, options) {
       requireOrg(auth);
       requireAccountAdmin(auth);
+      await revokeLapsedInvites(deps, auth.tenantId);
       const { invites, total } = await repo.listInvites(auth.tenantId, { ...options, now: clock.now() });
       return { invites: await Promise.all(invites.map(withInviter)), total };
     },
@@ -187,7 +208,7 @@ export function createInvitesService(deps: AccountsDeps): InvitesService {
       if (existing) {
         // Only the signed-in account itself may accept: nothing in the body is read, so this is no password oracle.
         if (auth?.kind !== 'session' || auth.userId !== existing.id || !auth.session) throw new AppError('sign_in_required');
-        const outcome = await repo.acceptInvite({ invite, now, user: { existing: existing.id }, session: { switch: auth.session.id } });
+        const outcome = await repo.acceptInvite({ invite, now, user: { existing: existing.id }, session: { switch: auth.session.id }, lapsed });
         if (outcome === 'revoked') throw invalidToken('revoked');
         if (outcome !== 'accepted') throw invalidToken('invalid');
         await audit.recordAs(actorOf(auth), invite.tenantId, 'invite.accept', { target: invite.id, details: { email: invite.email, role: invite.role, userId: existing.id } });
@@ -219,6 +240,7 @@ export function createInvitesService(deps: AccountsDeps): InvitesService {
         now,
         user: { create: user },
         session: { create: issued.session, tokenHash: issued.tokenHash },
+        lapsed,
       });
       if (outcome === 'email_taken') throw new AppError('email_taken', { message: 'An account with this address now exists; sign in to accept.' });
       if (outcome === 'revoked') throw invalidToken('revoked');

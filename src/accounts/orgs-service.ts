@@ -13,6 +13,7 @@ import { NO_ORGANIZATION, type AuthContext } from '../identity/auth-context.ts';
 import { DEFAULT_TENANT_ID } from '../tenants/defaults.ts';
 import { rankOf, requireAccountAdmin, requireOwner, requireSession } from './access.ts';
 import { actorOf } from '../identity/auth-context.ts';
+import { revokeLapsedInvites } from './invites-service.ts';
 import type { AccountsDeps } from './sessions-service.ts';
 import { normalizeEmail, ORG_ROLE_RANK, type Member, type Org, type OrgRole } from './types.ts';
 
@@ -87,6 +88,8 @@ export function createOrgsService(deps: OrgsDeps): OrgsService {
     requireOrg(auth);
     const org = await repo.findOrg(auth.tenantId);
     if (!org) throw notFound('Organization');
+    // Seats count only invitations that can still be accepted.
+    await revokeLapsedInvites(deps, org.id);
     const [members, pendingInvites, plan] = await Promise.all([
       repo.members(org.id),
       repo.pendingInviteCount(org.id, clock.now()),

@@ -241,10 +241,15 @@ function keyAuthorityLapsed(sql: Sql, invite: InviteRow): boolean {
   return !key || key.revoked_at !== null || key.admin !== 1 || key.app_id !== null || invite.role === 'owner';
 }
 
-/** Revoke a pending invitation whose inviter's authority lapsed; true when it did. */
-function revokeIfAuthorityLapsed(sql: Sql, invite: InviteRow, now: number): boolean {
+/** The audit row of an invitation revoked because its inviter's authority lapsed, appended in the revoking write. */
+export type LapsedInviteStep = (invite: Invite) => AlsoStep;
+
+/** Revoke a pending invitation whose inviter's authority lapsed, with its audit row; true when it did. */
+function revokeIfAuthorityLapsed(sql: Sql, invite: InviteRow, now: number, lapsed: LapsedInviteStep): boolean {
   if (invite.status !== 'pending' || !inviterAuthorityLapsed(sql, invite)) return false;
-  sql.run("UPDATE org_invites SET status = 'revoked', revoked_at = ? WHERE id = ? AND status = 'pending'", [now, invite.id]);
+  if (sql.run("UPDATE org_invites SET status = 'revoked', revoked_at = ? WHERE id = ? AND status = 'pending'", [now, invite.id]).changes > 0) {
+    lapsed(inviteOf(invite))(sql);
+  }
   return true;
 }
 
@@ -310,6 +315,8 @@ export interface AcceptInviteInput {
   user: { create: User } | { existing: string };
   /** Sign-in: a new session (new account), or the accepting user's current session to switch. */
   session: { create: Session; tokenHash: string } | { switch: string };
+  /** The audit row of the invitation, should it be revoked because its inviter's authority lapsed. */
+  lapsed: LapsedInviteStep;
 }
 
 export interface AccountsRepository {
@@ -398,7 +405,9 @@ export interface AccountsRepository {
    */
   acceptInvite(input: AcceptInviteInput): Promise<'accepted' | 'not_pending' | 'email_taken' | 'revoked'>;
   /** Revoke the pending invitation if its inviter may no longer grant its role; true when it did (or it is revoked). */
-  revokeIfInviterLapsed(id: string, now: number): Promise<boolean>;
+  revokeIfInviterLapsed(id: string, now: number, lapsed: LapsedInviteStep): Promise<boolean>;
+  /** Revoke every pending invitation of the organization whose inviter may no longer grant its role, each with its row. */
+  revokeLapsedInvites(tenantId: string, now: number, lapsed: LapsedInviteStep): Promise<void>;
 
   /** Create a user with their own new organization, owner membership, optional verification token and a session. */
   signup(input: { user: User; org: Org; verification: AccountToken | null; session: Session; sessionTokenHash: string }): Promise<boolean>;
@@ -767,12 +776,12 @@ export function createAccountsRepository(store: Store): AccountsRepository {
         return changed;
       }),
 
-    acceptInvite: ({ invite, now, user, session }) =>
+    acceptInvite: ({ invite, now, user, session, lapsed }) =>
       store.write((sql) => {
         const current = sql.get<InviteRow>('SELECT * FROM org_invites WHERE id = ?', [invite.id]);
         if (!current || current.status !== 'pending' || current.expires_at <= now) return 'not_pending';
         // Checked in the write: a demotion committed before it ends the invitation's authority.
-        if (revokeIfAuthorityLapsed(sql, current, now)) return 'revoked';
+        if (revokeIfAuthorityLapsed(sql, current, now, lapsed)) return 'revoked';
         let userId: string;
         if ('create' in user) {
           if (userByEmail(sql, user.create.email)) return 'email_taken';
@@ -788,11 +797,22 @@ export function createAccountsRepository(store: Store): AccountsRepository {
         return 'accepted';
       }),
 
-    revokeIfInviterLapsed: (id, now) =>
+    revokeIfInviterLapsed: (id, now, lapsed) =>
       store.write((sql) => {
         const current = sql.get<InviteRow>('SELECT * FROM org_invites WHERE id = ?', [id]);
-        return current ? revokeIfAuthorityLapsed(sql, current, now) : false;
+        return current ? revokeIfAuthorityLapsed(sql, current, now, lapsed) : false;
       }),
+
+    revokeLapsedInvites: async (tenantId, now, lapsed) => {
+      await store.write((sql) => {
+        const pending = sql.all<InviteRow>(
+          `SELECT * FROM org_invites WHERE tenant_id = ? AND status = 'pending' AND expires_at > ?
+             AND (invited_by IS NOT NULL OR invited_by_key IS NOT NULL)`,
+          [tenantId, now],
+        );
+        for (const invite of pending) revokeIfAuthorityLapsed(sql, invite, now, lapsed);
+      });
+    },
 
     // ----- signup, tokens
 

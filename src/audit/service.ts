@@ -27,6 +27,13 @@ export interface AuditService {
     action: string,
     options?: { decision?: AuditDecision; target?: string | null; details?: Record<string, unknown> },
   ): Promise<AuditRecord>;
+  /** The row `recordAs` would append, as a step of another write (`AuditStep`). */
+  stagedAs(
+    actor: Record<string, string>,
+    tenantId: string,
+    action: string,
+    options?: { decision?: AuditDecision; target?: string | null; details?: Record<string, unknown> },
+  ): AuditStep;
   list(auth: AuthContext, options: { limit: number; decision?: AuditDecision }): Promise<AuditRecord[]>;
   /** Audit rows about one target in the caller's tenant (evidence packets). */
   aboutTarget(auth: AuthContext, target: string, limit?: number): Promise<AuditRecord[]>;
@@ -73,6 +80,10 @@ function entryOf(auth: AuthContext, action: string, options: RecordOptions) {
   };
 }
 
+function entryAs(actor: Record<string, string>, tenantId: string, action: string, options: Omit<RecordOptions, 'tenantId'>) {
+  return { tenantId, action, decision: options.decision ?? 'allow', actor, target: options.target ?? null, details: options.details ?? {} };
+}
+
 export function createAuditService(repo: AuditRepository, clock: Clock, options: { view?: AuditRowView } = {}): AuditService {
   const view = options.view ?? ((_auth, record) => record);
   return {
@@ -84,17 +95,11 @@ export function createAuditService(repo: AuditRepository, clock: Clock, options:
       return (sql) => repo.appendIn(sql, entry, clock.now());
     },
     recordAs(actor, tenantId, action, options = {}) {
-      return repo.append(
-        {
-          tenantId,
-          action,
-          decision: options.decision ?? 'allow',
-          actor,
-          target: options.target ?? null,
-          details: options.details ?? {},
-        },
-        clock.now(),
-      );
+      return repo.append(entryAs(actor, tenantId, action, options), clock.now());
+    },
+    stagedAs(actor, tenantId, action, options = {}) {
+      const entry = entryAs(actor, tenantId, action, options);
+      return (sql) => repo.appendIn(sql, entry, clock.now());
     },
     async list(auth, options) {
       const scope = readScopeOf(auth);

@@ -323,5 +323,37 @@ test('migration 9 keeps the invitations of an older data file, which name no inv
   const invite = await createAccountsRepository(store).findInvite('org_old', 'inv_old');
   assert.equal(invite?.status, 'pending');
   assert.equal(invite?.invitedByKey, null);
-  assert.equal(await createAccountsRepository(store).revokeIfInviterLapsed('inv_old', Date.now()), false);
+  assert.equal(await createAccountsRepository(store).revokeIfInviterLapsed('inv_old', Date.now(), () => () => undefined), false);
+});
+
+test("the invitation list and seats tell the truth once an inviter lost the authority: revoked, with an audit row each", async (t) => {
+  const { app, admin, services } = await buildWithAdmin(t);
+  const { browser: rogue, id: rogueId } = await makeUser(app, { email: 'lister@example.test', orgRole: 'admin' });
+  const key = json(await admin.post('/api/v1/keys', { name: 'inviter', admin: true }));
+  assert.equal((await rogue.post('/api/v1/orgs/active/invites', { email: 'by-user@example.test', role: 'admin' })).statusCode, 201);
+  const byKey = await app.inject({ method: 'POST', url: '/api/v1/orgs/active/invites', headers: bearer(key.token), payload: { email: 'by-key@example.test' } });
+  assert.equal(byKey.statusCode, 201);
+  assert.equal((await admin.post('/api/v1/orgs/active/invites', { email: 'by-owner@example.test' })).statusCode, 201);
+  assert.equal(json(await admin.get('/api/v1/orgs/active')).seats.pendingInvites, 3);
+
+  assert.equal((await admin.patch(`/api/v1/orgs/active/members/${rogueId}`, { role: 'member' })).statusCode, 200);
+  assert.equal((await admin.post(`/api/v1/keys/${key.key.id}/revoke`)).statusCode, 200);
+
+  const statuses = Object.fromEntries(json(await admin.get('/api/v1/orgs/active/invites')).invites.map((i: { email: string; status: string }) => [i.email, i.status]));
+  assert.deepEqual(statuses, { 'by-user@example.test': 'revoked', 'by-key@example.test': 'revoked', 'by-owner@example.test': 'pending' });
+  assert.equal(json(await admin.get('/api/v1/orgs/active/invites?status=pending')).pagination.total, 1);
+  assert.equal(json(await admin.get('/api/v1/orgs/active')).seats.pendingInvites, 1);
+  const audit = await services.store.read((sql) =>
+    sql.all<{ actor_json: string; details_json: string }>("SELECT actor_json, details_json FROM audit_events WHERE tenant_id = 'default' AND action = 'invite.revoke' ORDER BY seq"),
+  );
+  assert.deepEqual(
+    audit.map((row) => [JSON.parse(row.actor_json), JSON.parse(row.details_json)]).sort((a, b) => String(a[1].email).localeCompare(b[1].email)),
+    [
+      [{ kind: 'system' }, { email: 'by-key@example.test', reason: 'inviter_lapsed' }],
+      [{ kind: 'system' }, { email: 'by-user@example.test', reason: 'inviter_lapsed' }],
+    ],
+  );
+  // Read again: nothing more is revoked or recorded.
+  await admin.get('/api/v1/orgs/active/invites');
+  assert.equal(await services.store.read((sql) => sql.get<{ n: number }>("SELECT COUNT(*) AS n FROM audit_events WHERE action = 'invite.revoke'")!.n), 2);
 });
