@@ -172,7 +172,9 @@ export function createOrgsService(deps: OrgsDeps): OrgsService {
       const org = (await repo.findOrg(orgId))!;
       await Promise.all([
         repo.setActiveOrg(auth.session.id, orgId),
-        audit.recordAs(actorOf(auth), orgId, 'org.switch', { target: orgId, details: { from: auth.tenantId || null } }),
+        // The row lands in the log of the organization switched to, which all its members read: it names no other
+        // organization (the one left is another tenant, whose id is not theirs to learn).
+        audit.recordAs(actorOf(auth), orgId, 'org.switch', { target: orgId }),
       ]);
       return { org, role, active: true };
     },

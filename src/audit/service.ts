@@ -69,6 +69,17 @@ function readScopeOf(auth: AuthContext): AuditScope | undefined {
   };
 }
 
+/**
+ * Rows written before svc stopped recording it named, in `org.switch`'s `details.from`, the organization the user
+ * left: another tenant's id, in a log every member of this one reads. It is dropped as the row is read (`hash`
+ * stays the stored row's, as for any rewritten row).
+ */
+function withoutSwitchOrigin(record: AuditRecord): AuditRecord {
+  if (record.action !== 'org.switch' || !('from' in record.details)) return record;
+  const { from: _from, ...details } = record.details;
+  return { ...record, details };
+}
+
 function entryOf(auth: AuthContext, action: string, options: RecordOptions) {
   return {
     tenantId: options.tenantId ?? auth.tenantId,
@@ -103,10 +114,10 @@ export function createAuditService(repo: AuditRepository, clock: Clock, options:
     },
     async list(auth, options) {
       const scope = readScopeOf(auth);
-      return (await repo.list(auth.tenantId, { ...options, ...(scope ? { scope } : {}) })).map((record) => view(auth, record));
+      return (await repo.list(auth.tenantId, { ...options, ...(scope ? { scope } : {}) })).map((record) => view(auth, withoutSwitchOrigin(record)));
     },
     async aboutTarget(auth, target, limit = 1000) {
-      return (await repo.listByTarget(auth.tenantId, target, limit)).map((record) => view(auth, record));
+      return (await repo.listByTarget(auth.tenantId, target, limit)).map((record) => view(auth, withoutSwitchOrigin(record)));
     },
     verify(auth) {
       return repo.verify(auth.tenantId);

@@ -63,3 +63,24 @@ test('API keys: a non-admin key sees no key rows; an app-pinned admin key those 
   // A tenant-wide admin reads every row.
   assert.equal(keyRows(json(await app.inject({ url: '/api/v1/audit?limit=500', headers: bearer(BOOT) })).events).length, 7);
 });
+
+test("an org switch is recorded in the organization switched to without naming the one left (another tenant's id)", async (t) => {
+  const { app, services } = await buildWithAdmin(t);
+  const { browser: ada } = await makeUser(app, { email: 'switcher@example.test' });
+  const { browser: bob } = await makeUser(app, { email: 'bystander@example.test' });
+  const secret = json(await ada.post('/api/v1/orgs', { name: 'Private' })).org.id;
+  assert.equal((await ada.post('/api/v1/orgs/switch', { orgId: 'default' })).statusCode, 200);
+
+  // Bob, a member of the default organization only, reads its log: the switch is there, the private org's id is not.
+  const seen: Row[] = json(await bob.get('/api/v1/audit?limit=500')).events;
+  const switches = seen.filter((row) => row.action === 'org.switch');
+  assert.equal(switches.length, 1);
+  assert.equal(switches[0]!.target, 'default');
+  assert.deepEqual(switches[0]!.details, {});
+  assert.ok(!JSON.stringify(seen).includes(secret), 'no row names the organization the user came from');
+
+  // A row written before (details.from recorded) is read without it.
+  await services.audit.recordAs({ kind: 'session', userId: 'usr_old' }, 'default', 'org.switch', { target: 'default', details: { from: secret } });
+  const again = JSON.stringify(json(await bob.get('/api/v1/audit?limit=500')).events);
+  assert.ok(!again.includes(secret), again);
+});
