@@ -73,6 +73,14 @@ class ChatRelay implements StreamRelay<ChatCompletion, ChatStreamEvent> {
     return out;
   }
 
+  /** A usage chunk after the refused finish chunk (the pipeline's `trailingUsage`). */
+  acceptTrailingUsage(event: unknown): boolean {
+    const usage = (event as ChatChunk).usage;
+    if (usage === undefined || usage === null) return false;
+    this.assembler.usage = usage;
+    return true;
+  }
+
   get usage(): RunUsage | null {
     return usageOf(this.assembler.usage);
   }

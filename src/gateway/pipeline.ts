@@ -47,6 +47,11 @@ export interface StreamRelay<Res, Ev> {
   accept(event: unknown): Ev[];
   /** Events to send at the end; throws when the stream ended incomplete (truncated). */
   end(): Ev[];
+  /**
+   * After `accept` refused the stream (an invalid tool call), take the usage an event read after it reports, which
+   * chat sends in a chunk of its own after the finish chunk; true once it has it. Absent: nothing is read after.
+   */
+  acceptTrailingUsage?(event: unknown): boolean;
   /** Usage reported by the upstream, if any: the counts it has reported so far (the pipeline fills the others). */
   readonly usage: Partial<RunUsage> | null;
   /** Text produced so far (for partial usage estimates). */
@@ -156,6 +161,8 @@ interface RelaySteps<Ev> {
   start(): void;
   accept(event: unknown): Ev[];
   end(): Ev[];
+  /** Reads what may still come after a failure (a refused stream's usage: `trailingUsage`); null when nothing is. */
+  afterFailure(thrown: unknown): Promise<void> | null;
   failed(thrown: unknown): Ev | null;
   settle(completed: boolean): void;
 }
@@ -177,6 +184,8 @@ async function* relayed<Ev>(upstream: AcceptedStream<Ev>, steps: RelaySteps<Ev>)
     for (const out of steps.end()) yield { event: out };
     completed = true;
   } catch (thrown) {
+    const reading = steps.afterFailure(thrown);
+    if (reading !== null) await reading;
     const terminal = steps.failed(thrown);
     if (terminal !== null) yield { event: terminal, terminal: true };
   } finally {
@@ -190,6 +199,34 @@ async function* relayed<Ev>(upstream: AcceptedStream<Ev>, steps: RelaySteps<Ev>)
 interface AcceptedStream<Ev> {
   firstOut: Ev[];
   rest: AsyncIterator<unknown>;
+  /** Releases the upstream connection while a read of `rest` is pending (`trailingUsage`); absent for the mock's. */
+  release: (() => void) | undefined;
+}
+
+/**
+ * Events read after a refused stream for its usage, and how long they may take: the usage chunk follows the finish
+ * chunk at once (then `[DONE]`), so a stream that sends neither soon is cut rather than waited on.
+ */
+const MAX_TRAILING_EVENTS = 2;
+const TRAILING_USAGE_MS = 2_000;
+
+/**
+ * Read what an upstream sends after svc refused its stream (an invalid tool call at the finish chunk), for the usage
+ * it reports: the upstream made and billed the answer, and the usage chunk comes after the finish chunk. Bounded by
+ * MAX_TRAILING_EVENTS and TRAILING_USAGE_MS; a stream that breaks or is cut leaves the usage svc's estimate.
+ */
+async function trailingUsage<Ev>(upstream: AcceptedStream<Ev>, take: (event: unknown) => boolean): Promise<void> {
+  const timer = setTimeout(() => upstream.release?.(), TRAILING_USAGE_MS);
+  try {
+    for (let read = 0; read < MAX_TRAILING_EVENTS; read += 1) {
+      const next = await upstream.rest.next();
+      if (next.done || take(next.value)) return;
+    }
+  } catch {
+    // The upstream broke, or was cut at the bound: the run records svc's estimate.
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**
@@ -200,13 +237,13 @@ interface AcceptedStream<Ev> {
  * wire's order), is a failure of its call like a buffered one's, answered with its own status or failed over to the
  * next provider, instead of a 200 carrying an error event. The upstream is released on any such failure.
  */
-async function acceptedStream<Ev>(upstream: AsyncIterable<unknown>, relay: StreamRelay<unknown, Ev>, provider: Provider): Promise<AcceptedStream<Ev>> {
+async function acceptedStream<Ev>(upstream: UpstreamEvents<unknown>, relay: StreamRelay<unknown, Ev>, provider: Provider): Promise<AcceptedStream<Ev>> {
   const rest = upstream[Symbol.asyncIterator]();
   try {
     const first = await rest.next();
     // A stream that ended before any event (chat's `data: [DONE]` alone) is no answer at all.
     if (first.done) throw new ProviderError('bad_response', 'the upstream stream ended before its first event', { provider: provider.name, upstreamStatus: 200 });
-    return { firstOut: relay.accept(first.value), rest };
+    return { firstOut: relay.accept(first.value), rest, release: upstream.release };
   } catch (thrown) {
     await rest.return?.();
     throw thrown;
@@ -625,6 +662,10 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
           start: onStart,
           accept: (event) => assembler.accept(event),
           end: () => assembler.end(),
+          afterFailure(thrown) {
+            const take = assembler.acceptTrailingUsage?.bind(assembler);
+            return thrown instanceof InvalidToolCallError && take !== undefined && !call.signal.aborted ? trailingUsage(upstream, take) : null;
+          },
           failed(thrown) {
             failure = upstreamFailureOf(provider, thrown, call.signal);
             return call.signal.aborted ? null : adapter.streamError(failure);

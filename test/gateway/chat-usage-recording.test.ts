@@ -1,0 +1,52 @@
+/**
+ * The usage a chat-completions run records, and what its client and a later cache hit get of it, when the upstream's
+ * answer is refused or its usage is missing or not token counts (docs/gateway.md, "Cost" and "Exact-response cache").
+ * Driven through the official `openai` client against a listening svc whose live provider is a fake upstream.
+ */
+import assert from 'node:assert/strict';
+import test from 'node:test';
+import OpenAI from 'openai';
+import { json } from '../support/build.ts';
+import { contentChunk, sendChunks, sendJson, sleep, startFakeUpstream } from '../support/fake-upstream.ts';
+import { openaiGateway } from '../support/openai-gateway.ts';
+import { costOf } from '../../src/gateway/pricing.ts';
+
+let counter = 0;
+const unique = (text: string) => `${text} #${++counter} ${process.hrtime.bigint()}`;
+
+const WEATHER_TOOL = {
+  type: 'function' as const,
+  function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false } },
+};
+
+const UPSTREAM_USAGE = { prompt_tokens: 1200, completion_tokens: 300, total_tokens: 1500 };
+
+async function finishedRun(app: Awaited<ReturnType<typeof openaiGateway>>['app'], runId: string | null) {
+  let detail: any;
+  for (let i = 0; i < 200 && (!detail || detail.run.status === 'running'); i++, await sleep(10)) detail = json(await app.inject({ url: `/api/v1/runs/${runId}` }));
+  return detail;
+}
+
+test('a chat stream refused for its tool call at the finish chunk records the usage chunk that follows it', async (t) => {
+  const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) => ({ ...contentChunk(''), choices, ...extra });
+  const upstream = await startFakeUpstream(t, (_req, res) =>
+    sendChunks(res, [
+      chunk([{ index: 0, delta: { role: 'assistant', tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '{"town":"Oslo"}' } }] }, finish_reason: null }]),
+      chunk([{ index: 0, delta: {}, finish_reason: 'tool_calls' }]),
+      chunk([], { usage: UPSTREAM_USAGE }),
+    ]),
+  );
+  const { client, app } = await openaiGateway(t, upstream);
+  const { data: stream, response } = await client.chat.completions
+    .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: unique('weather') }], tools: [WEATHER_TOOL], stream: true })
+    .withResponse();
+  await assert.rejects(async () => {
+    for await (const _chunk of stream);
+  }, /Invalid tool call/);
+  const { run, attempts } = await finishedRun(app, response.headers.get('x-svc-run-id'));
+  assert.equal(run.status, 'failed');
+  assert.equal(run.error.kind, 'invalid_tool_call');
+  assert.deepEqual(run.usage, { promptTokens: 1200, completionTokens: 300, totalTokens: 1500 });
+  assert.equal(attempts[0].costUsd, costOf('gpt-4o-mini', { promptTokens: 1200, completionTokens: 300 }, false).usd);
+  assert.equal(run.priced, true);
+});
