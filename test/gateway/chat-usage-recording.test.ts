@@ -50,3 +50,18 @@ test('a chat stream refused for its tool call at the finish chunk records the us
   assert.equal(attempts[0].costUsd, costOf('gpt-4o-mini', { promptTokens: 1200, completionTokens: 300 }, false).usd);
   assert.equal(run.priced, true);
 });
+
+test('a buffered chat answer refused as bad_response (a choice without a message) records the usage it reported', async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) =>
+    sendJson(res, 200, { id: 'chatcmpl-x', object: 'chat.completion', created: 1700000000, model: 'gpt-4o-mini', choices: [{ index: 0, finish_reason: 'stop' }], usage: UPSTREAM_USAGE }),
+  );
+  const { client, app } = await openaiGateway(t, upstream);
+  const failure = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: unique('no message') }] }).catch((error: unknown) => error);
+  assert.ok(failure instanceof OpenAI.APIError);
+  assert.equal(failure.status, 502);
+  const { run, attempts } = await finishedRun(app, failure.headers?.get('x-svc-run-id') ?? null);
+  assert.equal(run.error.kind, 'bad_response');
+  assert.deepEqual(run.usage, { promptTokens: 1200, completionTokens: 300, totalTokens: 1500 });
+  assert.equal(attempts[0].costUsd, costOf('gpt-4o-mini', { promptTokens: 1200, completionTokens: 300 }, false).usd);
+  assert.equal(run.priced, true, 'the usage the upstream reported is what it billed');
+});

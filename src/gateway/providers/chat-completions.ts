@@ -239,7 +239,13 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
     // A buffered call: the transport fields of streaming do not go upstream (stream_options without stream is a 400).
     const { stream: _stream, stream_options: _streamOptions, ...body } = chatRequest;
     const parsed = await postJson('/chat/completions', 'chat_completions', body, context);
-    if (!isObject(parsed) || !isCompletionChoices(parsed.choices)) throw badResponse('the upstream answer is not a chat completion', 200);
+    if (!isObject(parsed) || !isCompletionChoices(parsed.choices)) {
+      const failure = badResponse('the upstream answer is not a chat completion', 200);
+      // Made and billed all the same: the usage it reported counts for the attempt (docs/gateway.md, "Cost"). Kept on
+      // a completion without the choices svc could not read, so that the pipeline reads it as any answer's.
+      if (isObject(parsed) && isObject(parsed.usage)) failure.answer = { choices: [], usage: parsed.usage };
+      throw failure;
+    }
     return parsed as unknown as ChatCompletion;
   }
 

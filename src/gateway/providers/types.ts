@@ -242,8 +242,9 @@ export class ProviderError extends Error {
   readonly retryAfterSeconds: number | undefined;
   readonly provider: string;
   /**
-   * The failed answer the upstream sent when it reported usage for it (a response of status `failed`): billed all the
-   * same, so its usage counts for the attempt and the run.
+   * The failed answer the upstream sent when it reported usage for it (a response of status `failed`; a chat answer
+   * svc could not read, as a completion without choices): billed all the same, so its usage counts for the attempt
+   * and the run.
    */
   answer: unknown = undefined;
 
