@@ -4,12 +4,12 @@
  */
 import { newId } from '../core/ids.ts';
 import type { RunUsage } from '../evidence/types.ts';
-import { InvalidToolCallError, refusedAnswer, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
+import { filledUsage, InvalidToolCallError, isTokenCount, refusedAnswer, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
 import { cachedTokensOf } from './pricing.ts';
 import { providerErrorStatus } from './providers/errors.ts';
-import { ProviderError, type ChatChunk, type ChatCompletion } from './providers/types.ts';
+import { ProviderError, type ChatChunk, type ChatCompletion, type ChatRequest, type ChatUsage } from './providers/types.ts';
 import { completionToChunks, reasoningText, StreamAssembler } from './stream-assembler.ts';
-import { countChatTokens } from './tokens.ts';
+import { countChatTokens, countTokens } from './tokens.ts';
 import type { ValidatedChat } from './wires/chat-completions-schema.ts';
 
 /** A chat-completions error body sent as the last `data:` line of a failed stream. */
@@ -20,12 +20,25 @@ export interface ChatStreamError {
 export type ChatStreamEvent = ChatChunk | ChatStreamError;
 
 function usageOf(usage: ChatCompletion['usage'] | null | undefined): RunUsage | null {
-  if (!usage) return null;
+  // Any other value (`0`, `"x"`) is a usage reported that is not token counts: recorded as the local count.
+  if (usage === undefined || usage === null) return null;
   // Cached prompt tokens are part of prompt_tokens, priced at the model's cached-input rate (pricing.ts).
   const cached = cachedTokensOf(usage.prompt_tokens_details);
   return cached > 0
     ? { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, totalTokens: usage.total_tokens, cacheReadTokens: cached }
     : { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, totalTokens: usage.total_tokens };
+}
+
+/** Whether a reported usage is one the run records as it came (the pipeline's `hasTokenCounts`, before mapping it). */
+function hasChatTokenCounts(usage: ChatUsage): boolean {
+  return typeof usage === 'object' && isTokenCount(usage.prompt_tokens) && isTokenCount(usage.completion_tokens) && isTokenCount(usage.total_tokens);
+}
+
+/** A run's usage as the chat-completions wire writes it (in place of a reported one that is not token counts). */
+function chatUsageOf(usage: RunUsage): ChatUsage {
+  const written: ChatUsage = { prompt_tokens: usage.promptTokens, completion_tokens: usage.completionTokens, total_tokens: usage.totalTokens };
+  if (usage.cacheReadTokens) written.prompt_tokens_details = { cached_tokens: usage.cacheReadTokens };
+  return written;
 }
 
 /**
@@ -59,10 +72,29 @@ class ChatRelay implements StreamRelay<ChatCompletion, ChatStreamEvent> {
   constructor(
     private readonly assembler: StreamAssembler,
     private readonly provider: string,
+    private readonly request: ChatRequest,
   ) {}
 
   accept(event: unknown): ChatStreamEvent[] {
-    return this.assembler.accept(event as ChatChunk);
+    const out = this.assembler.accept(event as ChatChunk);
+    const usage = (event as ChatChunk).usage;
+    if (usage !== undefined && usage !== null && !hasChatTokenCounts(usage)) this.relayRecordedUsage(out, usage);
+    return out;
+  }
+
+  /**
+   * A usage chunk whose usage is not token counts goes out with the usage the run records in its place (the
+   * pipeline's `filledUsage` of the same counts and text), so that a client never reads that as usage.
+   */
+  private relayRecordedUsage(out: ChatChunk[], reported: ChatUsage): void {
+    const recorded = chatUsageOf(
+      filledUsage(
+        usageOf(reported),
+        () => countChatTokens(this.request),
+        () => countTokens(this.assembler.completionText, this.request.model),
+      ),
+    );
+    for (const chunk of out) if (chunk.usage === reported) chunk.usage = recorded;
   }
 
   end(): ChatStreamEvent[] {
@@ -127,11 +159,12 @@ export function chatAdapter(chat: ValidatedChat, now: () => number): WireAdapter
     },
 
     usageOf: (completion) => usageOf(completion.usage),
+    withRecordedUsage: (completion, usage) => void (completion.usage = chatUsageOf(usage)),
     answerText,
 
     openStream: (provider, signal) => provider.streamChat(request, { signal }),
 
-    newRelay: (provider) => new ChatRelay(new StreamAssembler(chat.tools), provider.name),
+    newRelay: (provider) => new ChatRelay(new StreamAssembler(chat.tools), provider.name, request),
 
     // Log probabilities are not kept by the stream assembler nor replayed as chunks, so an answer asked with them is
     // not stored: a hit would answer `logprobs: null`. Nor is a streamed answer the assembler could not keep whole,

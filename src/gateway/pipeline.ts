@@ -78,6 +78,11 @@ export interface WireAdapter<Res, Ev> {
   /** The usage an answer reports, its fields mapped as they came (the pipeline checks them: `hasTokenCounts`). */
   usageOf(response: Res): RunUsage | null;
   /**
+   * Put the usage the run records on an answer whose reported usage is not token counts (`usage: 5`), so that its
+   * client (and SDK) never reads that as usage. Absent: the wire's answers are relayed as they came.
+   */
+  withRecordedUsage?(response: Res, usage: RunUsage): void;
+  /**
    * The text a buffered answer produced (content, tool call arguments), for the local count of its output tokens
    * when the upstream reports none, as a stream's `producedText` is counted.
    */
@@ -289,7 +294,7 @@ function hasTokenCounts(usage: Partial<RunUsage> | null): usage is RunUsage {
  * count made the run's cost NaN (its final write failed: the run stayed `running` for good), negative or infinite,
  * and the rollups summed it.
  */
-function filledUsage(reported: Partial<RunUsage> | null, promptTokens: () => number, completionTokens: () => number): RunUsage {
+export function filledUsage(reported: Partial<RunUsage> | null, promptTokens: () => number, completionTokens: () => number): RunUsage {
   const keptPrompt = reported !== null && isTokenCount(reported.promptTokens);
   const usage = estimatedUsage(
     keptPrompt ? reported.promptTokens! : promptTokens(),
@@ -307,10 +312,16 @@ function filledUsage(reported: Partial<RunUsage> | null, promptTokens: () => num
 const NO_TOKENS = () => 0;
 const NO_USAGE = { promptTokens: 0, completionTokens: 0 };
 
-/** The usage a buffered answer is recorded with: as the upstream reported it, else (count by count) the local one. */
+/**
+ * The usage a buffered answer is recorded with: as the upstream reported it, else (count by count) the local one, which
+ * then replaces a reported usage that is not token counts on the answer (`withRecordedUsage`).
+ */
 function answerUsage<Res>(adapter: WireAdapter<Res, unknown>, response: Res): RunUsage {
   const reported = adapter.usageOf(response);
-  return hasTokenCounts(reported) ? reported : filledUsage(reported, adapter.promptTokens, () => countTokens(adapter.answerText(response), adapter.model));
+  if (hasTokenCounts(reported)) return reported;
+  const usage = filledUsage(reported, adapter.promptTokens, () => countTokens(adapter.answerText(response), adapter.model));
+  if (reported !== null) adapter.withRecordedUsage?.(response, usage);
+  return usage;
 }
 
 function runHeaders(runId: string, route: RunRoute): Record<string, string> {

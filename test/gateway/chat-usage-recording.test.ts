@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 import OpenAI from 'openai';
 import { json } from '../support/build.ts';
-import { contentChunk, sendChunks, sendJson, sleep, startFakeUpstream } from '../support/fake-upstream.ts';
+import { completion as completionOf, contentChunk, sendChunks, sendJson, sleep, startFakeUpstream } from '../support/fake-upstream.ts';
 import { openaiGateway } from '../support/openai-gateway.ts';
 import { costOf } from '../../src/gateway/pricing.ts';
 
@@ -64,4 +64,38 @@ test('a buffered chat answer refused as bad_response (a choice without a message
   assert.deepEqual(run.usage, { promptTokens: 1200, completionTokens: 300, totalTokens: 1500 });
   assert.equal(attempts[0].costUsd, costOf('gpt-4o-mini', { promptTokens: 1200, completionTokens: 300 }, false).usd);
   assert.equal(run.priced, true, 'the usage the upstream reported is what it billed');
+});
+
+/** The recorded usage as the chat-completions wire writes it. */
+const wireUsage = (usage: { promptTokens: number; completionTokens: number; totalTokens: number }) => ({
+  prompt_tokens: usage.promptTokens,
+  completion_tokens: usage.completionTokens,
+  total_tokens: usage.totalTokens,
+});
+
+test('a usage that is not token counts reaches the client as the usage svc recorded, buffered and streamed', async (t) => {
+  let junk: unknown = 5;
+  const upstream = await startFakeUpstream(t, (req, res) => {
+    if (req.body.stream !== true) return sendJson(res, 200, { ...completionOf('Oslo.'), usage: junk });
+    sendChunks(res, [
+      { ...contentChunk('Oslo is the capital.'), choices: [{ index: 0, delta: { content: 'Oslo is the capital.' }, finish_reason: 'stop' }] },
+      { ...contentChunk(''), choices: [], usage: junk },
+    ]);
+  });
+  const { client, app } = await openaiGateway(t, upstream);
+  for (const reported of [5, { prompt_tokens: 'x', completion_tokens: 3, total_tokens: 'y' }]) {
+    junk = reported;
+    const { data: answer, response } = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: unique('capital') }] }).withResponse();
+    const buffered = await finishedRun(app, response.headers.get('x-svc-run-id'));
+    assert.deepEqual(answer.usage, wireUsage(buffered.run.usage), `buffered, usage ${JSON.stringify(reported)}`);
+
+    const { data: stream, response: streamed } = await client.chat.completions
+      .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: unique('capital') }], stream: true, stream_options: { include_usage: true } })
+      .withResponse();
+    const usages: unknown[] = [];
+    for await (const chunk of stream) if (chunk.usage) usages.push(chunk.usage);
+    const { run } = await finishedRun(app, streamed.headers.get('x-svc-run-id'));
+    assert.deepEqual(usages, [wireUsage(run.usage)], `streamed, usage ${JSON.stringify(reported)}`);
+    if (typeof reported === 'object') assert.equal(run.usage.completionTokens, 3, 'a count that is one is kept');
+  }
 });
