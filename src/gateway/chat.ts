@@ -87,14 +87,15 @@ class ChatRelay implements StreamRelay<ChatCompletion, ChatStreamEvent> {
    * pipeline's `filledUsage` of the same counts and text), so that a client never reads that as usage.
    */
   private relayRecordedUsage(out: ChatChunk[], reported: ChatUsage): void {
-    const recorded = chatUsageOf(
-      filledUsage(
-        usageOf(reported),
-        () => countChatTokens(this.request),
-        () => countTokens(this.assembler.completionText, this.request.model),
-      ),
-    );
+    const recorded = this.recordedUsage(reported);
     for (const chunk of out) if (chunk.usage === reported) chunk.usage = recorded;
+  }
+
+  /** The usage the run records for a reported one that is not token counts, or none, as the wire writes it. */
+  private recordedUsage(reported: ChatUsage | null): ChatUsage {
+    const promptTokens = () => countChatTokens(this.request);
+    const completionTokens = () => countTokens(this.assembler.completionText, this.request.model);
+    return chatUsageOf(filledUsage(usageOf(reported), promptTokens, completionTokens));
   }
 
   end(): ChatStreamEvent[] {
@@ -102,6 +103,9 @@ class ChatRelay implements StreamRelay<ChatCompletion, ChatStreamEvent> {
     if (!this.assembler.finished) {
       throw new ProviderError('bad_response', 'The upstream stream ended before every choice finished.', { provider: this.provider });
     }
+    // An upstream that ignores `stream_options.include_usage` sends no usage chunk: the client that asked for one gets
+    // the usage the run records (the wire drops it for one that did not), as a cache hit of the answer does.
+    if (this.assembler.usage === null) out.push(this.assembler.usageChunk(this.recordedUsage(null)));
     return out;
   }
 

@@ -78,8 +78,9 @@ export interface WireAdapter<Res, Ev> {
   /** The usage an answer reports, its fields mapped as they came (the pipeline checks them: `hasTokenCounts`). */
   usageOf(response: Res): RunUsage | null;
   /**
-   * Put the usage the run records on an answer whose reported usage is not token counts (`usage: 5`), so that its
-   * client (and SDK) never reads that as usage. Absent: the wire's answers are relayed as they came.
+   * Put the usage the run records on an answer whose upstream reported none, or usage that is not token counts
+   * (`usage: 5`): its client (and SDK) never reads such a value as usage, and a cache hit of the answer records what
+   * the live run did. Absent: the wire's answers are relayed and stored as they came.
    */
   withRecordedUsage?(response: Res, usage: RunUsage): void;
   /**
@@ -314,13 +315,13 @@ const NO_USAGE = { promptTokens: 0, completionTokens: 0 };
 
 /**
  * The usage a buffered answer is recorded with: as the upstream reported it, else (count by count) the local one, which
- * then replaces a reported usage that is not token counts on the answer (`withRecordedUsage`).
+ * the answer then carries (`withRecordedUsage`).
  */
 function answerUsage<Res>(adapter: WireAdapter<Res, unknown>, response: Res): RunUsage {
   const reported = adapter.usageOf(response);
   if (hasTokenCounts(reported)) return reported;
   const usage = filledUsage(reported, adapter.promptTokens, () => countTokens(adapter.answerText(response), adapter.model));
-  if (reported !== null) adapter.withRecordedUsage?.(response, usage);
+  adapter.withRecordedUsage?.(response, usage);
   return usage;
 }
 
@@ -722,6 +723,8 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
         });
         if (completed) {
           const answer = assembler.result();
+          // Stored with the usage recorded, so that a hit records it too (and replays it as the usage chunk).
+          if (usage !== reported) adapter.withRecordedUsage?.(answer, usage);
           storeAnswer(answer, cost.usd, latencyMs);
           complete(provider, usedFallback, answer, usage, cost.priced, 'streamed');
         } else {

@@ -362,6 +362,13 @@ export class StreamAssembler {
     return out;
   }
 
+  /** A usage chunk as the upstream's would be (no choices), for usage svc writes itself. */
+  usageChunk(usage: ChatUsage): ChatChunk {
+    const chunk = chunkOf(this.id, this.created ?? Math.floor(Date.now() / 1000), this.model, this.fields.values, []);
+    chunk.usage = usage;
+    return chunk;
+  }
+
   /** At the end of the stream: emit calls still pending or held. */
   end(): ChatChunk[] {
     const out: ChatChunk[] = [];

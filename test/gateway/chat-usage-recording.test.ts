@@ -99,3 +99,39 @@ test('a usage that is not token counts reaches the client as the usage svc recor
     if (typeof reported === 'object') assert.equal(run.usage.completionTokens, 3, 'a count that is one is kept');
   }
 });
+
+test('a streamed answer from an upstream that sends no usage chunk: the live run, its client and later hits all have the estimate', async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) =>
+    sendChunks(res, [
+      contentChunk('Oslo is '),
+      { ...contentChunk('the capital of Norway.'), choices: [{ index: 0, delta: { content: 'the capital of Norway.' }, finish_reason: 'stop' }] },
+    ]),
+  );
+  const { client, app } = await openaiGateway(t, upstream);
+  const messages = [{ role: 'user' as const, content: unique('capital of Norway') }];
+  const streamed = async () => {
+    const { data: stream, response } = await client.chat.completions
+      .create({ model: 'gpt-4o-mini', messages, stream: true, stream_options: { include_usage: true } })
+      .withResponse();
+    const usages: unknown[] = [];
+    for await (const chunk of stream) if (chunk.usage) usages.push(chunk.usage);
+    return { usages, detail: await finishedRun(app, response.headers.get('x-svc-run-id')) };
+  };
+
+  const live = await streamed();
+  assert.equal(live.detail.run.route, 'live');
+  const estimate = live.detail.run.usage;
+  assert.ok(estimate.promptTokens > 0 && estimate.completionTokens > 0);
+  assert.deepEqual(live.usages, [wireUsage(estimate)], 'the client asked for usage: it gets the usage the run records');
+
+  const hit = await streamed();
+  assert.equal(hit.detail.run.route, 'exact_cache');
+  assert.deepEqual(hit.detail.run.usage, estimate, 'a hit records the usage the live run recorded');
+  assert.deepEqual(hit.usages, [wireUsage(estimate)]);
+
+  const { data: answer, response } = await client.chat.completions.create({ model: 'gpt-4o-mini', messages }).withResponse();
+  const buffered = await finishedRun(app, response.headers.get('x-svc-run-id'));
+  assert.equal(buffered.run.route, 'exact_cache');
+  assert.deepEqual(buffered.run.usage, estimate);
+  assert.deepEqual(answer.usage, wireUsage(estimate));
+});
