@@ -82,7 +82,8 @@ export interface RunRecord {
    */
   priced: boolean;
   latencyMs: number | null;
-  error: null | { kind: string; message: string; upstreamStatus?: number };
+  /** `upstreamCode`: the error code the upstream gave a failure it said in a 200 answer (an error event, a failed response). */
+  error: null | { kind: string; message: string; upstreamStatus?: number; upstreamCode?: string };
   createdAt: number;
   completedAt: number | null;
   eventCount: number;

@@ -564,6 +564,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
             kind: failureKind(error),
             message: error.message,
             ...(error instanceof ProviderError && error.upstreamStatus ? { upstreamStatus: error.upstreamStatus } : {}),
+            ...(error instanceof ProviderError && error.upstreamCode ? { upstreamCode: error.upstreamCode } : {}),
           },
         });
 

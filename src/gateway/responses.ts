@@ -89,8 +89,6 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
   private final: ResponseObject | null = null;
   /** The usage an upstream's `response.failed` reported: what the failed run used, rather than an estimate. */
   private failedUsage: RunUsage | null = null;
-  /** The failure an upstream's `response.failed` was, with its error code (one of the wire's), which the client keeps. */
-  failedWith: { failure: ProviderError; code: string } | null = null;
   private readonly items = new Map<string, ItemState>();
 
   constructor(
@@ -245,7 +243,6 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
     const failure = classifyErrorCodes({ provider: this.provider.name, wire: 'responses', codes: [error?.code], message });
     // As the first event its usage is the attempt's (the relay's usage is read only once the stream started).
     if (this.failedUsage && isResponseShaped(failed)) failure.answer = failed;
-    this.failedWith = { failure, code: RESPONSE_ERROR_CODES.has(error?.code as string) ? (error!.code as string) : 'server_error' };
     return failure;
   }
 
@@ -290,6 +287,18 @@ const RESPONSE_ERROR_CODES: ReadonlySet<string> = new Set([
   'failed_to_download_image',
   'image_file_not_found',
 ]);
+
+/**
+ * The `error.code` of the `response.failed` a failure mid-stream ends the client's stream with: the upstream's own code
+ * (its error event's or failed response's) when it is one of the wire's, since `invalid_prompt` or
+ * `rate_limit_exceeded` tells the caller what `server_error` would hide; a rate limit said in another family's words
+ * (`rate_limit_error`) is the wire's `rate_limit_exceeded`; anything else svc's `server_error`.
+ */
+function failedResponseCode(error: UpstreamFailure): string {
+  if (!(error instanceof ProviderError)) return 'server_error';
+  if (error.upstreamCode !== undefined && RESPONSE_ERROR_CODES.has(error.upstreamCode)) return error.upstreamCode;
+  return error.kind === 'rate_limited' ? 'rate_limit_exceeded' : 'server_error';
+}
 
 /**
  * Request fields a Response echoes that the exact-cache key leaves out (cache-controls.ts), with the value a response
@@ -360,9 +369,7 @@ export function responsesAdapter(validated: ValidatedResponses, now: () => numbe
       const http = error instanceof InvalidToolCallError ? { code: 'invalid_tool_call', message: error.message } : { code: providerErrorStatus(error).code, message: providerErrorStatus(error).message };
       const snapshot = relay?.snapshot;
       if (!snapshot) return { type: 'error', code: http.code, message: http.message, param: null, sequence_number: 0 };
-      // The upstream's own failure keeps its code (`invalid_prompt` tells the caller what `server_error` would hide).
-      const code = relay?.failedWith?.failure === error ? relay.failedWith.code : 'server_error';
-      return { type: 'response.failed', sequence_number: 0, response: { ...snapshot, status: 'failed', error: { code, message: http.message } } };
+      return { type: 'response.failed', sequence_number: 0, response: { ...snapshot, status: 'failed', error: { code: failedResponseCode(error), message: http.message } } };
     },
   };
 }

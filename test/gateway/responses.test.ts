@@ -677,3 +677,41 @@ test('live responses: a client abort mid-stream reaches the upstream and the run
   assert.equal(run.error.kind, 'aborted');
   assert.ok(run.usage.completionTokens > 0);
 });
+
+test("live responses: an upstream's error event or response.failed after response.created keeps its code (and a 4xx's masked message) on the client's response.failed and on the run", async (t) => {
+  const key = 'upstream-key-0123456789';
+  // `upstreamCode` is what the upstream said, recorded on the run; `code` the wire's code the client gets.
+  const cases: Array<{ failure: object; code: string; message: RegExp; kind: string; upstreamCode: string }> = [
+    { failure: { type: 'error', code: 'rate_limit_exceeded', message: 'Rate limit reached', param: null, sequence_number: 2 }, code: 'rate_limit_exceeded', message: /rate limiting/, kind: 'rate_limited', upstreamCode: 'rate_limit_exceeded' },
+    { failure: { type: 'error', code: 'invalid_prompt', message: `Your prompt was flagged (${key})`, param: null, sequence_number: 2 }, code: 'invalid_prompt', message: /^Your prompt was flagged \(\[redacted\]\)$/, kind: 'rejected', upstreamCode: 'invalid_prompt' },
+    { failure: { type: 'error', error: { type: 'rate_limit_error', code: null, message: 'Slow down' }, sequence_number: 2 }, code: 'rate_limit_exceeded', message: /rate limiting/, kind: 'rate_limited', upstreamCode: 'rate_limit_error' },
+    { failure: { type: 'error', code: 'model_melted', message: 'it melted', param: null, sequence_number: 2 }, code: 'server_error', message: /^The upstream provider failed\.$/, kind: 'upstream_error', upstreamCode: 'model_melted' },
+    { failure: { type: 'response.failed', sequence_number: 2, response: { ...upstreamEvents('')[0]!.response, status: 'failed', error: { code: 'rate_limit_exceeded', message: 'Rate limit reached' } } }, code: 'rate_limit_exceeded', message: /rate limiting/, kind: 'rate_limited', upstreamCode: 'rate_limit_exceeded' },
+  ];
+  let current = cases[0]!;
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    writeEvents(res, upstreamEvents('partial answer').slice(0, 4));
+    writeEvents(res, [current.failure]);
+    res.end();
+  });
+  const { client, app } = await listening(t, { CHATCOMP_API_KEY: key, CHATCOMP_BASE_URL: upstream.baseUrl });
+  for (const each of cases) {
+    current = each;
+    const label = JSON.stringify(each.failure);
+    const { data: stream, response } = await client.responses.create({ model: 'gpt-4o-mini', input: input(), stream: true }).withResponse();
+    const events: ResponseStreamEvent[] = [];
+    for await (const event of stream) events.push(event);
+    const failed = events.at(-1)!;
+    assert.equal(failed.type, 'response.failed', label);
+    const error = (failed as { response: { error: { code: string; message: string } } }).response.error;
+    assert.equal(error.code, each.code, label);
+    assert.match(error.message, each.message, label);
+    assert.equal(validateAgainst('ResponseErrorCode', error.code), null, label);
+    const run = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` })).run;
+    assert.equal(run.status, 'failed', label);
+    assert.equal(run.error.kind, each.kind, label);
+    assert.equal(run.error.upstreamCode, each.upstreamCode, label);
+    assert.ok(!JSON.stringify(run).includes(key), label);
+  }
+});

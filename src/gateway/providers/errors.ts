@@ -88,9 +88,9 @@ export function classifyHttpFailure(failure: HttpFailure): ProviderError {
   return failureOfStatus(failure, message);
 }
 
-function failureOfStatus(failure: Omit<HttpFailure, 'body'>, message: string): ProviderError {
+function failureOfStatus(failure: Omit<HttpFailure, 'body'>, message: string, upstreamCode?: string): ProviderError {
   const { provider, status } = failure;
-  const base = { provider, upstreamStatus: status };
+  const base = { provider, upstreamStatus: status, ...(upstreamCode !== undefined ? { upstreamCode } : {}) };
   if (status === 429) {
     const retryAfterSeconds = parseRetryAfter(failure.headers, failure.nowMs);
     return new ProviderError('rate_limited', message, { ...base, ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}) });
@@ -137,14 +137,16 @@ const STATUS_OF_ERROR_CODE: ReadonlyMap<string, number> = new Map([
  * answer its error `codes` stand for (the first one that stands for one), so that before anything reached the client
  * it is answered and failed over as that answer would be (a rate limit 429 with retry-after, a server error failed
  * over, an invalid request the upstream's 4xx), and recorded with that status. A failure of no code svc knows is the
- * upstream's, answered 502 and not retried. `message` is the upstream's, its secrets masked.
+ * upstream's, answered 502 and not retried. `message` is the upstream's, its secrets masked. The code it was classified
+ * by (or else its first) is the failure's `upstreamCode`.
  */
 export function classifyErrorCodes(failure: { provider: string; wire: Wire; codes: readonly unknown[]; message: string }): ProviderError {
   for (const code of failure.codes) {
     const status = typeof code === 'string' ? STATUS_OF_ERROR_CODE.get(code) : undefined;
-    if (status !== undefined) return failureOfStatus({ provider: failure.provider, wire: failure.wire, status }, failure.message);
+    if (status !== undefined) return failureOfStatus({ provider: failure.provider, wire: failure.wire, status }, failure.message, code as string);
   }
-  return new ProviderError('upstream_error', failure.message, { provider: failure.provider, upstreamStatus: 200, retryable: false });
+  const said = failure.codes.find((code): code is string => typeof code === 'string' && code !== '');
+  return new ProviderError('upstream_error', failure.message, { provider: failure.provider, upstreamStatus: 200, retryable: false, ...(said !== undefined ? { upstreamCode: said } : {}) });
 }
 
 /**

@@ -242,6 +242,11 @@ export class ProviderError extends Error {
   readonly retryAfterSeconds: number | undefined;
   readonly provider: string;
   /**
+   * The error code the upstream gave a failure it said in an answer of HTTP 200 (a stream's error event, a failed
+   * response; `classifyErrorCodes`): the run records it, and a wire whose codes it is one of relays it.
+   */
+  readonly upstreamCode: string | undefined;
+  /**
    * The failed answer the upstream sent when it reported usage for it (a response of status `failed`; a chat answer
    * svc could not read, as a completion without choices): billed all the same, so its usage counts for the attempt
    * and the run.
@@ -251,7 +256,7 @@ export class ProviderError extends Error {
   constructor(
     kind: ProviderFailureKind,
     message: string,
-    options: { provider: string; upstreamStatus?: number; retryable?: boolean; retryAfterSeconds?: number; cause?: unknown },
+    options: { provider: string; upstreamStatus?: number; retryable?: boolean; retryAfterSeconds?: number; cause?: unknown; upstreamCode?: string },
   ) {
     super(message, { cause: options.cause });
     this.name = 'ProviderError';
@@ -260,6 +265,7 @@ export class ProviderError extends Error {
     this.upstreamStatus = options.upstreamStatus;
     this.retryable = options.retryable ?? ['rate_limited', 'upstream_error', 'timeout', 'network', 'bad_response'].includes(kind);
     this.retryAfterSeconds = options.retryAfterSeconds;
+    this.upstreamCode = options.upstreamCode;
   }
 }
 
