@@ -218,6 +218,9 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
         for (const item of response.output) {
           if (item.id && !this.items.has(item.id)) throw this.bad(`completed output has unannounced item ${item.id}`);
         }
+        // Some compatible upstreams leave the terminal response's output empty: the items streamed whole are the
+        // answer, relayed in it (the SDK's final response is this event's), recorded and cached as the client had them.
+        if (response.output.length === 0 && this.items.size > 0) response.output = this.streamedItems();
         response.output.forEach((item, index) => checkItem(this.validated, item, index));
         this.final = response;
         break;
@@ -244,6 +247,11 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
     // As the first event its usage is the attempt's (the relay's usage is read only once the stream started).
     if (this.failedUsage && isResponseShaped(failed)) failure.answer = failed;
     return failure;
+  }
+
+  /** The streamed items as each one's `output_item.done` gave it, in their output order. */
+  private streamedItems(): OutputItem[] {
+    return Array.from(this.items.values(), (state) => state.item);
   }
 
   end(): ResponseStreamEvent[] {
@@ -346,7 +354,8 @@ export function responsesAdapter(validated: ValidatedResponses, now: () => numbe
       relay = new ResponsesRelay(validated, provider);
       return relay;
     },
-    cacheable: (response) => response.status === 'completed',
+    // An answer of no items is relayed, not stored: a hit would replay nothing (as a chat `choices: []`).
+    cacheable: (response) => response.status === 'completed' && response.output.length > 0,
 
     fromCache(stored) {
       // Made and completed now: a stored `completed_at` would be before the new `created_at`.

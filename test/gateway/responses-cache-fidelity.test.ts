@@ -267,3 +267,38 @@ test("a hit's output items keep the ids the upstream gave them, so a next turn t
   );
   for (const event of events as unknown as Array<{ item?: { id: string } }>) if (event.item) assert.ok(issued.has(event.item.id));
 });
+
+test("a stream whose response.completed has output: [] after its items were streamed whole answers with the streamed items, live, recorded and from the cache, streamed and buffered", async (t) => {
+  // Some compatible upstreams leave the terminal response's output empty: the items the stream gave are the answer.
+  const events = liveEvents();
+  const completed = events.at(-1)! as { response: Record<string, unknown> };
+  const full = completed.response.output;
+  completed.response = { ...completed.response, output: [] };
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    for (const event of events) res.write(`event: ${String(event.type)}\ndata: ${JSON.stringify(event)}\n\n`);
+    res.end();
+  });
+  const { client } = await openaiGateway(t, upstream);
+  const params = { model: 'gpt-4o-mini', input: 'What is the capital of Norway, with the items streamed?', tools: [WEATHER, SQL], reasoning: { summary: 'auto' as const } };
+  const streamed = async () => {
+    const stream = client.responses.stream(params);
+    const seen: ResponseStreamEvent[] = [];
+    for await (const event of stream) seen.push(event);
+    return { events: seen, final: await stream.finalResponse() };
+  };
+
+  const live = await streamed();
+  const outputOf = (seen: ResponseStreamEvent[]) => JSON.parse(JSON.stringify((seen.at(-1) as { response: { output: unknown } }).response.output));
+  assert.deepEqual(outputOf(live.events), full);
+  assert.equal(live.final.output.length, 4);
+  const replay = await streamed();
+  assert.deepEqual(shape(replay.events), shape(live.events));
+  assert.deepEqual(outputOf(replay.events), full);
+  assert.deepEqual(withoutIds(replay.final), withoutIds(live.final));
+  const buffered = await client.responses.create(params).withResponse();
+  assert.equal(buffered.response.headers.get('x-svc-route'), 'exact_cache');
+  assert.deepEqual(JSON.parse(JSON.stringify(buffered.data.output)), full);
+  assert.equal(buffered.data.output_text, 'Oslo is the capital of Norway.');
+  assert.equal(upstream.requests.length, 1);
+});

@@ -715,3 +715,20 @@ test("live responses: an upstream's error event or response.failed after respons
     assert.ok(!JSON.stringify(run).includes(key), label);
   }
 });
+
+test('live responses: a completed response of no output items is relayed but not cached (a hit would replay nothing)', async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    const [created, , , , , , , completed] = upstreamEvents('');
+    writeEvents(res, [created!, { ...completed!, response: { ...completed!.response, output: [] } }]);
+    res.end();
+  });
+  const { client } = await liveGateway(t, upstream);
+  const params = { model: 'gpt-4o-mini', input: input() };
+  for (const route of ['live', 'live']) {
+    const { data, response } = await client.responses.create({ ...params, stream: true }).withResponse();
+    for await (const _event of data);
+    assert.equal(response.headers.get('x-svc-route'), route);
+  }
+  assert.equal(upstream.requests.length, 2);
+});
