@@ -56,6 +56,10 @@ export function exactCacheKey(wire: string, scope: CacheScope, body: Record<stri
   // `parallel_tool_calls` defaults to true upstream: an explicit true and an omitted field are the same request,
   // while `false` stays apart (serial and parallel tool plans must never share an answer).
   if (fields.parallel_tool_calls === true) delete fields.parallel_tool_calls;
+  // A response's items are stored upstream unless its request said `store: false` (true is the default): an answer
+  // whose items were never stored must not serve a request that stores, whose next turn names them by id. Set always,
+  // so that no entry keyed without it (filled by either) is served.
+  if (wire === 'responses') fields.store = body.store !== false;
   const digest = sha256Hex(canonicalJson({ wire, tenant: scope.tenantId, app: scope.appId, subject: scope.subject, body: fields }));
   return `${wire}:${digest}`;
 }

@@ -311,7 +311,8 @@ function failedResponseCode(error: UpstreamFailure): string {
 /**
  * Request fields a Response echoes that the exact-cache key leaves out (cache-controls.ts), with the value a response
  * echoes when its request does not set them. A hit answers them from the request it serves, not from the one that
- * filled the entry (another end user's `safety_identifier`, `user` and `metadata`); `store` when this request sets it.
+ * filled the entry (another end user's `safety_identifier`, `user` and `metadata`); `store` when this request sets it
+ * (the key tells only `false` from stored, so an entry filled with `store` unset serves `store: true` too).
  */
 const ECHOED: ReadonlyArray<[field: string, unset: unknown]> = [
   ['metadata', {}],

@@ -187,7 +187,7 @@ test("a hit echoes the request it serves (metadata, user, safety_identifier, pro
   });
   const { client } = await openaiGateway(t, upstream);
   const question = { model: 'gpt-4o-mini', input: 'Say hello.' };
-  await client.responses.create({ ...question, metadata: { ticket: 'alice-1' }, user: 'alice', safety_identifier: 'alice-hash', prompt_cache_key: 'alice-key', store: false });
+  await client.responses.create({ ...question, metadata: { ticket: 'alice-1' }, user: 'alice', safety_identifier: 'alice-hash', prompt_cache_key: 'alice-key', store: true });
 
   const { data: buffered, response } = await client.responses.create({ ...question, metadata: { ticket: 'bob-7' }, safety_identifier: 'bob-hash' }).withResponse();
   assert.equal(response.headers.get('x-svc-route'), 'exact_cache');
@@ -198,7 +198,7 @@ test("a hit echoes the request it serves (metadata, user, safety_identifier, pro
     prompt_cache_key: answer.prompt_cache_key,
     store: answer.store,
   });
-  assert.deepEqual(echoed(buffered as unknown as Record<string, unknown>), { metadata: { ticket: 'bob-7' }, user: null, safety_identifier: 'bob-hash', prompt_cache_key: null, store: false });
+  assert.deepEqual(echoed(buffered as unknown as Record<string, unknown>), { metadata: { ticket: 'bob-7' }, user: null, safety_identifier: 'bob-hash', prompt_cache_key: null, store: true });
   assert.equal(buffered.completed_at, buffered.created_at);
 
   const { data: stream } = await client.responses.create({ ...question, user: 'carol', prompt_cache_key: 'carol-key', store: true, stream: true }).withResponse();
@@ -301,4 +301,23 @@ test("a stream whose response.completed has output: [] after its items were stre
   assert.deepEqual(JSON.parse(JSON.stringify(buffered.data.output)), full);
   assert.equal(buffered.data.output_text, 'Oslo is the capital of Norway.');
   assert.equal(upstream.requests.length, 1);
+});
+
+test("an answer to a store: false request never serves one that stores (its items were never stored upstream, so a next turn naming them would fail), and store: true and an unset store share entries", async (t) => {
+  const upstream = await startFakeUpstream(t, (request, res) => {
+    const body = request.body as Record<string, unknown>;
+    const item = { id: `msg_${upstream.requests.length}`, type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Hello.', annotations: [], logprobs: [] }] };
+    sendJson(res, 200, { id: 'resp_live', object: 'response', created_at: 1700000000, status: 'completed', model: 'gpt-4o-mini', output: [item], store: body.store ?? true, usage: { input_tokens: 5, output_tokens: 2, total_tokens: 7 } });
+  });
+  const { client } = await openaiGateway(t, upstream);
+  const question = { model: 'gpt-4o-mini', input: 'Say hello, store or not.' };
+  const routeOf = async (store: boolean | undefined) => {
+    const { response } = await client.responses.create({ ...question, ...(store === undefined ? {} : { store }) }).withResponse();
+    return response.headers.get('x-svc-route');
+  };
+  assert.equal(await routeOf(false), 'live');
+  assert.equal(await routeOf(true), 'live');
+  assert.equal(await routeOf(undefined), 'exact_cache');
+  assert.equal(await routeOf(false), 'exact_cache');
+  assert.equal(upstream.requests.length, 2);
 });
