@@ -9,6 +9,7 @@ import OpenAI from 'openai';
 import { bearer, build, json } from '../support/build.ts';
 import { completion, contentChunk, sendChunks, sendJson, sleep, startFakeUpstream, startSse, type FakeUpstream } from '../support/fake-upstream.ts';
 import { readFileSync } from 'node:fs';
+import { expectFailureAnswered } from '../support/failover.ts';
 import { OPENAPI_PATH, validateAgainst } from '../support/openapi.ts';
 
 const WEATHER_TOOL = {
@@ -852,19 +853,9 @@ test("a chat stream whose first event is an upstream's error is answered as the 
   for (const each of cases) {
     current = each;
     const label = JSON.stringify(each.error);
-    const refused = await fetch(`${alone.address}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-    assert.equal(refused.status, each.status, label);
-    if (each.status === 429) assert.ok(Number(refused.headers.get('retry-after')) >= 1, label);
-    const answer = await refused.json();
-    assert.equal(validateAgainst('ErrorResponse', answer), null, label);
-    assert.doesNotMatch(JSON.stringify(answer), /sk-upstream-secret/, label);
-
-    const asked = fallback.requests.length;
-    const answered = await fetch(`${both.address}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-    assert.equal(answered.status, each.failsOver ? 200 : each.status, label);
-    if (each.failsOver) assert.match(await answered.text(), /From the fallback/, label);
-    else await answered.text();
-    assert.equal(fallback.requests.length, asked + (each.failsOver ? 1 : 0), label);
+    const { refused, answered } = await expectFailureAnswered({ alone, both, fallback }, { ...each, path: '/v1/chat/completions', body, label });
+    assert.doesNotMatch(JSON.stringify(refused), /sk-upstream-secret/, label);
+    if (each.failsOver) assert.match(answered, /From the fallback/, label);
   }
 });
 

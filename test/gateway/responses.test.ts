@@ -9,6 +9,7 @@ import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { build, json } from '../support/build.ts';
 import { sendJson, startFakeUpstream, startSse, type FakeUpstream } from '../support/fake-upstream.ts';
 import { readFileSync } from 'node:fs';
+import { expectFailureAnswered } from '../support/failover.ts';
 import { OPENAPI_PATH, validateAgainst } from '../support/openapi.ts';
 
 const WEATHER = {
@@ -562,20 +563,8 @@ test("live responses: an upstream's error event before any other is answered as 
   const both = await listening(t, { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: primary.baseUrl, CHATCOMP_FALLBACK_API_KEY: 'sk-fallback', CHATCOMP_FALLBACK_BASE_URL: fallback.baseUrl });
   for (const each of cases) {
     current = each;
-    const label = JSON.stringify(each.event);
     const body = JSON.stringify({ model: 'gpt-4o-mini', input: input(), stream: true });
-    const refused = await fetch(`${alone.address}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-    assert.equal(refused.status, each.status, label);
-    if (each.status === 429) assert.ok(Number(refused.headers.get('retry-after')) >= 1, label);
-    assert.equal(validateAgainst('ErrorResponse', await refused.json()), null, label);
-    const run = json(await alone.app.inject({ url: `/api/v1/runs/${refused.headers.get('x-svc-run-id')}` })).run;
-    assert.equal(run.status, 'failed', label);
-
-    const asked = fallback.requests.length;
-    const answered = await fetch(`${both.address}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-    assert.equal(answered.status, each.failsOver ? 200 : each.status, label);
-    await answered.text();
-    assert.equal(fallback.requests.length, asked + (each.failsOver ? 1 : 0), label);
+    await expectFailureAnswered({ alone, both, fallback }, { ...each, path: '/v1/responses', body, label: JSON.stringify(each.event) });
   }
 });
 
@@ -606,20 +595,8 @@ test("live responses: a failed response, buffered or as a stream's first event, 
   for (const each of cases) {
     current = each;
     for (const stream of [false, true]) {
-      const label = `${each.code} stream=${stream}`;
       const body = JSON.stringify({ model: 'gpt-4o-mini', input: input(), stream });
-      const refused = await fetch(`${alone.address}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-      assert.equal(refused.status, each.status, label);
-      if (each.status === 429) assert.ok(Number(refused.headers.get('retry-after')) >= 1, label);
-      assert.equal(validateAgainst('ErrorResponse', await refused.json()), null, label);
-      const run = json(await alone.app.inject({ url: `/api/v1/runs/${refused.headers.get('x-svc-run-id')}` })).run;
-      assert.equal(run.status, 'failed', label);
-
-      const asked = fallback.requests.length;
-      const answered = await fetch(`${both.address}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-      assert.equal(answered.status, each.failsOver ? 200 : each.status, label);
-      await answered.text();
-      assert.equal(fallback.requests.length, asked + (each.failsOver ? 1 : 0), label);
+      await expectFailureAnswered({ alone, both, fallback }, { ...each, path: '/v1/responses', body, label: `${each.code} stream=${stream}` });
     }
   }
 });
