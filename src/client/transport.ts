@@ -35,6 +35,14 @@ export interface Transport {
   close(): Promise<void>;
 }
 
+/**
+ * A connection error's message without the address it ends with when that is `label`, which the message names already
+ * (`connect ENOENT <dir>/svc.sock` on the local socket).
+ */
+function withoutAddress(cause: string, label: string): string {
+  return cause.endsWith(` ${label}`) ? cause.slice(0, -label.length - 1) : cause;
+}
+
 function fetchTransport(baseUrl: string, headers: Record<string, string>, label: string, dispatcher: Agent): Transport {
   const base = baseUrl.replace(/\/+$/, '');
   const send = async (method: string, path: string, body: unknown, options: RequestOptions) => {
@@ -49,7 +57,7 @@ function fetchTransport(baseUrl: string, headers: Record<string, string>, label:
     } catch (error) {
       if (options.signal?.aborted) throw error;
       const cause = (error as Error & { cause?: Error }).cause?.message ?? (error as Error).message;
-      throw new Error(`cannot reach svc at ${label}: ${cause}`, { cause: error });
+      throw new Error(`cannot reach svc at ${label}: ${withoutAddress(cause, label)}`, { cause: error });
     }
   };
   return {

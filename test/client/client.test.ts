@@ -1,12 +1,15 @@
 /** The reference client (SPEC 4.20, 6.3, 8) against a real listening svc, and its rules in isolation. */
 import assert from 'node:assert/strict';
 import { getEventListeners } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import test, { type TestContext } from 'node:test';
 import { createSvcClient, SvcApiError, SvcClient, SvcStreamError } from '../../src/client/index.ts';
 import { tracedTool, type ToolTracer } from '../../src/client/tools.ts';
-import type { Transport } from '../../src/client/transport.ts';
+import { socketTransport, type Transport } from '../../src/client/transport.ts';
 import { build } from '../support/build.ts';
 import { contentChunk, startFakeUpstream, startSse } from '../support/fake-upstream.ts';
 
@@ -613,4 +616,16 @@ test('closing the client gives up its requests in flight at once (a TUI quitting
   await new Promise((resolve) => setTimeout(resolve, 50));
   await client.close();
   assert.equal(await settled, 'given up');
+});
+
+test('with no svc on the local socket, the error names the socket once', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-client-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const socketPath = join(dir, 'svc.sock');
+  const transport = socketTransport(socketPath);
+  t.after(() => transport.close());
+  await assert.rejects(transport.request('GET', '/health'), (error: Error) => {
+    assert.equal(error.message, `cannot reach svc at ${socketPath}: connect ENOENT`);
+    return true;
+  });
 });
