@@ -88,6 +88,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
     local.headersTimeout = config.limits.headersTimeoutMs;
     local.requestTimeout = config.limits.requestTimeoutMs;
     local.keepAliveTimeout = config.limits.keepAliveTimeoutMs;
+    // The idle timeout fastify's `connectionTimeout` sets on the TCP server: a connection where nothing moves is closed.
+    local.setTimeout(config.limits.idleTimeoutMs);
     local.maxHeadersCount = app.server.maxHeadersCount;
     await new Promise<void>((resolve, reject) => {
       local.once('error', reject);

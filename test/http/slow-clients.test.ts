@@ -33,3 +33,30 @@ test('a request whose headers never end is answered 408 within a few seconds of 
     assert.ok(cut.ms < 10_000, `cut after ${cut.ms} ms`);
   }
 });
+
+/** Resolves 'closed' when the server ends the connection, 'still open' if it has not after `deadlineMs`. */
+function closedWithin(socket: Socket, deadlineMs: number): Promise<'closed' | 'still open'> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve('still open');
+    }, deadlineMs);
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve('closed');
+    });
+  });
+}
+
+test('a connection where nothing moves is closed after SVC_IDLE_TIMEOUT_MS, on TCP and the local socket', async (t) => {
+  const dataDir = tempDir(t);
+  // Header and request timeouts far away: only the idle timeout may end these connections.
+  const svc = await startServe(t, dataDir, { SVC_IDLE_TIMEOUT_MS: '1000', SVC_HEADERS_TIMEOUT_MS: '300000', SVC_REQUEST_TIMEOUT_MS: '300000' });
+  const { port } = new URL(svc.address);
+  const [tcp, local] = await Promise.all([
+    closedWithin(connect(Number(port), '127.0.0.1'), 30_000),
+    closedWithin(connect(join(dataDir, 'svc.sock')), 30_000),
+  ]);
+  assert.deepEqual({ tcp, local }, { tcp: 'closed', local: 'closed' });
+});
