@@ -34,6 +34,7 @@ import { transferCodingRefusal } from './transfer-coding.ts';
 import { installErrorHandler, registerSurface } from './surface.ts';
 import { requestLogSerializer } from './log-redaction.ts';
 import { pagesRoutes } from './pages.ts';
+import { percentEncodingRefusal } from './percent-encoding.ts';
 
 /** A client-sent `x-request-id` is kept when it is well formed; otherwise svc generates one. */
 const REQUEST_ID = /^[A-Za-z0-9._:@\/+=-]{1,128}$/;
@@ -109,9 +110,9 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
     reply.header('x-request-id', request.id);
     // First of all hooks: an answer given by a later one (a CORS preflight) must end its connection while draining too.
     draining.track(reply.raw, request.raw.socket);
-    // A NUL in a path or query parameter would reach the data file cut short at it (its driver reads text as C
-    // strings): `key_abc%00junk` would name `key_abc`.
-    if (request.url.includes('%00')) return done(new AppError('invalid_request', { message: 'The URL holds a NUL character (%00).' }));
+    // A NUL anywhere, or a path the router would read otherwise than the surface checks do (src/http/percent-encoding.ts).
+    const encoding = percentEncodingRefusal(request.url);
+    if (encoding !== null) return done(encoding);
     // Host, Content-Type, a credential or an identity header given twice: which one counts would be the parser's choice.
     const repeated = repeatedSingularHeader(request.raw.rawHeaders);
     if (repeated !== null) return done(new AppError('invalid_request', { message: `The request carries more than one ${repeated} header.` }));

@@ -58,3 +58,31 @@ test('a request target in absolute form is its path: x-api-key on the messages w
   assert.equal(keys.status, 401);
   assert.equal(keys.body.error.code, 'unauthorized');
 });
+
+test('a path percent-encoding a character that needs none is refused at once: the router would serve a route its raw text does not name', async (t) => {
+  const { app } = await build(t, { env: { SVC_API_KEY: BOOT } });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (app.server.address() as { port: number }).port;
+  const refusal = 'The URL path percent-encodes a character that is sent as it is (%6D is m): send it unencoded.';
+
+  // `/v1/%6dessages` reached the messages wire, but was shaped (x-api-key refused, chat errors) as the chat wire.
+  const messages = await send(port, 'POST', '/v1/%6dessages', { 'x-api-key': BOOT }, MESSAGES);
+  assert.equal(messages.status, 400);
+  assert.equal(messages.body.error.message, refusal);
+  // `/%761/chat/completions` reached the chat wire, shaped as the management API (a NUL in a prompt refused).
+  const chat = await send(port, 'POST', '/%761/chat/completions', { authorization: `Bearer ${BOOT}` }, CHAT);
+  assert.equal(chat.status, 400);
+  assert.equal(chat.body.error.message, 'The URL path percent-encodes a character that is sent as it is (%76 is v): send it unencoded.');
+  const upper = await send(port, 'POST', '/v1/%6Dessages', { 'x-api-key': BOOT }, MESSAGES);
+  assert.equal(upper.body.error.message, refusal);
+
+  // Encodings a path needs, and any in the query, are served as before.
+  const model = await send(port, 'GET', '/v1/models/no%2Fsuch%20model', { authorization: `Bearer ${BOOT}` });
+  assert.equal(model.status, 404);
+  assert.equal(model.body.error.code, 'model_not_found');
+  const query = await send(port, 'POST', '/v1/messages?b%65ta=true', { 'x-api-key': BOOT }, MESSAGES);
+  assert.equal(query.status, 200);
+  const nul = await send(port, 'GET', '/api/v1/keys?x=%00', { authorization: `Bearer ${BOOT}` });
+  assert.equal(nul.status, 400);
+  assert.equal(nul.body.error.message, 'The URL holds a NUL character (%00).');
+});
