@@ -14,6 +14,7 @@ import { BusyPoll, defaultBusyPollUs } from './http/busy-poll.ts';
 import { markLocalSocket } from './http/local-socket.ts';
 import { answerClientError, answerNodeRefusals } from './http/client-errors.ts';
 import { RequestArrivals } from './http/request-arrivals.ts';
+import { ignoreUpgrades } from './http/upgrade.ts';
 import { createServices, type Services } from './services.ts';
 import { ensurePrivateDataDir, MAX_SOCKET_PATH_BYTES } from './store/data-dir.ts';
 import { acquireOwnerLock, type OwnerLock } from './store/owner-lock.ts';
@@ -85,6 +86,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     app.draining.watch(local);
     local.on('clientError', answerClientError);
     answerNodeRefusals(local);
+    ignoreUpgrades(local);
     local.headersTimeout = config.limits.headersTimeoutMs;
     local.requestTimeout = config.limits.requestTimeoutMs;
     local.keepAliveTimeout = config.limits.keepAliveTimeoutMs;

@@ -35,6 +35,7 @@ import { installErrorHandler, registerSurface } from './surface.ts';
 import { requestLogSerializer } from './log-redaction.ts';
 import { pagesRoutes } from './pages.ts';
 import { percentEncodingRefusal } from './percent-encoding.ts';
+import { ignoreUpgrades } from './upgrade.ts';
 
 /** A client-sent `x-request-id` is kept when it is well formed; otherwise svc generates one. */
 const REQUEST_ID = /^[A-Za-z0-9._:@\/+=-]{1,128}$/;
@@ -102,6 +103,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   // SPEC 5.4) and its own credential. The header section's size (16 KiB, else 431) is the only bound.
   app.server.maxHeadersCount = 0;
   answerNodeRefusals(app.server);
+  ignoreUpgrades(app.server);
   installJsonBodyParser(app);
   app.decorate('draining', draining);
   draining.watch(app.server);
