@@ -1,8 +1,9 @@
 /**
- * Errors node's HTTP parser raises before a request exists: a header section over node's limit, bytes that are not
- * HTTP, a request that did not arrive within the request timeout. fastify's default answer is a body of its own
- * (`{"error": "Request Header Fields Too Large", ...}`); svc answers in the error shape of the surface the request
- * line names, as it does every other error, then closes the connection as node does (the parser cannot go on).
+ * Errors node's HTTP parser raises before a request exists: a header section over node's limit (a URL over it alone is
+ * a 414 where svc can tell, `overlongTargetOf`), bytes that are not HTTP, a request that did not arrive within the
+ * request timeout. fastify's default answer is a body of its own (`{"error": "Request Header Fields Too Large", ...}`);
+ * svc answers in the error shape of the surface the request line names, as it does every other error, then closes the
+ * connection as node does (the parser cannot go on).
  *
  * Also the requests node would answer itself, bare (no body) or not at all, before the app sees them: a CONNECT (a
  * tunnel, what proxies serve) and an `Expect` other than `100-continue`.
@@ -16,13 +17,35 @@ export interface ClientError extends Error {
   code?: string;
   /** What the parser had read of the request when it failed (a Buffer, node's `clientError`). */
   rawPacket?: unknown;
+  /** Where in `rawPacket` the parser failed. */
+  bytesParsed?: number;
 }
+
+const URI_TOO_LONG = 'The URL is longer than the 16 KiB a request line and its headers may have together.';
 
 /** The AppError of a parser failure. */
 export function clientAppError(code: string | undefined): AppError {
   if (code === 'HPE_HEADER_OVERFLOW') return new AppError('headers_too_large');
   if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return new AppError('request_timeout');
   return new AppError('invalid_request', { message: 'The request is not valid HTTP.' });
+}
+
+/** A request line's method and the start of its target (enough to tell its surface). */
+const REQUEST_LINE_START = /^[A-Z]+ (\S+)/;
+
+/**
+ * The start of the target of a request whose URL alone is over node's header section limit, or null. node raises the
+ * same HPE_HEADER_OVERFLOW for a long URL and for long headers; it is the URL's when the packet that overflowed holds
+ * the start of the request and the parser failed before the request line's end (where node counts the URL). A URL
+ * that arrived in several packets cannot be told apart this way (node keeps no earlier packet): it stays a 431.
+ */
+export function overlongTargetOf(error: ClientError): string | null {
+  const raw = error.rawPacket;
+  if (error.code !== 'HPE_HEADER_OVERFLOW' || !Buffer.isBuffer(raw) || typeof error.bytesParsed !== 'number') return null;
+  const start = REQUEST_LINE_START.exec(raw.subarray(0, 256).toString('latin1'));
+  if (start === null) return null;
+  const lineEnd = raw.indexOf('\r\n');
+  return lineEnd === -1 || lineEnd >= error.bytesParsed ? start[1]! : null;
 }
 
 /** The request target of a request line at the start of `raw`, or null if none is there. */
@@ -67,7 +90,12 @@ export function answerClientError(error: ClientError, socket: Duplex): void {
   const cut = parser?.incoming?.complete === false ? parser.incoming : null;
   const own = answering ? !answering.headersSent && answering.req === cut : cut === null;
   if (socket.writable && own) {
-    socket.write(rawErrorResponse(clientAppError(error.code), cut === null ? requestTargetOf(error.rawPacket) : (cut.url ?? null)));
+    const overlong = cut === null ? overlongTargetOf(error) : null;
+    socket.write(
+      overlong !== null
+        ? rawErrorResponse(new AppError('uri_too_long', { message: URI_TOO_LONG }), overlong)
+        : rawErrorResponse(clientAppError(error.code), cut === null ? requestTargetOf(error.rawPacket) : (cut.url ?? null)),
+    );
   }
   socket.destroy(error);
 }

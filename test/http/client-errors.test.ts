@@ -30,6 +30,31 @@ test('a header section over the limit is a 431 in the shape of the surface the r
   assert.equal((management.body as { error: { code: string } }).error.code, 'headers_too_large');
 });
 
+test('a URL longer than the header section may be is a 414 in the shape of its surface, not a 431', async (t) => {
+  const { app } = await build(t);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (app.server.address() as { port: number }).port;
+  const long = 'a'.repeat(17_000);
+  const message = 'The URL is longer than the 16 KiB a request line and its headers may have together.';
+
+  const chat = await exchange(port, `GET /v1/models/${long} HTTP/1.1\r\nHost: x\r\n\r\n`);
+  assert.equal(chat.status, 414);
+  assert.match(chat.headers, /\r\nconnection: close/i);
+  assert.deepEqual(chat.body, { error: { message, type: 'invalid_request_error', param: null, code: 'uri_too_long' } });
+
+  const messages = await exchange(port, `POST /v1/messages?x=${long} HTTP/1.1\r\nHost: x\r\n\r\n`);
+  assert.equal(messages.status, 414);
+  assert.deepEqual(messages.body, { type: 'error', error: { type: 'api_error', message } });
+
+  const management = await exchange(port, `GET /api/v1/keys?x=${long} HTTP/1.1\r\nHost: x\r\n\r\n`);
+  assert.equal(management.status, 414);
+  assert.deepEqual(management.body, { error: { code: 'uri_too_long', message } });
+
+  // A URL that fits, with headers that do not, is still the header section's 431.
+  const headers = await exchange(port, `GET /v1/models/${'a'.repeat(9_000)} HTTP/1.1\r\nHost: x\r\nX-Filler: ${'a'.repeat(9_000)}\r\n\r\n`);
+  assert.equal(headers.status, 431);
+});
+
 test('bytes that are not HTTP are a 400 in the management shape, and the server goes on serving', async (t) => {
   const { app } = await build(t);
   await app.listen({ port: 0, host: '127.0.0.1' });
