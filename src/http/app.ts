@@ -72,8 +72,15 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
     connectionTimeout: limits.idleTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
     requestTimeout: limits.requestTimeoutMs,
-    // Host is checked by the first hook below, in the surface's error shape (node's own refusal is a bare 400).
-    http: { headersTimeout: limits.headersTimeoutMs, connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS, requireHostHeader: false },
+    // Host is checked by the first hook below, in the surface's error shape (node's own refusal is a bare 400). The
+    // request timeout here too: node checks headersTimeout against it when it creates the server, before fastify sets
+    // it, and a header timeout over node's default (300 s) refused to start.
+    http: {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
+      requireHostHeader: false,
+    },
     // While closing, requests get svc's own 503 (`draining.refuse` below), not fastify's bare one.
     return503OnClosing: false,
     // Parser errors (oversized headers, bytes that are not HTTP, a request timeout) in the surface's error shape too.

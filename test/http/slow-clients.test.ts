@@ -60,3 +60,10 @@ test('a connection where nothing moves is closed after SVC_IDLE_TIMEOUT_MS, on T
   ]);
   assert.deepEqual({ tcp, local }, { tcp: 'closed', local: 'closed' });
 });
+
+test('a header timeout above node\'s default request timeout (300 s) starts when SVC_REQUEST_TIMEOUT_MS allows it', async (t) => {
+  const dataDir = tempDir(t);
+  const svc = await startServe(t, dataDir, { SVC_HEADERS_TIMEOUT_MS: '600000', SVC_REQUEST_TIMEOUT_MS: '3600000' });
+  const health = await fetch(`${svc.address}/health`);
+  assert.equal(health.status, 200);
+});
