@@ -33,6 +33,8 @@ test('HTTP failures classify by status, and by message for embeddings batches', 
   assert.equal(kind(413), 'rejected', 'a 413 on the chat wire is not a batch problem');
   assert.equal(kind(400, '{"error":{"message":"batch size 64 > maximum allowed batch size 32"}}', 'embeddings'), 'batch_too_large');
   assert.equal(kind(400, '{"error":{"message":"dimensions not supported"}}', 'embeddings'), 'rejected');
+  const openAiTokenCap = '{"error":{"message":"Requested 453357 tokens, max 300000 tokens per request","type":"max_tokens_per_request","param":null,"code":"max_tokens_per_request"}}';
+  assert.equal(kind(400, openAiTokenCap, 'embeddings'), 'batch_too_large');
 });
 
 test('upstream messages are relayed with keys masked', () => {

@@ -128,6 +128,8 @@ test('live embeddings pass through the upstream and keep the wire shape', async 
 for (const [label, status, message] of [
   ['413', 413, 'Request Entity Too Large'],
   ['400 array too long', 400, "Invalid 'input': array too long. Expected an array with maximum length 4."],
+  // OpenAI's cap on the tokens of all inputs together (300,000), which 2048 inputs of ~150 tokens already pass.
+  ['400 max tokens per request', 400, 'Requested 453357 tokens, max 300000 tokens per request'],
 ] as const) {
   test(`an upstream refusing more than 4 inputs (${label}) is split internally, index-aligned`, async (t) => {
     const upstream = await startFakeUpstream(t, (req, res) => {
