@@ -35,6 +35,9 @@ test('HTTP failures classify by status, and by message for embeddings batches', 
   assert.equal(kind(400, '{"error":{"message":"dimensions not supported"}}', 'embeddings'), 'rejected');
   const openAiTokenCap = '{"error":{"message":"Requested 453357 tokens, max 300000 tokens per request","type":"max_tokens_per_request","param":null,"code":"max_tokens_per_request"}}';
   assert.equal(kind(400, openAiTokenCap, 'embeddings'), 'batch_too_large');
+  const mistralTokenCap = '{"object":"error","message":"Too many tokens overall, split into more batches.","type":"invalid_request_prompt","param":null,"code":"3210"}';
+  assert.equal(kind(400, mistralTokenCap, 'embeddings'), 'batch_too_large');
+  assert.equal(kind(400, mistralTokenCap), 'rejected', 'only an embeddings batch is split');
 });
 
 test('upstream messages are relayed with keys masked', () => {

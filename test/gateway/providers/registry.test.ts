@@ -130,6 +130,9 @@ for (const [label, status, message] of [
   ['400 array too long', 400, "Invalid 'input': array too long. Expected an array with maximum length 4."],
   // OpenAI's cap on the tokens of all inputs together (300,000), which 2048 inputs of ~150 tokens already pass.
   ['400 max tokens per request', 400, 'Requested 453357 tokens, max 300000 tokens per request'],
+  // Mistral's caps on the tokens of one batch (16,384), past which 2048 inputs of ~8 tokens already go.
+  ['400 too many tokens overall', 400, 'Too many tokens overall, split into more batches.'],
+  ['400 too many tokens in batch', 400, 'Too many tokens in batch. Max is 16384 got 17555'],
 ] as const) {
   test(`an upstream refusing more than 4 inputs (${label}) is split internally, index-aligned`, async (t) => {
     const upstream = await startFakeUpstream(t, (req, res) => {
