@@ -13,6 +13,8 @@ export interface RunDetailProps {
   runId: string;
   run: RunView | null;
   sideEffects: SideEffectView[];
+  /** The run's side effects in all (`sideEffects` may be the newest of them). */
+  sideEffectTotal: number;
   events: EventPage | null;
   /** 1 for the newest page of events, 2 for the one before it... */
   pageNumber: number;
@@ -117,7 +119,7 @@ function EconomicsSection({ economics }: { economics: EconomicsView | null }) {
   );
 }
 
-function SideEffectsSection({ sideEffects, shownAtMost }: { sideEffects: SideEffectView[]; shownAtMost: number }) {
+function SideEffectsSection({ sideEffects, total, shownAtMost }: { sideEffects: SideEffectView[]; total: number; shownAtMost: number }) {
   if (sideEffects.length === 0) return <Text dimColor>none recorded</Text>;
   const shown = sideEffects.slice(0, shownAtMost);
   return (
@@ -128,7 +130,7 @@ function SideEffectsSection({ sideEffects, shownAtMost }: { sideEffects: SideEff
           {effect.reason ? ` · ${effect.reason}` : ''}
         </Text>
       ))}
-      {sideEffects.length > shown.length ? <Text dimColor>+{sideEffects.length - shown.length} more (in the evidence packet)</Text> : null}
+      {total > shown.length ? <Text dimColor>+{total - shown.length} more (in the evidence packet)</Text> : null}
     </>
   );
 }
@@ -177,8 +179,8 @@ export function RunDetail(props: RunDetailProps) {
       <Section title="Economics (USD)" compact={compact}>
         <EconomicsSection economics={props.economics} />
       </Section>
-      <Section title={run ? `Side effects (${props.sideEffects.length})` : 'Side effects'} compact={compact}>
-        {run ? <SideEffectsSection sideEffects={props.sideEffects} shownAtMost={compact ? 2 : 5} /> : <Text dimColor>…</Text>}
+      <Section title={run ? `Side effects (${props.sideEffectTotal})` : 'Side effects'} compact={compact}>
+        {run ? <SideEffectsSection sideEffects={props.sideEffects} total={props.sideEffectTotal} shownAtMost={compact ? 2 : 5} /> : <Text dimColor>…</Text>}
       </Section>
       <Section title={`Trace timeline · events ${range} · page ${props.pageNumber}${props.pageNumber === 1 ? ' (newest)' : ''}`} compact={compact}>
         <Timeline events={events} width={props.width} />

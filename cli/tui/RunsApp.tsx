@@ -155,6 +155,7 @@ export function RunsApp(props: RunsAppProps) {
           runId={state.detail.runId}
           run={current?.detail?.run ?? null}
           sideEffects={current?.detail?.sideEffects ?? []}
+          sideEffectTotal={current?.detail?.sideEffectTotal ?? 0}
           events={current?.events ?? null}
           pageNumber={state.detail.pages.length}
           integrity={current?.integrity ?? null}

@@ -67,7 +67,10 @@ export interface SideEffectView {
 /** A run with what the detail screen shows beside its trace: side effects. */
 export interface RunDetailView {
   run: RunView;
+  /** The newest side effects the answer holds (svc sends a bounded window of them, an older gateway all). */
   sideEffects: SideEffectView[];
+  /** How many the run holds: the window's total, or, from an older gateway that sends no window, the list's length. */
+  sideEffectTotal: number;
 }
 
 export interface TraceEventLine {
@@ -146,6 +149,16 @@ export function runDetailOf(answer: unknown): RunDetailView {
   const fields = fieldsOf(answer);
   const run = fieldsOf(fields.run);
   const error = objectOrNull(run.error);
+  const sideEffects = listOf(fields.sideEffects)
+    .map(objectOrNull)
+    .filter((effect) => effect !== null)
+    .map((effect) => ({
+      toolName: textOf(effect.toolName),
+      level: textOf(effect.level),
+      state: textOf(effect.state),
+      idempotencyKey: textOf(effect.idempotencyKey),
+      reason: textOf(effect.reason),
+    }));
   return {
     run: {
       status: textOf(run.status),
@@ -160,17 +173,15 @@ export function runDetailOf(answer: unknown): RunDetailView {
       eventCount: numberOf(run.eventCount),
       routeExplanation: routeExplanationOf(run.routeExplanation),
     },
-    sideEffects: listOf(fields.sideEffects)
-      .map(objectOrNull)
-      .filter((effect) => effect !== null)
-      .map((effect) => ({
-        toolName: textOf(effect.toolName),
-        level: textOf(effect.level),
-        state: textOf(effect.state),
-        idempotencyKey: textOf(effect.idempotencyKey),
-        reason: textOf(effect.reason),
-      })),
+    sideEffects,
+    sideEffectTotal: totalOf(fields.sideEffectWindow, sideEffects.length),
   };
+}
+
+/** A window's `total`, never below the records at hand (a server that is not svc may say anything). */
+function totalOf(window: unknown, held: number): number {
+  const total = numberOf(fieldsOf(window).total);
+  return total !== null && Number.isSafeInteger(total) && total > held ? total : held;
 }
 
 /** `GET /api/v1/runs/:id/events`: the events that are objects, with their fields typed. */

@@ -826,7 +826,9 @@ export function createRunsRepository(store: Store): RunsRepository {
       store.read((sql) =>
         sql
           .all<{ id: string; run_id: string; tenant_id: string; kind: FeedbackRecord['kind']; body_json: string; actor_json: string; created_at: number }>(
-            'SELECT * FROM run_feedback WHERE run_id = ? ORDER BY created_at, id',
+            // rowid, not the random id, after the time: records of one millisecond in the order they were added, so
+            // that run detail's feedback positions (feedbackBefore) stay put as records are added.
+            'SELECT * FROM run_feedback WHERE run_id = ? ORDER BY created_at, rowid',
             [runId],
           )
           .map((row) => ({

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { authOf } from '../http/surface.ts';
 import { instantQuery } from '../core/instant.ts';
 import { paginationQuery } from '../core/pagination.ts';
-import { EVENT_PAGE_DEFAULT_LIMIT, type RunsService } from './service.ts';
+import { DETAIL_SECTION_DEFAULT_LIMIT, EVENT_PAGE_DEFAULT_LIMIT, RUN_FEEDBACK_MAX, type RunsService } from './service.ts';
 import { RUN_MODEL_MAX_LENGTH, RUN_ROUTES, RUN_STATUSES } from './types.ts';
 import { ingestBody, traceBody } from './sdk-events.ts';
 
@@ -36,6 +36,19 @@ const windowQuery = z.object({
   before: z.coerce.number().int().min(1).optional(),
 });
 
+/** Run detail's windows: the trace's (as /events) and its side effects' and feedback records' (newest kept). */
+const detailQuery = windowQuery.extend({
+  sideEffectLimit: z.coerce.number().int().min(1).max(500).default(DETAIL_SECTION_DEFAULT_LIMIT),
+  /** Exclusive side-effect seq (`sideEffectWindow.nextBefore`). */
+  sideEffectBefore: z.coerce.number().int().min(1).optional(),
+  feedbackLimit: z.coerce.number().int().min(1).max(RUN_FEEDBACK_MAX).default(DETAIL_SECTION_DEFAULT_LIMIT),
+  /** Exclusive 1-based position in the run's feedback (`feedbackWindow.nextBefore`). */
+  feedbackBefore: z.coerce.number().int().min(1).optional(),
+});
+
+/** `{limit, before?}` without an absent `before` (exactOptionalPropertyTypes). */
+const windowOf = (limit: number, before: number | undefined) => ({ limit, ...(before !== undefined ? { before } : {}) });
+
 const params = z.object({ id: z.string().min(1).max(200) });
 
 export function runsRoutes(runs: RunsService) {
@@ -55,8 +68,12 @@ export function runsRoutes(runs: RunsService) {
 
     app.get('/runs/:id', async (request) => {
       const { id } = params.parse(request.params);
-      const { limit, before } = windowQuery.parse(request.query);
-      return runs.get(authOf(request), id, { limit, ...(before !== undefined ? { before } : {}) });
+      const query = detailQuery.parse(request.query);
+      return runs.get(authOf(request), id, {
+        events: windowOf(query.limit, query.before),
+        sideEffects: windowOf(query.sideEffectLimit, query.sideEffectBefore),
+        feedback: windowOf(query.feedbackLimit, query.feedbackBefore),
+      });
     });
 
     app.get('/runs/:id/events', async (request) => {

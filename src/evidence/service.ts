@@ -26,6 +26,12 @@ import type { AttemptRecord, RunFilter, RunRecord, TraceEvent } from './types.ts
 /** Byte budget of one trace page: a page stops before it would exceed this many payload bytes (>= 1 event). */
 export const EVENT_PAGE_MAX_BYTES = 512 * 1024;
 export const EVENT_PAGE_DEFAULT_LIMIT = 100;
+/**
+ * Run detail's side effects and feedback: the newest this many by default, within the trace page's byte budget. A
+ * run may hold 10,000 side effects (16 MiB of payload) and 200 feedback records (64 KiB each): all of them made the
+ * detail answer of a large run tens of megabytes, for a screen that shows a handful.
+ */
+export const DETAIL_SECTION_DEFAULT_LIMIT = 50;
 
 export interface RunsQuery {
   limit: number;
@@ -45,9 +51,28 @@ export interface EventWindow {
   truncatedByBytes: boolean;
 }
 
+/** A window over one of run detail's record sections (side effects, feedback): newest kept, in append order. */
+export interface SectionWindow {
+  limit: number;
+  count: number;
+  /** Records the run holds in the section. */
+  total: number;
+  hasMore: boolean;
+  /** Pass as the section's `*Before` query for the older records. */
+  nextBefore: number | null;
+  truncatedByBytes: boolean;
+}
+
+/** Which window of each section run detail answers: `before` is exclusive (side effects: seq; feedback: position). */
+export interface DetailWindows {
+  events: { limit: number; before?: number };
+  sideEffects: { limit: number; before?: number };
+  feedback: { limit: number; before?: number };
+}
+
 export interface RunsService {
   list(auth: AuthContext, query: RunsQuery): Promise<{ runs: RunView[]; pagination: Page; facets: { route: Record<string, number>; status: Record<string, number> } }>;
-  get(auth: AuthContext, id: string, window: { limit: number; before?: number }): Promise<RunDetail>;
+  get(auth: AuthContext, id: string, windows: DetailWindows): Promise<RunDetail>;
   events(auth: AuthContext, id: string, window: { limit: number; before?: number }): Promise<{ runId: string; events: EventView[]; window: EventWindow }>;
   route(auth: AuthContext, id: string): Promise<{ runId: string; status: string; route: string | null; routeExplanation: RunRecord['routeExplanation'] }>;
   integrity(auth: AuthContext, id: string): Promise<IntegrityView>;
@@ -113,7 +138,9 @@ export interface RunDetail {
   window: EventWindow;
   attempts: ReturnType<typeof attemptView>[];
   sideEffects: ReturnType<typeof sideEffectView>[];
+  sideEffectWindow: SectionWindow;
   feedback: FeedbackView[];
+  feedbackWindow: SectionWindow;
 }
 
 export interface IntegrityView {
@@ -187,17 +214,37 @@ function attemptView(attempt: AttemptRecord) {
   };
 }
 
-/** Keep the newest events that fit the byte budget (at least one), in append order. */
-function boundByBytes(events: TraceEvent[]): { kept: TraceEvent[]; truncated: boolean } {
+/** Keep the newest items whose `weighed` part fits the byte budget (at least one), in append order. */
+function boundByBytes<T>(events: T[], weighed: (item: T) => unknown = (event) => (event as TraceEvent).payload): { kept: T[]; truncated: boolean } {
   let bytes = 0;
   let start = events.length;
   while (start > 0) {
-    const size = Buffer.byteLength(JSON.stringify(events[start - 1]!.payload));
+    const size = Buffer.byteLength(JSON.stringify(weighed(events[start - 1]!)) ?? '');
     if (start < events.length && bytes + size > EVENT_PAGE_MAX_BYTES) break;
     bytes += size;
     start -= 1;
   }
   return { kept: events.slice(start), truncated: start > 0 };
+}
+
+/**
+ * The newest `limit` of `records` (in append order) whose position key is below `before`, bounded by bytes; `keyOf`
+ * gives the key `before` and `nextBefore` speak of.
+ */
+function sectionWindow<T>(records: T[], keyOf: (record: T, index: number) => number, options: { limit: number; before?: number }) {
+  const keyed = records.map((record, index) => ({ record, key: keyOf(record, index) }));
+  const below = options.before === undefined ? keyed : keyed.filter((entry) => entry.key < options.before!);
+  const { kept, truncated } = boundByBytes(below.slice(-options.limit), (entry) => entry.record);
+  const hasMore = kept.length < below.length;
+  const window: SectionWindow = {
+    limit: options.limit,
+    count: kept.length,
+    total: records.length,
+    hasMore,
+    nextBefore: hasMore ? kept[0]!.key : null,
+    truncatedByBytes: truncated,
+  };
+  return { kept: kept.map((entry) => entry.record), window };
 }
 
 export interface RunsServiceDeps {
@@ -290,17 +337,22 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
       return { runs: result.runs.map(runView), pagination: pageOf(query.limit, query.offset, result.total), facets: result.facets };
     },
 
-    async get(auth, id, options) {
+    async get(auth, id, windows) {
       const run = await find(auth, id);
-      const { events, window: eventWindow } = await window(run.id, options);
+      const { events, window: eventWindow } = await window(run.id, windows.events);
       const [attempts, sideEffects, feedback] = await Promise.all([repo.attempts(run.id), repo.sideEffects(run.id), repo.feedback(run.id)]);
+      // Side effects page by their seq; feedback records have none, so by their position (1-based) in the run's list.
+      const effects = sectionWindow(sideEffects.map(sideEffectView), (effect) => effect.seq, windows.sideEffects);
+      const ratings = sectionWindow(feedback.map(feedbackView), (_, index) => index + 1, windows.feedback);
       return {
         run: runView(run),
         events,
         window: eventWindow,
         attempts: attempts.map(attemptView),
-        sideEffects: sideEffects.map(sideEffectView),
-        feedback: feedback.map(feedbackView),
+        sideEffects: effects.kept,
+        sideEffectWindow: effects.window,
+        feedback: ratings.kept,
+        feedbackWindow: ratings.window,
       };
     },
 

@@ -150,6 +150,20 @@ test('arrow keys and Enter open a run: route explanation, economics, side effect
   await until((f) => f.includes('filters:') && rowOf(f, first).startsWith('>'), 'the list, on the same run');
 });
 
+test('a run with more side effects than the detail answer holds shows their total, not the window', async (t) => {
+  const { app, open } = await setup(t);
+  const runId = await chat(app, 'many effects');
+  for (let i = 1; i <= 55; i++) await trace(app, runId, 'side_effect.planned', { toolName: `effect_${i}`, level: 2, payload: { i } });
+  const { until, press } = open();
+  await until((f) => f.includes(runId), 'the run');
+  press(KEY.enter);
+  const frame = await until((f) => f.includes(`run ${runId}`) && f.includes('effect_'), 'the detail');
+  assert.match(frame, /Side effects \(55\)/);
+  const shown = frame.split('\n').filter((line) => / effect_\d+ · level 2/.test(line)).length;
+  assert.ok(shown > 0);
+  assert.ok(frame.includes(`+${55 - shown} more (in the evidence packet)`), frame);
+});
+
 test('n and p page the trace through /events: older pages, then back to the newest', async (t) => {
   const { app, open } = await setup(t);
   const runId = await chat(app, 'tools');
