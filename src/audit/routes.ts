@@ -2,11 +2,12 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { toIso } from '../core/clock.ts';
+import { queryInteger } from '../core/pagination.ts';
 import { authOf } from '../http/surface.ts';
 import type { AuditService } from './service.ts';
 
 const query = z.object({
-  limit: z.coerce.number().int().min(1).max(500).default(50),
+  limit: queryInteger(1, 500, 50),
   decision: z.enum(['allow', 'deny']).optional(),
   /** Recompute the tenant's whole hash chain (linear in the log's length, so opt-in). */
   verify: z.enum(['true', 'false']).optional(),

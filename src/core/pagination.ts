@@ -12,10 +12,37 @@ export function pageOf(limit: number, offset: number, total: number): Page {
   return { limit, offset, total, hasMore: offset + limit < total };
 }
 
+const QUERY_INTEGER = /^[+-]?\d+$/;
+
+/**
+ * An integer query parameter from `min` to `max`. Decimal digits with an optional sign only: coercing with Number()
+ * read `0x10` as 16, `1e3` as 1000 and ` 5` as 5, where `since` refuses `1e3`.
+ */
+function integerText(min: number, max: number) {
+  return z
+    .string()
+    .regex(QUERY_INTEGER, 'expected an integer (decimal digits)')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+}
+
+/** A blank value is an absent one, as a blank filter is no filter. */
+const blankIsAbsent = (value: unknown) => (typeof value === 'string' && value.trim() === '' ? undefined : value);
+
+/** An integer query parameter from `min` to `max`, `fallback` when absent or blank. */
+export function queryInteger(min: number, max: number, fallback: number) {
+  return z.preprocess(blankIsAbsent, integerText(min, max).default(fallback));
+}
+
+/** An optional integer query parameter of at least `min`; undefined when absent or blank. */
+export function optionalQueryInteger(min: number) {
+  return z.preprocess(blankIsAbsent, integerText(min, Number.MAX_SAFE_INTEGER).optional());
+}
+
 /** Query schema for `limit`/`offset` with a default and maximum page size. */
 export function paginationQuery(defaultLimit = 50, maxLimit = 200) {
   return z.object({
-    limit: z.coerce.number().int().min(1).max(maxLimit).default(defaultLimit),
-    offset: z.coerce.number().int().min(0).default(0),
+    limit: queryInteger(1, maxLimit, defaultLimit),
+    offset: queryInteger(0, Number.MAX_SAFE_INTEGER, 0),
   });
 }

@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { authOf } from '../http/surface.ts';
 import { instantQuery } from '../core/instant.ts';
-import { paginationQuery } from '../core/pagination.ts';
+import { optionalQueryInteger, paginationQuery, queryInteger } from '../core/pagination.ts';
 import { DETAIL_SECTION_DEFAULT_LIMIT, EVENT_PAGE_DEFAULT_LIMIT, RUN_FEEDBACK_MAX, type RunsService } from './service.ts';
 import { RUN_MODEL_MAX_LENGTH, RUN_ROUTES, RUN_STATUSES } from './types.ts';
 import { ingestBody, traceBody } from './sdk-events.ts';
@@ -32,18 +32,18 @@ const listQuery = paginationQuery(50, 200).extend({
 });
 
 const windowQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(500).default(EVENT_PAGE_DEFAULT_LIMIT),
-  before: z.coerce.number().int().min(1).optional(),
+  limit: queryInteger(1, 500, EVENT_PAGE_DEFAULT_LIMIT),
+  before: optionalQueryInteger(1),
 });
 
 /** Run detail's windows: the trace's (as /events) and its side effects' and feedback records' (newest kept). */
 const detailQuery = windowQuery.extend({
-  sideEffectLimit: z.coerce.number().int().min(1).max(500).default(DETAIL_SECTION_DEFAULT_LIMIT),
+  sideEffectLimit: queryInteger(1, 500, DETAIL_SECTION_DEFAULT_LIMIT),
   /** Exclusive side-effect seq (`sideEffectWindow.nextBefore`). */
-  sideEffectBefore: z.coerce.number().int().min(1).optional(),
-  feedbackLimit: z.coerce.number().int().min(1).max(RUN_FEEDBACK_MAX).default(DETAIL_SECTION_DEFAULT_LIMIT),
+  sideEffectBefore: optionalQueryInteger(1),
+  feedbackLimit: queryInteger(1, RUN_FEEDBACK_MAX, DETAIL_SECTION_DEFAULT_LIMIT),
   /** Exclusive 1-based position in the run's feedback (`feedbackWindow.nextBefore`). */
-  feedbackBefore: z.coerce.number().int().min(1).optional(),
+  feedbackBefore: optionalQueryInteger(1),
 });
 
 /** `{limit, before?}` without an absent `before` (exactOptionalPropertyTypes). */

@@ -2,6 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { instantQuery } from '../core/instant.ts';
+import { queryInteger } from '../core/pagination.ts';
 import { authOf } from '../http/surface.ts';
 import { ATTRIBUTION_DEFAULT_LIMIT, ATTRIBUTION_DIMENSIONS, type AttributionQuery, type SavingsService } from './savings.ts';
 
@@ -22,8 +23,8 @@ const windowQuery = inOrder(z.object(windowFields));
 
 const pageFields = Object.fromEntries(
   ATTRIBUTION_DIMENSIONS.flatMap((dim) => [
-    [`${dim}Limit`, z.coerce.number().int().min(1).max(200).default(ATTRIBUTION_DEFAULT_LIMIT)],
-    [`${dim}Offset`, z.coerce.number().int().min(0).default(0)],
+    [`${dim}Limit`, queryInteger(1, 200, ATTRIBUTION_DEFAULT_LIMIT)],
+    [`${dim}Offset`, queryInteger(0, Number.MAX_SAFE_INTEGER, 0)],
   ]),
 );
 
