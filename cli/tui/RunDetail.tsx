@@ -121,7 +121,8 @@ function EconomicsSection({ economics }: { economics: EconomicsView | null }) {
 
 function SideEffectsSection({ sideEffects, total, shownAtMost }: { sideEffects: SideEffectView[]; total: number; shownAtMost: number }) {
   if (sideEffects.length === 0) return <Text dimColor>none recorded</Text>;
-  const shown = sideEffects.slice(0, shownAtMost);
+  // The newest: svc answers the newest of a run's side effects, so the oldest of those would be an arbitrary middle.
+  const shown = sideEffects.slice(-shownAtMost);
   return (
     <>
       {shown.map((effect, i) => (

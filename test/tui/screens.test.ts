@@ -162,6 +162,8 @@ test('a run with more side effects than the detail answer holds shows their tota
   const shown = frame.split('\n').filter((line) => / effect_\d+ · level 2/.test(line)).length;
   assert.ok(shown > 0);
   assert.ok(frame.includes(`+${55 - shown} more (in the evidence packet)`), frame);
+  // The newest, as the detail answer holds the newest: not the oldest of that window (effect_6, effect_7, ...).
+  assert.ok(frame.includes('effect_55 · level 2') && frame.includes(`effect_${56 - shown} · level 2`), frame);
 });
 
 test('n and p page the trace through /events: older pages, then back to the newest', async (t) => {
@@ -233,7 +235,7 @@ test('a live view picks up new runs by itself; Esc on the detail goes back', asy
 test("a live detail screen reads the run's detail again only when its trace moved, not on every refresh", async (t) => {
   const { app, client, outDir, open } = await setup(t);
   const runId = await chat(app, 'watched');
-  // The detail answer carries every side effect and feedback record whole: megabytes on a busy run.
+  // The detail answer carries side effects and feedback records (up to 512 KiB of each): much on a busy run.
   await trace(app, runId, 'side_effect.planned', { toolName: 'upload', level: 2, payload: { blob: 'x'.repeat(200_000) } });
   const source = runsSource(client, outDir);
   const reads = { detail: 0 };

@@ -97,7 +97,7 @@ test('on an 80x24 terminal the detail screen fits: its headline and integrity ba
   const screen = await until(term.screen, (s) => s.includes('Trace timeline') && s.includes('send_email_6'), 'the detail', term.screen);
   const lines = screen.split('\n');
   assert.match(lines[0]!, new RegExp(`^run ${runId} · ✓ chain verified \\(\\d+ events\\)`), screen);
-  for (const part of ['Route explanation', 'Economics (USD)', 'Side effects (6)', 'send_email_1', 'e export evidence packet']) assert.ok(screen.includes(part), `${part}:\n${screen}`);
+  for (const part of ['Route explanation', 'Economics (USD)', 'Side effects (6)', 'send_email_6 · level 3', 'e export evidence packet']) assert.ok(screen.includes(part), `${part}:\n${screen}`);
   term.keys('q');
   await until(term.screen, (s) => s.includes('filters:'), 'the list again', term.screen);
 });
