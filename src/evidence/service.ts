@@ -265,8 +265,13 @@ const INTEGRITY_PAGE_EVENTS = 16;
 /** Feedback records a run may hold (each up to 64 KiB; the evidence packet carries them all). */
 export const RUN_FEEDBACK_MAX = 200;
 
-/** The idempotency key of an SDK event that carries one (the `side_effect.*` types), as validated (trimmed). */
+/**
+ * The idempotency key of an SDK event that carries one (the `side_effect.*` types), as validated (trimmed). A
+ * `tool.*` event's `idempotencyKey` is an extra field, kept as sent and never checked: data, not a key (taken as one,
+ * a second call of a tool was refused, or dropped as a retry, whenever its SDK noted the side effect's key beside it).
+ */
 function traceKeyOf(body: TraceBody): TraceKey | undefined {
+  if (!body.type.startsWith('side_effect.')) return undefined;
   const key = body.payload.idempotencyKey;
   return typeof key === 'string' ? { type: body.type, idempotencyKey: key } : undefined;
 }

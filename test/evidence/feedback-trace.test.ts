@@ -412,3 +412,28 @@ test('trace: keyed appends to a run whose request is still writing it are record
   assert.equal(detail.sideEffects.length, 1);
   assert.equal((await get(`/api/v1/runs/${recorder.id}/integrity`)).ok, true);
 });
+
+test('trace: an idempotencyKey among the extra fields of a tool.* event is data, not a key: every such event is appended', async (t) => {
+  const { post, get, newRun } = await setup(t);
+  const runId = await newRun();
+  const before = (await get(`/api/v1/runs/${runId}`)).run.eventCount;
+  // Two calls of one tool, an SDK noting the key of the side effect beside each: two events, though args differ.
+  const calls = [
+    { name: 'refund', args: { amount: 10 }, sideEffectLevel: 0, idempotencyKey: 'refund-7' },
+    { name: 'refund', args: { amount: 20 }, sideEffectLevel: 0, idempotencyKey: 'refund-7' },
+    { name: 'refund', args: { amount: 20 }, sideEffectLevel: 0, idempotencyKey: '  ' + 'k'.repeat(500) },
+    { name: 'refund', args: { amount: 20 }, sideEffectLevel: 0, idempotencyKey: '  ' + 'k'.repeat(500) },
+  ];
+  for (const [i, payload] of calls.entries()) {
+    const appended = await post('/api/v1/trace', { runId, type: 'tool.called', payload });
+    assert.equal(appended.status, 201, `call ${i}: ${JSON.stringify(appended.body)}`);
+    assert.equal(appended.body.seq, before + i + 1);
+    assert.equal(appended.body.replayed, undefined);
+  }
+  const completed = await post('/api/v1/trace', { runId, type: 'tool.completed', payload: { name: 'refund', result: 1, idempotencyKey: 'refund-7' } });
+  const again = await post('/api/v1/trace', { runId, type: 'tool.completed', payload: { name: 'refund', result: 2, idempotencyKey: 'refund-7' } });
+  assert.deepEqual([completed.status, again.status], [201, 201]);
+  const detail = await get(`/api/v1/runs/${runId}`);
+  assert.equal(detail.run.eventCount, before + 6);
+  assert.equal(detail.events.at(-1).payload.idempotencyKey, 'refund-7', 'kept as sent');
+});
