@@ -43,6 +43,18 @@ function cacheTokensOf(usage: Record<string, unknown>): { read: number; written:
 }
 
 /**
+ * Whether a streamed input count is one the upstream reported: a token count, but 0 only beside prompt-cache tokens (a
+ * prompt read from or written to the cache whole has no other input tokens), as a 0 alone stands for a count an
+ * upstream leaves to a later event. `cached` is the usage holding the cache counts.
+ */
+function reportsInputTokens(inputTokens: unknown, cached: Record<string, unknown>): inputTokens is number {
+  if (!isTokenCount(inputTokens)) return false;
+  if (inputTokens > 0) return true;
+  const cache = cacheTokensOf(cached);
+  return cache.read + cache.written > 0;
+}
+
+/**
  * A run's usage from a messages usage: the prompt is its input tokens with those read from and written to the prompt
  * cache (priced at their own rates: RunUsage), as the chat wire's `prompt_tokens` includes its cached tokens. Counts
  * as they came otherwise (the pipeline checks them); the cache parts only with an input count to add them to.
@@ -160,7 +172,7 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
         if (this.message) return []; // exactly one message_start reaches the client
         const message = structuredClone(event.message as MessagesResponse);
         const usage = { ...(message.usage ?? { input_tokens: 0, output_tokens: 0 }) };
-        if (usage.input_tokens) this.reportedInputTokens = usage.input_tokens;
+        if (reportsInputTokens(usage.input_tokens, usage)) this.reportedInputTokens = usage.input_tokens;
         else usage.input_tokens = this.promptTokens();
         message.usage = usage;
         this.inputTokens = usage.input_tokens;
@@ -239,8 +251,9 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
         const usage = event.usage as Record<string, unknown> | null | undefined;
         if (usage) {
           if (typeof usage.output_tokens === 'number') this.outputTokens = usage.output_tokens;
-          if (typeof usage.input_tokens === 'number' && usage.input_tokens > 0) this.inputTokens = this.reportedInputTokens = usage.input_tokens;
           for (const key of DELTA_USAGE_TOTALS) if (usage[key] !== undefined && usage[key] !== null) message.usage[key] = usage[key];
+          // After the cache totals it repeats: its input count is read beside the message's cache counts.
+          if (reportsInputTokens(usage.input_tokens, message.usage)) this.inputTokens = this.reportedInputTokens = usage.input_tokens;
         }
         if (typeof usage?.output_tokens === 'number') return [event];
         // The SDKs read the delta's output tokens (one without failed the client's stream with a TypeError while its

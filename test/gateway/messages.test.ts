@@ -662,3 +662,26 @@ test("live messages stream cut after message_start (truncated, or the client lea
   const economics = json(await app.inject({ url: `/api/v1/runs/${aborted.id}/economics` }));
   assert.equal(economics.attempts.served[0].promptTokens, REPORTED);
 });
+
+test("live messages stream: a message_start reporting input_tokens 0 beside cache tokens is a reported count: the SDK and the run get the upstream's usage", async (t) => {
+  const usage = { input_tokens: 0, cache_read_input_tokens: 3000, cache_creation_input_tokens: 0, output_tokens: 1 };
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    const events = messageEvents('from the cache');
+    (events[0]![1] as { message: { usage: unknown } }).message.usage = usage;
+    writeEvents(res, events);
+    res.end();
+  });
+  const { client, app } = await liveGateway(t, upstream);
+  const stream = client.messages.stream({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask('a long cached prompt') });
+  const final = await stream.finalMessage();
+  const { response } = await stream.withResponse();
+  assert.equal(final.usage.input_tokens, 0);
+  assert.equal(final.usage.cache_read_input_tokens, 3000);
+  const detail = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` }));
+  assert.equal(detail.run.status, 'completed');
+  assert.deepEqual(detail.run.usage, { promptTokens: 3000, completionTokens: 5, totalTokens: 3005 });
+  // claude-sonnet-4-5: a cache read $0.30, output $15 per million: the prompt is priced as read from the cache.
+  assert.ok(Math.abs(detail.run.costUsd - (3000 * 0.3 + 5 * 15) / 1e6) < 1e-12, String(detail.run.costUsd));
+  assert.ok(!detail.events.some((event: { type: string }) => event.type === 'usage.estimated'), 'the usage is the upstream\'s');
+});
