@@ -249,12 +249,7 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
         if (delta.stop_details !== undefined) message.stop_details = delta.stop_details;
         if (delta.container !== undefined && delta.container !== null) message.container = delta.container;
         const usage = event.usage as Record<string, unknown> | null | undefined;
-        if (usage) {
-          if (typeof usage.output_tokens === 'number') this.outputTokens = usage.output_tokens;
-          for (const key of DELTA_USAGE_TOTALS) if (usage[key] !== undefined && usage[key] !== null) message.usage[key] = usage[key];
-          // After the cache totals it repeats: its input count is read beside the message's cache counts.
-          if (reportsInputTokens(usage.input_tokens, message.usage)) this.inputTokens = this.reportedInputTokens = usage.input_tokens;
-        }
+        if (usage) this.takeDeltaUsage(usage);
         if (typeof usage?.output_tokens === 'number') return [event];
         // The SDKs read the delta's output tokens (one without failed the client's stream with a TypeError while its
         // run completed): filled from the local count, as message_start's input tokens are. The run records the usage
@@ -276,6 +271,28 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
       default:
         return [event]; // forward-compatible: unknown event types pass through
     }
+  }
+
+  /** A `message_delta`'s usage: its counts, and the whole-message totals it repeats over the `message_start`'s. */
+  private takeDeltaUsage(usage: Record<string, unknown>): void {
+    const message = this.message!;
+    if (typeof usage.output_tokens === 'number') this.outputTokens = usage.output_tokens;
+    for (const key of DELTA_USAGE_TOTALS) if (usage[key] !== undefined && usage[key] !== null) message.usage[key] = usage[key];
+    // After the cache totals it repeats: its input count is read beside the message's cache counts.
+    if (reportsInputTokens(usage.input_tokens, message.usage)) this.inputTokens = this.reportedInputTokens = usage.input_tokens;
+  }
+
+  /**
+   * The usage of the `message_delta` after a `tool_use` block refused at its `content_block_stop` (the pipeline's
+   * `trailingUsage`): the output tokens the upstream bills, recorded rather than svc's estimate. True once the
+   * `message_delta` came, with usage or not: no count follows it.
+   */
+  acceptTrailingUsage(raw: unknown): boolean {
+    const event = raw as MessagesStreamEvent;
+    if (event?.type !== 'message_delta' || !isMessagesEvent(event)) return false;
+    const usage = event.usage as Record<string, unknown> | null | undefined;
+    if (usage) this.takeDeltaUsage(usage);
+    return true;
   }
 
   end(): MessagesStreamEvent[] {

@@ -685,3 +685,27 @@ test("live messages stream: a message_start reporting input_tokens 0 beside cach
   assert.ok(Math.abs(detail.run.costUsd - (3000 * 0.3 + 5 * 15) / 1e6) < 1e-12, String(detail.run.costUsd));
   assert.ok(!detail.events.some((event: { type: string }) => event.type === 'usage.estimated'), 'the usage is the upstream\'s');
 });
+
+test("live messages stream: a tool_use refused at its content_block_stop records the output tokens of the message_delta after it, not svc's estimate", async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    const [start, , , , , , stop] = messageEvents('unused');
+    writeEvents(res, [
+      start!,
+      ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 'toolu_bad', name: 'get_weather', input: {} } }],
+      ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '{"town":"Oslo"}' } }],
+      ['content_block_stop', { type: 'content_block_stop', index: 0 }],
+      ['message_delta', { type: 'message_delta', delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { output_tokens: 777 } }],
+      stop!,
+    ]);
+    res.end();
+  });
+  const { client, app } = await liveGateway(t, upstream);
+  const stream = client.messages.stream({ model: 'claude-sonnet-4-5', max_tokens: 1024, messages: ask(), tools: [WEATHER] });
+  const { response } = await stream.withResponse();
+  await assert.rejects(stream.finalMessage(), /Invalid tool call/);
+  const detail = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` }));
+  assert.equal(detail.run.status, 'failed');
+  assert.equal(detail.run.error.kind, 'invalid_tool_call');
+  assert.deepEqual(detail.run.usage, { promptTokens: 12, completionTokens: 777, totalTokens: 789 });
+});
