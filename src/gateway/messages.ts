@@ -76,6 +76,20 @@ function usageOf(usage: MessagesResponse['usage'] | undefined): RunUsage | null 
   return runUsageOf(usage, usage.input_tokens, usage.output_tokens) as RunUsage;
 }
 
+/**
+ * A run's usage as the messages wire writes it, over the usage an answer came with (in place of counts that are not
+ * token counts): `input_tokens` without the prompt-cache parts, which are the run's (none when the prompt was
+ * estimated, so that a hit of the answer records the same prompt).
+ */
+function withRunUsage(message: MessagesResponse, usage: RunUsage): void {
+  const read = usage.cacheReadTokens ?? 0;
+  const written = usage.cacheWriteTokens ?? 0;
+  const recorded: MessagesResponse['usage'] = { ...message.usage, input_tokens: usage.promptTokens - read - written, output_tokens: usage.completionTokens };
+  if (read > 0 || isTokenCount(recorded.cache_read_input_tokens)) recorded.cache_read_input_tokens = read;
+  if (written > 0 || isTokenCount(recorded.cache_creation_input_tokens)) recorded.cache_creation_input_tokens = written;
+  message.usage = recorded;
+}
+
 const ERROR_TYPES: Record<number, string> = { 400: 'invalid_request_error', 429: 'rate_limit_error', 502: 'api_error', 504: 'api_error' };
 
 function messagesStreamError(error: UpstreamFailure): MessagesStreamEvent {
@@ -250,7 +264,7 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
         if (delta.container !== undefined && delta.container !== null) message.container = delta.container;
         const usage = event.usage as Record<string, unknown> | null | undefined;
         if (usage) this.takeDeltaUsage(usage);
-        if (typeof usage?.output_tokens === 'number') return [event];
+        if (isTokenCount(usage?.output_tokens)) return [event];
         // The SDKs read the delta's output tokens (one without failed the client's stream with a TypeError while its
         // run completed): filled from the local count, as message_start's input tokens are. The run records the usage
         // as estimated, since the upstream reported none.
@@ -276,7 +290,7 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
   /** A `message_delta`'s usage: its counts, and the whole-message totals it repeats over the `message_start`'s. */
   private takeDeltaUsage(usage: Record<string, unknown>): void {
     const message = this.message!;
-    if (typeof usage.output_tokens === 'number') this.outputTokens = usage.output_tokens;
+    if (isTokenCount(usage.output_tokens)) this.outputTokens = usage.output_tokens;
     for (const key of DELTA_USAGE_TOTALS) if (usage[key] !== undefined && usage[key] !== null) message.usage[key] = usage[key];
     // After the cache totals it repeats: its input count is read beside the message's cache counts.
     if (reportsInputTokens(usage.input_tokens, message.usage)) this.inputTokens = this.reportedInputTokens = usage.input_tokens;
@@ -392,6 +406,7 @@ export function messagesAdapter(validated: ValidatedMessages, headers: { version
     },
 
     usageOf: (message) => usageOf(message.usage),
+    withRecordedUsage: withRunUsage,
     answerText: messageText,
     openStream: (provider, signal) => provider.streamMessages(request, context(signal)),
     newRelay: (provider) => new MessagesRelay(validated, provider, promptTokens),

@@ -709,3 +709,36 @@ test("live messages stream: a tool_use refused at its content_block_stop records
   assert.equal(detail.run.error.kind, 'invalid_tool_call');
   assert.deepEqual(detail.run.usage, { promptTokens: 12, completionTokens: 777, totalTokens: 789 });
 });
+
+test('a messages usage that is not token counts reaches neither the SDK nor the cache: both get the usage the run records, buffered and streamed', async (t) => {
+  const upstream = await startFakeUpstream(t, (req, res) => {
+    if (!req.body.stream) {
+      const usage = { input_tokens: 12, output_tokens: 'many', cache_read_input_tokens: 0 };
+      return sendJson(res, 200, { id: 'msg_up', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: [{ type: 'text', text: 'An answer of some words.' }], stop_reason: 'end_turn', stop_sequence: null, usage });
+    }
+    startSse(res);
+    const events = messageEvents('An answer of some words.');
+    (events[5]![1] as { usage: unknown }).usage = { output_tokens: -5 };
+    writeEvents(res, events);
+    res.end();
+  });
+  const { client, app } = await liveGateway(t, upstream);
+  const runOf = async (runId: string | null) => json(await app.inject({ url: `/api/v1/runs/${runId}` })).run;
+  for (const stream of [false, true]) {
+    const label = stream ? 'streamed' : 'buffered';
+    const request = { model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() };
+    const call = async () => {
+      if (!stream) return client.messages.create(request).withResponse();
+      const streamed = client.messages.stream(request);
+      return { data: await streamed.finalMessage(), response: (await streamed.withResponse()).response };
+    };
+    const live = await call();
+    const liveRun = await runOf(live.response.headers.get('x-svc-run-id'));
+    assert.equal(live.data.usage.output_tokens, liveRun.usage.completionTokens, label);
+    assert.ok(liveRun.usage.completionTokens > 0, label);
+    const hit = await call();
+    assert.equal(hit.response.headers.get('x-svc-route'), 'exact_cache', label);
+    assert.deepEqual(hit.data.usage, live.data.usage, label);
+    assert.deepEqual((await runOf(hit.response.headers.get('x-svc-run-id'))).usage, liveRun.usage, label);
+  }
+});
