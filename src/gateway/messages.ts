@@ -92,10 +92,30 @@ function withRunUsage(message: MessagesResponse, usage: RunUsage): void {
 
 const ERROR_TYPES: Record<number, string> = { 400: 'invalid_request_error', 429: 'rate_limit_error', 502: 'api_error', 504: 'api_error' };
 
+/** The error types of the messages wire, which its SDKs read (`APIError.type`) and its clients retry by. */
+const MESSAGES_ERROR_TYPES: ReadonlySet<string> = new Set([
+  'invalid_request_error',
+  'authentication_error',
+  'billing_error',
+  'permission_error',
+  'not_found_error',
+  'request_too_large',
+  'rate_limit_error',
+  'timeout_error',
+  'api_error',
+  'overloaded_error',
+]);
+
+/**
+ * The `event: error` a failure mid-stream ends the client's stream with. Its type is the upstream's own when its error
+ * event said one of the wire's (`overloaded_error` tells the caller to back off, where `api_error` would hide it), else
+ * the type of the status svc answers the failure with.
+ */
 function messagesStreamError(error: UpstreamFailure): MessagesStreamEvent {
   if (error instanceof InvalidToolCallError) return { type: 'error', error: { type: 'api_error', message: error.message } };
   const http = providerErrorStatus(error);
-  return { type: 'error', error: { type: ERROR_TYPES[http.status] ?? 'api_error', message: http.message } };
+  const said = error.upstreamCode !== undefined && MESSAGES_ERROR_TYPES.has(error.upstreamCode) ? error.upstreamCode : undefined;
+  return { type: 'error', error: { type: said ?? ERROR_TYPES[http.status] ?? 'api_error', message: http.message } };
 }
 
 /**

@@ -742,3 +742,26 @@ test('a messages usage that is not token counts reaches neither the SDK nor the 
     assert.deepEqual((await runOf(hit.response.headers.get('x-svc-run-id'))).usage, liveRun.usage, label);
   }
 });
+
+test("live messages stream: an upstream error event mid-stream reaches the SDK with the upstream's error type (overloaded_error), not api_error", async (t) => {
+  let type = 'overloaded_error';
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    writeEvents(res, messageEvents('partial').slice(0, 4));
+    writeEvents(res, [['error', { type: 'error', error: { type, message: 'Overloaded' } }]]);
+    res.end();
+  });
+  const { client, app } = await liveGateway(t, upstream);
+  for (const said of ['overloaded_error', 'rate_limit_error', 'invalid_request_error', 'api_error', 'some_new_error']) {
+    type = said;
+    const stream = client.messages.stream({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() });
+    const { response } = await stream.withResponse();
+    const error = await stream.finalMessage().then(() => null, (thrown: unknown) => thrown);
+    assert.ok(error instanceof Anthropic.APIError, said);
+    // An error type svc does not know is the upstream's failure: api_error, as before.
+    assert.equal((error.error as { error: { type: string } }).error.type, said === 'some_new_error' ? 'api_error' : said, said);
+    const run = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` })).run;
+    assert.equal(run.status, 'failed', said);
+    assert.equal(run.error.upstreamCode, said, said);
+  }
+});
