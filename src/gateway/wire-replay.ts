@@ -28,6 +28,15 @@ export function messageToEvents(message: MessagesResponse): MessagesStreamEvent[
       events.push({ type: 'content_block_start', index, content_block: Object.assign({}, block, { input: {} }) });
       const json = JSON.stringify(block.input ?? {});
       for (const piece of jsonPieces(json)) events.push({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: piece } });
+    } else if (block.type === 'thinking') {
+      // Its thinking in deltas and its signature in a `signature_delta`, as a live stream sends them: the SDKs emit
+      // their `thinking` and `signature` events from those deltas, not from the block's start.
+      const signature = typeof block.signature === 'string' && block.signature !== '' ? block.signature : null;
+      events.push({ type: 'content_block_start', index, content_block: Object.assign({}, block, { thinking: '' }, signature !== null ? { signature: '' } : null) });
+      for (const piece of textPieces(String(block.thinking ?? ''))) {
+        events.push({ type: 'content_block_delta', index, delta: { type: 'thinking_delta', thinking: piece } });
+      }
+      if (signature !== null) events.push({ type: 'content_block_delta', index, delta: { type: 'signature_delta', signature } });
     } else {
       events.push({ type: 'content_block_start', index, content_block: block });
     }

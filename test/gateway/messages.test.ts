@@ -765,3 +765,41 @@ test("live messages stream: an upstream error event mid-stream reaches the SDK w
     assert.equal(run.error.upstreamCode, said, said);
   }
 });
+
+test("a cache hit replayed as a stream gives the SDK a thinking block's thinking and signature events, as the live stream did", async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    const [start, , , , , delta, stop] = messageEvents('unused');
+    writeEvents(res, [
+      start!,
+      ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '', signature: '' } }],
+      ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'Paris is the capital ' } }],
+      ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'of France.' } }],
+      ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'signature_delta', signature: 'SIG_xyz==' } }],
+      ['content_block_stop', { type: 'content_block_stop', index: 0 }],
+      ['content_block_start', { type: 'content_block_start', index: 1, content_block: { type: 'text', text: '' } }],
+      ['content_block_delta', { type: 'content_block_delta', index: 1, delta: { type: 'text_delta', text: 'Paris.' } }],
+      ['content_block_stop', { type: 'content_block_stop', index: 1 }],
+      delta!,
+      stop!,
+    ]);
+    res.end();
+  });
+  const { client } = await liveGateway(t, upstream);
+  const request = { model: 'claude-sonnet-4-5', max_tokens: 2048, thinking: { type: 'enabled' as const, budget_tokens: 1024 }, messages: ask() };
+  const seen = async () => {
+    const stream = client.messages.stream(request);
+    let thinking = '';
+    const signatures: string[] = [];
+    stream.on('thinking', (piece) => (thinking += piece));
+    stream.on('signature', (signature) => signatures.push(signature));
+    const final = await stream.finalMessage();
+    const { response } = await stream.withResponse();
+    return { thinking, signatures, content: final.content, route: response.headers.get('x-svc-route') };
+  };
+  const live = await seen();
+  assert.deepEqual({ thinking: live.thinking, signatures: live.signatures }, { thinking: 'Paris is the capital of France.', signatures: ['SIG_xyz=='] });
+  const hit = await seen();
+  assert.equal(hit.route, 'exact_cache');
+  assert.deepEqual(hit, { ...live, route: 'exact_cache' });
+});
