@@ -380,14 +380,23 @@ test("a streamed server_tool_use block's input is kept in the assembled answer: 
   });
   const { client, address } = await liveGateway(t, upstream);
   const request = { model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() };
-  const live = await client.messages.stream(request).finalMessage();
+  // The input as the SDK's inputJson events give it (a client showing the search as it streams), live and replayed.
+  const streamed = async () => {
+    const stream = client.messages.stream(request);
+    let json = '';
+    stream.on('inputJson', (piece) => (json += piece));
+    return { message: await stream.finalMessage(), input: json === '' ? null : JSON.parse(json) };
+  };
+  const live = await streamed();
   const expected = { type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: { query: 'weather in Oslo' } };
-  assert.deepEqual(live.content[0], expected);
+  assert.deepEqual(live.message.content[0], expected);
+  assert.deepEqual(live.input, expected.input);
   const hit = await client.messages.create(request);
-  const replayed = await client.messages.stream(request).finalMessage();
+  const replayed = await streamed();
   assert.equal(upstream.requests.length, 1, 'the repeats are cache hits');
   assert.deepEqual(hit.content[0], expected);
-  assert.deepEqual(replayed.content[0], expected);
+  assert.deepEqual(replayed.message.content[0], expected);
+  assert.deepEqual(replayed.input, expected.input);
 
   // Input that does not parse cannot be kept as the client got it: the answer is not stored.
   json = ['{"query": '];
