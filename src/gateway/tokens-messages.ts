@@ -12,7 +12,31 @@ const PER_TOOL = 8;
 const PER_IMAGE = 1600;
 const BASE = 3;
 
-function blockText(block: { type: string; [field: string]: unknown }): { text: string; extra: number } {
+type Block = { type: string; [field: string]: unknown };
+
+/**
+ * The text of content nested in a block (a `tool_result`'s, a content document's): a string, or blocks counted as a
+ * message's are, `extra` added. Entries that are not blocks count nothing: a document's source is not validated.
+ */
+function nestedText(content: unknown, extra: number): { text: string; extra: number } {
+  if (typeof content === 'string') return { text: content, extra };
+  if (!Array.isArray(content)) return { text: '', extra };
+  const parts = content.filter((part): part is Block => typeof part === 'object' && part !== null).map(blockText);
+  return { text: parts.map((part) => part.text).join('\n'), extra: extra + parts.reduce((sum, part) => sum + part.extra, 0) };
+}
+
+/**
+ * A document's text: a plain-text source's `data` and a content source's blocks are read as text is (a long text
+ * document is many tokens, not one page's); a PDF, by data or by address, counts a flat page.
+ */
+function documentText(block: Block): { text: string; extra: number } {
+  const source = block.source as { type?: unknown; data?: unknown; content?: unknown } | null | undefined;
+  if (source?.type === 'text' && typeof source.data === 'string') return { text: source.data, extra: 4 };
+  if (source?.type === 'content') return nestedText(source.content, 4);
+  return { text: '', extra: PER_IMAGE };
+}
+
+function blockText(block: Block): { text: string; extra: number } {
   switch (block.type) {
     case 'text':
       return { text: String(block.text ?? ''), extra: 0 };
@@ -20,17 +44,11 @@ function blockText(block: { type: string; [field: string]: unknown }): { text: s
       return { text: String(block.thinking ?? ''), extra: 0 };
     case 'tool_use':
       return { text: `${String(block.name ?? '')} ${JSON.stringify(block.input ?? {})}`, extra: 4 };
-    case 'tool_result': {
-      const content = block.content;
-      if (typeof content === 'string') return { text: content, extra: 4 };
-      if (Array.isArray(content)) {
-        const parts = content.map((part) => blockText(part as { type: string }));
-        return { text: parts.map((part) => part.text).join('\n'), extra: 4 + parts.reduce((sum, part) => sum + part.extra, 0) };
-      }
-      return { text: '', extra: 4 };
-    }
-    case 'image':
+    case 'tool_result':
+      return nestedText(block.content, 4);
     case 'document':
+      return documentText(block);
+    case 'image':
       return { text: '', extra: PER_IMAGE };
     default:
       return { text: JSON.stringify(block), extra: 0 };

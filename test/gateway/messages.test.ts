@@ -812,3 +812,17 @@ test("a cache hit replayed as a stream gives the SDK a thinking block's thinking
   assert.equal(hit.route, 'exact_cache');
   assert.deepEqual(hit, { ...live, route: 'exact_cache' });
 });
+
+test('count_tokens: a plain-text document counts its text (and a content document its blocks), not the flat count of a PDF page', async (t) => {
+  const { client } = await listening(t);
+  const text = 'The quick brown fox jumps over the lazy dog near the riverbank at dawn. '.repeat(2000);
+  const count = async (block: Record<string, unknown>) =>
+    (await client.messages.countTokens({ model: 'claude-sonnet-4-5', messages: [{ role: 'user', content: [block as never] }] })).input_tokens;
+  const asText = await count({ type: 'text', text });
+  assert.ok(asText > 20_000, String(asText));
+  const asDocument = await count({ type: 'document', source: { type: 'text', media_type: 'text/plain', data: text }, title: 'fox' });
+  const asContent = await count({ type: 'document', source: { type: 'content', content: [{ type: 'text', text }] } });
+  for (const counted of [asDocument, asContent]) assert.ok(Math.abs(counted - asText) < 50, `${counted} vs ${asText}`);
+  // A content source's entries are not validated: ones that are not blocks count nothing, and are no 500.
+  assert.ok((await count({ type: 'document', source: { type: 'content', content: [null, 5, { type: 'text', text: 'hi' }] } })) > 0);
+});
