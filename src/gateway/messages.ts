@@ -284,12 +284,18 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
         if (delta.container !== undefined && delta.container !== null) message.container = delta.container;
         const usage = event.usage as Record<string, unknown> | null | undefined;
         if (usage) this.takeDeltaUsage(usage);
-        if (isTokenCount(usage?.output_tokens)) return [event];
+        const keepsOutput = isTokenCount(usage?.output_tokens);
+        // The SDKs take a delta's input tokens over message_start's whenever it has some: one that is no count (a 0
+        // an upstream sends for none) goes out as the count the client was given, which the run records.
+        const keepsInput = usage?.input_tokens === undefined || usage.input_tokens === null || usage.input_tokens === this.inputTokens;
+        if (keepsOutput && keepsInput) return [event];
+        const relayed: Record<string, unknown> = Object.assign({}, usage);
         // The SDKs read the delta's output tokens (one without failed the client's stream with a TypeError while its
         // run completed): filled from the local count, as message_start's input tokens are. The run records the usage
         // as estimated, since the upstream reported none.
-        this.estimatedOutputTokens = countTokens(this.producedText, this.validated.request.model);
-        return [Object.assign({}, event, { usage: Object.assign({}, usage, { output_tokens: this.estimatedOutputTokens }) })];
+        if (!keepsOutput) relayed.output_tokens = this.estimatedOutputTokens = countTokens(this.producedText, this.validated.request.model);
+        if (!keepsInput) relayed.input_tokens = this.inputTokens;
+        return [Object.assign({}, event, { usage: relayed })];
       }
       case 'message_stop':
         this.requireStarted();

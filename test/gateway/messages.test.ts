@@ -826,3 +826,23 @@ test('count_tokens: a plain-text document counts its text (and a content documen
   // A content source's entries are not validated: ones that are not blocks count nothing, and are no 500.
   assert.ok((await count({ type: 'document', source: { type: 'content', content: [null, 5, { type: 'text', text: 'hi' }] } })) > 0);
 });
+
+test("live messages stream: a message_delta's input_tokens 0 (no count) does not overwrite the SDK's input tokens: the client, the run and a hit have message_start's", async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    const events = messageEvents('An answer.');
+    (events[5]![1] as { usage: unknown }).usage = { input_tokens: 0, output_tokens: 5 };
+    writeEvents(res, events);
+    res.end();
+  });
+  const { client, app } = await liveGateway(t, upstream);
+  const request = { model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() };
+  const stream = client.messages.stream(request);
+  const live = await stream.finalMessage();
+  const { response } = await stream.withResponse();
+  assert.equal(live.usage.input_tokens, 12);
+  assert.equal(json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` })).run.usage.promptTokens, 12);
+  const hit = await client.messages.stream(request).finalMessage();
+  assert.equal(upstream.requests.length, 1, 'the repeat is a cache hit');
+  assert.deepEqual(hit.usage, live.usage);
+});
