@@ -221,6 +221,7 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
         if (index !== this.blocks.size) throw this.bad(`content_block_start for block ${index} where block ${this.blocks.size} was due`);
         const block = structuredClone(event.content_block as MessagesContentBlock);
         const isTool = block.type === 'tool_use';
+        if (isTool && !block.id) return this.startToolUseWithId(event, block, index);
         // Text the start already carries comes before the deltas', as the SDKs join them (an upstream may send it
         // there rather than in a first delta).
         const started = block.type === 'text' ? block.text : block.type === 'thinking' ? block.thinking : '';
@@ -341,6 +342,17 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
   }
 
   /**
+   * A `tool_use` block the upstream started without an id (the SDKs' tool_result needs one to answer it by): given
+   * one of svc's on its held start, which the assembled answer keeps, as a buffered answer's is.
+   */
+  private startToolUseWithId(event: MessagesStreamEvent, block: MessagesContentBlock, index: number): MessagesStreamEvent[] {
+    block.id = newId('toolu');
+    const start = { ...event, content_block: { ...(event.content_block as MessagesContentBlock), id: block.id } };
+    this.blocks.set(index, { block, text: '', json: '', held: [start], stopped: false });
+    return [];
+  }
+
+  /**
    * A server tool's call (`server_tool_use`: web search, code execution) streams its input in `input_json_delta`
    * pieces too, relayed at once (the provider runs it, svc does not check it): the assembled answer keeps the input the
    * SDK makes of them. Input that does not parse, or nests past the bound of the walks that hash and store an answer,
@@ -419,7 +431,10 @@ export function messagesAdapter(validated: ValidatedMessages, headers: { version
       const message = await provider.messages(request, context(signal));
       try {
         for (const [index, block] of message.content.entries()) {
-          if (block.type === 'tool_use') checkToolUse(validated, block as { id: string; name: string; input: unknown }, index);
+          if (block.type !== 'tool_use') continue;
+          checkToolUse(validated, block as { id: string; name: string; input: unknown }, index);
+          // A call the client cannot answer by id (the SDKs' tool_result needs one): given one of svc's, as streamed ones are.
+          if (!block.id) block.id = newId('toolu');
         }
       } catch (error) {
         throw refusedAnswer(error, message);

@@ -846,3 +846,32 @@ test("live messages stream: a message_delta's input_tokens 0 (no count) does not
   assert.equal(upstream.requests.length, 1, 'the repeat is a cache hit');
   assert.deepEqual(hit.usage, live.usage);
 });
+
+test('a tool_use block the upstream sent without an id is given one, buffered and streamed, which a cache hit answers too', async (t) => {
+  const upstream = await startFakeUpstream(t, (req, res) => {
+    const block = { type: 'tool_use', name: 'get_weather', input: { city: 'Oslo' } };
+    if (!req.body.stream) {
+      return sendJson(res, 200, { id: 'msg_up', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: [block], stop_reason: 'tool_use', stop_sequence: null, usage: { input_tokens: 12, output_tokens: 5 } });
+    }
+    startSse(res);
+    const [start, , , , , delta, stop] = messageEvents('unused');
+    writeEvents(res, [
+      start!,
+      ['content_block_start', { type: 'content_block_start', index: 0, content_block: { ...block, input: {} } }],
+      ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '{"city":"Oslo"}' } }],
+      ['content_block_stop', { type: 'content_block_stop', index: 0 }],
+      delta!,
+      stop!,
+    ]);
+    res.end();
+  });
+  const { client } = await liveGateway(t, upstream);
+  for (const stream of [false, true]) {
+    const request = { model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask(), tools: [WEATHER] };
+    const call = () => (stream ? client.messages.stream(request).finalMessage() : client.messages.create(request));
+    const live = (await call()).content[0] as { id: unknown };
+    assert.match(String(live.id), /^toolu_[0-9a-f]{24}$/, stream ? 'streamed' : 'buffered');
+    assert.deepEqual((await call()).content[0], live, 'a cache hit answers the id the client got');
+  }
+  assert.equal(upstream.requests.length, 2);
+});
