@@ -51,6 +51,10 @@ function fetchTransport(baseUrl: string, headers: Record<string, string>, label:
         method,
         headers: { ...headers, ...options.headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        // svc never redirects. Following one would send the prompt and the identity headers to whatever server the
+        // Location names (a cross-origin one drops only the Authorization) and take its answer for svc's: the 3xx is
+        // the answer, an SvcApiError like any other outside 2xx.
+        redirect: 'manual',
         dispatcher,
         ...(options.signal ? { signal: options.signal } : {}),
       });

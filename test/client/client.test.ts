@@ -629,3 +629,27 @@ test('with no svc on the local socket, the error names the socket once', async (
     return true;
   });
 });
+
+test('a redirect is not followed: the prompt and the identity never reach another server; the 3xx is the error', async (t) => {
+  const elsewhere: string[] = [];
+  const other = await foreignServer(t, (res) => {
+    elsewhere.push('request');
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ choices: [{ index: 0, message: { content: 'not svc' } }], keys: [] }));
+  });
+  const baseUrl = await foreignServer(t, (res) => res.writeHead(307, { location: `${other}/elsewhere` }).end());
+  const client = createSvcClient({ baseUrl, apiKey: 'svc_secret', subject: 'user-7', env: {} });
+  t.after(() => client.close());
+  for (const [call, method, path] of [
+    [() => client.chat({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'private' }] }), 'POST', '/v1/chat/completions'],
+    [() => client.keys.list(), 'GET', '/api/v1/keys'],
+  ] as const) {
+    await assert.rejects(call(), (error: unknown) => {
+      assert.ok(error instanceof SvcApiError, String(error));
+      assert.deepEqual([error.status, error.method, error.path], [307, method, path]);
+      return true;
+    });
+  }
+  const stream = client.chatStream({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'private' }] });
+  await assert.rejects(stream.next(), (error: unknown) => error instanceof SvcApiError && error.status === 307);
+  assert.deepEqual(elsewhere, [], 'nothing was sent to the server the redirect named');
+});
