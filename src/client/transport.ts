@@ -43,6 +43,20 @@ function withoutAddress(cause: string, label: string): string {
   return cause.endsWith(` ${label}`) ? cause.slice(0, -label.length - 1) : cause;
 }
 
+/**
+ * A buffered answer's body as it arrives. The connection breaking off midway (reset, cut by a proxy) is named with the
+ * call and its status: undici's own error is a bare `TypeError: terminated` that says neither. An aborted request
+ * (a deadline, the caller's signal) keeps the abort's error, which its caller recognises.
+ */
+async function* untilBrokenOff(body: AsyncIterable<Uint8Array>, call: string, signal: AbortSignal | undefined): AsyncGenerator<Uint8Array> {
+  try {
+    for await (const chunk of body) yield chunk;
+  } catch (error) {
+    if (signal?.aborted) throw error;
+    throw new Error(`the answer to ${call} broke off: ${(error as Error).message}`, { cause: error });
+  }
+}
+
 function fetchTransport(baseUrl: string, headers: Record<string, string>, label: string, dispatcher: Agent): Transport {
   const base = baseUrl.replace(/\/+$/, '');
   const send = async (method: string, path: string, body: unknown, options: RequestOptions) => {
@@ -67,7 +81,7 @@ function fetchTransport(baseUrl: string, headers: Record<string, string>, label:
   return {
     async request(method, path, body, options = {}) {
       const response = await send(method, path, body, options);
-      const read = await readBody(response.body, label);
+      const read = await readBody(response.body && untilBrokenOff(response.body, `${method} ${path} (HTTP ${response.status})`, options.signal), label);
       return { status: response.status, headers: Object.fromEntries(response.headers.entries()), body: read.body, text: read.text };
     },
     async stream(method, path, body, options = {}) {

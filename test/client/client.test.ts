@@ -653,3 +653,19 @@ test('a redirect is not followed: the prompt and the identity never reach anothe
   await assert.rejects(stream.next(), (error: unknown) => error instanceof SvcApiError && error.status === 307);
   assert.deepEqual(elsewhere, [], 'nothing was sent to the server the redirect named');
 });
+
+test('a buffered answer whose connection breaks off midway is an error naming the call and its status, not a bare TypeError', async (t) => {
+  const baseUrl = await foreignServer(t, (res) => {
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
+    res.write('{"keys": [', () => res.socket?.destroy());
+  });
+  const client = createSvcClient({ baseUrl, env: {} });
+  t.after(() => client.close());
+  for (const [call, name] of [[() => client.keys.list(), 'GET /api/v1/keys'], [() => client.chat({ model: 'gpt-4o-mini', messages: [] }), 'POST /v1/chat/completions']] as const) {
+    await assert.rejects(call(), (error: Error) => {
+      assert.ok(!(error instanceof TypeError), String(error));
+      assert.ok(error.message.includes(`the answer to ${name} (HTTP 200) broke off`), error.message);
+      return true;
+    });
+  }
+});
