@@ -57,14 +57,27 @@ async function* untilBrokenOff(body: AsyncIterable<Uint8Array>, call: string, si
   }
 }
 
+/**
+ * A request body as JSON text, serialized before anything is sent: inside the request's error handling, a BigInt or a
+ * cycle in the body was reported as "cannot reach svc".
+ */
+function jsonOf(body: unknown, call: string): string {
+  try {
+    return JSON.stringify(body);
+  } catch (error) {
+    throw new TypeError(`the body of ${call} cannot be sent as JSON: ${(error as Error).message}`, { cause: error });
+  }
+}
+
 function fetchTransport(baseUrl: string, headers: Record<string, string>, label: string, dispatcher: Agent): Transport {
   const base = baseUrl.replace(/\/+$/, '');
   const send = async (method: string, path: string, body: unknown, options: RequestOptions) => {
+    const payload = body === undefined ? undefined : jsonOf(body, `${method} ${path}`);
     try {
       return await fetch(`${base}${path}`, {
         method,
-        headers: { ...headers, ...options.headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        headers: { ...headers, ...options.headers, ...(payload === undefined ? {} : { 'content-type': 'application/json' }) },
+        ...(payload === undefined ? {} : { body: payload }),
         // svc never redirects. Following one would send the prompt and the identity headers to whatever server the
         // Location names (a cross-origin one drops only the Authorization) and take its answer for svc's: the 3xx is
         // the answer, an SvcApiError like any other outside 2xx.

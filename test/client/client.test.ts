@@ -669,3 +669,23 @@ test('a buffered answer whose connection breaks off midway is an error naming th
     });
   }
 });
+
+test('a request body that cannot be JSON (a BigInt, a cycle) is a TypeError naming the call, not "cannot reach svc"; nothing is sent', async (t) => {
+  const requests: string[] = [];
+  const baseUrl = await foreignServer(t, (res) => {
+    requests.push('request');
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+  });
+  const client = createSvcClient({ baseUrl, env: {} });
+  t.after(() => client.close());
+  const cyclic: Record<string, unknown> = {};
+  cyclic.self = cyclic;
+  for (const call of [() => client.chat({ model: 'gpt-4o-mini', messages: [], n: 1n }), () => client.chatStream({ model: 'gpt-4o-mini', messages: [], metadata: cyclic }).next()]) {
+    await assert.rejects(call(), (error: Error) => {
+      assert.ok(error instanceof TypeError && !/cannot reach svc/.test(error.message), String(error));
+      assert.match(error.message, /POST \/v1\/chat\/completions/);
+      return true;
+    });
+  }
+  assert.deepEqual(requests, []);
+});
