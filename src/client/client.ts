@@ -67,6 +67,15 @@ function bufferedChoice(choice: any, position: number): ChatChoice {
   };
 }
 
+/**
+ * The correlation of a failed answer, checked as a result's is (correlationOf): the headers may come from a proxy,
+ * and an unchecked `x-request-id` carried whatever it sent into the caller's logs.
+ */
+function errorCorrelation(headers: Record<string, string>): { requestId: string | null; runId: string } {
+  const { requestId, runId } = correlationOf(headers);
+  return { requestId: requestId || null, runId };
+}
+
 /** A buffered chat completion as the reference client returns it (SPEC 4.20). */
 export interface ChatResult extends RunCorrelation {
   content: string;
@@ -103,7 +112,7 @@ export class SvcApiError extends Error {
   readonly path: string;
   /** The first 500 characters of the response body. */
   readonly body: string;
-  /** `x-request-id` of the answer, when the server sent one. */
+  /** `x-request-id` of the answer, when the server sent a well-formed one. */
   readonly requestId: string | null;
   /** `x-svc-run-id` of a failed gateway call that created a run (empty otherwise). */
   readonly runId: string;
@@ -370,8 +379,7 @@ export class SvcClient {
       method,
       path,
       body: response.text,
-      requestId: response.headers['x-request-id'] ?? null,
-      runId: correlationOf(response.headers).runId,
+      ...errorCorrelation(response.headers),
     });
   }
 
@@ -386,8 +394,7 @@ export class SvcClient {
       method,
       path,
       body: text,
-      requestId: headers['x-request-id'] ?? null,
-      runId: correlationOf(headers).runId,
+      ...errorCorrelation(headers),
     });
   }
 

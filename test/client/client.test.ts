@@ -689,3 +689,16 @@ test('a request body that cannot be JSON (a BigInt, a cycle) is a TypeError nami
   }
   assert.deepEqual(requests, []);
 });
+
+test("an error's requestId is x-request-id when well formed, as a result's is; a malformed one (from a proxy) is null", async (t) => {
+  let requestId = '';
+  const baseUrl = await foreignServer(t, (res) => res.writeHead(502, { 'x-request-id': requestId, 'content-type': 'text/html' }).end('<html>bad gateway</html>'));
+  const client = createSvcClient({ baseUrl, env: {} });
+  t.after(() => client.close());
+  for (const [sent, kept] of [['req_abc', 'req_abc'], ['<script>alert(1)</script>', null], ['x'.repeat(129), null]] as const) {
+    requestId = sent;
+    for (const call of [() => client.keys.list(), () => client.chat({ model: 'gpt-4o-mini', messages: [] })]) {
+      await assert.rejects(call(), (error: unknown) => error instanceof SvcApiError && error.status === 502 && error.requestId === kept);
+    }
+  }
+});
