@@ -56,6 +56,17 @@ export function createSvcClient(options: CreateClientOptions = {}): SvcClient {
   });
 }
 
+/** What svc takes in an identity header (src/identity/service.ts), once trimmed. */
+const IDENTITY_VALUE = /^[\x20-\x7e]{0,200}$/;
+
+/**
+ * An identity value svc would refuse is refused at creation: a line break made every gateway call fail as "cannot
+ * reach svc" (undici cannot send it), a non-ASCII character or an overlong value with svc's 400 on each call.
+ */
+function checkIdentityValue(name: 'app' | 'agent' | 'subject', value: string | null | undefined): void {
+  if (value != null && !IDENTITY_VALUE.test(value.trim())) throw new TypeError(`${name} must be printable ASCII of at most 200 characters`);
+}
+
 /** A choice of a buffered answer as a stream's done chunk has it (streams.ts). */
 function bufferedChoice(choice: any, position: number): ChatChoice {
   return {
@@ -333,6 +344,7 @@ export class SvcClient {
     }
     const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_STREAM_HEADERS_TIMEOUT_MS;
     if (!Number.isInteger(requestTimeoutMs) || requestTimeoutMs < 1) throw new RangeError('requestTimeoutMs must be a positive integer');
+    for (const name of ['app', 'agent', 'subject'] as const) checkIdentityValue(name, options[name]);
     this.options = { ...options, bufferedTimeoutMs, requestTimeoutMs };
   }
 

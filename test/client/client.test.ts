@@ -702,3 +702,23 @@ test("an error's requestId is x-request-id when well formed, as a result's is; a
     }
   }
 });
+
+test('an identity value svc would refuse (a line break, non-ASCII, over 200 characters) is a TypeError at creation, not "cannot reach svc" on every call', async (t) => {
+  const requests: string[] = [];
+  const baseUrl = await foreignServer(t, (res) => {
+    requests.push('request');
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+  });
+  for (const [option, value] of [['subject', 'user\n7'], ['agent', 'José'], ['app', 'a'.repeat(201)]] as const) {
+    assert.throws(() => createSvcClient({ baseUrl, env: {}, [option]: value }), (error: unknown) => {
+      assert.ok(error instanceof TypeError, String(error));
+      assert.match(error.message, new RegExp(`^${option} must be printable ASCII of at most 200 characters`));
+      return true;
+    });
+  }
+  assert.throws(() => createSvcClient({ baseUrl, env: { SVC_SUBJECT: 'user\u00007' } }), TypeError);
+  const fine = createSvcClient({ baseUrl, env: {}, app: 'checkout', agent: 'planner v2', subject: ' user-7 ' });
+  t.after(() => fine.close());
+  await fine.chat({ model: 'gpt-4o-mini', messages: [] });
+  assert.deepEqual(requests, ['request']);
+});
