@@ -4,7 +4,7 @@
  */
 import { chatChunks, correlationOf, messagesChunks, received, SvcStreamError, type ChatChoice, type ChatStreamChunk, type MessagesStreamChunk, type MessagesToolUse, type RunCorrelation, type ToolCall, type Usage } from './streams.ts';
 import { tracedTool, type ToolDefinition } from './tools.ts';
-import { httpTransport, readBody, type RequestOptions, type Transport, type TransportResponse } from './transport.ts';
+import { httpTransport, readBody, untilBrokenOff, type RequestOptions, type Transport, type TransportResponse } from './transport.ts';
 
 /** SPEC 8: buffered gateway calls wait 150000 ms by default, configurable from 1 to 900000. */
 export const DEFAULT_BUFFERED_TIMEOUT_MS = 150_000;
@@ -452,7 +452,7 @@ export class SvcClient {
     try {
       const response = await this.transport.stream('POST', path, body, { headers: this.identityHeaders(), signal: controller.signal });
       if (response.status < 200 || response.status >= 300) {
-        const read = await readBody(response.body, `POST ${path}`);
+        const read = await readBody(untilBrokenOff(response.body, `POST ${path} (HTTP ${response.status})`, controller.signal), `POST ${path}`);
         throw this.failure('POST', path, response.status, response.headers, read.body, read.text);
       }
       const chunks = received(response.body, correlationOf(response.headers), controller.signal);

@@ -44,11 +44,11 @@ function withoutAddress(cause: string, label: string): string {
 }
 
 /**
- * A buffered answer's body as it arrives. The connection breaking off midway (reset, cut by a proxy) is named with the
+ * A buffered answer's body (or a stream's error answer) as it arrives. The connection breaking off midway (reset, cut by a proxy) is named with the
  * call and its status: undici's own error is a bare `TypeError: terminated` that says neither. An aborted request
  * (a deadline, the caller's signal) keeps the abort's error, which its caller recognises.
  */
-async function* untilBrokenOff(body: AsyncIterable<Uint8Array>, call: string, signal: AbortSignal | undefined): AsyncGenerator<Uint8Array> {
+export async function* untilBrokenOff(body: AsyncIterable<Uint8Array>, call: string, signal: AbortSignal | undefined): AsyncGenerator<Uint8Array> {
   try {
     for await (const chunk of body) yield chunk;
   } catch (error) {

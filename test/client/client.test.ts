@@ -722,3 +722,19 @@ test('an identity value svc would refuse (a line break, non-ASCII, over 200 char
   await fine.chat({ model: 'gpt-4o-mini', messages: [] });
   assert.deepEqual(requests, ['request']);
 });
+
+test("a stream's error answer whose connection breaks off midway is an error naming the call and its status, not a bare TypeError", async (t) => {
+  const baseUrl = await foreignServer(t, (res) => {
+    res.writeHead(502, { 'content-type': 'application/json', 'content-length': '1000' });
+    res.write('{"error": ', () => res.socket?.destroy());
+  });
+  const client = createSvcClient({ baseUrl, env: {} });
+  t.after(() => client.close());
+  for (const stream of [client.chatStream({ model: 'gpt-4o-mini', messages: [] }), client.messagesStream({ model: 'm', max_tokens: 1, messages: [] })]) {
+    await assert.rejects(stream.next(), (error: Error) => {
+      assert.ok(!(error instanceof TypeError), String(error));
+      assert.match(error.message, /the answer to POST \/v1\/(chat\/completions|messages) \(HTTP 502\) broke off/);
+      return true;
+    });
+  }
+});
