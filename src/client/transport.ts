@@ -148,12 +148,29 @@ function parseBody(text: string): unknown {
 const BEARER_TOKEN = /^[\x21-\x7e]+$/;
 
 /**
+ * A base URL the client can put a path behind is checked at creation; otherwise every call failed with "cannot reach
+ * svc" (`127.0.0.1:8787` without its scheme), addressed no route (a query), or, for a URL with credentials, quoted
+ * them in each error: fetch refuses such a URL, and the message named the base URL. The value is never quoted here.
+ */
+function checkBaseUrl(baseUrl: string): void {
+  let url: URL | null = null;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    // Not a URL at all: refused below.
+  }
+  const usable = url !== null && (url.protocol === 'http:' || url.protocol === 'https:') && !url.username && !url.password && !/[?#]/.test(baseUrl);
+  if (!usable) throw new TypeError('the base URL must be an http(s) URL without credentials, query or fragment, such as http://127.0.0.1:8787; it is not shown here');
+}
+
+/**
  * HTTP(S) to a base URL such as `http://127.0.0.1:8787`, with an optional bearer token (trimmed, as svc trims its
  * own `SVC_API_KEY`: a key read from a file keeps its line break). A token svc could never accept is refused here,
  * without quoting it: undici's error for a header value it cannot send quotes the whole value, and every request's
  * error would have carried the API key into the caller's logs.
  */
 export function httpTransport(baseUrl: string, token: string | null): Transport {
+  checkBaseUrl(baseUrl);
   const key = token?.trim() ?? '';
   if (key !== '' && !BEARER_TOKEN.test(key)) {
     throw new TypeError('the API key holds a character no svc token has (a space, a line break, a control or non-ASCII character); it is not shown here');

@@ -738,3 +738,15 @@ test("a stream's error answer whose connection breaks off midway is an error nam
     });
   }
 });
+
+test('a base URL that is not an http(s) address of svc is a TypeError at creation; one with credentials is not quoted', () => {
+  for (const baseUrl of ['127.0.0.1:8787', 'localhost:8787', 'ftp://127.0.0.1:8787', 'http://user:hunter2@127.0.0.1:8787', 'http://127.0.0.1:8787/?x=1', 'http://127.0.0.1:8787/#top']) {
+    assert.throws(() => createSvcClient({ baseUrl, env: {} }), (error: unknown) => {
+      assert.ok(error instanceof TypeError, `${baseUrl}: ${error}`);
+      assert.match(error.message, /^the base URL must be an http\(s\) URL/);
+      assert.ok(!error.message.includes('hunter2'), error.message);
+      return true;
+    });
+  }
+  for (const baseUrl of ['http://127.0.0.1:8787', 'https://svc.example.com/gateway/']) void createSvcClient({ baseUrl, env: {} }).close();
+});
