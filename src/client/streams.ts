@@ -67,12 +67,30 @@ export async function* received(body: AsyncIterable<Uint8Array>, correlation: Ru
   }
 }
 
-/** SSE messages of a byte stream, as they arrive. */
-export async function* sseMessages(body: AsyncIterable<Uint8Array>): AsyncGenerator<EventSourceMessage> {
+/**
+ * The most of one SSE event (or comment) the client holds while it arrives: far more than any chunk svc sends, but an
+ * event from a server that is not svc that never ends would otherwise be held until memory runs out.
+ */
+export const MAX_EVENT_BYTES = 16 * 1024 * 1024;
+
+/** SSE messages of a byte stream, as they arrive; an event over MAX_EVENT_BYTES is a SvcStreamError. */
+export async function* sseMessages(body: AsyncIterable<Uint8Array>, correlation: RunCorrelation): AsyncGenerator<EventSourceMessage> {
   const queue: EventSourceMessage[] = [];
-  const parser = createParser({ onEvent: (message) => queue.push(message) });
+  // Bytes received since the last event or comment ended, counted by whole chunks (within one chunk of the truth).
+  let pending = 0;
+  const parser = createParser({
+    onEvent: (message) => {
+      queue.push(message);
+      pending = 0;
+    },
+    onComment: () => {
+      pending = 0;
+    },
+  });
   const decoder = new TextDecoder();
   for await (const chunk of body) {
+    pending += chunk.byteLength;
+    if (pending > MAX_EVENT_BYTES) throw new SvcStreamError(`the gateway sent a stream event larger than ${MAX_EVENT_BYTES} bytes`, correlation);
     parser.feed(decoder.decode(chunk, { stream: true }));
     while (queue.length > 0) yield queue.shift()!;
   }
@@ -156,7 +174,7 @@ export async function* chatChunks(body: AsyncIterable<Uint8Array>, correlation: 
   let model = '';
   const drafts = new Map<number, ChoiceDraft>();
   let done = false;
-  for await (const message of sseMessages(body)) {
+  for await (const message of sseMessages(body, correlation)) {
     if (message.data === '[DONE]') {
       done = true;
       break;
@@ -245,7 +263,7 @@ export async function* messagesChunks(body: AsyncIterable<Uint8Array>, correlati
   let outputTokens = 0;
   let stopped = false;
   const blocks = new Map<number, { id: string; name: string; json: string }>();
-  for await (const message of sseMessages(body)) {
+  for await (const message of sseMessages(body, correlation)) {
     let event: any;
     try {
       event = JSON.parse(message.data);

@@ -750,3 +750,30 @@ test('a base URL that is not an http(s) address of svc is a TypeError at creatio
   }
   for (const baseUrl of ['http://127.0.0.1:8787', 'https://svc.example.com/gateway/']) void createSvcClient({ baseUrl, env: {} }).close();
 });
+
+test('a stream event larger than the client reads (one that never ends) is a stream error with the correlation, not memory without end', async (t) => {
+  const chunk = Buffer.alloc(1024 * 1024, 0x78);
+  const baseUrl = await foreignServer(t, (res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'x-svc-run-id': 'run_abc' });
+    res.write('data: ');
+    let sent = 0;
+    const more = () => {
+      while (sent < 20) {
+        sent++;
+        if (!res.write(chunk)) return void res.once('drain', more);
+      }
+      res.end();
+    };
+    more();
+  });
+  const client = createSvcClient({ baseUrl, env: {} });
+  t.after(() => client.close());
+  for (const stream of [client.chatStream({ model: 'gpt-4o-mini', messages: [] }), client.messagesStream({ model: 'm', max_tokens: 1, messages: [] })]) {
+    await assert.rejects(stream.next(), (error: unknown) => {
+      assert.ok(error instanceof SvcStreamError, String(error));
+      assert.match(error.message, /larger than 16777216 bytes/);
+      assert.equal(error.runId, 'run_abc');
+      return true;
+    });
+  }
+});
