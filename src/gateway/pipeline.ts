@@ -618,9 +618,9 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
           const error = upstreamFailureOf(provider, thrown, call.signal);
           const kind = failureKind(error);
           // An answer refused for its tool call, one the upstream says failed, or one svc could not read that reported
-          // usage, was made all the same: the upstream billed it, so its usage counts; so does the usage a stream's failure reported (a responses
-          // `response.failed` as its first event). Without usage, what the attempt cost may be unknown
-          // (`costUnknownAfter`).
+          // usage, was made all the same: the upstream billed it, so its usage counts; so does the usage a stream's
+          // failure reported (a responses `response.failed` as its first event). Without usage, what the attempt cost
+          // may be unknown (`costUnknownAfter`).
           const reported = openedRelay?.usage ?? null;
           const spent =
             error.answer !== undefined
