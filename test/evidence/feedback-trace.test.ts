@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import { flattenMetrics } from '../../src/evidence/feedback-rules.ts';
-import { bearer, build, json } from '../support/build.ts';
+import { bearer, build, json, newChatRun } from '../support/build.ts';
 import { completedOutcome } from '../support/run-outcome.ts';
 import { overriding } from '../support/counting-store.ts';
 import type { Store } from '../../src/store/store.ts';
@@ -17,15 +17,7 @@ async function setup(t: any) {
     return { status: response.statusCode, body: json(response) };
   };
   const get = async (url: string) => json(await built.app.inject({ url, headers: admin }));
-  const newRun = async () => {
-    const response = await built.app.inject({
-      method: 'POST',
-      url: '/v1/chat/completions',
-      headers: admin,
-      payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `hello ${process.hrtime.bigint()}` }] },
-    });
-    return String(response.headers['x-svc-run-id']);
-  };
+  const newRun = () => newChatRun(built.app, admin);
   return { ...built, post, get, newRun };
 }
 

@@ -4,20 +4,14 @@
  */
 import assert from 'node:assert/strict';
 import test from 'node:test';
-import { bearer, build, json } from '../support/build.ts';
+import { bearer, build, json, newChatRun } from '../support/build.ts';
 
 const BOOT = 'bootstrap-token-query-integers-0001';
 const admin = bearer(BOOT);
 
 async function setup(t: any) {
   const built = await build(t, { env: { SVC_API_KEY: BOOT } });
-  const response = await built.app.inject({
-    method: 'POST',
-    url: '/v1/chat/completions',
-    headers: admin,
-    payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `hello ${process.hrtime.bigint()}` }] },
-  });
-  const runId = String(response.headers['x-svc-run-id']);
+  const runId = await newChatRun(built.app, admin);
   return { get: (url: string) => built.app.inject({ url, headers: admin }), runId };
 }
 

@@ -1,7 +1,7 @@
 /** SPEC 4.9 run detail: its side effects and feedback are bounded windows (newest first kept), with totals and paging. */
 import assert from 'node:assert/strict';
 import test from 'node:test';
-import { bearer, build, json } from '../support/build.ts';
+import { bearer, build, json, newChatRun } from '../support/build.ts';
 
 const BOOT = 'bootstrap-token-detail-window-0001';
 const admin = bearer(BOOT);
@@ -14,13 +14,7 @@ async function setup(t: any) {
     return json(response);
   };
   const get = async (url: string) => built.app.inject({ url, headers: admin });
-  const response = await built.app.inject({
-    method: 'POST',
-    url: '/v1/chat/completions',
-    headers: admin,
-    payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `hello ${process.hrtime.bigint()}` }] },
-  });
-  const runId = String(response.headers['x-svc-run-id']);
+  const runId = await newChatRun(built.app, admin);
   const plan = (i: number, bytes = 10) => post('/api/v1/trace', { runId, type: 'side_effect.planned', payload: { toolName: `tool${i}`, level: 2, payload: { pad: 'x'.repeat(bytes) } } });
   return { get, post, runId, plan };
 }

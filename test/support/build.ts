@@ -39,3 +39,15 @@ export function json<T = any>(response: { body: string }): T {
 export function bearer(token: string): Record<string, string> {
   return { authorization: `Bearer ${token}` };
 }
+
+/** Record a gateway run through the chat wire, of a prompt never asked before (so never a cache hit): its id. */
+export async function newChatRun(app: FastifyInstance, headers: Record<string, string> = {}): Promise<string> {
+  const response = await app.inject({
+    method: 'POST',
+    url: '/v1/chat/completions',
+    headers,
+    payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `hello ${process.hrtime.bigint()}` }] },
+  });
+  if (response.statusCode !== 200) throw new Error(`the chat request was answered ${response.statusCode}: ${response.body}`);
+  return String(response.headers['x-svc-run-id']);
+}
