@@ -804,13 +804,17 @@ export function createAccountsRepository(store: Store): AccountsRepository {
       }),
 
     revokeLapsedInvites: async (tenantId, now, lapsed) => {
-      await store.write((sql) => {
-        const pending = sql.all<InviteRow>(
+      const pendingOf = (sql: Sql) =>
+        sql.all<InviteRow>(
           `SELECT * FROM org_invites WHERE tenant_id = ? AND status = 'pending' AND expires_at > ?
              AND (invited_by IS NOT NULL OR invited_by_key IS NOT NULL)`,
           [tenantId, now],
         );
-        for (const invite of pending) revokeIfAuthorityLapsed(sql, invite, now, lapsed);
+      // Read first: a list or count of invitations (every GET /orgs/active) writes only when one has lapsed.
+      const anyLapsed = await store.read((sql) => pendingOf(sql).some((invite) => inviterAuthorityLapsed(sql, invite)));
+      if (!anyLapsed) return;
+      await store.write((sql) => {
+        for (const invite of pendingOf(sql)) revokeIfAuthorityLapsed(sql, invite, now, lapsed);
       });
     },
 
