@@ -880,3 +880,15 @@ test('a streamed chunk carrying only logprobs (its delta empty) is relayed, not 
   assert.equal(text, 'Hello');
   assert.deepEqual(tokens, ['Hel', 'lo']);
 });
+
+test("an upstream's 400 naming a field reaches the client with that field as param, as the SDK reads it", async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) =>
+    sendJson(res, 400, { error: { message: "Invalid value for 'temperature'.", type: 'invalid_request_error', param: 'temperature', code: 'invalid_value' } }),
+  );
+  const { client } = await gateway(t, upstream);
+  const refused = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hi' }] }).catch((error: unknown) => error);
+  assert.ok(refused instanceof OpenAI.BadRequestError, String(refused));
+  assert.equal(refused.param, 'temperature');
+  assert.equal(refused.code, 'upstream_rejected');
+  assert.match(refused.message, /Invalid value for 'temperature'/);
+});

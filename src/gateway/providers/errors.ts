@@ -90,12 +90,31 @@ export interface HttpFailure {
 /** Classify a non-2xx upstream answer. */
 export function classifyHttpFailure(failure: HttpFailure): ProviderError {
   const message = redactSecrets(upstreamMessage(failure.body), failure.secrets) || `upstream answered HTTP ${failure.status}`;
-  return failureOfStatus(failure, message);
+  const param = failure.status >= 400 && failure.status < 500 ? upstreamParam(failure.body) : null;
+  return failureOfStatus(failure, message, undefined, param === null ? undefined : redactSecrets(param, failure.secrets));
 }
 
-function failureOfStatus(failure: Omit<HttpFailure, 'body'>, message: string, upstreamCode?: string): ProviderError {
+/**
+ * The request field an upstream's 4xx names (`{"error": {"param": "temperature"}}`), relayed as the client's `param`:
+ * a short line of printable text, else none.
+ */
+function upstreamParam(body: string): string | null {
+  try {
+    const param = (JSON.parse(body) as { error?: { param?: unknown } } | null)?.error?.param;
+    return typeof param === 'string' && param.length > 0 && param.length <= 200 && /^[\x20-\x7e]+$/.test(param) ? param : null;
+  } catch {
+    return null;
+  }
+}
+
+function failureOfStatus(failure: Omit<HttpFailure, 'body'>, message: string, upstreamCode?: string, upstreamParam?: string): ProviderError {
   const { provider, status } = failure;
-  const base = { provider, upstreamStatus: status, ...(upstreamCode !== undefined ? { upstreamCode } : {}) };
+  const base = {
+    provider,
+    upstreamStatus: status,
+    ...(upstreamCode !== undefined ? { upstreamCode } : {}),
+    ...(upstreamParam !== undefined ? { upstreamParam } : {}),
+  };
   if (status === 429) {
     const retryAfterSeconds = parseRetryAfter(failure.headers, failure.nowMs);
     return new ProviderError('rate_limited', message, { ...base, ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}) });
@@ -281,7 +300,12 @@ export function providerErrorToAppError(error: ProviderError): AppError {
     case 'rejected':
     case 'batch_too_large':
       if (http.status >= 500) return new AppError('upstream_error', { cause: error });
-      return new AppError('upstream_rejected', { message: http.message, status: http.status, cause: error });
+      return new AppError('upstream_rejected', {
+        message: http.message,
+        status: http.status,
+        ...(error.upstreamParam !== undefined ? { details: { param: error.upstreamParam } } : {}),
+        cause: error,
+      });
     case 'unsupported':
       return new AppError('unsupported_model', { message: http.message, details: { param: 'model' }, cause: error });
     case 'timeout':

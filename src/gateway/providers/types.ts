@@ -246,6 +246,8 @@ export class ProviderError extends Error {
    * response; `classifyErrorCodes`): the run records it, and a wire whose codes it is one of relays it.
    */
   readonly upstreamCode: string | undefined;
+  /** The request field an upstream's 4xx names (`error.param`), relayed as the client's `param`. */
+  readonly upstreamParam: string | undefined;
   /**
    * The failed answer the upstream sent when it reported usage for it (a response of status `failed`; a chat answer
    * svc could not read, as a completion without choices): billed all the same, so its usage counts for the attempt
@@ -256,7 +258,15 @@ export class ProviderError extends Error {
   constructor(
     kind: ProviderFailureKind,
     message: string,
-    options: { provider: string; upstreamStatus?: number; retryable?: boolean; retryAfterSeconds?: number; cause?: unknown; upstreamCode?: string },
+    options: {
+      provider: string;
+      upstreamStatus?: number;
+      retryable?: boolean;
+      retryAfterSeconds?: number;
+      cause?: unknown;
+      upstreamCode?: string;
+      upstreamParam?: string;
+    },
   ) {
     super(message, { cause: options.cause });
     this.name = 'ProviderError';
@@ -266,6 +276,7 @@ export class ProviderError extends Error {
     this.retryable = options.retryable ?? ['rate_limited', 'upstream_error', 'timeout', 'network', 'bad_response'].includes(kind);
     this.retryAfterSeconds = options.retryAfterSeconds;
     this.upstreamCode = options.upstreamCode;
+    this.upstreamParam = options.upstreamParam;
   }
 }
 
