@@ -13,6 +13,20 @@ import { socketTransport, type Transport } from '../../src/client/transport.ts';
 import { build } from '../support/build.ts';
 import { contentChunk, startFakeUpstream, startSse } from '../support/fake-upstream.ts';
 
+/**
+ * Read `stream` to its end, which must be a SvcStreamError (each chunk before it given to `onChunk`): that error, for
+ * the caller's checks of the correlation it carries.
+ */
+async function streamFailure<Chunk>(stream: AsyncIterable<Chunk>, onChunk: (chunk: Chunk) => void = () => undefined, label?: string): Promise<SvcStreamError> {
+  try {
+    for await (const chunk of stream) onChunk(chunk);
+  } catch (error) {
+    assert.ok(error instanceof SvcStreamError, `${label === undefined ? '' : `${label}: `}${String(error)}`);
+    return error;
+  }
+  return assert.fail(`${label === undefined ? '' : `${label}: `}the stream ended without an error`);
+}
+
 async function serve(t: TestContext, env: Record<string, string> = {}) {
   const built = await build(t, { env });
   const requests: string[] = [];
@@ -152,19 +166,11 @@ test('a provider error inside an accepted stream raises SvcStreamError with requ
   const client = createSvcClient({ baseUrl, env: {} });
   t.after(() => client.close());
   const seen: string[] = [];
-  await assert.rejects(
-    (async () => {
-      for await (const chunk of client.chatStream({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] })) seen.push(chunk.type);
-    })(),
-    (error: unknown) => {
-      assert.ok(error instanceof SvcStreamError, String(error));
-      assert.match(error.runId, /^run_/);
-      assert.equal(error.route, 'live');
-      assert.match(error.requestId, /^req_/);
-      assert.equal(error.runUrl, `${baseUrl}/runs/${error.runId}`);
-      return true;
-    },
-  );
+  const error = await streamFailure(client.chatStream({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }), (chunk) => seen.push(chunk.type));
+  assert.match(error.runId, /^run_/);
+  assert.equal(error.route, 'live');
+  assert.match(error.requestId, /^req_/);
+  assert.equal(error.runUrl, `${baseUrl}/runs/${error.runId}`);
   assert.deepEqual(seen, ['delta'], 'the partial delta arrived before the error');
 });
 
@@ -200,19 +206,11 @@ test('a connection cut inside an accepted stream raises SvcStreamError with the 
     () => client.chatStream({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'tell me a long story' }] }),
     () => client.messagesStream({ model: 'claude-sonnet-4-5', max_tokens: 200, messages: [{ role: 'user', content: 'tell me a long story' }] }),
   ]) {
-    await assert.rejects(
-      (async () => {
-        for await (const _ of open()) void _;
-      })(),
-      (error: unknown) => {
-        assert.ok(error instanceof SvcStreamError, String(error));
-        assert.match(error.runId, /^run_/);
-        assert.equal(error.route, 'live');
-        assert.match(error.requestId, /^req_/);
-        assert.equal(error.runUrl, `${baseUrl}/runs/${error.runId}`);
-        return true;
-      },
-    );
+    const error = await streamFailure<unknown>(open());
+    assert.match(error.runId, /^run_/);
+    assert.equal(error.route, 'live');
+    assert.match(error.requestId, /^req_/);
+    assert.equal(error.runUrl, `${baseUrl}/runs/${error.runId}`);
   }
   // A stream the caller aborts keeps the abort's own error.
   const direct = createSvcClient({ baseUrl, env: {} });
@@ -233,17 +231,9 @@ test('a chat stream that ends cleanly without data: [DONE] did not finish, even 
   const client = createSvcClient({ baseUrl: shortened, env: {} });
   t.after(() => client.close());
   const seen: string[] = [];
-  await assert.rejects(
-    (async () => {
-      for await (const chunk of client.chatStream({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hello there' }] })) seen.push(chunk.type);
-    })(),
-    (error: unknown) => {
-      assert.ok(error instanceof SvcStreamError, String(error));
-      assert.match(error.runId, /^run_/);
-      assert.equal(error.route, 'live');
-      return true;
-    },
-  );
+  const error = await streamFailure(client.chatStream({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hello there' }] }), (chunk) => seen.push(chunk.type));
+  assert.match(error.runId, /^run_/);
+  assert.equal(error.route, 'live');
   assert.ok(seen.length > 0 && seen.every((type) => type === 'delta'), 'the deltas arrived; no done chunk');
 });
 
@@ -523,16 +513,8 @@ test('a server that is not svc: a javascript: run URL is dropped; tool_use input
   });
   const client = createSvcClient({ baseUrl, env: {} });
   t.after(() => client.close());
-  await assert.rejects(
-    (async () => {
-      for await (const _ of client.messagesStream({ model: 'm', max_tokens: 5, messages: [] })) void _;
-    })(),
-    (error: unknown) => {
-      assert.ok(error instanceof SvcStreamError, String(error));
-      assert.deepEqual([error.runId, error.route, error.requestId, error.runUrl], ['run_abc', 'live', 'req_1', '']);
-      return true;
-    },
-  );
+  const error = await streamFailure<unknown>(client.messagesStream({ model: 'm', max_tokens: 5, messages: [] }));
+  assert.deepEqual([error.runId, error.route, error.requestId, error.runUrl], ['run_abc', 'live', 'req_1', '']);
 });
 
 test('a server that is not svc: a chat chunk the client cannot read (null, a null choice, tool_calls not a list, a null fragment) is a stream error with the correlation, not a TypeError', async (t) => {
@@ -545,17 +527,8 @@ test('a server that is not svc: a chat chunk the client cannot read (null, a nul
   const client = createSvcClient({ baseUrl, env: {} });
   t.after(() => client.close());
   for (const chunk of chunks) {
-    await assert.rejects(
-      (async () => {
-        for await (const _ of client.chatStream({ model: 'm', messages: [] })) void _;
-      })(),
-      (error: unknown) => {
-        assert.ok(error instanceof SvcStreamError, `${chunk}: ${String(error)}`);
-        assert.deepEqual([error.runId, error.route, error.requestId], ['run_abc', 'live', 'req_1']);
-        return true;
-      },
-      chunk,
-    );
+    const error = await streamFailure<unknown>(client.chatStream({ model: 'm', messages: [] }), undefined, chunk);
+    assert.deepEqual([error.runId, error.route, error.requestId], ['run_abc', 'live', 'req_1'], chunk);
   }
 });
 
