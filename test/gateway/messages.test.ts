@@ -147,6 +147,14 @@ function writeEvents(res: import('node:http').ServerResponse, events: Array<[str
   for (const [name, data] of events) res.write(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`);
 }
 
+/** Stream a message of `blocks` (their block events, in order) between messageEvents' start and its end, and end. */
+function streamMessage(res: import('node:http').ServerResponse, blocks: Array<[string, unknown]>): void {
+  const [start, , , , , delta, stop] = messageEvents('unused');
+  startSse(res);
+  writeEvents(res, [start!, ...blocks, delta!, stop!]);
+  res.end();
+}
+
 async function liveGateway(t: TestContext, upstream: FakeUpstream) {
   return listening(t, { MESSAGES_API_KEY: 'sk-messages-upstream', MESSAGES_BASE_URL: upstream.baseUrl.replace(/\/v1$/, '') });
 }
@@ -235,17 +243,11 @@ test('live messages stream: an error event before any other is answered with its
 test('live messages stream: a tool_use input nested past 128 levels (JSON inside the deltas\' strings) ends the stream with an invalid tool call', async (t) => {
   const deep = `{"a":${'['.repeat(20_000)}${']'.repeat(20_000)}}`;
   const upstream = await startFakeUpstream(t, (_req, res) => {
-    startSse(res);
-    const [start, , , , , delta, stop] = messageEvents('unused');
-    writeEvents(res, [
-      start!,
+    streamMessage(res, [
       ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 'toolu_deep', name: 'get_weather', input: {} } }],
       ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: deep } }],
       ['content_block_stop', { type: 'content_block_stop', index: 0 }],
-      delta!,
-      stop!,
     ]);
-    res.end();
   });
   const { address, app } = await liveGateway(t, upstream);
   const response = await fetch(`${address}/v1/messages`, {
@@ -295,18 +297,12 @@ test('live messages stream: a client abort reaches the upstream and the run is f
 test("a streamed text block's citations are kept in order in the assembled answer: a cache hit returns them", async (t) => {
   const citation = (n: number) => ({ type: 'char_location', cited_text: `quote ${n}`, document_index: 0, document_title: 'Doc', start_char_index: n, end_char_index: n + 5 });
   const upstream = await startFakeUpstream(t, (_req, res) => {
-    startSse(res);
-    const [start, , , , , delta, stop] = messageEvents('unused');
-    writeEvents(res, [
-      start!,
+    streamMessage(res, [
       ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '', citations: null } }],
       ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Cited.' } }],
       ...[1, 2, 3].map((n): [string, unknown] => ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'citations_delta', citation: citation(n) } }]),
       ['content_block_stop', { type: 'content_block_stop', index: 0 }],
-      delta!,
-      stop!,
     ]);
-    res.end();
   });
   const { client } = await liveGateway(t, upstream);
   const request = { model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() };
@@ -366,17 +362,11 @@ test("a cache hit replayed as a stream gives the SDK each text block's citations
 test("a streamed server_tool_use block's input is kept in the assembled answer: a cache hit returns it, buffered and streamed", async (t) => {
   let json = ['{"query": "weather', ' in Oslo"}'];
   const upstream = await startFakeUpstream(t, (_req, res) => {
-    startSse(res);
-    const [start, , , , , delta, stop] = messageEvents('unused');
-    writeEvents(res, [
-      start!,
+    streamMessage(res, [
       ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: {} } }],
       ...json.map((partial_json): [string, unknown] => ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json } }]),
       ['content_block_stop', { type: 'content_block_stop', index: 0 }],
-      delta!,
-      stop!,
     ]);
-    res.end();
   });
   const { client, address } = await liveGateway(t, upstream);
   const request = { model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() };
@@ -554,19 +544,13 @@ test("live messages stream: a message_delta without usage gets output tokens fro
 
 test('a thinking block sent two signature_deltas keeps the last signature, as the SDK does: a cache hit answers the one the client got', async (t) => {
   const upstream = await startFakeUpstream(t, (_req, res) => {
-    startSse(res);
-    const [start, , , , , delta, stop] = messageEvents('unused');
-    writeEvents(res, [
-      start!,
+    streamMessage(res, [
       ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '', signature: '' } }],
       ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'let me think' } }],
       ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'signature_delta', signature: 'SIG_first' } }],
       ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'signature_delta', signature: 'SIG_second' } }],
       ['content_block_stop', { type: 'content_block_stop', index: 0 }],
-      delta!,
-      stop!,
     ]);
-    res.end();
   });
   const { client } = await liveGateway(t, upstream);
   const request = { model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() };
@@ -579,10 +563,7 @@ test('a thinking block sent two signature_deltas keeps the last signature, as th
 
 test("text a content_block_start already carries stays in the assembled answer before its deltas': a cache hit answers what the SDK joined", async (t) => {
   const upstream = await startFakeUpstream(t, (_req, res) => {
-    startSse(res);
-    const [start, , , , , delta, stop] = messageEvents('unused');
-    writeEvents(res, [
-      start!,
+    streamMessage(res, [
       ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: 'First, ', signature: '' } }],
       ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'then.' } }],
       ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'signature_delta', signature: 'SIG' } }],
@@ -590,10 +571,7 @@ test("text a content_block_start already carries stays in the assembled answer b
       ['content_block_start', { type: 'content_block_start', index: 1, content_block: { type: 'text', text: 'Hello ' } }],
       ['content_block_delta', { type: 'content_block_delta', index: 1, delta: { type: 'text_delta', text: 'world.' } }],
       ['content_block_stop', { type: 'content_block_stop', index: 1 }],
-      delta!,
-      stop!,
     ]);
-    res.end();
   });
   const { client } = await liveGateway(t, upstream);
   const request = { model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() };
@@ -777,10 +755,7 @@ test("live messages stream: an upstream error event mid-stream reaches the SDK w
 
 test("a cache hit replayed as a stream gives the SDK a thinking block's thinking and signature events, as the live stream did", async (t) => {
   const upstream = await startFakeUpstream(t, (_req, res) => {
-    startSse(res);
-    const [start, , , , , delta, stop] = messageEvents('unused');
-    writeEvents(res, [
-      start!,
+    streamMessage(res, [
       ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '', signature: '' } }],
       ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'Paris is the capital ' } }],
       ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'of France.' } }],
@@ -789,10 +764,7 @@ test("a cache hit replayed as a stream gives the SDK a thinking block's thinking
       ['content_block_start', { type: 'content_block_start', index: 1, content_block: { type: 'text', text: '' } }],
       ['content_block_delta', { type: 'content_block_delta', index: 1, delta: { type: 'text_delta', text: 'Paris.' } }],
       ['content_block_stop', { type: 'content_block_stop', index: 1 }],
-      delta!,
-      stop!,
     ]);
-    res.end();
   });
   const { client } = await liveGateway(t, upstream);
   const request = { model: 'claude-sonnet-4-5', max_tokens: 2048, thinking: { type: 'enabled' as const, budget_tokens: 1024 }, messages: ask() };
@@ -853,17 +825,11 @@ test('a tool_use block the upstream sent without an id is given one, buffered an
     if (!req.body.stream) {
       return sendJson(res, 200, { id: 'msg_up', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: [block], stop_reason: 'tool_use', stop_sequence: null, usage: { input_tokens: 12, output_tokens: 5 } });
     }
-    startSse(res);
-    const [start, , , , , delta, stop] = messageEvents('unused');
-    writeEvents(res, [
-      start!,
+    streamMessage(res, [
       ['content_block_start', { type: 'content_block_start', index: 0, content_block: { ...block, input: {} } }],
       ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '{"city":"Oslo"}' } }],
       ['content_block_stop', { type: 'content_block_stop', index: 0 }],
-      delta!,
-      stop!,
     ]);
-    res.end();
   });
   const { client } = await liveGateway(t, upstream);
   for (const stream of [false, true]) {
