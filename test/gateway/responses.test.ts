@@ -167,6 +167,22 @@ async function liveGateway(t: TestContext, upstream: FakeUpstream) {
   return listening(t, { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl });
 }
 
+/**
+ * Gateways for a failover test: one with `primary` its only provider, one with a fallback behind it that answers
+ * "From the fallback" (buffered or streamed), and that fallback.
+ */
+async function withFallback(t: TestContext, primary: FakeUpstream) {
+  const fallback = await startFakeUpstream(t, (request, res) => {
+    if (!(request.body as { stream?: boolean }).stream) return sendJson(res, 200, upstreamEvents('From the fallback').at(-1)!.response);
+    startSse(res);
+    writeEvents(res, upstreamEvents('From the fallback'));
+    res.end();
+  });
+  const alone = await liveGateway(t, primary);
+  const both = await listening(t, { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: primary.baseUrl, CHATCOMP_FALLBACK_API_KEY: 'sk-fallback', CHATCOMP_FALLBACK_BASE_URL: fallback.baseUrl });
+  return { alone, both, fallback };
+}
+
 test('live responses: the upstream /responses endpoint, sequence numbers renumbered, usage recorded', async (t) => {
   const upstream = await startFakeUpstream(t, (_req, res) => {
     startSse(res);
@@ -554,17 +570,11 @@ test("live responses: an upstream's error event before any other is answered as 
     writeEvents(res, [current.event]);
     res.end();
   });
-  const fallback = await startFakeUpstream(t, (_req, res) => {
-    startSse(res);
-    writeEvents(res, upstreamEvents('From the fallback'));
-    res.end();
-  });
-  const alone = await liveGateway(t, primary);
-  const both = await listening(t, { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: primary.baseUrl, CHATCOMP_FALLBACK_API_KEY: 'sk-fallback', CHATCOMP_FALLBACK_BASE_URL: fallback.baseUrl });
+  const gateways = await withFallback(t, primary);
   for (const each of cases) {
     current = each;
     const body = JSON.stringify({ model: 'gpt-4o-mini', input: input(), stream: true });
-    await expectFailureAnswered({ alone, both, fallback }, { ...each, path: '/v1/responses', body, label: JSON.stringify(each.event) });
+    await expectFailureAnswered(gateways, { ...each, path: '/v1/responses', body, label: JSON.stringify(each.event) });
   }
 });
 
@@ -584,19 +594,12 @@ test("live responses: a failed response, buffered or as a stream's first event, 
     writeEvents(res, [{ type: 'response.failed', sequence_number: 1, response: failed }]);
     res.end();
   });
-  const fallback = await startFakeUpstream(t, (request, res) => {
-    if (!(request.body as { stream?: boolean }).stream) return sendJson(res, 200, upstreamEvents('From the fallback').at(-1)!.response);
-    startSse(res);
-    writeEvents(res, upstreamEvents('From the fallback'));
-    res.end();
-  });
-  const alone = await liveGateway(t, primary);
-  const both = await listening(t, { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: primary.baseUrl, CHATCOMP_FALLBACK_API_KEY: 'sk-fallback', CHATCOMP_FALLBACK_BASE_URL: fallback.baseUrl });
+  const gateways = await withFallback(t, primary);
   for (const each of cases) {
     current = each;
     for (const stream of [false, true]) {
       const body = JSON.stringify({ model: 'gpt-4o-mini', input: input(), stream });
-      await expectFailureAnswered({ alone, both, fallback }, { ...each, path: '/v1/responses', body, label: `${each.code} stream=${stream}` });
+      await expectFailureAnswered(gateways, { ...each, path: '/v1/responses', body, label: `${each.code} stream=${stream}` });
     }
   }
 });
