@@ -28,9 +28,17 @@ async function gateway(t: TestContext, upstream: FakeUpstream, env: Record<strin
 }
 
 
+/** The fields of the fake upstream's chunks, and a chunk of one choice's delta (and finish). */
+const UPSTREAM_CHUNK = { id: 'chatcmpl-up', object: 'chat.completion.chunk', created: 1700000000, model: 'gpt-4o-mini' };
+const delta = (d: unknown, finish: string | null = null) => ({ ...UPSTREAM_CHUNK, choices: [{ index: 0, delta: d, finish_reason: finish }] });
+
+/** The tool calls a client's stream emitted, as [index, id, name, parsed arguments]. */
+function emittedCalls(chunks: OpenAI.Chat.Completions.ChatCompletionChunk[]): unknown[][] {
+  const calls = chunks.flatMap((chunk) => chunk.choices.flatMap((choice) => choice.delta.tool_calls ?? []));
+  return calls.map((call) => [call.index, call.id, call.function?.name, JSON.parse(call.function!.arguments!)]);
+}
+
 function toolChunks(): unknown[] {
-  const base = { id: 'chatcmpl-up', object: 'chat.completion.chunk', created: 1700000000, model: 'gpt-4o-mini' };
-  const delta = (d: unknown, finish: string | null = null) => ({ ...base, choices: [{ index: 0, delta: d, finish_reason: finish }] });
   return [
     delta({ role: 'assistant', content: null }),
     delta({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '' } }] }),
@@ -39,7 +47,7 @@ function toolChunks(): unknown[] {
     delta({ tool_calls: [{ index: 1, id: 'call_b', type: 'function', function: { name: 'get_weather', arguments: '{"city":' } }] }),
     delta({ tool_calls: [{ index: 1, function: { arguments: '"Lima","unit":"c"}' } }] }),
     delta({}, 'tool_calls'),
-    { ...base, choices: [], usage: { prompt_tokens: 30, completion_tokens: 20, total_tokens: 50 } },
+    { ...UPSTREAM_CHUNK, choices: [], usage: { prompt_tokens: 30, completion_tokens: 20, total_tokens: 50 } },
   ];
 }
 
@@ -244,14 +252,10 @@ test('streamed tool calls: fragments assembled, each call emitted whole and vali
   const chunks = [];
   for await (const chunk of stream) chunks.push(chunk);
   for (const chunk of chunks) assert.equal(validateAgainst('CreateChatCompletionStreamResponse', chunk), null);
-  const calls = chunks.flatMap((chunk) => chunk.choices.flatMap((choice) => choice.delta.tool_calls ?? []));
-  assert.deepEqual(
-    calls.map((call) => [call.index, call.id, call.function?.name, JSON.parse(call.function!.arguments!)]),
-    [
-      [0, 'call_a', 'get_weather', { city: 'Oslo' }],
-      [1, 'call_b', 'get_weather', { city: 'Lima', unit: 'c' }],
-    ],
-  );
+  assert.deepEqual(emittedCalls(chunks), [
+    [0, 'call_a', 'get_weather', { city: 'Oslo' }],
+    [1, 'call_b', 'get_weather', { city: 'Lima', unit: 'c' }],
+  ]);
   assert.equal(chunks.at(-1)!.usage!.total_tokens, 50);
   assert.equal(upstream.requests[0]!.body.stream, true);
 
@@ -265,8 +269,6 @@ test('streamed tool calls: fragments assembled, each call emitted whole and vali
 });
 
 test('streamed tool calls an upstream interleaves (index 0, 1, 0, 1, as vLLM may) are each assembled whole and emitted, not refused', async (t) => {
-  const base = { id: 'chatcmpl-up', object: 'chat.completion.chunk', created: 1700000000, model: 'gpt-4o-mini' };
-  const delta = (d: unknown, finish: string | null = null) => ({ ...base, choices: [{ index: 0, delta: d, finish_reason: finish }] });
   const upstream = await startFakeUpstream(t, (_req, res) =>
     sendChunks(res, [
       delta({ role: 'assistant', content: null }),
@@ -277,7 +279,7 @@ test('streamed tool calls an upstream interleaves (index 0, 1, 0, 1, as vLLM may
       delta({ tool_calls: [{ index: 0, function: { arguments: '"Oslo"}' } }] }),
       delta({ tool_calls: [{ index: 1, function: { arguments: '"unit":"c"}' } }] }),
       delta({}, 'tool_calls'),
-      { ...base, choices: [], usage: { prompt_tokens: 30, completion_tokens: 20, total_tokens: 50 } },
+      { ...UPSTREAM_CHUNK, choices: [], usage: { prompt_tokens: 30, completion_tokens: 20, total_tokens: 50 } },
     ]),
   );
   const { client, app } = await gateway(t, upstream);
@@ -285,14 +287,10 @@ test('streamed tool calls an upstream interleaves (index 0, 1, 0, 1, as vLLM may
   const chunks = [];
   for await (const chunk of await client.chat.completions.create({ ...request, stream: true })) chunks.push(chunk);
   for (const chunk of chunks) assert.equal(validateAgainst('CreateChatCompletionStreamResponse', chunk), null);
-  const calls = chunks.flatMap((chunk) => chunk.choices.flatMap((choice) => choice.delta.tool_calls ?? []));
-  assert.deepEqual(
-    calls.map((call) => [call.index, call.id, call.function?.name, JSON.parse(call.function!.arguments!)]),
-    [
-      [0, 'call_a', 'get_weather', { city: 'Oslo' }],
-      [1, 'call_b', 'get_weather', { city: 'Lima', unit: 'c' }],
-    ],
-  );
+  assert.deepEqual(emittedCalls(chunks), [
+    [0, 'call_a', 'get_weather', { city: 'Oslo' }],
+    [1, 'call_b', 'get_weather', { city: 'Lima', unit: 'c' }],
+  ]);
   const runs = json(await app.inject({ url: '/api/v1/runs?status=completed' }));
   assert.equal(runs.pagination.total, 1);
   // The SDK's accumulator gets the same two calls from the exact cache's replay.
@@ -308,7 +306,7 @@ test('streamed tool calls an upstream interleaves (index 0, 1, 0, 1, as vLLM may
 });
 
 test('a streamed choice the upstream sent without its index is relayed and kept at its position, as the OpenAPI document has a chunk (the SDK assembles it), live and replayed', async (t) => {
-  const base = { id: 'chatcmpl-up', object: 'chat.completion.chunk', created: 1700000000, model: 'gpt-4o-mini' };
+  const base = UPSTREAM_CHUNK;
   const upstream = await startFakeUpstream(t, (_req, res) =>
     sendChunks(res, [
       { ...base, choices: [{ delta: { role: 'assistant', content: 'no ' }, finish_reason: null }] },
@@ -362,7 +360,7 @@ test('chunks an upstream streams without their object field go out as the docume
 });
 
 test('a usage chunk without choices (Fireworks and some proxies send one) is the usage chunk: the stream completes with its usage, not a bad_response', async (t) => {
-  const base = { id: 'chatcmpl-up', object: 'chat.completion.chunk', created: 1700000000, model: 'gpt-4o-mini' };
+  const base = UPSTREAM_CHUNK;
   const upstream = await startFakeUpstream(t, (_req, res) =>
     sendChunks(res, [
       { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: 'usage apart' }, finish_reason: null }] },
