@@ -17,6 +17,12 @@ type Fields = Record<string, unknown>;
 const fieldsOf = (value: unknown): Fields => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Fields) : {});
 const objectOrNull = (value: unknown): Fields | null => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Fields) : null);
 const listOf = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
+/** The items of `value` that are objects (none when it is not a list), each read by `read`. */
+const objectsOf = <T>(value: unknown, read: (item: Fields) => T): T[] =>
+  listOf(value)
+    .map(objectOrNull)
+    .filter((item) => item !== null)
+    .map(read);
 
 /** Text as shown: a string (cut to MAX_FIELD_CHARS), a number or boolean written out; null for anything else. */
 export function textOf(value: unknown): string | null {
@@ -124,20 +130,14 @@ function routeExplanationOf(value: unknown): RouteExplanationView | null {
   return {
     route: textOf(explanation.route),
     reason: textOf(explanation.reason),
-    rejectedAlternatives: listOf(explanation.rejectedAlternatives)
-      .map(objectOrNull)
-      .filter((item) => item !== null)
-      .map((item) => ({ route: textOf(item.route), reason: textOf(item.reason) })),
-    cache: listOf(explanation.cache)
-      .map(objectOrNull)
-      .filter((item) => item !== null)
-      .map((item) => ({
-        cacheType: textOf(item.cacheType),
-        lookup: textOf(item.lookup),
-        write: textOf(item.write),
-        control: textOf(item.control),
-        sourceRunId: textOf(item.sourceRunId),
-      })),
+    rejectedAlternatives: objectsOf(explanation.rejectedAlternatives, (item) => ({ route: textOf(item.route), reason: textOf(item.reason) })),
+    cache: objectsOf(explanation.cache, (item) => ({
+      cacheType: textOf(item.cacheType),
+      lookup: textOf(item.lookup),
+      write: textOf(item.write),
+      control: textOf(item.control),
+      sourceRunId: textOf(item.sourceRunId),
+    })),
     fallback: fallback ? { from: textOf(fallback.from), to: textOf(fallback.to), reason: textOf(fallback.reason) } : null,
     policyVerdict: verdict ? { decision: textOf(verdict.decision), policy: textOf(verdict.policy) } : null,
     executionMethod: method ? { id: textOf(method.id), referenceGrade: textOf(method.referenceGrade) } : null,
@@ -149,16 +149,13 @@ export function runDetailOf(answer: unknown): RunDetailView {
   const fields = fieldsOf(answer);
   const run = fieldsOf(fields.run);
   const error = objectOrNull(run.error);
-  const sideEffects = listOf(fields.sideEffects)
-    .map(objectOrNull)
-    .filter((effect) => effect !== null)
-    .map((effect) => ({
-      toolName: textOf(effect.toolName),
-      level: textOf(effect.level),
-      state: textOf(effect.state),
-      idempotencyKey: textOf(effect.idempotencyKey),
-      reason: textOf(effect.reason),
-    }));
+  const sideEffects = objectsOf(fields.sideEffects, (effect) => ({
+    toolName: textOf(effect.toolName),
+    level: textOf(effect.level),
+    state: textOf(effect.state),
+    idempotencyKey: textOf(effect.idempotencyKey),
+    reason: textOf(effect.reason),
+  }));
   return {
     run: {
       status: textOf(run.status),
@@ -189,10 +186,7 @@ export function eventPageOf(answer: unknown): EventPage {
   const fields = fieldsOf(answer);
   const window = fieldsOf(fields.window);
   return {
-    events: listOf(fields.events)
-      .map(objectOrNull)
-      .filter((event) => event !== null)
-      .map((event) => ({ seq: numberOf(event.seq), type: textOf(event.type), payload: fieldsOf(event.payload), createdAt: textOf(event.createdAt) })),
+    events: objectsOf(fields.events, (event) => ({ seq: numberOf(event.seq), type: textOf(event.type), payload: fieldsOf(event.payload), createdAt: textOf(event.createdAt) })),
     window: { hasMore: window.hasMore === true, nextBefore: numberOf(window.nextBefore) },
   };
 }
