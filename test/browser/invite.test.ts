@@ -95,6 +95,13 @@ function watch(page: Page): string[] {
   return problems;
 }
 
+/** Fill /login's form with `email` and `password` and send it. */
+async function signIn(page: Page, email: string, password: string): Promise<void> {
+  await page.getByLabel('E-mail').fill(email);
+  await page.getByLabel('Password', { exact: true }).fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
 function text(page: Page, selector: string): Promise<string> {
   return page.locator(selector).innerText();
 }
@@ -249,9 +256,7 @@ test('an invitation is accepted through /accept-invite in Chromium; then the pas
 
     await page.getByRole('link', { name: 'Sign in with the new password' }).click();
     await page.waitForURL(`${svc.address}/login`);
-    await page.getByLabel('E-mail').fill(INVITEE);
-    await page.getByLabel('Password', { exact: true }).fill(FIRST_PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signIn(page, INVITEE, FIRST_PASSWORD);
     await page.locator('[role="alert"]').filter({ hasText: /\S/ }).waitFor();
     assert.equal(await page.getByRole('heading', { name: 'Sign in' }).isVisible(), true, 'the old password is refused');
 
@@ -317,9 +322,7 @@ test('after ten wrong passwords /login says the lockout and its wait once, in mi
   const page = await context.newPage();
   const problems = watch(page);
   await page.goto(`${svc.address}/login`);
-  await page.getByLabel('E-mail').fill(email);
-  await page.getByLabel('Password', { exact: true }).fill(FIRST_PASSWORD);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await signIn(page, email, FIRST_PASSWORD);
   await page.locator('[role="alert"]').filter({ hasText: /\S/ }).waitFor();
   const alert = await text(page, '[role="alert"]');
   // Not "Too many attempts. Retry after 900 s. Try again in 900 seconds.": one wait, in words a person reads.
@@ -337,9 +340,7 @@ test('a temporary password is replaced on /login, for the signed-in address; the
   const page = await context.newPage();
   const problems = watch(page);
   await page.goto(`${svc.address}/login?next=${encodeURIComponent('/verify-email')}`);
-  await page.getByLabel('E-mail').fill(email);
-  await page.getByLabel('Password', { exact: true }).fill(FIRST_PASSWORD);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await signIn(page, email, FIRST_PASSWORD);
   await page.getByRole('heading', { name: 'Choose a new password' }).waitFor();
   // The sign-in form (and its e-mail field) is hidden now: the form names the account whose password changes.
   assert.equal(await page.locator('#change-password input[autocomplete="username"]').inputValue(), email);
