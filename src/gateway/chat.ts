@@ -4,7 +4,7 @@
  */
 import { newId } from '../core/ids.ts';
 import type { RunUsage } from '../evidence/types.ts';
-import { filledUsage, InvalidToolCallError, isTokenCount, refusedAnswer, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
+import { filledUsage, hasTokenCounts, InvalidToolCallError, refusedAnswer, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
 import { cachedTokensOf } from './pricing.ts';
 import { providerErrorStatus } from './providers/errors.ts';
 import { ProviderError, type ChatChunk, type ChatCompletion, type ChatRequest, type ChatUsage } from './providers/types.ts';
@@ -27,11 +27,6 @@ function usageOf(usage: ChatCompletion['usage'] | null | undefined): RunUsage | 
   return cached > 0
     ? { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, totalTokens: usage.total_tokens, cacheReadTokens: cached }
     : { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, totalTokens: usage.total_tokens };
-}
-
-/** Whether a reported usage is one the run records as it came (the pipeline's `hasTokenCounts`, before mapping it). */
-function hasChatTokenCounts(usage: ChatUsage): boolean {
-  return typeof usage === 'object' && isTokenCount(usage.prompt_tokens) && isTokenCount(usage.completion_tokens) && isTokenCount(usage.total_tokens);
 }
 
 /** A run's usage as the chat-completions wire writes it (in place of a reported one that is not token counts). */
@@ -78,7 +73,7 @@ class ChatRelay implements StreamRelay<ChatCompletion, ChatStreamEvent> {
   accept(event: unknown): ChatStreamEvent[] {
     const out = this.assembler.accept(event as ChatChunk);
     const usage = (event as ChatChunk).usage;
-    if (usage !== undefined && usage !== null && !hasChatTokenCounts(usage)) this.relayRecordedUsage(out, usage);
+    if (usage !== undefined && usage !== null && !hasTokenCounts(usageOf(usage))) this.relayRecordedUsage(out, usage);
     return out;
   }
 

@@ -284,7 +284,7 @@ function estimatedUsage(promptTokens: number, completionTokens: number): RunUsag
  * Whether an upstream reported usage whose counts are all token counts (the common case: recorded as reported). The
  * wires' `usageOf` map the upstream's fields as they came: this is the one check of what an upstream reported.
  */
-function hasTokenCounts(usage: Partial<RunUsage> | null): usage is RunUsage {
+export function hasTokenCounts(usage: Partial<RunUsage> | null): usage is RunUsage {
   return usage !== null && isTokenCount(usage.promptTokens) && isTokenCount(usage.completionTokens) && isTokenCount(usage.totalTokens);
 }
 
