@@ -338,6 +338,10 @@ test('a validation 400 names its field in param, as the upstream would (messages
     [fresh({ temperature: 3 }), 'temperature'],
     [fresh({ stop: [] }), 'stop'],
     [fresh({ messages: [{ role: 'user', content: 'Hi' }, { role: 'wizard', content: 'Hi' }] }), 'messages[1].role'],
+    // The OpenAPI document: every role's array of content parts has minItems 1.
+    [fresh({ messages: [{ role: 'user', content: [] }] }), 'messages[0].content'],
+    [fresh({ messages: [{ role: 'system', content: [] }, { role: 'user', content: 'Hi' }] }), 'messages[0].content'],
+    [fresh({ messages: [{ role: 'user', content: 'Hi' }, { role: 'assistant', content: [] }, { role: 'user', content: 'Hi' }] }), 'messages[1].content'],
     [fresh({ model: 'x'.repeat(300) }), 'model'],
   ];
   for (const [payload, param] of cases) {

@@ -11,7 +11,8 @@ import { assertCompilableSchema, compileTools, SchemaBudget, type DeclaredTools 
 
 const text = z.string();
 const contentPart = z.looseObject({ type: z.string().min(1) });
-const content = z.union([text, z.array(contentPart)]);
+// The OpenAPI document gives every role's array of content parts minItems 1: an empty one says nothing to the model.
+const content = z.union([text, z.array(contentPart).min(1, 'content must be a string or a non-empty array of content parts')]);
 
 const toolCall = z.looseObject({
   id: z.string().min(1),
