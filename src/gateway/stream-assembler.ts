@@ -285,12 +285,13 @@ export class StreamAssembler {
       const index = choice.index ?? position;
       const state = this.state(index);
       const { tool_calls: fragments, ...rest } = choice.delta ?? {};
-      for (const fragment of fragments ?? []) this.acceptFragment(index, state, fragment, out);
+      // The text first: a fragment beside it may refuse the stream, and the text was produced all the same (`completionText`).
       if (typeof rest.content === 'string') {
         state.content += rest.content;
         state.hasContent = true;
       }
       if (typeof rest.refusal === 'string') state.refusal = (state.refusal ?? '') + rest.refusal;
+      for (const fragment of fragments ?? []) this.acceptFragment(index, state, fragment, out);
       // One loop over the delta's keys both finds the fields to keep and tells whether it has any (no `Object.keys`
       // array per chunk).
       let hasDelta = false;
@@ -440,8 +441,9 @@ export class StreamAssembler {
     const another = fragment.index !== undefined ? fragment.index !== call?.index : Boolean(call?.upstreamId && fragment.id && fragment.id !== call.id);
     if (call === null || another) {
       if (call !== null) {
-        state.pending = null;
+        // Left pending until released: a call refused here is still text the model produced (`completionText`).
         this.release(choiceIndex, state, call, out);
+        state.pending = null;
       }
       const index = fragment.index ?? state.calls.length + (state.held?.size ?? 0);
       call = takeHeld(state, index);
@@ -513,19 +515,31 @@ export class StreamAssembler {
     }
   }
 
-  /** Emit the choice's pending and held calls, in index order (its finish, or the stream's end). */
+  /**
+   * Emit the choice's pending and held calls, in index order (its finish, or the stream's end). A call leaves pending
+   * or held only once emitted: one refused (and those after it) stays, text the model produced all the same, which the
+   * run's output estimate counts (`completionText`) when no usage follows.
+   */
   private completeAll(choiceIndex: number, state: ChoiceState, out: ChatChunk[]): void {
     const pending = state.pending;
-    state.pending = null;
     const held = state.held;
     if (held === null) {
-      if (pending !== null) out.push(this.complete(choiceIndex, state, pending));
+      if (pending !== null) {
+        out.push(this.complete(choiceIndex, state, pending));
+        state.pending = null;
+      }
       return;
     }
-    state.held = null;
-    if (pending !== null) held.set(pending.index, pending);
+    if (pending !== null) {
+      held.set(pending.index, pending);
+      state.pending = null;
+    }
     const calls = [...held.values()].sort((a, b) => a.index - b.index);
-    for (const call of calls) out.push(this.complete(choiceIndex, state, call));
+    for (const call of calls) {
+      out.push(this.complete(choiceIndex, state, call));
+      held.delete(call.index);
+    }
+    state.held = null;
   }
 
   /** Check a whole call and emit it; InvalidToolCallError when it fails its check. */

@@ -10,6 +10,7 @@ import { json } from '../support/build.ts';
 import { completion as completionOf, contentChunk, sendChunks, sendJson, sleep, startFakeUpstream } from '../support/fake-upstream.ts';
 import { openaiGateway } from '../support/openai-gateway.ts';
 import { costOf } from '../../src/gateway/pricing.ts';
+import { countTokens } from '../../src/gateway/tokens.ts';
 
 let counter = 0;
 const unique = (text: string) => `${text} #${++counter} ${process.hrtime.bigint()}`;
@@ -49,6 +50,39 @@ test('a chat stream refused for its tool call at the finish chunk records the us
   assert.deepEqual(run.usage, { promptTokens: 1200, completionTokens: 300, totalTokens: 1500 });
   assert.equal(attempts[0].costUsd, costOf('gpt-4o-mini', { promptTokens: 1200, completionTokens: 300 }, false).usd);
   assert.equal(run.priced, true);
+});
+
+test("a chat stream refused for its tool call with no usage chunk after it records the refused call's text in its output estimate, at the finish chunk and when the next call starts", async (t) => {
+  const chunk = (choices: unknown[]) => ({ ...contentChunk(''), choices });
+  const content = 'Let me look that up for you. ';
+  const refusedArguments = `{"town":"${'Oslo and the fjords around it, '.repeat(20)}"}`;
+  const call = (index: number, args: string) => ({ index, id: `call_${index}`, type: 'function', function: { name: 'get_weather', arguments: args } });
+  const endings: Record<string, unknown[]> = {
+    'at the finish chunk': [chunk([{ index: 0, delta: {}, finish_reason: 'tool_calls' }])],
+    'when the next call starts': [chunk([{ index: 0, delta: { tool_calls: [call(1, '{"city":"Bergen"}')] }, finish_reason: null }])],
+  };
+  let ending: unknown[] = [];
+  const upstream = await startFakeUpstream(t, (_req, res) =>
+    sendChunks(res, [
+      chunk([{ index: 0, delta: { role: 'assistant', content }, finish_reason: null }]),
+      chunk([{ index: 0, delta: { tool_calls: [call(0, refusedArguments.slice(0, 40))] }, finish_reason: null }]),
+      chunk([{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: refusedArguments.slice(40) } }] }, finish_reason: null }]),
+      ...ending,
+    ]),
+  );
+  const { client, app } = await openaiGateway(t, upstream);
+  for (const [label, chunks] of Object.entries(endings)) {
+    ending = chunks;
+    const { data: stream, response } = await client.chat.completions
+      .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: unique('weather') }], tools: [WEATHER_TOOL], stream: true })
+      .withResponse();
+    await assert.rejects(async () => {
+      for await (const _chunk of stream);
+    }, /Invalid tool call/);
+    const { run } = await finishedRun(app, response.headers.get('x-svc-run-id'));
+    assert.equal(run.error.kind, 'invalid_tool_call', label);
+    assert.equal(run.usage.completionTokens, countTokens(content + 'get_weather' + refusedArguments), label);
+  }
 });
 
 test('a buffered chat answer refused as bad_response (a choice without a message) records the usage it reported', async (t) => {
