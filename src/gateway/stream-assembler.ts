@@ -355,7 +355,9 @@ export class StreamAssembler {
         passthrough.push(Object.assign({}, choice, { index, delta: rest, finish_reason: choice.finish_reason ?? null }));
       }
     }
-    if (passthrough.length > 0 || choices.length === 0) {
+    // A chunk whose choices all had nothing to relay still goes out when it carries the usage (some upstreams send it
+    // beside `[{}]` or an empty delta): with no choices, as the document's usage chunk, which a client that asked reads.
+    if (passthrough.length > 0 || choices.length === 0 || (chunk.usage !== undefined && chunk.usage !== null)) {
       // Tool-call chunks completed by this chunk go out before it (they precede its finish_reason). `object` as the
       // document has it, for an upstream that leaves it out (the wire tells svc's error event from a chunk by it).
       out.push({ ...chunk, object: 'chat.completion.chunk', choices: passthrough });

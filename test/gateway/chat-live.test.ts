@@ -382,6 +382,29 @@ test('a usage chunk without choices (Fireworks and some proxies send one) is the
   assert.equal(run.usage.totalTokens, 7);
 });
 
+test('a usage chunk whose choices are empty objects or deltas (choices: [{}], [{ index: 0, delta: {} }], []) reaches a client that asked for usage, as the SDK reads it in its final completion', async (t) => {
+  const usage = { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 };
+  let usageChoices: unknown[] = [];
+  const upstream = await startFakeUpstream(t, (_req, res) =>
+    sendChunks(res, [delta({ role: 'assistant', content: 'usage beside choices' }), delta({}, 'stop'), { ...UPSTREAM_CHUNK, choices: usageChoices, usage }]),
+  );
+  const { client } = await gateway(t, upstream);
+  for (const choices of [[{}], [{ index: 0, delta: {} }], [{ index: 0, delta: {}, finish_reason: null }], []]) {
+    usageChoices = choices;
+    const label = JSON.stringify(choices);
+    const stream = client.chat.completions.stream({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: `usage with choices ${label}` }], stream_options: { include_usage: true } });
+    const chunks: OpenAI.Chat.Completions.ChatCompletionChunk[] = [];
+    stream.on('chunk', (chunk) => chunks.push(chunk));
+    const final = await stream.finalChatCompletion();
+    assert.deepEqual(final.usage, usage, label);
+    assert.deepEqual(chunks.at(-1)!.usage, usage, label);
+    for (const chunk of chunks) assert.equal(validateAgainst('CreateChatCompletionStreamResponse', chunk), null, label);
+    assert.equal(final.choices[0]!.message.content, 'usage beside choices', label);
+    const notAsked = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: `usage not asked, choices ${label}` }], stream: true });
+    for await (const chunk of notAsked) assert.equal(chunk.usage, undefined, `${label}: the usage chunk is not shown to a client that did not ask`);
+  }
+});
+
 test('streamed tool calls without an index (Gemini\'s compatible endpoint): a fragment with an id of its own starts the next call, one without continues the call before it', async (t) => {
   const base = { id: 'chatcmpl-up', object: 'chat.completion.chunk', created: 1700000000, model: 'gemini-2.5-flash' };
   const delta = (d: unknown, finish: string | null = null) => ({ ...base, choices: [{ index: 0, delta: d, finish_reason: finish }] });
