@@ -71,10 +71,12 @@ export function upstreamMessage(body: string): string {
  * What an embeddings backend says when a batch has more inputs than it takes (several compatible servers' words), or
  * more tokens than it takes in one request: OpenAI past 300,000 tokens of all inputs together ("Requested 453357
  * tokens, max 300000 tokens per request"), Mistral past 16,384 ("Too many tokens overall, split into more batches.",
- * formerly "Too many tokens in batch. Max is 16384 got 17555"). A smaller batch is accepted either way.
+ * formerly "Too many tokens in batch. Max is 16384 got 17555"), Voyage AI past its model's tokens per batch ("The max
+ * allowed tokens per submitted batch is 120000. Your batch has 124302 tokens after truncation. ..."; its cap on inputs,
+ * "The batch size limit is 128. ...", is a batch size). A smaller batch is accepted either way.
  */
 const BATCH_TOO_LARGE =
-  /array too long|too many inputs|batch size|batch (is )?too (large|big)|maximum (batch|number of inputs|allowed batch)|input.*(must have|at most|maximum length) \d+|exceeds? (the )?max(imum)? (batch|number)|tokens per request|tokens in batch|split into more batches/i;
+  /array too long|too many inputs|batch size|batch (is )?too (large|big)|maximum (batch|number of inputs|allowed batch)|input.*(must have|at most|maximum length) \d+|exceeds? (the )?max(imum)? (batch|number)|tokens per request|tokens in batch|tokens per submitted batch|split into more batches/i;
 
 export interface HttpFailure {
   provider: string;

@@ -38,6 +38,8 @@ test('HTTP failures classify by status, and by message for embeddings batches', 
   const mistralTokenCap = '{"object":"error","message":"Too many tokens overall, split into more batches.","type":"invalid_request_prompt","param":null,"code":"3210"}';
   assert.equal(kind(400, mistralTokenCap, 'embeddings'), 'batch_too_large');
   assert.equal(kind(400, mistralTokenCap), 'rejected', 'only an embeddings batch is split');
+  const voyageTokenCap = JSON.stringify({ detail: "Request to model 'voyage-code-3' failed. The max allowed tokens per submitted batch is 120000. Your batch has 124417 tokens after truncation. Please lower the number of tokens in the batch." });
+  assert.equal(kind(400, voyageTokenCap, 'embeddings'), 'batch_too_large');
 });
 
 test('upstream messages are relayed with keys masked', () => {

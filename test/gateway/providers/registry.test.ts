@@ -133,11 +133,18 @@ for (const [label, status, message] of [
   // Mistral's caps on the tokens of one batch (16,384), past which 2048 inputs of ~8 tokens already go.
   ['400 too many tokens overall', 400, 'Too many tokens overall, split into more batches.'],
   ['400 too many tokens in batch', 400, 'Too many tokens in batch. Max is 16384 got 17555'],
+  // Voyage AI's caps, its message in `detail`: inputs per request, and tokens of one batch (120,000 for voyage-3-large).
+  ['400 Voyage batch size limit', 400, { detail: 'The batch size limit is 128. Your batch size is 13.' }],
+  [
+    '400 Voyage tokens per submitted batch',
+    400,
+    { detail: "Request to model 'voyage-3-large' failed. The max allowed tokens per submitted batch is 120000. Your batch has 124302 tokens after truncation. Please lower the number of tokens in the batch." },
+  ],
 ] as const) {
   test(`an upstream refusing more than 4 inputs (${label}) is split internally, index-aligned`, async (t) => {
     const upstream = await startFakeUpstream(t, (req, res) => {
       const input = req.body.input as unknown[];
-      if (input.length > 4) return sendJson(res, status, { error: { message } });
+      if (input.length > 4) return sendJson(res, status, typeof message === 'string' ? { error: { message } } : message);
       // The vector names its input: [n] for "item-n", [1000 + first id] for token arrays.
       sendJson(res, 200, embeddingsAnswer(input, 'text-embedding-3-small', (item) =>
         [typeof item === 'string' ? Number.parseInt(item.replace('item-', ''), 10) : 1000 + (item as number[])[0]!, 0]));
