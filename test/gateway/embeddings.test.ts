@@ -326,7 +326,7 @@ test('fields svc does not know reach the live upstream untouched, as on the chat
   });
 });
 
-test('an upstream usage whose prompt_tokens is not a token count is counted locally, as the mock counts the same inputs', async (t) => {
+test('an upstream usage whose prompt_tokens is not a token count is counted locally, as the mock counts the same inputs; one with only total_tokens is that count', async (t) => {
   let usage: unknown = null;
   const upstream = await startFakeUpstream(t, (_req, res) =>
     sendJson(res, 200, { object: 'list', model: 'text-embedding-3-small', data: [{ index: 0, embedding: [1, 0] }, { index: 1, embedding: [0, 1] }], ...(usage === undefined ? {} : { usage }) }),
@@ -343,6 +343,12 @@ test('an upstream usage whose prompt_tokens is not a token count is counted loca
   }
   usage = { prompt_tokens: 9, total_tokens: 9 };
   assert.deepEqual((await client.embeddings.create({ model: 'text-embedding-3-small', input, encoding_format: 'float' })).usage, { prompt_tokens: 9, total_tokens: 9 }, 'a reported count wins');
+  // Voyage AI (and some compatible servers) report only total_tokens: an embedding's tokens are all input tokens.
+  for (const reported of [{ total_tokens: 11 }, { prompt_tokens: null, total_tokens: 11 }]) {
+    usage = reported;
+    const answer = await client.embeddings.create({ model: 'text-embedding-3-small', input, encoding_format: 'float' });
+    assert.deepEqual(answer.usage, { prompt_tokens: 11, total_tokens: 11 }, JSON.stringify(reported));
+  }
 });
 
 test("dimensions past 3072 reach a live upstream, whose model's size is the authority (4096-dimension models exist); the mock refuses a size it has no model for", async (t) => {

@@ -350,8 +350,11 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
       if (vectors[index as number] !== undefined) throw badResponse(`the upstream returned two embeddings for input ${index as number}`);
       vectors[index as number] = vector as number[];
     });
-    // The upstream's count when it is one, else the local one (none, or one that is not a count: -5, '7', 2.5).
-    const reported = isObject(parsed.usage) ? parsed.usage.prompt_tokens : undefined;
+    // The upstream's count when it is one, else the local one (none, or one that is not a count: -5, '7', 2.5). An
+    // upstream that reports only total_tokens (Voyage AI, some compatible servers) counts the same tokens: an
+    // embedding's are all input.
+    const usage = isObject(parsed.usage) ? parsed.usage : undefined;
+    const reported = usage?.prompt_tokens ?? usage?.total_tokens;
     const promptTokens = Number.isSafeInteger(reported) && (reported as number) >= 0 ? (reported as number) : countEmbeddingTokens(embeddingsRequest.input as Array<string | number[]>);
     return {
       model: typeof parsed.model === 'string' ? parsed.model : embeddingsRequest.model,
