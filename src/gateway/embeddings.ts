@@ -66,6 +66,19 @@ interface Embedded {
   tokens: number;
 }
 
+/**
+ * Parts of one request embedded apart (halves of a batch too large, text and token inputs) must have vectors of one
+ * length, as one answer's have (the provider checks those): an upstream that switched model between parts (a
+ * misconfigured fallback behind it) would otherwise yield a mixed answer. Each part's first vector stands for it.
+ */
+function assertSameDimensions(part: number[][], before: number[][], provider: string): void {
+  const length = part[0]?.length;
+  const expected = before[0]?.length;
+  if (length !== undefined && expected !== undefined && length !== expected) {
+    throw new ProviderError('bad_response', `the upstream answered parts of one request with vectors of ${expected} and ${length} dimensions`, { provider });
+  }
+}
+
 export function createEmbeddingsService(deps: { providers: ProviderRegistry }): EmbeddingsService {
   /** Embed one same-kind batch with one provider, halving whenever the backend says the batch is too large. */
   async function embedSplitting(provider: Provider, command: CreateEmbeddingsCommand, inputs: EmbeddingInput[], signal: CallSignal): Promise<Embedded> {
@@ -91,6 +104,7 @@ export function createEmbeddingsService(deps: { providers: ProviderRegistry }): 
       // Sequential halves: parallel ones would double the pressure on a backend that is already refusing.
       const left = await embedSplitting(provider, command, inputs.slice(0, middle), signal);
       const right = await embedSplitting(provider, command, inputs.slice(middle), signal);
+      assertSameDimensions(right.vectors, left.vectors, provider.name);
       return { model: left.model, vectors: [...left.vectors, ...right.vectors], tokens: left.tokens + right.tokens };
     }
     if (result.vectors.length !== inputs.length) {
@@ -107,9 +121,12 @@ export function createEmbeddingsService(deps: { providers: ProviderRegistry }): 
     const vectors = new Array<number[]>(command.inputs.length);
     let tokens = 0;
     let model = command.model;
+    let before: number[][] = [];
     for (const indexes of [textIndexes, tokenIndexes]) {
       if (indexes.length === 0) continue;
       const part = await embedSplitting(provider, command, indexes.map((i) => command.inputs[i]!), signal);
+      assertSameDimensions(part.vectors, before, provider.name);
+      before = part.vectors;
       indexes.forEach((original, position) => {
         vectors[original] = part.vectors[position]!;
       });

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { mockEmbedding } from '../../src/gateway/providers/mock.ts';
 import OpenAI from 'openai';
 import { build, json } from '../support/build.ts';
-import { sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
+import { embeddingsAnswer, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
 import { openaiGateway } from '../support/openai-gateway.ts';
 import { validateAgainst } from '../support/openapi.ts';
 
@@ -304,6 +304,32 @@ test('an upstream vector with a value that is not a finite number, base64 that i
   body = `[{"index":0,"embedding":${base64([0.25, -1])}},{"index":1,"embedding":[0.5,1e-40]}]`;
   const fine = await client.embeddings.create({ model: 'text-embedding-3-small', input: ['first', 'second'], encoding_format: 'float' });
   assert.deepEqual(fine.data.map((item) => item.embedding), [[0.25, -1], [0.5, 1e-40]]);
+});
+
+test('parts of a split batch whose vectors differ in length (a model switched mid-way) are a 502, never a mixed answer: halves of a batch too large, and text beside token inputs', async (t) => {
+  let accepted = 0;
+  const upstream = await startFakeUpstream(t, (req, res) => {
+    const input = req.body.input as unknown[];
+    if (input.length > 2) return sendJson(res, 400, { error: { message: "Invalid 'input': array too long. Expected an array with maximum length 2." } });
+    accepted += 1;
+    // The first part the upstream takes has 3 dimensions, every later one 2.
+    sendJson(res, 200, embeddingsAnswer(input, 'text-embedding-3-small', () => (accepted === 1 ? [0.5, 0.5, 0.5] : [0.5, 0.5])));
+  });
+  const { client } = await openaiGateway(t, upstream);
+  const inputs: Array<[string, string[] | Array<string | number[]>]> = [
+    ['halves of a batch too large', ['a', 'b', 'c', 'd']],
+    ['text beside token inputs', ['a', [1, 2]]],
+  ];
+  for (const [what, input] of inputs) {
+    accepted = 0;
+    await assert.rejects(client.embeddings.create({ model: 'text-embedding-3-small', input: input as string[], encoding_format: 'float' }), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.APIError, what);
+      assert.equal(error.status, 502, what);
+      assert.equal(error.code, 'upstream_error', what);
+      return true;
+    });
+    assert.equal(accepted, 2, `${what}: both parts were answered`);
+  }
 });
 
 test('fields svc does not know reach the live upstream untouched, as on the chat wire; encoding_format upstream stays float', async (t) => {
