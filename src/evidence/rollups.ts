@@ -1,8 +1,8 @@
 /**
  * Run rollups: every finished run adds itself to one row per dimension, keyed by tenant, UTC day and app
- * (`run_rollups`, migrations 3 and 8). Savings, usage, attribution and the runs list's counts sum these rows, so they
- * stay fast on a ledger of millions of runs (docs/evidence.md). Running runs are not in the rollups: readers count
- * them from `runs`.
+ * (`run_rollups`, migrations 3, 8 and 10). Savings, usage, attribution and the runs list's counts sum these rows, so
+ * they stay fast on a ledger of millions of runs (docs/evidence.md). Running runs are not in the rollups: readers
+ * count them from `runs`.
  */
 import { ROLLUP_DIMENSION_COLUMNS, ROLLUP_STATUS_ROUTE_DIMENSIONS } from '../store/migrations.ts';
 import type { Sql, SqlValue } from '../store/sql.ts';
@@ -35,12 +35,13 @@ export function dimensionValues(run: RunRecord): Record<RollupDimension, string>
 }
 
 const UPSERT = `INSERT INTO run_rollups (tenant_id, dim, value, day, app_id, status, route, runs, cost_usd, saved_usd,
-    ghost_saved_usd, saved_ms, prompt_tokens, completion_tokens)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    ghost_saved_usd, saved_ms, prompt_tokens, completion_tokens, unpriced_runs)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
   ON CONFLICT (tenant_id, dim, day, value, app_id, status, route) DO UPDATE SET
     runs = runs + excluded.runs, cost_usd = cost_usd + excluded.cost_usd, saved_usd = saved_usd + excluded.saved_usd,
     ghost_saved_usd = ghost_saved_usd + excluded.ghost_saved_usd, saved_ms = saved_ms + excluded.saved_ms,
-    prompt_tokens = prompt_tokens + excluded.prompt_tokens, completion_tokens = completion_tokens + excluded.completion_tokens`;
+    prompt_tokens = prompt_tokens + excluded.prompt_tokens, completion_tokens = completion_tokens + excluded.completion_tokens,
+    unpriced_runs = unpriced_runs + excluded.unpriced_runs`;
 
 /** The key of one rollup row: tenant, dim, value, day, app, status, route (the table's order). */
 type RollupKey = [string, RollupDimension, string, number, string, string, string];
@@ -60,13 +61,15 @@ function rollupKeys(run: RunRecord): RollupKey[] {
   );
 }
 
-/** Sums of one rollup row: its key, then runs and the totals, in UPSERT's parameter order. */
-type RollupCell = [...RollupKey, number, number, number, number, number, number, number];
+/** Sums of one rollup row: its key, then runs, the totals and the unpriced runs, in UPSERT's parameter order. */
+type RollupCell = [...RollupKey, number, number, number, number, number, number, number, number];
 
 /** The runs' sums per rollup row they count in, keyed by the row's key. */
 function sumByRow(runs: readonly RunRecord[]): Map<string, RollupCell> {
   const cells = new Map<string, RollupCell>();
   for (const run of runs) {
+    // A run whose cost is not firm (no list price, or a lower bound) counts $0 in cost_usd: the row says how many.
+    const unpriced = run.priced ? 0 : 1;
     for (const key of rollupKeys(run)) {
       const id = key.join('\u0000');
       const cell = cells.get(id);
@@ -78,8 +81,9 @@ function sumByRow(runs: readonly RunRecord[]): Map<string, RollupCell> {
         cell[11] += run.savedMs;
         cell[12] += run.usage.promptTokens;
         cell[13] += run.usage.completionTokens;
+        cell[14] += unpriced;
       } else {
-        cells.set(id, [...key, 1, run.costUsd, run.savedUsd, run.ghostSavedUsd, run.savedMs, run.usage.promptTokens, run.usage.completionTokens]);
+        cells.set(id, [...key, 1, run.costUsd, run.savedUsd, run.ghostSavedUsd, run.savedMs, run.usage.promptTokens, run.usage.completionTokens, unpriced]);
       }
     }
   }
@@ -110,7 +114,7 @@ export function removeFromRollups(sql: Sql, runs: readonly RunRecord[]): void {
     sql.run(
       `UPDATE run_rollups SET runs = runs - ?, cost_usd = cost_usd - ?, saved_usd = saved_usd - ?,
          ghost_saved_usd = ghost_saved_usd - ?, saved_ms = saved_ms - ?, prompt_tokens = prompt_tokens - ?,
-         completion_tokens = completion_tokens - ?
+         completion_tokens = completion_tokens - ?, unpriced_runs = unpriced_runs - ?
        WHERE ${ROW_KEY}`,
       [...cell.slice(7), ...key],
     );
@@ -126,6 +130,8 @@ export interface RollupTotals {
   savedMs: number;
   promptTokens: number;
   completionTokens: number;
+  /** Runs whose cost is not firm (`priced: false`): their cost and savings are in the sums as $0, a lower bound. */
+  unpricedRuns: number;
 }
 
 export interface RollupScope {
@@ -138,7 +144,8 @@ export interface RollupScope {
 }
 
 const SUMS = `SUM(runs) AS runs, SUM(cost_usd) AS costUsd, SUM(saved_usd) AS savedUsd, SUM(ghost_saved_usd) AS ghostSavedUsd,
-  SUM(saved_ms) AS savedMs, SUM(prompt_tokens) AS promptTokens, SUM(completion_tokens) AS completionTokens`;
+  SUM(saved_ms) AS savedMs, SUM(prompt_tokens) AS promptTokens, SUM(completion_tokens) AS completionTokens,
+  SUM(unpriced_runs) AS unpricedRuns`;
 
 function scopeWhere(scope: RollupScope, dim: RollupDimension): { clause: string; params: SqlValue[] } {
   const params: SqlValue[] = [scope.tenantId, dim, scope.fromDay, scope.toDay];
@@ -159,6 +166,7 @@ function totalsOf(row: Partial<Record<keyof RollupTotals, number | null>> | unde
     savedMs: row?.savedMs ?? 0,
     promptTokens: row?.promptTokens ?? 0,
     completionTokens: row?.completionTokens ?? 0,
+    unpricedRuns: row?.unpricedRuns ?? 0,
   };
 }
 

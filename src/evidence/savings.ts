@@ -7,7 +7,8 @@
  * failed and in-flight runs are never credited as optimized nor counted in hit-rate denominators; a finished run
  * with no known route counts in unknownRuns, one with no known status in unknownStatusRuns; totalCostUsd includes
  * the cost of failed provider attempts; savings are credited for completed runs only; ghostSavedUsd is what
- * observe-mode traffic would have saved.
+ * observe-mode traffic would have saved. unpricedRuns counts the finished runs whose cost is not firm (`priced:
+ * false`: no list price, or a cost svc could not know), summed as $0: costIsLowerBound says the totals hold some.
  */
 import { toIso, type Clock } from '../core/clock.ts';
 import type { AuthContext } from '../identity/auth-context.ts';
@@ -44,10 +45,16 @@ function totalsView(totals: RollupTotals) {
     promptTokens: totals.promptTokens,
     completionTokens: totals.completionTokens,
     totalTokens: totals.promptTokens + totals.completionTokens,
+    ...costFirmness(totals),
   };
 }
 
-const ZERO: RollupTotals = { runs: 0, costUsd: 0, savedUsd: 0, ghostSavedUsd: 0, savedMs: 0, promptTokens: 0, completionTokens: 0 };
+/** How many of the summed runs have a cost that is not firm, and so whether the cost summed is only a lower bound. */
+function costFirmness(totals: RollupTotals) {
+  return { unpricedRuns: totals.unpricedRuns, costIsLowerBound: totals.unpricedRuns > 0 };
+}
+
+const ZERO: RollupTotals = { runs: 0, costUsd: 0, savedUsd: 0, ghostSavedUsd: 0, savedMs: 0, promptTokens: 0, completionTokens: 0, unpricedRuns: 0 };
 
 function add(into: RollupTotals, more: RollupTotals): RollupTotals {
   return {
@@ -58,6 +65,7 @@ function add(into: RollupTotals, more: RollupTotals): RollupTotals {
     savedMs: into.savedMs + more.savedMs,
     promptTokens: into.promptTokens + more.promptTokens,
     completionTokens: into.completionTokens + more.completionTokens,
+    unpricedRuns: into.unpricedRuns + more.unpricedRuns,
   };
 }
 
@@ -130,6 +138,7 @@ export function createSavingsService(deps: { repo: RollupsRepository; clock: Clo
         unknownRuns: counts.unknownRoute,
         unknownStatusRuns: counts.unknownStatus,
         totalCostUsd: round(totals.costUsd),
+        ...costFirmness(totals),
         totalSavedUsd: round(completed.savedUsd),
         ghostSavedUsd: round(completed.ghostSavedUsd),
         totalSavedMs: completed.savedMs,
@@ -160,7 +169,7 @@ export function createSavingsService(deps: { repo: RollupsRepository; clock: Clo
         usage: { ...totalsView(month), runningRuns },
         // Plans and numeric quotas land with the accounts issue; a self-hosted appliance is unlimited until then.
         quota: { plan: 'self_hosted', monthlyRunLimit: null, used: month.runs + runningRuns, remaining: null, exceeded: false },
-        spend: { costUsd: round(month.costUsd), currency: 'USD' },
+        spend: { costUsd: round(month.costUsd), currency: 'USD', ...costFirmness(month) },
         savings: { savedUsd: round(month.savedUsd), ghostSavedUsd: round(month.ghostSavedUsd), savedMs: month.savedMs },
         trend,
       };

@@ -1,7 +1,8 @@
 /**
  * List prices per million tokens (USD), by model id or id prefix, for the cost of live attempts. A model that is
- * not in the table is flagged (`priced: false`) and costs 0 in rollups: a guessed price would be evidence we
- * cannot stand behind. The mock provider is free. The table is documented in docs/gateway.md ("Cost").
+ * not in the table is flagged (`priced: false`) and costs 0 in rollups, which count it among their unpriced runs: a
+ * guessed price would be evidence we cannot stand behind. The mock provider is free. The table is documented in
+ * docs/gateway.md ("Cost").
  */
 import type { RunUsage } from '../evidence/types.ts';
 

@@ -32,15 +32,18 @@ export const ROLLUP_DIMENSION_COLUMNS = {
  */
 export const ROLLUP_STATUS_ROUTE_DIMENSIONS: ReadonlySet<string> = new Set(['route', 'model', 'provider']);
 
-/** Statements inserting the rollup rows of every finished run for `dimensions` (dimension -> run column). */
-function rollupBackfill(dimensions: Readonly<Record<string, string>>, keepStatusRoute: ReadonlySet<string>): string {
+/**
+ * Statements inserting the rollup rows of every finished run for `dimensions` (dimension -> run column); with
+ * `unpriced`, counting the runs whose cost is not firm (`priced = 0`) in `unpriced_runs` too (migration 10 added it).
+ */
+function rollupBackfill(dimensions: Readonly<Record<string, string>>, keepStatusRoute: ReadonlySet<string>, unpriced = false): string {
   return Object.entries(dimensions)
     .map(([dim, column]) => {
       const statusRoute = keepStatusRoute.has(dim) ? "status, COALESCE(route, '')" : "'', ''";
       return `INSERT INTO run_rollups (tenant_id, dim, value, day, app_id, status, route, runs, cost_usd, saved_usd,
-        ghost_saved_usd, saved_ms, prompt_tokens, completion_tokens)
+        ghost_saved_usd, saved_ms, prompt_tokens, completion_tokens${unpriced ? ', unpriced_runs' : ''})
       SELECT tenant_id, '${dim}', COALESCE(${column}, ''), created_at / 86400000, COALESCE(app_id, ''), ${statusRoute},
-        COUNT(*), SUM(cost_usd), SUM(saved_usd), SUM(ghost_saved_usd), SUM(saved_ms), SUM(prompt_tokens), SUM(completion_tokens)
+        COUNT(*), SUM(cost_usd), SUM(saved_usd), SUM(ghost_saved_usd), SUM(saved_ms), SUM(prompt_tokens), SUM(completion_tokens)${unpriced ? ', SUM(priced = 0)' : ''}
       FROM runs WHERE status != 'running'
       GROUP BY tenant_id, COALESCE(${column}, ''), created_at / 86400000, COALESCE(app_id, ''), ${statusRoute};`;
     })
@@ -48,7 +51,7 @@ function rollupBackfill(dimensions: Readonly<Record<string, string>>, keepStatus
 }
 
 /** Rebuild every finished run's rollup rows, as they are kept today (bulk generators that insert runs directly). */
-export const ROLLUP_BACKFILL_SQL = rollupBackfill(ROLLUP_DIMENSION_COLUMNS, ROLLUP_STATUS_ROUTE_DIMENSIONS);
+export const ROLLUP_BACKFILL_SQL = rollupBackfill(ROLLUP_DIMENSION_COLUMNS, ROLLUP_STATUS_ROUTE_DIMENSIONS, true);
 
 /** Migration 3's backfill, frozen: the dimensions of then, status and route on the 'route' rows only. */
 const MIGRATION_3_BACKFILL_SQL = rollupBackfill(
@@ -65,6 +68,45 @@ const MIGRATION_3_BACKFILL_SQL = rollupBackfill(
   },
   new Set(['route']),
 );
+
+/**
+ * Migration 10's backfill, frozen (the dimensions of then, status and route on the 'route', 'model' and 'provider'
+ * rows): each existing rollup row's count of unpriced runs. The ledger is read once, for its unpriced finished runs
+ * only (few: a model without a list price, a cost svc could not know), into a temporary table; each dimension's
+ * counts are grouped from that and set on the rows they belong to, found by their key. A row without unpriced runs
+ * keeps the column's default, 0.
+ */
+function migration10Backfill(): string {
+  const dimensions: Readonly<Record<string, string>> = {
+    route: 'route',
+    app: 'app_id',
+    agent: 'agent',
+    model: 'model',
+    subject: 'subject',
+    fingerprint: 'fingerprint',
+    executionMethod: 'execution_method',
+    reason: 'reason_code',
+    fallback: 'fallback',
+    provider: 'provider',
+  };
+  const keepStatusRoute = new Set(['route', 'model', 'provider']);
+  const columns = [...new Set(['tenant_id', 'app_id', 'status', 'route', 'created_at', ...Object.values(dimensions)])];
+  const updates = Object.entries(dimensions).map(([dim, column]) => {
+    const [status, route] = keepStatusRoute.has(dim) ? ['status', "COALESCE(route, '')"] : ["''", "''"];
+    return `UPDATE run_rollups SET unpriced_runs = counted.n
+      FROM (SELECT tenant_id, COALESCE(${column}, '') AS value, created_at / 86400000 AS day, COALESCE(app_id, '') AS app_id,
+              ${status} AS status, ${route} AS route, COUNT(*) AS n
+            FROM temp.unpriced_runs_backfill GROUP BY 1, 2, 3, 4, 5, 6) AS counted
+      WHERE run_rollups.tenant_id = counted.tenant_id AND run_rollups.dim = '${dim}' AND run_rollups.day = counted.day
+        AND run_rollups.value = counted.value AND run_rollups.app_id = counted.app_id AND run_rollups.status = counted.status
+        AND run_rollups.route = counted.route;`;
+  });
+  return [
+    `CREATE TEMP TABLE unpriced_runs_backfill AS SELECT ${columns.join(', ')} FROM runs WHERE priced = 0 AND status != 'running';`,
+    ...updates,
+    'DROP TABLE temp.unpriced_runs_backfill;',
+  ].join('\n');
+}
 
 export const MIGRATIONS: readonly Migration[] = [
   {
@@ -451,6 +493,17 @@ export const MIGRATIONS: readonly Migration[] = [
       -- names that key, so it lapses with the key. No foreign key, as invited_by: the key's row may go, the evidence
       -- stays. Invitations sent before keep NULL (their sender is not known) and are treated as before.
       ALTER TABLE org_invites ADD COLUMN invited_by_key TEXT;
+    `,
+  },
+  {
+    version: 10,
+    name: 'rollups: how many runs of each row have a cost that is not firm',
+    sql: `
+      -- A run recorded with priced = 0 (a model without a list price; a cost svc could not know, a lower bound) counts
+      -- $0 in cost_usd: /savings, /usage and attribution say how many such runs their totals hold
+      -- (docs/evidence.md), from this count, kept by the ledger's rollup upsert from now on.
+      ALTER TABLE run_rollups ADD COLUMN unpriced_runs INTEGER NOT NULL DEFAULT 0;
+      ${migration10Backfill()}
     `,
   },
 ];

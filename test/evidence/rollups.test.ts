@@ -1,7 +1,7 @@
-/** Run rollups: backfilled by migrations 3 and 8 from runs recorded before them, and equal to a scan of the ledger. */
+/** Run rollups: backfilled by migrations 3, 8 and 10 from runs recorded before them, and equal to a scan of the ledger. */
 import assert from 'node:assert/strict';
 import test from 'node:test';
-import { MIGRATIONS } from '../../src/store/migrations.ts';
+import { MIGRATIONS, ROLLUP_BACKFILL_SQL } from '../../src/store/migrations.ts';
 import { openStore } from '../../src/store/store.ts';
 import { build, json } from '../support/build.ts';
 import { tempDir } from '../support/process.ts';
@@ -134,4 +134,56 @@ test("migration 8 rebuilds the 'model' rows with status and route and adds 'prov
     assert.equal(body.pagination.total, total, query);
     assert.deepEqual(body.facets.status, status, query);
   }
+});
+
+test('migration 10 counts the unpriced runs of every rollup row of a data file written before it, as a rebuild of the rollups would', async (t) => {
+  const dir = tempDir(t);
+  const day = 86_400_000;
+  const now = Date.now();
+  // model, provider, status, route, app, priced, days back
+  const runs: Array<[string, string | null, string, string | null, string | null, 0 | 1, number]> = [
+    ['gpt-4o-mini', 'chatcomp', 'completed', 'live', 'shop', 1, 0],
+    ['house-model', 'chatcomp', 'completed', 'live', 'shop', 0, 0],
+    ['house-model', null, 'completed', 'exact_cache', 'shop', 0, 0],
+    ['gpt-4o-mini', 'chatcomp', 'failed', 'live', null, 0, 1],
+    ['gpt-4o-mini', 'chatcomp', 'failed', 'live', null, 1, 1],
+    ['house-model', 'chatcomp', 'completed', 'live', null, 0, 9],
+    ['house-model', 'chatcomp', 'running', null, 'shop', 0, 0],
+  ];
+  const old = openStore({ dataDir: dir, migrations: MIGRATIONS.filter((m) => m.version <= 2) });
+  await old.write((sql) => {
+    runs.forEach(([model, provider, status, route, app, priced, back], i) =>
+      sql.run(
+        `INSERT INTO runs (id, tenant_id, app_id, mode, wire, model, provider, status, route, cost_usd, priced, created_at, last_hash)
+         VALUES (?, 'default', ?, 'optimize', 'chat_completions', ?, ?, ?, ?, ?, ?, ?, 'h')`,
+        [`run_${i}`, app, model, provider, status, route, priced ? 0.25 : 0, priced, now - back * day - i * 1000],
+      ),
+    );
+  });
+  await old.close();
+  // Up to migration 9, as a data file of the last release: its rollups without a count of unpriced runs.
+  await openStore({ dataDir: dir, migrations: MIGRATIONS.filter((m) => m.version <= 9) }).close();
+
+  const { app, services } = await build(t, { dataDir: dir });
+  const since = `since=${new Date(now - 30 * day).toISOString()}`;
+  const savings = json(await app.inject({ url: `/api/v1/savings?${since}` }));
+  assert.equal(savings.totalRuns, 7);
+  assert.equal(savings.unpricedRuns, 4, 'the finished unpriced runs; the running one is not costed yet');
+  assert.equal(savings.costIsLowerBound, true);
+  const attribution = json(await app.inject({ url: `/api/v1/usage/attribution?${since}` }));
+  assert.deepEqual(attribution.byModel.map((e: any) => [e.value, e.runs, e.unpricedRuns]).sort(), [['gpt-4o-mini', 3, 1], ['house-model', 3, 3]]);
+  assert.deepEqual(attribution.byApp.map((e: any) => [e.value, e.runs, e.unpricedRuns]).sort(), [['shop', 3, 2], [null, 3, 2]].sort());
+
+  // Every row, of every dimension, holds the count a rebuild from the runs gives it.
+  const rows = () =>
+    services.store.read((sql) =>
+      sql.all('SELECT tenant_id, dim, value, day, app_id, status, route, runs, unpriced_runs FROM run_rollups ORDER BY tenant_id, dim, day, value, app_id, status, route'),
+    );
+  const migrated = await rows();
+  assert.ok(migrated.some((row: any) => row.dim === 'provider' && row.unpriced_runs > 0));
+  await services.store.write((sql) => {
+    sql.run('DELETE FROM run_rollups');
+    for (const statement of ROLLUP_BACKFILL_SQL.split(';').filter((part) => part.trim())) sql.run(statement);
+  });
+  assert.deepEqual(migrated, await rows());
 });

@@ -455,3 +455,48 @@ test('a since after today without an until is an empty window of its own day, no
   assert.deepEqual(attribution.window, window);
   assert.equal(attribution.totals.runs, 0);
 });
+
+test('runs whose cost is not firm are counted as unpriced in /savings, /usage and attribution, whose cost totals then say they are lower bounds', async (t) => {
+  const { app, get } = await setup(t);
+  const ask = (model: string, content: string) =>
+    app.inject({ method: 'POST', url: '/v1/chat/completions', headers: { ...admin, 'x-svc-app': model }, payload: { model, messages: [{ role: 'user', content }] } });
+  // Priced: a model of the price table, live then its cache hit.
+  assert.equal((await ask('gpt-4o-mini', 'priced question')).headers['x-svc-route'], 'live');
+  assert.equal((await ask('gpt-4o-mini', 'priced question')).headers['x-svc-route'], 'exact_cache');
+  // Not priced: a model without a list price, live then its cache hit (what the hit saved is unknown too).
+  const unpriced = await ask('house-model-7', 'unpriced question');
+  assert.equal(unpriced.headers['x-svc-route'], 'live');
+  assert.equal((await get(`/api/v1/runs/${unpriced.headers['x-svc-run-id']}/economics`)).body.priced, false);
+  assert.equal((await ask('house-model-7', 'unpriced question')).headers['x-svc-route'], 'exact_cache');
+
+  const savings = (await get('/api/v1/savings')).body;
+  assert.equal(savings.totalRuns, 4);
+  assert.equal(savings.unpricedRuns, 2);
+  assert.equal(savings.costIsLowerBound, true);
+
+  const usage = (await get('/api/v1/usage')).body;
+  assert.equal(usage.usage.unpricedRuns, 2);
+  assert.equal(usage.usage.costIsLowerBound, true);
+  assert.equal(usage.spend.unpricedRuns, 2);
+  assert.equal(usage.spend.costIsLowerBound, true);
+  assert.equal(usage.trend.at(-1).unpricedRuns, 2);
+
+  const attribution = (await get('/api/v1/usage/attribution')).body;
+  assert.equal(attribution.totals.unpricedRuns, 2);
+  assert.equal(attribution.totals.costIsLowerBound, true);
+  assert.deepEqual(
+    attribution.byModel.map((entry: any) => [entry.value, entry.runs, entry.unpricedRuns, entry.costIsLowerBound]),
+    [['gpt-4o-mini', 2, 0, false], ['house-model-7', 2, 2, true]],
+  );
+  assert.deepEqual(
+    attribution.byRoute.map((entry: any) => [entry.value, entry.unpricedRuns]).sort(),
+    [['exact_cache', 1], ['live', 1]],
+  );
+
+  // A window of priced runs only says its cost is firm.
+  const pinned = bearer(json(await app.inject({ method: 'POST', url: '/api/v1/keys', headers: admin, payload: { name: 'priced app', appId: 'gpt-4o-mini' } })).token);
+  const firm = (await get('/api/v1/savings', pinned)).body;
+  assert.equal(firm.totalRuns, 2);
+  assert.equal(firm.unpricedRuns, 0);
+  assert.equal(firm.costIsLowerBound, false);
+});

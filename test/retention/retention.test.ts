@@ -57,6 +57,29 @@ test('retention prunes old runs, their trace events and attempts, and old cache 
   assert.equal(json(await app.inject({ url: '/api/v1/runs' })).pagination.total, 0);
 });
 
+test('a pruned unpriced run leaves the count of unpriced runs of the rollup rows it shared with a run kept', async (t) => {
+  const day0 = Date.UTC(2026, 0, 1);
+  let now = day0 + 1 * 3_600_000;
+  const { app, services } = await build(t, { overrides: { clock: { now: () => now } } });
+  const start = { tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize' as const, wire: 'chat_completions', model: 'm', stream: false, requestId: null };
+  services.ledger.start(start).finish({ ...FINISHED, priced: false });
+  now = day0 + 13 * 3_600_000;
+  services.ledger.start(start).finish(FINISHED);
+  await services.store.flush();
+  const since = `since=${new Date(day0).toISOString()}`;
+  assert.equal(json(await app.inject({ url: `/api/v1/savings?${since}` })).unpricedRuns, 1);
+
+  // Retention's cut-off (30 days back) falls between the two runs of the same UTC day: their rows keep the later one.
+  now = day0 + 30 * DAY + 7 * 3_600_000;
+  assert.equal((await services.retention.runOnce()).runsDeleted, 1);
+  const savings = json(await app.inject({ url: `/api/v1/savings?${since}` }));
+  assert.equal(savings.totalRuns, 1);
+  assert.equal(savings.unpricedRuns, 0);
+  assert.equal(savings.costIsLowerBound, false);
+  const left = await services.store.read((sql) => sql.get<{ n: number }>('SELECT SUM(unpriced_runs) AS n FROM run_rollups')!.n);
+  assert.equal(left, 0, 'no row of any dimension counts the pruned run');
+});
+
 test("pruned runs leave the model and provider rollups: the runs list by model or provider counts the runs left", async (t) => {
   let now = Date.UTC(2026, 0, 1);
   const { app, services } = await build(t, { overrides: { clock: { now: () => now } } });
