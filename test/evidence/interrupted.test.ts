@@ -89,9 +89,11 @@ test('an interrupted run keeps what its committed attempts spent: its cost, toke
   const economics = await get(`/api/v1/runs/${run.id}/economics`);
   assert.equal(economics.cost.providerUsd, finished.costUsd);
   assert.equal(economics.priced, false);
-  assert.equal((await get('/api/v1/savings')).totalCostUsd, 0.00045, 'the failed run\'s cost counts (SPEC 4.9)');
+  const savings = await get('/api/v1/savings');
+  assert.equal(savings.totalCostUsd, 0.00045, 'the failed run\'s cost counts (SPEC 4.9)');
+  assert.deepEqual([savings.unpricedRuns, savings.costIsLowerBound], [1, true], 'and is said to be a lower bound');
   const usage = (await get('/api/v1/usage')).usage;
-  assert.deepEqual([usage.costUsd, usage.promptTokens, usage.completionTokens], [0.00045, 1000, 500]);
+  assert.deepEqual([usage.costUsd, usage.promptTokens, usage.completionTokens, usage.unpricedRuns], [0.00045, 1000, 500, 1]);
   const integrity = await get(`/api/v1/runs/${run.id}/integrity`);
   assert.equal(integrity.ok, true, JSON.stringify(integrity));
 });
