@@ -340,15 +340,18 @@ function upstreamFailureOf(provider: Provider, thrown: unknown, signal: CallSign
 
 /**
  * Whether what a failed attempt cost is unknown, when no usage came with its failure: the upstream answered (HTTP 2xx)
- * and may have billed the call, but svc could not read the answer (`bad_response`), or the stream it opened broke,
- * timed out or was left before svc accepted its first event. A failure the upstream said (an HTTP error status, or
- * its own error event: `upstream_error`, `rate_limited`) is a call it refused, and costs nothing: a firm $0.
+ * and may have billed the call, but svc could not read the answer (`bad_response`); or the call timed out, broke or
+ * was left by its client after its request reached the upstream (buffered or streamed, before or after the upstream's
+ * headers, before svc accepted a stream's first event), which may have run it. A failure the upstream said (an HTTP
+ * error status, or its own error event: `upstream_error`, `rate_limited`) is a call it refused, and one whose request
+ * never reached it (a connection refused, a DNS failure, a connect timeout) a call it never saw: both cost nothing, a
+ * firm $0.
  */
 function costUnknownAfter(error: UpstreamFailure, streamOpened: boolean): boolean {
   // A buffered answer refused for its tool call carries its usage; a stream's (no answer kept) is what it opened.
   if (error instanceof InvalidToolCallError) return streamOpened;
   if (error.kind === 'bad_response') return error.upstreamStatus === undefined || (error.upstreamStatus >= 200 && error.upstreamStatus < 300);
-  return streamOpened && (error.kind === 'timeout' || error.kind === 'network' || error.kind === 'aborted');
+  return (streamOpened || error.afterRequestSent) && (error.kind === 'timeout' || error.kind === 'network' || error.kind === 'aborted');
 }
 
 /** The HTTP error of a buffered failure. */

@@ -2,14 +2,16 @@
  * What a failed attempt costs when svc refused, or could not read, what the upstream answered (docs/gateway.md,
  * "Cost"): the usage the upstream reported with its failure is recorded and priced; an answer the upstream gave
  * (HTTP 200) but svc has no usage for has an unknown cost (`priced: false`), not a firm $0; the upstream's own refusal
- * (an error event before any other, as an HTTP error status) costs nothing. Driven through the official clients
- * against a listening svc whose live providers are fake upstreams.
+ * (an error event before any other, as an HTTP error status) costs nothing. So is a call that broke on the wire: one
+ * whose request reached the upstream (it timed out, its connection broke, its client left) has an unknown cost, one
+ * that never did (the connection was refused) a firm $0. Driven through the official clients and fetch against a
+ * listening svc whose live providers are fake upstreams.
  */
 import assert from 'node:assert/strict';
 import test, { type TestContext } from 'node:test';
 import OpenAI from 'openai';
 import { build, json } from '../support/build.ts';
-import { contentChunk, sendChunks, sleep, startFakeUpstream, startSse } from '../support/fake-upstream.ts';
+import { completion, contentChunk, sendChunks, sendJson, sleep, startFakeUpstream, startSse, type UpstreamHandler } from '../support/fake-upstream.ts';
 import { costOf } from '../../src/gateway/pricing.ts';
 
 async function listening(t: TestContext, env: Record<string, string>) {
@@ -23,8 +25,8 @@ const unique = (text: string) => `${text} #${++counter} ${process.hrtime.bigint(
 
 const sse = (events: Array<Record<string, unknown>>) => events.map((event) => `event: ${String(event.type)}\ndata: ${JSON.stringify(event)}\n\n`).join('');
 
-async function post(address: string, path: string, body: unknown) {
-  return fetch(`${address}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+async function post(address: string, path: string, body: unknown, signal?: AbortSignal) {
+  return fetch(`${address}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), ...(signal ? { signal } : {}) });
 }
 
 async function finishedRun(app: Awaited<ReturnType<typeof listening>>['app'], runId: string | null) {
@@ -123,4 +125,121 @@ test('a buffered answer svc could not read (HTTP 200, not JSON) has an unknown c
   const { run } = await finishedRun(app, answer.headers.get('x-svc-run-id'));
   assert.equal(run.error.kind, 'bad_response');
   assert.equal(run.priced, false);
+});
+
+/** The gateway wires whose calls record a run, each with a request of a model the live upstream serves. */
+const WIRES = [
+  { path: '/v1/chat/completions', body: () => ({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: unique('hi') }] }) },
+  { path: '/v1/responses', body: () => ({ model: 'gpt-4o-mini', input: unique('hi') }) },
+  { path: '/v1/messages', body: () => ({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user', content: unique('hi') }] }) },
+];
+
+/** A live gateway whose every wire's upstream is `upstreamBaseUrl` (`http://host:port/v1`). */
+function liveEnv(upstreamBaseUrl: string, env: Record<string, string> = {}): Record<string, string> {
+  return { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstreamBaseUrl, MESSAGES_API_KEY: 'sk-messages', MESSAGES_BASE_URL: upstreamBaseUrl.replace(/\/v1$/, ''), ...env };
+}
+
+/** An upstream that read the request and never answers (the gateway's deadline ends the call). */
+const stalls: UpstreamHandler = () => undefined;
+/** An upstream that read the request and drops the connection without answering. */
+const drops: UpstreamHandler = (_req, res) => {
+  res.socket!.destroy();
+};
+/** An upstream that answers 200 and drops the connection halfway through the body. */
+const dropsMidBody: UpstreamHandler = (_req, res) => {
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
+  res.write('{"id": "cut', () => res.socket!.destroy());
+};
+
+/** Nothing listens on the discard port: a connection there is refused before any request is written. */
+const REFUSING_UPSTREAM = 'http://127.0.0.1:9/v1';
+
+async function economicsOf(app: Awaited<ReturnType<typeof listening>>['app'], runId: string) {
+  return json(await app.inject({ url: `/api/v1/runs/${runId}/economics` }));
+}
+
+test('a call that timed out or broke after its request reached the upstream has an unknown cost, on every wire, buffered or streamed', async (t) => {
+  let broken: UpstreamHandler = stalls;
+  const upstream = await startFakeUpstream(t, (req, res) => broken(req, res));
+  const { address, app } = await listening(t, liveEnv(upstream.baseUrl, { SVC_PROVIDER_TIMEOUT_MS: '300', SVC_PROVIDER_STREAM_HEADERS_TIMEOUT_MS: '300' }));
+  const cases = [
+    { how: 'stalls', handler: stalls, status: 504, kind: 'timeout', streams: true },
+    { how: 'drops the connection', handler: drops, status: 502, kind: 'network', streams: true },
+    { how: 'drops the connection mid-body', handler: dropsMidBody, status: 502, kind: 'network', streams: false },
+  ];
+  for (const each of cases) {
+    broken = each.handler;
+    for (const wire of WIRES) {
+      for (const stream of each.streams ? [false, true] : [false]) {
+        const label = `${wire.path}${stream ? ' (stream)' : ''}: the upstream ${each.how}`;
+        const asked = upstream.requests.length;
+        const answer = await post(address, wire.path, { ...wire.body(), ...(stream ? { stream: true } : {}) });
+        assert.equal(answer.status, each.status, label);
+        assert.equal(upstream.requests.length, asked + 1, `${label}: the request reached the upstream`);
+        const { run, events } = await finishedRun(app, answer.headers.get('x-svc-run-id'));
+        assert.equal(run.error.kind, each.kind, label);
+        assert.equal(run.costUsd, 0, label);
+        assert.equal(run.priced, false, `${label}: the upstream may have run and billed it; what it cost is unknown, not $0`);
+        const failed = events.find((event: any) => event.type === 'provider.failed');
+        assert.equal(failed.payload.costUnknown, true, label);
+        const economics = await economicsOf(app, run.id);
+        assert.equal(economics.priced, false, label);
+        assert.equal(economics.cost.providerUsd, 0, label);
+      }
+    }
+  }
+});
+
+test('a call whose connection was refused never reached the upstream: a firm $0, on every wire', async (t) => {
+  const { address, app } = await listening(t, liveEnv(REFUSING_UPSTREAM));
+  for (const wire of WIRES) {
+    for (const stream of [false, true]) {
+      const label = `${wire.path}${stream ? ' (stream)' : ''}`;
+      const answer = await post(address, wire.path, { ...wire.body(), ...(stream ? { stream: true } : {}) });
+      assert.equal(answer.status, 502, label);
+      const { run, events } = await finishedRun(app, answer.headers.get('x-svc-run-id'));
+      assert.equal(run.error.kind, 'network', label);
+      assert.equal(run.costUsd, 0, label);
+      assert.equal(run.priced, true, `${label}: nothing was sent, so nothing was billed`);
+      assert.equal(events.find((event: any) => event.type === 'provider.failed').payload.costUnknown, undefined, label);
+      assert.equal((await economicsOf(app, run.id)).priced, true, label);
+    }
+  }
+});
+
+test("a buffered call its client left after the request reached the upstream has an unknown cost", async (t) => {
+  const upstream = await startFakeUpstream(t, stalls);
+  const { address, app } = await listening(t, liveEnv(upstream.baseUrl));
+  const client = new AbortController();
+  const answer = post(address, '/v1/chat/completions', WIRES[0]!.body(), client.signal);
+  while (upstream.requests.length === 0) await sleep(10);
+  client.abort();
+  await assert.rejects(answer);
+  await upstream.clientClosed();
+  const runs = json(await app.inject({ url: '/api/v1/runs' })).runs;
+  const { run } = await finishedRun(app, runs[0].id);
+  assert.equal(run.error.kind, 'aborted');
+  assert.equal(run.priced, false);
+});
+
+test("failover after a call that broke on the wire: the run's cost is the fallback's, a lower bound when the first call had reached its upstream", async (t) => {
+  const fallback = await startFakeUpstream(t, (_req, res) => sendJson(res, 200, completion('from the fallback')));
+  const served = costOf('gpt-4o-mini', { promptTokens: 5, completionTokens: 2 }, false).usd;
+  const dropping = await startFakeUpstream(t, drops);
+  for (const [primary, priced] of [
+    [dropping.baseUrl, false],
+    [REFUSING_UPSTREAM, true],
+  ] as const) {
+    const { address, app } = await listening(t, liveEnv(primary, { CHATCOMP_FALLBACK_API_KEY: 'sk-fallback', CHATCOMP_FALLBACK_BASE_URL: fallback.baseUrl }));
+    const answer = await post(address, '/v1/chat/completions', WIRES[0]!.body());
+    assert.equal(answer.status, 200, primary);
+    const { run, attempts } = await finishedRun(app, answer.headers.get('x-svc-run-id'));
+    assert.equal(run.status, 'completed', primary);
+    assert.deepEqual(attempts.map((attempt: any) => [attempt.outcome, attempt.errorKind, attempt.costUsd]), [['failed', 'network', 0], ['success', null, served]], primary);
+    assert.equal(run.costUsd, served, primary);
+    assert.equal(run.priced, priced, primary);
+    const economics = await economicsOf(app, run.id);
+    assert.equal(economics.priced, priced, primary);
+    assert.equal(economics.cost.providerUsd, served, primary);
+  }
 });

@@ -220,7 +220,8 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
       try {
         text = await readAnswer(response.body, maxBytes, () => badResponse(tooLargeMessage('the upstream answer', maxBytes), status));
       } catch (error) {
-        throw classifyThrown(name, error, context.signal);
+        // The upstream answered 2xx and its body broke off or ran past the deadline: it made the answer.
+        throw classifyThrown(name, error, context.signal, true);
       }
     } finally {
       deadline.release();

@@ -6,6 +6,7 @@
  */
 import type { CallSignal } from '../call-signal.ts';
 import { AppError } from '../../core/errors.ts';
+import { failedAfterRequestWritten } from './request-written.ts';
 import { ProviderError, type ProviderFailureKind, type Wire } from './types.ts';
 
 /** Longest retry-after we relay; anything larger is clamped (a broken upstream must not park clients for days). */
@@ -207,11 +208,13 @@ function codeChain(error: unknown): string[] {
 
 /**
  * Classify anything thrown while calling an upstream. `clientSignal` is the caller's signal: when it fired, the failure
- * is an abort whatever undici reports; a fired deadline signal of our own is a timeout.
+ * is an abort whatever undici reports; a fired deadline signal of our own is a timeout. `afterRequestSent`: whether
+ * the request had reached the upstream's connection (request-written.ts notes it on undici's failures; a failure while
+ * an answer's body is read is after it for certain).
  */
-export function classifyThrown(provider: string, error: unknown, clientSignal?: CallSignal): ProviderError {
+export function classifyThrown(provider: string, error: unknown, clientSignal?: CallSignal, afterRequestSent = failedAfterRequestWritten(error)): ProviderError {
   if (error instanceof ProviderError) return error;
-  const cause = { provider, cause: error };
+  const cause = { provider, cause: error, afterRequestSent };
   if (clientSignal?.aborted) return new ProviderError('aborted', 'the client went away', cause);
   const codes = codeChain(error);
   if (codes.some((code) => TIMEOUT_CODES.has(code) || code === 'TimeoutError')) {

@@ -76,8 +76,9 @@ export function createMessagesProvider(options: MessagesProviderOptions): Provid
         text = await readAnswer(response.body, maxAnswerBytes, () => bad(tooLargeMessage('the upstream answer', maxAnswerBytes), response.statusCode));
       } catch (error) {
         // A body cut by the deadline is a timeout (504), by a reset a network failure, as on the other wires; the
-        // answer past its bound is already a ProviderError, which classifyThrown passes through.
-        throw classifyThrown(name, error, context.signal);
+        // answer past its bound is already a ProviderError, which classifyThrown passes through. The upstream answered
+        // 2xx: it made the answer.
+        throw classifyThrown(name, error, context.signal, true);
       }
       try {
         parsed = JSON.parse(text);

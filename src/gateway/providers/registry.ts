@@ -16,6 +16,7 @@ import type { Config } from '../../config.ts';
 import { createMessagesProvider } from './messages.ts';
 import { createChatCompletionsProvider, createUpstreamAgent, DEFAULT_PROVIDER_TIMEOUTS, type ProviderTimeouts } from './chat-completions.ts';
 import { createMockProvider } from './mock.ts';
+import { noteRequestWrites } from './request-written.ts';
 import { ProviderError, type ModelFamily, type Provider, type ProviderRegistry, type ProviderRoute, type TenantKeyLookup, type Wire } from './types.ts';
 
 /** Model-id prefixes of each family; first match wins, anything unmatched is `chat_completions`. */
@@ -59,7 +60,8 @@ export function createProviderRegistry(options: ProviderRegistryOptions): Provid
   const { providers: settings } = options.config;
   const timeouts = { ...DEFAULT_PROVIDER_TIMEOUTS, ...options.timeouts };
   const ownAgent = options.fetchDispatcher ? null : createUpstreamAgent(timeouts);
-  const dispatcher: Dispatcher = options.fetchDispatcher ?? ownAgent!;
+  // Every live call's request write is noted, so that a failure after it is known to have reached the upstream.
+  const dispatcher: Dispatcher = noteRequestWrites(options.fetchDispatcher ?? ownAgent!);
   const mock = options.mock ?? createMockProvider();
   const chat = settings.chatCompletions;
   const { maxAnswerBytes } = settings;

@@ -254,6 +254,12 @@ export class ProviderError extends Error {
    * and the run.
    */
   answer: unknown = undefined;
+  /**
+   * The call broke after its request was written to the upstream's connection (a timeout, a broken connection, the
+   * client leaving): the upstream may have run and billed it. False for a call that never reached it, and for one the
+   * upstream answered (the answer's status or content says what it cost).
+   */
+  readonly afterRequestSent: boolean;
 
   constructor(
     kind: ProviderFailureKind,
@@ -266,6 +272,7 @@ export class ProviderError extends Error {
       cause?: unknown;
       upstreamCode?: string;
       upstreamParam?: string;
+      afterRequestSent?: boolean;
     },
   ) {
     super(message, { cause: options.cause });
@@ -277,6 +284,7 @@ export class ProviderError extends Error {
     this.retryAfterSeconds = options.retryAfterSeconds;
     this.upstreamCode = options.upstreamCode;
     this.upstreamParam = options.upstreamParam;
+    this.afterRequestSent = options.afterRequestSent ?? false;
   }
 }
 
