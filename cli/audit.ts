@@ -1,22 +1,24 @@
 /** `svc audit`: the tenant's audit log, newest first, optionally with a chain verification. */
 import { InvalidArgumentError, type Command } from 'commander';
 import { withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
-import { print, printJson, table } from './output.ts';
-import { limitParser } from './options.ts';
+import { note, print, printJson, table } from './output.ts';
+import { limitParser, parsePositiveInt } from './options.ts';
 
 export function registerAudit(program: Command): void {
   withConnectionOptions(program.command('audit'))
     .description('show the audit log (newest first)')
     .option('--limit <n>', 'how many events (1-500, default 50)', limitParser(500))
+    .option('--before <seq>', 'only events older than this seq (the one a page that has more names)', parsePositiveInt)
     .option('--decision <decision>', 'only allow or deny events', (value) => {
       if (value !== 'allow' && value !== 'deny') throw new InvalidArgumentError('must be allow or deny');
       return value;
     })
     .option('--verify', "recompute the tenant's hash chain")
-    .action(async (options: ConnectionOptions & { limit?: number; decision?: 'allow' | 'deny'; verify?: boolean }) => {
+    .action(async (options: ConnectionOptions & { limit?: number; before?: number; decision?: 'allow' | 'deny'; verify?: boolean }) => {
       const result = await withClient(options, (client) =>
         client.audit.list({
           ...(options.limit ? { limit: options.limit } : {}),
+          ...(options.before !== undefined ? { before: options.before } : {}),
           ...(options.decision ? { decision: options.decision } : {}),
           ...(options.verify ? { verify: true } : {}),
         }),
@@ -24,6 +26,7 @@ export function registerAudit(program: Command): void {
       if (options.json) return printJson(result);
       const rows = result.events.map((event) => ({ ...event, actor: Object.entries(event.actor).map(([k, v]) => `${k}=${v}`).join(' ') }));
       print(table(rows, { seq: 'SEQ', createdAt: 'TIME', action: 'ACTION', decision: 'DECISION', actor: 'ACTOR', target: 'TARGET' }, 'No audit events.'));
+      if (result.window?.hasMore && result.window.nextBefore !== null) note(`older events: --before ${result.window.nextBefore}`);
       if (result.integrity) {
         print(result.integrity.ok ? `chain intact (${result.integrity.count} events)` : `CHAIN BROKEN at seq ${result.integrity.brokenAt}`);
         if (!result.integrity.ok) process.exitCode = 1;

@@ -13,6 +13,12 @@ export function parseNonNegativeInt(value: string): number {
   return n;
 }
 
+export function parsePositiveInt(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < 1) throw new InvalidArgumentError('must be a positive integer');
+  return n;
+}
+
 /**
  * A data directory: not empty. `--data-dir ""` (a script's unset variable) would resolve to the working directory and
  * make it one, writing the data file and the master key there.

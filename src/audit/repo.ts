@@ -30,12 +30,23 @@ export interface AuditRepository {
   append(entry: AuditEntry, now: number): Promise<AuditRecord>;
   /** Append inside a write of another repository: the row commits with that write's change, or not at all. */
   appendIn(sql: Sql, entry: AuditEntry, now: number): AuditRecord;
-  /** Newest first; with `scope`, only the rows it lets through (the limit counts those). */
-  list(tenantId: string, options: { limit: number; decision?: AuditDecision; scope?: AuditScope }): Promise<AuditRecord[]>;
+  /**
+   * Newest first, below the exclusive `before` seq when given; with `scope`, only the rows it lets through (the limit
+   * counts those). `hasMore`: a row the same query would show lies below the page.
+   */
+  list(tenantId: string, options: AuditListOptions): Promise<{ records: AuditRecord[]; hasMore: boolean }>;
   /** Rows naming one target (e.g. a run id), oldest first. */
   listByTarget(tenantId: string, target: string, limit: number): Promise<AuditRecord[]>;
   /** Recompute the tenant's chain; returns the first broken seq or null when intact. */
   verify(tenantId: string): Promise<{ ok: boolean; count: number; brokenAt: number | null }>;
+}
+
+export interface AuditListOptions {
+  limit: number;
+  /** Exclusive: only rows whose seq is below it (the previous page's oldest seq). */
+  before?: number;
+  decision?: AuditDecision;
+  scope?: AuditScope;
 }
 
 /**
@@ -154,14 +165,16 @@ export function createAuditRepository(store: Store): AuditRepository {
       return store.write((sql) => appendIn(sql, entry, now));
     },
     appendIn,
-    list(tenantId, { limit, decision, scope }) {
+    list(tenantId, { limit, before, decision, scope }) {
       return store.read((sql) => {
         const scoped = scope ? scopeCondition(scope) : { sql: '', params: [] as SqlValue[] };
+        // One row past the page tells whether another page follows, without a count over the whole log.
         const rows = sql.all<AuditRow>(
-          `SELECT * FROM audit_events WHERE tenant_id = ?${decision ? ' AND decision = ?' : ''}${scoped.sql} ORDER BY seq DESC LIMIT ?`,
-          [tenantId, ...(decision ? [decision] : []), ...scoped.params, limit],
+          `SELECT * FROM audit_events WHERE tenant_id = ?${before !== undefined ? ' AND seq < ?' : ''}${decision ? ' AND decision = ?' : ''}${scoped.sql}
+           ORDER BY seq DESC LIMIT ?`,
+          [tenantId, ...(before !== undefined ? [before] : []), ...(decision ? [decision] : []), ...scoped.params, limit + 1],
         );
-        return rows.map(fromRow);
+        return { records: rows.slice(0, limit).map(fromRow), hasMore: rows.length > limit };
       });
     },
     listByTarget(tenantId, target, limit) {

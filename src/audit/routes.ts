@@ -1,13 +1,18 @@
-/** `GET /api/v1/audit` (SPEC 4.12): newest first; `limit` 1..500 (default 50), optional `decision`, `verify`. */
+/**
+ * `GET /api/v1/audit` (SPEC 4.12): newest first; `limit` 1..500 (default 50), `before` (exclusive seq, the previous
+ * page's `window.nextBefore`), optional `decision`, `verify`.
+ */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { toIso } from '../core/clock.ts';
-import { queryInteger } from '../core/pagination.ts';
+import { optionalQueryInteger, queryInteger } from '../core/pagination.ts';
 import { authOf } from '../http/surface.ts';
 import type { AuditService } from './service.ts';
 
 const query = z.object({
   limit: queryInteger(1, 500, 50),
+  /** Exclusive seq: the events below it (a seq is at least 1). */
+  before: optionalQueryInteger(1),
   decision: z.enum(['allow', 'deny']).optional(),
   /** Recompute the tenant's whole hash chain (linear in the log's length, so opt-in). */
   verify: z.enum(['true', 'false']).optional(),
@@ -16,14 +21,14 @@ const query = z.object({
 export function auditRoutes(audit: AuditService) {
   return async function (app: FastifyInstance) {
     app.get('/audit', async (request) => {
-      const { limit, decision, verify } = query.parse(request.query);
+      const { limit, before, decision, verify } = query.parse(request.query);
       const auth = authOf(request);
-      const [events, integrity] = await Promise.all([
-        audit.list(auth, { limit, ...(decision ? { decision } : {}) }),
+      const [page, integrity] = await Promise.all([
+        audit.list(auth, { limit, ...(before !== undefined ? { before } : {}), ...(decision ? { decision } : {}) }),
         verify === 'true' ? audit.verify(auth) : null,
       ]);
       return {
-        events: events.map((event) => ({
+        events: page.records.map((event) => ({
           id: event.id,
           seq: event.seq,
           action: event.action,
@@ -35,6 +40,7 @@ export function auditRoutes(audit: AuditService) {
           hash: event.hash,
           prevHash: event.prevHash,
         })),
+        window: page.window,
         ...(integrity ? { integrity } : {}),
       };
     });

@@ -14,6 +14,12 @@ export type { AuditRecord };
  */
 export type AuditStep = (sql: Sql) => AuditRecord;
 
+/** A page of the log: `nextBefore` is the `before` of the next (older) page, null on the last one. */
+export interface AuditPage {
+  records: AuditRecord[];
+  window: { limit: number; count: number; hasMore: boolean; nextBefore: number | null };
+}
+
 type RecordOptions = { decision?: AuditDecision; target?: string | null; details?: Record<string, unknown>; tenantId?: string };
 
 export interface AuditService {
@@ -34,7 +40,8 @@ export interface AuditService {
     action: string,
     options?: { decision?: AuditDecision; target?: string | null; details?: Record<string, unknown> },
   ): AuditStep;
-  list(auth: AuthContext, options: { limit: number; decision?: AuditDecision }): Promise<AuditRecord[]>;
+  /** A page of the log as `auth` reads it, newest first; `before` (exclusive seq) reaches older pages. */
+  list(auth: AuthContext, options: { limit: number; before?: number; decision?: AuditDecision }): Promise<AuditPage>;
   /** Audit rows about one target in the caller's tenant (evidence packets). */
   aboutTarget(auth: AuthContext, target: string, limit?: number): Promise<AuditRecord[]>;
   verify(auth: AuthContext): Promise<{ ok: boolean; count: number; brokenAt: number | null }>;
@@ -114,7 +121,12 @@ export function createAuditService(repo: AuditRepository, clock: Clock, options:
     },
     async list(auth, options) {
       const scope = readScopeOf(auth);
-      return (await repo.list(auth.tenantId, { ...options, ...(scope ? { scope } : {}) })).map((record) => view(auth, withoutSwitchOrigin(record)));
+      const { records, hasMore } = await repo.list(auth.tenantId, { ...options, ...(scope ? { scope } : {}) });
+      const oldest = records.at(-1);
+      return {
+        records: records.map((record) => view(auth, withoutSwitchOrigin(record))),
+        window: { limit: options.limit, count: records.length, hasMore, nextBefore: hasMore && oldest ? oldest.seq : null },
+      };
     },
     async aboutTarget(auth, target, limit = 1000) {
       return (await repo.listByTarget(auth.tenantId, target, limit)).map((record) => view(auth, withoutSwitchOrigin(record)));

@@ -177,6 +177,14 @@ export interface AuditEvent {
   prevHash: string | null;
 }
 
+/** Where a page of the audit log ends: `nextBefore` is the `before` of the next (older) page, null on the last. */
+export interface AuditWindow {
+  limit: number;
+  count: number;
+  hasMore: boolean;
+  nextBefore: number | null;
+}
+
 /** The result of `verify=true`: whether the tenant's hash chain recomputes, and where it breaks if not. */
 export interface AuditIntegrity {
   ok: boolean;
@@ -630,10 +638,11 @@ export class SvcClient {
   };
 
   readonly audit = {
-    list: (options: { limit?: number; decision?: 'allow' | 'deny'; verify?: boolean } = {}) =>
-      this.call<{ events: AuditEvent[]; integrity?: AuditIntegrity }>(
+    /** A page, newest first; `before` (the previous page's `window.nextBefore`) reads the older events. */
+    list: (options: { limit?: number; before?: number; decision?: 'allow' | 'deny'; verify?: boolean } = {}) =>
+      this.call<{ events: AuditEvent[]; window: AuditWindow; integrity?: AuditIntegrity }>(
         'GET',
-        `/api/v1/audit${query({ limit: options.limit, decision: options.decision, verify: options.verify ? 'true' : undefined })}`,
+        `/api/v1/audit${query({ limit: options.limit, before: options.before, decision: options.decision, verify: options.verify ? 'true' : undefined })}`,
       ),
   };
 

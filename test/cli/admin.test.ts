@@ -27,7 +27,7 @@ test('svc --help and each group --help list every command and flag', async () =>
   const create = await runSvc(['keys', 'create', '--help']);
   for (const flag of ['--name', '--admin', '--app', '--mode', '--data-dir', '--url', '--api-key', '--json']) assert.ok(create.stdout.includes(flag), flag);
   const audit = await runSvc(['audit', '--help']);
-  for (const flag of ['--limit', '--decision', '--verify', '--json']) assert.ok(audit.stdout.includes(flag), flag);
+  for (const flag of ['--limit', '--before', '--decision', '--verify', '--json']) assert.ok(audit.stdout.includes(flag), flag);
   const set = await runSvc(['settings', 'set', '--help']);
   assert.ok(set.stdout.includes('--value-stdin'));
   assert.ok((await runSvc(['keys', 'revoke', '--help'])).stdout.includes('--yes'));
@@ -182,6 +182,26 @@ test('keys, settings and audit work in-process on the data directory', async (t)
   const events = jsonOf((await runSvc(['audit', '--json', '--limit', '2', ...args])).stdout).events;
   assert.equal(events.length, 2);
   assert.equal(events[0].actor.kind, 'local');
+});
+
+test('svc audit pages to older events with --before, the seq stderr names after a page that has more', async (t) => {
+  const dataDir = tempDir(t);
+  const args = ['--data-dir', dataDir];
+  for (const name of ['a', 'b', 'c']) assert.equal((await runSvc(['keys', 'create', '--name', name, ...args])).code, 0);
+  const all = jsonOf((await runSvc(['audit', '--json', ...args])).stdout).events.map((event: { seq: number }) => event.seq);
+  assert.deepEqual(all, [3, 2, 1]);
+
+  const first = await runSvc(['audit', '--limit', '2', ...args]);
+  assert.equal(first.code, 0, first.stderr);
+  assert.match(first.stderr, /older events: --before 2\b/);
+  const second = await runSvc(['audit', '--limit', '2', '--before', '2', '--json', ...args]);
+  assert.equal(second.code, 0, second.stderr);
+  const page = jsonOf(second.stdout);
+  assert.deepEqual(page.events.map((event: { seq: number }) => event.seq), [1]);
+  assert.deepEqual(page.window, { limit: 2, count: 1, hasMore: false, nextBefore: null });
+  const last = await runSvc(['audit', '--limit', '2', '--before', '2', ...args]);
+  assert.equal(last.stderr, '', 'the last page names no next one');
+  assert.equal((await runSvc(['audit', '--before', '0', ...args])).code, 2, 'a seq is at least 1');
 });
 
 test('commands on the same data directory at once wait for each other', async (t) => {
