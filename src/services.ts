@@ -30,7 +30,7 @@ import { createSettingsRepository } from './settings/repo.ts';
 import { auditRowView, createSettingsService, type PublicUrlCheck, type SettingsService } from './settings/service.ts';
 import type { Store } from './store/store.ts';
 import { createAccountsRepository } from './accounts/repo.ts';
-import { createInvitesService, type InvitesService } from './accounts/invites-service.ts';
+import { createInvitesService, lapsedInvitesOfKey, type InvitesService } from './accounts/invites-service.ts';
 import { createOrgsService, type OrgsService } from './accounts/orgs-service.ts';
 import { createPasswordHasher, type PasswordHasher } from './accounts/passwords.ts';
 import { createSessionsService, type AccountsDeps, type AccountsLog, type SessionsService } from './accounts/sessions-service.ts';
@@ -100,7 +100,7 @@ export async function createServices(config: Config, store: Store, overrides: Se
   const cipher = createSecretCipher(key, source);
   const audit = createAuditService(createAuditRepository(store), clock, { view: auditRowView });
   const keysRepo = createApiKeysRepository(store);
-  const keys = createKeysService({ repo: keysRepo, audit, clock });
+  const keys = createKeysService({ repo: keysRepo, audit, clock, revokedAlso: lapsedInvitesOfKey({ audit, clock }) });
   const checkPublicUrl: PublicUrlCheck =
     overrides.checkPublicUrl ??
     (async (url) => {

@@ -10,7 +10,8 @@ import { inviteEmail } from '../email/templates.ts';
 import { actorOf, NO_ORGANIZATION, type AuthContext } from '../identity/auth-context.ts';
 import { requireAccountAdmin, requireMayGrant } from './access.ts';
 import { normalizePassword } from './passwords.ts';
-import type { LapsedInviteStep } from './repo.ts';
+import type { AlsoStep } from '../store/sql.ts';
+import { revokeLapsedInvitesOf, type AuthorityChange, type LapsedInviteStep } from './repo.ts';
 import { describeIn, isTokenShaped, issueSession, type AccountsDeps, type Me } from './sessions-service.ts';
 import { effectiveStatus, normalizeEmail, type Invite, type InviteStatus, type OrgRole, type User } from './types.ts';
 
@@ -49,9 +50,25 @@ export interface InvitesService {
 const SYSTEM_ACTOR = { kind: 'system' };
 
 /**
+ * What a write that may take a user's authority to invite away (a demotion, removal, deletion, platform role change)
+ * runs in its transaction: `also`, the change's own audit row, then the revocation of the user's invitations that
+ * lapsed with it, each with its `invite.revoke` row dated now.
+ */
+export function authorityChange(deps: Pick<AccountsDeps, 'audit' | 'clock'>, also?: AlsoStep): AuthorityChange {
+  return { now: deps.clock.now(), lapsed: lapsedInviteRow(deps.audit), ...(also ? { also } : {}) };
+}
+
+/** The step a key's revocation runs in its write (src/keys, wired in src/services.ts): the key's invitations lapse. */
+export function lapsedInvitesOfKey(deps: Pick<AccountsDeps, 'audit' | 'clock'>): (tenantId: string, keyId: string) => AlsoStep {
+  const lapsed = lapsedInviteRow(deps.audit);
+  return (tenantId, keyId) => (sql) => revokeLapsedInvitesOf(sql, { tenantId, keyId }, deps.clock.now(), lapsed);
+}
+
+/**
  * Revoke the organization's pending invitations whose inviter may no longer grant their role, each with an
- * `invite.revoke` row, before they are listed or counted: the inviter's demotion, removal, deletion or key revocation
- * happened elsewhere (src/keys among them), so the list and the seats would otherwise still call them pending.
+ * `invite.revoke` row, before they are listed or counted. The writes that take an authority away revoke them
+ * eagerly (`authorityChange`, `lapsedInvitesOfKey`); this catches what they could not: invitations that lapsed before
+ * svc revoked eagerly, or whose inviting key migration 10 found in the audit log.
  */
 export function revokeLapsedInvites(deps: Pick<AccountsDeps, 'repo' | 'audit' | 'clock'>, tenantId: string): Promise<void> {
   return deps.repo.revokeLapsedInvites(tenantId, deps.clock.now(), lapsedInviteRow(deps.audit));

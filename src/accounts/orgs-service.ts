@@ -13,7 +13,7 @@ import { NO_ORGANIZATION, type AuthContext } from '../identity/auth-context.ts';
 import { DEFAULT_TENANT_ID } from '../tenants/defaults.ts';
 import { rankOf, requireAccountAdmin, requireOwner, requireSession } from './access.ts';
 import { actorOf } from '../identity/auth-context.ts';
-import { revokeLapsedInvites } from './invites-service.ts';
+import { authorityChange, revokeLapsedInvites } from './invites-service.ts';
 import type { AccountsDeps } from './sessions-service.ts';
 import { normalizeEmail, ORG_ROLE_RANK, type Member, type Org, type OrgRole } from './types.ts';
 
@@ -193,20 +193,27 @@ export function createOrgsService(deps: OrgsDeps): OrgsService {
     async setMemberRole(auth, userId, role) {
       requireOrg(auth);
       requireOwner(auth);
-      const outcome = await repo.setMemberRole(auth.tenantId, userId, role);
+      const outcome = await repo.setMemberRole(
+        auth.tenantId,
+        userId,
+        role,
+        authorityChange(deps, audit.staged(auth, 'org.member_role', { target: userId, details: { role } })),
+      );
       if (outcome === 'not_member') throw notFound('Member');
       if (outcome === 'last_owner') throw new AppError('last_owner', { message: 'The organization would be left without an owner.' });
-      await audit.record(auth, 'org.member_role', { target: userId, details: { role } });
       return active(auth);
     },
 
     async removeMember(auth, userId) {
       requireOrg(auth);
       requireOwner(auth);
-      const outcome = await repo.removeMember(auth.tenantId, userId);
+      const outcome = await repo.removeMember(
+        auth.tenantId,
+        userId,
+        authorityChange(deps, audit.staged(auth, 'org.member_remove', { target: userId, details: { userId } })),
+      );
       if (outcome === 'not_member') throw notFound('Member');
       if (outcome === 'last_owner') throw new AppError('last_owner', { message: 'The last owner of an organization cannot be removed.' });
-      await audit.record(auth, 'org.member_remove', { target: userId, details: { userId } });
       // A caller who removed themself has no access left to read the organization.
       if (userId === auth.userId) {
         const org = (await repo.findOrg(auth.tenantId))!;

@@ -253,6 +253,41 @@ function revokeIfAuthorityLapsed(sql: Sql, invite: InviteRow, now: number, lapse
   return true;
 }
 
+/** An inviter whose authority a write takes away: a user (in every organization) or an API key (of its organization). */
+export type Inviter = { userId: string } | { tenantId: string; keyId: string };
+
+/**
+ * Revoke, inside the write that took `inviter`'s authority away (a demotion, removal, deletion, key revocation), their
+ * pending invitations that lapsed with it, each with its audit row: the revocation is dated when the authority went,
+ * and the list, the seats and a lookup never see such an invitation pending. Expired ones are left expired.
+ */
+export function revokeLapsedInvitesOf(sql: Sql, inviter: Inviter, now: number, lapsed: LapsedInviteStep): void {
+  const pending =
+    'userId' in inviter
+      ? sql.all<InviteRow>("SELECT * FROM org_invites WHERE invited_by = ? AND status = 'pending' AND expires_at > ?", [inviter.userId, now])
+      : sql.all<InviteRow>("SELECT * FROM org_invites WHERE tenant_id = ? AND invited_by_key = ? AND status = 'pending' AND expires_at > ?", [
+          inviter.tenantId,
+          inviter.keyId,
+          now,
+        ]);
+  for (const invite of pending) revokeIfAuthorityLapsed(sql, invite, now, lapsed);
+}
+
+/**
+ * What a write that may take a user's authority to invite away runs after its change, in the same transaction: the
+ * change's own audit row (`also`), then the revocation of the user's invitations that lapsed with it.
+ */
+export interface AuthorityChange {
+  now: number;
+  also?: AlsoStep;
+  lapsed: LapsedInviteStep;
+}
+
+function afterAuthorityChange(sql: Sql, userId: string, change: AuthorityChange): void {
+  change.also?.(sql);
+  revokeLapsedInvitesOf(sql, { userId }, change.now, change.lapsed);
+}
+
 function otherOwners(sql: Sql, tenantId: string, userId: string): number {
   return (
     sql.get<{ n: number }>("SELECT COUNT(*) AS n FROM org_members WHERE tenant_id = ? AND role = 'owner' AND user_id != ?", [
@@ -335,8 +370,10 @@ export interface AccountsRepository {
    * membership's organization is gone (deleted while the password was hashed): nothing is written.
    */
   createUser(user: User, membership: { tenantId: string; role: OrgRole } | null): Promise<'created' | 'email_taken' | 'no_organization'>;
-  updateUser(id: string, patch: { name?: string; role?: PlatformRole; emailVerified?: boolean }, now: number): Promise<User | null>;
-  deleteUser(id: string): Promise<DeleteUserOutcome>;
+  /** With `change`, a platform role changed revokes the invitations that lapsed with it (`AuthorityChange`). */
+  updateUser(id: string, patch: { name?: string; role?: PlatformRole; emailVerified?: boolean }, now: number, change?: AuthorityChange): Promise<User | null>;
+  /** The user's invitations still pending lapse with them (`AuthorityChange`). */
+  deleteUser(id: string, change: AuthorityChange): Promise<DeleteUserOutcome>;
   /**
    * Set a user's password. Ends every session of the user; when `session` is given it is created in the same
    * write (a password change keeps its caller signed in on a fresh token). False, writing nothing, when the user is
@@ -354,10 +391,13 @@ export interface AccountsRepository {
   /** Add a membership; a user already a member keeps the higher of the two roles. */
   addMember(tenantId: string, userId: string, role: OrgRole, now: number): Promise<void>;
   members(tenantId: string): Promise<Member[]>;
-  /** Change a member's role; refuses to demote the last owner. */
-  setMemberRole(tenantId: string, userId: string, role: OrgRole): Promise<'changed' | 'not_member' | 'last_owner'>;
-  /** Remove a membership and end every session of the user, unless they are the last owner. */
-  removeMember(tenantId: string, userId: string): Promise<RemoveMemberOutcome>;
+  /** Change a member's role; refuses to demote the last owner. A demoted inviter's invitations lapse (`AuthorityChange`). */
+  setMemberRole(tenantId: string, userId: string, role: OrgRole, change: AuthorityChange): Promise<'changed' | 'not_member' | 'last_owner'>;
+  /**
+   * Remove a membership and end every session of the user, unless they are the last owner. Their invitations lapse
+   * (`AuthorityChange`).
+   */
+  removeMember(tenantId: string, userId: string, change: AuthorityChange): Promise<RemoveMemberOutcome>;
 
   ensureDefaultOrg(now: number): Promise<void>;
   findOrg(id: string): Promise<Org | null>;
@@ -490,24 +530,27 @@ export function createAccountsRepository(store: Store): AccountsRepository {
         return 'created';
       }),
 
-    updateUser: (id, patch, now) =>
+    updateUser: (id, patch, now, change) =>
       store.write((sql) => {
         const sets: string[] = [];
         const params: Array<string | number> = [];
         if (patch.name !== undefined) (sets.push('name = ?'), params.push(patch.name));
         if (patch.role !== undefined) (sets.push('role = ?'), params.push(patch.role));
         if (patch.emailVerified !== undefined) (sets.push('email_verified = ?'), params.push(patch.emailVerified ? 1 : 0));
-        if (sets.length) sql.run(`UPDATE users SET ${sets.join(', ')}, updated_at = ? WHERE id = ?`, [...params, now, id]);
+        if (sets.length && sql.run(`UPDATE users SET ${sets.join(', ')}, updated_at = ? WHERE id = ?`, [...params, now, id]).changes > 0 && change) {
+          afterAuthorityChange(sql, id, change);
+        }
         return userById(sql, id);
       }),
 
-    deleteUser: (id) =>
+    deleteUser: (id, change) =>
       store.write((sql): DeleteUserOutcome => {
         if (!userById(sql, id)) return 'not_found';
         const sole = soleOwnerships(sql, id);
         if (sole.length) return { lastOwnerOf: sole };
-        // Sessions, memberships and tokens go with the row (ON DELETE CASCADE).
+        // Sessions, memberships and tokens go with the row (ON DELETE CASCADE); invitations keep naming the user.
         sql.run('DELETE FROM users WHERE id = ?', [id]);
+        afterAuthorityChange(sql, id, change);
         return 'deleted';
       }),
 
@@ -560,22 +603,24 @@ export function createAccountsRepository(store: Store): AccountsRepository {
           .map((r) => ({ user: userOf(r), role: r.org_role, joinedAt: r.joined_at })),
       ),
 
-    setMemberRole: (tenantId, userId, role) =>
+    setMemberRole: (tenantId, userId, role, change) =>
       store.write((sql) => {
         const current = roleIn(sql, tenantId, userId);
         if (current === null) return 'not_member';
         if (current === 'owner' && role !== 'owner' && otherOwners(sql, tenantId, userId) === 0) return 'last_owner';
         sql.run('UPDATE org_members SET role = ? WHERE tenant_id = ? AND user_id = ?', [role, tenantId, userId]);
+        afterAuthorityChange(sql, userId, change);
         return 'changed';
       }),
 
-    removeMember: (tenantId, userId) =>
+    removeMember: (tenantId, userId, change) =>
       store.write((sql): RemoveMemberOutcome => {
         const current = roleIn(sql, tenantId, userId);
         if (current === null) return 'not_member';
         if (current === 'owner' && otherOwners(sql, tenantId, userId) === 0) return 'last_owner';
         sql.run('DELETE FROM org_members WHERE tenant_id = ? AND user_id = ?', [tenantId, userId]);
         sql.run('DELETE FROM sessions WHERE user_id = ?', [userId]);
+        afterAuthorityChange(sql, userId, change);
         return 'removed';
       }),
 

@@ -10,6 +10,7 @@ import { AppError, invalid, notFound } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import { actorOf, NO_ORGANIZATION, type AuthContext } from '../identity/auth-context.ts';
 import { DEFAULT_TENANT_ID } from '../tenants/defaults.ts';
+import { authorityChange } from './invites-service.ts';
 import { limitedCaller, requireAccountAdmin, requireMayGrant, requireReach } from './access.ts';
 import { normalizePassword } from './passwords.ts';
 import { auditAccountEvent, type AccountsDeps } from './sessions-service.ts';
@@ -144,13 +145,20 @@ export function createUsersService(deps: AccountsDeps): UsersService {
       if (patch.role !== undefined && self && user.role === 'admin' && patch.role !== 'admin') {
         throw invalid('A platform admin cannot demote themself; another platform admin can.');
       }
-      const updated = await repo.updateUser(id, { ...(patch.name !== undefined ? { name: patch.name.trim() } : {}), ...(patch.role !== undefined ? { role: patch.role } : {}) }, clock.now());
+      const name = patch.name?.trim();
+      const details = { ...(name !== undefined ? { name } : {}), ...(patch.role !== undefined ? { from: user.role, role: patch.role } : {}) };
+      // In the caller's organization, in the write; a caller without one (an account route) has no log of its own, so
+      // the change is recorded after it as an account event in each organization of the user changed (none: no log
+      // could show it). A platform role taken away takes the invitations it granted with it, in the write.
+      const ownRow = auth.tenantId === NO_ORGANIZATION ? undefined : audit.staged(auth, 'user.update', { target: id, details });
+      const updated = await repo.updateUser(
+        id,
+        { ...(name !== undefined ? { name } : {}), ...(patch.role !== undefined ? { role: patch.role } : {}) },
+        clock.now(),
+        authorityChange(deps, ownRow),
+      );
       if (!updated) throw notFound('User');
-      const details = { ...(patch.name !== undefined ? { name: updated.name } : {}), ...(patch.role !== undefined ? { from: user.role, role: patch.role } : {}) };
-      // In the caller's organization; a caller without one (an account route) has no log of its own, so the change
-      // is recorded as an account event in each organization of the user changed (none: no log could show it).
       if (auth.tenantId === NO_ORGANIZATION) await auditAccountEvent(deps, updated, 'user.update', actorOf(auth), details);
-      else await audit.record(auth, 'user.update', { target: id, details });
       return listing(auth, updated);
     },
 
@@ -159,7 +167,7 @@ export function createUsersService(deps: AccountsDeps): UsersService {
       const { user, memberships } = await visibleUser(auth, id);
       if (auth.userId === id) throw invalid('You cannot delete your own account.');
       requireReach(auth, user, memberships);
-      const outcome = await repo.deleteUser(id);
+      const outcome = await repo.deleteUser(id, authorityChange(deps, audit.staged(auth, 'user.delete', { target: id, details: { email: user.email } })));
       if (outcome === 'not_found') throw notFound('User');
       if (outcome !== 'deleted') {
         throw new AppError('last_owner', {
@@ -167,7 +175,6 @@ export function createUsersService(deps: AccountsDeps): UsersService {
           details: { orgIds: outcome.lastOwnerOf },
         });
       }
-      await audit.record(auth, 'user.delete', { target: id, details: { email: user.email } });
     },
 
     async resetPassword(auth, id) {

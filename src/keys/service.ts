@@ -15,6 +15,7 @@ import type { Page } from '../core/pagination.ts';
 import { pageOf } from '../core/pagination.ts';
 import type { AuditService } from '../audit/service.ts';
 import type { AuthContext, KeyMode } from '../identity/auth-context.ts';
+import type { AlsoStep } from '../store/sql.ts';
 import type { ApiKey, ApiKeysRepository } from './repo.ts';
 
 /** Every svc API key starts with this; the rest is 256 random bits, base64url. */
@@ -58,8 +59,19 @@ function visibleTo(auth: AuthContext, key: ApiKey): boolean {
   return auth.tenantWide || key.appId === auth.appId;
 }
 
-export function createKeysService(deps: { repo: ApiKeysRepository; audit: AuditService; clock: Clock }): KeysService {
-  const { repo, audit, clock } = deps;
+export interface KeysDeps {
+  repo: ApiKeysRepository;
+  audit: AuditService;
+  clock: Clock;
+  /**
+   * What else a key's revocation does in its write: the invitations the key sent lapse with it (src/accounts, wired
+   * in src/services.ts, so keys import nothing of accounts).
+   */
+  revokedAlso?: (tenantId: string, keyId: string) => AlsoStep;
+}
+
+export function createKeysService(deps: KeysDeps): KeysService {
+  const { repo, audit, clock, revokedAlso } = deps;
 
   async function findVisible(auth: AuthContext, id: string): Promise<ApiKey> {
     const key = await repo.findById(auth.tenantId, id);
@@ -124,7 +136,9 @@ export function createKeysService(deps: { repo: ApiKeysRepository; audit: AuditS
       requireAdmin(auth);
       const existing = await findVisible(auth, id);
       if (existing.revokedAt !== null) return existing;
-      const key = await repo.revoke(auth.tenantId, id, clock.now(), audit.staged(auth, 'key.revoke', { target: id, details: { name: existing.name, appId: existing.appId } }));
+      const ownRow = audit.staged(auth, 'key.revoke', { target: id, details: { name: existing.name, appId: existing.appId } });
+      const also = revokedAlso?.(auth.tenantId, id);
+      const key = await repo.revoke(auth.tenantId, id, clock.now(), also ? (sql) => (ownRow(sql), also(sql)) : ownRow);
       if (!key) throw notFound('API key');
       return key;
     },

@@ -366,3 +366,50 @@ test("the invitation list and seats tell the truth once an inviter lost the auth
   assert.equal(writes, 0);
   assert.equal(await services.store.read((sql) => sql.get<{ n: number }>("SELECT COUNT(*) AS n FROM audit_events WHERE action = 'invite.revoke'")!.n), 2);
 });
+
+test("losing the authority revokes the inviter's pending invitations in the same write, each audit row dated then, after the change's own row", async (t) => {
+  const { app, admin, clock } = await buildWithAdmin(t);
+  const { browser: demoted, id: demotedId } = await makeUser(app, { email: 'demoted@example.test', orgRole: 'admin' });
+  const { browser: removed, id: removedId } = await makeUser(app, { email: 'removed@example.test', orgRole: 'admin' });
+  const { browser: deleted, id: deletedId } = await makeUser(app, { email: 'deleted@example.test', orgRole: 'admin' });
+  const { browser: platform, id: platformId } = await makeUser(app, { email: 'platform@example.test', orgRole: 'member', role: 'admin' });
+  const key = json(await admin.post('/api/v1/keys', { name: 'inviter', admin: true }));
+  const invite = async (send: (email: string) => Promise<{ statusCode: number }>, email: string) => assert.equal((await send(email)).statusCode, 201, email);
+  await invite((email) => demoted.post('/api/v1/orgs/active/invites', { email }), 'of-demoted@example.test');
+  await invite((email) => removed.post('/api/v1/orgs/active/invites', { email }), 'of-removed@example.test');
+  await invite((email) => deleted.post('/api/v1/orgs/active/invites', { email }), 'of-deleted@example.test');
+  await invite((email) => platform.post('/api/v1/orgs/active/invites', { email }), 'of-platform@example.test');
+  await invite((email) => app.inject({ method: 'POST', url: '/api/v1/orgs/active/invites', headers: bearer(key.token), payload: { email } }), 'of-key@example.test');
+
+  clock.advance(60_000);
+  const lostAt = new Date(clock.now()).toISOString();
+  assert.equal((await admin.patch(`/api/v1/orgs/active/members/${demotedId}`, { role: 'member' })).statusCode, 200);
+  assert.equal((await admin.delete(`/api/v1/orgs/active/members/${removedId}`)).statusCode, 200);
+  assert.equal((await admin.delete(`/api/v1/users/${deletedId}`)).statusCode, 200);
+  assert.equal((await app.inject({ method: 'PATCH', url: `/api/v1/users/${platformId}`, headers: bearer(BOOT), payload: { role: 'member' } })).statusCode, 200);
+  assert.equal((await admin.post(`/api/v1/keys/${key.key.id}/revoke`)).statusCode, 200);
+  // Read an hour later, through the log alone (which revokes nothing on its own): the revocations are there, dated
+  // when the authority went, each right after the row of the change that took it.
+  clock.advance(3_600_000);
+  type Row = { seq: number; action: string; target: string; createdAt: string; actor: Record<string, string>; details: { email?: string; reason?: string } };
+  const rows: Row[] = json(await app.inject({ url: '/api/v1/audit?limit=500', headers: bearer(BOOT) })).events.reverse();
+  const revocations = rows.filter((row) => row.action === 'invite.revoke');
+  assert.deepEqual(
+    revocations.map((row) => [row.details.email, row.details.reason, row.actor.kind, row.createdAt]),
+    ['demoted', 'removed', 'deleted', 'platform', 'key'].map((who) => [`of-${who}@example.test`, 'inviter_lapsed', 'system', lostAt]),
+  );
+  const causes = [
+    ['org.member_role', demotedId],
+    ['org.member_remove', removedId],
+    ['user.delete', deletedId],
+    ['user.update', platformId],
+    ['key.revoke', key.key.id],
+  ];
+  revocations.forEach((revocation, i) => {
+    const cause = rows[rows.indexOf(revocation) - 1]!;
+    assert.deepEqual([cause.action, cause.target], causes[i], `the row before ${revocation.details.email}'s revocation`);
+  });
+  const statuses = json(await admin.get('/api/v1/orgs/active/invites')).invites.map((i: { status: string }) => i.status);
+  assert.deepEqual(statuses, ['revoked', 'revoked', 'revoked', 'revoked', 'revoked']);
+  assert.equal(json(await app.inject({ url: '/api/v1/audit?limit=500', headers: bearer(BOOT) })).events.filter((row: Row) => row.action === 'invite.revoke').length, 5, 'the read revoked nothing more');
+});
