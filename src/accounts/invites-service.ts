@@ -68,7 +68,7 @@ export function lapsedInvitesOfKey(deps: Pick<AccountsDeps, 'audit' | 'clock'>):
  * Revoke the organization's pending invitations whose inviter may no longer grant their role, each with an
  * `invite.revoke` row, before they are listed or counted. The writes that take an authority away revoke them
  * eagerly (`authorityChange`, `lapsedInvitesOfKey`); this catches what they could not: invitations that lapsed before
- * svc revoked eagerly, or whose inviting key migration 10 found in the audit log.
+ * svc revoked eagerly, or whose inviting key migration 11 found in the audit log.
  */
 export function revokeLapsedInvites(deps: Pick<AccountsDeps, 'repo' | 'audit' | 'clock'>, tenantId: string): Promise<void> {
   return deps.repo.revokeLapsedInvites(tenantId, deps.clock.now(), lapsedInviteRow(deps.audit));

@@ -506,4 +506,23 @@ export const MIGRATIONS: readonly Migration[] = [
       ${migration10Backfill()}
     `,
   },
+  {
+    version: 11,
+    name: 'invitations: the inviting API key of older invitations, from the audit log',
+    sql: `
+      -- Invitations sent before migration 9 name no inviting key, so a key's revocation left them acceptable. Their
+      -- invite.create row names the key (actor.keyId of an api_key actor): pending ones take it from there and lapse
+      -- with the key as newer ones do (docs/accounts.md "Invitations"). A user's or operator's row names no key.
+      UPDATE org_invites SET invited_by_key = (
+        SELECT json_extract(a.actor_json, '$.keyId') FROM audit_events a
+        WHERE a.tenant_id = org_invites.tenant_id AND a.target = org_invites.id AND a.action = 'invite.create'
+          AND a.decision = 'allow' AND json_extract(a.actor_json, '$.kind') = 'api_key'
+        ORDER BY a.seq LIMIT 1
+      )
+      WHERE invited_by_key IS NULL AND invited_by IS NULL AND status = 'pending';
+      -- The writes that take an inviter's authority away find the inviter's pending invitations by these.
+      CREATE INDEX org_invites_invited_by ON org_invites (invited_by) WHERE status = 'pending';
+      CREATE INDEX org_invites_invited_by_key ON org_invites (tenant_id, invited_by_key) WHERE status = 'pending';
+    `,
+  },
 ];

@@ -2,9 +2,10 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import { bearer, json } from '../support/build.ts';
-import { ADMIN, BOOT, Browser, buildWithAdmin, makeUser, ORIGIN } from '../support/accounts.ts';
+import { ADMIN, BOOT, Browser, buildAccounts, buildWithAdmin, makeUser, ORIGIN } from '../support/accounts.ts';
 import { tempDir } from '../support/process.ts';
 import { createAccountsRepository } from '../../src/accounts/repo.ts';
+import { newToken, sha256Hex } from '../../src/core/ids.ts';
 import { MIGRATIONS } from '../../src/store/migrations.ts';
 import { openStore } from '../../src/store/store.ts';
 
@@ -324,6 +325,42 @@ test('migration 9 keeps the invitations of an older data file, which name no inv
   assert.equal(invite?.status, 'pending');
   assert.equal(invite?.invitedByKey, null);
   assert.equal(await createAccountsRepository(store).revokeIfInviterLapsed('inv_old', Date.now(), () => () => undefined), false);
+});
+
+test("migration 11 finds the inviting key of an invitation older than migration 9 in its invite.create row, so the key's revocation revokes it", async (t) => {
+  const dataDir = tempDir(t);
+  const older = openStore({ dataDir, migrations: MIGRATIONS.filter((migration) => migration.version < 9) });
+  const tokens = { byKey: newToken(), byOperator: newToken() };
+  await older.write((sql) => {
+    sql.run("INSERT INTO tenants (id, name, created_at) VALUES ('default', 'Default', 1)");
+    sql.run(
+      `INSERT INTO api_keys (id, tenant_id, name, mode, app_id, admin, token_hash, token_prefix, created_at, revoked_at)
+       VALUES ('key_old', 'default', 'old', 'optimize', NULL, 1, ?, 'svc_abcdef', 1, NULL)`,
+      ['1'.repeat(64)],
+    );
+    const invite = (id: string, email: string, token: string, actor: Record<string, string>, seq: number) => {
+      sql.run(
+        `INSERT INTO org_invites (id, tenant_id, email, role, token_hash, invited_by, status, created_at, expires_at)
+         VALUES (?, 'default', ?, 'admin', ?, NULL, 'pending', 1, ?)`,
+        [id, email, sha256Hex(token), Date.UTC(2026, 10, 30)],
+      );
+      sql.run(
+        `INSERT INTO audit_events (id, tenant_id, seq, action, decision, actor_json, target, details_json, created_at, prev_hash, hash)
+         VALUES (?, 'default', ?, 'invite.create', 'allow', ?, ?, '{}', 1, '', '')`,
+        [`aud_${id}`, seq, JSON.stringify(actor), id],
+      );
+    };
+    invite('inv_key', 'by-old-key@example.test', tokens.byKey, { kind: 'api_key', keyId: 'key_old' }, 1);
+    invite('inv_op', 'by-operator@example.test', tokens.byOperator, { kind: 'bootstrap' }, 2);
+  });
+  await older.close();
+
+  const { app } = await buildAccounts(t, { dataDir, env: { SVC_API_KEY: BOOT } });
+  const status = async (token: string) => json(await app.inject({ url: `/api/v1/invites/${token}` })).status;
+  assert.equal(await status(tokens.byKey), 'pending');
+  assert.equal((await app.inject({ method: 'POST', url: '/api/v1/keys/key_old/revoke', headers: bearer(BOOT) })).statusCode, 200);
+  assert.equal(await status(tokens.byKey), 'revoked', "the key's invitation lapsed with it");
+  assert.equal(await status(tokens.byOperator), 'pending', "an operator's invitation is not affected");
 });
 
 test("the invitation list and seats tell the truth once an inviter lost the authority: revoked, with an audit row each", async (t) => {
