@@ -47,7 +47,10 @@ function runFile(file) {
     let output = '';
     const killer = setTimeout(() => {
       output += `\nkilled: the file ran longer than ${FILE_TIMEOUT_MS / 1000}s\n`;
-      child.kill('SIGKILL');
+      // SIGTERM first: the runner ends the file's process, whose cleanups (test/support/process-end.ts) stop its tmux
+      // servers and svc processes and remove its temp directories; SIGKILL (which they cannot catch) if it hangs.
+      child.kill('SIGTERM');
+      setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
     }, FILE_TIMEOUT_MS);
     child.stdout.on('data', (chunk) => (output += chunk));
     child.stderr.on('data', (chunk) => (output += chunk));

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { onProcessEnd } from './process-end.ts';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const SVC = join(ROOT, 'bin', 'svc');
@@ -38,7 +39,13 @@ export function onCpus(argv: readonly string[], cpus?: string): [string, ...stri
 
 export function tempDir(t: TestContext, prefix = 'svc-test-'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const remove = () => rmSync(dir, { recursive: true, force: true });
+  // Also when the test never reaches its after hooks (a timeout, a signal).
+  const forget = onProcessEnd(remove);
+  t.after(() => {
+    forget();
+    remove();
+  });
   return dir;
 }
 
@@ -87,8 +94,14 @@ export function startServe(t: TestContext, dataDir: string, env: Record<string, 
   });
   let output = '';
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  t.after(() => {
+  const kill = () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  };
+  // Also when the test never reaches its after hooks (a timeout, a signal): the server would outlive the process.
+  const forget = onProcessEnd(kill);
+  t.after(() => {
+    forget();
+    kill();
   });
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`svc serve did not start: ${output}`)), 20_000);

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import type { TestContext } from 'node:test';
+import { onProcessEnd } from './process-end.ts';
 import { ROOT, SVC } from './process.ts';
 
 export const hasTmux = (() => {
@@ -26,16 +27,24 @@ export function terminal(t: TestContext, size: { columns: number; rows: number }
   const socket = `svc-test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
   const tmux = (...args: string[]) =>
     execFileSync('tmux', ['-L', socket, ...args], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, TERM: 'xterm-256color' } });
-  t.after(() => {
+  const killServer = () => {
     try {
       tmux('kill-server');
     } catch {
       // already gone with its last session
     }
+  };
+  // Also when the test never reaches its after hooks (a timeout, a signal): the server would outlive the process.
+  const forget = onProcessEnd(killServer);
+  t.after(() => {
+    forget();
+    killServer();
   });
   const session = 'runs';
   const quote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
   return {
+    /** The tmux server's socket name (`tmux -L <socket>`). */
+    socket,
     /**
      * Run `svc <args>` in the session. `exec` keeps the pane's pid the command's; Ink draws nothing live under CI=true.
      * With `showExit`, the pane stays after the command ends, showing `exit=<code>`.

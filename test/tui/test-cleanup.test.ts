@@ -1,0 +1,81 @@
+/**
+ * Tests that die early leave nothing behind: a test file cut off at its timeout (node:test's `--test-timeout`, whose
+ * runner ends the file's process with SIGTERM, skipping the test's `t.after`) or ended by a signal (Ctrl-C on
+ * `node test/run.mjs`) still kills the tmux server of test/support/tmux.ts and the `svc serve` of `startServe`, and
+ * removes the directories of `tempDir` (test/support/process-end.ts).
+ */
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import test, { before } from 'node:test';
+import { ensureBundle, ROOT } from '../support/process.ts';
+import { skipWithoutTmux as skip, until } from '../support/tmux.ts';
+
+before(ensureBundle);
+
+interface Held {
+  socket: string;
+  dir: string;
+  serverPid: number;
+}
+
+/**
+ * Run the hung test file with node's `options` (`--test`: under the test runner, as run.mjs does; without, the file's
+ * own process); `end` may end it once it holds its terminal. Resolves with what it held and how it ended.
+ */
+function runHung(options: string[], end?: (pid: number) => void): Promise<Held & { code: number | null; signal: NodeJS.Signals | null }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', ...options, 'test/fixtures/hung-terminal-test.ts'], {
+      cwd: ROOT,
+      // Without this test's own runner context, which would make the child skip its file as a recursive run.
+      env: Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'NODE_TEST_CONTEXT')),
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let output = '';
+    let held: Held | null = null;
+    child.stdout.on('data', (chunk) => {
+      output += chunk;
+      const match = /HOLDING (\{.*\})/.exec(output);
+      if (match && !held) {
+        held = JSON.parse(match[1]!);
+        // Only once it holds everything it could leave behind.
+        end?.(child.pid!);
+      }
+    });
+    child.on('error', reject);
+    child.on('close', (code, signal) => (held ? resolve({ ...held, code, signal }) : reject(new Error(`the file held nothing:\n${output}`))));
+  });
+}
+
+const serverRuns = (socket: string) => spawnSync('tmux', ['-L', socket, 'has-session'], { stdio: 'ignore' }).status === 0;
+
+function processRuns(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Nothing the hung file held is left. */
+async function assertNothingLeft(held: Held): Promise<void> {
+  assert.equal(serverRuns(held.socket), false, `tmux server ${held.socket} is still running`);
+  // Killed (SIGKILL) as the file ended: gone once the kernel has reaped it.
+  await until(() => processRuns(held.serverPid), (runs) => !runs, `svc serve (pid ${held.serverPid}) to end`, () => '');
+  assert.equal(existsSync(held.dir), false, `${held.dir} is still there`);
+}
+
+test('a test cut off at its timeout leaves no tmux server, svc serve or temp directory behind', { skip }, async () => {
+  const held = await runHung(['--test', '--test-reporter=tap', '--test-timeout=5000']);
+  assert.notEqual(held.code, 0, 'the hung test failed');
+  await assertNothingLeft(held);
+});
+
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  test(`a test file ended by ${signal} leaves no tmux server, svc serve or temp directory behind, and dies by the signal`, { skip }, async () => {
+    const held = await runHung([], (pid) => process.kill(pid, signal));
+    assert.equal(held.signal, signal);
+    await assertNothingLeft(held);
+  });
+}
