@@ -4,6 +4,7 @@
  * 1 (failure), 2 (usage).
  */
 import { note } from './output.ts';
+import { dropEmptyNoColor } from './terminal-color.ts';
 import { Command, CommanderError } from 'commander';
 import { ConfigError, SVC_VERSION } from '../src/config.ts';
 import { SvcApiError } from '../src/client/client.ts';
@@ -65,6 +66,7 @@ function ignoreClosedPipe(stream: NodeJS.WriteStream): void {
 }
 
 export async function main(program: Command, argv: string[]): Promise<void> {
+  dropEmptyNoColor(process.env);
   ignoreClosedPipe(process.stdout);
   ignoreClosedPipe(process.stderr);
   try {

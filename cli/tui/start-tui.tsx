@@ -6,6 +6,7 @@ import { constants } from 'node:os';
 import { render } from 'ink';
 import type { SvcClient } from '../../src/client/client.ts';
 import type { ConnectionKind } from '../connection.ts';
+import { colorWanted } from '../terminal-color.ts';
 import { terminalLine } from '../terminal-text.ts';
 import type { RunFilterInput } from './format.ts';
 import type { ConnectionInfo } from './RunList.tsx';
@@ -50,7 +51,7 @@ const ENDING_SIGNALS: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGHUP', 'SIGINT'
 
 export async function startRunsTui(options: StartOptions): Promise<void> {
   const source = runsSource(options.client, options.outDir);
-  const color = !('NO_COLOR' in process.env);
+  const color = colorWanted(process.env);
   process.stdout.write(ENTER_ALTERNATE_SCREEN);
   let endedBy: NodeJS.Signals | null = null;
   let app: ReturnType<typeof render> | undefined;

@@ -47,10 +47,17 @@ export function terminal(t: TestContext, size: { columns: number; rows: number }
     socket,
     /**
      * Run `svc <args>` in the session. `exec` keeps the pane's pid the command's; Ink draws nothing live under CI=true.
-     * With `showExit`, the pane stays after the command ends, showing `exit=<code>`.
+     * With `showExit`, the pane stays after the command ends, showing `exit=<code>`. `env` sets variables for it
+     * (null unsets one); NO_COLOR=1 unless it says otherwise.
      */
-    open(args: string[], options: { showExit?: boolean } = {}) {
-      const svc = `env -u CI -u CONTINUOUS_INTEGRATION NO_COLOR=1 ${quote(process.execPath)} ${quote(SVC)} ${args.map(quote).join(' ')}`;
+    open(args: string[], options: { showExit?: boolean; env?: Record<string, string | null> } = {}) {
+      const entries = Object.entries({ NO_COLOR: '1', ...options.env });
+      // env(1) takes its -u options before the first assignment.
+      const env = [
+        ...entries.filter(([, value]) => value === null).map(([name]) => `-u ${name}`),
+        ...entries.flatMap(([name, value]) => (value === null ? [] : [quote(`${name}=${value}`)])),
+      ].join(' ');
+      const svc = `env -u CI -u CONTINUOUS_INTEGRATION ${env} ${quote(process.execPath)} ${quote(SVC)} ${args.map(quote).join(' ')}`;
       const command = options.showExit ? `${svc}; echo "exit=$?"; sleep 600` : `exec ${svc}`;
       tmux('new-session', '-d', '-s', session, '-x', String(size.columns), '-y', String(size.rows), command);
     },
@@ -61,6 +68,8 @@ export function terminal(t: TestContext, size: { columns: number; rows: number }
         return '';
       }
     },
+    /** The screen with its colours and attributes, as SGR escape sequences (`\u001b[33m`). */
+    styledScreen: () => tmux('capture-pane', '-p', '-e', '-t', session),
     /** The window title the program set (OSC 0/2), as tmux keeps it. */
     title: () => tmux('display-message', '-p', '-t', session, '#{pane_title}').trim(),
     keys: (...keys: string[]) => tmux('send-keys', '-t', session, ...keys),
