@@ -175,6 +175,21 @@ test('on a 40-column terminal each run row still shows the end of its id: the mo
   await until(term.alive, (alive) => !alive, 'svc runs to quit', term.screen);
 });
 
+test('Ctrl-C, a documented quit key, quits the view from any screen as q does: exit 0, the terminal and the data directory restored', { skip }, async (t) => {
+  const dataDir = tempDir(t);
+  const term = terminal(t, { columns: 100, rows: 20 });
+  term.open(['runs', '--data-dir', dataDir], { showExit: true });
+  await until(term.screen, (s) => s.includes('No runs match these filters.'), 'the in-process view', term.screen);
+  // In the filter prompt, where q is text: Ctrl-C still quits (a key in the TUI's raw mode, not a SIGINT).
+  term.keys('f');
+  await until(term.screen, (s) => /^\s*filter>/m.test(s), 'the filter prompt', term.screen);
+  term.keys('C-c');
+  await until(term.screen, (s) => /exit=\d+/.test(s), 'svc runs to end', term.screen);
+  assert.match(term.screen(), /exit=0\b/);
+  assert.equal(term.alternateScreen(), false, 'the terminal was left on the alternate screen');
+  assert.equal(existsSync(join(dataDir, 'svc.lock')), false, 'the data directory is still locked');
+});
+
 test('svc runs ended by a signal (kill, a closed terminal) leaves the alternate screen and the data directory, exiting 128+signal', { skip }, async (t) => {
   const dataDir = tempDir(t);
   const term = terminal(t, { columns: 100, rows: 20 });
