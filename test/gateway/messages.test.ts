@@ -841,3 +841,65 @@ test('a tool_use block the upstream sent without an id is given one, buffered an
   }
   assert.equal(upstream.requests.length, 2);
 });
+
+test("thinking and content blocks' own fields are checked by svc: a malformed one is a 400 naming the field, the upstream never asked; the shapes the API takes pass", async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) => streamMessage(res, messageEvents('ok').slice(1, 5)));
+  const { client, app } = await liveGateway(t, upstream);
+  const base = { model: 'claude-sonnet-4-5', max_tokens: 2048, stream: true as const };
+  const refused: Array<[string, Record<string, unknown>, string]> = [
+    ['budget below 1024', { thinking: { type: 'enabled', budget_tokens: 512 } }, 'thinking.budget_tokens'],
+    ['budget not an integer', { thinking: { type: 'enabled', budget_tokens: '2000' } }, 'thinking.budget_tokens'],
+    ['budget missing', { thinking: { type: 'enabled' } }, 'thinking.budget_tokens'],
+    ['budget not below max_tokens', { thinking: { type: 'enabled', budget_tokens: 2048 } }, 'thinking.budget_tokens'],
+    ['thinking not an object', { thinking: 'enabled' }, 'thinking'],
+    ['thinking without a type', { thinking: { budget_tokens: 2000 } }, 'thinking.type'],
+    ['display not a string', { thinking: { type: 'adaptive', display: 5 } }, 'thinking.display'],
+    ['text not a string', { messages: [{ role: 'user', content: [{ type: 'text', text: 5 }] }] }, 'messages.0.content.0.text'],
+    ['image without a source', { messages: [{ role: 'user', content: [{ type: 'image' }] }] }, 'messages.0.content.0.source'],
+    ['base64 image without data', { messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png' } }] }] }, 'messages.0.content.0.source.data'],
+    ['tool_use input not an object', { messages: [{ role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: '{}' }] }] }, 'messages.0.content.0.input'],
+    ['tool_result without tool_use_id', { messages: [{ role: 'user', content: [{ type: 'tool_result', content: 'x' }] }] }, 'messages.0.content.0.tool_use_id'],
+    ['thinking block without a signature', { messages: [{ role: 'assistant', content: [{ type: 'thinking', thinking: 'hm' }] }] }, 'messages.0.content.0.signature'],
+    ['system block text not a string', { system: [{ type: 'text', text: null }] }, 'system.0.text'],
+  ];
+  for (const [label, fields, field] of refused) {
+    const request = { ...base, messages: ask(), ...fields } as never;
+    await assert.rejects(client.messages.create(request), (error: unknown) => {
+      assert.ok(error instanceof Anthropic.BadRequestError, label);
+      const body = error.error as { type: string; error: { type: string; message: string } };
+      assert.equal(body.type, 'error', label);
+      assert.equal(body.error.type, 'invalid_request_error', label);
+      assert.ok(body.error.message.includes(`${field}:`), `${label}: ${body.error.message}`);
+      return true;
+    });
+  }
+  // count_tokens checks the same shapes (no max_tokens there: only the budget's floor).
+  await assert.rejects(
+    client.messages.countTokens({ model: base.model, messages: ask(), thinking: { type: 'enabled', budget_tokens: 100 } }),
+    (error: unknown) => error instanceof Anthropic.BadRequestError && /thinking\.budget_tokens/.test(error.message),
+  );
+  assert.equal(upstream.requests.length, 0, 'no malformed request reached the upstream');
+  assert.equal(json(await app.inject({ url: '/api/v1/runs' })).pagination.total, 0);
+
+  // What the API takes passes through as sent: each thinking type (one svc does not know yet too), a budget past
+  // max_tokens with interleaved thinking, which lets it exceed max_tokens, and well-formed blocks of each kind.
+  const accepted: Array<[Record<string, unknown>, Record<string, string>?]> = [
+    [{ thinking: { type: 'enabled', budget_tokens: 1024, display: 'omitted' } }],
+    [{ thinking: { type: 'disabled' } }],
+    [{ thinking: { type: 'adaptive' } }],
+    [{ thinking: { type: 'between_tools' } }],
+    [{ thinking: { type: 'some_future_mode', level: 3 } }],
+    [{ thinking: { type: 'enabled', budget_tokens: 8000 } }, { 'anthropic-beta': 'interleaved-thinking-2025-05-14' }],
+    [{ messages: [
+      { role: 'user', content: [{ type: 'text', text: 'see' }, { type: 'image', source: { type: 'url', url: 'https://example.com/a.png' } }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } }] },
+      { role: 'assistant', content: [{ type: 'thinking', thinking: 'hm', signature: 'SIG' }, { type: 'redacted_thinking', data: 'xyz' }, { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Oslo' } }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: '12 C', is_error: false }, { type: 'some_future_block', anything: 1 }] },
+    ] }],
+  ];
+  for (const [fields, headers] of accepted) {
+    const final = await client.messages.stream({ ...base, messages: ask(), ...fields } as never, headers ? { headers } : {}).finalMessage();
+    assert.equal(final.type, 'message', JSON.stringify(fields));
+    const sent = upstream.requests.at(-1)!.body;
+    for (const [key, value] of Object.entries(fields)) if (key !== 'messages') assert.deepEqual(sent[key], value, JSON.stringify(fields));
+  }
+});

@@ -24,10 +24,58 @@ function isToolResultContent(content: unknown): boolean {
   return Array.isArray(content) && content.every((part) => isTypedBlock(part) && (part.type !== 'tool_result' || isToolResultContent(part.content)));
 }
 
-const block = z.looseObject({ type: z.string().min(1) }).refine((value) => value.type !== 'tool_result' || isToolResultContent(value.content), {
-  message: "a tool_result block's content must be a string or an array of content blocks",
-  path: ['content'],
-});
+const isString = (value: unknown): value is string => typeof value === 'string';
+const isObjectValue = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** A field of a block a check requires, and what it must be. */
+type FieldRule = readonly [field: string, test: (value: unknown) => boolean, must: string];
+
+const STRING: (field: string) => FieldRule = (field) => [field, isString, 'must be a string'];
+
+/**
+ * The fields the provider requires of each block type a request sends (its SDK's `*BlockParam` types), checked here so
+ * that a malformed one is svc's 400 naming the field, not the upstream's relayed after a call (and a run) for nothing.
+ * Block types not listed (server tools' results, search results, types a later API adds) pass through unchecked.
+ */
+const BLOCK_FIELDS: Readonly<Record<string, readonly FieldRule[]>> = {
+  text: [STRING('text')],
+  image: [['source', isObjectValue, 'must be an object with a type']],
+  document: [['source', isObjectValue, 'must be an object with a type']],
+  tool_use: [STRING('id'), STRING('name'), ['input', isObjectValue, 'must be an object']],
+  server_tool_use: [STRING('id'), STRING('name')],
+  tool_result: [STRING('tool_use_id'), ['content', isToolResultContent, 'must be a string or an array of content blocks']],
+  thinking: [STRING('thinking'), STRING('signature')],
+  redacted_thinking: [STRING('data')],
+};
+
+/** What each image or document source type requires besides its type (base64 data, a URL, an uploaded file's id). */
+const SOURCE_FIELDS: Readonly<Record<string, readonly FieldRule[]>> = {
+  base64: [STRING('data'), STRING('media_type')],
+  url: [STRING('url')],
+  file: [STRING('file_id')],
+  text: [STRING('data')],
+  content: [['content', (content) => isString(content) || Array.isArray(content), 'must be a string or an array of content blocks']],
+};
+
+function checkFields(value: Record<string, unknown>, rules: readonly FieldRule[], path: string[], ctx: z.RefinementCtx): void {
+  for (const [field, test, must] of rules) {
+    if (!test(value[field])) ctx.addIssue({ code: 'custom', message: must, path: [...path, field] });
+  }
+}
+
+function checkBlock(value: { type: string; [field: string]: unknown }, ctx: z.RefinementCtx): void {
+  const rules = BLOCK_FIELDS[value.type];
+  if (rules === undefined) return;
+  checkFields(value, rules, [], ctx);
+  const source = value.source;
+  if ((value.type === 'image' || value.type === 'document') && isObjectValue(source)) {
+    // A source type svc does not know (a later API's) is the upstream's to judge.
+    if (!isString(source.type) || source.type === '') ctx.addIssue({ code: 'custom', message: 'must be a string', path: ['source', 'type'] });
+    else checkFields(source, SOURCE_FIELDS[source.type] ?? [], ['source'], ctx);
+  }
+}
+
+const block = z.looseObject({ type: z.string().min(1) }).superRefine(checkBlock);
 const content = z.union([z.string(), z.array(block).min(1)]);
 
 const message = z.looseObject({ role: z.enum(['user', 'assistant']), content });
@@ -50,12 +98,32 @@ const toolChoice = z.discriminatedUnion('type', [
   z.looseObject({ type: z.literal('tool'), name: z.string().min(1), disable_parallel_tool_use: z.boolean().optional() }),
 ]);
 
+/** The least `thinking.budget_tokens` the provider takes. */
+const MIN_THINKING_BUDGET = 1024;
+
+/**
+ * `thinking`: an object with a type. `enabled` (manual extended thinking) needs an integer `budget_tokens` of at least
+ * 1024 (below `max_tokens` too: `checkThinkingBudget`); `display`, where sent, is a string or null. Other types pass as
+ * sent (`disabled`, `adaptive`, `between_tools`, and those a later model adds): which types a model takes is the
+ * upstream's to say, and refusing one svc does not know yet would refuse requests the API answers.
+ */
+const thinking = z
+  .looseObject({ type: z.string().min(1), display: z.string().nullable().optional() })
+  .superRefine((value, ctx) => {
+    if (value.type !== 'enabled') return;
+    const budget = value.budget_tokens;
+    if (!Number.isInteger(budget) || (budget as number) < MIN_THINKING_BUDGET) {
+      ctx.addIssue({ code: 'custom', message: `must be an integer of at least ${MIN_THINKING_BUDGET} when thinking is enabled`, path: ['budget_tokens'] });
+    }
+  });
+
 const countFields = {
   model: modelField,
   messages: z.array(message).min(1, 'messages must be a non-empty array'),
   system: z.union([z.string(), z.array(block)]).optional(),
   tools: z.array(tool).max(128).optional(),
   tool_choice: toolChoice.optional(),
+  thinking: thinking.optional(),
 };
 
 export const messagesRequestSchema = z.looseObject({
@@ -99,8 +167,23 @@ function checkToolChoice(parsed: { tools?: MessagesRequest['tools']; tool_choice
   }
 }
 
-export function parseMessagesRequest(body: unknown): ValidatedMessages {
+/**
+ * An enabled thinking budget is part of `max_tokens`, so it must be below it, except with interleaved thinking (the
+ * `interleaved-thinking-*` beta), where it is the budget of all the turn's thinking blocks together and may exceed it.
+ */
+function checkThinkingBudget(parsed: MessagesRequest, betas: readonly string[] | undefined): void {
+  const thinking = parsed.thinking as { type: string; budget_tokens?: number } | undefined;
+  if (thinking?.type !== 'enabled') return;
+  const budget = thinking.budget_tokens!;
+  if ( budget < parsed.max_tokens || betas?.some((beta) => beta.startsWith('interleaved-thinking'))) return;
+  throw invalid(`thinking.budget_tokens: must be less than max_tokens (${parsed.max_tokens}) unless the interleaved-thinking beta is on.`, {
+    issues: [{ path: 'thinking.budget_tokens', message: 'must be less than max_tokens' }],
+  });
+}
+
+export function parseMessagesRequest(body: unknown, betas?: readonly string[]): ValidatedMessages {
   const parsed = messagesRequestSchema.parse(assertBody(body)) as MessagesRequest;
+  checkThinkingBudget(parsed, betas);
   const tools = compileTools(asFunctionTools(parsed.tools));
   checkToolChoice(parsed, tools);
   return { request: parsed, tools };

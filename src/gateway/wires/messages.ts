@@ -14,8 +14,8 @@ import { messagesHeaders, parseCountTokensRequest, parseMessagesRequest } from '
 export function messagesRoutes(deps: { gateway: Gateway; appBaseUrl: string | null }) {
   return async function (app: FastifyInstance) {
     app.post('/messages', async (request, reply) => {
-      const validated = parseMessagesRequest(request.body);
       const headers = messagesHeaders(request.headers);
+      const validated = parseMessagesRequest(request.body, headers.betas);
       const result = await deps.gateway.handle(messagesAdapter(validated, headers), gatewayCall(request, reply));
       return sendGatewayResult(request, reply, result, {
         appBaseUrl: deps.appBaseUrl,
