@@ -71,9 +71,13 @@ function runUsageOf(usage: Record<string, unknown>, inputTokens: unknown, output
   return run;
 }
 
+/**
+ * A buffered answer's usage, its input count read as a stream's is (`reportsInputTokens`): a 0 without prompt-cache
+ * tokens is no count, and the run records (and the answer carries) the local one, as a stream's would.
+ */
 function usageOf(usage: MessagesResponse['usage'] | undefined): RunUsage | null {
   if (!usage) return null;
-  return runUsageOf(usage, usage.input_tokens, usage.output_tokens) as RunUsage;
+  return runUsageOf(usage, reportsInputTokens(usage.input_tokens, usage) ? usage.input_tokens : undefined, usage.output_tokens) as RunUsage;
 }
 
 /**

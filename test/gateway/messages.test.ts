@@ -903,3 +903,34 @@ test("thinking and content blocks' own fields are checked by svc: a malformed on
     for (const [key, value] of Object.entries(fields)) if (key !== 'messages') assert.deepEqual(sent[key], value, JSON.stringify(fields));
   }
 });
+
+test('an upstream usage of input_tokens 0 without cache tokens is no count, buffered as streamed: the SDK and the run get the local estimate either way; beside cache tokens it stays 0', async (t) => {
+  let usage: Record<string, number> = { input_tokens: 0, output_tokens: 5 };
+  const upstream = await startFakeUpstream(t, (req, res) => {
+    if (!req.body.stream) {
+      return sendJson(res, 200, { id: 'msg_up', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: [{ type: 'text', text: 'An answer.' }], stop_reason: 'end_turn', stop_sequence: null, usage });
+    }
+    startSse(res);
+    const events = messageEvents('An answer.');
+    (events[0]![1] as { message: { usage: unknown } }).message.usage = usage;
+    writeEvents(res, events);
+    res.end();
+  });
+  const { client, app } = await liveGateway(t, upstream);
+  const runOf = async (response: Response) => json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` })).run;
+  const messages = ask('a prompt of several words');
+  const fresh = { headers: { 'x-svc-cache-bypass': 'true' } };
+  const buffered = await client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 64, messages }, fresh).withResponse();
+  const stream = client.messages.stream({ model: 'claude-sonnet-4-5', max_tokens: 64, messages }, fresh);
+  const streamed = { data: await stream.finalMessage(), response: (await stream.withResponse()).response };
+  assert.ok(streamed.data.usage.input_tokens > 0, 'the stream gives the local estimate');
+  assert.equal(buffered.data.usage.input_tokens, streamed.data.usage.input_tokens, 'buffered as streamed');
+  assert.equal((await runOf(buffered.response)).usage.promptTokens, streamed.data.usage.input_tokens);
+  assert.equal((await runOf(streamed.response)).usage.promptTokens, streamed.data.usage.input_tokens);
+
+  // A prompt read from the cache whole reports 0 input tokens beside its cache tokens: a count, kept.
+  usage = { input_tokens: 0, cache_read_input_tokens: 3000, output_tokens: 5 };
+  const cached = await client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 64, messages }, fresh).withResponse();
+  assert.equal(cached.data.usage.input_tokens, 0);
+  assert.equal((await runOf(cached.response)).usage.promptTokens, 3000);
+});
