@@ -54,6 +54,8 @@ export const ERROR_CATALOGUE = {
   internal: { status: 500, message: 'Internal server error.' },
   not_implemented: { status: 501, message: 'svc decodes no transfer coding but chunked; send the body as it is, chunked or with Content-Length.' },
   upstream_error: { status: 502, message: 'The upstream model provider failed.' },
+  // The messages wire answers it as its provider does, 529 `overloaded_error` (src/http/error-shapes.ts `statusOn`).
+  upstream_overloaded: { status: 502, message: 'The upstream model provider is overloaded; retry shortly.' },
   upstream_rejected: { status: 400, message: 'The upstream model provider rejected the request.' },
   upstream_timeout: { status: 504, message: 'The upstream model provider did not answer in time.' },
   unavailable: { status: 503, message: 'The service is temporarily unavailable.' },

@@ -88,6 +88,8 @@ const CHAT_TYPES: Partial<Record<number, string>> = {
 };
 
 const CHAT_CODES: Partial<Record<ErrorCode, string>> = {
+  // An overloaded upstream is the upstream's failure to these clients, as ever (529 is the messages family's).
+  upstream_overloaded: 'upstream_error',
   unauthorized: 'invalid_api_key',
   rate_limited: 'rate_limit_exceeded',
   route_not_found: 'unknown_url',
@@ -106,7 +108,17 @@ const MESSAGES_TYPES: Partial<Record<number, string>> = {
   429: 'rate_limit_error',
   431: 'request_too_large',
   503: 'overloaded_error',
+  529: 'overloaded_error',
 };
+
+/**
+ * The status a surface answers an error with: the catalogue's, but for an overloaded upstream on the messages wire,
+ * answered as its provider answers it (529 `overloaded_error`), which its SDKs raise as their `OverloadedError` and
+ * its clients back off on; the other wires keep the 502 of any upstream failure.
+ */
+export function statusOn(surface: ErrorSurface, error: AppError): number {
+  return surface === 'messages' && error.code === 'upstream_overloaded' ? 529 : error.status;
+}
 
 export function renderError(surface: ErrorSurface, error: AppError): unknown {
   const message = error.status >= 500 ? ERROR_CATALOGUE[error.code].message : error.message;
@@ -123,7 +135,7 @@ export function renderError(surface: ErrorSurface, error: AppError): unknown {
         },
       };
     case 'messages':
-      return { type: 'error', error: { type: MESSAGES_TYPES[error.status] ?? 'api_error', message } };
+      return { type: 'error', error: { type: MESSAGES_TYPES[statusOn(surface, error)] ?? 'api_error', message } };
   }
 }
 

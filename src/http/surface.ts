@@ -12,7 +12,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '../core/errors.ts';
 import { NO_ORGANIZATION, type AuthContext } from '../identity/auth-context.ts';
 import type { IdentityService, Surface } from '../identity/service.ts';
-import { renderError, surfaceOfUrl, toAppError, type ErrorSurface } from './error-shapes.ts';
+import { renderError, statusOn, surfaceOfUrl, toAppError, type ErrorSurface } from './error-shapes.ts';
 import type { AuthFailureLimiter } from './auth-failures.ts';
 import { isLocalOperator } from './local-socket.ts';
 import { cookieOf, SESSION_COOKIE } from './session-cookie.ts';
@@ -112,7 +112,8 @@ export function installErrorHandler(app: FastifyInstance, fixed?: ErrorSurface):
     // failures: their access log lines say them.
     if (appError.status >= 500 && appError.code !== 'busy' && appError.code !== 'not_implemented') request.log.error({ err: error }, 'request failed');
     for (const [name, value] of Object.entries(appError.headers)) reply.header(name, value);
-    return reply.status(appError.status).send(renderError(fixed ?? surfaceOfUrl(request.url), appError));
+    const surface = fixed ?? surfaceOfUrl(request.url);
+    return reply.status(statusOn(surface, appError)).send(renderError(surface, appError));
   });
 }
 

@@ -525,22 +525,25 @@ test('upstream 429 reaches the client as 429 with retry-after in the chat-comple
   assert.equal(validateAgainst('ErrorResponse', body), null);
 });
 
-test('5xx fails open to the configured fallback upstream, recorded as fallback with both attempts', async (t) => {
-  const primary = await startFakeUpstream(t, (_req, res) => sendJson(res, 503, { error: { message: 'overloaded' } }));
+test('5xx (an overloaded 529 too) fails open to the configured fallback upstream, recorded as fallback with both attempts', async (t) => {
+  let status = 503;
+  const primary = await startFakeUpstream(t, (_req, res) => sendJson(res, status, { error: { message: 'overloaded' } }));
   const secondary = await startFakeUpstream(t, (_req, res) => sendJson(res, 200, completion('from the fallback')));
   const { client, app } = await gateway(t, primary, { CHATCOMP_FALLBACK_API_KEY: 'sk-fallback', CHATCOMP_FALLBACK_BASE_URL: secondary.baseUrl });
-  const { data, response } = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }).withResponse();
-  assert.equal(data.choices[0]!.message.content, 'from the fallback');
-  const detail = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` }));
-  assert.deepEqual(detail.run.routeExplanation.fallback, { from: 'chatcomp', to: 'chatcomp-fallback', reason: 'upstream_error' });
-  assert.deepEqual(
-    detail.attempts.map((attempt: any) => [attempt.provider, attempt.outcome, attempt.upstreamStatus]),
-    [
-      ['chatcomp', 'failed', 503],
-      ['chatcomp-fallback', 'success', null],
-    ],
-  );
-  assert.ok(detail.events.some((event: any) => event.type === 'provider.fallback'));
+  for (status of [503, 529]) {
+    const { data, response } = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: `x ${status}` }] }).withResponse();
+    assert.equal(data.choices[0]!.message.content, 'from the fallback');
+    const detail = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` }));
+    assert.deepEqual(detail.run.routeExplanation.fallback, { from: 'chatcomp', to: 'chatcomp-fallback', reason: 'upstream_error' });
+    assert.deepEqual(
+      detail.attempts.map((attempt: any) => [attempt.provider, attempt.outcome, attempt.upstreamStatus]),
+      [
+        ['chatcomp', 'failed', status],
+        ['chatcomp-fallback', 'success', null],
+      ],
+    );
+    assert.ok(detail.events.some((event: any) => event.type === 'provider.fallback'));
+  }
 
   // Without a fallback the client sees a classified 502 and the run is failed.
   const alone = await startFakeUpstream(t, (_req, res) => sendJson(res, 500, { error: { message: 'boom' } }));

@@ -227,16 +227,18 @@ test('live messages stream: an error event before any other is answered with its
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask(), stream: true }),
   });
-  assert.equal(response.status, 502);
+  // overloaded_error stands for the provider's 529, which this wire answers as it does.
+  assert.equal(response.status, 529);
   const body = (await response.json()) as { type: string; error: { type: string; message: string } };
   assert.equal(body.type, 'error');
+  assert.equal(body.error.type, 'overloaded_error');
   assert.equal(typeof body.error.message, 'string');
   const run = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` })).run;
   assert.equal(run.status, 'failed');
   assert.equal(run.error.kind, 'upstream_error');
   await assert.rejects(
     client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask(), stream: true }),
-    (error: unknown) => error instanceof Anthropic.APIError && error.status === 502,
+    (error: unknown) => error instanceof Anthropic.APIError && error.status === 529,
   );
 });
 
@@ -933,4 +935,39 @@ test('an upstream usage of input_tokens 0 without cache tokens is no count, buff
   const cached = await client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 64, messages }, fresh).withResponse();
   assert.equal(cached.data.usage.input_tokens, 0);
   assert.equal((await runOf(cached.response)).usage.promptTokens, 3000);
+});
+
+test("an overloaded upstream (HTTP 529, or an overloaded_error event before any other) is answered 529 overloaded_error, the SDK's OverloadedError; other upstream 5xx stay 502 api_error", async (t) => {
+  let mode: 'http' | 'event' | 'http-503' = 'http';
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    if (mode === 'http') return sendJson(res, 529, { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } });
+    if (mode === 'http-503') return sendJson(res, 503, { type: 'error', error: { type: 'api_error', message: 'Unavailable' } });
+    startSse(res);
+    writeEvents(res, [['error', { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }]]);
+    res.end();
+  });
+  const { client, app } = await liveGateway(t, upstream);
+  const cases = [
+    ['http', false],
+    ['http', true],
+    ['event', true],
+  ] as const;
+  for (const [current, stream] of cases) {
+    mode = current;
+    const label = `${current} ${stream ? 'streamed' : 'buffered'}`;
+    const request = { model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() };
+    const call = stream ? client.messages.create({ ...request, stream: true }) : client.messages.create(request);
+    const error = await call.then(() => null, (thrown: unknown) => thrown);
+    assert.ok(error instanceof Anthropic.OverloadedError, `${label}: ${String(error)}`);
+    assert.equal(error.status, 529, label);
+    assert.equal((error.error as { error: { type: string } }).error.type, 'overloaded_error', label);
+    const run = json(await app.inject({ url: `/api/v1/runs/${error.headers?.get('x-svc-run-id')}` })).run;
+    assert.equal(run.status, 'failed', label);
+    assert.equal(run.error.kind, 'upstream_error', label);
+  }
+  mode = 'http-503';
+  const other = await client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() }).then(() => null, (thrown: unknown) => thrown);
+  assert.ok(other instanceof Anthropic.APIError && !(other instanceof Anthropic.OverloadedError));
+  assert.equal(other.status, 502);
+  assert.equal((other.error as { error: { type: string } }).error.type, 'api_error');
 });

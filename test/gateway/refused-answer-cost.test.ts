@@ -59,7 +59,7 @@ test('a messages stream refused at its first event: unknown cost when svc could 
 
   first = 'overloaded';
   const refused = await post(address, '/v1/messages', request());
-  assert.equal(refused.status, 502);
+  assert.equal(refused.status, 529);
   const overloaded = await finishedRun(app, refused.headers.get('x-svc-run-id'));
   assert.equal(overloaded.run.error.kind, 'upstream_error');
   assert.equal(overloaded.run.costUsd, 0);

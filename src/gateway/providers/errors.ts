@@ -131,6 +131,9 @@ function failureOfStatus(failure: Omit<HttpFailure, 'body'>, message: string, up
   return new ProviderError('bad_response', `unexpected upstream status ${status}`, base);
 }
 
+/** The messages family's status for an overloaded upstream (its `overloaded_error`). */
+const OVERLOADED_STATUS = 529;
+
 /**
  * The HTTP status an upstream's error code or type stands for: the status the chat-completions family (`code`s and
  * `type`s) or the messages family (`type`s) answers that error with over HTTP.
@@ -144,7 +147,7 @@ const STATUS_OF_ERROR_CODE: ReadonlyMap<string, number> = new Map([
   ['internal_error', 500],
   ['service_unavailable', 503],
   ['server_overloaded', 503],
-  ['overloaded_error', 529],
+  ['overloaded_error', OVERLOADED_STATUS],
   ['timeout_error', 408],
   ['invalid_request_error', 400],
   ['invalid_prompt', 400],
@@ -315,6 +318,9 @@ export function providerErrorToAppError(error: ProviderError): AppError {
       return new AppError('unsupported_model', { message: http.message, details: { param: 'model' }, cause: error });
     case 'timeout':
       return new AppError('upstream_timeout', { cause: error });
+    case 'upstream_error':
+      // An upstream's 529 (or the `overloaded_error` event that stands for it): its own wire tells the client so.
+      return new AppError(error.upstreamStatus === OVERLOADED_STATUS ? 'upstream_overloaded' : 'upstream_error', { cause: error });
     default:
       return new AppError('upstream_error', { cause: error });
   }
