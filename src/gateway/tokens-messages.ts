@@ -4,13 +4,33 @@
  * plus a small fixed overhead per message and per tool, as the provider frames them; docs/providers.md says how
  * close that is to each model family's own count.
  */
+import { base64ImageSize } from './image-size.ts';
 import type { MessagesRequest } from './providers/types.ts';
 import { countTokens } from './tokens.ts';
 
 const PER_MESSAGE = 3;
 const PER_TOOL = 8;
+/** An image of no size svc can read (by address, or bytes of no known format), and a PDF page: the most an image counts. */
 const PER_IMAGE = 1600;
 const BASE = 3;
+
+/** The provider's image bounds: scaled down, keeping its aspect, to 1568 px on the long edge and ~1,600 tokens. */
+const MAX_IMAGE_EDGE = 1568;
+const PIXELS_PER_TOKEN = 750;
+const MAX_IMAGE_PIXELS = PER_IMAGE * PIXELS_PER_TOKEN;
+
+/**
+ * An image's tokens as the provider documents them, width x height / 750 after its scaling down; the size read from a
+ * base64 image's header (src/gateway/image-size.ts, a few bytes decoded), else the flat figure.
+ */
+function imageTokens(block: Block): number {
+  const source = block.source as { type?: unknown; data?: unknown } | null | undefined;
+  const size = source?.type === 'base64' && typeof source.data === 'string' ? base64ImageSize(source.data) : null;
+  if (size === null) return PER_IMAGE;
+  const scale = Math.min(1, MAX_IMAGE_EDGE / Math.max(size.width, size.height));
+  const pixels = Math.min(size.width * scale * (size.height * scale), MAX_IMAGE_PIXELS);
+  return Math.ceil(pixels / PIXELS_PER_TOKEN);
+}
 
 type Block = { type: string; [field: string]: unknown };
 
@@ -49,7 +69,7 @@ function blockText(block: Block): { text: string; extra: number } {
     case 'document':
       return documentText(block);
     case 'image':
-      return { text: '', extra: PER_IMAGE };
+      return { text: '', extra: imageTokens(block) };
     default:
       return { text: JSON.stringify(block), extra: 0 };
   }

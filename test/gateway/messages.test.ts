@@ -971,3 +971,54 @@ test("an overloaded upstream (HTTP 529, or an overloaded_error event before any 
   assert.equal(other.status, 502);
   assert.equal((other.error as { error: { type: string } }).error.type, 'api_error');
 });
+
+/** The first bytes of an image of `width` x `height` in each format svc reads the size of, then bytes that are no image. */
+function imageHeader(format: 'png' | 'gif' | 'jpeg' | 'webp-vp8' | 'webp-vp8l' | 'webp-vp8x', width: number, height: number): Buffer {
+  const rest = Buffer.alloc(3000, 0x5a);
+  const u16be = (n: number) => Buffer.from([n >> 8, n & 0xff]);
+  const u32be = (n: number) => Buffer.from([n >>> 24, (n >> 16) & 0xff, (n >> 8) & 0xff, n & 0xff]);
+  const u24le = (n: number) => Buffer.from([n & 0xff, (n >> 8) & 0xff, (n >> 16) & 0xff]);
+  const riff = (chunk: string, body: Buffer) => Buffer.concat([Buffer.from('RIFF'), u32be(0), Buffer.from('WEBP'), Buffer.from(chunk), u32be(0), body, rest]);
+  switch (format) {
+    case 'png':
+      return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), u32be(13), Buffer.from('IHDR'), u32be(width), u32be(height), rest]);
+    case 'gif':
+      return Buffer.concat([Buffer.from('GIF89a'), Buffer.from([width & 0xff, width >> 8, height & 0xff, height >> 8]), rest]);
+    case 'jpeg': {
+      // An APP1 (Exif) segment of 2 KB before the frame header, as cameras write: the size is past the first bytes.
+      const exif = Buffer.concat([Buffer.from([0xff, 0xe1]), u16be(2002), Buffer.alloc(2000, 0x11)]);
+      const sof = Buffer.concat([Buffer.from([0xff, 0xc2]), u16be(17), Buffer.from([8]), u16be(height), u16be(width), Buffer.alloc(10)]);
+      return Buffer.concat([Buffer.from([0xff, 0xd8]), exif, sof, rest]);
+    }
+    case 'webp-vp8':
+      return riff('VP8 ', Buffer.concat([Buffer.from([0, 0, 0, 0x9d, 0x01, 0x2a]), Buffer.from([width & 0xff, width >> 8, height & 0xff, height >> 8])]));
+    case 'webp-vp8l': {
+      const bits = (width - 1) | ((height - 1) << 14);
+      return riff('VP8L', Buffer.from([0x2f, bits & 0xff, (bits >>> 8) & 0xff, (bits >>> 16) & 0xff, (bits >>> 24) & 0xff]));
+    }
+    case 'webp-vp8x':
+      return riff('VP8X', Buffer.concat([Buffer.alloc(4), u24le(width - 1), u24le(height - 1)]));
+  }
+}
+
+test("count_tokens: a base64 image counts its size (width x height / 750, past 1568 px or 1,600 tokens scaled down) read from its header; an image of no readable size counts a flat 1,600", async (t) => {
+  const { client } = await listening(t);
+  const text = { type: 'text' as const, text: 'What is in this picture?' };
+  const count = async (image: Record<string, unknown>) => (await client.messages.countTokens({ model: 'claude-sonnet-4-5', messages: [{ role: 'user', content: [image as never, text] }] })).input_tokens;
+  const plain = (await client.messages.countTokens({ model: 'claude-sonnet-4-5', messages: [{ role: 'user', content: [text] }] })).input_tokens;
+  const base64 = (data: Buffer, media_type = 'image/png') => ({ type: 'image', source: { type: 'base64', media_type, data: data.toString('base64') } });
+  const formats = ['png', 'gif', 'jpeg', 'webp-vp8', 'webp-vp8l', 'webp-vp8x'] as const;
+  for (const format of formats) {
+    assert.equal((await count(base64(imageHeader(format, 200, 100)))) - plain, 27, `${format} 200x100`);
+    assert.equal((await count(base64(imageHeader(format, 1000, 500)))) - plain, 667, `${format} 1000x500`);
+    // 4000x3000 is scaled to 1568 px on its long edge (1568x1176), then to the ~1,600 tokens images are limited to.
+    assert.equal((await count(base64(imageHeader(format, 4000, 3000)))) - plain, 1600, `${format} 4000x3000`);
+  }
+  // Long and thin: only the long edge's bound applies (3136x200 becomes 1568x100).
+  assert.equal((await count(base64(imageHeader('png', 3136, 200)))) - plain, 210);
+  // No size to read: an address, bytes of no known format, base64 that is not: the flat figure.
+  assert.equal((await count({ type: 'image', source: { type: 'url', url: 'https://example.com/cat.png' } })) - plain, 1600);
+  assert.equal((await count(base64(Buffer.alloc(64, 7)))) - plain, 1600);
+  assert.equal((await count({ type: 'image', source: { type: 'base64', media_type: 'image/png', data: '%%%% not base64 %%%%' } })) - plain, 1600);
+  assert.equal((await count(base64(imageHeader('png', 200, 100).subarray(0, 20)))) - plain, 1600, 'cut before its size');
+});
