@@ -1,7 +1,7 @@
 /**
  * The messages-wire request body (SPEC 4.2): `model`, non-empty `messages`, positive `max_tokens` required; system,
- * structured content blocks, tools, tool_choice, stop_sequences, temperature, metadata typed; other fields pass
- * through. Beta tokens travel only in the `messages-beta` / `anthropic-beta` header, never in the body.
+ * structured content blocks (the fields each known block type requires), tools, tool_choice, thinking,
+ * stop_sequences, temperature, metadata typed; other fields pass through. Beta tokens travel only in the `messages-beta` / `anthropic-beta` header, never in the body.
  */
 import { z } from 'zod';
 import { invalid } from '../../core/errors.ts';
@@ -174,8 +174,7 @@ function checkToolChoice(parsed: { tools?: MessagesRequest['tools']; tool_choice
 function checkThinkingBudget(parsed: MessagesRequest, betas: readonly string[] | undefined): void {
   const thinking = parsed.thinking as { type: string; budget_tokens?: number } | undefined;
   if (thinking?.type !== 'enabled') return;
-  const budget = thinking.budget_tokens!;
-  if ( budget < parsed.max_tokens || betas?.some((beta) => beta.startsWith('interleaved-thinking'))) return;
+  if (thinking.budget_tokens! < parsed.max_tokens || betas?.some((beta) => beta.startsWith('interleaved-thinking'))) return;
   throw invalid(`thinking.budget_tokens: must be less than max_tokens (${parsed.max_tokens}) unless the interleaved-thinking beta is on.`, {
     issues: [{ path: 'thinking.budget_tokens', message: 'must be less than max_tokens' }],
   });
