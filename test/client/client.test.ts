@@ -12,6 +12,7 @@ import { tracedTool, type ToolTracer } from '../../src/client/tools.ts';
 import { socketTransport, type Transport } from '../../src/client/transport.ts';
 import { build } from '../support/build.ts';
 import { contentChunk, startFakeUpstream, startSse } from '../support/fake-upstream.ts';
+import { foreignServer } from '../support/foreign-server.ts';
 
 /**
  * Read `stream` to its end, which must be a SvcStreamError (each chunk before it given to `onChunk`): that error, for
@@ -489,17 +490,6 @@ test('run-event traversal stops before request 101', async () => {
   assert.equal(requests, 100);
   assert.equal(count, 100);
 });
-
-/** A node:http server answering every request with `answer`; closed after the test. */
-async function foreignServer(t: TestContext, answer: (res: import('node:http').ServerResponse) => void) {
-  const server = createServer((_req, res) => answer(res));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.after(() => {
-    server.closeAllConnections();
-    server.close();
-  });
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
 
 test('a server that is not svc: a javascript: run URL is dropped; tool_use input that is not JSON is a stream error', async (t) => {
   const event = (type: string, data: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
