@@ -9,6 +9,12 @@ import { httpTransport, readBody, untilBrokenOff, type RequestOptions, type Tran
 /** SPEC 8: buffered gateway calls wait 150000 ms by default, configurable from 1 to 900000. */
 export const DEFAULT_BUFFERED_TIMEOUT_MS = 150_000;
 export const MAX_BUFFERED_TIMEOUT_MS = 900_000;
+/**
+ * Each evidence call of a traced tool (a trace append, a tool-cache check or store) waits this long by default. The
+ * buffered deadline (150 s) held a tool call up to that long per call, three or more times, when svc was slow or
+ * gone; evidence is swallowed when it fails, so waiting longer than an append takes only delays the app.
+ */
+export const DEFAULT_TRACE_TIMEOUT_MS = 5_000;
 /** SPEC 8: a stream must deliver its headers within 30 s by default. */
 export const DEFAULT_STREAM_HEADERS_TIMEOUT_MS = 30_000;
 /** SPEC 8: run-event traversal stops before request 101. */
@@ -23,6 +29,8 @@ export interface ClientOptions {
   bufferedTimeoutMs?: number;
   /** Deadline for a stream's response headers. */
   requestTimeoutMs?: number;
+  /** Deadline of each evidence call of a traced tool (`tool`), 1 to 900000 ms; default DEFAULT_TRACE_TIMEOUT_MS. */
+  traceTimeoutMs?: number;
   /**
    * Management calls act in this organization: sent as `X-Svc-Tenant`, which only a platform-admin identity that
    * is not a session (local operator, bootstrap token) may use (docs/accounts.md). See `SvcClient.inOrg`.
@@ -340,7 +348,7 @@ function query(params: Record<string, string | number | boolean | undefined>): s
  * `SvcApiError` for an answer outside 2xx, or the transport's own error when svc could not be reached.
  */
 export class SvcClient {
-  private readonly options: Required<Pick<ClientOptions, 'bufferedTimeoutMs' | 'requestTimeoutMs'>> & ClientOptions;
+  private readonly options: Required<Pick<ClientOptions, 'bufferedTimeoutMs' | 'requestTimeoutMs' | 'traceTimeoutMs'>> & ClientOptions;
 
   constructor(
     private readonly transport: Transport,
@@ -352,8 +360,12 @@ export class SvcClient {
     }
     const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_STREAM_HEADERS_TIMEOUT_MS;
     if (!Number.isInteger(requestTimeoutMs) || requestTimeoutMs < 1) throw new RangeError('requestTimeoutMs must be a positive integer');
+    const traceTimeoutMs = options.traceTimeoutMs ?? DEFAULT_TRACE_TIMEOUT_MS;
+    if (!Number.isInteger(traceTimeoutMs) || traceTimeoutMs < 1 || traceTimeoutMs > MAX_BUFFERED_TIMEOUT_MS) {
+      throw new RangeError(`traceTimeoutMs must be an integer from 1 to ${MAX_BUFFERED_TIMEOUT_MS}`);
+    }
     for (const name of ['app', 'agent', 'subject'] as const) checkIdentityValue(name, options[name]);
-    this.options = { ...options, bufferedTimeoutMs, requestTimeoutMs };
+    this.options = { ...options, bufferedTimeoutMs, requestTimeoutMs, traceTimeoutMs };
   }
 
   /**
@@ -530,9 +542,9 @@ export class SvcClient {
     yield* messagesChunks(response.body, correlationOf(response.headers));
   }
 
-  /** Append an SDK trace event to a run (SPEC 4.19). */
-  trace(runId: string, type: string, payload: Record<string, unknown>) {
-    return this.call<{ ok: true; runId: string; seq: number; hash: string }>('POST', '/api/v1/trace', { runId, type, payload });
+  /** Append an SDK trace event to a run (SPEC 4.19); with a signal, it bounds the call instead of bufferedTimeoutMs. */
+  trace(runId: string, type: string, payload: Record<string, unknown>, options: { signal?: AbortSignal } = {}) {
+    return this.call<{ ok: true; runId: string; seq: number; hash: string }>('POST', '/api/v1/trace', { runId, type, payload }, options);
   }
 
   /** Record a prompt handled outside svc as a completed observed run (SPEC 4.19). */
@@ -540,13 +552,20 @@ export class SvcClient {
     return this.call<{ runId: string }>('POST', '/api/v1/ingest/prompt', body, { headers: this.identityHeaders() });
   }
 
-  /** Wrap a tool so each call is traced on the run that asked for it (SPEC 4.20 order; src/client/tools.ts). */
+  /**
+   * Wrap a tool so each call is traced on the run that asked for it (SPEC 4.20 order; src/client/tools.ts). Each
+   * evidence call waits at most `traceTimeoutMs`, less when the call's own signal (`{runId, signal}`) aborts first.
+   */
   tool<A, R>(definition: ToolDefinition<A>, fn: (args: A) => R | Promise<R>) {
+    const bounded = (signal: AbortSignal | undefined) => {
+      const deadline = AbortSignal.timeout(this.options.traceTimeoutMs);
+      return { signal: signal ? AbortSignal.any([deadline, signal]) : deadline };
+    };
     return tracedTool(
       {
-        trace: (runId, type, payload) => this.trace(runId, type, payload),
-        cacheCheck: (body) => this.call<{ hit: boolean; result?: unknown }>('POST', '/api/v1/tool-cache/check', body, { headers: this.identityHeaders() }),
-        cacheStore: (body) => this.call('POST', '/api/v1/tool-cache/store', body, { headers: this.identityHeaders() }),
+        trace: (runId, type, payload, signal) => this.trace(runId, type, payload, bounded(signal)),
+        cacheCheck: (body, signal) => this.call<{ hit: boolean; result?: unknown }>('POST', '/api/v1/tool-cache/check', body, { headers: this.identityHeaders(), ...bounded(signal) }),
+        cacheStore: (body, signal) => this.call('POST', '/api/v1/tool-cache/store', body, { headers: this.identityHeaders(), ...bounded(signal) }),
       },
       definition,
       fn,

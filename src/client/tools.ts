@@ -8,7 +8,9 @@
  *   5. trace `tool.completed`;
  *   6. cache store (same condition as 1).
  * Tracing and cache failures are swallowed (evidence must never break the app); errors of the tool itself
- * propagate. Without a run id the tool runs untraced. Arguments must be plain JSON, and an `idempotencyKey`
+ * propagate. Without a run id the tool runs untraced. Each evidence call is bounded (the client's `traceTimeoutMs`)
+ * and ends at once when the caller's signal aborts: a call aborted before the tool ran rejects with the abort and
+ * the tool never runs; once it ran, the abort only gives up the evidence still to write, and its result is returned. Arguments must be plain JSON, and an `idempotencyKey`
  * resolver must return a trimmed string of at most 120 characters: both are checked before anything happens.
  */
 
@@ -27,11 +29,20 @@ export interface ToolDefinition<A> {
   idempotencyKey?: (args: A) => string;
 }
 
-/** What the traced wrapper needs from the client: trace and cache calls (each may throw; failures are swallowed). */
+/**
+ * What the traced wrapper needs from the client: trace and cache calls (each may throw; failures are swallowed), each
+ * given the caller's signal, if any.
+ */
 export interface ToolTracer {
-  trace(runId: string, type: string, payload: Record<string, unknown>): Promise<unknown>;
-  cacheCheck(body: { toolName: string; schemaFp?: string; args: unknown }): Promise<{ hit: boolean; result?: unknown }>;
-  cacheStore(body: { toolName: string; schemaFp?: string; args: unknown; result: unknown; ttlSeconds: number }): Promise<unknown>;
+  trace(runId: string, type: string, payload: Record<string, unknown>, signal?: AbortSignal): Promise<unknown>;
+  cacheCheck(body: { toolName: string; schemaFp?: string; args: unknown }, signal?: AbortSignal): Promise<{ hit: boolean; result?: unknown }>;
+  cacheStore(body: { toolName: string; schemaFp?: string; args: unknown; result: unknown; ttlSeconds: number }, signal?: AbortSignal): Promise<unknown>;
+}
+
+/** How one call of a traced tool is made: the run it belongs to, and the caller's signal. */
+export interface ToolCallContext {
+  runId?: string | null;
+  signal?: AbortSignal;
 }
 
 /** Plain JSON: null, booleans, finite numbers, strings, arrays (dense) and plain objects of those, without cycles. */
@@ -64,7 +75,7 @@ export function tracedTool<A, R>(
   tracer: ToolTracer,
   definition: ToolDefinition<A>,
   fn: (args: A) => R | Promise<R>,
-): (args: A, context?: { runId?: string | null }) => Promise<R> {
+): (args: A, context?: ToolCallContext) => Promise<R> {
   const level = definition.sideEffectLevel ?? DEFAULT_SIDE_EFFECT_LEVEL;
   if (!Number.isInteger(level) || level < 0 || level > 4) throw new RangeError('sideEffectLevel must be an integer from 0 to 4');
   const ttlSeconds = definition.ttlSeconds ?? 0;
@@ -81,26 +92,30 @@ export function tracedTool<A, R>(
       }
       idempotencyKey = key;
     }
-    const runId = context.runId;
+    const { runId, signal } = context;
+    signal?.throwIfAborted();
     if (!runId) return fn(args);
 
     if (cached) {
-      const lookup = await swallow(() => tracer.cacheCheck({ toolName: definition.name, ...fp, args }));
+      const lookup = await swallow(() => tracer.cacheCheck({ toolName: definition.name, ...fp, args }, signal));
+      signal?.throwIfAborted();
       if (lookup?.hit) {
-        await swallow(() => tracer.trace(runId, 'tool.called', { name: definition.name, args, sideEffectLevel: level }));
-        await swallow(() => tracer.trace(runId, 'tool.completed', { name: definition.name, result: lookup.result ?? null, cached: true }));
+        await swallow(() => tracer.trace(runId, 'tool.called', { name: definition.name, args, sideEffectLevel: level }, signal));
+        await swallow(() => tracer.trace(runId, 'tool.completed', { name: definition.name, result: lookup.result ?? null, cached: true }, signal));
         return lookup.result as R;
       }
     }
-    await swallow(() => tracer.trace(runId, 'tool.called', { name: definition.name, args, sideEffectLevel: level }));
+    await swallow(() => tracer.trace(runId, 'tool.called', { name: definition.name, args, sideEffectLevel: level }, signal));
     if (level >= 2) {
       await swallow(() =>
-        tracer.trace(runId, 'side_effect.planned', { toolName: definition.name, level, payload: args, ...(idempotencyKey ? { idempotencyKey } : {}) }),
+        tracer.trace(runId, 'side_effect.planned', { toolName: definition.name, level, payload: args, ...(idempotencyKey ? { idempotencyKey } : {}) }, signal),
       );
     }
+    // The caller gave up while the evidence was pending: the tool (level 2 and up: its side effect) must not run.
+    signal?.throwIfAborted();
     const result = await fn(args);
-    await swallow(() => tracer.trace(runId, 'tool.completed', { name: definition.name, result: (result ?? null) as unknown }));
-    if (cached) await swallow(() => tracer.cacheStore({ toolName: definition.name, ...fp, args, result, ttlSeconds }));
+    await swallow(() => tracer.trace(runId, 'tool.completed', { name: definition.name, result: (result ?? null) as unknown }, signal));
+    if (cached) await swallow(() => tracer.cacheStore({ toolName: definition.name, ...fp, args, result, ttlSeconds }, signal));
     return result;
   };
 }
