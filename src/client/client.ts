@@ -3,6 +3,7 @@
  * `SvcApiError` with the status and the `{error: {code, message}}` of the answer.
  */
 import { chatChunks, correlationOf, messagesChunks, received, SvcStreamError, type ChatChoice, type ChatStreamChunk, type MessagesStreamChunk, type MessagesToolUse, type RunCorrelation, type ToolCall, type Usage } from './streams.ts';
+import { isChatCompletion, isMessage, isToolCacheLookup } from './answers.ts';
 import { tracedTool, type ToolDefinition } from './tools.ts';
 import { httpTransport, readBody, untilBrokenOff, type RequestOptions, type Transport, type TransportResponse } from './transport.ts';
 
@@ -415,6 +416,24 @@ export class SvcClient {
     });
   }
 
+  /**
+   * A 2xx JSON answer that is not what the call answers (`what`: "a chat completion"), from a server that is not svc.
+   * The run it names, if any, is in the message: the run svc (or whatever answered) recorded for the call.
+   */
+  private notTheAnswer(method: string, path: string, response: Pick<TransportResponse, 'status' | 'headers' | 'text'>, what: string): SvcApiError {
+    const correlation = errorCorrelation(response.headers);
+    const run = correlation.runId ? ` (run ${correlation.runId})` : '';
+    return new SvcApiError({
+      status: response.status,
+      code: 'invalid_response',
+      message: `the server answered ${method} ${path}${run} with HTTP ${response.status} but not ${what}: is it svc?`,
+      method,
+      path,
+      body: response.text,
+      ...correlation,
+    });
+  }
+
   private failure(method: string, path: string, status: number, headers: Record<string, string>, body: unknown, text: string): SvcApiError {
     const envelope = body as { error?: { code?: unknown; type?: unknown; message?: unknown } } | null;
     const error = typeof envelope === 'object' && envelope !== null && typeof envelope.error === 'object' ? envelope.error : undefined;
@@ -438,8 +457,11 @@ export class SvcClient {
     return headers;
   }
 
-  /** A buffered gateway call under the buffered deadline, with the correlation headers of its answer. */
-  private async gatewayCall(path: string, body: unknown): Promise<{ body: Record<string, any>; headers: Record<string, string> }> {
+  /**
+   * A buffered gateway call under the buffered deadline, with the correlation headers of its answer; `answer` is the
+   * shape the caller reads (`what` names it in the error when the answer is not of it).
+   */
+  private async gatewayCall(path: string, body: unknown, answer: { is: (body: Record<string, unknown>) => boolean; what: string }): Promise<{ body: Record<string, any>; headers: Record<string, string> }> {
     const signal = AbortSignal.timeout(this.options.bufferedTimeoutMs);
     let response: TransportResponse;
     try {
@@ -452,6 +474,7 @@ export class SvcClient {
     if (response.status < 200 || response.status >= 300) throw this.failure('POST', path, response.status, response.headers, response.body, response.text);
     // A proxy's HTML page or an empty 200 was read as an answer: a TypeError on its `choices`, or an empty one.
     if (typeof response.body !== 'object' || response.body === null || Array.isArray(response.body)) throw this.notJson('POST', path, response);
+    if (!answer.is(response.body as Record<string, unknown>)) throw this.notTheAnswer('POST', path, response, answer.what);
     return { body: response.body as Record<string, any>, headers: response.headers };
   }
 
@@ -494,7 +517,7 @@ export class SvcClient {
 
   /** Buffered chat completion (`stream: false` is forced). */
   async chat(request: Record<string, unknown>): Promise<ChatResult> {
-    const { body, headers } = await this.gatewayCall('/v1/chat/completions', { ...request, stream: false });
+    const { body, headers } = await this.gatewayCall('/v1/chat/completions', { ...request, stream: false }, { is: isChatCompletion, what: 'a chat completion' });
     const choices: ChatChoice[] = Array.isArray(body.choices) ? body.choices.map(bufferedChoice) : [];
     choices.sort((a, b) => a.index - b.index);
     const first = choices[0] ?? { content: '', toolCalls: [], finishReason: null };
@@ -522,7 +545,7 @@ export class SvcClient {
 
   /** Buffered messages call. */
   async messages(request: Record<string, unknown>): Promise<MessagesResult> {
-    const { body, headers } = await this.gatewayCall('/v1/messages', { ...request, stream: false });
+    const { body, headers } = await this.gatewayCall('/v1/messages', { ...request, stream: false }, { is: isMessage, what: 'a message' });
     const blocks: any[] = Array.isArray(body.content) ? body.content : [];
     return {
       content: blocks.filter((block) => block.type === 'text').map((block) => block.text).join(''),
@@ -564,12 +587,24 @@ export class SvcClient {
     return tracedTool(
       {
         trace: (runId, type, payload, signal) => this.trace(runId, type, payload, bounded(signal)),
-        cacheCheck: (body, signal) => this.call<{ hit: boolean; result?: unknown }>('POST', '/api/v1/tool-cache/check', body, { headers: this.identityHeaders(), ...bounded(signal) }),
+        cacheCheck: (body, signal) => this.toolCacheCheck(body, bounded(signal)),
         cacheStore: (body, signal) => this.call('POST', '/api/v1/tool-cache/store', body, { headers: this.identityHeaders(), ...bounded(signal) }),
       },
       definition,
       fn,
     );
+  }
+
+  /**
+   * A tool-cache lookup, checked: an answer that is neither a miss nor a hit with its result (`{hit: true}` alone,
+   * `{hit: 'yes'}`) was served as a hit whose result was undefined, or whatever it held. It is an invalid_response,
+   * which the traced tool swallows as any cache failure: the tool runs.
+   */
+  private async toolCacheCheck(body: unknown, options: RequestOptions): Promise<{ hit: boolean; result?: unknown }> {
+    const path = '/api/v1/tool-cache/check';
+    const lookup = await this.call<unknown>('POST', path, body, { headers: this.identityHeaders(), ...options });
+    if (isToolCacheLookup(lookup)) return lookup;
+    throw this.notTheAnswer('POST', path, { status: 200, headers: {}, text: JSON.stringify(lookup) }, 'a tool-cache lookup');
   }
 
   /**

@@ -99,7 +99,7 @@ export function tracedTool<A, R>(
     if (cached) {
       const lookup = await swallow(() => tracer.cacheCheck({ toolName: definition.name, ...fp, args }, signal));
       signal?.throwIfAborted();
-      if (lookup?.hit) {
+      if (lookup?.hit === true) {
         await swallow(() => tracer.trace(runId, 'tool.called', { name: definition.name, args, sideEffectLevel: level }, signal));
         await swallow(() => tracer.trace(runId, 'tool.completed', { name: definition.name, result: lookup.result ?? null, cached: true }, signal));
         return lookup.result as R;

@@ -53,3 +53,71 @@ test("a traced tool call takes the caller's signal: aborted while its evidence i
   await assert.rejects(send({}, { signal: controller.signal }), /caller gave up/);
   assert.equal(ran, 0);
 });
+
+test('a tool-cache answer of the wrong shape is a swallowed cache failure (a miss): the tool runs, its own result is returned', async (t) => {
+  const answers: unknown[] = [{ hit: true }, { hit: 'yes', result: 'stale' }, [{ hit: true, result: 'stale' }], { hit: 1, result: 'stale' }];
+  let answer: unknown = null;
+  const baseUrl = await foreignServer(t, (res, req) => {
+    if (req.url === '/api/v1/tool-cache/check') json(res, 200, answer);
+    else json(res, 201, { ok: true, runId: 'run_1', seq: 1, hash: 'h' });
+  });
+  const client = createSvcClient({ baseUrl, env: {} });
+  t.after(() => client.close());
+  const lookup = client.tool({ name: 'lookup', sideEffectLevel: 0, ttlSeconds: 60 }, () => 'fresh');
+  for (const next of answers) {
+    answer = next;
+    assert.equal(await lookup({}, { runId: 'run_1' }), 'fresh', JSON.stringify(next));
+  }
+  // A well-formed hit is served from the cache, null result included.
+  for (const result of ['cached', null]) {
+    answer = { hit: true, result };
+    assert.equal(await lookup({}, { runId: 'run_1' }), result);
+  }
+});
+
+test('a buffered answer that is not the wire\'s shape (a cache hit from a server that is not svc) is SvcApiError invalid_response naming the call and the run', async (t) => {
+  const headers = { 'x-svc-run-id': 'run_abc', 'x-svc-route': 'exact_cache', 'x-request-id': 'req_1' };
+  const chats: unknown[] = [
+    { choices: 'none' },
+    { choices: [null] },
+    { choices: [{ index: 0, message: { role: 'assistant', content: 42 } }] },
+    { choices: [{ index: 0, message: { content: 'hi', tool_calls: [null] } }] },
+    { choices: [{ index: 0, message: { content: 'hi' } }], usage: 'lots' },
+    { choices: [{ index: 0, message: { content: 'hi' } }], usage: { prompt_tokens: '1', completion_tokens: 1, total_tokens: 2 } },
+  ];
+  const messages: unknown[] = [
+    { content: [null] },
+    { content: 'hi' },
+    { content: [{ type: 'text', text: 5 }] },
+    { content: [{ type: 'tool_use', id: 'toolu_1' }] },
+    { content: [], usage: { input_tokens: 1 } },
+  ];
+  let answer: unknown = null;
+  const baseUrl = await foreignServer(t, (res) => json(res, 200, answer, headers));
+  const client = createSvcClient({ baseUrl, env: {} });
+  t.after(() => client.close());
+  for (const [path, bodies, call] of [
+    ['/v1/chat/completions', chats, () => client.chat({ model: 'm', messages: [] })],
+    ['/v1/messages', messages, () => client.messages({ model: 'm', max_tokens: 1, messages: [] })],
+  ] as const) {
+    for (const body of bodies) {
+      answer = body;
+      await assert.rejects(call(), (error: unknown) => {
+        assert.ok(error instanceof SvcApiError, `${JSON.stringify(body)}: ${error}`);
+        assert.equal(error.code, 'invalid_response');
+        assert.equal(error.path, path);
+        assert.equal(error.runId, 'run_abc');
+        assert.match(error.message, new RegExp(`POST ${path}.*run_abc`));
+        return true;
+      });
+    }
+  }
+  // The wire's own shapes still read: content null with tool calls, no usage, an empty choice list.
+  answer = { model: 'm', choices: [{ index: 0, message: { content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }] }, finish_reason: 'tool_calls' }] };
+  assert.deepEqual((await client.chat({ model: 'm', messages: [] })).toolCalls, [{ id: 'c1', name: 'f', arguments: '{}' }]);
+  answer = { model: 'm', choices: [], usage: null };
+  assert.equal((await client.chat({ model: 'm', messages: [] })).content, '');
+  answer = { model: 'm', content: [{ type: 'text', text: 'a' }, { type: 'thinking', thinking: '…' }, { type: 'tool_use', id: 't', name: 'f', input: {} }], stop_reason: 'tool_use', usage: { input_tokens: 1, output_tokens: 2 } };
+  const read = await client.messages({ model: 'm', max_tokens: 1, messages: [] });
+  assert.deepEqual([read.content, read.toolUses.length, read.usage?.totalTokens], ['a', 1, 3]);
+});

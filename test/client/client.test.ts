@@ -670,7 +670,7 @@ test('an identity value svc would refuse (a line break, non-ASCII, over 200 char
   const requests: string[] = [];
   const baseUrl = await foreignServer(t, (res) => {
     requests.push('request');
-    res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{"choices":[]}');
   });
   for (const [option, value] of [['subject', 'user\n7'], ['agent', 'José'], ['app', 'a'.repeat(201)]] as const) {
     assert.throws(() => createSvcClient({ baseUrl, env: {}, [option]: value }), (error: unknown) => {
