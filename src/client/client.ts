@@ -68,12 +68,19 @@ export function createSvcClient(options: CreateClientOptions = {}): SvcClient {
 /** What svc takes in an identity header (src/identity/service.ts), once trimmed. */
 const IDENTITY_VALUE = /^[\x20-\x7e]{0,200}$/;
 
+/** The options the client sends as headers: the identity of gateway calls and the organization of management calls. */
+const HEADER_OPTIONS = ['app', 'agent', 'subject', 'orgId'] as const;
+
 /**
- * An identity value svc would refuse is refused at creation: a line break made every gateway call fail as "cannot
- * reach svc" (undici cannot send it), a non-ASCII character or an overlong value with svc's 400 on each call.
+ * A header value svc would refuse is refused at creation, naming its option and never sending it: a line break made
+ * every call fail as "cannot reach svc" (undici cannot send it), a control or non-ASCII character or an overlong value
+ * drew svc's 400 on each call. The value is kept trimmed, as svc reads it.
  */
-function checkIdentityValue(name: 'app' | 'agent' | 'subject', value: string | null | undefined): void {
-  if (value != null && !IDENTITY_VALUE.test(value.trim())) throw new TypeError(`${name} must be printable ASCII of at most 200 characters`);
+function checkedHeaderValue(name: (typeof HEADER_OPTIONS)[number], value: string | null | undefined): string | null | undefined {
+  if (value == null) return value;
+  const trimmed = value.trim();
+  if (!IDENTITY_VALUE.test(trimmed)) throw new TypeError(`${name} must be printable ASCII of at most 200 characters`);
+  return trimmed;
 }
 
 /** A choice of a buffered answer as a stream's done chunk has it (streams.ts). */
@@ -365,8 +372,12 @@ export class SvcClient {
     if (!Number.isInteger(traceTimeoutMs) || traceTimeoutMs < 1 || traceTimeoutMs > MAX_BUFFERED_TIMEOUT_MS) {
       throw new RangeError(`traceTimeoutMs must be an integer from 1 to ${MAX_BUFFERED_TIMEOUT_MS}`);
     }
-    for (const name of ['app', 'agent', 'subject'] as const) checkIdentityValue(name, options[name]);
-    this.options = { ...options, bufferedTimeoutMs, requestTimeoutMs, traceTimeoutMs };
+    const headerValues: Record<string, string | null> = {};
+    for (const name of HEADER_OPTIONS) {
+      const value = checkedHeaderValue(name, options[name]);
+      if (value !== undefined) headerValues[name] = value;
+    }
+    this.options = { ...options, ...headerValues, bufferedTimeoutMs, requestTimeoutMs, traceTimeoutMs };
   }
 
   /**

@@ -121,3 +121,22 @@ test('a buffered answer that is not the wire\'s shape (a cache hit from a server
   const read = await client.messages({ model: 'm', max_tokens: 1, messages: [] });
   assert.deepEqual([read.content, read.toolUses.length, read.usage?.totalTokens], ['a', 1, 3]);
 });
+
+test('an orgId svc would refuse (a line break, a control or non-ASCII character, over 200 characters) is a TypeError naming it at creation; nothing is sent', async (t) => {
+  const tenants: Array<string | undefined> = [];
+  const baseUrl = await foreignServer(t, (res, req) => {
+    tenants.push(req.headers['x-svc-tenant'] as string | undefined);
+    json(res, 200, { keys: [], pagination: { limit: 50, offset: 0, total: 0, hasMore: false } });
+  });
+  const plain = createSvcClient({ baseUrl, env: {} });
+  t.after(() => plain.close());
+  for (const orgId of ['org_1\r\nx-svc-tenant: org_2', 'org_1\u0000', 'org_\u00e9', 'org_1\u0007', 'o'.repeat(201)]) {
+    const named = (error: unknown) => error instanceof TypeError && /orgId/.test(error.message);
+    assert.throws(() => createSvcClient({ baseUrl, env: {}, orgId }), named, JSON.stringify(orgId));
+    assert.throws(() => plain.inOrg(orgId), named, JSON.stringify(orgId));
+  }
+  assert.deepEqual(tenants, []);
+  // A well-formed one is sent as svc reads it: trimmed.
+  await plain.inOrg(' org_1\n').keys.list();
+  assert.deepEqual(tenants, ['org_1']);
+});
