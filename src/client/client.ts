@@ -103,6 +103,18 @@ function errorCorrelation(headers: Record<string, string>): { requestId: string 
   return { requestId: requestId || null, runId };
 }
 
+/** A provider name as svc gives them (chatcomp, chatcomp-tenant, messages, mock): up to 200 characters of this set. */
+const PROVIDER_NAME = /^[A-Za-z0-9._:-]{1,200}$/;
+
+/**
+ * The provider of a gateway answer (`x-svc-provider`), null when absent or not a provider name: the header may come from
+ * a server that is not svc, and was returned whatever it held (kilobytes, non-ASCII text, markup).
+ */
+function providerOf(headers: Record<string, string>): string | null {
+  const provider = headers['x-svc-provider'];
+  return provider !== undefined && PROVIDER_NAME.test(provider) ? provider : null;
+}
+
 /** A buffered chat completion as the reference client returns it (SPEC 4.20). */
 export interface ChatResult extends RunCorrelation {
   content: string;
@@ -538,7 +550,7 @@ export class SvcClient {
       ...correlationOf(headers),
       usage,
       model: body.model ?? '',
-      provider: headers['x-svc-provider'] ?? null,
+      provider: providerOf(headers),
       finishReason: first.finishReason,
       toolCalls: first.toolCalls,
       choices,
@@ -563,7 +575,7 @@ export class SvcClient {
       ...correlationOf(headers),
       usage: body.usage ? { promptTokens: body.usage.input_tokens, completionTokens: body.usage.output_tokens, totalTokens: body.usage.input_tokens + body.usage.output_tokens } : null,
       model: body.model ?? '',
-      provider: headers['x-svc-provider'] ?? null,
+      provider: providerOf(headers),
       stopReason: body.stop_reason ?? null,
       toolUses: blocks.filter((block) => block.type === 'tool_use').map((block) => ({ id: block.id, name: block.name, input: block.input })),
       raw: body,

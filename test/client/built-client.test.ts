@@ -140,3 +140,20 @@ test('an orgId svc would refuse (a line break, a control or non-ASCII character,
   await plain.inOrg(' org_1\n').keys.list();
   assert.deepEqual(tenants, ['org_1']);
 });
+
+test('a provider name that is not one (from a server that is not svc) is null, as a malformed correlation value is empty', async (t) => {
+  let provider = '';
+  const baseUrl = await foreignServer(t, (res, req) => {
+    const chat = req.url === '/v1/chat/completions';
+    json(res, 200, chat ? { model: 'm', choices: [{ index: 0, message: { content: 'hi' }, finish_reason: 'stop' }] } : { model: 'm', content: [{ type: 'text', text: 'hi' }], stop_reason: 'end_turn' }, { 'x-svc-provider': provider });
+  });
+  const client = createSvcClient({ baseUrl, env: {} });
+  t.after(() => client.close());
+  for (const value of ['p'.repeat(5000), '\u00e9vil', 'two words', '<script>']) {
+    provider = value;
+    assert.equal((await client.chat({ model: 'm', messages: [] })).provider, null, JSON.stringify(value.slice(0, 20)));
+    assert.equal((await client.messages({ model: 'm', max_tokens: 1, messages: [] })).provider, null, JSON.stringify(value.slice(0, 20)));
+  }
+  provider = 'chatcomp-tenant';
+  assert.equal((await client.chat({ model: 'm', messages: [] })).provider, 'chatcomp-tenant');
+});
