@@ -4,6 +4,7 @@
  */
 import { chatChunks, correlationOf, messagesChunks, received, SvcStreamError, type ChatChoice, type ChatStreamChunk, type MessagesStreamChunk, type MessagesToolUse, type RunCorrelation, type ToolCall, type Usage } from './streams.ts';
 import { isChatCompletion, isMessage, isToolCacheLookup } from './answers.ts';
+import { isErrorCode, quoted } from './server-text.ts';
 import { tracedTool, type ToolDefinition } from './tools.ts';
 import { httpTransport, readBody, untilBrokenOff, type RequestOptions, type Transport, type TransportResponse } from './transport.ts';
 
@@ -141,8 +142,10 @@ export interface MessagesResult extends RunCorrelation {
 
 /**
  * A non-2xx answer. `code` and `message` come from the `{error: {code, message}}` envelope when there is one
- * (`http_<status>` and a generic message otherwise); per SPEC 4.20 the error also carries the method, the path,
- * the status and the first 500 characters of the body.
+ * (`http_<status>` and a generic message otherwise; a code that is not one, such as one with a line break, is
+ * `http_<status>` too); the message quotes at most 500 characters of the server's, its control characters escaped
+ * (server-text.ts). Per SPEC 4.20 the error also carries the method, the path, the status and the first 500
+ * characters of the body.
  */
 export class SvcApiError extends Error {
   readonly status: number;
@@ -460,11 +463,11 @@ export class SvcClient {
   private failure(method: string, path: string, status: number, headers: Record<string, string>, body: unknown, text: string): SvcApiError {
     const envelope = body as { error?: { code?: unknown; type?: unknown; message?: unknown } } | null;
     const error = typeof envelope === 'object' && envelope !== null && typeof envelope.error === 'object' ? envelope.error : undefined;
-    const code = typeof error?.code === 'string' ? error.code : typeof error?.type === 'string' ? error.type : `http_${status}`;
+    const code = isErrorCode(error?.code) ? error.code : isErrorCode(error?.type) ? error.type : `http_${status}`;
     return new SvcApiError({
       status,
       code,
-      message: typeof error?.message === 'string' ? error.message : `HTTP ${status}`,
+      message: typeof error?.message === 'string' ? quoted(error.message) : `HTTP ${status}`,
       method,
       path,
       body: text,

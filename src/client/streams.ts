@@ -5,6 +5,7 @@
  * provider error inside an accepted stream is raised as `SvcStreamError` carrying requestId, runId, runUrl, route.
  */
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { quoted } from './server-text.ts';
 
 /** Correlation values of a gateway answer (SPEC 4.20, 9.4); empty strings when the server did not send them. */
 export interface RunCorrelation {
@@ -31,6 +32,12 @@ export class SvcStreamError extends Error implements RunCorrelation {
     this.runUrl = correlation.runUrl;
     this.detail = detail;
   }
+}
+
+/** The message of a stream's error event, quoted as a server's text is (server-text.ts); the event stays on `detail`. */
+function providerFailure(error: unknown): string {
+  const message = (error as { message?: unknown } | null)?.message;
+  return typeof message === 'string' ? quoted(message) : 'the provider failed inside the stream';
 }
 
 /** Same rule as the server's: a request id is 1-128 characters of a safe set. */
@@ -187,7 +194,7 @@ export async function* chatChunks(body: AsyncIterable<Uint8Array>, correlation: 
     }
     // svc sends chunks of this shape; a server that is not svc may not, and reading one would be a bare TypeError.
     if (!isChatChunk(chunk)) throw new SvcStreamError('the gateway sent a malformed stream chunk', correlation, message.data.slice(0, 500));
-    if (chunk.error) throw new SvcStreamError(chunk.error.message ?? 'the provider failed inside the stream', correlation, chunk.error);
+    if (chunk.error) throw new SvcStreamError(providerFailure(chunk.error), correlation, chunk.error);
     if (chunk.model) model = chunk.model;
     if (chunk.usage) usage = { promptTokens: chunk.usage.prompt_tokens, completionTokens: chunk.usage.completion_tokens, totalTokens: chunk.usage.total_tokens };
     for (const choice of chunk.choices ?? []) {
@@ -272,7 +279,7 @@ export async function* messagesChunks(body: AsyncIterable<Uint8Array>, correlati
     }
     switch (event?.type) {
       case 'error':
-        throw new SvcStreamError(event.error?.message ?? 'the provider failed inside the stream', correlation, event.error ?? null);
+        throw new SvcStreamError(providerFailure(event.error), correlation, event.error ?? null);
       case 'message_start':
         model = event.message?.model ?? '';
         inputTokens = event.message?.usage?.input_tokens ?? 0;

@@ -157,3 +157,44 @@ test('a provider name that is not one (from a server that is not svc) is null, a
   provider = 'chatcomp-tenant';
   assert.equal((await client.chat({ model: 'm', messages: [] })).provider, 'chatcomp-tenant');
 });
+
+test("an error's message quotes at most 500 characters of the server's message, its controls escaped; a code that is not one is http_<status>", async (t) => {
+  const hostile = `\u001b]52;c;aGk=\u0007\u001b[2J${'x'.repeat(2_000_000)}`;
+  const baseUrl = await foreignServer(t, (res) => json(res, 400, { error: { code: 'bad\r\nInjected: yes', message: hostile } }));
+  const client = createSvcClient({ baseUrl, env: {} });
+  t.after(() => client.close());
+  for (const call of [() => client.keys.list(), () => client.chat({ model: 'm', messages: [] })]) {
+    await assert.rejects(call(), (error: unknown) => {
+      assert.ok(error instanceof SvcApiError, String(error));
+      assert.ok(error.message.length < 600, `${error.message.length} characters`);
+      assert.doesNotMatch(error.message, /[\u0000-\u001f\u007f-\u009f]/);
+      assert.ok(error.message.startsWith('\\u001b]52;c;aGk=\\u0007\\u001b[2Jxxx'), error.message.slice(0, 60));
+      assert.equal(error.code, 'http_400');
+      assert.equal(error.body.length, 500);
+      return true;
+    });
+  }
+  // A stream's error event, likewise.
+  const streaming = await foreignServer(t, (res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'x-svc-run-id': 'run_abc' });
+    res.end(`data: ${JSON.stringify({ error: { message: hostile } })}\n\n`);
+  });
+  const streamClient = createSvcClient({ baseUrl: streaming, env: {} });
+  t.after(() => streamClient.close());
+  await assert.rejects(
+    (async () => {
+      for await (const _ of streamClient.chatStream({ model: 'm', messages: [] })) void _;
+    })(),
+    (error: unknown) => {
+      assert.ok(error instanceof SvcStreamError, String(error));
+      assert.ok(error.message.length < 600 && !/[\u0000-\u001f]/.test(error.message), error.message.slice(0, 60));
+      assert.equal((error.detail as { message: string }).message, hostile, 'the whole error object stays on detail');
+      return true;
+    },
+  );
+  // svc's own errors read as svc wrote them.
+  const { app } = await build(t);
+  const svc = createSvcClient({ baseUrl: await app.listen({ port: 0, host: '127.0.0.1' }), env: {} });
+  t.after(() => svc.close());
+  await assert.rejects(svc.runs.get('run_missing'), (error: unknown) => error instanceof SvcApiError && error.message === 'Run not found.' && error.code === 'not_found');
+});

@@ -1,0 +1,29 @@
+/**
+ * Text a server wrote (an error's message, its code) as the client puts it into an Error. The server may not be svc
+ * (`--url`, a proxy): its `error.message` went into the Error's message whole, so megabytes of it, or control
+ * characters (an ESC that clears the screen, a CR that overwrites a log line, a bidirectional override), reached
+ * every log and terminal the message is written to. The full error object stays where the caller can read it as data.
+ */
+
+/** The most of a server's message an Error's message quotes (as much as SPEC 4.20 quotes of the body). */
+export const MAX_QUOTED_CHARS = 500;
+
+/** Controls (C0, DEL, C1) and the invisible characters that reorder or break lines, as cli/terminal-text.ts has them. */
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+const escaped = (char: string) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`;
+
+/** The first MAX_QUOTED_CHARS characters of `text` (`…` when cut), each unsafe character written as its `\u` escape. */
+export function quoted(text: string): string {
+  if (text.length <= MAX_QUOTED_CHARS) return text.replace(UNSAFE, escaped);
+  // Not between the two halves of a surrogate pair.
+  const end = /[\ud800-\udbff]/.test(text.charAt(MAX_QUOTED_CHARS - 1)) ? MAX_QUOTED_CHARS - 1 : MAX_QUOTED_CHARS;
+  return `${text.slice(0, end).replace(UNSAFE, escaped)}…`;
+}
+
+/** An error code as services write them (`not_found`, `invalid_request_error`); anything else is not one. */
+const ERROR_CODE = /^[A-Za-z0-9_.:-]{1,100}$/;
+
+export function isErrorCode(value: unknown): value is string {
+  return typeof value === 'string' && ERROR_CODE.test(value);
+}
