@@ -2,7 +2,7 @@
  * How `svc runs` writes a run, its filters and its evidence as text: shared by the plain table (`--no-tui`, or stdout
  * not a terminal) and the Ink screens, so both show the same columns and the same numbers.
  */
-import type { RunFilters, RunSummary } from '../../src/client/client.ts';
+import type { RunFilters, RunRoute, RunStatus, RunSummary } from '../../src/client/client.ts';
 import { clipColumns, clipColumnsStart } from '../terminal-width.ts';
 import { textOf } from './run-answers.ts';
 
@@ -100,8 +100,9 @@ export function toRunQuery(filters: RunFilterInput, page: { limit: number; offse
   return {
     limit: page.limit,
     offset: page.offset,
-    ...(filters.route ? { route: filters.route } : {}),
-    ...(filters.status ? { status: filters.status } : {}),
+    // As typed: svc answers a route or status it does not have with a 400 naming it, which the TUI shows.
+    ...(filters.route ? { route: filters.route as RunRoute } : {}),
+    ...(filters.status ? { status: filters.status as RunStatus } : {}),
     ...(filters.model ? { model: filters.model } : {}),
     ...(since !== null ? { since } : {}),
   };

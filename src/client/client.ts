@@ -274,15 +274,51 @@ export interface EventWindow {
   truncatedByBytes: boolean;
 }
 
+/** A run's status and route, as svc records them (src/evidence/types.ts). */
+export type RunStatus = 'running' | 'completed' | 'failed' | 'blocked';
+export type RunRoute = 'live' | 'exact_cache' | 'artifact' | 'blocked';
+
+/** The filters of `GET /api/v1/runs` (docs/gateway.md); svc answers 400 naming one out of its range. */
 export interface RunFilters {
+  /** 1 to 200, default 50. */
   limit?: number;
   offset?: number;
-  route?: string;
-  status?: string;
+  route?: RunRoute;
+  status?: RunStatus;
+  /** Up to 200 characters. */
   provider?: string;
+  /** Up to 256 characters. */
   model?: string;
   /** ISO 8601 or epoch milliseconds. */
   since?: string | number;
+}
+
+/** A window of a run's trace (`/events`, and run detail's `events`): `limit` 1 to 500 (default 100), `before` an exclusive seq. */
+export interface EventWindowQuery {
+  limit?: number;
+  before?: number;
+}
+
+/** Run detail's windows (docs/evidence.md, "Run detail windows"): its trace's, its side effects' and its feedback's. */
+export interface RunDetailQuery extends EventWindowQuery {
+  /** 1 to 500, default 50. */
+  sideEffectLimit?: number;
+  /** An exclusive side-effect seq: the previous `sideEffectWindow.nextBefore`. */
+  sideEffectBefore?: number;
+  /** 1 to 200, default 50. */
+  feedbackLimit?: number;
+  /** An exclusive 1-based feedback position: the previous `feedbackWindow.nextBefore`. */
+  feedbackBefore?: number;
+}
+
+/** What run detail left out of its side effects or feedback (`total`: the records the run holds). */
+export interface SectionWindow {
+  limit: number;
+  count: number;
+  total: number;
+  hasMore: boolean;
+  nextBefore: number | null;
+  truncatedByBytes: boolean;
 }
 
 export interface RunIntegrity {
@@ -357,6 +393,34 @@ export interface Invite {
   expiresAt: string;
   invitedBy: { userId: string; name: string | null; email: string } | null;
   acceptedAt: string | null;
+}
+
+/** What a query parameter of the runs calls takes; svc checks the ranges, and answers 400 naming the parameter. */
+type QueryValue = 'positive integer' | 'non-negative integer' | 'string' | 'instant';
+
+const QUERY_VALUES: Record<QueryValue, (value: unknown) => boolean> = {
+  'positive integer': (value) => Number.isInteger(value) && (value as number) >= 1,
+  'non-negative integer': (value) => Number.isInteger(value) && (value as number) >= 0,
+  string: (value) => typeof value === 'string',
+  instant: (value) => typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value)),
+};
+
+const RUN_FILTERS: Record<keyof RunFilters, QueryValue> = { limit: 'positive integer', offset: 'non-negative integer', route: 'string', status: 'string', provider: 'string', model: 'string', since: 'instant' };
+const EVENT_WINDOW: Record<keyof EventWindowQuery, QueryValue> = { limit: 'positive integer', before: 'positive integer' };
+const RUN_DETAIL: Record<keyof RunDetailQuery, QueryValue> = { ...EVENT_WINDOW, sideEffectLimit: 'positive integer', sideEffectBefore: 'positive integer', feedbackLimit: 'positive integer', feedbackBefore: 'positive integer' };
+
+/**
+ * The query of a runs call, checked before anything is sent: an option svc does not have (`app`) was sent anyway and
+ * ignored by svc, which answered every run as if filtered; a value no query can carry (NaN, 1.5, an object) was sent
+ * as its text. Either is a TypeError naming the call and the option.
+ */
+function checkedQuery(call: string, params: object, takes: Record<string, QueryValue>): string {
+  for (const [name, value] of Object.entries(params)) {
+    const kind = takes[name];
+    if (kind === undefined) throw new TypeError(`${call} has no option ${JSON.stringify(name)}; it takes ${Object.keys(takes).join(', ')}`);
+    if (value !== undefined && !QUERY_VALUES[kind](value)) throw new TypeError(`${name} of ${call} must be a${kind === 'instant' ? 'n ISO 8601 string or epoch milliseconds' : ` ${kind}`}`);
+  }
+  return query(params as Record<string, string | number | undefined>);
 }
 
 function query(params: Record<string, string | number | boolean | undefined>): string {
@@ -727,18 +791,25 @@ export class SvcClient {
   };
 
   readonly runs = {
-    list: (filters: RunFilters = {}) =>
+    list: async (filters: RunFilters = {}) =>
       this.call<{ runs: RunSummary[]; pagination: Pagination; facets: { route: Record<string, number>; status: Record<string, number> } }>(
         'GET',
-        `/api/v1/runs${query({ ...filters })}`,
+        `/api/v1/runs${checkedQuery('runs.list', filters, RUN_FILTERS)}`,
       ),
-    get: (id: string, window: { limit?: number; before?: number } = {}) =>
-      this.call<{ run: RunSummary; events: TraceEventView[]; window: EventWindow; attempts: Array<Record<string, unknown>>; sideEffects: Array<Record<string, unknown>>; feedback: Array<Record<string, unknown>> }>(
-        'GET',
-        `/api/v1/runs/${encodeURIComponent(id)}${query(window)}`,
-      ),
-    events: (id: string, window: { limit?: number; before?: number } = {}) =>
-      this.call<{ runId: string; events: TraceEventView[]; window: EventWindow }>('GET', `/api/v1/runs/${encodeURIComponent(id)}/events${query(window)}`),
+    /** The run with its newest events, side effects and feedback, each a window (`RunDetailQuery` pages back). */
+    get: async (id: string, window: RunDetailQuery = {}) =>
+      this.call<{
+        run: RunSummary;
+        events: TraceEventView[];
+        window: EventWindow;
+        attempts: Array<Record<string, unknown>>;
+        sideEffects: Array<Record<string, unknown>>;
+        sideEffectWindow: SectionWindow;
+        feedback: Array<Record<string, unknown>>;
+        feedbackWindow: SectionWindow;
+      }>('GET', `/api/v1/runs/${encodeURIComponent(id)}${checkedQuery('runs.get', window, RUN_DETAIL)}`),
+    events: async (id: string, window: EventWindowQuery = {}) =>
+      this.call<{ runId: string; events: TraceEventView[]; window: EventWindow }>('GET', `/api/v1/runs/${encodeURIComponent(id)}/events${checkedQuery('runs.events', window, EVENT_WINDOW)}`),
     route: (id: string) => this.call<{ runId: string; status: string; route: string | null; routeExplanation: Record<string, unknown> | null }>('GET', `/api/v1/runs/${encodeURIComponent(id)}/route`),
     integrity: (id: string) => this.call<RunIntegrity>('GET', `/api/v1/runs/${encodeURIComponent(id)}/integrity`),
     economics: (id: string) => this.call<Record<string, any>>('GET', `/api/v1/runs/${encodeURIComponent(id)}/economics`),

@@ -5,7 +5,7 @@ export { SvcStreamError } from './streams.ts';
 export type { ChatChoice, ChatStreamChunk, MessagesStreamChunk, MessagesToolUse, RunCorrelation, ToolCall, Usage } from './streams.ts';
 export { isPlainJson, tracedTool } from './tools.ts';
 export type { ToolCallContext, ToolDefinition } from './tools.ts';
-export type { ApiKey, AuditEvent, AuditIntegrity, CacheStat, EventWindow, KeyMode, Pagination, RunFilters, RunIntegrity, RunSummary, TraceEventView } from './client.ts';
+export type { ApiKey, AuditEvent, AuditIntegrity, CacheStat, EventWindow, EventWindowQuery, KeyMode, Pagination, RunDetailQuery, RunFilters, RunIntegrity, RunRoute, RunStatus, RunSummary, SectionWindow, TraceEventView } from './client.ts';
 export type { ActiveOrg, Invite, InviteStatus, OrgMember, OrgPlan, OrgRole, OrgSummary, PlatformRole, User } from './client.ts';
 export { httpTransport, injectTransport, socketTransport } from './transport.ts';
 export type { Injectable, Transport, TransportResponse } from './transport.ts';

@@ -198,3 +198,37 @@ test("an error's message quotes at most 500 characters of the server's message, 
   t.after(() => svc.close());
   await assert.rejects(svc.runs.get('run_missing'), (error: unknown) => error instanceof SvcApiError && error.message === 'Run not found.' && error.code === 'not_found');
 });
+
+test('runs.list and runs.get take the filters and windows svc documents, checked before anything is sent', async (t) => {
+  const { app, services } = await build(t);
+  const baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
+  const client = createSvcClient({ baseUrl, env: {} });
+  t.after(() => client.close());
+  const { runId } = await client.chat({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'windows' }] });
+  for (const rating of [1, 2, 3]) await client.feedback.rate(runId, rating);
+  await services.store.flush();
+
+  const detail = await client.runs.get(runId, { feedbackLimit: 1, sideEffectLimit: 1, limit: 1 });
+  assert.equal(detail.feedback.length, 1);
+  assert.deepEqual([detail.feedbackWindow.total, detail.feedbackWindow.hasMore], [3, true]);
+  const older = await client.runs.get(runId, { feedbackLimit: 2, feedbackBefore: detail.feedbackWindow.nextBefore! });
+  assert.equal(older.feedback.length, 2);
+  assert.equal(detail.sideEffectWindow.total, 0);
+
+  const listed = await client.runs.list({ status: 'completed', route: 'live', model: 'gpt-4o-mini', since: 0, limit: 1, offset: 0 });
+  assert.deepEqual(listed.runs.map((run) => run.id), [runId]);
+
+  // Filters svc does not have (it would ignore them and answer every run) and values no query can carry.
+  for (const [call, option] of [
+    [() => client.runs.list({ app: 'checkout' } as never), 'app'],
+    [() => client.runs.list({ limit: 1.5 }), 'limit'],
+    [() => client.runs.list({ offset: -1 }), 'offset'],
+    [() => client.runs.list({ since: Number.NaN }), 'since'],
+    [() => client.runs.list({ status: 7 } as never), 'status'],
+    [() => client.runs.get(runId, { feedbackBefore: 0 }), 'feedbackBefore'],
+    [() => client.runs.get(runId, { sideEffects: 1 } as never), 'sideEffects'],
+    [() => client.runs.events(runId, { before: Number.NaN }), 'before'],
+  ] as const) {
+    await assert.rejects(call(), (error: unknown) => error instanceof TypeError && error.message.includes(option), option);
+  }
+});

@@ -62,6 +62,15 @@ void provider;
 void tracedTool;
 // @ts-expect-error the client has no such method: the declarations are real, not any
 client.noSuchMethod();
+// The runs list's filters and run detail's windows, as svc documents them.
+const detail = client.runs.get('run_1', { limit: 1, sideEffectLimit: 5, feedbackLimit: 2, feedbackBefore: 3 });
+const feedbackTotal: Promise<number> = detail.then((answer) => answer.feedbackWindow.total);
+void feedbackTotal;
+void client.runs.list({ status: 'completed', route: 'exact_cache', since: 0 });
+// @ts-expect-error not a run status
+void client.runs.list({ status: 'done' });
+// @ts-expect-error svc's runs list has no app filter
+void client.runs.list({ app: 'checkout' });
 `,
   );
   writeFileSync(
