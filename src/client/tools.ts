@@ -10,8 +10,9 @@
  * Tracing and cache failures are swallowed (evidence must never break the app); errors of the tool itself
  * propagate. Without a run id the tool runs untraced. Each evidence call is bounded (the client's `traceTimeoutMs`)
  * and ends at once when the caller's signal aborts: a call aborted before the tool ran rejects with the abort and
- * the tool never runs; once it ran, the abort only gives up the evidence still to write, and its result is returned. Arguments must be plain JSON, and an `idempotencyKey`
- * resolver must return a trimmed string of at most 120 characters: both are checked before anything happens.
+ * the tool never runs; once it ran, the abort only gives up the evidence still to write, and its result is returned.
+ * Arguments must be plain JSON, and an `idempotencyKey` resolver must return a trimmed string of at most 120
+ * characters: both are checked before anything happens.
  */
 
 /** Default side-effect level of a tool that does not declare one (SPEC 2.3). */
