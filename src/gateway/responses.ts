@@ -215,12 +215,16 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
         if (!isResponseShaped(response)) throw this.bad(`${event.type} without a response whose output is typed items`);
         const open = [...this.items.values()].filter((state) => !state.done);
         if (open.length > 0) throw this.bad(`${event.type} while item ${String(open[0]!.item.id)} is not done`);
+        let announced = 0;
         for (const item of response.output) {
-          if (item.id && !this.items.has(item.id)) throw this.bad(`completed output has unannounced item ${item.id}`);
+          if (!item.id) continue;
+          if (!this.items.has(item.id)) throw this.bad(`completed output has unannounced item ${item.id}`);
+          announced += 1;
         }
-        // Some compatible upstreams leave the terminal response's output empty: the items streamed whole are the
-        // answer, relayed in it (the SDK's final response is this event's), recorded and cached as the client had them.
-        if (response.output.length === 0 && this.items.size > 0) response.output = this.streamedItems();
+        // Some compatible upstreams leave streamed items out of the terminal response's output (all of them, `[]`, or
+        // some): the items streamed whole are the answer, relayed in it (the SDK's final response is this event's),
+        // recorded and cached as the client had them.
+        if (announced < this.items.size) response.output = this.streamedItems(response.output);
         response.output.forEach((item, index) => checkItem(this.validated, item, index));
         this.final = response;
         break;
@@ -249,9 +253,16 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
     return failure;
   }
 
-  /** The streamed items as each one's `output_item.done` gave it, in their output order. */
-  private streamedItems(): OutputItem[] {
-    return Array.from(this.items.values(), (state) => state.item);
+  /**
+   * The streamed items in their output order, each as the terminal output has it when it has it, else as its
+   * `output_item.done` gave it; then the terminal output's items without an id, which no event could announce.
+   */
+  private streamedItems(terminal: OutputItem[]): OutputItem[] {
+    const given = new Map<string, OutputItem>();
+    for (const item of terminal) if (item.id) given.set(item.id, item);
+    const output = Array.from(this.items.values(), (state) => given.get(state.item.id!) ?? state.item);
+    for (const item of terminal) if (!item.id) output.push(item);
+    return output;
   }
 
   end(): ResponseStreamEvent[] {

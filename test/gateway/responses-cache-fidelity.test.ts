@@ -303,6 +303,49 @@ test("a stream whose response.completed has output: [] after its items were stre
   assert.equal(upstream.requests.length, 1);
 });
 
+test("a stream whose response.completed leaves out some of the items it streamed answers with every streamed item in output_index order, the terminal's own version of the ones it has, live and from the cache, streamed and buffered", async (t) => {
+  // An upstream whose terminal output keeps only the message: the reasoning, the function call and the custom tool
+  // call the stream gave whole were dropped from it, so the SDK's final response (the terminal event's) lacked them.
+  const events = liveEvents();
+  const completed = events.at(-1)! as { response: Record<string, unknown> };
+  const full = completed.response.output as Array<Record<string, unknown>>;
+  // The terminal's message differs from its output_item.done (a status the stream did not give): its own version wins.
+  const finalMessage = { ...full[1]!, status: 'completed', extra_from_terminal: true };
+  completed.response = { ...completed.response, output: [finalMessage] };
+  const expected = [full[0], finalMessage, full[2], full[3]];
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    for (const event of events) res.write(`event: ${String(event.type)}\ndata: ${JSON.stringify(event)}\n\n`);
+    res.end();
+  });
+  const { client } = await openaiGateway(t, upstream);
+  const params = { model: 'gpt-4o-mini', input: 'What is the capital of Norway, with some items left out?', tools: [WEATHER, SQL], reasoning: { summary: 'auto' as const } };
+  const streamed = async () => {
+    const stream = client.responses.stream(params);
+    const seen: ResponseStreamEvent[] = [];
+    for await (const event of stream) seen.push(event);
+    return { events: seen, final: await stream.finalResponse() };
+  };
+
+  const plain = (value: unknown) => JSON.parse(JSON.stringify(value));
+  const outputOf = (seen: ResponseStreamEvent[]) => plain((seen.at(-1) as { response: { output: unknown } }).response.output);
+  const ids = ['rs_live', 'msg_live', 'fc_live', 'ctc_live'];
+  const live = await streamed();
+  assert.deepEqual(outputOf(live.events), expected);
+  assert.deepEqual(
+    live.final.output.map((item) => item.id),
+    ids,
+  );
+  const replay = await streamed();
+  assert.deepEqual(shape(replay.events), shape(live.events));
+  assert.deepEqual(outputOf(replay.events), expected);
+  assert.deepEqual(withoutIds(replay.final), withoutIds(live.final));
+  const buffered = await client.responses.create(params).withResponse();
+  assert.equal(buffered.response.headers.get('x-svc-route'), 'exact_cache');
+  assert.deepEqual(plain(buffered.data.output), expected);
+  assert.equal(upstream.requests.length, 1);
+});
+
 test("an answer to a store: false request never serves one that stores (its items were never stored upstream, so a next turn naming them would fail), and store: true and an unset store share entries", async (t) => {
   const upstream = await startFakeUpstream(t, (request, res) => {
     const body = request.body as Record<string, unknown>;
