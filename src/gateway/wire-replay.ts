@@ -72,12 +72,17 @@ export function responseToEvents(response: ResponseObject): ResponseStreamEvent[
         const base = { ...at, content_index: contentIndex };
         if (part.type === 'output_text') {
           const annotations = Array.isArray(part.annotations) ? part.annotations : [];
-          events.push({ type: 'response.content_part.added', ...base, part: { ...part, text: '', annotations: [] } });
-          for (const delta of textPieces(String(part.text ?? ''))) events.push({ type: 'response.output_text.delta', ...base, delta, logprobs: [] });
+          const text = String(part.text ?? '');
+          const logprobs = Array.isArray(part.logprobs) ? (part.logprobs as unknown[]) : [];
+          events.push({ type: 'response.content_part.added', ...base, part: { ...part, text: '', annotations: [], ...(logprobs.length > 0 ? { logprobs: [] } : {}) } });
+          // An answer asked with `message.output_text.logprobs` as a live stream gives it: a delta per token with that
+          // token's log probabilities, all of them on the done event.
+          if (spellsText(logprobs, text)) for (const logprob of logprobs) events.push({ type: 'response.output_text.delta', ...base, delta: logprob.token, logprobs: [logprob] });
+          else for (const delta of textPieces(text)) events.push({ type: 'response.output_text.delta', ...base, delta, logprobs: [] });
           for (const [annotationIndex, annotation] of annotations.entries()) {
             events.push({ type: 'response.output_text.annotation.added', ...base, annotation_index: annotationIndex, annotation });
           }
-          events.push({ type: 'response.output_text.done', ...base, text: part.text ?? '', logprobs: [] });
+          events.push({ type: 'response.output_text.done', ...base, text: part.text ?? '', logprobs });
         } else if (part.type === 'refusal') {
           events.push({ type: 'response.content_part.added', ...base, part: { ...part, refusal: '' } });
           for (const delta of textPieces(String(part.refusal ?? ''))) events.push({ type: 'response.refusal.delta', ...base, delta });
@@ -120,6 +125,17 @@ export function responseToEvents(response: ResponseObject): ResponseStreamEvent[
   }
   events.push({ type: response.status === 'incomplete' ? 'response.incomplete' : 'response.completed', response });
   return events.map((event, index) => ({ ...event, sequence_number: index }) as ResponseStreamEvent);
+}
+
+/** Whether an output text part's per-token log probabilities spell its text (so its deltas can be cut by them). */
+function spellsText(logprobs: unknown[], text: string): logprobs is Array<{ token: string }> {
+  if (logprobs.length === 0) return false;
+  let spelled = '';
+  for (const logprob of logprobs as Array<{ token?: unknown } | null>) {
+    if (typeof logprob?.token !== 'string') return false;
+    spelled += logprob.token;
+  }
+  return spelled === text;
 }
 
 /** A content, summary or reasoning-text part of a stored output item. */

@@ -346,6 +346,52 @@ test("a stream whose response.completed leaves out some of the items it streamed
   assert.equal(upstream.requests.length, 1);
 });
 
+test("a streamed hit on an answer asked with message.output_text.logprobs gives each token's log probabilities on the text deltas and all of them on output_text.done, as the live stream did", async (t) => {
+  const tokens = ['Oslo', ' is', ' the', ' capital', '.'];
+  const logprobs = tokens.map((token, index) => ({ token, logprob: -0.1 * (index + 1), bytes: [...Buffer.from(token)], top_logprobs: [] }));
+  const text = tokens.join('');
+  const part = { type: 'output_text', text, annotations: [], logprobs };
+  const message = { id: 'msg_lp', type: 'message', role: 'assistant', status: 'completed', content: [part] };
+  const response = { id: 'resp_lp', object: 'response', created_at: 1700000000, status: 'in_progress', model: 'gpt-4o-mini', output: [], error: null, incomplete_details: null, instructions: null, metadata: {}, parallel_tool_calls: true, temperature: 1, tool_choice: 'auto', tools: [], top_p: 1 };
+  const usage = { input_tokens: 5, input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 }, output_tokens: 5, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 10 };
+  const at = { item_id: 'msg_lp', output_index: 0, content_index: 0 };
+  const events: Array<Record<string, unknown>> = [
+    { type: 'response.created', response },
+    { type: 'response.output_item.added', output_index: 0, item: { ...message, status: 'in_progress', content: [] } },
+    { type: 'response.content_part.added', ...at, part: { ...part, text: '', logprobs: [] } },
+    ...logprobs.map((logprob) => ({ type: 'response.output_text.delta', ...at, delta: logprob.token, logprobs: [logprob] })),
+    { type: 'response.output_text.done', ...at, text, logprobs },
+    { type: 'response.content_part.done', ...at, part },
+    { type: 'response.output_item.done', output_index: 0, item: message },
+    { type: 'response.completed', response: { ...response, status: 'completed', output: [message], usage } },
+  ];
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    for (const [index, event] of events.entries()) res.write(`event: ${String(event.type)}\ndata: ${JSON.stringify({ ...event, sequence_number: index })}\n\n`);
+    res.end();
+  });
+  const { client } = await openaiGateway(t, upstream);
+  const params = { model: 'gpt-4o-mini', input: 'The capital of Norway, with log probabilities?', include: ['message.output_text.logprobs' as const], stream: true as const };
+  const streamed = async () => {
+    const { data, response } = await client.responses.create(params).withResponse();
+    const seen: ResponseStreamEvent[] = [];
+    for await (const event of data) seen.push(event);
+    return { events: seen, route: response.headers.get('x-svc-route') };
+  };
+  /** What a client reads of the log probabilities: each text delta's, and the text's done event's. */
+  const logprobsOf = (seen: ResponseStreamEvent[]) => ({
+    deltas: seen.flatMap((event) => (event.type === 'response.output_text.delta' ? [{ delta: event.delta, logprobs: event.logprobs }] : [])),
+    done: seen.flatMap((event) => (event.type === 'response.output_text.done' ? [event.logprobs] : [])),
+  });
+
+  const live = await streamed();
+  assert.equal(live.route, 'live');
+  const replay = await streamed();
+  assert.equal(replay.route, 'exact_cache');
+  assert.deepEqual(logprobsOf(replay.events), logprobsOf(live.events));
+  for (const event of replay.events) assert.equal(validateAgainst('ResponseStreamEvent', event), null, event.type);
+});
+
 test("an answer to a store: false request never serves one that stores (its items were never stored upstream, so a next turn naming them would fail), and store: true and an unset store share entries", async (t) => {
   const upstream = await startFakeUpstream(t, (request, res) => {
     const body = request.body as Record<string, unknown>;
