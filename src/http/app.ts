@@ -155,6 +155,8 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   });
   app.decorateRequest('auth', null);
   const authFailures = createAuthFailureLimiter(limits.authFailuresPerMinute);
+  // The names svc was configured with: an identity granted without a credential is answered there too.
+  const openIdentityHosts = [config.host, ...(config.accounts.appBaseUrl ? [new URL(config.accounts.appBaseUrl).hostname] : [])];
   // Upstream connection pools close with the app.
   app.addHook('onClose', async () => {
     await services.providers.close();
@@ -186,6 +188,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
         identity: services.identity,
         authFailures,
         allowedOrigins: [new URL(config.accounts.linkBaseUrl).origin],
+        openIdentityHosts,
       });
       await api.register(readinessRoute(services.health));
       await api.register(authRoutes({ sessions: services.sessions, signup: services.signup, limits: services.limits }));
@@ -213,6 +216,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
         identity: services.identity,
         authFailures,
         acceptApiKeyHeader: (request) => surfaceOfUrl(request.url) === 'messages',
+        openIdentityHosts,
       });
       // preParsing: after identity and rate limits (the rate limit is a route's onRequest hook, which runs after
       // these), so a caller refused by those holds nothing; before the body is read.

@@ -15,6 +15,7 @@ import type { IdentityService, Surface } from '../identity/service.ts';
 import { renderError, statusOn, surfaceOfUrl, toAppError, type ErrorSurface } from './error-shapes.ts';
 import type { AuthFailureLimiter } from './auth-failures.ts';
 import { isLocalOperator } from './local-socket.ts';
+import { mayServeOpenIdentity, openIdentityRefused } from './open-mode-host.ts';
 import { cookieOf, SESSION_COOKIE } from './session-cookie.ts';
 import { limitKeyOfAddress } from '../net/addresses.ts';
 
@@ -44,6 +45,11 @@ export interface SurfaceOptions {
   acceptApiKeyHeader?: (request: FastifyRequest) => boolean;
   /** Origins besides the request's own that may send cookie-authenticated mutations (SVC_APP_BASE_URL's). */
   allowedOrigins?: readonly string[];
+  /**
+   * Host names svc was configured with (SVC_APP_BASE_URL's, SVC_HOST's): besides loopback names and IP literals, the
+   * ones an identity granted without a credential is answered at (src/http/open-mode-host.ts).
+   */
+  openIdentityHosts: readonly string[];
 }
 
 export function header(request: FastifyRequest, name: string): string | undefined {
@@ -124,6 +130,7 @@ export async function registerSurface(app: FastifyInstance, options: SurfaceOpti
   installErrorHandler(app);
 
   const allowedOrigins = (options.allowedOrigins ?? []).map(originOf);
+  const openIdentityHosts = options.openIdentityHosts.map((host) => host.toLowerCase());
   app.addHook('onRequest', async (request) => {
     const access = request.routeOptions.config?.access;
     const authorization = header(request, 'authorization');
@@ -166,6 +173,7 @@ export async function registerSurface(app: FastifyInstance, options: SurfaceOpti
     } finally {
       if (presented) options.authFailures.settle(address, failed, now);
     }
+    if (request.auth?.kind === 'open' && !mayServeOpenIdentity(request.hostname, openIdentityHosts)) throw openIdentityRefused();
     checkOrigin(request, allowedOrigins);
     checkSessionScope(request.auth, access);
   });

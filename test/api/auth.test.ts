@@ -17,6 +17,33 @@ test('open dev mode: no credentials configured, callers are admins of the defaul
   assert.equal(created.key.mode, 'optimize');
 });
 
+test('open dev mode answers no request addressed to a DNS name of the web (DNS rebinding): a page that rebinds its name to svc gets no admin', async (t) => {
+  const { app } = await build(t, { env: { SVC_APP_BASE_URL: 'https://svc.example.test' } });
+  // A page at attacker.example whose name now resolves to 127.0.0.1 sends its own name as Host and Origin: same-origin.
+  const rebound = { host: 'attacker.example:8787', origin: 'http://attacker.example:8787' };
+  const minted = await app.inject({ method: 'POST', url: '/api/v1/keys', headers: rebound, payload: { name: 'pwn', admin: true } });
+  assert.equal(minted.statusCode, 403, minted.body);
+  assert.equal(json(minted).error.code, 'forbidden');
+  assert.equal((await app.inject({ url: '/api/v1/runs', headers: { host: 'Attacker.Example.' } })).statusCode, 403);
+  const chat = await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: { ...rebound, ...bearer('sk-placeholder') }, payload: CHAT });
+  assert.equal(chat.statusCode, 403);
+  assert.equal(json(chat).error.type, 'permission_error');
+  assert.equal(json(await app.inject({ url: '/api/v1/keys' })).keys.length, 0);
+  // Loopback names, IP literals, single-label names (a compose service) and SVC_APP_BASE_URL's host are answered.
+  for (const host of ['localhost:8787', 'svc.localhost', '127.0.0.1:8787', '[::1]:8787', '192.168.1.20', 'svc:8787', 'svc.example.test']) {
+    assert.equal((await app.inject({ url: '/api/v1/keys', headers: { host } })).statusCode, 200, host);
+  }
+});
+
+test('the open gateway of protected mode answers no request addressed to a DNS name of the web (DNS rebinding)', async (t) => {
+  const { app } = await build(t, { env: { SVC_API_KEY: BOOT, SVC_ALLOW_OPEN_GATEWAY: 'true' } });
+  const rebound = await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: { host: 'attacker.example' }, payload: CHAT });
+  assert.equal(rebound.statusCode, 403);
+  assert.equal((await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: CHAT })).statusCode, 200);
+  // A credential is no rebinding page's: the bootstrap token works whatever the Host.
+  assert.equal((await app.inject({ url: '/api/v1/keys', headers: { host: 'svc.example.org', ...bearer(BOOT) } })).statusCode, 200);
+});
+
 test('protected mode: headerless, wrong and malformed credentials are 401 with one identical body per surface', async (t) => {
   const { app } = await build(t, { env: { SVC_API_KEY: BOOT } });
   const variants: Array<Record<string, string>> = [
