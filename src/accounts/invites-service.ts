@@ -153,7 +153,10 @@ export function createInvitesService(deps: AccountsDeps): InvitesService {
         acceptedBy: null,
         revokedAt: null,
       };
-      await repo.createInvite(invite, sha256Hex(token));
+      // The pending invitation this one replaces (a re-send) is revoked by this caller, on the record.
+      await repo.createInvite(invite, sha256Hex(token), (old) =>
+        audit.staged(auth, 'invite.revoke', { target: old.id, details: { email: old.email, reason: 'replaced', replacedBy: invite.id } }),
+      );
       const inviter = auth.userId ? await repo.findUser(auth.userId) : null;
       const acceptUrl = `${deps.linkBaseUrl()}/accept-invite?token=${token}`;
       try {

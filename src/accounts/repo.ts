@@ -244,6 +244,9 @@ function keyAuthorityLapsed(sql: Sql, invite: InviteRow): boolean {
 /** The audit row of an invitation revoked because its inviter's authority lapsed, appended in the revoking write. */
 export type LapsedInviteStep = (invite: Invite) => AlsoStep;
 
+/** The audit row of a pending invitation revoked because its address was invited again, appended in that write. */
+export type ReplacedInviteStep = (invite: Invite) => AlsoStep;
+
 /** Revoke a pending invitation whose inviter's authority lapsed, with its audit row; true when it did. */
 function revokeIfAuthorityLapsed(sql: Sql, invite: InviteRow, now: number, lapsed: LapsedInviteStep): boolean {
   if (invite.status !== 'pending' || !inviterAuthorityLapsed(sql, invite)) return false;
@@ -429,8 +432,11 @@ export interface AccountsRepository {
   setActiveOrg(sessionId: string, tenantId: string): Promise<void>;
   deleteSession(id: string): Promise<void>;
 
-  /** Create a pending invitation, revoking any other pending one for the same address in the organization. */
-  createInvite(invite: Invite, tokenHash: string): Promise<void>;
+  /**
+   * Create a pending invitation, revoking any other pending one for the same address in the organization with its
+   * audit row (`replaced`, in the same write); one past its expiry is stored expired, as it reads.
+   */
+  createInvite(invite: Invite, tokenHash: string, replaced: ReplacedInviteStep): Promise<void>;
   findInvite(tenantId: string, id: string): Promise<Invite | null>;
   findInviteByToken(tokenHash: string): Promise<Invite | null>;
   listInvites(tenantId: string, options: { status?: InviteStatus; now: number; limit: number; offset: number }): Promise<{ invites: Invite[]; total: number }>;
@@ -736,12 +742,21 @@ export function createAccountsRepository(store: Store): AccountsRepository {
 
     // ----- invitations
 
-    createInvite: async (invite, tokenHash) => {
+    createInvite: async (invite, tokenHash, replaced) => {
       await store.write((sql) => {
-        sql.run(
-          "UPDATE org_invites SET status = 'revoked', revoked_at = ? WHERE tenant_id = ? AND email = ? AND status = 'pending'",
-          [invite.createdAt, invite.tenantId, invite.email],
-        );
+        const now = invite.createdAt;
+        const pending = sql.all<InviteRow>("SELECT * FROM org_invites WHERE tenant_id = ? AND email = ? AND status = 'pending'", [
+          invite.tenantId,
+          invite.email,
+        ]);
+        for (const row of pending) {
+          if (row.expires_at <= now) {
+            sql.run("UPDATE org_invites SET status = 'expired' WHERE id = ?", [row.id]);
+            continue;
+          }
+          sql.run("UPDATE org_invites SET status = 'revoked', revoked_at = ? WHERE id = ?", [now, row.id]);
+          replaced(inviteOf(row))(sql);
+        }
         sql.run(
           `INSERT INTO org_invites (id, tenant_id, email, role, token_hash, invited_by, invited_by_key, status, created_at, expires_at)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,

@@ -186,6 +186,27 @@ test('who may invite: owners and admins; owners alone grant owner; members of th
   assert.equal(json(await admin.get('/api/v1/orgs/active')).seats.pendingInvites, 1);
 });
 
+test('re-inviting an address revokes its pending invitation with an invite.revoke row naming the replacement, in the log of its organization', async (t) => {
+  const { app, admin, services } = await buildWithAdmin(t);
+  const { browser: orgAdmin } = await makeUser(app, { email: 'oa@example.test', orgRole: 'admin' });
+  const first = json(await admin.post('/api/v1/orgs/active/invites', { email: 'x@example.test', role: 'owner' })).invite;
+  const second = json(await orgAdmin.post('/api/v1/orgs/active/invites', { email: 'x@example.test' })).invite;
+  const rows = await services.store.read((sql) =>
+    sql.all<{ action: string; target: string; actor_json: string; details_json: string }>(
+      "SELECT action, target, actor_json, details_json FROM audit_events WHERE action LIKE 'invite.%' ORDER BY seq",
+    ),
+  );
+  assert.deepEqual(
+    rows.map((row) => [row.action, row.target, JSON.parse(row.details_json)]),
+    [
+      ['invite.create', first.id, { email: 'x@example.test', role: 'owner' }],
+      ['invite.revoke', first.id, { email: 'x@example.test', reason: 'replaced', replacedBy: second.id }],
+      ['invite.create', second.id, { email: 'x@example.test', role: 'member' }],
+    ],
+  );
+  assert.equal(JSON.parse(rows[1]!.actor_json).userId, JSON.parse(rows[2]!.actor_json).userId);
+});
+
 test('invitation lookup and acceptance are limited per address (20 per minute), whatever X-Forwarded-For says', async (t) => {
   const { app } = await buildWithAdmin(t);
   const statuses: number[] = [];
