@@ -57,8 +57,10 @@ test('a buffered chat completion has the wire shape and the evidence headers', a
 });
 
 test("x-svc-run-url is the request's origin when its Host is a host and port, never a path, query or user info a client slipped into Host", async (t) => {
-  const { app } = await build(t);
-  const urlWith = async (host: string) => String((await chat(app, fresh(), { host })).headers['x-svc-run-url']);
+  // With a credential: open dev mode answers no DNS name of the web (DNS rebinding, test/api/auth.test.ts).
+  const token = 'bootstrap-token-run-url-tests-0001';
+  const { app } = await build(t, { env: { SVC_API_KEY: token } });
+  const urlWith = async (host: string) => String((await chat(app, fresh(), { host, ...bearer(token) })).headers['x-svc-run-url']);
   assert.match(await urlWith('svc.example:8787'), /^http:\/\/svc\.example:8787\/runs\/run_/);
   assert.match(await urlWith('[::1]:8787'), /^http:\/\/\[::1\]:8787\/runs\/run_/);
   for (const hostile of ['evil.example/phish?x=', 'user@evil.example', 'evil.example#', 'a b']) {
