@@ -9,7 +9,7 @@ import type { Clock } from '../core/clock.ts';
 import { linkedEvent } from './chain.ts';
 import { failedReasonCode } from './ledger.ts';
 import type { AttemptsSpent, RunsRepository } from './repo.ts';
-import type { RunRecord, TraceEvent } from './types.ts';
+import type { FinishedRun, RunRecord, TraceEvent } from './types.ts';
 
 export const INTERRUPTED_ERROR = {
   kind: 'interrupted',
@@ -28,7 +28,7 @@ export interface InterruptedRuns {
 
 export function createInterruptedRuns(deps: { repo: RunsRepository; clock: Clock }): InterruptedRuns {
   const { repo, clock } = deps;
-  const close = (run: RunRecord, spent: AttemptsSpent): { event: TraceEvent; final: RunRecord } => {
+  const close = (run: RunRecord, spent: AttemptsSpent): { event: TraceEvent; final: FinishedRun } => {
     const at = clock.now();
     const seq = run.eventCount + 1;
     // What its attempts committed before the stop spent (an upstream's answer whose run was not finished yet): a cost
@@ -38,7 +38,7 @@ export function createInterruptedRuns(deps: { repo: RunsRepository; clock: Clock
     // The payload of the ledger's own closing event (ledger.ts `finish`): the outcome as far as it is known.
     const payload: Record<string, unknown> = { route: null, provider: run.provider, usage, costUsd, latencyMs: null, error: INTERRUPTED_ERROR };
     const event = linkedEvent(run.lastHash, run.id, seq, 'run.failed', payload, at);
-    const final: RunRecord = {
+    const final: FinishedRun = {
       ...run,
       status: 'failed',
       route: null,
@@ -52,6 +52,9 @@ export function createInterruptedRuns(deps: { repo: RunsRepository; clock: Clock
       eventCount: seq,
       lastHash: event.hash,
       reasonCode: failedReasonCode(INTERRUPTED_ERROR.kind),
+      // Its usage is what its attempts processed: customer and actual tokens are the same here.
+      actualPromptTokens: spent.promptTokens,
+      actualCompletionTokens: spent.completionTokens,
     };
     return { event, final };
   };

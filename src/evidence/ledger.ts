@@ -8,7 +8,7 @@ import { DictionaryMap } from '../core/dictionary-map.ts';
 import { newTimeOrderedId } from '../core/ids.ts';
 import { genesisHash, linkedEvent } from './chain.ts';
 import type { LedgerChange, RunsRepository } from './repo.ts';
-import type { AttemptRecord, RouteExplanation, RunRecord, RunRoute, RunStatus, RunUsage, TraceEvent } from './types.ts';
+import type { AttemptRecord, FinishedRun, RouteExplanation, RunRecord, RunRoute, RunStatus, RunUsage, TraceEvent } from './types.ts';
 
 export interface RunStart {
   tenantId: string;
@@ -124,7 +124,8 @@ export function createLedger(deps: { repo: RunsRepository; clock: Clock }): Ledg
       if (start.subject) startedPayload.subject = start.subject;
       const started = chained('run.started', startedPayload);
       // Written out rather than spread from `start`: this runs for every gateway request.
-      const initial: RunRecord = {
+      // A FinishedRun from the start (its actual tokens 0), so that the finished record spreads it without adding keys.
+      const initial: FinishedRun = {
         id,
         tenantId: start.tenantId,
         appId: start.appId,
@@ -156,6 +157,8 @@ export function createLedger(deps: { repo: RunsRepository; clock: Clock }): Ledg
         executionMethod: null,
         reasonCode: null,
         fallback: null,
+        actualPromptTokens: 0,
+        actualCompletionTokens: 0,
       };
       repo.recordDeferred({
         insert: initial,
@@ -217,7 +220,14 @@ export function createLedger(deps: { repo: RunsRepository; clock: Clock }): Ledg
           };
           if (outcome.error) payload.error = outcome.error;
           const event = chained(`run.${outcome.status}`, payload);
-          const final: RunRecord = {
+          // What providers processed: its attempts' tokens (a cache hit has none; failed attempts' billed ones count).
+          let actualPromptTokens = 0;
+          let actualCompletionTokens = 0;
+          for (const attempt of attempts) {
+            actualPromptTokens += attempt.promptTokens;
+            actualCompletionTokens += attempt.completionTokens;
+          }
+          const final: FinishedRun = {
             ...initial,
             status: outcome.status,
             route: outcome.route,
@@ -237,6 +247,8 @@ export function createLedger(deps: { repo: RunsRepository; clock: Clock }): Ledg
             executionMethod: outcome.routeExplanation.executionMethod.id,
             reasonCode: reasonCodeOf(outcome),
             fallback: fallback ? `${fallback.from}->${fallback.to}` : null,
+            actualPromptTokens,
+            actualCompletionTokens,
           };
           const change: LedgerChange = { events: [event], finished: final };
           if (outcome.responseHash) change.responseHash = { runId: id, hash: outcome.responseHash };

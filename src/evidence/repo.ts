@@ -6,7 +6,7 @@ import type { Store } from '../store/store.ts';
 import { textBytes, togetherOrAlone, type Sql, type SqlValue } from '../store/sql.ts';
 import { addToRollups, DAY_MS, removeFromRollups } from './rollups.ts';
 import { applyToSideEffects, listSideEffects, type SideEffectRecord } from './side-effects.ts';
-import type { AttemptRecord, RunFilter, RunRecord, TraceEvent } from './types.ts';
+import type { AttemptRecord, FinishedRun, RunFilter, RunRecord, TraceEvent } from './types.ts';
 
 export interface RunPatch {
   status?: RunRecord['status'];
@@ -59,7 +59,7 @@ export interface LedgerChange {
    * The run in its final state: written in place of its row (inserted so if the row is not written yet) and added to
    * the rollups in the same transaction.
    */
-  finished?: RunRecord;
+  finished?: FinishedRun;
   replay?: ReplayRecord;
   /** Set the response hash of an already queued replay record. */
   responseHash?: { runId: string; hash: string };
@@ -140,7 +140,7 @@ export interface RunsRepository {
    * its committed attempts spent, its closing event (chained from the run's head) and final record; the run row
    * follows the record and the rollups count it. Resolves to how many were finished.
    */
-  finishRunning(ids: readonly string[], finish: (run: RunRecord, spent: AttemptsSpent) => { event: TraceEvent; final: RunRecord }): Promise<number>;
+  finishRunning(ids: readonly string[], finish: (run: RunRecord, spent: AttemptsSpent) => { event: TraceEvent; final: FinishedRun }): Promise<number>;
   /** Whether the tenant recorded any run (onboarding). */
   hasRuns(tenantId: string): Promise<boolean>;
 }
@@ -150,6 +150,14 @@ export interface AttemptsSpent {
   costUsd: number;
   promptTokens: number;
   completionTokens: number;
+}
+
+function attemptsSpent(sql: Sql, runId: string): AttemptsSpent {
+  return sql.get<AttemptsSpent>(
+    `SELECT COALESCE(SUM(cost_usd), 0) AS costUsd, COALESCE(SUM(prompt_tokens), 0) AS promptTokens,
+       COALESCE(SUM(completion_tokens), 0) AS completionTokens FROM run_attempts WHERE run_id = ?`,
+    [runId],
+  )!;
 }
 
 interface RunRow {
@@ -621,10 +629,14 @@ function reserveIn(sql: Sql, tenantId: string, runId: string, bytes: number, bud
 export const PRUNE_EVENTS_PER_WRITE = 10_000;
 
 function deleteRuns(sql: Sql, ids: string[]): number {
-  const runs: RunRecord[] = [];
+  const runs: FinishedRun[] = [];
   for (const id of ids) {
     const row = sql.get<RunRow>('SELECT * FROM runs WHERE id = ?', [id]);
-    if (row) runs.push(fromRow(row));
+    // A running run is in no rollup row; a finished one takes its actual tokens out as well, summed from its attempts.
+    if (row && row.status !== 'running') {
+      const spent = attemptsSpent(sql, id);
+      runs.push({ ...fromRow(row), actualPromptTokens: spent.promptTokens, actualCompletionTokens: spent.completionTokens });
+    }
   }
   removeFromRollups(sql, runs);
   for (const id of ids) {
@@ -641,14 +653,14 @@ function deleteRuns(sql: Sql, ids: string[]): number {
  * state (not inserted, then updated per event), and a replay record gets its response hash before it is written.
  * The runs finished are handed to `finishedOut`, whose rollup rows are summed and upserted once per commit.
  */
-function writeMerged(sql: Sql, changes: readonly LedgerChange[], finishedOut: Map<string, RunRecord>): void {
+function writeMerged(sql: Sql, changes: readonly LedgerChange[], finishedOut: Map<string, FinishedRun>): void {
   const inserts = new Map<string, RunRecord>();
   const patches = new Map<string, { id: string } & RunPatch>();
   const replays = new Map<string, ReplayRecord>();
   const lateHashes: Array<{ runId: string; hash: string }> = [];
   const events: TraceEvent[] = [];
   const attempts: AttemptRecord[] = [];
-  const finished: RunRecord[] = [];
+  const finished: FinishedRun[] = [];
   const heads = new Map<string, TraceEvent>();
   for (const change of changes) {
     if (change.insert) inserts.set(change.insert.id, { ...change.insert });
@@ -724,7 +736,7 @@ function byRun(changes: readonly LedgerChange[]): LedgerChange[][] {
  * runs finished by them are added to `finished` (keyed by run: a step that is redone, its slice having failed, adds
  * its runs again).
  */
-function runSteps(runs: readonly LedgerChange[][], finished: Map<string, RunRecord>, runsPerStep: number): Array<(sql: Sql) => void> {
+function runSteps(runs: readonly LedgerChange[][], finished: Map<string, FinishedRun>, runsPerStep: number): Array<(sql: Sql) => void> {
   const steps: Array<(sql: Sql) => void> = [];
   for (let i = 0; i < runs.length; i += runsPerStep) {
     const part = runs.slice(i, i + runsPerStep).flat();
@@ -741,7 +753,7 @@ export function createRunsRepository(store: Store): RunsRepository {
   let registered = false;
   // The runs finished since the last commit (written early or at the commit): their rollups are summed once, in the
   // commit's last step.
-  let finished = new Map<string, RunRecord>();
+  let finished = new Map<string, FinishedRun>();
   const plan = (final: boolean) => {
     if (final) {
       const runs = byRun(queued);
@@ -915,16 +927,11 @@ export function createRunsRepository(store: Store): RunsRepository {
 
     finishRunning: (ids, finish) =>
       store.write((sql) => {
-        const finished: RunRecord[] = [];
+        const finished: FinishedRun[] = [];
         for (const id of ids) {
           const row = sql.get<RunRow>("SELECT * FROM runs WHERE id = ? AND status = 'running'", [id]);
           if (!row) continue;
-          const spent = sql.get<AttemptsSpent>(
-            `SELECT COALESCE(SUM(cost_usd), 0) AS costUsd, COALESCE(SUM(prompt_tokens), 0) AS promptTokens,
-               COALESCE(SUM(completion_tokens), 0) AS completionTokens FROM run_attempts WHERE run_id = ?`,
-            [id],
-          )!;
-          const { event, final } = finish(fromRow(row), spent);
+          const { event, final } = finish(fromRow(row), attemptsSpent(sql, id));
           insertEvent(sql, event);
           patchRun(sql, id, {
             status: final.status,

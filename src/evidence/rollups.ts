@@ -1,13 +1,13 @@
 /**
  * Run rollups: every finished run adds itself to one row per dimension, keyed by tenant, UTC day and app
- * (`run_rollups`, migrations 3, 8 and 10). Savings, usage, attribution and the runs list's counts sum these rows, so
+ * (`run_rollups`, migrations 3, 8, 10 and 12). Savings, usage, attribution and the runs list's counts sum these rows, so
  * they stay fast on a ledger of millions of runs (docs/evidence.md). Running runs are not in the rollups: readers
  * count them from `runs`.
  */
 import { ROLLUP_DIMENSION_COLUMNS, ROLLUP_STATUS_ROUTE_DIMENSIONS } from '../store/migrations.ts';
 import type { Sql, SqlValue } from '../store/sql.ts';
 import type { Store } from '../store/store.ts';
-import type { RunRecord } from './types.ts';
+import type { FinishedRun, RunRecord } from './types.ts';
 
 export type RollupDimension = keyof typeof ROLLUP_DIMENSION_COLUMNS;
 export const ROLLUP_DIMENSIONS = Object.keys(ROLLUP_DIMENSION_COLUMNS) as RollupDimension[];
@@ -35,13 +35,14 @@ export function dimensionValues(run: RunRecord): Record<RollupDimension, string>
 }
 
 const UPSERT = `INSERT INTO run_rollups (tenant_id, dim, value, day, app_id, status, route, runs, cost_usd, saved_usd,
-    ghost_saved_usd, saved_ms, prompt_tokens, completion_tokens, unpriced_runs)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    ghost_saved_usd, saved_ms, prompt_tokens, completion_tokens, unpriced_runs, actual_prompt_tokens, actual_completion_tokens)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
   ON CONFLICT (tenant_id, dim, day, value, app_id, status, route) DO UPDATE SET
     runs = runs + excluded.runs, cost_usd = cost_usd + excluded.cost_usd, saved_usd = saved_usd + excluded.saved_usd,
     ghost_saved_usd = ghost_saved_usd + excluded.ghost_saved_usd, saved_ms = saved_ms + excluded.saved_ms,
     prompt_tokens = prompt_tokens + excluded.prompt_tokens, completion_tokens = completion_tokens + excluded.completion_tokens,
-    unpriced_runs = unpriced_runs + excluded.unpriced_runs`;
+    unpriced_runs = unpriced_runs + excluded.unpriced_runs, actual_prompt_tokens = actual_prompt_tokens + excluded.actual_prompt_tokens,
+    actual_completion_tokens = actual_completion_tokens + excluded.actual_completion_tokens`;
 
 /** The key of one rollup row: tenant, dim, value, day, app, status, route (the table's order). */
 type RollupKey = [string, RollupDimension, string, number, string, string, string];
@@ -61,11 +62,14 @@ function rollupKeys(run: RunRecord): RollupKey[] {
   );
 }
 
-/** Sums of one rollup row: its key, then runs, the totals and the unpriced runs, in UPSERT's parameter order. */
-type RollupCell = [...RollupKey, number, number, number, number, number, number, number, number];
+/**
+ * Sums of one rollup row: its key, then runs, the totals, the unpriced runs and the actual tokens, in UPSERT's
+ * parameter order.
+ */
+type RollupCell = [...RollupKey, number, number, number, number, number, number, number, number, number, number];
 
 /** The runs' sums per rollup row they count in, keyed by the row's key. */
-function sumByRow(runs: readonly RunRecord[]): Map<string, RollupCell> {
+function sumByRow(runs: readonly FinishedRun[]): Map<string, RollupCell> {
   const cells = new Map<string, RollupCell>();
   for (const run of runs) {
     // A run whose cost is not firm (no list price, or a lower bound) counts $0 in cost_usd: the row says how many.
@@ -82,8 +86,13 @@ function sumByRow(runs: readonly RunRecord[]): Map<string, RollupCell> {
         cell[12] += run.usage.promptTokens;
         cell[13] += run.usage.completionTokens;
         cell[14] += unpriced;
+        cell[15] += run.actualPromptTokens;
+        cell[16] += run.actualCompletionTokens;
       } else {
-        cells.set(id, [...key, 1, run.costUsd, run.savedUsd, run.ghostSavedUsd, run.savedMs, run.usage.promptTokens, run.usage.completionTokens, unpriced]);
+        cells.set(id, [
+          ...key, 1, run.costUsd, run.savedUsd, run.ghostSavedUsd, run.savedMs, run.usage.promptTokens, run.usage.completionTokens, unpriced,
+          run.actualPromptTokens, run.actualCompletionTokens,
+        ]);
       }
     }
   }
@@ -94,7 +103,7 @@ function sumByRow(runs: readonly RunRecord[]): Map<string, RollupCell> {
  * Add finished runs to their rollup rows (inside the write that records their final state). The runs of one group
  * commit are summed first, so rows they share (same day, app, model, route...) are upserted once, not once per run.
  */
-export function addToRollups(sql: Sql, runs: readonly RunRecord[]): void {
+export function addToRollups(sql: Sql, runs: readonly FinishedRun[]): void {
   for (const cell of sumByRow(runs).values()) sql.run(UPSERT, cell);
 }
 
@@ -107,14 +116,14 @@ const ROW_KEY = 'tenant_id = ? AND dim = ? AND value = ? AND day = ? AND app_id 
  * every rollup row of the tenant, the key leading with the dimension: ~300 ms per retention batch of 200 runs with
  * 30,000 rollup rows, all of it on the event loop.)
  */
-export function removeFromRollups(sql: Sql, runs: readonly RunRecord[]): void {
-  const finished = runs.filter((run) => run.status !== 'running');
-  for (const cell of sumByRow(finished).values()) {
+export function removeFromRollups(sql: Sql, runs: readonly FinishedRun[]): void {
+  for (const cell of sumByRow(runs.filter((run) => run.status !== 'running')).values()) {
     const key = cell.slice(0, 7);
     sql.run(
       `UPDATE run_rollups SET runs = runs - ?, cost_usd = cost_usd - ?, saved_usd = saved_usd - ?,
          ghost_saved_usd = ghost_saved_usd - ?, saved_ms = saved_ms - ?, prompt_tokens = prompt_tokens - ?,
-         completion_tokens = completion_tokens - ?, unpriced_runs = unpriced_runs - ?
+         completion_tokens = completion_tokens - ?, unpriced_runs = unpriced_runs - ?,
+         actual_prompt_tokens = actual_prompt_tokens - ?, actual_completion_tokens = actual_completion_tokens - ?
        WHERE ${ROW_KEY}`,
       [...cell.slice(7), ...key],
     );
@@ -132,6 +141,9 @@ export interface RollupTotals {
   completionTokens: number;
   /** Runs whose cost is not firm (`priced: false`): their cost and savings are in the sums as $0, a lower bound. */
   unpricedRuns: number;
+  /** Tokens providers processed (FinishedRun); promptTokens and completionTokens are the customer tokens. */
+  actualPromptTokens: number;
+  actualCompletionTokens: number;
 }
 
 export interface RollupScope {
@@ -145,7 +157,8 @@ export interface RollupScope {
 
 const SUMS = `SUM(runs) AS runs, SUM(cost_usd) AS costUsd, SUM(saved_usd) AS savedUsd, SUM(ghost_saved_usd) AS ghostSavedUsd,
   SUM(saved_ms) AS savedMs, SUM(prompt_tokens) AS promptTokens, SUM(completion_tokens) AS completionTokens,
-  SUM(unpriced_runs) AS unpricedRuns`;
+  SUM(unpriced_runs) AS unpricedRuns, SUM(actual_prompt_tokens) AS actualPromptTokens,
+  SUM(actual_completion_tokens) AS actualCompletionTokens`;
 
 function scopeWhere(scope: RollupScope, dim: RollupDimension): { clause: string; params: SqlValue[] } {
   const params: SqlValue[] = [scope.tenantId, dim, scope.fromDay, scope.toDay];
@@ -167,6 +180,8 @@ function totalsOf(row: Partial<Record<keyof RollupTotals, number | null>> | unde
     promptTokens: row?.promptTokens ?? 0,
     completionTokens: row?.completionTokens ?? 0,
     unpricedRuns: row?.unpricedRuns ?? 0,
+    actualPromptTokens: row?.actualPromptTokens ?? 0,
+    actualCompletionTokens: row?.actualCompletionTokens ?? 0,
   };
 }
 

@@ -9,6 +9,8 @@
  * the cost of failed provider attempts; savings are credited for completed runs only; ghostSavedUsd is what
  * observe-mode traffic would have saved. unpricedRuns counts the finished runs whose cost is not firm (`priced:
  * false`: no list price, or a cost svc could not know), summed as $0: costIsLowerBound says the totals hold some.
+ * Tokens are of two kinds, as in a run's economics: promptTokens/completionTokens/totalTokens are the customer tokens
+ * (what the answers report; a cache hit replays its source's usage), actual* the tokens providers processed (billed).
  */
 import { toIso, type Clock } from '../core/clock.ts';
 import type { AuthContext } from '../identity/auth-context.ts';
@@ -42,9 +44,14 @@ function totalsView(totals: RollupTotals) {
     savedUsd: round(totals.savedUsd),
     ghostSavedUsd: round(totals.ghostSavedUsd),
     savedMs: totals.savedMs,
+    // Customer tokens: what the answers report to the callers (a cache hit the usage of the answer it replays).
     promptTokens: totals.promptTokens,
     completionTokens: totals.completionTokens,
     totalTokens: totals.promptTokens + totals.completionTokens,
+    // Actual tokens: what providers processed, so what they bill (a cache hit none; a failed attempt's billed ones).
+    actualPromptTokens: totals.actualPromptTokens,
+    actualCompletionTokens: totals.actualCompletionTokens,
+    actualTotalTokens: totals.actualPromptTokens + totals.actualCompletionTokens,
     ...costFirmness(totals),
   };
 }
@@ -54,7 +61,10 @@ function costFirmness(totals: RollupTotals) {
   return { unpricedRuns: totals.unpricedRuns, costIsLowerBound: totals.unpricedRuns > 0 };
 }
 
-const ZERO: RollupTotals = { runs: 0, costUsd: 0, savedUsd: 0, ghostSavedUsd: 0, savedMs: 0, promptTokens: 0, completionTokens: 0, unpricedRuns: 0 };
+const ZERO: RollupTotals = {
+  runs: 0, costUsd: 0, savedUsd: 0, ghostSavedUsd: 0, savedMs: 0, promptTokens: 0, completionTokens: 0, unpricedRuns: 0, actualPromptTokens: 0,
+  actualCompletionTokens: 0,
+};
 
 function add(into: RollupTotals, more: RollupTotals): RollupTotals {
   return {
@@ -66,6 +76,8 @@ function add(into: RollupTotals, more: RollupTotals): RollupTotals {
     promptTokens: into.promptTokens + more.promptTokens,
     completionTokens: into.completionTokens + more.completionTokens,
     unpricedRuns: into.unpricedRuns + more.unpricedRuns,
+    actualPromptTokens: into.actualPromptTokens + more.actualPromptTokens,
+    actualCompletionTokens: into.actualCompletionTokens + more.actualCompletionTokens,
   };
 }
 

@@ -98,6 +98,17 @@ export interface RunRecord {
   fallback: string | null;
 }
 
+/**
+ * A run as it finishes, for the rollups: with the tokens providers processed for it (SPEC 4.9 *actual* tokens), what
+ * its attempts add up to: 0 for a cache hit, the failed attempts' billed tokens too after a fallback. `usage` is what
+ * the answer reports to the caller (*customer* tokens). Not a runs column (economics sums the attempts): the ledger
+ * keeps the sums as it records the attempts, so the rollups take them without reading the attempts back.
+ */
+export interface FinishedRun extends RunRecord {
+  actualPromptTokens: number;
+  actualCompletionTokens: number;
+}
+
 export interface TraceEvent {
   runId: string;
   seq: number;

@@ -1,4 +1,4 @@
-/** Run rollups: backfilled by migrations 3, 8 and 10 from runs recorded before them, and equal to a scan of the ledger. */
+/** Run rollups: backfilled by migrations 3, 8, 10 and 12 from runs recorded before them, and equal to a scan of the ledger. */
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import { MIGRATIONS, ROLLUP_BACKFILL_SQL } from '../../src/store/migrations.ts';
@@ -181,6 +181,63 @@ test('migration 10 counts the unpriced runs of every rollup row of a data file w
     );
   const migrated = await rows();
   assert.ok(migrated.some((row: any) => row.dim === 'provider' && row.unpriced_runs > 0));
+  await services.store.write((sql) => {
+    sql.run('DELETE FROM run_rollups');
+    for (const statement of ROLLUP_BACKFILL_SQL.split(';').filter((part) => part.trim())) sql.run(statement);
+  });
+  assert.deepEqual(migrated, await rows());
+});
+
+test("migration 12 sums the tokens of each rollup row's runs' attempts, as a rebuild of the rollups would, on a data file written before it", async (t) => {
+  const dir = tempDir(t);
+  const day = 86_400_000;
+  const now = Date.now();
+  // route, status, app, tokens answered (prompt, completion), each attempt's tokens, days back
+  const runs: Array<[string | null, string, string | null, [number, number], Array<[number, number]>, number]> = [
+    ['live', 'completed', 'shop', [100, 50], [[100, 50]], 0],
+    ['exact_cache', 'completed', 'shop', [100, 50], [], 0],
+    ['live', 'completed', null, [100, 50], [[7, 0], [100, 50]], 1], // served after a failed attempt that was billed
+    ['live', 'failed', null, [0, 0], [[0, 0]], 1],
+    ['exact_cache', 'completed', null, [30, 20], [], 9],
+    [null, 'running', 'shop', [0, 0], [[40, 0]], 0],
+  ];
+  // Runs (and their attempts) recorded before the rollups: the migrations from 3 on backfill them, 12 last.
+  const old = openStore({ dataDir: dir, migrations: MIGRATIONS.filter((m) => m.version <= 2) });
+  await old.write((sql) =>
+    runs.forEach(([route, status, app, [prompt, completion], attempts, back], i) => {
+      sql.run(
+        `INSERT INTO runs (id, tenant_id, app_id, mode, wire, model, status, route, prompt_tokens, completion_tokens, created_at, last_hash)
+         VALUES (?, 'default', ?, 'optimize', 'chat_completions', 'gpt-4o-mini', ?, ?, ?, ?, ?, 'h')`,
+        [`run_${i}`, app, status, route, prompt, completion, now - back * day - i * 1000],
+      );
+      attempts.forEach(([p, c], seq) =>
+        sql.run(
+          `INSERT INTO run_attempts (run_id, seq, provider, model, outcome, prompt_tokens, completion_tokens, latency_ms, created_at)
+           VALUES (?, ?, 'chatcomp', 'gpt-4o-mini', 'success', ?, ?, 1, ?)`,
+          [`run_${i}`, seq + 1, p, c, now],
+        ),
+      );
+    }),
+  );
+  await old.close();
+
+  const { app, services } = await build(t, { dataDir: dir });
+  const since = `since=${new Date(now - 30 * day).toISOString()}`;
+  const attribution = json(await app.inject({ url: `/api/v1/usage/attribution?${since}` }));
+  const tokens = (entry: any) => [entry.promptTokens, entry.completionTokens, entry.actualPromptTokens, entry.actualCompletionTokens];
+  assert.deepEqual(tokens(attribution.totals), [330, 170, 207, 100]);
+  assert.deepEqual(attribution.byRoute.map((e: any) => [e.value, ...tokens(e)]).sort(), [['exact_cache', 130, 70, 0, 0], ['live', 200, 100, 207, 100]]);
+  assert.deepEqual(attribution.byApp.map((e: any) => [e.value, ...tokens(e)]).sort(), [['shop', 200, 100, 100, 50], [null, 130, 70, 107, 50]].sort());
+
+  // Every row, of every dimension, holds the sums a rebuild from the runs gives it.
+  const rows = () =>
+    services.store.read((sql) =>
+      sql.all(
+        `SELECT tenant_id, dim, value, day, app_id, status, route, runs, prompt_tokens, completion_tokens, actual_prompt_tokens,
+           actual_completion_tokens FROM run_rollups ORDER BY tenant_id, dim, day, value, app_id, status, route`,
+      ),
+    );
+  const migrated = await rows();
   await services.store.write((sql) => {
     sql.run('DELETE FROM run_rollups');
     for (const statement of ROLLUP_BACKFILL_SQL.split(';').filter((part) => part.trim())) sql.run(statement);

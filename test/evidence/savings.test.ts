@@ -500,3 +500,40 @@ test('runs whose cost is not firm are counted as unpriced in /savings, /usage an
   assert.equal(firm.unpricedRuns, 0);
   assert.equal(firm.costIsLowerBound, false);
 });
+
+test('usage and attribution report the tokens providers processed beside the tokens answered: a cache hit adds customer tokens only, as its economics says', async (t) => {
+  const { chat, get } = await setup(t);
+  const live = await chat('billed once');
+  const hit = await chat('billed once');
+  assert.equal(live.headers['x-svc-route'], 'live');
+  assert.equal(hit.headers['x-svc-route'], 'exact_cache');
+  const economics = {
+    live: (await get(`/api/v1/runs/${live.headers['x-svc-run-id']}/economics`)).body.tokens,
+    hit: (await get(`/api/v1/runs/${hit.headers['x-svc-run-id']}/economics`)).body.tokens,
+  };
+  assert.deepEqual(economics.live.actual, { promptTokens: 1000, completionTokens: 500, totalTokens: 1500 });
+  assert.deepEqual(economics.hit.actual, { promptTokens: 0, completionTokens: 0, totalTokens: 0 });
+  assert.equal(economics.hit.customer.totalTokens, 1500, 'the hit reports the usage of the answer it replays');
+
+  const tokensOf = (entry: any) => ({
+    customer: [entry.promptTokens, entry.completionTokens, entry.totalTokens],
+    actual: [entry.actualPromptTokens, entry.actualCompletionTokens, entry.actualTotalTokens],
+  });
+  const both = { customer: [2000, 1000, 3000], actual: [1000, 500, 1500] };
+  const usage = (await get('/api/v1/usage')).body;
+  assert.deepEqual(tokensOf(usage.usage), both, 'the month: answered twice, billed once');
+  assert.deepEqual(tokensOf(usage.trend.at(-1)), both, "today's trend entry");
+  const attribution = (await get('/api/v1/usage/attribution')).body;
+  assert.deepEqual(tokensOf(attribution.totals), both);
+  assert.deepEqual(
+    attribution.byRoute.map((entry: any) => [entry.value, tokensOf(entry)]),
+    [
+      ['live', { customer: [1000, 500, 1500], actual: [1000, 500, 1500] }],
+      ['exact_cache', { customer: [1000, 500, 1500], actual: [0, 0, 0] }],
+    ],
+  );
+  // Each run's economics adds up to the rollups: actual and customer tokens alike.
+  const sum = (kind: 'actual' | 'customer') => economics.live[kind].totalTokens + economics.hit[kind].totalTokens;
+  assert.equal(usage.usage.actualTotalTokens, sum('actual'));
+  assert.equal(usage.usage.totalTokens, sum('customer'));
+});

@@ -80,6 +80,31 @@ test('a pruned unpriced run leaves the count of unpriced runs of the rollup rows
   assert.equal(left, 0, 'no row of any dimension counts the pruned run');
 });
 
+test('a pruned live run takes the tokens providers processed out of the rollup rows it shared with a cache hit of it that is kept', async (t) => {
+  const day0 = Date.UTC(2026, 0, 1);
+  let now = day0 + 1 * 3_600_000;
+  const { app, services } = await build(t, { overrides: { clock: { now: () => now } } });
+  const ask = () => app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'asked twice' }] } });
+  assert.equal((await ask()).headers['x-svc-route'], 'live');
+  now = day0 + 13 * 3_600_000;
+  assert.equal((await ask()).headers['x-svc-route'], 'exact_cache');
+  await services.store.flush();
+  const since = `since=${new Date(day0).toISOString()}`;
+  const totals = async () => json(await app.inject({ url: `/api/v1/usage/attribution?${since}` })).totals;
+  const before = await totals();
+  assert.equal(before.actualTotalTokens * 2, before.totalTokens, 'answered twice, processed once');
+
+  // Retention's cut-off (30 days back) falls between the two runs of the same UTC day: their rows keep the hit.
+  now = day0 + 30 * DAY + 7 * 3_600_000;
+  assert.equal((await services.retention.runOnce()).runsDeleted, 1);
+  const after = await totals();
+  assert.equal(after.runs, 1);
+  assert.equal(after.totalTokens, before.totalTokens / 2);
+  assert.equal(after.actualTotalTokens, 0, 'the hit processed nothing');
+  const left = await services.store.read((sql) => sql.get<{ n: number }>('SELECT SUM(actual_prompt_tokens + actual_completion_tokens) AS n FROM run_rollups')!.n);
+  assert.equal(left, 0, 'no row of any dimension counts the pruned run');
+});
+
 test("pruned runs leave the model and provider rollups: the runs list by model or provider counts the runs left", async (t) => {
   let now = Date.UTC(2026, 0, 1);
   const { app, services } = await build(t, { overrides: { clock: { now: () => now } } });
