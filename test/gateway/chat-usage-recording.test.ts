@@ -28,6 +28,17 @@ async function finishedRun(app: Awaited<ReturnType<typeof openaiGateway>>['app']
   return detail;
 }
 
+/** Streams a weather question through the gateway, sees the SDK refuse the tool call svc refused, and reads its run. */
+async function refusedToolCallRun({ client, app }: Awaited<ReturnType<typeof openaiGateway>>) {
+  const { data: stream, response } = await client.chat.completions
+    .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: unique('weather') }], tools: [WEATHER_TOOL], stream: true })
+    .withResponse();
+  await assert.rejects(async () => {
+    for await (const _chunk of stream);
+  }, /Invalid tool call/);
+  return finishedRun(app, response.headers.get('x-svc-run-id'));
+}
+
 test('a chat stream refused for its tool call at the finish chunk records the usage chunk that follows it', async (t) => {
   const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) => ({ ...contentChunk(''), choices, ...extra });
   const upstream = await startFakeUpstream(t, (_req, res) =>
@@ -37,14 +48,7 @@ test('a chat stream refused for its tool call at the finish chunk records the us
       chunk([], { usage: UPSTREAM_USAGE }),
     ]),
   );
-  const { client, app } = await openaiGateway(t, upstream);
-  const { data: stream, response } = await client.chat.completions
-    .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: unique('weather') }], tools: [WEATHER_TOOL], stream: true })
-    .withResponse();
-  await assert.rejects(async () => {
-    for await (const _chunk of stream);
-  }, /Invalid tool call/);
-  const { run, attempts } = await finishedRun(app, response.headers.get('x-svc-run-id'));
+  const { run, attempts } = await refusedToolCallRun(await openaiGateway(t, upstream));
   assert.equal(run.status, 'failed');
   assert.equal(run.error.kind, 'invalid_tool_call');
   assert.deepEqual(run.usage, { promptTokens: 1200, completionTokens: 300, totalTokens: 1500 });
@@ -70,16 +74,10 @@ test("a chat stream refused for its tool call with no usage chunk after it recor
       ...ending,
     ]),
   );
-  const { client, app } = await openaiGateway(t, upstream);
+  const gateway = await openaiGateway(t, upstream);
   for (const [label, chunks] of Object.entries(endings)) {
     ending = chunks;
-    const { data: stream, response } = await client.chat.completions
-      .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: unique('weather') }], tools: [WEATHER_TOOL], stream: true })
-      .withResponse();
-    await assert.rejects(async () => {
-      for await (const _chunk of stream);
-    }, /Invalid tool call/);
-    const { run } = await finishedRun(app, response.headers.get('x-svc-run-id'));
+    const { run } = await refusedToolCallRun(gateway);
     assert.equal(run.error.kind, 'invalid_tool_call', label);
     assert.equal(run.usage.completionTokens, countTokens(content + 'get_weather' + refusedArguments), label);
   }
