@@ -1,13 +1,17 @@
 /**
  * Whether svc colours what it draws on a terminal (docs/cli.md "Output"), one rule for the runs TUI and the prompts.
- * FORCE_COLOR, when set, decides (`0` or `false` off, anything else on), as it does for Node and chalk; otherwise
- * NO_COLOR turns colour off when it is set and not empty (no-color.org: "present and not an empty string").
+ * FORCE_COLOR, when set, decides as Node reads it (tty getColorDepth, which util.styleText in the prompts follows): empty,
+ * `1`, `true`, `2` or `3` on, anything else (`0`, `false`, `yes`) off; otherwise NO_COLOR turns colour off when it is
+ * set and not empty (no-color.org: "present and not an empty string").
  */
 export function colorWanted(env: NodeJS.ProcessEnv): boolean {
   const force = env.FORCE_COLOR;
-  if (force !== undefined) return force !== '0' && force !== 'false';
+  if (force !== undefined) return FORCE_COLOR_ON.has(force);
   return env.NO_COLOR === undefined || env.NO_COLOR === '';
 }
+
+/** The FORCE_COLOR values Node takes as colour on (lib/internal/tty.js): 16 colours, 256, 16 million. */
+const FORCE_COLOR_ON: ReadonlySet<string> = new Set(['', '1', 'true', '2', '3']);
 
 /**
  * An empty NO_COLOR is, per no-color.org, no NO_COLOR; Node's colour detection (util.styleText, which the prompts

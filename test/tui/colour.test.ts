@@ -1,6 +1,7 @@
 /**
  * Colour in a real terminal (docs/cli.md "Output"): NO_COLOR turns it off only when set and not empty (no-color.org),
- * FORCE_COLOR decides when set (`0` off, anything else on), in the runs TUI and the interactive prompts alike.
+ * FORCE_COLOR decides when set (`1`, `true`, `2`, `3` or empty on, anything else off, as Node reads it), in the runs
+ * TUI and the interactive prompts alike.
  */
 import assert from 'node:assert/strict';
 import test, { before } from 'node:test';
@@ -18,6 +19,8 @@ const CASES: Array<{ env: Record<string, string | null>; colour: boolean }> = [
   { env: { NO_COLOR: '1', FORCE_COLOR: null }, colour: false },
   { env: { NO_COLOR: null, FORCE_COLOR: '0' }, colour: false },
   { env: { NO_COLOR: '1', FORCE_COLOR: '1' }, colour: true },
+  // Node's rule (tty getColorDepth, which util.styleText follows): only '', 1, true, 2 and 3 force colour on.
+  { env: { NO_COLOR: null, FORCE_COLOR: 'yes' }, colour: false },
 ];
 const named = (env: Record<string, string | null>) =>
   Object.entries(env)
