@@ -59,7 +59,7 @@ it meanwhile), and does not update live.
 
 Keys, list:   up/down or k/j move, PgUp/PgDn a screen, g/G first/last, Enter opens a run,
               r/s/m cycle the route/status/model filter, f edits the filters (route=live since=1h), c clears them,
-              n/p older/newer page, q or Esc quits.
+              n/p older/newer page, q, Esc or Ctrl-C quits.
 Keys, detail: n or ] older trace events, p or [ newer ones, e exports the evidence packet to
               evidence-<runId>.json, q or Esc goes back.
 

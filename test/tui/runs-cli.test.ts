@@ -28,6 +28,7 @@ test('svc runs --help lists the filters, --no-tui, --out-dir and the keys', asyn
   assert.equal(help.code, 0);
   for (const flag of ['--route', '--status', '--model', '--since', '--limit', '--no-tui', '--out-dir', '--json', '--data-dir', '--url']) assert.ok(help.stdout.includes(flag), flag);
   assert.match(help.stdout, /Enter opens a run/);
+  assert.match(help.stdout, /q, Esc or Ctrl-C quits/, 'every quit key docs/cli.md names');
   assert.match((await runSvc(['--help'])).stdout, /\bruns\b/);
 });
 
