@@ -6,6 +6,7 @@
  * skipped when tmux is missing.
  */
 import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
 import test, { before, type TestContext } from 'node:test';
 import { ensureBundle, runSvc, startServe, tempDir, type RunResult } from '../support/process.ts';
 import { skipWithoutTmux, terminal, until } from '../support/tmux.ts';
@@ -42,29 +43,31 @@ function inviteToken(output: string, email: string): string {
   return match[1]!;
 }
 
+/** `<command> --help` and flags its help must name. */
+const FLAGS_OF = [
+  [['orgs', 'invite'], ['--email', '--role', '--org']],
+  [['orgs', 'remove-member'], ['--org', '--yes']],
+  [['orgs', 'delete'], ['--org', '--yes']],
+  [['users', 'delete'], ['--yes']],
+] as const;
+
 test('svc users and svc orgs --help list their commands and flags', async () => {
-  const top = ok(await runSvc(['--help']));
-  for (const command of ['users', 'orgs']) assert.match(top.stdout, new RegExp(`^  ${command}\\b`, 'm'));
-  const users = ok(await runSvc(['users', '--help']));
-  for (const command of ['list', 'create', 'delete', 'reset-password']) assert.match(users.stdout, new RegExp(`\\b${command}\\b`));
-  const create = ok(await runSvc(['users', 'create', '--help']));
+  // Independent one-shot commands: run at once, each a node start and a bundle load.
+  const [top, users, create, orgs, ...helps] = await Promise.all(
+    [['--help'], ['users', '--help'], ['users', 'create', '--help'], ['orgs', '--help'], ...FLAGS_OF.map(([args]) => [...args, '--help'])].map(async (argv) => ok(await runSvc(argv))),
+  );
+  for (const command of ['users', 'orgs']) assert.match(top!.stdout, new RegExp(`^  ${command}\\b`, 'm'));
+  for (const command of ['list', 'create', 'delete', 'reset-password']) assert.match(users!.stdout, new RegExp(`\\b${command}\\b`));
   for (const flag of ['--email', '--name', '--role', '--org-role', '--org', '--password-stdin', '--temp-password', '--data-dir', '--url', '--json']) {
-    assert.ok(create.stdout.includes(flag), flag);
+    assert.ok(create!.stdout.includes(flag), flag);
   }
-  const orgs = ok(await runSvc(['orgs', '--help']));
   for (const command of ['list', 'create', 'members', 'invite', 'invites', 'revoke-invite', 'set-role', 'remove-member', 'delete']) {
-    assert.match(orgs.stdout, new RegExp(`\\b${command}\\b`), command);
+    assert.match(orgs!.stdout, new RegExp(`\\b${command}\\b`), command);
   }
-  assert.match(orgs.stdout, /X-Svc-Tenant/);
-  for (const [args, flags] of [
-    [['orgs', 'invite'], ['--email', '--role', '--org']],
-    [['orgs', 'remove-member'], ['--org', '--yes']],
-    [['orgs', 'delete'], ['--org', '--yes']],
-    [['users', 'delete'], ['--yes']],
-  ] as const) {
-    const help = ok(await runSvc([...args, '--help']));
-    for (const flag of flags) assert.ok(help.stdout.includes(flag), `${args.join(' ')} ${flag}`);
-  }
+  assert.match(orgs!.stdout, /X-Svc-Tenant/);
+  FLAGS_OF.forEach(([args, flags], i) => {
+    for (const flag of flags) assert.ok(helps[i]!.stdout.includes(flag), `${args.join(' ')} ${flag}`);
+  });
 });
 
 test('usage errors exit 2 before touching the data directory', async (t) => {
@@ -75,25 +78,29 @@ test('usage errors exit 2 before touching the data directory', async (t) => {
     assert.match(result.stderr, pattern, argv.join(' '));
     assert.equal(result.stdout, '');
   };
-  await usage(['users', 'create'], /required option '--email/);
-  await usage(['users', 'create', '--email', 'a@example.com', '--role', 'root'], /--role.*must be one of admin, member/);
-  await usage(['users', 'create', '--email', 'a@example.com', '--org-role', 'boss'], /--org-role.*must be one of owner, admin, member/);
-  await usage(['users', 'create', '--email', 'a@example.com', '--password-stdin', '--temp-password', 'x'], /not both/, 'y\n');
-  await usage(['users', 'create', '--email', 'a@example.com', '--password-stdin'], /stdin held no password/, '');
-  await usage(['users', 'delete'], /missing required argument 'user'/);
-  await usage(['users', 'delete', 'a@example.com'], /Refusing without a terminal.*--yes/);
-  await usage(['users', 'list', '--limit', 'many'], /--limit/);
-  await usage(['orgs', 'create', '--name', 'Acme'], /required option '--owner/);
-  await usage(['orgs', 'invite', '--email', 'b@example.com', '--role', 'god'], /--role.*must be one of/);
-  await usage(['orgs', 'invites', '--status', 'lost'], /--status.*must be one of pending, accepted, revoked, expired/);
-  await usage(['orgs', 'set-role', 'b@example.com', 'king'], /must be one of owner, admin, member/);
-  await usage(['orgs', 'remove-member', 'b@example.com', '--org', 'org_x'], /Refusing without a terminal.*--yes/);
-  await usage(['orgs', 'delete'], /required option '--org/);
-  await usage(['orgs', 'delete', '--org', 'org_x'], /Refusing without a terminal.*--yes/);
-  await usage(['users', 'list', '--api-key', 'svc_x'], /--api-key needs --url/);
+  // Each is refused before the data directory is opened, so they cannot disturb each other: run at once.
+  await Promise.all([
+    usage(['users', 'create'], /required option '--email/),
+    usage(['users', 'create', '--email', 'a@example.com', '--role', 'root'], /--role.*must be one of admin, member/),
+    usage(['users', 'create', '--email', 'a@example.com', '--org-role', 'boss'], /--org-role.*must be one of owner, admin, member/),
+    usage(['users', 'create', '--email', 'a@example.com', '--password-stdin', '--temp-password', 'x'], /not both/, 'y\n'),
+    usage(['users', 'create', '--email', 'a@example.com', '--password-stdin'], /stdin held no password/, ''),
+    usage(['users', 'delete'], /missing required argument 'user'/),
+    usage(['users', 'delete', 'a@example.com'], /Refusing without a terminal.*--yes/),
+    usage(['users', 'list', '--limit', 'many'], /--limit/),
+    usage(['orgs', 'create', '--name', 'Acme'], /required option '--owner/),
+    usage(['orgs', 'invite', '--email', 'b@example.com', '--role', 'god'], /--role.*must be one of/),
+    usage(['orgs', 'invites', '--status', 'lost'], /--status.*must be one of pending, accepted, revoked, expired/),
+    usage(['orgs', 'set-role', 'b@example.com', 'king'], /must be one of owner, admin, member/),
+    usage(['orgs', 'remove-member', 'b@example.com', '--org', 'org_x'], /Refusing without a terminal.*--yes/),
+    usage(['orgs', 'delete'], /required option '--org/),
+    usage(['orgs', 'delete', '--org', 'org_x'], /Refusing without a terminal.*--yes/),
+    usage(['users', 'list', '--api-key', 'svc_x'], /--api-key needs --url/),
+  ]);
+  assert.deepEqual(readdirSync(args[1]!), [], 'the data directory was not touched');
 });
 
-test('users and orgs in-process on the data directory, then a sign-in with the reset password', async (t) => {
+test('users in-process on the data directory, then a sign-in with the reset password', async (t) => {
   const dataDir = tempDir(t);
   const args = ['--data-dir', dataDir];
 
@@ -144,6 +151,29 @@ test('users and orgs in-process on the data directory, then a sign-in with the r
   assert.equal(unknown.code, 1);
   assert.match(unknown.stderr, /^svc: no user with e-mail nobody@example\.com$/m);
 
+  const deletedUser = ok(await runSvc(['users', 'delete', 'bea@example.com', '--yes', ...args]));
+  assert.match(deletedUser.stdout, /^deleted user bea@example\.com \(usr_\S+\)$/m);
+  assert.equal(jsonOf(await runSvc(['users', 'delete', 'argv@example.com', '--yes', '--json', ...args])).deleted, true);
+  assert.equal(jsonOf(await runSvc(['users', 'list', '--json', ...args])).pagination.total, 2);
+
+  const audit = jsonOf(await runSvc(['audit', '--json', '--limit', '100', ...args]));
+  const actions = new Set(audit.events.map((event: { action: string }) => event.action));
+  for (const action of ['user.create', 'user.reset_password', 'user.delete']) assert.ok(actions.has(action), action);
+
+  // The password reset by the CLI signs Ada in, and she must change it.
+  const server = await startServe(t, dataDir);
+  const session = await login(server.address, 'ada@example.com', resetPassword);
+  assert.equal(session.status, 200, JSON.stringify(session.body));
+  assert.equal(session.body.mustChangePassword, true);
+  assert.equal((await login(server.address, 'ada@example.com', 'first-temp-pass-1')).status, 401, 'the old temporary password is gone');
+});
+
+// The organizations half of the in-process flow, on a data directory of its own (a test each keeps them short).
+test('orgs in-process on the data directory: members, invitations, removal and deletion', async (t) => {
+  const dataDir = tempDir(t);
+  const args = ['--data-dir', dataDir];
+  const ada = jsonOf(await runSvc(['users', 'create', '--email', 'ada@example.com', '--name', 'Ada', '--password-stdin', '--json', ...args], { input: 'first-temp-pass-1\n' }));
+
   // An organization owned by Ada; members are listed and managed with --org.
   const acme = jsonOf(await runSvc(['orgs', 'create', '--name', 'Acme', '--owner', 'ada@example.com', '--json', ...args])).org;
   assert.match(acme.id, /^org_/);
@@ -193,28 +223,16 @@ test('users and orgs in-process on the data directory, then a sign-in with the r
   assert.equal(unknownOrg.code, 1);
   assert.match(unknownOrg.stderr, /HTTP 404/);
 
-  // Deleting the organization, then its former owner.
+
+  // Deleting the organization; the default one cannot be.
   const defaultOrg = await runSvc(['orgs', 'delete', '--org', 'default', '--yes', ...args]);
   assert.equal(defaultOrg.code, 1);
   assert.match(defaultOrg.stderr, /default_org, HTTP 400/);
   const deletedOrg = ok(await runSvc(['orgs', 'delete', '--org', acme.id, '--yes', ...args]));
   assert.equal(deletedOrg.stdout, `deleted organization Acme (${acme.id})\n`);
   assert.ok(!ok(await runSvc(['orgs', 'list', ...args])).stdout.includes(acme.id));
-  const deletedUser = ok(await runSvc(['users', 'delete', 'bea@example.com', '--yes', ...args]));
-  assert.match(deletedUser.stdout, /^deleted user bea@example\.com \(usr_\S+\)$/m);
-  assert.equal(jsonOf(await runSvc(['users', 'delete', 'argv@example.com', '--yes', '--json', ...args])).deleted, true);
-  assert.equal(jsonOf(await runSvc(['users', 'list', '--json', ...args])).pagination.total, 3);
-
-  const audit = jsonOf(await runSvc(['audit', '--json', '--limit', '100', ...args]));
-  const actions = new Set(audit.events.map((event: { action: string }) => event.action));
-  for (const action of ['user.create', 'user.reset_password', 'user.delete']) assert.ok(actions.has(action), action);
-
-  // The password reset by the CLI signs Ada in, and she must change it.
-  const server = await startServe(t, dataDir);
-  const session = await login(server.address, 'ada@example.com', resetPassword);
-  assert.equal(session.status, 200, JSON.stringify(session.body));
-  assert.equal(session.body.mustChangePassword, true);
-  assert.equal((await login(server.address, 'ada@example.com', 'first-temp-pass-1')).status, 401, 'the old temporary password is gone');
+  // With Acme gone, Ada owns nothing and may be deleted.
+  assert.equal(jsonOf(await runSvc(['users', 'delete', 'ada@example.com', '--yes', '--json', ...args])).deleted, true);
 });
 
 test('users and orgs through a running svc serve: its socket, e-mails in its output, and --url with the bootstrap token', async (t) => {
