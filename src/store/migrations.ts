@@ -74,89 +74,87 @@ const MIGRATION_3_BACKFILL_SQL = rollupBackfill(
 );
 
 /**
- * Migration 10's backfill, frozen (the dimensions of then, status and route on the 'route', 'model' and 'provider'
- * rows): each existing rollup row's count of unpriced runs. The ledger is read once, for its unpriced finished runs
- * only (few: a model without a list price, a cost svc could not know), into a temporary table; each dimension's
- * counts are grouped from that and set on the rows they belong to, found by their key. A row without unpriced runs
- * keeps the column's default, 0.
+ * The rollup dimensions of migrations 10 and 12, frozen (dimension -> run column), and those whose rows keep status and
+ * route ('route', 'model', 'provider'): their backfills must keep setting the rows of then, whatever the live rollups
+ * become.
+ */
+const BACKFILL_DIMENSIONS_10_TO_12: Readonly<Record<string, string>> = {
+  route: 'route',
+  app: 'app_id',
+  agent: 'agent',
+  model: 'model',
+  subject: 'subject',
+  fingerprint: 'fingerprint',
+  executionMethod: 'execution_method',
+  reason: 'reason_code',
+  fallback: 'fallback',
+  provider: 'provider',
+};
+const BACKFILL_STATUS_ROUTE_DIMENSIONS_10_TO_12: ReadonlySet<string> = new Set(['route', 'model', 'provider']);
+
+/** The run columns a backfill's temporary table keeps: every column of a rollup row's key, for every dimension. */
+const BACKFILL_KEY_COLUMNS_10_TO_12 = [
+  ...new Set(['tenant_id', 'app_id', 'status', 'route', 'created_at', ...Object.values(BACKFILL_DIMENSIONS_10_TO_12)]),
+];
+
+/**
+ * One UPDATE per dimension applying `sums` (aggregates over `temp.<table>`, a temporary table of runs with
+ * BACKFILL_KEY_COLUMNS_10_TO_12), grouped by rollup row as `alias`, to the rows they belong to, found by their key;
+ * `set` is the UPDATE's assignments, reading `alias`.
+ */
+function updateRollupRowsFrom(table: string, alias: string, set: string, sums: string): string[] {
+  return Object.entries(BACKFILL_DIMENSIONS_10_TO_12).map(([dim, column]) => {
+    const [status, route] = BACKFILL_STATUS_ROUTE_DIMENSIONS_10_TO_12.has(dim) ? ['status', "COALESCE(route, '')"] : ["''", "''"];
+    return `UPDATE run_rollups SET ${set}
+      FROM (SELECT tenant_id, COALESCE(${column}, '') AS value, created_at / 86400000 AS day, COALESCE(app_id, '') AS app_id,
+              ${status} AS status, ${route} AS route, ${sums}
+            FROM temp.${table} GROUP BY 1, 2, 3, 4, 5, 6) AS ${alias}
+      WHERE run_rollups.tenant_id = ${alias}.tenant_id AND run_rollups.dim = '${dim}' AND run_rollups.day = ${alias}.day
+        AND run_rollups.value = ${alias}.value AND run_rollups.app_id = ${alias}.app_id AND run_rollups.status = ${alias}.status
+        AND run_rollups.route = ${alias}.route;`;
+  });
+}
+
+/**
+ * Migration 10's backfill: each existing rollup row's count of unpriced runs. The ledger is read once, for its
+ * unpriced finished runs only (few: a model without a list price, a cost svc could not know), into a temporary table;
+ * each dimension's counts are grouped from that and set on the rows they belong to. A row without unpriced runs keeps
+ * the column's default, 0.
  */
 function migration10Backfill(): string {
-  const dimensions: Readonly<Record<string, string>> = {
-    route: 'route',
-    app: 'app_id',
-    agent: 'agent',
-    model: 'model',
-    subject: 'subject',
-    fingerprint: 'fingerprint',
-    executionMethod: 'execution_method',
-    reason: 'reason_code',
-    fallback: 'fallback',
-    provider: 'provider',
-  };
-  const keepStatusRoute = new Set(['route', 'model', 'provider']);
-  const columns = [...new Set(['tenant_id', 'app_id', 'status', 'route', 'created_at', ...Object.values(dimensions)])];
-  const updates = Object.entries(dimensions).map(([dim, column]) => {
-    const [status, route] = keepStatusRoute.has(dim) ? ['status', "COALESCE(route, '')"] : ["''", "''"];
-    return `UPDATE run_rollups SET unpriced_runs = counted.n
-      FROM (SELECT tenant_id, COALESCE(${column}, '') AS value, created_at / 86400000 AS day, COALESCE(app_id, '') AS app_id,
-              ${status} AS status, ${route} AS route, COUNT(*) AS n
-            FROM temp.unpriced_runs_backfill GROUP BY 1, 2, 3, 4, 5, 6) AS counted
-      WHERE run_rollups.tenant_id = counted.tenant_id AND run_rollups.dim = '${dim}' AND run_rollups.day = counted.day
-        AND run_rollups.value = counted.value AND run_rollups.app_id = counted.app_id AND run_rollups.status = counted.status
-        AND run_rollups.route = counted.route;`;
-  });
   return [
-    `CREATE TEMP TABLE unpriced_runs_backfill AS SELECT ${columns.join(', ')} FROM runs WHERE priced = 0 AND status != 'running';`,
-    ...updates,
+    `CREATE TEMP TABLE unpriced_runs_backfill AS SELECT ${BACKFILL_KEY_COLUMNS_10_TO_12.join(', ')} FROM runs WHERE priced = 0 AND status != 'running';`,
+    ...updateRollupRowsFrom('unpriced_runs_backfill', 'counted', 'unpriced_runs = counted.n', 'COUNT(*) AS n'),
     'DROP TABLE temp.unpriced_runs_backfill;',
   ].join('\n');
 }
 
 /**
- * Migration 12's backfill (the dimensions of then): each rollup row's actual tokens, what providers processed for its
- * runs (their attempts' tokens; docs/evidence.md). Most finished runs processed just what they report (a live run's
- * one attempt), so every row starts from its customer tokens, and only the runs whose attempts add up to something
- * else (a cache hit, none; a fallback after a billed failed attempt, more) are read into a temporary table, in one
- * pass over the runs joined to their attempts' sums; each dimension's differences are grouped from that and taken off
- * the rows they belong to, found by their key. On 1,000,000 runs (30% cache hits) ~10 s, once; a correlated lookup of
- * the attempts per run instead of the join took twice as long to find them.
+ * Migration 12's backfill: each rollup row's actual tokens, what providers processed for its runs (their attempts'
+ * tokens; docs/evidence.md). Most finished runs processed just what they report (a live run's one attempt), so every
+ * row starts from its customer tokens, and only the runs whose attempts add up to something else (a cache hit, none; a
+ * fallback after a billed failed attempt, more) are read into a temporary table, in one pass over the runs joined to
+ * their attempts' sums; each dimension's differences are grouped from that and taken off the rows they belong to. On
+ * 1,000,000 runs (30% cache hits) ~10 s, once; a correlated lookup of the attempts per run instead of the join took
+ * twice as long to find them.
  */
 function migration12Backfill(): string {
-  const dimensions: Readonly<Record<string, string>> = {
-    route: 'route',
-    app: 'app_id',
-    agent: 'agent',
-    model: 'model',
-    subject: 'subject',
-    fingerprint: 'fingerprint',
-    executionMethod: 'execution_method',
-    reason: 'reason_code',
-    fallback: 'fallback',
-    provider: 'provider',
-  };
-  const keepStatusRoute = new Set(['route', 'model', 'provider']);
-  const columns = [...new Set(['tenant_id', 'app_id', 'status', 'route', 'created_at', ...Object.values(dimensions)])];
-  const updates = Object.entries(dimensions).map(([dim, column]) => {
-    const [status, route] = keepStatusRoute.has(dim) ? ['status', "COALESCE(route, '')"] : ["''", "''"];
-    return `UPDATE run_rollups SET actual_prompt_tokens = actual_prompt_tokens - gaps.prompt_gap,
-        actual_completion_tokens = actual_completion_tokens - gaps.completion_gap
-      FROM (SELECT tenant_id, COALESCE(${column}, '') AS value, created_at / 86400000 AS day, COALESCE(app_id, '') AS app_id,
-              ${status} AS status, ${route} AS route, SUM(prompt_gap) AS prompt_gap, SUM(completion_gap) AS completion_gap
-            FROM temp.actual_tokens_backfill GROUP BY 1, 2, 3, 4, 5, 6) AS gaps
-      WHERE run_rollups.tenant_id = gaps.tenant_id AND run_rollups.dim = '${dim}' AND run_rollups.day = gaps.day
-        AND run_rollups.value = gaps.value AND run_rollups.app_id = gaps.app_id AND run_rollups.status = gaps.status
-        AND run_rollups.route = gaps.route;`;
-  });
   return [
     'UPDATE run_rollups SET actual_prompt_tokens = prompt_tokens, actual_completion_tokens = completion_tokens;',
     `CREATE TEMP TABLE actual_tokens_backfill AS
-      SELECT ${columns.map((column) => `runs.${column}`).join(', ')},
+      SELECT ${BACKFILL_KEY_COLUMNS_10_TO_12.map((column) => `runs.${column}`).join(', ')},
         runs.prompt_tokens - COALESCE(attempted.prompt, 0) AS prompt_gap, runs.completion_tokens - COALESCE(attempted.completion, 0) AS completion_gap
       FROM runs LEFT JOIN (SELECT run_id, SUM(prompt_tokens) AS prompt, SUM(completion_tokens) AS completion FROM run_attempts GROUP BY run_id) AS attempted
         ON attempted.run_id = runs.id
       WHERE runs.status != 'running'
         AND (runs.prompt_tokens != COALESCE(attempted.prompt, 0) OR runs.completion_tokens != COALESCE(attempted.completion, 0));`,
-    ...updates,
+    ...updateRollupRowsFrom(
+      'actual_tokens_backfill',
+      'gaps',
+      `actual_prompt_tokens = actual_prompt_tokens - gaps.prompt_gap,
+        actual_completion_tokens = actual_completion_tokens - gaps.completion_gap`,
+      'SUM(prompt_gap) AS prompt_gap, SUM(completion_gap) AS completion_gap',
+    ),
     'DROP TABLE temp.actual_tokens_backfill;',
   ].join('\n');
 }
