@@ -6,8 +6,9 @@
  * against the OpenAPI document.
  */
 import assert from 'node:assert/strict';
-import test from 'node:test';
+import test, { type TestContext } from 'node:test';
 import type OpenAI from 'openai';
+import type { ResponseStreamParams } from 'openai/lib/responses/ResponseStream';
 import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { sendJson, startFakeUpstream, startSse } from '../support/fake-upstream.ts';
 import { openaiGateway } from '../support/openai-gateway.ts';
@@ -105,12 +106,25 @@ function withoutIds(response: unknown): unknown {
   return JSON.parse(JSON.stringify(rest));
 }
 
-test('a streamed answer comes back from the cache with the live stream events of every kind of item and the same final response', async (t) => {
-  const upstream = await startFakeUpstream(t, (_req, res) => {
+/** A fake upstream answering every request with `events` as a responses stream. */
+function streamingUpstream(t: TestContext, events: ReadonlyArray<Record<string, unknown>>) {
+  return startFakeUpstream(t, (_req, res) => {
     startSse(res);
-    for (const event of liveEvents()) res.write(`event: ${String(event.type)}\ndata: ${JSON.stringify(event)}\n\n`);
+    for (const event of events) res.write(`event: ${String(event.type)}\ndata: ${JSON.stringify(event)}\n\n`);
     res.end();
   });
+}
+
+/** Streams `params` with the SDK's responses.stream: every event it gave, and its final response. */
+async function sdkStream(client: OpenAI, params: ResponseStreamParams) {
+  const stream = client.responses.stream(params);
+  const events: ResponseStreamEvent[] = [];
+  for await (const event of stream) events.push(event);
+  return { events, final: await stream.finalResponse() };
+}
+
+test('a streamed answer comes back from the cache with the live stream events of every kind of item and the same final response', async (t) => {
+  const upstream = await streamingUpstream(t, liveEvents());
   const { client } = await openaiGateway(t, upstream);
   const params = { model: 'gpt-4o-mini', input: 'What is the capital of Norway?', tools: [WEATHER, SQL], reasoning: { summary: 'auto' as const } };
   const streamed = async () => {
@@ -274,19 +288,10 @@ test("a stream whose response.completed has output: [] after its items were stre
   const completed = events.at(-1)! as { response: Record<string, unknown> };
   const full = completed.response.output;
   completed.response = { ...completed.response, output: [] };
-  const upstream = await startFakeUpstream(t, (_req, res) => {
-    startSse(res);
-    for (const event of events) res.write(`event: ${String(event.type)}\ndata: ${JSON.stringify(event)}\n\n`);
-    res.end();
-  });
+  const upstream = await streamingUpstream(t, events);
   const { client } = await openaiGateway(t, upstream);
   const params = { model: 'gpt-4o-mini', input: 'What is the capital of Norway, with the items streamed?', tools: [WEATHER, SQL], reasoning: { summary: 'auto' as const } };
-  const streamed = async () => {
-    const stream = client.responses.stream(params);
-    const seen: ResponseStreamEvent[] = [];
-    for await (const event of stream) seen.push(event);
-    return { events: seen, final: await stream.finalResponse() };
-  };
+  const streamed = () => sdkStream(client, params);
 
   const live = await streamed();
   const outputOf = (seen: ResponseStreamEvent[]) => JSON.parse(JSON.stringify((seen.at(-1) as { response: { output: unknown } }).response.output));
@@ -313,19 +318,10 @@ test("a stream whose response.completed leaves out some of the items it streamed
   const finalMessage = { ...full[1]!, status: 'completed', extra_from_terminal: true };
   completed.response = { ...completed.response, output: [finalMessage] };
   const expected = [full[0], finalMessage, full[2], full[3]];
-  const upstream = await startFakeUpstream(t, (_req, res) => {
-    startSse(res);
-    for (const event of events) res.write(`event: ${String(event.type)}\ndata: ${JSON.stringify(event)}\n\n`);
-    res.end();
-  });
+  const upstream = await streamingUpstream(t, events);
   const { client } = await openaiGateway(t, upstream);
   const params = { model: 'gpt-4o-mini', input: 'What is the capital of Norway, with some items left out?', tools: [WEATHER, SQL], reasoning: { summary: 'auto' as const } };
-  const streamed = async () => {
-    const stream = client.responses.stream(params);
-    const seen: ResponseStreamEvent[] = [];
-    for await (const event of stream) seen.push(event);
-    return { events: seen, final: await stream.finalResponse() };
-  };
+  const streamed = () => sdkStream(client, params);
 
   const plain = (value: unknown) => JSON.parse(JSON.stringify(value));
   const outputOf = (seen: ResponseStreamEvent[]) => plain((seen.at(-1) as { response: { output: unknown } }).response.output);
@@ -365,11 +361,7 @@ test("a streamed hit on an answer asked with message.output_text.logprobs gives 
     { type: 'response.output_item.done', output_index: 0, item: message },
     { type: 'response.completed', response: { ...response, status: 'completed', output: [message], usage } },
   ];
-  const upstream = await startFakeUpstream(t, (_req, res) => {
-    startSse(res);
-    for (const [index, event] of events.entries()) res.write(`event: ${String(event.type)}\ndata: ${JSON.stringify({ ...event, sequence_number: index })}\n\n`);
-    res.end();
-  });
+  const upstream = await streamingUpstream(t, events.map((event, index) => ({ ...event, sequence_number: index })));
   const { client } = await openaiGateway(t, upstream);
   const params = { model: 'gpt-4o-mini', input: 'The capital of Norway, with log probabilities?', include: ['message.output_text.logprobs' as const], stream: true as const };
   const streamed = async () => {
