@@ -131,9 +131,10 @@ test('protected mode: the SDK authenticates with x-api-key; a wrong key gets the
   });
 });
 
-function messageEvents(text: string): Array<[string, unknown]> {
+/** A message stream answering `text`, its message_start reporting `startUsage`. */
+function messageEvents(text: string, startUsage: Record<string, number> = { input_tokens: 12, output_tokens: 1 }): Array<[string, unknown]> {
   return [
-    ['message_start', { type: 'message_start', message: { id: 'msg_up', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 12, output_tokens: 1 } } }],
+    ['message_start', { type: 'message_start', message: { id: 'msg_up', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: [], stop_reason: null, stop_sequence: null, usage: startUsage } }],
     ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }],
     ['ping', { type: 'ping' }],
     ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }],
@@ -656,9 +657,7 @@ test("live messages stream: a message_start reporting input_tokens 0 beside cach
   const usage = { input_tokens: 0, cache_read_input_tokens: 3000, cache_creation_input_tokens: 0, output_tokens: 1 };
   const upstream = await startFakeUpstream(t, (_req, res) => {
     startSse(res);
-    const events = messageEvents('from the cache');
-    (events[0]![1] as { message: { usage: unknown } }).message.usage = usage;
-    writeEvents(res, events);
+    writeEvents(res, messageEvents('from the cache', usage));
     res.end();
   });
   const { client, app } = await liveGateway(t, upstream);
@@ -913,9 +912,7 @@ test('an upstream usage of input_tokens 0 without cache tokens is no count, buff
       return sendJson(res, 200, { id: 'msg_up', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: [{ type: 'text', text: 'An answer.' }], stop_reason: 'end_turn', stop_sequence: null, usage });
     }
     startSse(res);
-    const events = messageEvents('An answer.');
-    (events[0]![1] as { message: { usage: unknown } }).message.usage = usage;
-    writeEvents(res, events);
+    writeEvents(res, messageEvents('An answer.', usage));
     res.end();
   });
   const { client, app } = await liveGateway(t, upstream);
