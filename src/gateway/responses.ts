@@ -137,7 +137,13 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
     if (!isEventName(event?.type)) throw this.bad('an event without a type that is an event name');
     // The upstream's own failure, also as its first event (a rate limit is one: `failed`).
     if (event.type === 'response.failed') throw this.failed(event);
-    if (!this.snapshot && event.type !== 'response.created') throw this.bad(`${event.type} before response.created`);
+    if (!this.snapshot && event.type !== 'response.created') {
+      // OpenAI sends `keepalive` events on long streams; one before response.created is dropped, as the SDK's stream
+      // throws on any first event but response.created. Later ones pass through (the SDK ignores them). One compare,
+      // on the events before response.created only.
+      if (event.type === 'keepalive') return [];
+      throw this.bad(`${event.type} before response.created`);
+    }
     if (this.final) throw this.bad(`${event.type} after the terminal event`);
     switch (event.type) {
       case 'response.created':

@@ -712,3 +712,23 @@ test('live responses: a completed response of no output items is relayed but not
   }
   assert.equal(upstream.requests.length, 2);
 });
+
+test("live responses: an upstream's keepalive events before response.created are dropped (the SDK throws on any first event but response.created); the stream reads whole", async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    const events = upstreamEvents('After a keepalive');
+    writeEvents(res, [{ type: 'keepalive', sequence_number: 1 }, { type: 'keepalive', sequence_number: 2 }, ...events]);
+    res.end();
+  });
+  const { client, app } = await liveGateway(t, upstream);
+  const stream = client.responses.stream({ model: 'gpt-4o-mini', input: input() });
+  const types: string[] = [];
+  for await (const event of stream) types.push(event.type);
+  const final = await stream.finalResponse();
+  const message = final.output.find((item) => item.type === 'message') as { content: Array<{ text: string }> } | undefined;
+  assert.equal(message?.content[0]?.text, 'After a keepalive');
+  assert.equal(types[0], 'response.created');
+  assert.ok(!types.includes('keepalive' as never));
+  const run = json(await app.inject({ url: '/api/v1/runs' })).runs[0];
+  assert.equal(run.status, 'completed');
+});
