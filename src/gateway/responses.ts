@@ -3,7 +3,8 @@
  * counts as such: every event an object with a `type`, `response.created` first, every delta naming an announced and
  * still open item at its `output_index` (and an output text, refusal or reasoning text delta a part of its kind added
  * before it), text and argument deltas adding up to their `.done` values, every function call's arguments matching its declared schema, every
- * announced item done, and a terminal `response.completed` / `response.incomplete`. Sequence numbers are assigned on
+ * announced item done (a `response.incomplete` closes the ones still open), and a terminal `response.completed` /
+ * `response.incomplete`. Sequence numbers are assigned on
  * the way out (wires/responses.ts), so they increase by one whatever the upstream did.
  */
 import { newId } from '../core/ids.ts';
@@ -82,6 +83,24 @@ interface ItemState {
   texts: string[];
   args: string;
   done: boolean;
+}
+
+/**
+ * An item left open by a `response.incomplete`, as its events gave it: its content parts with their text so far, its
+ * arguments so far, and status `incomplete`.
+ */
+function streamedSoFar(state: ItemState): OutputItem {
+  const item: OutputItem = { ...state.item, status: 'incomplete' };
+  if (state.parts.length > 0) {
+    item.content = state.parts.map((type, index) => {
+      const text = state.texts[index] ?? '';
+      if (type === 'output_text') return { type, text, annotations: [] };
+      if (type === 'refusal') return { type, refusal: text };
+      return { type, text };
+    });
+  }
+  if (item.type === 'function_call') item.arguments = state.args;
+  return item;
 }
 
 class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent> {
@@ -219,8 +238,14 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
       case 'response.incomplete': {
         const response = event.response;
         if (!isResponseShaped(response)) throw this.bad(`${event.type} without a response whose output is typed items`);
-        const open = [...this.items.values()].filter((state) => !state.done);
-        if (open.length > 0) throw this.bad(`${event.type} while item ${String(open[0]!.item.id)} is not done`);
+        for (const state of this.items.values()) {
+          if (state.done) continue;
+          // A response cut off (max_output_tokens) may end while an item is open: the item is what was streamed of
+          // it, closed `incomplete`, and the client gets the incomplete response. A completed one must close them all.
+          if (event.type === 'response.completed') throw this.bad(`${event.type} while item ${String(state.item.id)} is not done`);
+          state.item = streamedSoFar(state);
+          state.done = true;
+        }
         let announced = 0;
         for (const item of response.output) {
           if (!item.id) continue;

@@ -732,3 +732,33 @@ test("live responses: an upstream's keepalive events before response.created are
   const run = json(await app.inject({ url: '/api/v1/runs' })).runs[0];
   assert.equal(run.status, 'completed');
 });
+
+test('live responses: an upstream response.incomplete (max_output_tokens) while an item is still open ends the stream with that incomplete response, the open item closed as streamed, not with response.failed', async (t) => {
+  let terminalOutput: 'given' | 'empty' = 'given';
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    const [created, added, partAdded, delta, , , , completed] = upstreamEvents('Cut off mid');
+    const partial = { id: 'msg_up', type: 'message', role: 'assistant', status: 'incomplete', content: [{ type: 'output_text', text: 'Cut off mid', annotations: [] }] };
+    const response = { ...completed!.response, status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, output: terminalOutput === 'given' ? [partial] : [] };
+    writeEvents(res, [created!, added!, partAdded!, delta!, { type: 'response.incomplete', sequence_number: 12, response }]);
+    res.end();
+  });
+  const { client, app } = await liveGateway(t, upstream);
+  for (const current of ['given', 'empty'] as const) {
+    terminalOutput = current;
+    const stream = client.responses.stream({ model: 'gpt-4o-mini', input: input(), max_output_tokens: 16 });
+    const events: ResponseStreamEvent[] = [];
+    for await (const event of stream) events.push(event);
+    const last = events.at(-1)!;
+    assert.equal(last.type, 'response.incomplete', current);
+    const terminal = (last as { response: { status: string; incomplete_details: unknown; output: Array<{ id: string; status: string; content: Array<{ text: string }> }> } }).response;
+    assert.equal(terminal.status, 'incomplete', current);
+    assert.deepEqual(terminal.incomplete_details, { reason: 'max_output_tokens' }, current);
+    assert.equal(terminal.output.length, 1, current);
+    assert.equal(terminal.output[0]!.id, 'msg_up', current);
+    assert.equal(terminal.output[0]!.status, 'incomplete', current);
+    assert.equal(terminal.output[0]!.content[0]!.text, 'Cut off mid', current);
+    const run = json(await app.inject({ url: '/api/v1/runs' })).runs[0];
+    assert.equal(run.status, 'completed', current);
+  }
+});
