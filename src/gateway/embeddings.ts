@@ -7,6 +7,7 @@
 import type { CallSignal } from './call-signal.ts';
 import { AppError } from '../core/errors.ts';
 import { providerErrorToAppError } from './providers/errors.ts';
+import { mockEmbeddingsRefusal } from './providers/mock.ts';
 import { ProviderError, type EmbeddingsResult, type Provider, type ProviderRegistry } from './providers/types.ts';
 
 /** SPEC 8: at most this many inputs per request. */
@@ -115,6 +116,11 @@ export function createEmbeddingsService(deps: { providers: ProviderRegistry }): 
 
   /** Every input with one provider: text and token inputs as separate batches, merged back by original index. */
   async function embedAll(provider: Provider, command: CreateEmbeddingsCommand, signal: CallSignal): Promise<Embedded> {
+    // The mock builds its vectors in svc: its bound is on the whole request, which a split would hand it in parts.
+    if (provider.kind === 'mock') {
+      const refusal = mockEmbeddingsRefusal(command.model, command.inputs.length, command.dimensions);
+      if (refusal) throw refusal;
+    }
     const textIndexes: number[] = [];
     const tokenIndexes: number[] = [];
     command.inputs.forEach((input, index) => (typeof input === 'string' ? textIndexes : tokenIndexes).push(index));

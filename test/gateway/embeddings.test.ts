@@ -392,3 +392,22 @@ test("dimensions past 3072 reach a live upstream, whose model's size is the auth
   assert.equal(json(mock).error.type, 'invalid_request_error');
   assert.match(json(mock).error.message, /dimensions/);
 });
+
+test('the mock bounds the values it builds (inputs × dimensions, 1,048,576): past it a clear 400 before any vector is made, split batches counted whole', async (t) => {
+  const { app } = await build(t);
+  const input = Array.from({ length: 2048 }, (_, i) => `item ${i}`);
+  for (const model of ['text-embedding-3-large', 'text-embedding-3-large-mock-batch-256']) {
+    const over = await embed(app, { model, input });
+    assert.equal(over.statusCode, 400, model);
+    const error = json(over).error;
+    assert.equal(error.type, 'invalid_request_error', model);
+    assert.match(error.message, /2048 inputs × 3072 dimensions/, model);
+    assert.match(error.message, /1048576/, model);
+  }
+  const past = await embed(app, { model: 'text-embedding-3-small', input, dimensions: 513 });
+  assert.equal(past.statusCode, 400);
+  // At the bound: 2048 × 512 values.
+  const at = await embed(app, { model: 'text-embedding-3-small', input, dimensions: 512, encoding_format: 'base64' });
+  assert.equal(at.statusCode, 200);
+  assert.equal(json(at).data.length, 2048);
+});

@@ -365,11 +365,8 @@ export function createMockProvider(options: MockProviderOptions = {}): Provider 
     if (behaviour.maxBatch !== null && request.input.length > behaviour.maxBatch) {
       throw new ProviderError('batch_too_large', `mock batch limit: at most ${behaviour.maxBatch} inputs per request`, { provider: MOCK_PROVIDER_NAME, upstreamStatus: 400 });
     }
-    // The mock's vectors are svc's own work: no larger than its largest model's, as an upstream refuses a size its
-    // model does not have (the wire takes larger ones for upstreams whose models have them).
-    if (request.dimensions !== undefined && request.dimensions > MOCK_MAX_EMBEDDING_DIMENSIONS) {
-      throw new ProviderError('rejected', `mock embeddings: dimensions must be at most ${MOCK_MAX_EMBEDDING_DIMENSIONS}, got ${request.dimensions}`, { provider: MOCK_PROVIDER_NAME, upstreamStatus: 400 });
-    }
+    const refusal = mockEmbeddingsRefusal(request.model, request.input.length, request.dimensions);
+    if (refusal) throw refusal;
     const dimensions = request.dimensions ?? defaultEmbeddingDimensions(request.model);
     const inputs = request.input as Array<string | number[]>;
     const vectors = inputs.map((input) => mockEmbedding(input, dimensions));
@@ -393,6 +390,32 @@ export function createMockProvider(options: MockProviderOptions = {}): Provider 
 
 /** The most `dimensions` the mock embeds to: the size of its largest model (text-embedding-3-large). */
 export const MOCK_MAX_EMBEDDING_DIMENSIONS = 3072;
+
+/**
+ * The most values (inputs × dimensions) the mock builds for one request: 2048 inputs of 512 dimensions, or 341 of
+ * 3072, a ~21 MB JSON answer. Every value is a float in svc's memory and ~20 bytes of JSON, so the wire's largest
+ * batch at the largest model's size (2048 × 3072) was a ~136 MB body that took svc from ~137 MB to ~650 MB.
+ */
+export const MOCK_MAX_EMBEDDING_VALUES = 1_048_576;
+
+/**
+ * Why the mock refuses to embed `inputs` inputs of `dimensions` (its model's default when unset), as an upstream
+ * refuses what its model or its limits do not take (a 400 `upstream_rejected`); null when it embeds them. The mock's
+ * vectors are svc's own work: no larger than its largest model's (the wire takes larger ones for upstreams whose
+ * models have them), and no more values than MOCK_MAX_EMBEDDING_VALUES. The embeddings service asks it for the whole
+ * request before splitting a batch, so split parts are counted together.
+ */
+export function mockEmbeddingsRefusal(model: string, inputs: number, dimensions: number | undefined): ProviderError | null {
+  if (dimensions !== undefined && dimensions > MOCK_MAX_EMBEDDING_DIMENSIONS) {
+    return new ProviderError('rejected', `mock embeddings: dimensions must be at most ${MOCK_MAX_EMBEDDING_DIMENSIONS}, got ${dimensions}`, { provider: MOCK_PROVIDER_NAME, upstreamStatus: 400 });
+  }
+  const size = dimensions ?? defaultEmbeddingDimensions(model);
+  if (inputs * size > MOCK_MAX_EMBEDDING_VALUES) {
+    const message = `mock embeddings: at most ${MOCK_MAX_EMBEDDING_VALUES} values (inputs × dimensions) per request, got ${inputs} inputs × ${size} dimensions; send fewer inputs or fewer dimensions`;
+    return new ProviderError('rejected', message, { provider: MOCK_PROVIDER_NAME, upstreamStatus: 400 });
+  }
+  return null;
+}
 
 /** 3072 for `*large*` embedding models, 1536 otherwise (text-embedding-3-small, ada-002, unknown ids). */
 export function defaultEmbeddingDimensions(model: string): number {
