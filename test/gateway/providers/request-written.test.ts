@@ -14,12 +14,17 @@ import { rejectsWith } from '../../support/provider-errors.ts';
 import { startFakeUpstream } from '../../support/fake-upstream.ts';
 
 const DEADLINE_MS = 200;
+/**
+ * The deadline of a call that must have written its request before it passes: long enough for a loaded machine to
+ * connect and write (at 200 ms, a test run beside others once saw the deadline pass first), short for the test.
+ */
+const DEADLINE_AFTER_WRITE_MS = 2_000;
 
 /** The registry's live chat provider for `baseUrl`, calling through `dispatcher` when given, with a short deadline. */
-async function liveProvider(t: TestContext, baseUrl: string, dispatcher?: Agent) {
+async function liveProvider(t: TestContext, baseUrl: string, dispatcher?: Agent, deadlineMs = DEADLINE_MS) {
   const registry = createProviderRegistry({
     config: loadConfig({ CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: baseUrl }, { dataDir: null }),
-    timeouts: { bufferedMs: DEADLINE_MS },
+    timeouts: { bufferedMs: deadlineMs },
     ...(dispatcher ? { fetchDispatcher: dispatcher } : {}),
   });
   t.after(async () => {
@@ -33,7 +38,7 @@ const request = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, cont
 
 test('a call whose deadline passed after its request was written is marked as having reached the upstream', async (t) => {
   const upstream = await startFakeUpstream(t, () => undefined);
-  const provider = await liveProvider(t, upstream.baseUrl);
+  const provider = await liveProvider(t, upstream.baseUrl, undefined, DEADLINE_AFTER_WRITE_MS);
   const failure = await rejectsWith(provider.chat(request, { signal: new GatewaySignal() }), 'timeout');
   assert.equal(upstream.requests.length, 1);
   assert.equal(failure.afterRequestSent, true);
