@@ -161,7 +161,8 @@ async function economicsOf(app: Awaited<ReturnType<typeof listening>>['app'], ru
 test('a call that timed out or broke after its request reached the upstream has an unknown cost, on every wire, buffered or streamed', async (t) => {
   let broken: UpstreamHandler = stalls;
   const upstream = await startFakeUpstream(t, (req, res) => broken(req, res));
-  const { address, app } = await listening(t, liveEnv(upstream.baseUrl, { SVC_PROVIDER_TIMEOUT_MS: '300', SVC_PROVIDER_STREAM_HEADERS_TIMEOUT_MS: '300' }));
+  // Deadlines long enough for a loaded machine to connect and write first: a deadline passed before the write is a firm $0.
+  const { address, app } = await listening(t, liveEnv(upstream.baseUrl, { SVC_PROVIDER_TIMEOUT_MS: '1000', SVC_PROVIDER_STREAM_HEADERS_TIMEOUT_MS: '1000' }));
   const cases = [
     { how: 'stalls', handler: stalls, status: 504, kind: 'timeout', streams: true },
     { how: 'drops the connection', handler: drops, status: 502, kind: 'network', streams: true },
