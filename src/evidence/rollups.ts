@@ -196,6 +196,12 @@ export function totalsByStatusRoute(sql: Sql, scope: RollupScope): Array<{ statu
     .map((row) => ({ status: row.status, route: row.route, ...totalsOf(row) }));
 }
 
+/** Finished-run totals of one value of a dimension (all statuses and routes of it). */
+export function totalsOfValue(sql: Sql, scope: RollupScope, dim: RollupDimension, value: string): RollupTotals {
+  const { clause, params } = scopeWhere(scope, dim);
+  return totalsOf(sql.get<Record<keyof RollupTotals, number | null>>(`SELECT ${SUMS} FROM run_rollups WHERE ${clause} AND value = ?`, [...params, value]));
+}
+
 /** Finished-run totals per UTC day. */
 export function totalsByDay(sql: Sql, scope: RollupScope): Array<{ day: number } & RollupTotals> {
   const { clause, params } = scopeWhere(scope, 'route');
@@ -227,6 +233,7 @@ export function rankedValues(
 export interface RollupsRepository {
   byStatusRoute(scope: RollupScope): Promise<Array<{ status: string; route: string } & RollupTotals>>;
   byDay(scope: RollupScope): Promise<Array<{ day: number } & RollupTotals>>;
+  byValue(scope: RollupScope, dim: RollupDimension, value: string): Promise<RollupTotals>;
   ranked(scope: RollupScope, dim: RollupDimension, page: { limit: number; offset: number }): Promise<{ entries: Array<{ value: string } & RollupTotals>; total: number }>;
   /** Runs still in flight (not in the rollups) created within the scope's days, from the runs table. */
   runningCount(scope: RollupScope): Promise<number>;
@@ -238,6 +245,7 @@ export function createRollupsRepository(store: Store): RollupsRepository {
   return {
     byStatusRoute: (scope) => store.read((sql) => totalsByStatusRoute(sql, scope)),
     byDay: (scope) => store.read((sql) => totalsByDay(sql, scope)),
+    byValue: (scope, dim, value) => store.read((sql) => totalsOfValue(sql, scope, dim, value)),
     ranked: (scope, dim, page) => store.read((sql) => rankedValues(sql, scope, dim, page)),
     runningCount: (scope) =>
       store.read((sql) => {

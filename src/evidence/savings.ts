@@ -4,6 +4,8 @@
  * ledger of millions of runs. Windows are whole UTC days.
  *
  * Counting rules (SPEC 4.9): totalRuns counts every status; liveRuns and optimizedRuns count completed runs only;
+ * liveRuns only those svc served: an SDK-ingested prompt (handled outside svc, recorded completed on the live route)
+ * counts in ingestedRuns instead, and so stays out of the hit-rate denominators, as svc served it nothing;
  * failed and in-flight runs are never credited as optimized nor counted in hit-rate denominators; a finished run
  * with no known route counts in unknownRuns, one with no known status in unknownStatusRuns; totalCostUsd includes
  * the cost of failed provider attempts; savings are credited for completed runs only; ghostSavedUsd is what
@@ -15,7 +17,7 @@
 import { toIso, type Clock } from '../core/clock.ts';
 import type { AuthContext } from '../identity/auth-context.ts';
 import { DAY_MS, dayOf, type RollupDimension, type RollupScope, type RollupsRepository, type RollupTotals } from './rollups.ts';
-import { RUN_ROUTES, RUN_STATUSES } from './types.ts';
+import { INGESTED_REASON, RUN_ROUTES, RUN_STATUSES } from './types.ts';
 
 /** Attribution dimensions of SPEC 4.7; `workflow` and `pattern` have no source yet, so all runs are unattributed. */
 export const ATTRIBUTION_DIMENSIONS = ['route', 'workflow', 'subject', 'fingerprint', 'app', 'pattern', 'model', 'agent', 'executionMethod', 'reason', 'fallback'] as const;
@@ -116,7 +118,13 @@ export function createSavingsService(deps: { repo: RollupsRepository; clock: Clo
     async savings(auth, window) {
       await repo.settle();
       const scope = scopeOf(auth, window);
-      const [rows, runningRuns] = await Promise.all([repo.byStatusRoute(scope), repo.runningCount(scope)]);
+      const [rows, runningRuns, ingested] = await Promise.all([
+        repo.byStatusRoute(scope),
+        repo.runningCount(scope),
+        // The reason rows keep no status or route, but an ingested run is only ever recorded completed on the live route
+        // (a crash cannot leave one running: it is started and finished in one go), so all of them are in counts.live.
+        repo.byValue(scope, 'reason', INGESTED_REASON),
+      ]);
       const knownStatus = new Set<string>(RUN_STATUSES);
       const knownRoute = new Set<string>(RUN_ROUTES);
       let totals = ZERO;
@@ -134,13 +142,16 @@ export function createSavingsService(deps: { repo: RollupsRepository; clock: Clo
         else if (row.route === 'exact_cache') counts.exactCache += row.runs;
         else if (row.route === 'artifact') counts.artifact += row.runs;
       }
+      const ingestedRuns = Math.min(ingested.runs, counts.live);
+      const liveRuns = counts.live - ingestedRuns;
       const optimizedRuns = counts.exactCache + counts.artifact;
-      const servedRuns = counts.live + optimizedRuns;
+      const servedRuns = liveRuns + optimizedRuns;
       return {
         window: windowView(scope),
         currency: 'USD',
         totalRuns: totals.runs + runningRuns,
-        liveRuns: counts.live,
+        liveRuns,
+        ingestedRuns,
         optimizedRuns,
         exactCacheRuns: counts.exactCache,
         artifactRuns: counts.artifact,

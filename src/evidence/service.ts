@@ -21,7 +21,7 @@ import { pageOf, type Page } from '../core/pagination.ts';
 import type { AuthContext } from '../identity/auth-context.ts';
 import type { FeedbackRecord, RunsRepository, TraceKey } from './repo.ts';
 import { runVerifier } from './run-integrity.ts';
-import type { AttemptRecord, RunFilter, RunRecord, TraceEvent } from './types.ts';
+import { INGESTED_REASON, type AttemptRecord, type RunFilter, type RunRecord, type TraceEvent } from './types.ts';
 
 /** Byte budget of one trace page: a page stops before it would exceed this many payload bytes (>= 1 event). */
 export const EVENT_PAGE_MAX_BYTES = 512 * 1024;
@@ -503,7 +503,7 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
         status: 'completed',
         route: 'live',
         provider: body.source,
-        reasonCode: 'ingested',
+        reasonCode: INGESTED_REASON,
         routeExplanation: {
           route: 'live',
           reason: `handled outside svc by ${body.source}; recorded by the SDK`,

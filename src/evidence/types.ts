@@ -6,6 +6,12 @@ export const RUN_STATUSES: readonly RunStatus[] = ['running', 'completed', 'fail
 export const RUN_ROUTES: readonly RunRoute[] = ['live', 'exact_cache', 'artifact', 'blocked'];
 
 /**
+ * The reason code of a run recorded by `POST /api/v1/ingest/prompt`: a prompt handled outside svc. Such a run is
+ * recorded completed on the `live` route, and only this reason tells it from live traffic svc served (/savings).
+ */
+export const INGESTED_REASON = 'ingested';
+
+/**
  * The longest model name (characters, trimmed) a gateway request may give, so the longest a gateway run is recorded
  * under: every wire validates its `model` to it (src/evidence/model-field.ts), and the runs list's `model`
  * filter takes up to it, so each such run can be found by its model.

@@ -537,3 +537,28 @@ test('usage and attribution report the tokens providers processed beside the tok
   assert.equal(usage.usage.actualTotalTokens, sum('actual'));
   assert.equal(usage.usage.totalTokens, sum('customer'));
 });
+
+test('an SDK-ingested prompt, which svc did not serve, is counted in ingestedRuns: not as a live run, nor in the hit-rate denominators', async (t) => {
+  const { app, chat, get } = await setup(t);
+  assert.equal((await chat('asked twice')).headers['x-svc-route'], 'live');
+  assert.equal((await chat('asked twice')).headers['x-svc-route'], 'exact_cache');
+  for (const prompt of ['handled elsewhere', 'also handled elsewhere']) {
+    const ingested = await app.inject({ method: 'POST', url: '/api/v1/ingest/prompt', headers: admin, payload: { source: 'langchain', prompt } });
+    assert.equal(ingested.statusCode, 201);
+  }
+
+  const { body } = await get('/api/v1/savings');
+  assert.equal(body.totalRuns, 4, 'every run recorded counts in totalRuns');
+  assert.equal(body.liveRuns, 1, 'only the run svc answered live');
+  assert.equal(body.ingestedRuns, 2);
+  assert.equal(body.optimizedRuns, 1);
+  assert.equal(body.cacheHitRate, 0.5, 'ingested runs do not dilute the hit rate');
+  assert.equal(body.artifactHitRate, 0);
+
+  // An app-pinned key sees its own app's ingested runs only.
+  const pinned = json(await app.inject({ method: 'POST', url: '/api/v1/keys', headers: admin, payload: { name: 'pinned', appId: 'sdk-app' } })).token;
+  await app.inject({ method: 'POST', url: '/api/v1/ingest/prompt', headers: bearer(pinned), payload: { source: 'langchain', prompt: 'mine' } });
+  const scoped = (await get('/api/v1/savings', bearer(pinned))).body;
+  assert.deepEqual([scoped.totalRuns, scoped.liveRuns, scoped.ingestedRuns, scoped.cacheHitRate], [1, 0, 1, 0]);
+  assert.equal((await get('/api/v1/savings')).body.ingestedRuns, 3);
+});
