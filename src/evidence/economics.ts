@@ -7,7 +7,9 @@
  *   (equal on a live run; on a cache hit the caller sees the original usage while no provider ran).
  * - provider cost: served attempts; optimizer cost: shadow + evaluator attempts.
  * - reference cost: what the answer would have cost live, stated explicitly with its source: the served attempts
- *   on a live run, the source run's cost on a cache hit, the would-have-saved cost in observe mode.
+ *   on a live run; on a cache hit what the stored answer cost (the run's savedUsd): the attempt that produced it in
+ *   its source run, not a billed failed attempt before it, which the hit does not avoid (a live call need not fail).
+ *   Observe mode's would-have-saved cost is savings.ghostUsd, not a reference.
  * - savings = reference - provider - optimizer (never below zero for a live run); margin = savings / reference.
  */
 import type { AttemptRecord, RunRecord } from './types.ts';

@@ -3,6 +3,8 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 import { bearer, build, json } from '../support/build.ts';
 import { overriding } from '../support/counting-store.ts';
+import { sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
+import { costOf } from '../../src/gateway/pricing.ts';
 import type { Sql, SqlParams } from '../../src/store/sql.ts';
 import type { Store } from '../../src/store/store.ts';
 
@@ -53,6 +55,40 @@ test('economics of a live run and of the cache hit that followed it', async (t) 
   assert.equal(hitEconomics.reference.costUsd, liveEconomics.cost.providerUsd);
   assert.match(hitEconomics.reference.source, new RegExp(String(live.headers['x-svc-run-id'])));
   assert.equal(hitEconomics.savings.usd, liveEconomics.cost.providerUsd);
+});
+
+test("a cache hit's reference cost is what its stored answer cost, not its source run's: a billed failed attempt before the fallback that answered is not saved again", async (t) => {
+  // The primary bills a failed answer (a response whose status is failed, with its usage); the fallback answers; the answer is stored.
+  const failedUsage = { input_tokens: 4000, output_tokens: 1000, total_tokens: 5000 };
+  const primary = await startFakeUpstream(t, (_req, res) =>
+    sendJson(res, 200, { id: 'resp_up', object: 'response', created_at: 1, status: 'failed', model: 'gpt-4o-mini', output: [], usage: failedUsage, error: { code: 'server_error', message: 'boom' } }),
+  );
+  const fallback = await startFakeUpstream(t, (_req, res) =>
+    sendJson(res, 200, {
+      id: 'resp_fb', object: 'response', created_at: 1, status: 'completed', model: 'gpt-4o-mini',
+      output: [{ type: 'message', id: 'msg_1', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'from the fallback', annotations: [] }] }],
+      usage: { input_tokens: 100, output_tokens: 20, total_tokens: 120 },
+    }),
+  );
+  const { app } = await build(t, {
+    env: { SVC_API_KEY: BOOT, CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: primary.baseUrl, CHATCOMP_FALLBACK_API_KEY: 'sk-fallback', CHATCOMP_FALLBACK_BASE_URL: fallback.baseUrl },
+  });
+  const ask = () => app.inject({ method: 'POST', url: '/v1/responses', headers: admin, payload: { model: 'gpt-4o-mini', input: 'billed twice?' } });
+  const source = await ask();
+  assert.equal(source.statusCode, 200, source.body);
+  const hit = await ask();
+  assert.equal(hit.headers['x-svc-route'], 'exact_cache');
+
+  const sourceEconomics = json(await app.inject({ url: `/api/v1/runs/${source.headers['x-svc-run-id']}/economics`, headers: admin }));
+  const failedCost = costOf('gpt-4o-mini', { promptTokens: 4000, completionTokens: 1000 }, false).usd;
+  const answerCost = costOf('gpt-4o-mini', { promptTokens: 100, completionTokens: 20 }, false).usd;
+  assert.deepEqual(sourceEconomics.attempts.served.map((attempt: any) => [attempt.outcome, attempt.costUsd]), [['failed', failedCost], ['success', answerCost]]);
+  assert.equal(sourceEconomics.cost.providerUsd, Math.round((failedCost + answerCost) * 1e9) / 1e9, "the source run's cost holds the billed failure");
+
+  const hitEconomics = json(await app.inject({ url: `/api/v1/runs/${hit.headers['x-svc-run-id']}/economics`, headers: admin }));
+  assert.equal(hitEconomics.reference.source, `source run ${source.headers['x-svc-run-id']}`);
+  assert.equal(hitEconomics.reference.costUsd, answerCost, 'the stored answer cost only the attempt that produced it');
+  assert.equal(hitEconomics.savings.usd, answerCost);
 });
 
 test('receipts: 404 with a clear message when the run has none; 404 for unknown runs', async (t) => {
