@@ -395,23 +395,74 @@ export interface Invite {
   acceptedAt: string | null;
 }
 
-/** What a query parameter of the runs calls takes; svc checks the ranges, and answers 400 naming the parameter. */
-type QueryValue = 'positive integer' | 'non-negative integer' | 'string' | 'instant';
+/** A page of a management list (`limit` 1 to 200, default 50; `offset` from 0). */
+export interface PageQuery {
+  limit?: number;
+  offset?: number;
+}
+
+/** The filters of `GET /api/v1/users`: a page, and `email` (exact, case-insensitive; up to 254 characters). */
+export interface UserFilters extends PageQuery {
+  email?: string;
+}
+
+/** The filters of `GET /api/v1/orgs/active/invites`: a page, and an invitation status. */
+export interface InviteFilters extends PageQuery {
+  status?: InviteStatus;
+}
+
+/** A page of `GET /api/v1/audit`, newest first (docs/api.md). */
+export interface AuditQuery {
+  /** 1 to 500, default 50. */
+  limit?: number;
+  /** An exclusive seq: the previous page's `window.nextBefore`. */
+  before?: number;
+  decision?: 'allow' | 'deny';
+  /** Recompute the tenant's hash chain (the answer's `integrity`). */
+  verify?: boolean;
+}
+
+/** A window of time of the economics calls: ISO 8601 or epoch milliseconds; `since` not after `until`. */
+export interface TimeWindow {
+  since?: string | number;
+  until?: string | number;
+}
+
+/** The dimensions of `GET /api/v1/usage/attribution`, each paged on its own (src/evidence/savings.ts). */
+export const ATTRIBUTION_DIMENSIONS = ['route', 'workflow', 'subject', 'fingerprint', 'app', 'pattern', 'model', 'agent', 'executionMethod', 'reason', 'fallback'] as const;
+export type AttributionDimension = (typeof ATTRIBUTION_DIMENSIONS)[number];
+
+/** A time window and, per dimension, `<dimension>Limit` (1 to 200, default 10) and `<dimension>Offset`. */
+export type AttributionQuery = TimeWindow & { [D in AttributionDimension as `${D}Limit` | `${D}Offset`]?: number };
+
+/** What a query parameter takes; svc checks the ranges, and answers 400 naming the parameter. */
+type QueryValue = 'positive integer' | 'non-negative integer' | 'string' | 'instant' | 'boolean';
 
 const QUERY_VALUES: Record<QueryValue, (value: unknown) => boolean> = {
   'positive integer': (value) => Number.isInteger(value) && (value as number) >= 1,
   'non-negative integer': (value) => Number.isInteger(value) && (value as number) >= 0,
   string: (value) => typeof value === 'string',
   instant: (value) => typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value)),
+  boolean: (value) => typeof value === 'boolean',
 };
 
-const RUN_FILTERS: Record<keyof RunFilters, QueryValue> = { limit: 'positive integer', offset: 'non-negative integer', route: 'string', status: 'string', provider: 'string', model: 'string', since: 'instant' };
+/** Each call's options as its route's query schema has them (the routes of src/keys, src/accounts, src/audit, src/evidence). */
+const PAGE: Record<keyof PageQuery, QueryValue> = { limit: 'positive integer', offset: 'non-negative integer' };
+const USER_FILTERS: Record<keyof UserFilters, QueryValue> = { ...PAGE, email: 'string' };
+const INVITE_FILTERS: Record<keyof InviteFilters, QueryValue> = { ...PAGE, status: 'string' };
+const AUDIT_QUERY: Record<keyof AuditQuery, QueryValue> = { limit: 'positive integer', before: 'positive integer', decision: 'string', verify: 'boolean' };
+const TIME_WINDOW: Record<keyof TimeWindow, QueryValue> = { since: 'instant', until: 'instant' };
+const ATTRIBUTION_QUERY = {
+  ...TIME_WINDOW,
+  ...Object.fromEntries(ATTRIBUTION_DIMENSIONS.flatMap((dim) => [[`${dim}Limit`, 'positive integer'], [`${dim}Offset`, 'non-negative integer']])),
+} as Record<keyof AttributionQuery, QueryValue>;
+const RUN_FILTERS: Record<keyof RunFilters, QueryValue> = { ...PAGE, route: 'string', status: 'string', provider: 'string', model: 'string', since: 'instant' };
 const EVENT_WINDOW: Record<keyof EventWindowQuery, QueryValue> = { limit: 'positive integer', before: 'positive integer' };
 const RUN_DETAIL: Record<keyof RunDetailQuery, QueryValue> = { ...EVENT_WINDOW, sideEffectLimit: 'positive integer', sideEffectBefore: 'positive integer', feedbackLimit: 'positive integer', feedbackBefore: 'positive integer' };
 
 /**
- * The query of a runs call, checked before anything is sent: an option svc does not have (`app`) was sent anyway and
- * ignored by svc, which answered every run as if filtered; a value no query can carry (NaN, 1.5, an object) was sent
+ * The query of a call, checked before anything is sent: an option svc does not have (`users.list({role})`) was sent
+ * anyway and ignored by svc, which answered as if filtered; a value no query can carry (NaN, 1.5, an object) was sent
  * as its text. Either is a TypeError naming the call and the option.
  */
 function checkedQuery(call: string, params: object, takes: Record<string, QueryValue>): string {
@@ -420,7 +471,7 @@ function checkedQuery(call: string, params: object, takes: Record<string, QueryV
     if (kind === undefined) throw new TypeError(`${call} has no option ${JSON.stringify(name)}; it takes ${Object.keys(takes).join(', ')}`);
     if (value !== undefined && !QUERY_VALUES[kind](value)) throw new TypeError(`${name} of ${call} must be a${kind === 'instant' ? 'n ISO 8601 string or epoch milliseconds' : ` ${kind}`}`);
   }
-  return query(params as Record<string, string | number | undefined>);
+  return query(params as Record<string, string | number | boolean | undefined>);
 }
 
 function query(params: Record<string, string | number | boolean | undefined>): string {
@@ -767,8 +818,8 @@ export class SvcClient {
     /** The token is in this answer only; svc keeps its hash. */
     create: (input: { name: string; admin?: boolean; appId?: string; mode?: KeyMode }) =>
       this.call<{ key: ApiKey; token: string }>('POST', '/api/v1/keys', input),
-    list: (page: { limit?: number; offset?: number } = {}) =>
-      this.call<{ keys: ApiKey[]; pagination: Pagination }>('GET', `/api/v1/keys${query(page)}`),
+    list: async (page: PageQuery = {}) =>
+      this.call<{ keys: ApiKey[]; pagination: Pagination }>('GET', `/api/v1/keys${checkedQuery('keys.list', page, PAGE)}`),
     setMode: (id: string, mode: KeyMode) =>
       this.call<{ key: ApiKey }>('PATCH', `/api/v1/keys/${encodeURIComponent(id)}`, { mode }),
     revoke: (id: string) => this.call<{ key: ApiKey }>('POST', `/api/v1/keys/${encodeURIComponent(id)}/revoke`),
@@ -783,11 +834,8 @@ export class SvcClient {
 
   readonly audit = {
     /** A page, newest first; `before` (the previous page's `window.nextBefore`) reads the older events. */
-    list: (options: { limit?: number; before?: number; decision?: 'allow' | 'deny'; verify?: boolean } = {}) =>
-      this.call<{ events: AuditEvent[]; window: AuditWindow; integrity?: AuditIntegrity }>(
-        'GET',
-        `/api/v1/audit${query({ limit: options.limit, before: options.before, decision: options.decision, verify: options.verify ? 'true' : undefined })}`,
-      ),
+    list: async (options: AuditQuery = {}) =>
+      this.call<{ events: AuditEvent[]; window: AuditWindow; integrity?: AuditIntegrity }>('GET', `/api/v1/audit${checkedQuery('audit.list', options, AUDIT_QUERY)}`),
   };
 
   readonly runs = {
@@ -819,9 +867,10 @@ export class SvcClient {
   };
 
   readonly economics = {
-    savings: (window: { since?: string | number; until?: string | number } = {}) => this.call<Record<string, any>>('GET', `/api/v1/savings${query(window)}`),
+    savings: async (window: TimeWindow = {}) => this.call<Record<string, any>>('GET', `/api/v1/savings${checkedQuery('economics.savings', window, TIME_WINDOW)}`),
     usage: () => this.call<Record<string, any>>('GET', '/api/v1/usage'),
-    attribution: (params: Record<string, string | number> = {}) => this.call<Record<string, any>>('GET', `/api/v1/usage/attribution${query(params)}`),
+    attribution: async (params: AttributionQuery = {}) =>
+      this.call<Record<string, any>>('GET', `/api/v1/usage/attribution${checkedQuery('economics.attribution', params, ATTRIBUTION_QUERY)}`),
   };
 
   readonly cache = {
@@ -835,8 +884,8 @@ export class SvcClient {
    * organization. Passwords are temporary: the user must change them at first sign-in.
    */
   readonly users = {
-    list: (filter: { email?: string; limit?: number; offset?: number } = {}) =>
-      this.call<{ users: User[]; pagination: Pagination }>('GET', `/api/v1/users${query(filter)}`),
+    list: async (filter: UserFilters = {}) =>
+      this.call<{ users: User[]; pagination: Pagination }>('GET', `/api/v1/users${checkedQuery('users.list', filter, USER_FILTERS)}`),
     /** The user with this e-mail (exact, case-insensitive) among those the caller may see, or null. */
     findByEmail: async (email: string): Promise<User | null> => (await this.users.list({ email })).users[0] ?? null,
     /** `tempPassword` is generated when not given; the answer holds it, once. */
@@ -854,8 +903,8 @@ export class SvcClient {
    * the local operator or the bootstrap token, in the organization of `inOrg(orgId)` (else the default one).
    */
   readonly orgs = {
-    list: (page: { limit?: number; offset?: number } = {}) =>
-      this.call<{ orgs: OrgSummary[]; pagination: Pagination }>('GET', `/api/v1/orgs${query(page)}`),
+    list: async (page: PageQuery = {}) =>
+      this.call<{ orgs: OrgSummary[]; pagination: Pagination }>('GET', `/api/v1/orgs${checkedQuery('orgs.list', page, PAGE)}`),
     /** A session becomes the owner; a non-session platform admin names an existing user as `ownerEmail`. */
     create: (input: { name: string; ownerEmail?: string }) =>
       this.call<{ org: OrgSummary }>('POST', '/api/v1/orgs', input),
@@ -871,8 +920,8 @@ export class SvcClient {
     removeMember: (userId: string) => this.call<ActiveOrg>('DELETE', `/api/v1/orgs/active/members/${encodeURIComponent(userId)}`),
     /** The accept link is e-mailed to the address; the token is never returned. */
     invite: (input: { email: string; role?: OrgRole }) => this.call<{ invite: Invite }>('POST', '/api/v1/orgs/active/invites', input),
-    listInvites: (filter: { status?: InviteStatus; limit?: number; offset?: number } = {}) =>
-      this.call<{ invites: Invite[]; pagination: Pagination }>('GET', `/api/v1/orgs/active/invites${query(filter)}`),
+    listInvites: async (filter: InviteFilters = {}) =>
+      this.call<{ invites: Invite[]; pagination: Pagination }>('GET', `/api/v1/orgs/active/invites${checkedQuery('orgs.listInvites', filter, INVITE_FILTERS)}`),
     revokeInvite: (id: string) => this.call<{ invite: Invite }>('POST', `/api/v1/orgs/active/invites/${encodeURIComponent(id)}/revoke`),
     onboarding: () => this.call<{ workflowCount: number; agentCount: number; hasRuns: boolean; dismissed: boolean }>('GET', '/api/v1/orgs/active/onboarding'),
   };

@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import test from 'node:test';
-import { createSvcClient, SvcApiError, SvcStreamError } from 'svc/client';
+import { ATTRIBUTION_DIMENSIONS as CLIENT_ATTRIBUTION_DIMENSIONS, createSvcClient, SvcApiError, SvcStreamError } from 'svc/client';
+import { ATTRIBUTION_DIMENSIONS } from '../../src/evidence/savings.ts';
 import { build } from '../support/build.ts';
 import { foreignServer } from '../support/foreign-server.ts';
 
@@ -231,4 +232,47 @@ test('runs.list and runs.get take the filters and windows svc documents, checked
   ] as const) {
     await assert.rejects(call(), (error: unknown) => error instanceof TypeError && error.message.includes(option), option);
   }
+});
+
+test('every other call with query options takes the options its route documents, checked before anything is sent', async (t) => {
+  const { app } = await build(t);
+  const baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
+  const client = createSvcClient({ baseUrl, env: {} });
+  t.after(() => client.close());
+
+  // Each documented option is one svc reads.
+  assert.equal((await client.keys.list({ limit: 1, offset: 0 })).pagination.limit, 1);
+  assert.equal((await client.users.list({ limit: 2, offset: 0, email: 'nobody@example.com' })).pagination.limit, 2);
+  assert.equal((await client.orgs.list({ limit: 3, offset: 0 })).pagination.limit, 3);
+  assert.equal((await client.orgs.listInvites({ limit: 4, offset: 0, status: 'pending' })).pagination.limit, 4);
+  const audit = await client.audit.list({ limit: 5, before: 1_000_000, decision: 'allow', verify: true });
+  assert.equal(audit.window.limit, 5);
+  assert.equal(audit.integrity?.ok, true);
+  assert.equal((await client.audit.list({ verify: false })).integrity, undefined);
+  await client.economics.savings({ since: '2026-01-01', until: Date.now() });
+  assert.deepEqual([...CLIENT_ATTRIBUTION_DIMENSIONS], [...ATTRIBUTION_DIMENSIONS], "the client's attribution dimensions are svc's");
+  for (const dim of CLIENT_ATTRIBUTION_DIMENSIONS) await client.economics.attribution({ since: 0, [`${dim}Limit`]: 1, [`${dim}Offset`]: 0 });
+
+  // An option svc does not have (it would ignore it: the caller believes the list filtered) or a value no query can carry.
+  const sent: string[] = [];
+  const foreign = createSvcClient({ baseUrl: await foreignServer(t, (res, req) => (sent.push(req.url!), json(res, 200, {}))), env: {} });
+  t.after(() => foreign.close());
+  for (const [call, option] of [
+    [() => foreign.keys.list({ appId: 'checkout' } as never), 'appId'],
+    [() => foreign.keys.list({ limit: Number.NaN }), 'limit'],
+    [() => foreign.users.list({ role: 'admin' } as never), 'role'],
+    [() => foreign.users.list({ offset: -1 }), 'offset'],
+    [() => foreign.orgs.list({ limit: 1.5 }), 'limit'],
+    [() => foreign.orgs.listInvites({ email: 'a@example.com' } as never), 'email'],
+    [() => foreign.audit.list({ offset: 50 } as never), 'offset'],
+    [() => foreign.audit.list({ before: 0 }), 'before'],
+    [() => foreign.audit.list({ verify: 'yes' } as never), 'verify'],
+    [() => foreign.economics.savings({ from: '2026-01-01' } as never), 'from'],
+    [() => foreign.economics.savings({ since: Number.NaN }), 'since'],
+    [() => foreign.economics.attribution({ modelLimit: 2.5 }), 'modelLimit'],
+    [() => foreign.economics.attribution({ regionLimit: 5 } as never), 'regionLimit'],
+  ] as const) {
+    await assert.rejects(call(), (error: unknown) => error instanceof TypeError && error.message.includes(option), option);
+  }
+  assert.deepEqual(sent, []);
 });
