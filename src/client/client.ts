@@ -145,14 +145,14 @@ export interface MessagesResult extends RunCorrelation {
  * (`http_<status>` and a generic message otherwise; a code that is not one, such as one with a line break, is
  * `http_<status>` too); the message quotes at most 500 characters of the server's, its control characters escaped
  * (server-text.ts). Per SPEC 4.20 the error also carries the method, the path, the status and the first 500
- * characters of the body.
+ * characters of the body, quoted as the message is: the body may be a proxy's page with an escape sequence in it.
  */
 export class SvcApiError extends Error {
   readonly status: number;
   readonly code: string;
   readonly method: string;
   readonly path: string;
-  /** The first 500 characters of the response body. */
+  /** The first 500 characters of the response body (`…` when cut), its unsafe characters as `\u` escapes (server-text.ts). */
   readonly body: string;
   /** `x-request-id` of the answer, when the server sent a well-formed one. */
   readonly requestId: string | null;
@@ -166,7 +166,7 @@ export class SvcApiError extends Error {
     this.code = init.code;
     this.method = init.method;
     this.path = init.path;
-    this.body = init.body.slice(0, 500);
+    this.body = quoted(init.body);
     this.requestId = init.requestId;
     this.runId = init.runId ?? '';
   }
