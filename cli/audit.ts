@@ -28,7 +28,8 @@ export function registerAudit(program: Command): void {
       print(table(rows, { seq: 'SEQ', createdAt: 'TIME', action: 'ACTION', decision: 'DECISION', actor: 'ACTOR', target: 'TARGET' }, 'No audit events.'));
       if (result.window?.hasMore && result.window.nextBefore !== null) note(`older events: --before ${result.window.nextBefore}`);
       if (result.integrity) {
-        print(result.integrity.ok ? `chain intact (${result.integrity.count} events)` : `CHAIN BROKEN at seq ${result.integrity.brokenAt}`);
+        const { ok, count, brokenAt } = result.integrity;
+        print(ok ? `chain intact${count === null ? '' : ` (${count} events)`}` : `CHAIN BROKEN at seq ${brokenAt}`);
         if (!result.integrity.ok) process.exitCode = 1;
       }
     });

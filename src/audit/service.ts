@@ -44,7 +44,11 @@ export interface AuditService {
   list(auth: AuthContext, options: { limit: number; before?: number; decision?: AuditDecision }): Promise<AuditPage>;
   /** Audit rows about one target in the caller's tenant (evidence packets). */
   aboutTarget(auth: AuthContext, target: string, limit?: number): Promise<AuditRecord[]>;
-  verify(auth: AuthContext): Promise<{ ok: boolean; count: number; brokenAt: number | null }>;
+  /**
+   * Recompute the tenant's whole chain. `count` (events in the chain) only for a reader of every event: to anyone
+   * else it would tell how many events are withheld from them, and when one more was written (docs/api.md).
+   */
+  verify(auth: AuthContext): Promise<{ ok: boolean; count: number | null; brokenAt: number | null }>;
 }
 
 /**
@@ -131,8 +135,9 @@ export function createAuditService(repo: AuditRepository, clock: Clock, options:
     async aboutTarget(auth, target, limit = 1000) {
       return (await repo.listByTarget(auth.tenantId, target, limit)).map((record) => view(auth, withoutSwitchOrigin(record)));
     },
-    verify(auth) {
-      return repo.verify(auth.tenantId);
+    async verify(auth) {
+      const integrity = await repo.verify(auth.tenantId);
+      return readScopeOf(auth) === undefined ? integrity : { ...integrity, count: null };
     },
   };
 }

@@ -219,7 +219,8 @@ export interface AuditWindow {
 /** The result of `verify=true`: whether the tenant's hash chain recomputes, and where it breaks if not. */
 export interface AuditIntegrity {
   ok: boolean;
-  count: number;
+  /** Events in the chain; null for a reader some events are withheld from (docs/api.md, Audit log). */
+  count: number | null;
   brokenAt: number | null;
 }
 

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import { bearer, json } from '../support/build.ts';
-import { BOOT, buildWithAdmin, makeUser, operator } from '../support/accounts.ts';
+import { BOOT, Browser, buildWithAdmin, makeUser, operator } from '../support/accounts.ts';
 
 type Row = { action: string; target: string | null; actor: Record<string, string>; details: Record<string, unknown> };
 
@@ -83,4 +83,20 @@ test("an org switch is recorded in the organization switched to without naming t
   await services.audit.recordAs({ kind: 'session', userId: 'usr_old' }, 'default', 'org.switch', { target: 'default', details: { from: secret } });
   const again = JSON.stringify(json(await bob.get('/api/v1/audit?limit=500')).events);
   assert.ok(!again.includes(secret), again);
+});
+
+test('verify=true tells a member whether the chain is intact, not how many events it holds (withheld ones included)', async (t) => {
+  const { app, admin } = await buildWithAdmin(t);
+  const { browser: member } = await makeUser(app, { email: 'counter@example.test' });
+  const integrityOf = async (reader: Browser) => json(await reader.get('/api/v1/audit?limit=1&verify=true')).integrity;
+  const before = await integrityOf(member);
+  assert.deepEqual(before, { ok: true, count: null, brokenAt: null });
+
+  // A key created meanwhile is withheld from the member: neither the page nor the verification tells them of it.
+  assert.equal((await admin.post('/api/v1/keys', { name: 'hidden' })).statusCode, 201);
+  assert.deepEqual(await integrityOf(member), before);
+  // A tenant-wide admin, who reads every event, gets the count.
+  const full = await integrityOf(admin);
+  assert.equal(full.ok, true);
+  assert.equal(full.count, json(await admin.get('/api/v1/audit?limit=1')).events[0].seq);
 });
