@@ -86,10 +86,10 @@ function isInternalName(hostname: string): boolean {
 }
 
 function blocked(host: string): AppError {
-  // Deliberately no resolved address in the message: echoing it would turn the guard into an oracle for
-  // mapping internal DNS names.
+  // Deliberately no resolved address in the message, and the same answer for a name that does not resolve (below):
+  // either difference would turn the guard into an oracle for mapping internal DNS names.
   return new AppError('private_url_blocked', {
-    message: `Outbound requests to "${host}" are not allowed: it is a private, loopback or otherwise non-public address.`,
+    message: `Outbound requests to "${host}" are not allowed: it does not resolve to public addresses only.`,
   });
 }
 
@@ -112,8 +112,9 @@ async function resolveAll(hostname: string, lookup: OutboundLookup): Promise<Arr
 
 /**
  * Validates an outbound URL and resolves its host. Throws AppError `invalid_request` for a malformed URL,
- * a scheme other than http/https, credentials in the URL, an empty or unresolvable host, and
- * `private_url_blocked` when the host is an internal name or any of its addresses is non-public.
+ * a scheme other than http/https, credentials in the URL, an empty host (or, with `allowPrivate`, an unresolvable
+ * one), and `private_url_blocked` when the host is an internal name, does not resolve, or any of its addresses is
+ * non-public.
  */
 export async function checkOutboundUrl(url: string, options: UrlGuardOptions = {}): Promise<{ url: URL; addresses: string[] }> {
   const allowPrivate = options.allowPrivate ?? false;
@@ -141,7 +142,16 @@ export async function checkOutboundUrl(url: string, options: UrlGuardOptions = {
     return { url: parsed, addresses: [host] };
   }
   if (!allowPrivate && isInternalName(host)) throw blocked(host);
-  const addresses = (await resolveAll(host, options.lookup ?? defaultLookup)).map((r) => r.address);
+  let addresses: string[];
+  try {
+    addresses = (await resolveAll(host, options.lookup ?? defaultLookup)).map((r) => r.address);
+  } catch (error) {
+    // A name the resolver does not know answers as one resolving to a private address would: "does not resolve"
+    // against `private_url_blocked` told a caller which names exist inside the network. Where private targets are
+    // allowed there is nothing to map, and the plain reason helps.
+    if (allowPrivate) throw error;
+    throw blocked(host);
+  }
   assertAllowed(host, addresses, allowPrivate);
   return { url: parsed, addresses };
 }

@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import test from 'node:test';
+import { checkOutboundUrl } from '../../src/net/url-guard.ts';
 import { bearer, build, json } from '../support/build.ts';
 
 const BOOT = 'bootstrap-token-keys-tests-0000001';
@@ -196,4 +197,27 @@ test('webhook_url must be public even in open dev mode', async (t) => {
   const response = await app.inject({ method: 'PUT', url: '/api/v1/settings', payload: { key: 'webhook_url', value: 'http://169.254.169.254/latest' } });
   assert.equal(response.statusCode, 403);
   assert.equal(json(response).error.code, 'private_url_blocked');
+});
+
+test('webhook_url: an internal name that resolves to a private address and one that does not resolve answer alike', async (t) => {
+  // The real guard over a fake resolver: db.corp.example exists (privately), nothing.corp.example does not.
+  const zone: Record<string, string> = { 'db.corp.example': '10.1.2.3', 'hooks.example.com': '93.184.216.34' };
+  const lookup = async (hostname: string) => {
+    const address = zone[hostname];
+    if (address === undefined) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
+    return [{ address, family: 4 }];
+  };
+  const { app } = await build(t, { overrides: { checkPublicUrl: async (url) => void (await checkOutboundUrl(url, { lookup })) } });
+  const put = (value: string) => app.inject({ method: 'PUT', url: '/api/v1/settings', payload: { key: 'webhook_url', value } });
+  assert.equal((await put('https://hooks.example.com/h')).statusCode, 200);
+
+  const answers = [];
+  for (const name of ['db.corp.example', 'nothing.corp.example']) {
+    const response = await put(`http://${name}/`);
+    // The name is the caller's own input; with it set aside, nothing tells whether it exists inside the network.
+    answers.push({ status: response.statusCode, body: response.body.replaceAll(name, '<host>').replace(/"requestId":"[^"]*"/, '') });
+  }
+  assert.equal(answers[0]!.status, 403);
+  assert.equal(JSON.parse(answers[0]!.body).error.code, 'private_url_blocked');
+  assert.deepEqual(answers[1], answers[0]);
 });

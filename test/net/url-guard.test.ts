@@ -177,12 +177,23 @@ test('a hostname resolving only to public addresses is allowed and returns all o
   assert.deepEqual(checked.addresses, ['93.184.216.34', '2606:2800:220:1:248:1893:25c8:1946']);
 });
 
-test('a host that does not resolve is a clear invalid request', async () => {
-  await assert.rejects(checkOutboundUrl('https://nowhere.example.com/', { lookup: fakeLookup({}) }), (err: unknown) => {
-    isCode('invalid_request')(err);
-    assert.match((err as Error).message, /nowhere\.example\.com.*does not resolve/);
-    return true;
-  });
+test('a host that does not resolve is refused as a private one is (no oracle of internal names), plainly when private targets are allowed', async () => {
+  const lookup = fakeLookup({ 'intranet.example.com': ['10.9.8.7'] });
+  const refusal = async (url: string, allowPrivate: boolean) => {
+    try {
+      await checkOutboundUrl(url, { lookup, allowPrivate });
+    } catch (err) {
+      return err as AppError;
+    }
+    assert.fail(`${url} was allowed`);
+  };
+  const missing = await refusal('https://nowhere.example.com/', false);
+  const hidden = await refusal('https://intranet.example.com/', false);
+  assert.equal(missing.code, 'private_url_blocked');
+  assert.equal(missing.message.replace('nowhere', 'intranet'), hidden.message);
+  const plain = await refusal('https://nowhere.example.com/', true);
+  assert.equal(plain.code, 'invalid_request');
+  assert.match(plain.message, /nowhere\.example\.com.*does not resolve/);
 });
 
 test('a refusal names the host but never echoes the resolved address or URL secrets', async () => {
