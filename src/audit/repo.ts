@@ -50,32 +50,36 @@ export interface AuditListOptions {
 }
 
 /**
- * The rows of a tenant's log a reader is shown (src/audit/service.ts decides it per identity): every row except
- * those whose action starts with one of `withheld`, unless the row is about `userId` (its target or its actor) or is
- * a key row of a key pinned to `keysOfApp`.
+ * The rows of a tenant's log a reader is shown (src/audit/service.ts decides it per identity): every row but those of
+ * the admin-only areas (the `admin_only` column, migration 13: `key.*`, `user.*`, `invite.*`), unless the row is
+ * about `userId` (its target or its actor) or is a key row of a key pinned to `keysOfApp`.
  */
 export interface AuditScope {
-  /** Action prefixes, each ending in `.` (`key.`). */
-  withheld: readonly string[];
   userId: string | null;
   keysOfApp: string | null;
 }
 
-/** The condition (and its parameters) that keeps a scope's rows; filtered in SQL, so `limit` counts shown rows. */
-function scopeCondition(scope: AuditScope): { sql: string; params: SqlValue[] } {
-  if (scope.withheld.length === 0) return { sql: '', params: [] };
-  const open = scope.withheld.map(() => 'substr(action, 1, ?) != ?').join(' AND ');
-  const params: SqlValue[] = scope.withheld.flatMap((prefix) => [prefix.length, prefix]);
-  let sql = ` AND ((${open})`;
+/**
+ * The rowids of the page a scope shows, below `filter` (the tenant, `before`, `decision`): one index-backed part per
+ * way a row is shown, each its newest `take` rows, so the page costs what those do, not a filter over the whole log.
+ * The expressions are those of migration 13's indexes, written alike so that SQLite uses them.
+ */
+function scopedRowids(scope: AuditScope, filter: { sql: string; params: SqlValue[] }, take: number): { sql: string; params: SqlValue[] } {
+  const parts: string[] = [];
+  const params: SqlValue[] = [];
+  const part = (condition: string, values: SqlValue[]) => {
+    parts.push(`SELECT rowid FROM (SELECT rowid FROM audit_events WHERE ${filter.sql} AND ${condition} ORDER BY seq DESC LIMIT ?)`);
+    params.push(...filter.params, ...values, take);
+  };
+  part('admin_only = 0', []);
+  // The rows about a user that part one holds already are found again here: the set of rowids keeps them once, and
+  // a term on admin_only would steer SQLite to walk the admin-only rows instead of this user's.
   if (scope.userId !== null) {
-    sql += " OR target = ? OR json_extract(actor_json, '$.userId') = ?";
-    params.push(scope.userId, scope.userId);
+    part('target = ?', [scope.userId]);
+    part("json_extract(actor_json, '$.userId') = ?", [scope.userId]);
   }
-  if (scope.keysOfApp !== null) {
-    sql += " OR (substr(action, 1, 4) = 'key.' AND json_extract(details_json, '$.appId') = ?)";
-    params.push(scope.keysOfApp);
-  }
-  return { sql: `${sql})`, params };
+  if (scope.keysOfApp !== null) part("json_extract(details_json, '$.appId') = ? AND substr(action, 1, 4) = 'key.'", [scope.keysOfApp]);
+  return { sql: parts.join(' UNION ALL '), params };
 }
 
 interface AuditRow {
@@ -167,13 +171,18 @@ export function createAuditRepository(store: Store): AuditRepository {
     appendIn,
     list(tenantId, { limit, before, decision, scope }) {
       return store.read((sql) => {
-        const scoped = scope ? scopeCondition(scope) : { sql: '', params: [] as SqlValue[] };
+        const filter = {
+          sql: `tenant_id = ?${before !== undefined ? ' AND seq < ?' : ''}${decision ? ' AND decision = ?' : ''}`,
+          params: [tenantId, ...(before !== undefined ? [before] : []), ...(decision ? [decision] : [])] as SqlValue[],
+        };
         // One row past the page tells whether another page follows, without a count over the whole log.
-        const rows = sql.all<AuditRow>(
-          `SELECT * FROM audit_events WHERE tenant_id = ?${before !== undefined ? ' AND seq < ?' : ''}${decision ? ' AND decision = ?' : ''}${scoped.sql}
-           ORDER BY seq DESC LIMIT ?`,
-          [tenantId, ...(before !== undefined ? [before] : []), ...(decision ? [decision] : []), ...scoped.params, limit + 1],
-        );
+        const take = limit + 1;
+        const rows = scope
+          ? (() => {
+              const shown = scopedRowids(scope, filter, take);
+              return sql.all<AuditRow>(`SELECT * FROM audit_events WHERE rowid IN (${shown.sql}) ORDER BY seq DESC LIMIT ?`, [...shown.params, take]);
+            })()
+          : sql.all<AuditRow>(`SELECT * FROM audit_events WHERE ${filter.sql} ORDER BY seq DESC LIMIT ?`, [...filter.params, take]);
         return { records: rows.slice(0, limit).map(fromRow), hasMore: rows.length > limit };
       });
     },

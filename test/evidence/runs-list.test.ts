@@ -8,48 +8,14 @@ import test from 'node:test';
 import type { RunOutcome } from '../../src/evidence/ledger.ts';
 import { RUN_MODEL_MAX_LENGTH } from '../../src/evidence/types.ts';
 import type { Services } from '../../src/services.ts';
-import type { Sql, SqlParams } from '../../src/store/sql.ts';
 import type { Store } from '../../src/store/store.ts';
 import { bearer, build, json } from '../support/build.ts';
 import { completedOutcome } from '../support/run-outcome.ts';
-import { overriding } from '../support/counting-store.ts';
+import { recording, type Read } from '../support/counting-store.ts';
 
 const DAY = 86_400_000;
 const NOW = Date.UTC(2026, 5, 15, 12);
 const ADMIN_TOKEN = 'bootstrap-secret-token-1234567890';
-
-/** A statement the services read through the store, with its parameters. */
-interface Read {
-  text: string;
-  params: SqlParams | undefined;
-}
-
-/** The store as the services see it, recording every statement they read while `reads` is not null. */
-function recording(): { wrap: (store: Store) => Store; start: () => void; stop: () => Read[] } {
-  let reads: Read[] | null = null;
-  const watched = (sql: Sql): Sql => ({
-    run: (text, params) => sql.run(text, params),
-    get: (text, params) => {
-      reads?.push({ text, params });
-      return sql.get(text, params);
-    },
-    all: (text, params) => {
-      reads?.push({ text, params });
-      return sql.all(text, params);
-    },
-  });
-  return {
-    wrap: (inner) => overriding(inner, { read: (store) => (fn) => store.read((sql) => fn(watched(sql))) }),
-    start: () => {
-      reads = [];
-    },
-    stop: () => {
-      const done = reads ?? [];
-      reads = null;
-      return done;
-    },
-  };
-}
 
 interface Seed {
   model: string;

@@ -8,6 +8,7 @@ import type { FastifyInstance, InjectOptions } from 'fastify';
 import { createPasswordHasher, type PasswordHasher } from '../../src/accounts/passwords.ts';
 import type { EmailMessage, Mailer } from '../../src/email/transport.ts';
 import type { ServiceOverrides } from '../../src/services.ts';
+import type { Store } from '../../src/store/store.ts';
 import { build, json, type Built } from './build.ts';
 
 export const ORIGIN = 'http://localhost:80';
@@ -113,7 +114,7 @@ export interface AccountsApp extends Built {
 
 export async function buildAccounts(
   t: TestContext,
-  options: { env?: Record<string, string>; overrides?: ServiceOverrides; dataDir?: string } = {},
+  options: { env?: Record<string, string>; overrides?: ServiceOverrides; dataDir?: string; wrapStore?: (store: Store) => Store } = {},
 ): Promise<AccountsApp> {
   const mail = new CapturedMail();
   const clock = new MovableClock();
@@ -121,6 +122,7 @@ export async function buildAccounts(
   const built = await build(t, {
     env: { SVC_APP_BASE_URL: 'https://app.example.test', ...options.env },
     ...(options.dataDir ? { dataDir: options.dataDir } : {}),
+    ...(options.wrapStore ? { wrapStore: options.wrapStore } : {}),
     overrides: { mailer: mail, clock, passwordHasher: hasher, resetRequestFloorMs: 30, log: { warn() {} }, ...options.overrides },
   });
   return { ...built, mail, clock, hasher };

@@ -86,3 +86,36 @@ export function overriding(store: Store, overrides: { read?: (inner: Store) => S
     },
   });
 }
+
+/** A statement the services read through the store, with its parameters. */
+export interface Read {
+  text: string;
+  params: SqlParams | undefined;
+}
+
+/** The store as the services see it, recording every statement they read while `reads` is not null. */
+export function recording(): { wrap: (store: Store) => Store; start: () => void; stop: () => Read[] } {
+  let reads: Read[] | null = null;
+  const watched = (sql: Sql): Sql => ({
+    run: (text, params) => sql.run(text, params),
+    get: (text, params) => {
+      reads?.push({ text, params });
+      return sql.get(text, params);
+    },
+    all: (text, params) => {
+      reads?.push({ text, params });
+      return sql.all(text, params);
+    },
+  });
+  return {
+    wrap: (inner) => overriding(inner, { read: (store) => (fn) => store.read((sql) => fn(watched(sql))) }),
+    start: () => {
+      reads = [];
+    },
+    stop: () => {
+      const done = reads ?? [];
+      reads = null;
+      return done;
+    },
+  };
+}
