@@ -81,26 +81,62 @@ interface ItemState {
   /** Its content parts' types in the order they were added (their `content_index`), and each one's text so far. */
   parts: string[];
   texts: string[];
+  /** How far each part was closed: 0 open, 1 its text's `.done` came, 2 its `content_part.done` came. */
+  closed: number[];
   args: string;
+  argsDone: boolean;
   done: boolean;
 }
 
+/** The `.done` event type of a text part's text, by the part's type. */
+const TEXT_DONE: Readonly<Record<string, string>> = { output_text: 'response.output_text.done', refusal: 'response.refusal.done', reasoning_text: 'response.reasoning_text.done' };
+
 /**
- * An item left open by a `response.incomplete`, as its events gave it: its content parts with their text so far, its
- * arguments so far, and status `incomplete`.
+ * An item left open by a `response.incomplete`, as its events gave it: its content parts with their text so far (an
+ * output text with the `annotations` and `logprobs` the wire's OutputTextContent requires), its arguments so far, and
+ * status `incomplete`.
  */
 function streamedSoFar(state: ItemState): OutputItem {
   const item: OutputItem = { ...state.item, status: 'incomplete' };
   if (state.parts.length > 0) {
     item.content = state.parts.map((type, index) => {
       const text = state.texts[index] ?? '';
-      if (type === 'output_text') return { type, text, annotations: [] };
+      if (type === 'output_text') return { type, text, annotations: [], logprobs: [] };
       if (type === 'refusal') return { type, refusal: text };
       return { type, text };
     });
   }
   if (item.type === 'function_call') item.arguments = state.args;
   return item;
+}
+
+/**
+ * The events that close an item a `response.incomplete` left open, as `item` (what was streamed of it, or the
+ * terminal output's): each part's text `.done` and `content_part.done` not yet sent, the arguments' `.done`, then
+ * `output_item.done`. A client reading the stream (the SDK's, a raw SSE reader) has every item and part it was given
+ * closed before the terminal event. Sequence numbers are assigned on the way out.
+ */
+function closingEvents(state: ItemState, item: OutputItem): ResponseStreamEvent[] {
+  const at = { item_id: item.id, output_index: state.index };
+  const events: ResponseStreamEvent[] = [];
+  const content = Array.isArray(item.content) ? (item.content as Array<{ type?: unknown } | null>) : [];
+  state.parts.forEach((type, contentIndex) => {
+    const closed = state.closed[contentIndex]!;
+    const text = state.texts[contentIndex]!;
+    const base = { ...at, content_index: contentIndex, sequence_number: 0 };
+    const textDone = TEXT_DONE[type];
+    if (closed < 1 && textDone) {
+      if (type === 'refusal') events.push({ type: textDone, ...base, refusal: text });
+      else if (type === 'output_text') events.push({ type: textDone, ...base, text, logprobs: [] });
+      else events.push({ type: textDone, ...base, text });
+    }
+    if (closed < 2) events.push({ type: 'response.content_part.done', ...base, part: content[contentIndex] ?? { type, text } });
+  });
+  if (item.type === 'function_call' && !state.argsDone) {
+    events.push({ type: 'response.function_call_arguments.done', ...at, name: item.name, arguments: state.args, sequence_number: 0 });
+  }
+  events.push({ type: 'response.output_item.done', output_index: state.index, item, sequence_number: 0 });
+  return events;
 }
 
 class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent> {
@@ -146,7 +182,9 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
   /** A text's `.done`, whose text (when it has one) must be its deltas'. */
   private doneText(event: ResponseStreamEvent, type: string, text: unknown): void {
     const state = this.textPart(event, type);
-    if (typeof text === 'string' && text !== state.texts[event.content_index as number]) throw this.bad(`${event.type} differs from its deltas`);
+    const index = event.content_index as number;
+    if (typeof text === 'string' && text !== state.texts[index]) throw this.bad(`${event.type} differs from its deltas`);
+    if (state.closed[index] === 0) state.closed[index] = 1;
   }
 
   accept(raw: unknown): ResponseStreamEvent[] {
@@ -174,7 +212,7 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
         const item = event.item as OutputItem;
         if (!item?.id || this.items.has(item.id)) throw this.bad(`output item without a fresh id`);
         if (event.output_index !== this.items.size) throw this.bad(`output item ${item.id} added at output_index ${String(event.output_index)}, not ${this.items.size}`);
-        this.items.set(item.id, { item: structuredClone(item), index: this.items.size, parts: [], texts: [], args: '', done: false });
+        this.items.set(item.id, { item: structuredClone(item), index: this.items.size, parts: [], texts: [], closed: [], args: '', argsDone: false, done: false });
         break;
       }
       // vLLM names the events of a reasoning text part `response.reasoning_part.*`; they add and end a part as these do.
@@ -184,6 +222,7 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
         if (event.content_index !== state.parts.length) throw this.bad(`content part added at content_index ${String(event.content_index)}, not ${state.parts.length}`);
         state.parts.push(String((event.part as { type?: unknown } | undefined)?.type));
         state.texts.push('');
+        state.closed.push(0);
         break;
       }
       case 'response.output_text.delta':
@@ -214,10 +253,16 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
         const state = this.open(event.item_id, event.output_index);
         if (typeof event.arguments === 'string' && state.args !== '' && event.arguments !== state.args) throw this.bad('function_call_arguments.done differs from its deltas');
         checkItem(this.validated, { ...state.item, arguments: event.arguments ?? state.args }, Number(event.output_index ?? 0));
+        state.argsDone = true;
         break;
       }
       case 'response.content_part.done':
-      case 'response.reasoning_part.done':
+      case 'response.reasoning_part.done': {
+        const state = this.open(event.item_id, event.output_index);
+        // Marked closed when it names a part (an out-of-range index closes none, and is passed on as before).
+        if (typeof event.content_index === 'number' && event.content_index < state.closed.length) state.closed[event.content_index] = 2;
+        break;
+      }
       case 'response.reasoning_summary_part.added':
       case 'response.reasoning_summary_part.done':
       case 'response.reasoning_summary_text.delta':
@@ -238,6 +283,7 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
       case 'response.incomplete': {
         const response = event.response;
         if (!isResponseShaped(response)) throw this.bad(`${event.type} without a response whose output is typed items`);
+        let closedHere: ItemState[] | null = null;
         for (const state of this.items.values()) {
           if (state.done) continue;
           // A response cut off (max_output_tokens) may end while an item is open: the item is what was streamed of
@@ -245,6 +291,7 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
           if (event.type === 'response.completed') throw this.bad(`${event.type} while item ${String(state.item.id)} is not done`);
           state.item = streamedSoFar(state);
           state.done = true;
+          (closedHere ??= []).push(state);
         }
         let announced = 0;
         for (const item of response.output) {
@@ -258,6 +305,7 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
         if (announced < this.items.size) response.output = this.streamedItems(response.output);
         response.output.forEach((item, index) => checkItem(this.validated, item, index));
         this.final = response;
+        if (closedHere) return [...this.closing(closedHere, response.output), event];
         break;
       }
       case 'error':
@@ -282,6 +330,14 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
     // As the first event its usage is the attempt's (the relay's usage is read only once the stream started).
     if (this.failedUsage && isResponseShaped(failed)) failure.answer = failed;
     return failure;
+  }
+
+  /**
+   * The done events of the items a `response.incomplete` closed, each item as the terminal output has it (the
+   * client's final response), else as it was streamed.
+   */
+  private closing(states: ItemState[], output: OutputItem[]): ResponseStreamEvent[] {
+    return states.flatMap((state) => closingEvents(state, output.find((item) => item.id === state.item.id) ?? state.item));
   }
 
   /**

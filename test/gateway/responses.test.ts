@@ -762,3 +762,40 @@ test('live responses: an upstream response.incomplete (max_output_tokens) while 
     assert.equal(run.status, 'completed', current);
   }
 });
+
+test('live responses: an item left open by an upstream response.incomplete is closed on the client stream by its done events (text, part, item) before response.incomplete, numbered in order and valid', async (t) => {
+  // 'open': cut off mid-text; 'text-done': its output_text.done came, its content_part.done and output_item.done not.
+  let cut: 'open' | 'text-done' = 'open';
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    const [created, added, partAdded, delta, textDone, , , completed] = upstreamEvents('Cut off mid');
+    const response = { ...completed!.response, status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, output: [] };
+    writeEvents(res, [created!, added!, partAdded!, delta!, ...(cut === 'text-done' ? [textDone!] : []), { type: 'response.incomplete', sequence_number: 12, response }]);
+    res.end();
+  });
+  const { client } = await liveGateway(t, upstream);
+  for (const current of ['open', 'text-done'] as const) {
+    cut = current;
+    const stream = client.responses.stream({ model: 'gpt-4o-mini', input: input(), max_output_tokens: 16 });
+    const events: any[] = [];
+    for await (const event of stream) events.push(event);
+    assert.deepEqual(
+      events.map((event) => event.type),
+      ['response.created', 'response.output_item.added', 'response.content_part.added', 'response.output_text.delta', 'response.output_text.done', 'response.content_part.done', 'response.output_item.done', 'response.incomplete'],
+      current,
+    );
+    assert.deepEqual(
+      events.map((event) => event.sequence_number),
+      events.map((_, index) => index),
+      current,
+    );
+    const [textDone, partDone, itemDone, incomplete] = events.slice(-4);
+    // The closing events are svc's (the fake upstream's own events carry a minimal Response).
+    for (const event of [textDone, partDone, itemDone]) assert.equal(validateAgainst('ResponseStreamEvent', event), null, `${current} ${event.type}`);
+    assert.deepEqual([textDone.item_id, textDone.output_index, textDone.content_index, textDone.text], ['msg_up', 0, 0, 'Cut off mid'], current);
+    assert.deepEqual([partDone.item_id, partDone.content_index, partDone.part], ['msg_up', 0, { type: 'output_text', text: 'Cut off mid', annotations: [], logprobs: [] }], current);
+    assert.equal(itemDone.output_index, 0, current);
+    assert.deepEqual(itemDone.item, incomplete.response.output[0], current);
+    assert.equal(itemDone.item.status, 'incomplete', current);
+  }
+});
