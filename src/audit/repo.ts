@@ -62,7 +62,9 @@ export interface AuditScope {
 /**
  * The rowids of the page a scope shows, below `filter` (the tenant, `before`, `decision`): one index-backed part per
  * way a row is shown, each its newest `take` rows, so the page costs what those do, not a filter over the whole log.
- * The expressions are those of migration 13's indexes, written alike so that SQLite uses them.
+ * The expressions are those of migration 13's indexes, written alike so that SQLite uses them; with a `decision`
+ * SQLite takes migration 14's, the same with the decision before `seq`, so a rare decision's page does not walk every
+ * row the reader may see.
  */
 function scopedRowids(scope: AuditScope, filter: { sql: string; params: SqlValue[] }, take: number): { sql: string; params: SqlValue[] } {
   const parts: string[] = [];

@@ -1,7 +1,9 @@
 /**
  * Audit-log page cost by reader (docs/performance-notes.md): a tenant-wide admin's page against a member's, whose
- * page is filtered by the read scope (src/audit/service.ts). N audit rows (default 200,000; BENCH_AUDIT_ROWS),
- * written through the audit repository, not over HTTP. Run with: node --import tsx test/bench/audit.ts
+ * page is filtered by the read scope (src/audit/service.ts), each also filtered by a rare decision (`deny`, one row in
+ * 10,000). N audit rows (default 200,000; BENCH_AUDIT_ROWS) in a key-heavy log a member sees little of, and N in a
+ * log a member mostly sees, written through the audit repository, not over HTTP.
+ * Run with: node --import tsx test/bench/audit.ts
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,6 +14,7 @@ import { openStore } from '../../src/store/store.ts';
 
 const ROWS = Number(process.env.BENCH_AUDIT_ROWS ?? 200_000);
 const TENANT = 'ten_bench';
+const OPEN_TENANT = 'ten_open';
 const MEMBER: AuditScope = { userId: 'usr_member', keysOfApp: null };
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-audit-bench-'));
@@ -29,7 +32,8 @@ try {
           {
             tenantId: TENANT,
             action: visible ? 'settings.update' : 'key.create',
-            decision: 'allow',
+            // A denied write now and then (1 in 10,000): a page filtered by decision looks for rare rows.
+            decision: i % 10_000 === 5 ? 'deny' : 'allow',
             actor: { kind: 'api_key', keyId: `key_${i % 50}` },
             target: visible ? 'retention_days' : `key_${i}`,
             details: visible ? { key: 'retention_days', value: 30 } : { appId: 'app-a' },
@@ -39,11 +43,30 @@ try {
       }
     });
   }
-  const time = async (label: string, scope?: AuditScope) => {
+  // A second tenant whose log a member mostly reads: settings changes, every other one the member's own.
+  for (let start = 0; start < ROWS; start += batch) {
+    await store.write((sql) => {
+      for (let i = start; i < Math.min(ROWS, start + batch); i++) {
+        repo.appendIn(
+          sql,
+          {
+            tenantId: OPEN_TENANT,
+            action: 'settings.update',
+            decision: i % 10_000 === 5 ? 'deny' : 'allow',
+            actor: i % 2 === 0 ? { kind: 'user', userId: 'usr_member' } : { kind: 'api_key', keyId: `key_${i % 50}` },
+            target: 'retention_days',
+            details: { key: 'retention_days', value: 30 },
+          },
+          Date.now(),
+        );
+      }
+    });
+  }
+  const time = async (label: string, scope?: AuditScope, decision?: 'deny', tenant = TENANT) => {
     const samples: number[] = [];
     for (let i = 0; i < 15; i++) {
       const started = performance.now();
-      await repo.list(TENANT, { limit: 50, ...(scope ? { scope } : {}) });
+      await repo.list(tenant, { limit: 50, ...(scope ? { scope } : {}), ...(decision ? { decision } : {}) });
       samples.push(performance.now() - started);
     }
     samples.sort((a, b) => a - b);
@@ -53,6 +76,13 @@ try {
   await time('member page of 50', MEMBER);
   await time('non-admin key page of 50', { ...MEMBER, userId: null });
   await time('app-pinned admin key page of 50', { userId: null, keysOfApp: 'app-a' });
+  await time('admin page of 50, decision=deny', undefined, 'deny');
+  await time('member page of 50, decision=deny', MEMBER, 'deny');
+  await time('non-admin key page of 50, decision=deny', { ...MEMBER, userId: null }, 'deny');
+  await time('app-pinned admin key page of 50, decision=deny', { userId: null, keysOfApp: 'app-a' }, 'deny');
+  await time(`a log a member mostly reads (${ROWS} rows): member page of 50`, MEMBER, undefined, OPEN_TENANT);
+  await time('  member page of 50, decision=deny', MEMBER, 'deny', OPEN_TENANT);
+  await time('  admin page of 50, decision=deny', undefined, 'deny', OPEN_TENANT);
 } finally {
   await store.close();
   rmSync(dir, { recursive: true, force: true });
