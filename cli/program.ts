@@ -7,7 +7,6 @@ import { note } from './output.ts';
 import { dropEmptyNoColor } from './terminal-color.ts';
 import { Command, CommanderError } from 'commander';
 import { ConfigError, SVC_VERSION } from '../src/config.ts';
-import { SvcApiError } from '../src/client/client.ts';
 import { UsageError } from './connection.ts';
 
 const HELP_AFTER = `
@@ -80,10 +79,6 @@ export async function main(program: Command, argv: string[]): Promise<void> {
       note(`svc: ${error.message}\n`);
       process.exit(2);
     }
-    if (error instanceof SvcApiError) {
-      note(`svc: ${error.message} (${error.code}, HTTP ${error.status})\n`);
-      process.exit(1);
-    }
     if ((error as Error).name === 'ExitPromptError') {
       note('Cancelled.\n');
       process.exit(1);
@@ -92,6 +87,7 @@ export async function main(program: Command, argv: string[]): Promise<void> {
       note(`svc: ${error.message}\n`);
       process.exit(2);
     }
+    // An SvcApiError's message names the call, its status and code (GET /api/v1/keys: HTTP 404 not_found: ...).
     note(`svc: ${(error as Error).message}\n`);
     process.exit(1);
   }

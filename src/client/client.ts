@@ -141,10 +141,10 @@ export interface MessagesResult extends RunCorrelation {
 }
 
 /**
- * A non-2xx answer. `code` and `message` come from the `{error: {code, message}}` envelope when there is one
- * (`http_<status>` and a generic message otherwise; a code that is not one, such as one with a line break, is
- * `http_<status>` too); the message quotes at most 500 characters of the server's, its control characters escaped
- * (server-text.ts). Per SPEC 4.20 the error also carries the method, the path, the status and the first 500
+ * A non-2xx answer. `code` comes from the `{error: {code, message}}` envelope when there is one (`http_<status>`
+ * otherwise; a code that is not one, such as one with a line break, is `http_<status>` too). The message names the
+ * call: `GET /api/v1/keys: HTTP 404 not_found: <the server's message>`, quoting at most 500 characters of the
+ * server's, its control characters escaped (server-text.ts). Per SPEC 4.20 the error also carries the method, the path, the status and the first 500
  * characters of the body, quoted as the message is: the body may be a proxy's page with an escape sequence in it.
  */
 export class SvcApiError extends Error {
@@ -580,10 +580,13 @@ export class SvcClient {
     const envelope = body as { error?: { code?: unknown; type?: unknown; message?: unknown } } | null;
     const error = typeof envelope === 'object' && envelope !== null && typeof envelope.error === 'object' ? envelope.error : undefined;
     const code = isErrorCode(error?.code) ? error.code : isErrorCode(error?.type) ? error.type : `http_${status}`;
+    // The message names the call (SPEC 4.20), as a log line of the message alone must tell which call failed; the
+    // code only when it says more than the status does.
+    const named = `${method} ${path}: HTTP ${status}${code === `http_${status}` ? '' : ` ${code}`}`;
     return new SvcApiError({
       status,
       code,
-      message: typeof error?.message === 'string' ? quoted(error.message) : `HTTP ${status}`,
+      message: typeof error?.message === 'string' && error.message !== '' ? `${named}: ${quoted(error.message)}` : named,
       method,
       path,
       body: text,

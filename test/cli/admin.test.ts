@@ -144,7 +144,7 @@ test('keys work in-process on the data directory, each change audited', async (t
   assert.equal(jsonOf((await runSvc(['keys', 'mode', key.id, 'observe', '--json', ...args])).stdout).key.mode, 'observe');
   const missing = await runSvc(['keys', 'mode', 'key_000000000000000000000000', 'observe', ...args]);
   assert.equal(missing.code, 1);
-  assert.match(missing.stderr, /^svc: .*HTTP 404/m);
+  assert.match(missing.stderr, /^svc: PATCH \/api\/v1\/keys\/key_0+: HTTP 404 \w+: /m);
 
   const refused = await runSvc(['keys', 'revoke', key.id, ...args]);
   assert.equal(refused.code, 2, 'no terminal and no --yes: refuse');

@@ -87,7 +87,7 @@ test('--url and SVC_BASE_URL talk HTTP with --api-key or SVC_API_KEY', async (t)
   const server = await startServe(t, dataDir, { SVC_API_KEY: bootstrap });
   const denied = await runSvc(['keys', 'list', '--url', server.address]);
   assert.equal(denied.code, 1);
-  assert.match(denied.stderr, /^svc: .*HTTP 401/m);
+  assert.match(denied.stderr, /^svc: GET \/api\/v1\/keys\S*: HTTP 401 \w+: /m);
   const allowed = await runSvc(['keys', 'list', '--json', '--url', server.address, '--api-key', bootstrap]);
   assert.equal(allowed.code, 0, allowed.stderr);
   assert.deepEqual(jsonOf(allowed.stdout).keys, []);

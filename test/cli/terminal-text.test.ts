@@ -54,7 +54,7 @@ test('admin commands print hostile text from the server escaped: tables, --json,
   const failing = await hostileServer(t, 400, { error: { code: `bad${HOSTILE}`, message: HOSTILE } });
   const error = await runSvc(['keys', 'list', '--url', failing], { env });
   assert.equal(error.code, 1);
-  assert.match(error.stderr, /^svc: a\\u001b\]0;PWNED/);
+  assert.match(error.stderr, /^svc: GET \/api\/v1\/keys\S*: HTTP 400: a\\u001b\]0;PWNED/);
   assert.doesNotMatch(error.stdout + error.stderr, RAW);
 });
 

@@ -164,12 +164,13 @@ test("an error's message quotes at most 500 characters of the server's message, 
   const baseUrl = await foreignServer(t, (res) => json(res, 400, { error: { code: 'bad\r\nInjected: yes', message: hostile } }));
   const client = createSvcClient({ baseUrl, env: {} });
   t.after(() => client.close());
-  for (const call of [() => client.keys.list(), () => client.chat({ model: 'm', messages: [] })]) {
+  for (const [call, name] of [[() => client.keys.list(), 'GET /api/v1/keys'], [() => client.chat({ model: 'm', messages: [] }), 'POST /v1/chat/completions']] as const) {
     await assert.rejects(call(), (error: unknown) => {
       assert.ok(error instanceof SvcApiError, String(error));
       assert.ok(error.message.length < 600, `${error.message.length} characters`);
       assert.doesNotMatch(error.message, /[\u0000-\u001f\u007f-\u009f]/);
-      assert.ok(error.message.startsWith('\\u001b]52;c;aGk=\\u0007\\u001b[2Jxxx'), error.message.slice(0, 60));
+      assert.ok(error.message.startsWith(`${name}: HTTP 400: \\u001b]52;c;aGk=\\u0007\\u001b[2Jxxx`), error.message.slice(0, 80));
+      assert.ok(error.message.endsWith('x…'), 'the server\'s message cut at 500 characters');
       assert.equal(error.code, 'http_400');
       return true;
     });
@@ -214,7 +215,24 @@ test("an error's message quotes at most 500 characters of the server's message, 
   const { app } = await build(t);
   const svc = createSvcClient({ baseUrl: await app.listen({ port: 0, host: '127.0.0.1' }), env: {} });
   t.after(() => svc.close());
-  await assert.rejects(svc.runs.get('run_missing'), (error: unknown) => error instanceof SvcApiError && error.message === 'Run not found.' && error.code === 'not_found');
+  await assert.rejects(svc.runs.get('run_missing'), (error: unknown) => error instanceof SvcApiError && error.message.endsWith(': Run not found.') && error.code === 'not_found');
+});
+
+test("an error's message names the call and its status (SPEC 4.20), so a log of the message alone tells which call failed", async (t) => {
+  // A proxy's page: no message of the server's to quote, and the code says nothing the status does not.
+  const proxy = createSvcClient({ baseUrl: await foreignServer(t, (res) => res.writeHead(502, { 'content-type': 'text/html' }).end('<h1>Bad gateway</h1>')), env: {} });
+  t.after(() => proxy.close());
+  await assert.rejects(proxy.keys.list(), (error: unknown) => error instanceof SvcApiError && error.message === 'GET /api/v1/keys: HTTP 502');
+  // svc's own error envelope: its code and message after the call.
+  const { app } = await build(t);
+  const svc = createSvcClient({ baseUrl: await app.listen({ port: 0, host: '127.0.0.1' }), env: {} });
+  t.after(() => svc.close());
+  await assert.rejects(svc.runs.get('run_missing'), (error: unknown) => {
+    assert.ok(error instanceof SvcApiError, String(error));
+    assert.equal(error.message, 'GET /api/v1/runs/run_missing: HTTP 404 not_found: Run not found.');
+    assert.equal(error.code, 'not_found');
+    return true;
+  });
 });
 
 test('runs.list and runs.get take the filters and windows svc documents, checked before anything is sent', async (t) => {

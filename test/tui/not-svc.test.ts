@@ -192,7 +192,7 @@ test("a run whose detail cannot be read is not said to be unrouted: the error sa
   const { press, until } = openTui(t, url);
   await until((frame) => frame.includes('run_1'), 'the list');
   press('\r');
-  const frame = await until((f) => f.includes('error: down for maintenance'), 'the error');
+  const frame = await until((f) => /error: GET \/api\/v1\/runs\/run_1\S*: HTTP 503 unavailable: down for maintenance/.test(f), 'the error naming the call once');
   assert.doesNotMatch(frame, /has not been routed/);
 });
 
