@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig, loadOwnerWaitMs } from '../src/config.ts';
 import { SvcClient } from '../src/client/client.ts';
 import { httpTransport, injectTransport, socketTransport, type Transport } from '../src/client/transport.ts';
 import { buildApp } from '../src/http/app.ts';
@@ -28,8 +28,6 @@ export interface ConnectionOptions {
   json?: boolean;
 }
 
-/** How long a command waits for a data directory another process holds without a reachable socket. */
-const OWNER_WAIT_MS = 10_000;
 const OWNER_POLL_MS = 100;
 
 /** The options every admin command takes. */
@@ -99,8 +97,9 @@ export type ConnectionKind = 'http' | 'socket' | 'in-process';
 
 /** The data directory's transport: the owner's socket, or in-process once the lock is free. */
 async function dataDirTransport(dataDir: string): Promise<{ transport: Transport; kind: ConnectionKind }> {
+  // How long a data directory another process holds without a reachable socket is waited for (10 s by default).
+  const deadline = Date.now() + loadOwnerWaitMs();
   ensurePrivateDataDir(dataDir); // before its lock is read: the lock names the socket this command will trust
-  const deadline = Date.now() + OWNER_WAIT_MS;
   for (;;) {
     const owner = readLiveOwner(dataDir);
     if (owner === null) {

@@ -258,13 +258,29 @@ function bootstrapAdmin(email: string | null, password: string | null): Config['
 export const SVC_VERSION: string = typeof __SVC_VERSION__ === 'string' ? __SVC_VERSION__ : '0.1.0-dev';
 declare const __SVC_VERSION__: string | undefined;
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: ConfigOverrides = {}): Config {
-  const parsed = envSchema.safeParse(env);
+/** `schema` read from `env`, or the ConfigError naming every variable that is not right. */
+function parseEnv<Schema extends z.ZodType>(schema: Schema, env: NodeJS.ProcessEnv): z.output<Schema> {
+  const parsed = schema.safeParse(env);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
     throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
   }
-  const e = parsed.data;
+  return parsed.data;
+}
+
+/**
+ * How long an admin command waits for a data directory another process holds without a reachable socket
+ * (cli/connection.ts): a server starting (it listens after taking the lock) or another command finishing. Only the CLI
+ * reads it, so `svc serve` does not check it; tests shorten it, an operator's script may lengthen it.
+ */
+const cliEnvSchema = z.object({ SVC_OWNER_WAIT_MS: int(10_000, 0, 600_000) });
+
+export function loadOwnerWaitMs(env: NodeJS.ProcessEnv = process.env): number {
+  return parseEnv(cliEnvSchema, env).SVC_OWNER_WAIT_MS;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: ConfigOverrides = {}): Config {
+  const e = parseEnv(envSchema, env);
   const dataDir = overrides.dataDir !== undefined ? overrides.dataDir : (e.SVC_DATA_DIR ?? defaultDataDir());
   const port = overrides.port ?? e.SVC_PORT;
   const host = overrides.host ?? e.SVC_HOST ?? DEFAULT_HOST;

@@ -229,7 +229,14 @@ test('a live owner without a local socket makes the command fail with a clear me
   const dataDir = tempDir(t);
   // This test process is alive and has no socket: it stands in for a server started without one.
   writeFileSync(join(dataDir, 'svc.lock'), JSON.stringify({ pid: process.pid, socketPath: null, startedAt: Date.now() }));
-  const result = await runSvc(['keys', 'list', '--data-dir', dataDir]);
+  // SVC_OWNER_WAIT_MS shortens the wait for the owner's socket (10 s by default), as the message is all this test reads.
+  const result = await runSvc(['keys', 'list', '--data-dir', dataDir], { env: { SVC_OWNER_WAIT_MS: '200' } });
   assert.equal(result.code, 1);
   assert.match(result.stderr, new RegExp(`in use by process ${process.pid}, which has no local socket.*--url`));
+  // A value that is not one is a configuration error before any wait, as svc serve's SVC_* are.
+  for (const value of ['soon', '1e3', '600001']) {
+    const bad = await runSvc(['keys', 'list', '--data-dir', dataDir], { env: { SVC_OWNER_WAIT_MS: value } });
+    assert.equal(bad.code, 2, `${value}: ${bad.stderr}`);
+    assert.match(bad.stderr, /^svc: invalid configuration: SVC_OWNER_WAIT_MS: must be an integer from 0 to 600000$/m);
+  }
 });
