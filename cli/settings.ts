@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { isSecretSetting, isSettingKey } from '../src/settings/schema.ts';
 import { UsageError, withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
 import { print, printJson, table } from './output.ts';
+import { loadPrompts } from './prompts.ts';
 
 /** A value on the command line is JSON when it parses as JSON (numbers, booleans, null, objects), else a string. */
 export function parseSettingValue(text: string): unknown {
@@ -71,9 +72,8 @@ Examples:
         }
         parsed = parseSettingValue(value);
       } else if (secret && process.stdin.isTTY) {
-        // The prompt draws on stderr: stdout stays data only, even when it is piped. The prompt library is loaded only
-        // here, so it stays out of every other command's start-up (svc serve).
-        const { password } = await import('@inquirer/prompts');
+        // The prompt draws on stderr: stdout stays data only, even when it is piped.
+        const { password } = await loadPrompts(); // only now: see cli/prompts.ts
         parsed = await password(
           { message: `${key}:`, mask: '*', validate: (text) => text.length > 0 || 'empty; pass null as the value to clear it' },
           { output: process.stderr },

@@ -10,6 +10,15 @@ export function colorWanted(env: NodeJS.ProcessEnv): boolean {
   return env.NO_COLOR === undefined || env.NO_COLOR === '';
 }
 
+/**
+ * `colorWanted` for what is drawn on `stream` (the prompts draw on stderr): FORCE_COLOR or NO_COLOR decide when they
+ * do, otherwise a terminal with colours there (as Node asks it of stdout for util.styleText: tty getColorDepth).
+ */
+export function colorWantedOn(stream: NodeJS.WriteStream, env: NodeJS.ProcessEnv): boolean {
+  if (env.FORCE_COLOR !== undefined || !colorWanted(env)) return colorWanted(env);
+  return stream.isTTY === true && stream.hasColors();
+}
+
 /** The FORCE_COLOR values Node takes as colour on (lib/internal/tty.js): 16 colours, 256, 16 million. */
 const FORCE_COLOR_ON: ReadonlySet<string> = new Set(['', '1', 'true', '2', '3']);
 

@@ -8,6 +8,7 @@ import { confirmOrExit } from './confirm.ts';
 import { UsageError, withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
 import { limitParser, parseNonNegativeInt } from './options.ts';
 import { note, print, printJson, table } from './output.ts';
+import { loadPrompts } from './prompts.ts';
 
 /** Password rules of docs/accounts.md: 8 to 256 characters (the server checks them; the prompt helps early). */
 const MIN_PASSWORD = 8;
@@ -85,8 +86,7 @@ const passwordLength = (text: string) => [...text.normalize('NFKC')].length;
 
 /** Hidden prompt, asked twice; an empty answer lets svc generate the password. */
 async function promptTempPassword(email: string): Promise<string | undefined> {
-  // Loaded only when prompting: the prompt library stays out of every other command's start-up (svc serve).
-  const { password: passwordPrompt } = await import('@inquirer/prompts');
+  const { password: passwordPrompt } = await loadPrompts(); // only now: see cli/prompts.ts
   const context = { output: process.stderr };
   for (let attempt = 1; ; attempt++) {
     const first = await passwordPrompt(

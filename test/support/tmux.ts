@@ -48,9 +48,10 @@ export function terminal(t: TestContext, size: { columns: number; rows: number }
     /**
      * Run `svc <args>` in the session. `exec` keeps the pane's pid the command's; Ink draws nothing live under CI=true.
      * With `showExit`, the pane stays after the command ends, showing `exit=<code>`. `env` sets variables for it
-     * (null unsets one); NO_COLOR=1 unless it says otherwise.
+     * (null unsets one); NO_COLOR=1 unless it says otherwise. With `stdoutPiped`, its stdout goes through `| cat`
+     * (`svc keys revoke X | cat`): stdin and stderr stay the terminal; the pane's pid is then the shell's.
      */
-    open(args: string[], options: { showExit?: boolean; env?: Record<string, string | null> } = {}) {
+    open(args: string[], options: { showExit?: boolean; stdoutPiped?: boolean; env?: Record<string, string | null> } = {}) {
       const entries = Object.entries({ NO_COLOR: '1', ...options.env });
       // env(1) takes its -u options before the first assignment.
       const env = [
@@ -58,7 +59,8 @@ export function terminal(t: TestContext, size: { columns: number; rows: number }
         ...entries.flatMap(([name, value]) => (value === null ? [] : [quote(`${name}=${value}`)])),
       ].join(' ');
       const svc = `env -u CI -u CONTINUOUS_INTEGRATION ${env} ${quote(process.execPath)} ${quote(SVC)} ${args.map(quote).join(' ')}`;
-      const command = options.showExit ? `${svc}; echo "exit=$?"; sleep 600` : `exec ${svc}`;
+      const run = options.stdoutPiped ? `${svc} | cat` : svc;
+      const command = options.showExit ? `${run}; echo "exit=$?"; sleep 600` : options.stdoutPiped ? run : `exec ${svc}`;
       tmux('new-session', '-d', '-s', session, '-x', String(size.columns), '-y', String(size.rows), command);
     },
     screen: () => {

@@ -39,16 +39,19 @@ for (const { env, colour } of CASES) {
     await until(term.alive, (alive) => !alive, 'svc runs to quit', term.screen);
   });
 
-  test(`a confirmation prompt with ${named(env)} is ${colour ? 'in colour' : 'without colour'}`, { skip }, async (t) => {
-    const dataDir = tempDir(t);
-    const created = await runSvc(['keys', 'create', '--name', 'k', '--json', '--data-dir', dataDir]);
-    assert.equal(created.code, 0, created.stderr);
-    const term = terminal(t, { columns: 100, rows: 20 });
-    term.open(['keys', 'revoke', JSON.parse(created.stdout).key.id, '--data-dir', dataDir], { env });
-    await until(term.screen, (s) => s.includes('Revoke API key'), 'the question', term.screen);
-    const question = term.styledScreen().split('\n').find((line) => line.includes('Revoke API key'))!;
-    assert.equal(STYLED.test(question), colour, JSON.stringify(question));
-    term.keys('n', 'Enter');
-    await until(term.alive, (alive) => !alive, 'svc keys revoke to end', term.screen);
-  });
+  for (const stdoutPiped of [false, true]) {
+    // The prompt draws on stderr: `svc keys revoke X | cat` shows it on the terminal, coloured by the same rule.
+    test(`a confirmation prompt with ${named(env)}${stdoutPiped ? ', stdout piped,' : ''} is ${colour ? 'in colour' : 'without colour'}`, { skip }, async (t) => {
+      const dataDir = tempDir(t);
+      const created = await runSvc(['keys', 'create', '--name', 'k', '--json', '--data-dir', dataDir]);
+      assert.equal(created.code, 0, created.stderr);
+      const term = terminal(t, { columns: 100, rows: 20 });
+      term.open(['keys', 'revoke', JSON.parse(created.stdout).key.id, '--data-dir', dataDir], { env, stdoutPiped });
+      await until(term.screen, (s) => s.includes('Revoke API key'), 'the question', term.screen);
+      const question = term.styledScreen().split('\n').find((line) => line.includes('Revoke API key'))!;
+      assert.equal(STYLED.test(question), colour, JSON.stringify(question));
+      term.keys('n', 'Enter');
+      await until(term.alive, (alive) => !alive, 'svc keys revoke to end', term.screen);
+    });
+  }
 }

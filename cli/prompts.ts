@@ -1,0 +1,13 @@
+/**
+ * The interactive prompts (@inquirer/prompts: confirmations, hidden questions), loaded only when one is shown: the
+ * library stays out of every other command's start-up (svc serve). They draw on stderr, so stdout stays data only,
+ * but the library colours with util.styleText, which asks stdout whether to: `svc keys revoke X | cat` on a terminal
+ * drew the question without colour. So, unless FORCE_COLOR already decides, it is set for this process from what
+ * `colorWantedOn` says of stderr, before the library loads (its default theme is styled as it loads).
+ */
+import { colorWantedOn } from './terminal-color.ts';
+
+export async function loadPrompts(): Promise<typeof import('@inquirer/prompts')> {
+  if (process.env.FORCE_COLOR === undefined) process.env.FORCE_COLOR = colorWantedOn(process.stderr, process.env) ? '1' : '0';
+  return import('@inquirer/prompts');
+}
