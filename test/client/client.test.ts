@@ -93,8 +93,7 @@ test('an SVC_* variable set to nothing is unset, as svc reads its own: the app i
 
 test('streamed chat: delta chunks, then one done chunk with cumulative content, toolCalls and finishReason', async (t) => {
   const { baseUrl } = await serve(t);
-  const client = createSvcClient({ baseUrl, env: {} });
-  t.after(() => client.close());
+  const client = clientOf(t, baseUrl);
   const chunks = [];
   for await (const chunk of client.chatStream({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'weather in Oslo?' }], tools: [WEATHER] })) chunks.push(chunk);
   const done = chunks.at(-1)!;
@@ -122,8 +121,7 @@ test('streamed chat: delta chunks, then one done chunk with cumulative content, 
 
 test('with n > 1 a streamed chat carries every choice: deltas marked with their choice, and the done chunk\'s choices as the buffered result\'s', async (t) => {
   const { baseUrl } = await serve(t);
-  const client = createSvcClient({ baseUrl, env: {} });
-  t.after(() => client.close());
+  const client = clientOf(t, baseUrl);
   for (const request of [
     { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'two answers, please' }], n: 2 },
     { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'weather in Oslo?' }], tools: [WEATHER], n: 3 },
@@ -151,8 +149,7 @@ test('a streamed chat keeps the caller\'s other stream_options (include_obfuscat
     res.end('data: [DONE]\n\n');
   });
   const { baseUrl } = await serve(t, { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl });
-  const client = createSvcClient({ baseUrl, env: {} });
-  t.after(() => client.close());
+  const client = clientOf(t, baseUrl);
   for await (const _ of client.chatStream({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], stream_options: { include_obfuscation: false } })) void _;
   assert.deepEqual(upstream.requests[0]!.body.stream_options, { include_obfuscation: false, include_usage: true });
 });
@@ -164,8 +161,7 @@ test('a provider error inside an accepted stream raises SvcStreamError with requ
     res.end(); // truncated: no finish_reason, no [DONE]
   });
   const { baseUrl } = await serve(t, { CHATCOMP_API_KEY: 'sk-up', CHATCOMP_BASE_URL: upstream.baseUrl });
-  const client = createSvcClient({ baseUrl, env: {} });
-  t.after(() => client.close());
+  const client = clientOf(t, baseUrl);
   const seen: string[] = [];
   const error = await streamFailure(client.chatStream({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }), (chunk) => seen.push(chunk.type));
   assert.match(error.runId, /^run_/);
@@ -174,6 +170,13 @@ test('a provider error inside an accepted stream raises SvcStreamError with requ
   assert.equal(error.runUrl, `${baseUrl}/runs/${error.runId}`);
   assert.deepEqual(seen, ['delta'], 'the partial delta arrived before the error');
 });
+
+/** A client of `baseUrl` reading no environment, closed after the test. */
+function clientOf(t: TestContext, baseUrl: string) {
+  const client = createSvcClient({ baseUrl, env: {} });
+  t.after(() => client.close());
+  return client;
+}
 
 /** A proxy in front of svc: relays each answer's headers, then `forward(text, res)` writes what it will of svc's body. */
 async function relay(t: TestContext, baseUrl: string, forward: (text: string, res: import('node:http').ServerResponse) => void): Promise<string> {
@@ -240,8 +243,7 @@ test('a chat stream that ends cleanly without data: [DONE] did not finish, even 
 
 test("a stream's signal: one aborted already sends nothing; one shared by many streams keeps no listener of theirs", async (t) => {
   const { baseUrl, requests } = await serve(t);
-  const client = createSvcClient({ baseUrl, env: {} });
-  t.after(() => client.close());
+  const client = clientOf(t, baseUrl);
   const aborted = new AbortController();
   aborted.abort(new Error('shutting down'));
   await assert.rejects(
@@ -271,8 +273,7 @@ test("a stream's signal: one aborted already sends nothing; one shared by many s
 
 test('messages: buffered with stopReason and tool uses; streamed deltas ending with stopReason', async (t) => {
   const { baseUrl } = await serve(t);
-  const client = createSvcClient({ baseUrl, env: {} });
-  t.after(() => client.close());
+  const client = clientOf(t, baseUrl);
   const request = { model: 'claude-sonnet-4-5', max_tokens: 200, messages: [{ role: 'user', content: 'hello' }] };
   const buffered = await client.messages(request);
   assert.ok(buffered.content.length > 0);
@@ -292,8 +293,7 @@ test('messages: buffered with stopReason and tool uses; streamed deltas ending w
 
 test('errors carry method, path, status and the first 500 characters of the body; the client never retries', async (t) => {
   const { baseUrl, requests } = await serve(t);
-  const client = createSvcClient({ baseUrl, env: {} });
-  t.after(() => client.close());
+  const client = clientOf(t, baseUrl);
   await assert.rejects(client.chat({ model: 'gpt-4o-mini', messages: [], junk: 'x'.repeat(2000) }), (error: unknown) => {
     assert.ok(error instanceof SvcApiError);
     assert.equal(error.method, 'POST');
@@ -337,8 +337,7 @@ test('an API key no header can carry is refused without quoting it; a key read w
 
 test('an id "." or ".." is refused before anything is sent: as a path segment it would address another endpoint', async (t) => {
   const { baseUrl, requests } = await serve(t);
-  const client = createSvcClient({ baseUrl, env: {} });
-  t.after(() => client.close());
+  const client = clientOf(t, baseUrl);
   // orgs.removeMember('..') was DELETE /api/v1/orgs/active: the deletion of the organization.
   for (const call of [() => client.orgs.removeMember('..'), () => client.orgs.setMemberRole('..', 'owner'), () => client.users.delete('.'), () => client.keys.revoke('..'), () => client.runs.get('..')]) {
     await assert.rejects(call(), (error: unknown) => error instanceof TypeError && /is not an id/.test(error.message));
@@ -448,8 +447,7 @@ test('traced tools follow the SPEC order; failures of tracing are swallowed, too
 
 test('traced tools against svc: events on the run and a side-effect record that becomes executed', async (t) => {
   const { baseUrl } = await serve(t);
-  const client = createSvcClient({ baseUrl, env: {} });
-  t.after(() => client.close());
+  const client = clientOf(t, baseUrl);
   const { runId } = await client.chat({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'send the report' }] });
   const send = client.tool({ name: 'send_report', sideEffectLevel: 3, idempotencyKey: (a: { to: string }) => `report-${a.to}` }, async () => ({ ok: true }));
   assert.deepEqual(await send({ to: 'ops' }, { runId }), { ok: true });
@@ -501,8 +499,7 @@ test('a server that is not svc: a javascript: run URL is dropped; tool_use input
     res.write(event('message_delta', { delta: { stop_reason: 'tool_use' }, usage: { output_tokens: 3 } }));
     res.end(event('message_stop', {}));
   });
-  const client = createSvcClient({ baseUrl, env: {} });
-  t.after(() => client.close());
+  const client = clientOf(t, baseUrl);
   const error = await streamFailure<unknown>(client.messagesStream({ model: 'm', max_tokens: 5, messages: [] }));
   assert.deepEqual([error.runId, error.route, error.requestId, error.runUrl], ['run_abc', 'live', 'req_1', '']);
 });
@@ -514,8 +511,7 @@ test('a server that is not svc: a chat chunk the client cannot read (null, a nul
     res.writeHead(200, { 'content-type': 'text/event-stream', 'x-svc-run-id': 'run_abc', 'x-svc-route': 'live', 'x-request-id': 'req_1' });
     res.end(`data: ${chunks[next++]}\n\ndata: [DONE]\n\n`);
   });
-  const client = createSvcClient({ baseUrl, env: {} });
-  t.after(() => client.close());
+  const client = clientOf(t, baseUrl);
   for (const chunk of chunks) {
     const error = await streamFailure<unknown>(client.chatStream({ model: 'm', messages: [] }), undefined, chunk);
     assert.deepEqual([error.runId, error.route, error.requestId], ['run_abc', 'live', 'req_1'], chunk);
@@ -566,8 +562,7 @@ test('an answer larger than the client reads is refused without holding it all',
     };
     more();
   });
-  const client = createSvcClient({ baseUrl, env: {} });
-  t.after(() => client.close());
+  const client = clientOf(t, baseUrl);
   await assert.rejects(client.keys.list(), /larger than 134217728 bytes/);
 });
 
@@ -622,8 +617,7 @@ test('a buffered answer whose connection breaks off midway is an error naming th
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
     res.write('{"keys": [', () => res.socket?.destroy());
   });
-  const client = createSvcClient({ baseUrl, env: {} });
-  t.after(() => client.close());
+  const client = clientOf(t, baseUrl);
   for (const [call, name] of [[() => client.keys.list(), 'GET /api/v1/keys'], [() => client.chat({ model: 'gpt-4o-mini', messages: [] }), 'POST /v1/chat/completions']] as const) {
     await assert.rejects(call(), (error: Error) => {
       assert.ok(!(error instanceof TypeError), String(error));
@@ -639,8 +633,7 @@ test('a request body that cannot be JSON (a BigInt, a cycle) is a TypeError nami
     requests.push('request');
     res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
   });
-  const client = createSvcClient({ baseUrl, env: {} });
-  t.after(() => client.close());
+  const client = clientOf(t, baseUrl);
   const cyclic: Record<string, unknown> = {};
   cyclic.self = cyclic;
   for (const call of [() => client.chat({ model: 'gpt-4o-mini', messages: [], n: 1n }), () => client.chatStream({ model: 'gpt-4o-mini', messages: [], metadata: cyclic }).next()]) {
@@ -656,8 +649,7 @@ test('a request body that cannot be JSON (a BigInt, a cycle) is a TypeError nami
 test("an error's requestId is x-request-id when well formed, as a result's is; a malformed one (from a proxy) is null", async (t) => {
   let requestId = '';
   const baseUrl = await foreignServer(t, (res) => res.writeHead(502, { 'x-request-id': requestId, 'content-type': 'text/html' }).end('<html>bad gateway</html>'));
-  const client = createSvcClient({ baseUrl, env: {} });
-  t.after(() => client.close());
+  const client = clientOf(t, baseUrl);
   for (const [sent, kept] of [['req_abc', 'req_abc'], ['<script>alert(1)</script>', null], ['x'.repeat(129), null]] as const) {
     requestId = sent;
     for (const call of [() => client.keys.list(), () => client.chat({ model: 'gpt-4o-mini', messages: [] })]) {
@@ -691,8 +683,7 @@ test("a stream's error answer whose connection breaks off midway is an error nam
     res.writeHead(502, { 'content-type': 'application/json', 'content-length': '1000' });
     res.write('{"error": ', () => res.socket?.destroy());
   });
-  const client = createSvcClient({ baseUrl, env: {} });
-  t.after(() => client.close());
+  const client = clientOf(t, baseUrl);
   for (const stream of [client.chatStream({ model: 'gpt-4o-mini', messages: [] }), client.messagesStream({ model: 'm', max_tokens: 1, messages: [] })]) {
     await assert.rejects(stream.next(), (error: Error) => {
       assert.ok(!(error instanceof TypeError), String(error));
@@ -729,8 +720,7 @@ test('a stream event larger than the client reads (one that never ends) is a str
     };
     more();
   });
-  const client = createSvcClient({ baseUrl, env: {} });
-  t.after(() => client.close());
+  const client = clientOf(t, baseUrl);
   for (const stream of [client.chatStream({ model: 'gpt-4o-mini', messages: [] }), client.messagesStream({ model: 'm', max_tokens: 1, messages: [] })]) {
     await assert.rejects(stream.next(), (error: unknown) => {
       assert.ok(error instanceof SvcStreamError, String(error));
