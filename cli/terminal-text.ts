@@ -8,10 +8,10 @@
  * instead, as JSON writes them (`\u001b`, `\u202e`).
  */
 
+import { escapedToOneLine } from '../src/client/server-text.ts';
+
 /** Controls but tab and line feed, DEL, C1, and the invisible characters that reorder or break lines. */
 const UNSAFE_IN_TEXT = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
-/** The same, tab and line feed included: a table cell or a line of the TUI stays one line. */
-const UNSAFE_IN_LINE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 /** What JSON.stringify leaves raw of them (it escapes C0 controls itself). */
 const UNSAFE_IN_JSON = /[\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
@@ -22,9 +22,12 @@ export function terminalText(text: string): string {
   return text.replace(UNSAFE_IN_TEXT, escaped);
 }
 
-/** Text that must stay on one line (a table cell, a line of the TUI); every control escaped. */
+/**
+ * Text that must stay on one line (a table cell, a line of the TUI): every control escaped, tab and line feed included,
+ * by the reference client's own rule for the server's text it quotes.
+ */
 export function terminalLine(text: string): string {
-  return text.replace(UNSAFE_IN_LINE, escaped);
+  return escapedToOneLine(text);
 }
 
 /**

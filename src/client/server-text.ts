@@ -8,17 +8,25 @@
 /** The most of a server's message an Error's message quotes (as much as SPEC 4.20 quotes of the body). */
 export const MAX_QUOTED_CHARS = 500;
 
-/** Controls (C0, DEL, C1) and the invisible characters that reorder or break lines, as cli/terminal-text.ts has them. */
+/** Controls (C0, DEL, C1) and the invisible characters that reorder or break lines. */
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
 const escaped = (char: string) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`;
 
+/**
+ * `text` with each of those characters written as its `\u` escape: one line, safe in a log or on a terminal (the CLI's
+ * terminalLine, cli/terminal-text.ts, is this).
+ */
+export function escapedToOneLine(text: string): string {
+  return text.replace(UNSAFE, escaped);
+}
+
 /** The first MAX_QUOTED_CHARS characters of `text` (`…` when cut), each unsafe character written as its `\u` escape. */
 export function quoted(text: string): string {
-  if (text.length <= MAX_QUOTED_CHARS) return text.replace(UNSAFE, escaped);
+  if (text.length <= MAX_QUOTED_CHARS) return escapedToOneLine(text);
   // Not between the two halves of a surrogate pair.
   const end = /[\ud800-\udbff]/.test(text.charAt(MAX_QUOTED_CHARS - 1)) ? MAX_QUOTED_CHARS - 1 : MAX_QUOTED_CHARS;
-  return `${text.slice(0, end).replace(UNSAFE, escaped)}…`;
+  return `${escapedToOneLine(text.slice(0, end))}…`;
 }
 
 /** An error code as services write them (`not_found`, `invalid_request_error`); anything else is not one. */
