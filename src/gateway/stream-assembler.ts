@@ -41,6 +41,8 @@
  *   it; when a second one has it too, the answer is not storable: the Node SDK keeps the last, the Python one merges
  *   them deeply (strings joined, list entries by their `index`), a client reading them as fragments joins them, and no
  *   value is what every client got. A replay sends these fields in one delta before the text.
+ * A choice that says nothing (`isEmptyChoice`) at an index that never started is skipped: it starts no choice, so the
+ * stream's end does not wait for its finish (a stream ending before every started choice finished was truncated).
  * Everything kept is a part of the upstream's stream, so the stream's byte bound (SVC_PROVIDER_MAX_ANSWER_BYTES) bounds
  * it. A replay repeats the top-level fields that are short scalars on every chunk, as the live chunks carry them, so
  * those are bounded further: MAX_EXTRA_CHUNK_FIELDS fields svc does not know, each string at most
@@ -283,7 +285,14 @@ export class StreamAssembler {
       // A choice an upstream sent without its index (the provider takes one, as some compatible upstreams send it) is
       // the one at its position, as the index says in the document; it is kept and relayed with that index.
       const index = choice.index ?? position;
-      const state = this.state(index);
+      let state = this.choices.get(index);
+      if (state === undefined) {
+        // An empty choice at an index that never started (`{"index":1,"delta":{}}`, `finish_reason: null` alone, as
+        // real upstreams send beside or between another choice's chunks) starts nothing: skipped, as an empty choice is
+        // never relayed, so that the stream's end does not wait for a finish it will never get.
+        if (isEmptyChoice(choice)) continue;
+        state = this.newState(index);
+      }
       const { tool_calls: fragments, ...rest } = choice.delta ?? {};
       // The text first: a fragment beside it may refuse the stream, and the text was produced all the same (`completionText`).
       if (typeof rest.content === 'string') {
@@ -426,12 +435,9 @@ export class StreamAssembler {
     return completion;
   }
 
-  private state(index: number): ChoiceState {
-    let state = this.choices.get(index);
-    if (!state) {
-      state = { content: '', refusal: null, hasContent: false, calls: [], emitted: null, pending: null, held: null, finishReason: null, annotations: null, extra: null, fields: null, functionCall: null };
-      this.choices.set(index, state);
-    }
+  private newState(index: number): ChoiceState {
+    const state: ChoiceState = { content: '', refusal: null, hasContent: false, calls: [], emitted: null, pending: null, held: null, finishReason: null, annotations: null, extra: null, fields: null, functionCall: null };
+    this.choices.set(index, state);
     return state;
   }
 
@@ -598,6 +604,31 @@ function takeHeld(state: ChoiceState, index: number): PendingCall | null {
   if (call === undefined) return null;
   state.held!.delete(index);
   return call;
+}
+
+/**
+ * Whether a choice says nothing: no delta or an empty one, no finish_reason, no logprobs, no field of its own. A key
+ * loop, as in `accept`: no array per choice.
+ */
+function isEmptyChoice(choice: ChatChunk['choices'][number]): boolean {
+  for (const key in choice) {
+    switch (key) {
+      case 'index':
+        break;
+      case 'delta': {
+        const delta = choice.delta;
+        if (delta !== null && delta !== undefined) for (const _ in delta) return false;
+        break;
+      }
+      case 'finish_reason':
+      case 'logprobs':
+        if (choice[key] !== null && choice[key] !== undefined) return false;
+        break;
+      default:
+        return false;
+    }
+  }
+  return true;
 }
 
 /** Whether arguments are empty or whitespace: a call that has sent none yet (svc's check reads '' as `{}`). */

@@ -883,6 +883,35 @@ test("a chat stream whose first event is an upstream's error is answered as the 
   }
 });
 
+test('an empty choice at an index that never started (index 1 with an empty delta, or only finish_reason: null, as real upstreams send) is skipped, not a bad_response: the stream completes with the choice that did, live and replayed', async (t) => {
+  const usage = { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 };
+  let empty: unknown = null;
+  const upstream = await startFakeUpstream(t, (_req, res) =>
+    sendChunks(res, [
+      delta({ role: 'assistant', content: 'one ' }),
+      { ...UPSTREAM_CHUNK, choices: [empty] },
+      delta({ content: 'choice' }),
+      { ...UPSTREAM_CHUNK, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }, empty] },
+      { ...UPSTREAM_CHUNK, choices: [empty], usage },
+    ]),
+  );
+  const { client } = await gateway(t, upstream);
+  const choices = [{ index: 1, delta: {} }, { index: 1, delta: {}, finish_reason: null }, { index: 1, finish_reason: null }, { index: 2, delta: {}, finish_reason: null, logprobs: null }];
+  for (const [at, choice] of choices.entries()) {
+    empty = choice;
+    const label = JSON.stringify(choice);
+    const request = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: `an empty choice ${label}` }], stream_options: { include_usage: true } };
+    for (const route of ['live', 'exact_cache']) {
+      const chunks: OpenAI.Chat.Completions.ChatCompletionChunk[] = [];
+      const final = await client.chat.completions.stream(request).on('chunk', (chunk) => chunks.push(structuredClone(chunk))).finalChatCompletion();
+      for (const chunk of chunks) assert.equal(validateAgainst('CreateChatCompletionStreamResponse', chunk), null, `${label} ${route}`);
+      assert.deepEqual(final.choices.map((c) => [c.index, c.message.content, c.finish_reason]), [[0, 'one choice', 'stop']], `${label} ${route}`);
+      assert.deepEqual(final.usage, usage, `${label} ${route}`);
+    }
+    assert.equal(upstream.requests.length, at + 1, `${label}: the repeat was a cache hit`);
+  }
+});
+
 test('a streamed chunk carrying only logprobs (its delta empty) is relayed, not dropped', async (t) => {
   const logprobs = (token: string) => ({ content: [{ token, logprob: -0.1, bytes: [...Buffer.from(token)], top_logprobs: [] }], refusal: null });
   const upstream = await startFakeUpstream(t, (_req, res) =>
