@@ -104,8 +104,9 @@ class ChatRelay implements StreamRelay<ChatCompletion, ChatStreamEvent> {
     return out;
   }
 
-  /** A usage chunk after the refused finish chunk (the pipeline's `trailingUsage`). */
+  /** A usage chunk after the refused chunk (the pipeline's `trailingUsage`); the text of a chunk before it is counted. */
   acceptTrailingUsage(event: unknown): boolean {
+    this.assembler.acceptRefused(event as ChatChunk);
     const usage = (event as ChatChunk).usage;
     if (usage === undefined || usage === null) return false;
     this.assembler.usage = usage;

@@ -266,6 +266,12 @@ export class StreamAssembler {
   private readonly finishedChoices = new Set<number>();
   /** Set when a chunk had what the answer cannot keep as the client got it (module comment): not storable. */
   private lossy = false;
+  /**
+   * Text of a refused stream that went into no call: the fragment that made svc refuse it (and those after it in its
+   * chunk), and the deltas of the chunks read after the refusal (`acceptRefused`). Produced all the same, so counted in
+   * `completionText`.
+   */
+  private refusedText = '';
 
   constructor(private readonly tools: DeclaredTools) {}
 
@@ -300,7 +306,7 @@ export class StreamAssembler {
         state.hasContent = true;
       }
       if (typeof rest.refusal === 'string') state.refusal = (state.refusal ?? '') + rest.refusal;
-      for (const fragment of fragments ?? []) this.acceptFragment(index, state, fragment, out);
+      if (fragments) this.acceptFragments(index, state, fragments, out);
       // One loop over the delta's keys both finds the fields to keep and tells whether it has any (no `Object.keys`
       // array per chunk).
       let hasDelta = false;
@@ -405,7 +411,7 @@ export class StreamAssembler {
       if (state.pending) text += state.pending.name + state.pending.arguments;
       if (state.held) for (const call of state.held.values()) text += call.name + call.arguments;
     }
-    return text;
+    return text + this.refusedText;
   }
 
   /**
@@ -439,6 +445,41 @@ export class StreamAssembler {
     const state: ChoiceState = { content: '', refusal: null, hasContent: false, calls: [], emitted: null, pending: null, held: null, finishReason: null, annotations: null, extra: null, fields: null, functionCall: null };
     this.choices.set(index, state);
     return state;
+  }
+
+  /**
+   * A delta's `tool_calls` fragments; when one makes svc refuse the stream, its text and that of the fragments after it
+   * (none of them added to a call) is kept in `refusedText`.
+   */
+  private acceptFragments(choiceIndex: number, state: ChoiceState, fragments: ToolCallFragment[], out: ChatChunk[]): void {
+    let accepted = 0;
+    try {
+      for (const fragment of fragments) {
+        this.acceptFragment(choiceIndex, state, fragment, out);
+        accepted += 1;
+      }
+    } catch (error) {
+      if (error instanceof InvalidToolCallError) for (let at = accepted; at < fragments.length; at += 1) this.refusedText += fragmentText(fragments[at]);
+      throw error;
+    }
+  }
+
+  /**
+   * A chunk read after svc refused the stream (the pipeline's `trailingUsage`, for the usage that follows): not relayed
+   * nor assembled, but the text its deltas carry was produced all the same (`refusedText`).
+   */
+  acceptRefused(chunk: ChatChunk): void {
+    const choices = chunk.choices;
+    if (!Array.isArray(choices)) return;
+    for (const choice of choices) {
+      const delta = choice?.delta;
+      if (typeof delta !== 'object' || delta === null) continue;
+      if (typeof delta.content === 'string') this.refusedText += delta.content;
+      this.refusedText += reasoningText(delta);
+      if (Array.isArray(delta.tool_calls)) for (const fragment of delta.tool_calls) this.refusedText += fragmentText(fragment);
+      const legacy = delta.function_call as { name?: unknown; arguments?: unknown } | null | undefined;
+      if (typeof legacy === 'object' && legacy !== null) this.refusedText += textOf(legacy.name) + textOf(legacy.arguments);
+    }
   }
 
   /** One `tool_calls` fragment into the call it continues or starts (module comment); `out` gets the calls it completes. */
@@ -596,6 +637,16 @@ function withCallFields(delta: ToolCallFragment, call: ChatToolCall): ToolCallFr
     }
   }
   return delta;
+}
+
+/** The text of a tool-call fragment (its name and arguments) that went into no call. */
+function fragmentText(fragment: ToolCallFragment | undefined): string {
+  const fn = fragment?.function;
+  return typeof fn === 'object' && fn !== null ? textOf(fn.name) + textOf(fn.arguments) : '';
+}
+
+function textOf(value: unknown): string {
+  return typeof value === 'string' ? value : '';
 }
 
 /** The held call of this index, taken out of the held ones; null when none is. */

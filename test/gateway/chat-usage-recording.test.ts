@@ -79,7 +79,45 @@ test("a chat stream refused for its tool call with no usage chunk after it recor
     ending = chunks;
     const { run } = await refusedToolCallRun(gateway);
     assert.equal(run.error.kind, 'invalid_tool_call', label);
-    assert.equal(run.usage.completionTokens, countTokens(content + 'get_weather' + refusedArguments), label);
+    // When the next call starts, its fragment (which made svc refuse the one before) is text the model produced too.
+    const refusing = label === 'when the next call starts' ? 'get_weather{"city":"Bergen"}' : '';
+    assert.equal(run.usage.completionTokens, countTokens(content + 'get_weather' + refusedArguments + refusing), label);
+  }
+});
+
+test('a chat stream refused for its tool call with no usage within its trailing events counts in its output estimate the fragment that refused it and the fragments that arrive after, for a call already sent and for the next call', async (t) => {
+  const chunk = (choices: unknown[]) => ({ ...contentChunk(''), choices });
+  const fragment = (index: number, args: string, name?: string) => chunk([{ index: 0, delta: { tool_calls: [{ index, ...(name ? { id: `call_${index}`, type: 'function' } : {}), function: { ...(name ? { name } : {}), arguments: args } }] }, finish_reason: null }]);
+  const content = 'Let me look that up for you. ';
+  const more = ` and the towns along the coast north of it, ${'fjord by fjord, '.repeat(20)}"}`;
+  const cases: Record<string, { chunks: unknown[]; text: string }> = {
+    // Oslo's call is sent when the next one starts; a fragment adding to it afterwards is refused.
+    'after the call was sent': {
+      chunks: [fragment(0, '{"city":"Oslo"}', 'get_weather'), fragment(1, '{"city":', 'get_weather'), fragment(0, '{"city":"Bergen'), fragment(0, more)],
+      text: 'get_weather{"city":"Oslo"}' + 'get_weather{"city":' + '{"city":"Bergen' + more,
+    },
+    // Oslo's call is whole JSON failing its schema, refused when the next call starts; that call goes on.
+    'when the next call starts': {
+      chunks: [fragment(0, '{"town":"Oslo"}', 'get_weather'), fragment(1, '{"city":"Bergen', 'get_weather'), fragment(1, more)],
+      text: 'get_weather{"town":"Oslo"}' + 'get_weather{"city":"Bergen' + more,
+    },
+  };
+  let chunks: unknown[] = [];
+  const upstream = await startFakeUpstream(t, (_req, res) =>
+    sendChunks(res, [
+      chunk([{ index: 0, delta: { role: 'assistant', content }, finish_reason: null }]),
+      ...chunks,
+      chunk([{ index: 0, delta: {}, finish_reason: 'tool_calls' }]),
+      chunk([{ index: 0, delta: {}, finish_reason: null }]),
+      { ...chunk([]), usage: UPSTREAM_USAGE },
+    ]),
+  );
+  const gateway = await openaiGateway(t, upstream);
+  for (const [label, streamed] of Object.entries(cases)) {
+    chunks = streamed.chunks;
+    const { run } = await refusedToolCallRun(gateway);
+    assert.equal(run.error.kind, 'invalid_tool_call', label);
+    assert.equal(run.usage.completionTokens, countTokens(content + streamed.text), label);
   }
 });
 
