@@ -1,13 +1,36 @@
 /**
- * JSON request bodies: fastify's own parser (secure-json-parse, refusing `__proto__` and `constructor.prototype`
- * keys), then the nesting bound of src/core/json-depth.ts (a body nested tens of thousands deep was a 500: the stack
- * overflowed in the canonical JSON of its cache key), and for the management API no NUL in any string.
+ * JSON request bodies: UTF-8 only, fastify's own parser (secure-json-parse, refusing `__proto__` and
+ * `constructor.prototype` keys), then the nesting bound of src/core/json-depth.ts (a body nested tens of thousands
+ * deep was a 500: the stack overflowed in the canonical JSON of its cache key), and for the management API no NUL in
+ * any string.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '../core/errors.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../core/json-depth.ts';
 import { holdsNul } from '../core/text.ts';
 import { surfaceOfUrl } from './error-shapes.ts';
+
+/** The longest charset name an error repeats: a header may be kilobytes long. */
+const MAX_CHARSET_SHOWN = 64;
+
+/**
+ * The `charset` parameter of a JSON body's content type when it names another charset than UTF-8 (RFC 8259 8.1: JSON
+ * exchanged between systems is UTF-8) or its subset US-ASCII; null when it names one of those or there is none. The
+ * header alone is read, and only past a `;` (most clients send no parameter).
+ */
+function foreignCharset(contentType: string | undefined): string | null {
+  const parameters = contentType?.indexOf(';') ?? -1;
+  if (parameters === -1) return null;
+  for (const parameter of contentType!.slice(parameters + 1).split(';')) {
+    const equals = parameter.indexOf('=');
+    if (equals === -1 || parameter.slice(0, equals).trim().toLowerCase() !== 'charset') continue;
+    let value = parameter.slice(equals + 1).trim();
+    if (value.length >= 2 && value.startsWith('"') && value.endsWith('"')) value = value.slice(1, -1);
+    const name = value.toLowerCase();
+    return name === 'utf-8' || name === 'utf8' || name === 'us-ascii' ? null : value.slice(0, MAX_CHARSET_SHOWN);
+  }
+  return null;
+}
 
 /**
  * Replace the app's `application/json` parser with fastify's own plus these checks (route body limits still apply).
@@ -22,6 +45,12 @@ export function installJsonBodyParser(app: FastifyInstance): void {
     const encoding = request.headers['content-encoding'];
     if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
       return done(new AppError('unsupported_media_type', { message: 'The request body must be JSON as sent: svc does not decode a Content-Encoding (gzip, br, ...).' }), undefined);
+    }
+    // fastify decodes every body as UTF-8: one declared in another charset would be read as other text than was sent
+    // (a Latin-1 'é' became U+FFFD and the request was served), or as malformed JSON (UTF-16).
+    const charset = foreignCharset(request.headers['content-type']);
+    if (charset !== null) {
+      return done(new AppError('unsupported_media_type', { message: `The request body must be JSON in UTF-8 (RFC 8259): svc does not read charset=${charset}.` }), undefined);
     }
     // parseAs 'string': the body is a string.
     parse(request, body as string, (error: Error | null, value?: unknown) => {

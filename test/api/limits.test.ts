@@ -56,6 +56,45 @@ test('a body that is not JSON as sent (text/plain, or compressed with a Content-
   assert.equal(plain.statusCode, 200);
 });
 
+test('a JSON body declared in a charset other than UTF-8 (utf-16, iso-8859-1) is a 415 naming the charset on every JSON route, in its surface shape, and creates nothing; utf-8 and us-ascii are read', async (t) => {
+  const { app } = await build(t);
+  const runsTotal = async () => json(await app.inject({ url: '/api/v1/runs' })).pagination.total;
+  const chat = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'un café, s\'il vous plaît' }] });
+  const refused: Array<[string, Buffer]> = [
+    ['utf-16', Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(chat, 'utf16le')])],
+    ['"UTF-16LE"', Buffer.from(chat, 'utf16le')],
+    // Read as UTF-8, the é became U+FFFD and the request was served with a prompt other than the one sent.
+    ['iso-8859-1', Buffer.from(chat, 'latin1')],
+  ];
+  const routes: Array<[string, (body: any) => void]> = [
+    ['/v1/chat/completions', (body) => assert.equal(body.error.type, 'invalid_request_error')],
+    ['/v1/responses', (body) => assert.equal(body.error.type, 'invalid_request_error')],
+    ['/v1/embeddings', (body) => assert.equal(body.error.type, 'invalid_request_error')],
+    ['/v1/messages', (body) => assert.deepEqual([body.type, body.error.type], ['error', 'invalid_request_error'])],
+    ['/api/v1/keys', (body) => assert.equal(body.error.code, 'unsupported_media_type')],
+  ];
+  for (const [charset, payload] of refused) {
+    for (const [url, shaped] of routes) {
+      const response = await app.inject({ method: 'POST', url, headers: { 'content-type': `application/json; charset=${charset}` }, payload });
+      const label = `${url} ${charset}`;
+      assert.equal(response.statusCode, 415, label);
+      shaped(json(response));
+      const message: string = json(response).error.message;
+      assert.ok(message.includes(charset.replaceAll('"', '')), `${label}: ${message}`);
+    }
+  }
+  assert.equal(await runsTotal(), 0);
+  assert.equal(json(await app.inject({ url: '/api/v1/keys' })).pagination.total, 0);
+  for (const contentType of ['application/json; charset=utf-8', 'application/json;charset="UTF-8"', 'application/json; charset=us-ascii', 'Application/JSON; Charset=utf8']) {
+    const payload = contentType.includes('ascii') ? chat.replace('é', '\\u00e9').replace('î', '\\u00ee') : chat;
+    const response = await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: { 'content-type': contentType }, payload });
+    assert.equal(response.statusCode, 200, contentType);
+  }
+  const key = await app.inject({ method: 'POST', url: '/api/v1/keys', headers: { 'content-type': 'application/json; charset=utf-8' }, payload: '{"name":"café"}' });
+  assert.equal(key.statusCode, 201);
+  assert.equal(json(key).name ?? json(key).key?.name, 'café');
+});
+
 test('bodies nested more than 128 levels deep are 400s in each surface shape that create nothing', async (t) => {
   const { app } = await build(t);
   // `extra` nests `levels` arrays inside the body's object: the body is 1 + levels deep.
