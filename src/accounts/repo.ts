@@ -205,6 +205,13 @@ function roleIn(sql: Sql, tenantId: string, userId: string): OrgRole | null {
 }
 
 /** Add a membership; a user already a member keeps the higher of the two roles. */
+/** The organizations the user belongs to, read inside a write (oldest membership first, as `membershipsOf`). */
+export function memberTenantIdsIn(sql: Sql, userId: string): string[] {
+  return sql
+    .all<{ tenant_id: string }>('SELECT tenant_id FROM org_members WHERE user_id = ? ORDER BY created_at, rowid', [userId])
+    .map((row) => row.tenant_id);
+}
+
 function addMember(sql: Sql, tenantId: string, userId: string, role: OrgRole, now: number): void {
   const current = roleIn(sql, tenantId, userId);
   if (current === null) {

@@ -15,7 +15,8 @@ import type { LimitsService } from '../limits/service.ts';
 import type { Mailer } from '../email/transport.ts';
 import { limitedCaller, requireSession } from './access.ts';
 import { normalizePassword, type PasswordHasher } from './passwords.ts';
-import type { AccountsRepository } from './repo.ts';
+import { memberTenantIdsIn, type AccountsRepository } from './repo.ts';
+import type { AlsoStep } from '../store/sql.ts';
 import { normalizeEmail, type Membership, type Session, type User } from './types.ts';
 
 const DAY = 86_400_000;
@@ -113,6 +114,22 @@ export async function auditAccountEvent(
 ): Promise<void> {
   const memberships = await deps.repo.membershipsOf(user.id);
   await Promise.all(memberships.map((m) => deps.audit.recordAs(actor, m.tenantId, action, { target: user.id, details })));
+}
+
+/**
+ * `auditAccountEvent` as a step of the write that makes the change, so its rows come before what the change causes in
+ * that write (the invitations that lapse with a platform role), and the organizations are those of that moment.
+ */
+export function stagedAccountEvent(
+  deps: Pick<AccountsDeps, 'audit'>,
+  userId: string,
+  action: string,
+  actor: Record<string, string>,
+  details: Record<string, unknown> = {},
+): AlsoStep {
+  return (sql) => {
+    for (const tenantId of memberTenantIdsIn(sql, userId)) deps.audit.stagedAs(actor, tenantId, action, { target: userId, details })(sql);
+  };
 }
 
 export interface SessionsService {

@@ -13,7 +13,7 @@ import { DEFAULT_TENANT_ID } from '../tenants/defaults.ts';
 import { authorityChange } from './invites-service.ts';
 import { limitedCaller, requireAccountAdmin, requireMayGrant, requireReach } from './access.ts';
 import { normalizePassword } from './passwords.ts';
-import { auditAccountEvent, type AccountsDeps } from './sessions-service.ts';
+import { stagedAccountEvent, type AccountsDeps } from './sessions-service.ts';
 import { normalizeEmail, type Membership, type OrgRole, type PlatformRole, type User } from './types.ts';
 
 export interface UserListing {
@@ -147,10 +147,14 @@ export function createUsersService(deps: AccountsDeps): UsersService {
       }
       const name = patch.name?.trim();
       const details = { ...(name !== undefined ? { name } : {}), ...(patch.role !== undefined ? { from: user.role, role: patch.role } : {}) };
-      // In the caller's organization, in the write; a caller without one (an account route) has no log of its own, so
-      // the change is recorded after it as an account event in each organization of the user changed (none: no log
-      // could show it). A platform role taken away takes the invitations it granted with it, in the write.
-      const ownRow = auth.tenantId === NO_ORGANIZATION ? undefined : audit.staged(auth, 'user.update', { target: id, details });
+      // In the caller's organization; a caller without one (an account route) has no log of its own, so the change is
+      // recorded as an account event in each organization of the user changed (none: no log could show it). Either
+      // way in the write, first: a platform role taken away takes the invitations it granted with it, in the write,
+      // and their revocations must read after their cause.
+      const ownRow =
+        auth.tenantId === NO_ORGANIZATION
+          ? stagedAccountEvent(deps, id, 'user.update', actorOf(auth), details)
+          : audit.staged(auth, 'user.update', { target: id, details });
       const updated = await repo.updateUser(
         id,
         { ...(name !== undefined ? { name } : {}), ...(patch.role !== undefined ? { role: patch.role } : {}) },
@@ -158,7 +162,6 @@ export function createUsersService(deps: AccountsDeps): UsersService {
         authorityChange(deps, ownRow),
       );
       if (!updated) throw notFound('User');
-      if (auth.tenantId === NO_ORGANIZATION) await auditAccountEvent(deps, updated, 'user.update', actorOf(auth), details);
       return listing(auth, updated);
     },
 

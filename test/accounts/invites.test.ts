@@ -471,3 +471,26 @@ test("losing the authority revokes the inviter's pending invitations in the same
   assert.deepEqual(statuses, ['revoked', 'revoked', 'revoked', 'revoked', 'revoked']);
   assert.equal(json(await app.inject({ url: '/api/v1/audit?limit=500', headers: bearer(BOOT) })).events.filter((row: Row) => row.action === 'invite.revoke').length, 5, 'the read revoked nothing more');
 });
+
+test("a platform admin without an organization who takes a platform role away logs the change before the revocations it caused, in the same write", async (t) => {
+  const { app, admin } = await buildWithAdmin(t);
+  const { browser: platform, id: platformId } = await makeUser(app, { email: 'platform@example.test', orgRole: 'member', role: 'admin' });
+  const { browser: rootless, id: rootlessId } = await makeUser(app, { email: 'rootless@example.test', role: 'admin' });
+  assert.equal((await platform.post('/api/v1/orgs/active/invites', { email: 'of-platform@example.test' })).statusCode, 201);
+  assert.equal((await admin.delete(`/api/v1/orgs/active/members/${rootlessId}`)).statusCode, 200);
+  await rootless.login('rootless@example.test', 'a-good-password');
+  assert.equal(json(await rootless.get('/api/v1/auth/me')).org, null);
+
+  assert.equal((await rootless.patch(`/api/v1/users/${platformId}`, { role: 'member' })).statusCode, 200);
+  type Row = { seq: number; action: string; target: string; actor: Record<string, string>; details: Record<string, unknown> };
+  const rows: Row[] = json(await app.inject({ url: '/api/v1/audit?limit=500', headers: bearer(BOOT) })).events.reverse();
+  const tail = rows.filter((row) => row.action === 'user.update' || row.action === 'invite.revoke');
+  // The cause, then its effect: the platform role change, then the invitation that lapsed with it.
+  assert.deepEqual(
+    tail.map((row) => [row.action, row.action === 'user.update' ? row.target : row.details.email]),
+    [['user.update', platformId], ['invite.revoke', 'of-platform@example.test']],
+  );
+  assert.deepEqual(tail[0]!.details, { from: 'admin', role: 'member' });
+  assert.equal(tail[0]!.actor.userId, rootlessId);
+  assert.equal(tail[1]!.seq, tail[0]!.seq + 1, 'nothing between the change and its revocation');
+});
