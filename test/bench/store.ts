@@ -17,9 +17,11 @@ import { loadConfig } from '../../src/config.ts';
 import { systemClock } from '../../src/core/clock.ts';
 import { createLedger } from '../../src/evidence/ledger.ts';
 import { createRunsRepository } from '../../src/evidence/repo.ts';
+import { failedReasonCode } from '../../src/evidence/ledger.ts';
+import { addToRollups } from '../../src/evidence/rollups.ts';
+import type { AttemptRecord, FinishedRun, RunRoute } from '../../src/evidence/types.ts';
 import { buildApp } from '../../src/http/app.ts';
 import { createServices } from '../../src/services.ts';
-import { ROLLUP_BACKFILL_SQL } from '../../src/store/migrations.ts';
 import { openStore, type Store } from '../../src/store/store.ts';
 import { executedSvcEnv, hasTaskset, onCpus, ROOT } from '../support/process.ts';
 
@@ -33,51 +35,104 @@ function percentile(sorted: number[], p: number): number {
 
 const explanation = JSON.stringify({ route: 'live', reason: 'served by mock', rejectedAlternatives: [], cache: [] });
 
-/** N runs over the last 30 days with a realistic spread of apps, models, subjects, routes and statuses. */
+/** A generated run, finished as the ledger finishes one (actual tokens: its attempts' sums), and its attempts. */
+interface GeneratedRun {
+  run: FinishedRun;
+  attempts: AttemptRecord[];
+}
+
+/** The ledger's reason code of a finished run (reasonCodeOf in src/evidence/ledger.ts, from the outcome's parts). */
+function reasonOf(status: string, route: RunRoute, errorKind: string | undefined, fallback: boolean): string {
+  if (status === 'failed') return failedReasonCode(errorKind ?? 'unknown');
+  if (status === 'blocked') return 'policy_block';
+  if (route === 'exact_cache') return 'exact_cache_hit';
+  if (route === 'artifact') return 'artifact';
+  return fallback ? 'live_fallback' : 'live';
+}
+
+/**
+ * Run `i` of `count`, shaped as real traffic records it (src/evidence/ledger.ts, src/gateway/pipeline.ts): a live run
+ * has the attempt that answered it, with its tokens and cost (after a fallback, the failed attempt before it too); a
+ * failed run its failed attempt (a 5xx, not billed; a timeout whose cost svc cannot know, so `priced: false`); a cache
+ * hit, an artifact, a block or a run still running none.
+ */
+function generatedRun(i: number, count: number, now: number): GeneratedRun {
+  const roll = i % 100;
+  const status = roll < 90 ? 'completed' : roll < 96 ? 'failed' : roll < 97 ? 'blocked' : roll < 98 ? 'running' : 'completed';
+  const route: RunRoute = status === 'blocked' ? 'blocked' : status === 'failed' ? 'live' : roll % 4 === 0 ? 'exact_cache' : roll % 20 === 1 ? 'artifact' : 'live';
+  const id = `run_bench${i.toString(16).padStart(12, '0')}`;
+  const model = `model-${i % 20}`;
+  const createdAt = now - Math.floor((i / count) * 30 * DAY);
+  const served = status === 'completed';
+  const answered = { promptTokens: 200 + (i % 300), completionTokens: 50 + (i % 100) };
+  const usage = served ? { ...answered, totalTokens: answered.promptTokens + answered.completionTokens } : { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+  const live = served && route === 'live';
+  const fallback = live && roll % 10 === 3;
+  const timedOut = status === 'failed' && roll >= 94;
+  const attempts: AttemptRecord[] = [];
+  const attempt = (provider: string, outcome: AttemptRecord['outcome'], errorKind: string | null, tokens: typeof answered, costUsd: number) =>
+    attempts.push({
+      runId: id, seq: attempts.length + 1, provider, model, outcome, errorKind, upstreamStatus: errorKind === 'upstream_error' ? 503 : null,
+      promptTokens: tokens.promptTokens, completionTokens: tokens.completionTokens, costUsd, latencyMs: 200 + (i % 500), createdAt: createdAt + 1,
+    });
+  if (fallback) attempt('chatcomp', 'failed', 'upstream_error', { promptTokens: 0, completionTokens: 0 }, 0);
+  if (live) attempt(fallback ? 'backup' : 'chatcomp', 'success', null, answered, 0.0004 + (i % 7) * 0.0001);
+  if (status === 'failed') attempt('chatcomp', 'failed', timedOut ? 'timeout' : 'upstream_error', { promptTokens: 0, completionTokens: 0 }, 0);
+  const error = status === 'failed' ? { kind: timedOut ? 'timeout' : 'upstream_error', message: 'generated' } : undefined;
+  const executionMethod = status === 'running' ? null : route === 'live' ? 'live_model' : route;
+  const run: FinishedRun = {
+    id, tenantId: 'default', appId: `app-${i % 8}`, agent: `agent-${i % 4}`, subject: `user-${i % 500}`, keyId: null, mode: 'optimize',
+    wire: 'chat_completions', model, provider: route === 'live' ? attempts.at(-1)?.provider ?? 'chatcomp' : null, status,
+    route: status === 'running' ? null : route, stream: false, requestId: null, routeExplanation: null, usage,
+    costUsd: attempts.reduce((sum, a) => sum + a.costUsd, 0),
+    savedUsd: served && !live ? 0.0006 : 0, ghostSavedUsd: 0, savedMs: served && !live ? 800 : 0, priced: !timedOut,
+    latencyMs: status === 'running' ? null : 200 + (i % 500), error: error ?? null, createdAt,
+    completedAt: status === 'running' ? null : createdAt + 300, eventCount: 4, lastHash: 'h',
+    fingerprint: `fp_${(i % 50).toString(16).padStart(24, '0')}`, executionMethod,
+    reasonCode: status === 'running' ? null : reasonOf(status, route, error?.kind, fallback),
+    fallback: fallback ? 'chatcomp->backup' : null,
+    actualPromptTokens: attempts.reduce((sum, a) => sum + a.promptTokens, 0),
+    actualCompletionTokens: attempts.reduce((sum, a) => sum + a.completionTokens, 0),
+  };
+  return { run, attempts };
+}
+
+/**
+ * N runs over the last 30 days with a realistic spread of apps, models, subjects, routes and statuses, with their
+ * attempts, written through the store; each batch adds its finished runs to the rollups as the ledger's commit does
+ * (addToRollups), so the rollups hold what real traffic would (actual tokens, unpriced runs).
+ */
 export async function generateRuns(store: Store, count: number, now = Date.now()): Promise<void> {
   const batch = 20_000;
   for (let start = 0; start < count; start += batch) {
     await store.write((sql) => {
+      const finished: FinishedRun[] = [];
       for (let i = start; i < Math.min(count, start + batch); i++) {
-        const roll = i % 100;
-        const status = roll < 90 ? 'completed' : roll < 96 ? 'failed' : roll < 97 ? 'blocked' : roll < 98 ? 'running' : 'completed';
-        const route = status === 'blocked' ? 'blocked' : roll % 4 === 0 ? 'exact_cache' : roll % 20 === 1 ? 'artifact' : 'live';
-        const cost = route === 'live' ? 0.0004 + (i % 7) * 0.0001 : 0;
-        const saved = route === 'live' ? 0 : 0.0006;
+        const { run, attempts } = generatedRun(i, count, now);
         sql.run(
           `INSERT INTO runs (id, tenant_id, app_id, agent, subject, key_id, mode, wire, model, provider, status, route, stream, request_id,
-             explanation_json, prompt_tokens, completion_tokens, cost_usd, saved_usd, ghost_saved_usd, saved_ms, priced, latency_ms,
+             explanation_json, prompt_tokens, completion_tokens, cost_usd, saved_usd, ghost_saved_usd, saved_ms, priced, latency_ms, error_json,
              created_at, completed_at, event_count, last_hash, fingerprint, execution_method, reason_code, fallback)
-           VALUES (?, 'default', ?, ?, ?, NULL, 'optimize', 'chat_completions', ?, 'chatcomp', ?, ?, 0, NULL, ?, ?, ?, ?, ?, 0, ?, 1, ?, ?, ?, 4, 'h', ?, ?, ?, NULL)`,
+           VALUES (?, ?, ?, ?, ?, NULL, 'optimize', 'chat_completions', ?, ?, ?, ?, 0, NULL, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, 4, 'h', ?, ?, ?, ?)`,
           [
-            `run_bench${i.toString(16).padStart(12, '0')}`,
-            `app-${i % 8}`,
-            `agent-${i % 4}`,
-            `user-${i % 500}`,
-            `model-${i % 20}`,
-            status,
-            status === 'running' ? null : route,
-            explanation,
-            200 + (i % 300),
-            50 + (i % 100),
-            cost,
-            saved,
-            route === 'live' ? 0 : 800,
-            200 + (i % 500),
-            now - Math.floor((i / count) * 30 * DAY),
-            status === 'running' ? null : now - Math.floor((i / count) * 30 * DAY) + 300,
-            `fp_${(i % 50).toString(16).padStart(24, '0')}`,
-            route === 'live' ? 'live_model' : route,
-            status === 'failed' ? 'failed:upstream_error' : route === 'live' ? 'live' : `${route}_hit`,
+            run.id, run.tenantId, run.appId, run.agent, run.subject, run.model, run.provider, run.status, run.route, explanation,
+            run.usage.promptTokens, run.usage.completionTokens, run.costUsd, run.savedUsd, run.savedMs, run.priced ? 1 : 0, run.latencyMs,
+            run.error ? JSON.stringify(run.error) : null, run.createdAt, run.completedAt, run.fingerprint, run.executionMethod, run.reasonCode,
+            run.fallback,
           ],
         );
+        for (const a of attempts) {
+          sql.run(
+            `INSERT INTO run_attempts (run_id, seq, provider, model, outcome, error_kind, upstream_status, prompt_tokens, completion_tokens,
+               cost_usd, latency_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+            [a.runId, a.seq, a.provider, a.model, a.outcome, a.errorKind, a.upstreamStatus, a.promptTokens, a.completionTokens, a.costUsd, a.latencyMs, a.createdAt],
+          );
+        }
+        if (run.status !== 'running') finished.push(run);
       }
+      addToRollups(sql, finished);
     });
   }
-  await store.write((sql) => {
-    sql.run('DELETE FROM run_rollups');
-    for (const statement of ROLLUP_BACKFILL_SQL.split(';').filter((part) => part.trim())) sql.run(statement);
-  });
 }
 
 async function commitRate(concurrency: number, seconds: number): Promise<number> {
