@@ -23,6 +23,7 @@ interface RunsOptions extends ConnectionOptions {
   status?: string;
   model?: string;
   since?: string;
+  ingested?: boolean;
   limit?: number;
   offset?: number;
   tui: boolean;
@@ -46,6 +47,8 @@ export function registerRuns(program: Command): void {
     .option('--status <status>', `only runs in this status (${RUN_STATUSES.join(', ')})`, oneOf(RUN_STATUSES))
     .option('--model <model>', 'only runs for this model')
     .option('--since <time>', 'only runs created since an ISO time, epoch ms or a duration back from now (30m, 2h, 7d)', parseSince)
+    .option('--ingested', 'only SDK-ingested prompts (recorded on the live route, handled outside svc)')
+    .option('--no-ingested', 'leave SDK-ingested prompts out: the traffic svc served')
     .option('--limit <n>', `runs per page (1-${MAX_LIMIT}, default ${DEFAULT_LIMIT})`, limitParser(MAX_LIMIT))
     .option('--offset <n>', 'skip this many runs (plain table)', parseNonNegativeInt)
     .option('--no-tui', 'print the list once as a table (also when stdout is not a terminal)')
@@ -67,10 +70,17 @@ Examples:
   svc runs                                    the full-screen view
   svc runs --status failed --since 2h         only failed runs of the last two hours
   svc runs --no-tui --route exact_cache       a plain table of cache hits
+  svc runs --no-tui --route live --no-ingested  live traffic svc served, without SDK-ingested prompts
   svc runs --json --limit 200 > runs.json`,
     )
     .action(async (options: RunsOptions) => {
-      const filters: RunFilterInput = { route: options.route, status: options.status, model: options.model, since: options.since };
+      const filters: RunFilterInput = {
+        route: options.route,
+        status: options.status,
+        model: options.model,
+        since: options.since,
+        ingested: options.ingested === undefined ? undefined : String(options.ingested),
+      };
       const limit = options.limit ?? DEFAULT_LIMIT;
       const outDir = resolve(options.outDir ?? '.');
       if (options.outDir !== undefined && !(existsSync(outDir) && statSync(outDir).isDirectory())) {

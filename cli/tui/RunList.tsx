@@ -21,7 +21,7 @@ const SCREEN_HEADERS: Record<keyof RunRow, string> = {
 };
 const KEYS = Object.keys(RUN_COLUMNS) as Array<keyof RunRow>;
 /** Columns of text cut to fit: svc's statuses, routes and times are shorter, a server that is not svc's may not be. */
-const MAX_WIDTH: Partial<Record<keyof RunRow, number>> = { model: 24, route: 12, status: 12, created: 19 };
+const MAX_WIDTH: Partial<Record<keyof RunRow, number>> = { model: 24, route: 13, status: 12, created: 19 };
 const RIGHT_ALIGNED = new Set<keyof RunRow>(['cost', 'latency', 'savings']);
 
 export interface ConnectionInfo {
@@ -147,7 +147,7 @@ export function RunList(props: RunListProps) {
             <Text inverse> </Text>
           </Text>
           <Text dimColor>
-            {props.prompt.error ?? 'key=value words: route, status, model, since (ISO, epoch ms or 15m/2h/7d); Enter applies, Esc cancels'}
+            {props.prompt.error ?? 'key=value words: route, status, model, since (ISO, epoch ms or 15m/2h/7d), ingested (true/false); Enter applies, Esc cancels'}
           </Text>
         </Box>
       ) : null}

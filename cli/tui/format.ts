@@ -57,7 +57,8 @@ function cellOf(value: unknown): string {
 export function toRunRow(run: RunSummary): RunRow {
   const ghost = typeof run.ghostSavedUsd === 'number' && run.ghostSavedUsd > 0 && !(typeof run.savedUsd === 'number' && run.savedUsd > 0);
   return {
-    route: cellOf(run.route),
+    // An SDK-ingested prompt is recorded on the live route though svc served nothing: said beside its route.
+    route: run.ingested === true ? `${cellOf(run.route)}/ingested` : cellOf(run.route),
     status: cellOf(run.status),
     model: cellOf(run.model),
     cost: run.priced === false ? 'n/a' : formatUsd(run.costUsd),
@@ -74,9 +75,11 @@ export interface RunFilterInput {
   status?: string | undefined;
   model?: string | undefined;
   since?: string | undefined;
+  /** `true`: only SDK-ingested prompts; `false`: every run but them. */
+  ingested?: string | undefined;
 }
 
-export const FILTER_KEYS = ['route', 'status', 'model', 'since'] as const;
+export const FILTER_KEYS = ['route', 'status', 'model', 'since', 'ingested'] as const;
 export type FilterKey = (typeof FILTER_KEYS)[number];
 
 const DURATION_MS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
@@ -105,6 +108,7 @@ export function toRunQuery(filters: RunFilterInput, page: { limit: number; offse
     ...(filters.status ? { status: filters.status as RunStatus } : {}),
     ...(filters.model ? { model: filters.model } : {}),
     ...(since !== null ? { since } : {}),
+    ...(filters.ingested === 'true' || filters.ingested === 'false' ? { ingested: filters.ingested === 'true' } : {}),
   };
 }
 
@@ -120,19 +124,20 @@ export function filterText(filters: RunFilterInput): string {
 
 /**
  * Parse the filter prompt: `key=value` words (`all`, `*` or an empty value clears a key); keys are route, status,
- * model, since. Returns the new filters or an error message.
+ * model, since, ingested. Returns the new filters or an error message.
  */
 export function parseFilterText(text: string): { filters: RunFilterInput } | { error: string } {
   const filters: RunFilterInput = {};
   for (const word of text.trim().split(/\s+/).filter(Boolean)) {
     const match = /^([a-z]+)=(.*)$/.exec(word);
     if (!match || !(FILTER_KEYS as readonly string[]).includes(match[1]!)) {
-      return { error: `"${word}": use key=value with key route, status, model or since` };
+      return { error: `"${word}": use key=value with key route, status, model, since or ingested` };
     }
     const key = match[1] as FilterKey;
     const value = match[2]!;
     if (value === '' || value === 'all' || value === '*') continue;
     if (key === 'since' && resolveSince(value) === null) return { error: `since=${value}: give an ISO time, epoch ms or a duration like 15m, 2h, 7d` };
+    if (key === 'ingested' && value !== 'true' && value !== 'false') return { error: `ingested=${value}: give true (only ingested prompts) or false` };
     filters[key] = value;
   }
   return { filters };

@@ -253,6 +253,8 @@ export interface RunSummary {
   latencyMs: number | null;
   error: null | { kind: string; message: string };
   eventCount: number;
+  /** An SDK-ingested prompt (route `live`, handled outside svc); absent from servers older than the marker. */
+  ingested?: boolean;
   routeExplanation: Record<string, unknown> | null;
   createdAt: string;
   completedAt: string | null;
@@ -292,6 +294,8 @@ export interface RunFilters {
   model?: string;
   /** ISO 8601 or epoch milliseconds. */
   since?: string | number;
+  /** true: only SDK-ingested prompts; false: every run but them (both are on the live route). */
+  ingested?: boolean;
 }
 
 /** A window of a run's trace (`/events`, and run detail's `events`): `limit` 1 to 500 (default 100), `before` an exclusive seq. */
@@ -457,7 +461,7 @@ const ATTRIBUTION_QUERY = {
   ...TIME_WINDOW,
   ...Object.fromEntries(ATTRIBUTION_DIMENSIONS.flatMap((dim) => [[`${dim}Limit`, 'positive integer'], [`${dim}Offset`, 'non-negative integer']])),
 } as Record<keyof AttributionQuery, QueryValue>;
-const RUN_FILTERS: Record<keyof RunFilters, QueryValue> = { ...PAGE, route: 'string', status: 'string', provider: 'string', model: 'string', since: 'instant' };
+const RUN_FILTERS: Record<keyof RunFilters, QueryValue> = { ...PAGE, route: 'string', status: 'string', provider: 'string', model: 'string', since: 'instant', ingested: 'boolean' };
 const EVENT_WINDOW: Record<keyof EventWindowQuery, QueryValue> = { limit: 'positive integer', before: 'positive integer' };
 const RUN_DETAIL: Record<keyof RunDetailQuery, QueryValue> = { ...EVENT_WINDOW, sideEffectLimit: 'positive integer', sideEffectBefore: 'positive integer', feedbackLimit: 'positive integer', feedbackBefore: 'positive integer' };
 

@@ -6,7 +6,7 @@ import type { Store } from '../store/store.ts';
 import { textBytes, togetherOrAlone, type Sql, type SqlValue } from '../store/sql.ts';
 import { addToRollups, DAY_MS, removeFromRollups } from './rollups.ts';
 import { applyToSideEffects, listSideEffects, type SideEffectRecord } from './side-effects.ts';
-import type { AttemptRecord, FinishedRun, RunFilter, RunRecord, TraceEvent } from './types.ts';
+import { INGESTED_REASON, type AttemptRecord, type FinishedRun, type RunFilter, type RunRecord, type TraceEvent } from './types.ts';
 
 export interface RunPatch {
   status?: RunRecord['status'];
@@ -401,6 +401,8 @@ function whereOf(filter: RunFilter, omit?: 'routeAndStatus'): { clause: string; 
   add('provider', filter.provider);
   add('model', filter.model);
   add('created_at', filter.since, '>=');
+  // IS NOT: the runs without a reason code (in flight) are not ingested prompts.
+  if (filter.ingested !== undefined) add('reason_code', INGESTED_REASON, filter.ingested ? '=' : 'IS NOT');
   return { clause: parts.join(' AND '), params };
 }
 
@@ -427,6 +429,12 @@ function countsFromRollups(sql: Sql, filter: RunFilter): Pick<RunListResult, 'to
     app ? [filter.tenantId, filter.appId!] : [filter.tenantId],
   )?.n ?? 0;
   if (running > 0) cells.push({ status: 'running', route: '', n: running });
+  if (filter.ingested === false) {
+    // The ingested prompts are all in the completed live cell (INGESTED_REASON): taken out of it, as /savings does.
+    const ingested = ingestedCells(sql, filter).reduce((sum, cell) => sum + cell.n, 0);
+    const live = cells.find((cell) => cell.status === 'completed' && cell.route === 'live');
+    if (live) live.n -= Math.min(ingested, live.n);
+  }
   return countsOfCells(cells.map((cell) => ({ status: cell.status, route: cell.route === '' ? null : cell.route, n: cell.n })), filter);
 }
 
@@ -489,7 +497,7 @@ function union(a: CreatedSpan, b: CreatedSpan): CreatedSpan {
  * The finished runs of one model or provider (`dim`) in the list's app, per (status, route), from the rollups, with
  * the first and last UTC day they were created on.
  */
-function rolledUpCells(sql: Sql, filter: RunFilter, dim: 'model' | 'provider', value: string): SpannedCell[] {
+function rolledUpCells(sql: Sql, filter: RunFilter, dim: 'model' | 'provider' | 'reason', value: string): SpannedCell[] {
   const app = filter.appId !== undefined && filter.appId !== null;
   return sql
     .all<{ status: string; route: string; n: number; first: number; last: number }>(
@@ -498,6 +506,14 @@ function rolledUpCells(sql: Sql, filter: RunFilter, dim: 'model' | 'provider', v
       app ? [filter.tenantId, dim, value, filter.appId!] : [filter.tenantId, dim, value],
     )
     .map((cell) => ({ ...cell, route: cell.route === '' ? null : cell.route }));
+}
+
+/**
+ * The SDK-ingested prompts of the list's app, from the 'reason' rollup rows. Those rows keep no status or route, but
+ * an ingested prompt is only ever recorded completed on the live route (INGESTED_REASON), never running.
+ */
+function ingestedCells(sql: Sql, filter: RunFilter): SpannedCell[] {
+  return rolledUpCells(sql, filter, 'reason', INGESTED_REASON).map((cell) => ({ ...cell, status: 'completed', route: 'live' }));
 }
 
 /**
@@ -531,6 +547,8 @@ function runningCells(sql: Sql, filter: RunFilter): SpannedCell[] {
  * and a provider together, or `since`, a timestamp within a day), the matching runs are counted, but only between
  * the first and last day their model's or provider's rows name: a rare model's count and page read its days, not
  * the tenant's whole ledger. The page's query is bounded the same way and made only when the total reaches it.
+ * The SDK-ingested prompts (`ingested: true`) are counted as a model is, from their 'reason' rows; the other runs
+ * (`ingested: false`) as the list without that filter, less the ingested ones where the rows can say how many.
  */
 function listRuns(sql: Sql, filter: RunFilter, page: { limit: number; offset: number }): RunListResult {
   const pageOf = (span?: CreatedSpan): RunRecord[] => {
@@ -557,7 +575,7 @@ function listRuns(sql: Sql, filter: RunFilter, page: { limit: number; offset: nu
     return countsOfCells(cells, filter);
   };
 
-  if (filter.provider === undefined && filter.model === undefined) {
+  if (filter.provider === undefined && filter.model === undefined && filter.ingested !== true) {
     if (filter.since === undefined) return { runs: pageOf(), ...countsFromRollups(sql, filter) };
     // `since` alone: its index range is the scan (one pass for the total and both facets).
     const counts = countIn();
@@ -567,6 +585,8 @@ function listRuns(sql: Sql, filter: RunFilter, page: { limit: number; offset: nu
   const rolled: SpannedCell[][] = [];
   if (filter.model !== undefined) rolled.push(rolledUpCells(sql, filter, 'model', filter.model));
   if (filter.provider !== undefined) rolled.push(rolledUpCells(sql, filter, 'provider', filter.provider));
+  // Ingested prompts only: like a model, read within the days of their rows (they may be few on a long ledger).
+  if (filter.ingested === true) rolled.push(ingestedCells(sql, filter));
   const running = runningCells(sql, filter);
   // A finished run the filters match has a row of its model and one of its provider on its day, with its status and
   // route: it lies within the days of each; a running one within the running runs' span.
@@ -575,7 +595,8 @@ function listRuns(sql: Sql, filter: RunFilter, page: { limit: number; offset: nu
       rolled.map((cells) => spanOf(cells.filter(keep), daysToMs)).reduce(intersect),
       spanOf(running.filter(keep), msToMs),
     );
-  const exact = rolled.length === 1 && filter.since === undefined;
+  // Leaving the ingested prompts out of a model's or provider's rows is not something the rows can say: counted.
+  const exact = rolled.length === 1 && filter.since === undefined && filter.ingested !== false;
   const counts = exact ? countsOfCells([...rolled[0]!, ...running], filter) : countIn(spanWhere(() => true));
   // The page's runs also match the route and status filters: their cells' days may be fewer.
   const matching = spanWhere((cell) => cellMatches(cell, filter));

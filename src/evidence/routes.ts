@@ -29,6 +29,8 @@ const listQuery = paginationQuery(50, 200).extend({
   model: optionalText(RUN_MODEL_MAX_LENGTH),
   /** ISO 8601 timestamp or epoch milliseconds, years 0000-9999. */
   since: instantQuery,
+  /** true: only SDK-ingested prompts; false: leave them out (they are recorded on the live route). */
+  ingested: z.enum(['true', 'false']).optional(),
 });
 
 const windowQuery = z.object({
@@ -63,6 +65,7 @@ export function runsRoutes(runs: RunsService) {
         ...(query.provider ? { provider: query.provider } : {}),
         ...(query.model ? { model: query.model } : {}),
         ...(query.since !== undefined ? { since: query.since } : {}),
+        ...(query.ingested !== undefined ? { ingested: query.ingested === 'true' } : {}),
       });
     });
 

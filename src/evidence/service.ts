@@ -41,6 +41,8 @@ export interface RunsQuery {
   provider?: string;
   model?: string;
   since?: number;
+  /** Only SDK-ingested prompts (true), or every run but them (false). */
+  ingested?: boolean;
 }
 
 export interface EventWindow {
@@ -180,6 +182,8 @@ export function runView(run: RunRecord) {
     fingerprint: run.fingerprint,
     executionMethod: run.executionMethod,
     reasonCode: run.reasonCode,
+    /** An SDK-ingested prompt: on the live route, but handled outside svc (docs/evidence.md, "SDK ingestion"). */
+    ingested: run.reasonCode === INGESTED_REASON,
     fallback: run.fallback,
     routeExplanation: run.routeExplanation,
     createdAt: toIso(run.createdAt),
@@ -338,6 +342,7 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
       if (query.provider) filter.provider = query.provider;
       if (query.model) filter.model = query.model;
       if (query.since !== undefined) filter.since = query.since;
+      if (query.ingested !== undefined) filter.ingested = query.ingested;
       const result = await repo.list(filter, { limit: query.limit, offset: query.offset });
       return { runs: result.runs.map(runView), pagination: pageOf(query.limit, query.offset, result.total), facets: result.facets };
     },

@@ -149,4 +149,6 @@ export interface RunFilter {
   provider?: string;
   model?: string;
   since?: number;
+  /** true: only SDK-ingested prompts (reason code INGESTED_REASON); false: every run but them. */
+  ingested?: boolean;
 }

@@ -89,3 +89,30 @@ test('without a terminal svc runs prints the filtered list once, over the local 
   for (const runId of [live, cached, failed]) assert.ok(offline.stdout.includes(runId), runId);
   assert.equal(JSON.parse((await runSvc(['runs', '--json', '--status', 'completed', ...args])).stdout).runs.length, 2);
 });
+
+test('svc runs marks SDK-ingested prompts in the table, and --ingested / --no-ingested list or leave them out', async (t) => {
+  const dataDir = tempDir(t);
+  const server = await startServe(t, dataDir);
+  const live = await chat(server.address, 'hello');
+  const response = await fetch(`${server.address}/api/v1/ingest/prompt`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ source: 'langchain', prompt: 'handled elsewhere' }),
+  });
+  assert.equal(response.status, 201, await response.clone().text());
+  const { runId: ingested } = (await response.json()) as { runId: string };
+  const args = ['--data-dir', dataDir];
+  const ids = (stdout: string) => stdout.trim().split('\n').slice(1).map((line) => line.split(/\s+/).at(-1));
+
+  const table = await runSvc(['runs', '--no-tui', '--route', 'live', ...args]);
+  assert.equal(table.code, 0, table.stderr);
+  assert.match(lineOf(table.stdout, ingested), /^live\/ingested\s+completed\s+external\s+n\/a\s/);
+  assert.match(lineOf(table.stdout, live), /^live\s+completed\s+gpt-4o-mini\s/);
+
+  const served = await runSvc(['runs', '--no-tui', '--route', 'live', '--no-ingested', ...args]);
+  assert.equal(served.code, 0, served.stderr);
+  assert.deepEqual(ids(served.stdout), [live]);
+  const only = JSON.parse((await runSvc(['runs', '--json', '--ingested', ...args])).stdout);
+  assert.deepEqual(only.runs.map((run: { id: string; ingested: boolean }) => [run.id, run.ingested]), [[ingested, true]]);
+  assert.equal(only.pagination.total, 1);
+});

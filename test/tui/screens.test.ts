@@ -80,7 +80,7 @@ test('the list shows route, status, model, cost, latency, savings, created time 
   assert.match(rowOf(frame, failed), /live\s+failed\s+mock-5xx/);
   assert.match(frame, /route: live 2 · exact_cache 1/);
   assert.match(frame, /status: completed 2 · failed 1/);
-  assert.match(frame, /filters: route=all status=all model=all since=all · runs 1-3 of 3/);
+  assert.match(frame, /filters: route=all status=all model=all since=all ingested=all · runs 1-3 of 3/);
   assert.match(frame, /live updates need svc serve/, 'the in-process notice');
   assert.match(rowOf(frame, failed), /^>/, 'the newest run is highlighted');
 });
@@ -92,7 +92,7 @@ test('filters come from flags and from the keys: s and m cycle, f edits them, c 
   const { until, press } = open({ initialFilters: { status: 'failed' } });
   let frame = await until((f) => f.includes(failed), 'the failed run');
   assert.ok(!frame.includes(ok), 'the flag filters the list');
-  assert.match(frame, /filters: route=all status=failed model=all since=all · runs 1-1 of 1/);
+  assert.match(frame, /filters: route=all status=failed model=all since=all ingested=all · runs 1-1 of 1/);
   assert.match(frame, /status: completed 1 · failed 1/, 'facets count every status under the other filters');
 
   press('s'); // status cycles among the offered values: completed, failed, then all

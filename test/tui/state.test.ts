@@ -79,8 +79,13 @@ test('since takes ISO times, epoch milliseconds and durations back from now; oth
 
 test('the filter prompt parses key=value words; all or an empty value clears a key; mistakes are explained', () => {
   assert.deepEqual(parseFilterText(' route=live  model=gpt-4o status=all since= '), { filters: { route: 'live', model: 'gpt-4o' } });
-  assert.match((parseFilterText('colour=red') as { error: string }).error, /route, status, model or since/);
+  assert.match((parseFilterText('colour=red') as { error: string }).error, /route, status, model, since or ingested/);
   assert.match((parseFilterText('since=soon') as { error: string }).error, /15m/);
+  // ingested=true lists only SDK-ingested prompts, ingested=false leaves them out; nothing else is a value of it.
+  assert.deepEqual(parseFilterText('route=live ingested=false'), { filters: { route: 'live', ingested: 'false' } });
+  assert.match((parseFilterText('ingested=yes') as { error: string }).error, /give true .* or false/);
+  assert.deepEqual(toRunQuery({ route: 'live', ingested: 'false' }, { limit: 10, offset: 0 }), { limit: 10, offset: 0, route: 'live', ingested: false });
+  assert.deepEqual(toRunQuery({ ingested: 'true' }, { limit: 10, offset: 0 }), { limit: 10, offset: 0, ingested: true });
 });
 
 test('the cursor moves within the page, stays on its run when new runs arrive above it, and clamps', () => {
