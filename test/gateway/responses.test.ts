@@ -799,3 +799,37 @@ test('live responses: an item left open by an upstream response.incomplete is cl
     assert.equal(itemDone.item.status, 'incomplete', current);
   }
 });
+
+test("live responses: a failure after only keepalives (an SSE comment, OpenAI's keepalive event) is answered as the HTTP error its code stands for, as one that is the very first bytes: nothing had gone to the client", async (t) => {
+  const [created] = upstreamEvents('unused');
+  const failures: Array<{ event: object; status: number; failsOver: boolean }> = [
+    { event: { type: 'response.failed', sequence_number: 3, response: { ...created!.response, status: 'failed', error: { code: 'rate_limit_exceeded', message: 'Slow down' } } }, status: 429, failsOver: true },
+    { event: { type: 'response.failed', sequence_number: 3, response: { ...created!.response, status: 'failed', error: { code: 'invalid_prompt', message: 'No' } } }, status: 400, failsOver: false },
+    { event: { type: 'error', code: 'server_error', message: 'overloaded', param: null, sequence_number: 3 }, status: 502, failsOver: true },
+  ];
+  const preambles = { comment: ': keep-alive\n\n', keepalive: 'event: keepalive\ndata: {"type":"keepalive","sequence_number":1}\n\n', both: ': ping\n\nevent: keepalive\ndata: {"type":"keepalive","sequence_number":1}\n\nevent: keepalive\ndata: {"type":"keepalive","sequence_number":2}\n\n' };
+  let current = { preamble: preambles.comment, event: failures[0]!.event };
+  const primary = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    res.write(current.preamble);
+    if (current.event) writeEvents(res, [current.event]);
+    res.end();
+  });
+  const gateways = await withFallback(t, primary);
+  for (const [name, preamble] of Object.entries(preambles)) {
+    for (const failure of failures) {
+      current = { preamble, event: failure.event };
+      const body = JSON.stringify({ model: 'gpt-4o-mini', input: input(), stream: true });
+      await expectFailureAnswered(gateways, { ...failure, path: '/v1/responses', body, label: `${name} ${JSON.stringify(failure.event)}` });
+    }
+  }
+  // Keepalives and then the end, no terminal event: a truncated answer, still uncommitted (svc's 502, failed over).
+  current = { preamble: preambles.both, event: null as never };
+  await expectFailureAnswered(gateways, { status: 502, failsOver: true, path: '/v1/responses', body: JSON.stringify({ model: 'gpt-4o-mini', input: input(), stream: true }), label: 'keepalives alone' });
+  // The SDK's create rejects with the status instead of handing back a stream that fails.
+  current = { preamble: preambles.keepalive, event: failures[1]!.event };
+  await assert.rejects(
+    gateways.alone.client.responses.create({ model: 'gpt-4o-mini', input: input(), stream: true }),
+    (error: unknown) => error instanceof OpenAI.APIError && error.status === 400,
+  );
+});
