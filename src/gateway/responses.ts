@@ -49,10 +49,18 @@ function answerText(response: ResponseObject): string {
   return text;
 }
 
-/** Function and custom tool calls must name declared tools; function arguments must match the schema. */
+/**
+ * Function and custom tool calls must name declared tools; function arguments must match the schema, but for a call
+ * the upstream cut off (status `incomplete`, as the OpenAPI document allows: `max_output_tokens` came mid-arguments),
+ * whose arguments are as far as they came, not a call to check or to run.
+ */
 function checkItem(validated: ValidatedResponses, item: OutputItem, index: number): void {
   if (item.type === 'function_call') {
     const name = String(item.name ?? '');
+    if (item.status === 'incomplete') {
+      if (!validated.tools.names.has(name)) throw new InvalidToolCallError(`the model called "${name}", which is not a declared tool`);
+      return;
+    }
     const problem = validated.tools.check({ id: String(item.call_id ?? ''), type: 'function', function: { name, arguments: String(item.arguments ?? '') } }, index);
     if (problem) throw new InvalidToolCallError(problem.message);
   } else if (item.type === 'custom_tool_call') {

@@ -833,3 +833,48 @@ test("live responses: a failure after only keepalives (an SSE comment, OpenAI's 
     (error: unknown) => error instanceof OpenAI.APIError && error.status === 400,
   );
 });
+
+test('live responses: a function call cut off mid-arguments by response.incomplete (max_output_tokens) is closed incomplete with the arguments as streamed and its done events, not refused as an invalid tool call; buffered too', async (t) => {
+  let terminalOutput: 'given' | 'empty' = 'given';
+  const args = '{"city":"Os';
+  const call = { id: 'fc_up', type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '', status: 'in_progress' };
+  const [created, , , , , , , completed] = upstreamEvents('unused');
+  const incomplete = (output: object[]) => ({ ...completed!.response, status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, output });
+  const upstream = await startFakeUpstream(t, (request, res) => {
+    if (!(request.body as { stream?: boolean }).stream) return sendJson(res, 200, incomplete([{ ...call, arguments: args, status: 'incomplete' }]));
+    startSse(res);
+    writeEvents(res, [
+      created!,
+      { type: 'response.output_item.added', sequence_number: 6, output_index: 0, item: call },
+      { type: 'response.function_call_arguments.delta', sequence_number: 7, item_id: 'fc_up', output_index: 0, delta: args },
+      { type: 'response.incomplete', sequence_number: 8, response: incomplete(terminalOutput === 'given' ? [{ ...call, arguments: args, status: 'incomplete' }] : []) },
+    ]);
+    res.end();
+  });
+  const { client, app } = await liveGateway(t, upstream);
+  const params = { model: 'gpt-4o-mini', input: input(), tools: [WEATHER], max_output_tokens: 16 };
+  for (const current of ['given', 'empty'] as const) {
+    terminalOutput = current;
+    const stream = client.responses.stream(params);
+    const events: any[] = [];
+    for await (const event of stream) events.push(event);
+    assert.deepEqual(
+      events.map((event) => event.type),
+      ['response.created', 'response.output_item.added', 'response.function_call_arguments.delta', 'response.function_call_arguments.done', 'response.output_item.done', 'response.incomplete'],
+      current,
+    );
+    const [argsDone, itemDone] = events.slice(-3);
+    for (const event of [argsDone, itemDone]) assert.equal(validateAgainst('ResponseStreamEvent', event), null, `${current} ${event.type}`);
+    assert.equal(argsDone.arguments, args, current);
+    // The terminal event's response (the SDK's finalResponse is its own snapshot but for a response.completed).
+    const terminal = events.at(-1).response;
+    assert.equal(terminal.status, 'incomplete', current);
+    assert.deepEqual(terminal.output.map((item: any) => [item.id, item.status, item.arguments]), [['fc_up', 'incomplete', args]], current);
+    assert.deepEqual(itemDone.item, terminal.output[0], current);
+    const run = json(await app.inject({ url: '/api/v1/runs' })).runs[0];
+    assert.equal(run.status, 'completed', current);
+  }
+  const buffered = await client.responses.create({ ...params, input: input() });
+  assert.equal(buffered.status, 'incomplete');
+  assert.deepEqual(buffered.output.map((item: any) => [item.id, item.status, item.arguments]), [['fc_up', 'incomplete', args]]);
+});
