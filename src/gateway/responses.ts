@@ -94,6 +94,8 @@ interface ItemState {
   args: string;
   argsDone: boolean;
   done: boolean;
+  /** Whether the terminal response's output has it (set while that output is read, once per stream). */
+  inTerminal: boolean;
 }
 
 /** The `.done` event type of a text part's text, by the part's type. */
@@ -220,7 +222,7 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
         const item = event.item as OutputItem;
         if (!item?.id || this.items.has(item.id)) throw this.bad(`output item without a fresh id`);
         if (event.output_index !== this.items.size) throw this.bad(`output item ${item.id} added at output_index ${String(event.output_index)}, not ${this.items.size}`);
-        this.items.set(item.id, { item: structuredClone(item), index: this.items.size, parts: [], texts: [], closed: [], args: '', argsDone: false, done: false });
+        this.items.set(item.id, { item: structuredClone(item), index: this.items.size, parts: [], texts: [], closed: [], args: '', argsDone: false, done: false, inTerminal: false });
         break;
       }
       // vLLM names the events of a reasoning text part `response.reasoning_part.*`; they add and end a part as these do.
@@ -301,16 +303,24 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
           state.done = true;
           (closedHere ??= []).push(state);
         }
-        let announced = 0;
+        // Streamed items the terminal output has, each counted once: an id given twice is one item twice (a count of
+        // ids would take the second for a missing item's place and hide it).
+        let given = 0;
+        let repeated = false;
         for (const item of response.output) {
           if (!item.id) continue;
-          if (!this.items.has(item.id)) throw this.bad(`completed output has unannounced item ${item.id}`);
-          announced += 1;
+          const state = this.items.get(item.id);
+          if (!state) throw this.bad(`completed output has unannounced item ${item.id}`);
+          if (state.inTerminal) repeated = true;
+          else {
+            state.inTerminal = true;
+            given += 1;
+          }
         }
         // Some compatible upstreams leave streamed items out of the terminal response's output (all of them, `[]`, or
-        // some): the items streamed whole are the answer, relayed in it (the SDK's final response is this event's),
-        // recorded and cached as the client had them.
-        if (announced < this.items.size) response.output = this.streamedItems(response.output);
+        // some), or give one twice: the items streamed whole are the answer, each once, relayed in it (the SDK's final
+        // response is this event's), recorded and cached as the client had them.
+        if (repeated || given < this.items.size) response.output = this.streamedItems(response.output);
         response.output.forEach((item, index) => checkItem(this.validated, item, index));
         this.final = response;
         if (closedHere) return [...this.closing(closedHere, response.output), event];
@@ -349,12 +359,12 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
   }
 
   /**
-   * The streamed items in their output order, each as the terminal output has it when it has it, else as its
-   * `output_item.done` gave it; then the terminal output's items without an id, which no event could announce.
+   * The streamed items in their output order, each once, as the terminal output first has it when it has it, else as
+   * its `output_item.done` gave it; then the terminal output's items without an id, which no event could announce.
    */
   private streamedItems(terminal: OutputItem[]): OutputItem[] {
     const given = new Map<string, OutputItem>();
-    for (const item of terminal) if (item.id) given.set(item.id, item);
+    for (const item of terminal) if (item.id && !given.has(item.id)) given.set(item.id, item);
     const output = Array.from(this.items.values(), (state) => given.get(state.item.id!) ?? state.item);
     for (const item of terminal) if (!item.id) output.push(item);
     return output;

@@ -878,3 +878,41 @@ test('live responses: a function call cut off mid-arguments by response.incomple
   assert.equal(buffered.status, 'incomplete');
   assert.deepEqual(buffered.output.map((item: any) => [item.id, item.status, item.arguments]), [['fc_up', 'incomplete', args]]);
 });
+
+test("live responses: a streamed item the terminal output leaves out is filled in though another item's id is in it twice; each streamed item is in the final output once", async (t) => {
+  const [created, added, partAdded, delta, textDone, partDone, itemDone, completed] = upstreamEvents('First');
+  const second = { id: 'msg_two', type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Second', annotations: [] }] };
+  const at = { item_id: 'msg_two', output_index: 1, content_index: 0 };
+  const first = (itemDone as { item: { id: string } }).item;
+  const events = [
+    created!, added!, partAdded!, delta!, textDone!, partDone!, itemDone!,
+    { type: 'response.output_item.added', sequence_number: 20, output_index: 1, item: { ...second, status: 'in_progress', content: [] } },
+    { type: 'response.content_part.added', sequence_number: 21, ...at, part: { type: 'output_text', text: '', annotations: [] } },
+    { type: 'response.output_text.delta', sequence_number: 22, ...at, delta: 'Second', logprobs: [] },
+    { type: 'response.output_text.done', sequence_number: 23, ...at, text: 'Second', logprobs: [] },
+    { type: 'response.content_part.done', sequence_number: 24, ...at, part: second.content[0] },
+    { type: 'response.output_item.done', sequence_number: 25, output_index: 1, item: second },
+  ];
+  // The second item missing behind the first given twice; both given, the first again after them.
+  const terminals = { masked: [first, first], repeated: [first, second, first] };
+  let terminal: object[] = terminals.masked;
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    writeEvents(res, [...events, { ...completed!, sequence_number: 26, response: { ...completed!.response, output: terminal } }]);
+    res.end();
+  });
+  const { client } = await liveGateway(t, upstream);
+  for (const [name, output] of Object.entries(terminals)) {
+    terminal = output;
+    const params = { model: 'gpt-4o-mini', input: input() };
+    const stream = client.responses.stream(params);
+    for await (const _event of stream);
+    const final = await stream.finalResponse();
+    assert.deepEqual(final.output.map((item) => item.id), ['msg_up', 'msg_two'], name);
+    assert.deepEqual(final.output.map((item: any) => item.content[0].text), ['First', 'Second'], name);
+    // What was cached is what the client had.
+    const { data, response } = await client.responses.create(params).withResponse();
+    assert.equal(response.headers.get('x-svc-route'), 'exact_cache', name);
+    assert.deepEqual(data.output.map((item) => item.id), ['msg_up', 'msg_two'], name);
+  }
+});
