@@ -52,6 +52,12 @@ export interface StreamRelay<Res, Ev> {
    * chat sends in a chunk of its own after the finish chunk; true once it has it. Absent: nothing is read after.
    */
   acceptTrailingUsage?(event: unknown): boolean;
+  /**
+   * True while the events accepted so far sent the client nothing and started no answer (the responses wire's
+   * `keepalive` before `response.created`): the stream is not committed yet (`acceptedStream`). Absent: every event
+   * starts it (a chat relay that holds a tool call's fragments has started all the same).
+   */
+  readonly awaitingStart?: boolean;
   /** Usage reported by the upstream, if any: the counts it has reported so far (the pipeline fills the others). */
   readonly usage: Partial<RunUsage> | null;
   /** Text produced so far (for partial usage estimates). */
@@ -184,12 +190,10 @@ async function* relayed<Ev>(upstream: AcceptedStream<Ev>, steps: RelaySteps<Ev>)
   let completed = false;
   try {
     for (const out of upstream.firstOut) yield { event: out };
-    if (!upstream.ended) {
-      for (let next = await upstream.rest.next(); !next.done; next = await upstream.rest.next()) {
-        for (const out of steps.accept(next.value)) yield { event: out };
-      }
-      for (const out of steps.end()) yield { event: out };
+    for (let next = await upstream.rest.next(); !next.done; next = await upstream.rest.next()) {
+      for (const out of steps.accept(next.value)) yield { event: out };
     }
+    for (const out of steps.end()) yield { event: out };
     completed = true;
   } catch (thrown) {
     const reading = steps.afterFailure(thrown);
@@ -203,14 +207,10 @@ async function* relayed<Ev>(upstream: AcceptedStream<Ev>, steps: RelaySteps<Ev>)
   }
 }
 
-/**
- * An upstream stream whose first events the wire's relay accepted: what to send for them, and the iterator of the rest.
- */
+/** An upstream stream whose first event the wire's relay accepted: what to send for it, and the iterator of the rest. */
 interface AcceptedStream<Ev> {
   firstOut: Ev[];
   rest: AsyncIterator<unknown>;
-  /** The upstream ended while its events sent nothing: `firstOut` holds the relay's end, and there is no rest. */
-  ended: boolean;
   /** Releases the upstream connection while a read of `rest` is pending (`trailingUsage`); absent for the mock's. */
   release: (() => void) | undefined;
 }
@@ -242,29 +242,27 @@ async function trailingUsage<Ev>(upstream: AcceptedStream<Ev>, take: (event: unk
 }
 
 /**
- * Wait for a stream's first event the client is sent something for, passed through the wire's relay, before answering
- * with it. The client's headers leave with the first frame, so until then nothing is committed to: a stream that fails
- * before that event (a reset after the upstream's headers, an error event, nothing but comments until the timeout, an
- * end with no event), or whose events until then the relay refuses (the responses wire's `response.failed`, a first
- * event out of the wire's order), is a failure of its call like a buffered one's, answered with its own status or
- * failed over to the next provider, instead of a 200 carrying an error event. Events the relay sends nothing for (the
- * responses wire's `keepalive` before `response.created`) commit to nothing either, so a failure after them is still
- * the call's. The upstream is released on any such failure.
+ * Wait for a stream's first event, and pass it through the wire's relay, before answering with it. The client's
+ * headers leave with the first frame, so until then nothing is committed to: a stream that fails before its first
+ * event (a reset after the upstream's headers, an error event, nothing but comments until the timeout, an end with no
+ * event), or whose first event the relay refuses (the responses wire's `response.failed`, a first event out of the
+ * wire's order), is a failure of its call like a buffered one's, answered with its own status or failed over to the
+ * next provider, instead of a 200 carrying an error event. An event that starts nothing (the responses wire's
+ * `keepalive` before `response.created`: `awaitingStart`) is no first event, so a failure after it is still the
+ * call's. The upstream is released on any such failure.
  */
 async function acceptedStream<Ev>(upstream: UpstreamEvents<unknown>, relay: StreamRelay<unknown, Ev>, provider: Provider): Promise<AcceptedStream<Ev>> {
   const rest = upstream[Symbol.asyncIterator]();
   try {
-    const first = await rest.next();
-    // A stream that ended before any event (chat's `data: [DONE]` alone) is no answer at all.
-    if (first.done) throw new ProviderError('bad_response', 'the upstream stream ended before its first event', { provider: provider.name, upstreamStatus: 200 });
-    let firstOut = relay.accept(first.value);
-    while (firstOut.length === 0) {
+    let firstOut: Ev[];
+    do {
       const next = await rest.next();
-      // Its end, also what the relay refuses there (a responses stream with no terminal event), is still uncommitted.
-      if (next.done) return { firstOut: relay.end(), rest, ended: true, release: upstream.release };
+      // A stream that ended before any event (chat's `data: [DONE]` alone), or before one that started an answer (only
+      // keepalives), is no answer at all.
+      if (next.done) throw new ProviderError('bad_response', 'the upstream stream ended before its first event', { provider: provider.name, upstreamStatus: 200 });
       firstOut = relay.accept(next.value);
-    }
-    return { firstOut, rest, ended: false, release: upstream.release };
+    } while (relay.awaitingStart === true);
+    return { firstOut, rest, release: upstream.release };
   } catch (thrown) {
     await rest.return?.();
     throw thrown;

@@ -375,6 +375,11 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
     return [];
   }
 
+  /** Until `response.created` nothing has started: the keepalives before it are dropped (`accept`). */
+  get awaitingStart(): boolean {
+    return this.snapshot === null;
+  }
+
   get usage(): RunUsage | null {
     return this.final ? usageOf(this.final) : this.failedUsage;
   }
