@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Bundles svc into dist/svc.mjs (with chunk files beside it, loaded on demand) and, for `svc serve` alone,
-// dist/serve.cjs with its code cache, and copies SQLite's WebAssembly binary and the account pages beside them, with
+// Bundles svc into dist/svc.cjs (every command but `svc serve`, which has dist/serve.cjs), each with its V8 code
+// cache, and the runs TUI into dist/tui.mjs, and copies SQLite's WebAssembly binary and the account pages beside them, with
 // the template of a new data file.
 // Run by `npm run build`; bin/svc runs the result, with no node_modules needed at run time.
 import { build } from 'esbuild';
@@ -86,6 +86,25 @@ const lazyHttp2 = {
   },
 };
 
+// dist/svc.cjs gets, for cli/tui/start-tui.tsx, a module that loads dist/tui.mjs on first use; esbuild would
+// otherwise bundle the TUI into it. The TUI takes its connection as arguments: its copies of the small terminal
+// helpers it shares with the CLI hold no state. The import() is in a file of its own, dist/load-tui.cjs, which Node
+// loads itself: in code compiled by node:vm, as bin/launch.mjs compiles the bundle, import() needs a loader of the vm
+// module's (experimental on Node 20, with a warning on stderr), and code compiled from a code cache lost it anyway.
+const TUI_BUNDLE = 'tui.mjs';
+const TUI_LOADER = 'load-tui.cjs';
+const runsTuiOutside = {
+  name: 'runs-tui-outside',
+  setup(build) {
+    build.onResolve({ filter: /\/tui\/start-tui\.tsx$/ }, () => ({ path: 'start-tui', namespace: 'svc-tui' }));
+    build.onResolve({ filter: /^\.\/load-tui\.cjs$/ }, (args) => ({ path: args.path, external: true }));
+    build.onLoad({ filter: /.*/, namespace: 'svc-tui' }, () => ({
+      loader: 'js',
+      contents: `exports.startRunsTui = async (...args) => (await require('./${TUI_LOADER}')()).startRunsTui(...args);`,
+    }));
+  },
+};
+
 // CommonJS dependencies bundled into ESM need require/__dirname; node-sqlite3-wasm finds its .wasm via __dirname.
 const COMMONJS_IN_ESM = [
   "import { createRequire as __svcCreateRequire } from 'node:module';",
@@ -96,7 +115,7 @@ const COMMONJS_IN_ESM = [
   'const __dirname = __svcDirname(__filename);',
 ].join('\n');
 
-// Options both bundles share. Whitespace and syntax are minified (a smaller bundle parses faster at every start, and
+// Options every bundle shares. Whitespace and syntax are minified (a smaller bundle parses faster at every start, and
 // with the comments gone the output is pure ASCII, which V8 keeps as a one-byte string: half the memory of the
 // two-byte string a single curly quote in a comment forces); identifiers are kept, and with the linked source map,
 // profiles and stack traces stay readable.
@@ -110,41 +129,35 @@ const shared = {
   minifySyntax: true,
   legalComments: 'none',
   logLevel: 'warning',
-  // Applied to every output file, each chunk included: every chunk is its own module scope, so each declares its own.
   banner: { js: COMMONJS_IN_ESM },
 };
 
-// Code splitting: dist/svc.mjs holds what every command needs, and what only some commands load through import()
-// (the runs TUI with ink and react, the interactive prompts) lives in chunk files beside it, so `svc serve` never
-// parses them. The chunks sit in dist/ itself: code that finds files through import.meta.url (the account pages,
-// SQLite's .wasm through __dirname) resolves the same from any of them.
-const CHUNK_PREFIX = 'svc-';
-removeStaleChunks();
-await build({
-  ...shared,
-  entryPoints: { svc: join(root, 'cli/index.ts') },
-  outdir: dist,
-  splitting: true,
-  chunkNames: `${CHUNK_PREFIX}[name]-[hash]`,
-  outExtension: { '.js': '.mjs' },
-  define: { __SVC_VERSION__: JSON.stringify(pkg.version) },
-  jsx: 'automatic',
-  plugins: [noDevtools, undiciSubset, lazyHttp2],
-});
-
-// `svc serve` runs from a bundle of its own, in CommonJS, with a code cache (bin/launch.mjs): cli/serve-entry.ts, one
-// file. The code that finds files beside it through import.meta.url gets the bundle's own URL.
-const serveBundle = join(dist, 'serve.cjs');
-rmSync(codeCacheOf(serveBundle), { force: true });
-await build({
+// Every command runs from a CommonJS bundle compiled from its V8 code cache (bin/launch.mjs): `svc serve` from
+// dist/serve.cjs (cli/serve-entry.ts, only what serving needs), every other command from dist/svc.cjs (cli/index.ts).
+// The code that finds files beside them through import.meta.url (the account pages, SQLite's .wasm) gets the
+// bundle's own URL. What only some commands need stays unevaluated until they call for it: the prompts (esbuild
+// wraps a dynamically imported module in a function run on first import) and the runs TUI, which is not in the
+// bundle at all (next).
+const cjs = {
   ...shared,
   format: 'cjs',
-  entryPoints: [join(root, 'cli/serve-entry.ts')],
-  outfile: serveBundle,
   define: { __SVC_VERSION__: JSON.stringify(pkg.version), 'import.meta.url': '__svcImportMetaUrl' },
   banner: { js: "const __svcImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
-  plugins: [undiciSubset, lazyHttp2],
+};
+const cliBundle = join(dist, 'svc.cjs');
+const serveBundle = join(dist, 'serve.cjs');
+removeStaleOutput();
+await build({ ...cjs, entryPoints: [join(root, 'cli/index.ts')], outfile: cliBundle, plugins: [runsTuiOutside, undiciSubset, lazyHttp2] });
+await build({ ...cjs, entryPoints: [join(root, 'cli/serve-entry.ts')], outfile: serveBundle, plugins: [undiciSubset, lazyHttp2] });
+// The runs TUI (Ink, React, Yoga) as an ES module of its own: Ink awaits at its top level, which CommonJS cannot.
+await build({
+  ...shared,
+  entryPoints: [join(root, 'cli/tui/start-tui.tsx')],
+  outfile: join(dist, TUI_BUNDLE),
+  jsx: 'automatic',
+  plugins: [noDevtools],
 });
+writeFileSync(join(dist, TUI_LOADER), `// Written by bin/build.mjs: dist/svc.cjs loads the runs TUI through it.\nmodule.exports = () => import('./${TUI_BUNDLE}');\n`);
 
 copyFileSync(
   join(dirname(require.resolve('node-sqlite3-wasm')), 'node-sqlite3-wasm.wasm'),
@@ -160,9 +173,9 @@ writeFileSync(join(dist, 'o200k_base.json'), JSON.stringify(require('js-tiktoken
 rmSync(join(dist, 'pages'), { recursive: true, force: true });
 cpSync(join(root, 'dashboard', 'pages'), join(dist, 'pages'), { recursive: true });
 // Last: it starts `svc serve`, which needs everything above.
-makeCodeCache();
+makeCodeCaches();
 await buildClientPackage();
-console.log('built dist/svc.mjs with its chunks, dist/serve.cjs with its code cache, and the client package (dist/client.mjs, dist/client/*.d.ts)');
+console.log('built dist/svc.cjs and dist/serve.cjs with their code caches, dist/tui.mjs, and the client package (dist/client.mjs, dist/client/*.d.ts)');
 
 /**
  * The reference client (src/client/, SPEC 4.20) as the package's `svc/client` export: one ESM bundle with its two
@@ -236,29 +249,36 @@ async function writeSchemaTemplate() {
 }
 
 /**
- * dist/serve.cjs.cache, by bin/make-code-cache.mjs in a process of its own (a code cache holds what one start-up
- * compiled), on an empty data directory and with svc's variables cleared from its environment.
+ * The code caches of dist/serve.cjs and dist/svc.cjs, each by bin/make-code-cache.mjs in a process of its own (a code
+ * cache holds what one start-up compiled), on an empty data directory and with svc's variables cleared from its
+ * environment.
  */
-function makeCodeCache() {
-  const dataDir = mkdtempSync(join(tmpdir(), 'svc-code-cache-'));
+function makeCodeCaches() {
   const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('SVC_') && name !== 'NODE_OPTIONS'));
-  try {
-    const made = spawnSync(process.execPath, [join(root, 'bin', 'make-code-cache.mjs'), serveBundle, dataDir], {
-      env,
-      stdio: ['ignore', 'ignore', 'inherit'],
-      timeout: 60_000,
-    });
-    if (made.status !== 0 || !existsSync(codeCacheOf(serveBundle))) {
-      throw new Error(`making dist/serve.cjs.cache failed (exit ${made.status ?? made.signal ?? made.error?.message})`);
+  for (const bundle of [serveBundle, cliBundle]) {
+    const dataDir = mkdtempSync(join(tmpdir(), 'svc-code-cache-'));
+    try {
+      const made = spawnSync(process.execPath, [join(root, 'bin', 'make-code-cache.mjs'), bundle, dataDir], {
+        env,
+        stdio: ['ignore', 'ignore', 'inherit'],
+        timeout: 60_000,
+      });
+      if (made.status !== 0 || !existsSync(codeCacheOf(bundle))) {
+        throw new Error(`making ${codeCacheOf(bundle)} failed (exit ${made.status ?? made.signal ?? made.error?.message})`);
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
     }
-  } finally {
-    rmSync(dataDir, { recursive: true, force: true });
   }
 }
 
-/** Chunk names carry a content hash: without this, every build would leave the previous build's chunks behind. */
-function removeStaleChunks() {
+/**
+ * Before a build: the code caches (a failed build must not leave one of an older bundle beside a new one; the hash
+ * in front of each would refuse it anyway), and what older builds made that this one does not (dist/svc.mjs and its
+ * chunk files, until the thirty-fourth session).
+ */
+function removeStaleOutput() {
   for (const name of readdirSync(dist)) {
-    if (name.startsWith(CHUNK_PREFIX)) rmSync(join(dist, name), { force: true });
+    if (name.endsWith('.cjs.cache') || name.startsWith('svc.mjs') || name.startsWith('svc-')) rmSync(join(dist, name), { force: true });
   }
 }

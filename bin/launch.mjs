@@ -1,11 +1,11 @@
-// How bin/svc starts a bundle; bin/make-code-cache.mjs (run by `npm run build`) starts `svc serve` the same way.
+// How bin/svc starts a bundle; bin/make-code-cache.mjs (run by `npm run build`) starts them the same way.
 //
-// `svc serve` runs from a bundle of its own, dist/serve.cjs (cli/serve-entry.ts), in CommonJS: V8 can then compile it
-// from a code cache, dist/serve.cjs.cache, the build's record of the functions a start-up compiled. ES modules have no
-// such cache on Node 20 (module.enableCompileCache came with Node 22), and compiling the bundle's 2.8 MB and then each
-// function on its first call is a third of the CPU a start costs. The cache is V8's, of the Node that ran the build:
-// under another Node version V8 declines it and compiles the bundle as it would without. Every other command runs
-// dist/svc.mjs.
+// `svc serve` runs from a bundle of its own, dist/serve.cjs (cli/serve-entry.ts), every other command from
+// dist/svc.cjs (cli/index.ts), both in CommonJS: V8 can then compile them from a code cache (dist/serve.cjs.cache,
+// dist/svc.cjs.cache), the build's record of the functions a start-up compiled. ES modules have no such cache on
+// Node 20 (module.enableCompileCache came with Node 22), and compiling a bundle's ~3 MB and then each function on its
+// first call is a third of the CPU a server's start costs, and a quarter of a command's. The cache is V8's, of the
+// Node that ran the build: under another Node version V8 declines it and compiles the bundle as it would without.
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';

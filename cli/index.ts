@@ -1,5 +1,5 @@
 /**
- * The `svc` executable's entry (bin/svc runs its bundle, dist/svc.mjs): every command group. `svc serve` has an
+ * The `svc` executable's entry (bin/svc runs its bundle, dist/svc.cjs): every command group. `svc serve` has an
  * entry of its own, cli/serve-entry.ts, that loads only what serving needs.
  */
 import { registerAudit } from './audit.ts';
@@ -12,7 +12,8 @@ import { registerServe } from './serve.ts';
 import { registerSettings } from './settings.ts';
 import { registerUsers } from './users.ts';
 
-await main(
+// A CommonJS bundle has no top-level await; main() settles every error itself (exiting with its code).
+void main(
   buildProgram([registerServe, registerKeys, registerUsers, registerOrgs, registerSettings, registerAudit, registerCache, registerRuns]),
   process.argv,
 );

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * Summarises a V8 .cpuprofile (`node --cpu-prof`): self time aggregated by function + url:line, top N.
- * Locations in the bundle (dist/svc.mjs) are mapped back to src/ through dist/svc.mjs.map when it exists.
+ * Locations in a bundle (dist/serve.cjs, dist/svc.cjs) are mapped back to src/ through its .map file when it exists.
  *
  *   node test/bench/profile.mjs /tmp/svc-prof/CPU.<...>.cpuprofile [--top 15]
  */

@@ -1,6 +1,8 @@
 /**
- * `svc serve` runs from dist/serve.cjs with its code cache (bin/launch.mjs): the cache the build made is one V8 takes,
- * a cache of another bundle is never used, and the serve entry parses its command line as the full program does.
+ * `svc serve` runs from dist/serve.cjs, every other command from dist/svc.cjs, each with its code cache
+ * (bin/launch.mjs): the cache the build made is one V8 takes, a cache of another bundle is never used, one V8 declines
+ * (another Node, other flags) costs only the compile, and the serve entry parses its command line as the full program
+ * does.
  * Executed, bin/svc sets glibc's malloc thresholds for node, unless the environment chose its own, and on one CPU
  * runs V8's garbage collector on the main thread alone.
  */
@@ -37,6 +39,42 @@ test("the build's code cache of dist/serve.cjs is its own and accepted under svc
   assert.equal(result.stdout, 'false');
 });
 
+test("the commands' bundle, dist/svc.cjs, runs from the build's code cache as bin/svc starts it", async () => {
+  await ensureBundle();
+  // runCommonJsBundle returns once the bundle's top level ran; the command itself answers on a later tick.
+  const probe = `
+    import { runCommonJsBundle, setEngineFlags } from ${JSON.stringify(join(ROOT, 'bin', 'launch.mjs'))};
+    setEngineFlags();
+    process.argv = [process.argv[0], 'svc', '--version'];
+    const { script } = runCommonJsBundle(${JSON.stringify(join(ROOT, 'dist', 'svc.cjs'))});
+    process.stderr.write('cachedDataRejected=' + script.cachedDataRejected);
+  `;
+  const result = spawnSync(process.execPath, ['--input-type=module', '-e', probe], { encoding: 'utf8' });
+  assert.equal(result.stderr, 'cachedDataRejected=false');
+  assert.equal(result.stdout, `${JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version}\n`);
+  assert.equal(result.status, 0);
+});
+
+test('a code cache V8 declines (made under other engine flags, as by another Node) leaves the bundle compiled as usual', (t) => {
+  const dir = tempDir(t);
+  const bundle = join(dir, 'b.cjs');
+  writeFileSync(bundle, "process.stdout.write('ran');");
+  const run = (flags: string[]) => {
+    const script = `
+      const { runCommonJsBundle, writeCodeCache } = await import(${JSON.stringify(join(ROOT, 'bin', 'launch.mjs'))});
+      const compiled = runCommonJsBundle(${JSON.stringify(bundle)});
+      process.stderr.write(String(compiled.script.cachedDataRejected));
+      if (process.argv.includes('write')) writeCodeCache(${JSON.stringify(bundle)}, compiled);
+    `;
+    return spawnSync(process.execPath, [...flags, '--input-type=module', '-e', script, ...(flags.length === 0 ? ['write'] : [])], { encoding: 'utf8' });
+  };
+  assert.equal(run([]).stderr, 'undefined', 'no cache yet: one is made');
+  const taken = run([]);
+  assert.deepEqual([taken.stdout, taken.stderr], ['ran', 'false'], 'taken under the same flags');
+  const declined = run(['--no-lazy-feedback-allocation']);
+  assert.deepEqual([declined.stdout, declined.stderr, declined.status], ['ran', 'true', 0]);
+});
+
 test('a code cache is used only with the bundle it was made from', (t) => {
   const dir = tempDir(t);
   const bundle = join(dir, 'b.cjs');
@@ -59,10 +97,10 @@ test('a code cache is used only with the bundle it was made from', (t) => {
 test('the serve entry answers help and usage errors as the full program does', async () => {
   await ensureBundle();
   for (const args of [['serve'], ['serve', '--help'], ['serve', '--version'], ['serve', '--bogus'], ['serve', '--port', 'x'], ['serve', 'extra']]) {
-    // bin/svc routes `serve` to dist/serve.cjs; dist/svc.mjs is the full program.
+    // bin/svc routes `serve` to dist/serve.cjs; dist/svc.cjs is the full program.
     // An unusable SVC_PORT: should a command line get as far as starting, it stops at the configuration.
     const env = { SVC_PORT: 'not a port' };
-    const [viaServeEntry, viaFullProgram] = await Promise.all([runSvc(args, { env }), runSvc(args, { script: join(ROOT, 'dist', 'svc.mjs'), env })]);
+    const [viaServeEntry, viaFullProgram] = await Promise.all([runSvc(args, { env }), runSvc(args, { script: join(ROOT, 'dist', 'svc.cjs'), env })]);
     assert.deepEqual(viaServeEntry, viaFullProgram, args.join(' '));
   }
 });

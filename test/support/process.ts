@@ -12,7 +12,7 @@ export const SVC = join(ROOT, 'bin', 'svc');
 
 /** `npm test` builds first; a file run alone builds the bundles when one is missing. */
 export async function ensureBundle(): Promise<void> {
-  if (existsSync(join(ROOT, 'dist', 'svc.mjs')) && existsSync(join(ROOT, 'dist', 'serve.cjs'))) return;
+  if (existsSync(join(ROOT, 'dist', 'svc.cjs')) && existsSync(join(ROOT, 'dist', 'serve.cjs'))) return;
   await runSvc([], { script: join(ROOT, 'bin', 'build.mjs') });
 }
 
