@@ -8,6 +8,7 @@
 import { colorWantedOn } from './terminal-color.ts';
 
 export async function loadPrompts(): Promise<typeof import('@inquirer/prompts')> {
+  // For the whole process: safe, as neither the CLI nor src/ starts a child process that would inherit it.
   if (process.env.FORCE_COLOR === undefined) process.env.FORCE_COLOR = colorWantedOn(process.stderr, process.env) ? '1' : '0';
   return import('@inquirer/prompts');
 }
