@@ -170,6 +170,9 @@ function isMessagesEvent(event: MessagesStreamEvent): boolean {
   }
 }
 
+/** The event types the relay reads; any other passes through as it is (forward-compatible). */
+const KNOWN_EVENT_TYPES: ReadonlySet<string> = new Set(['message_start', 'content_block_start', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop', 'ping', 'error']);
+
 interface BlockState {
   block: MessagesContentBlock;
   text: string;
@@ -191,6 +194,8 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
   private estimatedOutputTokens: number | null = null;
   /** Set when the stream had what the assembled answer cannot keep as the client got it: not stored. */
   private lossy = false;
+  /** Events of types svc does not know that came before `message_start`: relayed ahead of it (`accept`). */
+  private early: MessagesStreamEvent[] | null = null;
 
   constructor(
     private readonly validated: ValidatedMessages,
@@ -205,6 +210,16 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
   accept(raw: unknown): MessagesStreamEvent[] {
     const event = raw as MessagesStreamEvent;
     if (!isMessagesEvent(event)) throw this.bad(`an upstream stream event is not a messages stream event (${String(event.type)})`);
+    if (!this.message) {
+      // Until message_start nothing has started (`awaitingStart`), so a failure after these is still answered with its
+      // own status: a ping, a keepalive for a connection whose headers have not left yet, is dropped (the SDKs skip
+      // pings wherever they come); an event of a type svc does not know is held and relayed ahead of message_start.
+      if (event.type === 'ping') return [];
+      if (!KNOWN_EVENT_TYPES.has(event.type)) {
+        (this.early ??= []).push(event);
+        return [];
+      }
+    }
     switch (event.type) {
       case 'message_start': {
         if (this.message) return []; // exactly one message_start reaches the client
@@ -215,7 +230,11 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
         message.usage = usage;
         this.inputTokens = usage.input_tokens;
         this.message = message;
-        return [{ ...event, message: { ...message, content: [] } }];
+        const start = { ...event, message: { ...message, content: [] } };
+        if (!this.early) return [start];
+        const out = [...this.early, start];
+        this.early = null;
+        return out;
       }
       case 'content_block_start': {
         this.requireStarted();
@@ -338,6 +357,11 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
     const usage = event.usage as Record<string, unknown> | null | undefined;
     if (usage) this.takeDeltaUsage(usage);
     return true;
+  }
+
+  /** Until `message_start` nothing has started: the events before it are dropped or held (`accept`). */
+  get awaitingStart(): boolean {
+    return this.message === null;
   }
 
   end(): MessagesStreamEvent[] {

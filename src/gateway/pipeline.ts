@@ -54,7 +54,8 @@ export interface StreamRelay<Res, Ev> {
   acceptTrailingUsage?(event: unknown): boolean;
   /**
    * True while the events accepted so far sent the client nothing and started no answer (the responses wire's
-   * `keepalive` before `response.created`): the stream is not committed yet (`acceptedStream`). Absent: every event
+   * `keepalive` before `response.created`, the messages wire's `ping` before `message_start`): the stream is not
+   * committed yet (`acceptedStream`), and what `accept` returns meanwhile is not sent. Absent: every event
    * starts it (a chat relay that holds a tool call's fragments has started all the same).
    */
   readonly awaitingStart?: boolean;
@@ -248,8 +249,8 @@ async function trailingUsage<Ev>(upstream: AcceptedStream<Ev>, take: (event: unk
  * event), or whose first event the relay refuses (the responses wire's `response.failed`, a first event out of the
  * wire's order), is a failure of its call like a buffered one's, answered with its own status or failed over to the
  * next provider, instead of a 200 carrying an error event. An event that starts nothing (the responses wire's
- * `keepalive` before `response.created`: `awaitingStart`) is no first event, so a failure after it is still the
- * call's. The upstream is released on any such failure.
+ * `keepalive` before `response.created`, the messages wire's `ping` before `message_start`: `awaitingStart`) is no
+ * first event, so a failure after it is still the call's. The upstream is released on any such failure.
  */
 async function acceptedStream<Ev>(upstream: UpstreamEvents<unknown>, relay: StreamRelay<unknown, Ev>, provider: Provider): Promise<AcceptedStream<Ev>> {
   const rest = upstream[Symbol.asyncIterator]();

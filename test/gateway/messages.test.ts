@@ -1019,3 +1019,53 @@ test("count_tokens: a base64 image counts its size (width x height / 750, past 1
   assert.equal((await count({ type: 'image', source: { type: 'base64', media_type: 'image/png', data: '%%%% not base64 %%%%' } })) - plain, 1600);
   assert.equal((await count(base64(imageHeader('png', 200, 100).subarray(0, 20)))) - plain, 1600, 'cut before its size');
 });
+
+test("live messages stream: a ping before message_start commits nothing: an error after it is answered with its status (529 overloaded_error), an end after it as an empty stream, and a message after it streams as usual", async (t) => {
+  const PING: [string, unknown] = ['ping', { type: 'ping' }];
+  const FUTURE: [string, unknown] = ['future_notice', { type: 'future_notice', note: 'kept' }];
+  const OVERLOADED: [string, unknown] = ['error', { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }];
+  let events: Array<[string, unknown]> = [];
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    writeEvents(res, events);
+    res.end();
+  });
+  const { client, app, address } = await liveGateway(t, upstream);
+  const request = () => ({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask(), stream: true as const });
+  const runOf = async (headers: Headers | undefined) => json(await app.inject({ url: `/api/v1/runs/${headers?.get('x-svc-run-id')}` })).run;
+
+  // A ping (or two), then overloaded_error: the SDK's OverloadedError, as when the error is the first event.
+  for (const before of [[PING], [PING, PING]]) {
+    events = [...before, OVERLOADED];
+    const error = await client.messages.create(request()).then(() => null, (thrown: unknown) => thrown);
+    assert.ok(error instanceof Anthropic.OverloadedError, String(error));
+    assert.equal(error.status, 529);
+    assert.deepEqual(error.error, { type: 'error', error: { type: 'overloaded_error', message: (error.error as { error: { message: string } }).error.message } });
+    const run = await runOf(error.headers);
+    assert.equal(run.status, 'failed');
+    assert.equal(run.error.kind, 'upstream_error');
+  }
+
+  // A ping and then the end is answered as a stream with no event at all.
+  const answers: Array<{ status: number; body: unknown; kind: string }> = [];
+  for (const sent of [[], [PING]]) {
+    events = sent;
+    const response = await fetch(`${address}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(request()) });
+    const body = (await response.json()) as { type: string; error: { type: string } };
+    answers.push({ status: response.status, body: body.error.type, kind: (await runOf(response.headers)).error.kind });
+  }
+  assert.equal(answers[0]!.status, 502);
+  assert.deepEqual(answers[1], answers[0]);
+
+  // A ping, an event type svc does not know, then a message: the SDK reads it whole; the unknown event is still relayed
+  // (ahead of message_start, as it came), the ping before the answer started is not.
+  events = [PING, FUTURE, ...messageEvents('after a ping')];
+  const streamed = client.messages.stream(request());
+  const final = await streamed.finalMessage();
+  assert.equal((final.content[0] as { text: string }).text, 'after a ping');
+  assert.equal(final.stop_reason, 'end_turn');
+  const run = await runOf((await streamed.withResponse()).response.headers);
+  assert.equal(run.status, 'completed');
+  const raw = await (await fetch(`${address}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(request()) })).text();
+  assert.match(raw, /^event: future_notice\ndata: \{"type":"future_notice","note":"kept"\}\n\nevent: message_start\n/);
+});
