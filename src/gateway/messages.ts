@@ -1,9 +1,10 @@
 /**
  * The messages wire as a pipeline adapter. The relay guarantees what clients of this wire rely on and peers got
  * wrong: exactly one `message_start` (with input tokens, filled from the local count when the upstream sent none),
- * text deltas relayed at once, each `tool_use` block held until its `content_block_stop` so the concatenated
- * `input_json_delta` pieces are checked (valid JSON matching the declared schema) before any of them is emitted,
- * and a stream that ends without `message_stop` treated as truncated.
+ * text deltas relayed at once, each `tool_use` block held until its `content_block_stop` (with the events of blocks
+ * started meanwhile, which follow it) so the concatenated `input_json_delta` pieces are checked (valid JSON matching
+ * the declared schema) before any of them is emitted, and a stream that ends without `message_stop` treated as
+ * truncated.
  */
 import type { CallSignal } from './call-signal.ts';
 import { newId } from '../core/ids.ts';
@@ -177,7 +178,8 @@ interface BlockState {
   block: MessagesContentBlock;
   text: string;
   json: string;
-  held: MessagesStreamEvent[] | null;
+  /** A `tool_use` block, whose input is checked at its `content_block_stop` before any of its events is sent. */
+  checked: boolean;
   stopped: boolean;
 }
 
@@ -196,6 +198,13 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
   private lossy = false;
   /** Events of types svc does not know that came before `message_start`: relayed ahead of it (`accept`). */
   private early: MessagesStreamEvent[] | null = null;
+  /**
+   * The events held since a checked `tool_use` block started, in the upstream's order: its own, and those of the
+   * blocks started after it (an upstream may open the next block before this one stops). The SDKs add a block per
+   * `content_block_start` in the order they come and find it by index, so a later block's start sent ahead of the held
+   * one would put each block's deltas on the other's (`release`).
+   */
+  private held: MessagesStreamEvent[] | null = null;
 
   constructor(
     private readonly validated: ValidatedMessages,
@@ -208,7 +217,35 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
   }
 
   accept(raw: unknown): MessagesStreamEvent[] {
+    const out = this.read(raw as MessagesStreamEvent);
+    if (this.held === null) return out;
+    for (const event of out) this.held.push(event);
     const event = raw as MessagesStreamEvent;
+    return event.type === 'content_block_stop' && this.blocks.get(event.index as number)?.checked === true ? this.release() : [];
+  }
+
+  /**
+   * The held events up to the start of the first checked block not stopped yet (all of them once every one has): a
+   * block that stopped checked is sent with what came after its start, in order.
+   */
+  private release(): MessagesStreamEvent[] {
+    const held = this.held!;
+    let cut = 0;
+    for (; cut < held.length; cut++) {
+      const event = held[cut]!;
+      if (event.type !== 'content_block_start') continue;
+      const state = this.blocks.get(event.index as number)!;
+      if (state.checked && !state.stopped) break;
+    }
+    if (cut === held.length) {
+      this.held = null;
+      return held;
+    }
+    return held.splice(0, cut);
+  }
+
+  /** What to send for an upstream event, as if no checked block were held (`accept` holds it then). */
+  private read(event: MessagesStreamEvent): MessagesStreamEvent[] {
     if (!isMessagesEvent(event)) throw this.bad(`an upstream stream event is not a messages stream event (${String(event.type)})`);
     if (!this.message) {
       // Until message_start nothing has started (`awaitingStart`), so a failure after these is still answered with its
@@ -248,8 +285,9 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
         // Text the start already carries comes before the deltas', as the SDKs join them (an upstream may send it
         // there rather than in a first delta).
         const started = block.type === 'text' ? block.text : block.type === 'thinking' ? block.thinking : '';
-        this.blocks.set(index, { block, text: typeof started === 'string' ? started : '', json: '', held: isTool ? [event] : null, stopped: false });
-        return isTool ? [] : [event];
+        this.blocks.set(index, { block, text: typeof started === 'string' ? started : '', json: '', checked: isTool, stopped: false });
+        if (isTool) this.held ??= [];
+        return [event];
       }
       case 'content_block_delta': {
         const state = this.blocks.get(event.index as number);
@@ -266,17 +304,13 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
           // Pushed, not copied into a new array per delta (quadratic in the block's citations).
           ((state.block as { citations?: unknown[] | null }).citations ??= []).push(delta.citation);
         }
-        if (state.held) {
-          state.held.push(event);
-          return [];
-        }
         return [event];
       }
       case 'content_block_stop': {
         const state = this.blocks.get(event.index as number);
         if (!state || state.stopped) throw this.bad(`content_block_stop for unknown block ${String(event.index)}`);
         state.stopped = true;
-        if (!state.held) {
+        if (!state.checked) {
           if (state.json.trim() !== '') this.keepServerInput(state);
           return [event];
         }
@@ -292,9 +326,7 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
         if (nestsDeeperThan(input, MAX_JSON_DEPTH)) throw new InvalidToolCallError(`the input of "${block.name}" nests more than ${MAX_JSON_DEPTH} levels deep`);
         block.input = input;
         checkToolUse(this.validated, block, event.index as number);
-        const out = [...state.held, event];
-        state.held = null;
-        return out;
+        return [event];
       }
       case 'message_delta': {
         this.requireStarted();
@@ -376,8 +408,9 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
   private startToolUseWithId(event: MessagesStreamEvent, block: MessagesContentBlock, index: number): MessagesStreamEvent[] {
     block.id = newId('toolu');
     const start = { ...event, content_block: { ...(event.content_block as MessagesContentBlock), id: block.id } };
-    this.blocks.set(index, { block, text: '', json: '', held: [start], stopped: false });
-    return [];
+    this.blocks.set(index, { block, text: '', json: '', checked: true, stopped: false });
+    this.held ??= [];
+    return [start];
   }
 
   /**

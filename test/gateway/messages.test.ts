@@ -1069,3 +1069,42 @@ test("live messages stream: a ping before message_start commits nothing: an erro
   const raw = await (await fetch(`${address}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(request()) })).text();
   assert.match(raw, /^event: future_notice\ndata: \{"type":"future_notice","note":"kept"\}\n\nevent: message_start\n/);
 });
+
+test("live messages stream: blocks that start while a tool_use block is held reach the SDK after it, in order: its final message is the upstream's, as the run's and a cache hit's are", async (t) => {
+  const start = (index: number, content_block: object): [string, unknown] => ['content_block_start', { type: 'content_block_start', index, content_block }];
+  const delta = (index: number, d: object): [string, unknown] => ['content_block_delta', { type: 'content_block_delta', index, delta: d }];
+  const stop = (index: number): [string, unknown] => ['content_block_stop', { type: 'content_block_stop', index }];
+  const partial = (index: number, partial_json: string) => delta(index, { type: 'input_json_delta', partial_json });
+  const text = (index: number, t: string) => delta(index, { type: 'text_delta', text: t });
+  const upstream = await startFakeUpstream(t, (_req, res) =>
+    streamMessage(res, [
+      start(0, { type: 'tool_use', id: 'toolu_rome', name: 'get_weather', input: {} }),
+      partial(0, '{"city":'),
+      start(1, { type: 'text', text: '' }),
+      text(1, 'side '),
+      start(2, { type: 'tool_use', id: 'toolu_oslo', name: 'get_weather', input: {} }),
+      partial(0, '"Rome"}'),
+      partial(2, '{"ci'),
+      stop(0),
+      text(1, 'text'),
+      partial(2, 'ty":"Oslo"}'),
+      stop(2),
+      stop(1),
+    ]),
+  );
+  const { client, app } = await liveGateway(t, upstream);
+  const request = { model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask(), tools: [WEATHER] };
+  const meant = [
+    { type: 'tool_use', id: 'toolu_rome', name: 'get_weather', input: { city: 'Rome' } },
+    { type: 'text', text: 'side text' },
+    { type: 'tool_use', id: 'toolu_oslo', name: 'get_weather', input: { city: 'Oslo' } },
+  ];
+  const stream = client.messages.stream(request);
+  const live = await stream.finalMessage();
+  assert.deepEqual(JSON.parse(JSON.stringify(live.content)), meant);
+  const run = json(await app.inject({ url: `/api/v1/runs/${(await stream.withResponse()).response.headers.get('x-svc-run-id')}` })).run;
+  assert.equal(run.status, 'completed');
+  assert.deepEqual((await client.messages.create(request)).content, meant);
+  assert.deepEqual(JSON.parse(JSON.stringify((await client.messages.stream(request).finalMessage()).content)), meant);
+  assert.equal(upstream.requests.length, 1, 'the repeats are cache hits');
+});
