@@ -14,9 +14,10 @@ import { surfaceOfUrl } from './error-shapes.ts';
 const MAX_CHARSET_SHOWN = 64;
 
 /**
- * The `charset` parameter of a JSON body's content type when it names another charset than UTF-8 (RFC 8259 8.1: JSON
- * exchanged between systems is UTF-8) or its subset US-ASCII; null when it names one of those or there is none. The
- * header alone is read, and only past a `;` (most clients send no parameter).
+ * A `charset` parameter of a JSON body's content type that names another charset than UTF-8 (RFC 8259 8.1: JSON
+ * exchanged between systems is UTF-8) or its subset US-ASCII; null when each names one of those or there is none.
+ * Every one is read: a header naming two (`charset=utf-8; charset=iso-8859-1`) is ambiguous, and reading the first
+ * alone served a Latin-1 body as UTF-8. The header alone is read, and only past a `;` (most clients send no parameter).
  */
 function foreignCharset(contentType: string | undefined): string | null {
   const parameters = contentType?.indexOf(';') ?? -1;
@@ -27,7 +28,7 @@ function foreignCharset(contentType: string | undefined): string | null {
     let value = parameter.slice(equals + 1).trim();
     if (value.length >= 2 && value.startsWith('"') && value.endsWith('"')) value = value.slice(1, -1);
     const name = value.toLowerCase();
-    return name === 'utf-8' || name === 'utf8' || name === 'us-ascii' ? null : value.slice(0, MAX_CHARSET_SHOWN);
+    if (name !== 'utf-8' && name !== 'utf8' && name !== 'us-ascii') return value.slice(0, MAX_CHARSET_SHOWN);
   }
   return null;
 }

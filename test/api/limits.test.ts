@@ -95,6 +95,19 @@ test('a JSON body declared in a charset other than UTF-8 (utf-16, iso-8859-1) is
   assert.equal(json(key).name ?? json(key).key?.name, 'café');
 });
 
+test('a JSON body whose content type names its charset twice is a 415 unless both name UTF-8: the first one alone was read, so charset=utf-8; charset=iso-8859-1 served a Latin-1 body as UTF-8', async (t) => {
+  const { app } = await build(t);
+  const latin1 = Buffer.from('{"name":"café"}', 'latin1');
+  for (const contentType of ['application/json; charset=utf-8; charset=iso-8859-1', 'application/json; charset="utf-8"; charset=utf-16']) {
+    const response = await app.inject({ method: 'POST', url: '/api/v1/keys', headers: { 'content-type': contentType }, payload: latin1 });
+    assert.equal(response.statusCode, 415, `${contentType}: ${response.body}`);
+    assert.equal(json(response).error.code, 'unsupported_media_type');
+  }
+  assert.equal(json(await app.inject({ url: '/api/v1/keys' })).pagination.total, 0, 'no key was created');
+  const twiceUtf8 = await app.inject({ method: 'POST', url: '/api/v1/keys', headers: { 'content-type': 'application/json; charset=utf-8; charset="UTF-8"' }, payload: '{"name":"café"}' });
+  assert.equal(twiceUtf8.statusCode, 201, twiceUtf8.body);
+});
+
 test('bodies nested more than 128 levels deep are 400s in each surface shape that create nothing', async (t) => {
   const { app } = await build(t);
   // `extra` nests `levels` arrays inside the body's object: the body is 1 + levels deep.
