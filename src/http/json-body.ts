@@ -1,9 +1,10 @@
 /**
- * JSON request bodies: UTF-8 only, fastify's own parser (secure-json-parse, refusing `__proto__` and
+ * JSON request bodies: UTF-8 only (declared so, and valid), fastify's own parser (secure-json-parse, refusing `__proto__` and
  * `constructor.prototype` keys), then the nesting bound of src/core/json-depth.ts (a body nested tens of thousands
  * deep was a 500: the stack overflowed in the canonical JSON of its cache key), and for the management API no NUL in
  * any string.
  */
+import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '../core/errors.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../core/json-depth.ts';
@@ -41,20 +42,27 @@ function foreignCharset(contentType: string | undefined): string | null {
 export function installJsonBodyParser(app: FastifyInstance): void {
   const parse = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser(['application/json', 'text/plain']);
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request: FastifyRequest, body: string | Buffer, done) => {
+  // parseAs 'buffer': fastify's 'string' decodes with replacement, so bytes that are not UTF-8 (a Latin-1 'café' sent
+  // without a charset) became U+FFFD and the request was served with other text than was sent. The bytes are checked
+  // (simdutf) and decoded once here, as fastify would have: with fastify's copy of the bytes, ~2 µs more per 10 KB body
+  // (~0.1 µs per 1 KB), against ~8 µs for JSON.parse alone.
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request: FastifyRequest, bytes: string | Buffer, done) => {
     // svc decodes no compression: a gzipped body would be answered as malformed JSON.
     const encoding = request.headers['content-encoding'];
     if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
       return done(new AppError('unsupported_media_type', { message: 'The request body must be JSON as sent: svc does not decode a Content-Encoding (gzip, br, ...).' }), undefined);
     }
-    // fastify decodes every body as UTF-8: one declared in another charset would be read as other text than was sent
+    // Every body is decoded as UTF-8: one declared in another charset would be read as other text than was sent
     // (a Latin-1 'é' became U+FFFD and the request was served), or as malformed JSON (UTF-16).
     const charset = foreignCharset(request.headers['content-type']);
     if (charset !== null) {
       return done(new AppError('unsupported_media_type', { message: `The request body must be JSON in UTF-8 (RFC 8259): svc does not read charset=${charset}.` }), undefined);
     }
-    // parseAs 'string': the body is a string.
-    parse(request, body as string, (error: Error | null, value?: unknown) => {
+    // parseAs 'buffer': the body is a Buffer.
+    if (!isUtf8(bytes as Buffer)) {
+      return done(new AppError('invalid_json', { message: 'The request body is not valid UTF-8 (RFC 8259: JSON is UTF-8).' }), undefined);
+    }
+    parse(request, (bytes as Buffer).toString('utf8'), (error: Error | null, value?: unknown) => {
       if (error) return done(error, undefined);
       if (nestsDeeperThan(value, MAX_JSON_DEPTH)) {
         return done(new AppError('invalid_json', { message: `The request body nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep.` }), undefined);

@@ -108,6 +108,29 @@ test('a JSON body whose content type names its charset twice is a 415 unless bot
   assert.equal(twiceUtf8.statusCode, 201, twiceUtf8.body);
 });
 
+test('a JSON body whose bytes are not UTF-8 is a 400 invalid_json in each surface shape that creates nothing, where each bad byte became U+FFFD and the request was served; a U+FFFD sent in UTF-8 is kept', async (t) => {
+  const { app } = await build(t);
+  const chat = (content: string) => JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content }] });
+  const routes: Array<[string, Buffer, (body: any) => void]> = [
+    ['/v1/chat/completions', Buffer.from(chat('un café'), 'latin1'), (body) => assert.equal(body.error.type, 'invalid_request_error')],
+    ['/v1/messages', Buffer.from(JSON.stringify({ model: 'claude-3-5-haiku-latest', max_tokens: 10, messages: [{ role: 'user', content: 'café' }] }), 'latin1'), (body) => assert.equal(body.type, 'error')],
+    // A UTF-16 surrogate encoded as three bytes (CESU-8) is no UTF-8 either.
+    ['/v1/embeddings', Buffer.concat([Buffer.from('{"model":"text-embedding-3-small","input":"a'), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from('"}')]), (body) => assert.equal(body.error.type, 'invalid_request_error')],
+    ['/api/v1/keys', Buffer.from('{"name":"café"}', 'latin1'), (body) => assert.equal(body.error.code, 'invalid_json')],
+  ];
+  for (const [url, payload, shaped] of routes) {
+    const response = await app.inject({ method: 'POST', url, headers: jsonHeaders, payload });
+    assert.equal(response.statusCode, 400, `${url}: ${response.body}`);
+    shaped(json(response));
+    assert.match(json(response).error.message, /UTF-8/, url);
+  }
+  assert.equal(json(await app.inject({ url: '/api/v1/runs' })).pagination.total, 0);
+  assert.equal(json(await app.inject({ url: '/api/v1/keys' })).pagination.total, 0);
+  const replacement = await app.inject({ method: 'POST', url: '/api/v1/keys', headers: jsonHeaders, payload: Buffer.from('{"name":"caf\uFFFD"}', 'utf8') });
+  assert.equal(replacement.statusCode, 201, replacement.body);
+  assert.equal(json(replacement).key.name, 'caf\uFFFD');
+});
+
 test('bodies nested more than 128 levels deep are 400s in each surface shape that create nothing', async (t) => {
   const { app } = await build(t);
   // `extra` nests `levels` arrays inside the body's object: the body is 1 + levels deep.
