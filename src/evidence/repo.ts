@@ -118,6 +118,8 @@ export interface RunsRepository {
   feedback(runId: string): Promise<FeedbackRecord[]>;
   /** Wait for every pending ledger write (read-your-writes for API calls naming a run). */
   settle(): Promise<void>;
+  /** `settle()`, and the pending ledger writes flushed to the disk: before answering a management write made through the ledger. */
+  settleOnDisk(): Promise<void>;
   get(tenantId: string, id: string): Promise<RunRecord | null>;
   list(filter: RunFilter, page: { limit: number; offset: number }): Promise<RunListResult>;
   /** Newest `limit` events with seq < before (or the newest overall), returned in append order. */
@@ -892,6 +894,7 @@ export function createRunsRepository(store: Store): RunsRepository {
       }),
 
     settle: () => store.flush(),
+    settleOnDisk: () => store.flushToDisk(),
 
     get: (tenantId, id) =>
       store.read((sql) => {

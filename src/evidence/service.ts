@@ -526,7 +526,8 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
         costUsd: 0,
         priced: false,
       });
-      await repo.settle();
+      // An ingestion is a management write: its 201 follows the run's commit and the log's flush, not just the commit.
+      await repo.settleOnDisk();
       return { runId: run.id };
     },
 

@@ -137,6 +137,12 @@ export interface Store {
   committed(): Promise<void>;
   /** Wait until every queued write, deferred ones included, is committed. */
   flush(): Promise<void>;
+  /**
+   * `flush()`, then the log's flush that puts those commits on the disk: for an answer that acknowledges deferred
+   * writes as an awaited write's answer does (an SDK ingestion through the ledger). `flush()` alone returns after the
+   * `COMMIT`, while a commit of deferred writes only is flushed up to `LOG_FLUSH_BATCH_MS` later.
+   */
+  flushToDisk(): Promise<void>;
   /** Flush, then close the file. */
   close(): Promise<void>;
   readonly schemaVersion: number;
@@ -634,6 +640,12 @@ class GroupCommitStore implements Store {
       this.scheduleDrain();
       await this.draining;
     }
+  }
+
+  async flushToDisk(): Promise<void> {
+    await this.flush();
+    // A new flush, not the one pending or running: that one may have started before the last commit was written.
+    await this.flushLog();
   }
 
   async close(): Promise<void> {

@@ -19,6 +19,7 @@ export function countingStore(store: Store) {
     commitIfOverdue: () => store.commitIfOverdue(),
     committed: () => store.committed(),
     flush: () => store.flush(),
+    flushToDisk: () => store.flushToDisk(),
     close: () => store.close(),
     get schemaVersion() {
       return store.schemaVersion;
