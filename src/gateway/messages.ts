@@ -3,8 +3,8 @@
  * wrong: exactly one `message_start` (with input tokens, filled from the local count when the upstream sent none),
  * text deltas relayed at once, each `tool_use` block held until its `content_block_stop` (with the events of blocks
  * started meanwhile, which follow it) so the concatenated `input_json_delta` pieces are checked (valid JSON matching
- * the declared schema) before any of them is emitted, and a stream that ends without `message_stop` treated as
- * truncated.
+ * the declared schema) before any of them is emitted (or, cut off by `max_tokens`, relayed as streamed when the
+ * `message_delta` says so), and a stream that ends without `message_stop` treated as truncated.
  */
 import type { CallSignal } from './call-signal.ts';
 import { newId } from '../core/ids.ts';
@@ -134,6 +134,16 @@ function checkToolUse(validated: ValidatedMessages, block: { id: string; name: s
   if (problem) throw new InvalidToolCallError(problem.message);
 }
 
+/**
+ * A `tool_use` block `max_tokens` cut off mid-input (its input is as far as it came, not a call to check or to run, as
+ * the upstream's own API relays it) must still name a declared tool.
+ */
+function checkCutToolUse(validated: ValidatedMessages, name: string): void {
+  if (!(validated.request.tools ?? []).some((tool) => tool.name === name)) throw new InvalidToolCallError(`the model called "${name}", which is not a declared tool`);
+}
+
+const notJson = (name: string) => new InvalidToolCallError(`the input of "${name}" is not valid JSON`);
+
 /** The usage totals besides the token counts that a `message_delta` repeats for the whole message. */
 const DELTA_USAGE_TOTALS = ['cache_creation_input_tokens', 'cache_read_input_tokens', 'server_tool_use', 'output_tokens_details'] as const;
 
@@ -181,6 +191,11 @@ interface BlockState {
   /** A `tool_use` block, whose input is checked at its `content_block_stop` before any of its events is sent. */
   checked: boolean;
   stopped: boolean;
+  /**
+   * A checked block whose input stopped short of JSON: held, stopped, until the `message_delta` says whether
+   * `max_tokens` cut it off (relayed as streamed) or the message ended another way (refused).
+   */
+  cut: boolean;
 }
 
 class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent> {
@@ -205,6 +220,8 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
    * one would put each block's deltas on the other's (`release`).
    */
   private held: MessagesStreamEvent[] | null = null;
+  /** The block held as `cut` (BlockState), whose fate the `message_delta` decides. */
+  private cut: BlockState | null = null;
 
   constructor(
     private readonly validated: ValidatedMessages,
@@ -221,6 +238,8 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
     if (this.held === null) return out;
     for (const event of out) this.held.push(event);
     const event = raw as MessagesStreamEvent;
+    // A checked block's stop may free it, and a message_delta a block held as cut (`read`).
+    if (event.type === 'message_delta') return this.release();
     return event.type === 'content_block_stop' && this.blocks.get(event.index as number)?.checked === true ? this.release() : [];
   }
 
@@ -235,7 +254,7 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
       const event = held[cut]!;
       if (event.type !== 'content_block_start') continue;
       const state = this.blocks.get(event.index as number)!;
-      if (state.checked && !state.stopped) break;
+      if (state.checked && (!state.stopped || state.cut)) break;
     }
     if (cut === held.length) {
       this.held = null;
@@ -275,6 +294,8 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
       }
       case 'content_block_start': {
         this.requireStarted();
+        // max_tokens cuts only the last block: an input that stopped short of JSON with a block after it is broken.
+        if (this.cut) throw notJson(String((this.cut.block as { name?: unknown }).name));
         const index = event.index as number;
         // The SDKs add a block per start and find it by its index: a second start for an index, or an index out of
         // order, would give the client other blocks than the assembled answer has.
@@ -285,7 +306,7 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
         // Text the start already carries comes before the deltas', as the SDKs join them (an upstream may send it
         // there rather than in a first delta).
         const started = block.type === 'text' ? block.text : block.type === 'thinking' ? block.thinking : '';
-        this.blocks.set(index, { block, text: typeof started === 'string' ? started : '', json: '', checked: isTool, stopped: false });
+        this.blocks.set(index, { block, text: typeof started === 'string' ? started : '', json: '', checked: isTool, stopped: false, cut: false });
         if (isTool) this.held ??= [];
         return [event];
       }
@@ -319,7 +340,11 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
         try {
           input = state.json.trim() === '' ? (block.input ?? {}) : JSON.parse(state.json);
         } catch {
-          throw new InvalidToolCallError(`the input of "${block.name}" is not valid JSON`);
+          // Perhaps cut off by max_tokens, which only the message_delta says: held until it does.
+          checkCutToolUse(this.validated, block.name);
+          state.cut = true;
+          this.cut = state;
+          return [event];
         }
         // The JSON inside a string escaped the depth bound of the events that carried it, and the answer is hashed,
         // validated and stored by walks that recurse (a stack overflow, misread as a network failure).
@@ -340,6 +365,7 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
         if (delta.container !== undefined && delta.container !== null) message.container = delta.container;
         const usage = event.usage as Record<string, unknown> | null | undefined;
         if (usage) this.takeDeltaUsage(usage);
+        if (this.cut) this.settleCut();
         const keepsOutput = isTokenCount(usage?.output_tokens);
         // The SDKs take a delta's input tokens over message_start's whenever it has some: one that is no count (a 0
         // an upstream sends for none) goes out as the count the client was given, which the run records.
@@ -355,6 +381,7 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
       }
       case 'message_stop':
         this.requireStarted();
+        if (this.cut) throw notJson(String((this.cut.block as { name?: unknown }).name)); // ended without a message_delta
         if ([...this.blocks.values()].some((state) => !state.stopped)) throw this.bad('message_stop before every content block stopped');
         this.stopped = true;
         return [event];
@@ -391,6 +418,21 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
     return true;
   }
 
+  /**
+   * The `message_delta` after a block held as cut: cut off by `max_tokens`, it is relayed (`release`) as streamed, and
+   * the assembled answer keeps its input as the text the client got, which the cache could not replay as such (an
+   * input is replayed from its JSON): not stored. Stopped for any other reason, its input is broken.
+   */
+  private settleCut(): void {
+    const state = this.cut!;
+    const block = state.block as { name?: unknown; input?: unknown };
+    if (this.message!.stop_reason !== 'max_tokens') throw notJson(String(block.name));
+    block.input = state.json;
+    state.cut = false;
+    this.cut = null;
+    this.lossy = true;
+  }
+
   /** Until `message_start` nothing has started: the events before it are dropped or held (`accept`). */
   get awaitingStart(): boolean {
     return this.message === null;
@@ -408,7 +450,7 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
   private startToolUseWithId(event: MessagesStreamEvent, block: MessagesContentBlock, index: number): MessagesStreamEvent[] {
     block.id = newId('toolu');
     const start = { ...event, content_block: { ...(event.content_block as MessagesContentBlock), id: block.id } };
-    this.blocks.set(index, { block, text: '', json: '', checked: true, stopped: false });
+    this.blocks.set(index, { block, text: '', json: '', checked: true, stopped: false, cut: false });
     this.held ??= [];
     return [start];
   }
@@ -493,7 +535,11 @@ export function messagesAdapter(validated: ValidatedMessages, headers: { version
       try {
         for (const [index, block] of message.content.entries()) {
           if (block.type !== 'tool_use') continue;
-          checkToolUse(validated, block as { id: string; name: string; input: unknown }, index);
+          // The last block of an answer max_tokens stopped may be a call cut off mid-input, whose input is what the
+          // upstream made of what came (a required field missing, a string short): checked for its tool only, as a
+          // streamed one cut off is.
+          if (message.stop_reason === 'max_tokens' && index === message.content.length - 1) checkCutToolUse(validated, String(block.name));
+          else checkToolUse(validated, block as { id: string; name: string; input: unknown }, index);
           // A call the client cannot answer by id (the SDKs' tool_result needs one): given one of svc's, as streamed ones are.
           if (!block.id) block.id = newId('toolu');
         }

@@ -1108,3 +1108,106 @@ test("live messages stream: blocks that start while a tool_use block is held rea
   assert.deepEqual(JSON.parse(JSON.stringify((await client.messages.stream(request).finalMessage()).content)), meant);
   assert.equal(upstream.requests.length, 1, 'the repeats are cache hits');
 });
+
+test('live messages stream: a tool_use block cut off mid-input by max_tokens is relayed as streamed and the run completes; a cut input is refused when the message ends another way, a block follows it or its tool is not declared', async (t) => {
+  type Ending = { stopReason: string; name?: string; json?: string; after?: Array<[string, unknown]> };
+  let ending: Ending = { stopReason: 'max_tokens' };
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    const [start, , , , , , stop] = messageEvents('unused');
+    writeEvents(res, [
+      start!,
+      ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 'toolu_cut', name: ending.name ?? 'get_weather', input: {} } }],
+      ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '{"city":' } }],
+      ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: ending.json ?? '"Li' } }],
+      ['content_block_stop', { type: 'content_block_stop', index: 0 }],
+      ...(ending.after ?? []),
+      ['message_delta', { type: 'message_delta', delta: { stop_reason: ending.stopReason, stop_sequence: null }, usage: { output_tokens: 16 } }],
+      stop!,
+    ]);
+    res.end();
+  });
+  const { client, app } = await liveGateway(t, upstream);
+  const request = () => ({ model: 'claude-sonnet-4-5', max_tokens: 16, messages: ask(), tools: [WEATHER] });
+  const streamed = async (params = request()) => {
+    const stream = client.messages.stream(params);
+    let pieces = '';
+    stream.on('inputJson', (piece) => (pieces += piece));
+    const events: string[] = [];
+    stream.on('streamEvent', (event) => events.push(event.type));
+    const { response } = await stream.withResponse();
+    const message = await stream.finalMessage().catch((error: unknown) => error as Error);
+    const run = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` })).run;
+    return { message, json: pieces, events, run, route: response.headers.get('x-svc-route') };
+  };
+
+  // Cut off by max_tokens: the input as far as it came, the message stopped as the upstream said, the run completed.
+  const cut = await streamed();
+  assert.ok(!(cut.message instanceof Error), String(cut.message));
+  assert.equal(cut.message.stop_reason, 'max_tokens');
+  assert.deepEqual(
+    cut.message.content.map((block) => [block.type, (block as { id?: string }).id, (block as { name?: string }).name]),
+    [['tool_use', 'toolu_cut', 'get_weather']],
+  );
+  assert.equal(cut.json, '{"city":"Li');
+  assert.deepEqual(cut.events, ['message_start', 'content_block_start', 'content_block_delta', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop']);
+  assert.equal(cut.run.status, 'completed');
+  assert.deepEqual(cut.run.usage, { promptTokens: 12, completionTokens: 16, totalTokens: 28 });
+  // Its input is not one a hit could replay as streamed: the answer is not stored, and the same request goes live.
+  const params = request();
+  assert.equal((await streamed(params)).route, 'live');
+  assert.equal((await streamed(params)).route, 'live');
+
+  // Complete input then max_tokens: checked as ever, and answered.
+  ending = { stopReason: 'max_tokens', json: '"Lisbon"}' };
+  const whole = await streamed();
+  assert.ok(!(whole.message instanceof Error), String(whole.message));
+  assert.deepEqual(whole.message.content[0], { type: 'tool_use', id: 'toolu_cut', name: 'get_weather', input: { city: 'Lisbon' } });
+  assert.equal(whole.run.status, 'completed');
+
+  // Refused: cut input in a message that stopped for tool_use, a cut input followed by another block, an undeclared tool.
+  const refused: Array<[string, Ending, RegExp]> = [
+    ['stop_reason tool_use', { stopReason: 'tool_use' }, /not valid JSON/],
+    ['a block after it', { stopReason: 'max_tokens', after: [['content_block_start', { type: 'content_block_start', index: 1, content_block: { type: 'text', text: '' } }], ['content_block_stop', { type: 'content_block_stop', index: 1 }]] }, /not valid JSON/],
+    ['undeclared tool', { stopReason: 'max_tokens', name: 'get_time' }, /not a declared tool/],
+    ['complete input off its schema', { stopReason: 'tool_use', json: '7}' }, /do not match its schema/],
+  ];
+  for (const [label, current, message] of refused) {
+    ending = current;
+    const answer = await streamed();
+    assert.ok(answer.message instanceof Error, label);
+    assert.match(answer.message.message, message, label);
+    assert.ok(!answer.events.includes('content_block_start'), `${label}: the refused block is never sent`);
+    assert.equal(answer.run.status, 'failed', label);
+    assert.equal(answer.run.error.kind, 'invalid_tool_call', label);
+  }
+});
+
+test('live messages buffered: a max_tokens answer whose last block is a tool_use is checked for its tool only (the upstream parsed what came of a cut input); elsewhere, or with another stop_reason, its input is checked against its schema', async (t) => {
+  let answer: { stopReason: string; content: object[] } = { stopReason: 'max_tokens', content: [] };
+  const upstream = await startFakeUpstream(t, (_req, res) =>
+    sendJson(res, 200, { id: 'msg_up', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: answer.content, stop_reason: answer.stopReason, stop_sequence: null, usage: { input_tokens: 12, output_tokens: 16 } }),
+  );
+  const { client } = await liveGateway(t, upstream);
+  const request = () => ({ model: 'claude-sonnet-4-5', max_tokens: 16, messages: ask(), tools: [WEATHER] });
+  const tool = (name: string, input: object) => ({ type: 'tool_use', id: `toolu_${name}`, name, input });
+  const text = { type: 'text', text: 'Looking it up.' };
+
+  answer = { stopReason: 'max_tokens', content: [text, tool('get_weather', {})] };
+  const params = request();
+  const cut = await client.messages.create(params);
+  assert.equal(cut.stop_reason, 'max_tokens');
+  assert.deepEqual(cut.content, answer.content);
+  assert.deepEqual((await client.messages.create(params)).content, answer.content, 'a max_tokens answer is stored, and a hit answers it');
+  assert.equal(upstream.requests.length, 1);
+
+  const refused: Array<[string, typeof answer]> = [
+    ['undeclared tool', { stopReason: 'max_tokens', content: [tool('get_time', {})] }],
+    ['not the last block', { stopReason: 'max_tokens', content: [tool('get_weather', {}), text] }],
+    ['stop_reason tool_use', { stopReason: 'tool_use', content: [tool('get_weather', {})] }],
+  ];
+  for (const [label, current] of refused) {
+    answer = current;
+    await assert.rejects(client.messages.create(request()), (error: unknown) => error instanceof Anthropic.APIError && error.status === 502, label);
+  }
+});
