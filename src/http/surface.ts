@@ -191,7 +191,7 @@ export async function registerSurface(app: FastifyInstance, options: SurfaceOpti
     },
     errorResponseBuilder: (_request, context) =>
       new AppError('rate_limited', {
-        message: `Rate limit exceeded: at most ${context.max} requests per minute. Retry after ${context.after}.`,
+        message: `Rate limit exceeded: at most ${context.max} ${context.max === 1 ? 'request' : 'requests'} per minute. Retry after ${context.after}.`,
         headers: { 'retry-after': String(Math.max(1, Math.ceil(context.ttl / 1000))) },
       }),
   });

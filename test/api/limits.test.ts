@@ -254,6 +254,14 @@ test('rate limits: 429 with retry-after in the management, chat and messages sha
   assert.equal(json(messages).error.type, 'rate_limit_error');
 });
 
+test('a rate limit of one request per minute is worded in the singular in the 429 message', async (t) => {
+  const { app } = await build(t, { env: { SVC_RATE_LIMIT_API_PER_MINUTE: '1' } });
+  await app.inject({ url: '/api/v1/keys' });
+  const limited = await app.inject({ url: '/api/v1/keys' });
+  assert.equal(limited.statusCode, 429);
+  assert.match(json(limited).error.message, /^Rate limit exceeded: at most 1 request per minute\. Retry after /);
+});
+
 test('unknown routes are JSON 404s in each surface shape', async (t) => {
   const { app } = await build(t);
   const management = await app.inject({ url: '/api/v1/nope' });
