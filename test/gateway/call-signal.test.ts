@@ -29,10 +29,13 @@ test('listeners fire once, with the first reason; a removed listener does not fi
 test("undici's request is aborted by it in flight, with its reason, and the upstream sees the connection close", async (t) => {
   let closed!: () => void;
   const upstreamClosed = new Promise<void>((resolve) => (closed = resolve));
+  let answering!: () => void;
+  const upstreamAnswering = new Promise<void>((resolve) => (answering = resolve));
   const server = createServer((_req, res) => {
     res.on('close', () => closed());
     res.writeHead(200, { 'content-type': 'application/json' });
     res.write('{"partial":'); // and never ends
+    answering();
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
@@ -42,7 +45,10 @@ test("undici's request is aborted by it in flight, with its reason, and the upst
   const signal = new GatewaySignal();
   const reason = new Error('client disconnected');
   const pending = request(url, { method: 'POST', body: '{}', signal: undiciSignal(signal) }).then((response) => response.body.text());
-  setTimeout(() => signal.abort(reason), 50);
+  // Aborted once the upstream is answering: a timer could fire before the request reached it (a loaded machine), and
+  // an upstream that never saw the request never sees its connection close.
+  await upstreamAnswering;
+  signal.abort(reason);
   await assert.rejects(pending, (error) => error === reason);
   await upstreamClosed;
 
