@@ -32,6 +32,12 @@ export interface RunningServer {
   address: string;
   socketPath: string | null;
   close(): Promise<void>;
+  /**
+   * For an exit without the clean stop (see `closeOnSignals`): commit the writes the store holds, the ledger's of runs
+   * already answered included, and flush them to the disk. Resolves true once they are there, false if that failed
+   * or took longer than `deadlineMs`.
+   */
+  commitQueued(deadlineMs: number): Promise<boolean>;
 }
 
 export async function startServer(config: Config): Promise<RunningServer> {
@@ -136,6 +142,16 @@ export async function startServer(config: Config): Promise<RunningServer> {
         })();
         return closing;
       },
+      commitQueued(deadlineMs) {
+        if (!store.isOpen) return Promise.resolve(true);
+        let timer: NodeJS.Timeout | undefined;
+        const gaveUp = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), deadlineMs)));
+        const committed = store.flushToDisk().then(
+          () => true,
+          () => false,
+        );
+        return Promise.race([committed, gaveUp]).finally(() => clearTimeout(timer));
+      },
     };
     return running;
   } catch (error) {
@@ -150,20 +166,41 @@ export async function startServer(config: Config): Promise<RunningServer> {
   }
 }
 
-/** Install SIGINT/SIGTERM handlers that close the server gracefully, bounded by the shutdown timeout. */
+/**
+ * How long an exit without the clean stop (the shutdown timed out, a second signal) may wait for the store to commit
+ * and flush what it holds: the runs answered in the ledger's last window (<= 20 ms) are otherwise lost though the
+ * process could still write them. A healthy disk takes milliseconds; the bound is for one that hangs.
+ */
+export const FORCED_EXIT_COMMIT_MS = 5_000;
+
+/**
+ * Install SIGINT/SIGTERM handlers that close the server gracefully, bounded by the shutdown timeout. Past it, or on a
+ * second signal, the process exits 1 once the store's queued writes are committed (at most `FORCED_EXIT_COMMIT_MS`);
+ * a signal while they are being committed exits at once.
+ */
 export function closeOnSignals(server: RunningServer, timeoutMs: number, log: (line: string) => void): void {
   let signalled = false;
+  let exiting = false;
+  const exitWithoutCleanStop = (why: string) => {
+    if (exiting) {
+      log(`${why} while committing, exiting now`);
+      process.exit(1);
+    }
+    exiting = true;
+    log(`${why}, committing the queued writes and exiting`);
+    void server.commitQueued(FORCED_EXIT_COMMIT_MS).then((committed) => {
+      if (!committed) log(`svc: the queued writes were not committed within ${FORCED_EXIT_COMMIT_MS} ms, exiting without them`);
+      process.exit(1);
+    });
+  };
   const onSignal = (signal: NodeJS.Signals) => {
     if (signalled) {
-      log(`svc: second ${signal}, exiting now`);
-      process.exit(1);
+      exitWithoutCleanStop(`svc: second ${signal}`);
+      return;
     }
     signalled = true;
     log(`svc: ${signal} received, finishing in-flight requests`);
-    const timer = setTimeout(() => {
-      log('svc: shutdown timed out, exiting');
-      process.exit(1);
-    }, timeoutMs);
+    const timer = setTimeout(() => exitWithoutCleanStop('svc: shutdown timed out'), timeoutMs);
     timer.unref();
     server.close().then(
       () => {

@@ -3,8 +3,10 @@
  * flight: each in-flight answer (buffered or streamed) is finished, its connection closed after it, its run recorded,
  * and the process exits 0 at once instead of waiting out SVC_SHUTDOWN_TIMEOUT_MS. Pipelined answers are all sent, an
  * answer still being written to a slow client is not cut short, and a request that arrives on an open connection
- * meanwhile gets svc's own 503 in its surface's shape. The upstream is a fake the test holds, so "in flight at SIGTERM"
- * is a fact, not a timing guess; raw sockets where the test needs HTTP/1.1 as written (pipelining, a paused reader).
+ * meanwhile gets svc's own 503 in its surface's shape. A shutdown that cannot finish (a stream stuck in flight) and
+ * exits 1 at its timeout or on a second signal still commits the runs it had answered. The upstream is a fake the test
+ * holds, so "in flight at SIGTERM" is a fact, not a timing guess; raw sockets where the test needs HTTP/1.1 as written
+ * (pipelining, a paused reader).
  */
 import assert from 'node:assert/strict';
 import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
@@ -362,4 +364,82 @@ test('a connection holding part of a request when SIGTERM comes is cut once the 
   const sentAt = await terminate(server);
   await closed;
   await assertCleanExit(server, sentAt);
+});
+
+/**
+ * An upstream that holds every stream open after its first delta for good (a shutdown cannot finish gracefully while
+ * one is in flight), answers buffered requests at once, but for the one asking `HELD`: once the gate `held` opens.
+ */
+const HELD = 'answered last';
+function stuckStreamAndHeldAnswer(upstream: FakeUpstream, held: Gate): void {
+  upstream.handle(async (request, res) => {
+    if (request.body.stream === true) {
+      startSse(res);
+      res.write(`data: ${JSON.stringify(contentChunk('never finished'))}\n\n`);
+      return;
+    }
+    if (lastUserText(request.body) === HELD) await held.pass();
+    sendJson(res, 200, completion(`finished: ${lastUserText(request.body)}`));
+  });
+}
+
+/**
+ * svc with a stream stuck in flight and a buffered request held at the upstream, whose answer, once the gate opens,
+ * goes out before the commit of its run's finish (the ledger's window, DESIGN.md section 3), that commit as far after
+ * it as a steady process puts it: past a fresh process's first seconds (whose answers wait for their run's commit,
+ * ANSWERS_WAIT_FRESH_MS) and first windows (shortened by a margin and an assumed overrun; FRESH_COMMITS,
+ * RECENT_COMMITS in src/store/store.ts).
+ */
+async function answeredJustBeforeExit(t: TestContext, env: Record<string, string>) {
+  const setup = await serveWithUpstream(t, env);
+  const { upstream, server } = setup;
+  const held = gate();
+  stuckStreamAndHeldAnswer(upstream, held);
+  const agent = new Agent({ keepAlive: true });
+  t.after(() => agent.destroy());
+  let streamStarted!: () => void;
+  const firstDelta = new Promise<void>((resolve) => (streamStarted = resolve));
+  void chat({ address: server.address }, agent, { model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'stuck' }] }, (text) => {
+    if (text.includes('never finished')) streamStarted();
+  }).catch(() => {});
+  await firstDelta;
+  await new Promise((resolve) => setTimeout(resolve, 5_300));
+  // One after the other, each run's start and finish a window of its own: the store measures FRESH_COMMITS windows.
+  for (let i = 0; i < 500; i++) {
+    const { response } = await chat({ address: server.address }, agent, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `warming ${i}` }] });
+    assert.equal(response.statusCode, 200);
+  }
+  const asked = chat({ address: server.address }, agent, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: HELD }] });
+  await held.reached;
+  // Long past the window holding the run's start: only its finish is left for the window the answer opens.
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  return { ...setup, held, asked };
+}
+
+test('a shutdown that times out commits the runs answered just before it (their ledger window still open), then exits 1', async (t) => {
+  const { dataDir, server, held, asked } = await answeredJustBeforeExit(t, { SVC_SHUTDOWN_TIMEOUT_MS: '0' });
+  held.open();
+  const { response } = await asked;
+  assert.equal(response.statusCode, 200);
+  // At once: the stuck stream keeps the graceful close from finishing, the timeout (0) passes in the next turn.
+  server.child.kill('SIGTERM');
+  assert.equal(await server.exited, 1, server.output());
+  assert.match(server.output(), /shutdown timed out/);
+
+  const restarted = await startServe(t, dataDir);
+  assert.equal(await runStatus(restarted, response.headers['x-svc-run-id'] as string), 'completed', 'the answered run is recorded');
+});
+
+test('a second signal commits the runs answered just before it (their ledger window still open), then exits 1', async (t) => {
+  const { dataDir, server, held, asked } = await answeredJustBeforeExit(t, {});
+  await terminate(server);
+  held.open();
+  const { response } = await asked;
+  assert.equal(response.statusCode, 200);
+  server.child.kill('SIGTERM');
+  assert.equal(await server.exited, 1, server.output());
+  assert.match(server.output(), /second SIGTERM/);
+
+  const restarted = await startServe(t, dataDir);
+  assert.equal(await runStatus(restarted, response.headers['x-svc-run-id'] as string), 'completed', 'the answered run is recorded');
 });
