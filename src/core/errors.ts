@@ -62,6 +62,7 @@ export const ERROR_CATALOGUE = {
   busy: { status: 503, message: 'svc holds as many request bodies in progress as SVC_GATEWAY_INFLIGHT_BODY_BYTES allows; retry shortly.' },
   shutting_down: { status: 503, message: 'The server is shutting down; retry the request on another instance or once it is back.' },
   email_delivery_failed: { status: 503, message: 'The e-mail could not be delivered; try again shortly.' },
+  write_failed: { status: 503, message: 'svc could not write the record to its data file; try again shortly.' },
 } as const satisfies Record<string, CatalogueEntry>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;

@@ -526,8 +526,7 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
         costUsd: 0,
         priced: false,
       });
-      // An ingestion is a management write: its 201 follows the run's commit and the log's flush, not just the commit.
-      await repo.settleOnDisk();
+      await onDisk(auth, run.id);
       return { runId: run.id };
     },
 
@@ -588,6 +587,24 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
       routeDecision: { route: run.route, status: run.status, reason: run.routeExplanation?.reason ?? null },
       responseHash: replay.responseHash,
     };
+  }
+
+  /**
+   * An ingestion is a management write: its 201 follows the run's commit and the log's flush, not just the commit.
+   * The ledger drops a write that fails (a gateway run's answer went out before it) and its commit reports nothing,
+   * so the run is read back: it is there, complete and with its whole chain, or the ingestion is a retryable 503.
+   */
+  async function onDisk(auth: AuthContext, runId: string): Promise<void> {
+    let verdict: ChainVerdict | null = null;
+    try {
+      await repo.settleOnDisk();
+      const stored = await repo.get(auth.tenantId, runId);
+      if (stored?.status === 'completed') verdict = (await verifiedTrace(stored, false)).verdict;
+    } catch (error) {
+      // A flush that failed: committed, but not known to be on the disk.
+      throw new AppError('write_failed', { headers: { 'retry-after': '1' }, cause: error });
+    }
+    if (!verdict?.ok) throw new AppError('write_failed', { headers: { 'retry-after': '1' }, message: `the ingested run ${runId} was not written` });
   }
 
   /** Verify a run's chain and outcome. */

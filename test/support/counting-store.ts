@@ -74,14 +74,22 @@ export function deletesPerWrite(store: Store, table: string) {
 }
 
 /**
- * The store as it is, but for `read` and `write`, which `overrides` may replace (each given the store itself, to call
- * through): tests watch or hold a repository's reads and writes this way.
+ * The store as it is, but for `read`, `write` and `writeDeferredSteps`, which `overrides` may replace (each given the
+ * store itself, to call through): tests watch, hold or fail a repository's reads and writes this way.
  */
-export function overriding(store: Store, overrides: { read?: (inner: Store) => Store['read']; write?: (inner: Store) => Store['write'] }): Store {
+export function overriding(
+  store: Store,
+  overrides: {
+    read?: (inner: Store) => Store['read'];
+    write?: (inner: Store) => Store['write'];
+    writeDeferredSteps?: (inner: Store) => Store['writeDeferredSteps'];
+  },
+): Store {
   return new Proxy(store, {
     get(target, prop) {
       if (prop === 'read' && overrides.read) return overrides.read(target);
       if (prop === 'write' && overrides.write) return overrides.write(target);
+      if (prop === 'writeDeferredSteps' && overrides.writeDeferredSteps) return overrides.writeDeferredSteps(target);
       const value: unknown = Reflect.get(target, prop, target);
       return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
     },
