@@ -1,6 +1,14 @@
 /** Option parsers shared by CLI commands; a bad value is a usage error (exit code 2). */
 import { InvalidArgumentError } from 'commander';
 
+/** One of `values`, as its type: for options and arguments whose values the CLI knows (roles, statuses, tiers). */
+export const oneOf =
+  <T extends string>(values: readonly T[]) =>
+  (value: string): T => {
+    if (!(values as readonly string[]).includes(value)) throw new InvalidArgumentError(`must be one of ${values.join(', ')}`);
+    return value as T;
+  };
+
 export function parsePort(value: string): number {
   const port = Number(value);
   if (!/^\d+$/.test(value) || port > 65535) throw new InvalidArgumentError('must be an integer from 0 to 65535');

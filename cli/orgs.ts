@@ -6,9 +6,9 @@
 import type { Command } from 'commander';
 import type { ActiveOrg, Invite, InviteStatus, OrgRole } from '../src/client/client.ts';
 import { withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
-import { limitParser, parseNonNegativeInt } from './options.ts';
+import { limitParser, oneOf, parseNonNegativeInt } from './options.ts';
 import { note, print, printJson, table } from './output.ts';
-import { confirmThenAct, inOrg, oneOf, ORG_ROLES, resolveUser, userLabel } from './users.ts';
+import { confirmThenAct, inOrg, ORG_ROLES, resolveUser, userLabel } from './users.ts';
 
 const INVITE_STATUSES: readonly InviteStatus[] = ['pending', 'accepted', 'revoked', 'expired'];
 

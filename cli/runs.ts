@@ -9,7 +9,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig } from '../src/config.ts';
 import { RUN_ROUTES, RUN_STATUSES } from '../src/evidence/types.ts';
 import { connectWithKind, UsageError, withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
-import { limitParser, parseNonNegativeInt } from './options.ts';
+import { limitParser, oneOf, parseNonNegativeInt } from './options.ts';
 import { note, print, printJson, table } from './output.ts';
 import { resolveSince, RUN_COLUMNS, toRunQuery, toRunRow, type RunFilterInput } from './tui/format.ts';
 import { runListPageOf } from './tui/run-answers.ts';
@@ -29,11 +29,6 @@ interface RunsOptions extends ConnectionOptions {
   tui: boolean;
   outDir?: string;
 }
-
-const oneOf = (values: readonly string[]) => (value: string) => {
-  if (!values.includes(value)) throw new InvalidArgumentError(`must be one of ${values.join(', ')}`);
-  return value;
-};
 
 function parseSince(value: string): string {
   if (resolveSince(value) === null) throw new InvalidArgumentError('must be an ISO 8601 time, epoch milliseconds or a duration such as 30m, 2h, 7d');
