@@ -1,7 +1,9 @@
 /** `svc cache stats|invalidate` (SPEC 4.11). */
 import type { Command } from 'commander';
+import { CACHE_TYPES } from '../src/caches/service.ts';
 import { confirmOrExit } from './confirm.ts';
 import { UsageError, withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
+import { oneOf, parseNonEmpty } from './options.ts';
 import { note, print, printJson, table } from './output.ts';
 
 export function registerCache(program: Command): void {
@@ -17,12 +19,13 @@ export function registerCache(program: Command): void {
 
   withConnectionOptions(cache.command('invalidate'))
     .description('delete cache entries: one tier (--type), a key prefix within it (--prefix), or everything (--all)')
-    .option('--type <cacheType>', 'tier, e.g. exact_response')
-    .option('--prefix <keyPrefix>', 'only keys starting with this (needs --type)')
+    .option('--type <cacheType>', `tier: ${CACHE_TYPES.join(', ')}`, oneOf(CACHE_TYPES))
+    .option('--prefix <keyPrefix>', 'only keys starting with this (needs --type)', parseNonEmpty)
     .option('--all', 'every tier of the tenant')
     .option('-y, --yes', 'do not ask for confirmation')
     .action(async (options: ConnectionOptions & { type?: string; prefix?: string; all?: boolean; yes?: boolean }) => {
       if (!options.all && !options.type) throw new UsageError('say what to invalidate: --type <tier> [--prefix <p>] or --all');
+      if (options.all && (options.type || options.prefix !== undefined)) throw new UsageError('--all clears every tier; it cannot be combined with --type or --prefix');
       const what = options.all ? 'every cache tier' : `${options.type}${options.prefix ? ` entries starting with "${options.prefix}"` : ''}`;
       if (!(await confirmOrExit(`Invalidate ${what}?`, options.yes))) {
         note('Cancelled.\n');

@@ -28,13 +28,20 @@ export function parsePositiveInt(value: string): number {
 }
 
 /**
- * A data directory: not empty. `--data-dir ""` (a script's unset variable) would resolve to the working directory and
- * make it one, writing the data file and the master key there.
+ * Any value that must say something: a name, an e-mail address, an id, a filter. An empty one is mostly a script's unset
+ * variable (`--org "$ORG"`), which some commands would otherwise read as the option left out (and act in the default
+ * organization, or list everything).
  */
-export function parseDataDir(value: string): string {
+export function parseNonEmpty(value: string): string {
   if (value.trim() === '') throw new InvalidArgumentError('must not be empty');
   return value;
 }
+
+/**
+ * A data directory: not empty. `--data-dir ""` (a script's unset variable) would resolve to the working directory and
+ * make it one, writing the data file and the master key there.
+ */
+export const parseDataDir = parseNonEmpty;
 
 /** A page size from 1 to `max` (the endpoint's own limit): checked here, so a bad one is a usage error, not an API error. */
 export function limitParser(max: number): (value: string) => number {

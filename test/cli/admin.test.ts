@@ -46,6 +46,10 @@ test('usage errors exit 2 before touching the data directory', async (t) => {
     usage(['keys', 'create', ...args], '--name is required'),
     usage(['keys', 'list', '--offset', 'abc', ...args], '--offset abc'),
     usage(['audit', '--decision', 'maybe', ...args], '--decision maybe'),
+    // Cache tiers are svc's own list: an unknown one, or --all with a tier, is refused before any request.
+    usage(['cache', 'invalidate', '--type', 'bogus', '-y', ...args], '--type bogus', { stderr: /--type.*must be one of exact_response, / }),
+    usage(['cache', 'invalidate', '--all', '--type', 'exact_response', '-y', ...args], '--all with --type', { stderr: /--all.*cannot be combined/ }),
+    usage(['cache', 'invalidate', '--type', 'exact_response', '--prefix', '', '-y', ...args], '--prefix empty', { stderr: /--prefix.*must not be empty/ }),
     usage(['keys', 'list', '--api-key', 'svc_x', ...args], '--api-key without --url', { stderr: /--api-key needs --url/ }),
     usage(['settings', 'set', 'retention_days', '3', '--value-stdin', ...args], 'a value and --value-stdin', { input: '4' }),
     // Page sizes past the endpoint's limit, and URLs that are not http(s), are usage errors too (not API errors).
