@@ -17,7 +17,7 @@ import { buildApp } from '../src/http/app.ts';
 import { LOCAL_OPERATOR_HEADER, LOCAL_OPERATOR_SECRET } from '../src/http/local-socket.ts';
 import { createServices } from '../src/services.ts';
 import { ensurePrivateDataDir } from '../src/store/data-dir.ts';
-import { parseBaseUrl, parseDataDir, shownUrl } from './options.ts';
+import { parseBaseUrl, parseDataDir, parseNonEmpty, shownUrl } from './options.ts';
 import { acquireOwnerLock, DataDirLockedError, OWNER_LOCK_FILE, readLiveOwner, type OwnerRecord } from '../src/store/owner-lock.ts';
 import { openStore } from '../src/store/store.ts';
 
@@ -34,7 +34,7 @@ const OWNER_POLL_MS = 100;
 export function withConnectionOptions(command: Command): Command {
   return command
     .option('--url <url>', 'talk to a running svc over HTTP(S) instead of the data directory (env SVC_BASE_URL)')
-    .option('--api-key <token>', 'bearer token for --url: an admin API key or the bootstrap token (env SVC_API_KEY)')
+    .option('--api-key <token>', 'bearer token for --url: an admin API key or the bootstrap token (env SVC_API_KEY)', parseNonEmpty)
     .option('-d, --data-dir <dir>', 'data directory (env SVC_DATA_DIR, default ~/.svc)', parseDataDir)
     .option('--json', 'print JSON instead of a table');
 }

@@ -3,7 +3,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { confirmOrExit } from './confirm.ts';
 import { withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
 import { note, print, printJson, table } from './output.ts';
-import { limitParser, parseNonNegativeInt } from './options.ts';
+import { limitParser, parseNonEmpty, parseNonNegativeInt } from './options.ts';
 
 const KEY_COLUMNS = { id: 'ID', name: 'NAME', mode: 'MODE', appId: 'APP', admin: 'ADMIN', status: 'STATUS', createdAt: 'CREATED' };
 
@@ -29,9 +29,9 @@ Examples:
 
   withConnectionOptions(keys.command('create'))
     .description('create an API key and print its token once')
-    .requiredOption('-n, --name <name>', 'a label for the key')
+    .requiredOption('-n, --name <name>', 'a label for the key', parseNonEmpty)
     .option('--admin', 'the key may manage keys, settings and other admin actions')
-    .option('--app <appId>', 'pin the key to an app (its traffic and reads are scoped to that app)')
+    .option('--app <appId>', 'pin the key to an app (its traffic and reads are scoped to that app)', parseNonEmpty)
     .option('--mode <mode>', 'observe or optimize (default optimize)', parseMode)
     .action(async (options: ConnectionOptions & { name: string; admin?: boolean; app?: string; mode?: 'observe' | 'optimize' }) => {
       const created = await withClient(options, (client) =>
@@ -65,7 +65,7 @@ Examples:
 
   withConnectionOptions(keys.command('mode'))
     .description('switch a key between observe and optimize without rotating it (audited)')
-    .argument('<id>', 'key id')
+    .argument('<id>', 'key id', parseNonEmpty)
     .argument('<mode>', 'observe or optimize', parseMode)
     .action(async (id: string, mode: 'observe' | 'optimize', options: ConnectionOptions) => {
       const result = await withClient(options, (client) => client.keys.setMode(id, mode));
@@ -75,7 +75,7 @@ Examples:
 
   withConnectionOptions(keys.command('revoke'))
     .description('revoke a key; it is rejected from the very next request')
-    .argument('<id>', 'key id')
+    .argument('<id>', 'key id', parseNonEmpty)
     .option('-y, --yes', 'do not ask for confirmation')
     .action(async (id: string, options: ConnectionOptions & { yes?: boolean }) => {
       if (!(await confirmOrExit(`Revoke API key ${id}?`, options.yes))) {

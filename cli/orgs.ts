@@ -6,7 +6,7 @@
 import type { Command } from 'commander';
 import type { ActiveOrg, Invite, InviteStatus, OrgRole } from '../src/client/client.ts';
 import { withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
-import { limitParser, oneOf, parseNonNegativeInt } from './options.ts';
+import { limitParser, oneOf, parseNonEmpty, parseNonNegativeInt } from './options.ts';
 import { note, print, printJson, table } from './output.ts';
 import { confirmThenAct, inOrg, ORG_ROLES, resolveUser, userLabel } from './users.ts';
 
@@ -30,8 +30,8 @@ function printActiveOrg(active: ActiveOrg): void {
 /** `--org <id>`: which organization a command acts in. */
 const orgOption = (command: Command, required = false) =>
   required
-    ? command.requiredOption('--org <id>', 'the organization (org_...)')
-    : command.option('--org <id>', 'the organization (org_...); default: your active one (the default organization for the local operator)');
+    ? command.requiredOption('--org <id>', 'the organization (org_...)', parseNonEmpty)
+    : command.option('--org <id>', 'the organization (org_...); default: your active one (the default organization for the local operator)', parseNonEmpty);
 
 const pageOf = (options: { limit?: number; offset?: number }) => ({ limit: options.limit, offset: options.offset });
 
@@ -77,8 +77,8 @@ Examples:
 
   withConnectionOptions(orgs.command('create'))
     .description('create an organization owned by an existing user (on the Free plan, without a trial)')
-    .requiredOption('--name <name>', 'its name (1-100 characters)')
-    .requiredOption('--owner <email>', 'e-mail address of an existing user, who becomes its owner')
+    .requiredOption('--name <name>', 'its name (1-100 characters)', parseNonEmpty)
+    .requiredOption('--owner <email>', 'e-mail address of an existing user, who becomes its owner', parseNonEmpty)
     .action(async (options: ConnectionOptions & { name: string; owner: string }) => {
       const result = await withClient(options, (client) => client.orgs.create({ name: options.name, ownerEmail: options.owner }));
       if (options.json) return printJson(result);
@@ -95,7 +95,7 @@ Examples:
 
   orgOption(withConnectionOptions(orgs.command('invite')))
     .description('invite an e-mail address; the accept link is e-mailed to it (never shown here)')
-    .requiredOption('--email <email>', 'the address to invite')
+    .requiredOption('--email <email>', 'the address to invite', parseNonEmpty)
     .option('--role <role>', 'member (default), admin or owner (owner: by an owner only)', oneOf(ORG_ROLES))
     .addHelpText(
       'after',
@@ -130,7 +130,7 @@ its pending invitation.`,
 
   orgOption(withConnectionOptions(orgs.command('revoke-invite')))
     .description('revoke a pending invitation; its link stops working')
-    .argument('<id>', 'invitation id')
+    .argument('<id>', 'invitation id', parseNonEmpty)
     .action(async (id: string, options: OrgOptions) => {
       const result = await withClient(options, (client) => inOrg(client, options.org).orgs.revokeInvite(id));
       if (options.json) return printJson(result);
@@ -139,7 +139,7 @@ its pending invitation.`,
 
   orgOption(withConnectionOptions(orgs.command('set-role')))
     .description("change a member's role (owner only; the last owner cannot be demoted)")
-    .argument('<user>', 'user id (usr_...) or e-mail address')
+    .argument('<user>', 'user id (usr_...) or e-mail address', parseNonEmpty)
     .argument('<role>', 'owner, admin or member', oneOf(ORG_ROLES))
     .action(async (ref: string, role: OrgRole, options: OrgOptions) => {
       const active = await withClient(options, async (client) => {
@@ -152,7 +152,7 @@ its pending invitation.`,
 
   orgOption(withConnectionOptions(orgs.command('remove-member')))
     .description("remove a member from an organization; their sessions end (the user and the organization's keys stay)")
-    .argument('<user>', 'user id (usr_...) or e-mail address')
+    .argument('<user>', 'user id (usr_...) or e-mail address', parseNonEmpty)
     .option('-y, --yes', 'do not ask for confirmation')
     .action(async (ref: string, options: OrgOptions & { yes?: boolean }) => {
       const where = options.org ? ` from ${options.org}` : '';

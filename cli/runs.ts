@@ -9,7 +9,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig } from '../src/config.ts';
 import { RUN_ROUTES, RUN_STATUSES } from '../src/evidence/types.ts';
 import { connectWithKind, UsageError, withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
-import { limitParser, oneOf, parseNonNegativeInt } from './options.ts';
+import { limitParser, oneOf, parseNonEmpty, parseNonNegativeInt } from './options.ts';
 import { note, print, printJson, table } from './output.ts';
 import { resolveSince, RUN_COLUMNS, toRunQuery, toRunRow, type RunFilterInput } from './tui/format.ts';
 import { runListPageOf } from './tui/run-answers.ts';
@@ -40,7 +40,7 @@ export function registerRuns(program: Command): void {
     .description('browse runs: a live full-screen view on a terminal, a plain table otherwise')
     .option('--route <route>', `only runs served by this route (${RUN_ROUTES.join(', ')})`, oneOf(RUN_ROUTES))
     .option('--status <status>', `only runs in this status (${RUN_STATUSES.join(', ')})`, oneOf(RUN_STATUSES))
-    .option('--model <model>', 'only runs for this model')
+    .option('--model <model>', 'only runs for this model', parseNonEmpty)
     .option('--since <time>', 'only runs created since an ISO time, epoch ms or a duration back from now (30m, 2h, 7d)', parseSince)
     .option('--ingested', 'only SDK-ingested prompts (recorded on the live route, handled outside svc)')
     .option('--no-ingested', 'leave SDK-ingested prompts out: the traffic svc served')

@@ -6,7 +6,7 @@ import type { Command } from 'commander';
 import type { OrgRole, Pagination, PlatformRole, SvcClient, User } from '../src/client/client.ts';
 import { confirmOrExit } from './confirm.ts';
 import { UsageError, withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
-import { limitParser, oneOf, parseNonNegativeInt } from './options.ts';
+import { limitParser, oneOf, parseNonEmpty, parseNonNegativeInt } from './options.ts';
 import { note, print, printJson, table } from './output.ts';
 import { loadPrompts } from './prompts.ts';
 
@@ -168,8 +168,8 @@ A user created or reset by an admin must change the temporary password at first 
 
   withConnectionOptions(users.command('list'))
     .description('list users: every user for the local operator, else the members of your organization')
-    .option('--org <id>', "only the members of this organization, with their role in it (X-Svc-Tenant)")
-    .option('--email <email>', 'only the user with this e-mail address (exact, case-insensitive)')
+    .option('--org <id>', "only the members of this organization, with their role in it (X-Svc-Tenant)", parseNonEmpty)
+    .option('--email <email>', 'only the user with this e-mail address (exact, case-insensitive)', parseNonEmpty)
     .option('--limit <n>', 'page size (1-200, default 50)', limitParser(200))
     .option('--offset <n>', 'skip this many users', parseNonNegativeInt)
     .action(async (options: ListOptions) => {
@@ -197,11 +197,11 @@ A user created or reset by an admin must change the temporary password at first 
 
   withConnectionOptions(users.command('create'))
     .description('create a user with a temporary password, as a member of an organization')
-    .requiredOption('--email <email>', "the user's e-mail address (unique)")
-    .option('--name <name>', 'display name')
+    .requiredOption('--email <email>', "the user's e-mail address (unique)", parseNonEmpty)
+    .option('--name <name>', 'display name', parseNonEmpty)
     .option('--role <role>', 'platform role: member (default) or admin (the whole installation)', oneOf(PLATFORM_ROLES))
     .option('--org-role <role>', 'role in the organization: member (default), admin or owner', oneOf(ORG_ROLES))
-    .option('--org <id>', 'the organization to add the user to (default: the default organization)')
+    .option('--org <id>', 'the organization to add the user to (default: the default organization)', parseNonEmpty)
     .option('--password-stdin', 'read the temporary password from the first line of stdin')
     .option('--temp-password <password>', 'the temporary password (discouraged: visible in the process list and shell history)')
     .addHelpText(
@@ -246,7 +246,7 @@ once; one you gave is not printed again. Either way the user must change it at f
 
   withConnectionOptions(users.command('delete'))
     .description("delete a user: their sessions and memberships end (their organizations' API keys are kept)")
-    .argument('<user>', 'user id (usr_...) or e-mail address')
+    .argument('<user>', 'user id (usr_...) or e-mail address', parseNonEmpty)
     .option('-y, --yes', 'do not ask for confirmation')
     .action(async (ref: string, options: ConnectionOptions & { yes?: boolean }) => {
       const done = await confirmThenAct(options, {
@@ -262,7 +262,7 @@ once; one you gave is not printed again. Either way the user must change it at f
 
   withConnectionOptions(users.command('reset-password'))
     .description("set a new one-time temporary password (printed once) and end the user's sessions")
-    .argument('<user>', 'user id (usr_...) or e-mail address')
+    .argument('<user>', 'user id (usr_...) or e-mail address', parseNonEmpty)
     .action(async (ref: string, options: ConnectionOptions) => {
       const result = await withClient(options, async (client) => client.users.resetPassword((await resolveUser(client, ref)).id));
       if (options.json) return printJson(result);

@@ -96,6 +96,25 @@ test('usage errors exit 2 before touching the data directory', async (t) => {
     usage(['orgs', 'delete'], /required option '--org/),
     usage(['orgs', 'delete', '--org', 'org_x'], /Refusing without a terminal.*--yes/),
     usage(['users', 'list', '--api-key', 'svc_x'], /--api-key needs --url/),
+    // An empty value (a script's unset variable) is refused, not read as the option left out: an empty --org would
+    // act in the default organization, an empty --email filter would list every user.
+    ...[
+      ['users', 'list', '--org', ''],
+      ['users', 'list', '--email', ' '],
+      ['users', 'create', '--email', ''],
+      ['users', 'create', '--email', 'a@example.com', '--name', ''],
+      ['users', 'create', '--email', 'a@example.com', '--org', ''],
+      ['users', 'delete', '', '--yes'],
+      ['users', 'reset-password', ''],
+      ['orgs', 'members', '--org', ''],
+      ['orgs', 'delete', '--org', '', '--yes'],
+      ['orgs', 'create', '--name', '', '--owner', 'a@example.com'],
+      ['orgs', 'create', '--name', 'Acme', '--owner', ''],
+      ['orgs', 'invite', '--email', ''],
+      ['orgs', 'revoke-invite', ''],
+      ['orgs', 'set-role', '', 'admin'],
+      ['orgs', 'remove-member', '', '--yes'],
+    ].map((argv) => usage(argv, /must not be empty/)),
   ]);
   assert.deepEqual(readdirSync(args[1]!), [], 'the data directory was not touched');
 });

@@ -46,6 +46,15 @@ test('usage errors exit 2 before touching the data directory', async (t) => {
     usage(['keys', 'create', ...args], '--name is required'),
     usage(['keys', 'list', '--offset', 'abc', ...args], '--offset abc'),
     usage(['audit', '--decision', 'maybe', ...args], '--decision maybe'),
+    // An empty value (a script's unset variable) is refused, not sent, nor read as the option left out.
+    ...[
+      ['keys', 'create', '--name', ''],
+      ['keys', 'create', '--name', 'ci', '--app', ''],
+      ['keys', 'mode', '', 'observe'],
+      ['keys', 'revoke', '', '--yes'],
+      ['keys', 'list', '--url', 'http://127.0.0.1:1', '--api-key', ''],
+      ['runs', '--no-tui', '--model', ''],
+    ].map((bad) => usage([...bad, ...args], bad.join(' '), { stderr: /must not be empty/ })),
     // Cache tiers are svc's own list: an unknown one, or --all with a tier, is refused before any request.
     usage(['cache', 'invalidate', '--type', 'bogus', '-y', ...args], '--type bogus', { stderr: /--type.*must be one of exact_response, / }),
     usage(['cache', 'invalidate', '--all', '--type', 'exact_response', '-y', ...args], '--all with --type', { stderr: /--all.*cannot be combined/ }),
