@@ -1,7 +1,8 @@
 /** `svc settings get|set` (SPEC 2.4, 4.8). Secret values are read from a hidden prompt or stdin, never argv. */
 import type { Command } from 'commander';
-import { isSecretSetting, isSettingKey } from '../src/settings/schema.ts';
+import { isSecretSetting, SETTING_KEYS, type SettingKey } from '../src/settings/schema.ts';
 import { UsageError, withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
+import { oneOf } from './options.ts';
 import { print, printJson, table } from './output.ts';
 import { loadPrompts } from './prompts.ts';
 
@@ -39,10 +40,9 @@ Examples:
 
   withConnectionOptions(settings.command('get'))
     .description('show settings (secrets as [set]); optionally one key')
-    .argument('[key]', 'one setting to show')
-    .action(async (key: string | undefined, options: ConnectionOptions) => {
+    .argument('[key]', 'one setting to show', oneOf(SETTING_KEYS))
+    .action(async (key: SettingKey | undefined, options: ConnectionOptions) => {
       const { settings: values } = await withClient(options, (client) => client.settings.get());
-      if (key !== undefined && !(key in values)) throw new UsageError(`unknown setting "${key}"; known: ${Object.keys(values).join(', ')}`);
       const shown = key === undefined ? values : { [key]: values[key] };
       if (options.json) return printJson({ settings: shown });
       print(table(Object.entries(shown).map(([name, value]) => ({ name, value })), { name: 'KEY', value: 'VALUE' }));
@@ -50,11 +50,11 @@ Examples:
 
   withConnectionOptions(settings.command('set'))
     .description('change one setting; the value is JSON when it parses (30, true, null, {"a":"b"}), else a string')
-    .argument('<key>', 'setting key')
+    .argument('<key>', 'setting key (svc settings get lists them)', oneOf(SETTING_KEYS))
     .argument('[value]', 'new value; for a secret omit it (hidden prompt, or --value-stdin) or pass null to clear it')
     .option('--value-stdin', 'read the value from stdin, taken verbatim less one trailing newline (for secrets in scripts)')
-    .action(async (key: string, value: string | undefined, options: ConnectionOptions & { valueStdin?: boolean }) => {
-      const secret = isSettingKey(key) && isSecretSetting(key);
+    .action(async (key: SettingKey, value: string | undefined, options: ConnectionOptions & { valueStdin?: boolean }) => {
+      const secret = isSecretSetting(key);
       let parsed: unknown;
       if (options.valueStdin) {
         if (value !== undefined) throw new UsageError('give the value either as an argument or with --value-stdin, not both');
