@@ -3,7 +3,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { confirmOrExit } from './confirm.ts';
 import { withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
 import { note, print, printJson, table } from './output.ts';
-import { limitParser, parseNonEmpty, parseNonNegativeInt } from './options.ts';
+import { idParser, limitParser, parseNonEmpty, parseNonNegativeInt } from './options.ts';
 
 const KEY_COLUMNS = { id: 'ID', name: 'NAME', mode: 'MODE', appId: 'APP', admin: 'ADMIN', status: 'STATUS', createdAt: 'CREATED' };
 
@@ -11,6 +11,8 @@ function parseMode(value: string): 'observe' | 'optimize' {
   if (value !== 'observe' && value !== 'optimize') throw new InvalidArgumentError('must be observe or optimize');
   return value;
 }
+
+const parseKeyId = idParser('key', 'a key');
 
 export function registerKeys(program: Command): void {
   const keys = program
@@ -65,7 +67,7 @@ Examples:
 
   withConnectionOptions(keys.command('mode'))
     .description('switch a key between observe and optimize without rotating it (audited)')
-    .argument('<id>', 'key id', parseNonEmpty)
+    .argument('<id>', 'key id (key_...)', parseKeyId)
     .argument('<mode>', 'observe or optimize', parseMode)
     .action(async (id: string, mode: 'observe' | 'optimize', options: ConnectionOptions) => {
       const result = await withClient(options, (client) => client.keys.setMode(id, mode));
@@ -75,7 +77,7 @@ Examples:
 
   withConnectionOptions(keys.command('revoke'))
     .description('revoke a key; it is rejected from the very next request')
-    .argument('<id>', 'key id', parseNonEmpty)
+    .argument('<id>', 'key id (key_...)', parseKeyId)
     .option('-y, --yes', 'do not ask for confirmation')
     .action(async (id: string, options: ConnectionOptions & { yes?: boolean }) => {
       if (!(await confirmOrExit(`Revoke API key ${id}?`, options.yes))) {

@@ -38,6 +38,17 @@ export function parseNonEmpty(value: string): string {
 }
 
 /**
+ * An id of a kind svc makes with a type prefix (src/core/ids.ts: `key_...`, `inv_...`): something else, such as a key's
+ * name given in its place, names nothing. Only the prefix is checked; whether the id exists is the server's answer.
+ */
+export function idParser(prefix: string, kind: string): (value: string) => string {
+  return (value) => {
+    if (!parseNonEmpty(value).startsWith(`${prefix}_`)) throw new InvalidArgumentError(`must be ${kind} id (${prefix}_...)`);
+    return value;
+  };
+}
+
+/**
  * A data directory: not empty. `--data-dir ""` (a script's unset variable) would resolve to the working directory and
  * make it one, writing the data file and the master key there.
  */

@@ -6,9 +6,9 @@
 import type { Command } from 'commander';
 import type { ActiveOrg, Invite, InviteStatus, OrgRole } from '../src/client/client.ts';
 import { withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
-import { limitParser, oneOf, parseNonEmpty, parseNonNegativeInt } from './options.ts';
+import { idParser, limitParser, oneOf, parseNonEmpty, parseNonNegativeInt } from './options.ts';
 import { note, print, printJson, table } from './output.ts';
-import { confirmThenAct, inOrg, ORG_ROLES, resolveUser, userLabel } from './users.ts';
+import { confirmThenAct, inOrg, ORG_ROLES, parseUserRef, resolveUser, userLabel } from './users.ts';
 
 const INVITE_STATUSES: readonly InviteStatus[] = ['pending', 'accepted', 'revoked', 'expired'];
 
@@ -130,7 +130,7 @@ its pending invitation.`,
 
   orgOption(withConnectionOptions(orgs.command('revoke-invite')))
     .description('revoke a pending invitation; its link stops working')
-    .argument('<id>', 'invitation id', parseNonEmpty)
+    .argument('<id>', 'invitation id (inv_...)', idParser('inv', 'an invitation'))
     .action(async (id: string, options: OrgOptions) => {
       const result = await withClient(options, (client) => inOrg(client, options.org).orgs.revokeInvite(id));
       if (options.json) return printJson(result);
@@ -139,7 +139,7 @@ its pending invitation.`,
 
   orgOption(withConnectionOptions(orgs.command('set-role')))
     .description("change a member's role (owner only; the last owner cannot be demoted)")
-    .argument('<user>', 'user id (usr_...) or e-mail address', parseNonEmpty)
+    .argument('<user>', 'user id (usr_...) or e-mail address', parseUserRef)
     .argument('<role>', 'owner, admin or member', oneOf(ORG_ROLES))
     .action(async (ref: string, role: OrgRole, options: OrgOptions) => {
       const active = await withClient(options, async (client) => {
@@ -152,7 +152,7 @@ its pending invitation.`,
 
   orgOption(withConnectionOptions(orgs.command('remove-member')))
     .description("remove a member from an organization; their sessions end (the user and the organization's keys stay)")
-    .argument('<user>', 'user id (usr_...) or e-mail address', parseNonEmpty)
+    .argument('<user>', 'user id (usr_...) or e-mail address', parseUserRef)
     .option('-y, --yes', 'do not ask for confirmation')
     .action(async (ref: string, options: OrgOptions & { yes?: boolean }) => {
       const where = options.org ? ` from ${options.org}` : '';

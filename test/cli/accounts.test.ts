@@ -115,6 +115,11 @@ test('usage errors exit 2 before touching the data directory', async (t) => {
       ['orgs', 'set-role', '', 'admin'],
       ['orgs', 'remove-member', '', '--yes'],
     ].map((argv) => usage(argv, /must not be empty/)),
+    // Ids have a known form: a user is usr_... or an e-mail address (a bare name is neither), an invitation inv_....
+    ...[['users', 'delete', 'ada', '--yes'], ['users', 'reset-password', 'ada'], ['orgs', 'set-role', 'ada', 'admin'], ['orgs', 'remove-member', 'ada', '--yes']].map(
+      (argv) => usage(argv, /'ada' is invalid.*must be a user id \(usr_\.\.\.\) or an e-mail address/),
+    ),
+    usage(['orgs', 'revoke-invite', 'abc'], /'abc' is invalid.*must be an invitation id \(inv_\.\.\.\)/),
   ]);
   assert.deepEqual(readdirSync(args[1]!), [], 'the data directory was not touched');
 });

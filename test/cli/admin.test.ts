@@ -58,6 +58,10 @@ test('usage errors exit 2 before touching the data directory', async (t) => {
       ['keys', 'list', '--url', 'http://127.0.0.1:1', '--api-key', ''],
       ['runs', '--no-tui', '--model', ''],
     ].map((bad) => usage([...bad, ...args], bad.join(' '), { stderr: /must not be empty/ })),
+    // A key id has a known form (key_...): a key's name in its place is refused before any request.
+    ...[['keys', 'mode', 'ci', 'observe'], ['keys', 'revoke', 'ci', '--yes']].map((bad) =>
+      usage([...bad, ...args], bad.join(' '), { stderr: /'ci' is invalid.*must be a key id \(key_\.\.\.\)/ }),
+    ),
     // Cache tiers are svc's own list: an unknown one, or --all with a tier, is refused before any request.
     usage(['cache', 'invalidate', '--type', 'bogus', '-y', ...args], '--type bogus', { stderr: /--type.*must be one of exact_response, / }),
     usage(['cache', 'invalidate', '--all', '--type', 'exact_response', '-y', ...args], '--all with --type', { stderr: /--all.*cannot be combined/ }),
