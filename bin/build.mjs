@@ -135,9 +135,9 @@ const shared = {
 // Every command runs from a CommonJS bundle compiled from its V8 code cache (bin/launch.mjs): `svc serve` from
 // dist/serve.cjs (cli/serve-entry.ts, only what serving needs), every other command from dist/svc.cjs (cli/index.ts).
 // The code that finds files beside them through import.meta.url (the account pages, SQLite's .wasm) gets the
-// bundle's own URL. What only some commands need stays unevaluated until they call for it: the prompts (esbuild
-// wraps a dynamically imported module in a function run on first import) and the runs TUI, which is not in the
-// bundle at all (next).
+// bundle's own URL. What only some commands need stays unevaluated until they call for it: the prompts, the server,
+// the in-process app and store, the client (esbuild wraps a dynamically imported module in a function run on first
+// import), and the runs TUI, which is not in the bundle at all (next).
 const cjs = {
   ...shared,
   format: 'cjs',

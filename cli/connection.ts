@@ -11,15 +11,11 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
 import { loadConfig, loadOwnerWaitMs } from '../src/config.ts';
-import { SvcClient } from '../src/client/client.ts';
-import { httpTransport, injectTransport, socketTransport, type Transport } from '../src/client/transport.ts';
-import { buildApp } from '../src/http/app.ts';
-import { LOCAL_OPERATOR_HEADER, LOCAL_OPERATOR_SECRET } from '../src/http/local-socket.ts';
-import { createServices } from '../src/services.ts';
+import type { SvcClient } from '../src/client/client.ts';
+import type { Transport } from '../src/client/transport.ts';
 import { ensurePrivateDataDir } from '../src/store/data-dir.ts';
 import { parseBaseUrl, parseDataDir, parseNonEmpty, shownUrl } from './options.ts';
-import { acquireOwnerLock, DataDirLockedError, OWNER_LOCK_FILE, readLiveOwner, type OwnerRecord } from '../src/store/owner-lock.ts';
-import { openStore } from '../src/store/store.ts';
+import { DataDirLockedError, OWNER_LOCK_FILE, readLiveOwner, type OwnerRecord } from '../src/store/owner-lock.ts';
 
 export interface ConnectionOptions {
   url?: string;
@@ -29,6 +25,15 @@ export interface ConnectionOptions {
 }
 
 const OWNER_POLL_MS = 100;
+
+/**
+ * The client and its transports, loaded once a command connects: undici, and the Node built-ins it requires as it
+ * loads (http, assert, ...), stay out of `svc --version`, `--help` and usage errors.
+ */
+const loadClient = async () => {
+  const [{ SvcClient }, { httpTransport, socketTransport }] = await Promise.all([import('../src/client/client.ts'), import('../src/client/transport.ts')]);
+  return { SvcClient, httpTransport, socketTransport };
+};
 
 /** The options every admin command takes. */
 export function withConnectionOptions(command: Command): Command {
@@ -62,33 +67,6 @@ export class DataDirBusyError extends Error {
   }
 }
 
-async function inProcessTransport(dataDir: string): Promise<Transport> {
-  const config = loadConfig({ ...process.env, SVC_LOG_LEVEL: 'silent' }, { dataDir });
-  const lock = acquireOwnerLock(dataDir, null);
-  try {
-    const store = openStore({ dataDir });
-    try {
-      const services = await createServices(config, store);
-      const app = await buildApp(services);
-      // Inject requests carry the per-process secret that marks the local operator (src/http/local-socket.ts).
-      return injectTransport(app, { [LOCAL_OPERATOR_HEADER]: LOCAL_OPERATOR_SECRET }, async () => {
-        try {
-          await app.close();
-        } finally {
-          await store.close();
-          lock.release();
-        }
-      });
-    } catch (error) {
-      await store.close();
-      throw error;
-    }
-  } catch (error) {
-    lock.release();
-    throw error;
-  }
-}
-
 /**
  * How a client reaches svc: `http` (--url), `socket` (a running svc serve: other writers exist, so a view can
  * poll for updates) or `in-process` (this process holds the data directory: nothing else writes while it runs).
@@ -104,6 +82,8 @@ async function dataDirTransport(dataDir: string): Promise<{ transport: Transport
     const owner = readLiveOwner(dataDir);
     if (owner === null) {
       try {
+        // Loaded only now (cli/in-process.ts says why).
+        const { inProcessTransport } = await import('./in-process.ts');
         return { transport: await inProcessTransport(dataDir), kind: 'in-process' };
       } catch (error) {
         // Someone (a starting server, another command) took the lock between our read and our attempt: look again.
@@ -112,7 +92,7 @@ async function dataDirTransport(dataDir: string): Promise<{ transport: Transport
       }
     }
     // A server listens on its socket only after taking the lock; a command never has one. Both are worth a wait.
-    if (owner.socketPath && existsSync(owner.socketPath)) return { transport: socketTransport(owner.socketPath), kind: 'socket' };
+    if (owner.socketPath && existsSync(owner.socketPath)) return { transport: (await loadClient()).socketTransport(owner.socketPath), kind: 'socket' };
     if (Date.now() >= deadline) throw new DataDirBusyError(dataDir, owner);
     await sleep(OWNER_POLL_MS);
   }
@@ -133,6 +113,7 @@ export async function connectWithKind(options: ConnectionOptions): Promise<{ cli
     } catch (error) {
       throw new UsageError(`${options.url ? '--url' : 'SVC_BASE_URL'} ${(error as Error).message} (got "${shownUrl(url)}")`);
     }
+    const { SvcClient, httpTransport } = await loadClient();
     return { client: new SvcClient(httpTransport(url, options.apiKey ?? process.env.SVC_API_KEY ?? null)), kind: 'http' };
   }
   // SVC_API_KEY alone is fine (it is also serve's bootstrap token); an explicit --api-key with nowhere to send it is not.
@@ -141,6 +122,7 @@ export async function connectWithKind(options: ConnectionOptions): Promise<{ cli
   const dataDir = loadConfig(process.env, overrides).dataDir;
   if (!dataDir) throw new UsageError('no data directory: pass --data-dir or set SVC_DATA_DIR');
   const { transport, kind } = await dataDirTransport(dataDir);
+  const { SvcClient } = await loadClient();
   return { client: new SvcClient(transport), kind };
 }
 

@@ -2,8 +2,6 @@
 import { note } from './output.ts';
 import { Option, type Command } from 'commander';
 import { LOG_LEVELS, loadConfig, type ConfigOverrides } from '../src/config.ts';
-import { capYoungGeneration } from '../src/core/young-generation.ts';
-import { closeOnSignals, startServer } from '../src/server.ts';
 import { DataDirLockedError } from '../src/store/owner-lock.ts';
 import { parseDataDir, parsePort } from './options.ts';
 
@@ -22,6 +20,12 @@ export function registerServe(program: Command): void {
       if (options.dataDir !== undefined) overrides.dataDir = options.dataDir;
       if (options.logLevel !== undefined) overrides.logLevel = options.logLevel;
       const config = loadConfig(process.env, overrides);
+      // Loaded only now: the server (fastify, the store, undici) and the Node built-ins they require as they load stay
+      // out of every other command's start-up, which shares this module through cli/index.ts.
+      const [{ capYoungGeneration }, { closeOnSignals, startServer }] = await Promise.all([
+        import('../src/core/young-generation.ts'),
+        import('../src/server.ts'),
+      ]);
       // The server process's memory: 8 MiB semi-spaces instead of V8's 16 (src/core/young-generation.ts).
       capYoungGeneration();
       try {

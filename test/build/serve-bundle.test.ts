@@ -55,6 +55,24 @@ test("the commands' bundle, dist/svc.cjs, runs from the build's code cache as bi
   assert.equal(result.status, 0);
 });
 
+test('svc --version and --help load neither the server, the in-process store nor the client, nor the Node built-ins they require', async () => {
+  await ensureBundle();
+  // Node lists every built-in module a process has loaded; the commands load the rest only when they connect.
+  const probe = (args: string[]) => `
+    import { runCommonJsBundle, setEngineFlags } from ${JSON.stringify(join(ROOT, 'bin', 'launch.mjs'))};
+    setEngineFlags();
+    process.argv = [process.argv[0], 'svc', ...${JSON.stringify(args)}];
+    process.on('exit', () => process.stderr.write(process.moduleLoadList.join('\\n')));
+    runCommonJsBundle(${JSON.stringify(join(ROOT, 'dist', 'svc.cjs'))});
+  `;
+  for (const args of [['--version'], ['--help'], ['keys', 'mode', 'key_x', 'sideways']]) {
+    const result = spawnSync(process.execPath, ['--input-type=module', '-e', probe(args)], { encoding: 'utf8' });
+    const loaded = result.stderr.split('\n').filter((line) => line.startsWith('NativeModule ')).map((line) => line.slice('NativeModule '.length));
+    assert.ok(loaded.includes('child_process'), `${args.join(' ')}: the probe sees commander's built-ins`);
+    for (const unused of ['http', 'https', 'tls', 'assert', 'dns', 'perf_hooks']) assert.ok(!loaded.includes(unused), `${args.join(' ')} loaded ${unused}`);
+  }
+});
+
 test('a code cache V8 declines (made under other engine flags, as by another Node) leaves the bundle compiled as usual', (t) => {
   const dir = tempDir(t);
   const bundle = join(dir, 'b.cjs');
