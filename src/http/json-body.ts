@@ -9,30 +9,11 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '../core/errors.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../core/json-depth.ts';
 import { holdsNul } from '../core/text.ts';
+import { unreadCharset } from './content-type-charset.ts';
 import { surfaceOfUrl } from './error-shapes.ts';
 
 /** The longest charset name an error repeats: a header may be kilobytes long. */
 const MAX_CHARSET_SHOWN = 64;
-
-/**
- * A `charset` parameter of a JSON body's content type that names another charset than UTF-8 (RFC 8259 8.1: JSON
- * exchanged between systems is UTF-8) or its subset US-ASCII; null when each names one of those or there is none.
- * Every one is read: a header naming two (`charset=utf-8; charset=iso-8859-1`) is ambiguous, and reading the first
- * alone served a Latin-1 body as UTF-8. The header alone is read, and only past a `;` (most clients send no parameter).
- */
-function foreignCharset(contentType: string | undefined): string | null {
-  const parameters = contentType?.indexOf(';') ?? -1;
-  if (parameters === -1) return null;
-  for (const parameter of contentType!.slice(parameters + 1).split(';')) {
-    const equals = parameter.indexOf('=');
-    if (equals === -1 || parameter.slice(0, equals).trim().toLowerCase() !== 'charset') continue;
-    let value = parameter.slice(equals + 1).trim();
-    if (value.length >= 2 && value.startsWith('"') && value.endsWith('"')) value = value.slice(1, -1);
-    const name = value.toLowerCase();
-    if (name !== 'utf-8' && name !== 'utf8' && name !== 'us-ascii') return value.slice(0, MAX_CHARSET_SHOWN);
-  }
-  return null;
-}
 
 /**
  * Replace the app's `application/json` parser with fastify's own plus these checks (route body limits still apply).
@@ -54,9 +35,12 @@ export function installJsonBodyParser(app: FastifyInstance): void {
     }
     // Every body is decoded as UTF-8: one declared in another charset would be read as other text than was sent
     // (a Latin-1 'é' became U+FFFD and the request was served), or as malformed JSON (UTF-16).
-    const charset = foreignCharset(request.headers['content-type']);
-    if (charset !== null) {
-      return done(new AppError('unsupported_media_type', { message: `The request body must be JSON in UTF-8 (RFC 8259): svc does not read charset=${charset}.` }), undefined);
+    const unread = unreadCharset(request.headers['content-type']);
+    if (unread?.kind === 'charset') {
+      return done(new AppError('unsupported_media_type', { message: `The request body must be JSON in UTF-8 (RFC 8259): svc does not read charset=${unread.name.slice(0, MAX_CHARSET_SHOWN)}.` }), undefined);
+    }
+    if (unread?.kind === 'malformed') {
+      return done(new AppError('unsupported_media_type', { message: 'The request body\'s Content-Type has a quoted parameter value that is not closed, or is followed by other text than a `;` (RFC 9110 5.6.6): its charset cannot be read.' }), undefined);
     }
     // parseAs 'buffer': the body is a Buffer.
     if (!isUtf8(bytes as Buffer)) {

@@ -108,6 +108,47 @@ test('a JSON body whose content type names its charset twice is a 415 unless bot
   assert.equal(twiceUtf8.statusCode, 201, twiceUtf8.body);
 });
 
+test('a content type\'s parameters are read per RFC 9110 (token or quoted-string with backslash escapes): a ; or charset= inside a quoted value is text, an escaped charset is unescaped, and a quoted value left open or followed by other text is a 415, never a 500', async (t) => {
+  const { app } = await build(t);
+  const keys = async () => json(await app.inject({ url: '/api/v1/keys' })).pagination.total;
+  const post = (contentType: string, payload: string | Buffer) => app.inject({ method: 'POST', url: '/api/v1/keys', headers: { 'content-type': contentType }, payload });
+  // Split on every ';', these were refused for a charset inside a quoted value, or misread with its escape.
+  const read = [
+    'application/json; foo="a;charset=utf-16"',
+    'application/json; foo="a\\";charset=utf-16"',
+    'application/json; charset="utf\\-8"',
+    'application/json; foo="x;y"; charset="UTF\\-8"; bar=baz',
+    'application/json; foo; ; charset=utf-8;',
+  ];
+  for (const contentType of read) {
+    const response = await post(contentType, '{"name":"café"}');
+    assert.equal(response.statusCode, 201, `${contentType}: ${response.body}`);
+  }
+  const created = await keys();
+  const latin1 = Buffer.from('{"name":"café"}', 'latin1');
+  const refused: Array<[string, string | RegExp]> = [
+    ['application/json; charset="utf-1\\6"', 'charset=utf-16'],
+    ['application/json; foo="a;b"; charset=iso-8859-1', 'charset=iso-8859-1'],
+    ['application/json; charset=utf-8; foo="x\\"y"; charset="iso-8859-1"', 'charset=iso-8859-1'],
+    // Malformed: whether the charset is text or a parameter depends on the reader, so none is read as UTF-8.
+    ['application/json; foo="a;charset=utf-16', /quoted/],
+    ['application/json; charset="utf-8\\', /quoted/],
+    ['application/json; charset="utf-8"x', /quoted/],
+    ['application/json; foo="a"x"; charset=utf-16"', /quoted/],
+  ];
+  for (const [contentType, named] of refused) {
+    const response = await post(contentType, latin1);
+    assert.equal(response.statusCode, 415, `${contentType}: ${response.body}`);
+    assert.equal(json(response).error.code, 'unsupported_media_type', contentType);
+    const message: string = json(response).error.message;
+    if (typeof named === 'string') assert.ok(message.includes(named), `${contentType}: ${message}`);
+    else assert.match(message, named, contentType);
+  }
+  assert.equal(await keys(), created, 'no key was created by a refused body');
+  const chat = await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: { 'content-type': 'application/json; foo="a;charset=utf-16"' }, payload: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'café' }] }) });
+  assert.equal(chat.statusCode, 200, chat.body);
+});
+
 test('a JSON body whose bytes are not UTF-8 is a 400 invalid_json in each surface shape that creates nothing, where each bad byte became U+FFFD and the request was served; a U+FFFD sent in UTF-8 is kept', async (t) => {
   const { app } = await build(t);
   const chat = (content: string) => JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content }] });
