@@ -56,8 +56,8 @@ updates every second; with no server it reads the data directory in-process, hol
 it meanwhile), and does not update live.
 
 Keys, list:   up/down or k/j move, PgUp/PgDn a screen, g/G first/last, Enter opens a run,
-              r/s/m cycle the route/status/model filter, f edits the filters (route=live since=1h), c clears them,
-              n/p older/newer page, q, Esc or Ctrl-C quits.
+              r/s/m/i cycle the route/status/model/ingested filter, f edits the filters (route=live since=1h),
+              c clears them, n/p older/newer page, q, Esc or Ctrl-C quits.
 Keys, detail: n or ] older trace events, p or [ newer ones, e exports the evidence packet to
               evidence-<runId>.json, q or Esc goes back.
 

@@ -2,8 +2,8 @@
  * The runs TUI: the list and detail screens, their keys, and the data hooks that feed them. State lives in the
  * reducer of state.ts; data in useRunList/useRunDetail; the screens are pure views.
  *
- * Keys, list: ↑/↓ or k/j move, PgUp/PgDn a screen, Home/End (g/G), Enter opens the run, r/s/m cycle the route,
- * status and model filters, f opens the filter prompt, c clears the filters, n/p the older/newer page of runs,
+ * Keys, list: ↑/↓ or k/j move, PgUp/PgDn a screen, Home/End (g/G), Enter opens the run, r/s/m/i cycle the route,
+ * status, model and ingested filters, f opens the filter prompt, c clears the filters, n/p the older/newer page of runs,
  * q, Esc or Ctrl-C quits (Ctrl-C from any screen). Detail: n or ] older events, p or [ newer events, e exports the evidence packet, q or Esc back.
  */
 import { Box, useApp, useInput, useStdout, type Key } from 'ink';
@@ -130,6 +130,7 @@ export function RunsApp(props: RunsAppProps) {
     } else if (input === 'r') dispatch({ type: 'cycle', key: 'route', values: offered(list.page?.facets.route) });
     else if (input === 's') dispatch({ type: 'cycle', key: 'status', values: offered(list.page?.facets.status) });
     else if (input === 'm') dispatch({ type: 'cycle', key: 'model', values: models });
+    else if (input === 'i') dispatch({ type: 'cycle', key: 'ingested' });
     else if (input === 'f' || input === '/') dispatch({ type: 'promptOpen' });
     else if (input === 'c') dispatch({ type: 'clearFilters' });
     else if (input === 'n') dispatch({ type: 'page', direction: 1, limit, hasMore: list.page?.pagination.hasMore ?? false });

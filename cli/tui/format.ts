@@ -82,6 +82,9 @@ export interface RunFilterInput {
 export const FILTER_KEYS = ['route', 'status', 'model', 'since', 'ingested'] as const;
 export type FilterKey = (typeof FILTER_KEYS)[number];
 
+/** The values of the `ingested` filter (`--ingested`/`--no-ingested`); not having it is all runs. */
+export const INGESTED_VALUES: readonly string[] = ['true', 'false'];
+
 const DURATION_MS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
 
 /**
@@ -137,7 +140,7 @@ export function parseFilterText(text: string): { filters: RunFilterInput } | { e
     const value = match[2]!;
     if (value === '' || value === 'all' || value === '*') continue;
     if (key === 'since' && resolveSince(value) === null) return { error: `since=${value}: give an ISO time, epoch ms or a duration like 15m, 2h, 7d` };
-    if (key === 'ingested' && value !== 'true' && value !== 'false') return { error: `ingested=${value}: give true (only ingested prompts) or false` };
+    if (key === 'ingested' && !INGESTED_VALUES.includes(value)) return { error: `ingested=${value}: give true (only ingested prompts) or false` };
     filters[key] = value;
   }
   return { filters };

@@ -3,7 +3,7 @@
  * the text of the filter prompt), the trace page of the open run and the last message. Pure, so the navigation
  * and filter rules are tested without rendering; data (rows, facets, events) lives in the data hooks.
  */
-import { filterText, parseFilterText, type FilterKey, type RunFilterInput } from './format.ts';
+import { filterText, INGESTED_VALUES, parseFilterText, type FilterKey, type RunFilterInput } from './format.ts';
 
 export interface TuiState {
   screen: 'list' | 'detail';
@@ -27,7 +27,9 @@ export type TuiAction =
   | { type: 'page'; direction: 1 | -1; limit: number; hasMore: boolean }
   | { type: 'open'; runId: string }
   | { type: 'back' }
-  | { type: 'cycle'; key: FilterKey; values: readonly string[] }
+  | { type: 'cycle'; key: Exclude<FilterKey, 'ingested'>; values: readonly string[] }
+  /** `ingested` has its own two values, whatever the page shows. */
+  | { type: 'cycle'; key: 'ingested' }
   | { type: 'setFilters'; filters: RunFilterInput }
   | { type: 'clearFilters' }
   | { type: 'promptOpen' }
@@ -81,7 +83,7 @@ export function reduce(state: TuiState, action: TuiAction): TuiState {
       return { ...state, screen: 'list', detail: null, message: null };
     case 'cycle': {
       // all -> each value in order -> all; a current value no longer offered starts again from the first.
-      const values = [...new Set(action.values)];
+      const values = action.key === 'ingested' ? INGESTED_VALUES : [...new Set(action.values)];
       const current = state.filters[action.key];
       const at = current === undefined ? -1 : values.indexOf(current);
       const next = at + 1 < values.length ? values[at + 1] : undefined;

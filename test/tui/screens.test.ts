@@ -119,6 +119,26 @@ test('filters come from flags and from the keys: s and m cycle, f edits them, c 
   assert.ok(frame.includes(failed));
 });
 
+test('i cycles the ingested filter: only the SDK-ingested prompts, every run but them, then all; the key help names it', async (t) => {
+  const { app, open } = await setup(t);
+  const live = await chat(app, 'served');
+  const response = await app.inject({ method: 'POST', url: '/api/v1/ingest/prompt', payload: { source: 'langchain', prompt: 'handled elsewhere' } });
+  assert.equal(response.statusCode, 201, response.body);
+  const ingested: string = JSON.parse(response.body).runId;
+  const { until, press } = open();
+  let frame = await until((f) => f.includes(live) && f.includes(ingested), 'both runs');
+  assert.match(frame, /r\/s\/m\/i cycle route\/status\/model\/ingested/);
+
+  press('i');
+  frame = await until((f) => f.includes('ingested=true') && !f.includes(live), 'ingested=true');
+  assert.match(rowOf(frame, ingested), /live\/ingested/);
+  press('i');
+  frame = await until((f) => f.includes('ingested=false') && !f.includes(ingested), 'ingested=false');
+  assert.ok(frame.includes(live));
+  press('i');
+  await until((f) => f.includes('ingested=all') && f.includes(live) && f.includes(ingested), 'ingested=all');
+});
+
 test('arrow keys and Enter open a run: route explanation, economics, side effects and the integrity badge; q goes back', async (t) => {
   const { app, open } = await setup(t);
   const first = await chat(app, 'first');

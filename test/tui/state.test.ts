@@ -129,6 +129,17 @@ test('cycling a filter walks all -> each offered value -> all, and resets the pa
   assert.equal(apply({ ...state, filters: { route: 'artifact' } }, { type: 'cycle', key: 'route', values }).filters.route, 'exact_cache');
 });
 
+test('cycling the ingested filter walks all -> true -> false -> all whatever the page shows, and resets the page and cursor', () => {
+  let state: TuiState = { ...initialState({ route: 'live' }), offset: 50, cursor: 3, selectedId: 'x' };
+  state = apply(state, { type: 'cycle', key: 'ingested' });
+  assert.deepEqual([state.filters.ingested, state.message, state.offset, state.selectedId], ['true', 'ingested=true', 0, null]);
+  assert.equal(state.filters.route, 'live', 'the other filters stay');
+  state = apply(state, { type: 'cycle', key: 'ingested' });
+  assert.deepEqual([state.filters.ingested, state.message], ['false', 'ingested=false']);
+  state = apply(state, { type: 'cycle', key: 'ingested' });
+  assert.deepEqual([state.filters.ingested, state.message], [undefined, 'ingested=all']);
+});
+
 test('the filter prompt starts from the active filters, applies on submit and keeps its text on an error', () => {
   let state = apply(initialState({ status: 'failed' }), { type: 'promptOpen' });
   assert.equal(state.prompt?.text, 'status=failed ');
