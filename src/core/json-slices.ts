@@ -1,0 +1,135 @@
+/**
+ * The JSON text of a large value (an evidence packet: tens of MiB), produced in slices with a turn of the event loop
+ * between them, as the text JSON.stringify would give, character for character.
+ *
+ * Why: JSON.stringify of such a value is one call that holds the event loop until the whole text exists (~0.3-0.5 s
+ * for a packet at a run's limits), and every request of the process waits behind it. Here the value's arrays and
+ * plain objects are walked down to `depth` levels and whatever lies below is stringified whole, a few KiB at a time
+ * (a trace event, a side-effect record's payload); a slice ends once it holds `sliceChars` characters.
+ */
+import { setImmediate as nextTurn } from 'node:timers/promises';
+
+export interface JsonSliceOptions {
+  /** Characters of text per slice (the slice that passes it ends it). */
+  sliceChars?: number;
+  /** Levels of arrays and plain objects walked; deeper values are stringified whole. */
+  depth?: number;
+  /** A turn of the event loop between two slices. */
+  turn?: () => Promise<unknown>;
+}
+
+const DEFAULT_SLICE_CHARS = 64 * 1024;
+const DEFAULT_DEPTH = 4;
+
+/** A container being written: its entries still to come and what closes it. */
+interface Frame {
+  readonly array: boolean;
+  readonly value: Record<string, unknown> | unknown[];
+  readonly keys: string[] | null;
+  index: number;
+  wrote: boolean;
+}
+
+export async function* jsonSlices(value: unknown, options: JsonSliceOptions = {}): AsyncGenerator<string, void, undefined> {
+  const sliceChars = options.sliceChars ?? DEFAULT_SLICE_CHARS;
+  const turn = options.turn ?? nextTurn;
+  const writer = new SliceWriter(options.depth ?? DEFAULT_DEPTH);
+  // A top-level value without JSON text (undefined, a function) has no slices, as JSON.stringify answers undefined.
+  if (!writer.write('', value, 0)) return;
+  for (let slice = writer.next(sliceChars); slice !== null; ) {
+    yield slice;
+    slice = writer.next(sliceChars);
+    if (slice !== null) await turn();
+  }
+}
+
+/** Writes a value's text in pieces, keeping the containers it is inside on a stack. */
+class SliceWriter {
+  private readonly stack: Frame[] = [];
+  private pending: string[] = [];
+  private pendingChars = 0;
+
+  constructor(private readonly depth: number) {}
+
+  /** The next slice: at least `chars` characters unless the text ends first; null once it has ended. */
+  next(chars: number): string | null {
+    while (this.pendingChars < chars && this.stack.length > 0) this.step();
+    if (this.pendingChars === 0) return null;
+    const slice = this.pending.join('');
+    this.pending = [];
+    this.pendingChars = 0;
+    return slice;
+  }
+
+  /**
+   * Write `value` (the entry `key` of its container, at `level`), opening it when it is a container to walk: false
+   * when it has no JSON text. `resolved`: its toJSON was already applied.
+   */
+  write(key: string, raw: unknown, level: number, resolved = false): boolean {
+    const value = resolved ? raw : resolve(key, raw);
+    if (!hasText(value)) return false;
+    if (level < this.depth && Array.isArray(value)) {
+      this.emit('[');
+      this.stack.push({ array: true, value, keys: null, index: 0, wrote: false });
+      return true;
+    }
+    if (level < this.depth && isPlainObject(value)) {
+      this.emit('{');
+      this.stack.push({ array: false, value, keys: Object.keys(value), index: 0, wrote: false });
+      return true;
+    }
+    this.emit(JSON.stringify(value));
+    return true;
+  }
+
+  /** Write the next entry of the innermost open container, or close it. */
+  private step(): void {
+    const frame = this.stack[this.stack.length - 1]!;
+    const length = frame.keys ? frame.keys.length : (frame.value as unknown[]).length;
+    if (frame.index >= length) {
+      this.stack.pop();
+      this.emit(frame.array ? ']' : '}');
+      return;
+    }
+    const index = frame.index++;
+    if (frame.array) {
+      if (frame.wrote) this.emit(',');
+      frame.wrote = true;
+      // An array entry without JSON text (undefined, a function, a symbol) is null, as JSON.stringify writes it.
+      if (!this.write(String(index), (frame.value as unknown[])[index], this.stack.length)) this.emit('null');
+      return;
+    }
+    const key = frame.keys![index]!;
+    const entry = resolve(key, (frame.value as Record<string, unknown>)[key]);
+    // A property without JSON text is left out, with its key.
+    if (!hasText(entry)) return;
+    this.emit(`${frame.wrote ? ',' : ''}${JSON.stringify(key)}:`);
+    frame.wrote = true;
+    this.write(key, entry, this.stack.length, true);
+  }
+
+  private emit(text: string): void {
+    this.pending.push(text);
+    this.pendingChars += text.length;
+  }
+}
+
+/** The value JSON.stringify writes for an entry: its toJSON(key) when it has one. */
+function resolve(key: string, value: unknown): unknown {
+  if (value !== null && (typeof value === 'object' || typeof value === 'bigint')) {
+    const toJSON = (value as { toJSON?: unknown }).toJSON;
+    if (typeof toJSON === 'function') return (toJSON as (key: string) => unknown).call(value, key);
+  }
+  return value;
+}
+
+function hasText(value: unknown): boolean {
+  return value !== undefined && typeof value !== 'function' && typeof value !== 'symbol';
+}
+
+/** An object JSON.stringify writes from its own enumerable keys (not a boxed primitive or other special object). */
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object') return false;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return proto === Object.prototype || proto === null;
+}
