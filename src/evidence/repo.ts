@@ -5,7 +5,7 @@
 import type { Store } from '../store/store.ts';
 import { textBytes, togetherOrAlone, type Sql, type SqlValue } from '../store/sql.ts';
 import { addToRollups, DAY_MS, removeFromRollups } from './rollups.ts';
-import { applyToSideEffects, listSideEffects, type SideEffectRecord } from './side-effects.ts';
+import { applyToSideEffects, listSideEffects, sideEffectsAfter, type SideEffectRecord } from './side-effects.ts';
 import { INGESTED_REASON, type AttemptRecord, type FinishedRun, type RunFilter, type RunRecord, type TraceEvent } from './types.ts';
 
 export interface RunPatch {
@@ -110,12 +110,16 @@ export interface RunsRepository {
   /** Update side-effect records from events appended by a request's own recorder (committed). */
   applySideEffects(tenantId: string, events: TraceEvent[]): Promise<void>;
   sideEffects(runId: string): Promise<SideEffectRecord[]>;
+  /** The run's side-effect records with a seq past `after`, at most `limit` of them, in seq order (a page). */
+  sideEffectsAfter(tenantId: string, runId: string, after: number, limit: number): Promise<SideEffectRecord[]>;
   /**
    * Add a feedback record unless the run holds `max` already (`full`) or is gone (`gone`: pruned by retention or its
    * organization's purge since it was read); nothing is added then.
    */
   addFeedback(record: FeedbackRecord, max: number): Promise<'added' | 'full' | 'gone'>;
   feedback(runId: string): Promise<FeedbackRecord[]>;
+  /** At most `limit` of the run's feedback records from position `offset` (0 the oldest), in `feedback`'s order (a page). */
+  feedbackPage(tenantId: string, runId: string, offset: number, limit: number): Promise<FeedbackRecord[]>;
   /** Wait for every pending ledger write (read-your-writes for API calls naming a run). */
   settle(): Promise<void>;
   /** `settle()`, and the pending ledger writes flushed to the disk: before answering a management write made through the ledger. */
@@ -376,6 +380,28 @@ interface ReplayRow {
   inputs_json: string;
   response_hash: string | null;
   created_at: number;
+}
+
+interface FeedbackRow {
+  id: string;
+  run_id: string;
+  tenant_id: string;
+  kind: FeedbackRecord['kind'];
+  body_json: string;
+  actor_json: string;
+  created_at: number;
+}
+
+function feedbackFromRow(row: FeedbackRow): FeedbackRecord {
+  return {
+    id: row.id,
+    runId: row.run_id,
+    tenantId: row.tenant_id,
+    kind: row.kind,
+    body: JSON.parse(row.body_json) as Record<string, unknown>,
+    actor: JSON.parse(row.actor_json) as Record<string, string>,
+    createdAt: row.created_at,
+  };
 }
 
 function insertReplay(sql: Sql, replay: ReplayRecord): void {
@@ -844,6 +870,8 @@ export function createRunsRepository(store: Store): RunsRepository {
 
     sideEffects: (runId) => store.read((sql) => listSideEffects(sql, runId)),
 
+    sideEffectsAfter: (tenantId, runId, after, limit) => store.read((sql) => sideEffectsAfter(sql, tenantId, runId, after, limit)),
+
     addFeedback: (record, max) =>
       store.write((sql) => {
         // Checked in the write: a record added after its run was deleted would outlive it, as no deletion finds it.
@@ -859,22 +887,17 @@ export function createRunsRepository(store: Store): RunsRepository {
 
     feedback: (runId) =>
       store.read((sql) =>
+        // rowid, not the random id, after the time: records of one millisecond in the order they were added, so
+        // that run detail's feedback positions (feedbackBefore) stay put as records are added.
+        sql.all<FeedbackRow>('SELECT * FROM run_feedback WHERE run_id = ? ORDER BY created_at, rowid', [runId]).map(feedbackFromRow),
+      ),
+
+    // By position: records are only ever added, after the others (by time), so a later page starts where the last ended.
+    feedbackPage: (tenantId, runId, offset, limit) =>
+      store.read((sql) =>
         sql
-          .all<{ id: string; run_id: string; tenant_id: string; kind: FeedbackRecord['kind']; body_json: string; actor_json: string; created_at: number }>(
-            // rowid, not the random id, after the time: records of one millisecond in the order they were added, so
-            // that run detail's feedback positions (feedbackBefore) stay put as records are added.
-            'SELECT * FROM run_feedback WHERE run_id = ? ORDER BY created_at, rowid',
-            [runId],
-          )
-          .map((row) => ({
-            id: row.id,
-            runId: row.run_id,
-            tenantId: row.tenant_id,
-            kind: row.kind,
-            body: JSON.parse(row.body_json) as Record<string, unknown>,
-            actor: JSON.parse(row.actor_json) as Record<string, string>,
-            createdAt: row.created_at,
-          })),
+          .all<FeedbackRow>('SELECT * FROM run_feedback WHERE run_id = ? AND tenant_id = ? ORDER BY created_at, rowid LIMIT ? OFFSET ?', [runId, tenantId, limit, offset])
+          .map(feedbackFromRow),
       ),
 
     replay: (runId) =>

@@ -97,3 +97,10 @@ export function applyToSideEffects(sql: Sql, tenantId: string, events: readonly 
 export function listSideEffects(sql: Sql, runId: string): SideEffectRecord[] {
   return sql.all<SideEffectRow>('SELECT * FROM run_side_effects WHERE run_id = ? ORDER BY seq', [runId]).map(fromRow);
 }
+
+/** The run's records with a seq past `after`, at most `limit` of them, in seq order. */
+export function sideEffectsAfter(sql: Sql, tenantId: string, runId: string, after: number, limit: number): SideEffectRecord[] {
+  return sql
+    .all<SideEffectRow>('SELECT * FROM run_side_effects WHERE run_id = ? AND tenant_id = ? AND seq > ? ORDER BY seq LIMIT ?', [runId, tenantId, after, limit])
+    .map(fromRow);
+}

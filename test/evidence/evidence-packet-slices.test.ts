@@ -1,0 +1,66 @@
+/**
+ * The evidence packet of a run with many records: read a page at a time and sent in slices (docs/evidence.md,
+ * "Large runs"), yet the same document: the text JSON.stringify gives of what the service builds, every record in
+ * order across page boundaries, scoped to the caller's tenant and app.
+ */
+import assert from 'node:assert/strict';
+import test from 'node:test';
+import type { AuthContext } from '../../src/identity/auth-context.ts';
+import { bearer, build, json, newChatRun } from '../support/build.ts';
+
+const BOOT = 'bootstrap-token-packet-slices-0001';
+const admin = bearer(BOOT);
+const NOW = Date.UTC(2026, 10, 27, 12, 0, 0);
+// The bootstrap token's identity, as the service sees it.
+const operator = { kind: 'bootstrap', tenantId: 'default', admin: true, tenantWide: true, platformAdmin: true, appId: null, agent: null, subject: null } as unknown as AuthContext;
+
+async function setup(t: any) {
+  // A fixed clock, so that the packet's generatedAt and checkedAt are the same in two reads.
+  const built = await build(t, { env: { SVC_API_KEY: BOOT, SVC_RATE_LIMIT_API_PER_MINUTE: '100000' }, overrides: { clock: { now: () => NOW } } });
+  const post = async (url: string, payload: unknown, headers = admin) => {
+    const response = await built.app.inject({ method: 'POST', url, payload: payload as any, headers });
+    assert.ok(response.statusCode < 300, response.body);
+    return json(response);
+  };
+  return { ...built, post };
+}
+
+test('evidence packet of a run with pages of records: JSON.stringify\'s text of the packet, every record in order', async (t) => {
+  const { app, services, post } = await setup(t);
+  const runId = await newChatRun(app, admin);
+  // 32 side effects (two full pages of 16, then an empty one) and 35 feedback records (a short third page).
+  for (let i = 1; i <= 32; i++) {
+    await post('/api/v1/trace', { runId, type: 'side_effect.planned', payload: { toolName: `tool${i}`, level: 2, payload: { n: i, text: `"quoted" \u00e9 ${'x'.repeat(i * 100)}` } } });
+  }
+  await post('/api/v1/trace', { runId, type: 'side_effect.executed', payload: { toolName: 'tool17', reason: 'sent' } });
+  for (let i = 1; i <= 35; i++) await post(`/api/v1/runs/${runId}/feedback`, { type: 'rating', rating: (i % 5) + 1, correction: `c${i}` });
+
+  const response = await app.inject({ url: `/api/v1/runs/${runId}/evidence-packet`, headers: admin });
+  assert.equal(response.statusCode, 200);
+  assert.equal(response.headers['content-type'], 'application/json; charset=utf-8');
+  assert.equal(response.headers['content-disposition'], `attachment; filename="evidence-${runId}.json"`);
+  assert.equal(response.body, JSON.stringify(await services.runs.evidencePacket(operator, runId)));
+
+  const packet = json(response);
+  assert.deepEqual(packet.sideEffects.map((effect: any) => effect.toolName), Array.from({ length: 32 }, (_, i) => `tool${i + 1}`));
+  assert.deepEqual(packet.sideEffects.map((effect: any) => effect.payload.n), Array.from({ length: 32 }, (_, i) => i + 1));
+  assert.equal(packet.sideEffects[16].state, 'executed');
+  assert.equal(packet.sideEffects[16].reason, 'sent');
+  assert.deepEqual(packet.feedback.map((record: any) => record.correction), Array.from({ length: 35 }, (_, i) => `c${i + 1}`));
+  assert.equal(packet.events.length, packet.integrity.eventCount);
+  assert.equal(packet.integrity.ok, true);
+});
+
+test('evidence packet of a large run: scoped to its tenant and app; another app\'s key gets 404 and none of it', async (t) => {
+  const { app, post } = await setup(t);
+  const runId = await newChatRun(app, { ...admin, 'x-svc-app': 'billing' });
+  for (let i = 1; i <= 20; i++) await post('/api/v1/trace', { runId, type: 'side_effect.planned', payload: { toolName: `secret${i}`, level: 1, payload: {} } });
+  const pinned = bearer((await post('/api/v1/keys', { name: 'pinned', appId: 'support' })).token);
+  const refused = await app.inject({ url: `/api/v1/runs/${runId}/evidence-packet`, headers: pinned });
+  assert.equal(refused.statusCode, 404);
+  assert.equal(json(refused).error.message, 'Run not found.');
+  assert.doesNotMatch(refused.body, /secret/);
+  const owner = bearer((await post('/api/v1/keys', { name: 'billing', appId: 'billing' })).token);
+  const allowed = json(await app.inject({ url: `/api/v1/runs/${runId}/evidence-packet`, headers: owner }));
+  assert.equal(allowed.sideEffects.length, 20);
+});
