@@ -2,14 +2,25 @@
  * The runs endpoints of SPEC 4.9 (list, detail, trace window, route explanation, integrity, economics, receipt,
  * replay bundle, evidence packet, feedback) and the SDK ingestion endpoints of SPEC 4.19 (ingest, trace).
  */
-import type { FastifyInstance } from 'fastify';
+import { Readable } from 'node:stream';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
+import { jsonSlices } from '../core/json-slices.ts';
 import { authOf } from '../http/surface.ts';
 import { instantQuery } from '../core/instant.ts';
 import { optionalQueryInteger, paginationQuery, queryInteger } from '../core/pagination.ts';
 import { DETAIL_SECTION_DEFAULT_LIMIT, EVENT_PAGE_DEFAULT_LIMIT, RUN_FEEDBACK_MAX, type RunsService } from './service.ts';
 import { RUN_MODEL_MAX_LENGTH, RUN_ROUTES, RUN_STATUSES } from './types.ts';
 import { ingestBody, traceBody } from './sdk-events.ts';
+
+/**
+ * Answer a document that may be tens of MiB (an evidence packet at a run's limits, a replay bundle of a 32 MiB request)
+ * as the JSON text fastify would send, written in slices as the client reads it: one JSON.stringify of it held the
+ * event loop ~0.3-0.5 s. Everything that can fail (a 404, a read) happened before: the status and headers are final.
+ */
+function sendInSlices(reply: FastifyReply, document: unknown): FastifyReply {
+  return reply.type('application/json; charset=utf-8').send(Readable.from(jsonSlices(document)));
+}
 
 /** An optional filter value of at most `max` characters, trimmed; undefined when absent or blank. */
 const optionalText = (max: number) =>
@@ -95,14 +106,16 @@ export function runsRoutes(runs: RunsService) {
 
     app.get('/receipts/:id', async (request) => runs.receipt(authOf(request), params.parse(request.params).id));
 
-    app.get('/runs/:id/replay-bundle', async (request) => runs.replayBundle(authOf(request), params.parse(request.params).id));
+    app.get('/runs/:id/replay-bundle', async (request, reply) =>
+      sendInSlices(reply, await runs.replayBundle(authOf(request), params.parse(request.params).id)),
+    );
 
     app.get('/runs/:id/evidence-packet', async (request, reply) => {
       const { id } = params.parse(request.params);
       const packet = await runs.evidencePacket(authOf(request), id);
       // One JSON document, offered as a download (browsers save it; API clients just read the body).
       reply.header('content-disposition', `attachment; filename="evidence-${id.replace(/[^A-Za-z0-9_-]/g, '_')}.json"`);
-      return packet;
+      return sendInSlices(reply, packet);
     });
 
     app.post('/runs/:id/feedback', async (request, reply) => {

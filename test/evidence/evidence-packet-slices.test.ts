@@ -41,6 +41,10 @@ test('evidence packet of a run with pages of records: JSON.stringify\'s text of 
   assert.equal(response.headers['content-disposition'], `attachment; filename="evidence-${runId}.json"`);
   assert.equal(response.body, JSON.stringify(await services.runs.evidencePacket(operator, runId)));
 
+  const bundle = await app.inject({ url: `/api/v1/runs/${runId}/replay-bundle`, headers: admin });
+  assert.equal(bundle.headers['content-type'], 'application/json; charset=utf-8');
+  assert.equal(bundle.body, JSON.stringify(await services.runs.replayBundle(operator, runId)));
+
   const packet = json(response);
   assert.deepEqual(packet.sideEffects.map((effect: any) => effect.toolName), Array.from({ length: 32 }, (_, i) => `tool${i + 1}`));
   assert.deepEqual(packet.sideEffects.map((effect: any) => effect.payload.n), Array.from({ length: 32 }, (_, i) => i + 1));
