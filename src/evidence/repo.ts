@@ -5,7 +5,7 @@
 import type { Store } from '../store/store.ts';
 import { textBytes, togetherOrAlone, type Sql, type SqlValue } from '../store/sql.ts';
 import { addToRollups, DAY_MS, removeFromRollups } from './rollups.ts';
-import { applyToSideEffects, listSideEffects, sideEffectsAfter, type SideEffectRecord } from './side-effects.ts';
+import { applyToSideEffects, listSideEffects, sideEffectsAfter, sideEffectsBefore, type SideEffectRecord } from './side-effects.ts';
 import { INGESTED_REASON, type AttemptRecord, type FinishedRun, type RunFilter, type RunRecord, type TraceEvent } from './types.ts';
 
 export interface RunPatch {
@@ -110,6 +110,11 @@ export interface RunsRepository {
   /** Update side-effect records from events appended by a request's own recorder (committed). */
   applySideEffects(tenantId: string, events: TraceEvent[]): Promise<void>;
   sideEffects(runId: string): Promise<SideEffectRecord[]>;
+  /**
+   * The run's newest `limit + 1` side-effect records with a seq below `before` (all when undefined), in seq order,
+   * and how many it holds: run detail's window, read without the rest.
+   */
+  sideEffectsBefore(tenantId: string, runId: string, before: number | undefined, limit: number): Promise<{ records: SideEffectRecord[]; total: number }>;
   /** The run's side-effect records with a seq past `after`, at most `limit` of them, in seq order (a page). */
   sideEffectsAfter(tenantId: string, runId: string, after: number, limit: number): Promise<SideEffectRecord[]>;
   /**
@@ -118,6 +123,8 @@ export interface RunsRepository {
    */
   addFeedback(record: FeedbackRecord, max: number): Promise<'added' | 'full' | 'gone'>;
   feedback(runId: string): Promise<FeedbackRecord[]>;
+  /** How many feedback records the run holds. */
+  feedbackCount(tenantId: string, runId: string): Promise<number>;
   /** At most `limit` of the run's feedback records from position `offset` (0 the oldest), in `feedback`'s order (a page). */
   feedbackPage(tenantId: string, runId: string, offset: number, limit: number): Promise<FeedbackRecord[]>;
   /** Wait for every pending ledger write (read-your-writes for API calls naming a run). */
@@ -870,6 +877,8 @@ export function createRunsRepository(store: Store): RunsRepository {
 
     sideEffects: (runId) => store.read((sql) => listSideEffects(sql, runId)),
 
+    sideEffectsBefore: (tenantId, runId, before, limit) => store.read((sql) => sideEffectsBefore(sql, tenantId, runId, before, limit)),
+
     sideEffectsAfter: (tenantId, runId, after, limit) => store.read((sql) => sideEffectsAfter(sql, tenantId, runId, after, limit)),
 
     addFeedback: (record, max) =>
@@ -891,6 +900,9 @@ export function createRunsRepository(store: Store): RunsRepository {
         // that run detail's feedback positions (feedbackBefore) stay put as records are added.
         sql.all<FeedbackRow>('SELECT * FROM run_feedback WHERE run_id = ? ORDER BY created_at, rowid', [runId]).map(feedbackFromRow),
       ),
+
+    feedbackCount: (tenantId, runId) =>
+      store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM run_feedback WHERE run_id = ? AND tenant_id = ?', [runId, tenantId])!.n),
 
     // By position: records are only ever added, after the others (by time), so a later page starts where the last ended.
     feedbackPage: (tenantId, runId, offset, limit) =>

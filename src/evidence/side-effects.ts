@@ -98,6 +98,19 @@ export function listSideEffects(sql: Sql, runId: string): SideEffectRecord[] {
   return sql.all<SideEffectRow>('SELECT * FROM run_side_effects WHERE run_id = ? ORDER BY seq', [runId]).map(fromRow);
 }
 
+/**
+ * Run detail's window: the run's newest `limit + 1` records with a seq below `before` (all when undefined), in seq
+ * order (the extra one says older records are left), and how many records the run holds.
+ */
+export function sideEffectsBefore(sql: Sql, tenantId: string, runId: string, before: number | undefined, limit: number): { records: SideEffectRecord[]; total: number } {
+  const rows = sql.all<SideEffectRow>(
+    'SELECT * FROM run_side_effects WHERE run_id = ? AND tenant_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?',
+    [runId, tenantId, before ?? Number.MAX_SAFE_INTEGER, limit + 1],
+  );
+  const total = sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM run_side_effects WHERE run_id = ? AND tenant_id = ?', [runId, tenantId])!.n;
+  return { records: rows.reverse().map(fromRow), total };
+}
+
 /** The run's records with a seq past `after`, at most `limit` of them, in seq order. */
 export function sideEffectsAfter(sql: Sql, tenantId: string, runId: string, after: number, limit: number): SideEffectRecord[] {
   return sql

@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import { bearer, build, json, newChatRun } from '../support/build.ts';
+import { recording } from '../support/counting-store.ts';
 
 const BOOT = 'bootstrap-token-detail-window-0001';
 const admin = bearer(BOOT);
@@ -65,5 +66,29 @@ test('run detail: window parameters out of range are 400 invalid_request naming 
     const body = json(response);
     assert.equal(body.error.code, 'invalid_request', query);
     assert.match(body.error.message, new RegExp(query.split('=')[0]!), query);
+  }
+});
+
+test('run detail reads only its windows of side effects and feedback, not every record the run holds', async (t) => {
+  const watch = recording();
+  const built = await build(t, { env: { SVC_API_KEY: BOOT }, wrapStore: watch.wrap });
+  const runId = await newChatRun(built.app, admin);
+  const post = (url: string, payload: unknown) => built.app.inject({ method: 'POST', url, payload: payload as any, headers: admin });
+  for (let i = 1; i <= 30; i++) await post('/api/v1/trace', { runId, type: 'side_effect.planned', payload: { toolName: `tool${i}`, level: 2, payload: {} } });
+  for (let i = 1; i <= 30; i++) await post(`/api/v1/runs/${runId}/feedback`, { type: 'rating', rating: 5, correction: `c${i}` });
+  const queries = ['sideEffectLimit=5&feedbackLimit=5'];
+  for (const query of queries) {
+    watch.start();
+    const detail = json(await built.app.inject({ url: `/api/v1/runs/${runId}?${query}`, headers: admin }));
+    // Then the older windows.
+    if (queries.length === 1) queries.push(`sideEffectLimit=5&sideEffectBefore=${detail.sideEffectWindow.nextBefore}&feedbackLimit=5&feedbackBefore=${detail.feedbackWindow.nextBefore}`);
+    const reads = watch.stop().filter((read) => /run_side_effects|run_feedback/.test(read.text));
+    assert.equal(detail.sideEffects.length, 5);
+    assert.equal(detail.sideEffectWindow.total, 30);
+    assert.equal(detail.feedback.length, 5);
+    assert.equal(detail.feedbackWindow.total, 30);
+    assert.ok(reads.length > 0);
+    // A window of 5 reads at most 6 records (one more tells whether older ones are left) and counts the rest.
+    for (const read of reads) assert.match(read.text, /LIMIT|COUNT\(\*\)/, `${query}: ${read.text}`);
   }
 });
