@@ -3,7 +3,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
-import type { TestContext } from 'node:test';
+import { after } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { onProcessEnd } from './process-end.ts';
 
@@ -37,7 +37,24 @@ export function onCpus(argv: readonly string[], cpus?: string): [string, ...stri
   return cpus === undefined ? [argv[0]!, ...argv.slice(1)] : ['taskset', '-c', cpus, ...argv];
 }
 
-export function tempDir(t: TestContext, prefix = 'svc-test-'): string {
+/** What tempDir and startServe need of a test's context: somewhere to leave their cleanup (a TestContext is one). */
+export interface Cleanups {
+  after(fn: () => unknown): void;
+}
+
+/**
+ * Cleanups for a describe block, when its tests share a data directory or a server: call it in the block's body, and
+ * what is left with it runs after the block's last test (last left, first run).
+ */
+export function suiteCleanups(): Cleanups {
+  const left: Array<() => unknown> = [];
+  after(async () => {
+    for (const fn of left.reverse()) await fn();
+  });
+  return { after: (fn) => void left.push(fn) };
+}
+
+export function tempDir(t: Cleanups, prefix = 'svc-test-'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   const remove = () => rmSync(dir, { recursive: true, force: true });
   // Also when the test never reaches its after hooks (a timeout, a signal).
@@ -84,7 +101,7 @@ export interface ServeProcess {
  * Start `svc serve --port 0` on `dataDir` and wait for its address line; killed after the test. `shellFirst`: a sh
  * command run first in the same process, which then execs svc (it keeps the pid the command saw as `$$`).
  */
-export function startServe(t: TestContext, dataDir: string, env: Record<string, string> = {}, shellFirst?: string): Promise<ServeProcess> {
+export function startServe(t: Cleanups, dataDir: string, env: Record<string, string> = {}, shellFirst?: string): Promise<ServeProcess> {
   const argv = [SVC, 'serve', '--port', '0', '--data-dir', dataDir];
   const [command, args] = shellFirst === undefined ? [process.execPath, argv] : ['sh', ['-c', `${shellFirst}; exec "$0" "$@"`, process.execPath, ...argv]];
   const child = spawn(command, args, {
