@@ -38,7 +38,9 @@ const started = Date.now();
 function runFile(file) {
   return new Promise((resolve) => {
     const t0 = Date.now();
-    // A hung test fails on its own (per-test timeout) and a hung file is killed, so a run always ends.
+    // A hung file fails at node's --test-timeout (under `node --test <file>`, node 20 counts the file as one test, so
+    // the bound is the file's, not each test's: docs/configuration.md) and is killed at FILE_TIMEOUT_MS if it still
+    // hangs, so a run always ends.
     const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', `--test-timeout=${TEST_TIMEOUT_MS}`, file], {
       cwd: root,
       env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
