@@ -124,22 +124,16 @@ function messagesStreamError(error: UpstreamFailure): MessagesStreamEvent {
 }
 
 /**
- * A complete `tool_use` block must name a declared tool and carry input matching its `input_schema`; tools defined
- * by the provider (versioned types such as `bash_20250124`) have no schema here and are not checked.
+ * A `tool_use` block must name a declared tool and, complete, carry input matching its `input_schema`; one `max_tokens`
+ * cut off mid-input (`cut`: its input is as far as it came, not a call to check or to run, as the upstream's own API
+ * relays it) is checked for its name only. Tools defined by the provider (versioned types such as `bash_20250124`)
+ * have no schema here and are not checked.
  */
-function checkToolUse(validated: ValidatedMessages, block: { id: string; name: string; input: unknown }, index: number): void {
+function checkToolUse(validated: ValidatedMessages, block: { id: string; name: string; input: unknown }, index: number, cut = false): void {
   const declared = (validated.request.tools ?? []).find((tool) => tool.name === block.name);
   if (declared && !('input_schema' in declared)) return;
-  const problem = validated.tools.check(toolUseAsCall(block), index);
+  const problem = cut ? validated.tools.checkName(block.name, index) : validated.tools.check(toolUseAsCall(block), index);
   if (problem) throw new InvalidToolCallError(problem.message);
-}
-
-/**
- * A `tool_use` block `max_tokens` cut off mid-input (its input is as far as it came, not a call to check or to run, as
- * the upstream's own API relays it) must still name a declared tool.
- */
-function checkCutToolUse(validated: ValidatedMessages, name: string): void {
-  if (!(validated.request.tools ?? []).some((tool) => tool.name === name)) throw new InvalidToolCallError(`the model called "${name}", which is not a declared tool`);
 }
 
 const notJson = (name: string) => new InvalidToolCallError(`the input of "${name}" is not valid JSON`);
@@ -341,7 +335,7 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
           input = state.json.trim() === '' ? (block.input ?? {}) : JSON.parse(state.json);
         } catch {
           // Perhaps cut off by max_tokens, which only the message_delta says: held until it does.
-          checkCutToolUse(this.validated, block.name);
+          checkToolUse(this.validated, block, event.index as number, true);
           state.cut = true;
           this.cut = state;
           return [event];
@@ -538,8 +532,8 @@ export function messagesAdapter(validated: ValidatedMessages, headers: { version
           // The last block of an answer max_tokens stopped may be a call cut off mid-input, whose input is what the
           // upstream made of what came (a required field missing, a string short): checked for its tool only, as a
           // streamed one cut off is.
-          if (message.stop_reason === 'max_tokens' && index === message.content.length - 1) checkCutToolUse(validated, String(block.name));
-          else checkToolUse(validated, block as { id: string; name: string; input: unknown }, index);
+          const cut = message.stop_reason === 'max_tokens' && index === message.content.length - 1;
+          checkToolUse(validated, block as { id: string; name: string; input: unknown }, index, cut);
           // A call the client cannot answer by id (the SDKs' tool_result needs one): given one of svc's, as streamed ones are.
           if (!block.id) block.id = newId('toolu');
         }

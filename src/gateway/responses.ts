@@ -57,11 +57,10 @@ function answerText(response: ResponseObject): string {
 function checkItem(validated: ValidatedResponses, item: OutputItem, index: number): void {
   if (item.type === 'function_call') {
     const name = String(item.name ?? '');
-    if (item.status === 'incomplete') {
-      if (!validated.tools.names.has(name)) throw new InvalidToolCallError(`the model called "${name}", which is not a declared tool`);
-      return;
-    }
-    const problem = validated.tools.check({ id: String(item.call_id ?? ''), type: 'function', function: { name, arguments: String(item.arguments ?? '') } }, index);
+    const problem =
+      item.status === 'incomplete'
+        ? validated.tools.checkName(name, index)
+        : validated.tools.check({ id: String(item.call_id ?? ''), type: 'function', function: { name, arguments: String(item.arguments ?? '') } }, index);
     if (problem) throw new InvalidToolCallError(problem.message);
   } else if (item.type === 'custom_tool_call') {
     if (!validated.customTools.has(String(item.name ?? ''))) throw new InvalidToolCallError(`the model called "${String(item.name)}", which is not a declared custom tool`);

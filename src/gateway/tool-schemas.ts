@@ -132,6 +132,11 @@ export interface DeclaredTools {
   readonly names: ReadonlySet<string>;
   /** Null when the call names a declared tool and its arguments are JSON that satisfies the tool's schema. */
   check(call: ChatToolCall, index: number): ToolCallProblem | null;
+  /**
+   * Null when the name is a declared tool's: all there is to check of a call the upstream cut off mid-arguments
+   * (`max_tokens`), whose arguments are as far as they came, not a call to check or to run.
+   */
+  checkName(name: string, index: number): ToolCallProblem | null;
 }
 
 /** The 400 of a tool name declared twice (tool calls name their tool, so each needs its own). */
@@ -152,11 +157,15 @@ export function compileTools(tools: readonly ChatTool[] | undefined, budget = ne
     const parameters = tool.function.parameters;
     validators.set(tool.function.name, parameters ? compile(parameters, `tools[${index}].function.parameters`, budget) : null);
   }
+  const checkName = (name: string, index: number): ToolCallProblem | null =>
+    validators.has(name) ? null : { index, name, message: `the model called "${name}", which is not a declared tool` };
   return {
     names: new Set(validators.keys()),
+    checkName,
     check(call, index) {
       const name = call.function.name;
-      if (!validators.has(name)) return { index, name, message: `the model called "${name}", which is not a declared tool` };
+      const undeclared = checkName(name, index);
+      if (undeclared) return undeclared;
       let args: unknown;
       try {
         args = JSON.parse(call.function.arguments === '' ? '{}' : call.function.arguments);
