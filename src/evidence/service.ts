@@ -268,6 +268,21 @@ const INTEGRITY_PAGE_EVENTS = 16;
 /** Side-effect or feedback records the evidence packet reads in one turn: at most 4 MiB, or 1 MiB, of payload. */
 const PACKET_PAGE_RECORDS = 16;
 
+/**
+ * Every record of a paged read, `PACKET_PAGE_RECORDS` a page, with a turn of the event loop after each page: `pageAfter`
+ * reads the page that follows the records read so far, and a page shorter than that is the last.
+ */
+async function everyPage<T>(pageAfter: (read: readonly T[]) => Promise<T[]>): Promise<T[]> {
+  const records: T[] = [];
+  for (;;) {
+    const page = await pageAfter(records);
+    if (page.length === 0) return records;
+    records.push(...page);
+    await nextTurn();
+    if (page.length < PACKET_PAGE_RECORDS) return records;
+  }
+}
+
 /** Feedback records a run may hold (each up to 64 KiB; the evidence packet carries them all). */
 export const RUN_FEEDBACK_MAX = 200;
 
@@ -611,25 +626,13 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
    * Every side-effect record of a run, a page at a time with a turn of the event loop between pages, as its trace is
    * read: 10,000 records (16 MiB of payload) read and parsed at once held the event loop ~0.3-0.8 s.
    */
-  async function pagedSideEffects(run: RunRecord): Promise<SideEffectRecord[]> {
-    const records: SideEffectRecord[] = [];
-    for (let page = await repo.sideEffectsAfter(run.tenantId, run.id, 0, PACKET_PAGE_RECORDS); page.length > 0; ) {
-      records.push(...page);
-      await nextTurn();
-      page = page.length < PACKET_PAGE_RECORDS ? [] : await repo.sideEffectsAfter(run.tenantId, run.id, page[page.length - 1]!.seq, PACKET_PAGE_RECORDS);
-    }
-    return records;
+  function pagedSideEffects(run: RunRecord): Promise<SideEffectRecord[]> {
+    return everyPage((read) => repo.sideEffectsAfter(run.tenantId, run.id, read.at(-1)?.seq ?? 0, PACKET_PAGE_RECORDS));
   }
 
   /** Every feedback record of a run (200 of 64 KiB at most), likewise a page at a time. */
-  async function pagedFeedback(run: RunRecord): Promise<FeedbackRecord[]> {
-    const records: FeedbackRecord[] = [];
-    for (let page = await repo.feedbackPage(run.tenantId, run.id, 0, PACKET_PAGE_RECORDS); page.length > 0; ) {
-      records.push(...page);
-      await nextTurn();
-      page = page.length < PACKET_PAGE_RECORDS ? [] : await repo.feedbackPage(run.tenantId, run.id, records.length, PACKET_PAGE_RECORDS);
-    }
-    return records;
+  function pagedFeedback(run: RunRecord): Promise<FeedbackRecord[]> {
+    return everyPage((read) => repo.feedbackPage(run.tenantId, run.id, read.length, PACKET_PAGE_RECORDS));
   }
 
   /** Run detail's side effects: they page by their seq. */
