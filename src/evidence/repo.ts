@@ -5,7 +5,7 @@
 import type { Store } from '../store/store.ts';
 import { textBytes, togetherOrAlone, type Sql, type SqlValue } from '../store/sql.ts';
 import { addToRollups, DAY_MS, removeFromRollups } from './rollups.ts';
-import { applyToSideEffects, listSideEffects, sideEffectsAfter, sideEffectsBefore, type SideEffectRecord } from './side-effects.ts';
+import { applyToSideEffects, sideEffectsAfter, sideEffectsBefore, type SideEffectRecord } from './side-effects.ts';
 import { INGESTED_REASON, type AttemptRecord, type FinishedRun, type RunFilter, type RunRecord, type TraceEvent } from './types.ts';
 
 export interface RunPatch {
@@ -109,7 +109,6 @@ export interface RunsRepository {
   replay(runId: string): Promise<ReplayRecord | null>;
   /** Update side-effect records from events appended by a request's own recorder (committed). */
   applySideEffects(tenantId: string, events: TraceEvent[]): Promise<void>;
-  sideEffects(runId: string): Promise<SideEffectRecord[]>;
   /**
    * The run's newest `limit + 1` side-effect records with a seq below `before` (all when undefined), in seq order,
    * and how many it holds: run detail's window, read without the rest.
@@ -122,7 +121,6 @@ export interface RunsRepository {
    * organization's purge since it was read); nothing is added then.
    */
   addFeedback(record: FeedbackRecord, max: number): Promise<'added' | 'full' | 'gone'>;
-  feedback(runId: string): Promise<FeedbackRecord[]>;
   /** How many feedback records the run holds. */
   feedbackCount(tenantId: string, runId: string): Promise<number>;
   /** At most `limit` of the run's feedback records from position `offset` (0 the oldest), in `feedback`'s order (a page). */
@@ -875,8 +873,6 @@ export function createRunsRepository(store: Store): RunsRepository {
 
     applySideEffects: (tenantId, events) => store.write((sql) => applyToSideEffects(sql, tenantId, events)),
 
-    sideEffects: (runId) => store.read((sql) => listSideEffects(sql, runId)),
-
     sideEffectsBefore: (tenantId, runId, before, limit) => store.read((sql) => sideEffectsBefore(sql, tenantId, runId, before, limit)),
 
     sideEffectsAfter: (tenantId, runId, after, limit) => store.read((sql) => sideEffectsAfter(sql, tenantId, runId, after, limit)),
@@ -894,17 +890,12 @@ export function createRunsRepository(store: Store): RunsRepository {
         return 'added';
       }),
 
-    feedback: (runId) =>
-      store.read((sql) =>
-        // rowid, not the random id, after the time: records of one millisecond in the order they were added, so
-        // that run detail's feedback positions (feedbackBefore) stay put as records are added.
-        sql.all<FeedbackRow>('SELECT * FROM run_feedback WHERE run_id = ? ORDER BY created_at, rowid', [runId]).map(feedbackFromRow),
-      ),
-
     feedbackCount: (tenantId, runId) =>
       store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM run_feedback WHERE run_id = ? AND tenant_id = ?', [runId, tenantId])!.n),
 
     // By position: records are only ever added, after the others (by time), so a later page starts where the last ended.
+    // rowid, not the random id, after the time: records of one millisecond in the order they were added, so that run
+    // detail's feedback positions stay put as records are added.
     feedbackPage: (tenantId, runId, offset, limit) =>
       store.read((sql) =>
         sql

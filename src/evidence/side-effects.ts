@@ -94,10 +94,6 @@ export function applyToSideEffects(sql: Sql, tenantId: string, events: readonly 
   }
 }
 
-export function listSideEffects(sql: Sql, runId: string): SideEffectRecord[] {
-  return sql.all<SideEffectRow>('SELECT * FROM run_side_effects WHERE run_id = ? ORDER BY seq', [runId]).map(fromRow);
-}
-
 /**
  * Run detail's window: the run's newest `limit + 1` records with a seq below `before` (all when undefined), in seq
  * order (the extra one says older records are left), and how many records the run holds.
