@@ -87,9 +87,13 @@ export function createSettingsService(deps: {
   async function validateGrants(tenantId: string, grants: ConnectorGrants): Promise<void> {
     const bindingByKey = new Map<string, string>();
     for (const [index, grant] of grants.grants.entries()) {
-      for (const keyId of grant.keyIds) {
+      for (const [position, keyId] of grant.keyIds.entries()) {
         const key = await keys.findById(tenantId, keyId);
-        if (!key || key.revokedAt !== null) throw invalid(`grants[${index}]: unknown or revoked key ${keyId}`);
+        // Named by its place, not its value: what was sent may be a key's token pasted in place of its id, and an
+        // error answer (or a log of it) must not carry a credential.
+        if (!key || key.revokedAt !== null) {
+          throw invalid(`grants[${index}].keyIds[${position}]: unknown or revoked key (keyIds are key ids, never tokens)`);
+        }
         if (key.appId === null) throw invalid(`grants[${index}]: key ${keyId} is not app-pinned; grants need app-pinned keys`);
         if (key.appId !== grant.appId) throw invalid(`grants[${index}]: key ${keyId} is pinned to another app`);
         const binding = JSON.stringify([grant.agentId, grant.subject]);

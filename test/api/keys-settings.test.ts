@@ -221,3 +221,15 @@ test('webhook_url: an internal name that resolves to a private address and one t
   assert.equal(JSON.parse(answers[0]!.body).error.code, 'private_url_blocked');
   assert.deepEqual(answers[1], answers[0]);
 });
+
+test('managed_connector_grants: a token pasted where a key id belongs is refused without being echoed', async (t) => {
+  const { app, create } = await setup(t);
+  const { token } = json(await create({ name: 'widget', appId: 'widget-app' }));
+  const grants = { version: 1, grants: [{ keyIds: [token], appId: 'widget-app', agentId: 'agent-7', subject: 'subject-9', serverIds: ['srv_1'], tools: ['lookup'] }] };
+  const response = await app.inject({ method: 'PUT', url: '/api/v1/settings', headers: admin, payload: { key: 'managed_connector_grants', value: grants } });
+  assert.equal(response.statusCode, 400);
+  assert.equal(json(response).error.code, 'invalid_request');
+  assert.ok(!response.body.includes(token), response.body);
+  // The answer still says which entry is wrong, and that keyIds take ids.
+  assert.match(json(response).error.message, /grants\[0\]\.keyIds\[0\]/);
+});
