@@ -217,28 +217,28 @@ interface AcceptedStream<Ev> {
 }
 
 /**
- * Events read after a refused stream for its usage, and how long they may take: the usage chunk follows the finish
- * chunk at once (then `[DONE]`), so a stream that sends neither soon is cut rather than waited on.
+ * Events read after a refused stream for its usage: the usage chunk follows the finish chunk at once (then `[DONE]`).
  */
 const MAX_TRAILING_EVENTS = 2;
-const TRAILING_USAGE_MS = 2_000;
 
 /**
- * Read what an upstream sends after svc refused its stream (an invalid tool call at the finish chunk), for the usage
- * it reports: the upstream made and billed the answer, and the usage chunk comes after the finish chunk. Bounded by
- * MAX_TRAILING_EVENTS and TRAILING_USAGE_MS; a stream that breaks or is cut leaves the usage svc's estimate.
+ * Read what an upstream already sent after svc refused its stream (an invalid tool call at the finish chunk), for the
+ * usage it reports: the upstream made and billed the answer, and the usage chunk comes after the finish chunk. Only
+ * what has arrived by the next turn of the event loop is read (at most MAX_TRAILING_EVENTS): the client's error waits
+ * for the run to be recorded, and that must not wait on an upstream that is slow to send its usage or never does
+ * (the error was held up to a 2 s bound). The upstream is then released; a usage not read by then leaves svc's estimate.
  */
 async function trailingUsage<Ev>(upstream: AcceptedStream<Ev>, take: (event: unknown) => boolean): Promise<void> {
-  const timer = setTimeout(() => upstream.release?.(), TRAILING_USAGE_MS);
+  const cut = setImmediate(() => upstream.release?.());
   try {
     for (let read = 0; read < MAX_TRAILING_EVENTS; read += 1) {
       const next = await upstream.rest.next();
       if (next.done || take(next.value)) return;
     }
   } catch {
-    // The upstream broke, or was cut at the bound: the run records svc's estimate.
+    // The upstream broke, or was cut at the next turn: the run records svc's estimate.
   } finally {
-    clearTimeout(timer);
+    clearImmediate(cut);
   }
 }
 

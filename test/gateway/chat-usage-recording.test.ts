@@ -7,8 +7,9 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 import OpenAI from 'openai';
 import { json } from '../support/build.ts';
-import { completion as completionOf, contentChunk, sendChunks, sendJson, sleep, startFakeUpstream } from '../support/fake-upstream.ts';
+import { completion as completionOf, contentChunk, sendChunks, sendJson, sleep, startFakeUpstream, startSse } from '../support/fake-upstream.ts';
 import { openaiGateway } from '../support/openai-gateway.ts';
+import { holdLongTimers } from '../support/long-timers.ts';
 import { costOf } from '../../src/gateway/pricing.ts';
 import { countTokens } from '../../src/gateway/tokens.ts';
 
@@ -119,6 +120,34 @@ test('a chat stream refused for its tool call with no usage within its trailing 
     assert.equal(run.error.kind, 'invalid_tool_call', label);
     assert.equal(run.usage.completionTokens, countTokens(content + streamed.text), label);
   }
+});
+
+test('a chat stream refused for its tool call whose upstream then stalls (no usage chunk, the connection held open) gets its error without svc waiting on the upstream, its run recorded first with the estimate', async (t) => {
+  const chunk = (choices: unknown[]) => ({ ...contentChunk(''), choices });
+  const refused = chunk([{ index: 0, delta: { role: 'assistant', tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '{"town":"Oslo"}' } }] }, finish_reason: null }]);
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    res.write(`data: ${JSON.stringify(refused)}\n\n`);
+    res.write(`data: ${JSON.stringify(chunk([{ index: 0, delta: {}, finish_reason: 'tool_calls' }]))}\n\n`);
+    // No usage chunk and no end: the connection stays open until the test ends.
+  });
+  const gateway = await openaiGateway(t, upstream);
+  // svc's time bounds held: the client's error must come without svc waiting on the upstream (holdLongTimers).
+  const restoreTimers = holdLongTimers(t);
+  const { data: stream, response } = await gateway.client.chat.completions
+    .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: unique('weather') }], tools: [WEATHER_TOOL], stream: true })
+    .withResponse();
+  await assert.rejects(async () => {
+    for await (const _chunk of stream);
+  }, /Invalid tool call/);
+  restoreTimers();
+  // The error event went out after the run was recorded (gateway-reply): it is failed already.
+  const detail = json(await gateway.app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` }));
+  assert.equal(detail.run.status, 'failed');
+  assert.equal(detail.run.error.kind, 'invalid_tool_call');
+  assert.equal(detail.run.usage.completionTokens, countTokens('get_weather{"town":"Oslo"}'));
+  assert.ok(detail.events.some((event: { type: string }) => event.type === 'usage.estimated'));
+  assert.equal(upstream.requests.length, 1);
 });
 
 test('a buffered chat answer refused as bad_response (a choice without a message) records the usage it reported', async (t) => {

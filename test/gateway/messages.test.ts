@@ -8,6 +8,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { bearer, build, json } from '../support/build.ts';
 import { messageToEvents } from '../../src/gateway/wire-replay.ts';
 import { sendJson, sleep, startFakeUpstream, startSse, type FakeUpstream } from '../support/fake-upstream.ts';
+import { holdLongTimers } from '../support/long-timers.ts';
 
 const WEATHER = {
   name: 'get_weather',
@@ -265,6 +266,48 @@ test('live messages stream: a tool_use input nested past 128 levels (JSON inside
   assert.equal(run.status, 'failed');
   assert.equal(run.error.kind, 'invalid_tool_call');
   assert.match(run.error.message, /nests more than 128 levels deep/);
+});
+
+test('live messages stream: a tool_use refused at its content_block_stop records the message_delta usage sent with it, and its client gets the error without svc waiting on an upstream that stalls there', async (t) => {
+  const [start, , , , , , stop] = messageEvents('unused');
+  // Its input fails the declared schema (no `city`): refused at the block's end, when the input is whole.
+  const refused: Array<[string, unknown]> = [
+    ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 'toolu_town', name: 'get_weather', input: {} } }],
+    ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '{"town":"Oslo"}' } }],
+    ['content_block_stop', { type: 'content_block_stop', index: 0 }],
+  ];
+  let stalls = false;
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    writeEvents(res, [start!, ...refused]);
+    // Stalling: no message_delta and no end, the connection open until the test ends.
+    if (stalls) return;
+    writeEvents(res, [['message_delta', { type: 'message_delta', delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { output_tokens: 42 } }], stop!]);
+    res.end();
+  });
+  const { app, client } = await liveGateway(t, upstream);
+  const refusedRun = async () => {
+    const { data: stream, response } = await client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask(), tools: [WEATHER], stream: true }).withResponse();
+    await assert.rejects(async () => {
+      for await (const _event of stream);
+    }, (error: unknown) => error instanceof Anthropic.APIError && /get_weather/.test(error.message));
+    // The error event went out after the run was recorded: it is failed already.
+    return json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` }));
+  };
+
+  const prompt = await refusedRun();
+  assert.equal(prompt.run.status, 'failed');
+  assert.equal(prompt.run.error.kind, 'invalid_tool_call');
+  assert.deepEqual(prompt.run.usage, { promptTokens: 12, completionTokens: 42, totalTokens: 54 }, 'the usage the upstream sent with the refused block');
+
+  stalls = true;
+  // svc's time bounds held: the client's error must come without svc waiting on the upstream (holdLongTimers).
+  const restoreTimers = holdLongTimers(t);
+  const stalled = await refusedRun();
+  restoreTimers();
+  assert.equal(stalled.run.status, 'failed');
+  assert.equal(stalled.run.error.kind, 'invalid_tool_call');
+  assert.ok(stalled.events.some((event: { type: string }) => event.type === 'usage.estimated'), 'no message_delta came: svc estimated the output');
 });
 
 test('live messages stream: a client abort reaches the upstream and the run is finalised', async (t) => {
