@@ -107,6 +107,8 @@ export interface RunsRepository {
    */
   reserveClientTrace(tenantId: string, runId: string, bytes: number, budget: TraceBudget): Promise<boolean>;
   replay(runId: string): Promise<ReplayRecord | null>;
+  /** Whether the run keeps a replay record, read without its stored request (up to the body limit): a HEAD's answer. */
+  hasReplay(tenantId: string, runId: string): Promise<boolean>;
   /** Update side-effect records from events appended by a request's own recorder (committed). */
   applySideEffects(tenantId: string, events: TraceEvent[]): Promise<void>;
   /**
@@ -918,6 +920,9 @@ export function createRunsRepository(store: Store): RunsRepository {
             }
           : null;
       }),
+
+    hasReplay: (tenantId, runId) =>
+      store.read((sql) => sql.get('SELECT 1 FROM run_replays WHERE run_id = ? AND tenant_id = ?', [runId, tenantId]) !== undefined),
 
     settle: () => store.flush(),
     settleOnDisk: () => store.flushToDisk(),

@@ -19,7 +19,14 @@ import { ingestBody, traceBody } from './sdk-events.ts';
  * event loop ~0.3-0.5 s. Everything that can fail (a 404, a read) happened before: the status and headers are final.
  */
 function sendInSlices(reply: FastifyReply, document: unknown): FastifyReply {
-  return reply.type('application/json; charset=utf-8').send(Readable.from(jsonSlices(document)));
+  return reply.type(JSON_TYPE).send(Readable.from(jsonSlices(document)));
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/** The packet is one JSON document, offered as a download (browsers save it; API clients just read the body). */
+function asDownload(reply: FastifyReply, runId: string): FastifyReply {
+  return reply.header('content-disposition', `attachment; filename="evidence-${runId.replace(/[^A-Za-z0-9_-]/g, '_')}.json"`);
 }
 
 /** An optional filter value of at most `max` characters, trimmed; undefined when absent or blank. */
@@ -106,16 +113,26 @@ export function runsRoutes(runs: RunsService) {
 
     app.get('/receipts/:id', async (request) => runs.receipt(authOf(request), params.parse(request.params).id));
 
-    app.get('/runs/:id/replay-bundle', async (request, reply) =>
+    // The bundle and the packet are answered to HEAD by their own handlers, which make the checks GET makes before
+    // its first byte (the run is the caller's, the bundle exists) and read nothing else: fastify's HEAD runs the GET
+    // handler and drops its body, so a HEAD read and wrote the whole document (up to ~41 MiB for a packet).
+    app.get('/runs/:id/replay-bundle', { exposeHeadRoute: false }, async (request, reply) =>
       sendInSlices(reply, await runs.replayBundle(authOf(request), params.parse(request.params).id)),
     );
+    app.head('/runs/:id/replay-bundle', async (request, reply) => {
+      await runs.checkReplayBundle(authOf(request), params.parse(request.params).id);
+      return reply.type(JSON_TYPE).send();
+    });
 
-    app.get('/runs/:id/evidence-packet', async (request, reply) => {
+    app.get('/runs/:id/evidence-packet', { exposeHeadRoute: false }, async (request, reply) => {
       const { id } = params.parse(request.params);
       const packet = await runs.evidencePacket(authOf(request), id);
-      // One JSON document, offered as a download (browsers save it; API clients just read the body).
-      reply.header('content-disposition', `attachment; filename="evidence-${id.replace(/[^A-Za-z0-9_-]/g, '_')}.json"`);
-      return sendInSlices(reply, packet);
+      return sendInSlices(asDownload(reply, id), packet);
+    });
+    app.head('/runs/:id/evidence-packet', async (request, reply) => {
+      const { id } = params.parse(request.params);
+      await runs.find(authOf(request), id);
+      return asDownload(reply, id).type(JSON_TYPE).send();
     });
 
     app.post('/runs/:id/feedback', async (request, reply) => {

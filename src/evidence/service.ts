@@ -23,6 +23,10 @@ import type { FeedbackRecord, RunsRepository, TraceKey } from './repo.ts';
 import { runVerifier } from './run-integrity.ts';
 import { INGESTED_REASON, type AttemptRecord, type RunFilter, type RunRecord, type TraceEvent } from './types.ts';
 
+function noReplayBundle(run: RunRecord): AppError {
+  return new AppError('not_found', { message: `Run ${run.id} has no replay bundle: only gateway model requests keep one.` });
+}
+
 /** Byte budget of one trace page: a page stops before it would exceed this many payload bytes (>= 1 event). */
 export const EVENT_PAGE_MAX_BYTES = 512 * 1024;
 export const EVENT_PAGE_DEFAULT_LIMIT = 100;
@@ -84,6 +88,8 @@ export interface RunsService {
   /** The Chorus receipt of a run (its `chorus.receipt` trace event); 404 when the run has none. */
   receipt(auth: AuthContext, id: string): Promise<{ runId: string; receipt: Record<string, unknown>; eventSeq: number; eventHash: string }>;
   replayBundle(auth: AuthContext, id: string): Promise<ReplayBundle>;
+  /** What a replay-bundle GET refuses before its body (404: a run not seen, or without a bundle), nothing read beyond. */
+  checkReplayBundle(auth: AuthContext, id: string): Promise<void>;
   evidencePacket(auth: AuthContext, id: string): Promise<Record<string, unknown>>;
   /**
    * Append an SDK trace event (committed before it returns). An event with an idempotency key the run holds an
@@ -408,6 +414,11 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
       return bundleOf(await find(auth, id));
     },
 
+    async checkReplayBundle(auth, id) {
+      const run = await find(auth, id);
+      if (!(await repo.hasReplay(run.tenantId, run.id))) throw noReplayBundle(run);
+    },
+
     async evidencePacket(auth, id) {
       // The events once, for the packet and its integrity check (a run's trace may hold 10,000 events), a page at a
       // time; the run as they were read.
@@ -588,7 +599,7 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
 
   async function bundleOf(run: RunRecord): Promise<ReplayBundle> {
     const replay = await repo.replay(run.id);
-    if (!replay) throw new AppError('not_found', { message: `Run ${run.id} has no replay bundle: only gateway model requests keep one.` });
+    if (!replay) throw noReplayBundle(run);
     return {
       format: 'svc.replay-bundle',
       version: 1,
