@@ -43,6 +43,79 @@ export async function* jsonSlices(value: unknown, options: JsonSliceOptions = {}
   }
 }
 
+/**
+ * A member of an object whose text is written as its members are read (objectSlices): its value, got when the member
+ * is written, or its value's entries (an array), a page at a time.
+ */
+export type StreamedMember =
+  | { readonly key: string; readonly value: () => unknown }
+  | { readonly key: string; readonly pages: () => AsyncIterable<readonly unknown[]> };
+
+/**
+ * The JSON text of the object `members` make (objectOf), in slices as jsonSlices writes a value: each member got, or
+ * each page of its entries read, only when the text reaches it, so the whole object is never held at once (an
+ * evidence packet's 10,000 side effects and its trace). The text is JSON.stringify's of objectOf(members).
+ */
+export async function* objectSlices(members: readonly StreamedMember[], options: JsonSliceOptions = {}): AsyncGenerator<string, void, undefined> {
+  const sliceChars = options.sliceChars ?? DEFAULT_SLICE_CHARS;
+  const turn = options.turn ?? nextTurn;
+  // One writer for the whole text, each member written at the level it has in the object (1, its entries 2), so the
+  // depth walked is the one jsonSlices walks for the whole object.
+  const writer = new SliceWriter(options.depth ?? DEFAULT_DEPTH);
+  writer.emit('{');
+  let wrote = false;
+  for (const member of members) {
+    const prefix = `${wrote ? ',' : ''}${JSON.stringify(member.key)}:`;
+    if ('pages' in member) {
+      writer.emit(`${prefix}[`);
+      wrote = true;
+      let index = 0;
+      for await (const page of member.pages()) {
+        for (const entry of page) {
+          if (index > 0) writer.emit(',');
+          // An entry without JSON text is null, as JSON.stringify writes it in an array.
+          if (!writer.write(String(index), entry, 2)) writer.emit('null');
+          index += 1;
+          for (let slice = writer.full(sliceChars); slice !== null; slice = writer.full(sliceChars)) {
+            yield slice;
+            await turn();
+          }
+        }
+      }
+      writer.emit(']');
+      continue;
+    }
+    const value = resolve(member.key, await member.value());
+    // A member without JSON text is left out, with its key.
+    if (!hasText(value)) continue;
+    writer.emit(prefix);
+    wrote = true;
+    writer.write(member.key, value, 1, true);
+    for (let slice = writer.full(sliceChars); slice !== null; slice = writer.full(sliceChars)) {
+      yield slice;
+      await turn();
+    }
+  }
+  writer.emit('}');
+  const last = writer.next(sliceChars);
+  if (last !== null) yield last;
+}
+
+/** The object `members` make: what objectSlices writes the text of, read whole. */
+export async function objectOf(members: readonly StreamedMember[]): Promise<Record<string, unknown>> {
+  const object: Record<string, unknown> = {};
+  for (const member of members) {
+    if (!('pages' in member)) {
+      object[member.key] = await member.value();
+      continue;
+    }
+    const entries: unknown[] = [];
+    for await (const page of member.pages()) entries.push(...page);
+    object[member.key] = entries;
+  }
+  return object;
+}
+
 /** Writes a value's text in pieces, keeping the containers it is inside on a stack. */
 class SliceWriter {
   private readonly stack: Frame[] = [];
@@ -54,7 +127,16 @@ class SliceWriter {
   /** The next slice: at least `chars` characters unless the text ends first; null once it has ended. */
   next(chars: number): string | null {
     while (this.pendingChars < chars && this.stack.length > 0) this.step();
-    if (this.pendingChars === 0) return null;
+    return this.pendingChars === 0 ? null : this.take();
+  }
+
+  /** The next slice if the text written so far makes one of `chars` characters; else null, everything written pending. */
+  full(chars: number): string | null {
+    while (this.pendingChars < chars && this.stack.length > 0) this.step();
+    return this.pendingChars >= chars ? this.take() : null;
+  }
+
+  private take(): string {
     const slice = this.pending.join('');
     this.pending = [];
     this.pendingChars = 0;
@@ -108,7 +190,8 @@ class SliceWriter {
     this.write(key, entry, this.stack.length, true);
   }
 
-  private emit(text: string): void {
+  /** Text written as it is (punctuation between the values written). */
+  emit(text: string): void {
     this.pending.push(text);
     this.pendingChars += text.length;
   }

@@ -5,7 +5,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
-import { jsonSlices } from '../core/json-slices.ts';
+import { jsonSlices, objectSlices } from '../core/json-slices.ts';
 import { authOf } from '../http/surface.ts';
 import { instantQuery } from '../core/instant.ts';
 import { optionalQueryInteger, paginationQuery, queryInteger } from '../core/pagination.ts';
@@ -126,8 +126,9 @@ export function runsRoutes(runs: RunsService) {
 
     app.get('/runs/:id/evidence-packet', { exposeHeadRoute: false }, async (request, reply) => {
       const { id } = params.parse(request.params);
-      const packet = await runs.evidencePacket(authOf(request), id);
-      return sendInSlices(asDownload(reply, id), packet);
+      const members = await runs.evidencePacket(authOf(request), id);
+      // Written section by section as it is read: a failure after the first byte aborts the response (docs/evidence.md).
+      return asDownload(reply, id).type(JSON_TYPE).send(Readable.from(objectSlices(members)));
     });
     app.head('/runs/:id/evidence-packet', async (request, reply) => {
       const { id } = params.parse(request.params);

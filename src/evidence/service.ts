@@ -6,6 +6,7 @@
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { canonicalJson } from '../core/canonical-json.ts';
+import type { StreamedMember } from '../core/json-slices.ts';
 import { toIso, type Clock } from '../core/clock.ts';
 import { AppError, notFound } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
@@ -22,6 +23,9 @@ import type { AuthContext } from '../identity/auth-context.ts';
 import type { FeedbackRecord, RunsRepository, TraceKey } from './repo.ts';
 import { runVerifier } from './run-integrity.ts';
 import { INGESTED_REASON, type AttemptRecord, type RunFilter, type RunRecord, type TraceEvent } from './types.ts';
+
+/** For a trace read only to be verified. */
+const keepNone = (): boolean => false;
 
 function noReplayBundle(run: RunRecord): AppError {
   return new AppError('not_found', { message: `Run ${run.id} has no replay bundle: only gateway model requests keep one.` });
@@ -90,7 +94,11 @@ export interface RunsService {
   replayBundle(auth: AuthContext, id: string): Promise<ReplayBundle>;
   /** What a replay-bundle GET refuses before its body (404: a run not seen, or without a bundle), nothing read beyond. */
   checkReplayBundle(auth: AuthContext, id: string): Promise<void>;
-  evidencePacket(auth: AuthContext, id: string): Promise<Record<string, unknown>>;
+  /**
+   * The evidence packet's members, in order (objectSlices writes its text, objectOf makes it whole): what refuses it is
+   * read first; its large sections are read as they are written.
+   */
+  evidencePacket(auth: AuthContext, id: string): Promise<readonly StreamedMember[]>;
   /**
    * Append an SDK trace event (committed before it returns). An event with an idempotency key the run holds an
    * event of that type for already is not appended again: the answer names that event, `replayed: true`.
@@ -275,18 +283,26 @@ const INTEGRITY_PAGE_EVENTS = 16;
 const PACKET_PAGE_RECORDS = 16;
 
 /**
- * Every record of a paged read, `PACKET_PAGE_RECORDS` a page, with a turn of the event loop after each page: `pageAfter`
- * reads the page that follows the records read so far, and a page shorter than that is the last.
+ * The pages of a paged read, `size` records a page, with a turn of the event loop after each: `pageAfter` reads the page
+ * that follows the records read so far (how many, and the last), and a page shorter than `size` is the last.
  */
-async function everyPage<T>(pageAfter: (read: readonly T[]) => Promise<T[]>): Promise<T[]> {
-  const records: T[] = [];
+async function* pagesOf<T>(size: number, pageAfter: (count: number, last: T | undefined) => Promise<T[]>): AsyncGenerator<T[], void, undefined> {
+  let count = 0;
+  let last: T | undefined;
   for (;;) {
-    const page = await pageAfter(records);
-    if (page.length === 0) return records;
-    records.push(...page);
+    const page = await pageAfter(count, last);
+    if (page.length === 0) return;
+    count += page.length;
+    last = page[page.length - 1];
+    yield page;
     await nextTurn();
-    if (page.length < PACKET_PAGE_RECORDS) return records;
+    if (page.length < size) return;
   }
+}
+
+/** Each entry of each page mapped: a paged section's views, a page at a time. */
+async function* mapPages<T, U>(pages: AsyncIterable<T[]>, view: (record: T) => U): AsyncGenerator<U[], void, undefined> {
+  for await (const page of pages) yield page.map(view);
 }
 
 /** Feedback records a run may hold (each up to 64 KiB; the evidence packet carries them all). */
@@ -420,45 +436,51 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
     },
 
     async evidencePacket(auth, id) {
-      // The events once, for the packet and its integrity check (a run's trace may hold 10,000 events), a page at a
-      // time; the run as they were read.
-      const { run, events, verdict } = await verifiedTrace(await find(auth, id), true);
+      // What can refuse the packet is read before its first byte (the run, the trace's verdict, which comes before the
+      // trace in the packet); the replay bundle, records and trace are read as the text reaches them, a page at a
+      // time, so that a packet at a run's limits (~41-57 MiB of JSON) is never held whole (docs/evidence.md).
+      const { run, count, lastSeq, chorusEvents, verdict } = await verifiedTrace(await find(auth, id), (event) => event.type.startsWith('chorus.'));
       const integrity: IntegrityView = { runId: run.id, ...verdict, checkedAt: toIso(clock.now()) };
-      const [attempts, sideEffects, feedback, auditRows, replay] = await Promise.all([
-        repo.attempts(run.id),
-        pagedSideEffects(run),
-        pagedFeedback(run),
-        audit.aboutTarget(auth, run.id),
-        bundleOf(run).catch(() => null),
-      ]);
-      const chorusEvents = events.filter((event) => event.type.startsWith('chorus.'));
-      return {
-        format: 'svc.evidence-packet',
-        version: 1,
-        generatedAt: toIso(clock.now()),
-        run: runView(run),
-        routeExplanation: run.routeExplanation,
-        integrity,
-        economics: runEconomics(run, attempts),
-        replayBundle: replay,
-        attempts: attempts.map(attemptView),
-        sideEffects: sideEffects.map(sideEffectView),
-        feedback: feedback.map(feedbackView),
-        audit: auditRows.map((row) => ({
-          id: row.id,
-          seq: row.seq,
-          action: row.action,
-          decision: row.decision,
-          actor: row.actor,
-          target: row.target,
-          details: row.details,
-          createdAt: toIso(row.createdAt),
-          prevHash: row.prevHash,
-          hash: row.hash,
-        })),
-        events: events.map(eventView),
-        chorus: chorusEvents.length > 0 ? { events: chorusEvents.map(eventView), receipt: chorusEvents.findLast((e) => e.type === 'chorus.receipt')?.payload ?? null } : null,
-      };
+      const [attempts, auditRows] = await Promise.all([repo.attempts(run.id), audit.aboutTarget(auth, run.id)]);
+      const generatedAt = toIso(clock.now());
+      return [
+        { key: 'format', value: () => 'svc.evidence-packet' },
+        { key: 'version', value: () => 1 },
+        { key: 'generatedAt', value: () => generatedAt },
+        { key: 'run', value: () => runView(run) },
+        { key: 'routeExplanation', value: () => run.routeExplanation },
+        { key: 'integrity', value: () => integrity },
+        { key: 'economics', value: () => runEconomics(run, attempts) },
+        // null for a run that keeps none (an ingested prompt); a read that fails fails the packet.
+        { key: 'replayBundle', value: () => bundleOf(run).catch((error: unknown) => (error instanceof AppError && error.code === 'not_found' ? null : Promise.reject(error))) },
+        { key: 'attempts', value: () => attempts.map(attemptView) },
+        {
+          key: 'sideEffects',
+          pages: () => mapPages(pagesOf(PACKET_PAGE_RECORDS, (_, last: SideEffectRecord | undefined) => repo.sideEffectsAfter(run.tenantId, run.id, last?.seq ?? 0, PACKET_PAGE_RECORDS)), sideEffectView),
+        },
+        { key: 'feedback', pages: () => mapPages(pagesOf(PACKET_PAGE_RECORDS, (read) => repo.feedbackPage(run.tenantId, run.id, read, PACKET_PAGE_RECORDS)), feedbackView) },
+        {
+          key: 'audit',
+          value: () =>
+            auditRows.map((row) => ({
+              id: row.id,
+              seq: row.seq,
+              action: row.action,
+              decision: row.decision,
+              actor: row.actor,
+              target: row.target,
+              details: row.details,
+              createdAt: toIso(row.createdAt),
+              prevHash: row.prevHash,
+              hash: row.hash,
+            })),
+        },
+        { key: 'events', pages: () => mapPages(verifiedEventsAgain(run, count, lastSeq), eventView) },
+        {
+          key: 'chorus',
+          value: () => (chorusEvents.length > 0 ? { events: chorusEvents.map(eventView), receipt: chorusEvents.findLast((e) => e.type === 'chorus.receipt')?.payload ?? null } : null),
+        },
+      ] satisfies StreamedMember[];
     },
 
     async appendTrace(auth, body) {
@@ -625,7 +647,7 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
     try {
       await repo.settleOnDisk();
       const stored = await repo.get(auth.tenantId, runId);
-      if (stored?.status === 'completed') verdict = (await verifiedTrace(stored, false)).verdict;
+      if (stored?.status === 'completed') verdict = (await verifiedTrace(stored, keepNone)).verdict;
     } catch (error) {
       // A flush that failed: committed, but not known to be on the disk.
       throw new AppError('write_failed', { headers: { 'retry-after': '1' }, cause: error });
@@ -634,16 +656,19 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
   }
 
   /**
-   * Every side-effect record of a run, a page at a time with a turn of the event loop between pages, as its trace is
-   * read: 10,000 records (16 MiB of payload) read and parsed at once held the event loop ~0.3-0.8 s.
+   * The trace events `verifiedTrace` verified (`count` of them, the last `lastSeq`), read again a page at a time for the
+   * packet's `events`, as its verdict was given of them: events appended since are left out. Fewer than `count` means
+   * the run was deleted since (retention, its organization's purge): the packet fails rather than end short.
    */
-  function pagedSideEffects(run: RunRecord): Promise<SideEffectRecord[]> {
-    return everyPage((read) => repo.sideEffectsAfter(run.tenantId, run.id, read.at(-1)?.seq ?? 0, PACKET_PAGE_RECORDS));
-  }
-
-  /** Every feedback record of a run (200 of 64 KiB at most), likewise a page at a time. */
-  function pagedFeedback(run: RunRecord): Promise<FeedbackRecord[]> {
-    return everyPage((read) => repo.feedbackPage(run.tenantId, run.id, read.length, PACKET_PAGE_RECORDS));
+  async function* verifiedEventsAgain(run: RunRecord, count: number, lastSeq: number): AsyncGenerator<TraceEvent[], void, undefined> {
+    let read = 0;
+    for await (const page of pagesOf(INTEGRITY_PAGE_EVENTS, (_, last: TraceEvent | undefined) => repo.eventsAfter(run.id, last?.seq ?? 0, INTEGRITY_PAGE_EVENTS))) {
+      const verified = page[page.length - 1]!.seq <= lastSeq ? page : page.filter((event) => event.seq <= lastSeq);
+      read += verified.length;
+      if (verified.length > 0) yield verified;
+      if (verified.length < page.length) break;
+    }
+    if (read !== count) throw notFound('Run');
   }
 
   /** Run detail's side effects: they page by their seq. */
@@ -667,24 +692,30 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
 
   /** Verify a run's chain and outcome. */
   async function integrityOf(found: RunRecord): Promise<IntegrityView> {
-    const { run, verdict } = await verifiedTrace(found, false);
+    const { run, verdict } = await verifiedTrace(found, keepNone);
     return { runId: run.id, ...verdict, checkedAt: toIso(clock.now()) };
   }
 
   /**
    * A run's trace read and verified a page at a time, the event loop getting a turn between pages: a whole trace
    * (10,000 events, 16 MiB of client payloads) read and hashed at once held it ~0.2-0.3 s, and any key of the tenant
-   * may ask. Its events are kept when `keep`; `run` is the run's row as they were read.
+   * may ask. The events `keep` selects are kept (the packet's chorus events), with how many were read and the last one's seq;
+   * `run` is the run's row as they were read.
    */
-  async function verifiedTrace(found: RunRecord, keep: boolean): Promise<{ run: RunRecord; events: TraceEvent[]; verdict: ChainVerdict }> {
+  async function verifiedTrace(
+    found: RunRecord,
+    keep: (event: TraceEvent) => boolean,
+  ): Promise<{ run: RunRecord; count: number; lastSeq: number; chorusEvents: TraceEvent[]; verdict: ChainVerdict }> {
     let run = found;
     const verifier = runVerifier(run.id);
-    const events: TraceEvent[] = [];
+    const kept: TraceEvent[] = [];
+    let count = 0;
     let after = 0;
     for (;;) {
       for (let page = await repo.eventsAfter(run.id, after, INTEGRITY_PAGE_EVENTS); page.length > 0; page = await repo.eventsAfter(run.id, after, INTEGRITY_PAGE_EVENTS)) {
         verifier.feed(page);
-        if (keep) events.push(...page);
+        for (const event of page) if (keep(event)) kept.push(event);
+        count += page.length;
         after = page[page.length - 1]!.seq;
         await nextTurn();
       }
@@ -697,6 +728,6 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
       if (again.eventCount === run.eventCount && again.lastHash === run.lastHash) break;
       run = again;
     }
-    return { run, events, verdict: verifier.verdict(run) };
+    return { run, count, lastSeq: after, chorusEvents: kept, verdict: verifier.verdict(run) };
   }
 }

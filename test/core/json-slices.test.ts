@@ -1,7 +1,7 @@
 /** jsonSlices: the text JSON.stringify gives, in slices with a turn of the event loop between them. */
 import assert from 'node:assert/strict';
 import test from 'node:test';
-import { jsonSlices } from '../../src/core/json-slices.ts';
+import { jsonSlices, objectOf, objectSlices, type StreamedMember } from '../../src/core/json-slices.ts';
 
 async function textOf(value: unknown, options: Parameters<typeof jsonSlices>[1] = {}): Promise<{ text: string | undefined; slices: string[]; turns: number }> {
   let turns = 0;
@@ -57,4 +57,76 @@ test('what JSON.stringify refuses is refused: a BigInt, a cycle', async () => {
   const cycle: Record<string, unknown> = {};
   cycle.self = { back: cycle };
   await assert.rejects(textOf(cycle), /circular|Maximum call stack/i);
+});
+
+/** Members of every kind: values (some without text), and paged entries with empty, short and long pages. */
+function trickyMembers(reads: string[] = []): StreamedMember[] {
+  const pages = (name: string, list: unknown[][]) => async function* () {
+    for (const [index, page] of list.entries()) {
+      reads.push(`${name} page ${index}`);
+      yield page;
+    }
+  };
+  return [
+    { key: 'format', value: () => 'svc.test' },
+    { key: 'skipped', value: () => undefined },
+    { key: 'tricky', value: async () => tricky },
+    { key: 'empty', pages: pages('empty', []) },
+    { key: 'emptyPages', pages: pages('emptyPages', [[], []]) },
+    { key: 'records', pages: pages('records', [[tricky, undefined, 1], [], [{ toJSON: (key: string) => `entry ${key}` }, 'x"\u2028', null], [[[[]]], { a: { b: { c: { d: [1] } } } }]]) },
+    { key: 'when', value: () => new Date(Date.UTC(2026, 10, 27)) },
+    { key: 'withToJson', value: () => ({ toJSON: (key: string) => `member ${key}` }) },
+    { key: 'fn', value: () => () => 1 },
+    { key: 'nothing', value: () => null },
+  ];
+}
+
+test('objectSlices: the text is JSON.stringify\'s of objectOf the same members, at every slice size and depth', async () => {
+  const expected = JSON.stringify(await objectOf(trickyMembers()));
+  for (const sliceChars of [1, 7, 64 * 1024]) {
+    for (const depth of [0, 1, 2, 3, 6]) {
+      const slices: string[] = [];
+      for await (const slice of objectSlices(trickyMembers(), { sliceChars, depth, turn: async () => undefined })) slices.push(slice);
+      assert.equal(slices.join(''), expected, `sliceChars ${sliceChars} depth ${depth}`);
+    }
+  }
+  const none: string[] = [];
+  for await (const slice of objectSlices([{ key: 'a', value: () => undefined }])) none.push(slice);
+  assert.equal(none.join(''), '{}');
+});
+
+test('objectSlices reads a page only when the text reaches it, and a slice goes out before the next page is read', async () => {
+  const reads: string[] = [];
+  const big = Array.from({ length: 10 }, (_, i) => ({ i, pad: 'x'.repeat(1000) }));
+  const members: StreamedMember[] = [
+    { key: 'head', value: () => 'h' },
+    { key: 'records', pages: async function* () {
+      for (let page = 0; page < 3; page++) {
+        reads.push(`page ${page}`);
+        yield big;
+      }
+    } },
+  ];
+  const seen: string[] = [];
+  for await (const slice of objectSlices(members, { sliceChars: 4096, turn: async () => undefined })) seen.push(`slice after ${reads.at(-1)}`);
+  // Each page (10 KiB) is written in slices of 4 KiB before the next page is read.
+  assert.ok(seen.includes('slice after page 0'), seen.join(', '));
+  assert.ok(seen.includes('slice after page 1'), seen.join(', '));
+  assert.deepEqual(reads, ['page 0', 'page 1', 'page 2']);
+});
+
+test('objectSlices: an error reading a member ends the text where it is, after the slices written', async () => {
+  const members: StreamedMember[] = [
+    { key: 'head', value: () => 'x'.repeat(100) },
+    { key: 'records', pages: async function* () {
+      yield [1, 2];
+      throw new Error('read failed');
+    } },
+  ];
+  const slices: string[] = [];
+  await assert.rejects(async () => {
+    for await (const slice of objectSlices(members, { sliceChars: 10, turn: async () => undefined })) slices.push(slice);
+  }, /read failed/);
+  assert.ok(slices.join('').startsWith('{"head":"xxx'));
+  assert.ok(!slices.join('').endsWith('}'));
 });

@@ -4,8 +4,12 @@
  * order across page boundaries, scoped to the caller's tenant and app.
  */
 import assert from 'node:assert/strict';
+import type { AddressInfo } from 'node:net';
 import test from 'node:test';
+import { overriding } from '../support/counting-store.ts';
+import { objectOf } from '../../src/core/json-slices.ts';
 import type { AuthContext } from '../../src/identity/auth-context.ts';
+import type { Store } from '../../src/store/store.ts';
 import { bearer, build, json, newChatRun } from '../support/build.ts';
 
 const BOOT = 'bootstrap-token-packet-slices-0001';
@@ -14,9 +18,9 @@ const NOW = Date.UTC(2026, 10, 27, 12, 0, 0);
 // The bootstrap token's identity, as the service sees it.
 const operator = { kind: 'bootstrap', tenantId: 'default', admin: true, tenantWide: true, platformAdmin: true, appId: null, agent: null, subject: null } as unknown as AuthContext;
 
-async function setup(t: any) {
+async function setup(t: any, wrapStore?: (store: Store) => Store) {
   // A fixed clock, so that the packet's generatedAt and checkedAt are the same in two reads.
-  const built = await build(t, { env: { SVC_API_KEY: BOOT, SVC_RATE_LIMIT_API_PER_MINUTE: '100000' }, overrides: { clock: { now: () => NOW } } });
+  const built = await build(t, { env: { SVC_API_KEY: BOOT, SVC_RATE_LIMIT_API_PER_MINUTE: '100000' }, overrides: { clock: { now: () => NOW } }, ...(wrapStore ? { wrapStore } : {}) });
   const post = async (url: string, payload: unknown, headers = admin) => {
     const response = await built.app.inject({ method: 'POST', url, payload: payload as any, headers });
     assert.ok(response.statusCode < 300, response.body);
@@ -39,7 +43,7 @@ test('evidence packet of a run with pages of records: JSON.stringify\'s text of 
   assert.equal(response.statusCode, 200);
   assert.equal(response.headers['content-type'], 'application/json; charset=utf-8');
   assert.equal(response.headers['content-disposition'], `attachment; filename="evidence-${runId}.json"`);
-  assert.equal(response.body, JSON.stringify(await services.runs.evidencePacket(operator, runId)));
+  assert.equal(response.body, JSON.stringify(await objectOf(await services.runs.evidencePacket(operator, runId))));
 
   const bundle = await app.inject({ url: `/api/v1/runs/${runId}/replay-bundle`, headers: admin });
   assert.equal(bundle.headers['content-type'], 'application/json; charset=utf-8');
@@ -67,4 +71,41 @@ test('evidence packet of a large run: scoped to its tenant and app; another app\
   const owner = bearer((await post('/api/v1/keys', { name: 'billing', appId: 'billing' })).token);
   const allowed = json(await app.inject({ url: `/api/v1/runs/${runId}/evidence-packet`, headers: owner }));
   assert.equal(allowed.sideEffects.length, 20);
+});
+
+test('a read that fails after the packet\'s first byte aborts the response: the client gets a truncated body, never a whole-looking 200', async (t) => {
+  // The feedback is read after the side effects are written: once the text before it exceeds a slice, a failed
+  // feedback read comes after the status and first bytes are sent.
+  let failFeedback = false;
+  const failing = (store: Store) =>
+    overriding(store, {
+      read: (inner) => (fn) =>
+        inner.read((sql) =>
+          fn({
+            ...sql,
+            run: (text, params) => sql.run(text, params),
+            get: (text, params) => sql.get(text, params),
+            all: (text, params) => {
+              if (failFeedback && /FROM run_feedback\b/.test(text)) throw new Error('disk I/O error');
+              return sql.all(text, params);
+            },
+          }),
+        ),
+    });
+  const { app, post } = await setup(t, failing);
+  const runId = await newChatRun(app, admin);
+  for (let i = 1; i <= 40; i++) await post('/api/v1/trace', { runId, type: 'side_effect.planned', payload: { toolName: `tool${i}`, level: 1, payload: { pad: 'x'.repeat(4096) } } });
+  await post(`/api/v1/runs/${runId}/feedback`, { type: 'rating', rating: 5 });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/api/v1/runs/${runId}/evidence-packet`;
+
+  failFeedback = true;
+  const response = await fetch(url, { headers: admin });
+  assert.equal(response.status, 200);
+  await assert.rejects(response.text(), (error: Error) => /terminated/.test(error.message) || /terminated|closed|aborted/i.test(String(error.cause)));
+
+  // The same run's packet whole once the reads succeed; and a failure before the first byte is still an error answer.
+  failFeedback = false;
+  const whole = await fetch(url, { headers: admin });
+  assert.equal(((await whole.json()) as { feedback: unknown[] }).feedback.length, 1);
 });
