@@ -21,13 +21,42 @@ export interface JsonSliceOptions {
 const DEFAULT_SLICE_CHARS = 64 * 1024;
 const DEFAULT_DEPTH = 4;
 
+/**
+ * JSON text that is already what JSON.stringify writes for its value (a stored replay request, written by
+ * JSON.stringify), spliced into the text as it is: neither parsed nor written again. JSON.stringify of a value that
+ * holds one writes the same text, through toJSON (parsing it: only a caller that wants the value whole pays that), as
+ * JSON.stringify's text of a value, parsed and written again, is that text.
+ */
+export class JsonText {
+  constructor(readonly text: string) {}
+
+  toJSON(): unknown {
+    return JSON.parse(this.text);
+  }
+}
+
 /** A container being written: its entries still to come and what closes it. */
 interface Frame {
   readonly array: boolean;
-  readonly value: Record<string, unknown> | unknown[];
+  readonly value: Record<string, unknown> | unknown[] | JsonText;
   readonly keys: string[] | null;
   index: number;
   wrote: boolean;
+  /** Spliced JSON text (JsonText), written from `index` a piece at a time, rather than a container. */
+  readonly text?: string;
+}
+
+/** Characters of spliced text written in one step. */
+const TEXT_PIECE_CHARS = 16 * 1024;
+
+/**
+ * Where the piece of `text` from `start` ends: never between the two halves of a surrogate pair, which would each be
+ * written as U+FFFD when a slice is encoded to UTF-8 on its own.
+ */
+function pieceEnd(text: string, start: number): number {
+  const end = Math.min(text.length, start + TEXT_PIECE_CHARS);
+  const last = text.charCodeAt(end - 1);
+  return end < text.length && last >= 0xd800 && last <= 0xdbff ? end + 1 : end;
 }
 
 export async function* jsonSlices(value: unknown, options: JsonSliceOptions = {}): AsyncGenerator<string, void, undefined> {
@@ -85,7 +114,7 @@ export async function* objectSlices(members: readonly StreamedMember[], options:
       writer.emit(']');
       continue;
     }
-    const value = resolve(member.key, await member.value());
+    const value = spliceOrResolve(member.key, await member.value());
     // A member without JSON text is left out, with its key.
     if (!hasText(value)) continue;
     writer.emit(prefix);
@@ -148,6 +177,11 @@ class SliceWriter {
    * when it has no JSON text. `resolved`: its toJSON was already applied.
    */
   write(key: string, raw: unknown, level: number, resolved = false): boolean {
+    if (raw instanceof JsonText) {
+      // Spliced a slice at a time, as a container's entries are.
+      this.stack.push({ array: false, value: raw, keys: null, index: 0, wrote: false, text: raw.text });
+      return true;
+    }
     const value = resolved ? raw : resolve(key, raw);
     if (!hasText(value)) return false;
     if (level < this.depth && Array.isArray(value)) {
@@ -167,6 +201,11 @@ class SliceWriter {
   /** Write the next entry of the innermost open container, or close it. */
   private step(): void {
     const frame = this.stack[this.stack.length - 1]!;
+    if (frame.text !== undefined) {
+      this.emit(frame.text.slice(frame.index, (frame.index = pieceEnd(frame.text, frame.index))));
+      if (frame.index >= frame.text.length) this.stack.pop();
+      return;
+    }
     const length = frame.keys ? frame.keys.length : (frame.value as unknown[]).length;
     if (frame.index >= length) {
       this.stack.pop();
@@ -182,7 +221,7 @@ class SliceWriter {
       return;
     }
     const key = frame.keys![index]!;
-    const entry = resolve(key, (frame.value as Record<string, unknown>)[key]);
+    const entry = spliceOrResolve(key, (frame.value as Record<string, unknown>)[key]);
     // A property without JSON text is left out, with its key.
     if (!hasText(entry)) return;
     this.emit(`${frame.wrote ? ',' : ''}${JSON.stringify(key)}:`);
@@ -204,6 +243,11 @@ function resolve(key: string, value: unknown): unknown {
     if (typeof toJSON === 'function') return (toJSON as (key: string) => unknown).call(value, key);
   }
   return value;
+}
+
+/** An entry's value to write: spliced JSON text as it is (its toJSON parses it), else as resolve gives it. */
+function spliceOrResolve(key: string, value: unknown): unknown {
+  return value instanceof JsonText ? value : resolve(key, value);
 }
 
 function hasText(value: unknown): boolean {

@@ -3,6 +3,7 @@
  * answer was sent (DESIGN.md section 3); readers call `settle()` first so reads are read-your-writes.
  */
 import type { Store } from '../store/store.ts';
+import { JsonText } from '../core/json-slices.ts';
 import { textBytes, togetherOrAlone, type Sql, type SqlValue } from '../store/sql.ts';
 import { addToRollups, DAY_MS, removeFromRollups } from './rollups.ts';
 import { applyToSideEffects, sideEffectsAfter, sideEffectsBefore, type SideEffectRecord } from './side-effects.ts';
@@ -38,6 +39,14 @@ export interface ReplayRecord {
   inputs: Record<string, unknown>;
   responseHash: string | null;
   createdAt: number;
+}
+
+/**
+ * A replay record as read: its request as the JSON text stored, not parsed (up to the gateway's body limit, 32 MiB
+ * by default: ~50 ms of parse), for the bundle to splice in as it is.
+ */
+export interface StoredReplay extends Omit<ReplayRecord, 'request'> {
+  request: JsonText;
 }
 
 export interface FeedbackRecord {
@@ -106,7 +115,7 @@ export interface RunsRepository {
    * is about to append; false (nothing counted) when the trace is full.
    */
   reserveClientTrace(tenantId: string, runId: string, bytes: number, budget: TraceBudget): Promise<boolean>;
-  replay(runId: string): Promise<ReplayRecord | null>;
+  replay(tenantId: string, runId: string): Promise<StoredReplay | null>;
   /** Whether the run keeps a replay record, read without its stored request (up to the body limit): a HEAD's answer. */
   hasReplay(tenantId: string, runId: string): Promise<boolean>;
   /** Update side-effect records from events appended by a request's own recorder (committed). */
@@ -905,14 +914,15 @@ export function createRunsRepository(store: Store): RunsRepository {
           .map(feedbackFromRow),
       ),
 
-    replay: (runId) =>
+    replay: (tenantId, runId) =>
       store.read((sql) => {
-        const row = sql.get<ReplayRow>('SELECT * FROM run_replays WHERE run_id = ?', [runId]);
+        const row = sql.get<ReplayRow>('SELECT * FROM run_replays WHERE run_id = ? AND tenant_id = ?', [runId, tenantId]);
         return row
           ? {
               runId: row.run_id,
               tenantId: row.tenant_id,
-              request: JSON.parse(row.request_json) as Record<string, unknown>,
+              // Written by JSON.stringify (insertReplay), so already the text the bundle writes for it.
+              request: new JsonText(row.request_json),
               identity: JSON.parse(row.identity_json) as Record<string, unknown>,
               inputs: JSON.parse(row.inputs_json) as Record<string, unknown>,
               responseHash: row.response_hash,

@@ -6,7 +6,7 @@
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { canonicalJson } from '../core/canonical-json.ts';
-import type { StreamedMember } from '../core/json-slices.ts';
+import type { JsonText, StreamedMember } from '../core/json-slices.ts';
 import { toIso, type Clock } from '../core/clock.ts';
 import { AppError, notFound } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
@@ -119,7 +119,8 @@ export interface ReplayBundle {
   wire: string;
   model: string;
   createdAt: string;
-  request: Record<string, unknown>;
+  /** The request as stored, written into the bundle's text as it is (its toJSON parses it). */
+  request: JsonText;
   identity: Record<string, unknown>;
   routeInputs: Record<string, unknown>;
   routeDecision: { route: string | null; status: string; reason: string | null };
@@ -620,7 +621,7 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
   }
 
   async function bundleOf(run: RunRecord): Promise<ReplayBundle> {
-    const replay = await repo.replay(run.id);
+    const replay = await repo.replay(run.tenantId, run.id);
     if (!replay) throw noReplayBundle(run);
     return {
       format: 'svc.replay-bundle',

@@ -1,7 +1,7 @@
 /** jsonSlices: the text JSON.stringify gives, in slices with a turn of the event loop between them. */
 import assert from 'node:assert/strict';
 import test from 'node:test';
-import { jsonSlices, objectOf, objectSlices, type StreamedMember } from '../../src/core/json-slices.ts';
+import { JsonText, jsonSlices, objectOf, objectSlices, type StreamedMember } from '../../src/core/json-slices.ts';
 
 async function textOf(value: unknown, options: Parameters<typeof jsonSlices>[1] = {}): Promise<{ text: string | undefined; slices: string[]; turns: number }> {
   let turns = 0;
@@ -129,4 +129,34 @@ test('objectSlices: an error reading a member ends the text where it is, after t
   }, /read failed/);
   assert.ok(slices.join('').startsWith('{"head":"xxx'));
   assert.ok(!slices.join('').endsWith('}'));
+});
+
+test('JsonText is spliced as it is, unparsed, where JSON.stringify writes its parsed value: the same text', async () => {
+  // Stored as JSON.stringify wrote it; an emoji (a surrogate pair) straddles every piece boundary somewhere.
+  const stored = { '2': 'integer-like key first', b: `"q" \u2028 \u0000 ${'\u{1F600}'.repeat(20_000)} \ud800`, n: [1e21, -0, 0.1, 5e-324], nested: { a: [{}] } };
+  const spliced = new JsonText(JSON.stringify(stored));
+  const value = { before: 1, request: spliced, list: [spliced], after: 'x' };
+  const expected = JSON.stringify(value);
+  assert.equal(expected, JSON.stringify({ before: 1, request: stored, list: [stored], after: 'x' }));
+  const parse = JSON.parse;
+  let parsed = 0;
+  JSON.parse = ((text: string, reviver?: never) => {
+    parsed += 1;
+    return parse(text, reviver);
+  }) as typeof JSON.parse;
+  try {
+    for (const sliceChars of [1, 1000, 64 * 1024]) {
+      const { text, slices } = await textOf(value, { sliceChars });
+      assert.equal(text, expected, `sliceChars ${sliceChars}`);
+      // No slice ends between the halves of a pair: each is encoded to UTF-8 on its own.
+      assert.equal(Buffer.concat(slices.map((slice) => Buffer.from(slice))).toString(), expected);
+      const members: StreamedMember[] = [{ key: 'request', value: () => spliced }, { key: 'list', pages: async function* () { yield [spliced]; } }];
+      const streamed: string[] = [];
+      for await (const slice of objectSlices(members, { sliceChars, turn: async () => undefined })) streamed.push(slice);
+      assert.equal(Buffer.concat(streamed.map((slice) => Buffer.from(slice))).toString(), JSON.stringify({ request: stored, list: [stored] }));
+    }
+  } finally {
+    JSON.parse = parse;
+  }
+  assert.equal(parsed, 0);
 });

@@ -109,3 +109,33 @@ test('a read that fails after the packet\'s first byte aborts the response: the 
   const whole = await fetch(url, { headers: admin });
   assert.equal(((await whole.json()) as { feedback: unknown[] }).feedback.length, 1);
 });
+
+test('the replay bundle\'s stored request is spliced into the bundle and the packet as stored, never parsed: the same text', async (t) => {
+  const { app, services } = await setup(t);
+  // A request of ~600 KiB: emoji (surrogate pairs) across every slice boundary, escapes, line separators.
+  const content = `hello ${process.hrtime.bigint()} "quoted" \u2028 \u0001 ${'\u{1F600}\u00e9 '.repeat(150_000)}`;
+  const payload = { model: 'gpt-4o-mini', messages: [{ role: 'user', content }], metadata: { '2': 'integer-like', a: 'b' }, temperature: 0.1 };
+  const chat = await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: admin, payload });
+  assert.equal(chat.statusCode, 200);
+  const runId = String(chat.headers['x-svc-run-id']);
+
+  const parse = JSON.parse;
+  const parsedLengths: number[] = [];
+  JSON.parse = ((text: string, reviver?: never) => {
+    parsedLengths.push(String(text).length);
+    return parse(text, reviver);
+  }) as typeof JSON.parse;
+  let bundle, packet;
+  try {
+    bundle = await app.inject({ url: `/api/v1/runs/${runId}/replay-bundle`, headers: admin });
+    packet = await app.inject({ url: `/api/v1/runs/${runId}/evidence-packet`, headers: admin });
+  } finally {
+    JSON.parse = parse;
+  }
+  assert.deepEqual(parsedLengths.filter((length) => length > 100_000), [], 'the stored request was parsed');
+  assert.equal(bundle.statusCode, 200);
+  assert.equal(bundle.body, JSON.stringify(await services.runs.replayBundle(operator, runId)));
+  assert.equal(packet.body, JSON.stringify(await objectOf(await services.runs.evidencePacket(operator, runId))));
+  assert.deepEqual(json(bundle).request, payload);
+  assert.deepEqual(json(packet).replayBundle, json(bundle));
+});

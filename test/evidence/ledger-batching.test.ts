@@ -57,7 +57,7 @@ test('runs started and finished within one commit are stored in their final stat
     assert.equal(verifyChain(id, events, run.eventCount).ok, true);
     assert.equal(run.lastHash, events.at(-1)!.hash);
     assert.equal((await repo.attempts(id)).length, 1);
-    assert.equal((await repo.replay(id))!.responseHash, `hash-${i}`);
+    assert.equal((await repo.replay('default', id))!.responseHash, `hash-${i}`);
   }
   const cells = await store.read((sql) =>
     sql.all<{ value: string; runs: number; completion: number; cost: number }>(
