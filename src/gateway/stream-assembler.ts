@@ -111,6 +111,8 @@ interface ChoiceState {
   fields: Record<string, unknown> | null;
   /** The legacy `function_call` (module comment); null until a delta has one. */
   functionCall: { name: string; arguments: string } | null;
+  /** Whether a delta of the choice (a passed-through one or a call svc emitted) went downstream. */
+  opened: boolean;
 }
 
 /**
@@ -300,6 +302,8 @@ export class StreamAssembler {
         state = this.newState(index);
       }
       const { tool_calls: fragments, ...rest } = choice.delta ?? {};
+      // Where the calls this chunk completes start in `out` (they go out before the chunk: below).
+      const callsAt = out.length;
       // The text first: a fragment beside it may refuse the stream, and the text was produced all the same (`completionText`).
       if (typeof rest.content === 'string') {
         state.content += rest.content;
@@ -364,7 +368,22 @@ export class StreamAssembler {
             hasFields = true;
         }
       }
+      // The calls this chunk completed go out before it; when the chunk opens the choice, its role goes with the first of
+      // them, not after them: OpenAI gives a choice's role on its first delta, and clients take it from there
+      // (LangChain's reads a first delta without one as no assistant message, dropping its calls). Rare (an upstream
+      // that sends a whole call, or several, in its first chunk, as Ollama does), so the delete is no hot-path cost.
+      if (!state.opened && out.length > callsAt) {
+        state.opened = true;
+        if (rest.role !== undefined) {
+          const first = out[callsAt]!.choices[0]!;
+          first.delta = { role: rest.role, tool_calls: first.delta.tool_calls };
+          delete rest.role;
+          hasDelta = false;
+          for (const _ in rest) hasDelta = true;
+        }
+      }
       if (hasDelta || hasFields || choice.finish_reason) {
+        state.opened = true;
         // Object.assign, not `{ ...choice, delta, finish_reason }`: an upstream may leave finish_reason out, and a
         // spread followed by a new key is a slow, promoting path on Node 20 (docs/performance-notes.md).
         passthrough.push(Object.assign({}, choice, { index, delta: rest, finish_reason: choice.finish_reason ?? null }));
@@ -442,7 +461,7 @@ export class StreamAssembler {
   }
 
   private newState(index: number): ChoiceState {
-    const state: ChoiceState = { content: '', refusal: null, hasContent: false, calls: [], emitted: null, pending: null, held: null, finishReason: null, annotations: null, extra: null, fields: null, functionCall: null };
+    const state: ChoiceState = { content: '', refusal: null, hasContent: false, calls: [], emitted: null, pending: null, held: null, finishReason: null, annotations: null, extra: null, fields: null, functionCall: null, opened: false };
     this.choices.set(index, state);
     return state;
   }

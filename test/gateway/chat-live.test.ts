@@ -945,3 +945,27 @@ test("an upstream's 400 naming a field reaches the client with that field as par
   assert.equal(refused.code, 'upstream_rejected');
   assert.match(refused.message, /Invalid value for 'temperature'/);
 });
+
+test("a choice's role reaches the client on the choice's first delta when the upstream's first chunk also completes calls (Ollama's calls in one delta, a whole call beside its finish): a client reading the role from the first delta keeps the calls", async (t) => {
+  const call = (index: number, city: string) => ({ index, id: `call_${city}`, type: 'function', function: { name: 'get_weather', arguments: JSON.stringify({ city }) } });
+  const answers: unknown[][] = [
+    // Every call of the answer in the first delta, beside the role, as Ollama's compatible endpoint sends them.
+    [delta({ role: 'assistant', content: '', tool_calls: [call(0, 'Oslo'), call(1, 'Lima')] }), delta({}, 'tool_calls')],
+    // A whole call, the role and the finish in one chunk.
+    [{ ...UPSTREAM_CHUNK, choices: [{ index: 0, delta: { role: 'assistant', tool_calls: [call(0, 'Oslo')] }, finish_reason: 'tool_calls' }] }],
+  ];
+  const upstream = await startFakeUpstream(t, (request, res) => sendChunks(res, answers[upstream.requests.indexOf(request)]!));
+  const { client } = await gateway(t, upstream);
+  for (const [at, cities] of [['Oslo', 'Lima'], ['Oslo']].entries()) {
+    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: `weather ${at}` }], tools: [WEATHER_TOOL], stream: true });
+    const chunks: OpenAI.Chat.Completions.ChatCompletionChunk[] = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    for (const chunk of chunks) assert.equal(validateAgainst('CreateChatCompletionStreamResponse', chunk), null);
+    const deltas = chunks.flatMap((chunk) => chunk.choices.map((choice) => choice.delta));
+    assert.equal(deltas[0]!.role, 'assistant', JSON.stringify(deltas));
+    // Sent once, as the upstream sent it.
+    assert.equal(deltas.filter((d) => d.role !== undefined).length, 1, JSON.stringify(deltas));
+    assert.deepEqual(emittedCalls(chunks), cities.map((city, index) => [index, `call_${city}`, 'get_weather', { city }]));
+    assert.equal(chunks.at(-1)!.choices[0]!.finish_reason, 'tool_calls');
+  }
+});
