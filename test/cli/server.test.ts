@@ -5,139 +5,178 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import test, { before } from 'node:test';
-import { ensureBundle, runSvc, startServe, tempDir } from '../support/process.ts';
+import test, { before, describe } from 'node:test';
+import { ensureBundle, runSvc, startServe, suiteCleanups, tempDir, type ServeProcess } from '../support/process.ts';
 
 before(ensureBundle);
 
 const jsonOf = (text: string) => JSON.parse(text);
 
-test('with a server running, commands go through its local socket', async (t) => {
-  const dataDir = tempDir(t);
-  const server = await startServe(t, dataDir);
-  const args = ['--data-dir', dataDir];
-  const created = await runSvc(['keys', 'create', '--name', 'via-socket', '--json', ...args]);
-  assert.equal(created.code, 0, created.stderr);
-  const { key, token } = jsonOf(created.stdout);
-  // The key works against the server's TCP port at once: the write went through the running process.
-  const models = await fetch(`${server.address}/v1/models`, { headers: { authorization: `Bearer ${token}` } });
-  assert.equal(models.status, 200);
+// The file's tests (and the socket flow's stages, one after another, as a group) run at once: each is a run of child
+// processes, seconds each on a loaded machine, and the test timeout applies to the whole file under node --test.
+describe('svc serve and the admin CLI beside it', { concurrency: true }, () => {
+  // Each command is a node start and a bundle load talking to the server: on a loaded machine seconds each. So the
+  // flow's stages are tests of their own, on one data directory and one server, each in order after the one before.
+  describe('with a server running, commands go through its local socket', { concurrency: 1 }, () => {
+    const cleanups = suiteCleanups();
+    const dataDir = tempDir(cleanups);
+    const args = ['--data-dir', dataDir];
+    let server: ServeProcess;
+    let key: { id: string };
+    let token: string;
 
-  assert.match((await runSvc(['keys', 'list', ...args])).stdout, new RegExp(`${key.id}\\s+via-socket\\s+optimize`));
-  assert.equal(jsonOf((await runSvc(['keys', 'list', '--json', ...args])).stdout).keys[0].id, key.id);
-  assert.equal(jsonOf((await runSvc(['keys', 'mode', key.id, 'observe', '--json', ...args])).stdout).key.mode, 'observe');
-  assert.equal((await runSvc(['keys', 'revoke', key.id, ...args])).code, 2, 'no terminal and no --yes');
-  assert.equal(jsonOf((await runSvc(['keys', 'revoke', key.id, '--yes', '--json', ...args])).stdout).key.status, 'revoked');
-  assert.equal((await fetch(`${server.address}/v1/models`, { headers: { authorization: `Bearer ${token}` } })).status, 401);
-
-  const secret = await runSvc(['settings', 'set', 'webhook_secret', '--value-stdin', ...args], { input: 's3cret-value' });
-  assert.equal(secret.code, 0, secret.stderr);
-  assert.equal(jsonOf((await runSvc(['settings', 'get', 'webhook_secret', '--json', ...args])).stdout).settings.webhook_secret, '[set]');
-
-  const audit = jsonOf((await runSvc(['audit', '--json', '--verify', ...args])).stdout);
-  assert.deepEqual(
-    audit.events.slice(0, 4).map((event: { action: string }) => event.action),
-    ['settings.update', 'key.revoke', 'key.mode_change', 'key.create'],
-  );
-  assert.ok(audit.events.every((event: { actor: { kind: string } }) => event.actor.kind === 'local'));
-  assert.equal(audit.integrity.ok, true);
-
-  const second = await runSvc(['serve', '--port', '0', ...args]);
-  assert.equal(second.code, 1);
-  assert.match(second.stderr, /in use by process/);
-
-  server.child.kill('SIGTERM');
-  assert.equal(await server.exited, 0);
-  const after = jsonOf((await runSvc(['keys', 'list', '--json', ...args])).stdout);
-  assert.equal(after.keys.length, 1, 'in-process again after a graceful stop');
-});
-
-test('a lock left by a killed server is taken over by the next command', async (t) => {
-  const dataDir = tempDir(t);
-  const server = await startServe(t, dataDir);
-  assert.equal((await runSvc(['keys', 'create', '--name', 'before-crash', '--data-dir', dataDir])).code, 0);
-  server.child.kill('SIGKILL');
-  await server.exited;
-  const listed = await runSvc(['keys', 'list', '--json', '--data-dir', dataDir]);
-  assert.equal(listed.code, 0, listed.stderr);
-  assert.deepEqual(
-    jsonOf(listed.stdout).keys.map((key: { name: string }) => key.name),
-    ['before-crash'],
-  );
-  const restarted = await startServe(t, dataDir);
-  assert.match(restarted.address, /^http:\/\/127\.0\.0\.1:\d+$/);
-});
-
-test('a lock left by a killed server whose pid the next server gets again (a container restart) is taken over', async (t) => {
-  const dataDir = tempDir(t);
-  assert.equal((await runSvc(['keys', 'create', '--name', 'before-restart', '--data-dir', dataDir])).code, 0);
-  // What a container's entrypoint, started again after a kill -9, finds: the lock of the killed process, its own pid.
-  const lock = `{"pid":%s,"socketPath":"${dataDir}/svc.sock","startedAt":1}`;
-  const restarted = await startServe(t, dataDir, {}, `printf '${lock}' $$ > '${dataDir}/svc.lock'`);
-  const listed = await runSvc(['keys', 'list', '--json', '--data-dir', dataDir]);
-  assert.equal(listed.code, 0, listed.stderr);
-  assert.deepEqual(jsonOf(listed.stdout).keys.map((key: { name: string }) => key.name), ['before-restart']);
-  restarted.child.kill('SIGTERM');
-  assert.equal(await restarted.exited, 0);
-});
-
-test('--url and SVC_BASE_URL talk HTTP with --api-key or SVC_API_KEY', async (t) => {
-  const dataDir = tempDir(t);
-  const bootstrap = 'bootstrap-token-for-cli-tests-0001';
-  const server = await startServe(t, dataDir, { SVC_API_KEY: bootstrap });
-  const denied = await runSvc(['keys', 'list', '--url', server.address]);
-  assert.equal(denied.code, 1);
-  assert.match(denied.stderr, /^svc: GET \/api\/v1\/keys\S*: HTTP 401 \w+: /m);
-  const allowed = await runSvc(['keys', 'list', '--json', '--url', server.address, '--api-key', bootstrap]);
-  assert.equal(allowed.code, 0, allowed.stderr);
-  assert.deepEqual(jsonOf(allowed.stdout).keys, []);
-  const fromEnv = await runSvc(['keys', 'create', '--name', 'env', '--json'], { env: { SVC_BASE_URL: server.address, SVC_API_KEY: bootstrap } });
-  assert.equal(fromEnv.code, 0, fromEnv.stderr);
-  assert.equal(jsonOf(fromEnv.stdout).key.name, 'env');
-  const unreachable = await runSvc(['keys', 'list', '--url', 'http://127.0.0.1:1']);
-  assert.equal(unreachable.code, 1);
-  assert.match(unreachable.stderr, /cannot reach svc/);
-});
-
-test('an unknown --log-level is a usage error before the data directory is touched', async (t) => {
-  const dataDir = join(tempDir(t), 'not-created');
-  const result = await runSvc(['serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'loud']);
-  assert.equal(result.code, 2, result.stderr);
-  assert.match(result.stderr, /--log-level <level>' argument 'loud' is invalid\. Allowed choices are fatal, error, warn, info, debug, trace, silent/);
-  assert.equal(existsSync(dataDir), false);
-});
-
-test('a bad SVC_TRUSTED_PROXY_CIDRS entry is a configuration error naming the variable, before the data directory is touched', async (t) => {
-  const dataDir = join(tempDir(t), 'not-created');
-  for (const entry of ['1.2.3.4/99', '10.0.0', '::1/255.0.0.0']) {
-    const result = await runSvc(['serve', '--port', '0', '--data-dir', dataDir], {
-      env: { SVC_TRUST_PROXY_HEADERS: 'true', SVC_TRUSTED_PROXY_CIDRS: `127.0.0.1,${entry}` },
+    test('a key created through the socket works against the TCP port at once', async () => {
+      server = await startServe(cleanups, dataDir);
+      const created = await runSvc(['keys', 'create', '--name', 'via-socket', '--json', ...args]);
+      assert.equal(created.code, 0, created.stderr);
+      ({ key, token } = jsonOf(created.stdout));
+      // The write went through the running process.
+      const models = await fetch(`${server.address}/v1/models`, { headers: { authorization: `Bearer ${token}` } });
+      assert.equal(models.status, 200);
     });
+
+    test('keys list, mode and revoke (refused without --yes)', async () => {
+      // Reads that do not depend on each other: at once.
+      const [table, listed, refused] = await Promise.all([
+        runSvc(['keys', 'list', ...args]),
+        runSvc(['keys', 'list', '--json', ...args]),
+        runSvc(['keys', 'revoke', key.id, ...args]),
+      ]);
+      assert.match(table.stdout, new RegExp(`${key.id}\\s+via-socket\\s+optimize`));
+      assert.equal(jsonOf(listed.stdout).keys[0].id, key.id);
+      assert.equal(refused.code, 2, 'no terminal and no --yes');
+      assert.equal(jsonOf((await runSvc(['keys', 'mode', key.id, 'observe', '--json', ...args])).stdout).key.mode, 'observe');
+      assert.equal(jsonOf((await runSvc(['keys', 'revoke', key.id, '--yes', '--json', ...args])).stdout).key.status, 'revoked');
+      assert.equal((await fetch(`${server.address}/v1/models`, { headers: { authorization: `Bearer ${token}` } })).status, 401);
+    });
+
+    test('a secret setting from stdin, shown as [set]', async () => {
+      const secret = await runSvc(['settings', 'set', 'webhook_secret', '--value-stdin', ...args], { input: 's3cret-value' });
+      assert.equal(secret.code, 0, secret.stderr);
+      assert.equal(jsonOf((await runSvc(['settings', 'get', 'webhook_secret', '--json', ...args])).stdout).settings.webhook_secret, '[set]');
+    });
+
+    test('the audit log holds each change by the local actor, its chain intact; a second server is refused', async () => {
+      // Neither writes: at once.
+      const [audited, second] = await Promise.all([runSvc(['audit', '--json', '--verify', ...args]), runSvc(['serve', '--port', '0', ...args])]);
+      const audit = jsonOf(audited.stdout);
+      assert.deepEqual(
+        audit.events.slice(0, 4).map((event: { action: string }) => event.action),
+        ['settings.update', 'key.revoke', 'key.mode_change', 'key.create'],
+      );
+      assert.ok(audit.events.every((event: { actor: { kind: string } }) => event.actor.kind === 'local'));
+      assert.equal(audit.integrity.ok, true);
+      assert.equal(second.code, 1);
+      assert.match(second.stderr, /in use by process/);
+    });
+
+    test('after a graceful stop the commands run in-process again', async () => {
+      server.child.kill('SIGTERM');
+      assert.equal(await server.exited, 0);
+      const after = jsonOf((await runSvc(['keys', 'list', '--json', ...args])).stdout);
+      assert.equal(after.keys.length, 1, 'in-process again after a graceful stop');
+    });
+  });
+
+  test('a lock left by a killed server is taken over by the next command', async (t) => {
+    const dataDir = tempDir(t);
+    const server = await startServe(t, dataDir);
+    assert.equal((await runSvc(['keys', 'create', '--name', 'before-crash', '--data-dir', dataDir])).code, 0);
+    server.child.kill('SIGKILL');
+    await server.exited;
+    const listed = await runSvc(['keys', 'list', '--json', '--data-dir', dataDir]);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.deepEqual(
+      jsonOf(listed.stdout).keys.map((key: { name: string }) => key.name),
+      ['before-crash'],
+    );
+    const restarted = await startServe(t, dataDir);
+    assert.match(restarted.address, /^http:\/\/127\.0\.0\.1:\d+$/);
+  });
+
+  test('a lock left by a killed server whose pid the next server gets again (a container restart) is taken over', async (t) => {
+    const dataDir = tempDir(t);
+    assert.equal((await runSvc(['keys', 'create', '--name', 'before-restart', '--data-dir', dataDir])).code, 0);
+    // What a container's entrypoint, started again after a kill -9, finds: the lock of the killed process, its own pid.
+    const lock = `{"pid":%s,"socketPath":"${dataDir}/svc.sock","startedAt":1}`;
+    const restarted = await startServe(t, dataDir, {}, `printf '${lock}' $$ > '${dataDir}/svc.lock'`);
+    const listed = await runSvc(['keys', 'list', '--json', '--data-dir', dataDir]);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.deepEqual(jsonOf(listed.stdout).keys.map((key: { name: string }) => key.name), ['before-restart']);
+    restarted.child.kill('SIGTERM');
+    assert.equal(await restarted.exited, 0);
+  });
+
+  test('--url and SVC_BASE_URL talk HTTP with --api-key or SVC_API_KEY', async (t) => {
+    const dataDir = tempDir(t);
+    const bootstrap = 'bootstrap-token-for-cli-tests-0001';
+    const server = await startServe(t, dataDir, { SVC_API_KEY: bootstrap });
+    // None writes: at once, before the key the last one creates.
+    const [denied, allowed, unreachable] = await Promise.all([
+      runSvc(['keys', 'list', '--url', server.address]),
+      runSvc(['keys', 'list', '--json', '--url', server.address, '--api-key', bootstrap]),
+      runSvc(['keys', 'list', '--url', 'http://127.0.0.1:1']),
+    ]);
+    assert.equal(denied.code, 1);
+    assert.match(denied.stderr, /^svc: GET \/api\/v1\/keys\S*: HTTP 401 \w+: /m);
+    assert.equal(allowed.code, 0, allowed.stderr);
+    assert.deepEqual(jsonOf(allowed.stdout).keys, []);
+    assert.equal(unreachable.code, 1);
+    assert.match(unreachable.stderr, /cannot reach svc/);
+    const fromEnv = await runSvc(['keys', 'create', '--name', 'env', '--json'], { env: { SVC_BASE_URL: server.address, SVC_API_KEY: bootstrap } });
+    assert.equal(fromEnv.code, 0, fromEnv.stderr);
+    assert.equal(jsonOf(fromEnv.stdout).key.name, 'env');
+  });
+
+  test('an unknown --log-level is a usage error before the data directory is touched', async (t) => {
+    const dataDir = join(tempDir(t), 'not-created');
+    const result = await runSvc(['serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'loud']);
     assert.equal(result.code, 2, result.stderr);
-    assert.equal(result.stderr, `svc: invalid configuration: SVC_TRUSTED_PROXY_CIDRS: "${entry}" is not an IP address or CIDR range (such as 10.0.0.0/8)\n`);
+    assert.match(result.stderr, /--log-level <level>' argument 'loud' is invalid\. Allowed choices are fatal, error, warn, info, debug, trace, silent/);
     assert.equal(existsSync(dataDir), false);
-  }
-});
+  });
 
-test('an integer variable takes decimal digits only, in svc serve and in the commands that read it', async (t) => {
-  const dataDir = join(tempDir(t), 'not-created');
-  for (const [name, value] of [['SVC_PORT', '0x1F90'], ['SVC_HEADERS_TIMEOUT_MS', '1e4'], ['SVC_SHUTDOWN_TIMEOUT_MS', '5000.0'], ['SVC_RATE_LIMIT_API_PER_MINUTE', '-0']] as const) {
-    const result = await runSvc(['keys', 'list', '--data-dir', dataDir], { env: { [name]: value } });
-    assert.equal(result.code, 2, `${name}=${value}: ${result.stderr}`);
-    assert.match(result.stderr, new RegExp(`^svc: invalid configuration: ${name}: must be an integer from`));
-  }
-  assert.equal(existsSync(dataDir), false);
-  assert.equal((await runSvc(['keys', 'list', '--data-dir', dataDir], { env: { SVC_PORT: ' 8080 ' } })).code, 0, 'spaces around are trimmed');
-});
+  test('a bad SVC_TRUSTED_PROXY_CIDRS entry is a configuration error naming the variable, before the data directory is touched', async (t) => {
+    const dataDir = join(tempDir(t), 'not-created');
+    const entries = ['1.2.3.4/99', '10.0.0', '::1/255.0.0.0'];
+    // Each is refused before the data directory is opened: run at once.
+    const results = await Promise.all(
+      entries.map((entry) =>
+        runSvc(['serve', '--port', '0', '--data-dir', dataDir], { env: { SVC_TRUST_PROXY_HEADERS: 'true', SVC_TRUSTED_PROXY_CIDRS: `127.0.0.1,${entry}` } }),
+      ),
+    );
+    results.forEach((result, i) => {
+      assert.equal(result.code, 2, result.stderr);
+      assert.equal(result.stderr, `svc: invalid configuration: SVC_TRUSTED_PROXY_CIDRS: "${entries[i]}" is not an IP address or CIDR range (such as 10.0.0.0/8)\n`);
+    });
+    assert.equal(existsSync(dataDir), false);
+  });
 
-test('a host that cannot stand in a URL stops svc serve with a configuration error naming it', async (t) => {
-  const dataDir = tempDir(t);
-  for (const [args, env, name] of [
-    [[], { SVC_HOST: '0.0.0.0:8787' }, 'SVC_HOST'],
-    [['--host', '999.1.1.1'], {}, '--host'],
-  ] as const) {
-    const result = await runSvc(['serve', '--port', '0', '--data-dir', dataDir, ...args], { env });
-    assert.equal(result.code, 2, result.stderr);
-    assert.match(result.stderr, new RegExp(`^svc: invalid configuration: ${name}: must be a host name or an IP address`, 'm'));
-  }
+  test('an integer variable takes decimal digits only, in svc serve and in the commands that read it', async (t) => {
+    const dataDir = join(tempDir(t), 'not-created');
+    const bad = [['SVC_PORT', '0x1F90'], ['SVC_HEADERS_TIMEOUT_MS', '1e4'], ['SVC_SHUTDOWN_TIMEOUT_MS', '5000.0'], ['SVC_RATE_LIMIT_API_PER_MINUTE', '-0']] as const;
+    // Each is refused before the data directory is opened: run at once.
+    const results = await Promise.all(bad.map(([name, value]) => runSvc(['keys', 'list', '--data-dir', dataDir], { env: { [name]: value } })));
+    results.forEach((result, i) => {
+      const [name, value] = bad[i]!;
+      assert.equal(result.code, 2, `${name}=${value}: ${result.stderr}`);
+      assert.match(result.stderr, new RegExp(`^svc: invalid configuration: ${name}: must be an integer from`));
+    });
+    assert.equal(existsSync(dataDir), false);
+    assert.equal((await runSvc(['keys', 'list', '--data-dir', dataDir], { env: { SVC_PORT: ' 8080 ' } })).code, 0, 'spaces around are trimmed');
+  });
+
+  test('a host that cannot stand in a URL stops svc serve with a configuration error naming it', async (t) => {
+    const dataDir = tempDir(t);
+    const cases = [
+      [[], { SVC_HOST: '0.0.0.0:8787' }, 'SVC_HOST'],
+      [['--host', '999.1.1.1'], {}, '--host'],
+    ] as const;
+    // Each is refused before the data directory is opened: run at once.
+    const results = await Promise.all(cases.map(([extra, env]) => runSvc(['serve', '--port', '0', '--data-dir', dataDir, ...extra], { env })));
+    results.forEach((result, i) => {
+      assert.equal(result.code, 2, result.stderr);
+      assert.match(result.stderr, new RegExp(`^svc: invalid configuration: ${cases[i]![2]}: must be a host name or an IP address`, 'm'));
+    });
+  });
 });
