@@ -79,12 +79,23 @@ export function runSvc(args: string[], options: { env?: Record<string, string>; 
       env: { ...process.env, SVC_LOG_LEVEL: 'silent', ...options.env },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
+    // A command still running when the test process ends (a timeout, a signal) would outlive it and go on writing in
+    // a data directory tempDir has removed, creating it again.
+    const forget = onProcessEnd(() => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk) => (stdout += chunk));
     child.stderr.on('data', (chunk) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.on('error', (error) => {
+      forget();
+      reject(error);
+    });
+    child.on('close', (code) => {
+      forget();
+      resolve({ code, stdout, stderr });
+    });
     child.stdin.end(options.input ?? '');
   });
 }

@@ -1,12 +1,12 @@
 /**
  * Tests that die early leave nothing behind: a test file cut off at its timeout (node:test's `--test-timeout`, whose
  * runner ends the file's process with SIGTERM, skipping the test's `t.after`) or ended by a signal (Ctrl-C on
- * `node test/run.mjs`) still kills the tmux server of test/support/tmux.ts and the `svc serve` of `startServe`, and
- * removes the directories of `tempDir` (test/support/process-end.ts).
+ * `node test/run.mjs`) still kills the tmux server of test/support/tmux.ts, the `svc serve` of `startServe` and the
+ * commands of `runSvc` still running, and removes the directories of `tempDir` (test/support/process-end.ts).
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import test, { before } from 'node:test';
 import { ensureBundle, ROOT } from '../support/process.ts';
 import { skipWithoutTmux as skip, until } from '../support/tmux.ts';
@@ -17,6 +17,8 @@ interface Held {
   socket: string;
   dir: string;
   serverPid: number;
+  /** The data directory of a `runSvc` command that was still waiting when the file ended. */
+  commandDir: string;
 }
 
 /**
@@ -58,22 +60,39 @@ function processRuns(pid: number): boolean {
   }
 }
 
+/** The processes whose command line names `text` (from /proc: Linux, as tmux's tests are). */
+function processesNaming(text: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(text)) pids.push(Number(entry));
+    } catch {
+      // Ended meanwhile.
+    }
+  }
+  return pids;
+}
+
 /** Nothing the hung file held is left. */
 async function assertNothingLeft(held: Held): Promise<void> {
   assert.equal(serverRuns(held.socket), false, `tmux server ${held.socket} is still running`);
   // Killed (SIGKILL) as the file ended: gone once the kernel has reaped it.
   await until(() => processRuns(held.serverPid), (runs) => !runs, `svc serve (pid ${held.serverPid}) to end`, () => '');
   assert.equal(existsSync(held.dir), false, `${held.dir} is still there`);
+  // The command was running on: left, it would go on writing in its directory (recreating it) after the removal.
+  await until(() => processesNaming(held.commandDir), (pids) => pids.length === 0, `the svc command on ${held.commandDir} to end`, () => '');
+  assert.equal(existsSync(held.commandDir), false, `${held.commandDir} is still there`);
 }
 
-test('a test cut off at its timeout leaves no tmux server, svc serve or temp directory behind', { skip }, async () => {
+test('a test cut off at its timeout leaves no tmux server, svc serve, svc command or temp directory behind', { skip }, async () => {
   const held = await runHung(['--test', '--test-reporter=tap', '--test-timeout=5000']);
   assert.notEqual(held.code, 0, 'the hung test failed');
   await assertNothingLeft(held);
 });
 
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  test(`a test file ended by ${signal} leaves no tmux server, svc serve or temp directory behind, and dies by the signal`, { skip }, async () => {
+  test(`a test file ended by ${signal} leaves no tmux server, svc serve, svc command or temp directory behind, and dies by the signal`, { skip }, async () => {
     const held = await runHung([], (pid) => process.kill(pid, signal));
     assert.equal(held.signal, signal);
     await assertNothingLeft(held);
