@@ -4,7 +4,7 @@
  * prints `MEASURE-START` and `MEASURE-END <requests>` has only the scavenges between the two counted.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 
 export interface ScavengeTrace {
   /** Bytes each counted scavenge promoted, in order. */
@@ -13,11 +13,21 @@ export interface ScavengeTrace {
   requests: number | null;
 }
 
-export function scavengePromotions(fixture: string, args: string[] = []): ScavengeTrace {
-  const run = spawnSync(process.execPath, ['--trace-gc-nvp', '--import', 'tsx', fixture, ...args], {
-    encoding: 'utf8',
-    maxBuffer: 64 * 1024 * 1024,
+/** Run the fixture and collect its output; asynchronous, so a test file can run several fixtures at once. */
+function runFixture(fixture: string, args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--trace-gc-nvp', '--import', 'tsx', fixture, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const stdout: Buffer[] = [];
+    const stderr: Buffer[] = [];
+    child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
+    child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
+    child.on('error', reject);
+    child.on('close', (status) => resolve({ status, stdout: Buffer.concat(stdout).toString('utf8'), stderr: Buffer.concat(stderr).toString('utf8') }));
   });
+}
+
+export async function scavengePromotions(fixture: string, args: string[] = []): Promise<ScavengeTrace> {
+  const run = await runFixture(fixture, args);
   assert.equal(run.status, 0, run.stderr);
   const lines = run.stdout.split('\n');
   let measuring = !lines.some((line) => line.startsWith('MEASURE-START'));
