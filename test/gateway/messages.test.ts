@@ -1254,3 +1254,37 @@ test('live messages buffered: a max_tokens answer whose last block is a tool_use
     await assert.rejects(client.messages.create(request()), (error: unknown) => error instanceof Anthropic.APIError && error.status === 502, label);
   }
 });
+
+test("an mcp_toolset tool (the MCP connector's, with no name or schema) reaches the upstream as sent, and its mcp_tool_use and mcp_tool_result blocks reach the SDK, buffered and streamed; count_tokens takes it too", async (t) => {
+  const mcpUse = { type: 'mcp_tool_use', id: 'mcptoolu_1', name: 'echo', server_name: 'docs', input: { text: 'hi' } };
+  const mcpResult = { type: 'mcp_tool_result', tool_use_id: 'mcptoolu_1', is_error: false, content: [{ type: 'text', text: 'hi' }] };
+  const answer = { id: 'msg_up', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: [mcpUse, mcpResult, { type: 'text', text: 'Echoed.' }], stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 30, output_tokens: 9 } };
+  const upstream = await startFakeUpstream(t, (req, res) => {
+    if (!req.body.stream) return sendJson(res, 200, answer);
+    streamMessage(res, [
+      ['content_block_start', { type: 'content_block_start', index: 0, content_block: { ...mcpUse, input: {} } }],
+      ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '{"text": "hi"}' } }],
+      ['content_block_stop', { type: 'content_block_stop', index: 0 }],
+      ['content_block_start', { type: 'content_block_start', index: 1, content_block: mcpResult }],
+      ['content_block_stop', { type: 'content_block_stop', index: 1 }],
+      ['content_block_start', { type: 'content_block_start', index: 2, content_block: { type: 'text', text: '' } }],
+      ['content_block_delta', { type: 'content_block_delta', index: 2, delta: { type: 'text_delta', text: 'Echoed.' } }],
+      ['content_block_stop', { type: 'content_block_stop', index: 2 }],
+    ]);
+  });
+  const { client } = await liveGateway(t, upstream);
+  const fields = {
+    mcp_servers: [{ type: 'url', url: 'https://mcp.example/sse', name: 'docs' }],
+    tools: [{ type: 'mcp_toolset', mcp_server_name: 'docs', default_config: { enabled: true } }],
+  };
+  // The beta client: its stream assembles an mcp_tool_use block's input from its input_json_delta pieces.
+  const request = () => ({ model: 'claude-sonnet-4-5', max_tokens: 256, messages: ask(), betas: ['mcp-client-2025-11-20'], ...fields }) as never;
+  const buffered = await client.beta.messages.create(request());
+  assert.deepEqual(buffered.content, answer.content);
+  assert.deepEqual(upstream.requests[0]!.body.tools, fields.tools);
+  assert.equal(upstream.requests[0]!.headers['anthropic-beta'], 'mcp-client-2025-11-20');
+  const streamed = await client.beta.messages.stream(request()).finalMessage();
+  assert.deepEqual(streamed.content, answer.content);
+  const counted = await client.beta.messages.countTokens(request());
+  assert.ok(counted.input_tokens > 0);
+});

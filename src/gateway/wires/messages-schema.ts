@@ -89,6 +89,9 @@ const tool = z.union([
   }),
   // Provider-defined tools (e.g. `bash_20250124`) carry a versioned type and no schema; passed through untouched.
   z.looseObject({ type: z.string().regex(/_\d{8}$/), name: z.string().min(1) }),
+  // The MCP connector's toolset (the `mcp-client-*` beta): the tools of one of the request's `mcp_servers`, named by
+  // that server, not here; the provider calls them (`mcp_tool_use` blocks), so there is nothing for svc to check.
+  z.looseObject({ type: z.literal('mcp_toolset'), mcp_server_name: z.string().min(1) }),
 ]);
 
 const toolChoice = z.discriminatedUnion('type', [
