@@ -5,6 +5,8 @@
 import assert from 'node:assert/strict';
 import test, { type TestContext } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
+import { betaJSONSchemaOutputFormat } from '@anthropic-ai/sdk/helpers/beta/json-schema';
+import { jsonSchemaOutputFormat } from '@anthropic-ai/sdk/helpers/json-schema';
 import { bearer, build, json } from '../support/build.ts';
 import { messageToEvents } from '../../src/gateway/wire-replay.ts';
 import { sendJson, sleep, startFakeUpstream, startSse, type FakeUpstream } from '../support/fake-upstream.ts';
@@ -1287,4 +1289,23 @@ test("an mcp_toolset tool (the MCP connector's, with no name or schema) reaches 
   assert.deepEqual(streamed.content, answer.content);
   const counted = await client.beta.messages.countTokens(request());
   assert.ok(counted.input_tokens > 0);
+});
+
+test("the mock answers output_config.format (and the beta's output_format) with a JSON document valid against the schema, which the SDK's parse() reads, buffered and streamed", async (t) => {
+  const { client } = await listening(t);
+  const schema = { type: 'object', properties: { city: { type: 'string' }, celsius: { type: 'number' } }, required: ['city', 'celsius'], additionalProperties: false } as const;
+  const format = jsonSchemaOutputFormat(schema);
+  const buffered = await client.messages.parse({ model: 'claude-sonnet-4-5', max_tokens: 256, messages: ask('weather as JSON'), output_config: { format } });
+  assert.equal(typeof buffered.parsed_output?.city, 'string');
+  assert.equal(typeof buffered.parsed_output?.celsius, 'number');
+  const streamed = await client.messages.stream({ model: 'claude-sonnet-4-5', max_tokens: 256, messages: ask('weather as JSON'), output_config: { format } }).finalMessage();
+  assert.equal(typeof streamed.parsed_output?.city, 'string');
+  const beta = await client.beta.messages.parse({
+    model: 'claude-sonnet-4-5',
+    max_tokens: 256,
+    messages: ask('weather as JSON'),
+    betas: ['structured-outputs-2025-11-13'],
+    output_format: betaJSONSchemaOutputFormat(schema),
+  });
+  assert.equal(typeof beta.parsed_output?.celsius, 'number');
 });

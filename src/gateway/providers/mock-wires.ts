@@ -55,6 +55,16 @@ function planModel(model: string): string {
 
 // ---- messages wire ----
 
+/**
+ * The JSON schema a messages request asks its text to follow: `output_config.format`, or the structured-outputs beta's
+ * `output_format`, which the SDKs prefer when both are sent (their `parse()` reads the text as JSON of it).
+ */
+function structuredOutput(request: MessagesRequest): { schema: unknown } | null {
+  const config = request.output_config as { format?: unknown } | undefined;
+  const format = (request.output_format ?? config?.format) as { type?: unknown; schema?: unknown } | undefined;
+  return format?.type === 'json_schema' ? { schema: format.schema ?? {} } : null;
+}
+
 export function messagesToChat(request: MessagesRequest): ChatRequest {
   const messages: ChatMessage[] = [];
   if (request.system) messages.push({ role: 'system', content: textOfBlocks(request.system) });
@@ -78,10 +88,12 @@ export function messagesToChat(request: MessagesRequest): ChatRequest {
     .filter((tool) => tool.input_schema)
     .map((tool) => ({ type: 'function', function: { name: tool.name, ...(tool.description ? { description: tool.description } : {}), parameters: tool.input_schema } }));
   const choice = request.tool_choice;
+  const format = structuredOutput(request);
   return {
     model: planModel(request.model),
     messages,
     max_tokens: request.max_tokens,
+    ...(format ? { response_format: { type: 'json_schema', json_schema: { name: 'output', schema: format.schema } } } : {}),
     ...(tools.length ? { tools } : {}),
     ...(choice?.type === 'any' ? { tool_choice: 'required' } : {}),
     ...(choice?.type === 'none' ? { tool_choice: 'none' } : {}),
