@@ -95,7 +95,7 @@ function withRunUsage(message: MessagesResponse, usage: RunUsage): void {
   message.usage = recorded;
 }
 
-const ERROR_TYPES: Record<number, string> = { 400: 'invalid_request_error', 429: 'rate_limit_error', 502: 'api_error', 504: 'api_error' };
+const ERROR_TYPES: Record<number, string> = { 400: 'invalid_request_error', 429: 'rate_limit_error', 502: 'api_error', 504: 'timeout_error' };
 
 /** The error types of the messages wire, which its SDKs read (`APIError.type`) and its clients retry by. */
 const MESSAGES_ERROR_TYPES: ReadonlySet<string> = new Set([

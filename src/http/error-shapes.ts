@@ -108,6 +108,8 @@ const MESSAGES_TYPES: Partial<Record<number, string>> = {
   429: 'rate_limit_error',
   431: 'request_too_large',
   503: 'overloaded_error',
+  // An upstream that did not answer in time, as the provider types its own 504 (its SDKs' GatewayTimeoutError).
+  504: 'timeout_error',
   529: 'overloaded_error',
 };
 

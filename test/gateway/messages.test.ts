@@ -1309,3 +1309,28 @@ test("the mock answers output_config.format (and the beta's output_format) with 
   });
   assert.equal(typeof beta.parsed_output?.celsius, 'number');
 });
+
+test("an upstream timeout (504) is the wire's timeout_error, the type its SDK types a 504 with (GatewayTimeoutError), buffered, streamed, and as the event: error of a stream that went quiet", async (t) => {
+  const { client } = await listening(t);
+  const timedOut = { type: 'error', error: { type: 'timeout_error', message: 'The upstream model provider did not answer in time.' } };
+  for (const stream of [false, true]) {
+    await assert.rejects(client.messages.create({ model: 'claude-sonnet-4-5-mock-timeout', max_tokens: 64, messages: ask(), stream } as never), (error: unknown) => {
+      assert.ok(error instanceof Anthropic.GatewayTimeoutError, `stream ${stream}`);
+      assert.equal(error.status, 504);
+      assert.deepEqual(error.error, timedOut);
+      return true;
+    });
+  }
+  // An upstream that stops sending mid-stream, past the stream's idle timeout.
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    writeEvents(res, messageEvents('partial').slice(0, 4));
+  });
+  const live = await listening(t, { MESSAGES_API_KEY: 'sk-messages-upstream', MESSAGES_BASE_URL: upstream.baseUrl.replace(/\/v1$/, ''), SVC_PROVIDER_STREAM_IDLE_TIMEOUT_MS: '200' });
+  await assert.rejects(live.client.messages.stream({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() }).finalMessage(), (error: unknown) => {
+    assert.ok(error instanceof Anthropic.APIError);
+    assert.equal(error.type, 'timeout_error');
+    assert.equal((error.error as { type: string }).type, 'error');
+    return true;
+  });
+});
