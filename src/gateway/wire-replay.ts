@@ -23,9 +23,9 @@ export function messageToEvents(message: MessagesResponse): MessagesStreamEvent[
         events.push({ type: 'content_block_delta', index, delta: { type: 'text_delta', text: piece } });
       }
       for (const citation of citations ?? []) events.push({ type: 'content_block_delta', index, delta: { type: 'citations_delta', citation } });
-    } else if (block.type === 'tool_use' || block.type === 'server_tool_use') {
-      // The block's own fields (`caller`, ...) on its start; its input in pieces, as a live stream sends a call's and a
-      // server tool's (the SDKs' `inputJson` events come from those pieces).
+    } else if (block.type === 'tool_use' || block.type === 'server_tool_use' || block.type === 'mcp_tool_use') {
+      // The block's own fields (`caller`, ...) on its start; its input in pieces, as a live stream sends a call's, a
+      // server tool's and an MCP tool's (the SDKs' `inputJson` events come from those pieces).
       events.push({ type: 'content_block_start', index, content_block: Object.assign({}, block, { input: {} }) });
       const json = JSON.stringify(block.input ?? {});
       for (const piece of jsonPieces(json)) events.push({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: piece } });

@@ -1334,3 +1334,44 @@ test("an upstream timeout (504) is the wire's timeout_error, the type its SDK ty
     return true;
   });
 });
+
+test("a cache hit replayed as a stream gives an mcp_tool_use block's input in input_json_delta pieces after a start with input {}, as the live stream did: the beta SDK's inputJson events and final message are the live ones", async (t) => {
+  const mcpUse = { type: 'mcp_tool_use', id: 'mcptoolu_2', name: 'lookup', server_name: 'docs', input: { query: 'svc', limit: 3 } };
+  const upstream = await startFakeUpstream(t, (_req, res) =>
+    streamMessage(res, [
+      ['content_block_start', { type: 'content_block_start', index: 0, content_block: { ...mcpUse, input: {} } }],
+      ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '{"query": "svc", ' } }],
+      ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '"limit": 3}' } }],
+      ['content_block_stop', { type: 'content_block_stop', index: 0 }],
+    ]),
+  );
+  const { client } = await liveGateway(t, upstream);
+  const request = {
+    model: 'claude-sonnet-4-5',
+    max_tokens: 256,
+    messages: ask(),
+    betas: ['mcp-client-2025-11-20'],
+    mcp_servers: [{ type: 'url', url: 'https://mcp.example/sse', name: 'docs' }],
+    tools: [{ type: 'mcp_toolset', mcp_server_name: 'docs' }],
+  } as never;
+  const run = async () => {
+    const stream = client.beta.messages.stream(request);
+    const starts: unknown[] = [];
+    let pieces = 0;
+    stream.on('streamEvent', (event) => {
+      if (event.type === 'content_block_start') starts.push(structuredClone(event.content_block));
+    });
+    stream.on('inputJson', () => (pieces += 1));
+    const final = await stream.finalMessage();
+    const { response } = await stream.withResponse();
+    return { final, starts, pieces, route: response.headers.get('x-svc-route') };
+  };
+  const live = await run();
+  assert.equal(live.route, 'live');
+  assert.deepEqual(live.final.content, [mcpUse]);
+  const hit = await run();
+  assert.equal(hit.route, 'exact_cache');
+  assert.deepEqual(hit.final.content, [mcpUse]);
+  assert.deepEqual(hit.starts, [{ ...mcpUse, input: {} }]);
+  assert.ok(hit.pieces > 0, 'the input came in input_json_delta pieces');
+});
