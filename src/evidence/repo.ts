@@ -109,7 +109,7 @@ export interface RunsRepository {
    * The run's event of `key.type` carrying `key.idempotencyKey` (the first, if several were appended before keys
    * were kept to one event), or null.
    */
-  keyedEvent(runId: string, key: TraceKey): Promise<TraceEvent | null>;
+  keyedEvent(tenantId: string, runId: string, key: TraceKey): Promise<TraceEvent | null>;
   /**
    * Count `bytes` of client payload against a committed run's trace budget, for an event its request's own recorder
    * is about to append; false (nothing counted) when the trace is full.
@@ -143,13 +143,13 @@ export interface RunsRepository {
   get(tenantId: string, id: string): Promise<RunRecord | null>;
   list(filter: RunFilter, page: { limit: number; offset: number }): Promise<RunListResult>;
   /** Newest `limit` events with seq < before (or the newest overall), returned in append order. */
-  eventsBefore(runId: string, options: { limit: number; before?: number }): Promise<TraceEvent[]>;
-  allEvents(runId: string): Promise<TraceEvent[]>;
+  eventsBefore(tenantId: string, runId: string, options: { limit: number; before?: number }): Promise<TraceEvent[]>;
+  allEvents(tenantId: string, runId: string): Promise<TraceEvent[]>;
   /** The first `limit` events with seq > after, in append order. */
-  eventsAfter(runId: string, after: number, limit: number): Promise<TraceEvent[]>;
+  eventsAfter(tenantId: string, runId: string, after: number, limit: number): Promise<TraceEvent[]>;
   /** The run's last event of `type`, if any (read without the payloads of the others). */
-  lastEventOfType(runId: string, type: string): Promise<TraceEvent | null>;
-  attempts(runId: string): Promise<AttemptRecord[]>;
+  lastEventOfType(tenantId: string, runId: string, type: string): Promise<TraceEvent | null>;
+  attempts(tenantId: string, runId: string): Promise<AttemptRecord[]>;
   /**
    * Delete up to `batch` of the tenant's runs created before `cutoff` with their events and attempts, in one write, or
    * in several when their traces are long (`PRUNE_EVENTS_PER_WRITE`).
@@ -659,13 +659,21 @@ export interface TraceKey {
 }
 
 /**
+ * The WHERE term naming a run of the tenant in run_events and run_attempts, which keep no tenant column; its
+ * parameters are the run's id, then the tenant's. Run ids are global, so a read by id alone would find another
+ * tenant's run: the subquery is a lookup of the runs primary key, and the table is still searched by its
+ * (run_id, seq) key (no scan).
+ */
+const TENANT_RUN = 'run_id = (SELECT id FROM runs WHERE id = ? AND tenant_id = ?)';
+
+/**
  * Read the run's events from its primary key; the type is compared before the payload's key is extracted, so only
  * the payloads of events of that type are parsed (a run holds at most 10,000 events and 16 MiB of client payloads).
  */
-function findKeyed(sql: Sql, runId: string, key: TraceKey): TraceEvent | null {
+function findKeyed(sql: Sql, tenantId: string, runId: string, key: TraceKey): TraceEvent | null {
   const row = sql.get<EventRow>(
-    "SELECT * FROM run_events WHERE run_id = ? AND type = ? AND json_extract(payload_json, '$.idempotencyKey') = ? ORDER BY seq LIMIT 1",
-    [runId, key.type, key.idempotencyKey],
+    `SELECT * FROM run_events WHERE ${TENANT_RUN} AND type = ? AND json_extract(payload_json, '$.idempotencyKey') = ? ORDER BY seq LIMIT 1`,
+    [runId, tenantId, key.type, key.idempotencyKey],
   );
   return row ? eventFromRow(row) : null;
 }
@@ -866,7 +874,7 @@ export function createRunsRepository(store: Store): RunsRepository {
           [runId, tenantId],
         );
         if (!head) return null;
-        const duplicate = keyed ? findKeyed(sql, runId, keyed) : null;
+        const duplicate = keyed ? findKeyed(sql, tenantId, runId, keyed) : null;
         if (duplicate) return { duplicate };
         const events = build({ seq: head.event_count, hash: head.last_hash });
         if (events.length === 0) return events;
@@ -878,7 +886,7 @@ export function createRunsRepository(store: Store): RunsRepository {
         return events;
       }),
 
-    keyedEvent: (runId, key) => store.read((sql) => findKeyed(sql, runId, key)),
+    keyedEvent: (tenantId, runId, key) => store.read((sql) => findKeyed(sql, tenantId, runId, key)),
 
     reserveClientTrace: (tenantId, runId, bytes, budget) => store.write((sql) => reserveIn(sql, tenantId, runId, bytes, budget)),
 
@@ -892,7 +900,7 @@ export function createRunsRepository(store: Store): RunsRepository {
       store.write((sql) => {
         // Checked in the write: a record added after its run was deleted would outlive it, as no deletion finds it.
         if (!sql.get('SELECT 1 FROM runs WHERE id = ? AND tenant_id = ?', [record.runId, record.tenantId])) return 'gone';
-        const held = sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM run_feedback WHERE run_id = ?', [record.runId])!.n;
+        const held = sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM run_feedback WHERE run_id = ? AND tenant_id = ?', [record.runId, record.tenantId])!.n;
         if (held >= max) return 'full';
         sql.run(
           'INSERT INTO run_feedback (id, run_id, tenant_id, kind, body_json, actor_json, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
@@ -945,36 +953,39 @@ export function createRunsRepository(store: Store): RunsRepository {
 
     list: (filter, page) => store.read((sql) => listRuns(sql, filter, page)),
 
-    eventsBefore: (runId, options) =>
+    eventsBefore: (tenantId, runId, options) =>
       store.read((sql) => {
         const rows =
           options.before === undefined
-            ? sql.all<EventRow>('SELECT * FROM run_events WHERE run_id = ? ORDER BY seq DESC LIMIT ?', [runId, options.limit])
-            : sql.all<EventRow>('SELECT * FROM run_events WHERE run_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?', [
+            ? sql.all<EventRow>(`SELECT * FROM run_events WHERE ${TENANT_RUN} ORDER BY seq DESC LIMIT ?`, [runId, tenantId, options.limit])
+            : sql.all<EventRow>(`SELECT * FROM run_events WHERE ${TENANT_RUN} AND seq < ? ORDER BY seq DESC LIMIT ?`, [
                 runId,
+                tenantId,
                 options.before,
                 options.limit,
               ]);
         return rows.reverse().map(eventFromRow);
       }),
 
-    allEvents: (runId) =>
-      store.read((sql) => sql.all<EventRow>('SELECT * FROM run_events WHERE run_id = ? ORDER BY seq', [runId]).map(eventFromRow)),
+    allEvents: (tenantId, runId) =>
+      store.read((sql) => sql.all<EventRow>(`SELECT * FROM run_events WHERE ${TENANT_RUN} ORDER BY seq`, [runId, tenantId]).map(eventFromRow)),
 
-    eventsAfter: (runId, after, limit) =>
+    eventsAfter: (tenantId, runId, after, limit) =>
       store.read((sql) =>
-        sql.all<EventRow>('SELECT * FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?', [runId, after, limit]).map(eventFromRow),
+        sql
+          .all<EventRow>(`SELECT * FROM run_events WHERE ${TENANT_RUN} AND seq > ? ORDER BY seq LIMIT ?`, [runId, tenantId, after, limit])
+          .map(eventFromRow),
       ),
 
-    lastEventOfType: (runId, type) =>
+    lastEventOfType: (tenantId, runId, type) =>
       store.read((sql) => {
-        const row = sql.get<EventRow>('SELECT * FROM run_events WHERE run_id = ? AND type = ? ORDER BY seq DESC LIMIT 1', [runId, type]);
+        const row = sql.get<EventRow>(`SELECT * FROM run_events WHERE ${TENANT_RUN} AND type = ? ORDER BY seq DESC LIMIT 1`, [runId, tenantId, type]);
         return row ? eventFromRow(row) : null;
       }),
 
-    attempts: (runId) =>
+    attempts: (tenantId, runId) =>
       store.read((sql) =>
-        sql.all<AttemptRow>('SELECT * FROM run_attempts WHERE run_id = ? ORDER BY seq', [runId]).map(attemptFromRow),
+        sql.all<AttemptRow>(`SELECT * FROM run_attempts WHERE ${TENANT_RUN} ORDER BY seq`, [runId, tenantId]).map(attemptFromRow),
       ),
 
     hasRuns: (tenantId) =>

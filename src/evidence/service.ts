@@ -353,8 +353,8 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
     return run;
   }
 
-  async function window(runId: string, options: { limit: number; before?: number }) {
-    const page = await repo.eventsBefore(runId, options);
+  async function window(run: RunRecord, options: { limit: number; before?: number }) {
+    const page = await repo.eventsBefore(run.tenantId, run.id, options);
     const { kept, truncated } = boundByBytes(page);
     const first = kept[0];
     const hasMore = first !== undefined && first.seq > 1;
@@ -389,9 +389,9 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
 
     async get(auth, id, windows) {
       const run = await find(auth, id);
-      const { events, window: eventWindow } = await window(run.id, windows.events);
+      const { events, window: eventWindow } = await window(run, windows.events);
       // Only the windows are read: every record (10,000 side effects, 16 MiB of payload) held the event loop ~0.25 s.
-      const [attempts, effects, ratings] = await Promise.all([repo.attempts(run.id), sideEffectWindow(run, windows.sideEffects), feedbackWindow(run, windows.feedback)]);
+      const [attempts, effects, ratings] = await Promise.all([repo.attempts(run.tenantId, run.id), sideEffectWindow(run, windows.sideEffects), feedbackWindow(run, windows.feedback)]);
       return {
         run: runView(run),
         events,
@@ -406,7 +406,7 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
 
     async events(auth, id, options) {
       const run = await find(auth, id);
-      return { runId: run.id, ...(await window(run.id, options)) };
+      return { runId: run.id, ...(await window(run, options)) };
     },
 
     async route(auth, id) {
@@ -416,13 +416,13 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
 
     async economics(auth, id) {
       const run = await find(auth, id);
-      return runEconomics(run, await repo.attempts(run.id));
+      return runEconomics(run, await repo.attempts(run.tenantId, run.id));
     },
 
     async receipt(auth, id) {
       const run = await find(auth, id);
       // Only that event: the run's whole trace (up to 16 MiB of client payloads) held the event loop ~0.1-0.2 s.
-      const receipt = await repo.lastEventOfType(run.id, 'chorus.receipt');
+      const receipt = await repo.lastEventOfType(run.tenantId, run.id, 'chorus.receipt');
       if (!receipt) throw new AppError('not_found', { message: `Run ${run.id} has no receipt: receipts are issued for svc/chorus runs.` });
       return { runId: run.id, receipt: receipt.payload, eventSeq: receipt.seq, eventHash: receipt.hash };
     },
@@ -442,7 +442,7 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
       // time, so that a packet at a run's limits (~41-57 MiB of JSON) is never held whole (docs/evidence.md).
       const { run, count, lastSeq, chorusEvents, verdict } = await verifiedTrace(await find(auth, id), (event) => event.type.startsWith('chorus.'));
       const integrity: IntegrityView = { runId: run.id, ...verdict, checkedAt: toIso(clock.now()) };
-      const [attempts, auditRows] = await Promise.all([repo.attempts(run.id), audit.aboutTarget(auth, run.id)]);
+      const [attempts, auditRows] = await Promise.all([repo.attempts(run.tenantId, run.id), audit.aboutTarget(auth, run.id)]);
       const generatedAt = toIso(clock.now());
       return [
         { key: 'format', value: () => 'svc.evidence-packet' },
@@ -496,7 +496,7 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
         // too for keys: an earlier turn's keyed event is committed when the next turn looks for it.
         const event = await inTurn(run.id, async () => {
           await repo.settle();
-          const existing = key ? await repo.keyedEvent(run.id, key) : null;
+          const existing = key ? await repo.keyedEvent(run.tenantId, run.id, key) : null;
           if (existing) return { duplicate: existing };
           if (!(await repo.reserveClientTrace(run.tenantId, run.id, body.payloadBytes, budget))) throw traceFull();
           if (!recorder.finished) return recorder.event(body.type, body.payload);
@@ -663,7 +663,7 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
    */
   async function* verifiedEventsAgain(run: RunRecord, count: number, lastSeq: number): AsyncGenerator<TraceEvent[], void, undefined> {
     let read = 0;
-    for await (const page of pagesOf(INTEGRITY_PAGE_EVENTS, (_, last: TraceEvent | undefined) => repo.eventsAfter(run.id, last?.seq ?? 0, INTEGRITY_PAGE_EVENTS))) {
+    for await (const page of pagesOf(INTEGRITY_PAGE_EVENTS, (_, last: TraceEvent | undefined) => repo.eventsAfter(run.tenantId, run.id, last?.seq ?? 0, INTEGRITY_PAGE_EVENTS))) {
       const verified = page[page.length - 1]!.seq <= lastSeq ? page : page.filter((event) => event.seq <= lastSeq);
       read += verified.length;
       if (verified.length > 0) yield verified;
@@ -713,7 +713,7 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
     let count = 0;
     let after = 0;
     for (;;) {
-      for (let page = await repo.eventsAfter(run.id, after, INTEGRITY_PAGE_EVENTS); page.length > 0; page = await repo.eventsAfter(run.id, after, INTEGRITY_PAGE_EVENTS)) {
+      for (let page = await repo.eventsAfter(run.tenantId, run.id, after, INTEGRITY_PAGE_EVENTS); page.length > 0; page = await repo.eventsAfter(run.tenantId, run.id, after, INTEGRITY_PAGE_EVENTS)) {
         verifier.feed(page);
         for (const event of page) if (keep(event)) kept.push(event);
         count += page.length;

@@ -84,9 +84,9 @@ export function applyToSideEffects(sql: Sql, tenantId: string, events: readonly 
     const toolName = String(event.type === 'tool.completed' ? payload.name : payload.toolName);
     const key = typeof payload.idempotencyKey === 'string' ? payload.idempotencyKey : null;
     const target = sql.get<{ id: string }>(
-      `SELECT id FROM run_side_effects WHERE run_id = ? AND tool_name = ? AND state = 'planned'
+      `SELECT id FROM run_side_effects WHERE run_id = ? AND tenant_id = ? AND tool_name = ? AND state = 'planned'
          ${key ? 'AND idempotency_key = ?' : ''} ORDER BY seq LIMIT 1`,
-      key ? [event.runId, toolName, key] : [event.runId, toolName],
+      key ? [event.runId, tenantId, toolName, key] : [event.runId, tenantId, toolName],
     );
     if (!target) continue;
     const reason = typeof payload.reason === 'string' ? payload.reason : null;

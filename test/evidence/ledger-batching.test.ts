@@ -53,10 +53,10 @@ test('runs started and finished within one commit are stored in their final stat
     assert.equal(run.status, 'completed');
     assert.equal(run.usage.completionTokens, i);
     assert.equal(run.eventCount, 3);
-    const events = await repo.allEvents(id);
+    const events = await repo.allEvents('default', id);
     assert.equal(verifyChain(id, events, run.eventCount).ok, true);
     assert.equal(run.lastHash, events.at(-1)!.hash);
-    assert.equal((await repo.attempts(id)).length, 1);
+    assert.equal((await repo.attempts('default', id)).length, 1);
     assert.equal((await repo.replay('default', id))!.responseHash, `hash-${i}`);
   }
   const cells = await store.read((sql) =>
@@ -114,7 +114,7 @@ test('one change that cannot be written is dropped alone; its neighbours in the 
   await repo.settle();
   assert.ok(await repo.get('default', second.id));
   assert.ok(await repo.get('default', third.id));
-  assert.equal((await repo.allEvents(second.id)).length, 1);
+  assert.equal((await repo.allEvents('default', second.id)).length, 1);
 });
 
 test('concurrent gateway requests committed together agree with a scan of the ledger', async (t) => {
@@ -168,6 +168,6 @@ test('runs recorded while a commit is under way (between its slices) are all sto
     const run = (await repo.get('default', id))!;
     assert.equal(run?.status, 'completed', id);
     assert.equal(run.eventCount, 3);
-    assert.equal(verifyChain(id, await repo.allEvents(id), run.eventCount).ok, true);
+    assert.equal(verifyChain(id, await repo.allEvents('default', id), run.eventCount).ok, true);
   }
 });

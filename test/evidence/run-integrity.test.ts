@@ -204,7 +204,7 @@ test('a trace append committed between integrity\'s reads (the row, then its eve
   let rowReads = 0;
   const racing: RunsRepository = {
     ...repo,
-    async eventsAfter(id, after, limit) {
+    async eventsAfter(tenantId, id, after, limit) {
       if (appended === 0) {
         // The first read of the events comes after the row was read: an SDK append commits in between.
         const response = await built.app.inject({ method: 'POST', url: '/api/v1/trace', payload: { runId, type: 'tool.called', payload: { name: 'lookup', args: {}, sideEffectLevel: 0 } } });
@@ -212,7 +212,7 @@ test('a trace append committed between integrity\'s reads (the row, then its eve
         await built.services.store.flush();
         appended += 1;
       }
-      return repo.eventsAfter(id, after, limit);
+      return repo.eventsAfter(tenantId, id, after, limit);
     },
     async get(tenantId, id) {
       rowReads += 1;
@@ -311,9 +311,9 @@ test('a run deleted while integrity reads its trace (retention, its organization
   let pages = 0;
   const pruning: RunsRepository = {
     ...repo,
-    async eventsAfter(id, after, limit) {
+    async eventsAfter(tenantId, id, after, limit) {
       pages += 1;
-      const page = await repo.eventsAfter(id, after, limit);
+      const page = await repo.eventsAfter(tenantId, id, after, limit);
       // Retention deletes the run after its first page was read.
       if (pages === 1) await built.services.store.write((sql) => ['run_events', 'run_attempts', 'run_replays', 'runs'].forEach((table) => sql.run(`DELETE FROM ${table} WHERE ${table === 'runs' ? 'id' : 'run_id'} = ?`, [id])));
       return page.slice(0, 1);
