@@ -10,6 +10,8 @@ export interface CacheEntry {
   tenantId: string;
   cacheType: string;
   key: string;
+  /** The app whose request stored it (part of the exact cache's key): what an app-pinned key's stats count. */
+  appId: string | null;
   value: unknown;
   sourceRunId: string | null;
   /** What producing the entry cost: the saving a hit credits. */
@@ -25,7 +27,8 @@ export interface CacheRepository {
   /** Insert or replace (a refresh resets the hit counter's source but keeps counting hits). */
   putDeferred(entry: Omit<CacheEntry, 'hits' | 'lastHitAt'>): void;
   recordHitDeferred(tenantId: string, cacheType: string, key: string, at: number): void;
-  stats(tenantId: string): Promise<Array<{ cacheType: string; entries: number; hits: number }>>;
+  /** Entries and hits per tier of the tenant, or of its app `appId` (an app-pinned caller's) when given. */
+  stats(tenantId: string, appId: string | null): Promise<Array<{ cacheType: string; entries: number; hits: number }>>;
   /**
    * Settles once the index of stored entries has been loaded from the data file (after a start, in small batches
    * between requests). Until then a lookup finds only the entries the index has already seen.
@@ -43,6 +46,7 @@ interface EntryRow {
   tenant_id: string;
   cache_type: string;
   key: string;
+  app_id: string | null;
   value_json: string;
   source_run_id: string | null;
   cost_usd: number;
@@ -158,9 +162,9 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
       const rowId = lastRowId + 1;
       try {
         sql.run(
-          `INSERT INTO cache_entries (id, tenant_id, cache_type, key, value_json, source_run_id, cost_usd, latency_ms, hits, created_at)
-           VALUES (?, ?, ?, ?, CAST(? AS TEXT), ?, ?, ?, 0, ?)`,
-          [rowId, entry.tenantId, entry.cacheType, entry.key, textBytes(valueJson), entry.sourceRunId, entry.costUsd, entry.latencyMs, entry.createdAt],
+          `INSERT INTO cache_entries (id, tenant_id, cache_type, key, app_id, value_json, source_run_id, cost_usd, latency_ms, hits, created_at)
+           VALUES (?, ?, ?, ?, ?, CAST(? AS TEXT), ?, ?, ?, 0, ?)`,
+          [rowId, entry.tenantId, entry.cacheType, entry.key, entry.appId, textBytes(valueJson), entry.sourceRunId, entry.costUsd, entry.latencyMs, entry.createdAt],
         );
       } catch (error) {
         lastRowId = null;
@@ -245,6 +249,7 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
           tenantId: row.tenant_id,
           cacheType: row.cache_type,
           key: row.key,
+          appId: row.app_id,
           value: JSON.parse(row.value_json) as unknown,
           sourceRunId: row.source_run_id,
           costUsd: row.cost_usd,
@@ -267,6 +272,7 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
         tenantId: entry.tenantId,
         cacheType: entry.cacheType,
         key: entry.key,
+        appId: entry.appId,
         value: entry.value,
         sourceRunId: entry.sourceRunId,
         costUsd: entry.costUsd,
@@ -294,9 +300,9 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
         const refreshed =
           stored !== undefined &&
           sql.run(
-            `UPDATE cache_entries SET value_json = CAST(? AS TEXT), source_run_id = ?, cost_usd = ?, latency_ms = ?, created_at = ?
+            `UPDATE cache_entries SET value_json = CAST(? AS TEXT), app_id = ?, source_run_id = ?, cost_usd = ?, latency_ms = ?, created_at = ?
              WHERE ${KEYS_ROW}`,
-            [textBytes(valueJson), entry.sourceRunId, entry.costUsd, entry.latencyMs, entry.createdAt, stored, tenantId, cacheType, key],
+            [textBytes(valueJson), entry.appId, entry.sourceRunId, entry.costUsd, entry.latencyMs, entry.createdAt, stored, tenantId, cacheType, key],
           ).changes === 1;
         if (!refreshed) {
           const rowId = insertRow(sql, entry, valueJson);
@@ -342,13 +348,15 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
 
     loaded: () => loading,
 
-    stats: async (tenantId) => {
+    stats: async (tenantId, appId) => {
       await store.flush();
+      // An app's entries are read through the tenant's index, as the tenant's are (the row is read for its tier and
+      // hits either way): no index on app_id, which every stored answer would have to update.
       return store.read((sql) =>
         sql.all<{ cacheType: string; entries: number; hits: number }>(
           `SELECT cache_type AS cacheType, COUNT(*) AS entries, COALESCE(SUM(hits), 0) AS hits
-           FROM cache_entries WHERE tenant_id = ? GROUP BY cache_type ORDER BY cache_type`,
-          [tenantId],
+           FROM cache_entries WHERE tenant_id = ? ${appId === null ? '' : 'AND app_id = ?'} GROUP BY cache_type ORDER BY cache_type`,
+          appId === null ? [tenantId] : [tenantId, appId],
         ),
       );
     },

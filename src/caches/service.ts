@@ -27,7 +27,8 @@ export function createCacheService(deps: { repo: CacheRepository; audit: AuditSe
   const { repo, audit } = deps;
   return {
     async stats(auth) {
-      const rows = await repo.stats(auth.tenantId);
+      // An app-pinned key sees its own app's entries, as it sees its own app's runs (docs/gateway.md).
+      const rows = await repo.stats(auth.tenantId, auth.tenantWide ? null : auth.appId);
       const byType = new Map(rows.map((row) => [row.cacheType, row]));
       // Every known tier is listed, empty ones with zeros, so dashboards have stable rows.
       const stats = CACHE_TYPES.map((cacheType) => byType.get(cacheType) ?? { cacheType, entries: 0, hits: 0 });

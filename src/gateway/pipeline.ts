@@ -545,7 +545,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
           return;
         }
         decision.write = controls.serve ? 'stored' : 'refreshed';
-        cache.putDeferred({ tenantId: auth.tenantId, cacheType: EXACT_CACHE, key, value: response, sourceRunId: run.id, costUsd, latencyMs, createdAt: clock.now() });
+        cache.putDeferred({ tenantId: auth.tenantId, cacheType: EXACT_CACHE, key, appId: auth.appId, value: response, sourceRunId: run.id, costUsd, latencyMs, createdAt: clock.now() });
         run.event('cache.stored', { cacheType: EXACT_CACHE, refreshed: !controls.serve });
       };
 

@@ -622,4 +622,16 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX audit_events_app_decision ON audit_events (tenant_id, json_extract(details_json, '$.appId'), decision, seq);
     `,
   },
+  {
+    version: 15,
+    name: 'cache entries: the app whose request stored each',
+    sql: `
+      -- An app-pinned key's cache stats count its own app's entries (the exact cache's key holds the app). Entries
+      -- stored before are given the app of the run that stored them; one whose run is gone has none, and counts only
+      -- in the tenant's stats until it is stored again. No index: stats read the tenant's entries either way.
+      ALTER TABLE cache_entries ADD COLUMN app_id TEXT;
+      UPDATE cache_entries SET app_id = (SELECT app_id FROM runs WHERE runs.id = cache_entries.source_run_id AND runs.tenant_id = cache_entries.tenant_id)
+        WHERE source_run_id IS NOT NULL;
+    `,
+  },
 ];

@@ -13,7 +13,7 @@ import { countingStore, deletesPerWrite } from '../support/counting-store.ts';
 import { tempDir } from '../support/process.ts';
 
 function entry(tenantId: string, key: string, value: unknown = { answer: key }, createdAt = 1_000): Omit<CacheEntry, 'hits' | 'lastHitAt'> {
-  return { tenantId, cacheType: 'exact_response', key, value, sourceRunId: `run_${key}`, costUsd: 0.01, latencyMs: 5, createdAt };
+  return { tenantId, cacheType: 'exact_response', key, appId: null, value, sourceRunId: `run_${key}`, costUsd: 0.01, latencyMs: 5, createdAt };
 }
 
 /**
@@ -248,13 +248,13 @@ test('many hits of one key in a commit window become one counter update', async 
   for (let i = 1; i <= 25; i += 1) repo.recordHitDeferred('ten_a', 'exact_response', 'k', 2_000 + i);
   repo.recordHitDeferred('ten_b', 'exact_response', 'k', 3_000);
   assert.equal(counts.deferred, deferred + 2, 'one deferred write per key and tenant');
-  assert.deepEqual(await repo.stats('ten_a'), [{ cacheType: 'exact_response', entries: 1, hits: 25 }]);
+  assert.deepEqual(await repo.stats('ten_a', null), [{ cacheType: 'exact_response', entries: 1, hits: 25 }]);
   const lastHit = await inner.read((sql) => sql.get<{ last_hit_at: number }>('SELECT last_hit_at FROM cache_entries WHERE tenant_id = ?', ['ten_a']));
   assert.equal(lastHit?.last_hit_at, 2_025);
   // The next window starts a new count.
   repo.recordHitDeferred('ten_a', 'exact_response', 'k', 4_000);
   assert.equal(counts.deferred, deferred + 3);
-  assert.deepEqual(await repo.stats('ten_a'), [{ cacheType: 'exact_response', entries: 1, hits: 26 }]);
+  assert.deepEqual(await repo.stats('ten_a', null), [{ cacheType: 'exact_response', entries: 1, hits: 26 }]);
 });
 
 test('a counter update run twice by the store (savepoint retry) counts its hits once', async (t) => {
@@ -270,7 +270,7 @@ test('a counter update run twice by the store (savepoint retry) counts its hits 
     sql.run("UPDATE cache_entries SET hits = 0 WHERE tenant_id = 'ten_a'"); // as if that savepoint rolled back
     captured[1]!(sql); // the retry alone
   });
-  assert.deepEqual(await repo.stats('ten_a'), [{ cacheType: 'exact_response', entries: 1, hits: 3 }]);
+  assert.deepEqual(await repo.stats('ten_a', null), [{ cacheType: 'exact_response', entries: 1, hits: 3 }]);
 });
 
 test('KeyIndex: finds every key it holds, forgets deleted ones, keeps the newer row of a key, and grows', () => {
@@ -382,7 +382,7 @@ test('index: a row gone from under it, or holding another key, is a miss, never 
   assert.deepEqual((await repo.get('ten_a', 'exact_response', 'first'))?.value, { answer: 'first again' });
   assert.deepEqual((await repo.get('ten_a', 'exact_response', 'second'))?.value, { answer: 'second' });
   assert.deepEqual((await rowsOf(inner, 'ten_a')).map((row) => row.key), ['second', 'first']);
-  assert.deepEqual(await repo.stats('ten_a'), [{ cacheType: 'exact_response', entries: 2, hits: 0 }]);
+  assert.deepEqual(await repo.stats('ten_a', null), [{ cacheType: 'exact_response', entries: 2, hits: 0 }]);
 });
 
 test('index: deleted entries leave it, so a key stored again is found again', async (t) => {
@@ -442,7 +442,7 @@ test('migration 6 keeps the entries of an older data file, and they are found', 
     latencyMs: 7,
     hits: 3,
   });
-  assert.deepEqual(await repo.stats('ten_a'), [{ cacheType: 'exact_response', entries: 2, hits: 6 }]);
+  assert.deepEqual(await repo.stats('ten_a', null), [{ cacheType: 'exact_response', entries: 2, hits: 6 }]);
   const indexes = await store.read((sql) => sql.all<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'cache_entries'"));
   assert.deepEqual(indexes.map((row) => row.name), ['cache_entries_tenant_created']);
 });
