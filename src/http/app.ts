@@ -23,7 +23,7 @@ import { messagesRoutes } from '../gateway/wires/messages.ts';
 import { responsesRoutes } from '../gateway/wires/responses.ts';
 import { embeddingsRoutes } from '../gateway/wires/embeddings.ts';
 import { modelsRoutes } from '../gateway/wires/models.ts';
-import { renderError, surfaceOfUrl } from './error-shapes.ts';
+import { MESSAGES_REQUEST_ID, replyError, surfaceOfUrl } from './error-shapes.ts';
 import { createAuthFailureLimiter } from './auth-failures.ts';
 import { answerClientError, answerNodeRefusals } from './client-errors.ts';
 import { createBodyBudget } from './body-budget.ts';
@@ -41,7 +41,7 @@ import { ignoreUpgrades } from './upgrade.ts';
 const REQUEST_ID = /^[A-Za-z0-9._:@\/+=-]{1,128}$/;
 
 /** Response headers browsers may read cross-origin (SPEC 4.2: run id and route are exposed through CORS). */
-export const EXPOSED_HEADERS = ['x-svc-run-id', 'x-svc-route', 'x-svc-run-url', 'x-svc-provider', 'x-request-id', 'retry-after'];
+export const EXPOSED_HEADERS = ['x-svc-run-id', 'x-svc-route', 'x-svc-run-url', 'x-svc-provider', 'x-request-id', MESSAGES_REQUEST_ID, 'retry-after'];
 
 export interface BuildAppOptions {
   /** fastify logger: false in tests, pino options in `svc serve`. */
@@ -98,7 +98,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
           ? new AppError('uri_too_long')
           : new AppError('invalid_request', { message: 'The URL is not valid (bad percent-encoding?).' });
       draining.track(reply.raw, request.raw.socket);
-      void (reply as FastifyReply).header('x-request-id', request.id).status(appError.status).send(renderError(surfaceOfUrl(request.url), appError));
+      void replyError(request, (reply as FastifyReply).header('x-request-id', request.id), appError);
     },
     genReqId: (raw) => {
       const sent = raw.headers['x-request-id'];
@@ -165,7 +165,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   installErrorHandler(app);
   app.setNotFoundHandler((request, reply) => {
     const error = new AppError('route_not_found', { message: `No route for ${request.method} ${request.url.split('?', 1)[0]}.` });
-    return reply.status(404).send(renderError(surfaceOfUrl(request.url), error));
+    return replyError(request, reply, error);
   });
 
   await app.register(healthRoute(services.health));

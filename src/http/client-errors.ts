@@ -58,7 +58,7 @@ export function requestTargetOf(raw: unknown): string | null {
 
 /** A raw HTTP answer: the error's body in the shape of the surface `target` names (management without one), and `Connection: close`. */
 function rawErrorResponse(appError: AppError, target: string | null): string {
-  const body = JSON.stringify(renderError(target === null ? 'management' : surfaceOfUrl(target), appError));
+  const body = JSON.stringify(renderError(target === null ? 'management' : surfaceOfUrl(target), appError, null));
   return (
     `HTTP/1.1 ${appError.status} ${STATUS_CODES[appError.status]}\r\n` +
     `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
@@ -113,7 +113,7 @@ export function answerNodeRefusals(server: Server): void {
   });
   server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
     const error = new AppError('expectation_failed');
-    const body = JSON.stringify(renderError(surfaceOfUrl(request.url ?? '/'), error));
+    const body = JSON.stringify(renderError(surfaceOfUrl(request.url ?? '/'), error, null));
     // Its body, if it sends one anyway, is not read: the connection ends with the answer.
     response.writeHead(error.status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' });
     response.end(body);

@@ -26,7 +26,7 @@ import { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { DictionaryMap } from '../core/dictionary-map.ts';
 import { AppError } from '../core/errors.ts';
-import { renderError, surfaceOfUrl } from './error-shapes.ts';
+import { replyError } from './error-shapes.ts';
 
 export interface Draining {
   /** Whether draining has started (it never stops: the app is closing). */
@@ -151,7 +151,7 @@ export function createDraining(options: { headersTimeoutMs: number }): Draining 
     refuse(request, reply, done) {
       if (!active) return done();
       const error = new AppError('shutting_down');
-      void reply.status(error.status).send(renderError(surfaceOfUrl(request.url), error));
+      void replyError(request, reply, error);
     },
   };
 }

@@ -2,13 +2,21 @@
  * The only place errors become response bodies. Each surface has its own envelope:
  * - management API (`/api/v1/*`, `/health`, everything else): `{error: {code, message, details?}}`;
  * - chat-completions-family wires (`/v1/*`): `{error: {message, type, param, code}}`;
- * - messages wire (`/v1/messages*`): `{type: "error", error: {type, message}}`.
+ * - messages wire (`/v1/messages*`): `{type: "error", error: {type, message}, request_id}`, the request's id also in the
+ *   `request-id` header (`MESSAGES_REQUEST_ID`).
  * 5xx bodies are generic; the cause goes to the log only.
  */
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ZodError } from 'zod';
 import { AppError, ERROR_CATALOGUE, type ErrorCode } from '../core/errors.ts';
 
 export type ErrorSurface = 'management' | 'chat' | 'messages';
+
+/**
+ * The header the messages wire's SDKs read a request's id from (`message._request_id`, `APIError.requestID`): the
+ * value of svc's own `x-request-id`, sent on that wire only (the other wires' SDKs read `x-request-id`).
+ */
+export const MESSAGES_REQUEST_ID = 'request-id';
 
 export function surfaceOfUrl(url: string): ErrorSurface {
   const path = pathOfTarget(url.split('?', 1)[0]!);
@@ -122,7 +130,8 @@ export function statusOn(surface: ErrorSurface, error: AppError): number {
   return surface === 'messages' && error.code === 'upstream_overloaded' ? 529 : error.status;
 }
 
-export function renderError(surface: ErrorSurface, error: AppError): unknown {
+/** `requestId`: the request's id (`request.id`), null for an answer given before there was a request (a parser error). */
+export function renderError(surface: ErrorSurface, error: AppError, requestId: string | null): unknown {
   const message = error.status >= 500 ? ERROR_CATALOGUE[error.code].message : error.message;
   switch (surface) {
     case 'management':
@@ -137,8 +146,14 @@ export function renderError(surface: ErrorSurface, error: AppError): unknown {
         },
       };
     case 'messages':
-      return { type: 'error', error: { type: MESSAGES_TYPES[statusOn(surface, error)] ?? 'api_error', message } };
+      return { type: 'error', error: { type: MESSAGES_TYPES[statusOn(surface, error)] ?? 'api_error', message }, request_id: requestId };
   }
+}
+
+/** Answer a request with an error in its surface's shape (and, on the messages wire, its id in `request-id`). */
+export function replyError(request: FastifyRequest, reply: FastifyReply, error: AppError, surface: ErrorSurface = surfaceOfUrl(request.url)): FastifyReply {
+  if (surface === 'messages') reply.header(MESSAGES_REQUEST_ID, request.id);
+  return reply.status(statusOn(surface, error)).send(renderError(surface, error, request.id));
 }
 
 /**

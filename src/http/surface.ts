@@ -12,7 +12,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '../core/errors.ts';
 import { NO_ORGANIZATION, type AuthContext } from '../identity/auth-context.ts';
 import type { IdentityService, Surface } from '../identity/service.ts';
-import { renderError, statusOn, surfaceOfUrl, toAppError, type ErrorSurface } from './error-shapes.ts';
+import { replyError, toAppError, type ErrorSurface } from './error-shapes.ts';
 import type { AuthFailureLimiter } from './auth-failures.ts';
 import { isLocalOperator } from './local-socket.ts';
 import { mayServeOpenIdentity, openIdentityRefused } from './open-mode-host.ts';
@@ -118,8 +118,7 @@ export function installErrorHandler(app: FastifyInstance, fixed?: ErrorSurface):
     // failures: their access log lines say them.
     if (appError.status >= 500 && appError.code !== 'busy' && appError.code !== 'not_implemented') request.log.error({ err: error }, 'request failed');
     for (const [name, value] of Object.entries(appError.headers)) reply.header(name, value);
-    const surface = fixed ?? surfaceOfUrl(request.url);
-    return reply.status(statusOn(surface, appError)).send(renderError(surface, appError));
+    return replyError(request, reply, appError, fixed);
   });
 }
 

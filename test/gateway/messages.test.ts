@@ -1085,7 +1085,7 @@ test("live messages stream: a ping before message_start commits nothing: an erro
     const error = await client.messages.create(request()).then(() => null, (thrown: unknown) => thrown);
     assert.ok(error instanceof Anthropic.OverloadedError, String(error));
     assert.equal(error.status, 529);
-    assert.deepEqual(error.error, { type: 'error', error: { type: 'overloaded_error', message: (error.error as { error: { message: string } }).error.message } });
+    assert.deepEqual(error.error, { type: 'error', error: { type: 'overloaded_error', message: (error.error as { error: { message: string } }).error.message }, request_id: error.requestID });
     const run = await runOf(error.headers);
     assert.equal(run.status, 'failed');
     assert.equal(run.error.kind, 'upstream_error');
@@ -1317,7 +1317,7 @@ test("an upstream timeout (504) is the wire's timeout_error, the type its SDK ty
     await assert.rejects(client.messages.create({ model: 'claude-sonnet-4-5-mock-timeout', max_tokens: 64, messages: ask(), stream } as never), (error: unknown) => {
       assert.ok(error instanceof Anthropic.GatewayTimeoutError, `stream ${stream}`);
       assert.equal(error.status, 504);
-      assert.deepEqual(error.error, timedOut);
+      assert.deepEqual(error.error, { ...timedOut, request_id: error.requestID });
       return true;
     });
   }
@@ -1374,4 +1374,40 @@ test("a cache hit replayed as a stream gives an mcp_tool_use block's input in in
   assert.deepEqual(hit.final.content, [mcpUse]);
   assert.deepEqual(hit.starts, [{ ...mcpUse, input: {} }]);
   assert.ok(hit.pieces > 0, 'the input came in input_json_delta pieces');
+});
+
+test("the messages wire sends its request id as request-id too, which the SDK reads (message._request_id, APIError.requestID), and in its error bodies' request_id: buffered, streamed, counted and refused", async (t) => {
+  const { app, address } = await listening(t, { SVC_API_KEY: 'bootstrap-token-messages-0002' });
+  const token = json(await app.inject({ method: 'POST', url: '/api/v1/keys', headers: bearer('bootstrap-token-messages-0002'), payload: { name: 'sdk' } })).token;
+  const client = new Anthropic({ baseURL: address, apiKey: token, maxRetries: 0 });
+  const buffered = await client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() }).withResponse();
+  assert.match(buffered.request_id ?? '', /^req/);
+  assert.equal(buffered.request_id, buffered.response.headers.get('x-request-id'));
+  const message = await client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() });
+  assert.match(message._request_id ?? '', /^req/);
+  const stream = client.messages.stream({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() });
+  await stream.finalMessage();
+  const streamed = await stream.withResponse();
+  assert.equal(streamed.request_id, streamed.response.headers.get('x-request-id'));
+  assert.ok(streamed.request_id);
+  const counted = await client.messages.countTokens({ model: 'claude-sonnet-4-5', messages: ask() }).withResponse();
+  assert.equal(counted.request_id, counted.response.headers.get('x-request-id'));
+  assert.ok(counted.request_id);
+  // Refused by the route (a validation error), by the surface before it (a wrong key) and by the router (no route):
+  // the header and the body's request_id are the same id.
+  const refusals: Array<[string, () => Promise<unknown>]> = [
+    ['invalid', () => client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: -1, messages: ask() })],
+    ['upstream 5xx', () => client.messages.create({ model: 'claude-sonnet-4-5-mock-5xx', max_tokens: 64, messages: ask() })],
+    ['unauthenticated', () => new Anthropic({ baseURL: address, apiKey: 'svc_not-a-real-key-000000000000000000000000000', maxRetries: 0 }).messages.create({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() })],
+    ['no route', () => client.get('/v1/messages/nope')],
+  ];
+  for (const [name, call] of refusals) {
+    await assert.rejects(call(), (error: unknown) => {
+      assert.ok(error instanceof Anthropic.APIError, name);
+      assert.ok(error.requestID, `${name}: requestID`);
+      assert.equal(error.requestID, error.headers?.get('x-request-id'), name);
+      assert.equal((error.error as { request_id?: unknown }).request_id, error.requestID, name);
+      return true;
+    });
+  }
 });

@@ -17,7 +17,7 @@ test('while draining, each surface answers 503 shutting_down in its own shape, w
   app.draining.begin();
   const cases = [
     { method: 'GET' as const, url: '/v1/models', body: { error: { message: MESSAGE, type: 'server_error', param: null, code: 'shutting_down' } } },
-    { method: 'POST' as const, url: '/v1/messages', body: { type: 'error', error: { type: 'overloaded_error', message: MESSAGE } } },
+    { method: 'POST' as const, url: '/v1/messages', body: { type: 'error', error: { type: 'overloaded_error', message: MESSAGE }, request_id: 'req-draining-1' } },
     { method: 'GET' as const, url: '/api/v1/runs', body: { error: { code: 'shutting_down', message: MESSAGE } } },
     { method: 'GET' as const, url: '/health', body: { error: { code: 'shutting_down', message: MESSAGE } } },
   ];
@@ -31,6 +31,8 @@ test('while draining, each surface answers 503 shutting_down in its own shape, w
     assert.equal(response.statusCode, 503, url);
     assert.deepEqual(json(response), body, url);
     assert.equal(response.headers['x-request-id'], 'req-draining-1', url);
+    // The messages wire's SDKs read it from `request-id`.
+    assert.equal(response.headers['request-id'], url === '/v1/messages' ? 'req-draining-1' : undefined, url);
     assert.equal(response.headers['access-control-allow-origin'], '*', url);
     assert.equal(response.headers.connection, 'close', url);
   }

@@ -53,7 +53,9 @@ test('on the messages wire a repeated x-api-key, or x-api-key and Authorization 
   const port = await listening(t);
   const repeated = await exchange(port, postMessages(`x-api-key: ${BOOT}\r\nX-Api-Key: other\r\n`));
   assert.equal(repeated.status, 400);
-  assert.deepEqual(repeated.body, { type: 'error', error: { type: 'invalid_request_error', message: 'The request carries more than one x-api-key header.' } });
+  const requestId = /\r\nrequest-id: (req_\S+)/.exec(repeated.headers)?.[1];
+  assert.ok(requestId);
+  assert.deepEqual(repeated.body, { type: 'error', error: { type: 'invalid_request_error', message: 'The request carries more than one x-api-key header.' }, request_id: requestId });
 
   // Authorization alone used to win: the x-api-key beside it was never looked at.
   for (const [apiKey, bearer] of [
@@ -65,6 +67,7 @@ test('on the messages wire a repeated x-api-key, or x-api-key and Authorization 
     assert.deepEqual(mixed.body, {
       type: 'error',
       error: { type: 'invalid_request_error', message: 'The request carries two different credentials, in Authorization and x-api-key.' },
+      request_id: /\r\nrequest-id: (req_\S+)/.exec(mixed.headers)?.[1],
     });
   }
   // The same token in both (an SDK given it as both its API key and its auth token) is one credential.

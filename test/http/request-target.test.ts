@@ -41,7 +41,8 @@ test('a request target in absolute form is its path: x-api-key on the messages w
 
   const refused = await send(port, 'POST', 'http://svc.example/v1/messages', {}, MESSAGES);
   assert.equal(refused.status, 401);
-  assert.deepEqual(refused.body, { type: 'error', error: { type: 'authentication_error', message: 'Missing or invalid bearer token.' } });
+  assert.match(refused.body.request_id, /^req_/);
+  assert.deepEqual(refused.body, { type: 'error', error: { type: 'authentication_error', message: 'Missing or invalid bearer token.' }, request_id: refused.body.request_id });
 
   const unknown = await send(port, 'GET', 'http://svc.example/v1/nope', { authorization: `Bearer ${BOOT}` });
   assert.equal(unknown.status, 404);
