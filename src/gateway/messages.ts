@@ -12,7 +12,7 @@ import { MAX_JSON_DEPTH, nestsDeeperThan } from '../core/json-depth.ts';
 import type { RunUsage } from '../evidence/types.ts';
 import { InvalidToolCallError, isTokenCount, refusedAnswer, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
 import { isObject } from './providers/chat-completions.ts';
-import { providerErrorStatus } from './providers/errors.ts';
+import { providerErrorStatus, refusedGatewayAccount } from './providers/errors.ts';
 import { isEventName } from './providers/sse.ts';
 import { ProviderError, type MessagesContentBlock, type MessagesResponse, type MessagesStreamEvent, type Provider } from './providers/types.ts';
 import { countMessagesTokens } from './tokens-messages.ts';
@@ -114,12 +114,14 @@ const MESSAGES_ERROR_TYPES: ReadonlySet<string> = new Set([
 /**
  * The `event: error` a failure mid-stream ends the client's stream with. Its type is the upstream's own when its error
  * event said one of the wire's (`overloaded_error` tells the caller to back off, where `api_error` would hide it), else
- * the type of the status svc answers the failure with.
+ * the type of the status svc answers the failure with; but a refusal of svc's own account (`authentication_error`,
+ * `billing_error`, `permission_error`) is svc's failure, as it is before the stream started, not the caller's.
  */
 function messagesStreamError(error: UpstreamFailure): MessagesStreamEvent {
   if (error instanceof InvalidToolCallError) return { type: 'error', error: { type: 'api_error', message: error.message } };
   const http = providerErrorStatus(error);
-  const said = error.upstreamCode !== undefined && MESSAGES_ERROR_TYPES.has(error.upstreamCode) ? error.upstreamCode : undefined;
+  const relayed = error.upstreamCode !== undefined && MESSAGES_ERROR_TYPES.has(error.upstreamCode) && !refusedGatewayAccount(error);
+  const said = relayed ? error.upstreamCode : undefined;
   return { type: 'error', error: { type: said ?? ERROR_TYPES[http.status] ?? 'api_error', message: http.message } };
 }
 

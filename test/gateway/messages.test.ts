@@ -1411,3 +1411,35 @@ test("the messages wire sends its request id as request-id too, which the SDK re
     });
   }
 });
+
+test("an upstream 402 (billing_error: svc's own provider account cannot pay) is svc's failure, as an upstream 401 or 403 is: 502 api_error with svc's message, buffered, streamed, and as a stream's event: error, never the caller's billing_error", async (t) => {
+  let mode: 'http' | 'event' = 'http';
+  const billing = { type: 'error', error: { type: 'billing_error', message: 'Your credit balance is too low to access the API.' } };
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    if (mode === 'http') return sendJson(res, 402, billing);
+    startSse(res);
+    writeEvents(res, messageEvents('partial').slice(0, 4));
+    writeEvents(res, [['error', billing]]);
+    res.end();
+  });
+  const { client, app } = await liveGateway(t, upstream);
+  for (const stream of [false, true]) {
+    await assert.rejects(client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask(), stream } as never), (error: unknown) => {
+      assert.ok(error instanceof Anthropic.InternalServerError, `stream ${stream}: ${String(error)}`);
+      assert.equal(error.status, 502);
+      assert.equal(error.type, 'api_error');
+      assert.doesNotMatch(error.message, /credit balance/);
+      return true;
+    });
+  }
+  mode = 'event';
+  const stream = client.messages.stream({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() });
+  const { response } = await stream.withResponse();
+  const error = await stream.finalMessage().then(() => null, (thrown: unknown) => thrown);
+  assert.ok(error instanceof Anthropic.APIError, String(error));
+  assert.equal(error.type, 'api_error');
+  assert.doesNotMatch(error.message, /credit balance/);
+  const run = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` })).run;
+  assert.equal(run.status, 'failed');
+  assert.equal(run.error.upstreamCode, 'billing_error');
+});

@@ -156,6 +156,7 @@ const STATUS_OF_ERROR_CODE: ReadonlyMap<string, number> = new Map([
   ['string_above_max_length', 400],
   ['authentication_error', 401],
   ['invalid_api_key', 401],
+  ['billing_error', 402],
   ['permission_error', 403],
   ['not_found_error', 404],
   ['model_not_found', 404],
@@ -264,9 +265,19 @@ const STATUS_OF: Record<ProviderFailureKind, number> = {
 };
 
 /**
+ * An upstream's refusal of svc's own provider account, not of the caller's request: a credential it does not take
+ * (401), a permission it lacks (403), an account it will not bill (402, the messages family's `billing_error`). The
+ * caller can do nothing about it (relayed, a 402 would tell an SDK user their own billing failed): svc's failure, 502.
+ */
+export function refusedGatewayAccount(error: ProviderError): boolean {
+  const upstream = error.upstreamStatus;
+  return error.kind === 'rejected' && (upstream === 401 || upstream === 402 || upstream === 403);
+}
+
+/**
  * The HTTP answer to a provider failure: 429 with retry-after; 5xx, bad_response and network -> 502; timeout -> 504;
- * rejected -> the upstream's own 4xx, except 401/403, which say the gateway's credential is wrong, not the caller's,
- * and become 502; unsupported -> 400.
+ * rejected -> the upstream's own 4xx, except a refusal of svc's own account (401, 402, 403: `refusedGatewayAccount`),
+ * which becomes 502; unsupported -> 400.
  */
 export function providerErrorStatus(error: ProviderError): ProviderErrorHttp {
   switch (error.kind) {
@@ -280,8 +291,9 @@ export function providerErrorStatus(error: ProviderError): ProviderErrorHttp {
       };
     case 'rejected': {
       const upstream = error.upstreamStatus ?? 400;
-      if (upstream === 401 || upstream === 403) {
-        return { status: 502, type: 'server_error', code: 'upstream_error', message: 'The upstream provider refused the gateway credentials.' };
+      if (refusedGatewayAccount(error)) {
+        const message = upstream === 402 ? "The upstream provider refused to bill the gateway's account." : 'The upstream provider refused the gateway credentials.';
+        return { status: 502, type: 'server_error', code: 'upstream_error', message };
       }
       return { status: upstream >= 400 && upstream < 500 ? upstream : 400, type: 'invalid_request_error', code: 'upstream_rejected', message: error.message };
     }

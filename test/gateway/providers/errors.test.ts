@@ -86,6 +86,9 @@ test('providerErrorStatus maps each kind to the status the wires answer', () => 
   assert.equal(status('rejected', 422).status, 422);
   assert.equal(status('rejected', 422).message, 'm');
   assert.equal(status('rejected', 401).status, 502);
+  // svc's own provider account cannot pay (the messages family's billing_error): svc's failure on every wire, as 401/403.
+  assert.equal(status('rejected', 402).status, 502);
+  assert.equal(status('rejected', 402).code, 'upstream_error');
   const appError = providerErrorToAppError(new ProviderError('rate_limited', 'm', { provider: 'p', retryAfterSeconds: 4 }));
   assert.equal(appError.status, 429);
   assert.deepEqual(appError.headers, { 'retry-after': '4' });
