@@ -10,6 +10,7 @@ import type { CallSignal } from './call-signal.ts';
 import { newId } from '../core/ids.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../core/json-depth.ts';
 import type { RunUsage } from '../evidence/types.ts';
+import { messagesErrorType } from '../http/error-shapes.ts';
 import { InvalidToolCallError, isTokenCount, refusedAnswer, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
 import { isObject } from './providers/chat-completions.ts';
 import { providerErrorStatus, refusedGatewayAccount } from './providers/errors.ts';
@@ -95,8 +96,6 @@ function withRunUsage(message: MessagesResponse, usage: RunUsage): void {
   message.usage = recorded;
 }
 
-const ERROR_TYPES: Record<number, string> = { 400: 'invalid_request_error', 429: 'rate_limit_error', 502: 'api_error', 504: 'timeout_error' };
-
 /** The error types of the messages wire, which its SDKs read (`APIError.type`) and its clients retry by. */
 const MESSAGES_ERROR_TYPES: ReadonlySet<string> = new Set([
   'invalid_request_error',
@@ -104,6 +103,7 @@ const MESSAGES_ERROR_TYPES: ReadonlySet<string> = new Set([
   'billing_error',
   'permission_error',
   'not_found_error',
+  'conflict_error',
   'request_too_large',
   'rate_limit_error',
   'timeout_error',
@@ -122,7 +122,7 @@ function messagesStreamError(error: UpstreamFailure): MessagesStreamEvent {
   const http = providerErrorStatus(error);
   const relayed = error.upstreamCode !== undefined && MESSAGES_ERROR_TYPES.has(error.upstreamCode) && !refusedGatewayAccount(error);
   const said = relayed ? error.upstreamCode : undefined;
-  return { type: 'error', error: { type: said ?? ERROR_TYPES[http.status] ?? 'api_error', message: http.message } };
+  return { type: 'error', error: { type: said ?? messagesErrorType(http.status), message: http.message } };
 }
 
 /**

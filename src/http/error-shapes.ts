@@ -103,16 +103,20 @@ const CHAT_CODES: Partial<Record<ErrorCode, string>> = {
   route_not_found: 'unknown_url',
 };
 
+/**
+ * The messages wire's `error.type` of a status, as its provider types it (its SDKs' `ErrorType`; their error classes go
+ * by the status). A 4xx it has no type of its own for (405, 414, an upstream's 422 relayed) is `invalid_request_error`,
+ * anything else `api_error` (`messagesErrorType`).
+ */
 const MESSAGES_TYPES: Partial<Record<number, string>> = {
   400: 'invalid_request_error',
   401: 'authentication_error',
+  // Never svc's own, nor an upstream's relayed (src/gateway/providers/errors.ts `refusedGatewayAccount`).
+  402: 'billing_error',
   403: 'permission_error',
   404: 'not_found_error',
-  408: 'invalid_request_error',
-  409: 'invalid_request_error',
+  409: 'conflict_error',
   413: 'request_too_large',
-  415: 'invalid_request_error',
-  417: 'invalid_request_error',
   429: 'rate_limit_error',
   431: 'request_too_large',
   503: 'overloaded_error',
@@ -131,6 +135,11 @@ export function statusOn(surface: ErrorSurface, error: AppError): number {
 }
 
 /** `requestId`: the request's id (`request.id`), null for an answer given before there was a request (a parser error). */
+/** The messages wire's `error.type` of an answer of `status` (`MESSAGES_TYPES`). */
+export function messagesErrorType(status: number): string {
+  return MESSAGES_TYPES[status] ?? (status >= 400 && status < 500 ? 'invalid_request_error' : 'api_error');
+}
+
 export function renderError(surface: ErrorSurface, error: AppError, requestId: string | null): unknown {
   const message = error.status >= 500 ? ERROR_CATALOGUE[error.code].message : error.message;
   switch (surface) {
@@ -146,7 +155,7 @@ export function renderError(surface: ErrorSurface, error: AppError, requestId: s
         },
       };
     case 'messages':
-      return { type: 'error', error: { type: MESSAGES_TYPES[statusOn(surface, error)] ?? 'api_error', message }, request_id: requestId };
+      return { type: 'error', error: { type: messagesErrorType(statusOn(surface, error)), message }, request_id: requestId };
   }
 }
 

@@ -785,7 +785,7 @@ test("live messages stream: an upstream error event mid-stream reaches the SDK w
     res.end();
   });
   const { client, app } = await liveGateway(t, upstream);
-  for (const said of ['overloaded_error', 'rate_limit_error', 'invalid_request_error', 'api_error', 'some_new_error']) {
+  for (const said of ['overloaded_error', 'rate_limit_error', 'invalid_request_error', 'conflict_error', 'api_error', 'some_new_error']) {
     type = said;
     const stream = client.messages.stream({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() });
     const { response } = await stream.withResponse();
@@ -1442,4 +1442,30 @@ test("an upstream 402 (billing_error: svc's own provider account cannot pay) is 
   const run = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` })).run;
   assert.equal(run.status, 'failed');
   assert.equal(run.error.upstreamCode, 'billing_error');
+});
+
+test("an upstream's 4xx is relayed with the type the API gives its status, which the SDK's error classes go with: 409 conflict_error (ConflictError), 404 not_found_error, 413 request_too_large, and invalid_request_error for a 4xx the API has no type of its own for (422), not api_error", async (t) => {
+  let status = 409;
+  const upstream = await startFakeUpstream(t, (_req, res) => sendJson(res, status, { type: 'error', error: { type: 'invalid_request_error', message: `upstream says ${status}` } }));
+  const { client } = await liveGateway(t, upstream);
+  const cases: Array<[number, new (...args: never[]) => Error, string]> = [
+    [409, Anthropic.ConflictError, 'conflict_error'],
+    [404, Anthropic.NotFoundError, 'not_found_error'],
+    [413, Anthropic.ContentTooLargeError, 'request_too_large'],
+    [422, Anthropic.UnprocessableEntityError, 'invalid_request_error'],
+    [400, Anthropic.BadRequestError, 'invalid_request_error'],
+  ];
+  for (const [answered, errorClass, type] of cases) {
+    status = answered;
+    for (const stream of [false, true]) {
+      await assert.rejects(client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask(), stream } as never), (error: unknown) => {
+        assert.ok(error instanceof errorClass, `${answered} stream ${stream}: ${String(error)}`);
+        assert.ok(error instanceof Anthropic.APIError);
+        assert.equal(error.status, answered);
+        assert.equal(error.type, type, `${answered}`);
+        assert.match(error.message, new RegExp(`upstream says ${answered}`));
+        return true;
+      });
+    }
+  }
 });

@@ -44,7 +44,7 @@ test('a URL longer than the header section may be is a 414 in the shape of its s
 
   const messages = await exchange(port, `POST /v1/messages?x=${long} HTTP/1.1\r\nHost: x\r\n\r\n`);
   assert.equal(messages.status, 414);
-  assert.deepEqual(messages.body, { type: 'error', error: { type: 'api_error', message }, request_id: null });
+  assert.deepEqual(messages.body, { type: 'error', error: { type: 'invalid_request_error', message }, request_id: null });
 
   const management = await exchange(port, `GET /api/v1/keys?x=${long} HTTP/1.1\r\nHost: x\r\n\r\n`);
   assert.equal(management.status, 414);

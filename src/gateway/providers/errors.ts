@@ -159,6 +159,7 @@ const STATUS_OF_ERROR_CODE: ReadonlyMap<string, number> = new Map([
   ['billing_error', 402],
   ['permission_error', 403],
   ['not_found_error', 404],
+  ['conflict_error', 409],
   ['model_not_found', 404],
   ['request_too_large', 413],
 ]);
