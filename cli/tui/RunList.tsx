@@ -129,7 +129,8 @@ export function RunList(props: RunListProps) {
       </Text>
       <Text bold wrap="truncate-end">{`  ${line(keys, headers, widths, gap)}`}</Text>
       {rows.length === 0 ? (
-        <Text dimColor>{props.loading ? '  loading…' : '  No runs match these filters.'}</Text>
+        // A list that could not be read is no empty list: the error line below says why.
+        <Text dimColor>{props.loading ? '  loading…' : props.error ? '  No runs shown: the list could not be read.' : '  No runs match these filters.'}</Text>
       ) : (
         shown.map((row, i) => {
           const selected = top + i === cursor;

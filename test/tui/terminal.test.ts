@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import test, { before } from 'node:test';
 import { ensureBundle, runSvc, startServe, tempDir } from '../support/process.ts';
@@ -203,4 +204,18 @@ test('svc runs ended by a signal (kill, a closed terminal) leaves the alternate 
   assert.match(term.screen(), /exit=143/);
   assert.equal(term.alternateScreen(), false, 'the terminal was left on the alternate screen');
   assert.equal(existsSync(join(dataDir, 'svc.lock')), false, 'the data directory is still locked');
+});
+
+test('against a server that cannot be reached the list says so and does not claim that no runs match', { skip }, async (t) => {
+  // A port nothing listens on: one a listener just released.
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  const term = terminal(t, { columns: 120, rows: 24 });
+  term.open(['runs', '--url', `http://127.0.0.1:${port}`]);
+  const screen = await until(term.screen, (s) => s.includes(`error: cannot reach svc at http://127.0.0.1:${port}`), 'the error', term.screen);
+  assert.ok(!screen.includes('No runs match'), screen);
+  term.keys('q');
+  await until(term.alive, (alive) => !alive, 'svc runs to quit', term.screen);
 });
