@@ -76,13 +76,17 @@ function line(keys: ReadonlyArray<keyof RunRow>, cells: Record<keyof RunRow, str
  */
 const MIN_ID_WIDTH = 9;
 
+/** The narrowest the model column is cut to for the id's end: its header, or a model's first characters and `…`. */
+const MIN_MODEL_WIDTH = 8;
+
 /** The columns a terminal too narrow for the id's end leaves out, first to last: the id tells rows apart, they do not. */
 const GIVE_WAY: ReadonlyArray<keyof RunRow> = ['savings', 'latency', 'cost', 'created'];
 
 /**
  * On a narrow terminal the created column keeps only the time of day and columns sit closer. An id that still does
  * not fit (80 columns) keeps its end, the part that tells runs apart, as long as 9 characters of it fit; on a
- * narrower one (40 columns) the savings, latency, cost and time columns give way, in that order, until they do.
+ * narrower one (40 columns) the savings, latency, cost and time columns give way, in that order, and then a long model
+ * name is cut further, until they do.
  */
 function layout(rows: RunRow[], width: number) {
   const full = columnWidths(rows);
@@ -96,6 +100,9 @@ function layout(rows: RunRow[], width: number) {
     if (idRoom() >= Math.min(widths.id, MIN_ID_WIDTH)) break;
     keys = keys.filter((shown) => shown !== key);
   }
+  // A long model name (a fine-tuned deployment's) is cut further, down to MIN_MODEL_WIDTH, rather than the id.
+  const idShort = Math.min(widths.id, MIN_ID_WIDTH) - idRoom();
+  if (idShort > 0) widths.model = Math.max(Math.min(widths.model, MIN_MODEL_WIDTH), widths.model - idShort);
   if (idRoom() < widths.id && idRoom() >= MIN_ID_WIDTH) widths.id = idRoom();
   return { keys, rows: compact, headers: { ...SCREEN_HEADERS, created: 'TIME (UTC)' }, widths, gap: ' ' };
 }

@@ -206,6 +206,29 @@ test('svc runs ended by a signal (kill, a closed terminal) leaves the alternate 
   assert.equal(existsSync(join(dataDir, 'svc.lock')), false, 'the data directory is still locked');
 });
 
+test('on a 40-column terminal a long model name gives way to the end of the run id too', { skip }, async (t) => {
+  const dataDir = tempDir(t);
+  const server = await startServe(t, dataDir);
+  const short = await chat(server.address, 'short model');
+  const response = await fetch(`${server.address}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'a-very-long-model-name-for-a-fine-tuned-deployment', messages: [{ role: 'user', content: 'long model' }] }),
+  });
+  await response.arrayBuffer();
+  const long = response.headers.get('x-svc-run-id');
+  assert.ok(long, `no run id (HTTP ${response.status})`);
+  const term = terminal(t, { columns: 40, rows: 20 });
+  term.open(['runs', '--data-dir', dataDir]);
+  const screen = await until(term.screen, (s) => s.includes('runs 1-2 of 2') && s.split('\n').filter((line) => /^[> ] live /.test(line)).length === 2, 'the list', term.screen);
+  for (const runId of [short, long]) {
+    const row = screen.split('\n').find((line) => /^[> ] live /.test(line) && line.includes(runId.slice(-8)));
+    assert.ok(row, `no row shows the end of ${runId}:\n${screen}`);
+  }
+  term.keys('q');
+  await until(term.alive, (alive) => !alive, 'svc runs to quit', term.screen);
+});
+
 test('against a server that cannot be reached the list says so and does not claim that no runs match', { skip }, async (t) => {
   // A port nothing listens on: one a listener just released.
   const probe = createServer();
