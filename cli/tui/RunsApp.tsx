@@ -9,11 +9,12 @@
 import { Box, useApp, useInput, useStdout, type Key } from 'ink';
 import { useCallback, useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState } from 'react';
 import { errorText } from './errors.ts';
+import { keysOf } from './keys.ts';
 import { toRunRow, type RunFilterInput } from './format.ts';
 import { RunDetail } from './RunDetail.tsx';
 import { RunList, type ConnectionInfo } from './RunList.tsx';
 import type { RunsSource } from './runs-source.ts';
-import { cursorIn, eventCursor, initialState, reduce } from './state.ts';
+import { cursorIn, eventCursor, initialState, reduce, type TuiAction } from './state.ts';
 import { useRunDetail } from './useRunDetail.ts';
 import { useRunList } from './useRunList.ts';
 
@@ -65,7 +66,13 @@ export function RunsApp(props: RunsAppProps) {
   const color = props.color ?? false;
   const { exit } = useApp();
   const size = useTerminalSize();
-  const [state, dispatch] = useReducer(reduce, props.initialFilters ?? {}, initialState);
+  const [state, dispatchNow] = useReducer(reduce, props.initialFilters ?? {}, initialState);
+  /** Whether the key being handled changed the state (see `actOnKeys`). */
+  const dispatched = useRef(false);
+  const dispatch = useCallback((action: TuiAction) => {
+    dispatched.current = true;
+    dispatchNow(action);
+  }, []);
 
   // The list is refreshed only while it is on screen: the detail screen polls its own run instead.
   const list = useRunList(source, state.filters, { limit, offset: state.offset }, { live: connection.live && state.screen === 'list', pollMs });
@@ -102,6 +109,11 @@ export function RunsApp(props: RunsAppProps) {
   };
 
   const onKey = (input: string, key: Key) => {
+    // Ink quits on a Ctrl-C alone; one that came with other keys reaches the view (keys.ts).
+    if (input === 'c' && key.ctrl) {
+      exit();
+      return;
+    }
     if (state.prompt) {
       if (key.return) dispatch({ type: 'promptSubmit' });
       else if (key.escape) dispatch({ type: 'promptCancel' });
@@ -139,10 +151,29 @@ export function RunsApp(props: RunsAppProps) {
   // Keys go to the handler of the last committed render: a frame on screen may be answered before React runs the
   // passive effects that would re-subscribe a new closure, and a stale one would act on the previous rows.
   const latestOnKey = useRef(onKey);
+  // The keys of a chunk (keys.ts) are acted on in turn, each that changes the state after its render: the handler of
+  // the frame before it would open the run a `j` just left, or read the text typed after `f` as list keys.
+  const pendingKeys = useRef<Array<[string, Key]>>([]);
+  const actOnKeys = useCallback(() => {
+    for (let next = pendingKeys.current.shift(); next; next = pendingKeys.current.shift()) {
+      dispatched.current = false;
+      latestOnKey.current(...next);
+      if (dispatched.current) return;
+    }
+  }, []);
   useLayoutEffect(() => {
     latestOnKey.current = onKey;
+    actOnKeys();
   });
-  useInput(useCallback((input: string, key: Key) => latestOnKey.current(input, key), []));
+  useInput(
+    useCallback(
+      (input: string, key: Key) => {
+        pendingKeys.current.push(...keysOf(input, key));
+        actOnKeys();
+      },
+      [actOnKeys],
+    ),
+  );
 
   // Never more lines than the terminal has: drawn taller, a screen scrolls its top (the list header, the run's headline
   // and integrity badge) out of sight, so on a terminal too short for it the bottom is cut instead. One line short of

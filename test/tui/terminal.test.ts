@@ -206,6 +206,26 @@ test('svc runs ended by a signal (kill, a closed terminal) leaves the alternate 
   assert.equal(existsSync(join(dataDir, 'svc.lock')), false, 'the data directory is still locked');
 });
 
+test('keys that reach the view together (a held j, fast typing, a slow link) each act: j j moves two rows, j Enter opens that run', { skip }, async (t) => {
+  const dataDir = tempDir(t);
+  const server = await startServe(t, dataDir);
+  const runIds: string[] = [];
+  for (const content of ['one', 'two', 'three', 'four']) runIds.unshift(await chat(server.address, content));
+  const term = terminal(t, { columns: 120, rows: 24 });
+  term.open(['runs', '--data-dir', dataDir]);
+  const cursorOn = (runId: string) => (s: string) => s.split('\n').some((line) => line.startsWith('>') && line.includes(runId));
+  await until(term.screen, cursorOn(runIds[0]!), 'the cursor on the newest run', term.screen);
+  // One send-keys: tmux writes the keys to the terminal at once, and the view reads them as one chunk.
+  term.keys('j', 'j');
+  await until(term.screen, cursorOn(runIds[2]!), 'the cursor two rows down', term.screen);
+  term.keys('k', 'Enter');
+  await until(term.screen, (s) => s.includes(`run ${runIds[1]}`) && s.includes('Trace timeline'), 'the detail of the run above', term.screen);
+  term.keys('q', 'G');
+  await until(term.screen, cursorOn(runIds[3]!), 'the list again, the cursor on the last run', term.screen);
+  term.keys('q');
+  await until(term.alive, (alive) => !alive, 'svc runs to quit', term.screen);
+});
+
 test('on a 40-column terminal a long model name gives way to the end of the run id too', { skip }, async (t) => {
   const dataDir = tempDir(t);
   const server = await startServe(t, dataDir);
