@@ -190,7 +190,7 @@ export function RunDetail(props: RunDetailProps) {
         {props.error ? <Text {...(props.color ? { color: 'red' } : {})}>error: {props.error}</Text> : null}
         {props.message ? <Text>{props.message}</Text> : null}
         <Text dimColor wrap="truncate-end">
-          n/] older events · p/[ newer events · e export evidence packet · q/Esc back to the list
+          n/] older events · p/[ newer events · e export evidence packet · q/Esc/← back to the list
         </Text>
       </Box>
     </Box>

@@ -162,7 +162,7 @@ export function RunList(props: RunListProps) {
       {props.error ? <Text {...(props.color ? { color: 'red' } : {})}>error: {props.error}</Text> : null}
       {props.message ? <Text>{props.message}</Text> : null}
       <Text dimColor wrap="truncate-end">
-        ↑↓/j k move · PgUp/PgDn · Enter detail · r/s/m/i cycle route/status/model/ingested · f filter · c clear · n/p older/newer page · q quit
+        ↑↓/j k move · PgUp/PgDn · g/G first/last · Enter detail · r/s/m/i cycle route/status/model/ingested · f filter · c clear · n/p older/newer page · q quit
       </Text>
     </Box>
   );

@@ -4,7 +4,7 @@
  *
  * Keys, list: ↑/↓ or k/j move, PgUp/PgDn a screen, Home/End (g/G), Enter opens the run, r/s/m/i cycle the route,
  * status, model and ingested filters, f opens the filter prompt, c clears the filters, n/p the older/newer page of runs,
- * q, Esc or Ctrl-C quits (Ctrl-C from any screen). Detail: n or ] older events, p or [ newer events, e exports the evidence packet, q or Esc back.
+ * q, Esc or Ctrl-C quits (Ctrl-C from any screen). Detail: n or ] older events, p or [ newer events, e exports the evidence packet, q, Esc or ← back.
  */
 import { Box, useApp, useInput, useStdout, type Key } from 'ink';
 import { useCallback, useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState } from 'react';

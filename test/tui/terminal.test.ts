@@ -262,3 +262,23 @@ test('against a server that cannot be reached the list says so and does not clai
   term.keys('q');
   await until(term.alive, (alive) => !alive, 'svc runs to quit', term.screen);
 });
+
+test('the key help of each screen names every key group that works on it: g/G (Home/End) on the list, ← on the detail', { skip }, async (t) => {
+  const dataDir = tempDir(t);
+  const server = await startServe(t, dataDir);
+  await chat(server.address, 'help');
+  const term = terminal(t, { columns: 200, rows: 40 });
+  term.open(['runs', '--data-dir', dataDir]);
+  const help = (s: string) => s.split('\n').find((line) => line.includes(' quit') || line.includes(' back to the list')) ?? '';
+  let screen = await until(term.screen, (s) => s.includes('runs 1-1 of 1') && help(s) !== '', 'the list', term.screen);
+  for (const keys of ['↑↓/j k', 'PgUp/PgDn', 'g/G', 'Enter', 'r/s/m/i', 'f filter', 'c clear', 'n/p', 'q quit']) assert.ok(help(screen).includes(keys), `${keys} not in: ${help(screen)}`);
+  term.keys('Enter');
+  screen = await until(term.screen, (s) => s.includes('Trace timeline') && help(s).includes('back to the list'), 'the detail', term.screen);
+  for (const keys of ['n/]', 'p/[', 'e export', 'q/Esc/←']) assert.ok(help(screen).includes(keys), `${keys} not in: ${help(screen)}`);
+  term.keys('Left');
+  await until(term.screen, (s) => s.includes('runs 1-1 of 1'), 'the list again', term.screen);
+  term.keys('End');
+  await until(term.screen, (s) => s.split('\n').some((line) => line.startsWith('> live')), 'the cursor on the last run', term.screen);
+  term.keys('q');
+  await until(term.alive, (alive) => !alive, 'svc runs to quit', term.screen);
+});
