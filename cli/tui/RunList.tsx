@@ -107,6 +107,15 @@ function layout(rows: RunRow[], width: number) {
   return { keys, rows: compact, headers: { ...SCREEN_HEADERS, created: 'TIME (UTC)' }, widths, gap: ' ' };
 }
 
+/** What an empty list says: a list that could not be read is no empty list (the error line below says why). */
+function emptyText(props: RunListProps): string {
+  if (props.loading) return 'loading…';
+  if (props.error) return 'No runs shown: the list could not be read.';
+  if (Object.values(props.filters).some((value) => value !== undefined && value !== '')) return 'No runs match these filters.';
+  // Past the first page (runs deleted meanwhile) the ledger may hold runs all the same.
+  return (props.pagination?.offset ?? 0) > 0 ? 'No runs on this page.' : 'No runs recorded yet.';
+}
+
 export function RunList(props: RunListProps) {
   const { cursor, height, pagination } = props;
   const { keys, rows, headers, widths, gap } = layout(props.rows, props.width);
@@ -136,8 +145,7 @@ export function RunList(props: RunListProps) {
       </Text>
       <Text bold wrap="truncate-end">{`  ${line(keys, headers, widths, gap)}`}</Text>
       {rows.length === 0 ? (
-        // A list that could not be read is no empty list: the error line below says why.
-        <Text dimColor>{props.loading ? '  loading…' : props.error ? '  No runs shown: the list could not be read.' : '  No runs match these filters.'}</Text>
+        <Text dimColor>{`  ${emptyText(props)}`}</Text>
       ) : (
         shown.map((row, i) => {
           const selected = top + i === cursor;
