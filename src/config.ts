@@ -54,7 +54,8 @@ const envSchema = z.object({
   SVC_PORT: int(DEFAULT_PORT, 0, 65535),
   SVC_HOST: optionalString,
   SVC_DATA_DIR: optionalString,
-  SVC_LOG_LEVEL: z.enum(LOG_LEVELS).optional(),
+  // Blank counts as unset, as for every variable (a compose file's `SVC_LOG_LEVEL=`).
+  SVC_LOG_LEVEL: optionalString.pipe(z.enum(LOG_LEVELS).nullable()),
 
   SVC_API_KEY: optionalString,
   SVC_REQUIRE_LOGIN: flag(false),

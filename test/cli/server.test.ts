@@ -166,6 +166,13 @@ describe('svc serve and the admin CLI beside it', { concurrency: true }, () => {
     assert.equal((await runSvc(['keys', 'list', '--data-dir', dataDir], { env: { SVC_PORT: ' 8080 ' } })).code, 0, 'spaces around are trimmed');
   });
 
+  test('an empty SVC_LOG_LEVEL counts as unset, as every variable set to nothing does', async (t) => {
+    // A compose file's `SVC_LOG_LEVEL=` (or `SVC_LOG_LEVEL= `): the default level, not a refused start.
+    const [empty, blank] = await Promise.all([startServe(t, tempDir(t), { SVC_LOG_LEVEL: '' }), startServe(t, tempDir(t), { SVC_LOG_LEVEL: ' ' })]);
+    assert.match(empty.output(), /svc listening on/);
+    assert.match(blank.output(), /svc listening on/);
+  });
+
   test('a host that cannot stand in a URL stops svc serve with a configuration error naming it', async (t) => {
     const dataDir = tempDir(t);
     const cases = [
