@@ -11,12 +11,22 @@ import { emailField } from './accounts/email-address.ts';
 
 const MiB = 1024 * 1024;
 
-/** `true`/`1`/`yes`/`on` (any case) are true; anything else set is false; unset is the default. */
+/**
+ * `true`/`1`/`yes`/`on` (any case) are true, `false`/`0`/`no`/`off` false; unset is the default. Anything else is
+ * refused rather than read as false: `SVC_REQUIRE_LOGIN=ture` would start svc open, every caller an admin.
+ */
 const flag = (fallback: boolean) =>
   z
     .string()
     .optional()
-    .transform((value) => (value === undefined || value.trim() === '' ? fallback : /^(true|1|yes|on)$/i.test(value.trim())));
+    .transform((value, ctx): boolean => {
+      if (value === undefined || value.trim() === '') return fallback;
+      const word = value.trim().toLowerCase();
+      if (word === 'true' || word === '1' || word === 'yes' || word === 'on') return true;
+      if (word === 'false' || word === '0' || word === 'no' || word === 'off') return false;
+      ctx.addIssue({ code: 'custom', message: 'must be true, 1, yes or on, or false, 0, no or off' });
+      return z.NEVER;
+    });
 
 const int = <Fallback extends number | null>(fallback: Fallback, min: number, max: number) =>
   z

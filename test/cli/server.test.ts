@@ -173,6 +173,26 @@ describe('svc serve and the admin CLI beside it', { concurrency: true }, () => {
     assert.match(blank.output(), /svc listening on/);
   });
 
+  test('a flag takes true/1/yes/on or false/0/no/off: any other value stops svc serve naming the variable', async (t) => {
+    // `SVC_REQUIRE_LOGIN=ture` started svc in open mode, every caller an admin, without a word.
+    const bad = [['SVC_REQUIRE_LOGIN', 'ture'], ['SVC_ALLOW_PUBLIC_SIGNUP', 'enabled'], ['SVC_TRUST_PROXY_HEADERS', 'y'], ['SVC_ALLOW_OPEN_GATEWAY', '2']] as const;
+    const dataDirs = bad.map(() => join(tempDir(t), 'not-created'));
+    // Each is refused before the data directory is opened: run at once. (A server that starts anyway is killed after the test.)
+    await Promise.all(
+      bad.map(([name, value], i) =>
+        assert.rejects(
+          startServe(t, dataDirs[i]!, { [name]: value }),
+          new RegExp(`^Error: svc serve exited with 2: svc: invalid configuration: ${name}: must be true, 1, yes or on, or false, 0, no or off\n$`),
+          `${name}=${value}`,
+        ),
+      ),
+    );
+    for (const dataDir of dataDirs) assert.equal(existsSync(dataDir), false);
+    const good = ['false', 'OFF', ' no ', '0', 'Yes', 'on', ''];
+    const started = await Promise.all(good.map((value) => runSvc(['keys', 'list', '--data-dir', tempDir(t)], { env: { SVC_REQUIRE_LOGIN: value } })));
+    started.forEach((result, i) => assert.equal(result.code, 0, `SVC_REQUIRE_LOGIN=${good[i]}: ${result.stderr}`));
+  });
+
   test('a host that cannot stand in a URL stops svc serve with a configuration error naming it', async (t) => {
     const dataDir = tempDir(t);
     const cases = [
