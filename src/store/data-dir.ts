@@ -6,6 +6,7 @@
  * or replaces the socket with their own and receives the passwords and secrets admin commands send it.
  */
 import { mkdirSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
 
 export class DataDirUnsafeError extends Error {
   constructor(dataDir: string, why: string, fix: string) {
@@ -23,6 +24,8 @@ const FAILURES: Record<string, string> = {
   ENOSPC: 'no space left on the device',
   EDQUOT: 'the disk quota is used up',
   ENAMETOOLONG: 'its path is too long',
+  // Only from makeDirectory: a directory that exists (its parent) does not take a new one, as in /proc.
+  ENOENT: 'its file system does not take new directories there',
 };
 
 /** `error` said in words, with the data directory named, when it is one of FAILURES; else `error` itself. */
@@ -31,13 +34,29 @@ export function dataDirFailure(error: unknown, what: string): unknown {
   return Object.hasOwn(FAILURES, code) ? new Error(`${what}: ${FAILURES[code]}`) : error;
 }
 
+/**
+ * `mkdir -p` with mode 0700 for every directory it creates. Not node's `recursive: true`, which retries for ever, at
+ * full CPU, when mkdir answers ENOENT though the parent exists (a path in /proc): here that ENOENT is thrown.
+ */
+function makeDirectory(dir: string): void {
+  try {
+    mkdirSync(dir, { mode: 0o700 });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    // EEXIST: there already (a file of that name fails its child's mkdir with ENOTDIR, or the caller's check).
+    if (code === 'EEXIST') return;
+    if (code !== 'ENOENT' || dir === dirname(dir)) throw error;
+    makeDirectory(dirname(dir));
+    mkdirSync(dir, { mode: 0o700 });
+  }
+}
+
 /** Create the data directory (0700) if it does not exist; refuse one another user owns or may write into. */
 export function ensurePrivateDataDir(dataDir: string): void {
   try {
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    makeDirectory(dataDir);
   } catch (error) {
-    // EEXIST: a file of that name, said below.
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw dataDirFailure(error, `cannot create the data directory ${dataDir}`);
+    throw dataDirFailure(error, `cannot create the data directory ${dataDir}`);
   }
   const stats = statSync(dataDir);
   if (!stats.isDirectory()) throw new DataDirUnsafeError(dataDir, 'is not a directory', 'use another --data-dir');

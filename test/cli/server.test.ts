@@ -193,6 +193,14 @@ describe('svc serve and the admin CLI beside it', { concurrency: true }, () => {
     started.forEach((result, i) => assert.equal(result.code, 0, `SVC_REQUIRE_LOGIN=${good[i]}: ${result.stderr}`));
   });
 
+  test('a data directory that cannot be created where its parent exists (in /proc) stops svc serve naming it', { skip: !existsSync('/proc/self') }, async (t) => {
+    // mkdir answers ENOENT in /proc though /proc exists: node's recursive mkdirSync retried that forever, at full CPU.
+    await assert.rejects(
+      startServe(t, '/proc/svc-test-data-dir'),
+      /^Error: svc serve exited with 1: svc: cannot create the data directory \/proc\/svc-test-data-dir: its file system does not take new directories there\n$/,
+    );
+  });
+
   test('a host that cannot stand in a URL stops svc serve with a configuration error naming it', async (t) => {
     const dataDir = tempDir(t);
     const cases = [
