@@ -134,12 +134,12 @@ export function statusOn(surface: ErrorSurface, error: AppError): number {
   return surface === 'messages' && error.code === 'upstream_overloaded' ? 529 : error.status;
 }
 
-/** `requestId`: the request's id (`request.id`), null for an answer given before there was a request (a parser error). */
 /** The messages wire's `error.type` of an answer of `status` (`MESSAGES_TYPES`). */
 export function messagesErrorType(status: number): string {
   return MESSAGES_TYPES[status] ?? (status >= 400 && status < 500 ? 'invalid_request_error' : 'api_error');
 }
 
+/** `requestId`: the request's id (`request.id`), null for an answer given before there was a request (a parser error). */
 export function renderError(surface: ErrorSurface, error: AppError, requestId: string | null): unknown {
   const message = error.status >= 500 ? ERROR_CATALOGUE[error.code].message : error.message;
   switch (surface) {
