@@ -110,6 +110,9 @@ function upstreamParam(body: string): string | null {
   }
 }
 
+/** The statuses of an upstream's refusal of svc's own account (`refusedGatewayAccount`). */
+const GATEWAY_ACCOUNT_STATUSES: ReadonlySet<number> = new Set([401, 402, 403]);
+
 function failureOfStatus(failure: Omit<HttpFailure, 'body'>, message: string, upstreamCode?: string, upstreamParam?: string): ProviderError {
   const { provider, status } = failure;
   const base = {
@@ -127,7 +130,8 @@ function failureOfStatus(failure: Omit<HttpFailure, 'body'>, message: string, up
   if (failure.wire === 'embeddings' && (status === 413 || (status === 400 && BATCH_TOO_LARGE.test(message)))) {
     return new ProviderError('batch_too_large', message, base);
   }
-  if (status >= 400) return new ProviderError('rejected', message, base);
+  // A refusal of svc's own account is no fault of the request: another key (the fallback's) may well be taken.
+  if (status >= 400) return new ProviderError('rejected', message, { ...base, retryable: GATEWAY_ACCOUNT_STATUSES.has(status) });
   return new ProviderError('bad_response', `unexpected upstream status ${status}`, base);
 }
 
@@ -269,10 +273,10 @@ const STATUS_OF: Record<ProviderFailureKind, number> = {
  * An upstream's refusal of svc's own provider account, not of the caller's request: a credential it does not take
  * (401), a permission it lacks (403), an account it will not bill (402, the messages family's `billing_error`). The
  * caller can do nothing about it (relayed, a 402 would tell an SDK user their own billing failed): svc's failure, 502.
+ * It is retryable (`failureOfStatus`): the next candidate, another key, is tried before anything reached the client.
  */
 export function refusedGatewayAccount(error: ProviderError): boolean {
-  const upstream = error.upstreamStatus;
-  return error.kind === 'rejected' && (upstream === 401 || upstream === 402 || upstream === 403);
+  return error.kind === 'rejected' && error.upstreamStatus !== undefined && GATEWAY_ACCOUNT_STATUSES.has(error.upstreamStatus);
 }
 
 /**

@@ -227,7 +227,7 @@ export type ProviderFailureKind =
   | 'upstream_error' // upstream 5xx
   | 'timeout' // no answer within the bounded time
   | 'bad_response' // not valid JSON / SSE, or a truncated stream
-  | 'rejected' // upstream 4xx other than 429 (bad request, auth); not retryable, surfaced to the client
+  | 'rejected' // upstream 4xx other than 429 (bad request, auth); surfaced to the client, not retryable but for a refusal of svc's own account (401/402/403)
   | 'batch_too_large' // embeddings backend refused the batch size; the caller splits
   | 'unsupported' // the provider lacks the wire
   | 'aborted' // the client went away
