@@ -25,7 +25,7 @@ const MAX_WIDTH: Partial<Record<keyof RunRow, number>> = { model: 24, route: 13,
 const RIGHT_ALIGNED = new Set<keyof RunRow>(['cost', 'latency', 'savings']);
 
 export interface ConnectionInfo {
-  /** e.g. `live · local socket /data/svc.sock`. */
+  /** Where the data is, e.g. `/data/svc.sock (local socket)`; a live one's header says before it whether it is live. */
   label: string;
   live: boolean;
   /** Shown in the header when set (in-process: live updates need svc serve). */
@@ -116,6 +116,17 @@ function emptyText(props: RunListProps): string {
   return (props.pagination?.offset ?? 0) > 0 ? 'No runs on this page.' : 'No runs recorded yet.';
 }
 
+/**
+ * A live view whose last read failed (svc stopped, a network cut) is not live, whatever its page on screen says: the
+ * header must not claim it is, next to a refresh time that no longer moves. It is live again from the next good read.
+ */
+const liveness = (props: RunListProps) => (props.error ? 'not live' : 'live');
+
+function updatedText(props: RunListProps): string {
+  const at = props.updatedAt ? new Date(props.updatedAt).toISOString().slice(11, 19) : '-';
+  return props.error ? `last updated ${at}` : `updated ${at}${props.loading ? ' …' : ''}`;
+}
+
 export function RunList(props: RunListProps) {
   const { cursor, height, pagination } = props;
   const { keys, rows, headers, widths, gap } = layout(props.rows, props.width);
@@ -128,13 +139,13 @@ export function RunList(props: RunListProps) {
       ? `0 of ${pagination.total}`
       : `${pagination.offset + 1}-${pagination.offset + rows.length} of ${pagination.total}`
     : '…';
-  const updated = props.updatedAt ? new Date(props.updatedAt).toISOString().slice(11, 19) : '-';
   return (
     <Box flexDirection="column">
       {/* One text, not a row of them: on a narrow terminal it wraps as words instead of as columns cut into each other. */}
       <Text>
-        <Text bold>svc runs</Text> · {props.connection.label}
-        {props.connection.live ? <Text dimColor> · updated {updated}{props.loading ? ' …' : ''}</Text> : null}
+        <Text bold>svc runs</Text> · {props.connection.live ? `${liveness(props)} · ` : ''}
+        {props.connection.label}
+        {props.connection.live ? <Text dimColor> · {updatedText(props)}</Text> : null}
       </Text>
       {props.connection.notice ? <Text {...(props.color ? { color: 'yellow' } : {})}>{props.connection.notice}</Text> : null}
       <Text>

@@ -36,7 +36,7 @@ export function connectionInfo(kind: ConnectionKind, raw: string): ConnectionInf
       notice: 'not live: live updates need svc serve (this view holds the data directory)',
     };
   }
-  return { label: kind === 'socket' ? `live · ${where} (local socket)` : `live · ${where}`, live: true };
+  return { label: kind === 'socket' ? `${where} (local socket)` : where, live: true };
 }
 
 const ENTER_ALTERNATE_SCREEN = '\u001b[?1049h\u001b[H';

@@ -109,11 +109,12 @@ export interface ServeProcess {
 }
 
 /**
- * Start `svc serve --port 0` on `dataDir` and wait for its address line; killed after the test. `shellFirst`: a sh
+ * Start `svc serve --port 0` on `dataDir` and wait for its address line; killed after the test. With SVC_PORT in
+ * `env` it listens on that port instead (a server restarted where its clients look for it). `shellFirst`: a sh
  * command run first in the same process, which then execs svc (it keeps the pid the command saw as `$$`).
  */
 export function startServe(t: Cleanups, dataDir: string, env: Record<string, string> = {}, shellFirst?: string): Promise<ServeProcess> {
-  const argv = [SVC, 'serve', '--port', '0', '--data-dir', dataDir];
+  const argv = [SVC, 'serve', ...(env.SVC_PORT === undefined ? ['--port', '0'] : []), '--data-dir', dataDir];
   const [command, args] = shellFirst === undefined ? [process.execPath, argv] : ['sh', ['-c', `${shellFirst}; exec "$0" "$@"`, process.execPath, ...argv]];
   const child = spawn(command, args, {
     cwd: ROOT,

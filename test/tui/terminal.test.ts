@@ -293,3 +293,28 @@ test('on an empty data directory the list says no runs are recorded yet, not tha
   term.keys('q');
   await until(term.alive, (alive) => !alive, 'svc runs to quit', term.screen);
 });
+
+test('while svc is down the list header says not live with the time of the last good read, and live again once svc is back', { skip }, async (t) => {
+  const dataDir = tempDir(t);
+  const server = await startServe(t, dataDir);
+  const runId = await chat(server.address, 'before the outage');
+  const port = new URL(server.address).port;
+  const term = terminal(t, { columns: 160, rows: 24 });
+  term.open(['runs', '--url', server.address]);
+  const header = () => term.screen().split('\n')[0] ?? '';
+  await until(header, (line) => /^svc runs · live · \S+ · updated \d\d:\d\d:\d\d/.test(line), 'the live header', term.screen);
+  await until(term.screen, (s) => s.includes(runId), 'the run in the list', term.screen);
+
+  server.child.kill('SIGTERM');
+  assert.equal(await server.exited, 0);
+  await until(term.screen, (s) => s.includes(`error: cannot reach svc at ${server.address}`), 'the error', term.screen);
+  const offline = header();
+  assert.match(offline, /^svc runs · not live · \S+ · last updated \d\d:\d\d:\d\d/, term.screen());
+  assert.ok(term.screen().includes(runId), 'the last page read stays on screen');
+
+  await startServe(t, dataDir, { SVC_PORT: port });
+  await until(header, (line) => /^svc runs · live · \S+ · updated \d\d:\d\d:\d\d/.test(line), 'the live header again', term.screen);
+  await until(term.screen, (s) => !s.includes('error: cannot reach svc'), 'the error gone', term.screen);
+  term.keys('q');
+  await until(term.alive, (alive) => !alive, 'svc runs to quit', term.screen);
+});
