@@ -53,6 +53,19 @@ function useTerminalSize(): { rows: number; columns: number } {
   return size;
 }
 
+/**
+ * List keys that act on the page on screen: its rows (moves, Enter), its facets and models (r/s/m) or its end (n).
+ * After a filter or page change they wait for the new page (see `actOnKeys`).
+ */
+function readsPage(input: string, key: Key): boolean {
+  return (
+    key.upArrow || key.downArrow || key.pageUp || key.pageDown || key.home || key.end || key.return || key.rightArrow || ['j', 'k', 'g', 'G', 'r', 's', 'm', 'n'].includes(input)
+  );
+}
+
+/** What the key handler did with a key: `wait` leaves it (and the keys after it) for a later render. */
+type KeyOutcome = 'done' | 'wait';
+
 const offered = (counts: Record<string, number> | undefined) =>
   Object.entries(counts ?? {})
     .filter(([value, n]) => n > 0 && value !== 'unknown')
@@ -108,18 +121,25 @@ export function RunsApp(props: RunsAppProps) {
     );
   };
 
-  const onKey = (input: string, key: Key) => {
+  const onKey = (input: string, key: Key): KeyOutcome => {
     // Ink quits on a Ctrl-C alone; one that came with other keys reaches the view (keys.ts).
     if (input === 'c' && key.ctrl) {
       exit();
-      return;
+      return 'done';
+    }
+    // Typed after a filter or page change (`c j j`), a key is meant for the new page, not for the one still on screen
+    // until it arrives: it waits for it, or for the error that says it will not come.
+    if (state.screen === 'list' && !state.prompt && !list.current && readsPage(input, key)) {
+      // Ctrl-C quits from anywhere, also from behind keys that wait.
+      if (pendingKeys.current.some(([text, pending]) => text === 'c' && pending.ctrl)) exit();
+      return 'wait';
     }
     if (state.prompt) {
       if (key.return) dispatch({ type: 'promptSubmit' });
       else if (key.escape) dispatch({ type: 'promptCancel' });
       else if (key.backspace || key.delete) dispatch({ type: 'promptErase' });
       else if (input && !key.ctrl && !key.meta) dispatch({ type: 'promptType', text: input });
-      return;
+      return 'done';
     }
     if (state.screen === 'detail' && state.detail) {
       if (input === 'q' || key.escape || key.leftArrow) dispatch({ type: 'back' });
@@ -127,7 +147,7 @@ export function RunsApp(props: RunsAppProps) {
         if (detail.events) dispatch({ type: 'olderEvents', nextBefore: detail.events.window.hasMore ? detail.events.window.nextBefore : null });
       } else if (input === 'p' || input === '[') dispatch({ type: 'newerEvents' });
       else if (input === 'e') exportEvidence(state.detail.runId);
-      return;
+      return 'done';
     }
     if (input === 'q' || key.escape) exit();
     else if (key.upArrow || input === 'k') dispatch({ type: 'move', delta: -1, ids });
@@ -147,17 +167,22 @@ export function RunsApp(props: RunsAppProps) {
     else if (input === 'c') dispatch({ type: 'clearFilters' });
     else if (input === 'n') dispatch({ type: 'page', direction: 1, limit, hasMore: list.page?.pagination.hasMore ?? false });
     else if (input === 'p') dispatch({ type: 'page', direction: -1, limit, hasMore: true });
+    return 'done';
   };
   // Keys go to the handler of the last committed render: a frame on screen may be answered before React runs the
   // passive effects that would re-subscribe a new closure, and a stale one would act on the previous rows.
   const latestOnKey = useRef(onKey);
   // The keys of a chunk (keys.ts) are acted on in turn, each that changes the state after its render: the handler of
-  // the frame before it would open the run a `j` just left, or read the text typed after `f` as list keys.
+  // the frame before it would open the run a `j` just left, or read the text typed after `f` as list keys. A key that
+  // waits for a new page stays first in line, with the keys after it, until a render brings that page.
   const pendingKeys = useRef<Array<[string, Key]>>([]);
   const actOnKeys = useCallback(() => {
     for (let next = pendingKeys.current.shift(); next; next = pendingKeys.current.shift()) {
       dispatched.current = false;
-      latestOnKey.current(...next);
+      if (latestOnKey.current(...next) === 'wait') {
+        pendingKeys.current.unshift(next);
+        return;
+      }
       if (dispatched.current) return;
     }
   }, []);

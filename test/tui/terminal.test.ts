@@ -15,11 +15,12 @@ import { skipWithoutTmux as skip, terminal, until } from '../support/tmux.ts';
 
 before(ensureBundle);
 
-async function chat(address: string, content: string): Promise<string> {
+/** A chat completion through svc; its run id. `mock-5xx` models make a failed run. */
+async function chat(address: string, content: string, model = 'gpt-4o-mini'): Promise<string> {
   const response = await fetch(`${address}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content }] }),
+    body: JSON.stringify({ model, messages: [{ role: 'user', content }] }),
   });
   await response.arrayBuffer();
   const runId = response.headers.get('x-svc-run-id');
@@ -315,6 +316,30 @@ test('while svc is down the list header says not live with the time of the last 
   await startServe(t, dataDir, { SVC_PORT: port });
   await until(header, (line) => /^svc runs · live · \S+ · updated \d\d:\d\d:\d\d/.test(line), 'the live header again', term.screen);
   await until(term.screen, (s) => !s.includes('error: cannot reach svc'), 'the error gone', term.screen);
+  term.keys('q');
+  await until(term.alive, (alive) => !alive, 'svc runs to quit', term.screen);
+});
+
+test('keys typed right after a filter change act on the new page once it arrives: c j j puts the cursor on its third row', { skip }, async (t) => {
+  const dataDir = tempDir(t);
+  const server = await startServe(t, dataDir);
+  // Newest first: three completed runs above the two failed ones.
+  const failed = [await chat(server.address, 'f2', 'mock-5xx'), await chat(server.address, 'f1', 'mock-5xx')];
+  const completed: string[] = [];
+  for (const content of ['c1', 'c2', 'c3']) completed.unshift(await chat(server.address, content));
+  const term = terminal(t, { columns: 160, rows: 24 });
+  term.open(['runs', '--data-dir', dataDir]);
+  const rows = (s: string) => s.split('\n').filter((line) => /^[> ] live /.test(line));
+  const cursorOn = (runId: string) => (s: string) => rows(s).some((line) => line.startsWith('>') && line.includes(runId));
+  await until(term.screen, (s) => s.includes('runs 1-5 of 5'), 'the whole list', term.screen);
+  term.keys('s');
+  await until(term.screen, (s) => s.includes('status=completed'), 'status=completed', term.screen);
+  term.keys('s');
+  await until(term.screen, (s) => s.includes('status=failed') && s.includes('runs 1-2 of 2') && rows(s).length === 2, 'only the failed runs', term.screen);
+  // One send-keys: the view reads them as one chunk, before the page for the cleared filters can have arrived.
+  term.keys('c', 'j', 'j');
+  const screen = await until(term.screen, (s) => s.includes('filters cleared') && s.includes('runs 1-5 of 5') && rows(s).length === 5, 'the whole list again', term.screen);
+  assert.ok(cursorOn(completed[2]!)(screen), `the cursor is not on the third run of the new page (${completed[2]}):\n${screen}`);
   term.keys('q');
   await until(term.alive, (alive) => !alive, 'svc runs to quit', term.screen);
 });
