@@ -311,10 +311,11 @@ describe('svc users and svc orgs', { concurrency: true }, () => {
     });
     assert.equal(accept.status, 200, await accept.clone().text());
     const bobCookie = accept.headers.get('set-cookie')!.split(';')[0]!;
-    const members = jsonOf(await runSvc(['orgs', 'members', '--org', acme.id, '--json', ...args]));
+    // Read-only commands through the server, which serves them at once: run together, each a node start.
+    const [membersJson, table] = await Promise.all([runSvc(['orgs', 'members', '--org', acme.id, '--json', ...args]), runSvc(['orgs', 'members', '--org', acme.id, ...args])]);
+    const members = jsonOf(membersJson);
     assert.deepEqual(members.members.map((member: { email: string; role: string }) => `${member.email}:${member.role}`).sort(), ['ada@example.com:owner', 'bob@example.com:member']);
-    const table = ok(await runSvc(['orgs', 'members', '--org', acme.id, ...args]));
-    assert.match(table.stdout, /bob@example\.com\s+Bob\s+member\b/);
+    assert.match(ok(table).stdout, /bob@example\.com\s+Bob\s+member\b/);
 
     // Removing Bob ends his session at once.
     assert.equal((await fetch(`${server.address}/api/v1/auth/me`, { headers: { cookie: bobCookie } })).status, 200);
@@ -323,15 +324,18 @@ describe('svc users and svc orgs', { concurrency: true }, () => {
 
     // Over --url, the bootstrap token is a platform admin too and may pick the organization.
     const url = ['--url', server.address, '--api-key', bootstrap];
-    const viaUrl = jsonOf(await runSvc(['orgs', 'members', '--org', acme.id, '--json', ...url]));
-    assert.equal(viaUrl.org.id, acme.id);
-    assert.ok(jsonOf(await runSvc(['users', 'list', '--json', ...url])).users.some((user: { email: string }) => user.email === 'bob@example.com'));
-    const denied = await runSvc(['users', 'list', '--url', server.address]);
+    const [viaUrlOrg, viaUrlUsers, denied] = await Promise.all([
+      runSvc(['orgs', 'members', '--org', acme.id, '--json', ...url]),
+      runSvc(['users', 'list', '--json', ...url]),
+      runSvc(['users', 'list', '--url', server.address]),
+    ]);
+    assert.equal(jsonOf(viaUrlOrg).org.id, acme.id);
+    assert.ok(jsonOf(viaUrlUsers).users.some((user: { email: string }) => user.email === 'bob@example.com'));
     assert.equal(denied.code, 1);
     assert.match(denied.stderr, /^svc: GET \/api\/v1\/users\S*: HTTP 401 /m);
 
-    ok(await runSvc(['orgs', 'delete', '--org', acme.id, '--yes', ...args]));
-    ok(await runSvc(['users', 'delete', 'bob@example.com', '--yes', ...args]));
+    // Bob is no longer Acme's member: deleting him and the organization are independent.
+    for (const result of await Promise.all([runSvc(['orgs', 'delete', '--org', acme.id, '--yes', ...args]), runSvc(['users', 'delete', 'bob@example.com', '--yes', ...args])])) ok(result);
     const left = jsonOf(await runSvc(['users', 'list', '--json', ...args])).users.map((user: { email: string }) => user.email);
     assert.deepEqual(left, ['ada@example.com']);
   });
