@@ -5,13 +5,18 @@
 import { spawn } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
+import { fileTimeouts } from './support/file-timeouts.mjs';
 
 const root = join(import.meta.dirname, '..');
 const filters = process.argv.slice(2);
-const TEST_TIMEOUT_MS = Number(process.env.SVC_TEST_TIMEOUT_MS) || 120_000;
-const FILE_TIMEOUT_MS = Number(process.env.SVC_TEST_FILE_TIMEOUT_MS) || 300_000;
-const concurrency = Number(process.env.SVC_TEST_CONCURRENCY) || Math.max(2, availableParallelism() + 1);
+const cpus = availableParallelism();
+const concurrency = Number(process.env.SVC_TEST_CONCURRENCY) || Math.max(2, cpus + 1);
+// A file's test timeout and kill timeout, from the load when it starts (test/support/file-timeouts.mjs says why).
+const timeoutsFor = () => {
+  const load = loadavg()[0];
+  return { load, ...fileTimeouts({ load, cpus, env: process.env }) };
+};
 
 function findTests(dir) {
   const out = [];
@@ -38,22 +43,23 @@ const started = Date.now();
 function runFile(file) {
   return new Promise((resolve) => {
     const t0 = Date.now();
+    const timeouts = timeoutsFor();
     // A hung file fails at node's --test-timeout (under `node --test <file>`, node 20 counts the file as one test, so
-    // the bound is the file's, not each test's: docs/configuration.md) and is killed at FILE_TIMEOUT_MS if it still
+    // the bound is the file's, not each test's: docs/configuration.md) and is killed at timeouts.file if it still
     // hangs, so a run always ends.
-    const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', `--test-timeout=${TEST_TIMEOUT_MS}`, file], {
+    const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', `--test-timeout=${timeouts.test}`, file], {
       cwd: root,
       env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
     const killer = setTimeout(() => {
-      output += `\nkilled: the file ran longer than ${FILE_TIMEOUT_MS / 1000}s\n`;
+      output += `\nkilled: the file ran longer than ${timeouts.file / 1000}s\n`;
       // SIGTERM first: the runner ends the file's process, whose cleanups (test/support/process-end.ts) stop its tmux
       // servers and svc processes and remove its temp directories; SIGKILL (which they cannot catch) if it hangs.
       child.kill('SIGTERM');
       setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
-    }, FILE_TIMEOUT_MS);
+    }, timeouts.file);
     child.stdout.on('data', (chunk) => (output += chunk));
     child.stderr.on('data', (chunk) => (output += chunk));
     child.on('close', (code) => {
@@ -67,7 +73,8 @@ function runFile(file) {
       failed += f;
       skipped += s;
       const secs = ((Date.now() - t0) / 1000).toFixed(1);
-      console.log(`${f ? 'FAIL' : 'ok  '} ${file} (${p} passed, ${f} failed, ${secs}s)`);
+      const loaded = timeouts.factor > 1 ? `, load ${timeouts.load.toFixed(1)}: timeout ${timeouts.test / 1000}s` : '';
+      console.log(`${f ? 'FAIL' : 'ok  '} ${file} (${p} passed, ${f} failed, ${secs}s${loaded})`);
       if (f) failures.push({ file, output });
       resolve();
     });
