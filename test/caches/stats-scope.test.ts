@@ -5,10 +5,14 @@
  */
 import assert from 'node:assert/strict';
 import test from 'node:test';
-import { createCacheRepository } from '../../src/caches/repo.ts';
+import { setImmediate } from 'node:timers/promises';
+import { createCacheRepository, STATS_PAGE_BYTES, STATS_PAGE_ROWS } from '../../src/caches/repo.ts';
 import { MIGRATIONS } from '../../src/store/migrations.ts';
-import { openStore } from '../../src/store/store.ts';
+import type { Sql, SqlParams } from '../../src/store/sql.ts';
+import { openStore, type Store } from '../../src/store/store.ts';
+import { DEFAULT_TENANT_ID } from '../../src/tenants/defaults.ts';
 import { bearer, build, json } from '../support/build.ts';
+import { overriding } from '../support/counting-store.ts';
 import { tempDir } from '../support/process.ts';
 
 const BOOT = 'bootstrap-token-cache-stats-scope-01';
@@ -68,4 +72,121 @@ test("migration 15 gives the entries of an older data file the app of the run th
   assert.equal(await entries('app-a'), 1);
   assert.equal(await entries('app-b'), 1);
   assert.equal(await entries(null), 4);
+});
+
+/**
+ * The stats of a large cache are counted in ranges of rows, the event loop turning between two (counted in one read,
+ * 100,000 entries held every request ~120-190 ms). `statsOf` answers a caller's stats, and `reads`: the reads of the
+ * cache's table it made, with the loop's turns between them.
+ */
+async function pagedStats(t: test.TestContext) {
+  let log: string[] | null = null;
+  let store: Store | null = null;
+  const { app, services } = await build(t, {
+    env: { SVC_API_KEY: BOOT },
+    wrapStore: (inner) =>
+      (store = overriding(inner, {
+        read: (target) => (fn) =>
+          target.read((sql) => {
+            let cached = false;
+            const watched: Sql = {
+              run: (text, params) => sql.run(text, params),
+              get: (text, params) => ((cached ||= text.includes('FROM cache_entries')), sql.get(text, params)),
+              all: <T>(text: string, params?: SqlParams) => ((cached ||= text.includes('FROM cache_entries')), sql.all<T>(text, params)),
+            };
+            const result = fn(watched);
+            if (cached) log?.push('read');
+            return result;
+          }),
+      })),
+  });
+  await services.cache.loaded();
+  const key = await app.inject({ method: 'POST', url: '/api/v1/keys', headers: bearer(BOOT), payload: { name: 'pinned', appId: 'app-pinned' } });
+  assert.equal(key.statusCode, 201, key.body);
+  const statsOf = async (token: string) => {
+    log = [];
+    let counting = true;
+    const ticker = (async () => {
+      while (counting) {
+        await setImmediate();
+        log?.push('turn');
+      }
+    })();
+    const response = await app.inject({ url: '/api/v1/cache/stats', headers: bearer(token) });
+    const reads = log.join(' ').replace(/^(turn )+/, '').replace(/( turn)+$/, '');
+    counting = false;
+    log = null;
+    await ticker;
+    assert.equal(response.statusCode, 200, response.body);
+    const rows = (json(response).stats as Array<{ cacheType: string; entries: number; hits: number }>).filter((row) => row.entries > 0);
+    return { rows, reads };
+  };
+  /** What the tenant's (or its app's) entries count to, in one query. */
+  const direct = (appId: string | null) =>
+    store!.read((sql) =>
+      sql.all<{ cacheType: string; entries: number; hits: number }>(
+        `SELECT cache_type AS cacheType, COUNT(*) AS entries, SUM(hits) AS hits FROM cache_entries
+         WHERE tenant_id = ? AND (? IS NULL OR app_id = ?) GROUP BY cache_type ORDER BY cache_type`,
+        [DEFAULT_TENANT_ID, appId, appId],
+      ),
+    );
+  return { app, store: store!, pinned: json(key).token as string, statsOf, direct };
+}
+
+const rangesIn = (reads: string) => reads.split(' ').filter((step) => step === 'read').length;
+
+test("a large cache's stats are counted a range of rows per turn of the event loop, and equal a direct count", async (t) => {
+  const { app, store, pinned, statsOf, direct } = await pagedStats(t);
+  // 2.5 ranges of the tenant's entries, interleaved with another tenant's (same apps, same tiers).
+  const count = Math.floor(STATS_PAGE_ROWS * 2.5);
+  await store.write((sql) => {
+    for (let i = 0; i < count; i++) {
+      for (const tenantId of i % 3 === 0 ? [DEFAULT_TENANT_ID, 'ten_other'] : [DEFAULT_TENANT_ID]) {
+        sql.run('INSERT INTO cache_entries (tenant_id, cache_type, key, app_id, value_json, hits, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)', [
+          tenantId,
+          i % 5 === 0 ? 'tool_result' : 'exact_response',
+          `key-${i}`,
+          i % 4 === 0 ? 'app-pinned' : 'app-other',
+          '{"answer":1}',
+          i % 7,
+          1_000 + i,
+        ]);
+      }
+    }
+  });
+  const fixture = (await direct('app-pinned')).find((row) => row.cacheType === 'exact_response');
+  assert.ok(fixture && fixture.entries > 0 && fixture.hits > 0, 'the fixture counts to something');
+  // Answered just before the stats, its entry not committed yet: counted (the stats flush first).
+  const chat = await app.inject({
+    method: 'POST',
+    url: '/v1/chat/completions',
+    headers: bearer(pinned),
+    payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'stored just before the stats' }] },
+  });
+  assert.equal(chat.statusCode, 200, chat.body);
+
+  for (const [caller, token, appId] of [
+    ['the tenant-wide token', BOOT, null],
+    ['the app-pinned key', pinned, 'app-pinned'],
+  ] as const) {
+    const { rows, reads } = await statsOf(token);
+    assert.deepEqual(rows, await direct(appId), `stats of ${caller}`);
+    assert.ok(rangesIn(reads) >= 3, `ranges read for ${caller}: ${reads}`);
+    assert.ok(!reads.includes('read read'), `a turn of the event loop between two ranges, for ${caller}: ${reads}`);
+  }
+  assert.equal((await statsOf(pinned)).rows.find((row) => row.cacheType === 'exact_response')?.entries, fixture.entries + 1);
+});
+
+test('the stats read a range of large answers at most STATS_PAGE_BYTES at a time (SQLite reads a value to reach the hits after it)', async (t) => {
+  const { store, statsOf, direct } = await pagedStats(t);
+  const large = JSON.stringify({ answer: 'x'.repeat(Math.ceil(STATS_PAGE_BYTES * 0.6)) });
+  await store.write((sql) => {
+    for (let i = 0; i < 3; i++) {
+      sql.run("INSERT INTO cache_entries (tenant_id, cache_type, key, value_json, hits, created_at) VALUES (?, 'exact_response', ?, ?, 1, 1)", [DEFAULT_TENANT_ID, `big-${i}`, large]);
+    }
+  });
+  const { rows, reads } = await statsOf(BOOT);
+  assert.deepEqual(rows, await direct(null));
+  assert.deepEqual(rows, [{ cacheType: 'exact_response', entries: 3, hits: 3 }]);
+  assert.ok(rangesIn(reads) >= 3, `one range per answer: ${reads}`);
 });
