@@ -90,6 +90,12 @@ interface ItemState {
   texts: string[];
   /** How far each part was closed: 0 open, 1 its text's `.done` came, 2 its `content_part.done` came. */
   closed: number[];
+  /**
+   * The `content_part.added` svc made for a text part the upstream streamed without adding (`textPart`), to go out
+   * before the event that needed it; and whether svc made any, so that its parts are closed at the item's done.
+   */
+  addedHere: ResponseStreamEvent | null;
+  partsAddedHere: boolean;
   args: string;
   argsDone: boolean;
   done: boolean;
@@ -126,6 +132,13 @@ function streamedSoFar(state: ItemState): OutputItem {
  * closed before the terminal event. Sequence numbers are assigned on the way out.
  */
 function closingEvents(state: ItemState, item: OutputItem): ResponseStreamEvent[] {
+  const events = partClosingEvents(state, item);
+  events.push({ type: 'response.output_item.done', output_index: state.index, item, sequence_number: 0 });
+  return events;
+}
+
+/** The done events of `item`'s parts (and arguments) not yet closed, as `closingEvents` sends them. */
+function partClosingEvents(state: ItemState, item: OutputItem): ResponseStreamEvent[] {
   const at = { item_id: item.id, output_index: state.index };
   const events: ResponseStreamEvent[] = [];
   const content = Array.isArray(item.content) ? (item.content as Array<{ type?: unknown } | null>) : [];
@@ -144,8 +157,12 @@ function closingEvents(state: ItemState, item: OutputItem): ResponseStreamEvent[
   if (item.type === 'function_call' && !state.argsDone) {
     events.push({ type: 'response.function_call_arguments.done', ...at, name: item.name, arguments: state.args, sequence_number: 0 });
   }
-  events.push({ type: 'response.output_item.done', output_index: state.index, item, sequence_number: 0 });
   return events;
+}
+
+/** The empty part a `content_part.added` announces, by the part's type, as OpenAI streams it. */
+function emptyPart(type: string): Record<string, unknown> {
+  return type === 'refusal' ? { type, refusal: '' } : { type, text: '', annotations: [] };
 }
 
 class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent> {
@@ -174,26 +191,51 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
 
   /**
    * The open item of a text event, whose `content_index` must name a part of `type` (`output_text`, `refusal`,
-   * `reasoning_text`) added before it: the SDK's stream throws on a delta for a part it does not have.
+   * `reasoning_text`) added before it: the SDK's stream throws on a delta for a part it does not have. A message's
+   * text at its next `content_index` with no part added (OpenAI-compatible servers leave out `content_part.added`
+   * and `.done`) is given the part here, its `content_part.added` relayed before the event (`relayed`).
    */
   private textPart(event: ResponseStreamEvent, type = 'output_text'): ItemState {
     const state = this.open(event.item_id, event.output_index);
     const index = event.content_index;
-    if (typeof index !== 'number' || state.parts[index] !== type) throw this.bad(`${event.type} for content_index ${String(index)}, which is no ${type} part`);
+    if (typeof index !== 'number' || state.parts[index] !== type) {
+      const addable = index === state.parts.length && state.item.type === 'message' && (type === 'output_text' || type === 'refusal');
+      if (!addable) throw this.bad(`${event.type} for content_index ${String(index)}, which is no ${type} part`);
+      this.addPart(state, type);
+      state.addedHere = { type: 'response.content_part.added', item_id: event.item_id, output_index: state.index, content_index: index, part: emptyPart(type), sequence_number: 0 };
+      state.partsAddedHere = true;
+    }
     return state;
   }
 
+  private addPart(state: ItemState, type: string): void {
+    state.parts.push(type);
+    state.texts.push('');
+    state.closed.push(0);
+  }
+
+  /** `event`, after the `content_part.added` its part was given by svc when it was (`textPart`). */
+  private relayed(state: ItemState, event: ResponseStreamEvent): ResponseStreamEvent[] {
+    const added = state.addedHere;
+    if (!added) return [event];
+    state.addedHere = null;
+    return [added, event];
+  }
+
   /** A text delta added to its part's text so far. */
-  private addText(event: ResponseStreamEvent, type: string): void {
-    this.textPart(event, type).texts[event.content_index as number] += String(event.delta ?? '');
+  private addText(event: ResponseStreamEvent, type: string): ResponseStreamEvent[] {
+    const state = this.textPart(event, type);
+    state.texts[event.content_index as number] += String(event.delta ?? '');
+    return this.relayed(state, event);
   }
 
   /** A text's `.done`, whose text (when it has one) must be its deltas'. */
-  private doneText(event: ResponseStreamEvent, type: string, text: unknown): void {
+  private doneText(event: ResponseStreamEvent, type: string, text: unknown): ResponseStreamEvent[] {
     const state = this.textPart(event, type);
     const index = event.content_index as number;
     if (typeof text === 'string' && text !== state.texts[index]) throw this.bad(`${event.type} differs from its deltas`);
     if (state.closed[index] === 0) state.closed[index] = 1;
+    return this.relayed(state, event);
   }
 
   accept(raw: unknown): ResponseStreamEvent[] {
@@ -221,7 +263,7 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
         const item = event.item as OutputItem;
         if (!item?.id || this.items.has(item.id)) throw this.bad(`output item without a fresh id`);
         if (event.output_index !== this.items.size) throw this.bad(`output item ${item.id} added at output_index ${String(event.output_index)}, not ${this.items.size}`);
-        this.items.set(item.id, { item: structuredClone(item), index: this.items.size, parts: [], texts: [], closed: [], args: '', argsDone: false, done: false, inTerminal: false });
+        this.items.set(item.id, { item: structuredClone(item), index: this.items.size, parts: [], texts: [], closed: [], addedHere: null, partsAddedHere: false, args: '', argsDone: false, done: false, inTerminal: false });
         break;
       }
       // vLLM names the events of a reasoning text part `response.reasoning_part.*`; they add and end a part as these do.
@@ -229,32 +271,23 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
       case 'response.reasoning_part.added': {
         const state = this.open(event.item_id, event.output_index);
         if (event.content_index !== state.parts.length) throw this.bad(`content part added at content_index ${String(event.content_index)}, not ${state.parts.length}`);
-        state.parts.push(String((event.part as { type?: unknown } | undefined)?.type));
-        state.texts.push('');
-        state.closed.push(0);
+        this.addPart(state, String((event.part as { type?: unknown } | undefined)?.type));
         break;
       }
       case 'response.output_text.delta':
-        this.addText(event, 'output_text');
-        break;
+        return this.addText(event, 'output_text');
       case 'response.output_text.done':
-        this.doneText(event, 'output_text', event.text);
-        break;
+        return this.doneText(event, 'output_text', event.text);
       case 'response.output_text.annotation.added':
-        this.textPart(event);
-        break;
+        return this.relayed(this.textPart(event), event);
       case 'response.refusal.delta':
-        this.addText(event, 'refusal');
-        break;
+        return this.addText(event, 'refusal');
       case 'response.refusal.done':
-        this.doneText(event, 'refusal', event.refusal);
-        break;
+        return this.doneText(event, 'refusal', event.refusal);
       case 'response.reasoning_text.delta':
-        this.addText(event, 'reasoning_text');
-        break;
+        return this.addText(event, 'reasoning_text');
       case 'response.reasoning_text.done':
-        this.doneText(event, 'reasoning_text', event.text);
-        break;
+        return this.doneText(event, 'reasoning_text', event.text);
       case 'response.function_call_arguments.delta':
         this.open(event.item_id, event.output_index).args += String(event.delta ?? '');
         break;
@@ -286,6 +319,8 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
         checkItem(this.validated, item, Number(event.output_index ?? 0));
         state.item = structuredClone(item);
         state.done = true;
+        // The parts svc added are closed as the upstream would have closed them, the item's done after them.
+        if (state.partsAddedHere) return [...partClosingEvents(state, item), event];
         break;
       }
       case 'response.completed':

@@ -397,6 +397,57 @@ test('live responses: events out of their item\'s output_index or content part a
   }
 });
 
+test("live responses: a message whose text part an upstream never adds (no content_part.added or .done, as some compatible servers stream it) reads whole: svc adds the part before its first delta and closes it before the item's done, relaying the upstream's events unchanged", async (t) => {
+  const response = { id: 'resp_up', object: 'response', created_at: 1700000000, status: 'in_progress', model: 'gpt-4o-mini', output: [], usage: null };
+  const item = { id: 'msg_up', type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Hello there', annotations: [] }] };
+  const at = { item_id: 'msg_up', output_index: 0, content_index: 0 };
+  const sent = [
+    { type: 'response.created', sequence_number: 0, response },
+    { type: 'response.output_item.added', sequence_number: 1, output_index: 0, item: { ...item, status: 'in_progress', content: [] } },
+    { type: 'response.output_text.delta', sequence_number: 2, ...at, delta: 'Hello ', logprobs: [] },
+    { type: 'response.output_text.delta', sequence_number: 3, ...at, delta: 'there', logprobs: [] },
+    { type: 'response.output_text.done', sequence_number: 4, ...at, text: 'Hello there', logprobs: [] },
+    { type: 'response.output_item.done', sequence_number: 5, output_index: 0, item },
+    { type: 'response.completed', sequence_number: 6, response: { ...response, status: 'completed', output: [item], usage: { input_tokens: 3, output_tokens: 2, total_tokens: 5 } } },
+  ];
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    writeEvents(res, sent);
+    res.end();
+  });
+  const { client, app, address } = await liveGateway(t, upstream);
+
+  // Raw SSE: the upstream's events as it sent them (apart from sequence numbers), the part's added and done around them.
+  const raw = await fetch(`${address}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'gpt-4o-mini', input: input(), stream: true }) });
+  const frames = (await raw.text()).split('\n\n').filter(Boolean).map((frame) => JSON.parse(frame.split('\n').find((line) => line.startsWith('data: '))!.slice('data: '.length)));
+  const added = { type: 'response.content_part.added', ...at, part: { type: 'output_text', text: '', annotations: [] } };
+  const done = { type: 'response.content_part.done', ...at, part: item.content[0] };
+  const expected = [sent[0], sent[1], added, sent[2], sent[3], sent[4], done, sent[5], sent[6]];
+  assert.deepEqual(
+    frames,
+    expected.map((event, index) => ({ ...event, sequence_number: index })),
+  );
+  const detail = json(await app.inject({ url: `/api/v1/runs/${raw.headers.get('x-svc-run-id')}` }));
+  assert.equal(detail.run.status, 'completed');
+
+  // The SDK's stream: every delta, and the final response's text what was streamed.
+  const stream = client.responses.stream({ model: 'gpt-4o-mini', input: input() });
+  let deltas = '';
+  for await (const event of stream) if (event.type === 'response.output_text.delta') deltas += event.delta;
+  assert.equal(deltas, 'Hello there');
+  const message = (await stream.finalResponse()).output.find((output) => output.type === 'message') as { content: Array<{ text: string }> } | undefined;
+  assert.equal(message?.content[0]?.text, 'Hello there');
+  // What was recorded and cached is what was streamed.
+  const params = { model: 'gpt-4o-mini', input: input() };
+  const { data, response: created } = await client.responses.create({ ...params, stream: true }).withResponse();
+  const events: ResponseStreamEvent[] = [];
+  for await (const event of data) events.push(event);
+  assert.equal(json(await app.inject({ url: `/api/v1/runs/${created.headers.get('x-svc-run-id')}` })).run.status, 'completed');
+  const hit = await client.responses.create(params).withResponse();
+  assert.equal(hit.response.headers.get('x-svc-route'), 'exact_cache');
+  assert.equal(hit.data.output_text, 'Hello there');
+});
+
 test("live responses: reasoning text, reasoning summary and refusal events naming no announced item or part are a bad_response, as text deltas are (the SDK's stream threw on them while the run completed and was cached); a whole reasoning stream reads, also with vLLM's reasoning_part events for its reasoning text part", async (t) => {
   let mode = '';
   const upstream = await startFakeUpstream(t, (_req, res) => {
