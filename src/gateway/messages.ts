@@ -10,13 +10,13 @@ import type { CallSignal } from './call-signal.ts';
 import { newId } from '../core/ids.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../core/json-depth.ts';
 import type { RunUsage } from '../evidence/types.ts';
-import { messagesErrorType } from '../http/error-shapes.ts';
 import { InvalidToolCallError, isTokenCount, refusedAnswer, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
 import { isObject } from './providers/chat-completions.ts';
 import { providerErrorStatus, refusedGatewayAccount } from './providers/errors.ts';
 import { isEventName } from './providers/sse.ts';
 import { ProviderError, type MessagesContentBlock, type MessagesResponse, type MessagesStreamEvent, type Provider } from './providers/types.ts';
 import { countMessagesTokens } from './tokens-messages.ts';
+import { MESSAGES_ERROR_TYPES, messagesErrorType } from './messages-error-types.ts';
 import { countTokens } from './tokens.ts';
 import { messageToEvents } from './wire-replay.ts';
 import { toolUseAsCall, type ValidatedMessages } from './wires/messages-schema.ts';
@@ -95,21 +95,6 @@ function withRunUsage(message: MessagesResponse, usage: RunUsage): void {
   if (written > 0 || isTokenCount(recorded.cache_creation_input_tokens)) recorded.cache_creation_input_tokens = written;
   message.usage = recorded;
 }
-
-/** The error types of the messages wire, which its SDKs read (`APIError.type`) and its clients retry by. */
-const MESSAGES_ERROR_TYPES: ReadonlySet<string> = new Set([
-  'invalid_request_error',
-  'authentication_error',
-  'billing_error',
-  'permission_error',
-  'not_found_error',
-  'conflict_error',
-  'request_too_large',
-  'rate_limit_error',
-  'timeout_error',
-  'api_error',
-  'overloaded_error',
-]);
 
 /**
  * The `event: error` a failure mid-stream ends the client's stream with. Its type is the upstream's own when its error

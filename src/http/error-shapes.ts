@@ -9,6 +9,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ZodError } from 'zod';
 import { AppError, ERROR_CATALOGUE, type ErrorCode } from '../core/errors.ts';
+import { messagesErrorType } from '../gateway/messages-error-types.ts';
 
 export type ErrorSurface = 'management' | 'chat' | 'messages';
 
@@ -104,39 +105,12 @@ const CHAT_CODES: Partial<Record<ErrorCode, string>> = {
 };
 
 /**
- * The messages wire's `error.type` of a status, as its provider types it (its SDKs' `ErrorType`; their error classes go
- * by the status). A 4xx it has no type of its own for (405, 414, an upstream's 422 relayed) is `invalid_request_error`,
- * anything else `api_error` (`messagesErrorType`).
- */
-const MESSAGES_TYPES: Partial<Record<number, string>> = {
-  400: 'invalid_request_error',
-  401: 'authentication_error',
-  // Never svc's own, nor an upstream's relayed (src/gateway/providers/errors.ts `refusedGatewayAccount`).
-  402: 'billing_error',
-  403: 'permission_error',
-  404: 'not_found_error',
-  409: 'conflict_error',
-  413: 'request_too_large',
-  429: 'rate_limit_error',
-  431: 'request_too_large',
-  503: 'overloaded_error',
-  // An upstream that did not answer in time, as the provider types its own 504 (its SDKs' GatewayTimeoutError).
-  504: 'timeout_error',
-  529: 'overloaded_error',
-};
-
-/**
  * The status a surface answers an error with: the catalogue's, but for an overloaded upstream on the messages wire,
  * answered as its provider answers it (529 `overloaded_error`), which its SDKs raise as their `OverloadedError` and
  * its clients back off on; the other wires keep the 502 of any upstream failure.
  */
 export function statusOn(surface: ErrorSurface, error: AppError): number {
   return surface === 'messages' && error.code === 'upstream_overloaded' ? 529 : error.status;
-}
-
-/** The messages wire's `error.type` of an answer of `status` (`MESSAGES_TYPES`). */
-export function messagesErrorType(status: number): string {
-  return MESSAGES_TYPES[status] ?? (status >= 400 && status < 500 ? 'invalid_request_error' : 'api_error');
 }
 
 /** `requestId`: the request's id (`request.id`), null for an answer given before there was a request (a parser error). */
