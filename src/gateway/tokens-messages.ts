@@ -4,6 +4,7 @@
  * plus a small fixed overhead per message and per tool, as the provider frames them; docs/providers.md says how
  * close that is to each model family's own count.
  */
+import { isDeferredTool } from './deferred-tools.ts';
 import { base64ImageSize } from './image-size.ts';
 import type { MessagesRequest } from './providers/types.ts';
 import { countTokens } from './tokens.ts';
@@ -90,6 +91,8 @@ export function countMessagesTokens(request: Pick<MessagesRequest, 'model' | 'me
   let total = BASE + contentTokens(request.system, request.model);
   for (const message of request.messages) total += PER_MESSAGE + contentTokens(message.content, request.model);
   for (const tool of request.tools ?? []) {
+    // A deferred tool is not in the model's context (nor counted by the provider) until a tool search loads it.
+    if (isDeferredTool(tool)) continue;
     total += PER_TOOL + countTokens(`${tool.name} ${tool.description ?? ''} ${JSON.stringify(tool.input_schema ?? {})}`, request.model);
   }
   if (request.tool_choice) total += countTokens(JSON.stringify(request.tool_choice), request.model);

@@ -144,12 +144,25 @@ export function duplicateTool(name: string): Error {
   return invalid(`tools: the name "${name}" is declared more than once; each tool needs a name of its own.`, { param: 'tools' });
 }
 
+/** A deferred tool's schema, compiled only when a call names the tool. */
+interface DeferredSchema {
+  schema: Record<string, unknown>;
+  where: string;
+}
+
 /**
  * Compile every declared function tool; throws a 400 for a schema that does not compile, or is too large, and for a
- * name declared twice.
+ * name declared twice. The tools of `deferred` (`{tool, index}`: the messages wire's `defer_loading` catalogue, up to
+ * thousands, of which the model loads the few a tool search finds) are declared by name only: each schema is compiled
+ * when a call names its tool, so a catalogue costs svc a name each, not a compilation each (nor the request's schema
+ * budget, which a call's compilation spends; past it, or not compiling, the call is refused, not the request).
  */
-export function compileTools(tools: readonly ChatTool[] | undefined, budget = new SchemaBudget()): DeclaredTools {
-  const validators = new Map<string, ValidateFunction | null>();
+export function compileTools(
+  tools: readonly ChatTool[] | undefined,
+  budget = new SchemaBudget(),
+  deferred: ReadonlyArray<{ tool: ChatTool; index: number }> = [],
+): DeclaredTools {
+  const validators = new Map<string, ValidateFunction | null | DeferredSchema>();
   for (const [index, tool] of (tools ?? []).entries()) {
     if (tool.type !== 'function') continue;
     // A call names its tool: of two of one name, svc would check it against the last one's schema only.
@@ -157,8 +170,25 @@ export function compileTools(tools: readonly ChatTool[] | undefined, budget = ne
     const parameters = tool.function.parameters;
     validators.set(tool.function.name, parameters ? compile(parameters, `tools[${index}].function.parameters`, budget) : null);
   }
+  for (const { tool, index } of deferred) {
+    if (validators.has(tool.function.name)) throw duplicateTool(tool.function.name);
+    const parameters = tool.function.parameters;
+    validators.set(tool.function.name, parameters ? { schema: parameters, where: `tools[${index}].input_schema` } : null);
+  }
   const checkName = (name: string, index: number): ToolCallProblem | null =>
     validators.has(name) ? null : { index, name, message: `the model called "${name}", which is not a declared tool` };
+  /** The tool's validator, compiling a deferred tool's schema on its first call; a problem if it cannot be. */
+  const validatorOf = (name: string, index: number): ValidateFunction | null | ToolCallProblem => {
+    const entry = validators.get(name)!;
+    if (entry === null || typeof entry === 'function') return entry;
+    try {
+      const validate = compile(entry.schema, entry.where, budget);
+      validators.set(name, validate);
+      return validate;
+    } catch (error) {
+      return { index, name, message: `the call of "${name}" could not be checked: ${(error as Error).message}` };
+    }
+  };
   return {
     names: new Set(validators.keys()),
     checkName,
@@ -166,6 +196,8 @@ export function compileTools(tools: readonly ChatTool[] | undefined, budget = ne
       const name = call.function.name;
       const undeclared = checkName(name, index);
       if (undeclared) return undeclared;
+      const validate = validatorOf(name, index);
+      if (validate !== null && typeof validate !== 'function') return validate;
       let args: unknown;
       try {
         args = JSON.parse(call.function.arguments === '' ? '{}' : call.function.arguments);
@@ -174,7 +206,6 @@ export function compileTools(tools: readonly ChatTool[] | undefined, budget = ne
       }
       // Bounded like every JSON svc takes from outside (src/core/json-depth.ts): a string escaped the events' bound.
       if (nestsDeeperThan(args, MAX_JSON_DEPTH)) return { index, name, message: `the arguments of "${name}" nest more than ${MAX_JSON_DEPTH} levels deep` };
-      const validate = validators.get(name);
       let valid = true;
       try {
         valid = !validate || validate(args);

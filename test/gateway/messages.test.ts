@@ -1469,3 +1469,62 @@ test("an upstream's 4xx is relayed with the type the API gives its status, which
     }
   }
 });
+
+test("tool search: a catalogue of 2,000 defer_loading tools beside a tool search tool reaches the upstream as sent, a deferred tool's call is checked against its schema, and the mock calls only tools not deferred; more than 128 tools not deferred, or 10,000 in all, are still a 400", async (t) => {
+  const deferred = Array.from({ length: 2_000 }, (_, i) => ({
+    name: `crm_tool_${i}`,
+    description: `CRM operation number ${i}`,
+    input_schema: { type: 'object' as const, properties: { id: { type: 'integer' } }, required: ['id'] },
+    defer_loading: true,
+  }));
+  const search = { type: 'tool_search_tool_regex_20251119', name: 'tool_search_tool_regex' };
+  const tools = [search, ...deferred, WEATHER] as never[];
+  let input: unknown = { id: 42 };
+  const upstream = await startFakeUpstream(t, (_req, res) =>
+    streamMessage(res, [
+      ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'server_tool_use', id: 'srvtoolu_1', name: 'tool_search_tool_regex', input: {} } }],
+      ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '{"pattern":"crm_tool_42"}' } }],
+      ['content_block_stop', { type: 'content_block_stop', index: 0 }],
+      ['content_block_start', { type: 'content_block_start', index: 1, content_block: { type: 'tool_search_tool_result', tool_use_id: 'srvtoolu_1', content: { type: 'tool_search_tool_search_result', tool_references: [{ type: 'tool_reference', tool_name: 'crm_tool_42' }] } } }],
+      ['content_block_stop', { type: 'content_block_stop', index: 1 }],
+      ['content_block_start', { type: 'content_block_start', index: 2, content_block: { type: 'tool_use', id: 'toolu_crm', name: 'crm_tool_42', input: {} } }],
+      ['content_block_delta', { type: 'content_block_delta', index: 2, delta: { type: 'input_json_delta', partial_json: JSON.stringify(input) } }],
+      ['content_block_stop', { type: 'content_block_stop', index: 2 }],
+    ]),
+  );
+  const { client, address } = await liveGateway(t, upstream);
+  const request = () => ({ model: 'claude-sonnet-4-5', max_tokens: 256, messages: ask('find the CRM record'), tools }) as never;
+  const final = await client.messages.stream(request()).finalMessage();
+  assert.deepEqual(final.content[2], { type: 'tool_use', id: 'toolu_crm', name: 'crm_tool_42', input: { id: 42 } });
+  assert.equal(final.content[1]!.type, 'tool_search_tool_result');
+  assert.deepEqual(upstream.requests[0]!.body.tools, tools);
+  // A deferred tool's call is checked as any other: input off its schema is refused.
+  input = { id: 'forty-two' };
+  await assert.rejects(client.messages.stream(request()).finalMessage(), /do not match its schema/);
+  // count_tokens counts the tools in context, not the deferred catalogue (which is not in the model's context).
+  const counted = await client.messages.countTokens({ model: 'claude-sonnet-4-5', messages: ask(), tools } as never);
+  const small = await client.messages.countTokens({ model: 'claude-sonnet-4-5', messages: ask(), tools: [search, WEATHER] } as never);
+  assert.ok(counted.input_tokens < small.input_tokens + 100, `${counted.input_tokens} vs ${small.input_tokens}`);
+
+  // The mock calls a tool the model has in context, not a deferred one listed first.
+  const mock = await listening(t);
+  const mocked = await mock.client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 256, messages: ask(), tools: [search, ...deferred, WEATHER], tool_choice: { type: 'any' } } as never);
+  assert.deepEqual(mocked.content.filter((block) => block.type === 'tool_use').map((block) => (block as { name: string }).name), ['get_weather']);
+
+  // The CPU bounds stay: 129 tools not deferred, or more than 10,000 in all, are a messages-shaped 400 with no upstream call.
+  const eager = deferred.slice(0, 129).map(({ defer_loading: _, ...tool }) => tool);
+  const many = Array.from({ length: 10_001 }, (_, i) => ({ ...deferred[0]!, name: `t${i}` }));
+  const before = upstream.requests.length;
+  for (const [label, list] of [['129 not deferred', eager], ['10,001 tools', [WEATHER, ...many]]] as const) {
+    const response = await fetch(`${address}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 16, messages: ask(), tools: list }),
+    });
+    assert.equal(response.status, 400, label);
+    const body = (await response.json()) as { type: string; error: { type: string; message: string } };
+    assert.equal(body.error.type, 'invalid_request_error', label);
+    assert.match(body.error.message, /tools/, label);
+  }
+  assert.equal(upstream.requests.length, before);
+});

@@ -5,6 +5,7 @@
  * (`mock-malformed`, `mock-truncated`) break the stream after it started, as on the chat wire.
  */
 import { randomBytes } from 'node:crypto';
+import { isDeferredTool } from '../deferred-tools.ts';
 import { messageToEvents, responseToEvents } from '../wire-replay.ts';
 import { countTokens } from '../tokens.ts';
 import { mockBehaviour, MOCK_PROVIDER_NAME } from './mock.ts';
@@ -85,7 +86,8 @@ export function messagesToChat(request: MessagesRequest): ChatRequest {
     }
   }
   const tools: ChatTool[] = (request.tools ?? [])
-    .filter((tool) => tool.input_schema)
+    // Only the tools in the model's context: a deferred one is called once a tool search found it, which the mock does not run.
+    .filter((tool) => tool.input_schema && !isDeferredTool(tool))
     .map((tool) => ({ type: 'function', function: { name: tool.name, ...(tool.description ? { description: tool.description } : {}), parameters: tool.input_schema } }));
   const choice = request.tool_choice;
   const format = structuredOutput(request);

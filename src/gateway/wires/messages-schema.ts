@@ -6,7 +6,8 @@
 import { z } from 'zod';
 import { invalid } from '../../core/errors.ts';
 import { modelField } from '../../evidence/model-field.ts';
-import type { ChatToolCall, MessagesRequest } from '../providers/types.ts';
+import type { ChatTool, ChatToolCall, MessagesRequest } from '../providers/types.ts';
+import { isDeferredTool } from '../deferred-tools.ts';
 import { compileTools, type DeclaredTools } from '../tool-schemas.ts';
 
 /** A content block: an object with a type (`{type: "text", ...}`). */
@@ -94,6 +95,26 @@ const tool = z.union([
   z.looseObject({ type: z.literal('mcp_toolset'), mcp_server_name: z.string().min(1) }),
 ]);
 
+/**
+ * A request's tools are bounded because each costs svc CPU on the request's path: a tool the model has in context has
+ * its schema compiled (tool-schemas.ts), so at most MAX_TOOLS_IN_CONTEXT of them. A tool with `defer_loading: true`
+ * (tool search: the model sees it only once a tool search tool finds it) costs a name until a call names it, so a
+ * catalogue may hold up to MAX_TOOLS in all, the provider's own bound for a tool search catalogue.
+ */
+export const MAX_TOOLS_IN_CONTEXT = 128;
+export const MAX_TOOLS = 10_000;
+
+const tools = z
+  .array(tool)
+  .max(MAX_TOOLS, `at most ${MAX_TOOLS} tools, of which at most ${MAX_TOOLS_IN_CONTEXT} without defer_loading: true`)
+  .superRefine((list, ctx) => {
+    let inContext = 0;
+    for (const item of list) if (!isDeferredTool(item)) inContext += 1;
+    if (inContext > MAX_TOOLS_IN_CONTEXT) {
+      ctx.addIssue({ code: 'custom', message: `at most ${MAX_TOOLS_IN_CONTEXT} tools without defer_loading: true (a tool search catalogue marks the rest defer_loading: true, up to ${MAX_TOOLS} tools in all)` });
+    }
+  });
+
 const toolChoice = z.discriminatedUnion('type', [
   z.looseObject({ type: z.literal('auto'), disable_parallel_tool_use: z.boolean().optional() }),
   z.looseObject({ type: z.literal('any'), disable_parallel_tool_use: z.boolean().optional() }),
@@ -124,7 +145,7 @@ const countFields = {
   model: modelField,
   messages: z.array(message).min(1, 'messages must be a non-empty array'),
   system: z.union([z.string(), z.array(block)]).optional(),
-  tools: z.array(tool).max(128).optional(),
+  tools: tools.optional(),
   tool_choice: toolChoice.optional(),
   thinking: thinking.optional(),
 };
@@ -147,11 +168,18 @@ export interface ValidatedMessages {
   tools: DeclaredTools;
 }
 
-/** Messages tools in the shape the shared tool checker compiles. */
-function asFunctionTools(tools: MessagesRequest['tools']) {
-  return (tools ?? [])
-    .filter((tool) => 'input_schema' in tool)
-    .map((tool) => ({ type: 'function' as const, function: { name: tool.name, parameters: tool.input_schema } }));
+const asFunctionTool = (tool: { name: string; input_schema?: Record<string, unknown> }): ChatTool => ({ type: 'function', function: { name: tool.name, parameters: tool.input_schema } });
+
+/** Messages tools declared to the shared tool checker: those in context compiled, deferred ones when a call names one. */
+function declareTools(tools: MessagesRequest['tools']): DeclaredTools {
+  const inContext: ChatTool[] = [];
+  const deferred: Array<{ tool: ChatTool; index: number }> = [];
+  for (const [index, tool] of (tools ?? []).entries()) {
+    if (!('input_schema' in tool)) continue;
+    if (isDeferredTool(tool)) deferred.push({ tool: asFunctionTool(tool), index });
+    else inContext.push(asFunctionTool(tool));
+  }
+  return compileTools(inContext, undefined, deferred);
 }
 
 function assertBody(body: unknown): Record<string, unknown> {
@@ -186,14 +214,14 @@ function checkThinkingBudget(parsed: MessagesRequest, betas: readonly string[] |
 export function parseMessagesRequest(body: unknown, betas?: readonly string[]): ValidatedMessages {
   const parsed = messagesRequestSchema.parse(assertBody(body)) as MessagesRequest;
   checkThinkingBudget(parsed, betas);
-  const tools = compileTools(asFunctionTools(parsed.tools));
-  checkToolChoice(parsed, tools);
-  return { request: parsed, tools };
+  const declared = declareTools(parsed.tools);
+  checkToolChoice(parsed, declared);
+  return { request: parsed, tools: declared };
 }
 
 export function parseCountTokensRequest(body: unknown): MessagesRequest {
   const parsed = countTokensSchema.parse(assertBody(body)) as MessagesRequest;
-  checkToolChoice(parsed, compileTools(asFunctionTools(parsed.tools)));
+  checkToolChoice(parsed, declareTools(parsed.tools));
   return parsed;
 }
 
