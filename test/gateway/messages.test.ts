@@ -1528,3 +1528,29 @@ test("tool search: a catalogue of 2,000 defer_loading tools beside a tool search
   }
   assert.equal(upstream.requests.length, before);
 });
+
+test('live messages stream: an upstream that ends mid tool_use input (no content_block_stop, no message_stop) ends the stream with an error event after the blocks before it; the held tool_use never reaches the SDK, whose stream rejects', async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    const [start, textStart, , textDelta, textStop] = messageEvents('Looking it up.');
+    startSse(res);
+    writeEvents(res, [
+      start!, textStart!, textDelta!, textStop!,
+      ['content_block_start', { type: 'content_block_start', index: 1, content_block: { type: 'tool_use', id: 'toolu_cut', name: 'get_weather', input: {} } }],
+      ['content_block_delta', { type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '{"city": "Li' } }],
+    ]);
+    res.end();
+  });
+  const { client, app } = await liveGateway(t, upstream);
+  const stream = client.messages.stream({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask(), tools: [WEATHER] });
+  const events: string[] = [];
+  let pieces = '';
+  stream.on('streamEvent', (event) => events.push(event.type));
+  stream.on('inputJson', (piece) => (pieces += piece));
+  const { response } = await stream.withResponse();
+  await assert.rejects(stream.finalMessage(), (error: unknown) => error instanceof Anthropic.APIError && /api_error/.test(error.message));
+  assert.deepEqual(events, ['message_start', 'content_block_start', 'content_block_delta', 'content_block_stop']);
+  assert.equal(pieces, '');
+  const run = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` })).run;
+  assert.equal(run.status, 'failed');
+  assert.equal(run.error.kind, 'bad_response');
+});
