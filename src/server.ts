@@ -90,8 +90,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
     ));
     local.on('connection', markLocalSocket);
     app.draining.watch(local);
-    local.on('clientError', answerClientError);
-    answerNodeRefusals(local);
+    local.on('clientError', (error, socket) => answerClientError(error, socket, app.log));
+    answerNodeRefusals(local, app.log);
     ignoreUpgrades(local);
     local.headersTimeout = config.limits.headersTimeoutMs;
     local.requestTimeout = config.limits.requestTimeoutMs;

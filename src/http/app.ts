@@ -10,7 +10,6 @@ import { healthRoute, readinessRoute } from '../health/routes.ts';
 import { keysRoutes } from '../keys/routes.ts';
 import { settingsRoutes } from '../settings/routes.ts';
 import { AppError } from '../core/errors.ts';
-import { newId } from '../core/ids.ts';
 import { cacheRoutes } from '../caches/routes.ts';
 import { authRoutes } from '../accounts/auth-routes.ts';
 import { orgsRoutes } from '../accounts/orgs-routes.ts';
@@ -34,11 +33,9 @@ import { transferCodingRefusal } from './transfer-coding.ts';
 import { installErrorHandler, registerSurface } from './surface.ts';
 import { requestLogSerializer } from './log-redaction.ts';
 import { pagesRoutes } from './pages.ts';
+import { requestIdOf } from './request-ids.ts';
 import { percentEncodingRefusal } from './percent-encoding.ts';
 import { ignoreUpgrades } from './upgrade.ts';
-
-/** A client-sent `x-request-id` is kept when it is well formed; otherwise svc generates one. */
-const REQUEST_ID = /^[A-Za-z0-9._:@\/+=-]{1,128}$/;
 
 /** Response headers browsers may read cross-origin (SPEC 4.2: run id and route are exposed through CORS). */
 export const EXPOSED_HEADERS = ['x-svc-run-id', 'x-svc-route', 'x-svc-run-url', 'x-svc-provider', 'x-request-id', MESSAGES_REQUEST_ID, 'retry-after'];
@@ -84,7 +81,10 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
     // While closing, requests get svc's own 503 (`draining.refuse` below), not fastify's bare one.
     return503OnClosing: false,
     // Parser errors (oversized headers, bytes that are not HTTP, a request timeout) in the surface's error shape too.
-    clientErrorHandler: answerClientError,
+    // fastify calls it bound to the app (`this`), whose logger names requests by the same ids.
+    clientErrorHandler(this: FastifyInstance, error, socket) {
+      answerClientError(error, socket, this.log);
+    },
     // Connections idle when the server closes are closed by node; those busy then end after their answer (draining).
     forceCloseConnections: 'idle',
     // A path parameter as long as a gateway request's `model` may be (fastify's default is 100): `GET /v1/models/{id}`
@@ -100,16 +100,13 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
       draining.track(reply.raw, request.raw.socket);
       void replyError(request, (reply as FastifyReply).header('x-request-id', request.id), appError);
     },
-    genReqId: (raw) => {
-      const sent = raw.headers['x-request-id'];
-      return typeof sent === 'string' && REQUEST_ID.test(sent) ? sent : newId('req');
-    },
+    genReqId: (raw) => requestIdOf(raw.headers),
   });
   // node keeps a request's first 1000 header lines and drops the rest without a word (`maxHeadersCount`'s default):
   // a client padding its request with a thousand lines pushed out those a proxy appends after them (X-Forwarded-For,
   // SPEC 5.4) and its own credential. The header section's size (16 KiB, else 431) is the only bound.
   app.server.maxHeadersCount = 0;
-  answerNodeRefusals(app.server);
+  answerNodeRefusals(app.server, app.log);
   ignoreUpgrades(app.server);
   installJsonBodyParser(app);
   app.decorate('draining', draining);

@@ -3,15 +3,24 @@
  * a 414 where svc can tell, `overlongTargetOf`), bytes that are not HTTP, a request that did not arrive within the
  * request timeout. fastify's default answer is a body of its own (`{"error": "Request Header Fields Too Large", ...}`);
  * svc answers in the error shape of the surface the request line names, as it does every other error, then closes the
- * connection as node does (the parser cannot go on).
+ * connection as node does (the parser cannot go on). Like every other answer it carries a request id (docs/api.md,
+ * request ids) where its surface puts one, and is logged under it: a fresh id, as the request's headers were not read,
+ * but a client's own well-formed `x-request-id` for a request cut after the app took it. Such a request's generated
+ * id is not recovered: the app keeps it on its reply only, and storing it where this code reaches it would cost every
+ * request for the sake of a rare one.
  *
  * Also the requests node would answer itself, bare (no body) or not at all, before the app sees them: a CONNECT (a
  * tunnel, what proxies serve) and an `Expect` other than `100-continue`.
  */
 import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type { FastifyBaseLogger } from 'fastify';
 import { AppError } from '../core/errors.ts';
-import { renderError, surfaceOfUrl } from './error-shapes.ts';
+import { MESSAGES_REQUEST_ID, renderError, surfaceOfUrl, type ErrorSurface } from './error-shapes.ts';
+import { newRequestId, requestIdOf } from './request-ids.ts';
+
+/** The app's logger, where fastify logs the requests it serves under the same `reqId`. */
+export type RefusalLog = Pick<FastifyBaseLogger, 'info'>;
 
 export interface ClientError extends Error {
   code?: string;
@@ -56,13 +65,28 @@ export function requestTargetOf(raw: unknown): string | null {
   return /^[A-Z]+ (\/\S*) HTTP\/1\.[01]$/.exec(line)?.[1] ?? null;
 }
 
-/** A raw HTTP answer: the error's body in the shape of the surface `target` names (management without one), and `Connection: close`. */
-function rawErrorResponse(appError: AppError, target: string | null): string {
-  const body = JSON.stringify(renderError(target === null ? 'management' : surfaceOfUrl(target), appError, null));
+/**
+ * A raw HTTP answer: the error's body in the shape of the surface `target` names (management without one), the request
+ * id where that surface's answers carry it, and `Connection: close`.
+ */
+function rawErrorResponse(appError: AppError, target: string | null, requestId: string): string {
+  const surface: ErrorSurface = target === null ? 'management' : surfaceOfUrl(target);
+  const body = JSON.stringify(renderError(surface, appError, requestId));
+  const ids = surface === 'messages' ? `x-request-id: ${requestId}\r\n${MESSAGES_REQUEST_ID}: ${requestId}\r\n` : `x-request-id: ${requestId}\r\n`;
   return (
-    `HTTP/1.1 ${appError.status} ${STATUS_CODES[appError.status]}\r\n` +
+    `HTTP/1.1 ${appError.status} ${STATUS_CODES[appError.status]}\r\n${ids}` +
     `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
   );
+}
+
+/**
+ * One log line per answer given here, under its request id (fastify logs none of these requests, or, for one cut
+ * after the app took it, only its `incoming request`). Neither the URL nor any header: the parser read none of them
+ * for sure, and they may hold a credential.
+ */
+function logRefusal(log: RefusalLog, requestId: string, error: AppError, parserError?: string): void {
+  const fields = { reqId: requestId, res: { statusCode: error.status }, code: error.code, ...(parserError ? { parserError } : {}) };
+  log.info(fields, 'request refused by the HTTP layer');
 }
 
 /** What node keeps on a connection (internals its own `clientError` default reads too). */
@@ -83,39 +107,50 @@ type HttpSocket = Duplex & {
  * - an answer already started (a stream) would get ours inside its body, and one due to a request pipelined ahead
  *   would be taken for that request's.
  */
-export function answerClientError(error: ClientError, socket: Duplex): void {
+export function answerClientError(error: ClientError, socket: Duplex, log: RefusalLog): void {
   // A reset connection has nobody to answer (node's own rule).
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
   const { _httpMessage: answering, parser } = socket as HttpSocket;
   const cut = parser?.incoming?.complete === false ? parser.incoming : null;
   const own = answering ? !answering.headersSent && answering.req === cut : cut === null;
   if (socket.writable && own) {
+    const requestId = cut === null ? newRequestId() : requestIdOf(cut.headers);
     const overlong = cut === null ? overlongTargetOf(error) : null;
-    socket.write(
-      overlong !== null
-        ? rawErrorResponse(new AppError('uri_too_long', { message: URI_TOO_LONG }), overlong)
-        : rawErrorResponse(clientAppError(error.code), cut === null ? requestTargetOf(error.rawPacket) : (cut.url ?? null)),
-    );
+    const appError = overlong !== null ? new AppError('uri_too_long', { message: URI_TOO_LONG }) : clientAppError(error.code);
+    socket.write(rawErrorResponse(appError, overlong ?? (cut === null ? requestTargetOf(error.rawPacket) : (cut.url ?? null)), requestId));
+    logRefusal(log, requestId, appError, error.code);
   }
   socket.destroy(error);
 }
 
 /**
  * Answer, in svc's error shape, the requests node answers itself unless the server listens for them: a CONNECT (node
- * closes the connection without a word) is 405, an `Expect` other than `100-continue` (node: a bare 417) 417.
+ * closes the connection without a word) is 405, an `Expect` other than `100-continue` (node: a bare 417) 417. Their
+ * headers were read: the request id is the client's own when well formed, as the app's.
  */
-export function answerNodeRefusals(server: Server): void {
+export function answerNodeRefusals(server: Server, log: RefusalLog): void {
   server.on('connect', (request: IncomingMessage, socket: Duplex) => {
     const error = new AppError('method_not_allowed', { message: 'CONNECT is not served: svc is not a proxy.' });
+    if (!socket.writable) return void socket.destroy();
+    const requestId = requestIdOf(request.headers);
     // Its target is an authority (`host:port`), no path: the management shape.
-    if (socket.writable) socket.end(rawErrorResponse(error, null), () => socket.destroy());
-    else socket.destroy();
+    socket.end(rawErrorResponse(error, null, requestId), () => socket.destroy());
+    logRefusal(log, requestId, error);
   });
   server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
     const error = new AppError('expectation_failed');
-    const body = JSON.stringify(renderError(surfaceOfUrl(request.url ?? '/'), error, null));
+    const requestId = requestIdOf(request.headers);
+    const surface = surfaceOfUrl(request.url ?? '/');
+    const body = JSON.stringify(renderError(surface, error, requestId));
     // Its body, if it sends one anyway, is not read: the connection ends with the answer.
-    response.writeHead(error.status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' });
+    response.writeHead(error.status, {
+      'x-request-id': requestId,
+      ...(surface === 'messages' ? { [MESSAGES_REQUEST_ID]: requestId } : {}),
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+      connection: 'close',
+    });
     response.end(body);
+    logRefusal(log, requestId, error);
   });
 }

@@ -113,8 +113,8 @@ export function statusOn(surface: ErrorSurface, error: AppError): number {
   return surface === 'messages' && error.code === 'upstream_overloaded' ? 529 : error.status;
 }
 
-/** `requestId`: the request's id (`request.id`), null for an answer given before there was a request (a parser error). */
-export function renderError(surface: ErrorSurface, error: AppError, requestId: string | null): unknown {
+/** `requestId`: the request's id (`request.id`; for an answer given before there was a request, a parser error, a fresh one). */
+export function renderError(surface: ErrorSurface, error: AppError, requestId: string): unknown {
   const message = error.status >= 500 ? ERROR_CATALOGUE[error.code].message : error.message;
   switch (surface) {
     case 'management':

@@ -12,10 +12,14 @@ export interface RawAnswer {
   body: unknown;
 }
 
-/** Write `bytes` on a new connection and read until the server closes it: everything it answered, as text. */
-export function exchangeText(port: number, bytes: string | Buffer): Promise<string> {
+/**
+ * Write `bytes` on a new connection and read until the server closes it: everything it answered, as text. `to` is a
+ * TCP port on 127.0.0.1, or the path of a local socket (svc's `svc.sock`).
+ */
+export function exchangeText(to: number | string, bytes: string | Buffer): Promise<string> {
   return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1', () => socket.write(bytes));
+    const send = () => socket.write(bytes);
+    const socket = typeof to === 'string' ? connect(to, send) : connect(to, '127.0.0.1', send);
     let text = '';
     socket.setEncoding('latin1');
     socket.on('data', (chunk: string) => (text += chunk));
@@ -25,8 +29,8 @@ export function exchangeText(port: number, bytes: string | Buffer): Promise<stri
 }
 
 /** `exchangeText` for one answer (send `Connection: close` to end it), its body parsed. */
-export async function exchange(port: number, bytes: string | Buffer): Promise<RawAnswer> {
-  const text = await exchangeText(port, bytes);
+export async function exchange(to: number | string, bytes: string | Buffer): Promise<RawAnswer> {
+  const text = await exchangeText(to, bytes);
   const [head = '', body = ''] = text.split('\r\n\r\n', 2);
   return { status: Number(head.split(' ')[1]), headers: head, body: body ? JSON.parse(body) : null };
 }
