@@ -178,6 +178,16 @@ function userById(sql: Sql, id: string): User | null {
   return row ? userOf(row) : null;
 }
 
+function membershipsOf(sql: Sql, userId: string): Membership[] {
+  return sql
+    .all<{ tenant_id: string; name: string; role: OrgRole; created_at: number }>(
+      `SELECT m.tenant_id, t.name, m.role, m.created_at FROM org_members m JOIN tenants t ON t.id = m.tenant_id
+       WHERE m.user_id = ? ORDER BY m.created_at, m.rowid`,
+      [userId],
+    )
+    .map((r) => ({ tenantId: r.tenant_id, orgName: r.name, userId, role: r.role, createdAt: r.created_at }));
+}
+
 function userByEmail(sql: Sql, email: string): User | null {
   const row = sql.get<UserRow>('SELECT * FROM users WHERE email = ?', [email]);
   return row ? userOf(row) : null;
@@ -387,11 +397,18 @@ export interface AccountsRepository {
   /**
    * Set a user's password. Ends every session of the user; when `session` is given it is created in the same
    * write (a password change keeps its caller signed in on a fresh token). False, writing nothing, when the user is
-   * gone (deleted while the password was hashed).
+   * gone (deleted while the password was hashed). `stillReached`, when given, is called inside the write with the
+   * user and memberships as they are then, and throws (writing nothing) when the caller may no longer act on the user.
    */
   setPassword(
     userId: string,
-    change: { hash: string; mustChangePassword: boolean; now: number; session?: { create: Session; tokenHash: string } },
+    change: {
+      hash: string;
+      mustChangePassword: boolean;
+      now: number;
+      session?: { create: Session; tokenHash: string };
+      stillReached?: (user: User, memberships: Membership[]) => void;
+    },
   ): Promise<boolean>;
   /** Replace a password hash after a successful login with weaker parameters (sessions stay). */
   rehashPassword(userId: string, hash: string): Promise<void>;
@@ -569,6 +586,11 @@ export function createAccountsRepository(store: Store): AccountsRepository {
 
     setPassword: (userId, change) =>
       store.write((sql) => {
+        if (change.stillReached) {
+          const user = userById(sql, userId);
+          if (!user) return false;
+          change.stillReached(user, membershipsOf(sql, userId));
+        }
         const updated = sql.run(
           'UPDATE users SET password_hash = ?, must_change_password = ?, password_changed_at = ?, updated_at = ? WHERE id = ?',
           [change.hash, change.mustChangePassword ? 1 : 0, change.now, change.now, userId],
@@ -588,16 +610,7 @@ export function createAccountsRepository(store: Store): AccountsRepository {
 
     // ----- memberships
 
-    membershipsOf: (userId) =>
-      store.read((sql) =>
-        sql
-          .all<{ tenant_id: string; name: string; role: OrgRole; created_at: number }>(
-            `SELECT m.tenant_id, t.name, m.role, m.created_at FROM org_members m JOIN tenants t ON t.id = m.tenant_id
-             WHERE m.user_id = ? ORDER BY m.created_at, m.rowid`,
-            [userId],
-          )
-          .map((r) => ({ tenantId: r.tenant_id, orgName: r.name, userId, role: r.role, createdAt: r.created_at })),
-      ),
+    membershipsOf: (userId) => store.read((sql) => membershipsOf(sql, userId)),
 
     roleIn: (tenantId, userId) => store.read((sql) => roleIn(sql, tenantId, userId)),
 

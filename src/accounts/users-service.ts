@@ -185,7 +185,12 @@ export function createUsersService(deps: AccountsDeps): UsersService {
       const { user, memberships } = await visibleUser(auth, id);
       requireReach(auth, user, memberships);
       const tempPassword = generateTempPassword();
-      if (!(await repo.setPassword(id, { hash: await hashFor(auth, tempPassword), mustChangePassword: true, now: clock.now() }))) {
+      const hash = await hashFor(auth, tempPassword);
+      // Checked again as the password is written: while it was hashed the user may have joined another organization
+      // (accepting an invitation) or become a platform admin, and the caller would hold the password of a user it no
+      // longer reaches.
+      const stillReached = (user: User, memberships: Membership[]) => requireReach(auth, user, memberships);
+      if (!(await repo.setPassword(id, { hash, mustChangePassword: true, now: clock.now(), stillReached }))) {
         throw notFound('User'); // deleted while the temporary password was hashed
       }
       await audit.record(auth, 'user.reset_password', { target: id, details: { email: user.email } });

@@ -158,6 +158,32 @@ test('a user created in an organization deleted while the password was hashed is
   assert.equal(json(listed).users.length, 0, 'nothing was created');
 });
 
+test('a reset whose target joined another organization while the temporary password was hashed is refused and changes nothing', async (t) => {
+  const hasher = gatedHasher();
+  const { app, admin, mail } = await buildWithAdmin(t, {}, { passwordHasher: hasher });
+  const { browser: owner } = await makeUser(app, { email: 'acme-owner@example.test' });
+  assert.equal((await owner.post('/api/v1/orgs', { name: 'Acme' })).statusCode, 201);
+  const created = json(await owner.post('/api/v1/users', { email: 'target@example.test', tempPassword: 'temporary-pass-1' }));
+  const target = new Browser(app, '203.0.113.20');
+  await target.login('target@example.test', 'temporary-pass-1');
+  assert.equal((await target.post('/api/v1/auth/change-password', { current: 'temporary-pass-1', new: 'the-targets-own' })).statusCode, 200);
+  // The default organization invites the user (a member of Acme only, so far reachable by Acme's owner).
+  assert.equal((await admin.post('/api/v1/orgs/active/invites', { email: 'target@example.test' })).statusCode, 201);
+  const token = /token=([A-Za-z0-9_-]+)/.exec(mail.sent.at(-1)!.text)![1]!;
+
+  const held = hasher.hold();
+  const resetting = owner.post(`/api/v1/users/${created.user.id}/reset-password`);
+  const release = await held;
+  assert.equal((await target.post(`/api/v1/invites/${token}/accept`)).statusCode, 200);
+  release();
+  const reset = await resetting;
+  // Checked as the password is written: the user now belongs to another organization, which Acme's owner cannot reach.
+  assert.equal(reset.statusCode, 403, reset.body);
+  assert.equal(json(reset).error.code, 'platform_admin_required');
+  assert.equal((await target.get('/api/v1/auth/me')).statusCode, 200, 'the session the reset would have ended is alive');
+  await new Browser(app, '203.0.113.21').login('target@example.test', 'the-targets-own');
+});
+
 test('the last owner of an organization cannot be deleted; a platform admin cannot demote themself', async (t) => {
   const { app, admin } = await buildWithAdmin(t);
   const { id } = await makeUser(app, { email: 'solo@example.test' });
