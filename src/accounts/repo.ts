@@ -410,8 +410,11 @@ export interface AccountsRepository {
       stillReached?: (user: User, memberships: Membership[]) => void;
     },
   ): Promise<boolean>;
-  /** Replace a password hash after a successful login with weaker parameters (sessions stay). */
-  rehashPassword(userId: string, hash: string): Promise<void>;
+  /**
+   * Replace a password hash after a successful login with weaker parameters (sessions stay), if it is still `from`:
+   * false, writing nothing, when the password was changed (or the user deleted) meanwhile.
+   */
+  rehashPassword(userId: string, from: string, hash: string): Promise<boolean>;
 
   membershipsOf(userId: string): Promise<Membership[]>;
   roleIn(tenantId: string, userId: string): Promise<OrgRole | null>;
@@ -447,8 +450,11 @@ export interface AccountsRepository {
   /** Whether any owner of the organization has a verified e-mail address. */
   ownerVerified(tenantId: string): Promise<boolean>;
 
-  /** False, creating nothing, when the session's user is gone (deleted while the password was checked). */
-  createSession(session: Session, tokenHash: string): Promise<boolean>;
+  /**
+   * Create a sign-in's session. False, creating nothing, when the session's user is gone or their password hash is no
+   * longer `passwordHash`, the one the sign-in checked (deleted, or the password changed, while it was checked).
+   */
+  createSession(session: Session, tokenHash: string, passwordHash: string): Promise<boolean>;
   /** The session of a token hash with its user, expired ones included (the caller decides). */
   findSession(tokenHash: string): Promise<{ session: Session; user: User } | null>;
   /** Record use and, if it changed, the active organization; joins the next commit without waiting for it. */
@@ -604,9 +610,8 @@ export function createAccountsRepository(store: Store): AccountsRepository {
         return true;
       }),
 
-    rehashPassword: async (userId, hash) => {
-      await store.write((sql) => sql.run('UPDATE users SET password_hash = ? WHERE id = ?', [hash, userId]));
-    },
+    rehashPassword: (userId, from, hash) =>
+      store.write((sql) => sql.run('UPDATE users SET password_hash = ? WHERE id = ? AND password_hash = ?', [hash, userId, from]).changes > 0),
 
     // ----- memberships
 
@@ -730,9 +735,9 @@ export function createAccountsRepository(store: Store): AccountsRepository {
 
     // ----- sessions
 
-    createSession: (session, tokenHash) =>
+    createSession: (session, tokenHash, passwordHash) =>
       store.write((sql) => {
-        if (!userById(sql, session.userId)) return false;
+        if (userById(sql, session.userId)?.passwordHash !== passwordHash) return false;
         insertSession(sql, session, tokenHash);
         return true;
       }),

@@ -185,7 +185,7 @@ export function createSessionsService(deps: AccountsDeps): SessionsService {
    * attempt is counted before its hash is checked and uncounted if it succeeds: counted after the check, a burst of
    * concurrent guesses all passed the limit (19 wrong passwords and the right one, sent at once, signed in).
    */
-  async function checkPassword(email: string, password: string): Promise<User | null> {
+  async function checkPassword(email: string, password: string): Promise<{ user: User; passwordHash: string } | null> {
     const failureKey = sha256Hex(`login:${email}`);
     const succeeded = await limits.reserve('loginFailures', failureKey);
     const user = await repo.findUserByEmail(email);
@@ -196,16 +196,23 @@ export function createSessionsService(deps: AccountsDeps): SessionsService {
       candidate = null; // out of the password rules: cannot match, but costs the same time below
     }
     let ok = false;
+    // The hash the password was checked against, as stored: the session is made only while it still is (a password
+    // changed or reset during the check ended the user's sessions, and must end this sign-in too).
+    let passwordHash = user?.passwordHash ?? '';
     if (user && candidate !== null) {
       const verdict = await hasher.verify(candidate, user.passwordHash);
       ok = verdict.ok;
-      if (verdict.needsRehash) await repo.rehashPassword(user.id, await hasher.hash(candidate));
+      if (verdict.needsRehash) {
+        const rehashed = await hasher.hash(candidate);
+        if (await repo.rehashPassword(user.id, user.passwordHash, rehashed)) passwordHash = rehashed;
+        else ok = false;
+      }
     } else {
       await hasher.verifyDummy(password);
     }
-    if (!ok) return null;
+    if (!user || !ok) return null;
     await succeeded();
-    return user;
+    return { user, passwordHash };
   }
 
   return {
@@ -213,13 +220,14 @@ export function createSessionsService(deps: AccountsDeps): SessionsService {
 
     async login(credentials, client) {
       await limits.take('login', client.address);
-      const user = await checkPassword(normalizeEmail(credentials.email), credentials.password);
-      if (!user) throw new AppError('invalid_credentials');
+      const checked = await checkPassword(normalizeEmail(credentials.email), credentials.password);
+      if (!checked) throw new AppError('invalid_credentials');
+      const { user } = checked;
       const memberships = await repo.membershipsOf(user.id);
       const first = memberships[0] ?? null;
       const issued = issueSession(clock, user.id, first?.tenantId ?? null);
-      // Deleted while its password was checked: as any deleted user.
-      if (!(await repo.createSession(issued.session, issued.tokenHash))) throw new AppError('invalid_credentials');
+      // Deleted, or the password changed, while it was checked: as any deleted user or wrong password.
+      if (!(await repo.createSession(issued.session, issued.tokenHash, checked.passwordHash))) throw new AppError('invalid_credentials');
       return { me: describe(user, first), token: issued.token };
     },
 

@@ -1,6 +1,7 @@
 /** Sessions (SPEC 4.4, 5.1, 5.2; docs/accounts.md): login, cookie, logout, me, password change, CSRF, login limits. */
 import assert from 'node:assert/strict';
 import test from 'node:test';
+import { createPasswordHasher } from '../../src/accounts/passwords.ts';
 import { bearer, json } from '../support/build.ts';
 import { ADMIN, BOOT, Browser, buildAccounts, buildWithAdmin, gatedHasher, makeUser, operator, ORIGIN, sessionCookieOf } from '../support/accounts.ts';
 
@@ -192,6 +193,48 @@ test('a sign-in, a password change or an admin reset whose user is deleted while
   const resetting = await racingDeletion(reset.id, () => app.inject({ method: 'POST', url: `/api/v1/users/${reset.id}/reset-password`, headers: operator(BOOT) }));
   assert.equal(resetting.statusCode, 404, resetting.body);
   assert.equal(json(resetting).error.code, 'not_found');
+});
+
+test('a sign-in whose password is changed or reset while it is checked answers 401 and leaves no session made with the old password', async (t) => {
+  const hasher = gatedHasher();
+  const { app, services } = await buildWithAdmin(t, {}, { passwordHasher: hasher });
+  const sessionsOf = (id: string) => services.store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM sessions WHERE user_id = ?', [id])!.n);
+  /** Sign in with `password`, change the password while it is being checked, then let the sign-in finish. */
+  async function racingChange(email: string, password: string, change: () => Promise<{ statusCode: number; body: string }>) {
+    const held = hasher.hold();
+    const signingIn = new Browser(app, '203.0.113.30').post('/api/v1/auth/login', { email, password });
+    const release = await held;
+    const changed = await change();
+    assert.equal(changed.statusCode, 200, changed.body);
+    release();
+    return signingIn;
+  }
+
+  const owner = await makeUser(app, { email: 'changes-own@example.test' });
+  const login = await racingChange('changes-own@example.test', 'a-good-password', () =>
+    owner.browser.post('/api/v1/auth/change-password', { current: 'a-good-password', new: 'the-new-password' }),
+  );
+  assert.equal(login.statusCode, 401, login.body);
+  assert.equal(json(login).error.code, 'invalid_credentials');
+  assert.equal(await sessionsOf(owner.id), 1, 'only the session the change kept signed in');
+
+  const reset = await makeUser(app, { email: 'reset-by-admin@example.test' });
+  const afterReset = await racingChange('reset-by-admin@example.test', 'a-good-password', () =>
+    app.inject({ method: 'POST', url: `/api/v1/users/${reset.id}/reset-password`, headers: operator(BOOT) }),
+  );
+  assert.equal(afterReset.statusCode, 401, afterReset.body);
+  assert.equal(await sessionsOf(reset.id), 0);
+
+  // A password stored with weaker parameters is rehashed by the sign-in that checked it: not over the new password.
+  const weak = await makeUser(app, { email: 'weak-hash@example.test' });
+  const weakHash = await createPasswordHasher({ costLog2: 4 }).hash('a-good-password');
+  await services.store.write((sql) => sql.run('UPDATE users SET password_hash = ? WHERE id = ?', [weakHash, weak.id]));
+  const rehashing = await racingChange('weak-hash@example.test', 'a-good-password', () =>
+    weak.browser.post('/api/v1/auth/change-password', { current: 'a-good-password', new: 'the-new-password' }),
+  );
+  assert.equal(rehashing.statusCode, 401, rehashing.body);
+  assert.equal((await new Browser(app, '203.0.113.31').post('/api/v1/auth/login', { email: 'weak-hash@example.test', password: 'a-good-password' })).statusCode, 401);
+  await new Browser(app, '203.0.113.32').login('weak-hash@example.test', 'the-new-password');
 });
 
 test('a temporary password must be changed before anything but the account endpoints', async (t) => {
