@@ -399,6 +399,8 @@ export interface AccountsRepository {
    * write (a password change keeps its caller signed in on a fresh token). False, writing nothing, when the user is
    * gone (deleted while the password was hashed). `stillReached`, when given, is called inside the write with the
    * user and memberships as they are then, and throws (writing nothing) when the caller may no longer act on the user.
+   * `from`, when given, is the hash the caller checked the current password against: false, writing nothing, when the
+   * password is no longer that one (changed or reset meanwhile).
    */
   setPassword(
     userId: string,
@@ -408,6 +410,7 @@ export interface AccountsRepository {
       now: number;
       session?: { create: Session; tokenHash: string };
       stillReached?: (user: User, memberships: Membership[]) => void;
+      from?: string;
     },
   ): Promise<boolean>;
   /**
@@ -592,10 +595,10 @@ export function createAccountsRepository(store: Store): AccountsRepository {
 
     setPassword: (userId, change) =>
       store.write((sql) => {
-        if (change.stillReached) {
+        if (change.stillReached || change.from !== undefined) {
           const user = userById(sql, userId);
-          if (!user) return false;
-          change.stillReached(user, membershipsOf(sql, userId));
+          if (!user || (change.from !== undefined && user.passwordHash !== change.from)) return false;
+          change.stillReached?.(user, membershipsOf(sql, userId));
         }
         const updated = sql.run(
           'UPDATE users SET password_hash = ?, must_change_password = ?, password_changed_at = ?, updated_at = ? WHERE id = ?',

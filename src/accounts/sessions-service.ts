@@ -265,8 +265,10 @@ export function createSessionsService(deps: AccountsDeps): SessionsService {
         mustChangePassword: false,
         now,
         session: { create: issued.session, tokenHash: issued.tokenHash },
+        from: user.passwordHash,
       });
-      // Deleted while the new password was hashed: the session went with the user.
+      // Deleted, or the password changed or reset (which ended this session), while the passwords were hashed: the
+      // change must not undo the reset (a leaked password's owner resetting it against whoever holds a session).
       if (!changed) throw new AppError('unauthorized');
       await auditAccountEvent(deps, user, 'user.password_change', { kind: 'session', userId: user.id });
       const updated = (await repo.findUser(user.id))!;

@@ -237,6 +237,27 @@ test('a sign-in whose password is changed or reset while it is checked answers 4
   await new Browser(app, '203.0.113.32').login('weak-hash@example.test', 'the-new-password');
 });
 
+test('a password change whose password is reset while the current one is checked answers 401 and leaves the reset standing', async (t) => {
+  const hasher = gatedHasher();
+  const { app, services } = await buildWithAdmin(t, {}, { passwordHasher: hasher });
+  const { browser: stolen, id } = await makeUser(app, { email: 'stolen@example.test' });
+  const sessionsOf = () => services.store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM sessions WHERE user_id = ?', [id])!.n);
+
+  // Whoever holds the session and the old password changes it; an admin resets it (it leaked) meanwhile.
+  const held = hasher.hold();
+  const changing = stolen.post('/api/v1/auth/change-password', { current: 'a-good-password', new: 'the-takers-password' });
+  const release = await held;
+  const reset = await app.inject({ method: 'POST', url: `/api/v1/users/${id}/reset-password`, headers: operator(BOOT) });
+  assert.equal(reset.statusCode, 200, reset.body);
+  release();
+  const changed = await changing;
+  assert.equal(changed.statusCode, 401, changed.body);
+  assert.equal(sessionCookieOf(changed), null);
+  assert.equal(await sessionsOf(), 0, 'the reset ended every session and the change made none');
+  assert.equal((await new Browser(app, '203.0.113.40').post('/api/v1/auth/login', { email: 'stolen@example.test', password: 'the-takers-password' })).statusCode, 401);
+  await new Browser(app, '203.0.113.41').login('stolen@example.test', json(reset).tempPassword);
+});
+
 test('a temporary password must be changed before anything but the account endpoints', async (t) => {
   const { app } = await buildWithAdmin(t);
   await app.inject({ method: 'POST', url: '/api/v1/users', headers: bearer(BOOT), payload: { email: 'tmp@example.test', tempPassword: 'temporary-1', orgRole: 'admin' } });
