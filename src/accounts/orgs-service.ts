@@ -8,7 +8,7 @@
  */
 import { AppError, invalid, notFound } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
-import { isPrintableText, UNPRINTABLE_MESSAGE } from '../core/text.ts';
+import { BLANK_MESSAGE, isPrintableText, showsSomething, UNPRINTABLE_MESSAGE } from '../core/text.ts';
 import { NO_ORGANIZATION, type AuthContext } from '../identity/auth-context.ts';
 import { DEFAULT_TENANT_ID } from '../tenants/defaults.ts';
 import { rankOf, requireAccountAdmin, requireOwner, requireSession } from './access.ts';
@@ -117,6 +117,7 @@ export function createOrgsService(deps: OrgsDeps): OrgsService {
     const trimmed = name.trim();
     if (trimmed.length < 1 || trimmed.length > 100) throw invalid('name must be 1 to 100 characters', { param: 'name' });
     if (!isPrintableText(trimmed)) throw invalid(`name ${UNPRINTABLE_MESSAGE}`, { param: 'name' });
+    if (!showsSomething(trimmed)) throw invalid(`name ${BLANK_MESSAGE}`, { param: 'name' });
     return trimmed;
   }
 

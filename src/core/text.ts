@@ -48,7 +48,31 @@ export function isPrintableText(value: string): boolean {
   return !UNPRINTABLE.test(value);
 }
 
-/** A trimmed name of 1 to `max` characters without control characters or bidirectional overrides. */
+/**
+ * Text made only of white space and characters that show nothing (default-ignorable code points: zero-width spaces
+ * and joiners, the word joiner, a soft hyphen, Hangul fillers, variation selectors). `trim()` keeps them, so such a name
+ * passed "at least one character" and read as empty in every list. They stay allowed inside a name that shows
+ * something (an emoji sequence is joined by U+200D and styled by U+FE0F).
+ */
+const SHOWS_NOTHING = /^[\s\p{Default_Ignorable_Code_Point}]*$/u;
+
+export const BLANK_MESSAGE = 'must show at least one visible character';
+
+/** Whether `value` holds a character that shows (SHOWS_NOTHING). */
+export function showsSomething(value: string): boolean {
+  return !SHOWS_NOTHING.test(value);
+}
+
+/**
+ * A trimmed name of 1 to `max` characters without control characters or bidirectional overrides, that shows at least
+ * one character.
+ */
 export function nameSchema(max: number) {
-  return z.string().trim().min(1).max(max).refine(isPrintableText, { message: UNPRINTABLE_MESSAGE });
+  return z
+    .string()
+    .trim()
+    .min(1)
+    .max(max)
+    .refine(isPrintableText, { message: UNPRINTABLE_MESSAGE })
+    .refine(showsSomething, { message: BLANK_MESSAGE });
 }

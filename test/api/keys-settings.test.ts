@@ -56,6 +56,31 @@ test('keys: names and app ids with control characters or bidirectional overrides
   assert.equal(json(kept).key.name, 'équipe données 数据 ✓');
 });
 
+test('names that show nothing (zero-width spaces, joiners, Hangul fillers) are refused for keys, app ids and organizations; emoji sequences kept', async (t) => {
+  const { app, create } = await setup(t);
+  // Each passes "trimmed, at least one character", yet reads as an empty name in every list, the CLI and the dashboard.
+  const blank = ['\u200b', '\u200b\u200c\u200d', ' \u2060 ', '\u3164', '\u115f\u1160', '\ufe0f', '\u00ad'];
+  for (const name of blank) {
+    for (const payload of [{ name }, { name: 'ok', appId: name }]) {
+      const refused = await create(payload);
+      assert.equal(refused.statusCode, 400, JSON.stringify(payload));
+      assert.match(json(refused).error.message, /must show at least one visible character/);
+    }
+    const renamed = await app.inject({ method: 'PATCH', url: '/api/v1/orgs/active', headers: admin, payload: { name } });
+    assert.equal(renamed.statusCode, 400, JSON.stringify(name));
+    assert.match(json(renamed).error.message, /must show at least one visible character/);
+    const made = await app.inject({ method: 'POST', url: '/api/v1/orgs', headers: admin, payload: { name, ownerEmail: 'nobody@example.test' } });
+    assert.equal(made.statusCode, 400, JSON.stringify(name));
+    assert.match(json(made).error.message, /must show at least one visible character/);
+  }
+  assert.equal(json(await app.inject({ url: '/api/v1/keys', headers: admin })).pagination.total, 0);
+  assert.equal(json(await app.inject({ url: '/api/v1/orgs/active', headers: admin })).org.name, 'Default');
+  const family = '\u{1F468}\u200d\u{1F469}\u200d\u{1F467} team \u2764\ufe0f';
+  const kept = await create({ name: family });
+  assert.equal(kept.statusCode, 201, kept.body);
+  assert.equal(json(kept).key.name, family);
+});
+
 test('keys: non-admins are refused; app-pinned admins manage only their app and cannot mint admin keys', async (t) => {
   const { app, create } = await setup(t);
   const member = json(await create({ name: 'member' })).token;
