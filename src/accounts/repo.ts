@@ -392,8 +392,12 @@ export interface AccountsRepository {
   createUser(user: User, membership: { tenantId: string; role: OrgRole } | null): Promise<'created' | 'email_taken' | 'no_organization'>;
   /** With `change`, a platform role changed revokes the invitations that lapsed with it (`AuthorityChange`). */
   updateUser(id: string, patch: { name?: string; role?: PlatformRole; emailVerified?: boolean }, now: number, change?: AuthorityChange): Promise<User | null>;
-  /** The user's invitations still pending lapse with them (`AuthorityChange`). */
-  deleteUser(id: string, change: AuthorityChange): Promise<DeleteUserOutcome>;
+  /**
+   * The user's invitations still pending lapse with them (`AuthorityChange`). `stillReached`, when given, is called
+   * inside the write with the user and memberships as they are then, and throws (deleting nothing) when the caller may
+   * no longer act on the user.
+   */
+  deleteUser(id: string, change: AuthorityChange, stillReached?: (user: User, memberships: Membership[]) => void): Promise<DeleteUserOutcome>;
   /**
    * Set a user's password. Ends every session of the user; when `session` is given it is created in the same
    * write (a password change keeps its caller signed in on a fresh token). False, writing nothing, when the user is
@@ -582,9 +586,11 @@ export function createAccountsRepository(store: Store): AccountsRepository {
         return userById(sql, id);
       }),
 
-    deleteUser: (id, change) =>
+    deleteUser: (id, change, stillReached) =>
       store.write((sql): DeleteUserOutcome => {
-        if (!userById(sql, id)) return 'not_found';
+        const user = userById(sql, id);
+        if (!user) return 'not_found';
+        stillReached?.(user, membershipsOf(sql, id));
         const sole = soleOwnerships(sql, id);
         if (sole.length) return { lastOwnerOf: sole };
         // Sessions, memberships and tokens go with the row (ON DELETE CASCADE); invitations keep naming the user.

@@ -170,7 +170,9 @@ export function createUsersService(deps: AccountsDeps): UsersService {
       const { user, memberships } = await visibleUser(auth, id);
       if (auth.userId === id) throw invalid('You cannot delete your own account.');
       requireReach(auth, user, memberships);
-      const outcome = await repo.deleteUser(id, authorityChange(deps, audit.staged(auth, 'user.delete', { target: id, details: { email: user.email } })));
+      // Checked again in the write: the user may have joined another organization since (as for a reset, below).
+      const stillReached = (current: User, now: Membership[]) => requireReach(auth, current, now);
+      const outcome = await repo.deleteUser(id, authorityChange(deps, audit.staged(auth, 'user.delete', { target: id, details: { email: user.email } })), stillReached);
       if (outcome === 'not_found') throw notFound('User');
       if (outcome !== 'deleted') {
         throw new AppError('last_owner', {

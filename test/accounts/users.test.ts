@@ -2,7 +2,9 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import { bearer, json } from '../support/build.ts';
-import { ADMIN, BOOT, Browser, buildWithAdmin, gatedHasher, makeUser, operator } from '../support/accounts.ts';
+import type { Sql } from '../../src/store/sql.ts';
+import type { Store } from '../../src/store/store.ts';
+import { ADMIN, BOOT, Browser, buildAccounts, buildWithAdmin, gatedHasher, makeUser, operator } from '../support/accounts.ts';
 
 async function newOrg(app: import('fastify').FastifyInstance, name: string, ownerEmail: string): Promise<string> {
   const response = await app.inject({ method: 'POST', url: '/api/v1/orgs', headers: bearer(BOOT), payload: { name, ownerEmail } });
@@ -182,6 +184,48 @@ test('a reset whose target joined another organization while the temporary passw
   assert.equal(json(reset).error.code, 'platform_admin_required');
   assert.equal((await target.get('/api/v1/auth/me')).statusCode, 200, 'the session the reset would have ended is alive');
   await new Browser(app, '203.0.113.21').login('target@example.test', 'the-targets-own');
+});
+
+test('a deletion whose target joined another organization after the reach was checked is refused and deletes nothing', async (t) => {
+  // The deletion's write is held (the first write after `holdNextWrite`), so the target joins meanwhile.
+  let gate: { held: () => void; released: Promise<void> } | null = null;
+  const wrapStore = (store: Store): Store =>
+    new Proxy(store, {
+      get(target, prop) {
+        if (prop === 'write') {
+          return async <T>(fn: (sql: Sql) => T): Promise<T> => {
+            const waiting = gate;
+            gate = null;
+            if (waiting) (waiting.held(), await waiting.released);
+            return target.write(fn);
+          };
+        }
+        const value = Reflect.get(target, prop, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+  const { app, mail } = await buildAccounts(t, { env: { SVC_API_KEY: BOOT, SVC_ADMIN_EMAIL: ADMIN.email, SVC_ADMIN_PASSWORD: ADMIN.password }, wrapStore });
+  const admin = new Browser(app);
+  await admin.login(ADMIN.email, ADMIN.password);
+  const { browser: owner } = await makeUser(app, { email: 'acme-owner@example.test' });
+  assert.equal((await owner.post('/api/v1/orgs', { name: 'Acme' })).statusCode, 201);
+  const created = json(await owner.post('/api/v1/users', { email: 'target@example.test', tempPassword: 'temporary-pass-1' }));
+  const target = new Browser(app, '203.0.113.20');
+  await target.login('target@example.test', 'temporary-pass-1');
+  assert.equal((await target.post('/api/v1/auth/change-password', { current: 'temporary-pass-1', new: 'the-targets-own' })).statusCode, 200);
+  assert.equal((await admin.post('/api/v1/orgs/active/invites', { email: 'target@example.test' })).statusCode, 201);
+  const token = mail.token('target@example.test', 'accept-invite');
+
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (gate = { held: resolve, released: new Promise<void>((go) => (release = go)) }));
+  const deleting = owner.delete(`/api/v1/users/${created.user.id}`);
+  await held;
+  assert.equal((await target.post(`/api/v1/invites/${token}/accept`)).statusCode, 200);
+  release();
+  const deleted = await deleting;
+  assert.equal(deleted.statusCode, 403, deleted.body);
+  assert.equal(json(deleted).error.code, 'platform_admin_required');
+  assert.equal((await target.get('/api/v1/auth/me')).statusCode, 200, 'the user and their session are there');
 });
 
 test('the last owner of an organization cannot be deleted; a platform admin cannot demote themself', async (t) => {
