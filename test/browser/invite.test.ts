@@ -356,3 +356,37 @@ test('a temporary password is replaced on /login, for the signed-in address; the
   assert.equal((await svc.admin('GET', `/users?email=${encodeURIComponent(email)}`)).body.users[0].mustChangePassword, false);
   assert.deepEqual(problems, []);
 });
+
+test('at phone width a long organization name and address wrap inside the page instead of widening it', async (t) => {
+  requireBrowser();
+  const svc = await startSvc(t);
+  // The longest names svc accepts, without a space to break at: 100 characters of organization, a 254-character address.
+  const org = 'O'.repeat(100);
+  const email = `${'a'.repeat(64)}@${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(57)}.io`;
+  assert.equal((await svc.admin('PATCH', '/orgs/active', { name: org })).status, 200);
+  assert.equal((await svc.admin('POST', '/users', { email, tempPassword: FIRST_PASSWORD })).status, 201);
+
+  const context = await requireBrowser().newContext({ viewport: { width: 360, height: 740 } });
+  t.after(() => context.close());
+  const page = await context.newPage();
+  const problems = watch(page);
+  const pageWidth = () => page.evaluate<number>('document.documentElement.scrollWidth');
+
+  await page.goto(`${svc.address}/login`);
+  await signIn(page, email, FIRST_PASSWORD);
+  await page.getByRole('heading', { name: 'Choose a new password' }).waitFor();
+  await page.getByLabel('Current password').fill(FIRST_PASSWORD);
+  await page.getByLabel('New password', { exact: true }).fill(SECOND_PASSWORD);
+  await page.getByLabel('Repeat the new password').fill(SECOND_PASSWORD);
+  await page.getByRole('button', { name: 'Change password' }).click();
+  await page.getByRole('heading', { name: 'Signed in' }).waitFor();
+  assert.equal(await text(page, '#signed-in-as'), `Signed in as ${email} in ${org}.`);
+  assert.equal(await pageWidth(), 360, '/login signed in: no sideways scrolling');
+
+  assert.equal((await svc.admin('POST', '/orgs/active/invites', { email: `${'e'.repeat(64)}@example.com`, role: 'member' })).status, 201);
+  const invite = await linkToken(svc, `${'e'.repeat(64)}@example.com`, '/accept-invite');
+  await page.goto(`${svc.address}/accept-invite?token=${invite.token}`);
+  await page.getByRole('heading', { name: `Join ${org}` }).waitFor();
+  assert.equal(await pageWidth(), 360, '/accept-invite: no sideways scrolling');
+  assert.deepEqual(problems, []);
+});
