@@ -94,9 +94,14 @@ export function showOnly(...ids) {
   }
 }
 
-/** Disables a form's controls while a call runs, so a double click does not send twice. */
+/**
+ * Disables a form's controls while a call runs, so a double click does not send twice. Disabling the focused control
+ * drops the focus to the document, so it is given back afterwards: a keyboard user whose call failed (svc unreachable,
+ * an error with no field to point at) presses Enter again where they were, instead of tabbing from the top.
+ */
 export async function busy(form, work) {
   const controls = form.querySelectorAll('button, input');
+  const focused = form.contains(document.activeElement) ? document.activeElement : null;
   for (const control of controls) control.disabled = true;
   form.setAttribute('aria-busy', 'true');
   try {
@@ -104,6 +109,8 @@ export async function busy(form, work) {
   } finally {
     for (const control of controls) control.disabled = false;
     form.removeAttribute('aria-busy');
+    // Only if nothing took the focus meanwhile; a form hidden by then cannot take it (focus() does nothing).
+    if (focused && (document.activeElement === document.body || document.activeElement === null)) focused.focus();
   }
 }
 

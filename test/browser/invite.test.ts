@@ -390,3 +390,33 @@ test('at phone width a long organization name and address wrap inside the page i
   assert.equal(await pageWidth(), 360, '/accept-invite: no sideways scrolling');
   assert.deepEqual(problems, []);
 });
+
+test('keyboard only: when svc cannot be reached, /login says so and keeps the focus in the form, and Enter again signs in once svc is back', async (t) => {
+  requireBrowser();
+  const svc = await startSvc(t);
+  const email = 'kay@example.com';
+  assert.equal((await svc.admin('POST', '/users', { email, tempPassword: FIRST_PASSWORD })).status, 201);
+
+  const context = await newContext(t);
+  const page = await context.newPage();
+  await page.goto(`${svc.address}/login`);
+  await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+  assert.equal(await page.evaluate('document.activeElement.id'), 'email', 'the page opens with the focus on the e-mail field');
+  await page.keyboard.type(email);
+  await page.keyboard.press('Tab');
+  await page.keyboard.type(FIRST_PASSWORD);
+
+  // svc goes away: the sign-in call cannot connect.
+  await page.route('**/api/v1/**', (route) => route.abort('connectionrefused'));
+  await page.keyboard.press('Enter');
+  await page.getByText('svc could not be reached. Check your connection and try again.').waitFor();
+  // The controls were disabled while the call ran, which drops the focus to the document; it comes back to the field.
+  assert.equal(await page.evaluate('document.activeElement.id'), 'password', 'the focus is back where Enter was pressed');
+
+  // svc is back: Enter again, without reaching for the mouse or tabbing through the page.
+  await page.unroute('**/api/v1/**');
+  await page.keyboard.type(FIRST_PASSWORD);
+  await page.keyboard.press('Enter');
+  await page.getByRole('heading', { name: 'Choose a new password' }).waitFor();
+  assert.equal(await page.evaluate('document.activeElement.id'), 'current');
+});
