@@ -73,6 +73,13 @@ $('change-password').addEventListener('submit', async (event) => {
   if (fresh.value === current.value) return invalid(form, fresh, 'The new password must differ from the current one.');
   const result = await busy(form, () => api('POST', '/auth/change-password', { current: current.value, new: fresh.value }));
   if (!result.ok) {
+    // The session ended meanwhile (signed out elsewhere, an administrator's reset): svc's 401 speaks of a bearer
+    // token, which a browser user never had, and this form cannot succeed any more. Back to signing in.
+    if (errorCode(result) === 'unauthorized') {
+      for (const input of [current, fresh, confirm]) input.value = '';
+      showSignIn();
+      return showError('Your session has ended. Sign in again.');
+    }
     const field = errorCode(result) === 'wrong_password' ? current : null;
     return invalid(form, field, errorText(result));
   }

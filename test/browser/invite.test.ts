@@ -420,3 +420,40 @@ test('keyboard only: when svc cannot be reached, /login says so and keeps the fo
   await page.getByRole('heading', { name: 'Choose a new password' }).waitFor();
   assert.equal(await page.evaluate('document.activeElement.id'), 'current');
 });
+
+test('a session that ends while /login asks for a new password sends the user back to sign in, in words, not "bearer token"', async (t) => {
+  requireBrowser();
+  const svc = await startSvc(t);
+  const email = 'sam@example.com';
+  assert.equal((await svc.admin('POST', '/users', { email, tempPassword: FIRST_PASSWORD })).status, 201);
+
+  const context = await newContext(t);
+  const page = await context.newPage();
+  const problems = watch(page);
+  await page.goto(`${svc.address}/login`);
+  await signIn(page, email, FIRST_PASSWORD);
+  await page.getByRole('heading', { name: 'Choose a new password' }).waitFor();
+
+  // The session ends behind the page's back (signed out in another tab; an administrator's reset ends it the same way).
+  const session = (await context.cookies(svc.address)).find((c) => c.name === 'svc_session');
+  assert.ok(session);
+  const logout = await fetch(`${svc.address}/api/v1/auth/logout`, {
+    method: 'POST',
+    headers: { cookie: `svc_session=${session.value}`, origin: svc.address },
+  });
+  assert.equal(logout.status, 200);
+
+  await page.getByLabel('Current password').fill(FIRST_PASSWORD);
+  await page.getByLabel('New password', { exact: true }).fill(SECOND_PASSWORD);
+  await page.getByLabel('Repeat the new password').fill(SECOND_PASSWORD);
+  await page.getByRole('button', { name: 'Change password' }).click();
+  await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+  assert.equal(await text(page, '[role="alert"]'), 'Your session has ended. Sign in again.');
+  assert.equal(await page.getByLabel('E-mail').inputValue(), email, 'the address is still filled in');
+
+  // Signing in again leads back to the change the temporary password still needs.
+  await page.getByLabel('Password', { exact: true }).fill(FIRST_PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Choose a new password' }).waitFor();
+  assert.deepEqual(problems, []);
+});
