@@ -49,6 +49,21 @@ function joined(me, orgName) {
   showError('');
 }
 
+/**
+ * What an existing account must do, for whoever is signed in (`signedInAs`, or null): nothing more for the invitee,
+ * else sign in as the invited address (the link to /login). Said again with null when svc refuses the acceptance for
+ * want of that session (it ended after the page loaded).
+ */
+function showSignInHint(email, signedInAs) {
+  const isInvitee = Boolean(signedInAs) && signedInAs.toLowerCase() === email.toLowerCase();
+  $('sign-in-hint').hidden = isInvitee;
+  $('existing-explain').textContent = isInvitee
+    ? `You are signed in as ${signedInAs}.`
+    : signedInAs
+      ? `There is already an account for ${email}, but you are signed in as ${signedInAs}. Sign out, then sign in as ${email}.`
+      : `There is already an account for ${email}. Sign in with it first.`;
+}
+
 async function main() {
   const token = takeToken() ?? storedToken();
   rememberToken(token);
@@ -78,6 +93,7 @@ async function main() {
     const result = await busy(form, () => api('POST', `/invites/${encodeURIComponent(token)}/accept`, body));
     if (result.ok) return joined(result.data, invite.orgName);
     if (errorCode(result) === 'invalid_token') return unusable(result.data.error.details?.status);
+    if (errorCode(result) === 'sign_in_required') showSignInHint(invite.email, null);
     return invalid(form, null, errorText(result));
   };
 
@@ -99,13 +115,7 @@ async function main() {
   $('existing-email').textContent = invite.email;
   const me = await api('GET', '/auth/me');
   const signedInAs = me.ok ? me.data?.user?.email : null;
-  const isInvitee = Boolean(signedInAs) && signedInAs.toLowerCase() === invite.email.toLowerCase();
-  $('sign-in-hint').hidden = isInvitee;
-  $('existing-explain').textContent = isInvitee
-    ? `You are signed in as ${signedInAs}.`
-    : signedInAs
-        ? `There is already an account for ${invite.email}, but you are signed in as ${signedInAs}. Sign out, then sign in as ${invite.email}.`
-        : `There is already an account for ${invite.email}. Sign in with it first.`;
+  showSignInHint(invite.email, signedInAs);
   showOnly('invite', 'existing-account');
   const form = $('existing-account');
   form.addEventListener('submit', async (event) => {

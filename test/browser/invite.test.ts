@@ -457,3 +457,42 @@ test('a session that ends while /login asks for a new password sends the user ba
   await page.getByRole('heading', { name: 'Choose a new password' }).waitFor();
   assert.deepEqual(problems, []);
 });
+
+test('a session that ends before an existing account accepts shows the sign-in link with the refusal', async (t) => {
+  requireBrowser();
+  const svc = await startSvc(t, { SVC_ALLOW_PUBLIC_SIGNUP: 'true' });
+  const email = 'ada@acme.io';
+  const signup = await fetch(`${svc.address}/api/v1/auth/signup`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: svc.address },
+    body: JSON.stringify({ email, name: 'Ada', password: FIRST_PASSWORD }),
+  });
+  assert.equal(signup.status, 201, await signup.text());
+  assert.equal((await svc.admin('POST', '/orgs/active/invites', { email, role: 'member' })).status, 201);
+  const invite = await linkToken(svc, email, '/accept-invite');
+
+  const context = await newContext(t);
+  const page = await context.newPage();
+  const problems = watch(page);
+  await page.goto(`${svc.address}/login`);
+  await signIn(page, email, FIRST_PASSWORD);
+  await page.getByRole('heading', { name: 'Signed in' }).waitFor();
+  await page.goto(`${svc.address}/accept-invite?token=${invite.token}`);
+  await page.getByText(`You are signed in as ${email}.`).waitFor();
+  assert.equal(await page.locator('#sign-in-link').isVisible(), false, 'signed in as the invitee: no sign-in link');
+
+  const session = (await context.cookies(svc.address)).find((c) => c.name === 'svc_session');
+  assert.ok(session);
+  const logout = await fetch(`${svc.address}/api/v1/auth/logout`, {
+    method: 'POST',
+    headers: { cookie: `svc_session=${session.value}`, origin: svc.address },
+  });
+  assert.equal(logout.status, 200);
+
+  await page.getByRole('button', { name: 'Accept the invitation' }).click();
+  await page.locator('[role="alert"]').filter({ hasText: /\S/ }).waitFor();
+  assert.equal(await text(page, '[role="alert"]'), 'Sign in as the invited user to accept this invitation.');
+  assert.equal(await page.locator('#sign-in-link').isVisible(), true, 'the way to sign in is on the page');
+  assert.equal(await page.locator('#existing-explain').innerText(), `There is already an account for ${email}. Sign in with it first.`);
+  assert.deepEqual(problems, []);
+});
