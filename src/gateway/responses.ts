@@ -14,6 +14,7 @@ import { cachedTokensOf } from './pricing.ts';
 import { classifyErrorCodes, providerErrorStatus } from './providers/errors.ts';
 import { isEventName } from './providers/sse.ts';
 import { ProviderError, type Provider, type ResponseObject, type ResponsesRequest, type ResponseStreamEvent } from './providers/types.ts';
+import { isDeferredTool } from './deferred-tools.ts';
 import { countChatTokens } from './tokens.ts';
 import type { ValidatedResponses } from './wires/responses-schema.ts';
 import { responseToEvents } from './wire-replay.ts';
@@ -77,7 +78,10 @@ function promptEstimate(validated: ValidatedResponses): number {
       ...(request.instructions ? [{ role: 'system', content: request.instructions }] : []),
       { role: 'user', content: text },
     ],
-    tools: (request.tools ?? []).map((tool) => ({ function: { name: tool.name, description: tool.description, parameters: tool.parameters } })),
+    // A deferred tool is in the model's context by name and description only, its schema loaded once a tool search finds it.
+    tools: (request.tools ?? [])
+      .filter((tool) => tool.name !== undefined)
+      .map((tool) => ({ function: { name: tool.name, description: tool.description, ...(isDeferredTool(tool) ? {} : { parameters: tool.parameters }) } })),
   });
 }
 

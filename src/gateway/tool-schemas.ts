@@ -152,15 +152,15 @@ interface DeferredSchema {
 
 /**
  * Compile every declared function tool; throws a 400 for a schema that does not compile, or is too large, and for a
- * name declared twice. The tools of `deferred` (`{tool, index}`: the messages wire's `defer_loading` catalogue, up to
- * thousands, of which the model loads the few a tool search finds) are declared by name only: each schema is compiled
+ * name declared twice. The tools of `deferred` (`{tool, where}`, `where` naming its schema in the request: a wire's
+ * `defer_loading` catalogue, up to thousands, of which the model loads the few a tool search finds) are declared by name only: each schema is compiled
  * when a call names its tool, so a catalogue costs svc a name each, not a compilation each (nor the request's schema
  * budget, which a call's compilation spends; past it, or not compiling, the call is refused, not the request).
  */
 export function compileTools(
   tools: readonly ChatTool[] | undefined,
   budget = new SchemaBudget(),
-  deferred: ReadonlyArray<{ tool: ChatTool; index: number }> = [],
+  deferred: ReadonlyArray<{ tool: ChatTool; where: string }> = [],
 ): DeclaredTools {
   const validators = new Map<string, ValidateFunction | null | DeferredSchema>();
   for (const [index, tool] of (tools ?? []).entries()) {
@@ -170,10 +170,10 @@ export function compileTools(
     const parameters = tool.function.parameters;
     validators.set(tool.function.name, parameters ? compile(parameters, `tools[${index}].function.parameters`, budget) : null);
   }
-  for (const { tool, index } of deferred) {
+  for (const { tool, where } of deferred) {
     if (validators.has(tool.function.name)) throw duplicateTool(tool.function.name);
     const parameters = tool.function.parameters;
-    validators.set(tool.function.name, parameters ? { schema: parameters, where: `tools[${index}].input_schema` } : null);
+    validators.set(tool.function.name, parameters ? { schema: parameters, where } : null);
   }
   const checkName = (name: string, index: number): ToolCallProblem | null =>
     validators.has(name) ? null : { index, name, message: `the model called "${name}", which is not a declared tool` };

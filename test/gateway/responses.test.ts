@@ -967,3 +967,60 @@ test("live responses: a streamed item the terminal output leaves out is filled i
     assert.deepEqual(data.output.map((item) => item.id), ['msg_up', 'msg_two'], name);
   }
 });
+
+test("tool search: a catalogue of 2,000 defer_loading function tools beside a tool_search tool reaches the upstream as sent, a deferred tool's call is checked against its schema, and the mock calls only tools not deferred; more than 128 tools not deferred, or 10,000 in all, are still a 400", async (t) => {
+  const deferred = Array.from({ length: 2_000 }, (_, i) => ({
+    type: 'function' as const,
+    name: `crm_tool_${i}`,
+    description: `CRM operation number ${i}`,
+    parameters: { type: 'object', properties: { id: { type: 'integer' } }, required: ['id'], additionalProperties: false },
+    strict: true,
+    defer_loading: true,
+  }));
+  const search = { type: 'tool_search' };
+  const tools = [search, ...deferred, WEATHER];
+  let args = '{"id":42}';
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    const completed = upstreamEvents('unused').at(-1)!.response as Record<string, unknown>;
+    sendJson(res, 200, {
+      ...completed,
+      output: [
+        { type: 'tool_search_call', id: 'tsc_1', call_id: null, execution: 'server', arguments: { paths: ['crm_tool_42'] }, status: 'completed' },
+        { type: 'tool_search_output', id: 'tso_1', call_id: null, execution: 'server', tools: [deferred[42]], status: 'completed' },
+        { type: 'function_call', id: 'fc_1', call_id: 'call_crm', name: 'crm_tool_42', arguments: args, status: 'completed' },
+      ],
+    });
+  });
+  const { client, address } = await liveGateway(t, upstream);
+  const request = () => ({ model: 'gpt-4o-mini', input: input('find the CRM record'), tools }) as never;
+  const answer = await client.responses.create(request());
+  assert.deepEqual(answer.output.map((item) => item.type), ['tool_search_call', 'tool_search_output', 'function_call']);
+  assert.deepEqual((upstream.requests[0]!.body as { tools: unknown }).tools, tools);
+  // A deferred tool's call is checked as any other: arguments off its schema are refused.
+  args = '{"id":"forty-two"}';
+  await assert.rejects(client.responses.create(request()), (error: unknown) => error instanceof OpenAI.APIError && error.status === 502);
+
+  // The mock calls a tool the model has in context, not a deferred one listed first.
+  const mock = await listening(t);
+  const mocked = await mock.client.responses.create({ model: 'gpt-4o-mini', input: input(), tools, tool_choice: 'required' } as never);
+  assert.deepEqual(mocked.output.filter((item) => item.type === 'function_call').map((item) => (item as { name: string }).name), ['get_weather']);
+  assert.equal(validateAgainst('Response', mocked), null);
+
+  // The CPU bounds stay: 129 tools not deferred, or more than 10,000 in all, are a 400 on tools with no upstream call.
+  const eager = deferred.slice(0, 129).map(({ defer_loading: _, ...tool }) => tool);
+  const many = Array.from({ length: 10_001 }, (_, i) => ({ ...deferred[0]!, name: `t${i}` }));
+  const before = upstream.requests.length;
+  for (const [label, list] of [['129 not deferred', eager], ['10,001 tools', [WEATHER, ...many]]] as const) {
+    const response = await fetch(`${address}/v1/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', input: input(), tools: list }),
+    });
+    assert.equal(response.status, 400, label);
+    const body = (await response.json()) as { error: { type: string; message: string; param: string | null } };
+    assert.equal(validateAgainst('ErrorResponse', body), null, label);
+    assert.equal(body.error.type, 'invalid_request_error', label);
+    assert.match(body.error.message, /tools/, label);
+  }
+  assert.equal(upstream.requests.length, before);
+});

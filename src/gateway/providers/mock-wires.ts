@@ -183,11 +183,14 @@ function inputMessages(request: ResponsesRequest): ChatMessage[] {
 }
 
 export function responsesToChat(request: ResponsesRequest): ChatRequest {
-  const tools: ChatTool[] = (request.tools ?? []).map((tool) =>
-    tool.type === 'custom'
-      ? { type: 'function', function: { name: String(tool.name), parameters: { type: 'object', properties: { input: { type: 'string' } }, required: ['input'] } } }
-      : { type: 'function', function: { name: String(tool.name), parameters: (tool.parameters as Record<string, unknown> | undefined) ?? { type: 'object' } } },
-  );
+  const tools: ChatTool[] = (request.tools ?? [])
+    // The declared tools in the model's context: not tool_search (which the mock does not run), nor the deferred ones it would load.
+    .filter((tool) => (tool.type === 'function' || tool.type === 'custom') && !isDeferredTool(tool))
+    .map((tool) =>
+      tool.type === 'custom'
+        ? { type: 'function', function: { name: String(tool.name), parameters: { type: 'object', properties: { input: { type: 'string' } }, required: ['input'] } } }
+        : { type: 'function', function: { name: String(tool.name), parameters: (tool.parameters as Record<string, unknown> | undefined) ?? { type: 'object' } } },
+    );
   const choice = request.tool_choice as string | { type?: string; name?: string; mode?: string; tools?: Array<{ name?: string }> } | undefined;
   const format = (request.text as { format?: { type?: string; name?: string; schema?: unknown } } | undefined)?.format;
   return {

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { invalid } from '../../core/errors.ts';
 import { modelField } from '../../evidence/model-field.ts';
 import type { ChatTool, ChatToolCall, MessagesRequest } from '../providers/types.ts';
-import { isDeferredTool } from '../deferred-tools.ts';
+import { boundedTools, isDeferredTool } from '../deferred-tools.ts';
 import { compileTools, type DeclaredTools } from '../tool-schemas.ts';
 
 /** A content block: an object with a type (`{type: "text", ...}`). */
@@ -95,25 +95,7 @@ const tool = z.union([
   z.looseObject({ type: z.literal('mcp_toolset'), mcp_server_name: z.string().min(1) }),
 ]);
 
-/**
- * A request's tools are bounded because each costs svc CPU on the request's path: a tool the model has in context has
- * its schema compiled (tool-schemas.ts), so at most MAX_TOOLS_IN_CONTEXT of them. A tool with `defer_loading: true`
- * (tool search: the model sees it only once a tool search tool finds it) costs a name until a call names it, so a
- * catalogue may hold up to MAX_TOOLS in all, the provider's own bound for a tool search catalogue.
- */
-export const MAX_TOOLS_IN_CONTEXT = 128;
-export const MAX_TOOLS = 10_000;
-
-const tools = z
-  .array(tool)
-  .max(MAX_TOOLS, `at most ${MAX_TOOLS} tools, of which at most ${MAX_TOOLS_IN_CONTEXT} without defer_loading: true`)
-  .superRefine((list, ctx) => {
-    let inContext = 0;
-    for (const item of list) if (!isDeferredTool(item)) inContext += 1;
-    if (inContext > MAX_TOOLS_IN_CONTEXT) {
-      ctx.addIssue({ code: 'custom', message: `at most ${MAX_TOOLS_IN_CONTEXT} tools without defer_loading: true (a tool search catalogue marks the rest defer_loading: true, up to ${MAX_TOOLS} tools in all)` });
-    }
-  });
+const tools = boundedTools(tool);
 
 const toolChoice = z.discriminatedUnion('type', [
   z.looseObject({ type: z.literal('auto'), disable_parallel_tool_use: z.boolean().optional() }),
@@ -173,10 +155,10 @@ const asFunctionTool = (tool: { name: string; input_schema?: Record<string, unkn
 /** Messages tools declared to the shared tool checker: those in context compiled, deferred ones when a call names one. */
 function declareTools(tools: MessagesRequest['tools']): DeclaredTools {
   const inContext: ChatTool[] = [];
-  const deferred: Array<{ tool: ChatTool; index: number }> = [];
+  const deferred: Array<{ tool: ChatTool; where: string }> = [];
   for (const [index, tool] of (tools ?? []).entries()) {
     if (!('input_schema' in tool)) continue;
-    if (isDeferredTool(tool)) deferred.push({ tool: asFunctionTool(tool), index });
+    if (isDeferredTool(tool)) deferred.push({ tool: asFunctionTool(tool), where: `tools[${index}].input_schema` });
     else inContext.push(asFunctionTool(tool));
   }
   return compileTools(inContext, undefined, deferred);

@@ -1,13 +1,16 @@
 /**
  * The responses-wire request body (SPEC 4.2; shapes from the OpenAPI `CreateResponse`). svc keeps no conversation
  * state and never runs hosted tools, so `previous_response_id`, `conversation`, `background`, stored `prompt`
- * templates and hosted tool types are refused with a clear 400 instead of being silently degraded.
+ * templates and hosted tool types are refused with a clear 400 instead of being silently degraded. The one
+ * exception is `tool_search` (deferred-tools.ts): it runs at the upstream (or, `execution: "client"`, at the client),
+ * only loading declared tools, so it is relayed.
  */
 import { z } from 'zod';
 import { invalid } from '../../core/errors.ts';
 import { modelField } from '../../evidence/model-field.ts';
-import type { ResponsesRequest } from '../providers/types.ts';
+import type { ChatTool, ResponsesRequest } from '../providers/types.ts';
 import { REASONING_EFFORTS, SERVICE_TIERS } from './chat-completions-schema.ts';
+import { boundedTools, isDeferredTool } from '../deferred-tools.ts';
 import { assertCompilableSchema, compileTools, duplicateTool, SchemaBudget, type DeclaredTools } from '../tool-schemas.ts';
 
 const toolName = z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'tool names are 1-64 letters, digits, _ or -');
@@ -20,6 +23,7 @@ const functionTool = z.looseObject({
   strict: z.boolean().nullable().optional(),
 });
 const customTool = z.looseObject({ type: z.literal('custom'), name: toolName, description: z.string().optional(), format: z.looseObject({ type: z.string() }).optional() });
+const toolSearchTool = z.looseObject({ type: z.literal('tool_search'), execution: z.enum(['server', 'client']).nullable().optional() });
 
 const UNSUPPORTED_FIELDS: Record<string, string> = {
   previous_response_id: 'svc keeps no response state: send the whole conversation in `input` instead of previous_response_id.',
@@ -31,7 +35,7 @@ export const responsesRequestSchema = z.looseObject({
   model: modelField,
   input: z.union([z.string().min(1), z.array(z.looseObject({})).min(1)], { error: 'input is required: a string or a non-empty array of items' }),
   instructions: z.string().optional(),
-  tools: z.array(z.looseObject({ type: z.string() })).max(128).optional(),
+  tools: boundedTools(z.looseObject({ type: z.string() })).optional(),
   tool_choice: z.union([z.enum(['none', 'auto', 'required']), z.looseObject({ type: z.string() })]).optional(),
   parallel_tool_calls: z.boolean().optional(),
   reasoning: z.looseObject({ effort: z.enum(REASONING_EFFORTS).nullable().optional(), summary: z.enum(['auto', 'concise', 'detailed']).nullable().optional() }).optional(),
@@ -74,10 +78,17 @@ export function parseResponsesRequest(body: unknown): ValidatedResponses {
   for (const [field, message] of Object.entries(UNSUPPORTED_FIELDS)) if (field in raw) throw invalid(message, { param: field });
   const parsed = responsesRequestSchema.parse(raw);
   if (parsed.metadata && Object.keys(parsed.metadata).length > 16) throw invalid('metadata has at most 16 keys.', { param: 'metadata' });
-  const functions: Array<z.infer<typeof functionTool>> = [];
+  const functions: ChatTool[] = [];
+  // Function tools with defer_loading: true, declared by name; each schema compiled when a call names its tool.
+  const deferred: Array<{ tool: ChatTool; where: string }> = [];
   const customTools = new Set<string>();
   for (const [index, tool] of (parsed.tools ?? []).entries()) {
-    if (tool.type === 'function') functions.push(functionTool.parse(tool));
+    if (tool.type === 'function') {
+      const { name, parameters } = functionTool.parse(tool);
+      const declared: ChatTool = { type: 'function', function: { name, ...(parameters ? { parameters } : {}) } };
+      if (isDeferredTool(tool)) deferred.push({ tool: declared, where: `tools[${index}].parameters` });
+      else functions.push(declared);
+    } else if (tool.type === 'tool_search') toolSearchTool.parse(tool);
     else if (tool.type === 'custom') {
       const { name } = customTool.parse(tool);
       if (customTools.has(name)) throw duplicateTool(name);
@@ -86,10 +97,7 @@ export function parseResponsesRequest(body: unknown): ValidatedResponses {
     else throw invalid(`tools[${index}]: the hosted tool type "${tool.type}" is not supported; svc never runs tools, declare function or custom tools.`, { param: `tools[${index}].type` });
   }
   const schemas = new SchemaBudget();
-  const tools = compileTools(
-    functions.map((tool) => ({ type: 'function', function: { name: tool.name, ...(tool.parameters ? { parameters: tool.parameters } : {}) } })),
-    schemas,
-  );
+  const tools = compileTools(functions, schemas, deferred);
   for (const name of customTools) if (tools.names.has(name)) throw duplicateTool(name);
   const choice = parsed.tool_choice;
   if (typeof choice === 'object') {
