@@ -1024,3 +1024,37 @@ test("tool search: a catalogue of 2,000 defer_loading function tools beside a to
   }
   assert.equal(upstream.requests.length, before);
 });
+
+test("client-executed tool search: a function or custom tool the client loaded in a tool_search_output input item is declared, so the model's call of it is relayed (it was refused as undeclared, a 502) and checked against the loaded schema; a loaded tool also in tools is no duplicate", async (t) => {
+  let call: Record<string, unknown> = { type: 'function_call', id: 'fc_1', call_id: 'call_1', name: 'crm_lookup', arguments: '{"id":1}', status: 'completed' };
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    const completed = upstreamEvents('unused').at(-1)!.response as Record<string, unknown>;
+    sendJson(res, 200, { ...completed, output: [call] });
+  });
+  const { client } = await liveGateway(t, upstream);
+  const loaded = [
+    { type: 'function', name: 'crm_lookup', parameters: { type: 'object', properties: { id: { type: 'integer' } }, required: ['id'] }, strict: false },
+    { type: 'custom', name: 'crm_query' },
+    WEATHER,
+  ];
+  const request = () =>
+    ({
+      model: 'gpt-4o-mini',
+      tools: [{ type: 'tool_search', execution: 'client' }, WEATHER],
+      input: [
+        { role: 'user', content: input('look up CRM record 1') },
+        { type: 'tool_search_call', call_id: 'ts_1', execution: 'client', arguments: { query: 'crm' }, status: 'completed' },
+        { type: 'tool_search_output', call_id: 'ts_1', execution: 'client', status: 'completed', tools: loaded },
+      ],
+    }) as never;
+  const answer = await client.responses.create(request());
+  assert.deepEqual(answer.output.map((item) => (item as { name: string }).name), ['crm_lookup']);
+  call = { type: 'custom_tool_call', id: 'ctc_1', call_id: 'call_2', name: 'crm_query', input: 'SELECT 1' };
+  assert.deepEqual((await client.responses.create(request())).output.map((item) => (item as { name: string }).name), ['crm_query']);
+  // The loaded schema is the authority for its calls, as a declared one is.
+  call = { type: 'function_call', id: 'fc_2', call_id: 'call_3', name: 'crm_lookup', arguments: '{"id":"one"}', status: 'completed' };
+  await assert.rejects(client.responses.create(request()), (error: unknown) => error instanceof OpenAI.APIError && error.status === 502);
+  // A tool no search loaded is still undeclared.
+  call = { type: 'function_call', id: 'fc_3', call_id: 'call_4', name: 'crm_delete', arguments: '{}', status: 'completed' };
+  await assert.rejects(client.responses.create(request()), (error: unknown) => error instanceof OpenAI.APIError && error.status === 502);
+});

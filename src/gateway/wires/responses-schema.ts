@@ -72,6 +72,42 @@ function withoutNulls(body: Record<string, unknown>): Record<string, unknown> {
   return out;
 }
 
+/**
+ * The tools a client-executed tool search loaded: the input's `tool_search_output` items carry their definitions,
+ * which need not be in `tools`, and the model calls them as it calls declared ones. Each function tool is declared as
+ * a deferred one (its schema compiled when a call names it), each custom tool by name; a loaded tool of a name already
+ * declared (a server search's output sent back with the conversation) is that tool. A definition that is no function
+ * or custom tool is left to the upstream to judge.
+ */
+function declareLoadedTools(
+  input: ReadonlyArray<Record<string, unknown>>,
+  functions: readonly ChatTool[],
+  deferred: Array<{ tool: ChatTool; where: string }>,
+  customTools: Set<string>,
+): void {
+  const declared = new Set<string>(customTools);
+  for (const tool of functions) declared.add(tool.function.name);
+  for (const { tool } of deferred) declared.add(tool.function.name);
+  for (const [itemIndex, item] of input.entries()) {
+    if (item.type !== 'tool_search_output' || !Array.isArray(item.tools)) continue;
+    for (const [index, tool] of (item.tools as unknown[]).entries()) {
+      const loaded = functionTool.safeParse(tool);
+      if (loaded.success) {
+        const { name, parameters } = loaded.data;
+        if (declared.has(name)) continue;
+        declared.add(name);
+        deferred.push({ tool: { type: 'function', function: { name, ...(parameters ? { parameters } : {}) } }, where: `input[${itemIndex}].tools[${index}].parameters` });
+        continue;
+      }
+      const custom = customTool.safeParse(tool);
+      if (custom.success && !declared.has(custom.data.name)) {
+        declared.add(custom.data.name);
+        customTools.add(custom.data.name);
+      }
+    }
+  }
+}
+
 export function parseResponsesRequest(body: unknown): ValidatedResponses {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw invalid('The request body must be a JSON object.');
   const raw = withoutNulls(body as Record<string, unknown>);
@@ -82,13 +118,17 @@ export function parseResponsesRequest(body: unknown): ValidatedResponses {
   // Function tools with defer_loading: true, declared by name; each schema compiled when a call names its tool.
   const deferred: Array<{ tool: ChatTool; where: string }> = [];
   const customTools = new Set<string>();
+  let searches = false;
   for (const [index, tool] of (parsed.tools ?? []).entries()) {
     if (tool.type === 'function') {
       const { name, parameters } = functionTool.parse(tool);
       const declared: ChatTool = { type: 'function', function: { name, ...(parameters ? { parameters } : {}) } };
       if (isDeferredTool(tool)) deferred.push({ tool: declared, where: `tools[${index}].parameters` });
       else functions.push(declared);
-    } else if (tool.type === 'tool_search') toolSearchTool.parse(tool);
+    } else if (tool.type === 'tool_search') {
+      toolSearchTool.parse(tool);
+      searches = true;
+    }
     else if (tool.type === 'custom') {
       const { name } = customTool.parse(tool);
       if (customTools.has(name)) throw duplicateTool(name);
@@ -96,6 +136,7 @@ export function parseResponsesRequest(body: unknown): ValidatedResponses {
     }
     else throw invalid(`tools[${index}]: the hosted tool type "${tool.type}" is not supported; svc never runs tools, declare function or custom tools.`, { param: `tools[${index}].type` });
   }
+  if (searches && Array.isArray(parsed.input)) declareLoadedTools(parsed.input, functions, deferred, customTools);
   const schemas = new SchemaBudget();
   const tools = compileTools(functions, schemas, deferred);
   for (const name of customTools) if (tools.names.has(name)) throw duplicateTool(name);
