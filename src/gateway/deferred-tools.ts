@@ -17,15 +17,28 @@ export const isDeferredTool = (tool: object): boolean => (tool as { defer_loadin
 export const MAX_TOOLS_IN_CONTEXT = 128;
 export const MAX_TOOLS = 10_000;
 
-/** A wire's `tools` array of `tool`, within both bounds. */
+/** The tools an entry of a request's `tools` declares: a responses-wire `namespace`'s tools, else the entry itself. */
+function declaredBy(entry: object): readonly unknown[] {
+  const { type, tools } = entry as { type?: unknown; tools?: unknown };
+  return type === 'namespace' && Array.isArray(tools) ? tools : [entry];
+}
+
+/** A wire's `tools` array of `tool`, within both bounds (a namespace's tools counted each). */
 export function boundedTools<T extends z.ZodType<object>>(tool: T) {
   return z
     .array(tool)
     .max(MAX_TOOLS, `at most ${MAX_TOOLS} tools, of which at most ${MAX_TOOLS_IN_CONTEXT} without defer_loading: true`)
     .superRefine((list, ctx) => {
+      let all = 0;
       let inContext = 0;
-      for (const item of list) if (!isDeferredTool(item)) inContext += 1;
-      if (inContext > MAX_TOOLS_IN_CONTEXT) {
+      for (const entry of list) {
+        for (const item of declaredBy(entry)) {
+          all += 1;
+          if (typeof item !== 'object' || item === null || !isDeferredTool(item)) inContext += 1;
+        }
+      }
+      if (all > MAX_TOOLS) ctx.addIssue({ code: 'custom', message: `at most ${MAX_TOOLS} tools in all, a namespace's tools counted each` });
+      else if (inContext > MAX_TOOLS_IN_CONTEXT) {
         ctx.addIssue({ code: 'custom', message: `at most ${MAX_TOOLS_IN_CONTEXT} tools without defer_loading: true (a tool search catalogue marks the rest defer_loading: true, up to ${MAX_TOOLS} tools in all)` });
       }
     });

@@ -16,6 +16,7 @@ import { isEventName } from './providers/sse.ts';
 import { ProviderError, type Provider, type ResponseObject, type ResponsesRequest, type ResponseStreamEvent } from './providers/types.ts';
 import { isDeferredTool } from './deferred-tools.ts';
 import { countChatTokens } from './tokens.ts';
+import { calledToolName } from './tool-schemas.ts';
 import type { ValidatedResponses } from './wires/responses-schema.ts';
 import { responseToEvents } from './wire-replay.ts';
 
@@ -57,14 +58,15 @@ function answerText(response: ResponseObject): string {
  */
 function checkItem(validated: ValidatedResponses, item: OutputItem, index: number): void {
   if (item.type === 'function_call') {
-    const name = String(item.name ?? '');
+    const name = calledToolName(item);
     const problem =
       item.status === 'incomplete'
         ? validated.tools.checkName(name, index)
         : validated.tools.check({ id: String(item.call_id ?? ''), type: 'function', function: { name, arguments: String(item.arguments ?? '') } }, index);
     if (problem) throw new InvalidToolCallError(problem.message);
   } else if (item.type === 'custom_tool_call') {
-    if (!validated.customTools.has(String(item.name ?? ''))) throw new InvalidToolCallError(`the model called "${String(item.name)}", which is not a declared custom tool`);
+    const name = calledToolName(item);
+    if (!validated.customTools.has(name)) throw new InvalidToolCallError(`the model called "${name}", which is not a declared custom tool`);
   }
 }
 

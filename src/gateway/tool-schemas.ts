@@ -144,6 +144,16 @@ export function duplicateTool(name: string): Error {
   return invalid(`tools: the name "${name}" is declared more than once; each tool needs a name of its own.`, { param: 'tools' });
 }
 
+/**
+ * The name a tool is declared under: a responses-wire namespace's tool as `namespace.name` (its call carries both; a
+ * tool name has no `.`, so two namespaces' tools of one name stay two tools), any other by its name.
+ */
+export const declaredToolName = (namespace: string | undefined, name: string): string => (namespace === undefined ? name : `${namespace}.${name}`);
+
+/** The declared name of the tool a responses-wire output item (`function_call`, `custom_tool_call`) calls. */
+export const calledToolName = (item: Readonly<Record<string, unknown>>): string =>
+  declaredToolName(typeof item.namespace === 'string' ? item.namespace : undefined, String(item.name ?? ''));
+
 /** A deferred tool's schema, compiled only when a call names the tool. */
 interface DeferredSchema {
   schema: Record<string, unknown>;

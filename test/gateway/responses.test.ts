@@ -1058,3 +1058,48 @@ test("client-executed tool search: a function or custom tool the client loaded i
   call = { type: 'function_call', id: 'fc_3', call_id: 'call_4', name: 'crm_delete', arguments: '{}', status: 'completed' };
   await assert.rejects(client.responses.create(request()), (error: unknown) => error instanceof OpenAI.APIError && error.status === 502);
 });
+
+test("tool search with namespaces: a namespace of function and custom tools (deferred or not) is declared, not refused as a hosted tool type; a call carrying its namespace is checked against that namespace's tool; a namespace's tools count toward the tools bounds", async (t) => {
+  let call: Record<string, unknown> = { type: 'function_call', id: 'fc_1', call_id: 'call_1', namespace: 'crm', name: 'get_customer', arguments: '{"id":7}', status: 'completed' };
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    const completed = upstreamEvents('unused').at(-1)!.response as Record<string, unknown>;
+    sendJson(res, 200, { ...completed, output: [call] });
+  });
+  const { client, address } = await liveGateway(t, upstream);
+  const idSchema = { type: 'object', properties: { id: { type: 'integer' } }, required: ['id'], additionalProperties: false };
+  const crm = {
+    type: 'namespace',
+    name: 'crm',
+    description: 'Customer records',
+    tools: [
+      { type: 'function', name: 'get_customer', parameters: idSchema, strict: true, defer_loading: true },
+      { type: 'function', name: 'list_customers', parameters: { type: 'object' }, strict: false },
+      { type: 'custom', name: 'query', defer_loading: true },
+    ],
+  };
+  // get_weather in a second namespace: a name in two namespaces is two tools.
+  const billing = { type: 'namespace', name: 'billing', description: 'Invoices', tools: [{ type: 'function', name: 'get_customer', parameters: { type: 'object', properties: { email: { type: 'string' } }, required: ['email'] }, defer_loading: true }] };
+  const tools = [{ type: 'tool_search' }, crm, billing, WEATHER];
+  const request = () => ({ model: 'gpt-4o-mini', input: input('customer 7'), tools }) as never;
+  const names = async () => (await client.responses.create(request())).output.map((item) => (item as { name: string }).name);
+  assert.deepEqual(await names(), ['get_customer']);
+  assert.deepEqual((upstream.requests[0]!.body as { tools: unknown }).tools, tools);
+  call = { type: 'custom_tool_call', id: 'ctc_1', call_id: 'call_2', namespace: 'crm', name: 'query', input: 'all' };
+  assert.deepEqual(await names(), ['query']);
+  // Checked against its own namespace's schema: billing.get_customer wants an email, crm.get_customer an integer id.
+  call = { type: 'function_call', id: 'fc_2', call_id: 'call_3', namespace: 'billing', name: 'get_customer', arguments: '{"email":"a@b.c"}', status: 'completed' };
+  assert.deepEqual(await names(), ['get_customer']);
+  call = { type: 'function_call', id: 'fc_3', call_id: 'call_4', namespace: 'crm', name: 'get_customer', arguments: '{"email":"a@b.c"}', status: 'completed' };
+  await assert.rejects(client.responses.create(request()), (error: unknown) => error instanceof OpenAI.APIError && error.status === 502);
+  // A namespaced tool called without its namespace is no declared tool.
+  call = { type: 'function_call', id: 'fc_4', call_id: 'call_5', name: 'list_customers', arguments: '{}', status: 'completed' };
+  await assert.rejects(client.responses.create(request()), (error: unknown) => error instanceof OpenAI.APIError && error.status === 502);
+
+  // A namespace's tools count: 129 not deferred inside one namespace are past the bound, a 400 with no upstream call.
+  const before = upstream.requests.length;
+  const eager = { ...crm, tools: Array.from({ length: 129 }, (_, i) => ({ type: 'function', name: `f${i}`, parameters: { type: 'object' } })) };
+  const response = await fetch(`${address}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'gpt-4o-mini', input: input(), tools: [eager] }) });
+  assert.equal(response.status, 400);
+  assert.match(((await response.json()) as { error: { message: string } }).error.message, /tools/);
+  assert.equal(upstream.requests.length, before);
+});

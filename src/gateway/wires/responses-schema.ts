@@ -11,7 +11,7 @@ import { modelField } from '../../evidence/model-field.ts';
 import type { ChatTool, ResponsesRequest } from '../providers/types.ts';
 import { REASONING_EFFORTS, SERVICE_TIERS } from './chat-completions-schema.ts';
 import { boundedTools, isDeferredTool } from '../deferred-tools.ts';
-import { assertCompilableSchema, compileTools, duplicateTool, SchemaBudget, type DeclaredTools } from '../tool-schemas.ts';
+import { assertCompilableSchema, compileTools, declaredToolName, duplicateTool, SchemaBudget, type DeclaredTools } from '../tool-schemas.ts';
 
 const toolName = z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'tool names are 1-64 letters, digits, _ or -');
 
@@ -23,6 +23,7 @@ const functionTool = z.looseObject({
   strict: z.boolean().nullable().optional(),
 });
 const customTool = z.looseObject({ type: z.literal('custom'), name: toolName, description: z.string().optional(), format: z.looseObject({ type: z.string() }).optional() });
+const namespaceTool = z.looseObject({ type: z.literal('namespace'), name: z.string().min(1), description: z.string(), tools: z.array(z.looseObject({ type: z.string() })).min(1) });
 const toolSearchTool = z.looseObject({ type: z.literal('tool_search'), execution: z.enum(['server', 'client']).nullable().optional() });
 
 const UNSUPPORTED_FIELDS: Record<string, string> = {
@@ -119,22 +120,33 @@ export function parseResponsesRequest(body: unknown): ValidatedResponses {
   const deferred: Array<{ tool: ChatTool; where: string }> = [];
   const customTools = new Set<string>();
   let searches = false;
-  for (const [index, tool] of (parsed.tools ?? []).entries()) {
+  /** Declare a function or custom tool (`where` its place in the request), under its namespace's name if it has one. */
+  const declare = (tool: { type: string }, where: string, namespace?: string): boolean => {
     if (tool.type === 'function') {
       const { name, parameters } = functionTool.parse(tool);
-      const declared: ChatTool = { type: 'function', function: { name, ...(parameters ? { parameters } : {}) } };
-      if (isDeferredTool(tool)) deferred.push({ tool: declared, where: `tools[${index}].parameters` });
+      const declared: ChatTool = { type: 'function', function: { name: declaredToolName(namespace, name), ...(parameters ? { parameters } : {}) } };
+      if (isDeferredTool(tool)) deferred.push({ tool: declared, where: `${where}.parameters` });
       else functions.push(declared);
-    } else if (tool.type === 'tool_search') {
-      toolSearchTool.parse(tool);
-      searches = true;
-    }
-    else if (tool.type === 'custom') {
-      const { name } = customTool.parse(tool);
+    } else if (tool.type === 'custom') {
+      const name = declaredToolName(namespace, customTool.parse(tool).name);
       if (customTools.has(name)) throw duplicateTool(name);
       customTools.add(name);
-    }
-    else throw invalid(`tools[${index}]: the hosted tool type "${tool.type}" is not supported; svc never runs tools, declare function or custom tools.`, { param: `tools[${index}].type` });
+    } else return false;
+    return true;
+  };
+  const hosted = (type: string, where: string): Error =>
+    invalid(`${where}: the hosted tool type "${type}" is not supported; svc never runs tools, declare function or custom tools.`, { param: `${where}.type` });
+  for (const [index, tool] of (parsed.tools ?? []).entries()) {
+    if (declare(tool, `tools[${index}]`)) continue;
+    if (tool.type === 'tool_search') {
+      toolSearchTool.parse(tool);
+      searches = true;
+    } else if (tool.type === 'namespace') {
+      const namespace = namespaceTool.parse(tool);
+      for (const [inner, member] of namespace.tools.entries()) {
+        if (!declare(member, `tools[${index}].tools[${inner}]`, namespace.name)) throw hosted(member.type, `tools[${index}].tools[${inner}]`);
+      }
+    } else throw hosted(tool.type, `tools[${index}]`);
   }
   if (searches && Array.isArray(parsed.input)) declareLoadedTools(parsed.input, functions, deferred, customTools);
   const schemas = new SchemaBudget();
