@@ -23,6 +23,8 @@ export function registerAudit(program: Command): void {
           ...(options.verify ? { verify: true } : {}),
         }),
       );
+      // A broken chain is a failure whatever the format: a script checking `svc audit --verify --json` reads the code.
+      if (result.integrity && !result.integrity.ok) process.exitCode = 1;
       if (options.json) return printJson(result);
       const rows = result.events.map((event) => ({ ...event, actor: Object.entries(event.actor).map(([k, v]) => `${k}=${v}`).join(' ') }));
       print(table(rows, { seq: 'SEQ', createdAt: 'TIME', action: 'ACTION', decision: 'DECISION', actor: 'ACTOR', target: 'TARGET' }, 'No audit events.'));
@@ -30,7 +32,6 @@ export function registerAudit(program: Command): void {
       if (result.integrity) {
         const { ok, count, brokenAt } = result.integrity;
         print(ok ? `chain intact${count === null ? '' : ` (${count} events)`}` : `CHAIN BROKEN at seq ${brokenAt}`);
-        if (!result.integrity.ok) process.exitCode = 1;
       }
     });
 }

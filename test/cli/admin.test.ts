@@ -259,6 +259,22 @@ describe('the admin CLI', { concurrency: true }, () => {
     });
   });
 
+  test('a tampered audit chain makes svc audit --verify exit 1, with --json too (a script reads the code)', async (t) => {
+    const dataDir = tempDir(t);
+    for (const name of ['a', 'b', 'c']) assert.equal((await runSvc(['keys', 'create', '--name', name, '--data-dir', dataDir])).code, 0);
+    const store = openStore({ dataDir });
+    await store.write((sql) => sql.run("UPDATE audit_events SET target = 'forged' WHERE seq = 2"));
+    await store.close();
+    const table = await runSvc(['audit', '--verify', '--data-dir', dataDir]);
+    assert.match(table.stdout, /^CHAIN BROKEN at seq 2$/m);
+    assert.equal(table.code, 1);
+    const asJson = await runSvc(['audit', '--verify', '--json', '--data-dir', dataDir]);
+    const { ok, brokenAt } = jsonOf(asJson.stdout).integrity;
+    assert.deepEqual({ ok, brokenAt }, { ok: false, brokenAt: 2 }, 'stdout is the JSON alone');
+    assert.equal(asJson.code, 1, 'a broken chain is a failure whatever the output format');
+    assert.equal((await runSvc(['audit', '--json', '--data-dir', dataDir])).code, 0, 'without --verify nothing is checked');
+  });
+
   test('commands on the same data directory at once wait for each other', async (t) => {
     const dataDir = tempDir(t);
     // Each waits for the one holding the directory; on a loaded machine longer than the 10 s SVC_OWNER_WAIT_MS default.
