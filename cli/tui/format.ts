@@ -3,6 +3,7 @@
  * not a terminal) and the Ink screens, so both show the same columns and the same numbers.
  */
 import type { RunFilters, RunRoute, RunStatus, RunSummary } from '../../src/client/client.ts';
+import { instantMs, INSTANT_MIN_MS } from '../../src/core/instant-form.ts';
 import { clipColumns, clipColumnsStart } from '../terminal-width.ts';
 import { textOf } from './run-answers.ts';
 
@@ -89,15 +90,16 @@ const DURATION_MS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000,
 
 /**
  * `--since` and the `since=` filter: an ISO 8601 timestamp, epoch milliseconds, or a duration back from `now`
- * (`30s`, `15m`, `2h`, `7d`, `1w`). Returns epoch milliseconds, or null when the text is none of these.
+ * (`30s`, `15m`, `2h`, `7d`, `1w`). Returns epoch milliseconds, or null when the text is none of these or lands
+ * outside the years the API takes. Timestamps are read as the API reads them (src/core/instant-form.ts), not by
+ * `Date.parse`, which took `1.5` for a day of 2001 and `2026-02-30` for March 2.
  */
 export function resolveSince(text: string, now = Date.now()): number | null {
   const value = text.trim();
   const duration = /^(\d+)\s*([smhdw])$/i.exec(value);
-  if (duration) return now - Number(duration[1]) * DURATION_MS[duration[2]!.toLowerCase()]!;
-  if (/^\d+$/.test(value)) return Number(value);
-  const ms = Date.parse(value);
-  return Number.isFinite(ms) ? ms : null;
+  if (!duration) return instantMs(value);
+  const ms = now - Number(duration[1]) * DURATION_MS[duration[2]!.toLowerCase()]!;
+  return ms >= INSTANT_MIN_MS ? ms : null;
 }
 
 /** The API query of a filter input (since resolved against `now`). */

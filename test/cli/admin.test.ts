@@ -83,6 +83,25 @@ describe('the admin CLI', { concurrency: true }, () => {
     assert.deepEqual(readdirSync(args[1]!), [], 'the data directory was not touched');
   });
 
+  test('svc runs --since takes the forms svc takes; any other text is a usage error, not a date of 2001', async (t) => {
+    const dataDir = tempDir(t);
+    // Date.parse alone reads 1.5 as a day of 2001, rolls 2026-02-30 over into March and takes English dates;
+    // a year past 9999 is out of svc's range (src/core/instant.ts). None may reach the API as a filter.
+    const bad = ['1.5', '2026-02-30', 'March 7 2026', '2026/11/26', '99999999999999999999', '999999999w'];
+    await Promise.all(
+      bad.map(async (since) => {
+        const result = await runSvc(['runs', '--no-tui', '--since', since, '--data-dir', dataDir]);
+        assert.equal(result.code, 2, `--since ${since}: ${result.stderr}`);
+        assert.match(result.stderr, /--since <time>.* is invalid/, since);
+      }),
+    );
+    assert.deepEqual(readdirSync(dataDir), [], 'refused before the data directory was touched');
+    for (const since of ['2026-03-07', '2026-03-07T12:00:00Z', '1700000000000', '2h']) {
+      const result = await runSvc(['runs', '--no-tui', '--json', '--since', since, '--data-dir', dataDir]);
+      assert.equal(result.code, 0, `--since ${since}: ${result.stderr}`);
+    }
+  });
+
   test('a --url or SVC_BASE_URL holding credentials is a usage error that does not echo them', async (t) => {
     const args = ['--data-dir', tempDir(t)];
     const urls = ['http://ops:hunter2-secret@127.0.0.1:1', 'ftp://ops:hunter2-secret@127.0.0.1:1', 'http://hunter2-secret@127.0.0.1:1'];

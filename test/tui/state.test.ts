@@ -81,6 +81,8 @@ test('the filter prompt parses key=value words; all or an empty value clears a k
   assert.deepEqual(parseFilterText(' route=live  model=gpt-4o status=all since= '), { filters: { route: 'live', model: 'gpt-4o' } });
   assert.match((parseFilterText('colour=red') as { error: string }).error, /route, status, model, since or ingested/);
   assert.match((parseFilterText('since=soon') as { error: string }).error, /15m/);
+  // What svc's API would read otherwise: a day of 2001, a rolled-over date, a year past 9999.
+  for (const since of ['1.5', '2026-02-30', 'March 7 2026', '99999999999999999999']) assert.ok('error' in parseFilterText(`since=${since}`), since);
   // ingested=true lists only SDK-ingested prompts, ingested=false leaves them out; nothing else is a value of it.
   assert.deepEqual(parseFilterText('route=live ingested=false'), { filters: { route: 'live', ingested: 'false' } });
   assert.match((parseFilterText('ingested=yes') as { error: string }).error, /give true .* or false/);
