@@ -12,3 +12,10 @@ export async function loadPrompts(): Promise<typeof import('@inquirer/prompts')>
   if (process.env.FORCE_COLOR === undefined) process.env.FORCE_COLOR = colorWantedOn(process.stderr, process.env) ? '1' : '0';
   return import('@inquirer/prompts');
 }
+
+/**
+ * How a secret is asked (a password, a webhook secret): each character drawn as `*`, and the library's Ctrl-T
+ * "toggle visibility" off, which drew the whole secret in clear on the terminal (and in its scrollback or a shared
+ * tmux pane) where docs/cli.md promises a hidden prompt. A password is asked twice instead, to catch a typo.
+ */
+export const HIDDEN_ANSWER = { mask: '*', toggleMask: false } as const;

@@ -4,7 +4,7 @@ import { isSecretSetting, SETTING_KEYS, type SettingKey } from '../src/settings/
 import { UsageError, withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
 import { oneOf } from './options.ts';
 import { print, printJson, table } from './output.ts';
-import { loadPrompts } from './prompts.ts';
+import { HIDDEN_ANSWER, loadPrompts } from './prompts.ts';
 
 /** A value on the command line is JSON when it parses as JSON (numbers, booleans, null, objects), else a string. */
 export function parseSettingValue(text: string): unknown {
@@ -75,7 +75,7 @@ Examples:
         // The prompt draws on stderr: stdout stays data only, even when it is piped.
         const { password } = await loadPrompts(); // only now: see cli/prompts.ts
         parsed = await password(
-          { message: `${key}:`, mask: '*', validate: (text) => text.length > 0 || 'empty; pass null as the value to clear it' },
+          { message: `${key}:`, ...HIDDEN_ANSWER, validate: (text) => text.length > 0 || 'empty; pass null as the value to clear it' },
           { output: process.stderr },
         );
       } else {

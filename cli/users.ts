@@ -8,7 +8,7 @@ import { confirmOrExit } from './confirm.ts';
 import { UsageError, withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
 import { limitParser, oneOf, parseNonEmpty, parseNonNegativeInt } from './options.ts';
 import { note, print, printJson, table } from './output.ts';
-import { loadPrompts } from './prompts.ts';
+import { HIDDEN_ANSWER, loadPrompts } from './prompts.ts';
 
 /** Password rules of docs/accounts.md: 8 to 256 characters (the server checks them; the prompt helps early). */
 const MIN_PASSWORD = 8;
@@ -91,7 +91,7 @@ async function promptTempPassword(email: string): Promise<string | undefined> {
     const first = await passwordPrompt(
       {
         message: `Temporary password for ${email} (empty: let svc generate one):`,
-        mask: '*',
+        ...HIDDEN_ANSWER,
         validate: (text) => {
           const length = passwordLength(text);
           return text === '' || (length >= MIN_PASSWORD && length <= MAX_PASSWORD) || `${MIN_PASSWORD} to ${MAX_PASSWORD} characters`;
@@ -100,7 +100,7 @@ async function promptTempPassword(email: string): Promise<string | undefined> {
       context,
     );
     if (first === '') return undefined;
-    const again = await passwordPrompt({ message: 'Repeat it:', mask: '*' }, context);
+    const again = await passwordPrompt({ message: 'Repeat it:', ...HIDDEN_ANSWER }, context);
     if (again === first) return first;
     if (attempt === 3) throw new Error('the passwords did not match');
     note('The passwords did not match; try again.\n');

@@ -371,7 +371,12 @@ describe('svc users and svc orgs', { concurrency: true }, () => {
     await create.waitFor(/8 to 256 characters/);
     // Clear the rejected answer, then type a good one twice: first a mismatch, which asks again.
     create.keys(...Array<string>('short'.length).fill('BSpace'));
-    create.type(typed);
+    // Ctrl-T (the library's "toggle visibility") must not show the secret: the whole answer stays masked.
+    create.type(typed.slice(0, -1));
+    create.keys('C-t');
+    create.type(typed.slice(-1));
+    await create.waitFor(new RegExp(`\\*{${typed.length}}`));
+    assert.ok(!create.screen().includes(typed.slice(0, 8)), `Ctrl-T shows nothing:\n${create.screen()}`);
     create.enter();
     await create.waitFor(/Repeat it:/);
     create.type('something-else-1');
