@@ -95,9 +95,10 @@ export function showOnly(...ids) {
 }
 
 /**
- * Disables a form's controls while a call runs, so a double click does not send twice. Disabling the focused control
- * drops the focus to the document, so it is given back afterwards: a keyboard user whose call failed (svc unreachable,
- * an error with no field to point at) presses Enter again where they were, instead of tabbing from the top.
+ * Disables the controls of a form (or of any element holding some) while a call runs, so a double click does not send
+ * twice. Disabling the focused control drops the focus to the document, so it is given back afterwards: a keyboard
+ * user whose call failed (svc unreachable, an error with no field to point at) presses Enter again where they were,
+ * instead of tabbing from the top.
  */
 export async function busy(form, work) {
   const controls = form.querySelectorAll('button, input');

@@ -87,11 +87,10 @@ $('change-password').addEventListener('submit', async (event) => {
   signedIn(result.data, 'Your password was changed.');
 });
 
-$('sign-out').addEventListener('click', async (event) => {
-  const button = event.currentTarget;
-  button.disabled = true;
-  const result = await api('POST', '/auth/logout');
-  button.disabled = false;
+$('sign-out').addEventListener('click', async () => {
+  // busy(), not the button's own disabled flag: it gives the focus back when the call fails (the section is not a
+  // form, busy() takes any element holding controls).
+  const result = await busy($('signed-in'), () => api('POST', '/auth/logout'));
   if (!result.ok) return showError(errorText(result));
   showSignIn('You are signed out.');
 });

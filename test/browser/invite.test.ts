@@ -496,3 +496,34 @@ test('a session that ends before an existing account accepts shows the sign-in l
   assert.equal(await page.locator('#existing-explain').innerText(), `There is already an account for ${email}. Sign in with it first.`);
   assert.deepEqual(problems, []);
 });
+
+test('keyboard only: when signing out fails, /login says so and keeps the focus on Sign out', async (t) => {
+  requireBrowser();
+  const svc = await startSvc(t, { SVC_ALLOW_PUBLIC_SIGNUP: 'true' });
+  const email = 'otto@example.com';
+  const signup = await fetch(`${svc.address}/api/v1/auth/signup`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: svc.address },
+    body: JSON.stringify({ email, name: 'Otto', password: FIRST_PASSWORD }),
+  });
+  assert.equal(signup.status, 201, await signup.text());
+
+  const context = await newContext(t);
+  const page = await context.newPage();
+  await page.goto(`${svc.address}/login`);
+  await signIn(page, email, FIRST_PASSWORD);
+  await page.getByRole('heading', { name: 'Signed in' }).waitFor();
+
+  await page.route('**/api/v1/auth/logout', (route) => route.abort('connectionrefused'));
+  await page.getByRole('button', { name: 'Sign out' }).focus();
+  await page.keyboard.press('Enter');
+  await page.getByText('svc could not be reached. Check your connection and try again.').waitFor();
+  assert.equal(await page.evaluate('document.activeElement.id'), 'sign-out', 'the focus is back on Sign out');
+  assert.equal(await page.getByRole('button', { name: 'Sign out' }).isEnabled(), true);
+
+  // svc is back: Enter again signs out.
+  await page.unroute('**/api/v1/auth/logout');
+  await page.keyboard.press('Enter');
+  await page.getByText('You are signed out.').waitFor();
+  assert.equal((await context.request.get(`${svc.address}/api/v1/auth/me`)).status(), 401);
+});
