@@ -1,5 +1,6 @@
-// Shared by the account pages (login, accept-invite, reset-password, verify-email): calls to svc's management API,
-// the token in the address bar, the alert and status regions, and the password rules of docs/accounts.md.
+// Shared by the account pages (login, accept-invite, reset-password, verify-email) and the home page (/): calls to
+// svc's management API, the token in the address bar, the alert and status regions, who is signed in, and the
+// password rules of docs/accounts.md.
 // Plain ES module, no framework and nothing inline, so the pages run under a strict Content-Security-Policy.
 
 /** Same-origin call to `/api/v1`. Resolves with `{ok, status, data, retryAfter}`; never throws. */
@@ -92,6 +93,19 @@ export function showOnly(...ids) {
   for (const section of document.querySelectorAll('[data-section]')) {
     section.hidden = !ids.includes(section.id);
   }
+}
+
+/** "Signed in as <email> in <org>." from a `GET /auth/me` answer, into `line`. */
+export function showSignedInAs(line, me) {
+  line.replaceChildren('Signed in as ', strong(me.user.email));
+  if (me.org) line.append(' in ', strong(me.org.name), '.');
+  else line.append('. You do not belong to any organization yet.');
+}
+
+function strong(text) {
+  const element = document.createElement('strong');
+  element.textContent = text;
+  return element;
 }
 
 /**

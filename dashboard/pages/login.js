@@ -1,27 +1,17 @@
 // /login: e-mail and password -> POST /api/v1/auth/login; a change-password form when an administrator set a
 // temporary password; "Signed in as ..." with sign-out. `?next=` (a same-origin path, e.g. /accept-invite) is where
 // a fresh sign-in continues.
-import { $, api, busy, checkNewPassword, errorCode, errorText, invalid, safeNext, showError, showOnly, showStatus } from './common.js';
+import { $, api, busy, checkNewPassword, errorCode, errorText, invalid, safeNext, showError, showOnly, showSignedInAs, showStatus } from './common.js';
 
 const next = safeNext(new URLSearchParams(window.location.search).get('next'));
 
-/** "Signed in as <email> in <org>." from a `me` answer. */
 function showSignedIn(me, note) {
-  const line = $('signed-in-as');
-  line.replaceChildren('Signed in as ', strong(me.user.email));
-  if (me.org) line.append(' in ', strong(me.org.name), '.');
-  else line.append('. You do not belong to any organization yet.');
+  showSignedInAs($('signed-in-as'), me);
   $('continue').hidden = !next;
   if (next) $('continue-link').href = next;
   $('title').textContent = 'Signed in';
   showOnly('signed-in');
   showStatus(note ?? '');
-}
-
-function strong(text) {
-  const element = document.createElement('strong');
-  element.textContent = text;
-  return element;
 }
 
 function showSignIn(note) {

@@ -1,6 +1,6 @@
 /**
- * The account pages the e-mails link to (`/login`, `/accept-invite`, `/reset-password`, `/verify-email`) and their
- * script and style assets under `/assets/pages/`. Static files from `dashboard/pages/` that talk to `/api/v1` from the
+ * The account pages the e-mails link to (`/login`, `/accept-invite`, `/reset-password`, `/verify-email`), the home page
+ * a browser gets at `/`, and their script and style assets under `/assets/pages/`. Static files from `dashboard/pages/` that talk to `/api/v1` from the
  * browser; public, outside the API surfaces (no identity hook, no rate limiter: they are a handful of bytes from memory).
  *
  * The files are a fixed list read once at start-up and served from memory: a URL never becomes a file-system path, so
@@ -26,6 +26,13 @@ export const PAGES: Readonly<Record<string, string>> = {
   '/verify-email': 'verify-email.html',
 };
 
+/**
+ * The page at `/` for a browser until the dashboard lands there (dashboard/README.md): who is signed in, where, and
+ * the base URLs SDKs take, so that the pages' "Go to svc" and an address typed in a browser do not end on a JSON 404.
+ * API clients keep that 404 (`homeRoute`).
+ */
+export const HOME_PAGE = 'home.html';
+
 /** Where the pages' scripts and style live; `/assets/` itself is left to the dashboard. */
 export const ASSET_PREFIX = '/assets/pages/';
 
@@ -39,6 +46,7 @@ export const ASSETS: Readonly<Record<string, string>> = {
   'accept-invite.js': JS,
   'reset-password.js': JS,
   'verify-email.js': JS,
+  'home.js': JS,
 };
 
 export const CONTENT_SECURITY_POLICY = [
@@ -98,6 +106,17 @@ export function pagesRoutes(options: PagesOptions = {}) {
       };
       app.get(path, (request, reply) => send(request, reply, served));
     }
+    const home: Served = {
+      body: load(HOME_PAGE),
+      // The same URL answers JSON to API clients: a cache must keep the two apart.
+      headers: { ...SECURITY_HEADERS, 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', vary: 'Accept' },
+    };
+    app.get('/', (request, reply) => {
+      if (prefersHtml(request.headers.accept)) return send(request, reply, home);
+      // Exactly the answer of any unknown route (the app's not-found handler), plus the Vary the page needs.
+      reply.header('vary', 'Accept');
+      return reply.callNotFound();
+    });
     for (const [file, type] of Object.entries(ASSETS)) {
       const body = load(file);
       const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
@@ -105,6 +124,34 @@ export function pagesRoutes(options: PagesOptions = {}) {
       app.get(ASSET_PREFIX + file, (request, reply) => send(request, reply, served));
     }
   };
+}
+
+// Whether an Accept header asks for HTML first: `text/html` named with a quality above zero and at least that of JSON
+// (`application/json`, `application/*` or `*/*`). Browsers navigating send `text/html,...,*/*;q=0.8`; SDKs send
+// `application/json`, curl `*/*`, many clients nothing: those get JSON (a line comment: `*/` would end a block one).
+export function prefersHtml(accept: string | undefined): boolean {
+  if (accept === undefined) return false;
+  let html = 0;
+  let json = 0;
+  for (const range of accept.split(',')) {
+    const [type = '', ...parameters] = range.split(';');
+    const quality = qualityOf(parameters);
+    const name = type.trim().toLowerCase();
+    if (name === 'text/html') html = Math.max(html, quality);
+    else if (name === 'application/json' || name === 'application/*' || name === '*/*') json = Math.max(json, quality);
+  }
+  return html > 0 && html >= json;
+}
+
+/** The `q` of a media range's parameters (RFC 9110 section 12.4.2); 1 when absent, 0 when unreadable. */
+function qualityOf(parameters: string[]): number {
+  for (const parameter of parameters) {
+    const [key, value] = parameter.split('=');
+    if (key?.trim().toLowerCase() !== 'q') continue;
+    const quality = Number(value?.trim());
+    return Number.isFinite(quality) && quality >= 0 && quality <= 1 ? quality : 0;
+  }
+  return 1;
 }
 
 function send(request: FastifyRequest, reply: FastifyReply, served: Served): FastifyReply {

@@ -187,6 +187,12 @@ test('an invitation is accepted through /accept-invite in Chromium; then the pas
     assert.equal(await page.evaluate('sessionStorage.length'), 0, 'the kept invitation token is gone once accepted');
 
     assert.deepEqual(referers, [], 'no request carried a Referer (Referrer-Policy: no-referrer)');
+
+    // "Go to svc" leads to a page (not svc's JSON 404) that says who is signed in, where.
+    await page.getByRole('link', { name: 'Go to svc' }).click();
+    await page.waitForURL(`${svc.address}/`);
+    await page.getByRole('heading', { name: 'svc' }).waitFor();
+    await page.getByText(`Signed in as ${INVITEE} in ${ORG}.`).waitFor();
     assert.deepEqual(problems, []);
     await page.close();
   });
@@ -526,4 +532,40 @@ test('keyboard only: when signing out fails, /login says so and keeps the focus 
   await page.keyboard.press('Enter');
   await page.getByText('You are signed out.').waitFor();
   assert.equal((await context.request.get(`${svc.address}/api/v1/auth/me`)).status(), 401);
+});
+
+test('/ in a browser: signed out it offers sign-in, which comes back to it; signed in it names user and organization and signs out', async (t) => {
+  requireBrowser();
+  const svc = await startSvc(t, { SVC_ALLOW_PUBLIC_SIGNUP: 'true' });
+  const email = 'hopper@example.com';
+  const signup = await fetch(`${svc.address}/api/v1/auth/signup`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: svc.address },
+    body: JSON.stringify({ email, name: 'Hopper', password: FIRST_PASSWORD }),
+  });
+  assert.equal(signup.status, 201, await signup.text());
+
+  const context = await newContext(t);
+  const page = await context.newPage();
+  const problems = watch(page);
+  const response = await page.goto(`${svc.address}/`);
+  assert.equal(response?.status(), 200);
+  await page.getByRole('heading', { name: 'svc' }).waitFor();
+  await page.getByText('You are not signed in.').waitFor();
+  // Where SDKs point, as this browser reaches svc.
+  assert.equal(await text(page, '#base-openai'), `${svc.address}/v1`);
+  assert.equal(await text(page, '#base-messages'), svc.address);
+
+  await page.getByRole('link', { name: 'Sign in' }).click();
+  await page.waitForURL(`${svc.address}/login?next=%2F`);
+  await signIn(page, email, FIRST_PASSWORD);
+  await page.waitForURL(`${svc.address}/`);
+  await page.getByText(/^Signed in as hopper@example\.com in /).waitFor();
+
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByText('You are signed out.').waitFor();
+  await page.getByText('You are not signed in.').waitFor();
+  assert.equal(await page.getByRole('button', { name: 'Sign out' }).isVisible(), false);
+  assert.equal((await context.request.get(`${svc.address}/api/v1/auth/me`)).status(), 401);
+  assert.deepEqual(problems, []);
 });

@@ -6,12 +6,14 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'node:test';
-import { ASSET_PREFIX, ASSETS, CONTENT_SECURITY_POLICY, PAGES } from '../../src/http/pages.ts';
+import { ASSET_PREFIX, ASSETS, CONTENT_SECURITY_POLICY, HOME_PAGE, PAGES } from '../../src/http/pages.ts';
 import { build } from '../support/build.ts';
 import { ROOT } from '../support/process.ts';
 
 const TOKEN_PAGES = ['/accept-invite', '/reset-password', '/verify-email'];
 const PAGES_DIR = join(ROOT, 'dashboard', 'pages');
+/** What Chromium sends when it navigates to a page. */
+const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8';
 
 function assertSecurityHeaders(headers: Record<string, unknown>, where: string): void {
   assert.equal(headers['content-security-policy'], CONTENT_SECURITY_POLICY, where);
@@ -92,14 +94,14 @@ test('assets are served with their content types, nosniff, and revalidated by ET
 });
 
 test('the served list and dashboard/pages/ hold the same files', () => {
-  const listed = [...Object.values(PAGES), ...Object.keys(ASSETS)].sort();
+  const listed = [HOME_PAGE, ...Object.values(PAGES), ...Object.keys(ASSETS)].sort();
   assert.deepEqual(readdirSync(PAGES_DIR).sort(), listed);
 });
 
 test('the pages have no inline script, inline style or inline event handler, and load only listed assets', async (t) => {
   const { app } = await build(t);
-  for (const path of Object.keys(PAGES)) {
-    const html = (await app.inject({ method: 'GET', url: path })).body;
+  for (const path of ['/', ...Object.keys(PAGES)]) {
+    const html = (await app.inject({ method: 'GET', url: path, headers: { accept: BROWSER_ACCEPT } })).body;
     for (const script of html.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script>/g)) {
       assert.match(script[1]!, /\bsrc="[^"]+"/, `${path}: every script has a src`);
       assert.equal(script[2]!.trim(), '', `${path}: no inline script body`);
@@ -163,4 +165,46 @@ test('no path, plain or encoded, reaches a file outside the list', async (t) => 
     assert.ok(!response.body.includes('root:'), url);
     assert.ok(!response.body.includes('pagesRoutes'), url);
   }
+});
+
+test('GET / for a browser is the home page, with the pages\' headers, not stored, and Vary: Accept', async (t) => {
+  const { app } = await build(t, { env: { SVC_API_KEY: 'svc_bootstrap_pages_test_token' } });
+  for (const accept of [BROWSER_ACCEPT, 'text/html', 'application/json;q=0.5, text/html']) {
+    for (const url of ['/', '/?from=invite']) {
+      const response = await app.inject({ method: 'GET', url, headers: { accept } });
+      assert.equal(response.statusCode, 200, `${url} ${accept}`);
+      assert.equal(response.headers['content-type'], 'text/html; charset=utf-8');
+      assertSecurityHeaders(response.headers, url);
+      assert.equal(response.headers['cache-control'], 'no-store');
+      assert.equal(response.headers.vary, 'Accept');
+      assert.match(response.body, /^<!doctype html>/);
+      assert.match(response.body, /<script type="module" src="\/assets\/pages\/home\.js"><\/script>/);
+    }
+  }
+  const head = await app.inject({ method: 'HEAD', url: '/', headers: { accept: BROWSER_ACCEPT } });
+  assert.equal(head.statusCode, 200);
+  assert.equal(head.body, '');
+});
+
+test('GET / for an API client, and any other method on /, is the JSON 404 of every unknown route', async (t) => {
+  const { app } = await build(t);
+  const expected = { error: { code: 'route_not_found', message: 'No route for GET /.' } };
+  for (const accept of [undefined, '*/*', 'application/json', 'text/*', 'text/html;q=0', 'application/json, text/html;q=0.9']) {
+    const response = await app.inject({ method: 'GET', url: '/', headers: accept === undefined ? {} : { accept } });
+    assert.equal(response.statusCode, 404, String(accept));
+    assert.match(String(response.headers['content-type']), /^application\/json/, String(accept));
+    assert.deepEqual(response.json(), expected, String(accept));
+    // A cache between a browser and svc must not give the browser this answer for the page, nor the reverse.
+    assert.equal(response.headers.vary, 'Accept', String(accept));
+    assert.equal(response.headers['content-security-policy'], undefined, 'the page headers are the page\'s only');
+  }
+  for (const method of ['POST', 'PUT', 'DELETE', 'PATCH'] as const) {
+    const response = await app.inject({ method, url: '/', headers: { accept: BROWSER_ACCEPT } });
+    assert.equal(response.statusCode, 404, method);
+    assert.deepEqual(response.json(), { error: { code: 'route_not_found', message: `No route for ${method} /.` } }, method);
+  }
+  // Other unknown paths are untouched: a browser gets the JSON 404 there too.
+  const other = await app.inject({ method: 'GET', url: '/nope', headers: { accept: BROWSER_ACCEPT } });
+  assert.equal(other.statusCode, 404);
+  assert.equal(other.json().error.code, 'route_not_found');
 });
