@@ -516,6 +516,9 @@ export interface AccountsRepository {
  */
 const LOGIN_MODE_RECHECK_MS = 1_000;
 
+/** A session's touch, as a failed commit's report names it (see Store.writeDeferred's `kind`). */
+const SESSION_WRITE = { kind: 'session activity' } as const;
+
 export function createAccountsRepository(store: Store): AccountsRepository {
   // Login mode never ends once a user existed (docs/accounts.md): once known, the answer is final.
   let loginModeSince: number | null = null;
@@ -763,7 +766,7 @@ export function createAccountsRepository(store: Store): AccountsRepository {
       store.writeDeferred((sql) => {
         if (change.seen) sql.run('UPDATE sessions SET last_seen_at = ?, expires_at = ? WHERE id = ?', [change.seen.at, change.seen.expiresAt, id]);
         if (change.activeTenantId !== undefined) sql.run('UPDATE sessions SET active_tenant_id = ? WHERE id = ?', [change.activeTenantId, id]);
-      });
+      }, SESSION_WRITE);
     },
 
     setActiveOrg: async (sessionId, tenantId) => {

@@ -116,6 +116,11 @@ function withinBytes(rows: ReadonlyArray<{ bytes: number }>, budget: number): nu
 /** Stored keys read per event-loop turn while the index is loaded: about a millisecond of work. */
 const INDEX_LOAD_BATCH = 1_000;
 
+/** The caches' deferred writes, as a failed commit's report names them (see Store.writeDeferred's `kind`). */
+const ENTRY_WRITE = { kind: 'cache entries' } as const;
+const ENTRY_WRITE_EARLY = { early: true, kind: 'cache entries' } as const;
+const HITS_WRITE = { kind: 'cache hit counts' } as const;
+
 interface PendingHits {
   tenantId: string;
   cacheType: string;
@@ -202,7 +207,7 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
           // In the read's synchronous step: no write can come between the rows read and the index.
           for (const row of batch) {
             const older = index.setUnlessNewer(identityOf(row), row.id);
-            if (older !== undefined) store.writeDeferred((inner) => dropOlder(inner, older, row.tenant_id, row.cache_type, row.key));
+            if (older !== undefined) store.writeDeferred((inner) => dropOlder(inner, older, row.tenant_id, row.cache_type, row.key), ENTRY_WRITE);
           }
           return batch;
         });
@@ -329,7 +334,7 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
         if (current && recent && (asked || recent.has(id))) {
           recent.set(id, overlay, estimatedBytes(overlay, valueJson.length));
         }
-      }, { early: true });
+      }, ENTRY_WRITE_EARLY);
     },
 
     recordHitDeferred(tenantId, cacheType, key, at) {
@@ -358,7 +363,7 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
           cacheType,
           key,
         ]);
-      });
+      }, HITS_WRITE);
     },
 
     loaded: () => loading,

@@ -67,6 +67,12 @@ export interface StoreOptions {
    * measured inside svc (`SVC_TRACE_COMMITS`, src/store/commit-trace.ts). Called on the event loop: keep it short.
    */
   onWindowCommitted?: (window: CommittedWindow) => void;
+  /**
+   * Told when a commit fails (its `BEGIN` or its `COMMIT`: a full disk, an I/O error) and takes deferred writes with
+   * it, and of the first commit that succeeds after that (src/store/deferred-losses.ts logs and counts them). Awaited
+   * writes are not its business: their callers get the error. Called on the event loop: keep it short.
+   */
+  deferredWriteLosses?: DeferredWriteLossListener;
   migrations?: readonly Migration[];
   /**
    * Where a new data file may find the template of its migrations (src/store/template.ts); by default this module's
@@ -89,6 +95,22 @@ export interface CommittedWindow {
   exposedMs: number | null;
 }
 
+/** Deferred writes a failed commit took with it (see `StoreOptions.deferredWriteLosses`). */
+export interface LostDeferredWrites {
+  /** How many deferred writes were queued for it (a planned write, such as a window of the run ledger, is one). */
+  writes: number;
+  /** How many of them of each kind, as their writers labelled them (`writeDeferred`'s `kind`). */
+  kinds: Record<string, number>;
+  /** What SQLite said. */
+  error: unknown;
+}
+
+export interface DeferredWriteLossListener {
+  lost(loss: LostDeferredWrites): void;
+  /** A commit succeeded after one that lost deferred writes (told once per streak of failing commits). */
+  committedAgain(): void;
+}
+
 /** The open window a commit takes, as the drain found it. */
 interface TakenWindow {
   openedAt: number;
@@ -107,16 +129,18 @@ export interface Store {
   write<T>(fn: (sql: Sql) => T): Promise<T>;
   /**
    * Queue a write for the next group commit without waiting for it (bounded window). `early`: under load it may be
-   * written into the window's open transaction in the next turn of the event loop, before the commit.
+   * written into the window's open transaction in the next turn of the event loop, before the commit. `kind`: what it
+   * writes, in words, for the report of a commit that fails and loses it (default `DEFAULT_DEFERRED_KIND`).
    */
-  writeDeferred(fn: (sql: Sql) => void, options?: { early?: boolean }): void;
+  writeDeferred(fn: (sql: Sql) => void, options?: { early?: boolean; kind?: string }): void;
   /**
    * Queue a write made of steps, planned when its commit starts (`plan(true)` runs once, before any of the commit's
    * writes, so it may take what was queued for it) and written step by step: the commit may give the event loop a
    * turn between steps, and a failing step is dropped alone. Under load `plan(false)` may be called before that, any
    * number of times, for the steps that are ready to be written early; the write stays queued until `plan(true)`.
+   * `kind` as for `writeDeferred`.
    */
-  writeDeferredSteps(plan: (final: boolean) => Array<(sql: Sql) => void>): void;
+  writeDeferredSteps(plan: (final: boolean) => Array<(sql: Sql) => void>, kind?: string): void;
   /**
    * Commit the deferred window now if its commit is due: a writer adding to a queued plan (`writeDeferredSteps`)
    * calls this each time, outside any `read` or `write`. Under load one turn of the event loop handles tens of
@@ -162,7 +186,12 @@ type Timing = Required<
 >;
 
 /** A deferred write: one piece (maybe written early), or steps planned when its commit starts (some maybe early). */
-type DeferredWrite = { fn: (sql: Sql) => void; early: boolean } | { plan: (final: boolean) => Array<(sql: Sql) => void> };
+type DeferredWrite =
+  | { fn: (sql: Sql) => void; early: boolean; kind: string }
+  | { plan: (final: boolean) => Array<(sql: Sql) => void>; kind: string };
+
+/** The kind of a deferred write whose writer gave none. */
+export const DEFAULT_DEFERRED_KIND = 'other';
 
 interface PendingWrite {
   fn: (sql: Sql) => unknown;
@@ -290,6 +319,13 @@ function planned(write: { plan: (final: boolean) => Array<(sql: Sql) => void> },
   }
 }
 
+/** What a failed commit lost: its deferred writes, counted by kind. */
+function lostWrites(writes: readonly DeferredWrite[], error: unknown): LostDeferredWrites {
+  const kinds: Record<string, number> = {};
+  for (const write of writes) kinds[write.kind] = (kinds[write.kind] ?? 0) + 1;
+  return { writes: writes.length, kinds, error };
+}
+
 /** Let the answers held for a window's commit go. */
 function releaseWaiters(window: TakenWindow): void {
   for (const release of window.waiters.splice(0)) release();
@@ -366,7 +402,7 @@ export function openStore(options: StoreOptions): Store {
     checkpointAfterWritingMs: options.checkpointAfterWritingMs ?? CHECKPOINT_AFTER_WRITING_MS,
     flushOnLoopMaxMs: options.flushOnLoopMaxMs ?? FLUSH_ON_LOOP_MAX_MS,
     turnBetweenSlices: options.turnBetweenSlices ?? (() => nextTurn()),
-  }, options.onWindowCommitted ?? null);
+  }, options.onWindowCommitted ?? null, options.deferredWriteLosses ?? null);
 }
 
 function migrate(sql: CachedSql, migrations: readonly Migration[]): number {
@@ -413,6 +449,10 @@ function migrate(sql: CachedSql, migrations: readonly Migration[]): number {
 class GroupCommitStore implements Store {
   private queue: PendingWrite[] = [];
   private deferred: DeferredWrite[] = [];
+  /** The one-piece deferred writes written early into the open transaction: its commit loses them if it fails. */
+  private writtenEarly: DeferredWrite[] = [];
+  /** The last commit that failed lost deferred writes; the next that succeeds tells `deferredWriteLosses` so. */
+  private losingDeferred = false;
   /** When the open deferred window's commit is due to start; null while no window is open (its commit takes it). */
   private windowDueAt: number | null = null;
   /** When the open deferred window opened (its first write); its commit is to end `deferredWindowMs` later. */
@@ -480,6 +520,7 @@ class GroupCommitStore implements Store {
     readonly schemaVersion: number,
     private readonly timing: Timing,
     private readonly onWindowCommitted: ((window: CommittedWindow) => void) | null,
+    private readonly deferredWriteLosses: DeferredWriteLossListener | null,
   ) {
     this.turnRestMs = timing.loadedTurnMs / 2;
     this.logSync = filePath ? new FileSync(`${filePath}-wal`, timing.flushOnLoopMaxMs) : null;
@@ -532,12 +573,12 @@ class GroupCommitStore implements Store {
     });
   }
 
-  writeDeferred(fn: (sql: Sql) => void, options?: { early?: boolean }): void {
-    this.queueDeferred({ fn, early: options?.early === true });
+  writeDeferred(fn: (sql: Sql) => void, options?: { early?: boolean; kind?: string }): void {
+    this.queueDeferred({ fn, early: options?.early === true, kind: options?.kind ?? DEFAULT_DEFERRED_KIND });
   }
 
-  writeDeferredSteps(plan: (final: boolean) => Array<(sql: Sql) => void>): void {
-    this.queueDeferred({ plan });
+  writeDeferredSteps(plan: (final: boolean) => Array<(sql: Sql) => void>, kind = DEFAULT_DEFERRED_KIND): void {
+    this.queueDeferred({ plan, kind });
   }
 
   private queueDeferred(write: DeferredWrite): void {
@@ -625,6 +666,7 @@ class GroupCommitStore implements Store {
       if (!writesEarly(write)) return true;
       if ('fn' in write) {
         steps.push(write.fn);
+        this.writtenEarly.push(write);
         return false;
       }
       steps.push(...planned(write, false));
@@ -727,6 +769,8 @@ class GroupCommitStore implements Store {
     while (this.queue.length > 0 || this.deferredDue) {
       const batch = this.queue;
       const deferred = this.deferred;
+      // The commit ends the open transaction: the writes written into it early are its own too.
+      const writtenEarly = this.writtenEarly;
       const window: TakenWindow | null =
         this.windowDueAt === null
           ? null
@@ -739,6 +783,7 @@ class GroupCommitStore implements Store {
       this.windowHeldByCheckpoint = false;
       this.queue = [];
       this.deferred = [];
+      if (this.writtenEarly.length > 0) this.writtenEarly = [];
       this.windowDueAt = null;
       this.windowExposedAt = null;
       this.windowWaiters = [];
@@ -747,7 +792,7 @@ class GroupCommitStore implements Store {
       let committed!: () => void;
       this.commitInFlight = new Promise<void>((resolve) => (committed = resolve));
       try {
-        await this.commitBatch(batch, deferred, window);
+        await this.commitBatch(batch, deferred, writtenEarly, window);
       } finally {
         this.committing = false;
         // A commit that failed releases its answers too: its deferred writes are lost, as they would have been anyway.
@@ -758,7 +803,12 @@ class GroupCommitStore implements Store {
     }
   }
 
-  private async commitBatch(batch: PendingWrite[], deferred: DeferredWrite[], window: TakenWindow | null): Promise<void> {
+  private async commitBatch(
+    batch: PendingWrite[],
+    deferred: DeferredWrite[],
+    writtenEarly: readonly DeferredWrite[],
+    window: TakenWindow | null,
+  ): Promise<void> {
     for (let attempt = 0; !this.transactionOpen; attempt++) {
       try {
         this.sql.run('BEGIN IMMEDIATE');
@@ -769,6 +819,7 @@ class GroupCommitStore implements Store {
           // The deferred writes are lost with this commit; their plans still take what was queued for them, so that
           // their writers queue anew.
           for (const write of deferred) if ('plan' in write) planned(write, true);
+          this.lostDeferred(deferred, error);
           return;
         }
         await new Promise((resolve) => setTimeout(resolve, BUSY_BACKOFF_MS[attempt]));
@@ -794,9 +845,14 @@ class GroupCommitStore implements Store {
       }
       this.transactionOpen = false;
       for (const write of batch) write.reject(error);
+      this.lostDeferred(writtenEarly.length === 0 ? deferred : [...writtenEarly, ...deferred], error);
       return;
     }
     this.transactionOpen = false;
+    if (this.losingDeferred) {
+      this.losingDeferred = false;
+      this.deferredWriteLosses?.committedAgain();
+    }
     this.fallBackToFullSync();
     const committedAt = performance.now();
     writingMs += committedAt - batchStartedAt;
@@ -847,6 +903,13 @@ class GroupCommitStore implements Store {
       if (this.heldWindowTimer !== null) clearTimeout(this.heldWindowTimer);
       this.heldWindowTimer = null;
     }
+  }
+
+  /** A commit failed: its deferred writes, answered already, are lost (see `StoreOptions.deferredWriteLosses`). */
+  private lostDeferred(deferred: readonly DeferredWrite[], error: unknown): void {
+    if (deferred.length === 0) return;
+    this.losingDeferred = true;
+    this.deferredWriteLosses?.lost(lostWrites(deferred, error));
   }
 
   /**

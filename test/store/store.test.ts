@@ -14,7 +14,9 @@ import {
   windowDelayMs,
   windowMarginMs,
   type CommittedWindow,
+  type LostDeferredWrites,
   type Store,
+  type StoreOptions,
 } from '../../src/store/store.ts';
 import { tempDir } from '../support/process.ts';
 
@@ -280,6 +282,74 @@ test('under load, the ready part of deferred writes goes into an open transactio
   const reopened = openStore({ dataDir });
   t.after(() => reopened.close());
   assert.deepEqual(await reopened.read((sql) => sql.all<{ id: number }>('SELECT id FROM t ORDER BY id').map((row) => row.id)), [1, 2, 3, 4, 5]);
+});
+
+/** A store told of lost deferred writes into `lost`, and counting in `again` the commits that succeeded after a loss. */
+async function storeTellingLosses(t: TestContext, options: Partial<StoreOptions> = {}) {
+  const told = { lost: [] as LostDeferredWrites[], again: 0 };
+  const store = openStore({
+    dataDir: tempDir(t),
+    ...options,
+    deferredWriteLosses: { lost: (loss) => void told.lost.push(loss), committedAgain: () => void (told.again += 1) },
+  });
+  t.after(() => store.close());
+  // `c.p` is checked at COMMIT: a row breaking it makes the COMMIT itself fail, as a full disk or an I/O error does.
+  await store.write((sql) => {
+    sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY)');
+    sql.run('CREATE TABLE p (id INTEGER PRIMARY KEY)');
+    sql.run('CREATE TABLE c (id INTEGER PRIMARY KEY, p INTEGER REFERENCES p (id) DEFERRABLE INITIALLY DEFERRED)');
+  });
+  const ids = () => store.read((sql) => sql.all<{ id: number }>('SELECT id FROM t ORDER BY id').map((row) => row.id));
+  return { store, told, ids };
+}
+
+test('a COMMIT that fails loses its deferred writes, early ones included: the store tells how many, of which kinds, and why, then that commits succeed again', async (t) => {
+  // Every turn counts as loaded, so the ready writes go into the window's transaction early; the window stays open
+  // until the awaited write below commits it.
+  const { store, told, ids } = await storeTellingLosses(t, { loadedTurnMs: 0, deferredWindowMs: 60_000 });
+  store.writeDeferredSteps(
+    (final) => (final ? [(sql) => void sql.run('INSERT INTO t (id) VALUES (1)'), (sql) => void sql.run('INSERT INTO t (id) VALUES (2)')] : []),
+    'run ledger',
+  );
+  store.writeDeferred((sql) => void sql.run('INSERT INTO t (id) VALUES (3)'), { early: true, kind: 'cache entries' });
+  store.writeDeferred((sql) => void sql.run('INSERT INTO c (id, p) VALUES (1, 404)'), { early: true, kind: 'cache entries' });
+  store.writeDeferred((sql) => void sql.run('INSERT INTO t (id) VALUES (4)'), { kind: 'session activity' });
+  await new Promise((resolve) => setImmediate(resolve));
+  await new Promise((resolve) => setImmediate(resolve));
+  await assert.rejects(store.write((sql) => sql.run('INSERT INTO t (id) VALUES (5)')), /FOREIGN KEY/);
+  assert.deepEqual(await ids(), []);
+  assert.equal(told.lost.length, 1);
+  assert.equal(told.lost[0]!.writes, 4);
+  assert.deepEqual(told.lost[0]!.kinds, { 'run ledger': 1, 'cache entries': 2, 'session activity': 1 });
+  assert.match((told.lost[0]!.error as Error).message, /FOREIGN KEY constraint failed/);
+  assert.equal(told.again, 0);
+  // The next commit succeeds: told once, not for every commit after it.
+  store.writeDeferred((sql) => void sql.run('INSERT INTO t (id) VALUES (6)'));
+  await store.flush();
+  await store.write((sql) => sql.run('INSERT INTO t (id) VALUES (7)'));
+  assert.deepEqual(await ids(), [6, 7]);
+  assert.equal(told.lost.length, 1);
+  assert.equal(told.again, 1);
+});
+
+test("a commit whose BEGIN fails loses its deferred writes: the store tells so, and a fresh store's waiting answers are released", async (t) => {
+  const { store, told, ids } = await storeTellingLosses(t, { loadedTurnMs: 1_000 });
+  // A data file that cannot be written: BEGIN IMMEDIATE fails ("attempt to write a readonly database").
+  await store.read((sql) => sql.run('PRAGMA query_only = ON'));
+  store.writeDeferred((sql) => void sql.run('INSERT INTO t (id) VALUES (1)'), { kind: 'cache entries' });
+  store.writeDeferredSteps(() => [(sql) => void sql.run('INSERT INTO t (id) VALUES (2)')], 'run ledger');
+  // A fresh store's answers wait for the commit of their writes; one that fails lets them go, as before.
+  assert.equal(store.answersWaitForCommit, true);
+  await store.committed();
+  assert.equal(told.lost.length, 1);
+  assert.equal(told.lost[0]!.writes, 2);
+  assert.deepEqual(told.lost[0]!.kinds, { 'cache entries': 1, 'run ledger': 1 });
+  assert.match((told.lost[0]!.error as Error).message, /readonly/);
+  await store.read((sql) => sql.run('PRAGMA query_only = OFF'));
+  store.writeDeferred((sql) => void sql.run('INSERT INTO t (id) VALUES (3)'));
+  await store.flush();
+  assert.deepEqual(await ids(), [3]);
+  assert.equal(told.again, 1);
 });
 
 test('a deferred window is shortened by how late the recent commits ended, so its commit still ends in time', async (t) => {

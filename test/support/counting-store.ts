@@ -15,7 +15,7 @@ export function countingStore(store: Store) {
       counts.deferred += 1;
       store.writeDeferred(fn, options);
     },
-    writeDeferredSteps: (plan) => store.writeDeferredSteps(plan),
+    writeDeferredSteps: (plan, kind) => store.writeDeferredSteps(plan, kind),
     commitIfOverdue: () => store.commitIfOverdue(),
     committed: () => store.committed(),
     flush: () => store.flush(),
