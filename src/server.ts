@@ -19,6 +19,7 @@ import { createServices, type Services } from './services.ts';
 import { ensurePrivateDataDir, MAX_SOCKET_PATH_BYTES } from './store/data-dir.ts';
 import { acquireOwnerLock, type OwnerLock } from './store/owner-lock.ts';
 import { commitTraceWriter } from './store/commit-trace.ts';
+import { DeferredWriteLosses } from './store/deferred-losses.ts';
 import { openStore, type Store } from './store/store.ts';
 
 export const SOCKET_FILE = 'svc.sock';
@@ -60,9 +61,17 @@ export async function startServer(config: Config): Promise<RunningServer> {
   try {
     if (config.traceCommitsFile !== null) trace = commitTraceWriter(config.traceCommitsFile);
     arrivals.watch();
-    const store = (opened.store = openStore({ dataDir: config.dataDir, onWindowCommitted: trace?.note, turnBetweenSlices: arrivals.turn }));
-    const services = await createServices(config, store);
+    // Deferred writes lost to a failed commit (a full disk): logged, and reported by readiness (item `storage`).
+    const deferredWriteLosses = new DeferredWriteLosses();
+    const store = (opened.store = openStore({
+      dataDir: config.dataDir,
+      onWindowCommitted: trace?.note,
+      turnBetweenSlices: arrivals.turn,
+      deferredWriteLosses,
+    }));
+    const services = await createServices(config, store, { deferredWriteLosses });
     const app = (opened.app = await buildApp(services, { logger: config.logLevel === 'silent' ? false : { level: config.logLevel } }));
+    deferredWriteLosses.logTo(app.log);
     // Runs a stopped process left running, found before any request can start one (src/evidence/interrupted.ts).
     const interrupted = await services.interruptedRuns.find();
     const address = await app.listen({ port: config.port, host: config.host });

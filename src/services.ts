@@ -28,6 +28,7 @@ import { checkOutboundUrl } from './net/url-guard.ts';
 import { createSecretCipher, loadMasterKey, type SecretCipher } from './secrets/vault-cipher.ts';
 import { createSettingsRepository } from './settings/repo.ts';
 import { auditRowView, createSettingsService, type PublicUrlCheck, type SettingsService } from './settings/service.ts';
+import { DeferredWriteLosses } from './store/deferred-losses.ts';
 import type { Store } from './store/store.ts';
 import { createAccountsRepository } from './accounts/repo.ts';
 import { createInvitesService, lapsedInvitesOfKey, type InvitesService } from './accounts/invites-service.ts';
@@ -82,6 +83,11 @@ export interface ServiceOverrides {
   resetRequestFloorMs?: number;
   /** Where account warnings (failed e-mail deliveries) go; standard error by default. */
   log?: AccountsLog;
+  /**
+   * What the store tells of deferred writes lost to failed commits, for readiness: svc serve passes the one it opened
+   * the store with; by default one nobody tells (no loss reported).
+   */
+  deferredWriteLosses?: DeferredWriteLosses;
 }
 
 const stderrLog: AccountsLog = {
@@ -93,6 +99,7 @@ const stderrLog: AccountsLog = {
 
 export async function createServices(config: Config, store: Store, overrides: ServiceOverrides = {}): Promise<Services> {
   const clock = overrides.clock ?? systemClock;
+  const deferredWriteLosses = overrides.deferredWriteLosses ?? new DeferredWriteLosses();
   const accountsRepo = createAccountsRepository(store);
   await accountsRepo.ensureDefaultOrg(clock.now());
 
@@ -160,6 +167,7 @@ export async function createServices(config: Config, store: Store, overrides: Se
     masterKeySource: source,
     authMode: () => identity.mode(),
     isStoreOpen: () => store.isOpen,
+    deferredWriteLosses: () => deferredWriteLosses.status(),
   });
   const providers = createProviderRegistry({ config, timeouts: config.providers.timeouts });
   const embeddings = createEmbeddingsService({ providers });

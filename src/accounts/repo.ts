@@ -517,7 +517,7 @@ export interface AccountsRepository {
 const LOGIN_MODE_RECHECK_MS = 1_000;
 
 /** A session's touch, as a failed commit's report names it (see Store.writeDeferred's `kind`). */
-const SESSION_WRITE = { kind: 'session activity' } as const;
+const SESSION_WRITE = { kind: 'session touches' } as const;
 
 export function createAccountsRepository(store: Store): AccountsRepository {
   // Login mode never ends once a user existed (docs/accounts.md): once known, the answer is final.

@@ -856,7 +856,7 @@ export function createRunsRepository(store: Store): RunsRepository {
       queued.push(change);
       if (!registered) {
         registered = true;
-        store.writeDeferredSteps(plan, 'run ledger');
+        store.writeDeferredSteps(plan, 'run ledger windows');
       } else {
         // Called per change, between requests: the window may have fallen due in a long turn of the loop.
         store.commitIfOverdue();

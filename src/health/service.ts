@@ -7,6 +7,7 @@ import type { Clock } from '../core/clock.ts';
 import type { AuthMode } from '../identity/service.ts';
 import type { MasterKeySource } from '../secrets/vault-cipher.ts';
 import { TRIAL_DAYS, TRIAL_PLAN } from '../accounts/signup-service.ts';
+import type { DeferredLossStatus } from '../store/deferred-losses.ts';
 
 export interface Health {
   ok: boolean;
@@ -48,12 +49,44 @@ export function liveProviders(config: Config): string[] {
   return live;
 }
 
+/** "3 run ledger, 12 cache entries": what a streak of failed commits lost, by kind. */
+function kindsOf(kinds: Record<string, number>): string {
+  return Object.entries(kinds)
+    .map(([kind, count]) => `${count} ${kind}`)
+    .join(', ');
+}
+
+/**
+ * Item `storage`: attention while commits of the data file fail and lose deferred writes (answered requests' run
+ * ledger, cache entries), info once they succeed again (what the last streak lost), ready if none was lost.
+ */
+function storageItem(
+  losses: DeferredLossStatus,
+  item: (id: string, label: string, status: ReadinessStatus, message: string, action?: string | null) => ReadinessItem,
+): ReadinessItem {
+  const label = 'Data file commits';
+  const { streak } = losses;
+  if (streak === null) return item('storage', label, 'ready', 'No deferred write has been lost to a failed commit since svc started.');
+  const lost = `${streak.lostWrites} deferred write(s) of answered requests (${kindsOf(streak.kinds)})`;
+  if (streak.endedAt === null) {
+    return item('storage', label, 'attention',
+      `Commits of the data file fail since ${new Date(streak.since).toISOString()}: ${lost} lost so far, ` +
+        `${streak.failedCommits} failed commit(s); SQLite said: ${streak.error}.`,
+      "Free space on the data directory's file system or fix its I/O errors; svc commits again by itself.");
+  }
+  return item('storage', label, 'info',
+    `Commits of the data file failed from ${new Date(streak.since).toISOString()} to ${new Date(streak.endedAt).toISOString()}: ` +
+      `${lost} lost in ${streak.failedCommits} failed commit(s) (SQLite said: ${streak.error}). They succeed again.`);
+}
+
 export function createHealthService(deps: {
   config: Config;
   clock: Clock;
   masterKeySource: MasterKeySource;
   authMode: () => Promise<AuthMode>;
   isStoreOpen: () => boolean;
+  /** Deferred writes lost to failed commits (src/store/deferred-losses.ts): readiness item `storage`. */
+  deferredWriteLosses: () => DeferredLossStatus;
 }): HealthService {
   const { config, clock } = deps;
   const live = liveProviders(config);
@@ -119,6 +152,7 @@ export function createHealthService(deps: {
               `SVC_APP_BASE_URL is unset: e-mailed links use this server's configured address, ${config.accounts.linkBaseUrl}.`,
               'Set SVC_APP_BASE_URL to the public address of the app.'),
         item('billing', 'Billing and quota enforcement', 'info', 'No payment provider is configured: plans are changed directly by an admin.'),
+        storageItem(deps.deferredWriteLosses(), item),
       ];
       const count = (status: ReadinessStatus) => items.filter((i) => i.status === status).length;
       const publicCritical = new Set(['auth', 'vault', 'private_fetch']);

@@ -1,0 +1,97 @@
+/**
+ * What operators learn of deferred writes (answered requests' run ledger, cache entries) lost to commits that failed
+ * (src/store/store.ts, `deferredWriteLosses`): an error line when a streak of failing commits starts, another at most
+ * every `REMINDER_MS` while it lasts, a summary when commits succeed again, and the state readiness reports (item
+ * `storage`, src/health/service.ts). A line per failed commit would flood the log while the disk is full: under load
+ * a commit follows every ~20 ms window.
+ */
+import type { DeferredWriteLossListener, LostDeferredWrites } from './store.ts';
+
+/** While commits keep failing, the loss is logged again this often, with its totals so far. */
+export const REMINDER_MS = 60_000;
+
+/** Where the lines go: svc serve's logger (pino's `(fields, message)`), standard error until it exists. */
+export interface LossLog {
+  error(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+}
+
+/** A streak of commits that failed and lost deferred writes, up to the next commit that succeeded. */
+export interface LossStreak {
+  /** When its first commit failed (epoch ms). */
+  since: number;
+  /** When a commit succeeded again (epoch ms); null while commits still fail. */
+  endedAt: number | null;
+  failedCommits: number;
+  lostWrites: number;
+  kinds: Record<string, number>;
+  /** What SQLite said of its latest failed commit. */
+  error: string;
+}
+
+export interface DeferredLossStatus {
+  /** The streak going on, or else the last one that ended; null if no deferred write was lost since svc started. */
+  streak: LossStreak | null;
+}
+
+const stderrLog: LossLog = {
+  error: (fields, message) => process.stderr.write(`svc: ${message} ${JSON.stringify(fields)}\n`),
+  warn: (fields, message) => process.stderr.write(`svc: ${message} ${JSON.stringify(fields)}\n`),
+};
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+export class DeferredWriteLosses implements DeferredWriteLossListener {
+  private log: LossLog = stderrLog;
+  private streak: LossStreak | null = null;
+  private loggedAt = 0;
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  /** From here on, log to `log` (svc serve's logger, once its app exists). */
+  logTo(log: LossLog): void {
+    this.log = log;
+  }
+
+  lost(loss: LostDeferredWrites): void {
+    const now = this.now();
+    const error = messageOf(loss.error);
+    if (this.streak === null || this.streak.endedAt !== null) {
+      this.streak = { since: now, endedAt: null, failedCommits: 0, lostWrites: 0, kinds: {}, error };
+    }
+    const streak = this.streak;
+    streak.failedCommits += 1;
+    streak.lostWrites += loss.writes;
+    streak.error = error;
+    for (const [kind, count] of Object.entries(loss.kinds)) streak.kinds[kind] = (streak.kinds[kind] ?? 0) + count;
+    if (streak.failedCommits === 1) {
+      this.loggedAt = now;
+      this.log.error(
+        { lostWrites: loss.writes, kinds: loss.kinds, error },
+        'a commit of the data file failed: deferred writes lost (requests answered already); the next failures are summed up once commits succeed again',
+      );
+    } else if (now - this.loggedAt >= REMINDER_MS) {
+      this.loggedAt = now;
+      this.log.error(
+        { failedCommits: streak.failedCommits, lostWrites: streak.lostWrites, kinds: streak.kinds, error, since: new Date(streak.since).toISOString() },
+        'commits of the data file still fail: deferred writes lost so far',
+      );
+    }
+  }
+
+  committedAgain(): void {
+    const streak = this.streak;
+    if (streak === null || streak.endedAt !== null) return;
+    streak.endedAt = this.now();
+    this.log.warn(
+      { failedCommits: streak.failedCommits, lostWrites: streak.lostWrites, kinds: streak.kinds, failingMs: streak.endedAt - streak.since, error: streak.error },
+      'commits of the data file succeed again; the deferred writes of the failed ones are lost',
+    );
+  }
+
+  status(): DeferredLossStatus {
+    return { streak: this.streak === null ? null : { ...this.streak, kinds: { ...this.streak.kinds } } };
+  }
+}

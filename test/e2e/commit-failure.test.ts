@@ -1,0 +1,95 @@
+/**
+ * A commit of the gateway's deferred writes that fails (a full disk) loses runs already answered: by design, but not
+ * silently. svc logs it once per streak of failing commits, sums it up when commits succeed again, and readiness
+ * says so meanwhile. The full disk is the data file's own: a file size limit (RLIMIT_FSIZE, no root needed) set on the
+ * running `svc serve` below the size of its log, so the log cannot grow and every commit's write to it fails.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
+import test, { before } from 'node:test';
+import { DATA_FILE_NAME } from '../../src/store/store.ts';
+import { ensureBundle, startServe, tempDir, type ServeProcess } from '../support/process.ts';
+
+before(ensureBundle);
+
+const BOOT = 'bootstrap-token-commit-failure-001';
+
+/** One buffered chat completion through svc (the built-in mock model answers): its run is a deferred write. */
+async function ask(address: string, content: string): Promise<void> {
+  const response = await fetch(`${address}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${BOOT}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content }] }),
+  });
+  assert.equal(response.status, 200);
+  await response.arrayBuffer();
+}
+
+interface StorageItem {
+  status: string;
+  message: string;
+  action: string | null;
+}
+
+async function storageItem(address: string): Promise<StorageItem> {
+  const response = await fetch(`${address}/api/v1/readiness`, { headers: { authorization: `Bearer ${BOOT}` } });
+  assert.equal(response.status, 200);
+  const readiness = (await response.json()) as { items: Array<StorageItem & { id: string }> };
+  const item = readiness.items.find((candidate) => candidate.id === 'storage');
+  assert.ok(item, 'readiness has a storage item');
+  return item;
+}
+
+/** Ask until readiness's storage item has `status` (a commit's outcome follows its answer within a window). */
+async function askUntil(server: ServeProcess, status: string, label: string): Promise<StorageItem> {
+  for (let i = 0; i < 200; i++) {
+    await ask(server.address, `${label} ${i}`);
+    const item = await storageItem(server.address);
+    if (item.status === status) return item;
+  }
+  assert.fail(`readiness's storage item never became ${status}: ${server.output()}`);
+}
+
+/** svc's JSON log lines whose message matches `pattern`. */
+function logLines(server: ServeProcess, pattern: RegExp): Array<Record<string, unknown>> {
+  return server
+    .output()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+    .filter((line) => typeof line.msg === 'string' && pattern.test(line.msg));
+}
+
+test('deferred writes lost to a full disk are logged once per streak, summed up when commits succeed again, and flagged by readiness meanwhile', async (t) => {
+  const dataDir = tempDir(t);
+  const server = await startServe(t, dataDir, { SVC_API_KEY: BOOT, SVC_LOG_LEVEL: 'warn' });
+  await ask(server.address, 'before');
+  assert.equal((await storageItem(server.address)).status, 'ready');
+
+  const pid = String(server.child.pid);
+  const sizes = [DATA_FILE_NAME, `${DATA_FILE_NAME}-wal`].map((name) => statSync(join(dataDir, name)).size);
+  // The soft limit only: raising it again needs no privilege.
+  execFileSync('prlimit', ['--pid', pid, `--fsize=${Math.min(...sizes)}:unlimited`]);
+  const failing = await askUntil(server, 'attention', 'full');
+  assert.match(failing.message, /deferred write/);
+  assert.match(failing.message, /run ledger/);
+  // More answers, more failing commits: still one line.
+  for (let i = 0; i < 20; i++) await ask(server.address, `still full ${i}`);
+  const lost = logLines(server, /^a commit of the data file failed: deferred writes lost/);
+  assert.equal(lost.length, 1, server.output());
+  assert.equal(lost[0]!.level, 50);
+  assert.ok((lost[0]!.lostWrites as number) >= 1);
+  assert.ok((lost[0]!.kinds as Record<string, number>)['run ledger windows']! >= 1);
+  assert.match(lost[0]!.error as string, /disk|I\/O|full|large/i);
+
+  execFileSync('prlimit', ['--pid', pid, '--fsize=unlimited:unlimited']);
+  const recovered = await askUntil(server, 'info', 'free');
+  assert.match(recovered.message, /lost/);
+  const summary = logLines(server, /^commits of the data file succeed again/);
+  assert.equal(summary.length, 1, server.output());
+  assert.ok((summary[0]!.lostWrites as number) > (lost[0]!.lostWrites as number));
+  assert.ok((summary[0]!.failedCommits as number) >= 2);
+  assert.equal(logLines(server, /^a commit of the data file failed: deferred writes lost/).length, 1);
+});
