@@ -437,11 +437,11 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
     },
 
     async evidencePacket(auth, id) {
-      // What can refuse the packet is read before its first byte (the run, the trace's verdict, which comes before the
-      // trace in the packet); the replay bundle, records and trace are read as the text reaches them, a page at a
-      // time, so that a packet at a run's limits (~41-57 MiB of JSON) is never held whole (docs/evidence.md).
-      const { run, count, lastSeq, chorusEvents, verdict } = await verifiedTrace(await find(auth, id), (event) => event.type.startsWith('chorus.'));
-      const integrity: IntegrityView = { runId: run.id, ...verdict, checkedAt: toIso(clock.now()) };
+      // Only the run can refuse the packet, so only it is read before the first byte; everything else is read as the
+      // text reaches it, a page at a time, so that a packet at a run's limits (~41-57 MiB of JSON) is never held whole
+      // (docs/evidence.md). The trace is read once: verified as its events are written, its verdict after them.
+      const run = await find(auth, id);
+      const trace = packetTrace(run);
       const [attempts, auditRows] = await Promise.all([repo.attempts(run.tenantId, run.id), audit.aboutTarget(auth, run.id)]);
       const generatedAt = toIso(clock.now());
       return [
@@ -450,7 +450,6 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
         { key: 'generatedAt', value: () => generatedAt },
         { key: 'run', value: () => runView(run) },
         { key: 'routeExplanation', value: () => run.routeExplanation },
-        { key: 'integrity', value: () => integrity },
         { key: 'economics', value: () => runEconomics(run, attempts) },
         // null for a run that keeps none (an ingested prompt); a read that fails fails the packet.
         { key: 'replayBundle', value: () => bundleOf(run).catch((error: unknown) => (error instanceof AppError && error.code === 'not_found' ? null : Promise.reject(error))) },
@@ -476,10 +475,11 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
               hash: row.hash,
             })),
         },
-        { key: 'events', pages: () => mapPages(verifiedEventsAgain(run, count, lastSeq), eventView) },
+        { key: 'events', pages: () => mapPages(trace.pages(), eventView) },
+        { key: 'integrity', value: () => trace.integrity() },
         {
           key: 'chorus',
-          value: () => (chorusEvents.length > 0 ? { events: chorusEvents.map(eventView), receipt: chorusEvents.findLast((e) => e.type === 'chorus.receipt')?.payload ?? null } : null),
+          value: () => (trace.chorusEvents.length > 0 ? { events: trace.chorusEvents.map(eventView), receipt: trace.chorusEvents.findLast((e) => e.type === 'chorus.receipt')?.payload ?? null } : null),
         },
       ] satisfies StreamedMember[];
     },
@@ -657,19 +657,55 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
   }
 
   /**
-   * The trace events `verifiedTrace` verified (`count` of them, the last `lastSeq`), read again a page at a time for the
-   * packet's `events`, as its verdict was given of them: events appended since are left out. Fewer than `count` means
-   * the run was deleted since (retention, its organization's purge): the packet fails rather than end short.
+   * The packet's trace, read once: its events a page at a time, each page verified as it is written (`pages`), then
+   * the verdict on them (`integrity`, written after them) and the chorus events among them. The packet is of the run
+   * as read before its first byte (`snapshot`, written in `run`): its `eventCount` events, not those appended since.
+   * Stored events past that count are left out when the row moved meanwhile (a commit appended them), and written and
+   * counted when it did not (stored but not counted by the row: the data's, a break the verdict reports). A run gone
+   * meanwhile (retention, its organization's purge), found when its trace reads short, fails the packet rather than
+   * have it end short.
    */
-  async function* verifiedEventsAgain(run: RunRecord, count: number, lastSeq: number): AsyncGenerator<TraceEvent[], void, undefined> {
-    let read = 0;
-    for await (const page of pagesOf(INTEGRITY_PAGE_EVENTS, (_, last: TraceEvent | undefined) => repo.eventsAfter(run.tenantId, run.id, last?.seq ?? 0, INTEGRITY_PAGE_EVENTS))) {
-      const verified = page[page.length - 1]!.seq <= lastSeq ? page : page.filter((event) => event.seq <= lastSeq);
-      read += verified.length;
-      if (verified.length > 0) yield verified;
-      if (verified.length < page.length) break;
+  function packetTrace(snapshot: RunRecord) {
+    const verifier = runVerifier(snapshot.id);
+    const chorusEvents: TraceEvent[] = [];
+    let read = false;
+    /** Whether the row still counts what it did when read: false when it moved, notFound when it is gone. */
+    const rowUnmoved = async (): Promise<boolean> => {
+      const again = await repo.get(snapshot.tenantId, snapshot.id);
+      if (!again) throw notFound('Run');
+      return again.eventCount === snapshot.eventCount && again.lastHash === snapshot.lastHash;
+    };
+    async function* pages(): AsyncGenerator<TraceEvent[], void, undefined> {
+      let after = 0;
+      let pastCountIsData: boolean | undefined;
+      for (;;) {
+        const page = await repo.eventsAfter(snapshot.tenantId, snapshot.id, after, INTEGRITY_PAGE_EVENTS);
+        let kept = page;
+        if (pastCountIsData !== true && page.length > 0 && page[page.length - 1]!.seq > snapshot.eventCount) {
+          pastCountIsData ??= await rowUnmoved();
+          if (!pastCountIsData) kept = page.filter((event) => event.seq <= snapshot.eventCount);
+        }
+        if (kept.length > 0) {
+          verifier.feed(kept);
+          for (const event of kept) if (event.type.startsWith('chorus.')) chorusEvents.push(event);
+          after = kept[kept.length - 1]!.seq;
+          yield kept;
+        }
+        if (kept.length < INTEGRITY_PAGE_EVENTS) break;
+        await nextTurn();
+      }
+      if (verifier.count < snapshot.eventCount && pastCountIsData === undefined) await rowUnmoved();
+      read = true;
     }
-    if (read !== count) throw notFound('Run');
+    return {
+      pages,
+      chorusEvents,
+      /** The verdict on the events `pages` wrote, against the row as read: only once they are all written. */
+      integrity(): IntegrityView {
+        if (!read) throw new Error('the packet\'s integrity is given only after its events are read');
+        return { runId: snapshot.id, ...verifier.verdict(snapshot), checkedAt: toIso(clock.now()) };
+      },
+    };
   }
 
   /** Run detail's side effects: they page by their seq. */

@@ -40,6 +40,7 @@ try {
   for (let round = 1; round <= 3; round++) {
     (globalThis as { gc?: () => void }).gc?.();
     const base = process.memoryUsage();
+    const cpuBefore = process.cpuUsage();
     let rss = base.rss;
     let heap = base.heapUsed;
     const sampler = setInterval(() => {
@@ -47,12 +48,13 @@ try {
       rss = Math.max(rss, now.rss);
       heap = Math.max(heap, now.heapUsed);
     }, 2);
-    const { stdout } = await promisify(execFile)('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code} %{size_download}', '-H', `authorization: Bearer ${BOOT}`, url]);
+    const { stdout } = await promisify(execFile)('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code} %{size_download} %{time_starttransfer} %{time_total}', '-H', `authorization: Bearer ${BOOT}`, url]);
     clearInterval(sampler);
-    const [status, bytes] = stdout.split(' ');
+    const cpu = process.cpuUsage(cpuBefore);
+    const [status, bytes, firstByte, total] = stdout.split(' ');
     const mib = (n: number) => (n / MiB).toFixed(0);
     console.log(
-      `round ${round}: ${status} ${(Number(bytes) / MiB).toFixed(1)} MiB; rss ${mib(base.rss)} -> peak ${mib(rss)} MiB (+${mib(rss - base.rss)}); heapUsed ${mib(base.heapUsed)} -> peak ${mib(heap)} MiB (+${mib(heap - base.heapUsed)})`,
+      `round ${round}: ${status} ${(Number(bytes) / MiB).toFixed(1)} MiB, first byte ${Number(firstByte).toFixed(2)} s, whole ${Number(total).toFixed(2)} s, server CPU ${((cpu.user + cpu.system) / 1000).toFixed(0)} ms; rss ${mib(base.rss)} -> peak ${mib(rss)} MiB (+${mib(rss - base.rss)}); heapUsed ${mib(base.heapUsed)} -> peak ${mib(heap)} MiB (+${mib(heap - base.heapUsed)})`,
     );
   }
 } finally {

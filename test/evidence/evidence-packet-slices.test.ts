@@ -9,6 +9,7 @@ import test from 'node:test';
 import { overriding } from '../support/counting-store.ts';
 import { objectOf } from '../../src/core/json-slices.ts';
 import type { AuthContext } from '../../src/identity/auth-context.ts';
+import type { SqlParams } from '../../src/store/sql.ts';
 import type { Store } from '../../src/store/store.ts';
 import { bearer, build, json, newChatRun } from '../support/build.ts';
 
@@ -138,4 +139,45 @@ test('the replay bundle\'s stored request is spliced into the bundle and the pac
   assert.equal(packet.body, JSON.stringify(await objectOf(await services.runs.evidencePacket(operator, runId))));
   assert.deepEqual(json(bundle).request, payload);
   assert.deepEqual(json(packet).replayBundle, json(bundle));
+});
+
+/** The store, with reads of the tables named in `fail` failing and the rows read from run_events counted. */
+function instrumented() {
+  const state = { eventRows: 0, fail: null as RegExp | null };
+  const wrap = (store: Store) =>
+    overriding(store, {
+      read: (inner) => (fn) =>
+        inner.read((sql) =>
+          fn({
+            ...sql,
+            run: (text, params) => sql.run(text, params),
+            get: (text, params) => {
+              if (state.fail?.test(text)) throw new Error('disk I/O error');
+              return sql.get(text, params);
+            },
+            all: <T,>(text: string, params?: SqlParams) => {
+              if (state.fail?.test(text)) throw new Error('disk I/O error');
+              const rows = sql.all<T>(text, params);
+              if (/FROM run_events\b/.test(text)) state.eventRows += rows.length;
+              return rows;
+            },
+          }),
+        ),
+    });
+  return { state, wrap };
+}
+
+test('the packet reads its trace once: each event is read, verified and written in one pass, the verdict after them', async (t) => {
+  const { state, wrap } = instrumented();
+  const { app, post } = await setup(t, wrap);
+  const runId = await newChatRun(app, admin);
+  for (let i = 1; i <= 40; i++) await post('/api/v1/trace', { runId, type: 'side_effect.planned', payload: { toolName: `tool${i}`, level: 1, payload: { i } } });
+  state.eventRows = 0;
+  const response = await app.inject({ url: `/api/v1/runs/${runId}/evidence-packet`, headers: admin });
+  assert.equal(response.statusCode, 200);
+  const packet = json(response);
+  assert.equal(packet.integrity.ok, true);
+  assert.equal(packet.events.length, packet.integrity.eventCount);
+  assert.ok(packet.events.length > 40);
+  assert.equal(state.eventRows, packet.events.length, 'trace rows read for one packet');
 });
