@@ -444,6 +444,7 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
       const trace = packetTrace(run);
       const [attempts, auditRows] = await Promise.all([repo.attempts(run.tenantId, run.id), audit.aboutTarget(auth, run.id)]);
       const generatedAt = toIso(clock.now());
+      let replayBundleError: string | null = null;
       return [
         { key: 'format', value: () => 'svc.evidence-packet' },
         { key: 'version', value: () => 1 },
@@ -451,8 +452,18 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
         { key: 'run', value: () => runView(run) },
         { key: 'routeExplanation', value: () => run.routeExplanation },
         { key: 'economics', value: () => runEconomics(run, attempts) },
-        // null for a run that keeps none (an ingested prompt); a read that fails fails the packet.
-        { key: 'replayBundle', value: () => bundleOf(run).catch((error: unknown) => (error instanceof AppError && error.code === 'not_found' ? null : Promise.reject(error))) },
+        // null for a run that keeps none (an ingested prompt), and for a bundle whose read failed: the row is read whole
+        // before any of its text is written, so its failure need not abort the packet (the rest of the evidence stands);
+        // `replayBundleError` says which, without the store's error.
+        {
+          key: 'replayBundle',
+          value: () =>
+            bundleOf(run).catch((error: unknown) => {
+              if (!(error instanceof AppError && error.code === 'not_found')) replayBundleError = 'the replay bundle could not be read';
+              return null;
+            }),
+        },
+        { key: 'replayBundleError', value: () => replayBundleError },
         { key: 'attempts', value: () => attempts.map(attemptView) },
         {
           key: 'sideEffects',

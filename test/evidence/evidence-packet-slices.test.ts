@@ -181,3 +181,25 @@ test('the packet reads its trace once: each event is read, verified and written 
   assert.ok(packet.events.length > 40);
   assert.equal(state.eventRows, packet.events.length, 'trace rows read for one packet');
 });
+
+test('a replay bundle that cannot be read leaves the packet whole: replayBundle null, with the reason, rather than an aborted response', async (t) => {
+  const { state, wrap } = instrumented();
+  const { app } = await setup(t, wrap);
+  const runId = await newChatRun(app, admin);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/api/v1/runs/${runId}/evidence-packet`;
+
+  state.fail = /FROM run_replays\b/;
+  const response = await fetch(url, { headers: admin });
+  assert.equal(response.status, 200);
+  const packet = (await response.json()) as Record<string, unknown>;
+  assert.equal(packet.replayBundle, null);
+  assert.equal(packet.replayBundleError, 'the replay bundle could not be read');
+  assert.doesNotMatch(JSON.stringify(packet), /disk I\/O error/, 'the store\'s error is not echoed');
+  assert.ok(Array.isArray(packet.events) && packet.events.length > 0);
+
+  state.fail = null;
+  const whole = (await (await fetch(url, { headers: admin })).json()) as Record<string, any>;
+  assert.equal(whole.replayBundle.runId, runId);
+  assert.equal(whole.replayBundleError, null);
+});
