@@ -203,3 +203,28 @@ test('a replay bundle that cannot be read leaves the packet whole: replayBundle 
   assert.equal(whole.replayBundle.runId, runId);
   assert.equal(whole.replayBundleError, null);
 });
+
+test('the packet is of the run as read before its first byte: events appended while it is written are left out, its verdict holds; events stored past the row\'s count are the data\'s and break it', async (t) => {
+  const { app, services, post } = await setup(t);
+  const runId = await newChatRun(app, admin);
+  for (let i = 1; i <= 20; i++) await post('/api/v1/trace', { runId, type: 'side_effect.planned', payload: { toolName: `tool${i}`, level: 1, payload: { i } } });
+
+  // The run is read; 20 events are appended before its text reaches the trace.
+  const members = await services.runs.evidencePacket(operator, runId);
+  for (let i = 21; i <= 40; i++) await post('/api/v1/trace', { runId, type: 'side_effect.planned', payload: { toolName: `tool${i}`, level: 1, payload: { i } } });
+  const packet = (await objectOf(members)) as Record<string, any>;
+  assert.equal(packet.events.length, packet.run.eventCount);
+  assert.equal(packet.integrity.ok, true);
+  assert.equal(packet.integrity.eventCount, packet.run.eventCount);
+  assert.equal(packet.integrity.headHash, packet.events.at(-1).hash);
+
+  // A row that counts fewer events than are stored, and did not move while the packet was written: the data's.
+  const stored = (json(await app.inject({ url: `/api/v1/runs/${runId}/evidence-packet`, headers: admin })) as Record<string, any>).events.length;
+  await services.store.flush();
+  await services.store.write((sql) => sql.run('UPDATE runs SET event_count = event_count - 1 WHERE id = ?', [runId]));
+  const edited = json(await app.inject({ url: `/api/v1/runs/${runId}/evidence-packet`, headers: admin })) as Record<string, any>;
+  const verdict = json(await app.inject({ url: `/api/v1/runs/${runId}/integrity`, headers: admin }));
+  assert.equal(edited.events.length, stored);
+  assert.equal(edited.integrity.ok, false);
+  assert.deepEqual({ ...edited.integrity, checkedAt: null }, { ...verdict, checkedAt: null });
+});
