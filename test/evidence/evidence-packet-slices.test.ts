@@ -228,3 +228,15 @@ test('the packet is of the run as read before its first byte: events appended wh
   assert.equal(edited.integrity.ok, false);
   assert.deepEqual({ ...edited.integrity, checkedAt: null }, { ...verdict, checkedAt: null });
 });
+
+test('a run deleted while its packet is written (its trace reads short) fails the packet rather than end it short', async (t) => {
+  const { app, services } = await setup(t);
+  const runId = await newChatRun(app, admin);
+  const members = await services.runs.evidencePacket(operator, runId);
+  await services.store.flush();
+  await services.store.write((sql) => {
+    for (const table of ['run_events', 'run_attempts', 'run_replays']) sql.run(`DELETE FROM ${table} WHERE run_id = ?`, [runId]);
+    sql.run('DELETE FROM runs WHERE id = ?', [runId]);
+  });
+  await assert.rejects(objectOf(members), (error: Error & { code?: string }) => error.code === 'not_found');
+});
