@@ -1103,3 +1103,44 @@ test("tool search with namespaces: a namespace of function and custom tools (def
   assert.match(((await response.json()) as { error: { message: string } }).error.message, /tools/);
   assert.equal(upstream.requests.length, before);
 });
+
+test("client-executed tool search loading a namespace: the namespace a tool_search_output input item returns declares its tools under its name, so the model's call carrying that namespace is relayed (it was refused as undeclared, a 502) and checked against the loaded schema", async (t) => {
+  let call: Record<string, unknown> = { type: 'function_call', id: 'fc_1', call_id: 'call_1', namespace: 'crm', name: 'get_customer', arguments: '{"id":7}', status: 'completed' };
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    const completed = upstreamEvents('unused').at(-1)!.response as Record<string, unknown>;
+    sendJson(res, 200, { ...completed, output: [call] });
+  });
+  const { client } = await liveGateway(t, upstream);
+  const loaded = {
+    type: 'namespace',
+    name: 'crm',
+    description: 'Customer records',
+    tools: [
+      { type: 'function', name: 'get_customer', parameters: { type: 'object', properties: { id: { type: 'integer' } }, required: ['id'] }, strict: false },
+      { type: 'custom', name: 'query' },
+    ],
+  };
+  const request = () =>
+    ({
+      model: 'gpt-4o-mini',
+      tools: [{ type: 'tool_search', execution: 'client' }, WEATHER],
+      input: [
+        { role: 'user', content: input('customer 7') },
+        { type: 'tool_search_call', call_id: 'ts_1', execution: 'client', arguments: { query: 'crm' }, status: 'completed' },
+        { type: 'tool_search_output', call_id: 'ts_1', execution: 'client', status: 'completed', tools: [loaded] },
+      ],
+    }) as never;
+  const names = async () => (await client.responses.create(request())).output.map((item) => (item as { name: string }).name);
+  assert.deepEqual(await names(), ['get_customer']);
+  call = { type: 'custom_tool_call', id: 'ctc_1', call_id: 'call_2', namespace: 'crm', name: 'query', input: 'all' };
+  assert.deepEqual(await names(), ['query']);
+  const refused = (error: unknown) => error instanceof OpenAI.APIError && error.status === 502;
+  // The loaded schema is the authority for its calls.
+  call = { type: 'function_call', id: 'fc_2', call_id: 'call_3', namespace: 'crm', name: 'get_customer', arguments: '{"id":"seven"}', status: 'completed' };
+  await assert.rejects(client.responses.create(request()), refused);
+  // Loaded in a namespace, the tool is not declared without it, nor under another namespace.
+  call = { type: 'function_call', id: 'fc_3', call_id: 'call_4', name: 'get_customer', arguments: '{"id":7}', status: 'completed' };
+  await assert.rejects(client.responses.create(request()), refused);
+  call = { type: 'function_call', id: 'fc_4', call_id: 'call_5', namespace: 'billing', name: 'get_customer', arguments: '{"id":7}', status: 'completed' };
+  await assert.rejects(client.responses.create(request()), refused);
+});

@@ -76,9 +76,10 @@ function withoutNulls(body: Record<string, unknown>): Record<string, unknown> {
 /**
  * The tools a client-executed tool search loaded: the input's `tool_search_output` items carry their definitions,
  * which need not be in `tools`, and the model calls them as it calls declared ones. Each function tool is declared as
- * a deferred one (its schema compiled when a call names it), each custom tool by name; a loaded tool of a name already
- * declared (a server search's output sent back with the conversation) is that tool. A definition that is no function
- * or custom tool is left to the upstream to judge.
+ * a deferred one (its schema compiled when a call names it), each custom tool by name, and a loaded `namespace`'s
+ * tools under its name (the model's calls of them carry it); a loaded tool of a name already declared (a server
+ * search's output sent back with the conversation) is that tool. A definition that is no function or custom tool or
+ * namespace of them is left to the upstream to judge.
  */
 function declareLoadedTools(
   input: ReadonlyArray<Record<string, unknown>>,
@@ -89,22 +90,32 @@ function declareLoadedTools(
   const declared = new Set<string>(customTools);
   for (const tool of functions) declared.add(tool.function.name);
   for (const { tool } of deferred) declared.add(tool.function.name);
+  const load = (tool: unknown, where: string, namespace?: string): void => {
+    const loaded = functionTool.safeParse(tool);
+    if (loaded.success) {
+      const { parameters } = loaded.data;
+      const name = declaredToolName(namespace, loaded.data.name);
+      if (declared.has(name)) return;
+      declared.add(name);
+      deferred.push({ tool: { type: 'function', function: { name, ...(parameters ? { parameters } : {}) } }, where: `${where}.parameters` });
+      return;
+    }
+    const custom = customTool.safeParse(tool);
+    if (!custom.success) return;
+    const name = declaredToolName(namespace, custom.data.name);
+    if (declared.has(name)) return;
+    declared.add(name);
+    customTools.add(name);
+  };
   for (const [itemIndex, item] of input.entries()) {
     if (item.type !== 'tool_search_output' || !Array.isArray(item.tools)) continue;
     for (const [index, tool] of (item.tools as unknown[]).entries()) {
-      const loaded = functionTool.safeParse(tool);
-      if (loaded.success) {
-        const { name, parameters } = loaded.data;
-        if (declared.has(name)) continue;
-        declared.add(name);
-        deferred.push({ tool: { type: 'function', function: { name, ...(parameters ? { parameters } : {}) } }, where: `input[${itemIndex}].tools[${index}].parameters` });
+      const namespace = namespaceTool.safeParse(tool);
+      if (!namespace.success) {
+        load(tool, `input[${itemIndex}].tools[${index}]`);
         continue;
       }
-      const custom = customTool.safeParse(tool);
-      if (custom.success && !declared.has(custom.data.name)) {
-        declared.add(custom.data.name);
-        customTools.add(custom.data.name);
-      }
+      for (const [inner, member] of namespace.data.tools.entries()) load(member, `input[${itemIndex}].tools[${index}].tools[${inner}]`, namespace.data.name);
     }
   }
 }
