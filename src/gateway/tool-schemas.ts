@@ -150,6 +150,27 @@ export function duplicateTool(name: string): Error {
  */
 export const declaredToolName = (namespace: string | undefined, name: string): string => (namespace === undefined ? name : `${namespace}.${name}`);
 
+/**
+ * The declared name of the namespace's tool a bare `name` stands for where a request names a tool without its
+ * namespace (OpenAI's responses-wire `tool_choice` carries a name only): that of the one namespace declaring it,
+ * undefined if none does, null if more than one does. It scans the declared names, so callers ask only for a name
+ * not declared bare.
+ */
+export function namespacedToolName(name: string, declared: ReadonlyArray<Iterable<string>>): string | null | undefined {
+  if (name.includes('.')) return undefined;
+  const suffix = `.${name}`;
+  let found: string | undefined;
+  for (const names of declared) {
+    for (const candidate of names) {
+      // A tool name has no `.`, so the namespace is all before the last one.
+      if (!candidate.endsWith(suffix) || candidate.lastIndexOf('.') !== candidate.length - suffix.length) continue;
+      if (found !== undefined && found !== candidate) return null;
+      found = candidate;
+    }
+  }
+  return found;
+}
+
 /** The declared name of the tool a responses-wire output item (`function_call`, `custom_tool_call`) calls. */
 export const calledToolName = (item: Readonly<Record<string, unknown>>): string =>
   declaredToolName(typeof item.namespace === 'string' ? item.namespace : undefined, String(item.name ?? ''));

@@ -1144,3 +1144,41 @@ test("client-executed tool search loading a namespace: the namespace a tool_sear
   call = { type: 'function_call', id: 'fc_4', call_id: 'call_5', namespace: 'billing', name: 'get_customer', arguments: '{"id":7}', status: 'completed' };
   await assert.rejects(client.responses.create(request()), refused);
 });
+
+test("tool_choice naming a namespace's tool: OpenAI's ToolChoiceFunction has a name only, so a function or custom choice (or allowed_tools entry) naming a tool that exactly one namespace declares chooses it and reaches the upstream as sent (it was a 400 'not a declared tool'); a name two namespaces declare is an ambiguous 400 with no upstream call", async (t) => {
+  const call = { type: 'function_call', id: 'fc_1', call_id: 'call_1', namespace: 'crm', name: 'get_customer', arguments: '{"id":7}', status: 'completed' };
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    const completed = upstreamEvents('unused').at(-1)!.response as Record<string, unknown>;
+    sendJson(res, 200, { ...completed, output: [call] });
+  });
+  const { client } = await liveGateway(t, upstream);
+  const idSchema = { type: 'object', properties: { id: { type: 'integer' } }, required: ['id'] };
+  const crm = {
+    type: 'namespace',
+    name: 'crm',
+    description: 'Customer records',
+    tools: [
+      { type: 'function', name: 'get_customer', parameters: idSchema, defer_loading: true },
+      { type: 'function', name: 'list_customers', parameters: { type: 'object' } },
+      { type: 'custom', name: 'query' },
+    ],
+  };
+  const billing = { type: 'namespace', name: 'billing', description: 'Invoices', tools: [{ type: 'function', name: 'list_customers', parameters: { type: 'object' } }] };
+  const tools = [{ type: 'tool_search' }, crm, billing, WEATHER];
+  const request = (tool_choice: unknown) => ({ model: 'gpt-4o-mini', input: input('customer 7'), tools, tool_choice }) as never;
+  for (const choice of [
+    { type: 'function', name: 'get_customer' },
+    { type: 'custom', name: 'query' },
+    { type: 'allowed_tools', mode: 'required', tools: [{ type: 'function', name: 'get_customer' }, { type: 'function', name: 'get_weather' }] },
+  ]) {
+    const answer = await client.responses.create(request(choice));
+    assert.deepEqual(answer.output.map((item) => (item as { name: string }).name), ['get_customer']);
+    assert.deepEqual((upstream.requests.at(-1)!.body as { tool_choice: unknown }).tool_choice, choice);
+  }
+  const before = upstream.requests.length;
+  for (const choice of [{ type: 'function', name: 'list_customers' }, { type: 'allowed_tools', mode: 'auto', tools: [{ type: 'function', name: 'list_customers' }] }]) {
+    await assert.rejects(client.responses.create(request(choice)), (error: unknown) => error instanceof OpenAI.BadRequestError && /more than one namespace/.test(error.message));
+  }
+  await assert.rejects(client.responses.create(request({ type: 'function', name: 'delete_customer' })), (error: unknown) => error instanceof OpenAI.BadRequestError && /not a declared tool/.test(error.message));
+  assert.equal(upstream.requests.length, before);
+});

@@ -11,7 +11,7 @@ import { modelField } from '../../evidence/model-field.ts';
 import type { ChatTool, ResponsesRequest } from '../providers/types.ts';
 import { REASONING_EFFORTS, SERVICE_TIERS } from './chat-completions-schema.ts';
 import { boundedTools, isDeferredTool } from '../deferred-tools.ts';
-import { assertCompilableSchema, compileTools, declaredToolName, duplicateTool, SchemaBudget, type DeclaredTools } from '../tool-schemas.ts';
+import { assertCompilableSchema, compileTools, declaredToolName, duplicateTool, namespacedToolName, SchemaBudget, type DeclaredTools } from '../tool-schemas.ts';
 
 const toolName = z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'tool names are 1-64 letters, digits, _ or -');
 
@@ -176,9 +176,12 @@ export function parseResponsesRequest(body: unknown): ValidatedResponses {
         throw invalid(`${param}: the hosted tool type "${String(type)}" is not supported; svc never runs tools, choose a declared function or custom tool.`, { param });
       }
       const name = (tool as { name?: unknown }).name;
-      if (typeof name !== 'string' || !(tools.names.has(name) || customTools.has(name))) {
-        throw invalid(`${param} names "${String(name)}", which is not a declared tool.`, { param });
-      }
+      if (typeof name === 'string' && (tools.names.has(name) || customTools.has(name))) continue;
+      // A choice has no namespace field (the OpenAPI ToolChoiceFunction is a type and a name), so a namespace's tool
+      // is chosen by its own name, when only one namespace declares it.
+      const inNamespace = typeof name === 'string' ? namespacedToolName(name, [tools.names, customTools]) : undefined;
+      if (inNamespace === null) throw invalid(`${param} names "${String(name)}", which more than one namespace declares; a choice cannot tell which.`, { param });
+      if (inNamespace === undefined) throw invalid(`${param} names "${String(name)}", which is not a declared tool.`, { param });
     }
   }
   const format = parsed.text?.format;
