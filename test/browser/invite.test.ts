@@ -95,6 +95,28 @@ function watch(page: Page): string[] {
   return problems;
 }
 
+/** Sign `email` up over the API (public signup on), as a user who already has an account. */
+async function signUp(svc: Svc, email: string, name: string): Promise<void> {
+  const signup = await fetch(`${svc.address}/api/v1/auth/signup`, {
+    method: 'POST',
+    // Signup sets the session cookie, so it must name svc's own origin (docs/accounts.md, CSRF).
+    headers: { 'content-type': 'application/json', origin: svc.address },
+    body: JSON.stringify({ email, name, password: FIRST_PASSWORD }),
+  });
+  assert.equal(signup.status, 201, await signup.text());
+}
+
+/** End the browser context's session behind the page's back (signed out in another tab). */
+async function endSession(context: BrowserContext, svc: Svc): Promise<void> {
+  const session = (await context.cookies(svc.address)).find((c) => c.name === 'svc_session');
+  assert.ok(session);
+  const logout = await fetch(`${svc.address}/api/v1/auth/logout`, {
+    method: 'POST',
+    headers: { cookie: `svc_session=${session.value}`, origin: svc.address },
+  });
+  assert.equal(logout.status, 200);
+}
+
 /** Fill /login's form with `email` and `password` and send it. */
 async function signIn(page: Page, email: string, password: string): Promise<void> {
   await page.getByLabel('E-mail').fill(email);
@@ -285,13 +307,7 @@ test('an invitation is accepted through /accept-invite in Chromium; then the pas
 test('a signup verification link opens /verify-email and verifies the address once', async (t) => {
   requireBrowser();
   const svc = await startSvc(t, { SVC_ALLOW_PUBLIC_SIGNUP: 'true' });
-  const signup = await fetch(`${svc.address}/api/v1/auth/signup`, {
-    method: 'POST',
-    // Signup sets the session cookie, so it must name svc's own origin (docs/accounts.md, CSRF).
-    headers: { 'content-type': 'application/json', origin: svc.address },
-    body: JSON.stringify({ email: 'ada@acme.io', name: 'Ada', password: FIRST_PASSWORD }),
-  });
-  assert.equal(signup.status, 201, await signup.text());
+  await signUp(svc, 'ada@acme.io', 'Ada');
   const verify = await linkToken(svc, 'ada@acme.io', '/verify-email');
 
   const context = await newContext(t);
@@ -441,13 +457,7 @@ test('a session that ends while /login asks for a new password sends the user ba
   await page.getByRole('heading', { name: 'Choose a new password' }).waitFor();
 
   // The session ends behind the page's back (signed out in another tab; an administrator's reset ends it the same way).
-  const session = (await context.cookies(svc.address)).find((c) => c.name === 'svc_session');
-  assert.ok(session);
-  const logout = await fetch(`${svc.address}/api/v1/auth/logout`, {
-    method: 'POST',
-    headers: { cookie: `svc_session=${session.value}`, origin: svc.address },
-  });
-  assert.equal(logout.status, 200);
+  await endSession(context, svc);
 
   await page.getByLabel('Current password').fill(FIRST_PASSWORD);
   await page.getByLabel('New password', { exact: true }).fill(SECOND_PASSWORD);
@@ -468,12 +478,7 @@ test('a session that ends before an existing account accepts shows the sign-in l
   requireBrowser();
   const svc = await startSvc(t, { SVC_ALLOW_PUBLIC_SIGNUP: 'true' });
   const email = 'ada@acme.io';
-  const signup = await fetch(`${svc.address}/api/v1/auth/signup`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', origin: svc.address },
-    body: JSON.stringify({ email, name: 'Ada', password: FIRST_PASSWORD }),
-  });
-  assert.equal(signup.status, 201, await signup.text());
+  await signUp(svc, email, 'Ada');
   assert.equal((await svc.admin('POST', '/orgs/active/invites', { email, role: 'member' })).status, 201);
   const invite = await linkToken(svc, email, '/accept-invite');
 
@@ -487,13 +492,7 @@ test('a session that ends before an existing account accepts shows the sign-in l
   await page.getByText(`You are signed in as ${email}.`).waitFor();
   assert.equal(await page.locator('#sign-in-link').isVisible(), false, 'signed in as the invitee: no sign-in link');
 
-  const session = (await context.cookies(svc.address)).find((c) => c.name === 'svc_session');
-  assert.ok(session);
-  const logout = await fetch(`${svc.address}/api/v1/auth/logout`, {
-    method: 'POST',
-    headers: { cookie: `svc_session=${session.value}`, origin: svc.address },
-  });
-  assert.equal(logout.status, 200);
+  await endSession(context, svc);
 
   await page.getByRole('button', { name: 'Accept the invitation' }).click();
   await page.locator('[role="alert"]').filter({ hasText: /\S/ }).waitFor();
@@ -507,12 +506,7 @@ test('keyboard only: when signing out fails, /login says so and keeps the focus 
   requireBrowser();
   const svc = await startSvc(t, { SVC_ALLOW_PUBLIC_SIGNUP: 'true' });
   const email = 'otto@example.com';
-  const signup = await fetch(`${svc.address}/api/v1/auth/signup`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', origin: svc.address },
-    body: JSON.stringify({ email, name: 'Otto', password: FIRST_PASSWORD }),
-  });
-  assert.equal(signup.status, 201, await signup.text());
+  await signUp(svc, email, 'Otto');
 
   const context = await newContext(t);
   const page = await context.newPage();
@@ -538,12 +532,7 @@ test('/ in a browser: signed out it offers sign-in, which comes back to it; sign
   requireBrowser();
   const svc = await startSvc(t, { SVC_ALLOW_PUBLIC_SIGNUP: 'true' });
   const email = 'hopper@example.com';
-  const signup = await fetch(`${svc.address}/api/v1/auth/signup`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', origin: svc.address },
-    body: JSON.stringify({ email, name: 'Hopper', password: FIRST_PASSWORD }),
-  });
-  assert.equal(signup.status, 201, await signup.text());
+  await signUp(svc, email, 'Hopper');
 
   const context = await newContext(t);
   const page = await context.newPage();
