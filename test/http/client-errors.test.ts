@@ -6,13 +6,9 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import test from 'node:test';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { loadConfig } from '../../src/config.ts';
-import { buildApp } from '../../src/http/app.ts';
 import { SOCKET_FILE, startServer } from '../../src/server.ts';
-import { createServices } from '../../src/services.ts';
-import { openStore } from '../../src/store/store.ts';
-import { build } from '../support/build.ts';
+import { build, logSink } from '../support/build.ts';
 import { tempDir } from '../support/process.ts';
 import { exchange, type RawAnswer } from '../support/raw-http.ts';
 import { contentChunk, startFakeUpstream, startSse } from '../support/fake-upstream.ts';
@@ -223,21 +219,14 @@ test('SVC_REQUEST_TIMEOUT_MS below SVC_HEADERS_TIMEOUT_MS cuts a trickled body a
 });
 
 test('an answer of the HTTP layer is logged once under its request id, without the request\'s headers', async (t) => {
-  let log = '';
-  const sink = new Writable({ write: (chunk, _enc, done) => ((log += chunk), done()) });
-  const config = loadConfig({ SVC_LOG_LEVEL: 'info' }, { dataDir: null });
-  const store = openStore({ dataDir: null });
-  const services = await createServices(config, store, { log: { warn() {} } });
-  const app = await buildApp(services, { logger: { level: 'info', stream: sink } as never });
-  t.after(async () => {
-    await app.close();
-    await store.close();
-  });
+  const sink = logSink();
+  const { app } = await build(t, { log: sink, overrides: { log: { warn() {} } } });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const port = (app.server.address() as { port: number }).port;
   const secret = 'sk-secret-in-a-header-0123456789';
   const answer = await exchange(port, `POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: ${secret}\r\nX-Filler: ${'a'.repeat(40_000)}\r\n\r\n`);
   const tunnel = await exchange(port, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
+  const log = sink.text();
   const lines = log
     .trim()
     .split('\n')

@@ -1,12 +1,8 @@
 /** One-time tokens never reach the request log (docs/accounts.md). */
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import test from 'node:test';
 import { redactUrl } from '../../src/http/log-redaction.ts';
-import { loadConfig } from '../../src/config.ts';
-import { buildApp } from '../../src/http/app.ts';
-import { createServices } from '../../src/services.ts';
-import { openStore } from '../../src/store/store.ts';
+import { build, logSink } from '../support/build.ts';
 
 test('token paths and token query parameters are redacted; other URLs are untouched', () => {
   assert.equal(redactUrl('/api/v1/invites/abcDEF_-123/accept'), '/api/v1/invites/[redacted]/accept');
@@ -33,20 +29,13 @@ test('token paths and token query parameters are redacted; other URLs are untouc
 });
 
 test('the request log of a real app never contains an invitation token', async (t) => {
-  let log = '';
-  const sink = new Writable({ write: (chunk, _enc, done) => ((log += chunk), done()) });
-  const config = loadConfig({ SVC_LOG_LEVEL: 'info' }, { dataDir: null });
-  const store = openStore({ dataDir: null });
-  const services = await createServices(config, store, { log: { warn() {} } });
-  const app = await buildApp(services, { logger: { level: 'info', stream: sink } as never });
-  t.after(async () => {
-    await app.close();
-    await store.close();
-  });
+  const sink = logSink();
+  const { app } = await build(t, { log: sink, overrides: { log: { warn() {} } } });
   const token = 'S3cretT0kenS3cretT0kenS3cretT0kenS3cretT0k';
   await app.inject({ url: `/api/v1/invites/${token}` });
   await app.inject({ url: `/api/v1/auth/verify/${token}` });
   assert.equal((await app.inject({ url: `/%61pi/v1/%69nvites/${token}` })).statusCode, 400);
+  const log = sink.text();
   assert.match(log, /\/api\/v1\/invites\/\[redacted\]/);
   assert.ok(!log.includes(token));
 });

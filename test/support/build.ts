@@ -3,6 +3,7 @@
  * Pass `env` to choose the auth mode etc.; it is parsed by the real config loader; `wrapStore` to give the services
  * a view of the store (one that records the statements they read, say).
  */
+import { Writable } from 'node:stream';
 import type { TestContext } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { loadConfig, type Config } from '../../src/config.ts';
@@ -18,17 +19,28 @@ export interface Built {
 
 export async function build(
   t: TestContext,
-  options: { env?: Record<string, string>; overrides?: ServiceOverrides; dataDir?: string; wrapStore?: (store: Store) => Store } = {},
+  options: { env?: Record<string, string>; overrides?: ServiceOverrides; dataDir?: string; wrapStore?: (store: Store) => Store; log?: LogSink } = {},
 ): Promise<Built> {
-  const config = loadConfig({ SVC_LOG_LEVEL: 'silent', ...options.env }, { dataDir: options.dataDir ?? null });
+  const config = loadConfig({ SVC_LOG_LEVEL: options.log ? 'info' : 'silent', ...options.env }, { dataDir: options.dataDir ?? null });
   const store = openStore({ dataDir: config.dataDir });
   const services = await createServices(config, options.wrapStore ? options.wrapStore(store) : store, options.overrides);
-  const app = await buildApp(services);
+  const app = await buildApp(services, options.log ? { logger: { level: 'info', stream: options.log.stream } as never } : {});
   t.after(async () => {
     await app.close();
     await store.close();
   });
   return { app, services, config };
+}
+
+/** Where `build`'s `log` option sends svc's log (level info, pino's JSON lines): `text()` is all written so far. */
+export interface LogSink {
+  stream: Writable;
+  text(): string;
+}
+
+export function logSink(): LogSink {
+  let written = '';
+  return { stream: new Writable({ write: (chunk, _encoding, done) => ((written += chunk), done()) }), text: () => written };
 }
 
 /** JSON body of an inject response. */
