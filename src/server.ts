@@ -41,6 +41,14 @@ export interface RunningServer {
   commitQueued(deadlineMs: number): Promise<boolean>;
 }
 
+/**
+ * The address svc prints and returns as its own: fastify names a server bound to IPv6's wildcard `http://[::]:PORT`,
+ * which a browser does not open (for `0.0.0.0` it names `127.0.0.1`); the IPv6 loopback stands in for it the same way.
+ */
+function openableAddress(address: string): string {
+  return address.startsWith('http://[::]:') ? `http://[::1]:${address.slice('http://[::]:'.length)}` : address;
+}
+
 export async function startServer(config: Config): Promise<RunningServer> {
   if (config.dataDir === null) throw new Error('svc serve needs a data directory');
   const socketPath = join(config.dataDir, SOCKET_FILE);
@@ -74,7 +82,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     deferredWriteLosses.logTo(app.log);
     // Runs a stopped process left running, found before any request can start one (src/evidence/interrupted.ts).
     const interrupted = await services.interruptedRuns.find();
-    const address = await app.listen({ port: config.port, host: config.host });
+    const address = openableAddress(await app.listen({ port: config.port, host: config.host }));
     // Finished after the port opens: a data file left by a crash under load may hold many, and none of it is urgent.
     const finishingInterrupted =
       interrupted.length === 0

@@ -201,6 +201,16 @@ describe('svc serve and the admin CLI beside it', { concurrency: true }, () => {
     );
   });
 
+  test('on a wildcard host the address printed is one a browser or client can open (a loopback), for IPv6 as for IPv4', async (t) => {
+    const [v4, v6] = await Promise.all([
+      startServe(t, tempDir(t), { SVC_HOST: '0.0.0.0' }),
+      startServe(t, tempDir(t), { SVC_HOST: '::' }),
+    ]);
+    assert.equal(new URL(v4.address).hostname, '127.0.0.1');
+    assert.equal(new URL(v6.address).hostname, '[::1]');
+    assert.equal((await fetch(`${v6.address}/health`)).status, 200);
+  });
+
   test('a host that cannot stand in a URL stops svc serve with a configuration error naming it', async (t) => {
     const dataDir = tempDir(t);
     const cases = [
