@@ -47,7 +47,7 @@ export function registerRuns(program: Command): void {
     .option('--limit <n>', `runs per page (1-${MAX_LIMIT}, default ${DEFAULT_LIMIT})`, limitParser(MAX_LIMIT))
     .option('--offset <n>', 'skip this many runs (plain table)', parseNonNegativeInt)
     .option('--no-tui', 'print the list once as a table (also when stdout is not a terminal)')
-    .option('--out-dir <dir>', 'where the TUI writes evidence-<runId>.json (default: the current directory)')
+    .option('--out-dir <dir>', 'where the TUI writes evidence-<runId>.json (default: the current directory)', parseNonEmpty)
     .addHelpText(
       'after',
       `

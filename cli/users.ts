@@ -209,7 +209,11 @@ A user created or reset by an admin must change the temporary password at first 
     .option('--org-role <role>', 'role in the organization: member (default), admin or owner', oneOf(ORG_ROLES))
     .option('--org <id>', 'the organization to add the user to (default: the default organization)', parseNonEmpty)
     .option('--password-stdin', 'read the temporary password from the first line of stdin')
-    .option('--temp-password <password>', 'the temporary password (discouraged: visible in the process list and shell history)')
+    .option('--temp-password <password>', 'the temporary password (discouraged: visible in the process list and shell history)', (value: string) => {
+      // Spaces may be a password; nothing is none (the API would refuse it as too short, exit 1, not as a usage error).
+      if (value === '') throw new InvalidArgumentError('must not be empty');
+      return value;
+    })
     .addHelpText(
       'after',
       `

@@ -88,6 +88,7 @@ describe('svc users and svc orgs', { concurrency: true }, () => {
       usage(['users', 'create', '--email', 'a@example.com', '--org-role', 'boss'], /--org-role.*must be one of owner, admin, member/),
       usage(['users', 'create', '--email', 'a@example.com', '--password-stdin', '--temp-password', 'x'], /not both/, 'y\n'),
       usage(['users', 'create', '--email', 'a@example.com', '--password-stdin'], /stdin held no password/, ''),
+      usage(['users', 'create', '--email', 'a@example.com', '--temp-password', ''], /--temp-password.*must not be empty/),
       usage(['users', 'delete'], /missing required argument 'user'/),
       usage(['users', 'delete', 'a@example.com'], /Refusing without a terminal.*--yes/),
       usage(['users', 'list', '--limit', 'many'], /--limit/),

@@ -41,6 +41,10 @@ test('bad filters are usage errors (exit 2) before touching the data directory',
   const outDir = await runSvc(['runs', '--out-dir', '/nonexistent/evidence', ...args]);
   assert.equal(outDir.code, 2);
   assert.match(outDir.stderr, /--out-dir .* is not a directory/);
+  // Empty is no directory either (it used to mean the current one, as if the option were left out).
+  const emptyOutDir = await runSvc(['runs', '--out-dir', '', ...args]);
+  assert.equal(emptyOutDir.code, 2, emptyOutDir.stderr);
+  assert.match(emptyOutDir.stderr, /--out-dir.*must not be empty/);
 });
 
 test('without a terminal svc runs prints the filtered list once, over the local socket and then in-process', async (t) => {
