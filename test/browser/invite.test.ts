@@ -404,6 +404,10 @@ test('at phone width a long organization name and address wrap inside the page i
   await page.getByRole('heading', { name: 'Signed in' }).waitFor();
   assert.equal(await text(page, '#signed-in-as'), `Signed in as ${email} in ${org}.`);
   assert.equal(await pageWidth(), 360, '/login signed in: no sideways scrolling');
+  await page.goto(`${svc.address}/`);
+  await page.locator('#signed-in-as').filter({ hasText: /\S/ }).waitFor();
+  assert.equal(await text(page, '#signed-in-as'), `Signed in as ${email} in ${org}.`);
+  assert.equal(await pageWidth(), 360, '/ signed in: no sideways scrolling');
 
   assert.equal((await svc.admin('POST', '/orgs/active/invites', { email: `${'e'.repeat(64)}@example.com`, role: 'member' })).status, 201);
   const invite = await linkToken(svc, `${'e'.repeat(64)}@example.com`, '/accept-invite');
