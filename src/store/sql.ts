@@ -50,7 +50,23 @@ function cleared(stmt: Statement, error: unknown): unknown {
 
 export type Outcome<T = unknown> = { ok: true; value: T } | { ok: false; error: unknown };
 
-/** Run `fn` in a savepoint of the open transaction: on failure its changes are undone and the error returned. */
+/**
+ * A statement failed in a way that made SQLite roll back the whole transaction, savepoints and all (SQLITE_FULL, as
+ * when the file may not grow, or an I/O error): every write of the transaction is lost, not only the failing one.
+ * `cause` is what SQLite said of the statement.
+ */
+export class TransactionRolledBack extends Error {
+  constructor(override readonly cause: unknown) {
+    super(`the transaction was rolled back: ${cause instanceof Error ? cause.message : String(cause)}`);
+    this.name = 'TransactionRolledBack';
+  }
+}
+
+/**
+ * Run `fn` in a savepoint of the open transaction: on failure its changes are undone and the error returned. If the
+ * failure rolled back the whole transaction, there is no savepoint left to return to: `TransactionRolledBack` is
+ * thrown, through every savepoint around this one, to whoever opened the transaction.
+ */
 export function inSavepoint<T>(sql: Sql, fn: (sql: Sql) => T): Outcome<T> {
   sql.run('SAVEPOINT w');
   try {
@@ -58,7 +74,13 @@ export function inSavepoint<T>(sql: Sql, fn: (sql: Sql) => T): Outcome<T> {
     sql.run('RELEASE w');
     return { ok: true, value };
   } catch (error) {
-    sql.run('ROLLBACK TO w');
+    if (error instanceof TransactionRolledBack) throw error;
+    try {
+      sql.run('ROLLBACK TO w');
+    } catch {
+      // "no such savepoint": the statement's failure rolled back the transaction it was in.
+      throw new TransactionRolledBack(error);
+    }
     sql.run('RELEASE w');
     return { ok: false, error };
   }

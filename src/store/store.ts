@@ -31,7 +31,7 @@ import { fileURLToPath } from 'node:url';
 import sqlite from 'node-sqlite3-wasm';
 import { ensurePrivateDataDir } from './data-dir.ts';
 import { FileSync, flushNow } from './file-sync.ts';
-import { CachedSql, inSavepoint, togetherOrAlone, type Sql } from './sql.ts';
+import { CachedSql, inSavepoint, togetherOrAlone, TransactionRolledBack, type Outcome, type Sql } from './sql.ts';
 import { MIGRATIONS, type Migration } from './migrations.ts';
 import { createFromTemplate } from './template.ts';
 
@@ -672,7 +672,17 @@ class GroupCommitStore implements Store {
       steps.push(...planned(write, false));
       return true;
     });
-    togetherOrAlone(this.sql, steps, (sql, some) => some.forEach((step) => step(sql)));
+    try {
+      togetherOrAlone(this.sql, steps, (sql, some) => some.forEach((step) => step(sql)));
+    } catch (error) {
+      if (!(error instanceof TransactionRolledBack)) throw error;
+      // A failing statement rolled back the window's transaction: every write written early into it is lost, those
+      // of earlier turns too (the plans keep what they have not handed out yet, and stay queued for the commit).
+      this.transactionOpen = false;
+      const lost = this.writtenEarly;
+      this.writtenEarly = [];
+      this.lostDeferred(lost, error.cause);
+    }
     this.earlyWritingMs += performance.now() - startedAt;
   }
 
@@ -827,10 +837,29 @@ class GroupCommitStore implements Store {
     }
     // A sliced commit finishes in one piece once it would otherwise end past its window (see writeInSlices).
     const finishBy = window === null ? Infinity : window.openedAt + this.timing.deferredWindowMs - windowMarginMs(this.commitsMeasured);
-    let writingMs = this.earlyWritingMs + (await this.writeInSlices(deferred, finishBy));
+    let writingMs = this.earlyWritingMs;
     this.earlyWritingMs = 0;
-    const batchStartedAt = performance.now();
-    const outcomes = batch.map((write) => inSavepoint(this.sql, write.fn));
+    let batchStartedAt = 0;
+    let outcomes: Outcome[];
+    try {
+      writingMs += await this.writeInSlices(deferred, finishBy);
+      batchStartedAt = performance.now();
+      outcomes = batch.map((write) => inSavepoint(this.sql, write.fn));
+    } catch (error) {
+      if (!(error instanceof TransactionRolledBack)) throw error;
+      // A failing statement (SQLITE_FULL: the file may not grow) rolled back the whole transaction: lost like a
+      // failed COMMIT. The awaited writes are not run outside it (each would commit on its own): they fail.
+      try {
+        this.sql.run('ROLLBACK');
+      } catch {
+        // rolled back already
+      }
+      this.transactionOpen = false;
+      if (batch.length > 0) this.generation++;
+      for (const write of batch) write.reject(error.cause);
+      this.lostDeferred(writtenEarly.length === 0 ? deferred : [...writtenEarly, ...deferred], error.cause);
+      return;
+    }
     // In the same turn as the batch's writes and their COMMIT (or ROLLBACK): no read between them and this saw a
     // generation they had changed.
     if (batch.length > 0) this.generation++;

@@ -701,3 +701,52 @@ test('a data file that is not a database, or a data directory that cannot be mad
     message: `cannot create the data directory ${join(aFile, 'data')}: a part of its path is a file, not a directory`,
   });
 });
+
+/** Let the data file of `store` grow no more: an INSERT needing a new page fails with SQLITE_FULL, as on a full disk. */
+async function fillDataFile(store: Store): Promise<void> {
+  await store.read((sql) => {
+    const pages = sql.get<{ page_count: number }>('PRAGMA page_count')!.page_count;
+    sql.get(`PRAGMA max_page_count = ${pages}`);
+  });
+}
+
+
+test('a statement failing with SQLITE_FULL rolls back its whole transaction: the commit loses its deferred writes, tells so, fails its awaited writes, and the store commits again', async (t) => {
+  const { store, told, ids } = await storeTellingLosses(t);
+  await store.write((sql) => sql.run('CREATE TABLE blobs (body BLOB)'));
+  await fillDataFile(store);
+  store.writeDeferred((sql) => void sql.run('INSERT INTO t (id) VALUES (1)'), { kind: 'cache entries' });
+  store.writeDeferredSteps((final) => (final ? [(sql) => void sql.run('INSERT INTO blobs (body) VALUES (randomblob(1048576))')] : []), 'run ledger windows');
+  store.writeDeferred((sql) => void sql.run('INSERT INTO t (id) VALUES (2)'), { kind: 'session touches' });
+  const awaited = store.write((sql) => sql.run('INSERT INTO t (id) VALUES (3)'));
+  await assert.rejects(awaited, /full/);
+  assert.deepEqual(await ids(), []);
+  assert.equal(told.lost.length, 1);
+  assert.equal(told.lost[0]!.writes, 3);
+  assert.deepEqual(told.lost[0]!.kinds, { 'cache entries': 1, 'run ledger windows': 1, 'session touches': 1 });
+  assert.match((told.lost[0]!.error as Error).message, /full/);
+
+  await store.read((sql) => void sql.get('PRAGMA max_page_count = 1073741823'));
+  store.writeDeferred((sql) => void sql.run('INSERT INTO t (id) VALUES (4)'));
+  await store.write((sql) => sql.run('INSERT INTO t (id) VALUES (5)'));
+  assert.deepEqual(await ids(), [4, 5]);
+  assert.equal(told.again, 1);
+});
+
+test('a statement written early failing with SQLITE_FULL loses the writes written early into the transaction, told, and the commit begins anew', async (t) => {
+  const { store, told, ids } = await storeTellingLosses(t, { loadedTurnMs: 0, deferredWindowMs: 60_000 });
+  await store.write((sql) => sql.run('CREATE TABLE blobs (body BLOB)'));
+  await fillDataFile(store);
+  store.writeDeferred((sql) => void sql.run('INSERT INTO t (id) VALUES (1)'), { early: true, kind: 'cache entries' });
+  store.writeDeferred((sql) => void sql.run('INSERT INTO blobs (body) VALUES (randomblob(1048576))'), { early: true, kind: 'cache entries' });
+  store.writeDeferred((sql) => void sql.run('INSERT INTO t (id) VALUES (2)'), { kind: 'session touches' });
+  await new Promise((resolve) => setImmediate(resolve));
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(told.lost.length, 1);
+  assert.equal(told.lost[0]!.writes, 2);
+  assert.deepEqual(told.lost[0]!.kinds, { 'cache entries': 2 });
+  await store.read((sql) => void sql.get('PRAGMA max_page_count = 1073741823'));
+  await store.write((sql) => sql.run('INSERT INTO t (id) VALUES (3)'));
+  assert.deepEqual(await ids(), [2, 3]);
+  assert.equal(told.again, 1);
+});
