@@ -807,17 +807,25 @@ function byRun(changes: readonly LedgerChange[]): LedgerChange[][] {
 /**
  * Steps writing the changes of a few runs each (every run's changes in one step, so it is still written merged); the
  * runs finished by them are added to `finished` (keyed by run: a step that is redone, its slice having failed, adds
- * its runs again).
+ * its runs again). A change that fails alone is told to `dropped`.
  */
-function runSteps(runs: readonly LedgerChange[][], finished: Map<string, FinishedRun>, runsPerStep: number): Array<(sql: Sql) => void> {
+function runSteps(
+  runs: readonly LedgerChange[][],
+  finished: Map<string, FinishedRun>,
+  runsPerStep: number,
+  dropped: (index: number, error: unknown) => void,
+): Array<(sql: Sql) => void> {
   const steps: Array<(sql: Sql) => void> = [];
   for (let i = 0; i < runs.length; i += runsPerStep) {
     const part = runs.slice(i, i + runsPerStep).flat();
-    // One bad change (it should not happen: ids are unique) must not drop its neighbours: only it is lost.
-    steps.push((sql) => togetherOrAlone(sql, part, (inner, items) => writeMerged(inner, items, finished)));
+    // One bad change (it should not happen: ids are unique) must not drop its neighbours: only it is lost, and told.
+    steps.push((sql) => togetherOrAlone(sql, part, (inner, items) => writeMerged(inner, items, finished), dropped));
   }
   return steps;
 }
+
+/** A ledger change that failed alone, as the report of the commit that lost it names it (see Store.tellDropped). */
+const LEDGER_CHANGE_DROPPED = 'run ledger changes';
 
 export function createRunsRepository(store: Store): RunsRepository {
   // Changes queued since the last group commit took them: one deferred write, planned when its commit starts (and,
@@ -827,6 +835,8 @@ export function createRunsRepository(store: Store): RunsRepository {
   // The runs finished since the last commit (written early or at the commit): their rollups are summed once, in the
   // commit's last step.
   let finished = new Map<string, FinishedRun>();
+  // A change of the ledger that failed alone (its step's others written): told as lost, like a dropped deferred write.
+  const dropped = (_index: number, error: unknown) => store.tellDropped(LEDGER_CHANGE_DROPPED, error);
   const plan = (final: boolean) => {
     if (final) {
       const runs = byRun(queued);
@@ -834,7 +844,7 @@ export function createRunsRepository(store: Store): RunsRepository {
       queued = [];
       registered = false;
       finished = new Map();
-      const steps = runSteps(runs, rolledUp, RUNS_PER_COMMIT_STEP);
+      const steps = runSteps(runs, rolledUp, RUNS_PER_COMMIT_STEP, dropped);
       steps.push((sql) => {
         if (rolledUp.size > 0) addToRollups(sql, [...rolledUp.values()]);
       });
@@ -848,7 +858,7 @@ export function createRunsRepository(store: Store): RunsRepository {
       else waiting.push(...changes);
     }
     queued = waiting;
-    return runSteps(ready, finished, RUNS_PER_EARLY_STEP);
+    return runSteps(ready, finished, RUNS_PER_EARLY_STEP, dropped);
   };
 
   return {

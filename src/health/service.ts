@@ -57,8 +57,9 @@ function kindsOf(kinds: Record<string, number>): string {
 }
 
 /**
- * Item `storage`: attention while commits of the data file fail and lose deferred writes (answered requests' run
- * ledger, cache entries), info once they succeed again (what the last streak lost), ready if none was lost.
+ * Item `storage`: attention while commits of the data file lose deferred writes (answered requests' run ledger, cache
+ * entries), failing or dropping writes that failed alone, info once they succeed again (what the last streak lost),
+ * ready if none was lost.
  */
 function storageItem(
   losses: DeferredLossStatus,
@@ -66,17 +67,19 @@ function storageItem(
 ): ReadinessItem {
   const label = 'Data file commits';
   const { streak } = losses;
-  if (streak === null) return item('storage', label, 'ready', 'No deferred write has been lost to a failed commit since svc started.');
+  if (streak === null) return item('storage', label, 'ready', 'No deferred write has been lost to a failed commit or write since svc started.');
   const lost = `${streak.lostWrites} deferred write(s) of answered requests (${kindsOf(streak.kinds)})`;
+  const how = `${streak.failedCommits} failed commit(s), ${streak.droppedAlone} write(s) failed alone`;
   if (streak.endedAt === null) {
     return item('storage', label, 'attention',
-      `Commits of the data file fail since ${new Date(streak.since).toISOString()}: ${lost} lost so far, ` +
-        `${streak.failedCommits} failed commit(s); SQLite said: ${streak.error}.`,
-      "Free space on the data directory's file system or fix its I/O errors; svc commits again by itself.");
+      `Commits of the data file lose deferred writes since ${new Date(streak.since).toISOString()}: ${lost} lost so far ` +
+        `(${how}); SQLite said: ${streak.error}.`,
+      "Free space on the data directory's file system or fix its I/O errors (a write failing alone on a constraint " +
+        'is a fault of svc: report it); svc commits again by itself.');
   }
   return item('storage', label, 'info',
-    `Commits of the data file failed from ${new Date(streak.since).toISOString()} to ${new Date(streak.endedAt).toISOString()}: ` +
-      `${lost} lost in ${streak.failedCommits} failed commit(s) (SQLite said: ${streak.error}). They succeed again.`);
+    `Commits of the data file lost deferred writes from ${new Date(streak.since).toISOString()} to ${new Date(streak.endedAt).toISOString()}: ` +
+      `${lost} (${how}; SQLite said: ${streak.error}). They succeed again.`);
 }
 
 export function createHealthService(deps: {

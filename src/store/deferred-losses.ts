@@ -1,6 +1,7 @@
 /**
- * What operators learn of deferred writes (answered requests' run ledger, cache entries) lost to commits that failed
- * (src/store/store.ts, `deferredWriteLosses`): an error line when a streak of failing commits starts, another at most
+ * What operators learn of deferred writes (answered requests' run ledger, cache entries) lost to commits that failed,
+ * or that failed alone in a commit that succeeded (a full disk at the statement level, a constraint; src/store/store.ts,
+ * `deferredWriteLosses`): an error line when a streak of commits losing writes starts, another at most
  * every `REMINDER_MS` while it lasts, a summary when commits succeed again, and the state readiness reports (item
  * `storage`, src/health/service.ts). A line per failed commit would flood the log while the disk is full: under load
  * a commit follows every ~20 ms window.
@@ -16,16 +17,20 @@ export interface LossLog {
   warn(fields: object, message: string): void;
 }
 
-/** A streak of commits that failed and lost deferred writes, up to the next commit that succeeded. */
+/** A streak of commits that lost deferred writes, up to the next commit that succeeded losing none. */
 export interface LossStreak {
   /** When its first commit failed (epoch ms). */
   since: number;
   /** When a commit succeeded again (epoch ms); null while commits still fail. */
   endedAt: number | null;
+  /** Commits that failed (all their deferred writes lost). */
   failedCommits: number;
+  /** Deferred writes lost, those that failed alone included. */
   lostWrites: number;
+  /** Of `lostWrites`, those that failed alone (the commit succeeded without them). */
+  droppedAlone: number;
   kinds: Record<string, number>;
-  /** What SQLite said of its latest failed commit. */
+  /** What SQLite said of its latest loss. */
   error: string;
 }
 
@@ -58,25 +63,34 @@ export class DeferredWriteLosses implements DeferredWriteLossListener {
   lost(loss: LostDeferredWrites): void {
     const now = this.now();
     const error = messageOf(loss.error);
-    if (this.streak === null || this.streak.endedAt !== null) {
-      this.streak = { since: now, endedAt: null, failedCommits: 0, lostWrites: 0, kinds: {}, error };
-    }
-    const streak = this.streak;
-    streak.failedCommits += 1;
+    const starts = this.streak === null || this.streak.endedAt !== null;
+    if (starts) this.streak = { since: now, endedAt: null, failedCommits: 0, lostWrites: 0, droppedAlone: 0, kinds: {}, error };
+    const streak = this.streak!;
+    if (loss.commitFailed) streak.failedCommits += 1;
+    else streak.droppedAlone += loss.writes;
     streak.lostWrites += loss.writes;
     streak.error = error;
     for (const [kind, count] of Object.entries(loss.kinds)) streak.kinds[kind] = (streak.kinds[kind] ?? 0) + count;
-    if (streak.failedCommits === 1) {
+    if (starts) {
       this.loggedAt = now;
       this.log.error(
         { lostWrites: loss.writes, kinds: loss.kinds, error },
-        'a commit of the data file failed: deferred writes lost (requests answered already); the next failures are summed up once commits succeed again',
+        loss.commitFailed
+          ? 'a commit of the data file failed: deferred writes lost (requests answered already); the next failures are summed up once commits succeed again'
+          : 'deferred writes failed alone and were dropped from their commit (requests answered already); the next losses are summed up once commits drop none again',
       );
     } else if (now - this.loggedAt >= REMINDER_MS) {
       this.loggedAt = now;
       this.log.error(
-        { failedCommits: streak.failedCommits, lostWrites: streak.lostWrites, kinds: streak.kinds, error, since: new Date(streak.since).toISOString() },
-        'commits of the data file still fail: deferred writes lost so far',
+        {
+          failedCommits: streak.failedCommits,
+          lostWrites: streak.lostWrites,
+          droppedAlone: streak.droppedAlone,
+          kinds: streak.kinds,
+          error,
+          since: new Date(streak.since).toISOString(),
+        },
+        'commits of the data file still lose deferred writes: lost so far',
       );
     }
   }
@@ -86,7 +100,14 @@ export class DeferredWriteLosses implements DeferredWriteLossListener {
     if (streak === null || streak.endedAt !== null) return;
     streak.endedAt = this.now();
     this.log.warn(
-      { failedCommits: streak.failedCommits, lostWrites: streak.lostWrites, kinds: streak.kinds, failingMs: streak.endedAt - streak.since, error: streak.error },
+      {
+        failedCommits: streak.failedCommits,
+        lostWrites: streak.lostWrites,
+        droppedAlone: streak.droppedAlone,
+        kinds: streak.kinds,
+        failingMs: streak.endedAt - streak.since,
+        error: streak.error,
+      },
       'commits of the data file succeed again; the deferred writes of the failed ones are lost',
     );
   }

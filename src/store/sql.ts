@@ -89,12 +89,23 @@ export function inSavepoint<T>(sql: Sql, fn: (sql: Sql) => T): Outcome<T> {
 /**
  * Write `items` together in one savepoint; if that fails, write each alone in its own, so only a failing one is
  * lost. The fast path costs one savepoint for a whole batch of writes nobody waits on (the ledger's, the caches').
- * `write` may run twice for an item: whatever it takes from shared state must be taken once.
+ * `write` may run twice for an item: whatever it takes from shared state must be taken once. Each item lost is told
+ * to `dropped` (its index, SQLite's error), so that its loss is not silent (see Store.tellDropped).
  */
-export function togetherOrAlone<T>(sql: Sql, items: readonly T[], write: (sql: Sql, items: readonly T[]) => void): void {
-  if (items.length === 0 || inSavepoint(sql, (inner) => write(inner, items)).ok) return;
-  if (items.length === 1) return;
-  for (const item of items) inSavepoint(sql, (inner) => write(inner, [item]));
+export function togetherOrAlone<T>(
+  sql: Sql,
+  items: readonly T[],
+  write: (sql: Sql, items: readonly T[]) => void,
+  dropped: (index: number, error: unknown) => void,
+): void {
+  if (items.length === 0) return;
+  const together = inSavepoint(sql, (inner) => write(inner, items));
+  if (together.ok) return;
+  if (items.length === 1) return dropped(0, together.error);
+  for (let i = 0; i < items.length; i++) {
+    const alone = inSavepoint(sql, (inner) => write(inner, [items[i]!]));
+    if (!alone.ok) dropped(i, alone.error);
+  }
 }
 
 export class CachedSql implements Sql {

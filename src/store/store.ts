@@ -101,13 +101,20 @@ export interface LostDeferredWrites {
   writes: number;
   /** How many of them of each kind, as their writers labelled them (`writeDeferred`'s `kind`). */
   kinds: Record<string, number>;
-  /** What SQLite said. */
+  /** What SQLite said (of the first write dropped alone, if the commit itself succeeded). */
   error: unknown;
+  /**
+   * Whether the commit failed (its `BEGIN` or `COMMIT`, all its deferred writes lost), or succeeded but some of its
+   * deferred writes (a planned write's steps, each counted) failed on their own and were rolled back to their
+   * savepoint: a full disk at the statement level (SQLITE_FULL on an INSERT), a constraint.
+   */
+  commitFailed: boolean;
 }
 
 export interface DeferredWriteLossListener {
+  /** Told once per commit that lost deferred writes, after it (those written early into its transaction included). */
   lost(loss: LostDeferredWrites): void;
-  /** A commit succeeded after one that lost deferred writes (told once per streak of failing commits). */
+  /** A commit succeeded, dropping none, after one that lost deferred writes (told once per streak of losing commits). */
   committedAgain(): void;
 }
 
@@ -141,6 +148,12 @@ export interface Store {
    * `kind` as for `writeDeferred`.
    */
   writeDeferredSteps(plan: (final: boolean) => Array<(sql: Sql) => void>, kind?: string): void;
+  /**
+   * From inside a deferred write: a part of it (`kind`, one count) failed on its own and was rolled back to its own
+   * savepoint, so the write goes on without it (the ledger's one bad change among its step's). Told with the commit's
+   * losses (see `StoreOptions.deferredWriteLosses`), as a write the store drops alone is.
+   */
+  tellDropped(kind: string, error: unknown): void;
   /**
    * Commit the deferred window now if its commit is due: a writer adding to a queued plan (`writeDeferredSteps`)
    * calls this each time, outside any `read` or `write`. Under load one turn of the event loop handles tens of
@@ -323,7 +336,28 @@ function planned(write: { plan: (final: boolean) => Array<(sql: Sql) => void> },
 function lostWrites(writes: readonly DeferredWrite[], error: unknown): LostDeferredWrites {
   const kinds: Record<string, number> = {};
   for (const write of writes) kinds[write.kind] = (kinds[write.kind] ?? 0) + 1;
-  return { writes: writes.length, kinds, error };
+  return { writes: writes.length, kinds, error, commitFailed: true };
+}
+
+/**
+ * Whose step `step` of `steps` was: `steps` holds, in `writes`' order, one step per one-piece write and the steps of
+ * each plan (`planSteps`, their counts in order), of the writes `included` says. Only a failure asks: nothing is
+ * recorded per one-piece write on the way.
+ */
+function ownerOfStep(
+  writes: readonly DeferredWrite[],
+  planSteps: readonly number[],
+  step: number,
+  included: (write: DeferredWrite) => boolean = () => true,
+): DeferredWrite | undefined {
+  let end = 0;
+  let plan = 0;
+  for (const write of writes) {
+    if (!included(write)) continue;
+    end += 'fn' in write ? 1 : planSteps[plan++]!;
+    if (step < end) return write;
+  }
+  return undefined;
 }
 
 /** Let the answers held for a window's commit go. */
@@ -453,6 +487,8 @@ class GroupCommitStore implements Store {
   private writtenEarly: DeferredWrite[] = [];
   /** The last commit that failed lost deferred writes; the next that succeeds tells `deferredWriteLosses` so. */
   private losingDeferred = false;
+  /** The deferred writes of the open transaction (early or at the commit) dropped alone so far: told with its commit. */
+  private droppedAlone: LostDeferredWrites | null = null;
   /** When the open deferred window's commit is due to start; null while no window is open (its commit takes it). */
   private windowDueAt: number | null = null;
   /** When the open deferred window opened (its first write); its commit is to end `deferredWindowMs` later. */
@@ -662,23 +698,31 @@ class GroupCommitStore implements Store {
     }
     const startedAt = performance.now();
     const steps: Array<(sql: Sql) => void> = [];
-    this.deferred = this.deferred.filter((write) => {
+    const queued = this.deferred;
+    // Counted for the plans only (one per window's ledger): a step dropped alone is then told with its kind.
+    const planSteps: number[] = [];
+    this.deferred = queued.filter((write) => {
       if (!writesEarly(write)) return true;
       if ('fn' in write) {
         steps.push(write.fn);
         this.writtenEarly.push(write);
         return false;
       }
-      steps.push(...planned(write, false));
+      const ready = planned(write, false);
+      planSteps.push(ready.length);
+      steps.push(...ready);
       return true;
     });
     try {
-      togetherOrAlone(this.sql, steps, (sql, some) => some.forEach((step) => step(sql)));
+      togetherOrAlone(this.sql, steps, (sql, some) => some.forEach((step) => step(sql)), (step, error) =>
+        this.dropAlone(ownerOfStep(queued, planSteps, step, writesEarly)?.kind, error),
+      );
     } catch (error) {
       if (!(error instanceof TransactionRolledBack)) throw error;
       // A failing statement rolled back the window's transaction: every write written early into it is lost, those
       // of earlier turns too (the plans keep what they have not handed out yet, and stay queued for the commit).
       this.transactionOpen = false;
+      this.droppedAlone = null;
       const lost = this.writtenEarly;
       this.writtenEarly = [];
       this.lostDeferred(lost, error.cause);
@@ -829,6 +873,7 @@ class GroupCommitStore implements Store {
           // The deferred writes are lost with this commit; their plans still take what was queued for them, so that
           // their writers queue anew.
           for (const write of deferred) if ('plan' in write) planned(write, true);
+          this.droppedAlone = null;
           this.lostDeferred(deferred, error);
           return;
         }
@@ -855,6 +900,7 @@ class GroupCommitStore implements Store {
         // rolled back already
       }
       this.transactionOpen = false;
+      this.droppedAlone = null;
       if (batch.length > 0) this.generation++;
       for (const write of batch) write.reject(error.cause);
       this.lostDeferred(writtenEarly.length === 0 ? deferred : [...writtenEarly, ...deferred], error.cause);
@@ -874,11 +920,18 @@ class GroupCommitStore implements Store {
       }
       this.transactionOpen = false;
       for (const write of batch) write.reject(error);
+      // The writes dropped alone are among those the failed commit lost: told once, with them.
+      this.droppedAlone = null;
       this.lostDeferred(writtenEarly.length === 0 ? deferred : [...writtenEarly, ...deferred], error);
       return;
     }
     this.transactionOpen = false;
-    if (this.losingDeferred) {
+    if (this.droppedAlone !== null) {
+      // The commit succeeded, but without these: the streak of losing commits goes on.
+      this.losingDeferred = true;
+      this.deferredWriteLosses?.lost(this.droppedAlone);
+      this.droppedAlone = null;
+    } else if (this.losingDeferred) {
       this.losingDeferred = false;
       this.deferredWriteLosses?.committedAgain();
     }
@@ -932,6 +985,20 @@ class GroupCommitStore implements Store {
       if (this.heldWindowTimer !== null) clearTimeout(this.heldWindowTimer);
       this.heldWindowTimer = null;
     }
+  }
+
+  /**
+   * A deferred write (or a planned write's step) failed on its own and was rolled back to its savepoint: dropped,
+   * its request answered already. Counted for the report of the commit that ends the transaction.
+   */
+  tellDropped(kind: string, error: unknown): void {
+    this.dropAlone(kind, error);
+  }
+
+  private dropAlone(kind = DEFAULT_DEFERRED_KIND, error: unknown): void {
+    const dropped = (this.droppedAlone ??= { writes: 0, kinds: {}, error, commitFailed: false });
+    dropped.writes += 1;
+    dropped.kinds[kind] = (dropped.kinds[kind] ?? 0) + 1;
   }
 
   /** A commit failed: its deferred writes, answered already, are lost (see `StoreOptions.deferredWriteLosses`). */
@@ -1015,9 +1082,15 @@ class GroupCommitStore implements Store {
    */
   private async writeInSlices(queued: DeferredWrite[], finishBy: number): Promise<number> {
     const deferred: Array<(sql: Sql) => void> = [];
+    // Counted for the plans only (one per window's ledger): a step dropped alone is then told with its kind.
+    const planSteps: number[] = [];
     for (const write of queued) {
       if ('fn' in write) deferred.push(write.fn);
-      else deferred.push(...planned(write, true));
+      else {
+        const steps = planned(write, true);
+        planSteps.push(steps.length);
+        deferred.push(...steps);
+      }
     }
     let next = 0;
     // Under load the window's ready writes went in early and what is left is written in one piece (see below).
@@ -1031,7 +1104,12 @@ class GroupCommitStore implements Store {
         while (next < deferred.length && performance.now() - startedAt < budgetMs);
       });
       // `next` is past the write that failed: the slice's writes up to it are redone alone.
-      if (!together.ok) for (const write of deferred.slice(first, next)) inSavepoint(this.sql, write);
+      if (!together.ok) {
+        for (let step = first; step < next; step++) {
+          const alone = inSavepoint(this.sql, deferred[step]!);
+          if (!alone.ok) this.dropAlone(ownerOfStep(queued, planSteps, step)?.kind, alone.error);
+        }
+      }
       writingMs += performance.now() - startedAt;
       if (next === deferred.length) break;
       const yieldedAt = performance.now();

@@ -19,16 +19,16 @@ test('a streak of failed commits is logged once, reminded of at most every REMIN
   const { lines, log } = capturedLog();
   losses.logTo(log);
   for (let i = 0; i < 50; i++) {
-    losses.lost({ writes: 2, kinds: { 'run ledger windows': 1, 'cache entries': 1 }, error: full });
+    losses.lost({ writes: 2, kinds: { 'run ledger windows': 1, 'cache entries': 1 }, error: full, commitFailed: true });
     now += 20;
   }
   assert.deepEqual(lines.map((line) => line.level), ['error']);
   assert.deepEqual(lines[0]!.fields, { lostWrites: 2, kinds: { 'run ledger windows': 1, 'cache entries': 1 }, error: 'database or disk is full' });
   now += REMINDER_MS;
-  losses.lost({ writes: 1, kinds: { 'session touches': 1 }, error: full });
-  losses.lost({ writes: 1, kinds: { 'session touches': 1 }, error: full });
+  losses.lost({ writes: 1, kinds: { 'session touches': 1 }, error: full, commitFailed: true });
+  losses.lost({ writes: 1, kinds: { 'session touches': 1 }, error: full, commitFailed: true });
   assert.equal(lines.length, 2);
-  assert.match(lines[1]!.message, /still fail/);
+  assert.match(lines[1]!.message, /still lose/);
   assert.equal(lines[1]!.fields.lostWrites, 101);
   assert.equal(losses.status().streak?.endedAt, null);
 
@@ -38,15 +38,15 @@ test('a streak of failed commits is logged once, reminded of at most every REMIN
   assert.equal(lines[2]!.level, 'warn');
   assert.deepEqual(
     { ...lines[2]!.fields, failingMs: undefined },
-    { failedCommits: 52, lostWrites: 102, kinds: { 'run ledger windows': 50, 'cache entries': 50, 'session touches': 2 }, failingMs: undefined, error: 'database or disk is full' },
+    { failedCommits: 52, lostWrites: 102, droppedAlone: 0, kinds: { 'run ledger windows': 50, 'cache entries': 50, 'session touches': 2 }, failingMs: undefined, error: 'database or disk is full' },
   );
   assert.equal(losses.status().streak?.endedAt, now);
 
   // A new streak is a new first line.
-  losses.lost({ writes: 1, kinds: { 'cache entries': 1 }, error: full });
+  losses.lost({ writes: 1, kinds: { 'cache entries': 1 }, error: full, commitFailed: true });
   assert.equal(lines.length, 4);
   assert.match(lines[3]!.message, /^a commit of the data file failed/);
-  assert.deepEqual(losses.status().streak, { since: now, endedAt: null, failedCommits: 1, lostWrites: 1, kinds: { 'cache entries': 1 }, error: 'database or disk is full' });
+  assert.deepEqual(losses.status().streak, { since: now, endedAt: null, failedCommits: 1, lostWrites: 1, droppedAlone: 0, kinds: { 'cache entries': 1 }, error: 'database or disk is full' });
 });
 
 test('nothing lost, nothing told: committedAgain alone logs nothing', () => {
@@ -56,4 +56,33 @@ test('nothing lost, nothing told: committedAgain alone logs nothing', () => {
   losses.committedAgain();
   assert.equal(lines.length, 0);
   assert.equal(losses.status().streak, null);
+});
+
+test('writes dropped alone from commits that succeed make a streak too: logged once, counted apart from failed commits, summed up when a commit drops none', () => {
+  let now = 1_000;
+  const losses = new DeferredWriteLosses(() => now);
+  const { lines, log } = capturedLog();
+  losses.logTo(log);
+  const fullInsert = new Error('database or disk is full');
+  losses.lost({ writes: 2, kinds: { 'cache entries': 2 }, error: fullInsert, commitFailed: false });
+  now += 20;
+  losses.lost({ writes: 3, kinds: { 'cache entries': 3 }, error: fullInsert, commitFailed: false });
+  now += 20;
+  losses.lost({ writes: 1, kinds: { 'run ledger windows': 1 }, error: full, commitFailed: true });
+  assert.equal(lines.length, 1);
+  assert.equal(lines[0]!.level, 'error');
+  assert.match(lines[0]!.message, /^deferred writes failed alone and were dropped/);
+  assert.deepEqual(losses.status().streak, {
+    since: 1_000,
+    endedAt: null,
+    failedCommits: 1,
+    lostWrites: 6,
+    droppedAlone: 5,
+    kinds: { 'cache entries': 5, 'run ledger windows': 1 },
+    error: 'database or disk is full',
+  });
+  losses.committedAgain();
+  assert.equal(lines.length, 2);
+  assert.equal(lines[1]!.level, 'warn');
+  assert.equal(lines[1]!.fields.droppedAlone, 5);
 });

@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'no
 import { join } from 'node:path';
 import test, { type TestContext } from 'node:test';
 import { MIGRATIONS } from '../../src/store/migrations.ts';
-import { textBytes } from '../../src/store/sql.ts';
+import { textBytes, type Sql } from '../../src/store/sql.ts';
 import {
   DATA_FILE_NAME,
   FRESH_COMMITS,
@@ -749,4 +749,57 @@ test('a statement written early failing with SQLITE_FULL loses the writes writte
   await store.write((sql) => sql.run('INSERT INTO t (id) VALUES (3)'));
   assert.deepEqual(await ids(), [2, 3]);
   assert.equal(told.again, 1);
+});
+
+test('deferred writes that fail alone (a constraint) are dropped and told as lost, once per commit, until a commit drops none', async (t) => {
+  const { store, told, ids } = await storeTellingLosses(t);
+  store.writeDeferred((sql) => void sql.run('INSERT INTO t (id) VALUES (1)'));
+  store.writeDeferred((sql) => void sql.run('INSERT INTO t (id) VALUES (1)'), { kind: 'session touches' });
+  store.writeDeferredSteps(
+    (final) => (final ? [(sql) => void sql.run('INSERT INTO t (id) VALUES (2)'), (sql) => void sql.run('INSERT INTO t (id) VALUES (2)')] : []),
+    'run ledger windows',
+  );
+  store.writeDeferred((sql) => void sql.run('INSERT INTO t (id) VALUES (3)'), { kind: 'cache entries' });
+  await store.flush();
+  assert.deepEqual(await ids(), [1, 2, 3]);
+  assert.equal(told.lost.length, 1);
+  assert.equal(told.lost[0]!.writes, 2);
+  assert.deepEqual(told.lost[0]!.kinds, { 'session touches': 1, 'run ledger windows': 1 });
+  assert.match((told.lost[0]!.error as Error).message, /UNIQUE/);
+  assert.equal(told.lost[0]!.commitFailed, false);
+  assert.equal(told.again, 0);
+
+  // A part a writer drops alone inside its own write (the ledger's one bad change) is told the same way.
+  store.writeDeferred((sql) => {
+    sql.run('INSERT INTO t (id) VALUES (4)');
+    store.tellDropped('run ledger changes', new Error('UNIQUE constraint failed: runs.id'));
+  });
+  await store.flush();
+  assert.equal(told.lost.length, 2);
+  assert.deepEqual(told.lost[1]!.kinds, { 'run ledger changes': 1 });
+  assert.equal(told.again, 0);
+
+  store.writeDeferred((sql) => void sql.run('INSERT INTO t (id) VALUES (5)'));
+  await store.flush();
+  assert.deepEqual(await ids(), [1, 2, 3, 4, 5]);
+  assert.equal(told.lost.length, 2);
+  assert.equal(told.again, 1);
+});
+
+test('deferred writes written early that fail alone are told as lost with their commit', async (t) => {
+  const { store, told, ids } = await storeTellingLosses(t, { loadedTurnMs: 0, deferredWindowMs: 60_000 });
+  store.writeDeferred((sql) => void sql.run('INSERT INTO t (id) VALUES (1)'), { early: true, kind: 'cache entries' });
+  store.writeDeferred((sql) => void sql.run('INSERT INTO t (id) VALUES (1)'), { early: true, kind: 'cache entries' });
+  let handedOut = false;
+  // Its one step is ready early, handed out once (as the ledger hands out a finished run).
+  const ready = (): Array<(sql: Sql) => void> => (handedOut ? [] : ((handedOut = true), [(sql) => void sql.run('INSERT INTO t (id) VALUES (1)')]));
+  store.writeDeferredSteps((final) => (final ? [] : ready()), 'run ledger windows');
+  await new Promise((resolve) => setImmediate(resolve));
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(told.lost.length, 0, 'told with the commit, not before');
+  await store.flush();
+  assert.deepEqual(await ids(), [1]);
+  assert.equal(told.lost.length, 1);
+  assert.deepEqual(told.lost[0]!.kinds, { 'cache entries': 1, 'run ledger windows': 1 });
+  assert.equal(told.lost[0]!.commitFailed, false);
 });

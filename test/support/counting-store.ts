@@ -16,6 +16,7 @@ export function countingStore(store: Store) {
       store.writeDeferred(fn, options);
     },
     writeDeferredSteps: (plan, kind) => store.writeDeferredSteps(plan, kind),
+    tellDropped: (kind, error) => store.tellDropped(kind, error),
     commitIfOverdue: () => store.commitIfOverdue(),
     committed: () => store.committed(),
     flush: () => store.flush(),
