@@ -323,11 +323,19 @@ function writesEarly(write: DeferredWrite): boolean {
   return !('fn' in write) || write.early;
 }
 
-/** A planned deferred write's steps; a plan that fails is dropped like a write that fails (its request was answered). */
-function planned(write: { plan: (final: boolean) => Array<(sql: Sql) => void> }, final: boolean): Array<(sql: Sql) => void> {
+/**
+ * A planned deferred write's steps; a plan that fails is dropped like a write that fails (its request was answered),
+ * and told to `threw` (the store's report of writes dropped alone) unless its commit is lost whole anyway.
+ */
+function planned(
+  write: { plan: (final: boolean) => Array<(sql: Sql) => void>; kind: string },
+  final: boolean,
+  threw?: (kind: string, error: unknown) => void,
+): Array<(sql: Sql) => void> {
   try {
     return write.plan(final);
-  } catch {
+  } catch (error) {
+    threw?.(write.kind, error);
     return [];
   }
 }
@@ -708,6 +716,7 @@ class GroupCommitStore implements Store {
         this.writtenEarly.push(write);
         return false;
       }
+      // Not told if it throws here: the write stays queued, and its final plan (at the commit) tells its loss once.
       const ready = planned(write, false);
       planSteps.push(ready.length);
       steps.push(...ready);
@@ -995,6 +1004,9 @@ class GroupCommitStore implements Store {
     this.dropAlone(kind, error);
   }
 
+  /** A plan that threw: its write is dropped alone (made once, so that a plan's call allocates nothing for it). */
+  private readonly planThrew = (kind: string, error: unknown): void => this.dropAlone(kind, error);
+
   private dropAlone(kind = DEFAULT_DEFERRED_KIND, error: unknown): void {
     const dropped = (this.droppedAlone ??= { writes: 0, kinds: {}, error, commitFailed: false });
     dropped.writes += 1;
@@ -1087,7 +1099,7 @@ class GroupCommitStore implements Store {
     for (const write of queued) {
       if ('fn' in write) deferred.push(write.fn);
       else {
-        const steps = planned(write, true);
+        const steps = planned(write, true, this.planThrew);
         planSteps.push(steps.length);
         deferred.push(...steps);
       }

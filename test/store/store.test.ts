@@ -786,6 +786,20 @@ test('deferred writes that fail alone (a constraint) are dropped and told as los
   assert.equal(told.again, 1);
 });
 
+test('a planned write whose plan throws is told as lost, as a write dropped alone', async (t) => {
+  const { store, told, ids } = await storeTellingLosses(t);
+  store.writeDeferredSteps(() => {
+    throw new Error('the plan broke');
+  }, 'run ledger windows');
+  store.writeDeferred((sql) => void sql.run('INSERT INTO t (id) VALUES (1)'), { kind: 'cache entries' });
+  await store.flush();
+  assert.deepEqual(await ids(), [1], 'the other writes of the commit stand');
+  assert.equal(told.lost.length, 1);
+  assert.deepEqual(told.lost[0]!.kinds, { 'run ledger windows': 1 });
+  assert.match((told.lost[0]!.error as Error).message, /the plan broke/);
+  assert.equal(told.lost[0]!.commitFailed, false);
+});
+
 test('deferred writes written early that fail alone are told as lost with their commit', async (t) => {
   const { store, told, ids } = await storeTellingLosses(t, { loadedTurnMs: 0, deferredWindowMs: 60_000 });
   store.writeDeferred((sql) => void sql.run('INSERT INTO t (id) VALUES (1)'), { early: true, kind: 'cache entries' });
