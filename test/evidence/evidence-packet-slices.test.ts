@@ -74,39 +74,50 @@ test('evidence packet of a large run: scoped to its tenant and app; another app\
   assert.equal(allowed.sideEffects.length, 20);
 });
 
-test('a read that fails after the packet\'s first byte aborts the response: the client gets a truncated body, never a whole-looking 200', async (t) => {
-  // The feedback is read after the side effects are written: once the text before it exceeds a slice, a failed
-  // feedback read comes after the status and first bytes are sent.
-  let failFeedback = false;
-  const failing = (store: Store) =>
+/** The store, with reads of the tables named in `fail` failing and the rows read from run_events counted. */
+function instrumented() {
+  const state = { eventRows: 0, fail: null as RegExp | null };
+  const wrap = (store: Store) =>
     overriding(store, {
       read: (inner) => (fn) =>
         inner.read((sql) =>
           fn({
             ...sql,
             run: (text, params) => sql.run(text, params),
-            get: (text, params) => sql.get(text, params),
-            all: (text, params) => {
-              if (failFeedback && /FROM run_feedback\b/.test(text)) throw new Error('disk I/O error');
-              return sql.all(text, params);
+            get: (text, params) => {
+              if (state.fail?.test(text)) throw new Error('disk I/O error');
+              return sql.get(text, params);
+            },
+            all: <T,>(text: string, params?: SqlParams) => {
+              if (state.fail?.test(text)) throw new Error('disk I/O error');
+              const rows = sql.all<T>(text, params);
+              if (/FROM run_events\b/.test(text)) state.eventRows += rows.length;
+              return rows;
             },
           }),
         ),
     });
-  const { app, post } = await setup(t, failing);
+  return { state, wrap };
+}
+
+test('a read that fails after the packet\'s first byte aborts the response: the client gets a truncated body, never a whole-looking 200', async (t) => {
+  // The feedback is read after the side effects are written: once the text before it exceeds a slice, a failed
+  // feedback read comes after the status and first bytes are sent.
+  const { state, wrap } = instrumented();
+  const { app, post } = await setup(t, wrap);
   const runId = await newChatRun(app, admin);
   for (let i = 1; i <= 40; i++) await post('/api/v1/trace', { runId, type: 'side_effect.planned', payload: { toolName: `tool${i}`, level: 1, payload: { pad: 'x'.repeat(4096) } } });
   await post(`/api/v1/runs/${runId}/feedback`, { type: 'rating', rating: 5 });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/api/v1/runs/${runId}/evidence-packet`;
 
-  failFeedback = true;
+  state.fail = /FROM run_feedback\b/;
   const response = await fetch(url, { headers: admin });
   assert.equal(response.status, 200);
   await assert.rejects(response.text(), (error: Error) => /terminated/.test(error.message) || /terminated|closed|aborted/i.test(String(error.cause)));
 
   // The same run's packet whole once the reads succeed; and a failure before the first byte is still an error answer.
-  failFeedback = false;
+  state.fail = null;
   const whole = await fetch(url, { headers: admin });
   assert.equal(((await whole.json()) as { feedback: unknown[] }).feedback.length, 1);
 });
@@ -140,32 +151,6 @@ test('the replay bundle\'s stored request is spliced into the bundle and the pac
   assert.deepEqual(json(bundle).request, payload);
   assert.deepEqual(json(packet).replayBundle, json(bundle));
 });
-
-/** The store, with reads of the tables named in `fail` failing and the rows read from run_events counted. */
-function instrumented() {
-  const state = { eventRows: 0, fail: null as RegExp | null };
-  const wrap = (store: Store) =>
-    overriding(store, {
-      read: (inner) => (fn) =>
-        inner.read((sql) =>
-          fn({
-            ...sql,
-            run: (text, params) => sql.run(text, params),
-            get: (text, params) => {
-              if (state.fail?.test(text)) throw new Error('disk I/O error');
-              return sql.get(text, params);
-            },
-            all: <T,>(text: string, params?: SqlParams) => {
-              if (state.fail?.test(text)) throw new Error('disk I/O error');
-              const rows = sql.all<T>(text, params);
-              if (/FROM run_events\b/.test(text)) state.eventRows += rows.length;
-              return rows;
-            },
-          }),
-        ),
-    });
-  return { state, wrap };
-}
 
 test('the packet reads its trace once: each event is read, verified and written in one pass, the verdict after them', async (t) => {
   const { state, wrap } = instrumented();
