@@ -4,7 +4,7 @@ import test from 'node:test';
 import { bearer, json } from '../support/build.ts';
 import type { Sql } from '../../src/store/sql.ts';
 import type { Store } from '../../src/store/store.ts';
-import { ADMIN, BOOT, Browser, buildAccounts, buildWithAdmin, gatedHasher, makeUser, operator } from '../support/accounts.ts';
+import { ADMIN, BOOT, Browser, buildWithAdmin, gatedHasher, makeUser, operator } from '../support/accounts.ts';
 
 async function newOrg(app: import('fastify').FastifyInstance, name: string, ownerEmail: string): Promise<string> {
   const response = await app.inject({ method: 'POST', url: '/api/v1/orgs', headers: bearer(BOOT), payload: { name, ownerEmail } });
@@ -160,18 +160,25 @@ test('a user created in an organization deleted while the password was hashed is
   assert.equal(json(listed).users.length, 0, 'nothing was created');
 });
 
-test('a reset whose target joined another organization while the temporary password was hashed is refused and changes nothing', async (t) => {
-  const hasher = gatedHasher();
-  const { app, admin, mail } = await buildWithAdmin(t, {}, { passwordHasher: hasher });
+/**
+ * Acme, its owner, and a user of Acme only (reachable by Acme's owner, signed in on their own password) whom the
+ * default organization has invited: accepting `token` puts them out of the owner's reach.
+ */
+async function acmeMemberInvitedElsewhere({ app, admin, mail }: Awaited<ReturnType<typeof buildWithAdmin>>) {
   const { browser: owner } = await makeUser(app, { email: 'acme-owner@example.test' });
   assert.equal((await owner.post('/api/v1/orgs', { name: 'Acme' })).statusCode, 201);
   const created = json(await owner.post('/api/v1/users', { email: 'target@example.test', tempPassword: 'temporary-pass-1' }));
   const target = new Browser(app, '203.0.113.20');
   await target.login('target@example.test', 'temporary-pass-1');
   assert.equal((await target.post('/api/v1/auth/change-password', { current: 'temporary-pass-1', new: 'the-targets-own' })).statusCode, 200);
-  // The default organization invites the user (a member of Acme only, so far reachable by Acme's owner).
   assert.equal((await admin.post('/api/v1/orgs/active/invites', { email: 'target@example.test' })).statusCode, 201);
-  const token = /token=([A-Za-z0-9_-]+)/.exec(mail.sent.at(-1)!.text)![1]!;
+  return { owner, created, target, token: mail.token('target@example.test', 'accept-invite') };
+}
+
+test('a reset whose target joined another organization while the temporary password was hashed is refused and changes nothing', async (t) => {
+  const hasher = gatedHasher();
+  const built = await buildWithAdmin(t, {}, { passwordHasher: hasher });
+  const { owner, created, target, token } = await acmeMemberInvitedElsewhere(built);
 
   const held = hasher.hold();
   const resetting = owner.post(`/api/v1/users/${created.user.id}/reset-password`);
@@ -183,7 +190,7 @@ test('a reset whose target joined another organization while the temporary passw
   assert.equal(reset.statusCode, 403, reset.body);
   assert.equal(json(reset).error.code, 'platform_admin_required');
   assert.equal((await target.get('/api/v1/auth/me')).statusCode, 200, 'the session the reset would have ended is alive');
-  await new Browser(app, '203.0.113.21').login('target@example.test', 'the-targets-own');
+  await new Browser(built.app, '203.0.113.21').login('target@example.test', 'the-targets-own');
 });
 
 test('a deletion whose target joined another organization after the reach was checked is refused and deletes nothing', async (t) => {
@@ -204,17 +211,8 @@ test('a deletion whose target joined another organization after the reach was ch
         return typeof value === 'function' ? value.bind(target) : value;
       },
     });
-  const { app, mail } = await buildAccounts(t, { env: { SVC_API_KEY: BOOT, SVC_ADMIN_EMAIL: ADMIN.email, SVC_ADMIN_PASSWORD: ADMIN.password }, wrapStore });
-  const admin = new Browser(app);
-  await admin.login(ADMIN.email, ADMIN.password);
-  const { browser: owner } = await makeUser(app, { email: 'acme-owner@example.test' });
-  assert.equal((await owner.post('/api/v1/orgs', { name: 'Acme' })).statusCode, 201);
-  const created = json(await owner.post('/api/v1/users', { email: 'target@example.test', tempPassword: 'temporary-pass-1' }));
-  const target = new Browser(app, '203.0.113.20');
-  await target.login('target@example.test', 'temporary-pass-1');
-  assert.equal((await target.post('/api/v1/auth/change-password', { current: 'temporary-pass-1', new: 'the-targets-own' })).statusCode, 200);
-  assert.equal((await admin.post('/api/v1/orgs/active/invites', { email: 'target@example.test' })).statusCode, 201);
-  const token = mail.token('target@example.test', 'accept-invite');
+  const built = await buildWithAdmin(t, {}, {}, wrapStore);
+  const { owner, created, target, token } = await acmeMemberInvitedElsewhere(built);
 
   let release!: () => void;
   const held = new Promise<void>((resolve) => (gate = { held: resolve, released: new Promise<void>((go) => (release = go)) }));

@@ -177,10 +177,16 @@ export const BOOT = 'bootstrap-token-accounts-tests-0001';
 export const ADMIN = { email: 'root@example.test', password: 'correct horse battery' };
 
 /** An app in login mode with a bootstrap admin (owner of the default org) and the bootstrap token. */
-export async function buildWithAdmin(t: TestContext, env: Record<string, string> = {}, overrides: ServiceOverrides = {}) {
+export async function buildWithAdmin(
+  t: TestContext,
+  env: Record<string, string> = {},
+  overrides: ServiceOverrides = {},
+  wrapStore?: (store: Store) => Store,
+) {
   const app = await buildAccounts(t, {
     env: { SVC_API_KEY: BOOT, SVC_ADMIN_EMAIL: ADMIN.email, SVC_ADMIN_PASSWORD: ADMIN.password, ...env },
     overrides,
+    ...(wrapStore ? { wrapStore } : {}),
   });
   const admin = new Browser(app.app);
   await admin.login(ADMIN.email, ADMIN.password);
