@@ -65,6 +65,11 @@ export function requestTargetOf(raw: unknown): string | null {
   return /^[A-Z]+ (\/\S*) HTTP\/1\.[01]$/.exec(line)?.[1] ?? null;
 }
 
+/** The headers that carry an answer's request id on `surface`: `x-request-id`, and on the messages wire `request-id`. */
+function requestIdHeaders(surface: ErrorSurface, requestId: string): Record<string, string> {
+  return surface === 'messages' ? { 'x-request-id': requestId, [MESSAGES_REQUEST_ID]: requestId } : { 'x-request-id': requestId };
+}
+
 /**
  * A raw HTTP answer: the error's body in the shape of the surface `target` names (management without one), the request
  * id where that surface's answers carry it, and `Connection: close`.
@@ -72,7 +77,9 @@ export function requestTargetOf(raw: unknown): string | null {
 function rawErrorResponse(appError: AppError, target: string | null, requestId: string): string {
   const surface: ErrorSurface = target === null ? 'management' : surfaceOfUrl(target);
   const body = JSON.stringify(renderError(surface, appError, requestId));
-  const ids = surface === 'messages' ? `x-request-id: ${requestId}\r\n${MESSAGES_REQUEST_ID}: ${requestId}\r\n` : `x-request-id: ${requestId}\r\n`;
+  const ids = Object.entries(requestIdHeaders(surface, requestId))
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
   return (
     `HTTP/1.1 ${appError.status} ${STATUS_CODES[appError.status]}\r\n${ids}` +
     `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
@@ -144,8 +151,7 @@ export function answerNodeRefusals(server: Server, log: RefusalLog): void {
     const body = JSON.stringify(renderError(surface, error, requestId));
     // Its body, if it sends one anyway, is not read: the connection ends with the answer.
     response.writeHead(error.status, {
-      'x-request-id': requestId,
-      ...(surface === 'messages' ? { [MESSAGES_REQUEST_ID]: requestId } : {}),
+      ...requestIdHeaders(surface, requestId),
       'content-type': 'application/json; charset=utf-8',
       'content-length': Buffer.byteLength(body),
       connection: 'close',
