@@ -731,7 +731,6 @@ class GroupCommitStore implements Store {
       // A failing statement rolled back the window's transaction: every write written early into it is lost, those
       // of earlier turns too (the plans keep what they have not handed out yet, and stay queued for the commit).
       this.transactionOpen = false;
-      this.droppedAlone = null;
       const lost = this.writtenEarly;
       this.writtenEarly = [];
       this.lostDeferred(lost, error.cause);
@@ -882,7 +881,6 @@ class GroupCommitStore implements Store {
           // The deferred writes are lost with this commit; their plans still take what was queued for them, so that
           // their writers queue anew.
           for (const write of deferred) if ('plan' in write) planned(write, true);
-          this.droppedAlone = null;
           this.lostDeferred(deferred, error);
           return;
         }
@@ -909,10 +907,9 @@ class GroupCommitStore implements Store {
         // rolled back already
       }
       this.transactionOpen = false;
-      this.droppedAlone = null;
       if (batch.length > 0) this.generation++;
       for (const write of batch) write.reject(error.cause);
-      this.lostDeferred(writtenEarly.length === 0 ? deferred : [...writtenEarly, ...deferred], error.cause);
+      this.lostDeferred(deferred, error.cause, writtenEarly);
       return;
     }
     // In the same turn as the batch's writes and their COMMIT (or ROLLBACK): no read between them and this saw a
@@ -929,9 +926,7 @@ class GroupCommitStore implements Store {
       }
       this.transactionOpen = false;
       for (const write of batch) write.reject(error);
-      // The writes dropped alone are among those the failed commit lost: told once, with them.
-      this.droppedAlone = null;
-      this.lostDeferred(writtenEarly.length === 0 ? deferred : [...writtenEarly, ...deferred], error);
+      this.lostDeferred(deferred, error, writtenEarly);
       return;
     }
     this.transactionOpen = false;
@@ -998,14 +993,10 @@ class GroupCommitStore implements Store {
 
   /**
    * A deferred write (or a planned write's step) failed on its own and was rolled back to its savepoint: dropped,
-   * its request answered already. Counted for the report of the commit that ends the transaction.
+   * its request answered already. Counted for the report of the commit that ends the transaction. A property, made
+   * once: it is also what `planned` tells of a plan that threw, with no function made per call.
    */
-  tellDropped(kind: string, error: unknown): void {
-    this.dropAlone(kind, error);
-  }
-
-  /** A plan that threw: its write is dropped alone (made once, so that a plan's call allocates nothing for it). */
-  private readonly planThrew = (kind: string, error: unknown): void => this.dropAlone(kind, error);
+  readonly tellDropped = (kind: string, error: unknown): void => this.dropAlone(kind, error);
 
   private dropAlone(kind = DEFAULT_DEFERRED_KIND, error: unknown): void {
     const dropped = (this.droppedAlone ??= { writes: 0, kinds: {}, error, commitFailed: false });
@@ -1013,8 +1004,14 @@ class GroupCommitStore implements Store {
     dropped.kinds[kind] = (dropped.kinds[kind] ?? 0) + 1;
   }
 
-  /** A commit failed: its deferred writes, answered already, are lost (see `StoreOptions.deferredWriteLosses`). */
-  private lostDeferred(deferred: readonly DeferredWrite[], error: unknown): void {
+  /**
+   * A commit failed: its deferred writes, answered already, are lost (see `StoreOptions.deferredWriteLosses`), those
+   * written early into its transaction first. The writes its transaction had dropped alone are among them: told once,
+   * with them.
+   */
+  private lostDeferred(deferred: readonly DeferredWrite[], error: unknown, writtenEarly: readonly DeferredWrite[] = []): void {
+    this.droppedAlone = null;
+    if (writtenEarly.length > 0) deferred = [...writtenEarly, ...deferred];
     if (deferred.length === 0) return;
     this.losingDeferred = true;
     this.deferredWriteLosses?.lost(lostWrites(deferred, error));
@@ -1099,7 +1096,7 @@ class GroupCommitStore implements Store {
     for (const write of queued) {
       if ('fn' in write) deferred.push(write.fn);
       else {
-        const steps = planned(write, true, this.planThrew);
+        const steps = planned(write, true, this.tellDropped);
         planSteps.push(steps.length);
         deferred.push(...steps);
       }
