@@ -39,10 +39,8 @@ export interface DeferredLossStatus {
   streak: LossStreak | null;
 }
 
-const stderrLog: LossLog = {
-  error: (fields, message) => process.stderr.write(`svc: ${message} ${JSON.stringify(fields)}\n`),
-  warn: (fields, message) => process.stderr.write(`svc: ${message} ${JSON.stringify(fields)}\n`),
-};
+const toStderr = (fields: object, message: string): void => void process.stderr.write(`svc: ${message} ${JSON.stringify(fields)}\n`);
+const stderrLog: LossLog = { error: toStderr, warn: toStderr };
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
