@@ -173,7 +173,7 @@ export async function createServices(config: Config, store: Store, overrides: Se
   const embeddings = createEmbeddingsService({ providers });
   const runsRepo = createRunsRepository(store);
   const ledger = createLedger({ repo: runsRepo, clock });
-  const runs = createRunsService({ repo: runsRepo, clock, ledger, audit, countTokens });
+  const runs = createRunsService({ repo: runsRepo, clock, ledger, audit, countTokens, log });
   const interruptedRuns = createInterruptedRuns({ repo: runsRepo, clock });
   const savings = createSavingsService({ repo: createRollupsRepository(store), clock });
   const cacheRepo = createCacheRepository(store);

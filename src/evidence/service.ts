@@ -273,6 +273,12 @@ export interface RunsServiceDeps {
   audit: AuditService;
   /** Token estimate of an ingested prompt (the gateway's tokenizer). */
   countTokens: (text: string, model: string) => number;
+  /** Where a read that a reply survives (a packet's replay bundle) reports its failure: the reply names no store error. */
+  log: RunsLog;
+}
+
+export interface RunsLog {
+  warn(message: string, error?: unknown): void;
 }
 
 /**
@@ -342,7 +348,7 @@ function traceFull(): AppError {
 }
 
 export function createRunsService(deps: RunsServiceDeps): RunsService {
-  const { repo, clock, ledger, audit, countTokens } = deps;
+  const { repo, clock, ledger, audit, countTokens, log } = deps;
   // Per run written by a request, the end of the last append through its recorder (see appendTrace).
   const recorderTurns = new Map<string, Promise<void>>();
 
@@ -459,7 +465,10 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
           key: 'replayBundle',
           value: () =>
             bundleOf(run).catch((error: unknown) => {
-              if (!(error instanceof AppError && error.code === 'not_found')) replayBundleError = 'the replay bundle could not be read';
+              if (!(error instanceof AppError && error.code === 'not_found')) {
+                replayBundleError = 'the replay bundle could not be read';
+                log.warn(`reading the replay bundle of run ${run.id} for its evidence packet failed`, error);
+              }
               return null;
             }),
         },

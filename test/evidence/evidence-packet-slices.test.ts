@@ -21,13 +21,15 @@ const operator = { kind: 'bootstrap', tenantId: 'default', admin: true, tenantWi
 
 async function setup(t: any, wrapStore?: (store: Store) => Store) {
   // A fixed clock, so that the packet's generatedAt and checkedAt are the same in two reads.
-  const built = await build(t, { env: { SVC_API_KEY: BOOT, SVC_RATE_LIMIT_API_PER_MINUTE: '100000' }, overrides: { clock: { now: () => NOW } }, ...(wrapStore ? { wrapStore } : {}) });
+  const warnings: string[] = [];
+  const log = { warn: (message: string, error?: unknown) => void warnings.push(`${message}: ${error instanceof Error ? error.message : String(error)}`) };
+  const built = await build(t, { env: { SVC_API_KEY: BOOT, SVC_RATE_LIMIT_API_PER_MINUTE: '100000' }, overrides: { clock: { now: () => NOW }, log }, ...(wrapStore ? { wrapStore } : {}) });
   const post = async (url: string, payload: unknown, headers = admin) => {
     const response = await built.app.inject({ method: 'POST', url, payload: payload as any, headers });
     assert.ok(response.statusCode < 300, response.body);
     return json(response);
   };
-  return { ...built, post };
+  return { ...built, post, warnings };
 }
 
 test('evidence packet of a run with pages of records: JSON.stringify\'s text of the packet, every record in order', async (t) => {
@@ -169,7 +171,7 @@ test('the packet reads its trace once: each event is read, verified and written 
 
 test('a replay bundle that cannot be read leaves the packet whole: replayBundle null, with the reason, rather than an aborted response', async (t) => {
   const { state, wrap } = instrumented();
-  const { app } = await setup(t, wrap);
+  const { app, warnings } = await setup(t, wrap);
   const runId = await newChatRun(app, admin);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/api/v1/runs/${runId}/evidence-packet`;
@@ -182,11 +184,13 @@ test('a replay bundle that cannot be read leaves the packet whole: replayBundle 
   assert.equal(packet.replayBundleError, 'the replay bundle could not be read');
   assert.doesNotMatch(JSON.stringify(packet), /disk I\/O error/, 'the store\'s error is not echoed');
   assert.ok(Array.isArray(packet.events) && packet.events.length > 0);
+  assert.deepEqual(warnings, [`reading the replay bundle of run ${runId} for its evidence packet failed: disk I/O error`], 'the operator is told, with the error');
 
   state.fail = null;
   const whole = (await (await fetch(url, { headers: admin })).json()) as Record<string, any>;
   assert.equal(whole.replayBundle.runId, runId);
   assert.equal(whole.replayBundleError, null);
+  assert.equal(warnings.length, 1);
 });
 
 test('the packet is of the run as read before its first byte: events appended while it is written are left out, its verdict holds; events stored past the row\'s count are the data\'s and break it', async (t) => {

@@ -220,7 +220,7 @@ test('a trace append committed between integrity\'s reads (the row, then its eve
     },
   };
   const { clock, ledger, audit } = built.services;
-  const service = createRunsService({ repo: racing, clock, ledger, audit, countTokens: () => 0 });
+  const service = createRunsService({ repo: racing, clock, ledger, audit, countTokens: () => 0, log: { warn: () => {} } });
   const verdict = await service.integrity({ tenantId: 'default', tenantWide: true, admin: true } as AuthContext, runId);
   assert.equal(verdict.ok, true, JSON.stringify(verdict));
   assert.equal(rowReads, 2, 'the row was read again');
@@ -320,6 +320,6 @@ test('a run deleted while integrity reads its trace (retention, its organization
     },
   };
   const { clock, ledger, audit } = built.services;
-  const service = createRunsService({ repo: pruning, clock, ledger, audit, countTokens: () => 0 });
+  const service = createRunsService({ repo: pruning, clock, ledger, audit, countTokens: () => 0, log: { warn: () => {} } });
   await assert.rejects(service.integrity({ tenantId: 'default', tenantWide: true, admin: true } as AuthContext, runId), (error: any) => error.code === 'not_found');
 });
