@@ -11,25 +11,42 @@ const UNPRINTABLE = /[\p{Cc}\u202A-\u202E\u2066-\u2069]/u;
 export const UNPRINTABLE_MESSAGE = 'must not contain control characters or bidirectional overrides';
 
 /**
- * Whether a string of `value` (a parsed JSON body), or a key of one of its objects, holds a NUL. Iterative: call it
+ * Whether a string of `value` (a parsed JSON body), or a key of one of its objects, passes `test`. Iterative: call it
  * on a value whose depth is bounded anyway (src/core/json-depth.ts).
  */
-export function holdsNul(value: unknown): boolean {
+function holdsText(value: unknown, test: (text: string) => boolean): boolean {
   const pending: unknown[] = [value];
   while (pending.length > 0) {
     const current = pending.pop();
     if (typeof current === 'string') {
-      if (current.includes('\u0000')) return true;
+      if (test(current)) return true;
     } else if (Array.isArray(current)) {
       for (const item of current) pending.push(item);
     } else if (current !== null && typeof current === 'object') {
       for (const key in current) {
-        if (key.includes('\u0000')) return true;
+        if (test(key)) return true;
         pending.push((current as Record<string, unknown>)[key]);
       }
     }
   }
   return false;
+}
+
+const hasNul = (text: string): boolean => text.includes('\u0000');
+const hasLoneSurrogate = (text: string): boolean => !text.isWellFormed();
+
+/** Whether a string or key of `value` (a parsed JSON body) holds a NUL. */
+export function holdsNul(value: unknown): boolean {
+  return holdsText(value, hasNul);
+}
+
+/**
+ * Whether a string or key of `value` (a parsed JSON body) holds a lone UTF-16 surrogate, which JSON can only carry as
+ * an escape (`"\\ud800"`). Such a string is no Unicode text: the data file's driver writes it as bytes that are not
+ * UTF-8 and may cut the text short after it, and UTF-8 encoders (a hash's input, a socket) write U+FFFD in its place.
+ */
+export function holdsLoneSurrogate(value: unknown): boolean {
+  return holdsText(value, hasLoneSurrogate);
 }
 
 /**

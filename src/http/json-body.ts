@@ -1,19 +1,31 @@
 /**
  * JSON request bodies: UTF-8 only (declared so, and valid), fastify's own parser (secure-json-parse, refusing `__proto__` and
  * `constructor.prototype` keys), then the nesting bound of src/core/json-depth.ts (a body nested tens of thousands
- * deep was a 500: the stack overflowed in the canonical JSON of its cache key), and for the management API no NUL in
- * any string.
+ * deep was a 500: the stack overflowed in the canonical JSON of its cache key), no lone UTF-16 surrogate in any string,
+ * and for the management API no NUL in any string.
  */
 import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '../core/errors.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../core/json-depth.ts';
-import { holdsNul } from '../core/text.ts';
+import { holdsLoneSurrogate, holdsNul } from '../core/text.ts';
 import { unreadCharset } from './content-type-charset.ts';
 import { surfaceOfUrl } from './error-shapes.ts';
 
 /** The longest charset name an error repeats: a header may be kilobytes long. */
 const MAX_CHARSET_SHOWN = 64;
+
+/**
+ * The escapes a lone surrogate can only come from (valid UTF-8 encodes none): `\uD800` to `\uDFFF`, and a few more
+ * (`\uD000`, a Hangul syllable), any case. A body holding neither prefix is not walked for one: one native byte
+ * search each, where most bodies escape nothing.
+ */
+const SURROGATE_ESCAPE_LOWER = Buffer.from('\\ud');
+const SURROGATE_ESCAPE_UPPER = Buffer.from('\\uD');
+
+function mayEscapeSurrogate(bytes: Buffer): boolean {
+  return bytes.includes(SURROGATE_ESCAPE_LOWER) || bytes.includes(SURROGATE_ESCAPE_UPPER);
+}
 
 /**
  * Replace the app's `application/json` parser with fastify's own plus these checks (route body limits still apply).
@@ -50,6 +62,13 @@ export function installJsonBodyParser(app: FastifyInstance): void {
       if (error) return done(error, undefined);
       if (nestsDeeperThan(value, MAX_JSON_DEPTH)) {
         return done(new AppError('invalid_json', { message: `The request body nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep.` }), undefined);
+      }
+      // An escaped lone surrogate ("\ud800") parses into a string that is no Unicode text: what svc hashed (its escape,
+      // in canonical JSON) and what the data file's driver stored (other bytes, sometimes cut short) differed, so a run
+      // whose model was such a name failed its own integrity check, and a key's name was stored as other text. A
+      // well-formed pair (an emoji, as Python's json.dumps escapes it) is kept.
+      if (mayEscapeSurrogate(bytes as Buffer) && holdsLoneSurrogate(value)) {
+        return done(new AppError('invalid_json', { message: 'The request body escapes a lone UTF-16 surrogate (\\uD800 to \\uDFFF without its pair), which is no Unicode character (RFC 8259, section 8.2).' }), undefined);
       }
       // The management API stores what it is sent in plain text columns, which the data file's driver cuts at a NUL:
       // 'victim@example.com\u0000x' signed up as 'victim@example.com'. Gateway bodies keep theirs (a prompt is stored
