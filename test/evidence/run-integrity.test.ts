@@ -10,7 +10,7 @@ import { createRunsRepository, type RunsRepository } from '../../src/evidence/re
 import type { AuthContext } from '../../src/identity/auth-context.ts';
 import type { SqlValue } from '../../src/store/sql.ts';
 import { build, json, type Built } from '../support/build.ts';
-import { completion, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
+import { completion, contentChunk, sendChunks, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
 
 let counter = 0;
 
@@ -322,4 +322,35 @@ test('a run deleted while integrity reads its trace (retention, its organization
   const { clock, ledger, audit } = built.services;
   const service = createRunsService({ repo: pruning, clock, ledger, audit, countTokens: () => 0, log: { warn: () => {} } });
   await assert.rejects(service.integrity({ tenantId: 'default', tenantWide: true, admin: true } as AuthContext, runId), (error: any) => error.code === 'not_found');
+});
+
+test('an upstream answer escaping lone UTF-16 surrogates is relayed as sent, its run verifies, and a cache hit gives the same text back, buffered and streamed', async (t) => {
+  // Longer than the data file driver's short-string path, two surrogates in a row and a character after them: what
+  // that driver cuts or replaces when such text is stored as text rather than as escaped JSON (docs/providers.md).
+  const odd = 'lone-lone-lone-\udc00\ud800é-tail';
+  const upstream = await startFakeUpstream(t, (req, res) => {
+    if (req.body.stream) return sendChunks(res, [contentChunk(`s ${odd}`, { model: `gpt-4o-mini ${odd}` }), { ...contentChunk(''), choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }]);
+    return sendJson(res, 200, completion(`b ${odd}`, `gpt-4o-mini ${odd}`));
+  });
+  const built = await build(t, { env: { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl } });
+  for (const stream of [false, true]) {
+    const payload = { model: 'gpt-4o-mini', stream, messages: [{ role: 'user', content: `odd answers ${stream}` }] };
+    const answers = [];
+    for (const route of ['live', 'exact_cache']) {
+      const response = await built.app.inject({ method: 'POST', url: '/v1/chat/completions', payload });
+      assert.equal(response.statusCode, 200, response.body);
+      const runId = String(response.headers['x-svc-run-id']);
+      assert.equal(json(await built.app.inject({ url: `/api/v1/runs/${runId}` })).run.route, route);
+      const verdict = await integrity(built, runId);
+      assert.equal(verdict.ok, true, `${route}, stream ${stream}: ${JSON.stringify(verdict)}`);
+      assert.equal(json(await built.app.inject({ url: `/api/v1/runs/${runId}/evidence-packet` })).integrity.ok, true);
+      // The text as the client reads it: the SSE data lines' JSON, or the body's.
+      const text = stream
+        ? response.body.split('\n').filter((line) => line.startsWith('data: {')).map((line) => JSON.parse(line.slice(6)).choices[0]?.delta?.content ?? '').join('')
+        : json(response).choices[0].message.content;
+      answers.push(text);
+    }
+    assert.deepEqual(answers, Array(2).fill(`${stream ? 's' : 'b'} ${odd}`), `stream ${stream}: the escapes reach the client and come back from the cache`);
+  }
+  assert.equal(upstream.requests.length, 2, 'the second of each was a cache hit');
 });
