@@ -1,16 +1,14 @@
 /**
  * A commit of the gateway's deferred writes that fails (a full disk) loses runs already answered: by design, but not
  * silently. svc logs it once per streak of failing commits, sums it up when commits succeed again, and readiness
- * says so meanwhile. The full disk is the data file's own: a file size limit (RLIMIT_FSIZE, no root needed) set on the
- * running `svc serve` below the size of its log, so the log cannot grow and every commit's write to it fails.
+ * says so meanwhile. The full disk is the data file's own: a file size limit of 0 (RLIMIT_FSIZE, no root needed) set
+ * on the running `svc serve`, so every commit's write to the log fails.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { statSync } from 'node:fs';
-import { join } from 'node:path';
 import test, { before } from 'node:test';
-import { DATA_FILE_NAME } from '../../src/store/store.ts';
 import { ensureBundle, startServe, tempDir, type ServeProcess } from '../support/process.ts';
+import { until } from '../support/tmux.ts';
 
 before(ensureBundle);
 
@@ -62,6 +60,14 @@ function logLines(server: ServeProcess, pattern: RegExp): Array<Record<string, u
     .filter((line) => typeof line.msg === 'string' && pattern.test(line.msg));
 }
 
+/**
+ * The log lines matching `pattern`, once one has come: svc writes a line before its next answer, but its pipe to this
+ * process may be read after that answer's socket.
+ */
+async function loggedOnce(server: ServeProcess, pattern: RegExp): Promise<Array<Record<string, unknown>>> {
+  return until(() => logLines(server, pattern), (lines) => lines.length > 0, `a log line matching ${pattern}`, server.output);
+}
+
 test('deferred writes lost to a full disk are logged once per streak, summed up when commits succeed again, and flagged by readiness meanwhile', async (t) => {
   const dataDir = tempDir(t);
   const server = await startServe(t, dataDir, { SVC_API_KEY: BOOT, SVC_LOG_LEVEL: 'warn' });
@@ -69,15 +75,15 @@ test('deferred writes lost to a full disk are logged once per streak, summed up 
   assert.equal((await storageItem(server.address)).status, 'ready');
 
   const pid = String(server.child.pid);
-  const sizes = [DATA_FILE_NAME, `${DATA_FILE_NAME}-wal`].map((name) => statSync(join(dataDir, name)).size);
-  // The soft limit only: raising it again needs no privilege.
-  execFileSync('prlimit', ['--pid', pid, `--fsize=${Math.min(...sizes)}:unlimited`]);
+  // No byte may be written to any file: a limit at the files' sizes let a commit through whenever a checkpoint had
+  // restarted the log from its beginning, ending the streak early. The soft limit only: raising it needs no privilege.
+  execFileSync('prlimit', ['--pid', pid, '--fsize=0:unlimited']);
   const failing = await askUntil(server, 'attention', 'full');
   assert.match(failing.message, /deferred write/);
   assert.match(failing.message, /run ledger/);
   // More answers, more failing commits: still one line.
   for (let i = 0; i < 20; i++) await ask(server.address, `still full ${i}`);
-  const lost = logLines(server, /^a commit of the data file failed: deferred writes lost/);
+  const lost = await loggedOnce(server, /^a commit of the data file failed: deferred writes lost/);
   assert.equal(lost.length, 1, server.output());
   assert.equal(lost[0]!.level, 50);
   assert.ok((lost[0]!.lostWrites as number) >= 1);
@@ -87,7 +93,7 @@ test('deferred writes lost to a full disk are logged once per streak, summed up 
   execFileSync('prlimit', ['--pid', pid, '--fsize=unlimited:unlimited']);
   const recovered = await askUntil(server, 'info', 'free');
   assert.match(recovered.message, /lost/);
-  const summary = logLines(server, /^commits of the data file succeed again/);
+  const summary = await loggedOnce(server, /^commits of the data file succeed again/);
   assert.equal(summary.length, 1, server.output());
   assert.ok((summary[0]!.lostWrites as number) > (lost[0]!.lostWrites as number));
   assert.ok((summary[0]!.failedCommits as number) >= 2);
