@@ -17,8 +17,19 @@ function isNormalAddress(email: string): boolean {
 }
 
 /**
+ * Whether the domain is written one way: a root dot (`acme.io.`), an empty label (`acme..io`, `.acme.io`) or an
+ * ideographic full stop (`acme\u3002io`, a label separator to IDNA) is the same mail domain spelled otherwise, so
+ * another account (and, at signup, another organization named `acme.io.`) for the same mailbox.
+ */
+function isPlainDomain(email: string): boolean {
+  const domain = email.slice(email.lastIndexOf('@') + 1);
+  return !domain.includes('\u3002') && domain.split('.').every((label) => label !== '');
+}
+
+/**
  * E-mail addresses: trimmed, at most 254 characters, one `@` with something on both sides, no control or invisible
- * characters, in Unicode normalization form NFKC: no two accepted addresses look alike but differ.
+ * characters, in Unicode normalization form NFKC, the domain without empty labels: no two accepted addresses look
+ * alike, or reach the same mailbox through another spelling of its domain, but differ.
  */
 export const emailField = z
   .string()
@@ -26,4 +37,5 @@ export const emailField = z
   .max(254)
   .regex(/^[^\s@]+@[^\s@]+$/, 'must be an e-mail address')
   .refine(isPrintableText, { message: UNPRINTABLE_MESSAGE })
-  .refine(isNormalAddress, { message: 'must not hold invisible characters and must be in Unicode normalization form NFKC' });
+  .refine(isNormalAddress, { message: 'must not hold invisible characters and must be in Unicode normalization form NFKC' })
+  .refine(isPlainDomain, { message: 'the domain must not start or end with a dot, hold two dots in a row or an ideographic full stop' });

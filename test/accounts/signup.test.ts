@@ -89,6 +89,29 @@ test('an address that reads like another is refused: invisible characters, compa
   assert.equal((await admin.post('/api/v1/users', { email: '山田@例え.jp' })).statusCode, 201);
 });
 
+test('an address whose domain is another spelling of a taken one is refused: trailing dot, empty label, ideographic dot', async (t) => {
+  const { app, services } = await buildWithAdmin(t, { SVC_ALLOW_PUBLIC_SIGNUP: 'true' });
+  const taken = await new Browser(app, '198.51.100.60').post('/api/v1/auth/signup', { email: 'ceo@acme.io', name: 'Ceo', password: 'ceo-password-1' });
+  assert.equal(taken.statusCode, 201, taken.body);
+  // The fully qualified form and IDNA's ideographic label separator are acme.io spelled otherwise; empty labels are
+  // no domain of their own: each would be a second account (and organization `acme.io.`) beside ceo@acme.io.
+  const sameMailbox = ['ceo@acme.io.', 'ceo@acme..io', 'ceo@.acme.io', 'ceo@acme\u3002io'];
+  const users = () => services.store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM users')!.n);
+  const before = await users();
+  const admin = new Browser(app, '198.51.100.61');
+  await admin.login(ADMIN.email, ADMIN.password);
+  for (const [index, email] of sameMailbox.entries()) {
+    const signup = await new Browser(app, `198.51.100.${70 + index}`).post('/api/v1/auth/signup', { email, name: 'Mallory', password: 'mallory-password' });
+    assert.equal(signup.statusCode, 400, `signup ${JSON.stringify(email)}: ${signup.body}`);
+    assert.equal(json(signup).error.code, 'invalid_request');
+    assert.equal((await admin.post('/api/v1/users', { email })).statusCode, 400, `create ${JSON.stringify(email)}`);
+    assert.equal((await admin.post('/api/v1/orgs/active/invites', { email })).statusCode, 400, `invite ${JSON.stringify(email)}`);
+  }
+  assert.equal(await users(), before, 'no second account for the mailbox was made');
+  // Dots inside the local part are the mailbox's own business and stay allowed.
+  assert.equal((await admin.post('/api/v1/users', { email: 'c.e.o.@acme.io' })).statusCode, 201);
+});
+
 test('signup: generic providers name the org after the person; duplicates 409; unknown fields 400; per-address limit', async (t) => {
   const { app } = await buildAccounts(t, { env: { SVC_ALLOW_PUBLIC_SIGNUP: 'true' } });
   const grace = await new Browser(app, '198.51.100.1').post('/api/v1/auth/signup', { email: 'grace@gmail.com', name: 'Grace', password: 'grace-password' });
