@@ -131,6 +131,28 @@ test('signup: generic providers name the org after the person; duplicates 409; u
   assert.deepEqual(statuses, [201, 201, 201, 201, 201, 429]);
 });
 
+test('a stranger learns only that an address has an account, never where: signup, user creation, invitation', async (t) => {
+  const { app } = await buildAccounts(t, { env: { SVC_ALLOW_PUBLIC_SIGNUP: 'true' } });
+  assert.equal((await new Browser(app, '198.51.100.80').post('/api/v1/auth/signup', { email: 'bob@bobcorp.test', name: 'Bob', password: 'bob-password-1' })).statusCode, 201);
+  const eve = new Browser(app, '198.51.100.81');
+  assert.equal((await eve.post('/api/v1/auth/signup', { email: 'eve@evil.test', name: 'Eve', password: 'eve-password-1' })).statusCode, 201);
+
+  const signup = await new Browser(app, '198.51.100.82').post('/api/v1/auth/signup', { email: 'Bob@BobCorp.test', name: 'B', password: 'bob-password-2' });
+  const created = await eve.post('/api/v1/users', { email: 'bob@bobcorp.test' });
+  for (const answer of [signup, created]) {
+    assert.equal(answer.statusCode, 409);
+    assert.deepEqual(Object.keys(json(answer).error).sort(), ['code', 'message'], 'no details');
+    assert.equal(json(answer).error.code, 'email_taken');
+    assert.doesNotMatch(answer.body, /bobcorp\.test|Bob|org_|owner/, 'nothing about where the account is');
+  }
+  // An invitation to that address answers as one to an address without an account.
+  const known = json(await eve.post('/api/v1/orgs/active/invites', { email: 'bob@bobcorp.test' })).invite;
+  const unknown = json(await eve.post('/api/v1/orgs/active/invites', { email: 'nobody@bobcorp.test' })).invite;
+  const shape = (invite: Record<string, unknown>) => ({ ...invite, id: null, email: null });
+  assert.deepEqual(shape(known), shape(unknown));
+  assert.deepEqual(json(await eve.get('/api/v1/users?email=bob@bobcorp.test')).users, [], 'the user list is the organization\'s');
+});
+
 test('a signup whose verification e-mail fails still succeeds; resend sends only to the stored address, 3 per 15 minutes', async (t) => {
   const { app, mail, clock } = await buildAccounts(t, { env: { SVC_ALLOW_PUBLIC_SIGNUP: 'true' } });
   mail.failing = true;
