@@ -132,7 +132,8 @@ export function createSignupService(deps: AccountsDeps & { floorMs?: number }): 
       const started = performance.now();
       const user = await repo.findUserByEmail(normalizeEmail(email));
       let send: (() => Promise<void>) | null = null;
-      if (user) {
+      // Past the account's cap no link is made or sent, and the answer below is the same.
+      if (user && (await limits.tryTake('resetDeliveries', user.id))) {
         const reset = newAccountToken('password_reset', user, RESET_TTL_MS);
         await repo.createToken(reset.row);
         const message = {

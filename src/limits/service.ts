@@ -23,6 +23,11 @@ export const LIMITS = {
   /** SPEC 8: 3 verification deliveries per user per 15 minutes. */
   verificationResend: { limit: 3, windowMs: 15 * MINUTE },
   /**
+   * Reset e-mails per user, whoever asks: the per-address limit alone let requests from many addresses fill one
+   * inbox. Over it the e-mail is not sent and the answer stays the same (it must not tell the account exists).
+   */
+  resetDeliveries: { limit: 3, windowMs: 15 * MINUTE },
+  /**
    * Passwords a signed-in caller has hashed (users created, admin resets, own password changes), per caller: each
    * hash is ~0.5 s of a CPU, and one org admin's burst of resets kept both of the reference machine's busy.
    */
@@ -34,6 +39,8 @@ export type LimitName = keyof typeof LIMITS;
 export interface LimitsService {
   /** Count one attempt, or throw 429 when the window is already full. */
   take(name: LimitName, key: string): Promise<void>;
+  /** Count one attempt and say whether the window had room, for a caller whose answer must not show it. */
+  tryTake(name: LimitName, key: string): Promise<boolean>;
   /**
    * Count one attempt that may turn out not to count (a login that may fail), or throw 429 when the window is already
    * full; returns what uncounts it (the login succeeded). Counted first, not after the fact: a burst of concurrent
@@ -60,6 +67,9 @@ export function createLimitsService(deps: { repo: RateEventsRepository; clock: C
     async take(name, key) {
       const verdict = await repo.take(name, key, LIMITS[name], clock.now());
       if (!verdict.allowed) throw refusal(verdict.retryAfterMs);
+    },
+    async tryTake(name, key) {
+      return (await repo.take(name, key, LIMITS[name], clock.now())).allowed;
     },
     async reserve(name, key) {
       const verdict = await repo.take(name, key, LIMITS[name], clock.now());

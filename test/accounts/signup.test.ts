@@ -294,6 +294,29 @@ test('password recovery: 5 attempts per minute per address for request and confi
   assert.equal(known.body, unknown.body);
 });
 
+test('reset e-mails: at most 3 per account per 15 minutes whatever the client addresses; the answer never tells', async (t) => {
+  const { app, mail, clock, services } = await buildWithAdmin(t);
+  const request = (email: string, ip: string) =>
+    app.inject({ method: 'POST', url: '/api/v1/auth/password-reset/request', remoteAddress: ip, headers: { origin: ORIGIN }, payload: { email } });
+  const resetMails = () => mail.sent.filter((m) => m.to === ADMIN.email).length;
+  const resetTokens = () => services.store.read((sql) => sql.get<{ n: number }>("SELECT COUNT(*) AS n FROM account_tokens WHERE kind = 'password_reset'")!.n);
+  // Each request from its own address, as a botnet (or one IPv6 block's many /64s) sends them: the per-address limit
+  // never trips, and without a cap per account every one was an e-mail to the same inbox.
+  for (let i = 0; i < 8; i++) {
+    const known = await request(ADMIN.email, `198.51.100.${100 + i}`);
+    const unknown = await request(`nobody${i}@example.test`, `198.51.100.${150 + i}`);
+    assert.equal(known.statusCode, 202);
+    assert.equal(known.body, unknown.body, 'the answer is the same when the cap holds the e-mail back');
+  }
+  await new Promise((resolve) => setTimeout(resolve, 20)); // the e-mails leave after the answers
+  assert.equal(resetMails(), 3);
+  assert.equal(await resetTokens(), 3, 'no link is stored that was not sent');
+  clock.advance(15 * 60_000);
+  await request(ADMIN.email, '198.51.100.200');
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(resetMails(), 4, 'the window passes');
+});
+
 test('recovery works for logged-out users whatever the signup flag says', async (t) => {
   const { app, mail } = await buildWithAdmin(t, { SVC_ALLOW_PUBLIC_SIGNUP: 'false' });
   await app.inject({ method: 'POST', url: '/api/v1/auth/password-reset/request', headers: { origin: ORIGIN }, payload: { email: ADMIN.email } });
