@@ -1554,3 +1554,35 @@ test('live messages stream: an upstream that ends mid tool_use input (no content
   assert.equal(run.status, 'failed');
   assert.equal(run.error.kind, 'bad_response');
 });
+
+test("the mock's usage.input_tokens is the wire's own count of the request, count_tokens': an image and a PDF document count, buffered and streamed, in the SDK's message and the run", async (t) => {
+  const { client, app } = await listening(t);
+  const request = () => ({
+    model: 'claude-sonnet-4-5',
+    system: 'Describe what you are shown.',
+    messages: [
+      {
+        role: 'user' as const,
+        content: [
+          { type: 'image' as const, source: { type: 'url' as const, url: 'https://example.com/cat.png' } },
+          { type: 'document' as const, source: { type: 'url' as const, url: 'https://example.com/report.pdf' } },
+          { type: 'text' as const, text: ask('What is in them?')[0]!.content },
+        ],
+      },
+    ],
+    tools: [WEATHER],
+    tool_choice: { type: 'none' as const },
+  });
+  const answers: Array<[string, { data: Anthropic.Message; response: Response }, number]> = [];
+  const buffered = request();
+  answers.push(['buffered', await client.messages.create({ ...buffered, max_tokens: 64 }).withResponse(), (await client.messages.countTokens(buffered)).input_tokens]);
+  const streamed = request();
+  const stream = client.messages.stream({ ...streamed, max_tokens: 64 });
+  answers.push(['streamed', { data: await stream.finalMessage(), response: (await stream.withResponse()).response }, (await client.messages.countTokens(streamed)).input_tokens]);
+  for (const [label, { data, response }, counted] of answers) {
+    assert.ok(counted > 3_200, label); // the image and the document, 1,600 each
+    assert.equal(data.usage.input_tokens, counted, label);
+    const run = json(await app.inject({ url: `/api/v1/runs/${response.headers.get('x-svc-run-id')}` })).run;
+    assert.equal(run.usage.promptTokens, counted, label);
+  }
+});

@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { isDeferredTool } from '../deferred-tools.ts';
 import { messageToEvents, responseToEvents } from '../wire-replay.ts';
+import { countMessagesTokens } from '../tokens-messages.ts';
 import { countTokens } from '../tokens.ts';
 import { mockBehaviour, MOCK_PROVIDER_NAME } from './mock.ts';
 import {
@@ -150,16 +151,27 @@ export function chatToMessage(completion: ChatCompletion, model: string, stopSeq
   };
 }
 
+/**
+ * The planned answer as a message whose input tokens are the wire's own count of the request (count_tokens'), as a
+ * messages upstream's usage and count agree: the planner's prompt is the request as chat text, without its images and
+ * documents (a PDF and an image by address, 3,200 tokens to count_tokens, were 8 in the answer and the run).
+ */
+async function planMessage(plan: PlanChat, request: MessagesRequest, context: ProviderCallContext): Promise<MessagesResponse> {
+  const message = chatToMessage(await plan(messagesToChat(request), context), request.model, request.stop_sequences);
+  message.usage.input_tokens = countMessagesTokens(request);
+  return message;
+}
+
 export async function mockMessages(plan: PlanChat, request: MessagesRequest, context: ProviderCallContext): Promise<MessagesResponse> {
   const behaviour = mockBehaviour(request.model);
   if (behaviour.stream) {
     throw new ProviderError('bad_response', `mock ${behaviour.stream} answer: the upstream body is not valid JSON`, { provider: MOCK_PROVIDER_NAME, upstreamStatus: 200 });
   }
-  return chatToMessage(await plan(messagesToChat(request), context), request.model, request.stop_sequences);
+  return planMessage(plan, request, context);
 }
 
 export async function mockStreamMessages(plan: PlanChat, request: MessagesRequest, context: ProviderCallContext): Promise<AsyncIterable<MessagesStreamEvent>> {
-  const message = chatToMessage(await plan(messagesToChat(request), context), request.model, request.stop_sequences);
+  const message = await planMessage(plan, request, context);
   return breakAsAsked(request.model, messageToEvents(message), (event) => event.type === 'message_stop');
 }
 
