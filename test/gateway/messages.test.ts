@@ -1586,3 +1586,46 @@ test("the mock's usage.input_tokens is the wire's own count of the request, coun
     assert.equal(run.usage.promptTokens, counted, label);
   }
 });
+
+test('the mock thinks when thinking is enabled: a thinking block with a signature leads its answer, buffered and streamed (the SDK\'s thinking and signature events), empty with display omitted, its tokens in the output; none otherwise', async (t) => {
+  const { client } = await listening(t);
+  const thinking = { type: 'enabled' as const, budget_tokens: 1024 };
+  const buffered = await client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 2048, thinking, messages: ask('think first') });
+  const [first, second] = buffered.content;
+  assert.ok(first?.type === 'thinking' && first.thinking.length > 0 && first.signature.length > 0, JSON.stringify(first));
+  assert.equal(second?.type, 'text');
+  const unthinking = await client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 2048, messages: ask('think first') });
+  assert.ok(buffered.usage.output_tokens > unthinking.usage.output_tokens);
+
+  const stream = client.messages.stream({ model: 'claude-sonnet-4-5', max_tokens: 2048, thinking, tools: [WEATHER], messages: ask('weather in Oslo?') });
+  let thought = '';
+  let signature = '';
+  stream.on('thinking', (delta) => (thought += delta));
+  stream.on('signature', (sent) => (signature = sent));
+  const streamed = await stream.finalMessage();
+  assert.deepEqual(streamed.content.map((block) => block.type), ['thinking', 'tool_use']);
+  const block = streamed.content[0]!;
+  assert.ok(block.type === 'thinking' && block.thinking === thought && block.signature === signature && signature !== '');
+
+  // The thinking block goes back with the tool result, as the API asks of a client, and the mock answers from it.
+  const toolUse = streamed.content[1] as Anthropic.ToolUseBlock;
+  const next = await client.messages.create({
+    model: 'claude-sonnet-4-5',
+    max_tokens: 2048,
+    thinking,
+    tools: [WEATHER],
+    messages: [
+      ...ask('weather in Oslo?'),
+      { role: 'assistant', content: streamed.content },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: toolUse.id, content: 'sunny' }] },
+    ],
+  });
+  assert.equal(next.content.at(-1)!.type, 'text');
+
+  const omitted = await client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 2048, thinking: { ...thinking, display: 'omitted' } as never, messages: ask('think quietly') });
+  assert.ok(omitted.content[0]!.type === 'thinking' && omitted.content[0].thinking === '' && omitted.content[0].signature !== '');
+  for (const off of [undefined, { type: 'disabled' as const }]) {
+    const plain = await client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 2048, ...(off ? { thinking: off } : {}), messages: ask('no thinking') });
+    assert.ok(plain.content.every((block) => block.type !== 'thinking'));
+  }
+});

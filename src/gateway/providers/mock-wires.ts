@@ -159,7 +159,24 @@ export function chatToMessage(completion: ChatCompletion, model: string, stopSeq
 async function planMessage(plan: PlanChat, request: MessagesRequest, context: ProviderCallContext): Promise<MessagesResponse> {
   const message = chatToMessage(await plan(messagesToChat(request), context), request.model, request.stop_sequences);
   message.usage.input_tokens = countMessagesTokens(request);
+  withThinking(message, request);
   return message;
+}
+
+const MOCK_THINKING = 'The mock planned its answer from the conversation and the declared tools.';
+
+/**
+ * With thinking on (`enabled`, or `adaptive`, where the model chooses and the mock always thinks), the answer leads with
+ * a thinking block and its signature, as the provider's does (the SDKs' `thinking` and `signature` events come from
+ * it, and a client sends it back with its tool results); its text is empty with `display: "omitted"`, the signature
+ * kept. Its tokens are output tokens, as the provider bills them.
+ */
+function withThinking(message: MessagesResponse, request: MessagesRequest): void {
+  const thinking = request.thinking as { type?: unknown; display?: unknown } | undefined;
+  if (thinking?.type !== 'enabled' && thinking?.type !== 'adaptive') return;
+  const text = thinking.display === 'omitted' ? '' : MOCK_THINKING;
+  message.content.unshift({ type: 'thinking', thinking: text, signature: randomBytes(48).toString('base64') });
+  message.usage.output_tokens += countTokens(text);
 }
 
 export async function mockMessages(plan: PlanChat, request: MessagesRequest, context: ProviderCallContext): Promise<MessagesResponse> {
