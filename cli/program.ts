@@ -42,6 +42,10 @@ export function buildProgram(groups: readonly RegisterCommands[]): Command {
     .version(SVC_VERSION, '-v, --version')
     .showHelpAfterError()
     .exitOverride()
+    // The root's options (-v, --version) only before the command: by default commander reads them anywhere on the
+    // line, so `svc keys create --name -v` printed the version and exited 0, creating nothing. Inherited by every
+    // command added after this.
+    .enablePositionalOptions()
     .addHelpText('after', HELP_AFTER);
   for (const register of groups) register(program);
   // Subcommands share the parent's exit behaviour (usage errors exit 2, not a process.exit inside commander).
