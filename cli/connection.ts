@@ -35,13 +35,28 @@ const loadClient = async () => {
   return { SvcClient, httpTransport, socketTransport };
 };
 
-/** The options every admin command takes. */
+/** The options every admin command takes; the program takes them too, before the command (inheritConnectionOptions). */
 export function withConnectionOptions(command: Command): Command {
   return command
     .option('--url <url>', 'talk to a running svc over HTTP(S) instead of the data directory (env SVC_BASE_URL)')
     .option('--api-key <token>', 'bearer token for --url: an admin API key or the bootstrap token (env SVC_API_KEY)', parseNonEmpty)
     .option('-d, --data-dir <dir>', 'data directory (env SVC_DATA_DIR, default ~/.svc)', parseDataDir)
     .option('--json', 'print JSON instead of a table');
+}
+
+/**
+ * A preAction hook of the program: the connection options given before the command (`svc --url ... keys list`, as git
+ * and kubectl take them) become the command's own, unless it has them after it too, where the later one wins as with
+ * an option given twice. The command then reads them as it always has. A command that does not take one (`svc serve`
+ * takes --data-dir alone) refuses it rather than run without what it was told.
+ */
+export function inheritConnectionOptions(program: Command, command: Command): void {
+  for (const option of program.options) {
+    const key = option.attributeName();
+    if (program.getOptionValueSource(key) !== 'cli') continue;
+    if (!command.options.some((own) => own.attributeName() === key)) throw new UsageError(`svc ${command.name()} does not take ${option.long}`);
+    if (command.getOptionValueSource(key) === undefined) command.setOptionValueWithSource(key, program.getOptionValue(key), 'cli');
+  }
 }
 
 /** A bad command line: printed as `svc: <message>`, exit code 2. */

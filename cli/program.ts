@@ -7,7 +7,7 @@ import { note } from './output.ts';
 import { dropEmptyNoColor } from './terminal-color.ts';
 import { Command, CommanderError } from 'commander';
 import { ConfigError, SVC_VERSION } from '../src/config.ts';
-import { UsageError } from './connection.ts';
+import { inheritConnectionOptions, UsageError, withConnectionOptions } from './connection.ts';
 
 const HELP_AFTER = `
 Admin commands (keys, users, orgs, settings, audit, cache, runs) reach svc, in this order of choice:
@@ -15,6 +15,8 @@ Admin commands (keys, users, orgs, settings, audit, cache, runs) reach svc, in t
   a running svc serve        its local socket in the data directory (you act as the local operator)
   otherwise                  the data directory in-process, holding its lock for the command's duration
 The data directory is --data-dir, else SVC_DATA_DIR, else ~/.svc.
+--url, --api-key, --data-dir and --json go before the command or after it (svc --url URL keys list); given in both
+places, the one after it wins. svc serve takes --data-dir alone.
 
 Output: tables on stdout, --json for scripts; messages on stderr.
 Exit codes: 0 success, 1 failure (API error, unreachable server), 2 usage error.
@@ -47,6 +49,7 @@ export function buildProgram(groups: readonly RegisterCommands[]): Command {
     // command added after this.
     .enablePositionalOptions()
     .addHelpText('after', HELP_AFTER);
+  withConnectionOptions(program).hook('preAction', inheritConnectionOptions);
   for (const register of groups) register(program);
   // Subcommands share the parent's exit behaviour (usage errors exit 2, not a process.exit inside commander).
   const inherit = (command: Command) => {

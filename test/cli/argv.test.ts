@@ -3,6 +3,8 @@
  * options before the command, a command's own after it, and option values that look like options.
  */
 import assert from 'node:assert/strict';
+import { readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import test, { before, describe } from 'node:test';
 import { ensureBundle, runSvc, tempDir } from '../support/process.ts';
 
@@ -20,5 +22,58 @@ describe('the command line', { concurrency: true }, () => {
       assert.equal(misplaced.code, 2, `keys list ${flag}: ${misplaced.stdout}`);
       assert.match(misplaced.stderr, new RegExp(`unknown option '${flag}'`));
     }
+  });
+
+  test('the options of every admin command also go before the command, as git and kubectl take them; the one after wins', async (t) => {
+    const [dataDir, other] = [tempDir(t), tempDir(t)];
+    const created = await runSvc(['--data-dir', dataDir, '--json', 'keys', 'create', '--name', 'before']);
+    assert.equal(created.code, 0, created.stderr);
+    assert.equal(JSON.parse(created.stdout).key.name, 'before', '--json before the command');
+    const names = async (argv: string[]) => {
+      const result = await runSvc(argv);
+      assert.equal(result.code, 0, `${argv.join(' ')}: ${result.stderr}`);
+      return JSON.parse(result.stdout).keys.map((key: { name: string }) => key.name);
+    };
+    assert.deepEqual(await names(['-d', dataDir, 'keys', 'list', '--json']), ['before']);
+    assert.deepEqual(await names(['keys', 'list', '--json', '-d', dataDir]), ['before'], 'after the command, as before');
+    assert.deepEqual(await names(['-d', dataDir, 'keys', 'list', '--json', '-d', other]), [], 'the --data-dir after the command');
+    // --url and --api-key: read (a refused URL, an unreachable one, a key with no URL), checked alike.
+    const [bad, unreachable, later, keyWithoutUrl] = await Promise.all([
+      runSvc(['--url', 'ftp://127.0.0.1:1', 'keys', 'list']),
+      runSvc(['--url', 'http://127.0.0.1:1', '--api-key', 'svc_x', 'keys', 'list']),
+      runSvc(['--url', 'ftp://127.0.0.1:1', 'keys', 'list', '--url', 'http://127.0.0.1:1']),
+      runSvc(['--api-key', 'svc_x', 'audit', '--data-dir', other]),
+    ]);
+    assert.equal(bad.code, 2, bad.stderr);
+    assert.match(bad.stderr, /^svc: --url must be an http\(s\) URL/m);
+    assert.equal(unreachable.code, 1, unreachable.stderr);
+    assert.match(unreachable.stderr, /cannot reach svc at http:\/\/127\.0\.0\.1:1/);
+    assert.equal(later.code, 1, later.stderr);
+    assert.match(later.stderr, /cannot reach svc at http:\/\/127\.0\.0\.1:1/, 'the --url after the command');
+    assert.equal(keyWithoutUrl.code, 2, keyWithoutUrl.stderr);
+    assert.match(keyWithoutUrl.stderr, /--api-key needs --url/);
+  });
+
+  test('svc serve takes --data-dir before it too, and refuses the admin options it has no use for', async (t) => {
+    const dataDir = tempDir(t);
+    // This test process is alive: the lock makes it the directory's owner, so serve stops at once, naming it.
+    writeFileSync(join(dataDir, 'svc.lock'), JSON.stringify({ pid: process.pid, socketPath: null, startedAt: Date.now() }));
+    const held = await runSvc(['-d', dataDir, 'serve', '--port', '0']);
+    assert.equal(held.code, 1, held.stderr);
+    assert.match(held.stderr, new RegExp(`in use by process ${process.pid}`));
+    const empty = tempDir(t);
+    for (const [flag, value] of [['--url', 'http://127.0.0.1:1'], ['--api-key', 'svc_x'], ['--json']] as const) {
+      const result = await runSvc([flag, ...(value === undefined ? [] : [value]), 'serve', '--port', '0', '--data-dir', empty]);
+      assert.equal(result.code, 2, `${flag}: ${result.stderr}`);
+      assert.match(result.stderr, new RegExp(`^svc: svc serve does not take ${flag}`, 'm'));
+    }
+    assert.deepEqual(readdirSync(empty), [], 'refused before the data directory was touched');
+  });
+
+  test('svc --help lists the options of every admin command, and says they go before or after the command', async () => {
+    const help = await runSvc(['--help']);
+    assert.equal(help.code, 0, help.stderr);
+    for (const flag of ['--url <url>', '--api-key <token>', '-d, --data-dir <dir>', '--json']) assert.ok(help.stdout.includes(`  ${flag}`), flag);
+    assert.match(help.stdout, /before the command or after it/);
   });
 });
