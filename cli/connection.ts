@@ -38,7 +38,9 @@ const loadClient = async () => {
 /** The options every admin command takes; the program takes them too, before the command (inheritConnectionOptions). */
 export function withConnectionOptions(command: Command): Command {
   return command
-    .option('--url <url>', 'talk to a running svc over HTTP(S) instead of the data directory (env SVC_BASE_URL)')
+    // Only emptiness is checked as --url is parsed (a script's unset variable, which would otherwise act on the data
+    // directory, SVC_BASE_URL or not); the URL itself in connectWithKind, whose message masks credentials in it.
+    .option('--url <url>', 'talk to a running svc over HTTP(S) instead of the data directory (env SVC_BASE_URL)', parseNonEmpty)
     .option('--api-key <token>', 'bearer token for --url: an admin API key or the bootstrap token (env SVC_API_KEY)', parseNonEmpty)
     .option('-d, --data-dir <dir>', 'data directory (env SVC_DATA_DIR, default ~/.svc)', parseDataDir)
     .option('--json', 'print JSON instead of a table');
@@ -122,7 +124,7 @@ export async function connect(options: ConnectionOptions): Promise<SvcClient> {
 export async function connectWithKind(options: ConnectionOptions): Promise<{ client: SvcClient; kind: ConnectionKind }> {
   const url = options.url ?? process.env.SVC_BASE_URL;
   if (url) {
-    // --url is checked as it is parsed; SVC_BASE_URL here, alike: a bad one is a usage error.
+    // A bad --url or SVC_BASE_URL is a usage error; commander's own message would echo the credentials in it.
     try {
       parseBaseUrl(url);
     } catch (error) {

@@ -59,8 +59,13 @@ describe('the admin CLI', { concurrency: true }, () => {
         ['keys', 'mode', '', 'observe'],
         ['keys', 'revoke', '', '--yes'],
         ['keys', 'list', '--url', 'http://127.0.0.1:1', '--api-key', ''],
+        // An empty --url was read as none: the command acted on the data directory, even with SVC_BASE_URL set.
+        ['keys', 'list', '--url', ''],
+        ['keys', 'list', '--url='],
+        ['--url=', 'keys', 'list'],
         ['runs', '--no-tui', '--model', ''],
       ].map((bad) => usage([...bad, ...args], bad.join(' '), { stderr: /must not be empty/ })),
+      usage(['keys', 'list', '--url', '', ...args], '--url "" with SVC_BASE_URL set', { env: { SVC_BASE_URL: 'http://127.0.0.1:1' }, stderr: /must not be empty/ }),
       // A key id has a known form (key_...): a key's name in its place is refused before any request.
       ...[['keys', 'mode', 'ci', 'observe'], ['keys', 'revoke', 'ci', '--yes']].map((bad) =>
         usage([...bad, ...args], bad.join(' '), { stderr: /'ci' is invalid.*must be a key id \(key_\.\.\.\)/ }),
