@@ -50,9 +50,14 @@ export function idParser(prefix: string, kind: string): (value: string) => strin
 
 /**
  * A data directory: not empty. `--data-dir ""` (a script's unset variable) would resolve to the working directory and
- * make it one, writing the data file and the master key there.
+ * make it one, writing the data file and the master key there. Nor starting with `=`: a short option's value follows
+ * it as is, so `-d=/srv/svc` (the form pflag takes, as in kubectl) gives `=/srv/svc`, a new, empty data directory
+ * under the working directory.
  */
-export const parseDataDir = parseNonEmpty;
+export function parseDataDir(value: string): string {
+  if (parseNonEmpty(value).startsWith('=')) throw new InvalidArgumentError('must not start with "=" (write -d DIR or --data-dir=DIR)');
+  return value;
+}
 
 /** A page size from 1 to `max` (the endpoint's own limit): checked here, so a bad one is a usage error, not an API error. */
 export function limitParser(max: number): (value: string) => number {

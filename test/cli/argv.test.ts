@@ -76,4 +76,17 @@ describe('the command line', { concurrency: true }, () => {
     for (const flag of ['--url <url>', '--api-key <token>', '-d, --data-dir <dir>', '--json']) assert.ok(help.stdout.includes(`  ${flag}`), flag);
     assert.match(help.stdout, /before the command or after it/);
   });
+
+  test('-d=DIR is a usage error, not a data directory named "=DIR" made in the working directory', async (t) => {
+    const [cwd, dataDir] = [tempDir(t), tempDir(t)];
+    // A short option's value follows it as is (getopt's way): -d=DIR gives "=DIR", a relative path.
+    for (const argv of [['keys', 'list', `-d=${dataDir}`], [`-d=${dataDir}`, 'keys', 'list'], ['serve', '--port', '0', `-d=${dataDir}`]]) {
+      const result = await runSvc(argv, { cwd });
+      assert.equal(result.code, 2, `${argv.join(' ')}: ${result.stdout}${result.stderr}`);
+      assert.match(result.stderr, /must not start with "="/);
+    }
+    assert.deepEqual(readdirSync(cwd), [], 'nothing made in the working directory');
+    const spelled = await runSvc(['keys', 'list', '--json', `--data-dir=${dataDir}`], { cwd });
+    assert.equal(spelled.code, 0, `--data-dir=DIR is the long option's form: ${spelled.stderr}`);
+  });
 });
