@@ -3,6 +3,7 @@
 // every function compiled by then. Run by bin/build.mjs in a process of its own, which it ends; the caller removes
 // the data directory.
 //   node bin/make-code-cache.mjs <dist/serve.cjs | dist/svc.cjs> <empty data directory>
+import fs from 'node:fs';
 import { request } from 'node:http';
 import { basename } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
@@ -15,14 +16,15 @@ else cacheCommand();
 
 /** `svc serve` on port 0, asked for /health once it listens. */
 async function cacheServe() {
-  // The bundle reads its command line from process.argv, and says where it listens on stdout.
+  // The bundle reads its command line from process.argv, and says where it listens on stdout: written to descriptor 1
+  // itself (fs.writeSync, so that a failing stdout cannot stop it), where this reads it.
   process.argv = [process.argv[0], 'svc', 'serve', '--port', '0', '--host', '127.0.0.1', '--data-dir', dataDir, '--log-level', 'silent'];
   const listening = new Promise((resolve) => {
-    const write = process.stdout.write.bind(process.stdout);
-    process.stdout.write = (chunk, ...rest) => {
-      const address = /svc listening on (http:\/\/\S+)/.exec(String(chunk))?.[1];
+    const writeSync = fs.writeSync;
+    fs.writeSync = (fd, chunk, ...rest) => {
+      const address = fd === 1 ? /svc listening on (http:\/\/\S+)/.exec(String(chunk))?.[1] : undefined;
       if (address) resolve(address);
-      return write(chunk, ...rest);
+      return writeSync(fd, chunk, ...rest);
     };
   });
   const compiled = runCommonJsBundle(bundle);

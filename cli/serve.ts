@@ -1,4 +1,5 @@
 /** `svc serve`: the HTTP service. Flags override SVC_PORT, SVC_HOST, SVC_DATA_DIR. */
+import { writeSync } from 'node:fs';
 import { note } from './output.ts';
 import { Option, type Command } from 'commander';
 import { LOG_LEVELS, loadConfig, type ConfigOverrides } from '../src/config.ts';
@@ -30,8 +31,15 @@ export function registerServe(program: Command): void {
       capYoungGeneration();
       try {
         const server = await startServer(config);
-        // One line on stdout that scripts (and the tests) can read: where svc listens.
-        process.stdout.write(`svc listening on ${server.address} (data ${config.dataDir})\n`);
+        // One line on stdout that scripts (and the tests) can read: where svc listens. Written to the descriptor
+        // itself: a stdout that fails (a full disk) must not stop the gateway, as it would through process.stdout's
+        // error event; the line goes to stderr then.
+        const listening = `svc listening on ${server.address} (data ${config.dataDir})\n`;
+        try {
+          writeSync(1, listening);
+        } catch (error) {
+          note(`svc: stdout cannot be written (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); ${listening}`);
+        }
         closeOnSignals(server, config.limits.shutdownTimeoutMs, (line) => note(`${line}\n`));
       } catch (error) {
         if (error instanceof DataDirLockedError) {

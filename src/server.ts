@@ -12,6 +12,7 @@ import { cpuQuota } from './core/cpu-quota.ts';
 import { buildApp, CONNECTIONS_CHECKING_INTERVAL_MS } from './http/app.ts';
 import { BusyPoll, defaultBusyPollUs } from './http/busy-poll.ts';
 import { markLocalSocket } from './http/local-socket.ts';
+import { logDestination } from './http/log-destination.ts';
 import { answerClientError, answerNodeRefusals } from './http/client-errors.ts';
 import { RequestArrivals } from './http/request-arrivals.ts';
 import { ignoreUpgrades } from './http/upgrade.ts';
@@ -66,6 +67,10 @@ export async function startServer(config: Config): Promise<RunningServer> {
   let trace: ReturnType<typeof commitTraceWriter> | null = null;
   const busyPoll = new BusyPoll(config.busyPollUs ?? defaultBusyPollUs(cpuQuota()));
   const arrivals = new RequestArrivals();
+  // The log on stdout; what it still queues when the process exits is written then (a clean stop writes it itself).
+  const logs = config.logLevel === 'silent' ? null : logDestination(1, (message) => void process.stderr.write(`svc: ${message}\n`));
+  const flushLogs = () => logs?.flushSync();
+  process.on('exit', flushLogs);
   try {
     if (config.traceCommitsFile !== null) trace = commitTraceWriter(config.traceCommitsFile);
     arrivals.watch();
@@ -78,7 +83,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       deferredWriteLosses,
     }));
     const services = await createServices(config, store, { deferredWriteLosses });
-    const app = (opened.app = await buildApp(services, { logger: config.logLevel === 'silent' ? false : { level: config.logLevel } }));
+    const app = (opened.app = await buildApp(services, { logger: logs === null ? false : { level: config.logLevel, stream: logs } }));
     deferredWriteLosses.logTo(app.log);
     // Runs a stopped process left running, found before any request can start one (src/evidence/interrupted.ts).
     const interrupted = await services.interruptedRuns.find();
@@ -156,6 +161,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
           trace?.close();
           rmSync(socketPath, { force: true });
           lock.release();
+          process.off('exit', flushLogs);
+          flushLogs();
         })();
         return closing;
       },
@@ -179,6 +186,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
     if (opened.store?.isOpen) await opened.store.close().catch(() => {});
     trace?.close();
     lock.release();
+    process.off('exit', flushLogs);
+    flushLogs();
     throw error;
   }
 }

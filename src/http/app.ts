@@ -31,6 +31,7 @@ import { installJsonBodyParser } from './json-body.ts';
 import { repeatedSingularHeader } from './singular-headers.ts';
 import { transferCodingRefusal } from './transfer-coding.ts';
 import { installErrorHandler, registerSurface } from './surface.ts';
+import type { LogDestination } from './log-destination.ts';
 import { requestLogSerializer } from './log-redaction.ts';
 import { pagesRoutes } from './pages.ts';
 import { requestIdOf } from './request-ids.ts';
@@ -41,8 +42,8 @@ import { ignoreUpgrades } from './upgrade.ts';
 export const EXPOSED_HEADERS = ['x-svc-run-id', 'x-svc-route', 'x-svc-run-url', 'x-svc-provider', 'x-request-id', MESSAGES_REQUEST_ID, 'retry-after'];
 
 export interface BuildAppOptions {
-  /** fastify logger: false in tests, pino options in `svc serve`. */
-  logger?: boolean | { level: string };
+  /** fastify logger: false in tests, pino options in `svc serve` (its destination: src/http/log-destination.ts). */
+  logger?: boolean | { level: string; stream?: LogDestination };
 }
 
 /**

@@ -4,24 +4,11 @@
  */
 import assert from 'node:assert/strict';
 import { mkdirSync, rmSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import test from 'node:test';
 import { loadConfig } from '../../src/config.ts';
 import { SOCKET_FILE, startServer } from '../../src/server.ts';
-import { tempDir } from '../support/process.ts';
-
-/** A TCP port free now on 127.0.0.1 (its listener is closed again), or an error if it cannot be bound. */
-function listenOnce(port = 0): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => {
-      const bound = (server.address() as AddressInfo).port;
-      server.close(() => resolve(bound));
-    });
-  });
-}
+import { listenOnce, tempDir } from '../support/process.ts';
 
 test('a start that fails after binding its port closes the port, the data file and the lock', async (t) => {
   const dataDir = tempDir(t, 'svc-start-failure-');

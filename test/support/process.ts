@@ -1,6 +1,7 @@
 /** Spawning the bundled executable (`bin/svc`) in tests: one-shot commands and a `svc serve` that is killed after. */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { after } from 'node:test';
@@ -64,6 +65,18 @@ export function tempDir(t: Cleanups, prefix = 'svc-test-'): string {
     remove();
   });
   return dir;
+}
+
+/** A TCP port free now on 127.0.0.1 (its listener is closed again), or an error if it cannot be bound. */
+export function listenOnce(port = 0): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => {
+      const bound = (server.address() as AddressInfo).port;
+      server.close(() => resolve(bound));
+    });
+  });
 }
 
 export interface RunResult {
