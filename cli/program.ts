@@ -71,10 +71,19 @@ function ignoreClosedPipe(stream: NodeJS.WriteStream): void {
   });
 }
 
+/**
+ * stderr carries diagnostics only, and a stderr that fails (a file on a full disk: ENOSPC) has nowhere left to say
+ * so: its error is dropped too, whatever it is. Thrown, it ended `svc serve` at its next note (a commit's lost writes
+ * on that same full disk, the steps of a SIGTERM's clean stop), the gateway with it.
+ */
+function ignoreFailingStderr(): void {
+  process.stderr.on('error', () => undefined);
+}
+
 export async function main(program: Command, argv: string[]): Promise<void> {
   dropEmptyNoColor(process.env);
   ignoreClosedPipe(process.stdout);
-  ignoreClosedPipe(process.stderr);
+  ignoreFailingStderr();
   try {
     await program.parseAsync(argv);
   } catch (error) {

@@ -1,13 +1,14 @@
 /**
- * svc's log goes to stdout. A stdout that cannot be written (a log file on a full disk: /dev/full fails every write
- * with ENOSPC) must not stop the gateway: it goes on answering, says so once on stderr, and stops cleanly on SIGTERM.
+ * svc's log goes to stdout, its notes to stderr. Either one that cannot be written (a log file on a full disk:
+ * /dev/full fails every write with ENOSPC) must not stop the gateway: it goes on answering, says so once on stderr
+ * when that still works, and stops cleanly on SIGTERM.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import test, { before } from 'node:test';
 import { onProcessEnd } from '../support/process-end.ts';
-import { ensureBundle, listenOnce, ROOT, SVC, tempDir } from '../support/process.ts';
+import { ensureBundle, listenOnce, ROOT, startServe, SVC, tempDir } from '../support/process.ts';
 
 before(ensureBundle);
 
@@ -46,4 +47,12 @@ test('a log on stdout that fails to be written (a full disk) leaves svc answerin
   assert.match(notes[0]!, /^svc: writing the log to stdout failed \(ENOSPC\)/);
   child.kill('SIGTERM');
   assert.equal(await exited, 0, `a clean stop: ${stderr}`);
+});
+
+test('a stderr that fails to be written (a full disk) leaves svc answering, and a SIGTERM still stops it cleanly', async (t) => {
+  const server = await startServe(t, tempDir(t), {}, 'exec 2>/dev/full');
+  assert.equal((await fetch(`${server.address}/health`)).status, 200);
+  // The stop notes its steps on stderr ("SIGTERM received, ...", "stopped"): each write fails.
+  server.child.kill('SIGTERM');
+  assert.equal(await server.exited, 0, server.output());
 });
