@@ -136,6 +136,29 @@ function chatStreamError(error: UpstreamFailure): ChatStreamError {
   return { error: { message: http.message, type: http.type, param: null, code: http.code } };
 }
 
+/**
+ * The fields the OpenAPI document requires of a completion, where an upstream left them out (some compatible servers
+ * send no `object`, `id`, `created` or `model`): the SDKs type them as always there (the Java SDK throws reading one
+ * that is not set), and a streamed answer has them (the assembler writes its chunks so). What the upstream sent stays.
+ */
+function withDocumentFields(completion: ChatCompletion, model: string, now: () => number): void {
+  completion.object = 'chat.completion';
+  if (typeof completion.id !== 'string') completion.id = newId('chatcmpl').replace('_', '-');
+  if (!Number.isInteger(completion.created)) completion.created = Math.floor(now() / 1000);
+  if (typeof completion.model !== 'string') completion.model = model;
+}
+
+/** A choice's required fields, as `withDocumentFields`' (Ollama's compatible endpoint sends no `logprobs` nor `refusal`). */
+function withChoiceDocumentFields(choice: ChatCompletion['choices'][number], position: number): void {
+  // Its position stands for its index, as in a stream whose upstream sent none (stream-assembler.ts).
+  if (choice.index === undefined || choice.index === null) choice.index = position;
+  if (choice.logprobs === undefined) choice.logprobs = null;
+  const message = choice.message;
+  if (message.role === undefined || message.role === null) message.role = 'assistant';
+  if (message.content === undefined) message.content = null;
+  if (message.refusal === undefined) message.refusal = null;
+}
+
 export function chatAdapter(chat: ValidatedChat, now: () => number): WireAdapter<ChatCompletion, ChatStreamEvent> {
   const request = chat.request;
   return {
@@ -147,7 +170,9 @@ export function chatAdapter(chat: ValidatedChat, now: () => number): WireAdapter
 
     async callBuffered(provider, signal) {
       const completion = await provider.chat(request, { signal });
-      for (const choice of completion.choices) {
+      withDocumentFields(completion, request.model, now);
+      for (const [position, choice] of completion.choices.entries()) {
+        withChoiceDocumentFields(choice, position);
         for (const [index, call] of (choice.message.tool_calls ?? []).entries()) {
           const problem = chat.tools.check(call, index);
           if (problem) throw refusedAnswer(new InvalidToolCallError(problem.message), completion);
