@@ -189,7 +189,7 @@ export function chatAdapter(chat: ValidatedChat, now: () => number): WireAdapter
 
     openStream: (provider, signal) => provider.streamChat(request, { signal }),
 
-    newRelay: (provider) => new ChatRelay(new StreamAssembler(chat.tools), provider.name, request),
+    newRelay: (provider) => new ChatRelay(new StreamAssembler(chat.tools, request.model), provider.name, request),
 
     // Log probabilities are not kept by the stream assembler nor replayed as chunks, so an answer asked with them is
     // not stored: a hit would answer `logprobs: null`. Nor is a streamed answer the assembler could not keep whole,

@@ -255,10 +255,13 @@ function keepFunctionCall(state: ChoiceState, fragment: unknown): boolean {
   return true;
 }
 
+/** The id of a stream that sent no chunk, or none with an id yet. */
+const EMPTY_ID = 'chatcmpl-empty';
+
 export class StreamAssembler {
   private readonly choices = new Map<number, ChoiceState>();
   // The last chunk's id, created and model as plain fields: an object made of them per chunk would be garbage at once.
-  private id = 'chatcmpl-empty';
+  private id = EMPTY_ID;
   private created: number | null = null;
   private model = '';
   /** The top-level fields kept (module comment). */
@@ -275,13 +278,21 @@ export class StreamAssembler {
    */
   private refusedText = '';
 
-  constructor(private readonly tools: DeclaredTools) {}
+  /** `model` is the one asked for: a stream's model where the upstream names none. */
+  constructor(
+    private readonly tools: DeclaredTools,
+    model = '',
+  ) {
+    this.model = model;
+  }
 
   /** The chunks to send downstream for one upstream chunk. Throws InvalidToolCallError for a bad complete call. */
   accept(chunk: ChatChunk): ChatChunk[] {
-    this.id = chunk.id;
-    this.created = chunk.created;
-    this.model = chunk.model;
+    if (typeof chunk.id === 'string' && Number.isInteger(chunk.created) && typeof chunk.model === 'string') {
+      this.id = chunk.id;
+      this.created = chunk.created;
+      this.model = chunk.model;
+    } else this.withDocumentFields(chunk);
     // A key loop, not `const { id, ..., ...rest } = chunk`: no object made per chunk for the few fields kept.
     for (const key in chunk) this.fields.keep(key, chunk[key]);
     if (chunk.usage) this.usage = chunk.usage;
@@ -397,6 +408,24 @@ export class StreamAssembler {
       out.push({ ...chunk, object: 'chat.completion.chunk', choices: passthrough });
     }
     return out;
+  }
+
+  /**
+   * A chunk's id, created and model, where an upstream left them out or sent them not of the document's type (some
+   * compatible servers do; the document requires them, the SDKs type them as always there): those of the chunks
+   * before, else an id of svc's, now, and the model asked for; one for the stream, as OpenAI's are. Written into the
+   * upstream's parsed chunk (svc's own), so they go out with it; only such an upstream pays.
+   */
+  private withDocumentFields(chunk: ChatChunk): void {
+    if (typeof chunk.id === 'string') this.id = chunk.id;
+    else {
+      if (this.id === EMPTY_ID) this.id = newId('chatcmpl').replace('_', '-');
+      chunk.id = this.id;
+    }
+    if (Number.isInteger(chunk.created)) this.created = chunk.created;
+    else chunk.created = this.created ??= Math.floor(Date.now() / 1000);
+    if (typeof chunk.model === 'string') this.model = chunk.model;
+    else chunk.model = this.model;
   }
 
   /** A usage chunk as the upstream's would be (no choices), for usage svc writes itself. */

@@ -4,7 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import test from 'node:test';
-import { sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
+import OpenAI from 'openai';
+import { sendChunks, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
 import { openaiGateway } from '../support/openai-gateway.ts';
 import { validateAgainst } from '../support/openapi.ts';
 
@@ -34,4 +35,43 @@ test("a buffered answer without fields the OpenAPI document requires (Ollama's h
   const bare = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'bare' }] });
   assert.equal(bare.model, 'gpt-4o-mini');
   assert.equal(bare.object, 'chat.completion');
+});
+
+test('streamed chunks without the id, created and model the OpenAPI document requires (as some compatible servers send them) reach the client with them, one id and time for the stream, the model asked for; what the upstream sent is kept', async (t) => {
+  const tool = { type: 'function' as const, function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } };
+  const call = { index: 0, id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } };
+  const upstream = await startFakeUpstream(t, (request, res) =>
+    request.body.messages[0].content === 'kept'
+      ? sendChunks(res, [
+          { id: 'chatcmpl-up', created: 1700000000, model: 'llama3', choices: [{ index: 0, delta: { role: 'assistant', content: 'hi' } }] },
+          { choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] },
+        ])
+      : sendChunks(res, [
+          { choices: [{ index: 0, delta: { role: 'assistant', content: 'hi' } }] },
+          { choices: [{ index: 0, delta: { tool_calls: [call] } }] },
+          { choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] },
+        ]),
+  );
+  const { client } = await openaiGateway(t, upstream);
+  const read = async (content: string) => {
+    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content }], tools: [tool], stream: true, stream_options: { include_usage: true } });
+    const chunks: OpenAI.Chat.Completions.ChatCompletionChunk[] = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    for (const chunk of chunks) assert.equal(validateAgainst('CreateChatCompletionStreamResponse', chunk), null, JSON.stringify(chunk));
+    return chunks;
+  };
+  const chunks = await read('bare');
+  // The role, the call, the finish and svc's usage chunk (the upstream sent none).
+  assert.equal(chunks.length, 4);
+  assert.equal(chunks.at(-1)!.usage!.completion_tokens > 0, true);
+  assert.equal(new Set(chunks.map((chunk) => `${chunk.id} ${chunk.created} ${chunk.model}`)).size, 1);
+  assert.equal(chunks[0]!.model, 'gpt-4o-mini');
+  // Taken from the chunks before where a later one leaves them out.
+  assert.deepEqual(new Set((await read('kept')).map((chunk) => `${chunk.id} ${chunk.created} ${chunk.model}`)), new Set(['chatcmpl-up 1700000000 llama3']));
+  // The SDK's stream helper assembles an answer that has them.
+  const final = await client.chat.completions.stream({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'bare again' }], tools: [tool] }).finalChatCompletion();
+  assert.equal(typeof final.id, 'string');
+  assert.equal(Number.isInteger(final.created), true);
+  assert.equal(final.model, 'gpt-4o-mini');
+  assert.equal(final.choices[0]!.message.tool_calls![0]!.function.name, 'get_weather');
 });
