@@ -382,18 +382,22 @@ export class StreamAssembler {
       // The calls this chunk completed go out before it; when the chunk opens the choice, its role goes with the first of
       // them, not after them: OpenAI gives a choice's role on its first delta, and clients take it from there
       // (LangChain's reads a first delta without one as no assistant message, dropping its calls). Rare (an upstream
-      // that sends a whole call, or several, in its first chunk, as Ollama does), so the delete is no hot-path cost.
+      // that sends a whole call, or several, in its first chunk, as Ollama does), so the delete is no hot-path cost. A
+      // choice whose upstream sent no role (some compatible servers and proxies) gets the assistant's there: the Node
+      // SDK's stream helper fails without one ("missing role for choice 0").
       if (!state.opened && out.length > callsAt) {
         state.opened = true;
+        const first = out[callsAt]!.choices[0]!;
+        first.delta = { role: rest.role ?? 'assistant', tool_calls: first.delta.tool_calls };
         if (rest.role !== undefined) {
-          const first = out[callsAt]!.choices[0]!;
-          first.delta = { role: rest.role, tool_calls: first.delta.tool_calls };
           delete rest.role;
           hasDelta = false;
           for (const _ in rest) hasDelta = true;
         }
       }
       if (hasDelta || hasFields || choice.finish_reason) {
+        // Once per choice, and only for an upstream that sent no role on its first delta.
+        if (!state.opened && (rest.role === undefined || rest.role === null)) rest.role = 'assistant';
         state.opened = true;
         // Object.assign, not `{ ...choice, delta, finish_reason }`: an upstream may leave finish_reason out, and a
         // spread followed by a new key is a slow, promoting path on Node 20 (docs/performance-notes.md).

@@ -75,3 +75,33 @@ test('streamed chunks without the id, created and model the OpenAPI document req
   assert.equal(final.model, 'gpt-4o-mini');
   assert.equal(final.choices[0]!.message.tool_calls![0]!.function.name, 'get_weather');
 });
+
+test("a streamed choice whose upstream sent no role gets the assistant's on its first delta, as OpenAI sends it: the SDK's stream helper failed with 'missing role for choice 0'", async (t) => {
+  const tool = { type: 'function' as const, function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } };
+  const chunk = (choices: unknown[]) => ({ id: 'chatcmpl-up', object: 'chat.completion.chunk', created: 1700000000, model: 'gpt-4o-mini', choices });
+  const call = { index: 0, id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } };
+  const answers: Record<string, unknown[]> = {
+    // Text, two choices, neither with a role.
+    text: [
+      chunk([{ index: 0, delta: { content: 'hi' } }, { index: 1, delta: { content: 'ho' } }]),
+      chunk([{ index: 0, delta: {}, finish_reason: 'stop' }, { index: 1, delta: {}, finish_reason: 'stop' }]),
+    ],
+    // A whole call in the first chunk.
+    call: [chunk([{ index: 0, delta: { tool_calls: [call] } }]), chunk([{ index: 0, delta: {}, finish_reason: 'tool_calls' }])],
+  };
+  const upstream = await startFakeUpstream(t, (request, res) => sendChunks(res, answers[request.body.messages[0].content.split(' ')[0]]!));
+  const { client } = await openaiGateway(t, upstream);
+  for (const [name, n] of [['text', 2], ['call', 1]] as const) {
+    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: name }], tools: [tool], n, stream: true });
+    const deltas: Array<[number, unknown]> = [];
+    for await (const got of stream) for (const choice of got.choices) deltas.push([choice.index, choice.delta.role]);
+    for (let index = 0; index < n; index += 1) {
+      const roles = deltas.filter(([at]) => at === index).map(([, role]) => role);
+      assert.deepEqual([roles[0], roles.filter((role) => role !== undefined).length], ['assistant', 1], `${name} ${index}: ${JSON.stringify(deltas)}`);
+    }
+    // Live too (a repeat would be a cache hit, whose replay has its roles).
+    const final = await client.chat.completions.stream({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: `${name} helper` }], tools: [tool], n }).finalChatCompletion();
+    assert.deepEqual(final.choices.map((choice) => choice.message.role), n === 2 ? ['assistant', 'assistant'] : ['assistant']);
+  }
+  assert.equal(upstream.requests.length, 4);
+});
