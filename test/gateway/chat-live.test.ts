@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import test, { type TestContext } from 'node:test';
 import OpenAI from 'openai';
 import { bearer, build, json } from '../support/build.ts';
-import { completion, contentChunk, sendChunks, sendJson, sleep, startFakeUpstream, startSse, type FakeUpstream } from '../support/fake-upstream.ts';
+import { completion, contentChunk, sendChunks, sendJson, sleep, startFakeUpstream, startSse, untilClientCloses, type FakeUpstream } from '../support/fake-upstream.ts';
 import { readFileSync } from 'node:fs';
 import { expectFailureAnswered } from '../support/failover.ts';
 import { OPENAPI_PATH, validateAgainst } from '../support/openapi.ts';
@@ -654,10 +654,7 @@ test('a stream cut off by the upstream ends with an error event and a failed run
 });
 
 test('a slow upstream times out with a 504 (bounded provider timeouts)', async (t) => {
-  const upstream = await startFakeUpstream(t, async (_req, res) => {
-    await sleep(1500);
-    if (!res.destroyed) sendJson(res, 200, completion('too late'));
-  });
+  const upstream = await startFakeUpstream(t, (_req, res) => untilClientCloses(res));
   const built = await build(t, { env: { CHATCOMP_API_KEY: 'sk-x', CHATCOMP_BASE_URL: upstream.baseUrl, SVC_PROVIDER_TIMEOUT_MS: '300' } });
   const response = await built.app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] } });
   assert.equal(response.statusCode, 504);

@@ -96,6 +96,15 @@ export function sendChunks(res: ServerResponse, chunks: unknown[], done = true):
   res.end();
 }
 
+/**
+ * Until the client goes away: an upstream that never answers (or never goes on). One that answers after a sleep
+ * races the client's own timer on a loaded machine: a test process held off its CPU past both finds them due at once,
+ * and the answer may go out before the client's abort reaches the socket.
+ */
+export function untilClientCloses(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => (res.destroyed ? resolve() : res.once('close', () => resolve())));
+}
+
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -9,7 +9,7 @@ import { Agent } from 'undici';
 import { createChatCompletionsProvider, type ProviderTimeouts } from '../../../src/gateway/providers/chat-completions.ts';
 import { providerErrorStatus } from '../../../src/gateway/providers/errors.ts';
 import type { ChatChunk, Provider } from '../../../src/gateway/providers/types.ts';
-import { completion, contentChunk, sendJson, sleep, startFakeUpstream, startSse, type FakeUpstream } from '../../support/fake-upstream.ts';
+import { completion, contentChunk, sendJson, sleep, startFakeUpstream, startSse, untilClientCloses, type FakeUpstream } from '../../support/fake-upstream.ts';
 import { rejectsWith } from '../../support/provider-errors.ts';
 
 const KEY = 'sk-live-test-0123456789abcdef';
@@ -128,11 +128,7 @@ test('other 4xx are rejected with the upstream message and the key masked; upstr
 });
 
 test('a stream whose headers do not arrive in time is a timeout (504)', async (t) => {
-  const upstream = await startFakeUpstream(t, async (_req, res) => {
-    await sleep(1000);
-    startSse(res);
-    res.end('data: [DONE]\n\n');
-  });
+  const upstream = await startFakeUpstream(t, (_req, res) => untilClientCloses(res));
   const error = await rejectsWith(
     provider(t, upstream, { streamHeadersMs: 150 }).streamChat({ model: 'gpt-4o', messages: [] }, ctx()),
     'timeout',
@@ -142,16 +138,12 @@ test('a stream whose headers do not arrive in time is a timeout (504)', async (t
 
 test('a buffered call past its deadline and a stream silent past its idle timeout are timeouts', async (t) => {
   const upstream = await startFakeUpstream(t);
-  upstream.handle(async (_req, res) => {
-    await sleep(1000);
-    sendJson(res, 200, completion('late'));
-  });
+  upstream.handle((_req, res) => untilClientCloses(res));
   await rejectsWith(provider(t, upstream, { bufferedMs: 150 }).chat({ model: 'gpt-4o', messages: [] }, ctx()), 'timeout');
   upstream.handle(async (_req, res) => {
     startSse(res);
     res.write(`data: ${JSON.stringify(contentChunk('a'))}\n\n`);
-    await sleep(1000);
-    res.end('data: [DONE]\n\n');
+    await untilClientCloses(res);
   });
   const stream = await provider(t, upstream, { streamIdleMs: 150 }).streamChat({ model: 'gpt-4o', messages: [] }, ctx());
   await rejectsWith(collect(stream), 'timeout');
@@ -244,19 +236,14 @@ test('a buffered answer trickling in past the deadline is cut off by the deadlin
     }
     res.end();
   });
-  const started = performance.now();
   await rejectsWith(provider(t, upstream, { bufferedMs: 300 }).chat({ model: 'gpt-4o', messages: [] }, ctx()), 'timeout');
-  const elapsed = performance.now() - started;
-  assert.ok(elapsed < 2_000, `cut off after ${Math.round(elapsed)} ms`);
+  // Cut off, not ended: the whole answer takes ~10 s.
   const closed = await upstream.clientClosed();
   assert.equal(closed.clientClosed, true, 'the upstream saw the connection close before its answer ended');
 });
 
 test('aborting a buffered call before the answer aborts the upstream request', async (t) => {
-  const upstream: FakeUpstream = await startFakeUpstream(t, async (_req, res) => {
-    await sleep(2000);
-    if (!res.destroyed) sendJson(res, 200, completion('late'));
-  });
+  const upstream: FakeUpstream = await startFakeUpstream(t, (_req, res) => untilClientCloses(res));
   const controller = new AbortController();
   const pending = provider(t, upstream).chat({ model: 'gpt-4o', messages: [] }, { signal: controller.signal });
   setTimeout(() => controller.abort(), 100);
