@@ -56,7 +56,7 @@ export const CONNECTIONS_CHECKING_INTERVAL_MS = 1_000;
 export async function buildApp(services: Services, options: BuildAppOptions = {}): Promise<FastifyInstance> {
   const { config } = services;
   const limits = config.limits;
-  const draining = createDraining({ headersTimeoutMs: limits.headersTimeoutMs });
+  const draining = createDraining({ headersTimeoutMs: limits.headersTimeoutMs, requestTimeoutMs: limits.requestTimeoutMs });
   const app = Fastify({
     logger: options.logger ? { ...(options.logger === true ? {} : options.logger), serializers: { req: requestLogSerializer } } : false,
     // The largest surface limit; each surface narrows it per route (src/http/surface.ts).

@@ -17,11 +17,14 @@
  *
  * node's `server.close()` also stops checking the header timeout (it clears the interval that runs the check), so a
  * client that had sent part of a request's headers would hold the shutdown until `SVC_SHUTDOWN_TIMEOUT_MS`: once the
- * header timeout has passed after draining began, a connection of a watched server with no answer due is cut.
+ * header timeout has passed after draining began, a connection of a watched server with no answer due is cut. The same
+ * holds for the request timeout: a request whose body was still arriving would hold the shutdown as well, so once the
+ * request timeout has passed after draining began, each request still not received whole gets what node's own check
+ * would have given it (its server's `clientError`, the 408 `request_timeout` of src/http/client-errors.ts).
  *
  * Every request of both servers (TCP and the local socket) passes the app's hooks, so one `Draining` covers both.
  */
-import type { Server, ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { DictionaryMap } from '../core/dictionary-map.ts';
@@ -72,12 +75,17 @@ function endConnection(socket: Socket): void {
 /** What a tracked response carries: its key among those in flight, and its connection (null for an injected one). */
 const KEY = Symbol('draining key');
 const CONNECTION = Symbol('draining connection');
-type Tracked = ServerResponse & { [KEY]?: string; [CONNECTION]?: Socket | null };
+type Tracked = ServerResponse<IncomingMessage> & { [KEY]?: string; [CONNECTION]?: Socket | null };
 
-export function createDraining(options: { headersTimeoutMs: number }): Draining {
+/** The error node's request-timeout check hands its server's `clientError` (node does not export its class). */
+function requestTimeoutError(): Error & { code: string } {
+  return Object.assign(new Error('Request timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' });
+}
+
+export function createDraining(options: { headersTimeoutMs: number; requestTimeoutMs: number }): Draining {
   let active = false;
-  /** The open connections of the watched servers (a Set entry per connection, not per request). */
-  const connections = new Set<Socket>();
+  /** The open connections of the watched servers, each with its server (an entry per connection, not per request). */
+  const connections = new Map<Socket, Server>();
   /**
    * Responses not yet complete, in arrival order (keys are a serial). A DictionaryMap, not a Map keyed by the
    * response: an entry comes and goes with every request (src/core/dictionary-map.ts says why that matters).
@@ -102,7 +110,18 @@ export function createDraining(options: { headersTimeoutMs: number }): Draining 
   function cutHalfSent(): void {
     const answering = new Set<Socket>();
     for (const [, response] of inFlight) if (response[CONNECTION]) answering.add(response[CONNECTION]);
-    for (const socket of connections) if (!answering.has(socket)) socket.destroy();
+    for (const socket of connections.keys()) if (!answering.has(socket)) socket.destroy();
+  }
+
+  /** Time out the requests whose body has not come whole within the request timeout, as node's own check does. */
+  function cutUnreceived(): void {
+    for (const [, response] of inFlight) {
+      const socket = response[CONNECTION];
+      const server = socket ? connections.get(socket) : undefined;
+      if (server && !socket!.destroyed && !response.headersSent && response.req.complete === false) {
+        server.emit('clientError', requestTimeoutError(), socket);
+      }
+    }
   }
 
   async function flushed(): Promise<void> {
@@ -125,7 +144,10 @@ export function createDraining(options: { headersTimeoutMs: number }): Draining 
       const lastOn = new Map<Socket | ServerResponse, ServerResponse>();
       for (const [, response] of inFlight) lastOn.set(response[CONNECTION] ?? response, response);
       for (const response of lastOn.values()) if (!response.headersSent) response.setHeader('connection', 'close');
-      if (connections.size > 0) setTimeout(cutHalfSent, options.headersTimeoutMs).unref();
+      if (connections.size > 0) {
+        setTimeout(cutHalfSent, options.headersTimeoutMs).unref();
+        setTimeout(cutUnreceived, options.requestTimeoutMs).unref();
+      }
     },
     flushed,
     track(response, socket) {
@@ -139,7 +161,7 @@ export function createDraining(options: { headersTimeoutMs: number }): Draining 
     },
     watch(server) {
       server.on('connection', (socket: Socket) => {
-        connections.add(socket);
+        connections.set(socket, server);
         socket.once('close', () => {
           connections.delete(socket);
           // Answers queued behind another on a pipelined connection get no `close` of their own when it closes

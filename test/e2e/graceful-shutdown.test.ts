@@ -423,6 +423,22 @@ describe('shutdowns that finish: each answer in flight is sent and svc exits 0 a
     await closed;
     await assertCleanExit(server, sentAt);
   });
+
+  test('a request whose body is still arriving when SIGTERM comes gets 408 request_timeout in its surface shape once the request timeout has passed, and svc exits 0 at once', async (t) => {
+    const { server } = await serveWithUpstream(t, { SVC_HEADERS_TIMEOUT_MS: '1000', SVC_REQUEST_TIMEOUT_MS: '2000', SVC_LOG_LEVEL: 'info' });
+    const { socket, hostname, received, closed } = rawConnection(t, server.address);
+    // Headers whole and the first bytes of the body (the app has the request), the rest never sent.
+    socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"model"`);
+    await until(() => server.output().includes('"url":"/v1/chat/completions"'), 'svc to take the request');
+    const sentAt = await terminate(server);
+    await closed;
+
+    const refused = parseRawResponse(received());
+    assert.equal(refused.status, 408, received());
+    assert.equal(JSON.parse(refused.body).error.code, 'request_timeout');
+    assert.equal(JSON.parse(refused.body).error.type, 'invalid_request_error', 'the chat wire shape');
+    await assertCleanExit(server, sentAt);
+  });
 });
 
 describe('shutdowns that cannot finish still commit the runs they answered', { concurrency: true }, () => {
