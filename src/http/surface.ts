@@ -110,13 +110,21 @@ function checkSessionScope(auth: AuthContext | null, access: RouteAccess | undef
   if (auth.tenantId === NO_ORGANIZATION) throw new AppError('no_organization');
 }
 
+/** Whether the request's connection is closed: nobody is left to read an answer (an injected request has none). */
+function clientGone(request: FastifyRequest): boolean {
+  return request.raw.socket?.destroyed === true;
+}
+
 /** Render errors of this encapsulated context in the surface's own shape. */
 export function installErrorHandler(app: FastifyInstance, fixed?: ErrorSurface): void {
   app.setErrorHandler((error, request, reply) => {
     const appError = toAppError(error);
-    // A 503 `busy` is load shed as designed (src/http/body-budget.ts), and a 501 the client's transfer coding, not
-    // failures: their access log lines say them.
-    if (appError.status >= 500 && appError.code !== 'busy' && appError.code !== 'not_implemented') request.log.error({ err: error }, 'request failed');
+    // A client gone before its answer cancels its upstream call, which fails as a `502 upstream_error` nobody reads:
+    // no failure of svc's or the upstream's, said at `info` (fastify logs no access line for it); svc's own errors
+    // stay errors. A 503 `busy` is load shed as designed (src/http/body-budget.ts), and a 501 the client's transfer
+    // coding, not failures: their access log lines say them.
+    if (appError.code.startsWith('upstream_') && clientGone(request)) request.log.info({ err: error }, 'request aborted by the client');
+    else if (appError.status >= 500 && appError.code !== 'busy' && appError.code !== 'not_implemented') request.log.error({ err: error }, 'request failed');
     for (const [name, value] of Object.entries(appError.headers)) reply.header(name, value);
     return replyError(request, reply, appError, fixed);
   });
