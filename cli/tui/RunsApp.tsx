@@ -63,6 +63,9 @@ function readsPage(input: string, key: Key): boolean {
   );
 }
 
+/** Detail keys that act on the trace page on screen: `n`/`]` page on from its end. */
+const readsEventPage = (input: string) => input === 'n' || input === ']';
+
 /** What the key handler did with a key: `wait` leaves it (and the keys after it) for a later render. */
 type KeyOutcome = 'done' | 'wait';
 
@@ -128,8 +131,11 @@ export function RunsApp(props: RunsAppProps) {
       return 'done';
     }
     // Typed after a filter or page change (`c j j`), a key is meant for the new page, not for the one still on screen
-    // until it arrives: it waits for it, or for the error that says it will not come.
-    if (state.screen === 'list' && !state.prompt && !list.current && readsPage(input, key)) {
+    // until it arrives: it waits for it, or for the error that says it will not come. So does an `n` typed after an
+    // `n` on the detail: the trace page on screen until then would page to the one already asked for.
+    const listWaits = state.screen === 'list' && !state.prompt && !list.current && readsPage(input, key);
+    const detailWaits = state.screen === 'detail' && !detail.current && readsEventPage(input);
+    if (listWaits || detailWaits) {
       // Ctrl-C quits from anywhere, also from behind keys that wait.
       if (pendingKeys.current.some(([text, pending]) => text === 'c' && pending.ctrl)) exit();
       return 'wait';

@@ -19,9 +19,16 @@ export interface RunDetailData {
   economics: EconomicsView | null;
   error: string | null;
   loading: boolean;
+  /**
+   * Whether the last read that ended, good or failed, was for the run and trace page asked for: until then the events
+   * on screen are another page's, and their `nextBefore` is not the one after the page asked for.
+   */
+  current: boolean;
 }
 
-const EMPTY: RunDetailData = { runId: null, detail: null, events: null, integrity: null, economics: null, error: null, loading: true };
+type Answered = Omit<RunDetailData, 'current'> & { page: string | null };
+
+const EMPTY: Answered = { runId: null, detail: null, events: null, integrity: null, economics: null, error: null, loading: true, page: null };
 
 /**
  * How far a run has progressed: its event count, the seq of its newest event. Everything the screen shows moves it:
@@ -35,7 +42,9 @@ export function useRunDetail(
   page: { limit: number; before: number | undefined },
   options: { live: boolean; pollMs: number },
 ): RunDetailData {
-  const [data, setData] = useState<RunDetailData>(EMPTY);
+  const [data, setData] = useState<Answered>(EMPTY);
+  // The page asked for, as the answer to it is marked.
+  const asked = JSON.stringify([runId, page.limit, page.before ?? null]);
   /** The run on screen and the event count its detail was read at: another trace page of it reads only its events. */
   const shown = useRef<{ runId: string; version: number } | null>(null);
   useEffect(() => {
@@ -57,7 +66,7 @@ export function useRunDetail(
           const events = await source.events(runId, page);
           if (stopped) return;
           pageRead = true;
-          setData((previous) => ({ ...previous, events, error: null, loading: false }));
+          setData((previous) => ({ ...previous, events, error: null, loading: false, page: asked }));
           return;
         }
         if (version !== null) {
@@ -76,9 +85,9 @@ export function useRunDetail(
         version = detail.run.eventCount;
         pageRead = true;
         shown.current = version === null ? null : { runId, version };
-        setData({ runId, detail, events, integrity, economics, error: null, loading: false });
+        setData({ runId, detail, events, integrity, economics, error: null, loading: false, page: asked });
       } catch (error) {
-        if (!stopped) setData((previous) => ({ ...previous, runId, error: errorText(error), loading: false }));
+        if (!stopped) setData((previous) => ({ ...previous, runId, error: errorText(error), loading: false, page: asked }));
       } finally {
         if (!stopped && options.live) timer = setTimeout(load, options.pollMs);
       }
@@ -89,5 +98,6 @@ export function useRunDetail(
       clearTimeout(timer);
     };
   }, [source, runId, page.limit, page.before, options.live, options.pollMs]);
-  return data;
+  const { page: answered, ...answers } = data;
+  return { ...answers, current: answered === asked };
 }

@@ -343,3 +343,37 @@ test('keys typed right after a filter change act on the new page once it arrives
   term.keys('q');
   await until(term.alive, (alive) => !alive, 'svc runs to quit', term.screen);
 });
+
+test('n typed again while the older trace page is still coming (svc stalled) pages once more once it came, not to the same page twice', { skip }, async (t) => {
+  const dataDir = tempDir(t);
+  const server = await startServe(t, dataDir);
+  const runId = await chat(server.address, 'a run with a long trace');
+  for (let i = 1; i <= 40; i++) {
+    const response = await fetch(`${server.address}/api/v1/trace`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ runId, type: 'side_effect.planned', payload: { toolName: `tool_${i}`, level: 1, payload: {} } }),
+    });
+    assert.equal(response.status, 201, await response.text());
+  }
+  // 40 rows: twelve trace events a page, the newest page #35-#46 of the run's 46.
+  const term = terminal(t, { columns: 160, rows: 40 });
+  term.open(['runs', '--data-dir', dataDir]);
+  const wait = (ok: (screen: string) => boolean, what: string) => until(term.screen, ok, what, term.screen);
+  await wait((s) => s.includes(runId), 'the run in the list');
+  term.keys('Enter');
+  await wait((s) => /events #35-#46 of 46 · page 1 \(newest\)/.test(s), 'the newest trace page');
+  // Stalled (stopped, not gone): the reads the keys cause wait for an answer.
+  server.child.kill('SIGSTOP');
+  t.after(() => server.child.kill('SIGCONT'));
+  term.keys('n');
+  await wait((s) => s.includes('· page 2'), 'page 2 asked for');
+  term.keys('n');
+  server.child.kill('SIGCONT');
+  const screen = await wait((s) => /events #\d+-#\d+ of 46 · page 3/.test(s) && !s.includes(' …'), 'page 3, read');
+  assert.match(screen, /events #11-#22 of 46 · page 3/, 'page 3 shows the twelve events before page 2');
+  term.keys('p');
+  await wait((s) => /events #23-#34 of 46 · page 2/.test(s), 'page 2 again');
+  term.keys('p');
+  await wait((s) => /events #35-#46 of 46 · page 1 \(newest\)/.test(s), 'the newest page again');
+});
