@@ -132,3 +132,24 @@ export function padEndColumns(text: string, columns: number): string {
 export function padStartColumns(text: string, columns: number): string {
   return ' '.repeat(Math.max(0, columns - columnsOf(text))) + text;
 }
+
+/**
+ * The lines `text` takes wrapped as words at `columns` (as Ink wraps a text): a word that does not fit the line's
+ * rest starts the next one, a word wider than a line takes lines of its own. At least the lines it takes, never fewer.
+ */
+export function wrappedLines(text: string, columns: number): number {
+  if (columns <= 0) return 1;
+  let lines = 1;
+  let used = 0;
+  for (const word of text.split(' ')) {
+    const width = columnsOf(word);
+    if (used > 0 && used + 1 + width <= columns) {
+      used += 1 + width;
+      continue;
+    }
+    if (used > 0) lines++;
+    lines += Math.max(0, Math.ceil(width / columns) - 1);
+    used = width % columns || (width === 0 ? 0 : columns);
+  }
+  return lines;
+}

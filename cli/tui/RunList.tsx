@@ -5,7 +5,7 @@
  */
 import { Box, Text } from 'ink';
 import type { Pagination } from '../../src/client/client.ts';
-import { columnsOf, padEndColumns, padStartColumns } from '../terminal-width.ts';
+import { columnsOf, padEndColumns, padStartColumns, wrappedLines } from '../terminal-width.ts';
 import { clip, clipStart, describeFacet, describeFilters, RUN_COLUMNS, type RunFilterInput, type RunRow } from './format.ts';
 
 /** Short headers for the screen; the plain table uses the longer RUN_COLUMNS ones. */
@@ -130,15 +130,22 @@ function updatedText(props: RunListProps): string {
 export function RunList(props: RunListProps) {
   const { cursor, height, pagination } = props;
   const { keys, rows, headers, widths, gap } = layout(props.rows, props.width);
-  // The page of rows around the cursor: whole screens, so the view does not jump on every key.
-  const visible = Math.max(1, height);
-  const top = Math.floor(cursor / visible) * visible;
-  const shown = rows.slice(top, top + visible);
   const range = pagination
     ? pagination.total === 0 || rows.length === 0
       ? `0 of ${pagination.total}`
       : `${pagination.offset + 1}-${pagination.offset + rows.length} of ${pagination.total}`
     : '…';
+  const header = `svc runs · ${props.connection.live ? `${liveness(props)} · ` : ''}${props.connection.label}${props.connection.live ? ` · ${updatedText(props)}` : ''}`;
+  const filtersLine = `filters: ${describeFilters(props.filters)} · runs ${range}`;
+  // `height` counts each text above and below the rows as one line; on a narrow terminal they wrap to more, and the
+  // rows that no longer fit would be cut at the screen's bottom, the highlighted one with them.
+  const wrapped = [header, props.connection.notice, filtersLine, props.error && `error: ${props.error}`, props.message]
+    .filter((text): text is string => typeof text === 'string' && text !== '')
+    .reduce((extra, text) => extra + wrappedLines(text, props.width) - 1, 0);
+  // The page of rows around the cursor: whole screens, so the view does not jump on every key.
+  const visible = Math.max(1, height - wrapped);
+  const top = Math.floor(cursor / visible) * visible;
+  const shown = rows.slice(top, top + visible);
   return (
     <Box flexDirection="column">
       {/* One text, not a row of them: on a narrow terminal it wraps as words instead of as columns cut into each other. */}
@@ -148,9 +155,7 @@ export function RunList(props: RunListProps) {
         {props.connection.live ? <Text dimColor> · {updatedText(props)}</Text> : null}
       </Text>
       {props.connection.notice ? <Text {...(props.color ? { color: 'yellow' } : {})}>{props.connection.notice}</Text> : null}
-      <Text>
-        filters: {describeFilters(props.filters)} · runs {range}
-      </Text>
+      <Text>{filtersLine}</Text>
       <Text wrap="truncate-end">
         route: {props.facets ? describeFacet(props.facets.route) : '…'} | status: {props.facets ? describeFacet(props.facets.status) : '…'}
       </Text>

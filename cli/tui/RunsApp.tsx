@@ -7,7 +7,7 @@
  * q, Esc or Ctrl-C quits (Ctrl-C from any screen). Detail: n or ] older events, p or [ newer events, e exports the evidence packet, q, Esc or ← back.
  */
 import { Box, useApp, useInput, useStdout, type Key } from 'ink';
-import { useCallback, useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState } from 'react';
+import { useCallback, useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState, type ReactNode } from 'react';
 import { errorText } from './errors.ts';
 import { keysOf } from './keys.ts';
 import { toRunRow, type RunFilterInput } from './format.ts';
@@ -65,6 +65,21 @@ function readsPage(input: string, key: Key): boolean {
 
 /** Detail keys that act on the trace page on screen: `n`/`]` page on from its end. */
 const readsEventPage = (input: string) => input === 'n' || input === ']';
+
+/**
+ * A screen cut at the terminal's height: what does not fit is cut at the bottom. The view keeps its own height
+ * (no shrinking): squeezed into the box, its lines were drawn over each other (at 40x10 the route section over the
+ * headline, which was lost).
+ */
+function Screen(props: { height: number; children: ReactNode }) {
+  return (
+    <Box flexDirection="column" height={props.height} overflowY="hidden">
+      <Box flexDirection="column" flexShrink={0}>
+        {props.children}
+      </Box>
+    </Box>
+  );
+}
 
 /** What the key handler did with a key: `wait` leaves it (and the keys after it) for a later render. */
 type KeyOutcome = 'done' | 'wait';
@@ -213,7 +228,7 @@ export function RunsApp(props: RunsAppProps) {
   if (state.screen === 'detail' && state.detail) {
     const current = detail.runId === state.detail.runId ? detail : null;
     return (
-      <Box flexDirection="column" height={screenHeight} overflowY="hidden">
+      <Screen height={screenHeight}>
         <RunDetail
           runId={state.detail.runId}
           run={current?.detail?.run ?? null}
@@ -230,11 +245,11 @@ export function RunsApp(props: RunsAppProps) {
           compact={compact}
           color={color}
         />
-      </Box>
+      </Screen>
     );
   }
   return (
-    <Box flexDirection="column" height={screenHeight} overflowY="hidden">
+    <Screen height={screenHeight}>
       <RunList
         rows={rows}
         cursor={cursor}
@@ -251,6 +266,6 @@ export function RunsApp(props: RunsAppProps) {
         prompt={state.prompt}
         color={color}
       />
-    </Box>
+    </Screen>
   );
 }

@@ -377,3 +377,28 @@ test('n typed again while the older trace page is still coming (svc stalled) pag
   term.keys('p');
   await wait((s) => /events #35-#46 of 46 · page 1 \(newest\)/.test(s), 'the newest page again');
 });
+
+test('on a 40x10 terminal the lines that fit are drawn whole, one under the other, and the rest is cut at the bottom', { skip }, async (t) => {
+  const dataDir = tempDir(t);
+  const server = await startServe(t, dataDir);
+  const runId = await chat(server.address, 'tiny');
+  await chat(server.address, 'tinier');
+  await chat(server.address, 'tiniest');
+  const term = terminal(t, { columns: 40, rows: 10 });
+  term.open(['runs', '--data-dir', dataDir]);
+  const lines = () => term.screen().split('\n');
+  // The list: header and filters wrap to two lines or more each, then the facets, the column titles and the rows.
+  let screen = await until(term.screen, (s) => s.includes('runs 1-3 of 3') && s.includes('> live'), 'the list', term.screen);
+  assert.ok(lines().some((line) => line.startsWith('route: live 3')), `the facets line is not drawn whole:\n${screen}`);
+  assert.ok(lines().some((line) => /^ {2}ROUTE +STATUS +MODEL +ID *$/.test(line)), `the column titles are not drawn whole:\n${screen}`);
+  // The highlighted run stays on screen, also where the rows after the first do not fit.
+  term.keys('j', 'j');
+  screen = await until(term.screen, (s) => s.includes('runs 1-3 of 3') && s.includes(runId.slice(-5)), 'the third (oldest) run', term.screen);
+  assert.ok(lines().some((line) => line.startsWith('> live') && line.includes(runId.slice(-5))), `the highlighted run is not on screen:\n${screen}`);
+  term.keys('Enter');
+  screen = await until(term.screen, (s) => s.includes('chain verified'), 'the detail', term.screen);
+  const shown = lines();
+  assert.ok(shown[0]!.startsWith(`run ${runId}`), `the headline is not on the first line:\n${screen}`);
+  assert.ok(shown.includes('Route explanation'), `the route section's title is not drawn whole:\n${screen}`);
+  assert.ok(shown.some((line) => line.startsWith('  route live: served by mock')), `the route is not drawn whole:\n${screen}`);
+});
