@@ -76,8 +76,15 @@ function line(keys: ReadonlyArray<keyof RunRow>, cells: Record<keyof RunRow, str
  */
 const MIN_ID_WIDTH = 9;
 
-/** The narrowest the model column is cut to for the id's end: its header, or a model's first characters and `…`. */
-const MIN_MODEL_WIDTH = 8;
+/**
+ * The columns cut further for the id's end once the others gave way, in turn, and the narrowest each is cut to: a
+ * long model name (to its first characters and `…`), then a route (`exact_cache`) and a status to their headers.
+ */
+const CUT_FOR_ID: ReadonlyArray<[keyof RunRow, number]> = [
+  ['model', 8],
+  ['route', SCREEN_HEADERS.route.length],
+  ['status', SCREEN_HEADERS.status.length],
+];
 
 /** The columns a terminal too narrow for the id's end leaves out, first to last: the id tells rows apart, they do not. */
 const GIVE_WAY: ReadonlyArray<keyof RunRow> = ['savings', 'latency', 'cost', 'created'];
@@ -86,7 +93,7 @@ const GIVE_WAY: ReadonlyArray<keyof RunRow> = ['savings', 'latency', 'cost', 'cr
  * On a narrow terminal the created column keeps only the time of day and columns sit closer. An id that still does
  * not fit (80 columns) keeps its end, the part that tells runs apart, as long as 9 characters of it fit; on a
  * narrower one (40 columns) the savings, latency, cost and time columns give way, in that order, and then a long model
- * name is cut further, until they do.
+ * name, the route and the status are cut further, until they do.
  */
 function layout(rows: RunRow[], width: number) {
   const full = columnWidths(rows);
@@ -100,9 +107,12 @@ function layout(rows: RunRow[], width: number) {
     if (idRoom() >= Math.min(widths.id, MIN_ID_WIDTH)) break;
     keys = keys.filter((shown) => shown !== key);
   }
-  // A long model name (a fine-tuned deployment's) is cut further, down to MIN_MODEL_WIDTH, rather than the id.
-  const idShort = Math.min(widths.id, MIN_ID_WIDTH) - idRoom();
-  if (idShort > 0) widths.model = Math.max(Math.min(widths.model, MIN_MODEL_WIDTH), widths.model - idShort);
+  // A long model name (a fine-tuned deployment's), then the route and the status are cut further rather than the id.
+  for (const [key, narrowest] of CUT_FOR_ID) {
+    const idShort = Math.min(widths.id, MIN_ID_WIDTH) - idRoom();
+    if (idShort <= 0) break;
+    widths[key] = Math.max(Math.min(widths[key], narrowest), widths[key] - idShort);
+  }
   if (idRoom() < widths.id && idRoom() >= MIN_ID_WIDTH) widths.id = idRoom();
   return { keys, rows: compact, headers: { ...SCREEN_HEADERS, created: 'TIME (UTC)' }, widths, gap: ' ' };
 }

@@ -402,3 +402,18 @@ test('on a 40x10 terminal the lines that fit are drawn whole, one under the othe
   assert.ok(shown.includes('Route explanation'), `the route section's title is not drawn whole:\n${screen}`);
   assert.ok(shown.some((line) => line.startsWith('  route live: served by mock')), `the route is not drawn whole:\n${screen}`);
 });
+
+test('on a 40-column terminal a page with a cache hit (route exact_cache) still shows the end of each run id', { skip }, async (t) => {
+  const dataDir = tempDir(t);
+  const server = await startServe(t, dataDir);
+  // The same request twice: the second is answered from the exact cache, and its route is the widest svc has.
+  const live = await chat(server.address, 'asked twice');
+  const cached = await chat(server.address, 'asked twice');
+  const term = terminal(t, { columns: 40, rows: 20 });
+  term.open(['runs', '--data-dir', dataDir]);
+  const screen = await until(term.screen, (s) => s.includes('runs 1-2 of 2') && s.includes('exact_cache 1'), 'the list', term.screen);
+  for (const runId of [live, cached]) {
+    const row = screen.split('\n').find((line) => /^[> ] (live|exact_c)/.test(line) && line.includes(runId.slice(-8)));
+    assert.ok(row, `no row shows the end of ${runId}:\n${screen}`);
+  }
+});
