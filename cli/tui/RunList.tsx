@@ -37,8 +37,10 @@ export interface RunListProps {
   cursor: number;
   /** Terminal width. */
   width: number;
-  /** How many rows fit on screen. */
+  /** How many rows fit on screen, at most. */
   height: number;
+  /** The lines the screen has: fewer rows are shown where the texts above and below them wrap to more lines. */
+  lines: number;
   filters: RunFilterInput;
   facets: { route: Record<string, number>; status: Record<string, number> } | null;
   pagination: Pagination | null;
@@ -117,6 +119,8 @@ function layout(rows: RunRow[], width: number) {
   return { keys, rows: compact, headers: { ...SCREEN_HEADERS, created: 'TIME (UTC)' }, widths, gap: ' ' };
 }
 
+const PROMPT_HELP = 'key=value words: route, status, model, since (ISO, epoch ms or 15m/2h/7d), ingested (true/false); Enter applies, Esc cancels';
+
 /** What an empty list says: a list that could not be read is no empty list (the error line below says why). */
 function emptyText(props: RunListProps): string {
   if (props.loading) return 'loading…';
@@ -147,13 +151,15 @@ export function RunList(props: RunListProps) {
     : '…';
   const header = `svc runs · ${props.connection.live ? `${liveness(props)} · ` : ''}${props.connection.label}${props.connection.live ? ` · ${updatedText(props)}` : ''}`;
   const filtersLine = `filters: ${describeFilters(props.filters)} · runs ${range}`;
-  // `height` counts each text above and below the rows as one line; on a narrow terminal they wrap to more, and the
-  // rows that no longer fit would be cut at the screen's bottom, the highlighted one with them.
-  const wrapped = [header, props.connection.notice, filtersLine, props.error && `error: ${props.error}`, props.message]
-    .filter((text): text is string => typeof text === 'string' && text !== '')
-    .reduce((extra, text) => extra + wrappedLines(text, props.width) - 1, 0);
+  // On a narrow terminal the texts above and below the rows wrap to more lines than one each, and rows that did not
+  // fit would be cut at the screen's bottom, the highlighted one with them.
+  const wrapping = [header, props.connection.notice, filtersLine, props.error && `error: ${props.error}`, props.message]
+    .concat(props.prompt ? [`filter> ${props.prompt.text} `, props.prompt.error ?? PROMPT_HELP] : [])
+    .filter((text): text is string => typeof text === 'string' && text !== '');
+  // The facets, the column titles and the key help are cut to one line each.
+  const chrome = 3 + wrapping.reduce((sum, text) => sum + wrappedLines(text, props.width), 0);
   // The page of rows around the cursor: whole screens, so the view does not jump on every key.
-  const visible = Math.max(1, height - wrapped);
+  const visible = Math.max(1, Math.min(height, props.lines - chrome));
   const top = Math.floor(cursor / visible) * visible;
   const shown = rows.slice(top, top + visible);
   return (
@@ -189,7 +195,7 @@ export function RunList(props: RunListProps) {
             <Text inverse> </Text>
           </Text>
           <Text dimColor>
-            {props.prompt.error ?? 'key=value words: route, status, model, since (ISO, epoch ms or 15m/2h/7d), ingested (true/false); Enter applies, Esc cancels'}
+            {props.prompt.error ?? PROMPT_HELP}
           </Text>
         </Box>
       ) : null}

@@ -255,6 +255,7 @@ export function RunsApp(props: RunsAppProps) {
         cursor={cursor}
         width={size.columns}
         height={listHeight}
+        lines={screenHeight}
         filters={state.filters}
         facets={list.page?.facets ?? null}
         pagination={list.page?.pagination ?? null}

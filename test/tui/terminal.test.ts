@@ -417,3 +417,15 @@ test('on a 40-column terminal a page with a cache hit (route exact_cache) still 
     assert.ok(row, `no row shows the end of ${runId}:\n${screen}`);
   }
 });
+
+test('on a 40x14 terminal the list shows as many runs as fit under its wrapped header and filters', { skip }, async (t) => {
+  const dataDir = tempDir(t);
+  const server = await startServe(t, dataDir);
+  const runIds: string[] = [];
+  for (const content of ['a', 'b', 'c', 'd', 'e']) runIds.push(await chat(server.address, content));
+  // 13 lines drawn: header and filters two each, facets, column titles, the five runs, the key help.
+  const term = terminal(t, { columns: 40, rows: 14 });
+  term.open(['runs', '--data-dir', dataDir]);
+  const screen = await until(term.screen, (s) => s.includes('runs 1-5 of 5') && s.startsWith('svc runs · live'), 'the list', term.screen);
+  for (const runId of runIds) assert.ok(screen.includes(runId.slice(-8)), `${runId} is not on screen:\n${screen}`);
+});
