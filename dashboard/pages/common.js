@@ -164,15 +164,17 @@ export function checkNewPassword(form, passwordInput, confirmInput) {
 }
 
 /**
- * A same-origin path to go to after signing in, from `?next=`; anything else (other origins, `//host`,
- * `javascript:`) is ignored, so the login page is no open redirect.
+ * Where to go after signing in, from `?next=`: a same-origin path, as an absolute address on this origin; anything
+ * else (other origins, `//host`, `javascript:`) is ignored, so the login page is no open redirect. Dot segments
+ * resolve `/.//evil.example` to the path `//evil.example`, which read again as an address is another host: such a path
+ * is ignored too, and what is returned is the absolute address, never a path to be read again.
  */
 export function safeNext(value) {
   if (!value || !value.startsWith('/') || value.startsWith('//') || value.startsWith('/\\')) return null;
   try {
     const url = new URL(value, window.location.origin);
-    if (url.origin !== window.location.origin) return null;
-    return url.pathname + url.search + url.hash;
+    if (url.origin !== window.location.origin || url.pathname.startsWith('//')) return null;
+    return url.href;
   } catch {
     return null;
   }

@@ -565,3 +565,42 @@ test('/ in a browser: signed out it offers sign-in, which comes back to it; sign
   assert.equal((await context.request.get(`${svc.address}/api/v1/auth/me`)).status(), 401);
   assert.deepEqual(problems, []);
 });
+
+test('/login?next= never leaves svc: paths whose dot segments resolve to //host are refused like //host itself', async (t) => {
+  requireBrowser();
+  const svc = await startSvc(t, { SVC_ALLOW_PUBLIC_SIGNUP: 'true' });
+  const email = 'lovelace@example.com';
+  await signUp(svc, email, 'Lovelace');
+
+  const context = await newContext(t);
+  const page = await context.newPage();
+  const problems = watch(page);
+  // Any navigation to another host is recorded and answered here, never sent.
+  const left: string[] = [];
+  await context.route((url) => url.origin !== svc.address, (route) => {
+    left.push(route.request().url());
+    return route.fulfill({ status: 200, contentType: 'text/html', body: 'elsewhere' });
+  });
+
+  // A fresh sign-in with such a next stays on svc and says who is signed in.
+  await page.goto(`${svc.address}/login?next=${encodeURIComponent('/.//evil.example/')}`);
+  await signIn(page, email, FIRST_PASSWORD);
+  await Promise.race([page.getByText(/^Signed in as lovelace@example\.com/).waitFor(), page.getByText('elsewhere').waitFor()]);
+  assert.deepEqual(left, [], 'the sign-in continued to another host');
+  assert.equal(new URL(page.url()).origin, svc.address);
+
+  // Signed in, the page offers no "Continue" link for any of them.
+  for (const next of ['//evil.example/', '/\\evil.example/', 'https:evil.example', 'javascript:alert(1)', '/\t/evil.example/', '/..//evil.example/', '/%2e//evil.example/', '/a/..//evil.example/', '/.\\/evil.example/']) {
+    await page.goto(`${svc.address}/login?next=${encodeURIComponent(next)}`);
+    await page.getByText(/^Signed in as lovelace@example\.com/).waitFor();
+    assert.equal(await page.locator('#continue').isHidden(), true, `a Continue link for next=${JSON.stringify(next)}: ${await page.locator('#continue-link').getAttribute('href')}`);
+  }
+  // A same-origin path that merely contains slashes is still a place to continue to, on svc.
+  await page.goto(`${svc.address}/login?next=${encodeURIComponent('/%2F%2Fevil.example/')}`);
+  await page.getByText(/^Signed in as lovelace@example\.com/).waitFor();
+  await page.getByRole('link', { name: 'Continue' }).click();
+  await page.waitForURL((url) => url.pathname === '/%2F%2Fevil.example/');
+  assert.equal(new URL(page.url()).origin, svc.address);
+  assert.deepEqual(left, []);
+  assert.deepEqual(problems.filter((p) => !p.includes('404')), []);
+});
