@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import test from 'node:test';
@@ -120,6 +120,27 @@ test('the serve entry answers help and usage errors as the full program does', a
     const env = { SVC_PORT: 'not a port' };
     const [viaServeEntry, viaFullProgram] = await Promise.all([runSvc(args, { env }), runSvc(args, { script: join(ROOT, 'dist', 'svc.cjs'), env })]);
     assert.deepEqual(viaServeEntry, viaFullProgram, args.join(' '));
+  }
+});
+
+test('bin/svc runs dist/serve.cjs for serve after the data directory\'s option too, and dist/svc.cjs for every other command', async (t) => {
+  await ensureBundle();
+  // A checkout whose dist holds the serve bundle alone: a command line routed to the other bundle says it is missing.
+  const root = tempDir(t);
+  mkdirSync(join(root, 'bin'));
+  mkdirSync(join(root, 'dist'));
+  for (const file of ['package.json', 'bin/svc', 'bin/launch.mjs', 'dist/serve.cjs']) copyFileSync(join(ROOT, file), join(root, file));
+  const svc = join(root, 'bin', 'svc');
+  const dataDir = tempDir(t);
+  for (const args of [['serve'], ['-d', dataDir, 'serve'], [`-d${dataDir}`, 'serve'], ['--data-dir', dataDir, 'serve'], [`--data-dir=${dataDir}`, 'serve']]) {
+    const result = await runSvc([...args, '--help'], { script: svc });
+    assert.equal(result.code, 0, `${args.join(' ')}: ${result.stderr}`);
+    assert.match(result.stdout, /^Usage: svc serve/, args.join(' '));
+  }
+  for (const args of [['keys', 'list'], ['-d', dataDir, 'keys', 'list'], ['--url', 'http://127.0.0.1:1', 'serve'], ['-d=x', 'serve']]) {
+    const result = await runSvc(args, { script: svc });
+    assert.equal(result.code, 1, args.join(' '));
+    assert.match(result.stderr, /dist\/svc\.cjs is missing/, args.join(' '));
   }
 });
 
