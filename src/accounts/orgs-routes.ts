@@ -5,6 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { pageOf, paginationQuery } from '../core/pagination.ts';
+import { knownQuery } from '../core/query-parameters.ts';
 import { authOf, clientAddress } from '../http/surface.ts';
 import { setSessionCookie } from '../http/session-cookie.ts';
 import type { LimitsService } from '../limits/service.ts';
@@ -36,7 +37,8 @@ const deleteBody = z.object({ confirm: z.unknown().optional() }).strict().nullis
 const roleBody = z.object({ role: z.enum(['owner', 'admin', 'member']) }).strict();
 const userParams = z.object({ userId: z.string().min(1).max(100) });
 const inviteBody = z.object({ email: emailField, role: z.enum(['owner', 'admin', 'member']).optional() }).strict();
-const inviteQuery = paginationQuery().extend({ status: z.enum(['pending', 'accepted', 'revoked', 'expired']).optional() });
+const inviteQuery = knownQuery(paginationQuery().extend({ status: z.enum(['pending', 'accepted', 'revoked', 'expired']).optional() }));
+const orgsQuery = knownQuery(paginationQuery());
 const idParams = z.object({ id: z.string().min(1).max(100) });
 const tokenParams = z.object({ token: z.string().max(200) });
 const acceptBody = z.object({ name: nameField.optional(), password: passwordField.optional() }).strict().nullish();
@@ -45,7 +47,7 @@ export function orgsRoutes(deps: { orgs: OrgsService; invites: InvitesService; l
   const { orgs, invites, limits } = deps;
   return async function (app: FastifyInstance) {
     app.get('/orgs', { config: { access: 'account' } }, async (request) => {
-      const page = paginationQuery().parse(request.query);
+      const page = orgsQuery.parse(request.query);
       const { orgs: listed, total } = await orgs.list(authOf(request), page);
       return { orgs: listed.map(orgListingView), pagination: pageOf(page.limit, page.offset, total) };
     });

@@ -6,10 +6,11 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { toIso } from '../core/clock.ts';
 import { optionalQueryInteger, queryInteger } from '../core/pagination.ts';
+import { knownQuery } from '../core/query-parameters.ts';
 import { authOf } from '../http/surface.ts';
 import type { AuditService } from './service.ts';
 
-const query = z.object({
+const fields = z.object({
   limit: queryInteger(1, 500, 50),
   /** Exclusive seq: the events below it (a seq is at least 1). */
   before: optionalQueryInteger(1),
@@ -17,6 +18,8 @@ const query = z.object({
   /** Recompute the tenant's whole hash chain (linear in the log's length, so opt-in). */
   verify: z.enum(['true', 'false']).optional(),
 });
+
+const query = knownQuery(fields);
 
 export function auditRoutes(audit: AuditService) {
   return async function (app: FastifyInstance) {

@@ -9,6 +9,7 @@ import { jsonSlices, objectSlices } from '../core/json-slices.ts';
 import { authOf } from '../http/surface.ts';
 import { instantQuery } from '../core/instant.ts';
 import { optionalQueryInteger, paginationQuery, queryInteger } from '../core/pagination.ts';
+import { knownQuery } from '../core/query-parameters.ts';
 import { DETAIL_SECTION_DEFAULT_LIMIT, EVENT_PAGE_DEFAULT_LIMIT, RUN_FEEDBACK_MAX, type RunsService } from './service.ts';
 import { RUN_MODEL_MAX_LENGTH, RUN_ROUTES, RUN_STATUSES } from './types.ts';
 import { ingestBody, traceBody } from './sdk-events.ts';
@@ -38,7 +39,7 @@ const optionalText = (max: number) =>
     .optional()
     .transform((value) => (value ? value : undefined));
 
-const listQuery = paginationQuery(50, 200).extend({
+const listFields = paginationQuery(50, 200).extend({
   route: z.enum(RUN_ROUTES as [string, ...string[]]).optional(),
   status: z.enum(RUN_STATUSES as [string, ...string[]]).optional(),
   /** Provider names are svc's own (chatcomp, chatcomp-tenant, messages, mock, ...). */
@@ -51,13 +52,13 @@ const listQuery = paginationQuery(50, 200).extend({
   ingested: z.enum(['true', 'false']).optional(),
 });
 
-const windowQuery = z.object({
+const windowFields = z.object({
   limit: queryInteger(1, 500, EVENT_PAGE_DEFAULT_LIMIT),
   before: optionalQueryInteger(1),
 });
 
 /** Run detail's windows: the trace's (as /events) and its side effects' and feedback records' (newest kept). */
-const detailQuery = windowQuery.extend({
+const detailFields = windowFields.extend({
   sideEffectLimit: queryInteger(1, 500, DETAIL_SECTION_DEFAULT_LIMIT),
   /** Exclusive side-effect seq (`sideEffectWindow.nextBefore`). */
   sideEffectBefore: optionalQueryInteger(1),
@@ -65,6 +66,10 @@ const detailQuery = windowQuery.extend({
   /** Exclusive 1-based position in the run's feedback (`feedbackWindow.nextBefore`). */
   feedbackBefore: optionalQueryInteger(1),
 });
+
+const listQuery = knownQuery(listFields);
+const windowQuery = knownQuery(windowFields);
+const detailQuery = knownQuery(detailFields);
 
 /** `{limit, before?}` without an absent `before` (exactOptionalPropertyTypes). */
 const windowOf = (limit: number, before: number | undefined) => ({ limit, ...(before !== undefined ? { before } : {}) });

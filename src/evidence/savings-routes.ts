@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { instantQuery } from '../core/instant.ts';
 import { queryInteger } from '../core/pagination.ts';
+import { knownQuery } from '../core/query-parameters.ts';
 import { authOf } from '../http/surface.ts';
 import { ATTRIBUTION_DEFAULT_LIMIT, ATTRIBUTION_DIMENSIONS, type AttributionQuery, type SavingsService } from './savings.ts';
 
@@ -19,7 +20,7 @@ function inOrder<S extends z.ZodType<{ since?: number | undefined; until?: numbe
   });
 }
 
-const windowQuery = inOrder(z.object(windowFields));
+const windowQuery = knownQuery(inOrder(z.object(windowFields)));
 
 const pageFields = Object.fromEntries(
   ATTRIBUTION_DIMENSIONS.flatMap((dim) => [
@@ -28,7 +29,7 @@ const pageFields = Object.fromEntries(
   ]),
 );
 
-const attributionQuery = inOrder(z.object({ ...windowFields, ...pageFields }));
+const attributionQuery = knownQuery(inOrder(z.object({ ...windowFields, ...pageFields })));
 
 function windowOf(query: { since?: number | undefined; until?: number | undefined }) {
   return { ...(query.since !== undefined ? { since: query.since } : {}), ...(query.until !== undefined ? { until: query.until } : {}) };

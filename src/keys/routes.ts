@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { toIso } from '../core/clock.ts';
 import { paginationQuery } from '../core/pagination.ts';
+import { knownQuery } from '../core/query-parameters.ts';
 import { nameSchema } from '../core/text.ts';
 import { authOf } from '../http/surface.ts';
 import type { ApiKey } from './repo.ts';
@@ -19,6 +20,7 @@ const createBody = z
 
 const patchBody = z.object({ mode: z.enum(['observe', 'optimize']) }).strict();
 const idParams = z.object({ id: z.string().min(1).max(100) });
+const pageQuery = knownQuery(paginationQuery());
 
 /** The public shape of a key. */
 export function keyView(key: ApiKey) {
@@ -45,7 +47,7 @@ export function keysRoutes(keys: KeysService) {
     });
 
     app.get('/keys', async (request) => {
-      const page = paginationQuery().parse(request.query);
+      const page = pageQuery.parse(request.query);
       const result = await keys.list(authOf(request), page);
       return { keys: result.keys.map(keyView), pagination: result.pagination };
     });

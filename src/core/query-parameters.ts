@@ -1,0 +1,25 @@
+/**
+ * The query of a management endpoint takes the parameters its schema names and no other. An unknown parameter was
+ * dropped, and the answer read as if it had been applied: `/runs?until=` (runs take `since` only) answered runs after
+ * that date too, `/audit?offset=` (the log pages by `before`) the first page again and again, `/runs?status[]=failed`
+ * (bracket forms are no parameter of svc's) every status. It is a 400 naming the parameter, as a bad value is.
+ */
+import { z } from 'zod';
+
+/**
+ * `schema` (an object schema of query parameters, refinements allowed) refusing any parameter it does not name. The
+ * issue is put on the parameter itself: zod's own strict objects put theirs on the object, which the error mapping
+ * (src/http/error-shapes.ts) names `body`.
+ */
+export function knownQuery<S extends z.ZodObject>(schema: S) {
+  const names = new Set(Object.keys(schema.shape));
+  const takes = [...names].join(', ');
+  return z
+    .record(z.string(), z.unknown())
+    .superRefine((query, ctx) => {
+      for (const name of Object.keys(query)) {
+        if (!names.has(name)) ctx.addIssue({ code: 'custom', path: [name], message: `unknown query parameter; this endpoint takes ${takes}` });
+      }
+    })
+    .pipe(schema);
+}

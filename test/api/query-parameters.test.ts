@@ -1,0 +1,67 @@
+/**
+ * The management API's query parameters: a parameter an endpoint does not take is a 400 naming it, never ignored. An
+ * ignored one answered as if it had been applied: `/runs?until=` answered runs after that date too, `/audit?offset=`
+ * (the audit log pages by `before`) answered the first page again and again, `/runs?status[]=failed` every status.
+ */
+import assert from 'node:assert/strict';
+import test from 'node:test';
+import { bearer, build, json, newChatRun } from '../support/build.ts';
+
+const BOOT = 'bootstrap-token-query-parameters-01';
+const admin = bearer(BOOT);
+
+async function setup(t: any) {
+  const built = await build(t, { env: { SVC_API_KEY: BOOT } });
+  const runId = await newChatRun(built.app, admin);
+  return { get: (url: string) => built.app.inject({ url, headers: admin }), runId };
+}
+
+test('a query parameter an endpoint does not take is a 400 naming it, on every endpoint that reads a query', async (t) => {
+  const { get, runId } = await setup(t);
+  const cases: Array<[string, string]> = [
+    ['/api/v1/runs?until=2000-01-01', 'until'],
+    ['/api/v1/runs?status[]=failed', 'status[]'],
+    ['/api/v1/runs?status[a]=failed', 'status[a]'],
+    ['/api/v1/runs?limit=5&before=3', 'before'],
+    [`/api/v1/runs/${runId}?offset=10`, 'offset'],
+    [`/api/v1/runs/${runId}/events?offset=10`, 'offset'],
+    ['/api/v1/audit?offset=50', 'offset'],
+    ['/api/v1/audit?since=2026-01-01', 'since'],
+    ['/api/v1/keys?status=revoked', 'status'],
+    ['/api/v1/users?role=admin', 'role'],
+    ['/api/v1/orgs?name=acme', 'name'],
+    ['/api/v1/orgs/active/invites?email=a%40b.io', 'email'],
+    ['/api/v1/savings?limit=5', 'limit'],
+    ['/api/v1/usage/attribution?limit=5', 'limit'],
+  ];
+  for (const [url, name] of cases) {
+    const response = await get(url);
+    assert.equal(response.statusCode, 400, `${url}: ${response.body}`);
+    const { error } = json(response);
+    assert.equal(error.code, 'invalid_request', url);
+    assert.ok(error.message.startsWith(`${name}: unknown query parameter`), `${url}: ${error.message}`);
+    assert.deepEqual(error.details.issues.map((issue: { path: string }) => issue.path), [name], url);
+  }
+});
+
+test('every parameter an endpoint documents is still taken, together', async (t) => {
+  const { get, runId } = await setup(t);
+  const urls = [
+    '/api/v1/runs?limit=5&offset=0&route=live&status=completed&provider=mock&model=gpt-4o-mini&since=2000-01-01&ingested=false',
+    `/api/v1/runs/${runId}?limit=5&before=9&sideEffectLimit=5&sideEffectBefore=9&feedbackLimit=5&feedbackBefore=9`,
+    `/api/v1/runs/${runId}/events?limit=5&before=9`,
+    '/api/v1/audit?limit=5&before=9&decision=allow&verify=true',
+    '/api/v1/keys?limit=5&offset=0',
+    '/api/v1/users?limit=5&offset=0&email=a%40b.io',
+    '/api/v1/orgs?limit=5&offset=0',
+    '/api/v1/orgs/active/invites?limit=5&offset=0&status=pending',
+    '/api/v1/savings?since=2000-01-01&until=2100-01-01',
+    '/api/v1/usage/attribution?since=2000-01-01&until=2100-01-01&routeLimit=5&routeOffset=0&fallbackLimit=5&fallbackOffset=0',
+  ];
+  for (const url of urls) {
+    const response = await get(url);
+    assert.equal(response.statusCode, 200, `${url}: ${response.body}`);
+  }
+  const runs = json(await get('/api/v1/runs?limit=5&status=completed&since=2000-01-01'));
+  assert.equal(runs.runs.length, 1);
+});
