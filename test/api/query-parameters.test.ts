@@ -65,3 +65,31 @@ test('every parameter an endpoint documents is still taken, together', async (t)
   const runs = json(await get('/api/v1/runs?limit=5&status=completed&since=2000-01-01'));
   assert.equal(runs.runs.length, 1);
 });
+
+test('a query value whose percent-encoding is not UTF-8, or is no percent-encoding, is a 400 naming the parameter; UTF-8 and %25 are read', async (t) => {
+  const { get } = await setup(t);
+  // Each was read as its literal text (`%ff%fe`), a filter nobody sent, and answered 200 with no runs.
+  const refused: Array<[string, string]> = [
+    ['/api/v1/runs?model=%ff%fe', 'model'],
+    ['/api/v1/runs?limit=5&provider=%E2%80', 'provider'],
+    ['/api/v1/runs?model=%ed%a0%80', 'model'],
+    ['/api/v1/runs?model=%c0%af', 'model'],
+    ['/api/v1/users?email=a%zzb', 'email'],
+    ['/api/v1/runs?model=100%', 'model'],
+    ['/api/v1/audit?decision=allow&bad%ff=1', 'bad%ff'],
+  ];
+  for (const [url, name] of refused) {
+    const response = await get(url);
+    assert.equal(response.statusCode, 400, `${url}: ${response.body}`);
+    const { error } = json(response);
+    assert.equal(error.code, 'invalid_request', url);
+    assert.ok(error.message.startsWith(`${name}: `), `${url}: ${error.message}`);
+    assert.deepEqual(error.details.issues.map((issue: { path: string }) => issue.path), [name], url);
+    assert.match(error.message, name === 'bad%ff' ? /: its name / : /: its value /, url);
+  }
+  for (const url of ['/api/v1/runs?model=caf%C3%A9', '/api/v1/runs?model=%F0%9F%98%80', '/api/v1/runs?model=100%25', '/api/v1/runs?model=gpt-4o-mini']) {
+    const response = await get(url);
+    assert.equal(response.statusCode, 200, `${url}: ${response.body}`);
+  }
+  assert.equal(json(await get('/api/v1/runs?model=gpt%2D4o%2Dmini')).runs.length, 1);
+});
