@@ -3,14 +3,14 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { paginationQuery } from '../core/pagination.ts';
 import { pageOf } from '../core/pagination.ts';
-import { knownQuery } from '../core/query-parameters.ts';
+import { knownQuery, optionalText } from '../core/query-parameters.ts';
 import { authOf } from '../http/surface.ts';
 import { nameField, passwordField } from './auth-routes.ts';
 import { emailField } from './email-address.ts';
 import type { UsersService } from './users-service.ts';
 import { userListingView } from './views.ts';
 
-const listQuery = knownQuery(paginationQuery().extend({ email: z.string().trim().max(254).optional() }));
+const listQuery = knownQuery(paginationQuery().extend({ email: optionalText(254) }));
 const createBody = z
   .object({
     email: emailField,

@@ -6,6 +6,15 @@
  */
 import { z } from 'zod';
 
+/** An optional filter value of at most `max` characters, trimmed; undefined when absent or blank (a blank filter is no filter). */
+export const optionalText = (max: number) =>
+  z
+    .string()
+    .trim()
+    .max(max)
+    .optional()
+    .transform((value) => (value ? value : undefined));
+
 /**
  * `schema` (an object schema of query parameters, refinements allowed) refusing any parameter it does not name. The
  * issue is put on the parameter itself: zod's own strict objects put theirs on the object, which the error mapping

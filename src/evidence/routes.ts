@@ -9,7 +9,7 @@ import { jsonSlices, objectSlices } from '../core/json-slices.ts';
 import { authOf } from '../http/surface.ts';
 import { instantQuery } from '../core/instant.ts';
 import { optionalQueryInteger, paginationQuery, queryInteger } from '../core/pagination.ts';
-import { knownQuery } from '../core/query-parameters.ts';
+import { knownQuery, optionalText } from '../core/query-parameters.ts';
 import { DETAIL_SECTION_DEFAULT_LIMIT, EVENT_PAGE_DEFAULT_LIMIT, RUN_FEEDBACK_MAX, type RunsService } from './service.ts';
 import { RUN_MODEL_MAX_LENGTH, RUN_ROUTES, RUN_STATUSES } from './types.ts';
 import { ingestBody, traceBody } from './sdk-events.ts';
@@ -29,15 +29,6 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 function asDownload(reply: FastifyReply, runId: string): FastifyReply {
   return reply.header('content-disposition', `attachment; filename="evidence-${runId.replace(/[^A-Za-z0-9_-]/g, '_')}.json"`);
 }
-
-/** An optional filter value of at most `max` characters, trimmed; undefined when absent or blank. */
-const optionalText = (max: number) =>
-  z
-    .string()
-    .trim()
-    .max(max)
-    .optional()
-    .transform((value) => (value ? value : undefined));
 
 const listFields = paginationQuery(50, 200).extend({
   route: z.enum(RUN_ROUTES as [string, ...string[]]).optional(),

@@ -93,3 +93,18 @@ test('a query value whose percent-encoding is not UTF-8, or is no percent-encodi
   }
   assert.equal(json(await get('/api/v1/runs?model=gpt%2D4o%2Dmini')).runs.length, 1);
 });
+
+test('a blank users email filter is no filter, as every blank filter is: it filtered on the empty address and listed no one', async (t) => {
+  const built = await build(t, { env: { SVC_API_KEY: BOOT } });
+  const created = await built.app.inject({ method: 'POST', url: '/api/v1/users', headers: admin, payload: { email: 'ann@acme.io', tempPassword: 'Temp-password-123456' } });
+  assert.equal(created.statusCode, 201, created.body);
+  for (const url of ['/api/v1/users?email=', '/api/v1/users?email=%20%20']) {
+    const listed = json(await built.app.inject({ url, headers: admin }));
+    assert.deepEqual(listed.users.map((user: { email: string }) => user.email), ['ann@acme.io'], url);
+    assert.equal(listed.pagination.total, 1, url);
+  }
+  const found = json(await built.app.inject({ url: '/api/v1/users?email=%20ANN%40acme.io', headers: admin }));
+  assert.equal(found.pagination.total, 1);
+  const none = json(await built.app.inject({ url: '/api/v1/users?email=bob%40acme.io', headers: admin }));
+  assert.equal(none.pagination.total, 0);
+});
