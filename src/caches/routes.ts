@@ -1,6 +1,7 @@
 /** `GET /api/v1/cache/stats`, `POST /api/v1/cache/invalidate` (SPEC 4.11). */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import { noQuery } from '../core/query-parameters.ts';
 import { authOf } from '../http/surface.ts';
 import type { CacheService } from './service.ts';
 
@@ -14,7 +15,11 @@ const invalidateBody = z
 
 export function cacheRoutes(cache: CacheService) {
   return async function (app: FastifyInstance) {
-    app.get('/cache/stats', async (request) => cache.stats(authOf(request)));
+    // Every cache type, always: a `cacheType` as invalidate takes would be answered for all types without a word.
+    app.get('/cache/stats', async (request) => {
+      noQuery.parse(request.query);
+      return cache.stats(authOf(request));
+    });
     app.post('/cache/invalidate', async (request) => {
       const body = invalidateBody.parse(request.body ?? {});
       return cache.invalidate(authOf(request), body);

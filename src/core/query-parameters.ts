@@ -22,7 +22,7 @@ export const optionalText = (max: number) =>
  */
 export function knownQuery<S extends z.ZodObject>(schema: S) {
   const names = new Set(Object.keys(schema.shape));
-  const takes = [...names].join(', ');
+  const takes = names.size === 0 ? 'none' : [...names].join(', ');
   return z
     .record(z.string(), z.unknown())
     .superRefine((query, ctx) => {
@@ -32,3 +32,6 @@ export function knownQuery<S extends z.ZodObject>(schema: S) {
     })
     .pipe(schema);
 }
+
+/** The query of an endpoint that takes none (a rollup of fixed extent): any parameter is refused. */
+export const noQuery = knownQuery(z.object({}));

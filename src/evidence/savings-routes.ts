@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { instantQuery } from '../core/instant.ts';
 import { queryInteger } from '../core/pagination.ts';
-import { knownQuery } from '../core/query-parameters.ts';
+import { knownQuery, noQuery } from '../core/query-parameters.ts';
 import { authOf } from '../http/surface.ts';
 import { ATTRIBUTION_DEFAULT_LIMIT, ATTRIBUTION_DIMENSIONS, type AttributionQuery, type SavingsService } from './savings.ts';
 
@@ -39,7 +39,11 @@ export function savingsRoutes(savings: SavingsService) {
   return async function (app: FastifyInstance) {
     app.get('/savings', async (request) => savings.savings(authOf(request), windowOf(windowQuery.parse(request.query))));
 
-    app.get('/usage', async (request) => savings.usage(authOf(request)));
+    // Month to date, always: a `since`/`until` as /savings takes would be answered for the month without a word.
+    app.get('/usage', async (request) => {
+      noQuery.parse(request.query);
+      return savings.usage(authOf(request));
+    });
 
     app.get('/usage/attribution', async (request) => {
       const query = attributionQuery.parse(request.query) as Record<string, number | undefined>;

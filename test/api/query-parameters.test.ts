@@ -108,3 +108,18 @@ test('a blank users email filter is no filter, as every blank filter is: it filt
   const none = json(await built.app.inject({ url: '/api/v1/users?email=bob%40acme.io', headers: admin }));
   assert.equal(none.pagination.total, 0);
 });
+
+test('the usage and cache stats endpoints take no query: a window or a cache type sent to them is a 400, not an answer for the month or every type', async (t) => {
+  const { get } = await setup(t);
+  const cases: Array<[string, string]> = [
+    ['/api/v1/usage?since=2025-01-01', 'since'],
+    ['/api/v1/usage?until=2025-01-31', 'until'],
+    ['/api/v1/cache/stats?cacheType=exact_response', 'cacheType'],
+  ];
+  for (const [url, name] of cases) {
+    const response = await get(url);
+    assert.equal(response.statusCode, 400, `${url}: ${response.body}`);
+    assert.equal(json(response).error.message, `${name}: unknown query parameter; this endpoint takes none`, url);
+  }
+  for (const url of ['/api/v1/usage', '/api/v1/cache/stats']) assert.equal((await get(url)).statusCode, 200, url);
+});
