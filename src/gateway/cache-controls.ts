@@ -47,8 +47,13 @@ export interface CacheScope {
   subject: string | null;
 }
 
-/** `sha256(canonical_json({wire, scope, output-affecting body fields}))`, prefixed by the wire for key-prefix invalidation. */
-export function exactCacheKey(wire: string, scope: CacheScope, body: Record<string, unknown>): string {
+/**
+ * `sha256(canonical_json({wire, scope, output-affecting body fields}))`, prefixed by the wire for key-prefix invalidation.
+ * `mock`: the request is answered by the mock provider (no live one configured). Its made-up answers key apart, so
+ * that once a provider is configured the same request goes to it instead of getting the mock's answer as the model's.
+ * A live request's key has no such member, so entries stored by live providers stay valid.
+ */
+export function exactCacheKey(wire: string, scope: CacheScope, body: Record<string, unknown>, mock = false): string {
   const fields: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(body)) {
     if (!NON_OUTPUT_FIELDS.has(name)) fields[name] = value;
@@ -60,6 +65,8 @@ export function exactCacheKey(wire: string, scope: CacheScope, body: Record<stri
   // whose items were never stored must not serve a request that stores, whose next turn names them by id. Set always,
   // so that no entry keyed without it (filled by either) is served.
   if (wire === 'responses') fields.store = body.store !== false;
-  const digest = sha256Hex(canonicalJson({ wire, tenant: scope.tenantId, app: scope.appId, subject: scope.subject, body: fields }));
+  const identity: Record<string, unknown> = { wire, tenant: scope.tenantId, app: scope.appId, subject: scope.subject, body: fields };
+  if (mock) identity.provider = 'mock';
+  const digest = sha256Hex(canonicalJson(identity));
   return `${wire}:${digest}`;
 }

@@ -403,7 +403,8 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
 
       // Exact-response cache (SPEC 4.2 controls; observe mode never serves, but measures what it would have saved).
       const scope = { tenantId: auth.tenantId, appId: auth.appId, subject: auth.subject };
-      const key = exactCacheKey(adapter.wire, scope, adapter.cacheBody);
+      // The registry offers the mock alone or live providers alone: the first candidate says which answers.
+      const key = exactCacheKey(adapter.wire, scope, adapter.cacheBody, providers[0]?.kind === 'mock');
       const decision: CacheDecision = { cacheType: EXACT_CACHE, lookup: 'miss', key };
       const rejected: RouteExplanation['rejectedAlternatives'] = [];
       let ghostSavedUsd = 0;

@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import { bearer, build, json } from '../support/build.ts';
+import { completion, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
 import { tempDir } from '../support/process.ts';
 
 const WEATHER_TOOL = {
@@ -134,6 +135,27 @@ test('a cached answer is served again after a restart, once the key index is loa
   assert.equal(json(again).choices[0].message.content, json(first).choices[0].message.content);
   const stats = json(await after.app.inject({ url: '/api/v1/cache/stats' })).stats;
   assert.deepEqual(stats.find((row: { cacheType: string }) => row.cacheType === 'exact_response'), { cacheType: 'exact_response', entries: 1, hits: 1 });
+});
+
+test("the mock's answers are never served for a live provider's: configured after them, the provider answers the same request", async (t) => {
+  const dataDir = tempDir(t);
+  const body = fresh();
+  const unconfigured = await build(t, { dataDir });
+  const mocked = await chat(unconfigured.app, body);
+  assert.match(json(mocked).choices[0].message.content, /^Mock answer/);
+  await unconfigured.app.close();
+  await unconfigured.services.store.close(); // as svc stops: the deferred cache write is committed
+
+  const upstream = await startFakeUpstream(t, (_request, res) => sendJson(res, 200, completion('The live answer.')));
+  const configured = await build(t, { dataDir, env: { CHATCOMP_API_KEY: 'sk-upstream-secret', CHATCOMP_BASE_URL: upstream.baseUrl } });
+  await configured.services.cache.loaded();
+  const live = await chat(configured.app, body);
+  assert.equal(live.headers['x-svc-route'], 'live');
+  assert.equal(json(live).choices[0].message.content, 'The live answer.');
+  assert.equal(upstream.requests.length, 1);
+  // The live answer is cached as any other.
+  assert.equal((await chat(configured.app, body)).headers['x-svc-route'], 'exact_cache');
+  assert.equal(upstream.requests.length, 1);
 });
 
 test('an identical request is served from the exact cache, streamed or not', async (t) => {
