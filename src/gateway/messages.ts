@@ -12,6 +12,7 @@ import { MAX_JSON_DEPTH, nestsDeeperThan } from '../core/json-depth.ts';
 import type { RunUsage } from '../evidence/types.ts';
 import { InvalidToolCallError, isTokenCount, refusedAnswer, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
 import { isObject } from './providers/chat-completions.ts';
+import { DEFAULT_MESSAGES_VERSION } from './providers/messages.ts';
 import { providerErrorStatus, refusedGatewayAccount } from './providers/errors.ts';
 import { isEventName } from './providers/sse.ts';
 import { ProviderError, type MessagesContentBlock, type MessagesResponse, type MessagesStreamEvent, type Provider } from './providers/types.ts';
@@ -494,6 +495,16 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
   }
 }
 
+/**
+ * The request as the exact cache keys it: beta tokens and the API version are sent upstream beside the body and can
+ * change the answer, so they are part of it; the default version keys as none, which is what the upstream is sent then.
+ */
+function cacheIdentity(request: ValidatedMessages['request'], headers: { version?: string; betas?: string[] }): Record<string, unknown> {
+  const version = headers.version !== undefined && headers.version !== DEFAULT_MESSAGES_VERSION ? headers.version : undefined;
+  if (!headers.betas && version === undefined) return request as unknown as Record<string, unknown>;
+  return { ...request, ...(headers.betas ? { '@betas': [...headers.betas].sort() } : {}), ...(version !== undefined ? { '@version': version } : {}) };
+}
+
 export function messagesAdapter(validated: ValidatedMessages, headers: { version?: string; betas?: string[] }): WireAdapter<MessagesResponse, MessagesStreamEvent> {
   const request = validated.request;
   let estimate: number | null = null;
@@ -507,8 +518,7 @@ export function messagesAdapter(validated: ValidatedMessages, headers: { version
     wire: 'messages',
     model: request.model,
     stream: request.stream === true,
-    // Beta tokens can change the answer, so they are part of the cache identity.
-    cacheBody: { ...request, ...(headers.betas ? { '@betas': [...headers.betas].sort() } : {}) },
+    cacheBody: cacheIdentity(request, headers),
     promptTokens,
 
     async callBuffered(provider, signal) {

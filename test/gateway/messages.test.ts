@@ -192,6 +192,24 @@ test('live messages provider: real header names upstream, the upstream key, stre
   assert.equal(upstream.requests[1]!.headers['anthropic-version'], '2023-06-01');
 });
 
+test('the version header is part of the exact-cache identity: another version goes upstream, the default one and none share an answer', async (t) => {
+  const upstream = await startFakeUpstream(t, (req, res) =>
+    sendJson(res, 200, { id: 'msg_up', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: [{ type: 'text', text: `answered under ${String(req.headers['anthropic-version'])}` }], stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 12, output_tokens: 5 } }),
+  );
+  const { address } = await liveGateway(t, upstream);
+  const body = JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() });
+  const send = async (headers: Record<string, string>) => {
+    const response = await fetch(`${address}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+    return { route: response.headers.get('x-svc-route'), text: ((await response.json()) as { content: Array<{ text: string }> }).content[0]!.text };
+  };
+  assert.deepEqual(await send({ 'anthropic-version': '2023-06-01' }), { route: 'live', text: 'answered under 2023-06-01' });
+  assert.deepEqual(await send({ 'anthropic-version': '2023-01-01' }), { route: 'live', text: 'answered under 2023-01-01' });
+  assert.deepEqual(await send({ 'messages-version': '2023-01-01' }), { route: 'exact_cache', text: 'answered under 2023-01-01' });
+  // No version header: the upstream is sent the default one, whose answer this is.
+  assert.deepEqual(await send({}), { route: 'exact_cache', text: 'answered under 2023-06-01' });
+  assert.equal(upstream.requests.length, 2);
+});
+
 test('live messages stream: a mid-stream error event and a truncated stream end with an error event and a failed run', async (t) => {
   let mode: 'error' | 'truncated' = 'error';
   const upstream = await startFakeUpstream(t, (_req, res) => {
