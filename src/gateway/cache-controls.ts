@@ -48,12 +48,13 @@ export interface CacheScope {
 }
 
 /**
- * `sha256(canonical_json({wire, scope, output-affecting body fields}))`, prefixed by the wire for key-prefix invalidation.
- * `mock`: the request is answered by the mock provider (no live one configured). Its made-up answers key apart, so
+ * `sha256(canonical_json({wire, scope, output-affecting body fields, headers}))`, prefixed by the wire for key-prefix
+ * invalidation. `headers`: those of the request that can change the answer (WireAdapter.cacheHeaders), beside the body
+ * rather than among its fields, which a client names as it likes. `mock`: the request is answered by the mock provider (no live one configured). Its made-up answers key apart, so
  * that once a provider is configured the same request goes to it instead of getting the mock's answer as the model's.
  * A live request's key has no such member, so entries stored by live providers stay valid.
  */
-export function exactCacheKey(wire: string, scope: CacheScope, body: Record<string, unknown>, mock = false): string {
+export function exactCacheKey(wire: string, scope: CacheScope, body: Record<string, unknown>, headers: Record<string, unknown> | undefined, mock: boolean): string {
   const fields: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(body)) {
     if (!NON_OUTPUT_FIELDS.has(name)) fields[name] = value;
@@ -66,6 +67,7 @@ export function exactCacheKey(wire: string, scope: CacheScope, body: Record<stri
   // so that no entry keyed without it (filled by either) is served.
   if (wire === 'responses') fields.store = body.store !== false;
   const identity: Record<string, unknown> = { wire, tenant: scope.tenantId, app: scope.appId, subject: scope.subject, body: fields };
+  if (headers !== undefined) identity.headers = headers;
   if (mock) identity.provider = 'mock';
   const digest = sha256Hex(canonicalJson(identity));
   return `${wire}:${digest}`;

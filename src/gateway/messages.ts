@@ -496,13 +496,13 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
 }
 
 /**
- * The request as the exact cache keys it: beta tokens and the API version are sent upstream beside the body and can
- * change the answer, so they are part of it; the default version keys as none, which is what the upstream is sent then.
+ * The headers of the request the exact cache keys beside its body: beta tokens and the API version are sent upstream
+ * and can change the answer. The default version keys as none, which is what the upstream is sent then.
  */
-function cacheIdentity(request: ValidatedMessages['request'], headers: { version?: string; betas?: string[] }): Record<string, unknown> {
+function cacheHeaders(headers: { version?: string; betas?: string[] }): Record<string, unknown> | undefined {
   const version = headers.version !== undefined && headers.version !== DEFAULT_MESSAGES_VERSION ? headers.version : undefined;
-  if (!headers.betas && version === undefined) return request as unknown as Record<string, unknown>;
-  return { ...request, ...(headers.betas ? { '@betas': [...headers.betas].sort() } : {}), ...(version !== undefined ? { '@version': version } : {}) };
+  if (!headers.betas && version === undefined) return undefined;
+  return { betas: headers.betas ? [...headers.betas].sort() : undefined, version };
 }
 
 export function messagesAdapter(validated: ValidatedMessages, headers: { version?: string; betas?: string[] }): WireAdapter<MessagesResponse, MessagesStreamEvent> {
@@ -518,7 +518,8 @@ export function messagesAdapter(validated: ValidatedMessages, headers: { version
     wire: 'messages',
     model: request.model,
     stream: request.stream === true,
-    cacheBody: cacheIdentity(request, headers),
+    cacheBody: request,
+    cacheHeaders: cacheHeaders(headers),
     promptTokens,
 
     async callBuffered(provider, signal) {

@@ -74,6 +74,12 @@ export interface WireAdapter<Res, Ev> {
   /** The request fields that form the exact-cache key (cache-controls.ts drops the non-output ones). */
   readonly cacheBody: Record<string, unknown>;
   /**
+   * Request headers sent upstream beside the body that can change the answer (the messages wire's version and beta
+   * tokens), when the request has any: part of the exact-cache key as a member of their own, so that no body field
+   * can stand for them.
+   */
+  readonly cacheHeaders?: Record<string, unknown> | undefined;
+  /**
    * Input tokens estimated locally, used only when the upstream reports no usage: asked for, so a request whose
    * provider reports usage never pays for tokenising its prompt. A method, not a getter: an adapter is an object
    * literal made per request, and one with getters gets a hidden class of its own (docs/performance-notes.md,
@@ -404,7 +410,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
       // Exact-response cache (SPEC 4.2 controls; observe mode never serves, but measures what it would have saved).
       const scope = { tenantId: auth.tenantId, appId: auth.appId, subject: auth.subject };
       // The registry offers the mock alone or live providers alone: the first candidate says which answers.
-      const key = exactCacheKey(adapter.wire, scope, adapter.cacheBody, providers[0]?.kind === 'mock');
+      const key = exactCacheKey(adapter.wire, scope, adapter.cacheBody, adapter.cacheHeaders, providers[0]?.kind === 'mock');
       const decision: CacheDecision = { cacheType: EXACT_CACHE, lookup: 'miss', key };
       const rejected: RouteExplanation['rejectedAlternatives'] = [];
       let ghostSavedUsd = 0;
@@ -451,7 +457,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
         opened.event('policy.verdict', { decision: 'allow', policy: null, reason: 'no policy matched' });
         opened.replay({
           request: adapter.cacheBody,
-          identity: { wire: adapter.wire, model: adapter.model, exactCacheKey: key, scope },
+          identity: { wire: adapter.wire, model: adapter.model, exactCacheKey: key, scope, headers: adapter.cacheHeaders },
           inputs: {
             mode: auth.mode,
             stream: adapter.stream,

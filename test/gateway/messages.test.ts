@@ -210,6 +210,22 @@ test('the version header is part of the exact-cache identity: another version go
   assert.equal(upstream.requests.length, 2);
 });
 
+test("a body field named like the cache key's header members (@betas, @version) never shares an answer with the headers it imitates", async (t) => {
+  const upstream = await startFakeUpstream(t, (req, res) =>
+    sendJson(res, 200, { id: 'msg_up', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: [{ type: 'text', text: `betas ${String(req.headers['anthropic-beta'] ?? 'none')}, version ${String(req.headers['anthropic-version'])}` }], stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 12, output_tokens: 5 } }),
+  );
+  const { address } = await liveGateway(t, upstream);
+  const request = { model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() };
+  const send = async (body: Record<string, unknown>, headers: Record<string, string>) => {
+    const response = await fetch(`${address}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', ...headers }, body: JSON.stringify(body) });
+    return { route: response.headers.get('x-svc-route'), text: ((await response.json()) as { content: Array<{ text: string }> }).content[0]!.text };
+  };
+  // A compatible upstream that ignores fields it does not know answers the imitations as plain requests.
+  assert.equal((await send({ ...request, '@betas': ['beta-one'], '@version': '2023-01-01' }, {})).text, 'betas none, version 2023-06-01');
+  assert.deepEqual(await send(request, { 'anthropic-beta': 'beta-one', 'anthropic-version': '2023-01-01' }), { route: 'live', text: 'betas beta-one, version 2023-01-01' });
+  assert.equal(upstream.requests.length, 2);
+});
+
 test('live messages stream: a mid-stream error event and a truncated stream end with an error event and a failed run', async (t) => {
   let mode: 'error' | 'truncated' = 'error';
   const upstream = await startFakeUpstream(t, (_req, res) => {
