@@ -50,9 +50,10 @@ export interface CacheScope {
 /**
  * `sha256(canonical_json({wire, scope, output-affecting body fields, headers}))`, prefixed by the wire for key-prefix
  * invalidation. `headers`: those of the request that can change the answer (WireAdapter.cacheHeaders), beside the body
- * rather than among its fields, which a client names as it likes. `mock`: the request is answered by the mock provider (no live one configured). Its made-up answers key apart, so
- * that once a provider is configured the same request goes to it instead of getting the mock's answer as the model's.
- * A live request's key has no such member, so entries stored by live providers stay valid.
+ * rather than among its fields, which a client names as it likes. `mock`: the request is answered by the mock provider
+ * (no live one configured). Its made-up answers key apart, so that once a provider is configured the same request goes
+ * to it instead of getting the mock's answer as the model's. A live request's key has no such member, so entries
+ * stored by live providers stay valid.
  */
 export function exactCacheKey(wire: string, scope: CacheScope, body: Record<string, unknown>, headers: Record<string, unknown> | undefined, mock: boolean): string {
   const fields: Record<string, unknown> = {};
