@@ -62,6 +62,17 @@ export function createUsersService(deps: AccountsDeps): UsersService {
     return hasher.hash(password, 'account');
   }
 
+  /**
+   * Count a creation against the organization's `emailTakenAnswers` window until it turns out not to be one (a 409
+   * `email_taken` stays counted); returns what uncounts it. Past the window every creation is refused, not only those
+   * of taken addresses, or a 201 would answer the same question. Platform admins see every user anyway, and the
+   * operator is not limited.
+   */
+  async function reserveTakenAnswer(auth: AuthContext): Promise<() => Promise<void>> {
+    if (auth.platformAdmin || limitedCaller(auth) === null) return async () => {};
+    return limits.reserve('emailTakenAnswers', `tenant:${auth.tenantId}`);
+  }
+
   async function listing(auth: AuthContext, user: User): Promise<UserListing> {
     const memberships = await repo.membershipsOf(user.id);
     return {
@@ -110,20 +121,29 @@ export function createUsersService(deps: AccountsDeps): UsersService {
       requireMayGrant(auth, orgRole);
       const email = normalizeEmail(input.email);
       const tempPassword = normalizePassword(input.tempPassword ?? generateTempPassword(), 'tempPassword');
-      const now = clock.now();
-      const user: User = {
-        id: newId('usr'),
-        email,
-        name: input.name?.trim() || defaultName(email),
-        role,
-        emailVerified: false,
-        mustChangePassword: true,
-        passwordHash: await hashFor(auth, tempPassword),
-        passwordChangedAt: now,
-        createdAt: now,
-        updatedAt: now,
-      };
-      const outcome = await repo.createUser(user, { tenantId: auth.tenantId, role: orgRole });
+      const notTaken = await reserveTakenAnswer(auth);
+      let user: User;
+      let outcome: Awaited<ReturnType<typeof repo.createUser>>;
+      try {
+        const now = clock.now();
+        user = {
+          id: newId('usr'),
+          email,
+          name: input.name?.trim() || defaultName(email),
+          role,
+          emailVerified: false,
+          mustChangePassword: true,
+          passwordHash: await hashFor(auth, tempPassword),
+          passwordChangedAt: now,
+          createdAt: now,
+          updatedAt: now,
+        };
+        outcome = await repo.createUser(user, { tenantId: auth.tenantId, role: orgRole });
+      } catch (error) {
+        await notTaken();
+        throw error;
+      }
+      if (outcome !== 'email_taken') await notTaken();
       if (outcome === 'no_organization') throw notFound('Organization');
       if (outcome === 'email_taken') {
         throw new AppError('email_taken', { message: 'An account with this e-mail address already exists; invite it instead.' });

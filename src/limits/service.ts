@@ -32,6 +32,11 @@ export const LIMITS = {
    * hash is ~0.5 s of a CPU, and one org admin's burst of resets kept both of the reference machine's busy.
    */
   accountPasswords: { limit: 60, windowMs: 10 * MINUTE },
+  /**
+   * `POST /users` answers that told an organization an address has an account elsewhere (409 `email_taken`), per
+   * organization: `accountPasswords` counts per caller, and an org admin mints callers (API keys) at will.
+   */
+  emailTakenAnswers: { limit: 20, windowMs: 10 * MINUTE },
 } as const satisfies Record<string, Window>;
 
 export type LimitName = keyof typeof LIMITS;

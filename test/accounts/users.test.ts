@@ -297,3 +297,39 @@ test('a user without an organization who renames themself, or is renamed by such
   // The rename of a member of Acme is Acme's to see; the loner's belongs to no organization, so no one's log holds it.
   assert.deepEqual(rows.map((row) => [row.tenant_id, row.target]), [[acme, acmeMemberId]]);
 });
+
+test("409 email_taken answers are limited per organization too, whatever the caller: an admin's many keys share one budget", async (t) => {
+  const { app, clock } = await buildWithAdmin(t);
+  const { browser: owner } = await makeUser(app, { email: 'owner@probe.test' });
+  const probe = await newOrg(app, 'Probe', 'owner@probe.test');
+  await owner.post('/api/v1/orgs/switch', { orgId: probe });
+  // Addresses with an account elsewhere (the default organization), which the prober cannot see.
+  for (let i = 0; i < 3; i++) await makeUser(app, { email: `known${i}@example.test` });
+  const keys: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const created = await owner.post('/api/v1/keys', { name: `probe-${i}`, admin: true });
+    assert.equal(created.statusCode, 201, created.body);
+    keys.push(json(created).token);
+  }
+  const create = (key: string, email: string) => app.inject({ method: 'POST', url: '/api/v1/users', headers: bearer(key), payload: { email } });
+  // Created users do not count: only answers that tell an address has an account do.
+  for (let i = 0; i < 5; i++) assert.equal((await create(keys[i % 3]!, `fresh${i}@probe.test`)).statusCode, 201);
+  // Each key stays far below its own 60 hashes, but the organization's 20 e-mail-taken answers are spent together.
+  const statuses: number[] = [];
+  for (let i = 0; i < 21; i++) statuses.push((await create(keys[i % 3]!, `known${i % 3}@example.test`)).statusCode);
+  assert.deepEqual(statuses, [...Array(20).fill(409), 429]);
+  // Past it every creation is refused, an unknown address too (a 201 would answer the same question), by any key or
+  // the owner's session; nothing is created.
+  const fresh = await owner.post('/api/v1/keys', { name: 'probe-new', admin: true });
+  const refused = await create(json(fresh).token, 'unknown@probe.test');
+  assert.equal(refused.statusCode, 429);
+  assert.equal(json(refused).error.code, 'rate_limited');
+  assert.ok(Number(refused.headers['retry-after']) >= 1);
+  assert.equal((await owner.post('/api/v1/users', { email: 'known0@example.test' })).statusCode, 429);
+  assert.equal(json(await app.inject({ url: '/api/v1/users?email=unknown@probe.test', headers: operator(BOOT) })).users.length, 0);
+  // Another organization, and the operator, are not held by it.
+  assert.equal((await app.inject({ method: 'POST', url: '/api/v1/users', headers: operator(BOOT, probe), payload: { email: 'known1@example.test' } })).statusCode, 409);
+  assert.equal((await app.inject({ method: 'POST', url: '/api/v1/users', headers: operator(BOOT), payload: { email: 'other@example.test' } })).statusCode, 201);
+  clock.advance(10 * 60_000 + 1_000);
+  assert.equal((await create(keys[0]!, 'unknown@probe.test')).statusCode, 201, 'the window passes');
+});
