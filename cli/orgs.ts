@@ -112,7 +112,9 @@ its pending invitation.`,
       if (options.json) return printJson(result);
       print(table(inviteRows([result.invite]), INVITE_COLUMNS));
       note(
-        `The accept link was e-mailed to ${result.invite.email}; with the default console e-mail transport it is in svc's output.\n`,
+        result.emailSent
+          ? `The accept link was e-mailed to ${result.invite.email}; with the default console e-mail transport it is in svc's output.\n`
+          : `The invitation was not e-mailed: ${result.invite.email} had the most invitations it may be sent lately (docs/accounts.md). Invite it again later to send it.\n`,
       );
     });
 

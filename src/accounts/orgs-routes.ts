@@ -92,7 +92,8 @@ export function orgsRoutes(deps: { orgs: OrgsService; invites: InvitesService; l
     app.post('/orgs/active/invites', async (request, reply) => {
       const body = inviteBody.parse(request.body);
       await limits.take('inviteCreate', clientAddress(request));
-      return reply.status(201).send({ invite: inviteView(await invites.create(authOf(request), body)) });
+      const created = await invites.create(authOf(request), body);
+      return reply.status(201).send({ invite: inviteView(created), emailSent: created.emailSent });
     });
 
     app.get('/orgs/active/invites', async (request) => {

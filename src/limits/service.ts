@@ -28,6 +28,11 @@ export const LIMITS = {
    */
   resetDeliveries: { limit: 3, windowMs: 15 * MINUTE },
   /**
+   * Invitation e-mails per invited address, whichever organizations and addresses send them: the per-address limit
+   * alone let many organizations fill one inbox. Over it the invitation is made but not e-mailed.
+   */
+  inviteDeliveries: { limit: 3, windowMs: 15 * MINUTE },
+  /**
    * Passwords a signed-in caller has hashed (users created, admin resets, own password changes), per caller: each
    * hash is ~0.5 s of a CPU, and one org admin's burst of resets kept both of the reference machine's busy.
    */
