@@ -112,9 +112,7 @@ its pending invitation.`,
       if (options.json) return printJson(result);
       print(table(inviteRows([result.invite]), INVITE_COLUMNS));
       note(
-        result.emailSent
-          ? `The accept link was e-mailed to ${result.invite.email}; with the default console e-mail transport it is in svc's output.\n`
-          : `The invitation was not e-mailed: ${result.invite.email} had the most invitations it may be sent lately (docs/accounts.md). Invite it again later to send it.\n`,
+        `The accept link was e-mailed to ${result.invite.email}; with the default console e-mail transport it is in svc's output.\n`,
       );
     });
 

@@ -1,8 +1,8 @@
 /**
  * Invitations (SPEC 3, 4.5; docs/accounts.md "Invitations"). The raw token travels only in the e-mail: the inviter
  * never sees it, since accepting it for a new address creates a verified account for that address. A failed
- * delivery revokes the invitation, leaves deny evidence in the audit log and answers a retryable 503. An address
- * past its delivery cap (`inviteDeliveries`) is invited but not e-mailed.
+ * delivery revokes the invitation, leaves deny evidence in the audit log and answers a retryable 503. An address past
+ * its cap of invitations (`inviteDeliveries`, whoever invites it) is refused with a 429 before anything is made.
  */
 import { AppError, notFound } from '../core/errors.ts';
 import { newId, newToken, sha256Hex } from '../core/ids.ts';
@@ -36,8 +36,7 @@ export interface InviteWithInviter {
 }
 
 export interface InvitesService {
-  /** `emailSent` is false when the invited address's delivery cap held the e-mail back (the invitation stands). */
-  create(auth: AuthContext, input: { email: string; role?: OrgRole | undefined }): Promise<InviteWithInviter & { emailSent: boolean }>;
+  create(auth: AuthContext, input: { email: string; role?: OrgRole | undefined }): Promise<InviteWithInviter>;
   list(auth: AuthContext, options: { status?: InviteStatus | undefined; limit: number; offset: number }): Promise<{ invites: InviteWithInviter[]; total: number }>;
   revoke(auth: AuthContext, id: string): Promise<InviteWithInviter>;
   lookup(token: string): Promise<InviteLookup>;
@@ -137,6 +136,8 @@ export function createInvitesService(deps: AccountsDeps): InvitesService {
       if (existing && (await repo.roleIn(auth.tenantId, existing.id)) !== null) throw new AppError('already_member');
       const org = await repo.findOrg(auth.tenantId);
       if (!org) throw notFound('Organization');
+      // Keyed by a hash: the rate window's rows hold no address.
+      await limits.take('inviteDeliveries', sha256Hex(`invite:${email}`));
 
       const now = clock.now();
       const token = newToken();
@@ -161,30 +162,24 @@ export function createInvitesService(deps: AccountsDeps): InvitesService {
       );
       const inviter = auth.userId ? await repo.findUser(auth.userId) : null;
       const acceptUrl = `${deps.linkBaseUrl()}/accept-invite?token=${token}`;
-      // Many organizations (each from its own client address) could otherwise fill one inbox: past the address's cap
-      // the invitation is made but not e-mailed, and the answer says so (a re-send after the window e-mails it).
-      const emailSent = await limits.tryTake('inviteDeliveries', sha256Hex(`invite:${email}`));
-      if (emailSent) {
-        try {
-          await mailer.send({ to: email, ...inviteEmail({ orgName: org.name, inviterName: inviter?.name ?? null, role, acceptUrl, expiresAt: invite.expiresAt }) });
-        } catch (error) {
-          if (!(error instanceof EmailDeliveryError)) throw error;
-          deps.log.warn(`invitation e-mail to ${email} failed`, error);
-          await repo.setInviteStatus(
-            invite.id,
-            'revoked',
-            clock.now(),
-            audit.staged(auth, 'invite.create', { decision: 'deny', target: invite.id, details: { email, role, reason: 'delivery_failed' } }),
-          );
-          throw new AppError('email_delivery_failed', { headers: { 'retry-after': String(DELIVERY_RETRY_AFTER_S) } });
-        }
+      try {
+        await mailer.send({ to: email, ...inviteEmail({ orgName: org.name, inviterName: inviter?.name ?? null, role, acceptUrl, expiresAt: invite.expiresAt }) });
+      } catch (error) {
+        if (!(error instanceof EmailDeliveryError)) throw error;
+        deps.log.warn(`invitation e-mail to ${email} failed`, error);
+        await repo.setInviteStatus(
+          invite.id,
+          'revoked',
+          clock.now(),
+          audit.staged(auth, 'invite.create', { decision: 'deny', target: invite.id, details: { email, role, reason: 'delivery_failed' } }),
+        );
+        throw new AppError('email_delivery_failed', { headers: { 'retry-after': String(DELIVERY_RETRY_AFTER_S) } });
       }
-      const details = emailSent ? { email, role } : { email, role, emailSent: false };
       // The organization may have been deleted, with its invitations, while the e-mail was on its way.
-      if (!(await repo.recordInvite(invite.id, audit.staged(auth, 'invite.create', { target: invite.id, details })))) {
+      if (!(await repo.recordInvite(invite.id, audit.staged(auth, 'invite.create', { target: invite.id, details: { email, role } })))) {
         throw notFound('Organization');
       }
-      return { invite, inviter, emailSent };
+      return { invite, inviter };
     },
 
     async list(auth, options) {

@@ -92,8 +92,7 @@ export function orgsRoutes(deps: { orgs: OrgsService; invites: InvitesService; l
     app.post('/orgs/active/invites', async (request, reply) => {
       const body = inviteBody.parse(request.body);
       await limits.take('inviteCreate', clientAddress(request));
-      const created = await invites.create(authOf(request), body);
-      return reply.status(201).send({ invite: inviteView(created), emailSent: created.emailSent });
+      return reply.status(201).send({ invite: inviteView(await invites.create(authOf(request), body)) });
     });
 
     app.get('/orgs/active/invites', async (request) => {

@@ -927,7 +927,7 @@ export class SvcClient {
     /** Ends the member's sessions; the last owner cannot be removed (409 `last_owner`). */
     removeMember: (userId: string) => this.call<ActiveOrg>('DELETE', `/api/v1/orgs/active/members/${encodeURIComponent(userId)}`),
     /** The accept link is e-mailed to the address; the token is never returned. */
-    invite: (input: { email: string; role?: OrgRole }) => this.call<{ invite: Invite; emailSent: boolean }>('POST', '/api/v1/orgs/active/invites', input),
+    invite: (input: { email: string; role?: OrgRole }) => this.call<{ invite: Invite }>('POST', '/api/v1/orgs/active/invites', input),
     listInvites: async (filter: InviteFilters = {}) =>
       this.call<{ invites: Invite[]; pagination: Pagination }>('GET', `/api/v1/orgs/active/invites${checkedQuery('orgs.listInvites', filter, INVITE_FILTERS)}`),
     revokeInvite: (id: string) => this.call<{ invite: Invite }>('POST', `/api/v1/orgs/active/invites/${encodeURIComponent(id)}/revoke`),

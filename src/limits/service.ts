@@ -28,8 +28,9 @@ export const LIMITS = {
    */
   resetDeliveries: { limit: 3, windowMs: 15 * MINUTE },
   /**
-   * Invitation e-mails per invited address, whichever organizations and addresses send them: the per-address limit
-   * alone let many organizations fill one inbox. Over it the invitation is made but not e-mailed.
+   * Invitations per invited address, whichever organizations and client addresses send them: the per-address limit
+   * alone let many organizations fill one inbox. Over it the invitation is refused, nothing made: an invitation is
+   * pending only once its e-mail went out (SPEC 4), so one that may not be e-mailed is not made at all.
    */
   inviteDeliveries: { limit: 3, windowMs: 15 * MINUTE },
   /**
