@@ -81,6 +81,23 @@ function Screen(props: { height: number; children: ReactNode }) {
   );
 }
 
+/**
+ * Where, among the keys queued behind one that waits for a page, a `q` or `Esc` is that should act at once (quit the
+ * list, go back from the detail): a stalled svc would keep it waiting as long as the read does. -1 if there is none,
+ * or if a key before it changes what it means, so it keeps its turn: `f` or `/` (it would be text of the prompt),
+ * `Enter` or `→` (it would go back from the run they open), `←` on the detail (it would quit the list).
+ */
+function leavingKeyBehind(waiting: [string, Key], queued: Array<[string, Key]>, screen: 'list' | 'detail'): number {
+  const changesMeaning = ([input, key]: [string, Key]) =>
+    screen === 'list' ? input === 'f' || input === '/' || key.return || key.rightArrow : key.leftArrow;
+  if (changesMeaning(waiting)) return -1;
+  for (const [index, [input, key]] of queued.entries()) {
+    if ((input === 'q' && !key.ctrl && !key.meta) || key.escape) return index;
+    if (changesMeaning([input, key])) return -1;
+  }
+  return -1;
+}
+
 /** What the key handler did with a key: `wait` leaves it (and the keys after it) for a later render. */
 type KeyOutcome = 'done' | 'wait';
 
@@ -153,6 +170,12 @@ export function RunsApp(props: RunsAppProps) {
     if (listWaits || detailWaits) {
       // Ctrl-C quits from anywhere, also from behind keys that wait.
       if (pendingKeys.current.some(([text, pending]) => text === 'c' && pending.ctrl)) exit();
+      // So does q (Esc), or it goes back from the detail: the keys before it, this one included, are dropped.
+      const leaving = leavingKeyBehind([input, key], pendingKeys.current, state.screen);
+      if (leaving >= 0) {
+        pendingKeys.current.splice(0, leaving);
+        return 'done';
+      }
       return 'wait';
     }
     if (state.prompt) {

@@ -28,6 +28,18 @@ async function chat(address: string, content: string, model = 'gpt-4o-mini'): Pr
   return runId;
 }
 
+/** Adds `count` side_effect.planned events to the run's trace: a trace longer than one page of the detail. */
+async function planSideEffects(address: string, runId: string, count: number): Promise<void> {
+  for (let i = 1; i <= count; i++) {
+    const response = await fetch(`${address}/api/v1/trace`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ runId, type: 'side_effect.planned', payload: { toolName: `tool_${i}`, level: 1, payload: {} } }),
+    });
+    assert.equal(response.status, 201, await response.text());
+  }
+}
+
 test('svc runs in a terminal: a live list over the local socket, Enter opens the detail with its integrity badge, q goes back and quits', { skip }, async (t) => {
   const dataDir = tempDir(t);
   const server = await startServe(t, dataDir);
@@ -348,14 +360,7 @@ test('n typed again while the older trace page is still coming (svc stalled) pag
   const dataDir = tempDir(t);
   const server = await startServe(t, dataDir);
   const runId = await chat(server.address, 'a run with a long trace');
-  for (let i = 1; i <= 40; i++) {
-    const response = await fetch(`${server.address}/api/v1/trace`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ runId, type: 'side_effect.planned', payload: { toolName: `tool_${i}`, level: 1, payload: {} } }),
-    });
-    assert.equal(response.status, 201, await response.text());
-  }
+  await planSideEffects(server.address, runId, 40);
   // 40 rows: twelve trace events a page, the newest page #35-#46 of the run's 46.
   const term = terminal(t, { columns: 160, rows: 40 });
   term.open(['runs', '--data-dir', dataDir]);
@@ -377,6 +382,48 @@ test('n typed again while the older trace page is still coming (svc stalled) pag
   await wait((s) => /events #23-#34 of 46 · page 2/.test(s), 'page 2 again');
   term.keys('p');
   await wait((s) => /events #35-#46 of 46 · page 1 \(newest\)/.test(s), 'the newest page again');
+});
+
+test('q quits at once with svc stalled, from behind keys waiting for the new page: r j j q does not wait for svc to answer', { skip }, async (t) => {
+  const dataDir = tempDir(t);
+  const server = await startServe(t, dataDir);
+  for (const content of ['one', 'two', 'three']) await chat(server.address, content);
+  const term = terminal(t, { columns: 160, rows: 24 });
+  term.open(['runs', '--data-dir', dataDir], { showExit: true });
+  await until(term.screen, (s) => s.includes('runs 1-3 of 3'), 'the list', term.screen);
+  // Stalled (stopped, not gone): the page for route=live does not come, and the j keys wait for it.
+  server.child.kill('SIGSTOP');
+  t.after(() => server.child.kill('SIGCONT'));
+  term.keys('r', 'j', 'j');
+  await until(term.screen, (s) => s.includes('route=live'), 'the route filter, its page asked for', term.screen);
+  term.keys('q');
+  await until(term.screen, (s) => /exit=\d+/.test(s), 'svc runs to quit while svc is stalled', term.screen);
+  assert.match(term.screen(), /exit=0\b/);
+});
+
+test('Esc on the detail goes back at once with svc stalled, from behind an n waiting for the trace page; q then quits', { skip }, async (t) => {
+  const dataDir = tempDir(t);
+  const server = await startServe(t, dataDir);
+  const runId = await chat(server.address, 'a run');
+  // More events than a page of the detail (twelve at 40 rows): n has an older page to ask for.
+  await planSideEffects(server.address, runId, 20);
+  const term = terminal(t, { columns: 160, rows: 40 });
+  term.open(['runs', '--data-dir', dataDir], { showExit: true });
+  const wait = (ok: (screen: string) => boolean, what: string) => until(term.screen, ok, what, term.screen);
+  await wait((s) => s.includes(runId), 'the run in the list');
+  term.keys('Enter');
+  await wait((s) => /events #15-#26 of 26 · page 1 \(newest\)/.test(s), 'the newest trace page');
+  server.child.kill('SIGSTOP');
+  t.after(() => server.child.kill('SIGCONT'));
+  // The first n asks for page 2, the second waits for it, and Esc waits behind them without the fix.
+  term.keys('n');
+  await wait((s) => s.includes('· page 2'), 'page 2 asked for');
+  term.keys('n');
+  term.keys('Escape');
+  await wait((s) => s.includes('filters:') && !s.includes('Trace timeline'), 'the list again while svc is stalled');
+  term.keys('q');
+  await wait((s) => /exit=\d+/.test(s), 'svc runs to quit while svc is stalled');
+  assert.match(term.screen(), /exit=0\b/);
 });
 
 test('on a 40x10 terminal the lines that fit are drawn whole, one under the other, and the rest is cut at the bottom', { skip }, async (t) => {
