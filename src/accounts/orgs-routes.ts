@@ -5,7 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { pageOf, paginationQuery } from '../core/pagination.ts';
-import { knownQuery } from '../core/query-parameters.ts';
+import { knownQuery, noQuery } from '../core/query-parameters.ts';
 import { authOf, clientAddress } from '../http/surface.ts';
 import { setSessionCookie } from '../http/session-cookie.ts';
 import type { LimitsService } from '../limits/service.ts';
@@ -62,7 +62,10 @@ export function orgsRoutes(deps: { orgs: OrgsService; invites: InvitesService; l
       return { org: orgListingView(await orgs.switch(authOf(request), id)) };
     });
 
-    app.get('/orgs/active', async (request) => activeOrgView(await orgs.active(authOf(request))));
+    app.get('/orgs/active', async (request) => {
+      noQuery.parse(request.query);
+      return activeOrgView(await orgs.active(authOf(request)));
+    });
 
     app.patch('/orgs/active', async (request) => {
       const { name } = renameBody.parse(request.body);
@@ -86,7 +89,10 @@ export function orgsRoutes(deps: { orgs: OrgsService; invites: InvitesService; l
       return activeOrgView(await orgs.removeMember(authOf(request), userId));
     });
 
-    app.get('/orgs/active/onboarding', async (request) => orgs.onboarding(authOf(request)));
+    app.get('/orgs/active/onboarding', async (request) => {
+      noQuery.parse(request.query);
+      return orgs.onboarding(authOf(request));
+    });
     app.post('/orgs/active/onboarding/dismiss', async (request) => orgs.dismissOnboarding(authOf(request)));
 
     app.post('/orgs/active/invites', async (request, reply) => {

@@ -3,13 +3,13 @@
  * replay bundle, evidence packet, feedback) and the SDK ingestion endpoints of SPEC 4.19 (ingest, trace).
  */
 import { Readable } from 'node:stream';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { jsonSlices, objectSlices } from '../core/json-slices.ts';
 import { authOf } from '../http/surface.ts';
 import { instantQuery } from '../core/instant.ts';
 import { optionalQueryInteger, paginationQuery, queryInteger } from '../core/pagination.ts';
-import { knownQuery, optionalText } from '../core/query-parameters.ts';
+import { knownQuery, noQuery, optionalText } from '../core/query-parameters.ts';
 import { DETAIL_SECTION_DEFAULT_LIMIT, EVENT_PAGE_DEFAULT_LIMIT, RUN_FEEDBACK_MAX, type RunsService } from './service.ts';
 import { RUN_MODEL_MAX_LENGTH, RUN_ROUTES, RUN_STATUSES } from './types.ts';
 import { ingestBody, traceBody } from './sdk-events.ts';
@@ -67,6 +67,13 @@ const windowOf = (limit: number, before: number | undefined) => ({ limit, ...(be
 
 const params = z.object({ id: z.string().min(1).max(200) });
 
+/** The run id of a route that takes no query: a parameter sent to it is refused, not ignored (query-parameters.ts). */
+function queryless(request: FastifyRequest): string {
+  const { id } = params.parse(request.params);
+  noQuery.parse(request.query);
+  return id;
+}
+
 export function runsRoutes(runs: RunsService) {
   return async function (app: FastifyInstance) {
     app.get('/runs', async (request) => {
@@ -99,35 +106,35 @@ export function runsRoutes(runs: RunsService) {
       return runs.events(authOf(request), id, { limit, ...(before !== undefined ? { before } : {}) });
     });
 
-    app.get('/runs/:id/route', async (request) => runs.route(authOf(request), params.parse(request.params).id));
+    app.get('/runs/:id/route', async (request) => runs.route(authOf(request), queryless(request)));
 
-    app.get('/runs/:id/integrity', async (request) => runs.integrity(authOf(request), params.parse(request.params).id));
+    app.get('/runs/:id/integrity', async (request) => runs.integrity(authOf(request), queryless(request)));
 
-    app.get('/runs/:id/economics', async (request) => runs.economics(authOf(request), params.parse(request.params).id));
+    app.get('/runs/:id/economics', async (request) => runs.economics(authOf(request), queryless(request)));
 
-    app.get('/runs/:id/receipt', async (request) => runs.receipt(authOf(request), params.parse(request.params).id));
+    app.get('/runs/:id/receipt', async (request) => runs.receipt(authOf(request), queryless(request)));
 
-    app.get('/receipts/:id', async (request) => runs.receipt(authOf(request), params.parse(request.params).id));
+    app.get('/receipts/:id', async (request) => runs.receipt(authOf(request), queryless(request)));
 
     // The bundle and the packet are answered to HEAD by their own handlers, which make the checks GET makes before
     // its first byte (the run is the caller's, the bundle exists) and read nothing else: fastify's HEAD runs the GET
     // handler and drops its body, so a HEAD read and wrote the whole document (up to ~41 MiB for a packet).
     app.get('/runs/:id/replay-bundle', { exposeHeadRoute: false }, async (request, reply) =>
-      sendInSlices(reply, await runs.replayBundle(authOf(request), params.parse(request.params).id)),
+      sendInSlices(reply, await runs.replayBundle(authOf(request), queryless(request))),
     );
     app.head('/runs/:id/replay-bundle', async (request, reply) => {
-      await runs.checkReplayBundle(authOf(request), params.parse(request.params).id);
+      await runs.checkReplayBundle(authOf(request), queryless(request));
       return reply.type(JSON_TYPE).send();
     });
 
     app.get('/runs/:id/evidence-packet', { exposeHeadRoute: false }, async (request, reply) => {
-      const { id } = params.parse(request.params);
+      const id = queryless(request);
       const members = await runs.evidencePacket(authOf(request), id);
       // Written section by section as it is read: a failure after the first byte aborts the response (docs/evidence.md).
       return asDownload(reply, id).type(JSON_TYPE).send(Readable.from(objectSlices(members)));
     });
     app.head('/runs/:id/evidence-packet', async (request, reply) => {
-      const { id } = params.parse(request.params);
+      const id = queryless(request);
       await runs.find(authOf(request), id);
       return asDownload(reply, id).type(JSON_TYPE).send();
     });

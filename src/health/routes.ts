@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { AppError } from '../core/errors.ts';
 import { authOf } from '../http/surface.ts';
 import type { HealthService } from './service.ts';
+import { noQuery } from '../core/query-parameters.ts';
 
 export function healthRoute(health: HealthService) {
   return async function (app: FastifyInstance) {
@@ -18,6 +19,7 @@ export function readinessRoute(health: HealthService) {
   return async function (app: FastifyInstance) {
     app.get('/readiness', async (request) => {
       if (!authOf(request).admin) throw new AppError('admin_required');
+      noQuery.parse(request.query);
       return health.readiness();
     });
   };

@@ -123,3 +123,29 @@ test('the usage and cache stats endpoints take no query: a window or a cache typ
   }
   for (const url of ['/api/v1/usage', '/api/v1/cache/stats']) assert.equal((await get(url)).statusCode, 200, url);
 });
+
+test('the endpoints that read no query refuse one too: /settings?key=x answered every setting as if filtered', async (t) => {
+  const { get, runId } = await setup(t);
+  const takesNone = [
+    '/api/v1/settings',
+    '/api/v1/readiness',
+    '/api/v1/orgs/active',
+    '/api/v1/orgs/active/onboarding',
+    `/api/v1/runs/${runId}/route`,
+    `/api/v1/runs/${runId}/integrity`,
+    `/api/v1/runs/${runId}/economics`,
+    `/api/v1/runs/${runId}/replay-bundle`,
+    `/api/v1/runs/${runId}/evidence-packet`,
+  ];
+  for (const url of takesNone) {
+    assert.equal((await get(url)).statusCode, 200, url);
+    const response = await get(`${url}?key=x`);
+    assert.equal(response.statusCode, 400, `${url}?key=x: ${response.body}`);
+    assert.equal(json(response).error.message, 'key: unknown query parameter; this endpoint takes none', url);
+  }
+  // A receipt is refused its query before the run is found to have none (404 without one).
+  for (const url of [`/api/v1/runs/${runId}/receipt`, `/api/v1/receipts/${runId}`]) {
+    assert.equal((await get(url)).statusCode, 404, url);
+    assert.equal((await get(`${url}?key=x`)).statusCode, 400, url);
+  }
+});
