@@ -5,7 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { pageOf, paginationQuery } from '../core/pagination.ts';
-import { knownQuery, noQuery } from '../core/query-parameters.ts';
+import { knownQuery, noQuery, optionalChoice } from '../core/query-parameters.ts';
 import { authOf, clientAddress } from '../http/surface.ts';
 import { setSessionCookie } from '../http/session-cookie.ts';
 import type { LimitsService } from '../limits/service.ts';
@@ -37,7 +37,7 @@ const deleteBody = z.object({ confirm: z.unknown().optional() }).strict().nullis
 const roleBody = z.object({ role: z.enum(['owner', 'admin', 'member']) }).strict();
 const userParams = z.object({ userId: z.string().min(1).max(100) });
 const inviteBody = z.object({ email: emailField, role: z.enum(['owner', 'admin', 'member']).optional() }).strict();
-const inviteQuery = knownQuery(paginationQuery().extend({ status: z.enum(['pending', 'accepted', 'revoked', 'expired']).optional() }));
+const inviteQuery = knownQuery(paginationQuery().extend({ status: optionalChoice(['pending', 'accepted', 'revoked', 'expired']) }));
 const orgsQuery = knownQuery(paginationQuery());
 const idParams = z.object({ id: z.string().min(1).max(100) });
 const tokenParams = z.object({ token: z.string().max(200) });

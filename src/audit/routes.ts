@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { toIso } from '../core/clock.ts';
 import { optionalQueryInteger, queryInteger } from '../core/pagination.ts';
-import { knownQuery } from '../core/query-parameters.ts';
+import { knownQuery, optionalChoice } from '../core/query-parameters.ts';
 import { authOf } from '../http/surface.ts';
 import type { AuditService } from './service.ts';
 
@@ -14,9 +14,9 @@ const fields = z.object({
   limit: queryInteger(1, 500, 50),
   /** Exclusive seq: the events below it (a seq is at least 1). */
   before: optionalQueryInteger(1),
-  decision: z.enum(['allow', 'deny']).optional(),
+  decision: optionalChoice(['allow', 'deny']),
   /** Recompute the tenant's whole hash chain (linear in the log's length, so opt-in). */
-  verify: z.enum(['true', 'false']).optional(),
+  verify: optionalChoice(['true', 'false']),
 });
 
 const query = knownQuery(fields);

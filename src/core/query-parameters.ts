@@ -16,6 +16,12 @@ export const optionalText = (max: number) =>
     .transform((value) => (value ? value : undefined));
 
 /**
+ * An optional filter among `values`, trimmed; undefined when absent or blank, as a blank text filter is (a form's
+ * "any" choice sends `status=`), else one of them or a 400.
+ */
+export const optionalChoice = <const T extends readonly [string, ...string[]]>(values: T) => optionalText(200).pipe(z.enum(values).optional());
+
+/**
  * `schema` (an object schema of query parameters, refinements allowed) refusing any parameter it does not name. The
  * issue is put on the parameter itself: zod's own strict objects put theirs on the object, which the error mapping
  * (src/http/error-shapes.ts) names `body`.

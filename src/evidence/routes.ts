@@ -9,7 +9,7 @@ import { jsonSlices, objectSlices } from '../core/json-slices.ts';
 import { authOf } from '../http/surface.ts';
 import { instantQuery } from '../core/instant.ts';
 import { optionalQueryInteger, paginationQuery, queryInteger } from '../core/pagination.ts';
-import { knownQuery, noQuery, optionalText } from '../core/query-parameters.ts';
+import { knownQuery, noQuery, optionalChoice, optionalText } from '../core/query-parameters.ts';
 import { DETAIL_SECTION_DEFAULT_LIMIT, EVENT_PAGE_DEFAULT_LIMIT, RUN_FEEDBACK_MAX, type RunsService } from './service.ts';
 import { RUN_MODEL_MAX_LENGTH, RUN_ROUTES, RUN_STATUSES } from './types.ts';
 import { ingestBody, traceBody } from './sdk-events.ts';
@@ -31,8 +31,8 @@ function asDownload(reply: FastifyReply, runId: string): FastifyReply {
 }
 
 const listFields = paginationQuery(50, 200).extend({
-  route: z.enum(RUN_ROUTES as [string, ...string[]]).optional(),
-  status: z.enum(RUN_STATUSES as [string, ...string[]]).optional(),
+  route: optionalChoice(RUN_ROUTES as [string, ...string[]]),
+  status: optionalChoice(RUN_STATUSES as [string, ...string[]]),
   /** Provider names are svc's own (chatcomp, chatcomp-tenant, messages, mock, ...). */
   provider: optionalText(200),
   /** As long as a gateway run's model may be, so that every such run can be found by it. */
@@ -40,7 +40,7 @@ const listFields = paginationQuery(50, 200).extend({
   /** ISO 8601 timestamp or epoch milliseconds, years 0000-9999. */
   since: instantQuery,
   /** true: only SDK-ingested prompts; false: leave them out (they are recorded on the live route). */
-  ingested: z.enum(['true', 'false']).optional(),
+  ingested: optionalChoice(['true', 'false']),
 });
 
 const windowFields = z.object({

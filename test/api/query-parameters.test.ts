@@ -149,3 +149,17 @@ test('the endpoints that read no query refuse one too: /settings?key=x answered 
     assert.equal((await get(`${url}?key=x`)).statusCode, 400, url);
   }
 });
+
+test('a blank choice filter is no filter, as a blank text filter is: /runs?status= was a 400 where /runs?model= listed every run', async (t) => {
+  const { get } = await setup(t);
+  for (const url of ['/api/v1/runs?status=', '/api/v1/runs?route=%20', '/api/v1/runs?ingested=', '/api/v1/audit?decision=', '/api/v1/audit?verify=', '/api/v1/orgs/active/invites?status=']) {
+    const response = await get(url);
+    assert.equal(response.statusCode, 200, `${url}: ${response.body}`);
+  }
+  const all = json(await get('/api/v1/runs')).pagination.total;
+  assert.ok(all > 0);
+  assert.equal(json(await get('/api/v1/runs?status=')).pagination.total, all);
+  for (const url of ['/api/v1/runs?status=bogus', '/api/v1/audit?decision=maybe', '/api/v1/orgs/active/invites?status=lost']) {
+    assert.equal((await get(url)).statusCode, 400, url);
+  }
+});
