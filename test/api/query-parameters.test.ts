@@ -16,6 +16,16 @@ async function setup(t: any) {
   return { get: (url: string) => built.app.inject({ url, headers: admin }), runId };
 }
 
+/** The 400 `invalid_request` of `url`, whose one issue names the query parameter `name`: its error. */
+async function refusedNaming(get: Awaited<ReturnType<typeof setup>>['get'], url: string, name: string) {
+  const response = await get(url);
+  assert.equal(response.statusCode, 400, `${url}: ${response.body}`);
+  const { error } = json(response);
+  assert.equal(error.code, 'invalid_request', url);
+  assert.deepEqual(error.details.issues.map((issue: { path: string }) => issue.path), [name], url);
+  return error as { message: string };
+}
+
 test('a query parameter an endpoint does not take is a 400 naming it, on every endpoint that reads a query', async (t) => {
   const { get, runId } = await setup(t);
   const cases: Array<[string, string]> = [
@@ -35,12 +45,8 @@ test('a query parameter an endpoint does not take is a 400 naming it, on every e
     ['/api/v1/usage/attribution?limit=5', 'limit'],
   ];
   for (const [url, name] of cases) {
-    const response = await get(url);
-    assert.equal(response.statusCode, 400, `${url}: ${response.body}`);
-    const { error } = json(response);
-    assert.equal(error.code, 'invalid_request', url);
+    const error = await refusedNaming(get, url, name);
     assert.ok(error.message.startsWith(`${name}: unknown query parameter`), `${url}: ${error.message}`);
-    assert.deepEqual(error.details.issues.map((issue: { path: string }) => issue.path), [name], url);
   }
 });
 
@@ -79,12 +85,8 @@ test('a query value whose percent-encoding is not UTF-8, or is no percent-encodi
     ['/api/v1/audit?decision=allow&bad%ff=1', 'bad%ff'],
   ];
   for (const [url, name] of refused) {
-    const response = await get(url);
-    assert.equal(response.statusCode, 400, `${url}: ${response.body}`);
-    const { error } = json(response);
-    assert.equal(error.code, 'invalid_request', url);
+    const error = await refusedNaming(get, url, name);
     assert.ok(error.message.startsWith(`${name}: `), `${url}: ${error.message}`);
-    assert.deepEqual(error.details.issues.map((issue: { path: string }) => issue.path), [name], url);
     assert.match(error.message, name === 'bad%ff' ? /: its name / : /: its value /, url);
   }
   for (const url of ['/api/v1/runs?model=caf%C3%A9', '/api/v1/runs?model=%F0%9F%98%80', '/api/v1/runs?model=100%25', '/api/v1/runs?model=gpt-4o-mini']) {
@@ -117,9 +119,7 @@ test('the usage and cache stats endpoints take no query: a window or a cache typ
     ['/api/v1/cache/stats?cacheType=exact_response', 'cacheType'],
   ];
   for (const [url, name] of cases) {
-    const response = await get(url);
-    assert.equal(response.statusCode, 400, `${url}: ${response.body}`);
-    assert.equal(json(response).error.message, `${name}: unknown query parameter; this endpoint takes none`, url);
+    assert.equal((await refusedNaming(get, url, name)).message, `${name}: unknown query parameter; this endpoint takes none`, url);
   }
   for (const url of ['/api/v1/usage', '/api/v1/cache/stats']) assert.equal((await get(url)).statusCode, 200, url);
 });
@@ -139,9 +139,7 @@ test('the endpoints that read no query refuse one too: /settings?key=x answered 
   ];
   for (const url of takesNone) {
     assert.equal((await get(url)).statusCode, 200, url);
-    const response = await get(`${url}?key=x`);
-    assert.equal(response.statusCode, 400, `${url}?key=x: ${response.body}`);
-    assert.equal(json(response).error.message, 'key: unknown query parameter; this endpoint takes none', url);
+    assert.equal((await refusedNaming(get, `${url}?key=x`, 'key')).message, 'key: unknown query parameter; this endpoint takes none', url);
   }
   // A receipt is refused its query before the run is found to have none (404 without one).
   for (const url of [`/api/v1/runs/${runId}/receipt`, `/api/v1/receipts/${runId}`]) {
