@@ -8,7 +8,7 @@ import { filledUsage, hasTokenCounts, InvalidToolCallError, refusedAnswer, type 
 import { cachedTokensOf } from './pricing.ts';
 import { providerErrorStatus } from './providers/errors.ts';
 import { ProviderError, type ChatChunk, type ChatCompletion, type ChatRequest, type ChatUsage } from './providers/types.ts';
-import { completionToChunks, reasoningText, StreamAssembler } from './stream-assembler.ts';
+import { completionToChunks, newCompletionId, reasoningText, StreamAssembler } from './stream-assembler.ts';
 import { countChatTokens, countTokens } from './tokens.ts';
 import type { ValidatedChat } from './wires/chat-completions-schema.ts';
 
@@ -143,7 +143,7 @@ function chatStreamError(error: UpstreamFailure): ChatStreamError {
  */
 function withDocumentFields(completion: ChatCompletion, model: string, now: () => number): void {
   completion.object = 'chat.completion';
-  if (typeof completion.id !== 'string') completion.id = newId('chatcmpl').replace('_', '-');
+  if (typeof completion.id !== 'string') completion.id = newCompletionId();
   if (!Number.isInteger(completion.created)) completion.created = Math.floor(now() / 1000);
   if (typeof completion.model !== 'string') completion.model = model;
 }
@@ -200,7 +200,7 @@ export function chatAdapter(chat: ValidatedChat, now: () => number): WireAdapter
       completion.choices.length > 0 &&
       completion.choices.every((choice) => ['stop', 'tool_calls', 'function_call', 'length'].includes(choice.finish_reason)),
 
-    fromCache: (stored) => ({ ...stored, id: newId('chatcmpl').replace('_', '-'), created: Math.floor(now() / 1000) }),
+    fromCache: (stored) => ({ ...stored, id: newCompletionId(), created: Math.floor(now() / 1000) }),
 
     replay: (completion) => completionToChunks(completion, { id: completion.id, created: completion.created, includeUsage: true }),
 

@@ -258,6 +258,11 @@ function keepFunctionCall(state: ChoiceState, fragment: unknown): boolean {
 /** The id of a stream that sent no chunk, or none with an id yet. */
 const EMPTY_ID = 'chatcmpl-empty';
 
+/** An id of svc's for a completion, in the chat-completions family's form (`chatcmpl-...`, not svc's `prefix_...`). */
+export function newCompletionId(): string {
+  return newId('chatcmpl').replace('_', '-');
+}
+
 export class StreamAssembler {
   private readonly choices = new Map<number, ChoiceState>();
   // The last chunk's id, created and model as plain fields: an object made of them per chunk would be garbage at once.
@@ -423,7 +428,7 @@ export class StreamAssembler {
   private withDocumentFields(chunk: ChatChunk): void {
     if (typeof chunk.id === 'string') this.id = chunk.id;
     else {
-      if (this.id === EMPTY_ID) this.id = newId('chatcmpl').replace('_', '-');
+      if (this.id === EMPTY_ID) this.id = newCompletionId();
       chunk.id = this.id;
     }
     if (Number.isInteger(chunk.created)) this.created = chunk.created;
