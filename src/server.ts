@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
 import { cpuQuota } from './core/cpu-quota.ts';
+import { noteForOperator } from './core/operator-note.ts';
 import { buildApp, CONNECTIONS_CHECKING_INTERVAL_MS } from './http/app.ts';
 import { BusyPoll, defaultBusyPollUs } from './http/busy-poll.ts';
 import { markLocalSocket } from './http/local-socket.ts';
@@ -68,7 +69,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const busyPoll = new BusyPoll(config.busyPollUs ?? defaultBusyPollUs(cpuQuota()));
   const arrivals = new RequestArrivals();
   // The log on stdout; what it still queues when the process exits is written then (a clean stop writes it itself).
-  const logs = config.logLevel === 'silent' ? null : logDestination(1, (message) => void process.stderr.write(`svc: ${message}\n`));
+  const logs = config.logLevel === 'silent' ? null : logDestination(1, noteForOperator);
   const flushLogs = () => logs?.flushSync();
   process.on('exit', flushLogs);
   try {

@@ -4,6 +4,7 @@
  */
 import type { Config } from './config.ts';
 import { systemClock, type Clock } from './core/clock.ts';
+import { noteForOperator } from './core/operator-note.ts';
 import { createAuditRepository } from './audit/repo.ts';
 import { createCacheRepository } from './caches/repo.ts';
 import { createCacheService, createResponseCache, type CacheService } from './caches/service.ts';
@@ -93,7 +94,7 @@ export interface ServiceOverrides {
 const stderrLog: AccountsLog = {
   warn(message, error) {
     const cause = error instanceof Error ? `: ${error.message}` : '';
-    process.stderr.write(`svc: ${message}${cause}\n`);
+    noteForOperator(`${message}${cause}`);
   },
 };
 

@@ -6,6 +6,7 @@
  * `storage`, src/health/service.ts). A line per failed commit would flood the log while the disk is full: under load
  * a commit follows every ~20 ms window.
  */
+import { noteForOperator } from '../core/operator-note.ts';
 import type { DeferredWriteLossListener, LostDeferredWrites } from './store.ts';
 
 /** While commits keep failing, the loss is logged again this often, with its totals so far. */
@@ -39,7 +40,7 @@ export interface DeferredLossStatus {
   streak: LossStreak | null;
 }
 
-const toStderr = (fields: object, message: string): void => void process.stderr.write(`svc: ${message} ${JSON.stringify(fields)}\n`);
+const toStderr = (fields: object, message: string): void => noteForOperator(`${message} ${JSON.stringify(fields)}`);
 const stderrLog: LossLog = { error: toStderr, warn: toStderr };
 
 function messageOf(error: unknown): string {
