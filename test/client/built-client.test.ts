@@ -6,10 +6,15 @@
 import assert from 'node:assert/strict';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import test from 'node:test';
-import { ATTRIBUTION_DIMENSIONS as CLIENT_ATTRIBUTION_DIMENSIONS, createSvcClient, SvcApiError, SvcStreamError } from 'svc/client';
 import { ATTRIBUTION_DIMENSIONS } from '../../src/evidence/savings.ts';
 import { build } from '../support/build.ts';
 import { foreignServer } from '../support/foreign-server.ts';
+
+// By its package name, which node resolves through package.json's exports to the bundle; typed from the source, so
+// `npm run typecheck` needs no build (the bundle's own declarations are type-checked in package-entry.test.ts).
+const packageEntry: string = 'svc/client';
+const { ATTRIBUTION_DIMENSIONS: CLIENT_ATTRIBUTION_DIMENSIONS, createSvcClient, SvcApiError, SvcStreamError } =
+  (await import(packageEntry)) as typeof import('../../src/client/index.ts');
 
 const json = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) =>
   res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(typeof body === 'string' ? body : JSON.stringify(body));
