@@ -1,9 +1,12 @@
 /**
  * What request logs may say about a URL. One-time tokens travel in some paths and queries (invitation lookup and
  * acceptance, e-mail verification, and the `?token=` of the pages the e-mails link to); they are secrets, so the
- * request log shows `[redacted]` in their place. A target in absolute form (`http://host/api/v1/invites/...`) is
- * logged by its path as well.
+ * request log shows `[redacted]` in their place. So is a credential a client puts in the query (`?api_key=sk-...`,
+ * `?key=`, `?access_token=`, the way some SDKs and providers take keys): svc reads keys from headers only, but the
+ * URL is logged whatever svc makes of it. A target in absolute form (`http://host/api/v1/invites/...`) is logged by
+ * its path as well (its user info, a credential too, is never logged).
  */
+import { API_KEY_PREFIX } from '../keys/service.ts';
 import { pathOfTarget } from './error-shapes.ts';
 
 /**
@@ -17,12 +20,40 @@ const spelled = (word: string) =>
   [...word].map((c) => `(?:${c}|%${c.toLowerCase().charCodeAt(0).toString(16)}|%${c.toUpperCase().charCodeAt(0).toString(16)})`).join('');
 const tokenPath = (...segments: string[]) => new RegExp(`^(${SLASH}${segments.map(spelled).join(SLASH)}${SLASH})[^/?#]+`, 'i');
 const TOKEN_PATHS = [tokenPath('api', 'v1', 'invites'), tokenPath('api', 'v1', 'auth', 'verify')];
-const TOKEN_QUERY = /([?&]token=)[^&#]*/gi;
+
+/**
+ * A query parameter's name that says its value is a credential: `token`, `api_key`, `apiKey`, `x-api-key`, `key`,
+ * `access_token`, `client_secret`, `password`, `auth`, `session`, `sig`, ... Broad on purpose: a filter it catches
+ * by mistake costs a log line its value, a credential it misses stays in the log.
+ */
+const SECRET_NAME = /key|token|secret|passw|pwd|auth|session|credential|signature|^sig$/i;
+
+/** The name as the router reads it: percent-decoded (`api%5Fkey` is `api_key`); as sent when it does not decode. */
+function decodedName(name: string): string {
+  if (!name.includes('%')) return name;
+  try {
+    return decodeURIComponent(name);
+  } catch {
+    return name;
+  }
+}
+
+/** One `name=value` of a query, its value redacted when the name or the value says it is a credential. */
+function redactParameter(parameter: string): string {
+  const equals = parameter.indexOf('=');
+  if (equals === -1) return parameter.startsWith(API_KEY_PREFIX) ? '[redacted]' : parameter;
+  const name = parameter.slice(0, equals);
+  if (!SECRET_NAME.test(decodedName(name)) && !parameter.startsWith(API_KEY_PREFIX, equals + 1)) return parameter;
+  return `${name}=[redacted]`;
+}
 
 export function redactUrl(url: string): string {
   let out = pathOfTarget(url);
   for (const pattern of TOKEN_PATHS) out = out.replace(pattern, '$1[redacted]');
-  return out.replace(TOKEN_QUERY, '$1[redacted]');
+  // Most requests carry no query: nothing more to read.
+  const query = out.indexOf('?');
+  if (query === -1) return out;
+  return `${out.slice(0, query + 1)}${out.slice(query + 1).split('&').map(redactParameter).join('&')}`;
 }
 
 /** pino serializer for fastify's `req`: the default fields, with the URL redacted. */

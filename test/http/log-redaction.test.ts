@@ -1,8 +1,11 @@
-/** One-time tokens never reach the request log (docs/accounts.md). */
+/** One-time tokens and credentials never reach the request log (docs/accounts.md, docs/configuration.md). */
 import assert from 'node:assert/strict';
-import test from 'node:test';
+import test, { before } from 'node:test';
 import { redactUrl } from '../../src/http/log-redaction.ts';
 import { build, logSink } from '../support/build.ts';
+import { ensureBundle, startServe, tempDir } from '../support/process.ts';
+
+before(ensureBundle);
 
 test('token paths and token query parameters are redacted; other URLs are untouched', () => {
   assert.equal(redactUrl('/api/v1/invites/abcDEF_-123/accept'), '/api/v1/invites/[redacted]/accept');
@@ -38,4 +41,48 @@ test('the request log of a real app never contains an invitation token', async (
   const log = sink.text();
   assert.match(log, /\/api\/v1\/invites\/\[redacted\]/);
   assert.ok(!log.includes(token));
+});
+
+test('query parameters named like a credential are redacted, whatever their case or percent-encoding; others are untouched', () => {
+  assert.equal(redactUrl('/v1/chat/completions?api_key=sk-1&x=1'), '/v1/chat/completions?api_key=[redacted]&x=1');
+  assert.equal(redactUrl('/v1/models?key=k&limit=2'), '/v1/models?key=[redacted]&limit=2');
+  assert.equal(redactUrl('/v1/models?access_token=a&ACCESS_TOKEN=b'), '/v1/models?access_token=[redacted]&ACCESS_TOKEN=[redacted]');
+  assert.equal(redactUrl('/v1/models?apiKey=a&x-api-key=b&client_secret=c'), '/v1/models?apiKey=[redacted]&x-api-key=[redacted]&client_secret=[redacted]');
+  assert.equal(redactUrl('/v1/models?password=p&auth=a&authorization=Bearer%20x'), '/v1/models?password=[redacted]&auth=[redacted]&authorization=[redacted]');
+  assert.equal(redactUrl('/v1/models?session=s&sig=g&signature=g'), '/v1/models?session=[redacted]&sig=[redacted]&signature=[redacted]');
+  // The router decodes a name before it reads it: a name the client percent-encoded is the same name.
+  assert.equal(redactUrl('/v1/models?api%5Fkey=sk-1'), '/v1/models?api%5Fkey=[redacted]');
+  assert.equal(redactUrl('/v1/models?%6Bey=sk-1&%zz=1'), '/v1/models?%6Bey=[redacted]&%zz=1');
+  // An svc key under any name, or under none.
+  assert.equal(redactUrl('/v1/models?q=svc_abcdef&svc_ghijkl'), '/v1/models?q=[redacted]&[redacted]');
+  assert.equal(redactUrl('/api/v1/runs?limit=5&cursor=abc&status=ok&model=svc/chorus'), '/api/v1/runs?limit=5&cursor=abc&status=ok&model=svc/chorus');
+  assert.equal(redactUrl('/api/v1/audit?decision=deny&verify=1&before=x'), '/api/v1/audit?decision=deny&verify=1&before=x');
+});
+
+test("svc serve's request log holds no credential: not a key sent in the query, nor the Authorization, x-api-key or Cookie headers", async (t) => {
+  const server = await startServe(t, tempDir(t), { SVC_LOG_LEVEL: 'info' });
+  const secrets = ['Qs3cretApiKey', 'Qs3cretKey', 'Qs3cretAccess', 'Hs3cretBearer', 'Hs3cretXApiKey', 'Hs3cretCookie'];
+  const response = await fetch(`${server.address}/v1/chat/completions?api_key=sk-${secrets[0]}&key=${secrets[1]}&access_token=${secrets[2]}&n=1`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      authorization: `Bearer sk-${secrets[3]}`,
+      'x-api-key': `sk-${secrets[4]}`,
+      cookie: `svc_session=${secrets[5]}`,
+    },
+    body: '{}',
+  });
+  await response.arrayBuffer();
+  const requestId = response.headers.get('x-request-id')!;
+  // The request's lines, once svc has written them (the log is written asynchronously).
+  const lines = async (): Promise<string[]> => {
+    for (;;) {
+      const mine = server.output().split('\n').filter((line) => line.includes(requestId));
+      if (mine.some((line) => line.includes('request completed'))) return mine;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  };
+  const logged = (await lines()).join('\n');
+  assert.match(logged, /"url":"\/v1\/chat\/completions\?api_key=\[redacted\]&key=\[redacted\]&access_token=\[redacted\]&n=1"/);
+  for (const secret of secrets) assert.ok(!server.output().includes(secret), `${secret} in the log: ${logged}`);
 });
