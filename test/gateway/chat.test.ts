@@ -71,6 +71,31 @@ test("x-svc-run-url is the request's origin when its Host is a host and port, ne
   }
 });
 
+test("x-svc-run-url takes X-Forwarded-Proto and -Host only from a trusted proxy, and an http(s) scheme only", async (t) => {
+  const token = 'bootstrap-token-run-url-tests-0002';
+  const forwarded = { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'evil.example' };
+  const urlWith = async (app: any, headers: Record<string, string>, remoteAddress = '127.0.0.1') => {
+    const request = { method: 'POST', url: '/v1/chat/completions', payload: fresh(), remoteAddress };
+    return String((await app.inject({ ...request, headers: { host: 'svc.example:8787', ...bearer(token), ...headers } })).headers['x-svc-run-url']);
+  };
+
+  // No proxy trusted (the default): a client's forwarded headers are no part of the address.
+  const { app: untrusting } = await build(t, { env: { SVC_API_KEY: token } });
+  assert.match(await urlWith(untrusting, forwarded), /^http:\/\/svc\.example:8787\/runs\/run_/);
+  assert.match(await urlWith(untrusting, { 'x-forwarded-proto': 'javascript' }), /^http:\/\/svc\.example:8787\/runs\/run_/);
+
+  // A proxy trusted: its headers count, from its address only.
+  const { app: trusting } = await build(t, { env: { SVC_API_KEY: token, SVC_TRUST_PROXY_HEADERS: 'true', SVC_TRUSTED_PROXY_CIDRS: '127.0.0.1/32' } });
+  assert.match(await urlWith(trusting, { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'svc.example' }), /^https:\/\/svc\.example\/runs\/run_/);
+  assert.match(await urlWith(trusting, forwarded, '198.51.100.7'), /^http:\/\/svc\.example:8787\/runs\/run_/);
+  // What it forwarded of a client's (a proxy that appends, or passes the header on): never a scheme but http(s).
+  for (const scheme of ['javascript', 'data', 'https:evil', 'ftp', '']) {
+    const url = await urlWith(trusting, { 'x-forwarded-proto': scheme });
+    assert.match(url, /^http:\/\/svc\.example:8787\/runs\/run_[A-Za-z0-9]+$/, `${scheme} -> ${url}`);
+  }
+  assert.match(await urlWith(trusting, { 'x-forwarded-proto': 'HTTPS' }), /^https:\/\/svc\.example:8787\/runs\/run_/);
+});
+
 test('the run is readable at once through x-svc-run-id, with a verified hash chain', async (t) => {
   const { app } = await build(t);
   const response = await chat(app, fresh());
