@@ -4,6 +4,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import { noQuery } from '../core/query-parameters.ts';
 import { nameSchema } from '../core/text.ts';
 import { authOf, clientAddress } from '../http/surface.ts';
 import { clearSessionCookie, cookieOf, SESSION_COOKIE, setSessionCookie } from '../http/session-cookie.ts';
@@ -42,7 +43,10 @@ export function authRoutes(deps: { sessions: SessionsService; signup: SignupServ
       return { ok: true };
     });
 
-    app.get('/auth/me', { config: { access: 'account' } }, async (request) => meView(await sessions.me(authOf(request))));
+    app.get('/auth/me', { config: { access: 'account' } }, async (request) => {
+      noQuery.parse(request.query);
+      return meView(await sessions.me(authOf(request)));
+    });
 
     app.post('/auth/change-password', { config: { access: 'account' } }, async (request, reply) => {
       const body = changeBody.parse(request.body);

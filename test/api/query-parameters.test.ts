@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import test from 'node:test';
+import { buildWithAdmin } from '../support/accounts.ts';
 import { bearer, build, json, newChatRun } from '../support/build.ts';
 
 const BOOT = 'bootstrap-token-query-parameters-01';
@@ -145,6 +146,20 @@ test('the endpoints that read no query refuse one too: /settings?key=x answered 
   for (const url of [`/api/v1/runs/${runId}/receipt`, `/api/v1/receipts/${runId}`]) {
     assert.equal((await get(url)).statusCode, 404, url);
     assert.equal((await get(`${url}?key=x`)).statusCode, 400, url);
+  }
+});
+
+test('/auth/me takes no query either: a signed-in session sending one gets a 400 naming it, as from every other management GET', async (t) => {
+  const { admin } = await buildWithAdmin(t);
+  const me = await admin.get('/api/v1/auth/me');
+  assert.equal(me.statusCode, 200, me.body);
+  assert.equal(json(me).user.email, 'root@example.test');
+  const cases: Array<[string, string]> = [
+    ['/api/v1/auth/me?org=x', 'org'],
+    ['/api/v1/auth/me?include[]=orgs', 'include[]'],
+  ];
+  for (const [url, name] of cases) {
+    assert.equal((await refusedNaming(admin.get, url, name)).message, `${name}: unknown query parameter; this endpoint takes none`, url);
   }
 });
 
