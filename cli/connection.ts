@@ -48,16 +48,25 @@ export function withConnectionOptions(command: Command): Command {
 
 /**
  * A preAction hook of the program: the connection options given before the command (`svc --url ... keys list`, as git
- * and kubectl take them) become the command's own, unless it has them after it too, where the later one wins as with
- * an option given twice. The command then reads them as it always has. A command that does not take one (`svc serve`
- * takes --data-dir alone) refuses it rather than run without what it was told.
+ * and kubectl take them) or between its group and it (`svc keys --url ... list`) become the command's own, unless it
+ * has them after it too: the later one on the line wins, as with an option given twice. The command then reads them
+ * as it always has. A command that does not take one (`svc serve` takes --data-dir alone) refuses it rather than run
+ * without what it was told.
  */
-export function inheritConnectionOptions(program: Command, command: Command): void {
-  for (const option of program.options) {
-    const key = option.attributeName();
-    if (program.getOptionValueSource(key) !== 'cli') continue;
-    if (!command.options.some((own) => own.attributeName() === key)) throw new UsageError(`svc ${command.name()} does not take ${option.long}`);
-    if (command.getOptionValueSource(key) === undefined) command.setOptionValueWithSource(key, program.getOptionValue(key), 'cli');
+export function inheritConnectionOptions(_program: Command, command: Command): void {
+  const given = new Map<string, { flag: string; value: unknown }>();
+  const ancestors: Command[] = [];
+  for (let parent = command.parent; parent; parent = parent.parent) ancestors.unshift(parent);
+  // Outermost first, so a nearer one (further right on the line) replaces it.
+  for (const ancestor of ancestors) {
+    for (const option of ancestor.options) {
+      const key = option.attributeName();
+      if (ancestor.getOptionValueSource(key) === 'cli') given.set(key, { flag: option.long ?? option.flags, value: ancestor.getOptionValue(key) });
+    }
+  }
+  for (const [key, { flag, value }] of given) {
+    if (!command.options.some((own) => own.attributeName() === key)) throw new UsageError(`svc ${command.name()} does not take ${flag}`);
+    if (command.getOptionValueSource(key) === undefined) command.setOptionValueWithSource(key, value, 'cli');
   }
 }
 

@@ -15,8 +15,9 @@ Admin commands (keys, users, orgs, settings, audit, cache, runs) reach svc, in t
   a running svc serve        its local socket in the data directory (you act as the local operator)
   otherwise                  the data directory in-process, holding its lock for the command's duration
 The data directory is --data-dir, else SVC_DATA_DIR, else ~/.svc.
---url, --api-key, --data-dir and --json go before the command or after it (svc --url URL keys list); given in both
-places, the one after it wins. svc serve takes --data-dir alone.
+--url, --api-key, --data-dir and --json go before the command, between a group and its command or after it
+(svc --url URL keys list, svc keys --url URL list); given in more than one place, the later one wins. svc serve takes
+--data-dir alone.
 
 Output: tables on stdout, --json for scripts; messages on stderr.
 Exit codes: 0 success, 1 failure (API error, unreachable server), 2 usage error.
@@ -51,6 +52,8 @@ export function buildProgram(groups: readonly RegisterCommands[]): Command {
     .addHelpText('after', HELP_AFTER);
   withConnectionOptions(program).hook('preAction', inheritConnectionOptions);
   for (const register of groups) register(program);
+  // A group (svc keys, svc users ...) takes them too, between it and its command (svc keys --url URL list).
+  for (const group of program.commands) if (group.commands.length > 0) withConnectionOptions(group);
   // Subcommands share the parent's exit behaviour (usage errors exit 2, not a process.exit inside commander).
   const inherit = (command: Command) => {
     command.exitOverride().showHelpAfterError();

@@ -54,6 +54,32 @@ describe('the command line', { concurrency: true }, () => {
     assert.match(keyWithoutUrl.stderr, /--api-key needs --url/);
   });
 
+  test('the options of every admin command also go between its group and it (svc keys --url URL list); the later one wins', async (t) => {
+    const [dataDir, other] = [tempDir(t), tempDir(t)];
+    // They were an unknown option of the group (exit 2), where before and after the command they were read.
+    const created = await runSvc(['keys', '-d', dataDir, '--json', 'create', '--name', 'between']);
+    assert.equal(created.code, 0, created.stderr);
+    assert.equal(JSON.parse(created.stdout).key.name, 'between', '--json between the group and its command');
+    const names = async (argv: string[]) => {
+      const result = await runSvc(argv);
+      assert.equal(result.code, 0, `${argv.join(' ')}: ${result.stderr}`);
+      return JSON.parse(result.stdout).keys.map((key: { name: string }) => key.name);
+    };
+    assert.deepEqual(await names(['-d', other, 'keys', '--data-dir', dataDir, 'list', '--json']), ['between'], 'the group\'s over the program\'s');
+    assert.deepEqual(await names(['keys', '-d', dataDir, 'list', '--json', '-d', other]), [], 'the command\'s over the group\'s');
+    const [bad, unreachable, settings] = await Promise.all([
+      runSvc(['keys', '--url', 'ftp://127.0.0.1:1', 'list']),
+      runSvc(['users', '--url', 'http://127.0.0.1:1', '--api-key', 'svc_x', 'list']),
+      runSvc(['settings', '--data-dir', dataDir, 'get', 'retention_days', '--json']),
+    ]);
+    assert.equal(bad.code, 2, bad.stderr);
+    assert.match(bad.stderr, /^svc: --url must be an http\(s\) URL/m);
+    assert.equal(unreachable.code, 1, unreachable.stderr);
+    assert.match(unreachable.stderr, /cannot reach svc at http:\/\/127\.0\.0\.1:1/);
+    assert.equal(settings.code, 0, settings.stderr);
+    JSON.parse(settings.stdout);
+  });
+
   test('svc serve takes --data-dir before it too, and refuses the admin options it has no use for', async (t) => {
     const dataDir = tempDir(t);
     // This test process is alive: the lock makes it the directory's owner, so serve stops at once, naming it.
@@ -70,11 +96,11 @@ describe('the command line', { concurrency: true }, () => {
     assert.deepEqual(readdirSync(empty), [], 'refused before the data directory was touched');
   });
 
-  test('svc --help lists the options of every admin command, and says they go before or after the command', async () => {
+  test('svc --help lists the options of every admin command, and says they go before, between a group and its command, or after it', async () => {
     const help = await runSvc(['--help']);
     assert.equal(help.code, 0, help.stderr);
     for (const flag of ['--url <url>', '--api-key <token>', '-d, --data-dir <dir>', '--json']) assert.ok(help.stdout.includes(`  ${flag}`), flag);
-    assert.match(help.stdout, /before the command or after it/);
+    assert.match(help.stdout, /before the command, between a group and its command or after it/);
   });
 
   test('-d=DIR is a usage error, not a data directory named "=DIR" made in the working directory', async (t) => {
