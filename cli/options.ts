@@ -1,5 +1,5 @@
 /** Option parsers shared by CLI commands; a bad value is a usage error (exit code 2). */
-import { InvalidArgumentError } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 
 /** One of `values`, as its type: for options and arguments whose values the CLI knows (roles, statuses, tiers). */
 export const oneOf =
@@ -88,4 +88,28 @@ export function parseBaseUrl(value: string): string {
 /** `value` as an error message may show it: the credentials of a URL (`http://user:password@host`) masked. */
 export function shownUrl(value: string): string {
   return value.replace(/^([^:/?#]*:\/\/)[^/?#]*@/, '$1***@');
+}
+
+/**
+ * Makes each value option of `command` refuse, as its value left out, one of the command's own flags: commander takes
+ * whatever follows a value option, so `svc keys create --name --admin` made a key named "--admin" (not an admin one)
+ * and `--app --json` pinned a key to the app "--json" and printed a table. A flag of another command stays a value
+ * (`--name -v` is "-v": the root's -v is no option of `keys create`), and so does any other text starting with `-`.
+ * Run it after the command's options are all added.
+ */
+export function refuseOwnFlagsAsValues(command: Command): void {
+  const flags = new Set(['-h', '--help']);
+  for (const option of command.options) {
+    if (option.short) flags.add(option.short);
+    if (option.long) flags.add(option.long);
+  }
+  const isOwnFlag = (value: string) => flags.has(value) || (value.startsWith('--') && value.includes('=') && flags.has(value.slice(0, value.indexOf('='))));
+  for (const option of command.options) {
+    if (!option.required && !option.optional) continue;
+    const parse = option.parseArg;
+    option.parseArg = <T>(value: string, previous: T): T => {
+      if (isOwnFlag(value)) command.error(`error: option '${option.flags}' argument missing (got ${value}, an option of this command)`, { code: 'commander.optionMissingArgument' });
+      return parse ? parse(value, previous) : (value as T);
+    };
+  }
 }

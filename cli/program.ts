@@ -8,6 +8,7 @@ import { dropEmptyNoColor } from './terminal-color.ts';
 import { Command, CommanderError } from 'commander';
 import { ConfigError, SVC_VERSION } from '../src/config.ts';
 import { inheritConnectionOptions, UsageError, withConnectionOptions } from './connection.ts';
+import { refuseOwnFlagsAsValues } from './options.ts';
 
 const HELP_AFTER = `
 Admin commands (keys, users, orgs, settings, audit, cache, runs) reach svc, in this order of choice:
@@ -57,9 +58,11 @@ export function buildProgram(groups: readonly RegisterCommands[]): Command {
   // Subcommands share the parent's exit behaviour (usage errors exit 2, not a process.exit inside commander).
   const inherit = (command: Command) => {
     command.exitOverride().showHelpAfterError();
+    refuseOwnFlagsAsValues(command);
     command.commands.forEach(inherit);
   };
   program.commands.forEach(inherit);
+  refuseOwnFlagsAsValues(program);
   return program;
 }
 

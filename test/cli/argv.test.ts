@@ -24,6 +24,31 @@ describe('the command line', { concurrency: true }, () => {
     }
   });
 
+  test("a value option followed by one of its command's own flags is missing its value, not given that flag as it", async (t) => {
+    const dataDir = tempDir(t);
+    // `--name --admin` created a non-admin key named "--admin"; `--app --json` pinned a key to the app "--json" and
+    // printed a table, exit 0 both.
+    const cases = [
+      ['keys', 'create', '--name', '--admin'],
+      ['keys', 'create', '--name', 'ci', '--app', '--json'],
+      ['keys', 'create', '-n', '--mode=observe'],
+      ['keys', 'create', '--name', '-d', dataDir],
+      ['keys', 'create', '--name', '--help'],
+      ['keys', 'list', '--url', '--json'],
+      ['users', 'create', '--email', '--password-stdin'],
+      ['orgs', '--url', '--json', 'list'],
+      ['--data-dir', '--json', 'keys', 'list'],
+    ];
+    const results = await Promise.all(cases.map((argv) => runSvc([...argv, '--data-dir', dataDir])));
+    results.forEach((result, i) => {
+      const argv = cases[i]!.join(' ');
+      assert.equal(result.code, 2, `${argv}: ${result.stdout}${result.stderr}`);
+      assert.match(result.stderr, /argument missing/, argv);
+      assert.equal(result.stdout, '', argv);
+    });
+    assert.deepEqual(readdirSync(dataDir), [], 'refused before the data directory was touched');
+  });
+
   test('the options of every admin command also go before the command, as git and kubectl take them; the one after wins', async (t) => {
     const [dataDir, other] = [tempDir(t), tempDir(t)];
     const created = await runSvc(['--data-dir', dataDir, '--json', 'keys', 'create', '--name', 'before']);
