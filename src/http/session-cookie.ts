@@ -3,12 +3,13 @@
  * lifetime, Secure when the request came over HTTPS (directly or through a trusted proxy, SPEC 5.4).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { requestScheme } from './request-scheme.ts';
 
 export const SESSION_COOKIE = 'svc_session';
 const MAX_AGE_S = 30 * 86_400;
 
 function attributes(request: FastifyRequest, maxAge: number): string {
-  return `Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAge}${request.protocol === 'https' ? '; Secure' : ''}`;
+  return `Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAge}${requestScheme(request) === 'https' ? '; Secure' : ''}`;
 }
 
 export function setSessionCookie(request: FastifyRequest, reply: FastifyReply, token: string): void {

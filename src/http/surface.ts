@@ -16,6 +16,7 @@ import { replyError, toAppError, type ErrorSurface } from './error-shapes.ts';
 import type { AuthFailureLimiter } from './auth-failures.ts';
 import { isLocalOperator } from './local-socket.ts';
 import { mayServeOpenIdentity, openIdentityRefused } from './open-mode-host.ts';
+import { requestScheme } from './request-scheme.ts';
 import { cookieOf, SESSION_COOKIE } from './session-cookie.ts';
 import { limitKeyOfAddress } from '../net/addresses.ts';
 
@@ -98,7 +99,7 @@ function checkOrigin(request: FastifyRequest, allowed: readonly string[]): void 
     return;
   }
   const origin = originOf(presented);
-  if (origin === 'null' || (origin !== originOf(`${request.protocol}://${request.host}`) && !allowed.includes(origin))) {
+  if (origin === 'null' || (origin !== originOf(`${requestScheme(request)}://${request.host}`) && !allowed.includes(origin))) {
     throw new AppError('csrf_rejected');
   }
 }

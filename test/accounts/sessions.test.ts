@@ -72,6 +72,20 @@ test('login is Secure over HTTPS only through a trusted proxy', async (t) => {
   assert.doesNotMatch(String(untrusted.headers['set-cookie']), /Secure/);
 });
 
+test('a trusted proxy\'s scheme counts in any case: X-Forwarded-Proto HTTPS is HTTPS, for the cookie and the origin check', async (t) => {
+  const trusted = await buildWithAdmin(t, { SVC_TRUST_PROXY_HEADERS: 'true', SVC_TRUSTED_PROXY_CIDRS: '127.0.0.1/32' });
+  const login = (proto: string, origin: string) =>
+    trusted.app.inject({ method: 'POST', url: '/api/v1/auth/login', remoteAddress: '127.0.0.1', headers: { 'x-forwarded-proto': proto, origin }, payload: ADMIN });
+  const upper = await login('HTTPS', 'https://localhost:80');
+  assert.equal(upper.statusCode, 200, upper.body);
+  assert.match(String(upper.headers['set-cookie']), /; Secure$/);
+  // A scheme that is neither is plain http: the page's own origin is http's, and no cookie is Secure.
+  const other = await login('javascript', 'http://localhost:80');
+  assert.equal(other.statusCode, 200, other.body);
+  assert.doesNotMatch(String(other.headers['set-cookie']), /Secure/);
+  assert.equal((await login('javascript', 'javascript://localhost:80')).statusCode, 403);
+});
+
 test('unknown e-mail and wrong password: same status, body, no cookie, and the same password work', async (t) => {
   const { app, hasher } = await buildWithAdmin(t);
   const attempt = (email: string) =>
