@@ -26,6 +26,11 @@ export interface CacheRepository {
   get(tenantId: string, cacheType: string, key: string): Promise<CacheEntry | null>;
   /** Insert or replace (a refresh resets the hit counter's source but keeps counting hits). */
   putDeferred(entry: Omit<CacheEntry, 'hits' | 'lastHitAt'>): void;
+  /**
+   * Drop one entry: lookups miss it at once, its row goes with the next group commit. An entry stored under the key
+   * after the call stays; one put before it, still unwritten, is dropped with it.
+   */
+  dropDeferred(tenantId: string, cacheType: string, key: string): void;
   recordHitDeferred(tenantId: string, cacheType: string, key: string, at: number): void;
   /** Entries and hits per tier of the tenant, or of its app `appId` (an app-pinned caller's) when given. */
   stats(tenantId: string, appId: string | null): Promise<Array<{ cacheType: string; entries: number; hits: number }>>;
@@ -195,6 +200,9 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
       return rowId;
     }
   };
+  // Entries dropped (`dropDeferred`) while the index is still being loaded, each with the last row id it may have had:
+  // a row the load had not reached yet must not be found again once it does. Null once the load is done.
+  let droppedWhileLoading: DictionaryMap<number> | null = new DictionaryMap<number>();
   const loading = (async () => {
     try {
       for (let after = 0; ; ) {
@@ -206,7 +214,12 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
           );
           // In the read's synchronous step: no write can come between the rows read and the index.
           for (const row of batch) {
-            const older = index.setUnlessNewer(identityOf(row), row.id);
+            const identity = identityOf(row);
+            if (droppedWhileLoading!.size > 0 && row.id <= (droppedWhileLoading!.get(identity) ?? 0)) {
+              store.writeDeferred((inner) => dropOlder(inner, row.id, row.tenant_id, row.cache_type, row.key), ENTRY_WRITE);
+              continue;
+            }
+            const older = index.setUnlessNewer(identity, row.id);
             if (older !== undefined) store.writeDeferred((inner) => dropOlder(inner, older, row.tenant_id, row.cache_type, row.key), ENTRY_WRITE);
           }
           return batch;
@@ -216,6 +229,8 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
       }
     } catch {
       // The store closed during the load: there is nothing left to answer.
+    } finally {
+      droppedWhileLoading = null;
     }
   })();
 
@@ -304,15 +319,21 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
       pending.set(id, overlay);
       // Decided once: the store may run a deferred write a second time (alone, after its batch's savepoint failed).
       let current: boolean | undefined;
+      let dropped = false;
       let asked = false;
       store.writeDeferred((sql) => {
         if (current === undefined) {
-          current = pending.get(id) === overlay;
+          const waiting = pending.get(id);
+          current = waiting === overlay;
+          // Gone from `pending` with no later put of the key there: dropped (dropDeferred, an invalidation) before
+          // its write, which must not bring it back.
+          dropped = waiting === undefined;
           if (current) {
             pending.delete(id);
             asked = askedWhilePending.delete(id);
           }
         }
+        if (dropped) return;
         const valueJson = JSON.stringify(entry.value);
         const { tenantId, cacheType, key } = entry;
         const stored = index.get(id);
@@ -334,6 +355,25 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
         if (current && recent && (asked || recent.has(id))) {
           recent.set(id, overlay, estimatedBytes(overlay, valueJson.length));
         }
+      }, ENTRY_WRITE_EARLY);
+    },
+
+    dropDeferred(tenantId, cacheType, key) {
+      const id = idOf(tenantId, cacheType, key);
+      // At once, in memory: no lookup finds the entry from here on (and a read already under way keeps its copy out
+      // of `recent`); a put of the key still waiting for its write sees it was dropped.
+      generation += 1;
+      recent?.delete(id);
+      pending.delete(id);
+      askedWhilePending.delete(id);
+      const rowId = index.get(id);
+      if (rowId !== undefined) index.delete(id, rowId);
+      droppedWhileLoading?.set(id, Number.MAX_SAFE_INTEGER);
+      store.writeDeferred((sql) => {
+        if (rowId !== undefined) dropOlder(sql, rowId, tenantId, cacheType, key);
+        // Rows the index load has not reached yet are the dropped entry's up to the last id written so far; a put of
+        // the key after the drop is written after this, with a higher id.
+        droppedWhileLoading?.set(id, sql.get<{ id: number | null }>('SELECT MAX(id) AS id FROM cache_entries')?.id ?? 0);
       }, ENTRY_WRITE_EARLY);
     },
 

@@ -72,6 +72,8 @@ export function createCacheService(deps: { repo: CacheRepository; audit: AuditSe
 export interface ResponseCache {
   get(tenantId: string, cacheType: string, key: string): Promise<CacheEntry | null>;
   putDeferred(entry: Omit<CacheEntry, 'hits' | 'lastHitAt'>): void;
+  /** Drop the entry of a key (lookups miss it at once), as the next group commit deletes its row. */
+  dropDeferred(tenantId: string, cacheType: string, key: string): void;
   recordHitDeferred(tenantId: string, cacheType: string, key: string, at: number): void;
 }
 
@@ -79,6 +81,7 @@ export function createResponseCache(repo: CacheRepository): ResponseCache {
   return {
     get: (tenantId, cacheType, key) => repo.get(tenantId, cacheType, key),
     putDeferred: (entry) => repo.putDeferred(entry),
+    dropDeferred: (tenantId, cacheType, key) => repo.dropDeferred(tenantId, cacheType, key),
     recordHitDeferred: (tenantId, cacheType, key, at) => repo.recordHitDeferred(tenantId, cacheType, key, at),
   };
 }

@@ -549,6 +549,12 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
         }
         if (!adapter.cacheable(response)) {
           decision.write = 'not_cacheable';
+          // A refresh asked for this answer instead of the stored one: that one must not be served to the next
+          // request either, so it goes (a refresh that fails upstream gives no answer and leaves the entry alone).
+          if (!controls.serve) {
+            cache.dropDeferred(auth.tenantId, EXACT_CACHE, key);
+            run.event('cache.dropped', { cacheType: EXACT_CACHE, control: controls.control, reason: 'not_cacheable' });
+          }
           return;
         }
         decision.write = controls.serve ? 'stored' : 'refreshed';

@@ -446,3 +446,36 @@ test('migration 6 keeps the entries of an older data file, and they are found', 
   const indexes = await store.read((sql) => sql.all<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'cache_entries'"));
   assert.deepEqual(indexes.map((row) => row.name), ['cache_entries_tenant_created']);
 });
+
+test('a dropped entry is a miss at once and stays gone: its row, a put of it not yet written, a row the index load had not reached; a put after the drop stays', async (t) => {
+  const { inner, repo } = await setup(t);
+  repo.putDeferred(entry('ten_a', 'written'));
+  await inner.flush();
+  assert.ok(await repo.get('ten_a', 'exact_response', 'written'), 'in memory after its hit');
+  repo.dropDeferred('ten_a', 'exact_response', 'written');
+  assert.equal(await repo.get('ten_a', 'exact_response', 'written'), null, 'a miss before the commit');
+  repo.putDeferred(entry('ten_a', 'unwritten'));
+  repo.dropDeferred('ten_a', 'exact_response', 'unwritten');
+  repo.putDeferred(entry('ten_a', 'again'));
+  repo.dropDeferred('ten_a', 'exact_response', 'again');
+  repo.putDeferred(entry('ten_a', 'again', { answer: 'after the drop' }));
+  await inner.flush();
+  assert.deepEqual((await rowsOf(inner, 'ten_a')).map((row) => row.key), ['again']);
+  assert.equal(await repo.get('ten_a', 'exact_response', 'unwritten'), null);
+  assert.deepEqual((await repo.get('ten_a', 'exact_response', 'again'))?.value, { answer: 'after the drop' });
+
+  // After a restart, dropped before the index load reached its row.
+  repo.putDeferred(entry('ten_a', 'old'));
+  await inner.flush();
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const { store } = countingStore(inner);
+  const fresh = createCacheRepository({ ...store, read: async (fn) => gate.then(() => store.read(fn)) } as Store, { memoryBytes: 0 });
+  fresh.dropDeferred('ten_a', 'exact_response', 'old');
+  await inner.flush();
+  open();
+  await fresh.loaded();
+  assert.equal(await fresh.get('ten_a', 'exact_response', 'old'), null);
+  await inner.flush();
+  assert.deepEqual((await rowsOf(inner, 'ten_a')).map((row) => row.key), ['again']);
+});
