@@ -21,7 +21,9 @@ export function cacheRoutes(cache: CacheService) {
       return cache.stats(authOf(request));
     });
     app.post('/cache/invalidate', async (request) => {
-      const body = invalidateBody.parse(request.body ?? {});
+      // No body at all is `{}` (every tier, as the SPEC's omitted cacheType); a JSON `null` is refused as `[]` is,
+      // not read as that tenant-wide clear.
+      const body = invalidateBody.parse(request.body === undefined ? {} : request.body);
       return cache.invalidate(authOf(request), body);
     });
   };
