@@ -21,6 +21,8 @@ export function cacheRoutes(cache: CacheService) {
       return cache.stats(authOf(request));
     });
     app.post('/cache/invalidate', async (request) => {
+      // Its choices are the body's: a `?cacheType=` dropped left the delete wider than asked, every tier.
+      noQuery.parse(request.query);
       // No body at all is `{}` (every tier, as the SPEC's omitted cacheType); a JSON `null` is refused as `[]` is,
       // not read as that tenant-wide clear.
       const body = invalidateBody.parse(request.body === undefined ? {} : request.body);

@@ -38,3 +38,14 @@ test('a request without a body still clears every tier (the omitted cacheType of
   assert.equal(json(response).invalidated, 1);
   assert.equal(await route(), 'live');
 });
+
+test('a query parameter is a 400 naming it, never dropped: ?cacheType=som without a body cleared every tier', async (t) => {
+  const { app, route } = await primed(t);
+  for (const url of ['/api/v1/cache/invalidate?cacheType=som', '/api/v1/cache/invalidate?keyPrefix=messages:']) {
+    const response = await app.inject({ method: 'POST', url, headers: bearer(BOOT) });
+    assert.equal(response.statusCode, 400, `${url}: ${response.body}`);
+    assert.equal(json(response).error.code, 'invalid_request');
+    assert.match(json(response).error.message, /unknown query parameter; this endpoint takes none/);
+  }
+  assert.equal(await route(), 'exact_cache', 'nothing was invalidated');
+});
