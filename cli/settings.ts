@@ -63,6 +63,8 @@ Examples:
           throw new UsageError(`--value-stdin reads a pipe, but stdin is a terminal, which would show ${key}: leave it out to be asked in a hidden prompt`);
         }
         const raw = await readStdin();
+        // An unset variable piped in: no value, not a setting of "" (a secret's clearing is `null`, said outright).
+        if (raw === '') throw new UsageError('--value-stdin: stdin held no value (pass null as the value to clear the setting)');
         // Secrets are taken verbatim: a secret that happens to look like JSON must not change type.
         parsed = secret ? raw : parseSettingValue(raw);
       } else if (value !== undefined) {

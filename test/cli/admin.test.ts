@@ -76,6 +76,10 @@ describe('the admin CLI', { concurrency: true }, () => {
       usage(['cache', 'invalidate', '--type', 'exact_response', '--prefix', '', '-y', ...args], '--prefix empty', { stderr: /--prefix.*must not be empty/ }),
       usage(['keys', 'list', '--api-key', 'svc_x', ...args], '--api-key without --url', { stderr: /--api-key needs --url/ }),
       usage(['settings', 'set', 'retention_days', '3', '--value-stdin', ...args], 'a value and --value-stdin', { input: '4' }),
+      // An empty stdin (an unset variable piped in) holds no value: refused as --password-stdin's is, not sent as "".
+      ...['', '\n'].map((input) =>
+        usage(['settings', 'set', 'webhook_secret', '--value-stdin', ...args], `--value-stdin ${JSON.stringify(input)}`, { input, stderr: /stdin held no value/ }),
+      ),
       // Page sizes past the endpoint's limit, and URLs that are not http(s), are usage errors too (not API errors).
       ...[['keys', 'list', '--limit', '201'], ['users', 'list', '--limit', '0'], ['orgs', 'list', '--limit', '201'], ['audit', '--limit', '501'], ['runs', '--no-tui', '--limit', '201']].map((bad) =>
         usage([...bad, ...args], bad.join(' '), { stderr: /must be an integer from 1 to (200|500)/ }),
