@@ -1,8 +1,9 @@
 /**
  * The embeddings service behind `POST /v1/embeddings` (SPEC 4.2): routes to the provider registry's candidates and
- * fails open along them, splits a batch the backend refuses as too large (halving, recursively) and merges the parts
- * index-aligned, embeds text and token-array inputs of one request as separate upstream batches (a compatible upstream
- * takes one kind per call), and encodes the vectors as floats or base64. It records no run and populates no cache.
+ * fails open along them, sends a batch the backend refuses as too large again in smaller chunks (halving the size at
+ * each refusal) and merges them index-aligned, embeds text and token-array inputs of one request as separate upstream
+ * batches (a compatible upstream takes one kind per call), and encodes the vectors as floats or base64. It records no
+ * run and populates no cache.
  */
 import type { CallSignal } from './call-signal.ts';
 import { AppError } from '../core/errors.ts';
@@ -68,7 +69,7 @@ interface Embedded {
 }
 
 /**
- * Parts of one request embedded apart (halves of a batch too large, text and token inputs) must have vectors of one
+ * Parts of one request embedded apart (chunks of a batch too large, text and token inputs) must have vectors of one
  * length, as one answer's have (the provider checks those): an upstream that switched model between parts (a
  * misconfigured fallback behind it) would otherwise yield a mixed answer. Each part's first vector stands for it.
  */
@@ -81,37 +82,52 @@ function assertSameDimensions(part: number[][], before: number[][], provider: st
 }
 
 export function createEmbeddingsService(deps: { providers: ProviderRegistry }): EmbeddingsService {
-  /** Embed one same-kind batch with one provider, halving whenever the backend says the batch is too large. */
-  async function embedSplitting(provider: Provider, command: CreateEmbeddingsCommand, inputs: EmbeddingInput[], signal: CallSignal): Promise<Embedded> {
-    let result: EmbeddingsResult;
-    try {
-      result = await provider.embed(
-        {
-          model: command.model,
-          input: inputs as string[] | number[][],
-          ...(command.dimensions !== undefined ? { dimensions: command.dimensions } : {}),
-          ...(command.user !== undefined ? { user: command.user } : {}),
-          ...(command.extra !== undefined ? { extra: command.extra } : {}),
-        },
-        { signal },
-      );
-    } catch (error) {
-      if (!(error instanceof ProviderError) || error.kind !== 'batch_too_large') throw error;
-      if (inputs.length <= 1) {
-        // One input that is still "too large" is too long, not too many: the client's to fix.
-        throw new ProviderError('rejected', error.message, { provider: error.provider, upstreamStatus: 400, cause: error });
+  /**
+   * Embed one same-kind batch with one provider in consecutive chunks: the whole batch first, and whenever the backend
+   * says a chunk is too large, chunks of half its size from there on. The size a backend refused is never sent again,
+   * so a backend taking L inputs a call costs log2(n / L) refused calls; halving each part on its own asked every part
+   * larger than L again (at L = 1, n - 1 refused calls of 2n - 1).
+   */
+  async function embedChunked(provider: Provider, command: CreateEmbeddingsCommand, inputs: EmbeddingInput[], signal: CallSignal): Promise<Embedded> {
+    const vectors: number[][] = [];
+    let tokens = 0;
+    let model: string | undefined;
+    let size = inputs.length;
+    let start = 0;
+    while (start < inputs.length) {
+      const chunk = size >= inputs.length ? inputs : inputs.slice(start, start + size);
+      let result: EmbeddingsResult;
+      try {
+        result = await provider.embed(
+          {
+            model: command.model,
+            input: chunk as string[] | number[][],
+            ...(command.dimensions !== undefined ? { dimensions: command.dimensions } : {}),
+            ...(command.user !== undefined ? { user: command.user } : {}),
+            ...(command.extra !== undefined ? { extra: command.extra } : {}),
+          },
+          { signal },
+        );
+      } catch (error) {
+        if (!(error instanceof ProviderError) || error.kind !== 'batch_too_large') throw error;
+        if (chunk.length <= 1) {
+          // One input that is still "too large" is too long, not too many: the client's to fix.
+          throw new ProviderError('rejected', error.message, { provider: error.provider, upstreamStatus: 400, cause: error });
+        }
+        // Sequential chunks: parallel ones would add pressure on a backend that is already refusing.
+        size = Math.ceil(chunk.length / 2);
+        continue;
       }
-      const middle = Math.ceil(inputs.length / 2);
-      // Sequential halves: parallel ones would double the pressure on a backend that is already refusing.
-      const left = await embedSplitting(provider, command, inputs.slice(0, middle), signal);
-      const right = await embedSplitting(provider, command, inputs.slice(middle), signal);
-      assertSameDimensions(right.vectors, left.vectors, provider.name);
-      return { model: left.model, vectors: [...left.vectors, ...right.vectors], tokens: left.tokens + right.tokens };
+      if (result.vectors.length !== chunk.length) {
+        throw new ProviderError('bad_response', `expected ${chunk.length} embeddings, got ${result.vectors.length}`, { provider: provider.name });
+      }
+      assertSameDimensions(result.vectors, vectors, provider.name);
+      for (const vector of result.vectors) vectors.push(vector);
+      tokens += result.usage.prompt_tokens;
+      model ??= result.model;
+      start += chunk.length;
     }
-    if (result.vectors.length !== inputs.length) {
-      throw new ProviderError('bad_response', `expected ${inputs.length} embeddings, got ${result.vectors.length}`, { provider: provider.name });
-    }
-    return { model: result.model, vectors: result.vectors, tokens: result.usage.prompt_tokens };
+    return { model: model ?? command.model, vectors, tokens };
   }
 
   /** Every input with one provider: text and token inputs as separate batches, merged back by original index. */
@@ -130,7 +146,7 @@ export function createEmbeddingsService(deps: { providers: ProviderRegistry }): 
     let before: number[][] = [];
     for (const indexes of [textIndexes, tokenIndexes]) {
       if (indexes.length === 0) continue;
-      const part = await embedSplitting(provider, command, indexes.map((i) => command.inputs[i]!), signal);
+      const part = await embedChunked(provider, command, indexes.map((i) => command.inputs[i]!), signal);
       assertSameDimensions(part.vectors, before, provider.name);
       before = part.vectors;
       indexes.forEach((original, position) => {

@@ -411,3 +411,33 @@ test('the mock bounds the values it builds (inputs × dimensions, 1,048,576): pa
   assert.equal(at.statusCode, 200);
   assert.equal(json(at).data.length, 2048);
 });
+
+test('a backend that takes few inputs per call is asked again in chunks of the size it took, not each half refused anew: n inputs cost log2(n) refusals, never n - 1', async (t) => {
+  let limit = 1;
+  const sizes: number[] = [];
+  const upstream = await startFakeUpstream(t, (req, res) => {
+    const input = req.body.input as string[];
+    sizes.push(input.length);
+    if (input.length > limit) return sendJson(res, 400, { error: { message: `Invalid 'input': array too long. Expected an array with maximum length ${limit}.` } });
+    sendJson(res, 200, embeddingsAnswer(input, 'text-embedding-3-small', (text) => [Number((text as string).slice(1)), 1]));
+  });
+  const { client } = await openaiGateway(t, upstream);
+  // [inputs, what the backend takes, the most refusals: one per halving down to a size it takes]
+  const cases: Array<[number, number, number]> = [
+    [16, 1, 4], // halving each part apart: 15 refused calls, 31 in all (2n - 1)
+    [2048, 100, 5], // 2048, 1024, 512, 256, 128 refused; was 31
+    [11, 3, 2], // 11, 6 refused; then chunks of 3, the last one shorter
+  ];
+  for (const [count, taken, refusals] of cases) {
+    limit = taken;
+    sizes.length = 0;
+    const input = Array.from({ length: count }, (_, i) => `t${i}`);
+    const answer = await client.embeddings.create({ model: 'text-embedding-3-small', input, encoding_format: 'float' });
+    assert.deepEqual(answer.data.map((item) => [item.index, item.embedding[0]]), input.map((_, i) => [i, i]), `${count} inputs, ${taken} a call: index-aligned`);
+    assert.equal(answer.usage.prompt_tokens, count);
+    const refused = sizes.filter((size) => size > taken).length;
+    assert.ok(refused <= refusals, `${count} inputs, ${taken} a call: ${refused} refused calls (${sizes.length} in all), at most ${refusals} expected`);
+    const embedded = sizes.filter((size) => size <= taken).reduce((sum, size) => sum + size, 0);
+    assert.equal(embedded, count, 'each input embedded once');
+  }
+});
