@@ -1048,6 +1048,36 @@ test("an overloaded upstream (HTTP 529, or an overloaded_error event before any 
   assert.equal((other.error as { error: { type: string } }).error.type, 'api_error');
 });
 
+test("an upstream's 529 or 503 with retry-after reaches the SDK with that retry-after, as a 429's does (buffered and before a stream started); a 5xx without one gets none", async (t) => {
+  let answer: { status: number; headers: Record<string, string> } = { status: 529, headers: {} };
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    const type = answer.status === 529 ? 'overloaded_error' : 'api_error';
+    sendJson(res, answer.status, { type: 'error', error: { type, message: 'Busy' } }, answer.headers);
+  });
+  const { client } = await liveGateway(t, upstream);
+  const failure = async (stream: boolean) => {
+    const request = { model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() };
+    const call = stream ? client.messages.create({ ...request, stream: true }) : client.messages.create(request);
+    const error = await call.then(() => null, (thrown: unknown) => thrown);
+    assert.ok(error instanceof Anthropic.APIError, String(error));
+    return error;
+  };
+  for (const stream of [false, true]) {
+    answer = { status: 529, headers: { 'retry-after': '7' } };
+    const overloaded = await failure(stream);
+    assert.ok(overloaded instanceof Anthropic.OverloadedError, String(overloaded));
+    assert.equal(overloaded.headers?.get('retry-after'), '7', `529 ${stream ? 'streamed' : 'buffered'}`);
+    answer = { status: 503, headers: { 'retry-after': '9' } };
+    const unavailable = await failure(stream);
+    assert.equal(unavailable.status, 502);
+    assert.equal(unavailable.headers?.get('retry-after'), '9', `503 ${stream ? 'streamed' : 'buffered'}`);
+    answer = { status: 529, headers: {} };
+    assert.equal((await failure(stream)).headers?.get('retry-after'), null, 'none was given: none is made up');
+    answer = { status: 500, headers: { 'retry-after': '5' } };
+    assert.equal((await failure(stream)).headers?.get('retry-after'), null, "a 500's is not one of an upstream saying when to come back");
+  }
+});
+
 /** The first bytes of an image of `width` x `height` in each format svc reads the size of, then bytes that are no image. */
 function imageHeader(format: 'png' | 'gif' | 'jpeg' | 'webp-vp8' | 'webp-vp8l' | 'webp-vp8x', width: number, height: number): Buffer {
   const rest = Buffer.alloc(3000, 0x5a);

@@ -110,6 +110,9 @@ function upstreamParam(body: string): string | null {
   }
 }
 
+/** The 5xx statuses whose `retry-after` is relayed: unavailable (503), and overloaded (the messages family's 529). */
+const SAYS_WHEN_TO_RETRY: ReadonlySet<number> = new Set([503, 529]);
+
 /** The statuses of an upstream's refusal of svc's own account (`refusedGatewayAccount`). */
 const GATEWAY_ACCOUNT_STATUSES: ReadonlySet<number> = new Set([401, 402, 403]);
 
@@ -126,7 +129,11 @@ function failureOfStatus(failure: Omit<HttpFailure, 'body'>, message: string, up
     return new ProviderError('rate_limited', message, { ...base, ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}) });
   }
   if (status === 408) return new ProviderError('timeout', message, base);
-  if (status >= 500) return new ProviderError('upstream_error', message, base);
+  if (status >= 500) {
+    // An unavailable or overloaded upstream may say when to come back, as a rate limit does: relayed the same way.
+    const retryAfterSeconds = SAYS_WHEN_TO_RETRY.has(status) ? parseRetryAfter(failure.headers, failure.nowMs) : undefined;
+    return new ProviderError('upstream_error', message, { ...base, ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}) });
+  }
   if (failure.wire === 'embeddings' && (status === 413 || (status === 400 && BATCH_TOO_LARGE.test(message)))) {
     return new ProviderError('batch_too_large', message, base);
   }
@@ -280,9 +287,9 @@ export function refusedGatewayAccount(error: ProviderError): boolean {
 }
 
 /**
- * The HTTP answer to a provider failure: 429 with retry-after; 5xx, bad_response and network -> 502; timeout -> 504;
- * rejected -> the upstream's own 4xx, except a refusal of svc's own account (401, 402, 403: `refusedGatewayAccount`),
- * which becomes 502; unsupported -> 400.
+ * The HTTP answer to a provider failure: 429 with retry-after; 5xx (with the retry-after of a 503 or 529), bad_response
+ * and network -> 502; timeout -> 504; rejected -> the upstream's own 4xx, except a refusal of svc's own account (401,
+ * 402, 403: `refusedGatewayAccount`), which becomes 502; unsupported -> 400.
  */
 export function providerErrorStatus(error: ProviderError): ProviderErrorHttp {
   switch (error.kind) {
@@ -311,7 +318,13 @@ export function providerErrorStatus(error: ProviderError): ProviderErrorHttp {
     case 'aborted':
       return { status: STATUS_OF.aborted, type: 'server_error', code: 'aborted', message: 'The request was aborted.' };
     default:
-      return { status: STATUS_OF[error.kind], type: 'server_error', code: 'upstream_error', message: 'The upstream provider failed.' };
+      return {
+        status: STATUS_OF[error.kind],
+        type: 'server_error',
+        code: 'upstream_error',
+        message: 'The upstream provider failed.',
+        ...(error.retryAfterSeconds !== undefined ? { retryAfter: error.retryAfterSeconds } : {}),
+      };
   }
 }
 
@@ -337,7 +350,7 @@ export function providerErrorToAppError(error: ProviderError): AppError {
       return new AppError('upstream_timeout', { cause: error });
     case 'upstream_error':
       // An upstream's 529 (or the `overloaded_error` event that stands for it): its own wire tells the client so.
-      return new AppError(error.upstreamStatus === OVERLOADED_STATUS ? 'upstream_overloaded' : 'upstream_error', { cause: error });
+      return new AppError(error.upstreamStatus === OVERLOADED_STATUS ? 'upstream_overloaded' : 'upstream_error', { headers, cause: error });
     default:
       return new AppError('upstream_error', { cause: error });
   }
