@@ -588,6 +588,28 @@ test('the mock ends a text at the earliest stop sequence with stop_reason stop_s
   assert.equal(plain.stop_sequence, null);
 });
 
+test("the mock honours a tool_choice forcing a provider-defined tool (no input_schema): a server tool (web_search) is a server_tool_use block before its text, a client one (bash) a tool_use; never a 400, nor a text answer ignoring the choice, buffered and streamed", async (t) => {
+  const { client } = await listening(t);
+  const webSearch = { type: 'web_search_20250305' as const, name: 'web_search' as const, max_uses: 1 };
+  const bash = { type: 'bash_20250124' as const, name: 'bash' as const };
+  const cases: Array<{ tools: Anthropic.Messages.ToolUnion[]; name: string; block: string; stop: string }> = [
+    { tools: [webSearch], name: 'web_search', block: 'server_tool_use', stop: 'end_turn' },
+    // Beside a function tool the mock could call (and the planner's choice of it named a tool it did not know: a 400).
+    { tools: [WEATHER, webSearch], name: 'web_search', block: 'server_tool_use', stop: 'end_turn' },
+    { tools: [bash, WEATHER], name: 'bash', block: 'tool_use', stop: 'tool_use' },
+  ];
+  for (const { tools, name, block, stop } of cases) {
+    const request = () => ({ model: 'claude-sonnet-4-5', max_tokens: 256, messages: ask('what is new in Oslo'), tools, tool_choice: { type: 'tool' as const, name } });
+    for (const [how, message] of [['buffered', await client.messages.create(request())], ['streamed', await client.messages.stream(request()).finalMessage()]] as const) {
+      const label = `${name} beside ${tools.length - 1} other, ${how}`;
+      const called = message.content.filter((part) => part.type === 'tool_use' || part.type === 'server_tool_use');
+      assert.deepEqual(called.map((part) => [part.type, (part as { name: string }).name]), [[block, name]], label);
+      assert.equal(message.stop_reason, stop, label);
+      assert.match((called[0] as { id: string }).id, block === 'tool_use' ? /^toolu_/ : /^srvtoolu_/, label);
+    }
+  }
+});
+
 test("a cache hit replayed as a stream keeps a tool_use block's own fields (caller) beside its input", async (t) => {
   const block = { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Oslo' }, caller: { type: 'direct' } };
   const upstream = await startFakeUpstream(t, (_req, res) =>

@@ -67,6 +67,44 @@ function structuredOutput(request: MessagesRequest): { schema: unknown } | null 
   return format?.type === 'json_schema' ? { schema: format.schema ?? {} } : null;
 }
 
+/**
+ * The provider's server tools, by their versioned type: it runs them itself, answering a `server_tool_use` block (and
+ * its result) in the message. Any other tool without an `input_schema` is a client tool the provider defines (`bash_*`,
+ * `text_editor_*`, `computer_*`, `memory_*`), which the client runs from a `tool_use` block.
+ */
+const SERVER_TOOL_TYPE = /^(web_search|web_fetch|code_execution|tool_search_tool_(regex|bm25))_/;
+
+/**
+ * The tool a `tool_choice` of type `tool` forces when the provider defines it (no `input_schema`): the chat planner
+ * calls tools by their schemas, so it knows none of these, and the mock calls it itself (`callForcedTool`).
+ */
+function forcedProviderTool(request: MessagesRequest): { name: string; server: boolean } | null {
+  const choice = request.tool_choice;
+  if (choice?.type !== 'tool') return null;
+  // Typed as a function tool, the declared one may be a provider's: a versioned `type`, no `input_schema`.
+  const tool = (request.tools ?? []).find((declared) => declared.name === choice.name) as { name: string; type?: unknown; input_schema?: unknown } | undefined;
+  if (!tool || tool.input_schema !== undefined) return null;
+  return { name: tool.name, server: SERVER_TOOL_TYPE.test(String(tool.type)) };
+}
+
+/**
+ * A forced provider-defined tool called, with an empty input (the mock knows no schema for it): a server tool as a
+ * `server_tool_use` block before the planned text, which the mock does not run (no result block follows); a client
+ * tool as the answer's one `tool_use` block, the turn ending for the client to run it.
+ */
+function callForcedTool(message: MessagesResponse, forced: { name: string; server: boolean }): void {
+  const tokens = 3 + countTokens(forced.name);
+  if (forced.server) {
+    message.content.unshift({ type: 'server_tool_use', id: `srvtoolu_${hex()}`, name: forced.name, input: {} });
+    message.usage.output_tokens += tokens;
+    return;
+  }
+  message.content = [{ type: 'tool_use', id: `toolu_${hex()}`, name: forced.name, input: {} }];
+  message.stop_reason = 'tool_use';
+  message.stop_sequence = null;
+  message.usage.output_tokens = tokens;
+}
+
 export function messagesToChat(request: MessagesRequest): ChatRequest {
   const messages: ChatMessage[] = [];
   if (request.system) messages.push({ role: 'system', content: textOfBlocks(request.system) });
@@ -90,7 +128,8 @@ export function messagesToChat(request: MessagesRequest): ChatRequest {
     // Only the tools in the model's context: a deferred one is called once a tool search found it, which the mock does not run.
     .filter((tool) => tool.input_schema && !isDeferredTool(tool))
     .map((tool) => ({ type: 'function', function: { name: tool.name, ...(tool.description ? { description: tool.description } : {}), parameters: tool.input_schema } }));
-  const choice = request.tool_choice;
+  // A forced provider-defined tool is called by `planMessage`: the planner plans the text, calling none of its tools.
+  const choice: MessagesRequest['tool_choice'] = forcedProviderTool(request) ? { type: 'none' } : request.tool_choice;
   const format = structuredOutput(request);
   return {
     model: planModel(request.model),
@@ -159,6 +198,8 @@ export function chatToMessage(completion: ChatCompletion, model: string, stopSeq
 async function planMessage(plan: PlanChat, request: MessagesRequest, context: ProviderCallContext): Promise<MessagesResponse> {
   const message = chatToMessage(await plan(messagesToChat(request), context), request.model, request.stop_sequences);
   message.usage.input_tokens = countMessagesTokens(request);
+  const forced = forcedProviderTool(request);
+  if (forced) callForcedTool(message, forced);
   withThinking(message, request);
   return message;
 }
