@@ -855,6 +855,27 @@ test("live messages stream: an upstream error event mid-stream reaches the SDK w
   }
 });
 
+test("live messages stream: an overloaded_error mid-stream says so in its message too, the message of the 529 an overloaded_error before the stream started gets, not 'failed'", async (t) => {
+  let midStream = true;
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    if (midStream) writeEvents(res, messageEvents('partial').slice(0, 4));
+    writeEvents(res, [['error', { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }]]);
+    res.end();
+  });
+  const { client } = await liveGateway(t, upstream);
+  const said = async () => {
+    const error = await client.messages.stream({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() }).finalMessage().then(() => null, (thrown: unknown) => thrown);
+    assert.ok(error instanceof Anthropic.APIError, String(error));
+    return (error.error as { error: { type: string; message: string } }).error;
+  };
+  const during = await said();
+  midStream = false;
+  const before = await said();
+  assert.equal(before.type, 'overloaded_error');
+  assert.deepEqual(during, before);
+});
+
 test("a cache hit replayed as a stream gives the SDK a thinking block's thinking and signature events, as the live stream did", async (t) => {
   const upstream = await startFakeUpstream(t, (_req, res) => {
     streamMessage(res, [

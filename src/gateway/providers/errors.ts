@@ -5,7 +5,7 @@
  * Upstream messages are relayed only after any API key in them has been masked.
  */
 import type { CallSignal } from '../call-signal.ts';
-import { AppError } from '../../core/errors.ts';
+import { AppError, ERROR_CATALOGUE } from '../../core/errors.ts';
 import { failedAfterRequestWritten } from './request-written.ts';
 import { ProviderError, type ProviderFailureKind, type Wire } from './types.ts';
 
@@ -322,7 +322,9 @@ export function providerErrorStatus(error: ProviderError): ProviderErrorHttp {
         status: STATUS_OF[error.kind],
         type: 'server_error',
         code: 'upstream_error',
-        message: 'The upstream provider failed.',
+        // An overloaded upstream says so, as the answer to it before a stream started does (`upstream_overloaded`):
+        // a stream failing midway carries this message beside the wire's own type (the messages wire's overloaded_error).
+        message: error.upstreamStatus === OVERLOADED_STATUS ? ERROR_CATALOGUE.upstream_overloaded.message : 'The upstream provider failed.',
         ...(error.retryAfterSeconds !== undefined ? { retryAfter: error.retryAfterSeconds } : {}),
       };
   }
