@@ -110,10 +110,10 @@ test('a buffered messages answer: past the bound a bad_response, cut by the dead
     await sleep(2_000);
     if (!res.destroyed) res.end('"content":[]}');
   });
-  const provider = messagesProvider(t, upstream, { bufferedMs: 300 });
-  const ask = (content: string) => provider.messages({ model: 'claude-x', max_tokens: 10, messages: [{ role: 'user', content }] }, ctx());
-  assert.match((await rejectsWith(ask('huge'), 'bad_response')).message, /larger than 65536 bytes/);
-  await rejectsWith(ask('stall'), 'timeout');
+  const ask = (provider: Provider, content: string) => provider.messages({ model: 'claude-x', max_tokens: 10, messages: [{ role: 'user', content }] }, ctx());
+  // The bound under a deadline of a minute: 300 ms could fire first on a loaded machine, before 64 KiB arrived.
+  assert.match((await rejectsWith(ask(messagesProvider(t, upstream, { bufferedMs: 60_000 }), 'huge'), 'bad_response')).message, /larger than 65536 bytes/);
+  await rejectsWith(ask(messagesProvider(t, upstream, { bufferedMs: 300 }), 'stall'), 'timeout');
 });
 
 test("an error body trickling in does not hold a stream's call past the stream headers' deadline", async (t) => {
