@@ -4,6 +4,7 @@
  */
 import { newId } from '../core/ids.ts';
 import type { RunUsage } from '../evidence/types.ts';
+import { isDocumentFinishReason, withDocumentFinishReason } from './finish-reasons.ts';
 import { filledUsage, hasTokenCounts, InvalidToolCallError, refusedAnswer, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
 import { cachedTokensOf } from './pricing.ts';
 import { providerErrorStatus } from './providers/errors.ts';
@@ -57,8 +58,9 @@ function answerText(completion: ChatCompletion): string {
 }
 
 /**
- * The streamed answers whose assembly could not keep what the live client got (StreamAssembler `storable`): not
- * stored in the exact cache. Weak: an answer leaves it when the request that made it is done with it.
+ * The answers not stored in the exact cache for what they are, not what was asked: a streamed one whose assembly could
+ * not keep what the live client got (StreamAssembler `storable`), a buffered one whose finish reason was not one known
+ * (finish-reasons.ts). Weak: an answer leaves it when the request that made it is done with it.
  */
 const unstorable = new WeakSet<ChatCompletion>();
 
@@ -173,6 +175,7 @@ export function chatAdapter(chat: ValidatedChat, now: () => number): WireAdapter
       withDocumentFields(completion, request.model, now);
       for (const [position, choice] of completion.choices.entries()) {
         withChoiceDocumentFields(choice, position);
+        if (!isDocumentFinishReason(choice.finish_reason) && !withDocumentFinishReason(choice)) unstorable.add(completion);
         for (const [index, call] of (choice.message.tool_calls ?? []).entries()) {
           const problem = chat.tools.check(call, index);
           if (problem) throw refusedAnswer(new InvalidToolCallError(problem.message), completion);

@@ -58,6 +58,7 @@ import type { ChatChunk, ChatCompletion, ChatToolCall, ChatUsage } from './provi
 import { newId } from '../core/ids.ts';
 import { textPieces } from './replay-pieces.ts';
 import { InvalidToolCallError } from './pipeline.ts';
+import { isDocumentFinishReason, withDocumentFinishReason } from './finish-reasons.ts';
 import type { DeclaredTools } from './tool-schemas.ts';
 
 /**
@@ -276,6 +277,8 @@ export class StreamAssembler {
   private readonly finishedChoices = new Set<number>();
   /** Set when a chunk had what the answer cannot keep as the client got it (module comment): not storable. */
   private lossy = false;
+  /** Set when a choice finished for a reason not known (finish-reasons.ts): the answer is not stored. */
+  private unknownFinish = false;
   /**
    * Text of a refused stream that went into no call: the fragment that made svc refuse it (and those after it in its
    * chunk), and the deltas of the chunks read after the refusal (`acceptRefused`). Produced all the same, so counted in
@@ -355,6 +358,8 @@ export class StreamAssembler {
         }
       }
       if (choice.finish_reason) {
+        // Before the choice's fields are kept below: the upstream's own reason goes out and is kept as one of them.
+        if (!isDocumentFinishReason(choice.finish_reason) && !withDocumentFinishReason(choice)) this.unknownFinish = true;
         this.completeAll(index, state, out);
         state.finishReason = choice.finish_reason;
         this.finishedChoices.add(index);
@@ -476,7 +481,7 @@ export class StreamAssembler {
    * MAX_WHOLE_FIELD_CHARS and MAX_WHOLE_FIELDS_CHARS (module comment). Asked once, after the stream.
    */
   get storable(): boolean {
-    if (this.lossy) return false;
+    if (this.lossy || this.unknownFinish) return false;
     let chars = withWholeFieldChars(0, this.fields.once);
     for (const state of this.choices.values()) chars = withWholeFieldChars(chars, state.fields);
     return chars <= MAX_WHOLE_FIELDS_CHARS;

@@ -105,3 +105,54 @@ test("a streamed choice whose upstream sent no role gets the assistant's on its 
   }
   assert.equal(upstream.requests.length, 4);
 });
+
+test("a finish_reason outside the OpenAPI document's (TGI's eos_token, Together's eos, an Anthropic proxy's end_turn, none) reaches the client as the document's, the upstream's kept as native_finish_reason; an unknown one is not cached", async (t) => {
+  const usage = { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 };
+  // [what the upstream sends, what the client gets, its native_finish_reason, whether a repeat is a cache hit]
+  const cases: Array<[unknown, string, unknown, boolean]> = [
+    ['stop', 'stop', undefined, true],
+    ['eos', 'stop', 'eos', true],
+    ['eos_token', 'stop', 'eos_token', true],
+    ['end_turn', 'stop', 'end_turn', true],
+    ['max_tokens', 'length', 'max_tokens', true],
+    ['tool_use', 'tool_calls', 'tool_use', true],
+    ['SAFETY', 'content_filter', 'SAFETY', false],
+    ['abort', 'stop', 'abort', false],
+    [null, 'stop', undefined, false],
+  ];
+  const upstream = await startFakeUpstream(t, (request, res) => {
+    const [sent] = cases[Number(request.body.messages[0].content.split(' ')[0])]!;
+    if (request.body.stream !== true) {
+      return sendJson(res, 200, { id: 'chatcmpl-up', object: 'chat.completion', created: 1700000000, model: 'llama3', choices: [{ index: 0, message: { role: 'assistant', content: 'hi', refusal: null }, logprobs: null, finish_reason: sent }], usage });
+    }
+    const chunk = (choices: unknown[], extra = {}) => ({ id: 'chatcmpl-up', object: 'chat.completion.chunk', created: 1700000000, model: 'llama3', choices, ...extra });
+    // A stream's null is no finish: the final chunk names one.
+    sendChunks(res, [chunk([{ index: 0, delta: { role: 'assistant', content: 'hi' }, finish_reason: null }]), chunk([{ index: 0, delta: {}, finish_reason: sent ?? 'stop' }]), chunk([], { usage })]);
+  });
+  const { client } = await openaiGateway(t, upstream);
+  for (const [at, [sent, expected, native, cached]] of cases.entries()) {
+    for (const route of cached ? ['live', 'exact_cache'] : ['live', 'live']) {
+      const { data, response } = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: `${at} buffered` }] }).withResponse();
+      assert.equal(response.headers.get('x-svc-route'), route, `${String(sent)}`);
+      assert.equal(validateAgainst('CreateChatCompletionResponse', data), null, JSON.stringify(data));
+      assert.deepEqual([data.choices[0]!.finish_reason, (data.choices[0] as unknown as Record<string, unknown>).native_finish_reason], [expected, native]);
+    }
+    if (sent === null) continue;
+    for (const route of cached ? ['live', 'exact_cache'] : ['live', 'live']) {
+      const { data: stream, response } = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: `${at} streamed` }], stream: true }).withResponse();
+      assert.equal(response.headers.get('x-svc-route'), route, `${String(sent)} streamed`);
+      const finishes: unknown[] = [];
+      // A replay sends a choice's own fields on its first chunk (docs/gateway.md), the live stream with the finish.
+      const natives: unknown[] = [];
+      for await (const chunk of stream) {
+        assert.equal(validateAgainst('CreateChatCompletionStreamResponse', chunk), null, JSON.stringify(chunk));
+        for (const choice of chunk.choices) {
+          if (choice.finish_reason !== null) finishes.push(choice.finish_reason);
+          const own = (choice as unknown as Record<string, unknown>).native_finish_reason;
+          if (own !== undefined) natives.push(own);
+        }
+      }
+      assert.deepEqual([finishes, natives], [[expected], native === undefined ? [] : [native]], `${String(sent)} streamed ${route}`);
+    }
+  }
+});
