@@ -7,6 +7,7 @@ import type { RunUsage } from '../evidence/types.ts';
 import { isDocumentFinishReason, withDocumentFinishReason } from './finish-reasons.ts';
 import { filledUsage, hasTokenCounts, InvalidToolCallError, refusedAnswer, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
 import { cachedTokensOf } from './pricing.ts';
+import { isObject } from './providers/chat-completions.ts';
 import { providerErrorStatus } from './providers/errors.ts';
 import { ProviderError, type ChatChunk, type ChatCompletion, type ChatRequest, type ChatUsage } from './providers/types.ts';
 import { completionToChunks, newCompletionId, reasoningText, StreamAssembler } from './stream-assembler.ts';
@@ -75,7 +76,10 @@ class ChatRelay implements StreamRelay<ChatCompletion, ChatStreamEvent> {
   accept(event: unknown): ChatStreamEvent[] {
     const out = this.assembler.accept(event as ChatChunk);
     const usage = (event as ChatChunk).usage;
-    if (usage !== undefined && usage !== null && !hasTokenCounts(usageOf(usage))) this.relayRecordedUsage(out, usage);
+    if (usage === undefined || usage === null) return out;
+    // In the upstream's usage object, which the relayed chunk and the assembled answer share.
+    if (isObject(usage)) withDocumentUsageDetails(usage);
+    if (!hasTokenCounts(usageOf(usage))) this.relayRecordedUsage(out, usage);
     return out;
   }
 
@@ -150,6 +154,16 @@ function withDocumentFields(completion: ChatCompletion, model: string, now: () =
   if (typeof completion.model !== 'string') completion.model = model;
 }
 
+/**
+ * A usage's token details where an upstream sent them `null` or not an object (some compatible servers send
+ * `prompt_tokens_details: null`): the document has an object or none, and the SDKs type them so. Left out (undefined:
+ * JSON drops it), a usage that has them right or none pays two checks; nothing is written into one that has none.
+ */
+function withDocumentUsageDetails(usage: ChatUsage): void {
+  if (usage.prompt_tokens_details !== undefined && !isObject(usage.prompt_tokens_details)) usage.prompt_tokens_details = undefined;
+  if (usage.completion_tokens_details !== undefined && !isObject(usage.completion_tokens_details)) usage.completion_tokens_details = undefined;
+}
+
 /** A choice's required fields, as `withDocumentFields`' (Ollama's compatible endpoint sends no `logprobs` nor `refusal`). */
 function withChoiceDocumentFields(choice: ChatCompletion['choices'][number], position: number): void {
   // Its position stands for its index, as in a stream whose upstream sent none (stream-assembler.ts).
@@ -173,6 +187,7 @@ export function chatAdapter(chat: ValidatedChat, now: () => number): WireAdapter
     async callBuffered(provider, signal) {
       const completion = await provider.chat(request, { signal });
       withDocumentFields(completion, request.model, now);
+      if (isObject(completion.usage)) withDocumentUsageDetails(completion.usage);
       for (const [position, choice] of completion.choices.entries()) {
         withChoiceDocumentFields(choice, position);
         if (!isDocumentFinishReason(choice.finish_reason) && !withDocumentFinishReason(choice)) unstorable.add(completion);

@@ -156,3 +156,29 @@ test("a finish_reason outside the OpenAPI document's (TGI's eos_token, Together'
     }
   }
 });
+
+test('a usage whose prompt_tokens_details or completion_tokens_details is null (as some compatible servers send them) reaches the client without them, where the OpenAPI document has an object, buffered, streamed and from the cache', async (t) => {
+  const usage = { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6, prompt_tokens_details: null, completion_tokens_details: null };
+  const upstream = await startFakeUpstream(t, (request, res) => {
+    if (request.body.stream !== true) {
+      return sendJson(res, 200, { id: 'chatcmpl-up', object: 'chat.completion', created: 1700000000, model: 'llama3', choices: [{ index: 0, message: { role: 'assistant', content: 'hi', refusal: null }, logprobs: null, finish_reason: 'stop' }], usage });
+    }
+    const chunk = (choices: unknown[], extra = {}) => ({ id: 'chatcmpl-up', object: 'chat.completion.chunk', created: 1700000000, model: 'llama3', choices, ...extra });
+    sendChunks(res, [chunk([{ index: 0, delta: { role: 'assistant', content: 'hi' }, finish_reason: null }]), chunk([{ index: 0, delta: {}, finish_reason: 'stop' }]), chunk([], { usage })]);
+  });
+  const { client } = await openaiGateway(t, upstream);
+  for (const route of ['live', 'exact_cache']) {
+    const { data, response } = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'buffered' }] }).withResponse();
+    assert.equal(response.headers.get('x-svc-route'), route);
+    assert.equal(validateAgainst('CreateChatCompletionResponse', data), null, JSON.stringify(data));
+    assert.deepEqual(data.usage, { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 });
+    const { data: stream, response: streamed } = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'streamed' }], stream: true, stream_options: { include_usage: true } }).withResponse();
+    assert.equal(streamed.headers.get('x-svc-route'), route);
+    const usages: unknown[] = [];
+    for await (const chunk of stream) {
+      assert.equal(validateAgainst('CreateChatCompletionStreamResponse', chunk), null, JSON.stringify(chunk));
+      if (chunk.usage) usages.push(chunk.usage);
+    }
+    assert.deepEqual(usages, [{ prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 }]);
+  }
+});
