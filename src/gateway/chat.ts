@@ -5,7 +5,7 @@
 import { newId } from '../core/ids.ts';
 import type { RunUsage } from '../evidence/types.ts';
 import { isDocumentFinishReason, withDocumentFinishReason } from './finish-reasons.ts';
-import { filledUsage, hasTokenCounts, InvalidToolCallError, refusedAnswer, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
+import { filledUsage, hasTokenCounts, InvalidToolCallError, isTokenCount, refusedAnswer, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
 import { cachedTokensOf } from './pricing.ts';
 import { isObject } from './providers/chat-completions.ts';
 import { providerErrorStatus } from './providers/errors.ts';
@@ -155,13 +155,40 @@ function withDocumentFields(completion: ChatCompletion, model: string, now: () =
 }
 
 /**
- * A usage's token details where an upstream sent them `null` or not an object (some compatible servers send
- * `prompt_tokens_details: null`): the document has an object or none, and the SDKs type them so. Left out (undefined:
- * JSON drops it), a usage that has them right or none pays two checks; nothing is written into one that has none.
+ * A usage's token details as the document has them, where an upstream sent them otherwise: a details field that is
+ * `null` or not an object (some compatible servers send `prompt_tokens_details: null`) is left out, and so is a count
+ * of the document's in one that is not a token count (`"cached_tokens": "2"`, `null`, `1.5`); the SDKs type them as
+ * objects of integers. Left out is undefined (JSON drops it): nothing is written into a usage that has them right, which
+ * pays a switch per count.
  */
 function withDocumentUsageDetails(usage: ChatUsage): void {
-  if (usage.prompt_tokens_details !== undefined && !isObject(usage.prompt_tokens_details)) usage.prompt_tokens_details = undefined;
-  if (usage.completion_tokens_details !== undefined && !isObject(usage.completion_tokens_details)) usage.completion_tokens_details = undefined;
+  const prompt = usage.prompt_tokens_details;
+  if (prompt !== undefined) {
+    if (isObject(prompt)) withTokenCountsOnly(prompt);
+    else usage.prompt_tokens_details = undefined;
+  }
+  const completion = usage.completion_tokens_details;
+  if (completion !== undefined) {
+    if (isObject(completion)) withTokenCountsOnly(completion);
+    else usage.completion_tokens_details = undefined;
+  }
+}
+
+/** A details object's counts the document names (any other field of a provider's is kept as sent), token counts only. */
+function withTokenCountsOnly(details: Record<string, unknown>): void {
+  for (const key in details) {
+    switch (key) {
+      case 'audio_tokens':
+      case 'cached_tokens':
+      case 'text_tokens':
+      case 'image_tokens':
+      case 'cache_write_tokens':
+      case 'reasoning_tokens':
+      case 'accepted_prediction_tokens':
+      case 'rejected_prediction_tokens':
+        if (!isTokenCount(details[key])) details[key] = undefined;
+    }
+  }
 }
 
 /** A choice's required fields, as `withDocumentFields`' (Ollama's compatible endpoint sends no `logprobs` nor `refusal`). */

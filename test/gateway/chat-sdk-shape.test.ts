@@ -182,3 +182,32 @@ test('a usage whose prompt_tokens_details or completion_tokens_details is null (
     assert.deepEqual(usages, [{ prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 }]);
   }
 });
+
+test("a usage detail's count that is not a token count (a string, null, fractional) reaches the client without it, where the OpenAPI document has an integer; the details' other counts and fields are kept, buffered and streamed", async (t) => {
+  const usage = {
+    prompt_tokens: 5,
+    completion_tokens: 1,
+    total_tokens: 6,
+    prompt_tokens_details: { cached_tokens: '2', audio_tokens: 0, image_tokens: null },
+    completion_tokens_details: { reasoning_tokens: 1.5, accepted_prediction_tokens: 0, provider_note: 'x' },
+  };
+  const upstream = await startFakeUpstream(t, (request, res) => {
+    if (request.body.stream !== true) {
+      return sendJson(res, 200, { id: 'chatcmpl-up', object: 'chat.completion', created: 1700000000, model: 'llama3', choices: [{ index: 0, message: { role: 'assistant', content: 'hi', refusal: null }, logprobs: null, finish_reason: 'stop' }], usage });
+    }
+    const chunk = (choices: unknown[], extra = {}) => ({ id: 'chatcmpl-up', object: 'chat.completion.chunk', created: 1700000000, model: 'llama3', choices, ...extra });
+    sendChunks(res, [chunk([{ index: 0, delta: { role: 'assistant', content: 'hi' }, finish_reason: null }]), chunk([{ index: 0, delta: {}, finish_reason: 'stop' }]), chunk([], { usage })]);
+  });
+  const { client } = await openaiGateway(t, upstream);
+  const kept = { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6, prompt_tokens_details: { audio_tokens: 0 }, completion_tokens_details: { accepted_prediction_tokens: 0, provider_note: 'x' } };
+  const { data } = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'buffered' }] }).withResponse();
+  assert.equal(validateAgainst('CreateChatCompletionResponse', data), null, JSON.stringify(data));
+  assert.deepEqual(data.usage, kept);
+  const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'streamed' }], stream: true, stream_options: { include_usage: true } });
+  const usages: unknown[] = [];
+  for await (const chunk of stream) {
+    assert.equal(validateAgainst('CreateChatCompletionStreamResponse', chunk), null, JSON.stringify(chunk));
+    if (chunk.usage) usages.push(chunk.usage);
+  }
+  assert.deepEqual(usages, [kept]);
+});
