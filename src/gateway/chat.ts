@@ -200,6 +200,10 @@ function withChoiceDocumentFields(choice: ChatCompletion['choices'][number], pos
   if (message.role === undefined || message.role === null) message.role = 'assistant';
   if (message.content === undefined) message.content = null;
   if (message.refusal === undefined) message.refusal = null;
+  // None sent as null (LiteLLM sends all three so): the document has an array or object, or none; left out.
+  if (message.tool_calls === null) message.tool_calls = undefined;
+  if (message.function_call === null) message.function_call = undefined;
+  if (message.annotations === null) message.annotations = undefined;
 }
 
 export function chatAdapter(chat: ValidatedChat, now: () => number): WireAdapter<ChatCompletion, ChatStreamEvent> {

@@ -343,7 +343,9 @@ export class StreamAssembler {
           case '__proto__':
             break;
           case 'function_call':
-            if (!keepFunctionCall(state, rest[key])) this.lossy = true;
+            // None sent as null (LiteLLM sends it so on every delta): the document has an object or none; left out.
+            if (rest[key] === null) rest[key] = undefined;
+            else if (!keepFunctionCall(state, rest[key])) this.lossy = true;
             break;
           case 'annotations': {
             const value = rest[key];

@@ -211,3 +211,29 @@ test("a usage detail's count that is not a token count (a string, null, fraction
   }
   assert.deepEqual(usages, [kept]);
 });
+
+test("a message's tool_calls, function_call or annotations sent null (as LiteLLM sends them on every answer and delta) reach the client left out, where the OpenAPI document has an array or object, buffered and streamed, live and from the cache", async (t) => {
+  const nulls = { tool_calls: null, function_call: null, annotations: null };
+  const upstream = await startFakeUpstream(t, (request, res) => {
+    if (request.body.stream !== true) {
+      return sendJson(res, 200, { id: 'chatcmpl-up', object: 'chat.completion', created: 1700000000, model: 'llama3', choices: [{ index: 0, message: { role: 'assistant', content: 'hi', refusal: null, ...nulls }, logprobs: null, finish_reason: 'stop' }] });
+    }
+    const chunk = (choices: unknown[]) => ({ id: 'chatcmpl-up', object: 'chat.completion.chunk', created: 1700000000, model: 'llama3', choices });
+    sendChunks(res, [chunk([{ index: 0, delta: { role: 'assistant', content: 'hi', ...nulls }, finish_reason: null }]), chunk([{ index: 0, delta: { ...nulls }, finish_reason: 'stop' }])]);
+  });
+  const { client } = await openaiGateway(t, upstream);
+  for (const route of ['live', 'exact_cache']) {
+    const { data, response } = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'buffered' }] }).withResponse();
+    assert.equal(response.headers.get('x-svc-route'), route);
+    assert.equal(validateAgainst('CreateChatCompletionResponse', data), null, JSON.stringify(data));
+    assert.deepEqual(data.choices[0]!.message, { role: 'assistant', content: 'hi', refusal: null });
+    const { data: stream, response: streamed } = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'streamed' }], stream: true }).withResponse();
+    assert.equal(streamed.headers.get('x-svc-route'), route);
+    let text = '';
+    for await (const chunk of stream) {
+      assert.equal(validateAgainst('CreateChatCompletionStreamResponse', chunk), null, JSON.stringify(chunk));
+      for (const choice of chunk.choices) text += choice.delta.content ?? '';
+    }
+    assert.equal(text, 'hi');
+  }
+});
