@@ -193,8 +193,9 @@ function withTokenCountsOnly(details: Record<string, unknown>): void {
 
 /** A choice's required fields, as `withDocumentFields`' (Ollama's compatible endpoint sends no `logprobs` nor `refusal`). */
 function withChoiceDocumentFields(choice: ChatCompletion['choices'][number], position: number): void {
-  // Its position stands for its index, as in a stream whose upstream sent none (stream-assembler.ts).
-  if (choice.index === undefined || choice.index === null) choice.index = position;
+  // Its position stands for its index where the upstream sent none or not one (`"0"`, `-1`), as in a stream whose
+  // upstream sent none (stream-assembler.ts; a chunk's index that is not one is a bad answer, providers/chat-completions.ts).
+  if (!Number.isSafeInteger(choice.index) || choice.index < 0) choice.index = position;
   if (choice.logprobs === undefined) choice.logprobs = null;
   const message = choice.message;
   if (message.role === undefined || message.role === null) message.role = 'assistant';

@@ -237,3 +237,14 @@ test("a message's tool_calls, function_call or annotations sent null (as LiteLLM
     assert.equal(text, 'hi');
   }
 });
+
+test("a buffered choice's index that is not one (a string, a fraction, negative) reaches the client as its position, where the OpenAPI document has an integer, as one sent without an index does", async (t) => {
+  const choice = (index: unknown, content: string) => ({ index, message: { role: 'assistant', content, refusal: null }, logprobs: null, finish_reason: 'stop' });
+  const upstream = await startFakeUpstream(t, (_request, res) =>
+    sendJson(res, 200, { id: 'chatcmpl-up', object: 'chat.completion', created: 1700000000, model: 'llama3', choices: [choice('0', 'a'), choice(0.5, 'b'), choice(-1, 'c')] }),
+  );
+  const { client } = await openaiGateway(t, upstream);
+  const data = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], n: 3 });
+  assert.equal(validateAgainst('CreateChatCompletionResponse', data), null, JSON.stringify(data));
+  assert.deepEqual(data.choices.map((got) => [got.index, got.message.content]), [[0, 'a'], [1, 'b'], [2, 'c']]);
+});
