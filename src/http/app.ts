@@ -31,6 +31,7 @@ import { installJsonBodyParser } from './json-body.ts';
 import { repeatedSingularHeader } from './singular-headers.ts';
 import { transferCodingRefusal } from './transfer-coding.ts';
 import { installErrorHandler, registerSurface } from './surface.ts';
+import { checkWriteInputs } from './write-inputs.ts';
 import type { LogDestination } from './log-destination.ts';
 import { requestLogSerializer } from './log-redaction.ts';
 import { pagesRoutes } from './pages.ts';
@@ -188,6 +189,8 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
         allowedOrigins: [new URL(config.accounts.linkBaseUrl).origin],
         openIdentityHosts,
       });
+      // A write's inputs are its path and body: a query parameter sent to one is refused, not dropped.
+      api.addHook('preValidation', checkWriteInputs);
       await api.register(readinessRoute(services.health));
       await api.register(authRoutes({ sessions: services.sessions, signup: services.signup, limits: services.limits }));
       await api.register(usersRoutes(services.users));

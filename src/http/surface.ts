@@ -73,7 +73,8 @@ export function authOf(request: FastifyRequest): AuthContext {
   return request.auth;
 }
 
-const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+/** The methods that change something: a session-authenticated one must pass the origin check. */
+export const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /** The serialized origin of a URL (scheme, host, non-default port; lowercased), or 'null' when it has none. */
 function originOf(url: string): string {

@@ -176,3 +176,60 @@ test('a blank choice filter is no filter, as a blank text filter is: /runs?statu
     assert.equal((await get(url)).statusCode, 400, url);
   }
 });
+
+/**
+ * Every write of the management API (POST, PUT, PATCH, DELETE under /api/v1), read from the router so that a route
+ * added later is in the table too: `[method, path]`, path parameters as the router names them (`:id`).
+ */
+function writeRoutes(app: { printRoutes(options: { commonPrefix: boolean }): string }): Array<[string, string]> {
+  const routes: Array<[string, string]> = [];
+  const parents: string[] = [];
+  for (const line of app.printRoutes({ commonPrefix: false }).split('\n')) {
+    const node = /^([│ ]*)[├└]── (\S+)(?: \(([^)]*)\))?/.exec(line);
+    if (!node) continue;
+    const depth = [...node[1]!].length / 4;
+    const path = (depth === 0 ? '' : parents[depth - 1]!) + node[2]!;
+    parents[depth] = path;
+    for (const method of (node[3] ?? '').split(', ')) {
+      if (['POST', 'PUT', 'PATCH', 'DELETE'].includes(method) && path.startsWith('/api/v1/')) routes.push([method, path]);
+    }
+  }
+  return routes;
+}
+
+test('every write endpoint takes no query parameter: its inputs are its path and its body, and one sent is a 400 naming it', async (t) => {
+  const { app } = await build(t, { env: { SVC_API_KEY: BOOT } });
+  const routes = writeRoutes(app);
+  // The walk of the router found them all (a sample, and the count as of this test).
+  for (const route of ['POST /api/v1/users', 'DELETE /api/v1/users/:id', 'POST /api/v1/keys/:id/revoke', 'PUT /api/v1/settings', 'POST /api/v1/invites/:token/accept', 'POST /api/v1/runs/:id/feedback/metrics']) {
+    assert.ok(routes.some(([method, path]) => `${method} ${path}` === route), `${route} in ${JSON.stringify(routes)}`);
+  }
+  assert.equal(routes.length, 30, JSON.stringify(routes));
+  for (const [method, path] of routes) {
+    const url = `${path.replace(/:\w+/g, 'x')}?tenant=other`;
+    const response = await app.inject({ method: method as 'POST', url, headers: { ...admin, 'content-type': 'application/json' }, payload: '{}' });
+    assert.equal(response.statusCode, 400, `${method} ${url}: ${response.body}`);
+    const { error } = json(response);
+    assert.equal(error.code, 'invalid_request', `${method} ${url}`);
+    assert.equal(error.message, 'tenant: unknown query parameter; this endpoint takes none', `${method} ${url}`);
+    assert.deepEqual(error.details.issues.map((issue: { path: string }) => issue.path), ['tenant'], `${method} ${url}`);
+  }
+});
+
+test('a write refused for its query parameter did nothing: POST /users?role=admin made no user, DELETE /users/:id?tenant= and a key revoke kept theirs', async (t) => {
+  const { app } = await build(t, { env: { SVC_API_KEY: BOOT } });
+  const send = (method: 'POST' | 'DELETE', url: string, payload?: object) => app.inject({ method, url, headers: admin, ...(payload ? { payload } : {}) });
+  const users = async () => json(await app.inject({ url: '/api/v1/users', headers: admin })).users.map((user: { email: string }) => user.email);
+
+  assert.equal((await send('POST', '/api/v1/users?role=admin', { email: 'ann@acme.io', tempPassword: 'Temp-password-123456' })).statusCode, 400);
+  assert.deepEqual(await users(), []);
+
+  const created = json(await send('POST', '/api/v1/users', { email: 'bob@acme.io', tempPassword: 'Temp-password-123456' }));
+  assert.equal((await send('DELETE', `/api/v1/users/${created.user.id}?tenant=other`)).statusCode, 400);
+  assert.deepEqual(await users(), ['bob@acme.io']);
+
+  const key = json(await send('POST', '/api/v1/keys', { name: 'ci' })).key;
+  assert.equal((await send('POST', `/api/v1/keys/${key.id}/revoke?tenant=other`)).statusCode, 400);
+  const keys = json(await app.inject({ url: '/api/v1/keys', headers: admin })).keys;
+  assert.equal(keys.find((listed: { id: string }) => listed.id === key.id).status, 'active');
+});

@@ -1,0 +1,17 @@
+/**
+ * The inputs of a management write (POST, PUT, PATCH, DELETE under /api/v1) are its path and its body, and nothing
+ * else: a query parameter sent to one is a 400 naming it (src/core/query-parameters.ts), checked here for every write
+ * rather than in each handler. Dropped, it read as applied where it could only have narrowed the action:
+ * `DELETE /users/:id?tenant=...` deleted, `POST /users?role=admin` created a member, `POST /keys/:id/revoke?tenant=...`
+ * revoked. No write takes one (the e-mailed links that trackers add parameters to are GETs, which keep their own rule).
+ * Registered on the management surface only: the /v1 wires pay nothing for it.
+ */
+import type { FastifyRequest } from 'fastify';
+import { noQuery } from '../core/query-parameters.ts';
+import { MUTATING } from './surface.ts';
+
+/** A `preValidation` hook: after identity, the rate limit and the body's parsing, before the handler reads anything. */
+export async function checkWriteInputs(request: FastifyRequest): Promise<void> {
+  if (!MUTATING.has(request.method)) return;
+  noQuery.parse(request.query);
+}
