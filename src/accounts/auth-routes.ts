@@ -24,8 +24,8 @@ const signupBody = z.object({ email: emailField, name: nameField, password: pass
 const resetRequestBody = z.object({ email: z.string().max(1024) }).strict();
 const resetConfirmBody = z.object({ token: z.string().max(200), password: passwordField }).strict();
 const tokenParams = z.object({ token: z.string().max(200) });
-/** Resend takes no fields: the address is always the stored one (SPEC 4.5). */
-const emptyBody = z.object({}).strict().nullish();
+/** Resend takes no fields: the address is always the stored one (SPEC 4.5). No body is `{}`; a JSON `null` is refused. */
+const emptyBody = z.object({}).strict().optional();
 
 export function authRoutes(deps: { sessions: SessionsService; signup: SignupService; limits: LimitsService }) {
   const { sessions, signup, limits } = deps;

@@ -33,7 +33,7 @@ const switchBody = z
     return id;
   });
 const renameBody = z.object({ name: z.string().max(1000) }).strict();
-const deleteBody = z.object({ confirm: z.unknown().optional() }).strict().nullish();
+const deleteBody = z.object({ confirm: z.unknown().optional() }).strict().optional();
 const roleBody = z.object({ role: z.enum(['owner', 'admin', 'member']) }).strict();
 const userParams = z.object({ userId: z.string().min(1).max(100) });
 const inviteBody = z.object({ email: emailField, role: z.enum(['owner', 'admin', 'member']).optional() }).strict();
@@ -41,7 +41,8 @@ const inviteQuery = knownQuery(paginationQuery().extend({ status: optionalChoice
 const orgsQuery = knownQuery(paginationQuery());
 const idParams = z.object({ id: z.string().min(1).max(100) });
 const tokenParams = z.object({ token: z.string().max(200) });
-const acceptBody = z.object({ name: nameField.optional(), password: passwordField.optional() }).strict().nullish();
+/** Optional: a request without a body accepts as the signed-in user. A JSON `null` is refused (src/http/write-inputs.ts). */
+const acceptBody = z.object({ name: nameField.optional(), password: passwordField.optional() }).strict().optional();
 
 export function orgsRoutes(deps: { orgs: OrgsService; invites: InvitesService; limits: LimitsService }) {
   const { orgs, invites, limits } = deps;
@@ -58,7 +59,8 @@ export function orgsRoutes(deps: { orgs: OrgsService; invites: InvitesService; l
     });
 
     app.post('/orgs/switch', { config: { access: 'account' } }, async (request) => {
-      const id = switchBody.parse(request.body ?? {});
+      // No body is `{}`, a 400 naming the field; a JSON `null` never gets here (src/http/write-inputs.ts).
+      const id = switchBody.parse(request.body === undefined ? {} : request.body);
       return { org: orgListingView(await orgs.switch(authOf(request), id)) };
     });
 

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 import { buildWithAdmin } from '../support/accounts.ts';
 import { bearer, build, json, newChatRun } from '../support/build.ts';
+import { writeRoutes } from '../support/routes.ts';
 
 const BOOT = 'bootstrap-token-query-parameters-01';
 const admin = bearer(BOOT);
@@ -176,26 +177,6 @@ test('a blank choice filter is no filter, as a blank text filter is: /runs?statu
     assert.equal((await get(url)).statusCode, 400, url);
   }
 });
-
-/**
- * Every write of the management API (POST, PUT, PATCH, DELETE under /api/v1), read from the router so that a route
- * added later is in the table too: `[method, path]`, path parameters as the router names them (`:id`).
- */
-function writeRoutes(app: { printRoutes(options: { commonPrefix: boolean }): string }): Array<[string, string]> {
-  const routes: Array<[string, string]> = [];
-  const parents: string[] = [];
-  for (const line of app.printRoutes({ commonPrefix: false }).split('\n')) {
-    const node = /^([│ ]*)[├└]── (\S+)(?: \(([^)]*)\))?/.exec(line);
-    if (!node) continue;
-    const depth = [...node[1]!].length / 4;
-    const path = (depth === 0 ? '' : parents[depth - 1]!) + node[2]!;
-    parents[depth] = path;
-    for (const method of (node[3] ?? '').split(', ')) {
-      if (['POST', 'PUT', 'PATCH', 'DELETE'].includes(method) && path.startsWith('/api/v1/')) routes.push([method, path]);
-    }
-  }
-  return routes;
-}
 
 test('every write endpoint takes no query parameter: its inputs are its path and its body, and one sent is a 400 naming it', async (t) => {
   const { app } = await build(t, { env: { SVC_API_KEY: BOOT } });

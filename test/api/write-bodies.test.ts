@@ -1,0 +1,40 @@
+/**
+ * The bodies of the management API's writes: a JSON `null` is a body that is not an object, a 400 as `[]` or `5` is,
+ * on every write. Read as no body (`request.body ?? {}`, a `.nullish()` schema), it stood for `{}`: a verification
+ * e-mail resent, an invitation accepted without its fields, a logout (and, until its own fix, every cache tier cleared).
+ */
+import assert from 'node:assert/strict';
+import test from 'node:test';
+import { Browser, buildAccounts } from '../support/accounts.ts';
+import { bearer, build, json } from '../support/build.ts';
+import { writeRoutes } from '../support/routes.ts';
+
+const BOOT = 'bootstrap-token-write-bodies-0001';
+const JSON_NULL = { payload: 'null', headers: { 'content-type': 'application/json' } };
+
+test('a JSON null body is a 400 invalid_request on every write, before anything is looked up or done', async (t) => {
+  const { app } = await build(t, { env: { SVC_API_KEY: BOOT } });
+  const routes = writeRoutes(app);
+  assert.equal(routes.length, 30, JSON.stringify(routes));
+  for (const [method, path] of routes) {
+    const url = path.replace(/:\w+/g, 'x');
+    const response = await app.inject({ method: method as 'POST', url, headers: { ...bearer(BOOT), ...JSON_NULL.headers }, payload: JSON_NULL.payload });
+    assert.equal(response.statusCode, 400, `${method} ${url}: ${response.body}`);
+    const { error } = json(response);
+    assert.equal(error.code, 'invalid_request', `${method} ${url}`);
+    assert.equal(error.message, 'body: Invalid input: expected object, received null', `${method} ${url}`);
+  }
+});
+
+test('a JSON null body did not stand for no body: a verification resend with one sent no e-mail; without a body it still sends', async (t) => {
+  const { app, mail } = await buildAccounts(t, { env: { SVC_ALLOW_PUBLIC_SIGNUP: 'true' } });
+  const ada = new Browser(app);
+  assert.equal((await ada.post('/api/v1/auth/signup', { email: 'ada@acme.io', name: 'Ada', password: 'ada-password-1' })).statusCode, 201);
+  const before = mail.sent.length;
+  const refused = await ada.request('POST', '/api/v1/auth/verification/resend', JSON_NULL.payload, JSON_NULL.headers);
+  assert.equal(refused.statusCode, 400, refused.body);
+  assert.equal(mail.sent.length, before, 'no e-mail');
+  const bodiless = await ada.request('POST', '/api/v1/auth/verification/resend');
+  assert.equal(bodiless.statusCode, 202, bodiless.body);
+  assert.equal(mail.sent.length, before + 1);
+});
