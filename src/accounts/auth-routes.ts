@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { noQuery } from '../core/query-parameters.ts';
 import { nameSchema } from '../core/text.ts';
 import { authOf, clientAddress } from '../http/surface.ts';
+import { noBody } from '../http/write-inputs.ts';
 import { clearSessionCookie, cookieOf, SESSION_COOKIE, setSessionCookie } from '../http/session-cookie.ts';
 import type { LimitsService } from '../limits/service.ts';
 import { emailField } from './email-address.ts';
@@ -24,8 +25,6 @@ const signupBody = z.object({ email: emailField, name: nameField, password: pass
 const resetRequestBody = z.object({ email: z.string().max(1024) }).strict();
 const resetConfirmBody = z.object({ token: z.string().max(200), password: passwordField }).strict();
 const tokenParams = z.object({ token: z.string().max(200) });
-/** Resend takes no fields: the address is always the stored one (SPEC 4.5). No body is `{}`; a JSON `null` is refused. */
-const emptyBody = z.object({}).strict().optional();
 
 export function authRoutes(deps: { sessions: SessionsService; signup: SignupService; limits: LimitsService }) {
   const { sessions, signup, limits } = deps;
@@ -38,6 +37,7 @@ export function authRoutes(deps: { sessions: SessionsService; signup: SignupServ
     });
 
     app.post('/auth/logout', { config: { access: 'public' } }, async (request, reply) => {
+      noBody.parse(request.body);
       await sessions.logout(cookieOf(request, SESSION_COOKIE));
       clearSessionCookie(request, reply);
       return { ok: true };
@@ -74,7 +74,8 @@ export function authRoutes(deps: { sessions: SessionsService; signup: SignupServ
     });
 
     app.post('/auth/verification/resend', { config: { access: 'account' } }, async (request, reply) => {
-      emptyBody.parse(request.body);
+      // No fields: the address is always the stored one (SPEC 4.5).
+      noBody.parse(request.body);
       await signup.resendVerification(authOf(request));
       return reply.status(202).send({ sent: true });
     });

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { pageOf, paginationQuery } from '../core/pagination.ts';
 import { knownQuery, noQuery, optionalChoice } from '../core/query-parameters.ts';
 import { authOf, clientAddress } from '../http/surface.ts';
+import { noBody } from '../http/write-inputs.ts';
 import { setSessionCookie } from '../http/session-cookie.ts';
 import type { LimitsService } from '../limits/service.ts';
 import { nameField, passwordField } from './auth-routes.ts';
@@ -88,6 +89,7 @@ export function orgsRoutes(deps: { orgs: OrgsService; invites: InvitesService; l
 
     app.delete('/orgs/active/members/:userId', async (request) => {
       const { userId } = userParams.parse(request.params);
+      noBody.parse(request.body);
       return activeOrgView(await orgs.removeMember(authOf(request), userId));
     });
 
@@ -95,7 +97,10 @@ export function orgsRoutes(deps: { orgs: OrgsService; invites: InvitesService; l
       noQuery.parse(request.query);
       return orgs.onboarding(authOf(request));
     });
-    app.post('/orgs/active/onboarding/dismiss', async (request) => orgs.dismissOnboarding(authOf(request)));
+    app.post('/orgs/active/onboarding/dismiss', async (request) => {
+      noBody.parse(request.body);
+      return orgs.dismissOnboarding(authOf(request));
+    });
 
     app.post('/orgs/active/invites', async (request, reply) => {
       const body = inviteBody.parse(request.body);
@@ -111,6 +116,7 @@ export function orgsRoutes(deps: { orgs: OrgsService; invites: InvitesService; l
 
     app.post('/orgs/active/invites/:id/revoke', async (request) => {
       const { id } = idParams.parse(request.params);
+      noBody.parse(request.body);
       return { invite: inviteView(await invites.revoke(authOf(request), id)) };
     });
 

@@ -5,6 +5,7 @@ import { paginationQuery } from '../core/pagination.ts';
 import { pageOf } from '../core/pagination.ts';
 import { knownQuery, optionalText } from '../core/query-parameters.ts';
 import { authOf } from '../http/surface.ts';
+import { noBody } from '../http/write-inputs.ts';
 import { nameField, passwordField } from './auth-routes.ts';
 import { emailField } from './email-address.ts';
 import type { UsersService } from './users-service.ts';
@@ -46,12 +47,14 @@ export function usersRoutes(users: UsersService) {
 
     app.delete('/users/:id', async (request) => {
       const { id } = idParams.parse(request.params);
+      noBody.parse(request.body);
       await users.delete(authOf(request), id);
       return { deleted: true, id };
     });
 
     app.post('/users/:id/reset-password', async (request, reply) => {
       const { id } = idParams.parse(request.params);
+      noBody.parse(request.body);
       const { user, tempPassword } = await users.resetPassword(authOf(request), id);
       reply.header('cache-control', 'no-store');
       return { user: userListingView(user), tempPassword };

@@ -16,6 +16,12 @@ import { z } from 'zod';
 import { noQuery } from '../core/query-parameters.ts';
 import { MUTATING } from './surface.ts';
 
+/**
+ * The body of a write whose inputs are its path alone (a revocation, a deletion, a logout): none, or `{}`. A field
+ * sent in one could only have narrowed the action (`{"tenant": ...}` on a revocation), so it is refused, not dropped.
+ */
+export const noBody = z.object({}).strict().optional();
+
 /** Any JSON object: its fields are the handler's to check. A `null` fails it as `body: ... expected object, received null`. */
 const anObject = z.looseObject({});
 

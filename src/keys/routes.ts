@@ -6,6 +6,7 @@ import { paginationQuery } from '../core/pagination.ts';
 import { knownQuery } from '../core/query-parameters.ts';
 import { nameSchema } from '../core/text.ts';
 import { authOf } from '../http/surface.ts';
+import { noBody } from '../http/write-inputs.ts';
 import type { ApiKey } from './repo.ts';
 import type { KeysService } from './service.ts';
 
@@ -60,6 +61,7 @@ export function keysRoutes(keys: KeysService) {
 
     app.post('/keys/:id/revoke', async (request) => {
       const { id } = idParams.parse(request.params);
+      noBody.parse(request.body);
       return { key: keyView(await keys.revoke(authOf(request), id)) };
     });
   };

@@ -38,3 +38,36 @@ test('a JSON null body did not stand for no body: a verification resend with one
   assert.equal(bodiless.statusCode, 202, bodiless.body);
   assert.equal(mail.sent.length, before + 1);
 });
+
+/** The writes whose inputs are their path alone: what a body would add could only narrow them, so none is taken. */
+const BODILESS_WRITES: Array<[string, string]> = [
+  ['POST', '/api/v1/keys/:id/revoke'],
+  ['POST', '/api/v1/users/:id/reset-password'],
+  ['DELETE', '/api/v1/users/:id'],
+  ['DELETE', '/api/v1/orgs/active/members/:userId'],
+  ['POST', '/api/v1/orgs/active/invites/:id/revoke'],
+  ['POST', '/api/v1/orgs/active/onboarding/dismiss'],
+  ['POST', '/api/v1/auth/logout'],
+  ['POST', '/api/v1/auth/verification/resend'],
+];
+
+test('a write that takes no body refuses a field sent in one (400 naming it), and changes nothing; an empty object or none is taken', async (t) => {
+  const { app } = await build(t, { env: { SVC_API_KEY: BOOT } });
+  const created = await app.inject({ method: 'POST', url: '/api/v1/keys', headers: bearer(BOOT), payload: { name: 'ci' } });
+  assert.equal(created.statusCode, 201, created.body);
+  const keyId: string = json(created).key.id;
+  for (const [method, path] of BODILESS_WRITES) {
+    const url = path.replace(':id/revoke', `${path.startsWith('/api/v1/keys') ? keyId : 'x'}/revoke`).replace(/:\w+/g, 'x');
+    const response = await app.inject({ method: method as 'POST', url, headers: bearer(BOOT), payload: { tenant: 'other' } });
+    assert.equal(response.statusCode, 400, `${method} ${url}: ${response.body}`);
+    const { error } = json(response);
+    assert.equal(error.code, 'invalid_request', `${method} ${url}`);
+    assert.match(error.message, /tenant/, `${method} ${url}`);
+  }
+  const key = json(await app.inject({ method: 'GET', url: '/api/v1/keys', headers: bearer(BOOT) })).keys.find((k: { id: string }) => k.id === keyId);
+  assert.equal(key.status, 'active', 'the key was not revoked');
+  for (const payload of [{}, undefined]) {
+    const revoked = await app.inject({ method: 'POST', url: `/api/v1/keys/${keyId}/revoke`, headers: bearer(BOOT), ...(payload ? { payload } : {}) });
+    assert.equal(revoked.statusCode, 200, revoked.body);
+  }
+});
