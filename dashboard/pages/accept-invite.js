@@ -5,7 +5,7 @@
 // round trip through /login?next=/accept-invite (an existing account signing in first) comes back to the same
 // invitation; it is removed again once the invitation is accepted or found unusable. sessionStorage belongs to this
 // tab only and ends with it.
-import { $, api, busy, checkNewPassword, errorCode, errorText, invalid, showError, showOnly, showStatus, takeToken } from './common.js';
+import { $, api, busy, checkNewPassword, errorCode, errorText, invalid, isTokenShaped, showError, showOnly, showStatus, takeToken } from './common.js';
 
 const STORAGE_KEY = 'svc.inviteToken';
 
@@ -72,6 +72,7 @@ async function main() {
     showStatus('');
     return showError('This page needs the link from your invitation e-mail. Open that link again.');
   }
+  if (!isTokenShaped(token)) return unusable('invalid');
 
   const lookup = await api('GET', `/invites/${encodeURIComponent(token)}`);
   if (!lookup.ok) {

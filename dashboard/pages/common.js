@@ -70,6 +70,15 @@ export function takeToken() {
   return token.trim() || null;
 }
 
+/**
+ * Whether a token read from a link has the shape of those svc sends (base64url). Only such a token goes into an API
+ * path: encodeURIComponent leaves dots alone and the URL parser resolves `.` and `..` (`%2e` too) as dot segments, so
+ * `?token=..` made the invitation lookup `GET /api/v1/` and showed that route's answer. Anything else is a bad link.
+ */
+export function isTokenShaped(token) {
+  return /^[A-Za-z0-9_-]+$/.test(token);
+}
+
 export function $(id) {
   const element = document.getElementById(id);
   if (!element) throw new Error(`missing #${id}`);

@@ -325,6 +325,35 @@ test('a signup verification link opens /verify-email and verifies the address on
   assert.deepEqual(problems, []);
 });
 
+test('a ?token= that is a dot segment is an invalid link on the page, never a path to another API route', async (t) => {
+  requireBrowser();
+  const svc = await startSvc(t);
+  const context = await newContext(t);
+  const page = await context.newPage();
+  const problems = watch(page);
+  const calls: string[] = [];
+  page.on('request', (request) => {
+    const url = new URL(request.url());
+    if (url.pathname.startsWith('/api/')) calls.push(`${request.method()} ${url.pathname}`);
+  });
+
+  // encodeURIComponent leaves dots alone, and the URL parser resolves `invites/..` to `/api/v1/`: the lookup of such a
+  // "token" asked another route and showed its answer ("No route for GET /api/v1/.", or a 401 about bearer tokens).
+  for (const token of ['.', '..', '%2e%2E']) {
+    await page.goto(`${svc.address}/accept-invite?token=${token}`);
+    await page.locator('[role="alert"]').filter({ hasText: /\S/ }).waitFor();
+    assert.equal(await text(page, '[role="alert"]'), 'This invitation link is not valid. Check that the whole link was opened, or ask for a new invitation.', token);
+    assert.equal(await text(page, '#title'), 'This invitation cannot be used', token);
+
+    await page.goto(`${svc.address}/verify-email?token=${token}`);
+    await page.locator('[role="alert"]').filter({ hasText: /\S/ }).waitFor();
+    assert.match(await text(page, '[role="alert"]'), /^This verification link is not valid any more/, token);
+  }
+  const elsewhere = calls.filter((call) => !/^GET \/api\/v1\/(invites|auth\/verify)\/[^/]+$/.test(call));
+  assert.deepEqual(elsewhere, [], 'every call the pages made was the lookup of a token');
+  assert.deepEqual(problems, []);
+});
+
 test('after ten wrong passwords /login says the lockout and its wait once, in minutes', async (t) => {
   requireBrowser();
   const svc = await startSvc(t);
