@@ -1182,3 +1182,25 @@ test("tool_choice naming a namespace's tool: OpenAI's ToolChoiceFunction has a n
   await assert.rejects(client.responses.create(request({ type: 'function', name: 'delete_customer' })), (error: unknown) => error instanceof OpenAI.BadRequestError && /not a declared tool/.test(error.message));
   assert.equal(upstream.requests.length, before);
 });
+
+test("tool_choice of the wrong kind: a function choice (or allowed_tools entry) naming a custom tool, or a custom one naming a function tool, is a 400 naming the tool's kind, no run (the mock called the tool and the request went upstream); each of its own kind is honoured", async (t) => {
+  const { client, app } = await listening(t);
+  const query = { type: 'custom' as const, name: 'query' };
+  const request = (tool_choice: unknown) => ({ model: 'gpt-4o-mini', input: input('choose'), tools: [WEATHER, query], tool_choice }) as never;
+  for (const [choice, kind] of [
+    [{ type: 'function', name: 'query' }, 'custom'],
+    [{ type: 'custom', name: 'get_weather' }, 'function'],
+    [{ type: 'allowed_tools', mode: 'required', tools: [{ type: 'custom', name: 'get_weather' }] }, 'function'],
+  ] as const) {
+    await assert.rejects(
+      client.responses.create(request(choice)),
+      (error: unknown) => error instanceof OpenAI.BadRequestError && new RegExp(`declared as a ${kind} tool`).test(error.message),
+      JSON.stringify(choice),
+    );
+  }
+  assert.equal(json(await app.inject({ url: '/api/v1/runs' })).pagination.total, 0);
+  const custom = await client.responses.create(request({ type: 'custom', name: 'query' }));
+  assert.deepEqual(custom.output.map((item) => [item.type, (item as { name: string }).name]), [['custom_tool_call', 'query']]);
+  const fn = await client.responses.create(request({ type: 'allowed_tools', mode: 'required', tools: [{ type: 'function', name: 'get_weather' }] }));
+  assert.deepEqual(fn.output.map((item) => [item.type, (item as { name: string }).name]), [['function_call', 'get_weather']]);
+});

@@ -176,12 +176,19 @@ export function parseResponsesRequest(body: unknown): ValidatedResponses {
         throw invalid(`${param}: the hosted tool type "${String(type)}" is not supported; svc never runs tools, choose a declared function or custom tool.`, { param });
       }
       const name = (tool as { name?: unknown }).name;
-      if (typeof name === 'string' && (tools.names.has(name) || customTools.has(name))) continue;
+      // A choice names a tool of its own kind: a function choice of a custom tool (or the reverse) forces a call
+      // the upstream refuses, and the mock would make.
+      const [own, other] = type === 'function' ? [tools.names, customTools] : [customTools, tools.names];
+      if (typeof name === 'string' && own.has(name)) continue;
       // A choice has no namespace field (the OpenAPI ToolChoiceFunction is a type and a name), so a namespace's tool
       // is chosen by its own name, when only one namespace declares it.
-      const inNamespace = typeof name === 'string' ? namespacedToolName(name, [tools.names, customTools]) : undefined;
+      const inNamespace = typeof name === 'string' ? namespacedToolName(name, [own]) : undefined;
       if (inNamespace === null) throw invalid(`${param} names "${String(name)}", which more than one namespace declares; a choice cannot tell which.`, { param });
-      if (inNamespace === undefined) throw invalid(`${param} names "${String(name)}", which is not a declared tool.`, { param });
+      if (inNamespace !== undefined) continue;
+      if (typeof name === 'string' && (other.has(name) || namespacedToolName(name, [other]) !== undefined)) {
+        throw invalid(`${param} chooses "${name}" as a ${type} tool, but it is declared as a ${type === 'function' ? 'custom' : 'function'} tool.`, { param });
+      }
+      throw invalid(`${param} names "${String(name)}", which is not a declared tool.`, { param });
     }
   }
   const format = parsed.text?.format;
