@@ -1204,3 +1204,21 @@ test("tool_choice of the wrong kind: a function choice (or allowed_tools entry) 
   const fn = await client.responses.create(request({ type: 'allowed_tools', mode: 'required', tools: [{ type: 'function', name: 'get_weather' }] }));
   assert.deepEqual(fn.output.map((item) => [item.type, (item as { name: string }).name]), [['function_call', 'get_weather']]);
 });
+
+test("tool_choice allowed_tools needs its mode ('auto' or 'required') and at least one tool, as the OpenAPI ToolChoiceAllowed does: a mode left out or of another value, or an empty list, is a 400 on it, no run (they were answered, the mock taking any mode for auto, and went upstream)", async (t) => {
+  const { app } = await build(t);
+  const allowed = (fields: Record<string, unknown>) => ({ model: 'gpt-4o', input: 'x', tools: [WEATHER], tool_choice: { type: 'allowed_tools', ...fields } });
+  const named = [{ type: 'function', name: 'get_weather' }];
+  for (const [payload, param] of [
+    [allowed({ mode: 'bogus', tools: named }), 'tool_choice.mode'],
+    [allowed({ tools: named }), 'tool_choice.mode'],
+    [allowed({ mode: 'required', tools: [] }), 'tool_choice.tools'],
+  ] as const) {
+    const response = await app.inject({ method: 'POST', url: '/v1/responses', payload });
+    assert.equal(response.statusCode, 400, JSON.stringify(payload.tool_choice));
+    assert.equal(json(response).error.param, param);
+    assert.equal(validateAgainst('ErrorResponse', json(response)), null);
+  }
+  assert.equal(json(await app.inject({ url: '/api/v1/runs' })).pagination.total, 0);
+  for (const mode of ['auto', 'required']) assert.equal((await app.inject({ method: 'POST', url: '/v1/responses', payload: allowed({ mode, tools: named }) })).statusCode, 200, mode);
+});

@@ -168,7 +168,10 @@ export function parseResponsesRequest(body: unknown): ValidatedResponses {
     // A choice of one tool, or of the allowed ones: each a declared function or custom tool, never a hosted one.
     const allowed = choice.type === 'allowed_tools';
     const chosen = allowed ? (choice as { tools?: unknown }).tools : [choice];
-    if (!Array.isArray(chosen)) throw invalid('tool_choice of type allowed_tools needs a list of tools.', { param: 'tool_choice.tools' });
+    if (!Array.isArray(chosen) || chosen.length === 0) throw invalid('tool_choice of type allowed_tools needs a non-empty list of tools.', { param: 'tool_choice.tools' });
+    // Its mode is required (the OpenAPI ToolChoiceAllowed): a mode the upstream does not know is its 400, not svc's `auto`.
+    const mode = (choice as { mode?: unknown }).mode;
+    if (allowed && mode !== 'auto' && mode !== 'required') throw invalid("tool_choice of type allowed_tools needs a mode, 'auto' or 'required'.", { param: 'tool_choice.mode' });
     for (const [index, tool] of chosen.entries()) {
       const param = allowed ? `tool_choice.tools[${index}]` : 'tool_choice';
       const type = (tool as { type?: unknown } | null)?.type;
