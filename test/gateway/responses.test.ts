@@ -1222,3 +1222,40 @@ test("tool_choice allowed_tools needs its mode ('auto' or 'required') and at lea
   assert.equal(json(await app.inject({ url: '/api/v1/runs' })).pagination.total, 0);
   for (const mode of ['auto', 'required']) assert.equal((await app.inject({ method: 'POST', url: '/v1/responses', payload: allowed({ mode, tools: named }) })).statusCode, 200, mode);
 });
+
+test("the mock honours a tool_choice of a namespace's tool or a deferred one, which it otherwise leaves alone: it calls the chosen tool (a namespace's with its namespace), buffered and streamed; it refused the request svc had accepted with a 400 'not a declared tool'", async (t) => {
+  const { client } = await listening(t);
+  const crm = {
+    type: 'namespace',
+    name: 'crm',
+    description: 'Customer records',
+    tools: [
+      { type: 'function', name: 'get_customer', parameters: { type: 'object', properties: { id: { type: 'integer' } }, required: ['id'], additionalProperties: false } },
+      { type: 'custom', name: 'query' },
+    ],
+  };
+  const lazy = { ...WEATHER, name: 'get_forecast', defer_loading: true };
+  const tools = [{ type: 'tool_search' }, crm, lazy, WEATHER];
+  const request = (tool_choice: unknown) => ({ model: 'gpt-4o-mini', input: input('choose'), tools, tool_choice }) as never;
+  const calls = (output: ReadonlyArray<unknown>) => output.map((item) => {
+    const { type, namespace, name } = item as { type: string; namespace?: string; name: string };
+    return [type, namespace ?? null, name];
+  });
+  for (const [choice, expected] of [
+    [{ type: 'function', name: 'get_customer' }, [['function_call', 'crm', 'get_customer']]],
+    [{ type: 'custom', name: 'query' }, [['custom_tool_call', 'crm', 'query']]],
+    [{ type: 'function', name: 'get_forecast' }, [['function_call', null, 'get_forecast']]],
+    [{ type: 'allowed_tools', mode: 'required', tools: [{ type: 'function', name: 'get_customer' }] }, [['function_call', 'crm', 'get_customer']]],
+  ] as const) {
+    const buffered = await client.responses.create(request(choice));
+    assert.deepEqual(calls(buffered.output), expected, JSON.stringify(choice));
+    assert.equal(validateAgainst('Response', buffered), null);
+    const stream = client.responses.stream(request(choice));
+    for await (const event of stream) assert.equal(validateAgainst('ResponseStreamEvent', event), null, event.type);
+    assert.deepEqual(calls((await stream.finalResponse()).output), expected, JSON.stringify(choice));
+  }
+  const call = (await client.responses.create(request({ type: 'function', name: 'get_customer' }))).output[0] as { arguments: string };
+  assert.equal(typeof JSON.parse(call.arguments).id, 'number');
+  // Not chosen, they stay uncalled: the mock calls the tool the model has in context.
+  assert.deepEqual(calls((await client.responses.create(request('required'))).output), [['function_call', null, 'get_weather']]);
+});

@@ -6,6 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { isDeferredTool } from '../deferred-tools.ts';
+import { declaredToolName } from '../tool-schemas.ts';
 import { messageToEvents, responseToEvents } from '../wire-replay.ts';
 import { countMessagesTokens } from '../tokens-messages.ts';
 import { countTokens } from '../tokens.ts';
@@ -252,26 +253,56 @@ function inputMessages(request: ResponsesRequest): ChatMessage[] {
   return messages;
 }
 
+/** A function or custom tool of a responses request, as svc declares it (tool-schemas.ts): a namespace's as `namespace.name`. */
+interface MockTool {
+  declared: string;
+  namespace: string | undefined;
+  tool: Record<string, unknown>;
+}
+
+function declaredResponsesTools(request: ResponsesRequest): MockTool[] {
+  const declared: MockTool[] = [];
+  const add = (tool: Record<string, unknown>, namespace?: string): void => {
+    if (tool.type === 'function' || tool.type === 'custom') declared.push({ declared: declaredToolName(namespace, String(tool.name)), namespace, tool });
+  };
+  for (const entry of request.tools ?? []) {
+    if (entry.type === 'namespace' && Array.isArray(entry.tools)) for (const member of entry.tools as Array<Record<string, unknown>>) add(member, String(entry.name));
+    else add(entry);
+  }
+  return declared;
+}
+
+/**
+ * The declared tool a `tool_choice` entry (`{type, name}`) chooses: by its declared name, else (a namespace's tool is
+ * chosen by its own name: responses-schema.ts) the namespace's tool of that name and kind.
+ */
+function chosenTool(tools: readonly MockTool[], entry: { type?: unknown; name?: unknown }): MockTool | undefined {
+  return tools.find((tool) => tool.declared === entry.name) ?? tools.find((tool) => tool.namespace !== undefined && tool.tool.name === entry.name && tool.tool.type === entry.type);
+}
+
 export function responsesToChat(request: ResponsesRequest): ChatRequest {
-  const tools: ChatTool[] = (request.tools ?? [])
-    // The declared tools in the model's context: not tool_search (which the mock does not run), nor the deferred ones it would load.
-    .filter((tool) => (tool.type === 'function' || tool.type === 'custom') && !isDeferredTool(tool))
-    .map((tool) =>
+  const declared = declaredResponsesTools(request);
+  const choice = request.tool_choice as string | { type?: string; name?: string; mode?: string; tools?: Array<{ type?: string; name?: string }> } | undefined;
+  const entries = typeof choice !== 'object' ? [] : choice.type === 'allowed_tools' ? (choice.tools ?? []) : [choice];
+  const chosen = entries.map((entry) => chosenTool(declared, entry));
+  const tools: ChatTool[] = declared
+    // The tools in the model's context: not a deferred one (which a tool search would load) nor a namespace's (the
+    // mock runs no tool search), unless the choice names it, which the model is then to call.
+    .filter((tool) => (tool.namespace === undefined && !isDeferredTool(tool.tool)) || chosen.includes(tool))
+    .map(({ declared: name, tool }) =>
       tool.type === 'custom'
-        ? { type: 'function', function: { name: String(tool.name), parameters: { type: 'object', properties: { input: { type: 'string' } }, required: ['input'] } } }
-        : { type: 'function', function: { name: String(tool.name), parameters: (tool.parameters as Record<string, unknown> | undefined) ?? { type: 'object' } } },
+        ? { type: 'function', function: { name, parameters: { type: 'object', properties: { input: { type: 'string' } }, required: ['input'] } } }
+        : { type: 'function', function: { name, parameters: (tool.parameters as Record<string, unknown> | undefined) ?? { type: 'object' } } },
     );
-  const choice = request.tool_choice as string | { type?: string; name?: string; mode?: string; tools?: Array<{ name?: string }> } | undefined;
+  const named = (index: number) => ({ type: 'function' as const, function: { name: chosen[index]?.declared ?? String(entries[index]?.name) } });
   const format = (request.text as { format?: { type?: string; name?: string; schema?: unknown } } | undefined)?.format;
   return {
     model: planModel(request.model),
     messages: inputMessages(request),
     ...(tools.length ? { tools } : {}),
     ...(typeof choice === 'string' ? { tool_choice: choice } : {}),
-    ...(typeof choice === 'object' && choice.name ? { tool_choice: { type: 'function', function: { name: choice.name } } } : {}),
-    ...(typeof choice === 'object' && choice.type === 'allowed_tools'
-      ? { tool_choice: { type: 'allowed_tools', allowed_tools: { mode: choice.mode, tools: (choice.tools ?? []).map((tool) => ({ type: 'function', function: { name: tool.name } })) } } }
-      : {}),
+    ...(typeof choice === 'object' && choice.name ? { tool_choice: named(0) } : {}),
+    ...(typeof choice === 'object' && choice.type === 'allowed_tools' ? { tool_choice: { type: 'allowed_tools', allowed_tools: { mode: choice.mode, tools: entries.map((_, index) => named(index)) } } } : {}),
     ...(request.parallel_tool_calls === false ? { parallel_tool_calls: false } : {}),
     ...(typeof request.max_output_tokens === 'number' ? { max_tokens: request.max_output_tokens } : {}),
     ...(format?.type === 'json_schema' ? { response_format: { type: 'json_schema', json_schema: { name: format.name, schema: format.schema } } } : {}),
@@ -281,7 +312,7 @@ export function responsesToChat(request: ResponsesRequest): ChatRequest {
 
 export function chatToResponse(completion: ChatCompletion, request: ResponsesRequest, now: number): ResponseObject {
   const choice = completion.choices[0]!;
-  const customTools = new Set((request.tools ?? []).filter((tool) => tool.type === 'custom').map((tool) => tool.name));
+  const declared = new Map(declaredResponsesTools(request).map((tool) => [tool.declared, tool]));
   const output: ResponseObject['output'] = [];
   const reasoning = request.reasoning as { effort?: string | null; summary?: string | null } | undefined;
   if (reasoning?.summary) {
@@ -297,11 +328,14 @@ export function chatToResponse(completion: ChatCompletion, request: ResponsesReq
     });
   }
   for (const call of choice.message.tool_calls ?? []) {
-    if (customTools.has(call.function.name)) {
+    // A namespace's tool is called by its own name, with its namespace.
+    const tool = declared.get(call.function.name);
+    const called = tool ? { ...(tool.namespace === undefined ? {} : { namespace: tool.namespace }), name: String(tool.tool.name) } : { name: call.function.name };
+    if (tool?.tool.type === 'custom') {
       const input = (JSON.parse(call.function.arguments || '{}') as { input?: unknown }).input;
-      output.push({ type: 'custom_tool_call', id: `ctc_${hex()}`, call_id: call.id, name: call.function.name, input: String(input ?? '') });
+      output.push({ type: 'custom_tool_call', id: `ctc_${hex()}`, call_id: call.id, ...called, input: String(input ?? '') });
     } else {
-      output.push({ type: 'function_call', id: `fc_${hex()}`, call_id: call.id, name: call.function.name, arguments: call.function.arguments, status: 'completed' });
+      output.push({ type: 'function_call', id: `fc_${hex()}`, call_id: call.id, ...called, arguments: call.function.arguments, status: 'completed' });
     }
   }
   const incomplete = choice.finish_reason === 'length';
