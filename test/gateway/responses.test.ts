@@ -1259,3 +1259,16 @@ test("the mock honours a tool_choice of a namespace's tool or a deferred one, wh
   // Not chosen, they stay uncalled: the mock calls the tool the model has in context.
   assert.deepEqual(calls((await client.responses.create(request('required'))).output), [['function_call', null, 'get_weather']]);
 });
+
+test("tool_choice 'required' without tools is a 400 on tool_choice, no run, as on the chat wire (the mock answered it with text, a required call silently dropped); with a tool, or 'auto' or 'none' without one, it is answered", async (t) => {
+  const { app } = await build(t);
+  for (const tools of [undefined, []]) {
+    const response = await app.inject({ method: 'POST', url: '/v1/responses', payload: { model: 'gpt-4o', input: 'x', tool_choice: 'required', ...(tools ? { tools } : {}) } });
+    assert.equal(response.statusCode, 400, JSON.stringify(tools));
+    assert.equal(json(response).error.param, 'tool_choice');
+  }
+  assert.equal(json(await app.inject({ url: '/api/v1/runs' })).pagination.total, 0);
+  for (const payload of [{ tool_choice: 'required', tools: [WEATHER] }, { tool_choice: 'auto' }, { tool_choice: 'none' }]) {
+    assert.equal((await app.inject({ method: 'POST', url: '/v1/responses', payload: { model: 'gpt-4o', input: input(), ...payload } })).statusCode, 200, JSON.stringify(payload));
+  }
+});

@@ -164,6 +164,8 @@ export function parseResponsesRequest(body: unknown): ValidatedResponses {
   const tools = compileTools(functions, schemas, deferred);
   for (const name of customTools) if (tools.names.has(name)) throw duplicateTool(name);
   const choice = parsed.tool_choice;
+  // A call required of no tool cannot be made: the upstream refuses it, and the mock would answer with text.
+  if (choice === 'required' && (parsed.tools ?? []).length === 0) throw invalid("tool_choice 'required' needs tools.", { param: 'tool_choice' });
   if (typeof choice === 'object') {
     // A choice of one tool, or of the allowed ones: each a declared function or custom tool, never a hosted one.
     const allowed = choice.type === 'allowed_tools';
