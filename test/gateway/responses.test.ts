@@ -1272,3 +1272,30 @@ test("tool_choice 'required' without tools is a 400 on tool_choice, no run, as o
     assert.equal((await app.inject({ method: 'POST', url: '/v1/responses', payload: { model: 'gpt-4o', input: input(), ...payload } })).statusCode, 200, JSON.stringify(payload));
   }
 });
+
+test("an input message item's role is user, assistant, system or developer and its content a string or a list of typed parts: anything else is a 400 on it, no run (a null part was the mock's crash, a 502 and a failed run; a number or an unknown role was answered)", async (t) => {
+  const { app } = await build(t);
+  for (const [item, param] of [
+    [{ role: 'user', content: [null] }, 'input[0].content'],
+    [{ role: 'user', content: [{ type: 'input_text', text: 'a' }, 'b'] }, 'input[0].content'],
+    [{ role: 'user', content: 5 }, 'input[0].content'],
+    [{ role: 'user' }, 'input[0].content'],
+    [{ role: 'wizard', content: 'hi' }, 'input[0].role'],
+  ] as const) {
+    const response = await app.inject({ method: 'POST', url: '/v1/responses', payload: { model: 'gpt-4o', input: [item] } });
+    assert.equal(response.statusCode, 400, JSON.stringify(item));
+    assert.equal(json(response).error.param, param, JSON.stringify(item));
+    assert.equal(validateAgainst('ErrorResponse', json(response)), null);
+  }
+  assert.equal(json(await app.inject({ url: '/api/v1/runs' })).pagination.total, 0);
+  const conversation = [
+    { role: 'developer', content: 'be brief' },
+    { type: 'message', role: 'user', content: [{ type: 'input_text', text: input('describe') }, { type: 'input_image', image_url: 'data:image/png;base64,iVBORw0KGgo=', detail: 'auto' }] },
+    { type: 'message', id: 'msg_1', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'A dot.', annotations: [] }] },
+    { type: 'function_call', call_id: 'c1', name: 'get_weather', arguments: '{"city":"Oslo"}' },
+    { type: 'function_call_output', call_id: 'c1', output: 'sunny' },
+    { role: 'system', content: 'and polite' },
+  ];
+  const answered = await app.inject({ method: 'POST', url: '/v1/responses', payload: { model: 'gpt-4o', input: conversation, tools: [WEATHER] } });
+  assert.equal(answered.statusCode, 200, answered.body);
+});

@@ -61,6 +61,32 @@ export const responsesRequestSchema = z.looseObject({
   service_tier: z.enum(SERVICE_TIERS).optional(),
 });
 
+const MESSAGE_ROLES: ReadonlySet<unknown> = new Set(['user', 'assistant', 'system', 'developer']);
+
+/**
+ * The input's message items (those with a `role`: the OpenAPI EasyInputMessage, InputMessage and OutputMessage) have
+ * one of the wire's roles and a string or a list of typed parts as content: anything else is the upstream's 400
+ * (and was the mock's crash, a 502), so svc's before a run. Other item types are the upstream's to judge.
+ */
+function checkMessageItems(input: ReadonlyArray<Record<string, unknown>>): void {
+  // Plain loops: this runs for every request with an item list.
+  for (let index = 0; index < input.length; index++) {
+    const item = input[index]!;
+    if (!('role' in item)) continue;
+    if (!MESSAGE_ROLES.has(item.role)) throw invalid(`input[${index}].role: a message's role is user, assistant, system or developer.`, { param: `input[${index}].role` });
+    const content = item.content;
+    if (typeof content !== 'string' && !isTypedPartList(content)) {
+      throw invalid(`input[${index}].content: a message's content is a string or a list of parts, each an object with a type.`, { param: `input[${index}].content` });
+    }
+  }
+}
+
+function isTypedPartList(content: unknown): boolean {
+  if (!Array.isArray(content)) return false;
+  for (const part of content) if (typeof (part as { type?: unknown } | null)?.type !== 'string') return false;
+  return true;
+}
+
 export interface ValidatedResponses {
   request: ResponsesRequest;
   tools: DeclaredTools;
@@ -126,6 +152,7 @@ export function parseResponsesRequest(body: unknown): ValidatedResponses {
   for (const [field, message] of Object.entries(UNSUPPORTED_FIELDS)) if (field in raw) throw invalid(message, { param: field });
   const parsed = responsesRequestSchema.parse(raw);
   if (parsed.metadata && Object.keys(parsed.metadata).length > 16) throw invalid('metadata has at most 16 keys.', { param: 'metadata' });
+  if (Array.isArray(parsed.input)) checkMessageItems(parsed.input);
   const functions: ChatTool[] = [];
   // Function tools with defer_loading: true, declared by name; each schema compiled when a call names its tool.
   const deferred: Array<{ tool: ChatTool; where: string }> = [];
