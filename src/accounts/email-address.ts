@@ -1,5 +1,6 @@
 /** The rule every e-mail address svc stores is held to: addresses given at signup, invitation, creation and start-up. */
 import { z } from 'zod';
+import { canonicalMailDomain } from '../core/mail-domain.ts';
 import { isPrintableText, UNPRINTABLE_MESSAGE } from '../core/text.ts';
 
 /**
@@ -27,9 +28,19 @@ function isPlainDomain(email: string): boolean {
 }
 
 /**
+ * Whether the domain has one Unicode form under IDNA (UTS 46), the form svc stores it in (src/core/mail-domain.ts):
+ * `例え.jp` and `xn--r8jz45g.jp` are then one address. Invalid punycode (`xn--zz`), a label IDNA refuses, or a
+ * spelling the conversion would turn into another domain has none, and would be an account of its own.
+ */
+function isConvertibleDomain(email: string): boolean {
+  return canonicalMailDomain(email.slice(email.lastIndexOf('@') + 1).toLowerCase()) !== null;
+}
+
+/**
  * E-mail addresses: trimmed, at most 254 characters, one `@` with something on both sides, no control or invisible
- * characters, in Unicode normalization form NFKC, the domain without empty labels: no two accepted addresses look
- * alike, or reach the same mailbox through another spelling of its domain, but differ.
+ * characters, in Unicode normalization form NFKC, the domain without empty labels and valid under IDNA (stored in its
+ * Unicode form by `normalizeEmail`): no two accepted addresses look alike, or reach the same mailbox through another
+ * spelling of its domain, but differ.
  */
 export const emailField = z
   .string()
@@ -38,4 +49,5 @@ export const emailField = z
   .regex(/^[^\s@]+@[^\s@]+$/, 'must be an e-mail address')
   .refine(isPrintableText, { message: UNPRINTABLE_MESSAGE })
   .refine(isNormalAddress, { message: 'must not hold invisible characters and must be in Unicode normalization form NFKC' })
-  .refine(isPlainDomain, { message: 'the domain must not start or end with a dot, hold two dots in a row or an ideographic full stop' });
+  .refine(isPlainDomain, { message: 'the domain must not start or end with a dot, hold two dots in a row or an ideographic full stop' })
+  .refine(isConvertibleDomain, { message: 'the domain must be a valid internationalized domain name (IDNA)' });

@@ -10,7 +10,7 @@ export const ORG_ROLE_RANK: Record<OrgRole, number> = { member: 1, admin: 2, own
 
 export interface User {
   id: string;
-  /** Trimmed and lowercased; unique. */
+  /** Trimmed, lowercased, the domain in its Unicode form (`normalizeEmail`); unique. */
   email: string;
   name: string;
   role: PlatformRole;
@@ -91,7 +91,5 @@ export function effectiveStatus(invite: Invite, now: number): InviteStatus {
   return invite.status === 'pending' && invite.expiresAt <= now ? 'expired' : invite.status;
 }
 
-/** E-mail addresses are compared and stored trimmed and lowercased (SPEC 2.1). */
-export function normalizeEmail(email: string): string {
-  return email.trim().toLowerCase();
-}
+/** E-mail addresses are compared and stored trimmed, lowercased, the domain in its Unicode form (SPEC 2.1). */
+export { normalizeEmail } from '../core/mail-domain.ts';

@@ -112,6 +112,66 @@ test('an address whose domain is another spelling of a taken one is refused: tra
   assert.equal((await admin.post('/api/v1/users', { email: 'c.e.o.@acme.io' })).statusCode, 201);
 });
 
+test("an internationalized domain is one mailbox in its Unicode and ASCII spellings: one account, reached by either", async (t) => {
+  const { app, mail, services } = await buildWithAdmin(t, { SVC_ALLOW_PUBLIC_SIGNUP: 'true' });
+  const ceo = await new Browser(app, '198.51.100.80').post('/api/v1/auth/signup', { email: 'ceo@例え.jp', name: 'Ceo', password: 'ceo-password-1' });
+  assert.equal(ceo.statusCode, 201, ceo.body);
+  const id = json(ceo).user.id;
+  assert.equal(json(ceo).org.name, '例え.jp');
+  // xn--r8jz45g.jp is 例え.jp in the ASCII form mail servers use (UTS 46): the same mailbox, so no second account.
+  const users = () => services.store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM users')!.n);
+  const before = await users();
+  const admin = new Browser(app, '198.51.100.81');
+  await admin.login(ADMIN.email, ADMIN.password);
+  for (const [index, email] of ['ceo@xn--r8jz45g.jp', ' CEO@XN--R8JZ45G.JP '].entries()) {
+    const signup = await new Browser(app, `198.51.100.${90 + index}`).post('/api/v1/auth/signup', { email, name: 'Mallory', password: 'mallory-password' });
+    assert.equal(signup.statusCode, 409, `signup ${email}: ${signup.body}`);
+    assert.equal(json(signup).error.code, 'email_taken');
+    assert.equal(json(await admin.post('/api/v1/users', { email })).error.code, 'email_taken', `create ${email}`);
+  }
+  assert.equal(await users(), before, 'no second account for the mailbox was made');
+  // An invitation to either spelling is one to the account's address.
+  const invite = await admin.post('/api/v1/orgs/active/invites', { email: 'ceo@xn--r8jz45g.jp' });
+  assert.equal(invite.statusCode, 201, invite.body);
+  assert.equal(json(invite).invite.email, 'ceo@例え.jp');
+  // Login and password reset with either spelling reach the one account.
+  for (const [index, email] of ['ceo@例え.jp', 'ceo@xn--r8jz45g.jp'].entries()) {
+    assert.equal((await new Browser(app, `198.51.100.${100 + index}`).login(email, 'ceo-password-1')).user.id, id, `login ${email}`);
+  }
+  const reset = await app.inject({ method: 'POST', url: '/api/v1/auth/password-reset/request', remoteAddress: '198.51.100.110', headers: { origin: ORIGIN }, payload: { email: 'ceo@xn--r8jz45g.jp' } });
+  assert.equal(reset.statusCode, 202);
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  const token = mail.token('ceo@例え.jp', '/reset-password');
+  assert.equal((await new Browser(app, '198.51.100.111').post('/api/v1/auth/password-reset/confirm', { token, password: 'ceo-password-2' })).statusCode, 200);
+  assert.equal((await new Browser(app, '198.51.100.112').login('ceo@xn--r8jz45g.jp', 'ceo-password-2')).user.id, id);
+
+  // Given first in its ASCII form, the address is stored (and the organization named) in the form users read.
+  const boss = await new Browser(app, '198.51.100.113').post('/api/v1/auth/signup', { email: 'boss@xn--wgv71a.jp', name: 'Boss', password: 'boss-password-1' });
+  assert.equal(boss.statusCode, 201, boss.body);
+  assert.equal(json(boss).user.email, 'boss@日本.jp');
+  assert.equal(json(boss).org.name, '日本.jp');
+  assert.equal(json(await new Browser(app, '198.51.100.114').post('/api/v1/auth/signup', { email: 'boss@日本.jp', name: 'M', password: 'mallory-password' })).error.code, 'email_taken');
+});
+
+test('an address whose domain does not convert under IDNA (UTS 46) is refused', async (t) => {
+  const { app, services } = await buildWithAdmin(t, { SVC_ALLOW_PUBLIC_SIGNUP: 'true' });
+  const admin = new Browser(app, '198.51.100.120');
+  await admin.login(ADMIN.email, ADMIN.password);
+  const users = () => services.store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM users')!.n);
+  const before = await users();
+  // Invalid punycode; an ACE label that decodes to plain ASCII (xn--r8jz45g-.jp reads back as r8jz45g.jp); a
+  // percent-escape and a shortened IPv4 number, which a host parser rewrites into another domain.
+  const broken = ['ceo@xn--zz.jp', 'ceo@xn--a.com', 'ceo@xn--r8jz45g-.jp', 'ceo@a%41.com', 'ceo@1.2.3'];
+  for (const [index, email] of broken.entries()) {
+    const signup = await new Browser(app, `198.51.100.${130 + index}`).post('/api/v1/auth/signup', { email, name: 'Mallory', password: 'mallory-password' });
+    assert.equal(signup.statusCode, 400, `signup ${email}: ${signup.body}`);
+    assert.equal(json(signup).error.code, 'invalid_request');
+    assert.equal((await admin.post('/api/v1/users', { email })).statusCode, 400, `create ${email}`);
+    assert.equal((await admin.post('/api/v1/orgs/active/invites', { email })).statusCode, 400, `invite ${email}`);
+  }
+  assert.equal(await users(), before);
+});
+
 test('signup: generic providers name the org after the person; duplicates 409; unknown fields 400; per-address limit', async (t) => {
   const { app } = await buildAccounts(t, { env: { SVC_ALLOW_PUBLIC_SIGNUP: 'true' } });
   const grace = await new Browser(app, '198.51.100.1').post('/api/v1/auth/signup', { email: 'grace@gmail.com', name: 'Grace', password: 'grace-password' });
