@@ -428,7 +428,7 @@ export function openStore(options: StoreOptions): Store {
       sql.exec('PRAGMA cache_spill = 16384');
     }
     sql.exec('PRAGMA foreign_keys = ON');
-    schemaVersion = migrate(sql, migrations);
+    schemaVersion = migrate(db, sql, migrations);
   } catch (error) {
     // The file as it was, and no engine lock or log left behind.
     sql.finalizeAll();
@@ -447,7 +447,7 @@ export function openStore(options: StoreOptions): Store {
   }, options.onWindowCommitted ?? null, options.deferredWriteLosses ?? null);
 }
 
-function migrate(sql: CachedSql, migrations: readonly Migration[]): number {
+function migrate(db: InstanceType<typeof sqlite.Database>, sql: CachedSql, migrations: readonly Migration[]): number {
   sql.exec(
     'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)',
   );
@@ -468,6 +468,9 @@ function migrate(sql: CachedSql, migrations: readonly Migration[]): number {
   const pending = [...migrations].sort((a, b) => a.version - b.version).filter((migration) => !applied.has(migration.version));
   const current = Math.max(0, ...applied, ...pending.map((migration) => migration.version));
   if (pending.length === 0) return current;
+  for (const migration of pending) {
+    for (const [name, fn] of Object.entries(migration.functions ?? {})) db.function(name, fn, { deterministic: true });
+  }
   sql.exec('BEGIN IMMEDIATE');
   for (const migration of pending) {
     try {

@@ -3,6 +3,11 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 import { json } from '../support/build.ts';
 import { ADMIN, Browser, buildAccounts, buildWithAdmin, makeUser, ORIGIN, sessionCookieOf } from '../support/accounts.ts';
+import { tempDir } from '../support/process.ts';
+import { createPasswordHasher } from '../../src/accounts/passwords.ts';
+import { newToken, sha256Hex } from '../../src/core/ids.ts';
+import { MIGRATIONS } from '../../src/store/migrations.ts';
+import { openStore } from '../../src/store/store.ts';
 
 const SIGNUP = { email: 'Ada@Acme.io', name: 'Ada', password: 'ada-password-1' };
 const DAY = 86_400_000;
@@ -151,6 +156,58 @@ test("an internationalized domain is one mailbox in its Unicode and ASCII spelli
   assert.equal(json(boss).user.email, 'boss@日本.jp');
   assert.equal(json(boss).org.name, '日本.jp');
   assert.equal(json(await new Browser(app, '198.51.100.114').post('/api/v1/auth/signup', { email: 'boss@日本.jp', name: 'M', password: 'mallory-password' })).error.code, 'email_taken');
+});
+
+test('migration 16 stores the addresses of an older data file with the domain in its Unicode form, but leaves two accounts of one mailbox alone', async (t) => {
+  const dataDir = tempDir(t);
+  const older = openStore({ dataDir, migrations: MIGRATIONS.filter((migration) => migration.version < 16) });
+  const hash = await createPasswordHasher({ costLog2: 10 }).hash('old-password-1');
+  const resetToken = newToken();
+  const inviteToken = newToken();
+  const later = Date.UTC(2026, 10, 30);
+  await older.write((sql) => {
+    sql.run("INSERT INTO tenants (id, name, created_at) VALUES ('org_old', 'Old', 1)");
+    const user = (id: string, email: string) =>
+      sql.run(
+        `INSERT INTO users (id, email, name, role, email_verified, must_change_password, password_hash, password_changed_at, created_at, updated_at)
+         VALUES (?, ?, 'Old', 'member', 1, 0, ?, 1, 1, 1)`,
+        [id, email, hash],
+      );
+    user('usr_old', 'old@xn--r8jz45g.jp');
+    user('usr_mixed', 'mixed@例え.xn--wgv71a');
+    // Two accounts of one mailbox, made before svc told the spellings apart: neither is chosen over the other.
+    user('usr_twin_ace', 'twin@xn--r8jz45g.jp');
+    user('usr_twin_unicode', 'twin@例え.jp');
+    sql.run(
+      "INSERT INTO account_tokens (token_hash, kind, user_id, email, created_at, expires_at) VALUES (?, 'password_reset', 'usr_old', 'old@xn--r8jz45g.jp', 1, ?)",
+      [sha256Hex(resetToken), later],
+    );
+    sql.run(
+      `INSERT INTO org_invites (id, tenant_id, email, role, token_hash, invited_by, status, created_at, expires_at)
+       VALUES ('inv_old', 'org_old', 'guest@xn--r8jz45g.jp', 'member', ?, NULL, 'pending', 1, ?)`,
+      [sha256Hex(inviteToken), later],
+    );
+  });
+  await older.close();
+
+  const { app, services } = await buildAccounts(t, { dataDir });
+  const emails = Object.fromEntries(
+    (await services.store.read((sql) => sql.all<{ id: string; email: string }>('SELECT id, email FROM users'))).map((row) => [row.id, row.email]),
+  );
+  assert.equal(emails.usr_old, 'old@例え.jp');
+  assert.equal(emails.usr_mixed, 'mixed@例え.日本');
+  assert.equal(emails.usr_twin_ace, 'twin@xn--r8jz45g.jp');
+  assert.equal(emails.usr_twin_unicode, 'twin@例え.jp');
+  // Either spelling now reaches the account stored in the mailbox's form.
+  assert.equal((await new Browser(app, '198.51.100.145').login('twin@xn--r8jz45g.jp', 'old-password-1')).user.id, 'usr_twin_unicode');
+  for (const [index, email] of ['old@例え.jp', 'old@xn--r8jz45g.jp'].entries()) {
+    assert.equal((await new Browser(app, `198.51.100.${140 + index}`).login(email, 'old-password-1')).user.id, 'usr_old', `login ${email}`);
+  }
+  // The reset link sent to the address before still works: the token names the address as the account now has it.
+  const reset = await new Browser(app, '198.51.100.150').post('/api/v1/auth/password-reset/confirm', { token: resetToken, password: 'old-password-2' });
+  assert.equal(reset.statusCode, 200, reset.body);
+  // The invitation names the address as accounts are looked up.
+  assert.equal(json(await app.inject({ url: `/api/v1/invites/${inviteToken}` })).email, 'guest@例え.jp');
 });
 
 test('an address whose domain does not convert under IDNA (UTS 46) is refused', async (t) => {
