@@ -41,6 +41,9 @@ const NON_PUBLIC = blockList(
     '0.0.0.0/8', '10.0.0.0/8', '100.64.0.0/10', '127.0.0.0/8', '169.254.0.0/16', '172.16.0.0/12',
     '192.0.0.0/24', '192.0.2.0/24', '192.88.99.0/24', '192.168.0.0/16', '198.18.0.0/15', '198.51.100.0/24',
     '203.0.113.0/24', '224.0.0.0/4', '240.0.0.0/4', // 240/4 includes 255.255.255.255
+    // Not special-purpose but not a public site either: Azure's WireServer, the platform endpoint every Azure VM
+    // reaches at this fixed address (goal state, extension settings), like a metadata service.
+    '168.63.129.16/32',
   ],
   // Public IPv6 is an allow-list (GLOBAL_V6 below); these are the special ranges carved out of 2000::/3:
   // IETF protocol assignments incl. Teredo (2001::/23), documentation (2001:db8::/32, 3fff::/20).
@@ -48,8 +51,11 @@ const NON_PUBLIC = blockList(
 );
 /** Only global unicast is public; this excludes ::, ::1, ::/96, fc00::/7, fe80::/10, ff00::/8 in one rule. */
 const GLOBAL_V6 = blockList([], ['2000::/3']);
-/** Refused even with allowPrivate: link-local is where metadata services answer (plus AWS's IPv6 one). */
-const METADATA = blockList(['169.254.0.0/16'], ['fe80::/10', 'fd00:ec2::254/128']);
+/**
+ * Refused even with allowPrivate: link-local is where metadata services answer (plus AWS's IPv6 one), and Azure's
+ * WireServer sits at a fixed public-looking address.
+ */
+const METADATA = blockList(['169.254.0.0/16', '168.63.129.16/32'], ['fe80::/10', 'fd00:ec2::254/128']);
 
 /**
  * Whether `ip` is public unicast that an outbound request may reach. Anything that is not a valid IP

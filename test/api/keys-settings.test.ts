@@ -224,6 +224,13 @@ test('webhook_url must be public even in open dev mode', async (t) => {
   assert.equal(json(response).error.code, 'private_url_blocked');
 });
 
+test('webhook_url: a cloud platform endpoint at a public-looking address (Azure WireServer) is refused', async (t) => {
+  const { app } = await build(t);
+  const response = await app.inject({ method: 'PUT', url: '/api/v1/settings', payload: { key: 'webhook_url', value: 'http://168.63.129.16/machine?comp=goalstate' } });
+  assert.equal(response.statusCode, 403);
+  assert.equal(json(response).error.code, 'private_url_blocked');
+});
+
 test('webhook_url: an internal name that resolves to a private address and one that does not resolve answer alike', async (t) => {
   // The real guard over a fake resolver: db.corp.example exists (privately), nothing.corp.example does not.
   const zone: Record<string, string> = { 'db.corp.example': '10.1.2.3', 'hooks.example.com': '93.184.216.34' };

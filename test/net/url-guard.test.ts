@@ -117,6 +117,8 @@ test('loopback, private and metadata IP literals are refused in every spelling',
     'http://[fc00::1]/', 'http://[fd12:3456::1]/', 'http://[fe80::1]/', 'http://[ff02::1]/',
     'http://[64:ff9b::7f00:1]/', 'http://[64:ff9b::10.0.0.1]/', 'http://[2002:7f00:1::]/', 'http://[2002:a9fe:a9fe::1]/',
     'http://[2001:db8::1]/', 'http://[fd00:ec2::254]/',
+    // Azure's WireServer: a public-looking address that only the platform answers, from inside every Azure VM.
+    'http://168.63.129.16/machine?comp=goalstate', 'http://[::ffff:168.63.129.16]/',
   ];
   for (const url of urls) await assert.rejects(checkOutboundUrl(url, { lookup: noDns }), isCode('private_url_blocked'), url);
 });
@@ -157,7 +159,7 @@ test('isPublicAddress classifies addresses including IPv6 forms that embed an IP
   for (const ip of [
     '127.0.0.1', '10.0.0.1', '172.31.255.255', '192.168.0.1', '169.254.169.254', '100.127.255.255', '0.0.0.0',
     '255.255.255.255', '239.1.1.1', '::1', '::', '::ffff:10.0.0.1', '::ffff:7f00:1', '::7f00:1', 'fe80::1%eth0',
-    '64:ff9b::a00:1', '2002:c0a8:101::', '2001::1', 'fc00::1', 'ff02::1', 'not-an-ip', '', '[::1]',
+    '64:ff9b::a00:1', '2002:c0a8:101::', '2001::1', 'fc00::1', 'ff02::1', 'not-an-ip', '', '[::1]', '168.63.129.16',
   ]) {
     assert.equal(isPublicAddress(ip), false, ip);
   }
@@ -218,7 +220,7 @@ test('allowPrivate lets loopback and private targets through but still only over
 });
 
 test('allowPrivate still refuses link-local metadata addresses', async () => {
-  for (const url of ['http://169.254.169.254/', 'http://[fd00:ec2::254]/', 'http://[::ffff:169.254.169.254]/', 'http://[fe80::1]/']) {
+  for (const url of ['http://169.254.169.254/', 'http://[fd00:ec2::254]/', 'http://[::ffff:169.254.169.254]/', 'http://[fe80::1]/', 'http://168.63.129.16/']) {
     await assert.rejects(checkOutboundUrl(url, { allowPrivate: true, lookup: noDns }), isCode('private_url_blocked'), url);
   }
 });
