@@ -20,7 +20,7 @@ export type OutboundLookup = (hostname: string) => Promise<Array<{ address: stri
 export interface UrlGuardOptions {
   /**
    * Open dev mode only (web fetch, never webhooks): allow private and loopback targets. Schemes are still
-   * limited to http(s) and link-local addresses (where cloud metadata services live) stay refused.
+   * limited to http(s) and cloud metadata addresses (link-local and the few fixed ones in METADATA) stay refused.
    */
   allowPrivate?: boolean;
   lookup?: OutboundLookup;
@@ -52,10 +52,14 @@ const NON_PUBLIC = blockList(
 /** Only global unicast is public; this excludes ::, ::1, ::/96, fc00::/7, fe80::/10, ff00::/8 in one rule. */
 const GLOBAL_V6 = blockList([], ['2000::/3']);
 /**
- * Refused even with allowPrivate: link-local is where metadata services answer (plus AWS's IPv6 one), and Azure's
- * WireServer sits at a fixed public-looking address.
+ * Refused even with allowPrivate: link-local is where most metadata services answer; the others sit at fixed
+ * addresses outside it (Alibaba Cloud's in CGNAT space, Oracle Cloud's in IETF space, Azure's WireServer at a
+ * public-looking one, AWS's IPv6 one in ULA space), which private targets would otherwise let through.
  */
-const METADATA = blockList(['169.254.0.0/16', '168.63.129.16/32'], ['fe80::/10', 'fd00:ec2::254/128']);
+const METADATA = blockList(
+  ['169.254.0.0/16', '100.100.100.200/32', '192.0.0.192/32', '168.63.129.16/32'],
+  ['fe80::/10', 'fd00:ec2::254/128'],
+);
 
 /**
  * Whether `ip` is public unicast that an outbound request may reach. Anything that is not a valid IP

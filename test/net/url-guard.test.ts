@@ -219,8 +219,10 @@ test('allowPrivate lets loopback and private targets through but still only over
   }
 });
 
-test('allowPrivate still refuses link-local metadata addresses', async () => {
-  for (const url of ['http://169.254.169.254/', 'http://[fd00:ec2::254]/', 'http://[::ffff:169.254.169.254]/', 'http://[fe80::1]/', 'http://168.63.129.16/']) {
+test('allowPrivate still refuses cloud metadata addresses', async () => {
+  for (const url of ['http://169.254.169.254/', 'http://[fd00:ec2::254]/', 'http://[::ffff:169.254.169.254]/', 'http://[fe80::1]/', 'http://168.63.129.16/',
+    // Alibaba Cloud's and Oracle Cloud's metadata services, outside link-local (in CGNAT and IETF space).
+    'http://100.100.100.200/latest/meta-data/', 'http://192.0.0.192/opc/v2/instance/', 'http://[::ffff:100.100.100.200]/']) {
     await assert.rejects(checkOutboundUrl(url, { allowPrivate: true, lookup: noDns }), isCode('private_url_blocked'), url);
   }
 });
