@@ -61,7 +61,12 @@ export function chainWalker(runId: string) {
       for (const event of events) {
         count += 1;
         if (broken) continue;
-        if (event.seq !== count) broken = { brokenAt: count, reason: `event ${count} is missing`, headHash: prev };
+        if (event.seq !== count) {
+          // Read in seq order: a number past the count means the ones before it are not stored; any other (0, negative,
+          // a fraction) is an event no append numbered, stored where event `count` belongs.
+          const reason = event.seq > count ? `event ${count} is missing` : `an event numbered ${event.seq} is stored out of the run's sequence`;
+          broken = { brokenAt: count, reason, headHash: prev };
+        }
         else if (event.prevHash !== prev) broken = { brokenAt: event.seq, reason: 'prevHash does not link to the previous event', headHash: prev };
         else {
           const recomputed = eventHash(prev, event);

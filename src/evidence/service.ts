@@ -286,6 +286,12 @@ export interface RunsLog {
  * most 256 KiB), ~0.3 ms of gateway events.
  */
 const INTEGRITY_PAGE_EVENTS = 16;
+/**
+ * Where a verification starts reading a trace: before any seq, not after 0. Appends number events from 1, but the
+ * trace windows show every stored event, so one stored as 0 or below (an edit of the data file) was shown there and
+ * left out of the verdict, which said ok.
+ */
+const TRACE_START = Number.NEGATIVE_INFINITY;
 /** Side-effect or feedback records the evidence packet reads in one turn: at most 4 MiB, or 1 MiB, of payload. */
 const PACKET_PAGE_RECORDS = 16;
 
@@ -696,7 +702,7 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
       return again.eventCount === snapshot.eventCount && again.lastHash === snapshot.lastHash;
     };
     async function* pages(): AsyncGenerator<TraceEvent[], void, undefined> {
-      let after = 0;
+      let after = TRACE_START;
       let pastCountIsData: boolean | undefined;
       for (;;) {
         const page = await repo.eventsAfter(snapshot.tenantId, snapshot.id, after, INTEGRITY_PAGE_EVENTS);
@@ -767,7 +773,7 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
     const verifier = runVerifier(run.id);
     const kept: TraceEvent[] = [];
     let count = 0;
-    let after = 0;
+    let after = TRACE_START;
     for (;;) {
       for (let page = await repo.eventsAfter(run.tenantId, run.id, after, INTEGRITY_PAGE_EVENTS); page.length > 0; page = await repo.eventsAfter(run.tenantId, run.id, after, INTEGRITY_PAGE_EVENTS)) {
         verifier.feed(page);

@@ -354,3 +354,32 @@ test('an upstream answer escaping lone UTF-16 surrogates is relayed as sent, its
   }
   assert.equal(upstream.requests.length, 2, 'the second of each was a cache hit');
 });
+
+test('an event stored outside the run\'s sequence (seq 0, negative, a fraction) is reported, not left out of the verdict while the trace shows it', async (t) => {
+  const built = await build(t);
+  const cases: Array<[seq: number, brokenAt: number]> = [
+    [0, 1],
+    [-3, 1],
+    [2.5, 3],
+  ];
+  for (const [seq, brokenAt] of cases) {
+    const runId = await runOf(built);
+    await built.services.store.flush();
+    // A forged event, as someone with the data file would add one: it shows in the run's trace.
+    await built.services.store.write((sql) =>
+      sql.run(
+        `INSERT INTO run_events (run_id, seq, type, payload_json, created_at, prev_hash, hash)
+         SELECT run_id, ?, 'tool.called', '{"name":"rm","args":{},"sideEffectLevel":4}', created_at, prev_hash, hash FROM run_events WHERE run_id = ? AND seq = 1`,
+        [seq, runId],
+      ),
+    );
+    assert.ok((await eventsOf(built, runId)).some((event) => event.seq === seq), `seq ${seq} is in the trace shown`);
+    const verdict = await integrity(built, runId);
+    assert.equal(verdict.ok, false, `seq ${seq}: ${JSON.stringify(verdict)}`);
+    assert.equal(verdict.brokenAt, brokenAt, `seq ${seq}`);
+    assert.equal(verdict.reason, `an event numbered ${seq} is stored out of the run's sequence`);
+    const packet = json(await built.app.inject({ url: `/api/v1/runs/${runId}/evidence-packet` }));
+    assert.deepEqual({ ...packet.integrity, checkedAt: null }, { ...verdict, checkedAt: null }, `seq ${seq}: the packet's verdict`);
+    assert.ok(packet.events.some((event: { seq: number }) => event.seq === seq), `seq ${seq}: the packet holds the event it judged`);
+  }
+});
