@@ -75,7 +75,9 @@ export function toAppError(error: unknown): AppError {
         message: 'The request body is not valid JSON or contains a forbidden key (__proto__, constructor.prototype).',
       });
   }
-  if (error instanceof SyntaxError) return new AppError('invalid_json');
+  // No raw SyntaxError comes from a request body (the JSON parser answers FST_ERR_CTP_INVALID_JSON_BODY, json-body.ts its
+  // own AppErrors): one is svc's own JSON.parse of what it stored or made, a run's evidence damaged in the data file
+  // say, which is its failure (500 below), not a 400 telling the caller its valid body is not JSON.
   if (err.statusCode === 404) return new AppError('route_not_found');
   if (err.statusCode === 405) return new AppError('method_not_allowed');
   if (err.statusCode === 429) return new AppError('rate_limited');
