@@ -4,6 +4,7 @@
  */
 import { canonicalJson, chainHash } from '../core/canonical-json.ts';
 import { sha256Hex } from '../core/ids.ts';
+import { isUnreadablePayload } from './stored-payload.ts';
 import type { TraceEvent } from './types.ts';
 
 export function genesisHash(runId: string): string {
@@ -68,6 +69,7 @@ export function chainWalker(runId: string) {
           broken = { brokenAt: count, reason, headHash: prev };
         }
         else if (event.prevHash !== prev) broken = { brokenAt: event.seq, reason: 'prevHash does not link to the previous event', headHash: prev };
+        else if (isUnreadablePayload(event.payload)) broken = { brokenAt: event.seq, reason: "the event's stored payload is not JSON", headHash: prev };
         else {
           const recomputed = eventHash(prev, event);
           if (recomputed !== event.hash) broken = { brokenAt: event.seq, reason: 'event content does not match its hash', headHash: prev };

@@ -7,6 +7,7 @@ import { JsonText } from '../core/json-slices.ts';
 import { textBytes, togetherOrAlone, type Sql, type SqlValue } from '../store/sql.ts';
 import { addToRollups, DAY_MS, removeFromRollups } from './rollups.ts';
 import { applyToSideEffects, sideEffectsAfter, sideEffectsBefore, type SideEffectRecord } from './side-effects.ts';
+import { storedPayload } from './stored-payload.ts';
 import { INGESTED_REASON, type AttemptRecord, type FinishedRun, type RunFilter, type RunRecord, type TraceEvent } from './types.ts';
 
 export interface RunPatch {
@@ -272,7 +273,7 @@ function eventFromRow(row: EventRow): TraceEvent {
     runId: row.run_id,
     seq: row.seq,
     type: row.type,
-    payload: JSON.parse(row.payload_json) as Record<string, unknown>,
+    payload: storedPayload(row.payload_json),
     createdAt: row.created_at,
     prevHash: row.prev_hash,
     hash: row.hash,

@@ -23,3 +23,25 @@ test("a run whose stored route explanation is not JSON is svc's 500, not a 400 s
     assert.equal(json(response).error.code, 'internal', url);
   }
 });
+
+test("a trace event whose stored payload is not JSON is a break integrity reports at that event; the trace and the evidence packet still show the run, that payload as its stored text", async (t) => {
+  const built = await build(t);
+  const runId = await newChatRun(built.app);
+  await damage(built, runId, 'UPDATE run_events SET payload_json = ? WHERE run_id = ? AND seq = 2');
+
+  const integrity = await built.app.inject({ url: `/api/v1/runs/${runId}/integrity` });
+  assert.equal(integrity.statusCode, 200, integrity.body);
+  const verdict = json(integrity);
+  assert.deepEqual([verdict.ok, verdict.brokenAt, verdict.reason], [false, 2, 'the event\'s stored payload is not JSON'], integrity.body);
+
+  const events = await built.app.inject({ url: `/api/v1/runs/${runId}/events` });
+  assert.equal(events.statusCode, 200, events.body);
+  assert.deepEqual(json(events).events[1].payload, { storedText: '{"cut' });
+
+  const packet = await built.app.inject({ url: `/api/v1/runs/${runId}/evidence-packet` });
+  assert.equal(packet.statusCode, 200, packet.body);
+  const { integrity: packed, events: packedEvents } = json(packet);
+  assert.deepEqual({ ...packed, checkedAt: null }, { ...verdict, checkedAt: null });
+  assert.deepEqual(packedEvents[1].payload, { storedText: '{"cut' });
+  assert.equal((await built.app.inject({ url: `/api/v1/runs/${runId}` })).statusCode, 200);
+});
