@@ -148,8 +148,11 @@ export interface RunsRepository {
   allEvents(tenantId: string, runId: string): Promise<TraceEvent[]>;
   /** The first `limit` events with seq > after, in append order. */
   eventsAfter(tenantId: string, runId: string, after: number, limit: number): Promise<TraceEvent[]>;
-  /** The run's last event of `type`, if any (read without the payloads of the others). */
-  lastEventOfType(tenantId: string, runId: string, type: string): Promise<TraceEvent | null>;
+  /**
+   * The run's last event of `type` among those it records (seq 1 to `throughSeq`, its event count), if any (read
+   * without the payloads of the others): one stored past them was chained by no append.
+   */
+  lastEventOfType(tenantId: string, runId: string, type: string, throughSeq: number): Promise<TraceEvent | null>;
   attempts(tenantId: string, runId: string): Promise<AttemptRecord[]>;
   /**
    * Delete up to `batch` of the tenant's runs created before `cutoff` with their events and attempts, in one write, or
@@ -988,9 +991,14 @@ export function createRunsRepository(store: Store): RunsRepository {
           .map(eventFromRow),
       ),
 
-    lastEventOfType: (tenantId, runId, type) =>
+    lastEventOfType: (tenantId, runId, type, throughSeq) =>
       store.read((sql) => {
-        const row = sql.get<EventRow>(`SELECT * FROM run_events WHERE ${TENANT_RUN} AND type = ? ORDER BY seq DESC LIMIT 1`, [runId, tenantId, type]);
+        const row = sql.get<EventRow>(`SELECT * FROM run_events WHERE ${TENANT_RUN} AND seq BETWEEN 1 AND ? AND type = ? ORDER BY seq DESC LIMIT 1`, [
+          runId,
+          tenantId,
+          throughSeq,
+          type,
+        ]);
         return row ? eventFromRow(row) : null;
       }),
 

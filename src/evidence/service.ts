@@ -434,8 +434,15 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
     async receipt(auth, id) {
       const run = await find(auth, id);
       // Only that event: the run's whole trace (up to 16 MiB of client payloads) held the event loop ~0.1-0.2 s.
-      const receipt = await repo.lastEventOfType(run.tenantId, run.id, 'chorus.receipt');
+      const receipt = await repo.lastEventOfType(run.tenantId, run.id, 'chorus.receipt', run.eventCount);
       if (!receipt) throw new AppError('not_found', { message: `Run ${run.id} has no receipt: receipts are issued for svc/chorus runs.` });
+      // The receipt is answered only as it was hashed: one edited in the data file is not vouched for (one event's
+      // hash is cheap; whether the rest of the chain holds is integrity's to say).
+      if (eventHash(receipt.prevHash, receipt) !== receipt.hash) {
+        throw new AppError('conflict', {
+          message: `The receipt of run ${run.id} does not match its hashed trace event: the run's data was modified (GET /api/v1/runs/${run.id}/integrity says where).`,
+        });
+      }
       return { runId: run.id, receipt: receipt.payload, eventSeq: receipt.seq, eventHash: receipt.hash };
     },
 

@@ -205,3 +205,36 @@ test("a receipt is the run's last chorus.receipt event, read alone: not the run'
   assert.deepEqual(json(response), { runId: recorder.id, receipt: { verdict: 'second' }, eventSeq: last.seq, eventHash: last.hash });
   assert.equal(eventsRead, 1, 'the receipt event alone');
 });
+
+test("a receipt is answered only as its run's chain hashed it: one edited in the data file is refused, one stored past the run's recorded events is not the run's", async (t) => {
+  const { services, app } = await build(t, { env: { SVC_API_KEY: BOOT } });
+  const { completedOutcome } = await import('../support/run-outcome.ts');
+  const receiptRun = async () => {
+    const recorder = services.ledger.start({ tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'gpt-4o-mini', stream: false, requestId: null });
+    const event = recorder.event('chorus.receipt', { answerHash: 'a'.repeat(64), verdict: 'supported' });
+    recorder.finish(completedOutcome());
+    await services.store.flush();
+    return { runId: recorder.id, seq: event.seq };
+  };
+  const receipt = (runId: string) => app.inject({ url: `/api/v1/runs/${runId}/receipt`, headers: admin });
+
+  const untouched = await receiptRun();
+  assert.equal((await receipt(untouched.runId)).statusCode, 200);
+
+  const edited = await receiptRun();
+  await services.store.write((sql) => sql.run(`UPDATE run_events SET payload_json = '{"answerHash":"${'b'.repeat(64)}","verdict":"supported"}' WHERE run_id = ? AND seq = ?`, [edited.runId, edited.seq]));
+  const refused = await receipt(edited.runId);
+  assert.equal(refused.statusCode, 409, refused.body);
+  assert.equal(json(refused).error.code, 'conflict');
+  assert.doesNotMatch(refused.body, /bbbb/, 'the edited receipt is not answered');
+  assert.equal((await app.inject({ url: `/api/v1/receipts/${edited.runId}`, headers: admin })).statusCode, 409);
+
+  const { runId: forgedRun, seq: chainedSeq } = await receiptRun();
+  // A receipt added after the run's last recorded event, its hash copied from the real one: no append chained it.
+  await services.store.write((sql) =>
+    sql.run(`INSERT INTO run_events (run_id, seq, type, payload_json, created_at, prev_hash, hash) SELECT run_id, 99, type, '{"verdict":"forged"}', created_at, prev_hash, hash FROM run_events WHERE run_id = ? AND type = 'chorus.receipt'`, [forgedRun]),
+  );
+  const forged = await receipt(forgedRun);
+  assert.equal(forged.statusCode, 200, forged.body);
+  assert.deepEqual([json(forged).eventSeq, json(forged).receipt.verdict], [chainedSeq, 'supported'], 'the receipt the chain holds, not the one after it');
+});

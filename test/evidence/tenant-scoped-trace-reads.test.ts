@@ -26,7 +26,7 @@ test("a run's events, attempts and keyed events are read in its tenant only", as
   assert.ok((await repo.eventsAfter(own, run.id, 0, 10)).length > 0);
   assert.ok((await repo.eventsBefore(own, run.id, { limit: 10 })).length > 0);
   assert.ok((await repo.allEvents(own, run.id)).length > 0);
-  assert.equal((await repo.lastEventOfType(own, run.id, 'chorus.receipt'))?.type, 'chorus.receipt');
+  assert.equal((await repo.lastEventOfType(own, run.id, 'chorus.receipt', 10))?.type, 'chorus.receipt');
   assert.equal((await repo.keyedEvent(own, run.id, key))?.type, 'chorus.receipt');
   assert.equal((await repo.attempts(own, run.id)).length, 1);
 
@@ -34,7 +34,7 @@ test("a run's events, attempts and keyed events are read in its tenant only", as
   assert.deepEqual(await repo.eventsAfter(other, run.id, 0, 10), []);
   assert.deepEqual(await repo.eventsBefore(other, run.id, { limit: 10 }), []);
   assert.deepEqual(await repo.allEvents(other, run.id), []);
-  assert.equal(await repo.lastEventOfType(other, run.id, 'chorus.receipt'), null);
+  assert.equal(await repo.lastEventOfType(other, run.id, 'chorus.receipt', 10), null);
   assert.equal(await repo.keyedEvent(other, run.id, key), null);
   assert.deepEqual(await repo.attempts(other, run.id), []);
 });
