@@ -4,7 +4,7 @@
  */
 import { canonicalJson, chainHash } from '../core/canonical-json.ts';
 import { sha256Hex } from '../core/ids.ts';
-import { isUnreadablePayload } from './stored-payload.ts';
+import { unreadablePayload } from './stored-payload.ts';
 import type { TraceEvent } from './types.ts';
 
 export function genesisHash(runId: string): string {
@@ -37,6 +37,24 @@ export function linkedEvent(prevHash: string, runId: string, seq: number, type: 
   return { runId, seq, type, payload, createdAt, prevHash, hash: appendedEventHash(prevHash, runId, seq, type, payload, createdAt) };
 }
 
+/**
+ * Why `event`, read as the `count`th of its run's trace after the head `prev`, does not continue the chain, if it does
+ * not (its `hash` then is the new head).
+ */
+function linkMismatch(event: TraceEvent, count: number, prev: string): { brokenAt: number; reason: string } | null {
+  if (event.seq !== count) {
+    // Read in seq order: a number past the count means the ones before it are not stored; any other (0, negative, a
+    // fraction) is an event no append numbered, stored where event `count` belongs.
+    const reason = event.seq > count ? `event ${count} is missing` : `an event numbered ${event.seq} is stored out of the run's sequence`;
+    return { brokenAt: count, reason };
+  }
+  if (event.prevHash !== prev) return { brokenAt: event.seq, reason: 'prevHash does not link to the previous event' };
+  const unreadable = unreadablePayload(event.payload);
+  if (unreadable !== null) return { brokenAt: event.seq, reason: `the event's stored payload ${unreadable}` };
+  if (eventHash(prev, event) !== event.hash) return { brokenAt: event.seq, reason: 'event content does not match its hash' };
+  return null;
+}
+
 export interface ChainVerdict {
   ok: boolean;
   eventCount: number;
@@ -62,19 +80,9 @@ export function chainWalker(runId: string) {
       for (const event of events) {
         count += 1;
         if (broken) continue;
-        if (event.seq !== count) {
-          // Read in seq order: a number past the count means the ones before it are not stored; any other (0, negative,
-          // a fraction) is an event no append numbered, stored where event `count` belongs.
-          const reason = event.seq > count ? `event ${count} is missing` : `an event numbered ${event.seq} is stored out of the run's sequence`;
-          broken = { brokenAt: count, reason, headHash: prev };
-        }
-        else if (event.prevHash !== prev) broken = { brokenAt: event.seq, reason: 'prevHash does not link to the previous event', headHash: prev };
-        else if (isUnreadablePayload(event.payload)) broken = { brokenAt: event.seq, reason: "the event's stored payload is not JSON", headHash: prev };
-        else {
-          const recomputed = eventHash(prev, event);
-          if (recomputed !== event.hash) broken = { brokenAt: event.seq, reason: 'event content does not match its hash', headHash: prev };
-          else prev = recomputed;
-        }
+        const mismatch = linkMismatch(event, count, prev);
+        if (mismatch) broken = { ...mismatch, headHash: prev };
+        else prev = event.hash;
       }
     },
     /** The verdict on the events fed, of a run that records `expectedCount` of them. */

@@ -45,3 +45,23 @@ test("a trace event whose stored payload is not JSON is a break integrity report
   assert.deepEqual(packedEvents[1].payload, { storedText: '{"cut' });
   assert.equal((await built.app.inject({ url: `/api/v1/runs/${runId}` })).statusCode, 200);
 });
+
+test("a trace event whose stored payload nests deeper than svc ever stores is reported by integrity, not a 500 of every read of the run", async (t) => {
+  const built = await build(t);
+  const runId = await newChatRun(built.app);
+  const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+  await built.services.store.flush();
+  await built.services.store.write((sql) => sql.run('UPDATE run_events SET payload_json = ? WHERE run_id = ? AND seq = 2', [deep, runId]));
+
+  const integrity = await built.app.inject({ url: `/api/v1/runs/${runId}/integrity` });
+  assert.equal(integrity.statusCode, 200, integrity.body);
+  const verdict = json(integrity);
+  assert.deepEqual([verdict.ok, verdict.brokenAt, verdict.reason], [false, 2, 'the event\'s stored payload nests more than 128 levels deep'], integrity.body);
+  for (const url of [`/api/v1/runs/${runId}/events`, `/api/v1/runs/${runId}`, `/api/v1/runs/${runId}/evidence-packet`]) {
+    const response = await built.app.inject({ url });
+    assert.equal(response.statusCode, 200, `${url}: ${response.body.slice(0, 200)}`);
+  }
+  const packet = json(await built.app.inject({ url: `/api/v1/runs/${runId}/evidence-packet` }));
+  assert.equal(packet.events[1].payload.storedText, deep);
+  assert.equal(packet.integrity.reason, verdict.reason);
+});
