@@ -3,7 +3,7 @@
  * client against a listening svc over a fake upstream, each answer checked against the OpenAPI document.
  */
 import assert from 'node:assert/strict';
-import test from 'node:test';
+import test, { type TestContext } from 'node:test';
 import OpenAI from 'openai';
 import { sendChunks, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
 import { openaiGateway } from '../support/openai-gateway.ts';
@@ -157,15 +157,20 @@ test("a finish_reason outside the OpenAPI document's (TGI's eos_token, Together'
   }
 });
 
-test('a usage whose prompt_tokens_details or completion_tokens_details is null (as some compatible servers send them) reaches the client without them, where the OpenAPI document has an object, buffered, streamed and from the cache', async (t) => {
-  const usage = { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6, prompt_tokens_details: null, completion_tokens_details: null };
-  const upstream = await startFakeUpstream(t, (request, res) => {
+/** An upstream answering "hi" with `usage`, buffered or streamed (the usage on a chunk of its own, as OpenAI sends it). */
+function upstreamAnsweringHiWith(t: TestContext, usage: unknown) {
+  return startFakeUpstream(t, (request, res) => {
     if (request.body.stream !== true) {
       return sendJson(res, 200, { id: 'chatcmpl-up', object: 'chat.completion', created: 1700000000, model: 'llama3', choices: [{ index: 0, message: { role: 'assistant', content: 'hi', refusal: null }, logprobs: null, finish_reason: 'stop' }], usage });
     }
     const chunk = (choices: unknown[], extra = {}) => ({ id: 'chatcmpl-up', object: 'chat.completion.chunk', created: 1700000000, model: 'llama3', choices, ...extra });
     sendChunks(res, [chunk([{ index: 0, delta: { role: 'assistant', content: 'hi' }, finish_reason: null }]), chunk([{ index: 0, delta: {}, finish_reason: 'stop' }]), chunk([], { usage })]);
   });
+}
+
+test('a usage whose prompt_tokens_details or completion_tokens_details is null (as some compatible servers send them) reaches the client without them, where the OpenAPI document has an object, buffered, streamed and from the cache', async (t) => {
+  const usage = { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6, prompt_tokens_details: null, completion_tokens_details: null };
+  const upstream = await upstreamAnsweringHiWith(t, usage);
   const { client } = await openaiGateway(t, upstream);
   for (const route of ['live', 'exact_cache']) {
     const { data, response } = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'buffered' }] }).withResponse();
@@ -191,13 +196,7 @@ test("a usage detail's count that is not a token count (a string, null, fraction
     prompt_tokens_details: { cached_tokens: '2', audio_tokens: 0, image_tokens: null },
     completion_tokens_details: { reasoning_tokens: 1.5, accepted_prediction_tokens: 0, provider_note: 'x' },
   };
-  const upstream = await startFakeUpstream(t, (request, res) => {
-    if (request.body.stream !== true) {
-      return sendJson(res, 200, { id: 'chatcmpl-up', object: 'chat.completion', created: 1700000000, model: 'llama3', choices: [{ index: 0, message: { role: 'assistant', content: 'hi', refusal: null }, logprobs: null, finish_reason: 'stop' }], usage });
-    }
-    const chunk = (choices: unknown[], extra = {}) => ({ id: 'chatcmpl-up', object: 'chat.completion.chunk', created: 1700000000, model: 'llama3', choices, ...extra });
-    sendChunks(res, [chunk([{ index: 0, delta: { role: 'assistant', content: 'hi' }, finish_reason: null }]), chunk([{ index: 0, delta: {}, finish_reason: 'stop' }]), chunk([], { usage })]);
-  });
+  const upstream = await upstreamAnsweringHiWith(t, usage);
   const { client } = await openaiGateway(t, upstream);
   const kept = { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6, prompt_tokens_details: { audio_tokens: 0 }, completion_tokens_details: { accepted_prediction_tokens: 0, provider_note: 'x' } };
   const { data } = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'buffered' }] }).withResponse();
