@@ -20,14 +20,20 @@ export function hextets(ip: string): number[] {
 }
 
 /**
- * The IPv4 address carried inside an IPv6 one by IPv4-mapped (::ffff:0:0/96), NAT64 (64:ff9b::/96) and
- * 6to4 (2002::/16) addresses, which all reach that IPv4 host. Checked explicitly rather than trusting
- * BlockList: whether it matches mapped addresses against IPv4 rules has varied across Node versions.
+ * The IPv4 address carried inside an IPv6 one by IPv4-mapped (::ffff:0:0/96), IPv4-compatible (::/96, deprecated,
+ * but for :: and ::1), SIIT's IPv4-translated (::ffff:0:0:0/96), NAT64 (64:ff9b::/96) and 6to4 (2002::/16)
+ * addresses, which can all reach that IPv4 host (the deprecated two through a tunnel or a translator). Checked
+ * explicitly rather than trusting BlockList: whether it matches mapped addresses against IPv4 rules has varied
+ * across Node versions.
  */
 export function embeddedIPv4(ip: string): string | null {
   const h = hextets(ip);
   const v4 = (hi: number, lo: number): string => [hi >> 8, hi & 0xff, lo >> 8, lo & 0xff].join('.');
-  if (h.slice(0, 5).every((x) => x === 0) && h[5] === 0xffff) return v4(h[6]!, h[7]!);
+  if (h.slice(0, 4).every((x) => x === 0)) {
+    if (h[4] === 0 && h[5] === 0xffff) return v4(h[6]!, h[7]!);
+    if (h[4] === 0 && h[5] === 0 && (h[6] !== 0 || h[7]! > 1)) return v4(h[6]!, h[7]!);
+    if (h[4] === 0xffff && h[5] === 0) return v4(h[6]!, h[7]!);
+  }
   if (h[0] === 0x64 && h[1] === 0xff9b && h.slice(2, 6).every((x) => x === 0)) return v4(h[6]!, h[7]!);
   if (h[0] === 0x2002) return v4(h[1]!, h[2]!);
   return null;

@@ -46,8 +46,11 @@ const NON_PUBLIC = blockList(
     '168.63.129.16/32',
   ],
   // Public IPv6 is an allow-list (GLOBAL_V6 below); these are the special ranges carved out of 2000::/3:
-  // IETF protocol assignments incl. Teredo (2001::/23), documentation (2001:db8::/32, 3fff::/20).
-  ['2001::/23', '2001:db8::/32', '3fff::/20'],
+  // IETF protocol assignments incl. Teredo (2001::/23), documentation (2001:db8::/32, 3fff::/20). And, checked before
+  // the IPv4 address they embed, the deprecated IPv4-compatible (::/96, which holds :: and ::1) and SIIT's
+  // IPv4-translated (::ffff:0:0:0/96) forms: they reach a host only through a tunnel or a translator, so even one
+  // carrying a public address is not a public target.
+  ['2001::/23', '2001:db8::/32', '3fff::/20', '::/96', '::ffff:0:0:0/96'],
 );
 /** Only global unicast is public; this excludes ::, ::1, ::/96, fc00::/7, fe80::/10, ff00::/8 in one rule. */
 const GLOBAL_V6 = blockList([], ['2000::/3']);
@@ -70,11 +73,17 @@ export function isPublicAddress(ip: string): boolean {
   const family = isIP(bare);
   if (family === 4) return !NON_PUBLIC.check(bare, 'ipv4');
   if (family !== 6) return false;
+  if (NON_PUBLIC.check(bare, 'ipv6')) return false;
   const inner = embeddedIPv4(bare);
   if (inner !== null) return isPublicAddress(inner);
-  return GLOBAL_V6.check(bare, 'ipv6') && !NON_PUBLIC.check(bare, 'ipv6');
+  return GLOBAL_V6.check(bare, 'ipv6');
 }
 
+/**
+ * Whether `ip` is a cloud metadata address, looking through every IPv6 form that carries an IPv4 address
+ * (`embeddedIPv4`, the same reading `isPublicAddress` makes). Anything that is not a valid IP literal is one
+ * (fail closed).
+ */
 function isMetadataAddress(ip: string): boolean {
   const bare = bareIp(ip);
   const family = isIP(bare);

@@ -160,6 +160,8 @@ test('isPublicAddress classifies addresses including IPv6 forms that embed an IP
     '127.0.0.1', '10.0.0.1', '172.31.255.255', '192.168.0.1', '169.254.169.254', '100.127.255.255', '0.0.0.0',
     '255.255.255.255', '239.1.1.1', '::1', '::', '::ffff:10.0.0.1', '::ffff:7f00:1', '::7f00:1', 'fe80::1%eth0',
     '64:ff9b::a00:1', '2002:c0a8:101::', '2001::1', 'fc00::1', 'ff02::1', 'not-an-ip', '', '[::1]', '168.63.129.16',
+    // Deprecated forms embedding a public IPv4 address are not public unicast either.
+    '::808:808', '::ffff:0:808:808',
   ]) {
     assert.equal(isPublicAddress(ip), false, ip);
   }
@@ -224,6 +226,28 @@ test('allowPrivate still refuses cloud metadata addresses', async () => {
     // Alibaba Cloud's and Oracle Cloud's metadata services, outside link-local (in CGNAT and IETF space).
     'http://100.100.100.200/latest/meta-data/', 'http://192.0.0.192/opc/v2/instance/', 'http://[::ffff:100.100.100.200]/']) {
     await assert.rejects(checkOutboundUrl(url, { allowPrivate: true, lookup: noDns }), isCode('private_url_blocked'), url);
+  }
+});
+
+test('allowPrivate refuses a metadata address carried inside every IPv6 form that embeds an IPv4 address', async () => {
+  const embedded = [
+    '::169.254.169.254', // IPv4-compatible (::/96, deprecated)
+    '::ffff:0:169.254.169.254', // SIIT's IPv4-translated (::ffff:0:0:0/96)
+    '::ffff:169.254.169.254', // IPv4-mapped
+    '64:ff9b::169.254.169.254', // NAT64
+    '2002:a9fe:a9fe::1', // 6to4
+    '::100.100.100.200', '::ffff:0:168.63.129.16', '64:ff9b::192.0.0.192', '2002:6464:64c8::',
+  ];
+  for (const ip of embedded) {
+    await assert.rejects(checkOutboundUrl(`http://[${ip}]/`, { allowPrivate: true, lookup: noDns }), isCode('private_url_blocked'), ip);
+    // The same address as a DNS answer, at the check and at the connection's own lookup.
+    const lookup = fakeLookup({ 'meta.example.com': [ip] });
+    await assert.rejects(checkOutboundUrl('http://meta.example.com/', { allowPrivate: true, lookup }), isCode('private_url_blocked'), ip);
+    await assert.rejects(guardedFetch('http://meta.example.com/', { allowPrivate: true, lookup }), isCode('private_url_blocked'), ip);
+  }
+  // Loopback and private addresses in those forms stay allowed there, as their IPv4 spellings are.
+  for (const ip of ['::1', '::10.0.0.1', '::ffff:0:10.0.0.1', '64:ff9b::10.0.0.1']) {
+    await checkOutboundUrl(`http://[${ip}]/`, { allowPrivate: true, lookup: noDns });
   }
 });
 
