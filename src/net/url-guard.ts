@@ -24,9 +24,25 @@ export interface UrlGuardOptions {
    */
   allowPrivate?: boolean;
   lookup?: OutboundLookup;
+  /** How long a host name lookup may take before the check gives up on it; default LOOKUP_TIMEOUT_MS. */
+  lookupTimeoutMs?: number;
 }
 
 const defaultLookup: OutboundLookup = (hostname) => dns.lookup(hostname, { all: true, verbatim: true });
+
+/**
+ * dns.lookup runs getaddrinfo on libuv's thread pool (UV_THREADPOOL_SIZE threads, 4 by default), which svc's own
+ * connections to upstreams and password hashing (scrypt) queue on too. A name whose DNS never answers holds its
+ * thread until the system resolver gives up (its own timeouts and attempts: tens of seconds), and giving up on the
+ * lookup here does not free it. So a check waits LOOKUP_TIMEOUT_MS at most, and the guard's lookups, the abandoned
+ * ones included until they end, hold at most half of the pool: past that a check is refused, retryably, before it
+ * looks anything up, and a tenant saving URLs on a dead DNS server cannot take the pool from everyone else.
+ */
+const LOOKUP_TIMEOUT_MS = 5_000;
+const MAX_LOOKUPS_IN_FLIGHT = Math.max(1, Math.floor((Number(process.env.UV_THREADPOOL_SIZE) || 4) / 2));
+let lookupsInFlight = 0;
+/** The retry-after of a refusal: about when an abandoned lookup's thread may be free again. */
+const RETRY_AFTER_SECONDS = String(Math.ceil(LOOKUP_TIMEOUT_MS / 1000));
 
 function blockList(v4: string[], v6: string[]): BlockList {
   const list = new BlockList();
@@ -118,11 +134,42 @@ function assertAllowed(host: string, addresses: string[], allowPrivate: boolean)
   if (addresses.some(refused)) throw blocked(host);
 }
 
-async function resolveAll(hostname: string, lookup: OutboundLookup): Promise<Array<{ address: string; family: number }>> {
+/** A lookup the check stopped waiting for: not an answer about the name, so retryable rather than "does not resolve". */
+class LookupUnavailable extends AppError {
+  constructor(message: string) {
+    super('unavailable', { message, headers: { 'retry-after': RETRY_AFTER_SECONDS } });
+  }
+}
+
+/** `lookup(hostname)` within the thread-pool share and the time bound above (LOOKUP_TIMEOUT_MS says why). */
+async function boundedLookup(hostname: string, lookup: OutboundLookup, timeoutMs: number): Promise<Array<{ address: string; family: number }>> {
+  if (lookupsInFlight >= MAX_LOOKUPS_IN_FLIGHT) {
+    throw new LookupUnavailable(`Too many host name lookups are in progress to check "${hostname}"; retry shortly.`);
+  }
+  lookupsInFlight++;
+  const answer = (async () => lookup(hostname))();
+  // The slot is given back when the lookup itself ends, not when the check stops waiting for it.
+  const release = (): void => {
+    lookupsInFlight--;
+  };
+  answer.then(release, release);
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new LookupUnavailable(`The host "${hostname}" did not resolve within ${timeoutMs} ms; retry later.`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([answer, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function resolveAll(hostname: string, options: UrlGuardOptions): Promise<Array<{ address: string; family: number }>> {
   let records: Array<{ address: string; family: number }>;
   try {
-    records = await lookup(hostname);
+    records = await boundedLookup(hostname, options.lookup ?? defaultLookup, options.lookupTimeoutMs ?? LOOKUP_TIMEOUT_MS);
   } catch (cause) {
+    if (cause instanceof LookupUnavailable) throw cause;
     throw new AppError('invalid_request', { message: `The host "${hostname}" does not resolve.`, cause });
   }
   if (records.length === 0) throw new AppError('invalid_request', { message: `The host "${hostname}" does not resolve.` });
@@ -163,12 +210,13 @@ export async function checkOutboundUrl(url: string, options: UrlGuardOptions = {
   if (!allowPrivate && isInternalName(host)) throw blocked(host);
   let addresses: string[];
   try {
-    addresses = (await resolveAll(host, options.lookup ?? defaultLookup)).map((r) => r.address);
+    addresses = (await resolveAll(host, options)).map((r) => r.address);
   } catch (error) {
     // A name the resolver does not know answers as one resolving to a private address would: "does not resolve"
     // against `private_url_blocked` told a caller which names exist inside the network. Where private targets are
-    // allowed there is nothing to map, and the plain reason helps.
-    if (allowPrivate) throw error;
+    // allowed there is nothing to map, and the plain reason helps. A lookup not waited for says nothing about the
+    // name (internal ones answer at once), and retrying may well succeed.
+    if (allowPrivate || error instanceof LookupUnavailable) throw error;
     throw blocked(host);
   }
   assertAllowed(host, addresses, allowPrivate);
@@ -182,11 +230,10 @@ export async function checkOutboundUrl(url: string, options: UrlGuardOptions = {
  */
 export function createGuardedDispatcher(options: UrlGuardOptions = {}): Agent {
   const allowPrivate = options.allowPrivate ?? false;
-  const resolver = options.lookup ?? defaultLookup;
   const lookup: LookupFunction = (hostname, lookupOptions, callback) => {
     (async () => {
       if (!allowPrivate && isInternalName(hostname)) throw blocked(hostname);
-      const records = await resolveAll(hostname, resolver);
+      const records = await resolveAll(hostname, options);
       assertAllowed(hostname, records.map((r) => r.address), allowPrivate);
       const wanted = lookupOptions.family === 4 || lookupOptions.family === 6 ? records.filter((r) => r.family === lookupOptions.family) : records;
       if (wanted.length === 0) throw new AppError('invalid_request', { message: `The host "${hostname}" does not resolve.` });
@@ -246,10 +293,14 @@ const CREDENTIAL_HEADERS = ['authorization', 'cookie', 'proxy-authorization'];
  * and `payload_too_large` when the response body exceeds `maxBytes`.
  */
 export async function guardedFetch(url: string, init: GuardedFetchInit = {}): Promise<GuardedResponse> {
-  const { allowPrivate = false, lookup, maxRedirects = 5, timeoutMs = 10_000, maxBytes = 5 * 1024 * 1024 } = init;
+  const { allowPrivate = false, lookup, lookupTimeoutMs, maxRedirects = 5, timeoutMs = 10_000, maxBytes = 5 * 1024 * 1024 } = init;
   const timeout = AbortSignal.timeout(timeoutMs);
   const signal = init.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
-  const guard: UrlGuardOptions = lookup ? { allowPrivate, lookup } : { allowPrivate };
+  const guard: UrlGuardOptions = {
+    allowPrivate,
+    ...(lookup ? { lookup } : {}),
+    ...(lookupTimeoutMs !== undefined ? { lookupTimeoutMs } : {}),
+  };
   const dispatcher = createGuardedDispatcher(guard);
   let method = (init.method ?? 'GET').toUpperCase();
   let body = init.body;

@@ -254,6 +254,38 @@ test('webhook_url: an internal name that resolves to a private address and one t
   assert.deepEqual(answers[1], answers[0]);
 });
 
+test('webhook_url: a host whose DNS never answers holds no request, nor more than its share of the lookup threads', { timeout: 30_000 }, async (t) => {
+  // The real guard over a resolver that never answers until released, as a tenant admin's URL on a dead DNS server.
+  const waiting: Array<() => void> = [];
+  const lookup = async (hostname: string): Promise<Array<{ address: string; family: number }>> => {
+    if (hostname === 'hooks.example.com') return [{ address: '93.184.216.34', family: 4 }];
+    return new Promise((_resolve, reject) => waiting.push(() => reject(Object.assign(new Error('getaddrinfo EAI_AGAIN'), { code: 'EAI_AGAIN' }))));
+  };
+  const { app } = await build(t, { overrides: { checkPublicUrl: async (url) => void (await checkOutboundUrl(url, { lookup, lookupTimeoutMs: 20 })) } });
+  const put = (value: string) => app.inject({ method: 'PUT', url: '/api/v1/settings', payload: { key: 'webhook_url', value } });
+  try {
+    const timedOut = await put('https://a.dead-dns.example/hook');
+    assert.equal(timedOut.statusCode, 503);
+    assert.equal(json(timedOut).error.code, 'unavailable');
+    assert.equal(timedOut.headers['retry-after'], '5');
+    // The abandoned lookup still holds its thread: one more fills the guard's share, and the next save is refused
+    // before any lookup, even of a host that would answer at once.
+    assert.equal((await put('https://b.dead-dns.example/hook')).statusCode, 503);
+    assert.equal(waiting.length, 2);
+    const refused = await put('https://hooks.example.com/h');
+    assert.equal(refused.statusCode, 503);
+    assert.equal(json(refused).error.code, 'unavailable');
+    assert.equal(refused.headers['retry-after'], '5');
+    assert.equal(json(await app.inject({ url: '/api/v1/settings' })).settings.webhook_url, null, 'nothing was saved');
+  } finally {
+    waiting.forEach((settle) => settle());
+  }
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal((await put('https://hooks.example.com/h')).statusCode, 200);
+  const settings = json(await app.inject({ url: '/api/v1/settings' })).settings;
+  assert.equal(settings.webhook_url, 'https://hooks.example.com/h');
+});
+
 test('managed_connector_grants: a token pasted where a key id belongs is refused without being echoed', async (t) => {
   const { app, create } = await setup(t);
   const { token } = json(await create({ name: 'widget', appId: 'widget-app' }));

@@ -346,3 +346,61 @@ test('DNS rebinding between the check and the connection is caught by the dispat
   assert.equal(calls, 2);
   assert.equal(hits, before);
 });
+
+/**
+ * A resolver whose lookups never answer until `release()`: the stand-in for DNS that does not respond, each lookup
+ * holding its thread of libuv's pool while it waits (abandoning it does not give the thread back).
+ */
+function hangingLookup(): { lookup: OutboundLookup; calls: () => number; release: () => void } {
+  const waiting: Array<() => void> = [];
+  const lookup: OutboundLookup = (hostname) =>
+    new Promise((_resolve, reject) => {
+      waiting.push(() => reject(Object.assign(new Error(`getaddrinfo EAI_AGAIN ${hostname}`), { code: 'EAI_AGAIN' })));
+    });
+  return { lookup, calls: () => waiting.length, release: () => waiting.forEach((settle) => settle()) };
+}
+
+test('a host name lookup that never answers is abandoned with a retryable unavailable', { timeout: 30_000 }, async () => {
+  const dns = hangingLookup();
+  try {
+    for (const allowPrivate of [false, true]) {
+      await assert.rejects(checkOutboundUrl('https://slow-dns.example.com/', { allowPrivate, lookup: dns.lookup, lookupTimeoutMs: 20 }), (err: unknown) => {
+        isCode('unavailable')(err);
+        assert.match((err as Error).message, /slow-dns\.example\.com.*did not resolve within 20 ms/);
+        assert.equal((err as AppError).headers['retry-after'], '5');
+        return true;
+      });
+    }
+  } finally {
+    dns.release();
+  }
+});
+
+test('guard lookups in flight are capped, abandoned ones included, and the check beyond the cap is refused retryably', { timeout: 30_000 }, async () => {
+  const dns = hangingLookup();
+  const fast = fakeLookup({ 'hooks.example.com': ['93.184.216.34'] });
+  let refusal: AppError | undefined;
+  try {
+    // Each check gives up on its lookup, which still holds its thread: they add up until the cap refuses one.
+    for (let i = 0; i < 16 && refusal === undefined; i++) {
+      try {
+        await checkOutboundUrl(`https://slow-${i}.example.com/`, { lookup: dns.lookup, lookupTimeoutMs: 10 });
+        assert.fail('a lookup that never answers was taken as an answer');
+      } catch (err) {
+        isCode('unavailable')(err);
+        if (!/did not resolve within/.test((err as Error).message)) refusal = err as AppError;
+      }
+    }
+    assert.ok(refusal, 'no lookup was refused');
+    if (process.env.UV_THREADPOOL_SIZE === undefined) assert.equal(dns.calls(), 2, 'half of the default thread pool of 4');
+    assert.match(refusal.message, /Too many host name lookups/);
+    assert.equal(refusal.headers['retry-after'], '5');
+    // Any guard lookup is refused while the cap is reached, one of a host that would answer at once included.
+    await assert.rejects(checkOutboundUrl('https://hooks.example.com/', { lookup: fast }), isCode('unavailable'));
+  } finally {
+    dns.release();
+  }
+  // Once the abandoned lookups are over, their slots are free again.
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual((await checkOutboundUrl('https://hooks.example.com/', { lookup: fast })).addresses, ['93.184.216.34']);
+});
