@@ -1299,3 +1299,33 @@ test("an input message item's role is user, assistant, system or developer and i
   const answered = await app.inject({ method: 'POST', url: '/v1/responses', payload: { model: 'gpt-4o', input: conversation, tools: [WEATHER] } });
   assert.equal(answered.statusCode, 200, answered.body);
 });
+
+test("tool_choice naming a namespace's tool by svc's internal namespace.name key ('crm.get_customer') is a 400 on tool_choice saying a namespace's tool is chosen by its own name, no run (it was answered and went upstream as is, a name no OpenAPI ToolChoiceFunction has); by its own name it is honoured", async (t) => {
+  const { client, app } = await listening(t);
+  const crm = {
+    type: 'namespace',
+    name: 'crm',
+    description: 'Customer records',
+    tools: [{ type: 'function', name: 'get_customer', parameters: { type: 'object', properties: { id: { type: 'integer' } }, required: ['id'] } }, { type: 'custom', name: 'query' }],
+  };
+  const request = (tool_choice: unknown) => ({ model: 'gpt-4o-mini', input: input('customer 7'), tools: [{ type: 'tool_search' }, crm, WEATHER], tool_choice }) as never;
+  for (const choice of [
+    { type: 'function', name: 'crm.get_customer' },
+    { type: 'custom', name: 'crm.query' },
+    { type: 'allowed_tools', mode: 'required', tools: [{ type: 'function', name: 'get_weather' }, { type: 'function', name: 'crm.get_customer' }] },
+  ]) {
+    await assert.rejects(
+      client.responses.create(request(choice)),
+      (error: unknown) => {
+        assert.ok(error instanceof OpenAI.BadRequestError, JSON.stringify(choice));
+        assert.match(error.message, /chosen by its own name/);
+        assert.match(error.param ?? '', /^tool_choice/);
+        return true;
+      },
+      JSON.stringify(choice),
+    );
+  }
+  assert.equal(json(await app.inject({ url: '/api/v1/runs' })).pagination.total, 0);
+  const answer = await client.responses.create(request({ type: 'function', name: 'get_customer' }));
+  assert.deepEqual(answer.output.map((item) => [(item as { namespace?: string }).namespace, (item as { name: string }).name]), [['crm', 'get_customer']]);
+});

@@ -208,6 +208,12 @@ export function parseResponsesRequest(body: unknown): ValidatedResponses {
         throw invalid(`${param}: the hosted tool type "${String(type)}" is not supported; svc never runs tools, choose a declared function or custom tool.`, { param });
       }
       const name = (tool as { name?: unknown }).name;
+      // `namespace.name` is svc's key for a namespace's tool, not a name a tool has (a tool name has no `.`): sent as is
+      // it names no tool upstream, so the choice would be the upstream's 400 after a run.
+      if (typeof name === 'string' && name.includes('.')) {
+        const own = name.slice(name.lastIndexOf('.') + 1);
+        throw invalid(`${param} names "${name}", but a tool name has no "."; a namespace's tool is chosen by its own name, as {"type": "${String(type)}", "name": "${own}"}.`, { param });
+      }
       // A choice names a tool of its own kind: a function choice of a custom tool (or the reverse) forces a call
       // the upstream refuses, and the mock would make.
       const [own, other] = type === 'function' ? [tools.names, customTools] : [customTools, tools.names];
