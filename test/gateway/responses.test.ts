@@ -1329,3 +1329,25 @@ test("tool_choice naming a namespace's tool by svc's internal namespace.name key
   const answer = await client.responses.create(request({ type: 'function', name: 'get_customer' }));
   assert.deepEqual(answer.output.map((item) => [(item as { namespace?: string }).namespace, (item as { name: string }).name]), [['crm', 'get_customer']]);
 });
+
+test("a tool_choice with no name (the chat wire's {type: 'function', function: {name}}) is a 400 saying the choice needs a name and showing the responses form, no run (it said names \"undefined\", which is not a declared tool)", async (t) => {
+  const { client, app } = await listening(t);
+  for (const choice of [
+    { type: 'function', function: { name: 'get_weather' } },
+    { type: 'custom' },
+    { type: 'allowed_tools', mode: 'auto', tools: [{ type: 'function', function: { name: 'get_weather' } }] },
+  ]) {
+    await assert.rejects(
+      client.responses.create({ model: 'gpt-4o-mini', input: input('weather'), tools: [WEATHER, { type: 'custom', name: 'query' }], tool_choice: choice } as never),
+      (error: unknown) => {
+        assert.ok(error instanceof OpenAI.BadRequestError, JSON.stringify(choice));
+        assert.doesNotMatch(error.message, /undefined/);
+        assert.match(error.message, /needs a name/);
+        assert.match(error.message, /"name": /);
+        return true;
+      },
+      JSON.stringify(choice),
+    );
+  }
+  assert.equal(json(await app.inject({ url: '/api/v1/runs' })).pagination.total, 0);
+});

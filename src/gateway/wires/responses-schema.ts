@@ -208,6 +208,10 @@ export function parseResponsesRequest(body: unknown): ValidatedResponses {
         throw invalid(`${param}: the hosted tool type "${String(type)}" is not supported; svc never runs tools, choose a declared function or custom tool.`, { param });
       }
       const name = (tool as { name?: unknown }).name;
+      // The chat wire's `{type, function: {name}}` is the likely mistake: say what the responses wire wants instead.
+      if (typeof name !== 'string' || name === '') {
+        throw invalid(`${param} needs a name: a responses-wire choice is {"type": "${String(type)}", "name": "..."}, not the chat wire's {"type": "function", "function": {"name": "..."}}.`, { param });
+      }
       // `namespace.name` is svc's key for a namespace's tool, not a name a tool has (a tool name has no `.`): sent as is
       // it names no tool upstream, so the choice would be the upstream's 400 after a run.
       if (typeof name === 'string' && name.includes('.')) {
