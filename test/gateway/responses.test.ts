@@ -1351,3 +1351,22 @@ test("a tool_choice with no name (the chat wire's {type: 'function', function: {
   }
   assert.equal(json(await app.inject({ url: '/api/v1/runs' })).pagination.total, 0);
 });
+
+test("the mock reads a past function_call item of the input with its namespace: two conversations whose earlier call differs only in its namespace (crm.get_customer, billing.get_customer) are two conversations, answered apart, the namespace counted among the input tokens (it was dropped: both got one answer, and the count was that of a call without it)", async (t) => {
+  const { client } = await listening(t);
+  const namespace = (name: string) => ({ type: 'namespace', name, description: name, tools: [{ type: 'function', name: 'get_customer', parameters: { type: 'object' } }] });
+  const question = input('customer 7');
+  const answer = (called?: string) =>
+    client.responses.create({
+      model: 'gpt-4o-mini',
+      tools: [{ type: 'tool_search' }, namespace('crm'), namespace('billing')],
+      input: [
+        { role: 'user', content: question },
+        { type: 'function_call', call_id: 'call_1', ...(called ? { namespace: called } : {}), name: 'get_customer', arguments: '{"id":7}' },
+        { type: 'function_call_output', call_id: 'call_1', output: '{"name":"Ada"}' },
+      ],
+    } as never);
+  const [crm, billing, bare] = [await answer('crm'), await answer('billing'), await answer()];
+  assert.notEqual(crm.output_text, billing.output_text);
+  assert.ok(crm.usage!.input_tokens > bare.usage!.input_tokens, `${crm.usage!.input_tokens} vs ${bare.usage!.input_tokens} without the namespace`);
+});

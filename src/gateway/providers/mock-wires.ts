@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { isDeferredTool } from '../deferred-tools.ts';
-import { declaredToolName } from '../tool-schemas.ts';
+import { calledToolName, declaredToolName } from '../tool-schemas.ts';
 import { messageToEvents, responseToEvents } from '../wire-replay.ts';
 import { countMessagesTokens } from '../tokens-messages.ts';
 import { countTokens } from '../tokens.ts';
@@ -242,7 +242,8 @@ function inputMessages(request: ResponsesRequest): ChatMessage[] {
   if (typeof request.input === 'string') return [...messages, { role: 'user', content: request.input }];
   for (const item of (request.input as Array<Record<string, unknown>>) ?? []) {
     if (item.type === 'function_call') {
-      messages.push({ role: 'assistant', content: null, tool_calls: [{ id: String(item.call_id), type: 'function', function: { name: String(item.name), arguments: String(item.arguments ?? '{}') } }] });
+      // A namespace's tool by its declared name, namespace and all: calls of two namespaces' tools are two conversations.
+      messages.push({ role: 'assistant', content: null, tool_calls: [{ id: String(item.call_id), type: 'function', function: { name: calledToolName(item), arguments: String(item.arguments ?? '{}') } }] });
     } else if (item.type === 'function_call_output' || item.type === 'custom_tool_call_output') {
       messages.push({ role: 'tool', tool_call_id: String(item.call_id), content: typeof item.output === 'string' ? item.output : JSON.stringify(item.output) });
     } else if (typeof item.role === 'string') {
