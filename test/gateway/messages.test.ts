@@ -982,6 +982,7 @@ test("thinking and content blocks' own fields are checked by svc: a malformed on
     ['base64 image without data', { messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png' } }] }] }, 'messages.0.content.0.source.data'],
     ['tool_use input not an object', { messages: [{ role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: '{}' }] }] }, 'messages.0.content.0.input'],
     ['tool_result without tool_use_id', { messages: [{ role: 'user', content: [{ type: 'tool_result', content: 'x' }] }] }, 'messages.0.content.0.tool_use_id'],
+    ['tool_result is_error not a boolean', { messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'x', is_error: 'yes' }] }] }, 'messages.0.content.0.is_error'],
     ['thinking block without a signature', { messages: [{ role: 'assistant', content: [{ type: 'thinking', thinking: 'hm' }] }] }, 'messages.0.content.0.signature'],
     ['system block text not a string', { system: [{ type: 'text', text: null }] }, 'system.0.text'],
   ];

@@ -26,6 +26,8 @@ function isToolResultContent(content: unknown): boolean {
 }
 
 const isString = (value: unknown): value is string => typeof value === 'string';
+/** An optional flag: absent (null read as absent) or a boolean. */
+const isOptionalBoolean = (value: unknown): boolean => value === undefined || value === null || typeof value === 'boolean';
 const isObjectValue = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** A field of a block a check requires, and what it must be. */
@@ -44,7 +46,7 @@ const BLOCK_FIELDS: Readonly<Record<string, readonly FieldRule[]>> = {
   document: [['source', isObjectValue, 'must be an object with a type']],
   tool_use: [STRING('id'), STRING('name'), ['input', isObjectValue, 'must be an object']],
   server_tool_use: [STRING('id'), STRING('name')],
-  tool_result: [STRING('tool_use_id'), ['content', isToolResultContent, 'must be a string or an array of content blocks']],
+  tool_result: [STRING('tool_use_id'), ['content', isToolResultContent, 'must be a string or an array of content blocks'], ['is_error', isOptionalBoolean, 'must be a boolean']],
   thinking: [STRING('thinking'), STRING('signature')],
   redacted_thinking: [STRING('data')],
 };
