@@ -264,7 +264,8 @@ export interface TraceEventView {
   seq: number;
   type: string;
   payload: Record<string, unknown>;
-  createdAt: string;
+  /** null when the stored time is not one (the data file edited; integrity reports the event). */
+  createdAt: string | null;
   prevHash: string;
   hash: string;
 }

@@ -7,6 +7,7 @@ import { JsonText } from '../core/json-slices.ts';
 import { textBytes, togetherOrAlone, type Sql, type SqlValue } from '../store/sql.ts';
 import { addToRollups, DAY_MS, removeFromRollups } from './rollups.ts';
 import { applyToSideEffects, sideEffectsAfter, sideEffectsBefore, type SideEffectRecord } from './side-effects.ts';
+import { storedNumber } from './stored-instant.ts';
 import { storedPayload } from './stored-payload.ts';
 import { INGESTED_REASON, type AttemptRecord, type FinishedRun, type RunFilter, type RunRecord, type TraceEvent } from './types.ts';
 
@@ -266,7 +267,7 @@ interface EventRow {
   seq: number;
   type: string;
   payload_json: string;
-  created_at: number;
+  created_at: number | bigint;
   prev_hash: string;
   hash: string;
 }
@@ -277,7 +278,7 @@ function eventFromRow(row: EventRow): TraceEvent {
     seq: row.seq,
     type: row.type,
     payload: storedPayload(row.payload_json),
-    createdAt: row.created_at,
+    createdAt: storedNumber(row.created_at),
     prevHash: row.prev_hash,
     hash: row.hash,
   };

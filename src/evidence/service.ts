@@ -22,6 +22,7 @@ import { pageOf, type Page } from '../core/pagination.ts';
 import type { AuthContext } from '../identity/auth-context.ts';
 import type { FeedbackRecord, RunsRepository, TraceKey } from './repo.ts';
 import { runVerifier } from './run-integrity.ts';
+import { storedInstant } from './stored-instant.ts';
 import { INGESTED_REASON, type AttemptRecord, type RunFilter, type RunRecord, type TraceEvent } from './types.ts';
 
 /** For a trace read only to be verified. */
@@ -211,7 +212,8 @@ export function eventView(event: TraceEvent) {
     seq: event.seq,
     type: event.type,
     payload: event.payload,
-    createdAt: toIso(event.createdAt),
+    /** null when the stored time is not one (the data file edited): integrity reports the event. */
+    createdAt: storedInstant(event.createdAt),
     prevHash: event.prevHash,
     hash: event.hash,
   };

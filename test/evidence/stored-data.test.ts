@@ -65,3 +65,29 @@ test("a trace event whose stored payload nests deeper than svc ever stores is re
   assert.equal(packet.events[1].payload.storedText, deep);
   assert.equal(packet.integrity.reason, verdict.reason);
 });
+
+test("a trace event whose stored time is not a time svc writes is reported by integrity; the trace, run detail and the evidence packet show it with createdAt null, not a 500", async (t) => {
+  // Text, a number past what a Date holds, an integer past 2^53 (read back as a BigInt): each an edit of the data file.
+  for (const stored of ['x', 1e20, 2n ** 60n]) {
+    const built = await build(t);
+    const runId = await newChatRun(built.app);
+    await built.services.store.flush();
+    await built.services.store.write((sql) => sql.run('UPDATE run_events SET created_at = ? WHERE run_id = ? AND seq = 2', [stored as never, runId]));
+
+    const integrity = await built.app.inject({ url: `/api/v1/runs/${runId}/integrity` });
+    assert.equal(integrity.statusCode, 200, `${stored}: ${integrity.body}`);
+    assert.deepEqual([json(integrity).ok, json(integrity).brokenAt], [false, 2], integrity.body);
+
+    const events = await built.app.inject({ url: `/api/v1/runs/${runId}/events` });
+    assert.equal(events.statusCode, 200, `${stored}: ${events.body}`);
+    assert.equal(json(events).events[1].createdAt, null);
+    assert.match(json(events).events[0].createdAt, /^\d{4}-\d\d-\d\dT/);
+    const detail = await built.app.inject({ url: `/api/v1/runs/${runId}` });
+    assert.equal(detail.statusCode, 200, `${stored}: ${detail.body}`);
+    assert.equal(json(detail).events[1].createdAt, null);
+    const packet = await built.app.inject({ url: `/api/v1/runs/${runId}/evidence-packet` });
+    assert.equal(packet.statusCode, 200, `${stored}: ${packet.body}`);
+    assert.equal(json(packet).events[1].createdAt, null);
+    assert.deepEqual([json(packet).integrity.ok, json(packet).integrity.brokenAt], [false, 2]);
+  }
+});
