@@ -23,6 +23,7 @@ import type { AuthContext } from '../identity/auth-context.ts';
 import type { FeedbackRecord, RunsRepository, TraceKey } from './repo.ts';
 import { runVerifier } from './run-integrity.ts';
 import { storedInstant } from './stored-instant.ts';
+import { unreadablePayload } from './stored-payload.ts';
 import { INGESTED_REASON, type AttemptRecord, type RunFilter, type RunRecord, type TraceEvent } from './types.ts';
 
 /** For a trace read only to be verified. */
@@ -132,6 +133,11 @@ function feedbackView(record: FeedbackRecord) {
   return { id: record.id, runId: record.runId, type: record.kind, ...record.body, actor: record.actor, createdAt: toIso(record.createdAt) };
 }
 
+function unreadableSideEffectPayload(payload: unknown): string | null {
+  const why = unreadablePayload(payload);
+  return why === null ? null : `the stored payload ${why}`;
+}
+
 function sideEffectView(record: SideEffectRecord) {
   return {
     id: record.id,
@@ -141,6 +147,8 @@ function sideEffectView(record: SideEffectRecord) {
     state: record.state,
     idempotencyKey: record.idempotencyKey,
     payload: record.payload,
+    /** Why `payload` is its stored text (`{storedText}`), when it could not be read as stored (the data file edited). */
+    payloadUnreadable: unreadableSideEffectPayload(record.payload),
     reason: record.reason,
     createdAt: toIso(record.createdAt),
     updatedAt: toIso(record.updatedAt),

@@ -10,6 +10,7 @@
  */
 import { newId } from '../core/ids.ts';
 import type { Sql } from '../store/sql.ts';
+import { storedPayload } from './stored-payload.ts';
 import type { TraceEvent } from './types.ts';
 
 export type SideEffectState = 'planned' | 'executed' | 'suppressed' | 'blocked';
@@ -51,7 +52,9 @@ function fromRow(row: SideEffectRow): SideEffectRecord {
     level: row.level,
     state: row.state,
     idempotencyKey: row.idempotency_key,
-    payload: JSON.parse(row.payload_json) as unknown,
+    // Stored by JSON.stringify (applyToSideEffects): text that is not JSON was edited in the data file, and stands as
+    // {storedText}, marked, so the run's reads still answer (the view says payloadUnreadable).
+    payload: storedPayload(row.payload_json) as unknown,
     reason: row.reason,
     createdAt: row.created_at,
     updatedAt: row.updated_at,

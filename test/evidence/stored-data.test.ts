@@ -91,3 +91,26 @@ test("a trace event whose stored time is not a time svc writes is reported by in
     assert.deepEqual([json(packet).integrity.ok, json(packet).integrity.brokenAt], [false, 2]);
   }
 });
+
+test("a side-effect record whose stored payload is not JSON is shown as its stored text, marked payloadUnreadable, in run detail and the evidence packet, not a 500", async (t) => {
+  const built = await build(t);
+  const runId = await newChatRun(built.app);
+  for (const toolName of ['kept', 'damaged']) {
+    const planned = await built.app.inject({ method: 'POST', url: '/api/v1/trace', payload: { runId, type: 'side_effect.planned', payload: { toolName, level: 2, payload: { to: 'a@example.com' } } } });
+    assert.equal(planned.statusCode, 201, planned.body);
+  }
+  await damage(built, runId, "UPDATE run_side_effects SET payload_json = ? WHERE run_id = ? AND tool_name = 'damaged'");
+
+  const detail = await built.app.inject({ url: `/api/v1/runs/${runId}` });
+  assert.equal(detail.statusCode, 200, detail.body);
+  const packet = await built.app.inject({ url: `/api/v1/runs/${runId}/evidence-packet` });
+  assert.equal(packet.statusCode, 200, packet.body);
+  for (const sideEffects of [json(detail).sideEffects, json(packet).sideEffects]) {
+    assert.deepEqual(
+      sideEffects.map((record: any) => [record.toolName, record.payload, record.payloadUnreadable]),
+      [['kept', { to: 'a@example.com' }, null], ['damaged', { storedText: '{"cut' }, 'the stored payload is not JSON']],
+    );
+  }
+  // The trace the records derive from is intact: integrity vouches for it, not for the records.
+  assert.equal(json(packet).integrity.ok, true);
+});
