@@ -256,7 +256,8 @@ export interface RunSummary {
   /** An SDK-ingested prompt (route `live`, handled outside svc); absent from servers older than the marker. */
   ingested?: boolean;
   routeExplanation: Record<string, unknown> | null;
-  createdAt: string;
+  /** null when the stored time is not one (the data file edited). */
+  createdAt: string | null;
   completedAt: string | null;
 }
 

@@ -120,7 +120,7 @@ export interface ReplayBundle {
   runId: string;
   wire: string;
   model: string;
-  createdAt: string;
+  createdAt: string | null;
   /** The request as stored, written into the bundle's text as it is (its toJSON parses it). */
   request: JsonText;
   identity: Record<string, unknown>;
@@ -130,7 +130,7 @@ export interface ReplayBundle {
 }
 
 function feedbackView(record: FeedbackRecord) {
-  return { id: record.id, runId: record.runId, type: record.kind, ...record.body, actor: record.actor, createdAt: toIso(record.createdAt) };
+  return { id: record.id, runId: record.runId, type: record.kind, ...record.body, actor: record.actor, createdAt: storedInstant(record.createdAt) };
 }
 
 function unreadableSideEffectPayload(payload: unknown): string | null {
@@ -150,8 +150,8 @@ function sideEffectView(record: SideEffectRecord) {
     /** Why `payload` is its stored text (`{storedText}`), when it could not be read as stored (the data file edited). */
     payloadUnreadable: unreadableSideEffectPayload(record.payload),
     reason: record.reason,
-    createdAt: toIso(record.createdAt),
-    updatedAt: toIso(record.updatedAt),
+    createdAt: storedInstant(record.createdAt),
+    updatedAt: storedInstant(record.updatedAt),
   };
 }
 
@@ -210,8 +210,9 @@ export function runView(run: RunRecord) {
     ingested: run.reasonCode === INGESTED_REASON,
     fallback: run.fallback,
     routeExplanation: run.routeExplanation,
-    createdAt: toIso(run.createdAt),
-    completedAt: run.completedAt === null ? null : toIso(run.completedAt),
+    // null as well for a stored time that is not one (the data file edited): stored-instant.ts.
+    createdAt: storedInstant(run.createdAt),
+    completedAt: run.completedAt === null ? null : storedInstant(run.completedAt),
   };
 }
 
@@ -239,7 +240,7 @@ function attemptView(attempt: AttemptRecord) {
     completionTokens: attempt.completionTokens,
     costUsd: attempt.costUsd,
     latencyMs: attempt.latencyMs,
-    createdAt: toIso(attempt.createdAt),
+    createdAt: storedInstant(attempt.createdAt),
   };
 }
 
@@ -672,7 +673,7 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
       runId: run.id,
       wire: run.wire,
       model: run.model,
-      createdAt: toIso(replay.createdAt),
+      createdAt: storedInstant(replay.createdAt),
       request: replay.request,
       identity: replay.identity,
       routeInputs: replay.inputs,

@@ -114,3 +114,42 @@ test("a side-effect record whose stored payload is not JSON is shown as its stor
   // The trace the records derive from is intact: integrity vouches for it, not for the records.
   assert.equal(json(packet).integrity.ok, true);
 });
+
+test("a stored time edited to one svc never writes (a run's, an attempt's, a side effect's, a feedback record's, a replay bundle's) is answered as null, not a 500 of the runs list, run detail, the replay bundle or the evidence packet", async (t) => {
+  const columns = [
+    ['runs', 'created_at', 'id'],
+    ['runs', 'completed_at', 'id'],
+    ['run_attempts', 'created_at', 'run_id'],
+    ['run_side_effects', 'created_at', 'run_id'],
+    ['run_side_effects', 'updated_at', 'run_id'],
+    ['run_feedback', 'created_at', 'run_id'],
+    ['run_replays', 'created_at', 'run_id'],
+  ] as const;
+  for (const [table, column, key] of columns) {
+    const built = await build(t);
+    const runId = await newChatRun(built.app);
+    await built.app.inject({ method: 'POST', url: '/api/v1/trace', payload: { runId, type: 'side_effect.planned', payload: { toolName: 'mail', level: 2, payload: {} } } });
+    await built.app.inject({ method: 'POST', url: `/api/v1/runs/${runId}/feedback`, payload: { type: 'rating', rating: 5 } });
+    await built.services.store.flush();
+    const changed = await built.services.store.write((sql) => sql.run(`UPDATE ${table} SET ${column} = ? WHERE ${key} = ?`, ['x', runId]).changes);
+    assert.equal(changed, 1);
+
+    const answers: Record<string, any> = {};
+    for (const [name, url] of [['list', '/api/v1/runs'], ['detail', `/api/v1/runs/${runId}`], ['replay', `/api/v1/runs/${runId}/replay-bundle`], ['packet', `/api/v1/runs/${runId}/evidence-packet`]]) {
+      const response = await built.app.inject({ url: url! });
+      assert.equal(response.statusCode, 200, `${table}.${column}, ${url}: ${response.body.slice(0, 200)}`);
+      answers[name!] = json(response);
+    }
+    const { list, detail, replay, packet } = answers;
+    const shown = {
+      runs: { created_at: [list.runs[0].createdAt, detail.run.createdAt, packet.run.createdAt], completed_at: [list.runs[0].completedAt, detail.run.completedAt, packet.run.completedAt] },
+      run_attempts: { created_at: [detail.attempts[0].createdAt, packet.attempts[0].createdAt] },
+      run_side_effects: { created_at: [detail.sideEffects[0].createdAt, packet.sideEffects[0].createdAt], updated_at: [detail.sideEffects[0].updatedAt, packet.sideEffects[0].updatedAt] },
+      run_feedback: { created_at: [detail.feedback[0].createdAt, packet.feedback[0].createdAt] },
+      run_replays: { created_at: [replay.createdAt, packet.replayBundle.createdAt] },
+    } as Record<string, Record<string, unknown[]>>;
+    const values = shown[table]![column]!;
+    assert.deepEqual(values, values.map(() => null), `${table}.${column}`);
+    assert.equal(packet.replayBundleError, null, `${table}.${column}`);
+  }
+});
