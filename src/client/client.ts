@@ -251,7 +251,8 @@ export interface RunSummary {
   ghostSavedUsd: number;
   savedMs: number;
   latencyMs: number | null;
-  error: null | { kind: string; message: string };
+  /** `{storedText}` (as the explanation) when the stored value is not JSON: the data file edited (docs/evidence.md). */
+  error: null | { kind: string; message: string } | { storedText: string };
   eventCount: number;
   /** An SDK-ingested prompt (route `live`, handled outside svc); absent from servers older than the marker. */
   ingested?: boolean;

@@ -8,7 +8,7 @@ import { DictionaryMap } from '../core/dictionary-map.ts';
 import { newTimeOrderedId } from '../core/ids.ts';
 import { genesisHash, linkedEvent } from './chain.ts';
 import type { LedgerChange, RunsRepository } from './repo.ts';
-import type { AttemptRecord, FinishedRun, RouteExplanation, RunRecord, RunRoute, RunStatus, RunUsage, TraceEvent } from './types.ts';
+import type { AttemptRecord, FinishedRun, RouteExplanation, RunError, RunRecord, RunRoute, RunStatus, RunUsage, TraceEvent } from './types.ts';
 
 export interface RunStart {
   tenantId: string;
@@ -37,7 +37,7 @@ export interface RunOutcome {
   savedUsd?: number;
   ghostSavedUsd?: number;
   savedMs?: number;
-  error?: RunRecord['error'];
+  error?: RunError | null;
   /** Overrides the derived reason code (docs/evidence.md). */
   reasonCode?: string;
   /** sha256 of the canonical JSON of the answer served, for the replay bundle. */

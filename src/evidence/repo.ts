@@ -8,8 +8,8 @@ import { textBytes, togetherOrAlone, type Sql, type SqlValue } from '../store/sq
 import { addToRollups, DAY_MS, removeFromRollups } from './rollups.ts';
 import { applyToSideEffects, sideEffectsAfter, sideEffectsBefore, type SideEffectRecord } from './side-effects.ts';
 import { storedNumber } from './stored-instant.ts';
-import { storedPayload } from './stored-payload.ts';
-import { INGESTED_REASON, type AttemptRecord, type FinishedRun, type RunFilter, type RunRecord, type TraceEvent } from './types.ts';
+import { storedJson, storedPayload } from './stored-payload.ts';
+import { INGESTED_REASON, type AttemptRecord, type FinishedRun, type RouteExplanation, type RunError, type RunFilter, type RunRecord, type TraceEvent } from './types.ts';
 
 export interface RunPatch {
   status?: RunRecord['status'];
@@ -238,7 +238,7 @@ function fromRow(row: RunRow): RunRecord {
     route: row.route as RunRecord['route'],
     stream: row.stream === 1,
     requestId: row.request_id,
-    routeExplanation: row.explanation_json ? (JSON.parse(row.explanation_json) as RunRecord['routeExplanation']) : null,
+    routeExplanation: row.explanation_json ? storedJson<RouteExplanation>(row.explanation_json) : null,
     usage: {
       promptTokens: row.prompt_tokens,
       completionTokens: row.completion_tokens,
@@ -250,7 +250,7 @@ function fromRow(row: RunRow): RunRecord {
     savedMs: row.saved_ms,
     priced: row.priced === 1,
     latencyMs: row.latency_ms,
-    error: row.error_json ? (JSON.parse(row.error_json) as RunRecord['error']) : null,
+    error: row.error_json ? storedJson<RunError>(row.error_json) : null,
     createdAt: row.created_at,
     completedAt: row.completed_at,
     eventCount: row.event_count,

@@ -23,7 +23,7 @@ import type { AuthContext } from '../identity/auth-context.ts';
 import type { FeedbackRecord, RunsRepository, TraceKey } from './repo.ts';
 import { runVerifier } from './run-integrity.ts';
 import { storedInstant } from './stored-instant.ts';
-import { unreadablePayload } from './stored-payload.ts';
+import { isStoredText, unreadablePayload } from './stored-payload.ts';
 import { INGESTED_REASON, type AttemptRecord, type RunFilter, type RunRecord, type TraceEvent } from './types.ts';
 
 /** For a trace read only to be verified. */
@@ -677,7 +677,8 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
       request: replay.request,
       identity: replay.identity,
       routeInputs: replay.inputs,
-      routeDecision: { route: run.route, status: run.status, reason: run.routeExplanation?.reason ?? null },
+      // A stored explanation that is not JSON (`{storedText}`) gives no reason; the packet's routeExplanation shows it.
+      routeDecision: { route: run.route, status: run.status, reason: run.routeExplanation && !isStoredText(run.routeExplanation) ? run.routeExplanation.reason : null },
       responseHash: replay.responseHash,
     };
   }

@@ -7,10 +7,11 @@
  * integrity says where it is.
  */
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../core/json-depth.ts';
+import type { StoredText } from './types.ts';
 
 const unreadable = new WeakMap<object, string>();
 
-function standIn(text: string, why: string): Record<string, unknown> {
+function standIn(text: string, why: string): StoredText & Record<string, unknown> {
   const payload = { storedText: text };
   unreadable.set(payload, why);
   return payload;
@@ -33,4 +34,22 @@ export function storedPayload(text: string): Record<string, unknown> {
 /** What is wrong with the stored text `payload` stands for (`is not JSON`, ...), or null for a payload read as stored. */
 export function unreadablePayload(payload: unknown): string | null {
   return typeof payload === 'object' && payload !== null ? (unreadable.get(payload) ?? null) : null;
+}
+
+/**
+ * A run's own stored JSON (its route explanation, its error), parsed; `{storedText}`, marked as a payload's stand-in
+ * is, when it is not JSON (the data file edited), so that the runs list and the run's reads still answer, the damage
+ * shown where the value was. Its depth is not walked, unlike a trace payload's: each row of the runs list reads one.
+ */
+export function storedJson<T extends object>(text: string): T | StoredText {
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    return standIn(text, 'is not JSON') as StoredText;
+  }
+}
+
+/** Whether `value` is a stand-in for stored text that could not be read, rather than the value stored. */
+export function isStoredText(value: object): value is StoredText {
+  return unreadable.has(value);
 }

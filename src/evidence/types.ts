@@ -31,6 +31,19 @@ export interface CacheDecision {
   sourceRunId?: string;
 }
 
+/** Stored JSON of svc's own that is not JSON (the data file edited or damaged), answered as the text stored. */
+export interface StoredText {
+  storedText: string;
+}
+
+/** A finished run's failure. `upstreamCode`: the error code the upstream gave a failure it said in a 200 answer (an error event, a failed response). */
+export interface RunError {
+  kind: string;
+  message: string;
+  upstreamStatus?: number;
+  upstreamCode?: string;
+}
+
 /** Why the response came from where it came from (SPEC 2.3 routeExplanation). */
 export interface RouteExplanation {
   route: RunRoute;
@@ -76,7 +89,8 @@ export interface RunRecord {
   route: RunRoute | null;
   stream: boolean;
   requestId: string | null;
-  routeExplanation: RouteExplanation | null;
+  /** `{storedText}` when the stored explanation is not JSON (the data file edited): stored-payload.ts, storedJson. */
+  routeExplanation: RouteExplanation | StoredText | null;
   usage: RunUsage;
   costUsd: number;
   savedUsd: number;
@@ -88,8 +102,8 @@ export interface RunRecord {
    */
   priced: boolean;
   latencyMs: number | null;
-  /** `upstreamCode`: the error code the upstream gave a failure it said in a 200 answer (an error event, a failed response). */
-  error: null | { kind: string; message: string; upstreamStatus?: number; upstreamCode?: string };
+  /** `{storedText}` when the stored error is not JSON (the data file edited). */
+  error: null | RunError | StoredText;
   createdAt: number;
   completedAt: number | null;
   eventCount: number;

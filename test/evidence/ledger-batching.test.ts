@@ -99,7 +99,7 @@ test('a run finished after its start was committed is patched in place', async (
   await repo.settle();
   const stored = (await repo.get('default', run.id))!;
   assert.equal(stored.status, 'failed');
-  assert.equal(stored.error?.kind, 'timeout');
+  assert.deepEqual(stored.error, { kind: 'timeout', message: 'late' });
   assert.equal(stored.eventCount, 2);
 });
 

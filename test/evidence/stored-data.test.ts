@@ -13,15 +13,34 @@ async function damage(built: Built, runId: string, statement: string): Promise<v
   assert.equal(changed, 1, statement);
 }
 
-test("a run whose stored route explanation is not JSON is svc's 500, not a 400 saying the request body is not JSON", async (t) => {
+test("a run whose stored route explanation or error is not JSON shows it as {storedText}, rather than failing the tenant's runs list and every read of the run with a 500", async (t) => {
   const built = await build(t);
-  const runId = await newChatRun(built.app);
-  await damage(built, runId, 'UPDATE runs SET explanation_json = ? WHERE id = ?');
-  for (const url of [`/api/v1/runs/${runId}`, `/api/v1/runs/${runId}/route`, '/api/v1/runs']) {
+  const explained = await newChatRun(built.app);
+  const other = await newChatRun(built.app);
+  await damage(built, explained, 'UPDATE runs SET explanation_json = ? WHERE id = ?');
+  for (const url of [`/api/v1/runs/${explained}`, `/api/v1/runs/${explained}/route`, `/api/v1/runs/${explained}/economics`, `/api/v1/runs/${explained}/replay-bundle`, `/api/v1/runs/${explained}/evidence-packet`]) {
     const response = await built.app.inject({ url });
-    assert.equal(response.statusCode, 500, `${url}: ${response.body}`);
-    assert.equal(json(response).error.code, 'internal', url);
+    assert.equal(response.statusCode, 200, `${url}: ${response.body}`);
   }
+  const list = await built.app.inject({ url: '/api/v1/runs' });
+  assert.equal(list.statusCode, 200, list.body);
+  const byId = new Map(json(list).runs.map((run: any) => [run.id, run]));
+  assert.deepEqual((byId.get(explained) as any).routeExplanation, { storedText: '{"cut' });
+  assert.equal((byId.get(other) as any).routeExplanation.route, 'live');
+  assert.deepEqual(json(await built.app.inject({ url: `/api/v1/runs/${explained}/route` })).routeExplanation, { storedText: '{"cut' });
+  // Not hashed by the chain (docs/evidence.md, integrity: not covered), so the run still verifies.
+  assert.equal(json(await built.app.inject({ url: `/api/v1/runs/${explained}/integrity` })).ok, true);
+
+  // A run's error is hashed by its closing event: integrity reports the edit.
+  const failedId = await newChatRun(built.app);
+  await damage(built, failedId, 'UPDATE runs SET error_json = ? WHERE id = ?');
+  for (const url of ['/api/v1/runs', `/api/v1/runs/${failedId}`, `/api/v1/runs/${failedId}/evidence-packet`]) {
+    const response = await built.app.inject({ url });
+    assert.equal(response.statusCode, 200, `${url}: ${response.body}`);
+  }
+  assert.deepEqual(json(await built.app.inject({ url: `/api/v1/runs/${failedId}` })).run.error, { storedText: '{"cut' });
+  const verdict = json(await built.app.inject({ url: `/api/v1/runs/${failedId}/integrity` }));
+  assert.deepEqual([verdict.ok, verdict.reason], [false, "the run's error_json does not match its hashed run.completed event"], JSON.stringify(verdict));
 });
 
 test("a trace event whose stored payload is not JSON is a break integrity reports at that event; the trace and the evidence packet still show the run, that payload as its stored text", async (t) => {
