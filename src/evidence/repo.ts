@@ -419,8 +419,9 @@ function feedbackFromRow(row: FeedbackRow): FeedbackRecord {
     runId: row.run_id,
     tenantId: row.tenant_id,
     kind: row.kind,
-    body: JSON.parse(row.body_json) as Record<string, unknown>,
-    actor: JSON.parse(row.actor_json) as Record<string, string>,
+    // Text that is not JSON (the data file edited) stands as {storedText}, as a run's explanation does.
+    body: storedJson(row.body_json) as Record<string, unknown>,
+    actor: storedJson(row.actor_json) as Record<string, string>,
     createdAt: row.created_at,
   };
 }
@@ -946,8 +947,9 @@ export function createRunsRepository(store: Store): RunsRepository {
               tenantId: row.tenant_id,
               // Written by JSON.stringify (insertReplay), so already the text the bundle writes for it.
               request: new JsonText(row.request_json),
-              identity: JSON.parse(row.identity_json) as Record<string, unknown>,
-              inputs: JSON.parse(row.inputs_json) as Record<string, unknown>,
+              // Text that is not JSON (the data file edited) stands as {storedText}, as a run's explanation does.
+              identity: storedJson(row.identity_json) as Record<string, unknown>,
+              inputs: storedJson(row.inputs_json) as Record<string, unknown>,
               responseHash: row.response_hash,
               createdAt: row.created_at,
             }

@@ -172,3 +172,32 @@ test("a stored time edited to one svc never writes (a run's, an attempt's, a sid
     assert.equal(packet.replayBundleError, null, `${table}.${column}`);
   }
 });
+
+test("a feedback record or replay bundle whose stored JSON is not JSON shows it as {storedText}, not a 500 of run detail, the replay bundle or the evidence packet", async (t) => {
+  for (const [column, statement] of [
+    ['feedback body', 'UPDATE run_feedback SET body_json = ? WHERE run_id = ?'],
+    ['feedback actor', 'UPDATE run_feedback SET actor_json = ? WHERE run_id = ?'],
+    ['replay identity', 'UPDATE run_replays SET identity_json = ? WHERE run_id = ?'],
+    ['replay route inputs', 'UPDATE run_replays SET inputs_json = ? WHERE run_id = ?'],
+  ] as const) {
+    const built = await build(t);
+    const runId = await newChatRun(built.app);
+    await built.app.inject({ method: 'POST', url: `/api/v1/runs/${runId}/feedback`, payload: { type: 'rating', rating: 5 } });
+    await damage(built, runId, statement);
+    const answers: Record<string, any> = {};
+    for (const [name, url] of [['detail', `/api/v1/runs/${runId}`], ['replay', `/api/v1/runs/${runId}/replay-bundle`], ['packet', `/api/v1/runs/${runId}/evidence-packet`]] as const) {
+      const response = await built.app.inject({ url });
+      assert.equal(response.statusCode, 200, `${column}, ${url}: ${response.body.slice(0, 200)}`);
+      answers[name] = json(response);
+    }
+    const { detail, replay, packet } = answers;
+    assert.equal(packet.replayBundleError, null, column);
+    const shown = {
+      'feedback body': [detail.feedback[0].storedText, packet.feedback[0].storedText],
+      'feedback actor': [detail.feedback[0].actor.storedText, packet.feedback[0].actor.storedText],
+      'replay identity': [replay.identity.storedText, packet.replayBundle.identity.storedText],
+      'replay route inputs': [replay.routeInputs.storedText, packet.replayBundle.routeInputs.storedText],
+    }[column];
+    assert.deepEqual(shown, ['{"cut', '{"cut'], column);
+  }
+});
