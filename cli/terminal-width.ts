@@ -4,23 +4,40 @@
  * combining mark (one unit) none, so a model or org name in Japanese or with an emoji pushed every later column of
  * its row out of line. Columns are counted per grapheme (Intl.Segmenter), as terminals draw them:
  * - a grapheme of controls, format characters and combining marks only takes none;
- * - an emoji (a pictograph shown as emoji: by default, with VS16, as a ZWJ sequence, a keycap or a flag) takes two;
+ * - an emoji takes two: a sequence of the Unicode emoji list (RGI: with VS16, a skin tone, as a ZWJ sequence, a keycap,
+ *   a flag or a tag sequence), a keycap without VS16, or a ZWJ sequence of two pictographs or more. A skin tone makes an
+ *   emoji of a text-default base too (☝🏽 ✌🏿 ✍🏻 🖐🏽): counted as its base alone (one column), it pushed the rest of
+ *   its row out of line by one. A pair of regional indicators that names no flag is a letter in a box, one column;
  * - otherwise its first visible character decides: East Asian Wide or Fullwidth takes two, anything else one.
  * Ambiguous-width characters (Greek, Cyrillic, box drawing) count as one, as in a Western locale.
  *
  * Ink lays its screens out with string-width, which it neither exports nor is a dependency of this package, so the
  * same rules are written here: on every assigned code point of the Unicode version of Node 20, and on emoji
- * sequences, they give what ink's string-width 8 gives (compared when written).
+ * sequences, they give what ink's string-width 8 gives (compared when written; test/tui/not-svc.test.ts holds a row of
+ * emoji sequences against it).
  */
 
 const segmenter = new Intl.Segmenter();
 const PRINTABLE_ASCII = /^[\u0020-\u007e]*$/;
 const VISIBLE = /[^\p{Cc}\p{Cf}\p{Mn}\p{Me}\p{Default_Ignorable_Code_Point}]/u;
-const EMOJI_PRESENTATION = /^\p{Emoji_Presentation}/u;
-const PICTOGRAPHIC = /^\p{Extended_Pictographic}/u;
-const KEYCAP = /^[0-9#*]\ufe0f?\u20e3/;
-/** A flag is a pair of regional indicators; one alone is a letter in a box, one column. */
-const REGIONAL_INDICATOR = /^\p{Regional_Indicator}/u;
+/** An emoji by default; a regional indicator is one only paired into a flag (alone it is a letter in a box). */
+const EMOJI_PRESENTATION = /^(?!\p{Regional_Indicator})\p{Emoji_Presentation}/u;
+/**
+ * A whole grapheme that is an emoji of the Unicode emoji list (RGI). Built at run time: the `v` flag it needs (Node 20
+ * has it) is past the ES2022 target TypeScript checks regex literals against.
+ */
+const RGI_EMOJI = new RegExp('^\\p{RGI_Emoji}$', 'v');
+/** A keycap without its VS16, which terminals draw as the emoji all the same. */
+const BARE_KEYCAP = /^[0-9#*]\u20e3$/;
+const PICTOGRAPHS = /\p{Extended_Pictographic}/gu;
+
+/** Whether a grapheme is drawn as an emoji, two columns, whatever its first character's own width. */
+function isEmojiSequence(grapheme: string): boolean {
+  if (RGI_EMOJI.test(grapheme) || BARE_KEYCAP.test(grapheme)) return true;
+  // A ZWJ sequence not on the list (a family of other members): an emoji if it joins two pictographs or more. Real
+  // emoji are far shorter than 50 units; a longer grapheme is not read through.
+  return grapheme.length <= 50 && grapheme.includes('\u200d') && (grapheme.match(PICTOGRAPHS)?.length ?? 0) >= 2;
+}
 
 /**
  * East Asian Wide (W) and Fullwidth (F) code points of Unicode 16 (EastAsianWidth.txt), as ink's string-width counts
@@ -77,11 +94,9 @@ function isWide(codePoint: number): boolean {
 function graphemeColumns(grapheme: string): number {
   const start = grapheme.search(VISIBLE);
   if (start === -1) return 0;
+  if (isEmojiSequence(grapheme)) return 2;
   const base = grapheme.slice(start);
-  if (REGIONAL_INDICATOR.test(base)) return base.length >= 4 ? 2 : 1;
-  if (EMOJI_PRESENTATION.test(base) || KEYCAP.test(base)) return 2;
-  if (PICTOGRAPHIC.test(base) && (base.includes('\ufe0f') || base.includes('\u200d'))) return 2;
-  return isWide(base.codePointAt(0)!) ? 2 : 1;
+  return EMOJI_PRESENTATION.test(base) || isWide(base.codePointAt(0)!) ? 2 : 1;
 }
 
 /** The terminal columns `text` takes (of one line: a control counts as none). */

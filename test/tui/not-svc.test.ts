@@ -206,3 +206,22 @@ test('the URL or data directory in the list header is shown escaped: a control s
   term.keys('q');
   await waitFor(term.alive, (alive) => !alive, 'svc runs to quit', term.screen);
 });
+
+test('model names with emoji keep the columns in line: skin tones (also on ☝ ✌ ✍), ZWJ families, flags, VS16 and keycaps', async (t) => {
+  // Ink lays its rows out with string-width: a cell the table measured narrower than Ink (and the terminal) does pushed
+  // the rest of its row (latency, savings, time, id) one column right of the header and of the other rows.
+  const { default: inkWidth } = (await import('../../node_modules/ink/node_modules/string-width/index.js')) as { default: (text: string) => number };
+  const models = ['☝🏽 up', '✌🏿 peace', '✍🏻 write', '🖐🏽 hand', '👍🏽 ok', '👨‍👩‍👧‍👦 family', '🇯🇵 jp', '❤️ love', '1️⃣ one', 'plain'];
+  const runs = models.map((model, i) => ({ ...LIST.runs[0], id: `run_${i + 1}`, model: model.replace(' ', '-') }));
+  const url = await notSvc(t, { list: { ...LIST, runs, pagination: { ...LIST.pagination, total: runs.length } } });
+  const { until } = openTui(t, url);
+  const frame = await until((f) => runs.every((run) => f.includes(` ${run.id}`)), 'every run');
+  const lines = frame.split('\n');
+  const header = lines.find((line) => line.includes('MODEL') && line.includes(' ID'))!;
+  const columnOf = (line: string, text: string) => inkWidth(line.slice(0, line.indexOf(text)));
+  for (const run of runs) {
+    const row = lines.find((line) => line.endsWith(` ${run.id}`) || line.includes(` ${run.id} `));
+    assert.ok(row !== undefined && row.includes(run.model), `${run.model} shown whole:\n${frame}`);
+    assert.equal(columnOf(row, ` ${run.id}`), columnOf(header, ' ID'), `the id of the ${run.model} run starts under ID:\n${frame}`);
+  }
+});
