@@ -141,25 +141,39 @@ function updatedText(props: RunListProps): string {
   return props.error ? `last updated ${at}` : `updated ${at}${props.loading ? ' …' : ''}`;
 }
 
-export function RunList(props: RunListProps) {
-  const { cursor, height, pagination } = props;
-  const { keys, rows, headers, widths, gap } = layout(props.rows, props.width);
+function filtersLineOf(props: RunListProps): string {
+  const { pagination } = props;
   const range = pagination
-    ? pagination.total === 0 || rows.length === 0
+    ? pagination.total === 0 || props.rows.length === 0
       ? `0 of ${pagination.total}`
-      : `${pagination.offset + 1}-${pagination.offset + rows.length} of ${pagination.total}`
+      : `${pagination.offset + 1}-${pagination.offset + props.rows.length} of ${pagination.total}`
     : '…';
+  return `filters: ${describeFilters(props.filters)} · runs ${range}`;
+}
+
+/**
+ * How many rows the list shows at once: what the lines left by the texts above and below them hold. PgUp/PgDn move
+ * by it, so a page key shows the next screen of rows; the estimate they moved by before (the terminal's rows less a
+ * fixed count) was larger where those texts wrap (a narrow or short terminal), and rows were skipped.
+ */
+export function rowsPerScreen(props: RunListProps): number {
   const header = `svc runs · ${props.connection.live ? `${liveness(props)} · ` : ''}${props.connection.label}${props.connection.live ? ` · ${updatedText(props)}` : ''}`;
-  const filtersLine = `filters: ${describeFilters(props.filters)} · runs ${range}`;
   // On a narrow terminal the texts above and below the rows wrap to more lines than one each, and rows that did not
   // fit would be cut at the screen's bottom, the highlighted one with them.
-  const wrapping = [header, props.connection.notice, filtersLine, props.error && `error: ${props.error}`, props.message]
+  const wrapping = [header, props.connection.notice, filtersLineOf(props), props.error && `error: ${props.error}`, props.message]
     .concat(props.prompt ? [`filter> ${props.prompt.text} `, props.prompt.error ?? PROMPT_HELP] : [])
     .filter((text): text is string => typeof text === 'string' && text !== '');
   // The facets, the column titles and the key help are cut to one line each.
   const chrome = 3 + wrapping.reduce((sum, text) => sum + wrappedLines(text, props.width), 0);
+  return Math.max(1, Math.min(props.height, props.lines - chrome));
+}
+
+export function RunList(props: RunListProps) {
+  const { cursor } = props;
+  const { keys, rows, headers, widths, gap } = layout(props.rows, props.width);
+  const filtersLine = filtersLineOf(props);
   // The page of rows around the cursor: whole screens, so the view does not jump on every key.
-  const visible = Math.max(1, Math.min(height, props.lines - chrome));
+  const visible = rowsPerScreen(props);
   const top = Math.floor(cursor / visible) * visible;
   const shown = rows.slice(top, top + visible);
   return (

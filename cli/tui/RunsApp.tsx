@@ -12,7 +12,7 @@ import { errorText } from './errors.ts';
 import { keysOf } from './keys.ts';
 import { toRunRow, type RunFilterInput } from './format.ts';
 import { RunDetail } from './RunDetail.tsx';
-import { RunList, type ConnectionInfo } from './RunList.tsx';
+import { RunList, rowsPerScreen, type ConnectionInfo, type RunListProps } from './RunList.tsx';
 import type { RunsSource } from './runs-source.ts';
 import { cursorIn, eventCursor, initialState, reduce, type TuiAction } from './state.ts';
 import { useRunDetail } from './useRunDetail.ts';
@@ -147,6 +147,27 @@ export function RunsApp(props: RunsAppProps) {
   const ids = useMemo(() => rows.map((row) => row.id), [rows]);
   const cursor = cursorIn(state, ids);
   const listHeight = Math.max(3, size.rows - LIST_CHROME - (connection.notice ? 1 : 0) - (state.prompt ? 2 : 0) - 2);
+  // Never more lines than the terminal has: drawn taller, a screen scrolls its top (the list header, the run's headline
+  // and integrity badge) out of sight, so on a terminal too short for it the bottom is cut instead. One line short of
+  // the terminal: Ink clears the whole terminal on every redraw of an output as tall as it.
+  const screenHeight = Math.max(1, size.rows - 1);
+  const listProps: RunListProps = {
+    rows,
+    cursor,
+    width: size.columns,
+    height: listHeight,
+    lines: screenHeight,
+    filters: state.filters,
+    facets: list.page?.facets ?? null,
+    pagination: list.page?.pagination ?? null,
+    connection,
+    updatedAt: list.updatedAt,
+    loading: list.loading,
+    error: list.error,
+    message: state.message,
+    prompt: state.prompt,
+    color,
+  };
 
   const exportEvidence = (runId: string) => {
     dispatch({ type: 'message', text: `exporting the evidence packet of ${runId}…` });
@@ -196,8 +217,9 @@ export function RunsApp(props: RunsAppProps) {
     if (input === 'q' || key.escape) exit();
     else if (key.upArrow || input === 'k') dispatch({ type: 'move', delta: -1, ids });
     else if (key.downArrow || input === 'j') dispatch({ type: 'move', delta: 1, ids });
-    else if (key.pageUp) dispatch({ type: 'move', delta: -listHeight, ids });
-    else if (key.pageDown) dispatch({ type: 'move', delta: listHeight, ids });
+    // By the rows the screen shows: a page key shows the screen of rows before or after the one on screen.
+    else if (key.pageUp) dispatch({ type: 'move', delta: -rowsPerScreen(listProps), ids });
+    else if (key.pageDown) dispatch({ type: 'move', delta: rowsPerScreen(listProps), ids });
     else if (key.home || input === 'g') dispatch({ type: 'home', ids });
     else if (key.end || input === 'G') dispatch({ type: 'end', ids });
     else if (key.return || key.rightArrow) {
@@ -244,10 +266,6 @@ export function RunsApp(props: RunsAppProps) {
     ),
   );
 
-  // Never more lines than the terminal has: drawn taller, a screen scrolls its top (the list header, the run's headline
-  // and integrity badge) out of sight, so on a terminal too short for it the bottom is cut instead. One line short of
-  // the terminal: Ink clears the whole terminal on every redraw of an output as tall as it.
-  const screenHeight = Math.max(1, size.rows - 1);
   if (state.screen === 'detail' && state.detail) {
     const current = detail.runId === state.detail.runId ? detail : null;
     return (
@@ -273,23 +291,7 @@ export function RunsApp(props: RunsAppProps) {
   }
   return (
     <Screen height={screenHeight}>
-      <RunList
-        rows={rows}
-        cursor={cursor}
-        width={size.columns}
-        height={listHeight}
-        lines={screenHeight}
-        filters={state.filters}
-        facets={list.page?.facets ?? null}
-        pagination={list.page?.pagination ?? null}
-        connection={connection}
-        updatedAt={list.updatedAt}
-        loading={list.loading}
-        error={list.error}
-        message={state.message}
-        prompt={state.prompt}
-        color={color}
-      />
+      <RunList {...listProps} />
     </Screen>
   );
 }
