@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import test, { before } from 'node:test';
+import test, { before, type TestContext } from 'node:test';
 import { ensureBundle, runSvc, startServe, tempDir } from '../support/process.ts';
 import { skipWithoutTmux as skip, terminal, until } from '../support/tmux.ts';
 
@@ -513,4 +513,77 @@ test('PgDn and PgUp page the list by the rows on screen: on a short terminal eve
   }
   term.keys('q');
   await until(term.alive, (alive) => !alive, 'svc runs to quit', term.screen);
+});
+
+/** A list in a terminal over a live svc with a cache hit (route exact_cache) and a failed run, opened on `--status failed`. */
+async function listOnFailedRuns(t: TestContext) {
+  const dataDir = tempDir(t);
+  const server = await startServe(t, dataDir);
+  // Newest first: failed, cached, live. The failed page's only route is live; the whole list's are exact_cache and live.
+  const live = await chat(server.address, 'asked twice');
+  const cached = await chat(server.address, 'asked twice');
+  const failed = await chat(server.address, 'boom', 'mock-5xx');
+  const term = terminal(t, { columns: 160, rows: 24 });
+  term.open(['runs', '--data-dir', dataDir, '--status', 'failed'], { showExit: true });
+  const wait = (ok: (screen: string) => boolean, what: string) => until(term.screen, ok, what, term.screen);
+  await wait((s) => s.includes('status=failed') && s.includes('runs 1-1 of 1') && s.includes(failed), 'the failed run');
+  /** Stop svc answering (stopped, not gone: requests wait); it answers again after the test in any case. */
+  const stall = () => {
+    server.child.kill('SIGSTOP');
+    t.after(() => server.child.kill('SIGCONT'));
+  };
+  const resume = () => server.child.kill('SIGCONT');
+  const cursorOn = (runId: string) => (s: string) => s.split('\n').some((line) => line.startsWith('>') && line.includes(runId));
+  return { term, wait, stall, resume, cursorOn, runs: { live, cached, failed } };
+}
+
+test('r typed while the page for new filters is pending cycles the route through the routes of that page, not of the one on screen', { skip }, async (t) => {
+  const { term, wait, stall, resume } = await listOnFailedRuns(t);
+  stall();
+  // One send-keys: the view reads them as one chunk and handles r right after the render of c, before the page for the
+  // cleared filters is even asked for. The page on screen (failed runs) offers live only; the whole list exact_cache first.
+  term.keys('c', 'r');
+  await wait((s) => s.includes('filters cleared') && s.includes('status=all'), 'the filters cleared, their page asked for');
+  resume();
+  const screen = await wait((s) => /filters: route=(live|exact_cache) /.test(s), 'the route filter set');
+  assert.match(screen, /filters: route=exact_cache status=all /, screen);
+  term.keys('q');
+  await wait((s) => /exit=\d+/.test(s), 'svc runs to quit');
+});
+
+test('j typed while the page for new filters is pending moves on that page once it came: c j puts the cursor on its second run', { skip }, async (t) => {
+  const { term, wait, stall, resume, cursorOn, runs } = await listOnFailedRuns(t);
+  stall();
+  // One send-keys, as for r. On the page on screen (one failed run) j has nowhere to go; on the whole list it moves to
+  // the second run, the cached one.
+  term.keys('c', 'j');
+  await wait((s) => s.includes('filters cleared') && s.includes('status=all'), 'the filters cleared, their page asked for');
+  resume();
+  await wait((s) => s.includes('runs 1-3 of 3') && cursorOn(runs.cached)(s), `the whole list, the cursor on its second run (${runs.cached})`);
+  term.keys('k');
+  await wait(cursorOn(runs.failed), 'k moves back up');
+  term.keys('q');
+  await wait((s) => /exit=\d+/.test(s), 'svc runs to quit');
+});
+
+test('f typed while a page is pending opens the prompt at once; behind a j that waits it waits too, and the text typed after it is the prompt\'s', { skip }, async (t) => {
+  const { term, wait, stall, resume } = await listOnFailedRuns(t);
+  stall();
+  term.keys('c');
+  await wait((s) => s.includes('filters cleared') && s.includes('status=all'), 'the filters cleared, their page asked for');
+  // Nothing waits: f does not read the page, so the prompt opens with svc still stalled.
+  term.keys('f');
+  const prompting = (s: string) => s.split('\n').some((line) => line.startsWith('filter>'));
+  await wait(prompting, 'the filter prompt, svc stalled');
+  term.type('status=failed');
+  term.keys('Enter');
+  await wait((s) => s.includes('filters: route=all status=failed ') && !prompting(s), 'status=failed applied, svc stalled');
+  // j waits for the failed runs' page; f and the text after it wait behind it, none read as list keys (s, r, m, i).
+  term.keys('j', 'f');
+  term.type('route=live');
+  term.keys('Enter');
+  resume();
+  await wait((s) => s.includes('filters: route=live status=failed ') && s.includes('runs 1-1 of 1') && !prompting(s), 'route=live added by the prompt');
+  term.keys('q');
+  await wait((s) => /exit=\d+/.test(s), 'svc runs to quit');
 });
