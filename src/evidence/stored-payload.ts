@@ -37,16 +37,21 @@ export function unreadablePayload(payload: unknown): string | null {
 }
 
 /**
- * A run's own stored JSON (its route explanation, its error), parsed; `{storedText}`, marked as a payload's stand-in
- * is, when it is not JSON (the data file edited), so that the runs list and the run's reads still answer, the damage
- * shown where the value was. Its depth is not walked, unlike a trace payload's: each row of the runs list reads one.
+ * A run's own stored JSON (its route explanation, its error, a feedback record's body and actor, a replay bundle's
+ * identity and route inputs), parsed; `{storedText}`, marked as a payload's stand-in is, when it is not JSON or nests
+ * deeper than svc stores (the data file edited), so that the runs list and the run's reads still answer, the damage
+ * shown where the value was (a value nested that deep overflowed the stack of the answer's JSON writer). Each row of
+ * the runs list reads one: as for a trace payload, only text long enough to nest that deep is walked for its depth.
  */
 export function storedJson<T extends object>(text: string): T | StoredText {
+  let value: T;
   try {
-    return JSON.parse(text) as T;
+    value = JSON.parse(text) as T;
   } catch {
     return standIn(text, 'is not JSON') as StoredText;
   }
+  if (text.length > SHALLOW_TEXT_MAX && nestsDeeperThan(value, MAX_JSON_DEPTH)) return standIn(text, `nests more than ${MAX_JSON_DEPTH} levels deep`) as StoredText;
+  return value;
 }
 
 /** Whether `value` is a stand-in for stored text that could not be read, rather than the value stored. */

@@ -201,3 +201,40 @@ test("a feedback record or replay bundle whose stored JSON is not JSON shows it 
     assert.deepEqual(shown, ['{"cut', '{"cut'], column);
   }
 });
+
+test("a run's, feedback record's or replay bundle's stored JSON nested deeper than svc ever stores shows as {storedText}, not a stack overflow (500) of the runs list, the run's reads or the evidence packet", async (t) => {
+  const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+  for (const [column, statement] of [
+    ['explanation', 'UPDATE runs SET explanation_json = ? WHERE id = ?'],
+    ['error', 'UPDATE runs SET error_json = ? WHERE id = ?'],
+    ['feedback body', 'UPDATE run_feedback SET body_json = ? WHERE run_id = ?'],
+    ['feedback actor', 'UPDATE run_feedback SET actor_json = ? WHERE run_id = ?'],
+    ['replay identity', 'UPDATE run_replays SET identity_json = ? WHERE run_id = ?'],
+    ['replay route inputs', 'UPDATE run_replays SET inputs_json = ? WHERE run_id = ?'],
+  ] as const) {
+    const built = await build(t);
+    const runId = await newChatRun(built.app);
+    await built.app.inject({ method: 'POST', url: `/api/v1/runs/${runId}/feedback`, payload: { type: 'rating', rating: 5 } });
+    await built.services.store.flush();
+    const changed = await built.services.store.write((sql) => sql.run(statement, [deep, runId]).changes);
+    assert.equal(changed, 1, statement);
+    const answers: Record<string, any> = {};
+    for (const [name, url] of [['list', '/api/v1/runs'], ['detail', `/api/v1/runs/${runId}`], ['route', `/api/v1/runs/${runId}/route`], ['integrity', `/api/v1/runs/${runId}/integrity`], ['replay', `/api/v1/runs/${runId}/replay-bundle`], ['packet', `/api/v1/runs/${runId}/evidence-packet`]] as const) {
+      const response = await built.app.inject({ url });
+      assert.equal(response.statusCode, 200, `${column}, ${url}: ${response.body.slice(0, 200)}`);
+      answers[name] = json(response);
+    }
+    const { list, detail, route, replay, packet } = answers;
+    assert.equal(packet.replayBundleError, null, column);
+    const shown = {
+      explanation: [list.runs[0].routeExplanation, detail.run.routeExplanation, route.routeExplanation, packet.run.routeExplanation],
+      error: [list.runs[0].error, detail.run.error, packet.run.error],
+      'feedback body': [detail.feedback[0], packet.feedback[0]].map(({ storedText }: any) => ({ storedText })),
+      'feedback actor': [detail.feedback[0].actor, packet.feedback[0].actor],
+      'replay identity': [replay.identity, packet.replayBundle.identity],
+      'replay route inputs': [replay.routeInputs, packet.replayBundle.routeInputs],
+    }[column];
+    assert.deepEqual(shown, shown.map(() => ({ storedText: deep })), column);
+    if (column === 'error') assert.equal(answers.integrity.ok, false, column);
+  }
+});
