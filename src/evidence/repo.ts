@@ -187,6 +187,7 @@ function attemptsSpent(sql: Sql, runId: string): AttemptsSpent {
   )!;
 }
 
+/** A `number | bigint` column is read through storedNumber: past 2^53 (an edit of the data file) it is a BigInt. */
 interface RunRow {
   id: string;
   tenant_id: string;
@@ -203,18 +204,18 @@ interface RunRow {
   stream: number;
   request_id: string | null;
   explanation_json: string | null;
-  prompt_tokens: number;
-  completion_tokens: number;
+  prompt_tokens: number | bigint;
+  completion_tokens: number | bigint;
   cost_usd: number;
   saved_usd: number;
   ghost_saved_usd: number;
-  saved_ms: number;
+  saved_ms: number | bigint;
   priced: number;
-  latency_ms: number | null;
+  latency_ms: number | bigint | null;
   error_json: string | null;
   created_at: number;
   completed_at: number | null;
-  event_count: number;
+  event_count: number | bigint;
   last_hash: string;
   fingerprint: string | null;
   execution_method: string | null;
@@ -240,20 +241,20 @@ function fromRow(row: RunRow): RunRecord {
     requestId: row.request_id,
     routeExplanation: row.explanation_json ? storedJson<RouteExplanation>(row.explanation_json) : null,
     usage: {
-      promptTokens: row.prompt_tokens,
-      completionTokens: row.completion_tokens,
-      totalTokens: row.prompt_tokens + row.completion_tokens,
+      promptTokens: storedNumber(row.prompt_tokens),
+      completionTokens: storedNumber(row.completion_tokens),
+      totalTokens: storedNumber(row.prompt_tokens) + storedNumber(row.completion_tokens),
     },
     costUsd: row.cost_usd,
     savedUsd: row.saved_usd,
     ghostSavedUsd: row.ghost_saved_usd,
-    savedMs: row.saved_ms,
+    savedMs: storedNumber(row.saved_ms),
     priced: row.priced === 1,
-    latencyMs: row.latency_ms,
+    latencyMs: storedNumber(row.latency_ms),
     error: row.error_json ? storedJson<RunError>(row.error_json) : null,
     createdAt: row.created_at,
     completedAt: row.completed_at,
-    eventCount: row.event_count,
+    eventCount: storedNumber(row.event_count),
     lastHash: row.last_hash,
     fingerprint: row.fingerprint,
     executionMethod: row.execution_method,
@@ -264,7 +265,7 @@ function fromRow(row: RunRow): RunRecord {
 
 interface EventRow {
   run_id: string;
-  seq: number;
+  seq: number | bigint;
   type: string;
   payload_json: string;
   created_at: number | bigint;
@@ -275,7 +276,7 @@ interface EventRow {
 function eventFromRow(row: EventRow): TraceEvent {
   return {
     runId: row.run_id,
-    seq: row.seq,
+    seq: storedNumber(row.seq),
     type: row.type,
     payload: storedPayload(row.payload_json),
     createdAt: storedNumber(row.created_at),
@@ -286,32 +287,32 @@ function eventFromRow(row: EventRow): TraceEvent {
 
 interface AttemptRow {
   run_id: string;
-  seq: number;
+  seq: number | bigint;
   provider: string;
   model: string;
   outcome: string;
   error_kind: string | null;
-  upstream_status: number | null;
-  prompt_tokens: number;
-  completion_tokens: number;
+  upstream_status: number | bigint | null;
+  prompt_tokens: number | bigint;
+  completion_tokens: number | bigint;
   cost_usd: number;
-  latency_ms: number;
+  latency_ms: number | bigint;
   created_at: number;
 }
 
 function attemptFromRow(row: AttemptRow): AttemptRecord {
   return {
     runId: row.run_id,
-    seq: row.seq,
+    seq: storedNumber(row.seq),
     provider: row.provider,
     model: row.model,
     outcome: row.outcome as AttemptRecord['outcome'],
     errorKind: row.error_kind,
-    upstreamStatus: row.upstream_status,
-    promptTokens: row.prompt_tokens,
-    completionTokens: row.completion_tokens,
+    upstreamStatus: storedNumber(row.upstream_status),
+    promptTokens: storedNumber(row.prompt_tokens),
+    completionTokens: storedNumber(row.completion_tokens),
     costUsd: row.cost_usd,
-    latencyMs: row.latency_ms,
+    latencyMs: storedNumber(row.latency_ms),
     createdAt: row.created_at,
   };
 }
@@ -469,11 +470,14 @@ interface CountCell {
  */
 function countsFromRollups(sql: Sql, filter: RunFilter): Pick<RunListResult, 'total' | 'facets'> {
   const app = filter.appId !== undefined && filter.appId !== null;
-  const cells = sql.all<{ status: string; route: string; n: number }>(
-    `SELECT status, route, SUM(runs) AS n FROM run_rollups WHERE tenant_id = ? AND dim = 'route' ${app ? 'AND app_id = ?' : ''}
-     GROUP BY status, route`,
-    app ? [filter.tenantId, filter.appId!] : [filter.tenantId],
-  );
+  const cells = sql
+    .all<{ status: string; route: string; n: number | bigint }>(
+      `SELECT status, route, SUM(runs) AS n FROM run_rollups WHERE tenant_id = ? AND dim = 'route' ${app ? 'AND app_id = ?' : ''}
+       GROUP BY status, route`,
+      app ? [filter.tenantId, filter.appId!] : [filter.tenantId],
+    )
+    // A rollup's count edited past 2^53 in the data file sums to a BigInt.
+    .map((cell) => ({ ...cell, n: storedNumber(cell.n) }));
   const running = sql.get<{ n: number }>(
     `SELECT COUNT(*) AS n FROM runs WHERE tenant_id = ? AND status = 'running' ${app ? 'AND app_id = ?' : ''}`,
     app ? [filter.tenantId, filter.appId!] : [filter.tenantId],
@@ -550,12 +554,12 @@ function union(a: CreatedSpan, b: CreatedSpan): CreatedSpan {
 function rolledUpCells(sql: Sql, filter: RunFilter, dim: 'model' | 'provider' | 'reason', value: string): SpannedCell[] {
   const app = filter.appId !== undefined && filter.appId !== null;
   return sql
-    .all<{ status: string; route: string; n: number; first: number; last: number }>(
+    .all<{ status: string; route: string; n: number | bigint; first: number; last: number }>(
       `SELECT status, route, SUM(runs) AS n, MIN(day) AS first, MAX(day) AS last FROM run_rollups
        WHERE tenant_id = ? AND dim = ? AND value = ? ${app ? 'AND app_id = ?' : ''} AND runs > 0 GROUP BY status, route`,
       app ? [filter.tenantId, dim, value, filter.appId!] : [filter.tenantId, dim, value],
     )
-    .map((cell) => ({ ...cell, route: cell.route === '' ? null : cell.route }));
+    .map((cell) => ({ ...cell, n: storedNumber(cell.n), route: cell.route === '' ? null : cell.route }));
 }
 
 /**

@@ -7,6 +7,7 @@
 import { ROLLUP_DIMENSION_COLUMNS, ROLLUP_STATUS_ROUTE_DIMENSIONS } from '../store/migrations.ts';
 import type { Sql, SqlValue } from '../store/sql.ts';
 import type { Store } from '../store/store.ts';
+import { storedNumber } from './stored-instant.ts';
 import type { FinishedRun, RunRecord } from './types.ts';
 
 export type RollupDimension = keyof typeof ROLLUP_DIMENSION_COLUMNS;
@@ -170,18 +171,19 @@ function scopeWhere(scope: RollupScope, dim: RollupDimension): { clause: string;
   return { clause, params };
 }
 
-function totalsOf(row: Partial<Record<keyof RollupTotals, number | null>> | undefined): RollupTotals {
+/** Each sum through storedNumber: a rollup column edited past 2^53 in the data file sums to a BigInt. */
+function totalsOf(row: Partial<Record<keyof RollupTotals, number | bigint | null>> | undefined): RollupTotals {
   return {
-    runs: row?.runs ?? 0,
-    costUsd: row?.costUsd ?? 0,
-    savedUsd: row?.savedUsd ?? 0,
-    ghostSavedUsd: row?.ghostSavedUsd ?? 0,
-    savedMs: row?.savedMs ?? 0,
-    promptTokens: row?.promptTokens ?? 0,
-    completionTokens: row?.completionTokens ?? 0,
-    unpricedRuns: row?.unpricedRuns ?? 0,
-    actualPromptTokens: row?.actualPromptTokens ?? 0,
-    actualCompletionTokens: row?.actualCompletionTokens ?? 0,
+    runs: storedNumber(row?.runs ?? 0),
+    costUsd: storedNumber(row?.costUsd ?? 0),
+    savedUsd: storedNumber(row?.savedUsd ?? 0),
+    ghostSavedUsd: storedNumber(row?.ghostSavedUsd ?? 0),
+    savedMs: storedNumber(row?.savedMs ?? 0),
+    promptTokens: storedNumber(row?.promptTokens ?? 0),
+    completionTokens: storedNumber(row?.completionTokens ?? 0),
+    unpricedRuns: storedNumber(row?.unpricedRuns ?? 0),
+    actualPromptTokens: storedNumber(row?.actualPromptTokens ?? 0),
+    actualCompletionTokens: storedNumber(row?.actualCompletionTokens ?? 0),
   };
 }
 
@@ -189,7 +191,7 @@ function totalsOf(row: Partial<Record<keyof RollupTotals, number | null>> | unde
 export function totalsByStatusRoute(sql: Sql, scope: RollupScope): Array<{ status: string; route: string } & RollupTotals> {
   const { clause, params } = scopeWhere(scope, 'route');
   return sql
-    .all<{ status: string; route: string } & Record<keyof RollupTotals, number>>(
+    .all<{ status: string; route: string } & Record<keyof RollupTotals, number | bigint>>(
       `SELECT status, route, ${SUMS} FROM run_rollups WHERE ${clause} GROUP BY status, route`,
       params,
     )
@@ -199,15 +201,15 @@ export function totalsByStatusRoute(sql: Sql, scope: RollupScope): Array<{ statu
 /** Finished-run totals of one value of a dimension (all statuses and routes of it). */
 export function totalsOfValue(sql: Sql, scope: RollupScope, dim: RollupDimension, value: string): RollupTotals {
   const { clause, params } = scopeWhere(scope, dim);
-  return totalsOf(sql.get<Record<keyof RollupTotals, number | null>>(`SELECT ${SUMS} FROM run_rollups WHERE ${clause} AND value = ?`, [...params, value]));
+  return totalsOf(sql.get<Record<keyof RollupTotals, number | bigint | null>>(`SELECT ${SUMS} FROM run_rollups WHERE ${clause} AND value = ?`, [...params, value]));
 }
 
 /** Finished-run totals per UTC day. */
 export function totalsByDay(sql: Sql, scope: RollupScope): Array<{ day: number } & RollupTotals> {
   const { clause, params } = scopeWhere(scope, 'route');
   return sql
-    .all<{ day: number } & Record<keyof RollupTotals, number>>(`SELECT day, ${SUMS} FROM run_rollups WHERE ${clause} GROUP BY day`, params)
-    .map((row) => ({ day: row.day, ...totalsOf(row) }));
+    .all<{ day: number | bigint } & Record<keyof RollupTotals, number | bigint>>(`SELECT day, ${SUMS} FROM run_rollups WHERE ${clause} GROUP BY day`, params)
+    .map((row) => ({ day: storedNumber(row.day), ...totalsOf(row) }));
 }
 
 /** One page of a dimension's values ranked by cost, then runs, then value; and how many values there are. */
@@ -219,7 +221,7 @@ export function rankedValues(
 ): { entries: Array<{ value: string } & RollupTotals>; total: number } {
   const { clause, params } = scopeWhere(scope, dim);
   // One pass: the window count is the number of distinct values, computed before LIMIT applies.
-  const rows = sql.all<{ value: string; total: number } & Record<keyof RollupTotals, number>>(
+  const rows = sql.all<{ value: string; total: number } & Record<keyof RollupTotals, number | bigint>>(
     `SELECT value, ${SUMS}, COUNT(*) OVER () AS total FROM run_rollups WHERE ${clause} GROUP BY value
      ORDER BY SUM(cost_usd) DESC, SUM(runs) DESC, value LIMIT ? OFFSET ?`,
     [...params, page.limit, page.offset],

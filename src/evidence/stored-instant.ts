@@ -15,8 +15,11 @@ export function storedInstant(epochMs: number): string | null {
 
 /**
  * An integer column as read: the store answers one past 2^53 as a BigInt, which no hash or JSON writer takes (both
- * throw). svc writes none that large, so it is the edited value, as a number.
+ * throw, as does arithmetic with a number). svc writes none that large, so it is the edited value, as a number (the
+ * nearest double): the row is shown rather than failing every read of it. A typeof check where rows are mapped.
  */
-export function storedNumber(value: number | bigint): number {
+export function storedNumber(value: number | bigint): number;
+export function storedNumber(value: number | bigint | null): number | null;
+export function storedNumber(value: number | bigint | null): number | null {
   return typeof value === 'bigint' ? Number(value) : value;
 }
