@@ -10,6 +10,7 @@
  */
 import { newId } from '../core/ids.ts';
 import type { Sql } from '../store/sql.ts';
+import { storedNumber } from './stored-instant.ts';
 import { storedPayload } from './stored-payload.ts';
 import type { TraceEvent } from './types.ts';
 
@@ -32,9 +33,10 @@ export interface SideEffectRecord {
 interface SideEffectRow {
   id: string;
   run_id: string;
-  seq: number;
+  /** A BigInt past 2^53 (the data file edited): read through storedNumber. */
+  seq: number | bigint;
   tool_name: string;
-  level: number;
+  level: number | bigint;
   state: SideEffectState;
   idempotency_key: string | null;
   payload_json: string;
@@ -47,9 +49,9 @@ function fromRow(row: SideEffectRow): SideEffectRecord {
   return {
     id: row.id,
     runId: row.run_id,
-    seq: row.seq,
+    seq: storedNumber(row.seq),
     toolName: row.tool_name,
-    level: row.level,
+    level: storedNumber(row.level),
     state: row.state,
     idempotencyKey: row.idempotency_key,
     // Stored by JSON.stringify (applyToSideEffects): text that is not JSON was edited in the data file, and stands as

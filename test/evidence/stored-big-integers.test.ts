@@ -8,7 +8,7 @@ import { build, json, newChatRun } from '../support/build.ts';
 
 const BIG = 2n ** 60n;
 
-test('integer columns of a run, its events and attempts, and the rollups edited past 2^53 are shown as numbers, not a 500 of the reads that show them', async (t) => {
+test('integer columns of a run, its events, attempts and side-effect records, and the rollups edited past 2^53 are shown as numbers, not a 500 of the reads that show them', async (t) => {
   for (const statement of [
     'UPDATE runs SET prompt_tokens = ? WHERE id = ?',
     'UPDATE runs SET completion_tokens = ? WHERE id = ?',
@@ -21,6 +21,8 @@ test('integer columns of a run, its events and attempts, and the rollups edited 
     'UPDATE run_attempts SET latency_ms = ? WHERE run_id = ?',
     'UPDATE run_attempts SET upstream_status = ? WHERE run_id = ?',
     'UPDATE run_attempts SET seq = ? WHERE run_id = ?',
+    'UPDATE run_side_effects SET seq = ? WHERE run_id = ?',
+    'UPDATE run_side_effects SET level = ? WHERE run_id = ?',
     'UPDATE run_rollups SET prompt_tokens = ? WHERE tenant_id = (SELECT tenant_id FROM runs WHERE id = ?)',
     'UPDATE run_rollups SET runs = ? WHERE tenant_id = (SELECT tenant_id FROM runs WHERE id = ?)',
     'UPDATE run_rollups SET saved_ms = ? WHERE tenant_id = (SELECT tenant_id FROM runs WHERE id = ?)',
@@ -28,6 +30,8 @@ test('integer columns of a run, its events and attempts, and the rollups edited 
   ]) {
     const built = await build(t);
     const runId = await newChatRun(built.app);
+    const planned = await built.app.inject({ method: 'POST', url: '/api/v1/trace', payload: { runId, type: 'side_effect.planned', payload: { toolName: 'mail', level: 2, payload: {} } } });
+    assert.equal(planned.statusCode, 201, planned.body);
     await built.services.store.flush();
     const changed = await built.services.store.write((sql) => sql.run(statement, [BIG as never, runId]).changes);
     assert.ok(changed >= 1, statement);
