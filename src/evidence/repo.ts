@@ -180,11 +180,13 @@ export interface AttemptsSpent {
 }
 
 function attemptsSpent(sql: Sql, runId: string): AttemptsSpent {
-  return sql.get<AttemptsSpent>(
+  const spent = sql.get<Record<keyof AttemptsSpent, number | bigint>>(
     `SELECT COALESCE(SUM(cost_usd), 0) AS costUsd, COALESCE(SUM(prompt_tokens), 0) AS promptTokens,
        COALESCE(SUM(completion_tokens), 0) AS completionTokens FROM run_attempts WHERE run_id = ?`,
     [runId],
   )!;
+  // A count edited past 2^53 sums to a BigInt, which the closing event's hash cannot take: the run would stay running.
+  return { costUsd: storedNumber(spent.costUsd), promptTokens: storedNumber(spent.promptTokens), completionTokens: storedNumber(spent.completionTokens) };
 }
 
 /** A `number | bigint` column is read through storedNumber: past 2^53 (an edit of the data file) it is a BigInt. */

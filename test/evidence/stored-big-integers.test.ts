@@ -49,3 +49,19 @@ test('integer columns of a run, its events, attempts and side-effect records, an
     if (read) assert.equal(await read(), Number(BIG), statement);
   }
 });
+
+test("a run left running whose recorded attempt's tokens were edited past 2^53 is still finished as interrupted at the next start, not left running by a BigInt its closing event cannot hash", async (t) => {
+  const built = await build(t);
+  const runId = await newChatRun(built.app);
+  await built.services.store.flush();
+  // As a killed process leaves it: still running, with an attempt it committed; the attempt's count then edited.
+  await built.services.store.write((sql) => {
+    sql.run("UPDATE runs SET status = 'running', completed_at = NULL WHERE id = ?", [runId]);
+    sql.run('UPDATE run_attempts SET prompt_tokens = ? WHERE run_id = ?', [BIG as never, runId]);
+  });
+  const left = await built.services.interruptedRuns.find();
+  assert.deepEqual(left, [runId]);
+  assert.equal(await built.services.interruptedRuns.finish(left), 1);
+  const detail = json(await built.app.inject({ url: `/api/v1/runs/${runId}` }));
+  assert.deepEqual([detail.run.status, detail.run.error.kind, detail.run.usage.promptTokens], ['failed', 'interrupted', Number(BIG)]);
+});
