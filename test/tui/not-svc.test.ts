@@ -15,6 +15,7 @@ import { SvcClient } from '../../src/client/client.ts';
 import { httpTransport } from '../../src/client/transport.ts';
 import { ensureBundle, runSvc, tempDir } from '../support/process.ts';
 import { skipWithoutTmux, terminal, until as waitFor } from '../support/tmux.ts';
+import stringWidth from 'string-width';
 
 const ESC = '\u001b]0;PWNED\u0007\u001b[2J';
 /** What may not reach the terminal from the server (the frame's own styling is off: no colour in tests). */
@@ -210,7 +211,6 @@ test('the URL or data directory in the list header is shown escaped: a control s
 test('model names with emoji keep the columns in line: skin tones (also on ☝ ✌ ✍), ZWJ families, flags, VS16 and keycaps', async (t) => {
   // Ink lays its rows out with string-width: a cell the table measured narrower than Ink (and the terminal) does pushed
   // the rest of its row (latency, savings, time, id) one column right of the header and of the other rows.
-  const { default: inkWidth } = (await import('../../node_modules/ink/node_modules/string-width/index.js')) as { default: (text: string) => number };
   const models = ['☝🏽 up', '✌🏿 peace', '✍🏻 write', '🖐🏽 hand', '👍🏽 ok', '👨‍👩‍👧‍👦 family', '🇯🇵 jp', '❤️ love', '1️⃣ one', 'plain'];
   const runs = models.map((model, i) => ({ ...LIST.runs[0], id: `run_${i + 1}`, model: model.replace(' ', '-') }));
   const url = await notSvc(t, { list: { ...LIST, runs, pagination: { ...LIST.pagination, total: runs.length } } });
@@ -218,7 +218,7 @@ test('model names with emoji keep the columns in line: skin tones (also on ☝ �
   const frame = await until((f) => runs.every((run) => f.includes(` ${run.id}`)), 'every run');
   const lines = frame.split('\n');
   const header = lines.find((line) => line.includes('MODEL') && line.includes(' ID'))!;
-  const columnOf = (line: string, text: string) => inkWidth(line.slice(0, line.indexOf(text)));
+  const columnOf = (line: string, text: string) => stringWidth(line.slice(0, line.indexOf(text)));
   for (const run of runs) {
     const row = lines.find((line) => line.endsWith(` ${run.id}`) || line.includes(` ${run.id} `));
     assert.ok(row !== undefined && row.includes(run.model), `${run.model} shown whole:\n${frame}`);
