@@ -3,7 +3,7 @@
  * failure, never the caller's request, and the run's trace is still judged and exported.
  */
 import assert from 'node:assert/strict';
-import test from 'node:test';
+import test, { type TestContext } from 'node:test';
 import { build, json, newChatRun, type Built } from '../support/build.ts';
 
 /** Set a stored JSON column of the run to text that is not JSON, once its writes are committed. */
@@ -173,6 +173,14 @@ test("a stored time edited to one svc never writes (a run's, an attempt's, a sid
   }
 });
 
+/** A chat run with a feedback record, so that every table a run has rows in holds one of its. */
+async function runWithFeedback(t: TestContext) {
+  const built = await build(t);
+  const runId = await newChatRun(built.app);
+  await built.app.inject({ method: 'POST', url: `/api/v1/runs/${runId}/feedback`, payload: { type: 'rating', rating: 5 } });
+  return { built, runId };
+}
+
 test("a feedback record or replay bundle whose stored JSON is not JSON shows it as {storedText}, not a 500 of run detail, the replay bundle or the evidence packet", async (t) => {
   for (const [column, statement] of [
     ['feedback body', 'UPDATE run_feedback SET body_json = ? WHERE run_id = ?'],
@@ -180,9 +188,7 @@ test("a feedback record or replay bundle whose stored JSON is not JSON shows it 
     ['replay identity', 'UPDATE run_replays SET identity_json = ? WHERE run_id = ?'],
     ['replay route inputs', 'UPDATE run_replays SET inputs_json = ? WHERE run_id = ?'],
   ] as const) {
-    const built = await build(t);
-    const runId = await newChatRun(built.app);
-    await built.app.inject({ method: 'POST', url: `/api/v1/runs/${runId}/feedback`, payload: { type: 'rating', rating: 5 } });
+    const { built, runId } = await runWithFeedback(t);
     await damage(built, runId, statement);
     const answers: Record<string, any> = {};
     for (const [name, url] of [['detail', `/api/v1/runs/${runId}`], ['replay', `/api/v1/runs/${runId}/replay-bundle`], ['packet', `/api/v1/runs/${runId}/evidence-packet`]] as const) {
@@ -212,9 +218,7 @@ test("a run's, feedback record's or replay bundle's stored JSON nested deeper th
     ['replay identity', 'UPDATE run_replays SET identity_json = ? WHERE run_id = ?'],
     ['replay route inputs', 'UPDATE run_replays SET inputs_json = ? WHERE run_id = ?'],
   ] as const) {
-    const built = await build(t);
-    const runId = await newChatRun(built.app);
-    await built.app.inject({ method: 'POST', url: `/api/v1/runs/${runId}/feedback`, payload: { type: 'rating', rating: 5 } });
+    const { built, runId } = await runWithFeedback(t);
     await built.services.store.flush();
     const changed = await built.services.store.write((sql) => sql.run(statement, [deep, runId]).changes);
     assert.equal(changed, 1, statement);
