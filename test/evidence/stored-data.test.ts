@@ -173,6 +173,14 @@ test("a stored time edited to one svc never writes (a run's, an attempt's, a sid
   }
 });
 
+/** The JSON columns of a run's feedback records and replay bundle, each with the statement that sets it for a run. */
+const FEEDBACK_AND_REPLAY_JSON = [
+  ['feedback body', 'UPDATE run_feedback SET body_json = ? WHERE run_id = ?'],
+  ['feedback actor', 'UPDATE run_feedback SET actor_json = ? WHERE run_id = ?'],
+  ['replay identity', 'UPDATE run_replays SET identity_json = ? WHERE run_id = ?'],
+  ['replay route inputs', 'UPDATE run_replays SET inputs_json = ? WHERE run_id = ?'],
+] as const;
+
 /** A chat run with a feedback record, so that every table a run has rows in holds one of its. */
 async function runWithFeedback(t: TestContext) {
   const built = await build(t);
@@ -182,12 +190,7 @@ async function runWithFeedback(t: TestContext) {
 }
 
 test("a feedback record or replay bundle whose stored JSON is not JSON shows it as {storedText}, not a 500 of run detail, the replay bundle or the evidence packet", async (t) => {
-  for (const [column, statement] of [
-    ['feedback body', 'UPDATE run_feedback SET body_json = ? WHERE run_id = ?'],
-    ['feedback actor', 'UPDATE run_feedback SET actor_json = ? WHERE run_id = ?'],
-    ['replay identity', 'UPDATE run_replays SET identity_json = ? WHERE run_id = ?'],
-    ['replay route inputs', 'UPDATE run_replays SET inputs_json = ? WHERE run_id = ?'],
-  ] as const) {
+  for (const [column, statement] of FEEDBACK_AND_REPLAY_JSON) {
     const { built, runId } = await runWithFeedback(t);
     await damage(built, runId, statement);
     const answers: Record<string, any> = {};
@@ -213,10 +216,7 @@ test("a run's, feedback record's or replay bundle's stored JSON nested deeper th
   for (const [column, statement] of [
     ['explanation', 'UPDATE runs SET explanation_json = ? WHERE id = ?'],
     ['error', 'UPDATE runs SET error_json = ? WHERE id = ?'],
-    ['feedback body', 'UPDATE run_feedback SET body_json = ? WHERE run_id = ?'],
-    ['feedback actor', 'UPDATE run_feedback SET actor_json = ? WHERE run_id = ?'],
-    ['replay identity', 'UPDATE run_replays SET identity_json = ? WHERE run_id = ?'],
-    ['replay route inputs', 'UPDATE run_replays SET inputs_json = ? WHERE run_id = ?'],
+    ...FEEDBACK_AND_REPLAY_JSON,
   ] as const) {
     const { built, runId } = await runWithFeedback(t);
     await built.services.store.flush();
