@@ -21,14 +21,7 @@ function standIn(text: string, why: string): StoredText & Record<string, unknown
 const SHALLOW_TEXT_MAX = 2 * MAX_JSON_DEPTH;
 
 export function storedPayload(text: string): Record<string, unknown> {
-  let payload: Record<string, unknown>;
-  try {
-    payload = JSON.parse(text) as Record<string, unknown>;
-  } catch {
-    return standIn(text, 'is not JSON');
-  }
-  if (text.length > SHALLOW_TEXT_MAX && nestsDeeperThan(payload, MAX_JSON_DEPTH)) return standIn(text, `nests more than ${MAX_JSON_DEPTH} levels deep`);
-  return payload;
+  return storedJson<Record<string, unknown>>(text) as Record<string, unknown>;
 }
 
 /** What is wrong with the stored text `payload` stands for (`is not JSON`, ...), or null for a payload read as stored. */
