@@ -7,7 +7,7 @@ import { JsonText } from '../core/json-slices.ts';
 import { textBytes, togetherOrAlone, type Sql, type SqlValue } from '../store/sql.ts';
 import { addToRollups, DAY_MS, removeFromRollups } from './rollups.ts';
 import { applyToSideEffects, sideEffectsAfter, sideEffectsBefore, type SideEffectRecord } from './side-effects.ts';
-import { storedNumber } from './stored-instant.ts';
+import { storedNumber } from './stored-values.ts';
 import { storedJson, storedPayload } from './stored-payload.ts';
 import { INGESTED_REASON, type AttemptRecord, type FinishedRun, type RouteExplanation, type RunError, type RunFilter, type RunRecord, type TraceEvent } from './types.ts';
 

@@ -7,7 +7,7 @@
 import { ROLLUP_DIMENSION_COLUMNS, ROLLUP_STATUS_ROUTE_DIMENSIONS } from '../store/migrations.ts';
 import type { Sql, SqlValue } from '../store/sql.ts';
 import type { Store } from '../store/store.ts';
-import { storedNumber } from './stored-instant.ts';
+import { storedNumber } from './stored-values.ts';
 import type { FinishedRun, RunRecord } from './types.ts';
 
 export type RollupDimension = keyof typeof ROLLUP_DIMENSION_COLUMNS;

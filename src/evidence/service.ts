@@ -22,7 +22,7 @@ import { pageOf, type Page } from '../core/pagination.ts';
 import type { AuthContext } from '../identity/auth-context.ts';
 import type { FeedbackRecord, RunsRepository, TraceKey } from './repo.ts';
 import { runVerifier } from './run-integrity.ts';
-import { storedInstant } from './stored-instant.ts';
+import { storedInstant } from './stored-values.ts';
 import { isStoredText, unreadablePayload } from './stored-payload.ts';
 import { INGESTED_REASON, type AttemptRecord, type RunFilter, type RunRecord, type TraceEvent } from './types.ts';
 
@@ -210,7 +210,7 @@ export function runView(run: RunRecord) {
     ingested: run.reasonCode === INGESTED_REASON,
     fallback: run.fallback,
     routeExplanation: run.routeExplanation,
-    // null as well for a stored time that is not one (the data file edited): stored-instant.ts.
+    // null as well for a stored time that is not one (the data file edited): stored-values.ts.
     createdAt: storedInstant(run.createdAt),
     completedAt: run.completedAt === null ? null : storedInstant(run.completedAt),
   };

@@ -10,7 +10,7 @@
  */
 import { newId } from '../core/ids.ts';
 import type { Sql } from '../store/sql.ts';
-import { storedNumber } from './stored-instant.ts';
+import { storedNumber } from './stored-values.ts';
 import { storedPayload } from './stored-payload.ts';
 import type { TraceEvent } from './types.ts';
 

@@ -1,4 +1,7 @@
 /**
+ * Values of svc's own columns as stored, for the views: times and integers that an edit of the data file may have made
+ * into what svc never writes.
+ *
  * A time as stored (epoch milliseconds), as the views write it. svc stores only `Date.now()` values, so a value that
  * is not a number a Date holds (text, a number past ±8.64e15 ms: `toISOString` throws a RangeError for either) was
  * edited or damaged in the data file. It is answered as null rather than failing every read of the run: the row is
