@@ -1,4 +1,5 @@
 /** The rule every e-mail address svc stores is held to: addresses given at signup, invitation, creation and start-up. */
+import { domainToASCII } from 'node:url';
 import { z } from 'zod';
 import { canonicalMailDomain } from '../core/mail-domain.ts';
 import { isPrintableText, UNPRINTABLE_MESSAGE } from '../core/text.ts';
@@ -37,7 +38,18 @@ function isConvertibleDomain(email: string): boolean {
 }
 
 /**
- * E-mail addresses: trimmed, at most 254 characters, one `@` with something on both sides, no control or invisible
+ * Whether the address, its domain in the ASCII form DNS and mail servers carry (`xn--...`), is at most 254 characters
+ * (RFC 5321's path limit): each non-ASCII domain character takes several ASCII ones, so an address within the limit
+ * as typed could be one no mail server takes. An address literal (`[192.0.2.1]`) is ASCII already.
+ */
+function fitsMailServers(email: string): boolean {
+  const at = email.lastIndexOf('@');
+  const domain = email.slice(at + 1).toLowerCase();
+  return at + 1 + (domainToASCII(domain) || domain).length <= 254;
+}
+
+/**
+ * E-mail addresses: trimmed, at most 254 characters (also with the domain in its ASCII form), one `@` with something on both sides, no control or invisible
  * characters, in Unicode normalization form NFKC, the domain without empty labels and valid under IDNA (stored in its
  * Unicode form by `normalizeEmail`): no two accepted addresses look alike, or reach the same mailbox through another
  * spelling of its domain, but differ.
@@ -50,4 +62,5 @@ export const emailField = z
   .refine(isPrintableText, { message: UNPRINTABLE_MESSAGE })
   .refine(isNormalAddress, { message: 'must not hold invisible characters and must be in Unicode normalization form NFKC' })
   .refine(isPlainDomain, { message: 'the domain must not start or end with a dot, hold two dots in a row or an ideographic full stop' })
-  .refine(isConvertibleDomain, { message: 'the domain must be a valid internationalized domain name (IDNA)' });
+  .refine(isConvertibleDomain, { message: 'the domain must be a valid internationalized domain name (IDNA)' })
+  .refine(fitsMailServers, { message: 'must be at most 254 characters with its domain in the ASCII form mail servers use (xn--...)' });
