@@ -214,23 +214,23 @@ export function parseResponsesRequest(body: unknown): ValidatedResponses {
       }
       // `namespace.name` is svc's key for a namespace's tool, not a name a tool has (a tool name has no `.`): sent as is
       // it names no tool upstream, so the choice would be the upstream's 400 after a run.
-      if (typeof name === 'string' && name.includes('.')) {
+      if (name.includes('.')) {
         const own = name.slice(name.lastIndexOf('.') + 1);
         throw invalid(`${param} names "${name}", but a tool name has no "."; a namespace's tool is chosen by its own name, as {"type": "${String(type)}", "name": "${own}"}.`, { param });
       }
       // A choice names a tool of its own kind: a function choice of a custom tool (or the reverse) forces a call
       // the upstream refuses, and the mock would make.
       const [own, other] = type === 'function' ? [tools.names, customTools] : [customTools, tools.names];
-      if (typeof name === 'string' && own.has(name)) continue;
+      if (own.has(name)) continue;
       // A choice has no namespace field (the OpenAPI ToolChoiceFunction is a type and a name), so a namespace's tool
       // is chosen by its own name, when only one namespace declares it.
-      const inNamespace = typeof name === 'string' ? namespacedToolName(name, [own]) : undefined;
-      if (inNamespace === null) throw invalid(`${param} names "${String(name)}", which more than one namespace declares; a choice cannot tell which.`, { param });
+      const inNamespace = namespacedToolName(name, [own]);
+      if (inNamespace === null) throw invalid(`${param} names "${name}", which more than one namespace declares; a choice cannot tell which.`, { param });
       if (inNamespace !== undefined) continue;
-      if (typeof name === 'string' && (other.has(name) || namespacedToolName(name, [other]) !== undefined)) {
+      if (other.has(name) || namespacedToolName(name, [other]) !== undefined) {
         throw invalid(`${param} chooses "${name}" as a ${type} tool, but it is declared as a ${type === 'function' ? 'custom' : 'function'} tool.`, { param });
       }
-      throw invalid(`${param} names "${String(name)}", which is not a declared tool.`, { param });
+      throw invalid(`${param} names "${name}", which is not a declared tool.`, { param });
     }
   }
   const format = parsed.text?.format;
