@@ -1,7 +1,7 @@
 /** The rule every e-mail address svc stores is held to: addresses given at signup, invitation, creation and start-up. */
 import { domainToASCII } from 'node:url';
 import { z } from 'zod';
-import { canonicalMailDomain } from '../core/mail-domain.ts';
+import { canonicalMailDomain, mailDomainOf } from '../core/mail-domain.ts';
 import { isPrintableText, UNPRINTABLE_MESSAGE } from '../core/text.ts';
 
 /**
@@ -24,7 +24,7 @@ function isNormalAddress(email: string): boolean {
  * another account (and, at signup, another organization named `acme.io.`) for the same mailbox.
  */
 function isPlainDomain(email: string): boolean {
-  const domain = email.slice(email.lastIndexOf('@') + 1);
+  const domain = mailDomainOf(email);
   return !domain.includes('\u3002') && domain.split('.').every((label) => label !== '');
 }
 
@@ -34,7 +34,7 @@ function isPlainDomain(email: string): boolean {
  * spelling the conversion would turn into another domain has none, and would be an account of its own.
  */
 function isConvertibleDomain(email: string): boolean {
-  return canonicalMailDomain(email.slice(email.lastIndexOf('@') + 1).toLowerCase()) !== null;
+  return canonicalMailDomain(mailDomainOf(email)) !== null;
 }
 
 /**
@@ -43,16 +43,15 @@ function isConvertibleDomain(email: string): boolean {
  * as typed could be one no mail server takes. An address literal (`[192.0.2.1]`) is ASCII already.
  */
 function fitsMailServers(email: string): boolean {
-  const at = email.lastIndexOf('@');
-  const domain = email.slice(at + 1).toLowerCase();
-  return at + 1 + (domainToASCII(domain) || domain).length <= 254;
+  const domain = mailDomainOf(email);
+  return email.lastIndexOf('@') + 1 + (domainToASCII(domain) || domain).length <= 254;
 }
 
 /**
- * E-mail addresses: trimmed, at most 254 characters (also with the domain in its ASCII form), one `@` with something on both sides, no control or invisible
- * characters, in Unicode normalization form NFKC, the domain without empty labels and valid under IDNA (stored in its
- * Unicode form by `normalizeEmail`): no two accepted addresses look alike, or reach the same mailbox through another
- * spelling of its domain, but differ.
+ * E-mail addresses: trimmed, at most 254 characters (also with the domain in its ASCII form), one `@` with something
+ * on both sides, no control or invisible characters, in Unicode normalization form NFKC, the domain without empty
+ * labels and valid under IDNA (stored in its Unicode form by `normalizeEmail`): no two accepted addresses look alike,
+ * or reach the same mailbox through another spelling of its domain, but differ.
  */
 export const emailField = z
   .string()

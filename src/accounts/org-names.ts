@@ -2,6 +2,8 @@
  * The name of the organization a signup creates (SPEC 4.5): the e-mail's domain, or `{name}'s org` for an address at
  * a generic mail provider, where the domain says nothing about the organization.
  */
+import { mailDomainOf } from '../core/mail-domain.ts';
+
 const GENERIC_PROVIDERS = new Set([
   '163.com', '126.com', 'aol.com', 'fastmail.com', 'fastmail.fm', 'gmail.com', 'gmx.com', 'gmx.de', 'gmx.net',
   'googlemail.com', 'hey.com', 'hotmail.com', 'hotmail.co.uk', 'hotmail.fr', 'icloud.com', 'live.com', 'mac.com',
@@ -20,7 +22,7 @@ export function isGenericProvider(domain: string): boolean {
  * pair left half an emoji, stored as replacement characters past the 100.
  */
 export function orgNameForSignup(email: string, name: string): string {
-  const domain = email.slice(email.lastIndexOf('@') + 1).toLowerCase();
+  const domain = mailDomainOf(email);
   const chosen = domain && !isGenericProvider(domain) ? domain : `${name.trim()}'s org`;
   if (chosen.length <= 100) return chosen;
   const cut = /[\uD800-\uDBFF]/.test(chosen[99]!) ? 99 : 100;

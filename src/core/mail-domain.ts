@@ -14,6 +14,11 @@ import { domainToASCII, domainToUnicode } from 'node:url';
 const HOST_PARSER_SYNTAX = /[%/\\?#]/;
 const ASCII_ONLY = /^[\x00-\x7f]*$/;
 
+/** The domain of an e-mail address, lowercased: what follows its last `@` (the whole text when it has none). */
+export function mailDomainOf(email: string): string {
+  return email.slice(email.lastIndexOf('@') + 1).toLowerCase();
+}
+
 /**
  * The Unicode form of a (lowercased) mail domain, or null when it has none: invalid punycode (`xn--zz`), a label IDNA
  * refuses, or a conversion that changes the domain rather than its spelling: an ACE label that decodes to plain ASCII
