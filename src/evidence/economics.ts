@@ -12,7 +12,7 @@
  *   Observe mode's would-have-saved cost is savings.ghostUsd, not a reference.
  * - savings = reference - provider - optimizer (never below zero for a live run); margin = savings / reference.
  */
-import { isStoredText } from './stored-payload.ts';
+import { readableOrNull } from './stored-payload.ts';
 import type { AttemptRecord, RunRecord } from './types.ts';
 
 type AttemptRole = 'served' | 'shadow' | 'evaluator';
@@ -29,7 +29,7 @@ export function runEconomics(run: RunRecord, attempts: readonly AttemptRecord[])
 
   let reference: { costUsd: number; source: string };
   if (run.route === 'exact_cache' || run.route === 'artifact') {
-    const explanation = run.routeExplanation && !isStoredText(run.routeExplanation) ? run.routeExplanation : null;
+    const explanation = readableOrNull(run.routeExplanation);
     const sourceRunId = explanation?.cache.find((decision) => decision.sourceRunId)?.sourceRunId ?? null;
     reference = { costUsd: round(run.savedUsd), source: sourceRunId ? `source run ${sourceRunId}` : 'cached answer' };
   } else if (run.status === 'completed') {

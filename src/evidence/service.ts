@@ -23,7 +23,7 @@ import type { AuthContext } from '../identity/auth-context.ts';
 import type { FeedbackRecord, RunsRepository, TraceKey } from './repo.ts';
 import { runVerifier } from './run-integrity.ts';
 import { storedInstant } from './stored-values.ts';
-import { isStoredText, unreadablePayload } from './stored-payload.ts';
+import { readableOrNull, unreadablePayload } from './stored-payload.ts';
 import { INGESTED_REASON, type AttemptRecord, type RunFilter, type RunRecord, type TraceEvent } from './types.ts';
 
 /** For a trace read only to be verified. */
@@ -678,7 +678,7 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
       identity: replay.identity,
       routeInputs: replay.inputs,
       // A stored explanation that is not JSON (`{storedText}`) gives no reason; the packet's routeExplanation shows it.
-      routeDecision: { route: run.route, status: run.status, reason: run.routeExplanation && !isStoredText(run.routeExplanation) ? run.routeExplanation.reason : null },
+      routeDecision: { route: run.route, status: run.status, reason: readableOrNull(run.routeExplanation)?.reason ?? null },
       responseHash: replay.responseHash,
     };
   }

@@ -47,7 +47,7 @@ export function storedJson<T extends object>(text: string): T | StoredText {
   return value;
 }
 
-/** Whether `value` is a stand-in for stored text that could not be read, rather than the value stored. */
-export function isStoredText(value: object): value is StoredText {
-  return unreadable.has(value);
+/** `value` as stored, or null where it stands for stored text that could not be read (`{storedText}`). */
+export function readableOrNull<T extends object>(value: T | StoredText | null): T | null {
+  return value !== null && !unreadable.has(value) ? (value as T) : null;
 }
