@@ -19,6 +19,11 @@ export const MAX_BUFFERED_TIMEOUT_MS = 900_000;
 export const DEFAULT_TRACE_TIMEOUT_MS = 5_000;
 /** SPEC 8: a stream must deliver its headers within 30 s by default. */
 export const DEFAULT_STREAM_HEADERS_TIMEOUT_MS = 30_000;
+/**
+ * The longest header deadline: the longest delay a Node timer holds (2^31 - 1 ms, ~24.8 days). A longer one was set
+ * to 1 ms by Node (TimeoutOverflowWarning), so every stream failed at once with "no response headers within N ms".
+ */
+export const MAX_STREAM_HEADERS_TIMEOUT_MS = 2_147_483_647;
 /** SPEC 8: run-event traversal stops before request 101. */
 export const MAX_EVENT_PAGE_REQUESTS = 100;
 export const DEFAULT_APP = 'default-app';
@@ -29,7 +34,7 @@ export interface ClientOptions {
   agent?: string | null;
   subject?: string | null;
   bufferedTimeoutMs?: number;
-  /** Deadline for a stream's response headers. */
+  /** Deadline for a stream's response headers, 1 to MAX_STREAM_HEADERS_TIMEOUT_MS; default DEFAULT_STREAM_HEADERS_TIMEOUT_MS. */
   requestTimeoutMs?: number;
   /** Deadline of each evidence call of a traced tool (`tool`), 1 to 900000 ms; default DEFAULT_TRACE_TIMEOUT_MS. */
   traceTimeoutMs?: number;
@@ -505,7 +510,9 @@ export class SvcClient {
       throw new RangeError(`bufferedTimeoutMs must be an integer from 1 to ${MAX_BUFFERED_TIMEOUT_MS}`);
     }
     const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_STREAM_HEADERS_TIMEOUT_MS;
-    if (!Number.isInteger(requestTimeoutMs) || requestTimeoutMs < 1) throw new RangeError('requestTimeoutMs must be a positive integer');
+    if (!Number.isInteger(requestTimeoutMs) || requestTimeoutMs < 1 || requestTimeoutMs > MAX_STREAM_HEADERS_TIMEOUT_MS) {
+      throw new RangeError(`requestTimeoutMs must be an integer from 1 to ${MAX_STREAM_HEADERS_TIMEOUT_MS}`);
+    }
     const traceTimeoutMs = options.traceTimeoutMs ?? DEFAULT_TRACE_TIMEOUT_MS;
     if (!Number.isInteger(traceTimeoutMs) || traceTimeoutMs < 1 || traceTimeoutMs > MAX_BUFFERED_TIMEOUT_MS) {
       throw new RangeError(`traceTimeoutMs must be an integer from 1 to ${MAX_BUFFERED_TIMEOUT_MS}`);

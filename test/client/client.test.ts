@@ -380,6 +380,18 @@ test('deadlines: bufferedTimeoutMs bounds a buffered call (1 to 900000); request
   );
 });
 
+test('requestTimeoutMs is 1 to 2147483647, the longest delay a timer holds: past it the header deadline fired at once and every stream failed', async (t) => {
+  const { baseUrl } = await serve(t);
+  for (const requestTimeoutMs of [0, 2 ** 31, 1.5, Number.NaN, Number.POSITIVE_INFINITY]) {
+    assert.throws(() => createSvcClient({ baseUrl, env: {}, requestTimeoutMs }), RangeError, String(requestTimeoutMs));
+  }
+  const longest = createSvcClient({ baseUrl, env: {}, requestTimeoutMs: 2 ** 31 - 1 });
+  t.after(() => longest.close());
+  const chunks = [];
+  for await (const chunk of longest.chatStream({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] })) chunks.push(chunk);
+  assert.equal(chunks.at(-1)?.type, 'done');
+});
+
 test('traced tools follow the SPEC order; failures of tracing are swallowed, tool errors propagate', async () => {
   const calls: string[] = [];
   const tracer = (fail = false): ToolTracer => ({
