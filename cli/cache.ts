@@ -1,6 +1,6 @@
 /** `svc cache stats|invalidate` (SPEC 4.11). */
-import type { Command } from 'commander';
-import { CACHE_TYPES } from '../src/caches/service.ts';
+import { InvalidArgumentError, type Command } from 'commander';
+import { CACHE_TYPES, KEY_PREFIX_RULE, keyPrefixHolds } from '../src/caches/service.ts';
 import { confirmOrExit } from './confirm.ts';
 import { UsageError, withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
 import { oneOf, parseNonEmpty } from './options.ts';
@@ -20,7 +20,7 @@ export function registerCache(program: Command): void {
   withConnectionOptions(cache.command('invalidate'))
     .description('delete cache entries: one tier (--type), a key prefix within it (--prefix), or everything (--all)')
     .option('--type <cacheType>', `tier: ${CACHE_TYPES.join(', ')}`, oneOf(CACHE_TYPES))
-    .option('--prefix <keyPrefix>', 'only keys starting with this (needs --type)', parseNonEmpty)
+    .option('--prefix <keyPrefix>', 'only keys starting with this (needs --type)', parseKeyPrefix)
     .option('--all', 'every tier of the tenant')
     .option('-y, --yes', 'do not ask for confirmation')
     .action(async (options: ConnectionOptions & { type?: string; prefix?: string; all?: boolean; yes?: boolean }) => {
@@ -42,4 +42,10 @@ export function registerCache(program: Command): void {
       if (options.json) return printJson(result);
       print(`invalidated ${result.invalidated} entr${result.invalidated === 1 ? 'y' : 'ies'}`);
     });
+}
+
+/** The server's key-prefix rule as a usage error, before the confirmation is asked and any request made. */
+function parseKeyPrefix(value: string): string {
+  if (!keyPrefixHolds(parseNonEmpty(value))) throw new InvalidArgumentError(`must be ${KEY_PREFIX_RULE}`);
+  return value;
 }

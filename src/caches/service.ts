@@ -10,6 +10,13 @@ export type CacheType = (typeof CACHE_TYPES)[number];
 
 export const KEY_PREFIX_MAX = 512;
 
+/** SPEC 8's rule for an invalidation's key prefix, as its refusals word it; the CLI checks it before asking to confirm. */
+export const KEY_PREFIX_RULE = `non-empty, without surrounding whitespace, and at most ${KEY_PREFIX_MAX} characters`;
+
+export function keyPrefixHolds(keyPrefix: string): boolean {
+  return keyPrefix.length > 0 && keyPrefix.trim() === keyPrefix && keyPrefix.length <= KEY_PREFIX_MAX;
+}
+
 export interface InvalidateRequest {
   cacheType?: string | undefined;
   keyPrefix?: string | undefined;
@@ -45,9 +52,7 @@ export function createCacheService(deps: { repo: CacheRepository; audit: AuditSe
         throw invalid(`Unknown cacheType "${cacheType}"; expected one of ${CACHE_TYPES.join(', ')}.`);
       }
       if (keyPrefix !== null) {
-        if (keyPrefix.length === 0 || keyPrefix.trim() !== keyPrefix || keyPrefix.length > KEY_PREFIX_MAX) {
-          throw invalid(`keyPrefix must be non-empty, without surrounding whitespace, and at most ${KEY_PREFIX_MAX} characters.`);
-        }
+        if (!keyPrefixHolds(keyPrefix)) throw invalid(`keyPrefix must be ${KEY_PREFIX_RULE}.`);
         if (cacheType === null) throw invalid('keyPrefix requires cacheType.');
       }
       if (request.all === true && (cacheType !== null || keyPrefix !== null)) {

@@ -74,6 +74,12 @@ describe('the admin CLI', { concurrency: true }, () => {
       usage(['cache', 'invalidate', '--type', 'bogus', '-y', ...args], '--type bogus', { stderr: /--type.*must be one of exact_response, / }),
       usage(['cache', 'invalidate', '--all', '--type', 'exact_response', '-y', ...args], '--all with --type', { stderr: /--all.*cannot be combined/ }),
       usage(['cache', 'invalidate', '--type', 'exact_response', '--prefix', '', '-y', ...args], '--prefix empty', { stderr: /--prefix.*must not be empty/ }),
+      // The server's key-prefix rule (SPEC 8), checked before the confirmation, not answered 400 after it.
+      ...[' a', 'a\n', 'x'.repeat(513)].map((prefix) =>
+        usage(['cache', 'invalidate', '--type', 'exact_response', '--prefix', prefix, '-y', ...args], `--prefix ${JSON.stringify(prefix.slice(0, 8))}`, {
+          stderr: /--prefix[^]*is invalid\. must be non-empty, without surrounding whitespace, and at most 512 characters/,
+        }),
+      ),
       usage(['keys', 'list', '--api-key', 'svc_x', ...args], '--api-key without --url', { stderr: /--api-key needs --url/ }),
       usage(['settings', 'set', 'retention_days', '3', '--value-stdin', ...args], 'a value and --value-stdin', { input: '4' }),
       // An empty stdin (an unset variable piped in) holds no value: refused as --password-stdin's is, not sent as "".
