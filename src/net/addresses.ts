@@ -39,6 +39,29 @@ export function embeddedIPv4(ip: string): string | null {
   return null;
 }
 
+/**
+ * The IPv4 addresses an IPv6 one may reach through a translator or tunnel whose embedding cannot be read from the
+ * address alone, so every reading is given: local-use NAT64 (64:ff9b:1::/48, RFC 8215), where a network picks an
+ * RFC 6052 prefix of 48, 56, 64 or 96 bits inside the block (below 96 the IPv4 bits are split around the reserved
+ * u octet, bits 64-71), and Teredo (2001::/32, RFC 4380), whose client address is the last 32 bits inverted.
+ * Neither is public unicast (64:ff9b:1::/48 lies outside 2000::/3, Teredo in 2001::/23); the readings matter where
+ * private targets are allowed and a metadata address must still be refused.
+ */
+export function ambiguousEmbeddedIPv4s(ip: string): string[] {
+  const h = hextets(ip);
+  const v4 = (a: number, b: number, c: number, d: number): string => [a, b, c, d].map((octet) => octet & 0xff).join('.');
+  if (h[0] === 0x64 && h[1] === 0xff9b && h[2] === 1) {
+    return [
+      v4(h[3]! >> 8, h[3]!, h[4]!, h[5]! >> 8), // /48: a.b in bits 48-63, c.d in 72-87
+      v4(h[3]!, h[4]!, h[5]! >> 8, h[5]!), // /56: a in 56-63, b.c.d in 72-95
+      v4(h[4]!, h[5]! >> 8, h[5]!, h[6]! >> 8), // /64: a.b.c.d in 72-103
+      v4(h[6]! >> 8, h[6]!, h[7]! >> 8, h[7]!), // /96: the last 32 bits, as in 64:ff9b::/96
+    ];
+  }
+  if (h[0] === 0x2001 && h[1] === 0) return [v4(~h[6]! >> 8, ~h[6]!, ~h[7]! >> 8, ~h[7]!)];
+  return [];
+}
+
 /** Strips URL brackets and an IPv6 zone id (`fe80::1%eth0`), which BlockList does not accept. */
 export function bareIp(ip: string): string {
   return ip.replace(/^\[(.*)\]$/, '$1').replace(/%.*$/, '');

@@ -12,7 +12,7 @@ import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { Agent, buildConnector, request } from 'undici';
 import { AppError, isAppError } from '../core/errors.ts';
 import { withoutTrailing } from '../core/text.ts';
-import { bareIp, embeddedIPv4 } from './addresses.ts';
+import { ambiguousEmbeddedIPv4s, bareIp, embeddedIPv4 } from './addresses.ts';
 
 /** A resolver returning every address of a host; injectable so tests need no DNS. */
 export type OutboundLookup = (hostname: string) => Promise<Array<{ address: string; family: number }>>;
@@ -97,7 +97,8 @@ export function isPublicAddress(ip: string): boolean {
 
 /**
  * Whether `ip` is a cloud metadata address, looking through every IPv6 form that carries an IPv4 address
- * (`embeddedIPv4`, the same reading `isPublicAddress` makes). Anything that is not a valid IP literal is one
+ * (`embeddedIPv4`, the same reading `isPublicAddress` makes; and every reading of the forms whose embedding is not
+ * fixed, `ambiguousEmbeddedIPv4s`). Anything that is not a valid IP literal is one
  * (fail closed).
  */
 function isMetadataAddress(ip: string): boolean {
@@ -106,7 +107,9 @@ function isMetadataAddress(ip: string): boolean {
   if (family === 4) return METADATA.check(bare, 'ipv4');
   if (family !== 6) return true;
   const inner = embeddedIPv4(bare);
-  return inner !== null ? METADATA.check(inner, 'ipv4') : METADATA.check(bare, 'ipv6');
+  if (inner !== null) return METADATA.check(inner, 'ipv4');
+  if (ambiguousEmbeddedIPv4s(bare).some((v4) => METADATA.check(v4, 'ipv4'))) return true;
+  return METADATA.check(bare, 'ipv6');
 }
 
 /**

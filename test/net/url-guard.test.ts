@@ -237,6 +237,11 @@ test('allowPrivate refuses a metadata address carried inside every IPv6 form tha
     '64:ff9b::169.254.169.254', // NAT64
     '2002:a9fe:a9fe::1', // 6to4
     '::100.100.100.200', '::ffff:0:168.63.129.16', '64:ff9b::192.0.0.192', '2002:6464:64c8::',
+    // Local-use NAT64 (64:ff9b:1::/48, RFC 8215) at each RFC 6052 prefix length a network may pick inside it: /96,
+    // and /48, /56, /64, whose IPv4 bits are split around the reserved u octet (bits 64-71).
+    '64:ff9b:1::169.254.169.254', '64:ff9b:1:a9fe:a9:fe00::', '64:ff9b:1:a9:fe:a9fe::', '64:ff9b:1:0:a9:fea9:fe00:0',
+    // Teredo (2001::/32): the client's IPv4 address is its last 32 bits inverted.
+    '2001:0:4136:e378:8000:63bf:5601:5601', '2001::5601:5601',
   ];
   for (const ip of embedded) {
     await assert.rejects(checkOutboundUrl(`http://[${ip}]/`, { allowPrivate: true, lookup: noDns }), isCode('private_url_blocked'), ip);
@@ -246,7 +251,7 @@ test('allowPrivate refuses a metadata address carried inside every IPv6 form tha
     await assert.rejects(guardedFetch('http://meta.example.com/', { allowPrivate: true, lookup }), isCode('private_url_blocked'), ip);
   }
   // Loopback and private addresses in those forms stay allowed there, as their IPv4 spellings are.
-  for (const ip of ['::1', '::10.0.0.1', '::ffff:0:10.0.0.1', '64:ff9b::10.0.0.1']) {
+  for (const ip of ['::1', '::10.0.0.1', '::ffff:0:10.0.0.1', '64:ff9b::10.0.0.1', '64:ff9b:1::10.0.0.1']) {
     await checkOutboundUrl(`http://[${ip}]/`, { allowPrivate: true, lookup: noDns });
   }
 });
