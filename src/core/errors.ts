@@ -75,6 +75,11 @@ export interface AppErrorOptions {
   headers?: Record<string, string>;
   /** Overrides the catalogue status (an upstream's own 4xx relayed as `upstream_rejected`). */
   status?: number;
+  /**
+   * A 5xx answers with the catalogue's generic message, as its own may carry svc's insides (a cause, an address);
+   * set for a 5xx whose message was written for the caller and says only what happened and what to do.
+   */
+  publicMessage?: boolean;
 }
 
 export class AppError extends Error {
@@ -82,6 +87,8 @@ export class AppError extends Error {
   readonly status: number;
   readonly details: unknown;
   readonly headers: Record<string, string>;
+  /** Whether the message is shown on a 5xx too (`AppErrorOptions.publicMessage`). */
+  readonly publicMessage: boolean;
 
   constructor(code: ErrorCode, options: AppErrorOptions = {}) {
     super(options.message ?? ERROR_CATALOGUE[code].message, { cause: options.cause });
@@ -90,6 +97,7 @@ export class AppError extends Error {
     this.status = options.status ?? ERROR_CATALOGUE[code].status;
     this.details = options.details;
     this.headers = options.headers ?? {};
+    this.publicMessage = options.publicMessage ?? false;
   }
 }
 

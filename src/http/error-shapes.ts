@@ -4,7 +4,7 @@
  * - chat-completions-family wires (`/v1/*`): `{error: {message, type, param, code}}`;
  * - messages wire (`/v1/messages*`): `{type: "error", error: {type, message}, request_id}`, the request's id also in the
  *   `request-id` header (`MESSAGES_REQUEST_ID`).
- * 5xx bodies are generic; the cause goes to the log only.
+ * 5xx bodies are generic (but for a message written for the caller, `publicMessage`); the cause goes to the log only.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ZodError } from 'zod';
@@ -117,7 +117,7 @@ export function statusOn(surface: ErrorSurface, error: AppError): number {
 
 /** `requestId`: the request's id (`request.id`; for an answer given before there was a request, a parser error, a fresh one). */
 export function renderError(surface: ErrorSurface, error: AppError, requestId: string): unknown {
-  const message = error.status >= 500 ? ERROR_CATALOGUE[error.code].message : error.message;
+  const message = error.status >= 500 && !error.publicMessage ? ERROR_CATALOGUE[error.code].message : error.message;
   switch (surface) {
     case 'management':
       return { error: { code: error.code, message, ...(error.details !== undefined ? { details: error.details } : {}) } };

@@ -137,10 +137,13 @@ function assertAllowed(host: string, addresses: string[], allowPrivate: boolean)
   if (addresses.some(refused)) throw blocked(host);
 }
 
-/** A lookup the check stopped waiting for: not an answer about the name, so retryable rather than "does not resolve". */
+/**
+ * A lookup the check stopped waiting for: not an answer about the name, so retryable rather than "does not resolve".
+ * Its message is shown (`publicMessage`): it names only the caller's own host and why to retry.
+ */
 class LookupUnavailable extends AppError {
   constructor(message: string) {
-    super('unavailable', { message, headers: { 'retry-after': RETRY_AFTER_SECONDS } });
+    super('unavailable', { message, publicMessage: true, headers: { 'retry-after': RETRY_AFTER_SECONDS } });
   }
 }
 

@@ -268,6 +268,8 @@ test('webhook_url: a host whose DNS never answers holds no request, nor more tha
     assert.equal(timedOut.statusCode, 503);
     assert.equal(json(timedOut).error.code, 'unavailable');
     assert.equal(timedOut.headers['retry-after'], '5');
+    // Not the catalogue's generic 503 text: what happened, that a retry may succeed, and nothing of svc's insides.
+    assert.equal(json(timedOut).error.message, 'The host "a.dead-dns.example" did not resolve within 20 ms; retry later.');
     // The abandoned lookup still holds its thread: one more fills the guard's share, and the next save is refused
     // before any lookup, even of a host that would answer at once.
     assert.equal((await put('https://b.dead-dns.example/hook')).statusCode, 503);
@@ -276,6 +278,7 @@ test('webhook_url: a host whose DNS never answers holds no request, nor more tha
     assert.equal(refused.statusCode, 503);
     assert.equal(json(refused).error.code, 'unavailable');
     assert.equal(refused.headers['retry-after'], '5');
+    assert.equal(json(refused).error.message, 'Too many host name lookups are in progress to check "hooks.example.com"; retry shortly.');
     assert.equal(json(await app.inject({ url: '/api/v1/settings' })).settings.webhook_url, null, 'nothing was saved');
   } finally {
     waiting.forEach((settle) => settle());
