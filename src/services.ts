@@ -111,8 +111,8 @@ export async function createServices(config: Config, store: Store, overrides: Se
   const keys = createKeysService({ repo: keysRepo, audit, clock, revokedAlso: lapsedInvitesOfKey({ audit, clock }) });
   const checkPublicUrl: PublicUrlCheck =
     overrides.checkPublicUrl ??
-    (async (url) => {
-      await checkOutboundUrl(url, { allowPrivate: false });
+    (async (url, tenantId) => {
+      await checkOutboundUrl(url, { allowPrivate: false, tenantId });
     });
   const settings = createSettingsService({
     repo: createSettingsRepository(store),

@@ -26,6 +26,11 @@ export interface UrlGuardOptions {
   lookup?: OutboundLookup;
   /** How long a host name lookup may take before the check gives up on it; default LOOKUP_TIMEOUT_MS. */
   lookupTimeoutMs?: number;
+  /**
+   * The organization the check is for, whose share of the lookup slots it counts against (MAX_LOOKUPS_PER_TENANT);
+   * checks without one share a single share.
+   */
+  tenantId?: string;
 }
 
 const defaultLookup: OutboundLookup = (hostname) => dns.lookup(hostname, { all: true, verbatim: true });
@@ -36,11 +41,16 @@ const defaultLookup: OutboundLookup = (hostname) => dns.lookup(hostname, { all: 
  * thread until the system resolver gives up (its own timeouts and attempts: tens of seconds), and giving up on the
  * lookup here does not free it. So a check waits LOOKUP_TIMEOUT_MS at most, and the guard's lookups, the abandoned
  * ones included until they end, hold at most half of the pool: past that a check is refused, retryably, before it
- * looks anything up, and a tenant saving URLs on a dead DNS server cannot take the pool from everyone else.
+ * looks anything up, and a tenant saving URLs on a dead DNS server cannot take the pool from everyone else. Nor
+ * every one of those slots from the other tenants: one tenant's lookups hold half of them at most (at least one, so
+ * with a single slot, UV_THREADPOOL_SIZE of 2 or 3, there is nothing to share).
  */
 const LOOKUP_TIMEOUT_MS = 5_000;
 const MAX_LOOKUPS_IN_FLIGHT = Math.max(1, Math.floor((Number(process.env.UV_THREADPOOL_SIZE) || 4) / 2));
+const MAX_LOOKUPS_PER_TENANT = Math.max(1, Math.floor(MAX_LOOKUPS_IN_FLIGHT / 2));
 let lookupsInFlight = 0;
+/** Lookups in flight by tenant ('' for checks without one); a tenant with none has no entry. */
+const tenantLookupsInFlight = new Map<string, number>();
 /** The retry-after of a refusal: about when an abandoned lookup's thread may be free again. */
 const RETRY_AFTER_SECONDS = String(Math.ceil(LOOKUP_TIMEOUT_MS / 1000));
 
@@ -147,16 +157,21 @@ class LookupUnavailable extends AppError {
   }
 }
 
-/** `lookup(hostname)` within the thread-pool share and the time bound above (LOOKUP_TIMEOUT_MS says why). */
-async function boundedLookup(hostname: string, lookup: OutboundLookup, timeoutMs: number): Promise<Array<{ address: string; family: number }>> {
-  if (lookupsInFlight >= MAX_LOOKUPS_IN_FLIGHT) {
+/** `lookup(hostname)` within the thread-pool shares and the time bound above (LOOKUP_TIMEOUT_MS says why). */
+async function boundedLookup(hostname: string, lookup: OutboundLookup, timeoutMs: number, tenant: string): Promise<Array<{ address: string; family: number }>> {
+  const ofTenant = tenantLookupsInFlight.get(tenant) ?? 0;
+  if (lookupsInFlight >= MAX_LOOKUPS_IN_FLIGHT || ofTenant >= MAX_LOOKUPS_PER_TENANT) {
     throw new LookupUnavailable(`Too many host name lookups are in progress to check "${hostname}"; retry shortly.`);
   }
   lookupsInFlight++;
+  tenantLookupsInFlight.set(tenant, ofTenant + 1);
   const answer = (async () => lookup(hostname))();
   // The slot is given back when the lookup itself ends, not when the check stops waiting for it.
   const release = (): void => {
     lookupsInFlight--;
+    const left = tenantLookupsInFlight.get(tenant)! - 1;
+    if (left === 0) tenantLookupsInFlight.delete(tenant);
+    else tenantLookupsInFlight.set(tenant, left);
   };
   answer.then(release, release);
   let timer: NodeJS.Timeout | undefined;
@@ -173,7 +188,7 @@ async function boundedLookup(hostname: string, lookup: OutboundLookup, timeoutMs
 async function resolveAll(hostname: string, options: UrlGuardOptions): Promise<Array<{ address: string; family: number }>> {
   let records: Array<{ address: string; family: number }>;
   try {
-    records = await boundedLookup(hostname, options.lookup ?? defaultLookup, options.lookupTimeoutMs ?? LOOKUP_TIMEOUT_MS);
+    records = await boundedLookup(hostname, options.lookup ?? defaultLookup, options.lookupTimeoutMs ?? LOOKUP_TIMEOUT_MS, options.tenantId ?? '');
   } catch (cause) {
     if (cause instanceof LookupUnavailable) throw cause;
     throw new AppError('invalid_request', { message: `The host "${hostname}" does not resolve.`, cause });
@@ -299,13 +314,14 @@ const CREDENTIAL_HEADERS = ['authorization', 'cookie', 'proxy-authorization'];
  * and `payload_too_large` when the response body exceeds `maxBytes`.
  */
 export async function guardedFetch(url: string, init: GuardedFetchInit = {}): Promise<GuardedResponse> {
-  const { allowPrivate = false, lookup, lookupTimeoutMs, maxRedirects = 5, timeoutMs = 10_000, maxBytes = 5 * 1024 * 1024 } = init;
+  const { allowPrivate = false, lookup, lookupTimeoutMs, tenantId, maxRedirects = 5, timeoutMs = 10_000, maxBytes = 5 * 1024 * 1024 } = init;
   const timeout = AbortSignal.timeout(timeoutMs);
   const signal = init.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
   const guard: UrlGuardOptions = {
     allowPrivate,
     ...(lookup ? { lookup } : {}),
     ...(lookupTimeoutMs !== undefined ? { lookupTimeoutMs } : {}),
+    ...(tenantId !== undefined ? { tenantId } : {}),
   };
   const dispatcher = createGuardedDispatcher(guard);
   let method = (init.method ?? 'GET').toUpperCase();

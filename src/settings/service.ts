@@ -20,8 +20,11 @@ import {
   type SettingsMap,
 } from './schema.ts';
 
-/** Checks that a URL is a public http(s) target; throws an AppError otherwise (src/net/url-guard.ts). */
-export type PublicUrlCheck = (url: string) => Promise<void>;
+/**
+ * Checks that a URL is a public http(s) target; throws an AppError otherwise (src/net/url-guard.ts). `tenantId`: the
+ * organization the URL is saved for, whose share of the check's DNS lookups it counts against.
+ */
+export type PublicUrlCheck = (url: string, tenantId: string) => Promise<void>;
 
 export type SettingsView = Partial<Record<SettingKey, unknown>>;
 
@@ -139,7 +142,7 @@ export function createSettingsService(deps: {
         const trimmed = value.trim();
         value = trimmed === '' ? null : trimmed;
         // Webhooks must be public in every mode, open dev mode included (SPEC 2.4).
-        if (value !== null) await checkPublicUrl(value as string);
+        if (value !== null) await checkPublicUrl(value as string, auth.tenantId);
       }
       if (key === 'managed_connector_grants') await validateGrants(auth.tenantId, value as ConnectorGrants);
       const secret = isSecretSetting(key);

@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import test from 'node:test';
 import { checkOutboundUrl } from '../../src/net/url-guard.ts';
 import { bearer, build, json } from '../support/build.ts';
+import { BOOT as OPERATOR, buildWithAdmin, operator } from '../support/accounts.ts';
 
 const BOOT = 'bootstrap-token-keys-tests-0000001';
 const admin = bearer(BOOT);
@@ -270,10 +271,10 @@ test('webhook_url: a host whose DNS never answers holds no request, nor more tha
     assert.equal(timedOut.headers['retry-after'], '5');
     // Not the catalogue's generic 503 text: what happened, that a retry may succeed, and nothing of svc's insides.
     assert.equal(json(timedOut).error.message, 'The host "a.dead-dns.example" did not resolve within 20 ms; retry later.');
-    // The abandoned lookup still holds its thread: one more fills the guard's share, and the next save is refused
-    // before any lookup, even of a host that would answer at once.
+    // The abandoned lookup still holds its thread, and fills this organization's share (half of the guard's 2): the
+    // next save is refused before any lookup, even of a host that would answer at once.
     assert.equal((await put('https://b.dead-dns.example/hook')).statusCode, 503);
-    assert.equal(waiting.length, 2);
+    assert.equal(waiting.length, 1);
     const refused = await put('https://hooks.example.com/h');
     assert.equal(refused.statusCode, 503);
     assert.equal(json(refused).error.code, 'unavailable');
@@ -287,6 +288,36 @@ test('webhook_url: a host whose DNS never answers holds no request, nor more tha
   assert.equal((await put('https://hooks.example.com/h')).statusCode, 200);
   const settings = json(await app.inject({ url: '/api/v1/settings' })).settings;
   assert.equal(settings.webhook_url, 'https://hooks.example.com/h');
+});
+
+test('webhook_url: an organization whose saves hang on a dead DNS server leaves lookup slots to the others', { timeout: 30_000 }, async (t) => {
+  const waiting: Array<() => void> = [];
+  const lookup = async (hostname: string): Promise<Array<{ address: string; family: number }>> => {
+    if (hostname === 'hooks.example.com') return [{ address: '93.184.216.34', family: 4 }];
+    return new Promise((_resolve, reject) => waiting.push(() => reject(Object.assign(new Error('getaddrinfo EAI_AGAIN'), { code: 'EAI_AGAIN' }))));
+  };
+  const { app } = await buildWithAdmin(t, {}, {
+    checkPublicUrl: async (url, tenantId) => void (await checkOutboundUrl(url, { lookup, lookupTimeoutMs: 20, tenantId })),
+  });
+  const acme = json(await app.inject({ method: 'POST', url: '/api/v1/orgs', headers: operator(OPERATOR), payload: { name: 'Acme', ownerEmail: 'root@example.test' } })).org.id;
+  const put = (orgId: string, value: string) =>
+    app.inject({ method: 'PUT', url: '/api/v1/settings', headers: operator(OPERATOR, orgId), payload: { key: 'webhook_url', value } });
+  try {
+    // The default organization saves URLs on a dead DNS server until it is refused: its abandoned lookups hold
+    // threads, but never every slot of the guard.
+    let refused = false;
+    for (let i = 0; i < 8 && !refused; i++) {
+      const response = await put('default', `https://h${i}.dead-dns.example/hook`);
+      assert.equal(response.statusCode, 503);
+      refused = /Too many host name lookups/.test(json(response).error.message);
+    }
+    assert.ok(refused, 'the organization was never refused');
+    assert.equal((await put('default', 'https://hooks.example.com/h')).statusCode, 503, 'its own share stays used');
+    const other = await put(acme, 'https://hooks.example.com/h');
+    assert.equal(other.statusCode, 200, other.body);
+  } finally {
+    waiting.forEach((settle) => settle());
+  }
 });
 
 test('managed_connector_grants: a token pasted where a key id belongs is refused without being echoed', async (t) => {

@@ -369,7 +369,9 @@ test('a host name lookup that never answers is abandoned with a retryable unavai
   const dns = hangingLookup();
   try {
     for (const allowPrivate of [false, true]) {
-      await assert.rejects(checkOutboundUrl('https://slow-dns.example.com/', { allowPrivate, lookup: dns.lookup, lookupTimeoutMs: 20 }), (err: unknown) => {
+      // An organization each: the first abandoned lookup fills its organization's share.
+      const tenantId = `org_${allowPrivate}`;
+      await assert.rejects(checkOutboundUrl('https://slow-dns.example.com/', { allowPrivate, lookup: dns.lookup, lookupTimeoutMs: 20, tenantId }), (err: unknown) => {
         isCode('unavailable')(err);
         assert.match((err as Error).message, /slow-dns\.example\.com.*did not resolve within 20 ms/);
         assert.equal((err as AppError).headers['retry-after'], '5');
@@ -386,10 +388,11 @@ test('guard lookups in flight are capped, abandoned ones included, and the check
   const fast = fakeLookup({ 'hooks.example.com': ['93.184.216.34'] });
   let refusal: AppError | undefined;
   try {
-    // Each check gives up on its lookup, which still holds its thread: they add up until the cap refuses one.
+    // Each check gives up on its lookup, which still holds its thread: they add up until the cap refuses one. Each for
+    // an organization of its own, so that no organization's share (half of the cap) is what refuses.
     for (let i = 0; i < 16 && refusal === undefined; i++) {
       try {
-        await checkOutboundUrl(`https://slow-${i}.example.com/`, { lookup: dns.lookup, lookupTimeoutMs: 10 });
+        await checkOutboundUrl(`https://slow-${i}.example.com/`, { lookup: dns.lookup, lookupTimeoutMs: 10, tenantId: `org_${i}` });
         assert.fail('a lookup that never answers was taken as an answer');
       } catch (err) {
         isCode('unavailable')(err);
@@ -401,7 +404,7 @@ test('guard lookups in flight are capped, abandoned ones included, and the check
     assert.match(refusal.message, /Too many host name lookups/);
     assert.equal(refusal.headers['retry-after'], '5');
     // Any guard lookup is refused while the cap is reached, one of a host that would answer at once included.
-    await assert.rejects(checkOutboundUrl('https://hooks.example.com/', { lookup: fast }), isCode('unavailable'));
+    await assert.rejects(checkOutboundUrl('https://hooks.example.com/', { lookup: fast, tenantId: 'org_other' }), isCode('unavailable'));
   } finally {
     dns.release();
   }
