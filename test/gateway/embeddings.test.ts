@@ -160,6 +160,29 @@ test('at most 2048 inputs; more is a chat-completions-shaped 400', async (t) => 
   assert.match(error.message, /2048/);
 });
 
+test('one token array is at most 2048 ids, as the OpenAPI document bounds every input array: longer is a chat-completions-shaped 400 before any upstream call', async (t) => {
+  const upstream = await startFakeUpstream(t, (req, res) =>
+    sendJson(res, 200, { object: 'list', model: 'm', data: req.body.input.map((_: unknown, index: number) => ({ index, embedding: [1, 0] })), usage: { prompt_tokens: 1, total_tokens: 1 } }),
+  );
+  const { client } = await openaiGateway(t, upstream);
+  const ok = await client.embeddings.create({ model: 'text-embedding-3-small', input: Array.from({ length: 2048 }, () => 7) });
+  assert.equal(ok.data.length, 1);
+  assert.equal(upstream.requests.length, 1);
+  const refused = await client.embeddings.create({ model: 'text-embedding-3-small', input: Array.from({ length: 2049 }, () => 7) }).then(
+    () => assert.fail('a 2049-id token array was taken'),
+    (error: unknown) => error,
+  );
+  assert.ok(refused instanceof OpenAI.BadRequestError);
+  assert.equal(refused.status, 400);
+  const error = refused.error as Record<string, unknown>;
+  assert.deepEqual(Object.keys(error).sort(), ['code', 'message', 'param', 'type']);
+  assert.equal(error.type, 'invalid_request_error');
+  assert.equal(error.code, 'invalid_request');
+  assert.equal(error.param, 'input');
+  assert.match(String(error.message), /2048/);
+  assert.equal(upstream.requests.length, 1, 'the refused input never went upstream');
+});
+
 test('invalid bodies are 400s that name the parameter', async (t) => {
   const { app } = await build(t);
   const cases: Array<[unknown, string]> = [

@@ -5,9 +5,9 @@
  *
  * Normalisation rules: optional fields that are JSON null, empty or whitespace-only count as omitted; a strict digit
  * string `dimensions` is coerced like a number; `input` may be a string, an array of strings, an array of token ids or
- * an array of token arrays (at most 2048 inputs), and an empty string, a null chunk or an empty token array becomes a
- * single-space placeholder so every index keeps its place. Fields svc does not know pass through untouched to a
- * compatible provider, as on the chat wire.
+ * an array of token arrays (at most 2048 items in each form: inputs, or the ids of one token array), and an empty
+ * string, a null chunk or an empty token array becomes a single-space placeholder so every index keeps its place.
+ * Fields svc does not know pass through untouched to a compatible provider, as on the chat wire.
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
@@ -74,13 +74,15 @@ export function normaliseEmbeddingInput(input: unknown): EmbeddingInput[] {
   if (typeof input === 'string') return [input === '' ? EMBEDDING_PLACEHOLDER : input];
   if (!Array.isArray(input)) throw invalidParam('input', 'input must be a string, an array of strings, an array of token ids or an array of token arrays');
   if (input.length === 0) throw invalidParam('input', 'input must not be an empty array');
+  // The OpenAPI document bounds every form of the array at 2048 items, one token array of ids included (the same
+  // number as SPEC 8's inputs per request); a token array inside an array of them has no such bound there.
+  if (input.length > MAX_EMBEDDING_INPUTS) {
+    throw invalidParam('input', `input must have at most ${MAX_EMBEDDING_INPUTS} items, got ${input.length}`);
+  }
   // An array of integers is one tokenised input.
   if (input.every((item) => typeof item === 'number')) {
     if (!input.every(isTokenId)) throw invalidParam('input', 'token ids must be non-negative integers');
     return [input as number[]];
-  }
-  if (input.length > MAX_EMBEDDING_INPUTS) {
-    throw invalidParam('input', `input must have at most ${MAX_EMBEDDING_INPUTS} items, got ${input.length}`);
   }
   return input.map((item: unknown, index): EmbeddingInput => {
     if (item === null || item === '') return EMBEDDING_PLACEHOLDER;
