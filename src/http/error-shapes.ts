@@ -135,8 +135,14 @@ export function renderError(surface: ErrorSurface, error: AppError, requestId: s
   }
 }
 
-/** Answer a request with an error in its surface's shape (and, on the messages wire, its id in `request-id`). */
+/**
+ * Answer a request with an error in its surface's shape (and, on the messages wire, its id in `request-id`). A gateway
+ * wire's error is `cache-control: no-store`, as the embeddings wire's answers are (SPEC 4.2) and every management
+ * answer is (its own hook, src/http/app.ts): it is about one caller's request, and a 404 is cacheable by default
+ * (RFC 9111 4.2.2). Set here, on the error path only, so no answer that succeeds pays for it.
+ */
 export function replyError(request: FastifyRequest, reply: FastifyReply, error: AppError, surface: ErrorSurface = surfaceOfUrl(request.url)): FastifyReply {
+  if (surface !== 'management') reply.header('cache-control', 'no-store');
   if (surface === 'messages') reply.header(MESSAGES_REQUEST_ID, request.id);
   return reply.status(statusOn(surface, error)).send(renderError(surface, error, request.id));
 }
