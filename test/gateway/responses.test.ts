@@ -1370,3 +1370,22 @@ test("the mock reads a past function_call item of the input with its namespace: 
   assert.notEqual(crm.output_text, billing.output_text);
   assert.ok(crm.usage!.input_tokens > bare.usage!.input_tokens, `${crm.usage!.input_tokens} vs ${bare.usage!.input_tokens} without the namespace`);
 });
+
+test("the mock reads a past custom_tool_call item of the input as it reads a function_call: two conversations whose earlier custom call differs only in its input are two conversations, answered apart, the input counted among the input tokens (the item was dropped, its custom_tool_call_output left answering no call: both got one answer and one count)", async (t) => {
+  const { client } = await listening(t);
+  const question = input('run the query');
+  const answer = (sql: string) =>
+    client.responses.create({
+      model: 'gpt-4o-mini',
+      tools: [{ type: 'custom', name: 'sql', description: 'Runs SQL' }],
+      input: [
+        { role: 'user', content: question },
+        { type: 'custom_tool_call', call_id: 'call_1', name: 'sql', input: sql },
+        { type: 'custom_tool_call_output', call_id: 'call_1', output: '1 row' },
+      ],
+    });
+  const [short, long] = [await answer('SELECT 1'), await answer('SELECT name, email, created_at FROM customers WHERE id = 7 ORDER BY created_at DESC')];
+  assert.equal(short.status, 'completed');
+  assert.notEqual(short.output_text, long.output_text);
+  assert.ok(long.usage!.input_tokens > short.usage!.input_tokens, `${long.usage!.input_tokens} vs ${short.usage!.input_tokens} with a shorter input`);
+});

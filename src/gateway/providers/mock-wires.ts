@@ -244,6 +244,10 @@ function inputMessages(request: ResponsesRequest): ChatMessage[] {
     if (item.type === 'function_call') {
       // A namespace's tool by its declared name, namespace and all: calls of two namespaces' tools are two conversations.
       messages.push({ role: 'assistant', content: null, tool_calls: [{ id: String(item.call_id), type: 'function', function: { name: calledToolName(item), arguments: String(item.arguments ?? '{}') } }] });
+    } else if (item.type === 'custom_tool_call') {
+      // The planner sees a custom tool as a function of one string `input` (responsesToChat): its call is one too.
+      const args = JSON.stringify({ input: String(item.input ?? '') });
+      messages.push({ role: 'assistant', content: null, tool_calls: [{ id: String(item.call_id), type: 'function', function: { name: calledToolName(item), arguments: args } }] });
     } else if (item.type === 'function_call_output' || item.type === 'custom_tool_call_output') {
       messages.push({ role: 'tool', tool_call_id: String(item.call_id), content: typeof item.output === 'string' ? item.output : JSON.stringify(item.output) });
     } else if (typeof item.role === 'string') {
