@@ -588,6 +588,18 @@ test('the mock ends a text at the earliest stop sequence with stop_reason stop_s
   assert.equal(plain.stop_sequence, null);
 });
 
+test('a stop sequence that ends the mock\'s text before its first character still counts as output: the sequence generated is billed, as the provider bills it, so an empty answer reports at least one output token, buffered and streamed', async (t) => {
+  const { client } = await listening(t);
+  // Every text answer of the mock starts with "Mock answer".
+  const ask = () => ({ model: 'claude-sonnet-4-5', max_tokens: 256, messages: [{ role: 'user' as const, content: `say hello #${++counter}` }], stop_sequences: ['Mock answer'] });
+  for (const message of [await client.messages.create(ask()), await client.messages.stream(ask()).finalMessage()]) {
+    assert.equal(message.stop_reason, 'stop_sequence');
+    assert.equal(message.stop_sequence, 'Mock answer');
+    assert.deepEqual(message.content, []);
+    assert.ok(message.usage.output_tokens >= 1, `an empty answer reported ${message.usage.output_tokens} output tokens`);
+  }
+});
+
 test("the mock honours a tool_choice forcing a provider-defined tool (no input_schema): a server tool (web_search) is a server_tool_use block before its text, a client one (bash) a tool_use; never a 400, nor a text answer ignoring the choice, buffered and streamed", async (t) => {
   const { client } = await listening(t);
   const webSearch = { type: 'web_search_20250305' as const, name: 'web_search' as const, max_uses: 1 };

@@ -163,7 +163,9 @@ const STOP_REASONS: Record<string, string> = { stop: 'end_turn', tool_calls: 'to
 /**
  * The planned chat answer as a message. A text that holds one of the request's stop sequences ends before it, with
  * `stop_reason: "stop_sequence"` and the sequence, as a messages upstream answers (the chat planner's `stop` ends the
- * text too, but says only `stop`); its output tokens are those of the text kept.
+ * text too, but says only `stop`); its output tokens are those of the text kept and the sequence, which the model
+ * generated and the provider bills though it is not in the answer: a text stopped before its first character is no
+ * answer of 0 output tokens.
  */
 export function chatToMessage(completion: ChatCompletion, model: string, stopSequences?: unknown): MessagesResponse {
   const choice = completion.choices[0]!;
@@ -173,7 +175,7 @@ export function chatToMessage(completion: ChatCompletion, model: string, stopSeq
   let outputTokens = completion.usage?.completion_tokens ?? 0;
   if (text && stop) {
     text = text.slice(0, stop.at);
-    outputTokens = countTokens(text);
+    outputTokens = countTokens(text + stop.sequence);
   }
   if (text) content.push({ type: 'text', text });
   for (const call of choice.message.tool_calls ?? []) {
