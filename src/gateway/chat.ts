@@ -100,9 +100,11 @@ class ChatRelay implements StreamRelay<ChatCompletion, ChatStreamEvent> {
   }
 
   end(): ChatStreamEvent[] {
+    // The upstream ended it with `[DONE]`; the assembler finishes a choice left without a reason, so only a stream
+    // whose chunks started no choice at all is no answer here.
     const out = this.assembler.end();
     if (!this.assembler.finished) {
-      throw new ProviderError('bad_response', 'The upstream stream ended before every choice finished.', { provider: this.provider });
+      throw new ProviderError('bad_response', 'The upstream stream ended without an answer.', { provider: this.provider });
     }
     // An upstream that ignores `stream_options.include_usage` sends no usage chunk: the client that asked for one gets
     // the usage the run records (the wire drops it for one that did not), as a cache hit of the answer does.

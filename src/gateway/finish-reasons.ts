@@ -2,7 +2,8 @@
  * A chat choice's `finish_reason` as the OpenAPI document allows it (stop, length, tool_calls, content_filter,
  * function_call): the official SDKs type it as that union, and some compatible upstreams send others (TGI's
  * `eos_token`, Together's `eos`, an Anthropic proxy's `end_turn` or `max_tokens`, vLLM's `abort`, Gemini's native
- * `SAFETY`), or none in a buffered answer. docs/gateway.md gives the mapping.
+ * `SAFETY`), or none (a buffered answer's null, a stream's choice `[DONE]` ended without one). docs/gateway.md gives
+ * the mapping.
  */
 
 /** Whether `value` is one of the document's finish reasons: the one check a conforming answer pays. */

@@ -451,14 +451,39 @@ export class StreamAssembler {
     return chunk;
   }
 
-  /** At the end of the stream: emit calls still pending or held. */
+  /**
+   * At the end of the stream, which the upstream ended with `[DONE]` (the provider reads one that ends otherwise as cut
+   * short): emit calls still pending or held, and finish each choice the upstream left without a reason (a last chunk
+   * with `finish_reason: null` before `[DONE]`, as some compatible servers send it). The answer is complete, so the
+   * choice finishes as a buffered answer's null does (finish-reasons.ts: `stop`, not stored): the official Node SDK's
+   * stream helper fails a stream that names none ("missing finish_reason for choice 0").
+   */
   end(): ChatChunk[] {
     const out: ChatChunk[] = [];
-    for (const [index, state] of this.choices) this.completeAll(index, state, out);
+    for (const [index, state] of this.choices) {
+      const callsAt = out.length;
+      this.completeAll(index, state, out);
+      if (!this.finishedChoices.has(index)) this.finishUnnamed(index, state, out, callsAt);
+    }
     return out;
   }
 
-  /** Whether every choice that started also finished (a stream that ends otherwise was truncated). */
+  /** A finish chunk of svc's for a choice the upstream's `[DONE]` ended without a reason (`end`). */
+  private finishUnnamed(index: number, state: ChoiceState, out: ChatChunk[], callsAt: number): void {
+    const choice: ChatChunk['choices'][number] = { index, delta: {}, finish_reason: null };
+    if (!withDocumentFinishReason(choice)) this.unknownFinish = true;
+    if (!state.opened) {
+      // Its first delta carries its role (`accept`): on the first call `end` released, else on this one.
+      const first = out.length > callsAt ? out[callsAt]!.choices[0]! : choice;
+      first.delta = { role: 'assistant', ...first.delta };
+      state.opened = true;
+    }
+    state.finishReason = choice.finish_reason;
+    this.finishedChoices.add(index);
+    out.push(chunkOf(this.id, this.created ?? Math.floor(Date.now() / 1000), this.model, this.fields.values, [choice]));
+  }
+
+  /** Whether every choice that started also finished (`end` finishes those the upstream named no reason for). */
   get finished(): boolean {
     return this.choices.size > 0 && this.finishedChoices.size === this.choices.size;
   }

@@ -106,7 +106,7 @@ test("a streamed choice whose upstream sent no role gets the assistant's on its 
   assert.equal(upstream.requests.length, 4);
 });
 
-test("a finish_reason outside the OpenAPI document's (TGI's eos_token, Together's eos, an Anthropic proxy's end_turn, none) reaches the client as the document's, the upstream's kept as native_finish_reason; an unknown one is not cached", async (t) => {
+test("a finish_reason outside the OpenAPI document's (TGI's eos_token, Together's eos, an Anthropic proxy's end_turn, none: a buffered null, a stream's last chunk with null before [DONE]) reaches the client as the document's, the upstream's kept as native_finish_reason; an unknown one is not cached", async (t) => {
   const usage = { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 };
   // [what the upstream sends, what the client gets, its native_finish_reason, whether a repeat is a cache hit]
   const cases: Array<[unknown, string, unknown, boolean]> = [
@@ -126,8 +126,8 @@ test("a finish_reason outside the OpenAPI document's (TGI's eos_token, Together'
       return sendJson(res, 200, { id: 'chatcmpl-up', object: 'chat.completion', created: 1700000000, model: 'llama3', choices: [{ index: 0, message: { role: 'assistant', content: 'hi', refusal: null }, logprobs: null, finish_reason: sent }], usage });
     }
     const chunk = (choices: unknown[], extra = {}) => ({ id: 'chatcmpl-up', object: 'chat.completion.chunk', created: 1700000000, model: 'llama3', choices, ...extra });
-    // A stream's null is no finish: the final chunk names one.
-    sendChunks(res, [chunk([{ index: 0, delta: { role: 'assistant', content: 'hi' }, finish_reason: null }]), chunk([{ index: 0, delta: {}, finish_reason: sent ?? 'stop' }]), chunk([], { usage })]);
+    // With null, the stream's last choice chunk names no finish, and `[DONE]` follows the usage chunk all the same.
+    sendChunks(res, [chunk([{ index: 0, delta: { role: 'assistant', content: 'hi' }, finish_reason: null }]), chunk([{ index: 0, delta: {}, finish_reason: sent }]), chunk([], { usage })]);
   });
   const { client } = await openaiGateway(t, upstream);
   for (const [at, [sent, expected, native, cached]] of cases.entries()) {
@@ -137,7 +137,6 @@ test("a finish_reason outside the OpenAPI document's (TGI's eos_token, Together'
       assert.equal(validateAgainst('CreateChatCompletionResponse', data), null, JSON.stringify(data));
       assert.deepEqual([data.choices[0]!.finish_reason, (data.choices[0] as unknown as Record<string, unknown>).native_finish_reason], [expected, native]);
     }
-    if (sent === null) continue;
     for (const route of cached ? ['live', 'exact_cache'] : ['live', 'live']) {
       const { data: stream, response } = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: `${at} streamed` }], stream: true }).withResponse();
       assert.equal(response.headers.get('x-svc-route'), route, `${String(sent)} streamed`);
@@ -154,6 +153,9 @@ test("a finish_reason outside the OpenAPI document's (TGI's eos_token, Together'
       }
       assert.deepEqual([finishes, natives], [[expected], native === undefined ? [] : [native]], `${String(sent)} streamed ${route}`);
     }
+    // The SDK's stream helper, which throws "missing finish_reason for choice 0" for a stream without one, assembles it.
+    const final = await client.chat.completions.stream({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: `${at} helper` }] }).finalChatCompletion();
+    assert.deepEqual([final.choices[0]!.message.content, final.choices[0]!.finish_reason], ['hi', expected]);
   }
 });
 

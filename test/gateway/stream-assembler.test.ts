@@ -22,6 +22,22 @@ test('with n > 1, a stream is complete only when every choice finished; a finish
   assert.deepEqual(assembler.completion().choices.map((choice) => choice.finish_reason), ['stop', 'length']);
 });
 
+test("at the stream's end ([DONE]), a choice the upstream named no finish_reason for finishes as a buffered null does (stop, not stored); one whose only delta was a call svc held gets its role on that call", () => {
+  const assembler = new StreamAssembler(compileTools([{ type: 'function', function: { name: 'f' } }]));
+  assembler.accept(chunk([{ index: 0, delta: { role: 'assistant', content: 'a' }, finish_reason: null }, { index: 1, delta: { tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'f', arguments: '{' } }] }, finish_reason: null }] as never));
+  assembler.accept(chunk([{ index: 0, delta: {}, finish_reason: null }, { index: 1, delta: { tool_calls: [{ index: 0, function: { arguments: '}' } }] }, finish_reason: null }] as never));
+  assert.equal(assembler.finished, false);
+  const out = assembler.end();
+  for (const sent of out) assert.equal(validateAgainst('CreateChatCompletionStreamResponse', sent), null, JSON.stringify(sent));
+  assert.deepEqual(
+    out.map((sent) => [sent.choices[0]!.index, sent.choices[0]!.delta.role, sent.choices[0]!.delta.tool_calls?.length, sent.choices[0]!.finish_reason]),
+    [[0, undefined, undefined, 'stop'], [1, 'assistant', 1, null], [1, undefined, undefined, 'stop']],
+  );
+  assert.equal(assembler.finished, true);
+  assert.equal(assembler.storable, false);
+  assert.deepEqual(assembler.completion().choices.map((choice) => choice.finish_reason), ['stop', 'stop']);
+});
+
 test('a tool call streamed without an id is given one; an id arriving in a later fragment is kept', () => {
   const assembler = new StreamAssembler(compileTools([{ type: 'function', function: { name: 'f' } }]));
   const out = [
