@@ -4,6 +4,7 @@
  */
 import { newId } from '../core/ids.ts';
 import type { RunUsage } from '../evidence/types.ts';
+import { documentLogprobs, withDocumentTopValues } from './chat-document-values.ts';
 import { isDocumentFinishReason, withDocumentFinishReason } from './finish-reasons.ts';
 import { filledUsage, hasTokenCounts, InvalidToolCallError, isTokenCount, refusedAnswer, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
 import { cachedTokensOf } from './pricing.ts';
@@ -147,13 +148,15 @@ function chatStreamError(error: UpstreamFailure): ChatStreamError {
 /**
  * The fields the OpenAPI document requires of a completion, where an upstream left them out (some compatible servers
  * send no `object`, `id`, `created` or `model`): the SDKs type them as always there (the Java SDK throws reading one
- * that is not set), and a streamed answer has them (the assembler writes its chunks so). What the upstream sent stays.
+ * that is not set), and a streamed answer has them (the assembler writes its chunks so). What the upstream sent stays,
+ * but for a fingerprint or service tier the document has not (chat-document-values.ts).
  */
 function withDocumentFields(completion: ChatCompletion, model: string, now: () => number): void {
   completion.object = 'chat.completion';
   if (typeof completion.id !== 'string') completion.id = newCompletionId();
   if (!Number.isInteger(completion.created)) completion.created = Math.floor(now() / 1000);
   if (typeof completion.model !== 'string') completion.model = model;
+  withDocumentTopValues(completion);
 }
 
 /**
@@ -199,8 +202,10 @@ function withChoiceDocumentFields(choice: ChatCompletion['choices'][number], pos
   // upstream sent none (stream-assembler.ts; a chunk's index that is not one is a bad answer, providers/chat-completions.ts).
   if (!Number.isSafeInteger(choice.index) || choice.index < 0) choice.index = position;
   if (choice.logprobs === undefined) choice.logprobs = null;
+  else if (choice.logprobs !== null) choice.logprobs = documentLogprobs(choice.logprobs);
   const message = choice.message;
-  if (message.role === undefined || message.role === null) message.role = 'assistant';
+  // An answer's message is the assistant's, the one role the document has for it (some servers send none, or `model`).
+  if (message.role !== 'assistant') message.role = 'assistant';
   if (message.content === undefined) message.content = null;
   if (message.refusal === undefined) message.refusal = null;
   // None sent as null (LiteLLM sends all three so): the document has an array or object, or none; left out.

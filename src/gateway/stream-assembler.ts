@@ -58,6 +58,7 @@ import type { ChatChunk, ChatCompletion, ChatToolCall, ChatUsage } from './provi
 import { newId } from '../core/ids.ts';
 import { textPieces } from './replay-pieces.ts';
 import { InvalidToolCallError } from './pipeline.ts';
+import { documentLogprobs, withDocumentTopValues } from './chat-document-values.ts';
 import { isDocumentFinishReason, withDocumentFinishReason } from './finish-reasons.ts';
 import type { DeclaredTools } from './tool-schemas.ts';
 
@@ -301,6 +302,8 @@ export class StreamAssembler {
       this.created = chunk.created;
       this.model = chunk.model;
     } else this.withDocumentFields(chunk);
+    // Before the fields are kept: a fingerprint or tier the document has not is neither relayed nor kept.
+    withDocumentTopValues(chunk);
     // A key loop, not `const { id, ..., ...rest } = chunk`: no object made per chunk for the few fields kept.
     for (const key in chunk) this.fields.keep(key, chunk[key]);
     if (chunk.usage) this.usage = chunk.usage;
@@ -336,9 +339,13 @@ export class StreamAssembler {
       for (const key in rest) {
         hasDelta = true;
         switch (key) {
+          case 'role':
+            // A delta's role is the assistant's, as the assembled message's is (some servers send `model`); one sent
+            // null is left out, as the document has a string or none (a first delta's is set below).
+            if (rest.role !== 'assistant') rest.role = rest.role === null ? undefined : 'assistant';
+            break;
           case 'content':
           case 'refusal':
-          case 'role':
           // An own key of a parsed delta: kept, it would set the prototype of the fields it went into.
           case '__proto__':
             break;
@@ -379,7 +386,11 @@ export class StreamAssembler {
           // Relayed, not kept: an answer asked with logprobs is not cached. Some upstreams send a token's logprobs in
           // a chunk of their own, its delta empty.
           case 'logprobs':
-            if (choice.logprobs !== null && choice.logprobs !== undefined) hasFields = true;
+            if (choice.logprobs !== null && choice.logprobs !== undefined) {
+              // As the document has them (`{}` is none): chat-document-values.ts.
+              choice.logprobs = documentLogprobs(choice.logprobs);
+              if (choice.logprobs !== null) hasFields = true;
+            }
             break;
           case 'message':
             // The Node SDK takes it for the whole message so far and merges later deltas into it: not kept so here.

@@ -249,3 +249,49 @@ test("a buffered choice's index that is not one (a string, a fraction, negative)
   assert.equal(validateAgainst('CreateChatCompletionResponse', data), null, JSON.stringify(data));
   assert.deepEqual(data.choices.map((got) => [got.index, got.message.content]), [[0, 'a'], [1, 'b'], [2, 'c']]);
 });
+
+test("values outside the OpenAPI document (system_fingerprint null, Groq's service_tier on_demand, a message role other than assistant, logprobs {}) reach the client as the document has them, buffered and streamed, live and from the cache; the document's values stay as sent", async (t) => {
+  const usage = { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 };
+  const logprobs = { content: [{ token: 'hi', logprob: -0.1, bytes: [104, 105], top_logprobs: [] }] };
+  // [what the upstream sends, the top-level and choice fields the client gets]
+  const cases: Record<string, [Record<string, unknown>, string, unknown, Record<string, unknown>]> = {
+    // Groq's tier, and a fingerprint of null (some compatible servers send it so).
+    groq: [{ system_fingerprint: null, service_tier: 'on_demand' }, 'model', {}, { system_fingerprint: undefined, service_tier: undefined, logprobs: null }],
+    // A role the document has for no answer, logprobs with content only (vLLM sends no refusal).
+    partial: [{ system_fingerprint: 42, service_tier: 'flex' }, 'system', logprobs, { system_fingerprint: undefined, service_tier: 'flex', logprobs: { ...logprobs, refusal: null } }],
+    // The document's values, as OpenAI sends them.
+    openai: [{ system_fingerprint: 'fp_1', service_tier: null }, 'assistant', null, { system_fingerprint: 'fp_1', service_tier: null, logprobs: null }],
+  };
+  const upstream = await startFakeUpstream(t, (request, res) => {
+    const [top, role, sentLogprobs] = cases[request.body.messages[0].content.split(' ')[0]]!;
+    if (request.body.stream !== true) {
+      return sendJson(res, 200, { id: 'chatcmpl-up', object: 'chat.completion', created: 1700000000, model: 'llama3', ...top, choices: [{ index: 0, message: { role, content: 'hi', refusal: null }, logprobs: sentLogprobs, finish_reason: 'stop' }], usage });
+    }
+    const chunk = (choices: unknown[], extra = {}) => ({ id: 'chatcmpl-up', object: 'chat.completion.chunk', created: 1700000000, model: 'llama3', ...top, choices, ...extra });
+    sendChunks(res, [
+      chunk([{ index: 0, delta: { role, content: 'hi' }, logprobs: sentLogprobs, finish_reason: null }]),
+      chunk([{ index: 0, delta: { role: null, content: '' }, logprobs: sentLogprobs, finish_reason: null }]),
+      chunk([{ index: 0, delta: {}, finish_reason: 'stop' }]),
+      chunk([], { usage }),
+    ]);
+  });
+  const { client } = await openaiGateway(t, upstream);
+  for (const [name, [, , , expected]] of Object.entries(cases)) {
+    for (const route of ['live', 'exact_cache']) {
+      const { data, response } = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: `${name} buffered` }] }).withResponse();
+      assert.equal(response.headers.get('x-svc-route'), route, `${name} buffered`);
+      assert.equal(validateAgainst('CreateChatCompletionResponse', data), null, `${name} ${route}: ${JSON.stringify(data)}`);
+      const choice = data.choices[0]!;
+      assert.deepEqual([data.system_fingerprint, data.service_tier, choice.message.role, choice.logprobs], [expected.system_fingerprint, expected.service_tier, 'assistant', expected.logprobs], `${name} ${route}`);
+      const { data: stream, response: streamed } = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: `${name} streamed` }], stream: true }).withResponse();
+      assert.equal(streamed.headers.get('x-svc-route'), route, `${name} streamed`);
+      const roles: unknown[] = [];
+      for await (const chunk of stream) {
+        assert.equal(validateAgainst('CreateChatCompletionStreamResponse', chunk), null, `${name} ${route}: ${JSON.stringify(chunk)}`);
+        assert.deepEqual([chunk.system_fingerprint, chunk.service_tier], [expected.system_fingerprint, route === 'live' ? expected.service_tier : (expected.service_tier ?? undefined)], `${name} ${route}: ${JSON.stringify(chunk)}`);
+        for (const choice of chunk.choices) if (choice.delta.role !== undefined) roles.push(choice.delta.role);
+      }
+      assert.deepEqual(roles, ['assistant'], `${name} ${route}`);
+    }
+  }
+});
