@@ -26,6 +26,9 @@ export async function inProcessTransport(dataDir: string): Promise<Transport> {
         try {
           await app.close();
         } finally {
+          // An organization deleted by this command is being purged in the background: stopped here, resumed by the
+          // next start, rather than failing on the closed store.
+          await services.retention.stop();
           await store.close();
           lock.release();
         }

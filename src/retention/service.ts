@@ -43,6 +43,11 @@ export interface RetentionService {
   runOnce(): Promise<RetentionReport>;
   /** Purge deleted organizations now (after a deletion); joins a pass already running instead of racing it. */
   purgeDeleted(): Promise<void>;
+  /**
+   * Stop a purge under way at its next batch, before the store closes (an in-process command's end): what it leaves
+   * is resumed at the next start. Its failure is reported where it was started, not here.
+   */
+  stop(): Promise<void>;
   /** Start the periodic pass (first one after `initialDelayMs`); returns a stop function. */
   schedule(options: { intervalMs: number; initialDelayMs: number; onError?: (error: unknown) => void }): () => Promise<void>;
 }
@@ -92,6 +97,11 @@ export function createRetentionService(deps: RetentionDeps): RetentionService {
     return tracked;
   }
 
+  async function stop(): Promise<void> {
+    stopping = true;
+    await purging?.catch(() => {});
+  }
+
   async function runOnce(): Promise<RetentionReport> {
     const report: RetentionReport = { runsDeleted: 0, cacheEntriesDeleted: 0, orgsPurged: 0 };
     await purge(report);
@@ -112,6 +122,7 @@ export function createRetentionService(deps: RetentionDeps): RetentionService {
   return {
     runOnce,
     purgeDeleted: () => purge({ runsDeleted: 0, cacheEntriesDeleted: 0, orgsPurged: 0 }),
+    stop,
     schedule({ intervalMs, initialDelayMs, onError }) {
       let timer: NodeJS.Timeout | null = null;
       let running: Promise<unknown> | null = null;
@@ -128,7 +139,7 @@ export function createRetentionService(deps: RetentionDeps): RetentionService {
         stopping = true;
         if (timer) clearTimeout(timer);
         await running;
-        await purging;
+        await stop();
       };
     },
   };
