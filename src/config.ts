@@ -8,6 +8,7 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { emailField } from './accounts/email-address.ts';
+import { normalizePassword, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from './accounts/passwords.ts';
 
 const MiB = 1024 * 1024;
 
@@ -263,6 +264,13 @@ function bootstrapAdmin(email: string | null, password: string | null): Config['
   // Held to the rule of every address an account is given: `notanemail` made a platform admin no e-mail reaches.
   const address = emailField.safeParse(email);
   if (!address.success) throw new ConfigError(`invalid configuration: SVC_ADMIN_EMAIL: ${address.error.issues[0]!.message}`);
+  // Checked here too, not only when the account is first made: before the data directory is opened, and also once the
+  // admin exists (a password that breaks the rules did not stop a restart).
+  try {
+    normalizePassword(password);
+  } catch {
+    throw new ConfigError(`invalid configuration: SVC_ADMIN_PASSWORD: must be ${PASSWORD_MIN_LENGTH} to ${PASSWORD_MAX_LENGTH} characters long`);
+  }
   return { email: address.data, password };
 }
 

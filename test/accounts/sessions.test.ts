@@ -427,7 +427,7 @@ test('bootstrap admin: idempotent, raised if present, never resets a changed pas
 });
 
 test('bootstrap admin with a password that breaks the rules stops start-up with a configuration error', async (t) => {
-  await assert.rejects(buildAccounts(t, { env: { SVC_ADMIN_EMAIL: 'a@example.test', SVC_ADMIN_PASSWORD: 'short' } }), /invalid configuration: SVC_ADMIN_PASSWORD must be 8 to 256/);
+  await assert.rejects(buildAccounts(t, { env: { SVC_ADMIN_EMAIL: 'a@example.test', SVC_ADMIN_PASSWORD: 'short' } }), /invalid configuration: SVC_ADMIN_PASSWORD: must be 8 to 256/);
   await assert.rejects(buildAccounts(t, { env: { SVC_ADMIN_EMAIL: 'a@example.test' } }), /SVC_ADMIN_EMAIL and SVC_ADMIN_PASSWORD must be set together/);
 });
 

@@ -153,6 +153,20 @@ describe('svc serve and the admin CLI beside it', { concurrency: true }, () => {
     assert.equal(existsSync(dataDir), false);
   });
 
+  test('a bootstrap admin password outside the rules is a configuration error naming the variable, before the data directory is touched', async (t) => {
+    const dataDir = join(tempDir(t), 'not-created');
+    const passwords = ['short', 'x'.repeat(257)];
+    // Each is refused before the data directory is opened: run at once.
+    const results = await Promise.all(
+      passwords.map((password) => runSvc(['serve', '--port', '0', '--data-dir', dataDir], { env: { SVC_ADMIN_EMAIL: 'boss@example.test', SVC_ADMIN_PASSWORD: password } })),
+    );
+    for (const result of results) {
+      assert.equal(result.code, 2, result.stderr);
+      assert.equal(result.stderr, 'svc: invalid configuration: SVC_ADMIN_PASSWORD: must be 8 to 256 characters long\n');
+    }
+    assert.equal(existsSync(dataDir), false);
+  });
+
   test('an integer variable takes decimal digits only, in svc serve and in the commands that read it', async (t) => {
     const dataDir = join(tempDir(t), 'not-created');
     const bad = [['SVC_PORT', '0x1F90'], ['SVC_HEADERS_TIMEOUT_MS', '1e4'], ['SVC_SHUTDOWN_TIMEOUT_MS', '5000.0'], ['SVC_RATE_LIMIT_API_PER_MINUTE', '-0']] as const;
