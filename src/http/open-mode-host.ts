@@ -27,6 +27,6 @@ export function mayServeOpenIdentity(hostname: string, configured: readonly stri
 export function openIdentityRefused(): AppError {
   return new AppError('forbidden', {
     message:
-      'Without a credential svc answers only requests addressed to localhost, an IP address or the host of SVC_APP_BASE_URL or SVC_HOST (DNS rebinding); present an API key.',
+      'Without a credential svc answers only requests addressed to localhost, a name ending in .localhost, an IP address, a single-label name (such as a compose service) or the host of SVC_APP_BASE_URL or SVC_HOST (DNS rebinding); present an API key.',
   });
 }

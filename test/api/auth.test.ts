@@ -24,6 +24,10 @@ test('open dev mode answers no request addressed to a DNS name of the web (DNS r
   const minted = await app.inject({ method: 'POST', url: '/api/v1/keys', headers: rebound, payload: { name: 'pwn', admin: true } });
   assert.equal(minted.statusCode, 403, minted.body);
   assert.equal(json(minted).error.code, 'forbidden');
+  // The refusal names every kind of host that is answered, so the operator can pick one.
+  for (const kind of ['localhost', 'a name ending in .localhost', 'an IP address', 'a single-label name', 'SVC_APP_BASE_URL', 'SVC_HOST', 'present an API key']) {
+    assert.ok(json(minted).error.message.includes(kind), `${kind}: ${json(minted).error.message}`);
+  }
   assert.equal((await app.inject({ url: '/api/v1/runs', headers: { host: 'Attacker.Example.' } })).statusCode, 403);
   const chat = await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: { ...rebound, ...bearer('sk-placeholder') }, payload: CHAT });
   assert.equal(chat.statusCode, 403);
