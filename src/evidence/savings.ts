@@ -83,9 +83,10 @@ function add(into: RollupTotals, more: RollupTotals): RollupTotals {
   };
 }
 
+/** The first instant of `now`'s UTC month: the day moved back, not Date.UTC, which reads the years 0-99 as 1900-1999. */
 function monthStart(now: number): number {
-  const date = new Date(now);
-  return Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1);
+  const day = dayOf(now);
+  return (day - (new Date(now).getUTCDate() - 1)) * DAY_MS;
 }
 
 export interface SavingsService {

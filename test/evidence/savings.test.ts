@@ -443,6 +443,13 @@ test('attribution given only an until reads the month to date of that until, not
   assert.equal((await get('?until=2026-10-09')).totals.runs, 0);
 });
 
+test('attribution given only an until in the years 0000-0099 reads that month, not one of 1900-1999 (an inverted window)', async (t) => {
+  const { app } = await build(t);
+  const get = async (query: string) => json(await app.inject({ url: `/api/v1/usage/attribution${query}` }));
+  assert.deepEqual((await get('?until=0050-06-15')).window, { since: '0050-06-01T00:00:00.000Z', until: '0050-06-15T23:59:59.999Z', granularity: 'utc_day' });
+  assert.deepEqual((await get('?until=0000-01-01')).window, { since: '0000-01-01T00:00:00.000Z', until: '0000-01-01T23:59:59.999Z', granularity: 'utc_day' });
+});
+
 test('a since after today without an until is an empty window of its own day, not an inverted one ending today', async (t) => {
   const now = Date.UTC(2026, 10, 26, 12);
   const { app } = await build(t, { overrides: { clock: { now: () => now } } });
