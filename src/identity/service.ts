@@ -63,12 +63,20 @@ export interface IdentityDeps {
 const unauthorized = () => new AppError('unauthorized');
 const BEARER = /^Bearer +([\x21-\x7e]+) *$/i;
 const IDENTITY_HEADER_MAX = 200;
+/**
+ * A value with HTTP's whitespace (space, tab) around it, nothing else outside printable ASCII. Checked before
+ * trimming: `trim()` also takes off a non-breaking space (a 0xA0 byte, which node reads as U+00A0) and other Unicode
+ * spaces, so "\xa0user-42" acted as the subject "user-42", sharing its cache entries.
+ */
+const HTTP_WHITESPACE_AND_PRINTABLE = /^[\t\x20-\x7e]*$/;
+const PRINTABLE = /^[\x20-\x7e]+$/;
 
 function identityHeader(name: string, value: string | undefined): string | null {
   if (value === undefined) return null;
+  const printable = HTTP_WHITESPACE_AND_PRINTABLE.test(value);
   const trimmed = value.trim();
-  if (trimmed === '') return null;
-  if (trimmed.length > IDENTITY_HEADER_MAX || !/^[\x20-\x7e]+$/.test(trimmed)) {
+  if (printable && trimmed === '') return null;
+  if (!printable || trimmed.length > IDENTITY_HEADER_MAX || !PRINTABLE.test(trimmed)) {
     throw invalid(`${name} must be printable ASCII of at most ${IDENTITY_HEADER_MAX} characters`);
   }
   return trimmed;

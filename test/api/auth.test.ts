@@ -117,3 +117,19 @@ test('identity headers: app, agent and subject reach the run; a pinned key overr
   const bad = await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: { ...bearer(BOOT), 'x-svc-subject': 'x'.repeat(500) }, payload: CHAT });
   assert.equal(bad.statusCode, 400);
 });
+
+test('an identity header with a non-breaking or other Unicode space around its value is a 400, not the value without it', async (t) => {
+  const { app } = await build(t, { env: { SVC_API_KEY: BOOT } });
+  // 0xA0 is a byte a client may send (node reads header values as latin1); trim() took it off like a space, so a
+  // subject of "\xa0user-42" acted as "user-42" (and shared its cache entries) and "\xa0" alone as no subject.
+  for (const value of ['\u00a0user-42', 'user-42\u00a0', '\u00a0', '\u3000user-42', '\ufeffuser-42']) {
+    const response = await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: { ...bearer(BOOT), 'x-svc-subject': value }, payload: CHAT });
+    assert.equal(response.statusCode, 400, JSON.stringify(value));
+    assert.match(json(response).error.message, /X-Svc-Subject must be printable ASCII/);
+  }
+  // HTTP's own whitespace around a value (space, tab) is no part of it.
+  const spaced = await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: { ...bearer(BOOT), 'x-svc-subject': ' \tuser-42\t ' }, payload: CHAT });
+  assert.equal(spaced.statusCode, 200);
+  const run = json(await app.inject({ url: `/api/v1/runs/${spaced.headers['x-svc-run-id']}`, headers: bearer(BOOT) })).run;
+  assert.equal(run.subject, 'user-42');
+});
