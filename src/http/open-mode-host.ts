@@ -8,6 +8,7 @@
  * literals, `localhost` names and single-label names (a compose service's `svc`) are answered as before.
  */
 import { isIP } from 'node:net';
+import type { FastifyRequest } from 'fastify';
 import { AppError } from '../core/errors.ts';
 import { withoutTrailing } from '../core/text.ts';
 import { bareIp } from '../net/addresses.ts';
@@ -22,6 +23,23 @@ export function mayServeOpenIdentity(hostname: string, configured: readonly stri
   const name = withoutTrailing(bareIp(hostname).toLowerCase(), '.');
   if (isIP(name) !== 0 || !name.includes('.') || name.endsWith('.localhost')) return true;
   return configured.includes(name);
+}
+
+/** The host name of a `Host` value, read as fastify reads it: without the port, an IPv6 literal with its brackets. */
+function hostnameOfHost(host: string): string {
+  return host[0] === '[' ? host.slice(0, host.indexOf(']') + 1) : host.split(':', 1)[0]!;
+}
+
+/**
+ * `mayServeOpenIdentity` for a request: the name it is addressed to (`X-Forwarded-Host` from a trusted proxy, else
+ * `Host`), and the `Host` its client sent as well. A browser on the machine reaches svc from a trusted address
+ * (127.0.0.1, or a container network's gateway through a published port), and a rebound page, same-origin, may set
+ * `X-Forwarded-Host: localhost`; the `Host` a browser sends is the page's own name, which no page can change.
+ */
+export function mayServeOpenIdentityAt(request: FastifyRequest, configured: readonly string[]): boolean {
+  if (!mayServeOpenIdentity(request.hostname, configured)) return false;
+  const host = request.headers.host;
+  return request.headers['x-forwarded-host'] === undefined || host === undefined || mayServeOpenIdentity(hostnameOfHost(host), configured);
 }
 
 export function openIdentityRefused(): AppError {

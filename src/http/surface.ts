@@ -15,7 +15,7 @@ import type { IdentityService, Surface } from '../identity/service.ts';
 import { replyError, toAppError, type ErrorSurface } from './error-shapes.ts';
 import type { AuthFailureLimiter } from './auth-failures.ts';
 import { isLocalOperator } from './local-socket.ts';
-import { mayServeOpenIdentity, openIdentityRefused } from './open-mode-host.ts';
+import { mayServeOpenIdentityAt, openIdentityRefused } from './open-mode-host.ts';
 import { requestScheme } from './request-scheme.ts';
 import { cookieOf, SESSION_COOKIE } from './session-cookie.ts';
 import { limitKeyOfAddress } from '../net/addresses.ts';
@@ -182,7 +182,7 @@ export async function registerSurface(app: FastifyInstance, options: SurfaceOpti
     } finally {
       if (presented) options.authFailures.settle(address, failed, now);
     }
-    if (request.auth?.kind === 'open' && !mayServeOpenIdentity(request.hostname, openIdentityHosts)) throw openIdentityRefused();
+    if (request.auth?.kind === 'open' && !mayServeOpenIdentityAt(request, openIdentityHosts)) throw openIdentityRefused();
     checkOrigin(request, allowedOrigins);
     checkSessionScope(request.auth, access);
   });

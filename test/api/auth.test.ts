@@ -103,6 +103,23 @@ test('login mode: headerless requests are 401 on both surfaces; open gateway let
   assert.equal((await open.app.inject({ url: '/api/v1/keys' })).statusCode, 401);
 });
 
+test('behind trusted proxies, a rebinding page cannot pass the DNS rebinding check by naming localhost in X-Forwarded-Host', async (t) => {
+  // A browser on the machine reaches svc from a trusted address (127.0.0.1, or a container network's gateway through
+  // a published port), and a same-origin page may set X-Forwarded-Host: the Host its browser sent counts too.
+  const { app } = await build(t, { env: { SVC_TRUST_PROXY_HEADERS: 'true', SVC_TRUSTED_PROXY_CIDRS: '127.0.0.1' } });
+  const rebound = { host: 'attacker.example:8787', origin: 'http://attacker.example:8787', 'x-forwarded-host': 'localhost' };
+  const minted = await app.inject({ method: 'POST', url: '/api/v1/keys', headers: rebound, payload: { name: 'pwn', admin: true } });
+  assert.equal(minted.statusCode, 403, minted.body);
+  assert.equal(json(minted).error.code, 'forbidden');
+  const chat = await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: rebound, payload: CHAT });
+  assert.equal(chat.statusCode, 403);
+  // A proxy that sends its upstream's name as Host and the public name in X-Forwarded-Host: that name must be one svc
+  // answers at, as before.
+  assert.equal((await app.inject({ url: '/api/v1/keys', headers: { host: 'svc:8787', 'x-forwarded-host': 'attacker.example' } })).statusCode, 403);
+  assert.equal((await app.inject({ url: '/api/v1/keys', headers: { host: 'svc:8787', 'x-forwarded-host': 'localhost:8787' } })).statusCode, 200);
+  assert.equal((await app.inject({ url: '/api/v1/keys', headers: { host: '[::1]:8787', 'x-forwarded-host': '127.0.0.1' } })).statusCode, 200);
+});
+
 test('identity headers: app, agent and subject reach the run; a pinned key overrides X-Svc-App; bad values are 400', async (t) => {
   const { app } = await build(t, { env: { SVC_API_KEY: BOOT } });
   const pinned = json(await app.inject({ method: 'POST', url: '/api/v1/keys', headers: bearer(BOOT), payload: { name: 'p', appId: 'billing' } })).token;
