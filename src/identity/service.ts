@@ -33,7 +33,8 @@ export interface CredentialInput {
   subjectHeader: string | undefined;
   /**
    * `X-Svc-Tenant` (management API only): lets a platform admin that is not a session (local operator, bootstrap
-   * token) act in another organization (docs/accounts.md). Anyone else sending it is refused.
+   * token) act in another organization (docs/accounts.md). Anyone else sending it is refused, and so is gateway
+   * traffic naming another organization than its credential's.
    */
   tenantHeader?: string | undefined;
 }
@@ -188,7 +189,16 @@ export function createIdentityService(deps: IdentityDeps): IdentityService {
         subject: identityHeader('X-Svc-Subject', input.subjectHeader),
       };
       const auth = await credentialIdentity(input, headers);
-      return input.surface === 'api' ? withTenantOverride(auth, input.tenantHeader) : auth;
+      if (input.surface === 'api') return withTenantOverride(auth, input.tenantHeader);
+      // The gateway acts in its credential's tenant only: dropping the header would run, cache and bill traffic meant
+      // for another organization in this one.
+      if (input.tenantHeader !== undefined) {
+        const tenantId = identityHeader('X-Svc-Tenant', input.tenantHeader);
+        if (tenantId !== null && tenantId !== auth.tenantId) {
+          throw invalid('X-Svc-Tenant picks the organization of management calls (/api/v1) only; gateway traffic acts in its credential\'s organization.');
+        }
+      }
+      return auth;
     },
   };
 }

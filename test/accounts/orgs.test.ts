@@ -75,6 +75,24 @@ test('operators list every organization and act in one with X-Svc-Tenant; others
   assert.equal((await app.inject({ method: 'POST', url: '/api/v1/orgs', headers: bearer(BOOT), payload: { name: 'X', ownerEmail: 'ghost@x.test' } })).statusCode, 404);
 });
 
+test('gateway traffic naming another organization in X-Svc-Tenant is refused, not recorded in the credential\'s own', async (t) => {
+  const { app } = await buildWithAdmin(t);
+  const acme = json(await app.inject({ method: 'POST', url: '/api/v1/orgs', headers: bearer(BOOT), payload: { name: 'Acme', ownerEmail: ADMIN.email } })).org.id;
+  // The header picks the organization of management calls only: on /v1/* it was dropped without a word, and the
+  // operator's chat meant for Acme was run, cached and billed in the default organization.
+  const misrouted = await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: operator(BOOT, acme), payload: CHAT });
+  assert.equal(misrouted.statusCode, 400, misrouted.body);
+  assert.equal(json(misrouted).error.type, 'invalid_request_error');
+  assert.match(json(misrouted).error.message, /X-Svc-Tenant/);
+  const key = await keyIn(app, acme);
+  assert.equal((await app.inject({ url: '/v1/models', headers: { ...bearer(key.token), 'x-svc-tenant': 'default' } })).statusCode, 400);
+  // Naming the credential's own organization changes nothing, as on the management API.
+  assert.equal((await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: operator(BOOT, 'default'), payload: CHAT })).statusCode, 200);
+  assert.equal((await app.inject({ url: '/v1/models', headers: { ...bearer(key.token), 'x-svc-tenant': acme } })).statusCode, 200);
+  const runs = json(await app.inject({ url: '/api/v1/runs', headers: operator(BOOT, acme) })).runs;
+  assert.equal(runs.length, 0);
+});
+
 test('the active organization: members, role, seats, plan; rename by owner/admin only', async (t) => {
   const { app, admin, services } = await buildWithAdmin(t);
   const { browser: member } = await makeUser(app, { email: 'm@example.test' });
