@@ -125,6 +125,17 @@ export function createInvitesService(deps: AccountsDeps): InvitesService {
     return invite;
   }
 
+  /**
+   * The answer to an acceptance whose write found the invitation no longer pending: another request ended it after
+   * this one read it (an acceptance, a revocation, its organization's deletion). Reading it again names its status, as
+   * an acceptance sent after that request would.
+   */
+  async function endedMeanwhile(invite: Invite): Promise<AppError> {
+    const current = await repo.findInvite(invite.tenantId, invite.id);
+    const status = current ? effectiveStatus(current, clock.now()) : 'invalid';
+    return invalidToken(status === 'pending' ? 'invalid' : status);
+  }
+
   return {
     async create(auth, input) {
       requireOrg(auth);
@@ -233,7 +244,7 @@ export function createInvitesService(deps: AccountsDeps): InvitesService {
         if (auth?.kind !== 'session' || auth.userId !== existing.id || !auth.session) throw new AppError('sign_in_required');
         const outcome = await repo.acceptInvite({ invite, now, user: { existing: existing.id }, session: { switch: auth.session.id }, lapsed });
         if (outcome === 'revoked') throw invalidToken('revoked');
-        if (outcome !== 'accepted') throw invalidToken('invalid');
+        if (outcome !== 'accepted') throw await endedMeanwhile(invite);
         await audit.recordAs(actorOf(auth), invite.tenantId, 'invite.accept', { target: invite.id, details: { email: invite.email, role: invite.role, userId: existing.id } });
         return { me: await describeIn(repo, existing, invite.tenantId), token: null };
       }
@@ -267,7 +278,7 @@ export function createInvitesService(deps: AccountsDeps): InvitesService {
       });
       if (outcome === 'email_taken') throw new AppError('email_taken', { message: 'An account with this address now exists; sign in to accept.' });
       if (outcome === 'revoked') throw invalidToken('revoked');
-      if (outcome !== 'accepted') throw invalidToken('invalid');
+      if (outcome !== 'accepted') throw await endedMeanwhile(invite);
       const actor = { kind: 'user', userId: user.id };
       await Promise.all([
         audit.recordAs(actor, invite.tenantId, 'user.signup', { target: user.id, details: { email: user.email, via: 'invite' } }),

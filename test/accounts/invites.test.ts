@@ -128,6 +128,35 @@ test('expired invitations report expired and cannot be accepted; revoked ones ne
   assert.equal(json(await admin.get('/api/v1/orgs/active')).seats.pendingInvites, 0);
 });
 
+test('one invitation accepted several times at once: one acceptance; every other answer names it accepted, as a later one would', async (t) => {
+  const { app, admin, mail, services } = await buildWithAdmin(t);
+  for (let round = 0; round < 4; round++) {
+    // A new address, accepted from several browsers, then an existing account accepting in several tabs.
+    const fresh = `fresh${round}@example.test`;
+    await admin.post('/api/v1/orgs/active/invites', { email: fresh });
+    const freshToken = mail.token(fresh, '/accept-invite');
+    const member = await makeUser(app, { email: `tabs${round}@example.test` }, `198.51.100.${round + 1}`);
+    const orgId = json(await admin.post('/api/v1/orgs', { name: `Tabs ${round}` })).org.id;
+    await admin.post('/api/v1/orgs/active/invites', { email: `tabs${round}@example.test` });
+    const tabsToken = mail.token(`tabs${round}@example.test`, '/accept-invite');
+    await admin.post('/api/v1/orgs/switch', { orgId: 'default' });
+    // All sent before any is awaited: each reads the invitation pending before the first acceptance is written.
+    const answers = await Promise.all([
+      ...Array.from({ length: 6 }, (_, i) => new Browser(app, `192.0.2.${round * 10 + i}`).post(`/api/v1/invites/${freshToken}/accept`, { name: `F${i}`, password: 'fresh-password' })),
+      ...Array.from({ length: 6 }, () => member.browser.post(`/api/v1/invites/${tabsToken}/accept`)),
+    ]);
+    for (const group of [answers.slice(0, 6), answers.slice(6)]) {
+      assert.equal(group.filter((r) => r.statusCode === 200).length, 1, group.map((r) => r.body).join('\n'));
+      for (const loser of group.filter((r) => r.statusCode !== 200)) {
+        assert.equal(loser.statusCode, 400, loser.body);
+        assert.deepEqual(json(loser).error.details, { status: 'accepted' }, loser.body);
+      }
+    }
+    const accepts = await services.store.read((sql) => sql.all('SELECT tenant_id FROM audit_events WHERE action = ? AND details_json LIKE ?', ['invite.accept', `%${round}@example.test%`]));
+    assert.deepEqual(accepts.map((row: any) => row.tenant_id).sort(), ['default', orgId].sort());
+  }
+});
+
 test('a failed delivery revokes the invitation, records deny evidence and answers a retryable 503', async (t) => {
   const { admin, mail, services } = await buildWithAdmin(t);
   mail.failing = true;
