@@ -152,12 +152,15 @@ export function createOrgsService(deps: OrgsDeps): OrgsService {
       const org: Org = { id: newId('org'), name, createdAt: clock.now(), plan: 'free', trial: null, onboardingDismissedAt: null };
       if (auth.kind === 'session' && auth.session && auth.userId) {
         if (input.ownerEmail !== undefined) throw invalid('ownerEmail is for platform operators; you become the owner', { param: 'ownerEmail' });
-        await repo.createOrg(org, auth.userId, auth.session.id);
+        // The caller's account was deleted (and with it this session) while the request was under way.
+        if (!(await repo.createOrg(org, auth.userId, auth.session.id))) throw new AppError('unauthorized');
       } else if (auth.platformAdmin) {
         if (input.ownerEmail === undefined) throw invalid('ownerEmail is required: name the existing user who will own the organization', { param: 'ownerEmail' });
         const owner = await repo.findUserByEmail(normalizeEmail(input.ownerEmail));
-        if (!owner) throw new AppError('not_found', { message: 'No user has that e-mail address.' });
-        await repo.createOrg(org, owner.id);
+        const noOwner = () => new AppError('not_found', { message: 'No user has that e-mail address.' });
+        if (!owner) throw noOwner();
+        // Deleted since it was read: answered as if it had been gone before.
+        if (!(await repo.createOrg(org, owner.id))) throw noOwner();
       } else {
         throw new AppError('session_required');
       }

@@ -441,8 +441,11 @@ export interface AccountsRepository {
   listOrgs(page: { limit: number; offset: number }): Promise<{ orgs: Org[]; total: number }>;
   listOrgsOf(userId: string, page: { limit: number; offset: number }): Promise<{ orgs: Array<{ org: Org; role: OrgRole }>; total: number }>;
   orgIds(): Promise<string[]>;
-  /** Create an organization with its owner; `activateFor` makes it that session's active organization. */
-  createOrg(org: Org, owner: string, activateFor?: string): Promise<void>;
+  /**
+   * Create an organization with its owner; `activateFor` makes it that session's active organization. False, writing
+   * nothing, when the owner is gone (deleted while the request was under way).
+   */
+  createOrg(org: Org, owner: string, activateFor?: string): Promise<boolean>;
   /** Rename an organization, with `also` (its audit row) in the same transaction; null when it is gone. */
   renameOrg(id: string, name: string, also?: AlsoStep): Promise<Org | null>;
   dismissOnboarding(id: string, now: number): Promise<void>;
@@ -703,9 +706,12 @@ export function createAccountsRepository(store: Store): AccountsRepository {
 
     createOrg: (org, owner, activateFor) =>
       store.write((sql) => {
+        // Checked in the write: an organization whose owner's deletion committed first would have no owner.
+        if (!userById(sql, owner)) return false;
         insertOrg(sql, org);
         addMember(sql, org.id, owner, 'owner', org.createdAt);
         if (activateFor) sql.run('UPDATE sessions SET active_tenant_id = ? WHERE id = ?', [org.id, activateFor]);
+        return true;
       }),
 
     renameOrg: (id, name, also) =>

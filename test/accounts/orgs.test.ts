@@ -329,3 +329,37 @@ test("the active organization's member list (names, e-mail addresses) is for ses
   const { browser: member } = await makeUser(app, { email: 'member@example.test' });
   assert.ok(json(await member.get('/api/v1/orgs/active')).members.some((m: { email: string }) => m.email === 'private.person@example.test'));
 });
+
+test('an organization created for a user being deleted at the same moment: created (and the deletion refused, its last owner) or refused as the deletion left it, never a 500', async (t) => {
+  const { app, services } = await buildWithAdmin(t);
+  for (let round = 0; round < 4; round++) {
+    const self = await makeUser(app, { email: `self${round}@example.test` }, `198.51.100.${round + 1}`);
+    const named = await makeUser(app, { email: `named${round}@example.test` }, `198.51.100.${round + 101}`);
+    // All sent before any is awaited: each creation reads its owner before the deletion is written.
+    const [selfDeleted, selfCreated, namedDeleted, namedCreated] = await Promise.all([
+      app.inject({ method: 'DELETE', url: `/api/v1/users/${self.id}`, headers: operator(BOOT) }),
+      self.browser.post('/api/v1/orgs', { name: `Own ${round}` }),
+      app.inject({ method: 'DELETE', url: `/api/v1/users/${named.id}`, headers: operator(BOOT) }),
+      app.inject({ method: 'POST', url: '/api/v1/orgs', headers: operator(BOOT), payload: { name: `For ${round}`, ownerEmail: `named${round}@example.test` } }),
+    ]);
+    for (const [deleted, created, refusal] of [
+      [selfDeleted, selfCreated, 401],
+      [namedDeleted, namedCreated, 404],
+    ] as const) {
+      const name = round + (created === selfCreated ? ' own' : ' for');
+      if (created.statusCode === 201) {
+        assert.equal(deleted.statusCode, 409, `${name}: ${deleted.body}`);
+        assert.equal(json(deleted).error.code, 'last_owner');
+        const owners = await services.store.read((sql) => sql.all("SELECT 1 FROM org_members WHERE tenant_id = ? AND role = 'owner'", [json(created).org.id]));
+        assert.equal(owners.length, 1);
+      } else {
+        assert.equal(created.statusCode, refusal, `${name}: ${created.body}`);
+        assert.equal(deleted.statusCode, 200, `${name}: ${deleted.body}`);
+      }
+    }
+    const orgs = await services.store.read((sql) => sql.all<{ id: string }>("SELECT id FROM tenants WHERE name IN (?, ?)", [`Own ${round}`, `For ${round}`]));
+    const creates = await services.store.read((sql) => sql.all("SELECT 1 FROM audit_events WHERE action = 'org.create' AND target IN (SELECT id FROM tenants WHERE name IN (?, ?))", [`Own ${round}`, `For ${round}`]));
+    assert.equal(orgs.length, [selfCreated, namedCreated].filter((r) => r.statusCode === 201).length);
+    assert.equal(creates.length, orgs.length);
+  }
+});
