@@ -1,9 +1,9 @@
 /** `svc settings get|set` (SPEC 2.4, 4.8). Secret values are read from a hidden prompt or stdin, never argv. */
 import type { Command } from 'commander';
-import { isSecretSetting, SETTING_KEYS, type SettingKey } from '../src/settings/schema.ts';
+import { isSecretSetting, isSettingActedOn, SETTING_KEYS, type SettingKey } from '../src/settings/schema.ts';
 import { UsageError, withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
 import { oneOf } from './options.ts';
-import { print, printJson, table } from './output.ts';
+import { note, print, printJson, table } from './output.ts';
 import { HIDDEN_ANSWER, loadPrompts } from './prompts.ts';
 
 /** A value on the command line is JSON when it parses as JSON (numbers, booleans, null, objects), else a string. */
@@ -86,6 +86,8 @@ Examples:
         );
       }
       const { settings: values } = await withClient(options, (client) => client.settings.set(key, parsed));
+      // Saved, but an operator turning on streaming_dlp must not believe answers are now masked.
+      if (!isSettingActedOn(key)) note(`svc: ${key} is saved; this build of svc does not act on it yet (docs/api.md, "Settings").`);
       if (options.json) return printJson({ settings: { [key]: values[key] } });
       print(table([{ name: key, value: values[key] }], { name: 'KEY', value: 'VALUE' }));
     });

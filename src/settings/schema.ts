@@ -37,8 +37,14 @@ export const connectorGrantsSchema = z
 
 export type ConnectorGrants = z.infer<typeof connectorGrantsSchema>;
 
+/**
+ * `actedOn`: the settings this build acts on. The others are SPEC 2.4's settings of features not built yet (webhook
+ * delivery, approvals, canaries, model substitutions, the semantic cache, tripwires, DLP, memory quarantine, shared
+ * learning, managed connectors): validated, stored, audited and returned, so a tenant's configuration survives until
+ * the feature reads it, but changing nothing meanwhile (docs/api.md says so; `svc settings set` notes it).
+ */
 export const SETTINGS = {
-  retention_days: { schema: positiveNumber, default: 30 },
+  retention_days: { schema: positiveNumber, default: 30, actedOn: true },
   redaction: { schema: z.boolean(), default: false },
   // Empty (after trimming) clears it (settings/service.ts), so no minimum length here.
   webhook_url: { schema: z.string().max(2048).refine(isPrintableText, { message: UNPRINTABLE_MESSAGE }).nullable(), default: null },
@@ -56,7 +62,7 @@ export const SETTINGS = {
   memory_quarantine_min_level: { schema: z.number().int().min(0).max(4), default: 3 },
   cross_tenant_learning: { schema: z.boolean(), default: false },
   managed_connector_grants: { schema: connectorGrantsSchema, default: { version: 1, grants: [] } },
-} as const satisfies Record<string, { schema: z.ZodType; default: unknown; secret?: boolean }>;
+} as const satisfies Record<string, { schema: z.ZodType; default: unknown; secret?: boolean; actedOn?: boolean }>;
 
 export type SettingKey = keyof typeof SETTINGS;
 export type SettingsMap = { [K in SettingKey]: z.infer<(typeof SETTINGS)[K]['schema']> };
@@ -70,6 +76,11 @@ export function isSettingKey(key: string): key is SettingKey {
 
 export function isSecretSetting(key: SettingKey): boolean {
   return 'secret' in SETTINGS[key] && SETTINGS[key].secret === true;
+}
+
+/** Whether this build acts on `key` (SETTINGS says which it does not, and why they are kept). */
+export function isSettingActedOn(key: SettingKey): boolean {
+  return 'actedOn' in SETTINGS[key] && SETTINGS[key].actedOn === true;
 }
 
 export function defaultSettings(): SettingsMap {

@@ -235,6 +235,13 @@ describe('the admin CLI', { concurrency: true }, () => {
         assert.deepEqual(jsonOf(map.stdout), { settings: { model_substitutions: { 'gpt-4o': 'gpt-4o-mini' } } });
         const word = await runSvc(['settings', 'set', 'semantic_cache', 'shadow', '--json', ...args]);
         assert.equal(jsonOf(word.stdout).settings.semantic_cache, 'shadow', 'not JSON: taken as a string');
+        // A setting of a feature this build has not (SPEC 2.4) is saved, and the operator told it changes nothing yet;
+        // one svc acts on is not.
+        const dlp = await runSvc(['settings', 'set', 'streaming_dlp', 'true', ...args]);
+        assert.equal(dlp.code, 0, dlp.stderr);
+        assert.match(dlp.stdout, /streaming_dlp\s+true/);
+        assert.match(dlp.stderr, /^svc: streaming_dlp is saved; this build of svc does not act on it yet/m);
+        assert.equal((await runSvc(['settings', 'set', 'retention_days', '7', ...args])).stderr, '');
     });
 
     test('a secret setting: refused in argv, taken from stdin, shown as [set], cleared', async () => {
