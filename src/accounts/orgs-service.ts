@@ -187,9 +187,7 @@ export function createOrgsService(deps: OrgsDeps): OrgsService {
       requireOrg(auth);
       requireAccountAdmin(auth);
       const next = validName(name);
-      const before = await repo.findOrg(auth.tenantId);
-      if (!before) throw notFound('Organization');
-      const renamed = await repo.renameOrg(auth.tenantId, next, audit.staged(auth, 'org.rename', { target: auth.tenantId, details: { from: before.name, to: next } }));
+      const renamed = await repo.renameOrg(auth.tenantId, next, (from) => audit.staged(auth, 'org.rename', { target: auth.tenantId, details: { from, to: next } }));
       if (!renamed) throw notFound('Organization');
       return active(auth);
     },

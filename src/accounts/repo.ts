@@ -446,8 +446,11 @@ export interface AccountsRepository {
    * nothing, when the owner is gone (deleted while the request was under way).
    */
   createOrg(org: Org, owner: string, activateFor?: string): Promise<boolean>;
-  /** Rename an organization, with `also` (its audit row) in the same transaction; null when it is gone. */
-  renameOrg(id: string, name: string, also?: AlsoStep): Promise<Org | null>;
+  /**
+   * Rename an organization, with `also(from)` (its audit row, given the name replaced as this write found it) in the
+   * same transaction; a name equal to the current one changes nothing and runs no step. Null when it is gone.
+   */
+  renameOrg(id: string, name: string, also?: (from: string) => AlsoStep): Promise<Org | null>;
   dismissOnboarding(id: string, now: number): Promise<void>;
   /**
    * Delete an organization: its row, and with it (ON DELETE CASCADE) memberships, invitations, API keys and
@@ -716,9 +719,13 @@ export function createAccountsRepository(store: Store): AccountsRepository {
 
     renameOrg: (id, name, also) =>
       store.write((sql) => {
-        if (sql.run('UPDATE tenants SET name = ? WHERE id = ?', [name, id]).changes > 0) also?.(sql);
-        const row = sql.get<OrgRow>('SELECT * FROM tenants WHERE id = ?', [id]);
-        return row ? orgOf(row) : null;
+        // The name replaced is read here, in the write: read before it, two renames at once both named the same one.
+        const before = sql.get<OrgRow>('SELECT * FROM tenants WHERE id = ?', [id]);
+        if (!before) return null;
+        if (before.name === name) return orgOf(before);
+        sql.run('UPDATE tenants SET name = ? WHERE id = ?', [name, id]);
+        also?.(before.name)(sql);
+        return orgOf({ ...before, name });
       }),
 
     dismissOnboarding: async (id, now) => {

@@ -73,3 +73,23 @@ test('a key, a setting, a rename or an invitation revocation racing the deletion
     assert.ok(done('invite.revoke', answers[4]!), `invite.revoke rows vs ${answers[4]!.statusCode}`);
   }
 });
+
+test("two renames at once: each org.rename row names the name it replaced, so the rows chain; a rename to the current name records nothing", async (t) => {
+  const { app } = await buildWithAdmin(t);
+  const orgId = json(await app.inject({ method: 'POST', url: '/api/v1/orgs', headers: bearer(BOOT), payload: { name: 'First', ownerEmail: ADMIN.email } })).org.id;
+  const as = operator(BOOT, orgId);
+  const answers = await Promise.all(
+    ['Second', 'Third'].map((name) => app.inject({ method: 'PATCH', url: '/api/v1/orgs/active', headers: as, payload: { name } })),
+  );
+  for (const answer of answers) assert.equal(answer.statusCode, 200, answer.body);
+  const renames = (await auditOf(app, orgId)).filter((row) => row.action === 'org.rename').reverse();
+  assert.equal(renames.length, 2);
+  assert.equal(renames[0]!.details.from, 'First');
+  assert.equal(renames[1]!.details.from, renames[0]!.details.to, 'the second rename replaced the name the first one set');
+
+  const current = json(await app.inject({ url: '/api/v1/orgs/active', headers: as })).org.name;
+  const same = await app.inject({ method: 'PATCH', url: '/api/v1/orgs/active', headers: as, payload: { name: current } });
+  assert.equal(same.statusCode, 200, same.body);
+  assert.equal(json(same).org.name, current);
+  assert.equal((await auditOf(app, orgId)).filter((row) => row.action === 'org.rename').length, 2, 'a rename that changes nothing records nothing');
+});
