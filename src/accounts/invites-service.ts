@@ -178,12 +178,12 @@ export function createInvitesService(deps: AccountsDeps): InvitesService {
       } catch (error) {
         if (!(error instanceof EmailDeliveryError)) throw error;
         deps.log.warn(`invitation e-mail to ${email} failed`, error);
-        await repo.setInviteStatus(
-          invite.id,
-          'revoked',
-          clock.now(),
-          audit.staged(auth, 'invite.create', { decision: 'deny', target: invite.id, details: { email, role, reason: 'delivery_failed' } }),
-        );
+        const denied = { decision: 'deny', target: invite.id, details: { email, role, reason: 'delivery_failed' } } as const;
+        // The failed delivery is on the record whether or not this write still revokes the invitation: revoked
+        // meanwhile (by an admin, or replaced by a re-send), it left no row of its delivery at all (SPEC 6.2).
+        if (!(await repo.setInviteStatus(invite.id, 'revoked', clock.now(), audit.staged(auth, 'invite.create', denied)))) {
+          await audit.record(auth, 'invite.create', denied);
+        }
         throw new AppError('email_delivery_failed', { headers: { 'retry-after': String(DELIVERY_RETRY_AFTER_S) } });
       }
       // The organization may have been deleted, with its invitations, while the e-mail was on its way.

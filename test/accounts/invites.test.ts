@@ -550,3 +550,26 @@ test('invitations of one address: at most 3 per 15 minutes across organizations;
   assert.equal(delivered(), 4);
   assert.equal((await pendingFor(orgs[3]!)).length, 1);
 });
+
+test('a failed delivery records its deny evidence also when the invitation was revoked while its e-mail was on its way', async (t) => {
+  const { app, admin, mail, services } = await buildWithAdmin(t);
+  const held = mail.hold();
+  const inviting = admin.post('/api/v1/orgs/active/invites', { email: 'slow@example.test' });
+  const release = await held;
+  const pending = json(await admin.get('/api/v1/orgs/active/invites')).invites.find((invite: { email: string }) => invite.email === 'slow@example.test');
+  assert.equal((await admin.post(`/api/v1/orgs/active/invites/${pending.id}/revoke`)).statusCode, 200);
+  mail.failing = true;
+  release();
+  const invited = await inviting;
+  assert.equal(invited.statusCode, 503, invited.body);
+  const rows = await services.store.read((sql) =>
+    sql.all<{ action: string; decision: string; details_json: string }>('SELECT action, decision, details_json FROM audit_events WHERE target = ? ORDER BY seq', [pending.id]),
+  );
+  assert.deepEqual(
+    rows.map((row) => [row.action, row.decision, JSON.parse(row.details_json).reason ?? null]),
+    [
+      ['invite.revoke', 'allow', null],
+      ['invite.create', 'deny', 'delivery_failed'],
+    ],
+  );
+});
