@@ -297,6 +297,13 @@ export function revokeLapsedInvitesOf(sql: Sql, inviter: Inviter, now: number, l
  * What a write that may take a user's authority to invite away runs after its change, in the same transaction: the
  * change's own audit row (`also`), then the revocation of the user's invitations that lapsed with it.
  */
+/** The fields an `updateUser` changed, and the platform role it replaced. */
+export interface UserChange {
+  name?: string;
+  role?: PlatformRole;
+  fromRole?: PlatformRole;
+}
+
 export interface AuthorityChange {
   now: number;
   also?: AlsoStep;
@@ -390,8 +397,17 @@ export interface AccountsRepository {
    * membership's organization is gone (deleted while the password was hashed): nothing is written.
    */
   createUser(user: User, membership: { tenantId: string; role: OrgRole } | null): Promise<'created' | 'email_taken' | 'no_organization'>;
-  /** With `change`, a platform role changed revokes the invitations that lapsed with it (`AuthorityChange`). */
-  updateUser(id: string, patch: { name?: string; role?: PlatformRole; emailVerified?: boolean }, now: number, change?: AuthorityChange): Promise<User | null>;
+  /**
+   * Sets the fields of `patch` that differ from the user's, read in this write; `change` is then given what was
+   * replaced (`from`, only the fields that change), for its audit row, and a platform role changed revokes the
+   * invitations that lapsed with it (`AuthorityChange`). A patch that changes nothing writes nothing and runs no step.
+   */
+  updateUser(
+    id: string,
+    patch: { name?: string; role?: PlatformRole; emailVerified?: boolean },
+    now: number,
+    change?: (changed: UserChange) => AuthorityChange,
+  ): Promise<User | null>;
   /**
    * The user's invitations still pending lapse with them (`AuthorityChange`). `stillReached`, when given, is called
    * inside the write with the user and memberships as they are then, and throws (deleting nothing) when the caller may
@@ -584,14 +600,22 @@ export function createAccountsRepository(store: Store): AccountsRepository {
 
     updateUser: (id, patch, now, change) =>
       store.write((sql) => {
+        // What changes is decided against the row as this write reads it: read before, two identical changes at
+        // once were both recorded, the second from a value it did not replace.
+        const before = userById(sql, id);
+        if (!before) return null;
+        const changed: UserChange = {
+          ...(patch.name !== undefined && patch.name !== before.name ? { name: patch.name } : {}),
+          ...(patch.role !== undefined && patch.role !== before.role ? { role: patch.role, fromRole: before.role } : {}),
+        };
         const sets: string[] = [];
         const params: Array<string | number> = [];
-        if (patch.name !== undefined) (sets.push('name = ?'), params.push(patch.name));
-        if (patch.role !== undefined) (sets.push('role = ?'), params.push(patch.role));
-        if (patch.emailVerified !== undefined) (sets.push('email_verified = ?'), params.push(patch.emailVerified ? 1 : 0));
-        if (sets.length && sql.run(`UPDATE users SET ${sets.join(', ')}, updated_at = ? WHERE id = ?`, [...params, now, id]).changes > 0 && change) {
-          afterAuthorityChange(sql, id, change);
-        }
+        if (changed.name !== undefined) (sets.push('name = ?'), params.push(changed.name));
+        if (changed.role !== undefined) (sets.push('role = ?'), params.push(changed.role));
+        if (patch.emailVerified !== undefined && patch.emailVerified !== before.emailVerified) (sets.push('email_verified = ?'), params.push(patch.emailVerified ? 1 : 0));
+        if (sets.length === 0) return before;
+        sql.run(`UPDATE users SET ${sets.join(', ')}, updated_at = ? WHERE id = ?`, [...params, now, id]);
+        if (change && (changed.name !== undefined || changed.role !== undefined)) afterAuthorityChange(sql, id, change(changed));
         return userById(sql, id);
       }),
 

@@ -14,6 +14,7 @@ import { authorityChange } from './invites-service.ts';
 import { limitedCaller, requireAccountAdmin, requireMayGrant, requireReach } from './access.ts';
 import { normalizePassword } from './passwords.ts';
 import { stagedAccountEvent, type AccountsDeps } from './sessions-service.ts';
+import type { UserChange } from './repo.ts';
 import { normalizeEmail, type Membership, type OrgRole, type PlatformRole, type User } from './types.ts';
 
 export interface UserListing {
@@ -166,20 +167,24 @@ export function createUsersService(deps: AccountsDeps): UsersService {
         throw invalid('A platform admin cannot demote themself; another platform admin can.');
       }
       const name = patch.name?.trim();
-      const details = { ...(name !== undefined ? { name } : {}), ...(patch.role !== undefined ? { from: user.role, role: patch.role } : {}) };
+      // Of what the write changes (`UserChange`): a field already so is no change, and a role's `from` is the one replaced.
+      const detailsOf = (changed: UserChange) => ({
+        ...(changed.name !== undefined ? { name: changed.name } : {}),
+        ...(changed.role !== undefined ? { from: changed.fromRole, role: changed.role } : {}),
+      });
       // In the caller's organization; a caller without one (an account route) has no log of its own, so the change is
       // recorded as an account event in each organization of the user changed (none: no log could show it). Either
       // way in the write, first: a platform role taken away takes the invitations it granted with it, in the write,
       // and their revocations must read after their cause.
-      const ownRow =
+      const ownRow = (changed: UserChange) =>
         auth.tenantId === NO_ORGANIZATION
-          ? stagedAccountEvent(deps, id, 'user.update', actorOf(auth), details)
-          : audit.staged(auth, 'user.update', { target: id, details });
+          ? stagedAccountEvent(deps, id, 'user.update', actorOf(auth), detailsOf(changed))
+          : audit.staged(auth, 'user.update', { target: id, details: detailsOf(changed) });
       const updated = await repo.updateUser(
         id,
         { ...(name !== undefined ? { name } : {}), ...(patch.role !== undefined ? { role: patch.role } : {}) },
         clock.now(),
-        authorityChange(deps, ownRow),
+        (changed) => authorityChange(deps, ownRow(changed)),
       );
       if (!updated) throw notFound('User');
       return listing(auth, updated);

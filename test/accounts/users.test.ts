@@ -333,3 +333,25 @@ test("409 email_taken answers are limited per organization too, whatever the cal
   clock.advance(10 * 60_000 + 1_000);
   assert.equal((await create(keys[0]!, 'unknown@probe.test')).statusCode, 201, 'the window passes');
 });
+
+test('user.update rows: a patch that changes nothing records nothing; of two identical role changes at once one is recorded, from the role it replaced', async (t) => {
+  const { app, services } = await buildWithAdmin(t);
+  const { id } = await makeUser(app, { email: 'plain@example.test' });
+  const rows = async () =>
+    (await services.store.read((sql) => sql.all<{ details_json: string }>("SELECT details_json FROM audit_events WHERE action = 'user.update' AND target = ? ORDER BY seq", [id]))).map(
+      (row) => JSON.parse(row.details_json),
+    );
+  const patch = (payload: Record<string, string>) => app.inject({ method: 'PATCH', url: `/api/v1/users/${id}`, headers: operator(BOOT), payload });
+  const { name } = (await services.store.read((sql) => sql.get<{ name: string }>('SELECT name FROM users WHERE id = ?', [id])))!;
+  for (const unchanged of [{ role: 'member' }, { name }, { name, role: 'member' }] as Array<Record<string, string>>) {
+    const answer = await patch(unchanged);
+    assert.equal(answer.statusCode, 200, answer.body);
+  }
+  assert.deepEqual(await rows(), [], 'nothing changed, nothing recorded');
+
+  const answers = await Promise.all([patch({ role: 'admin' }), patch({ role: 'admin' })]);
+  for (const answer of answers) assert.equal(json(answer).user.role, 'admin', answer.body);
+  assert.deepEqual(await rows(), [{ from: 'member', role: 'admin' }]);
+  await patch({ name: 'Renamed', role: 'admin' });
+  assert.deepEqual((await rows()).at(-1), { name: 'Renamed' }, 'only what changed');
+});
