@@ -444,8 +444,11 @@ export interface AccountsRepository {
   /** Add a membership; a user already a member keeps the higher of the two roles. */
   addMember(tenantId: string, userId: string, role: OrgRole, now: number): Promise<void>;
   members(tenantId: string): Promise<Member[]>;
-  /** Change a member's role; refuses to demote the last owner. A demoted inviter's invitations lapse (`AuthorityChange`). */
-  setMemberRole(tenantId: string, userId: string, role: OrgRole, change: AuthorityChange): Promise<'changed' | 'not_member' | 'last_owner'>;
+  /**
+   * Change a member's role; refuses to demote the last owner. A demoted inviter's invitations lapse (`AuthorityChange`).
+   * The role the member has (read in this write) is no change: nothing is written and `change` does not run.
+   */
+  setMemberRole(tenantId: string, userId: string, role: OrgRole, change: AuthorityChange): Promise<'changed' | 'unchanged' | 'not_member' | 'last_owner'>;
   /**
    * Remove a membership and end every session of the user, unless they are the last owner. Their invitations lapse
    * (`AuthorityChange`).
@@ -680,7 +683,8 @@ export function createAccountsRepository(store: Store): AccountsRepository {
       store.write((sql) => {
         const current = roleIn(sql, tenantId, userId);
         if (current === null) return 'not_member';
-        if (current === 'owner' && role !== 'owner' && otherOwners(sql, tenantId, userId) === 0) return 'last_owner';
+        if (current === role) return 'unchanged';
+        if (current === 'owner' && otherOwners(sql, tenantId, userId) === 0) return 'last_owner';
         sql.run('UPDATE org_members SET role = ? WHERE tenant_id = ? AND user_id = ?', [role, tenantId, userId]);
         afterAuthorityChange(sql, userId, change);
         return 'changed';

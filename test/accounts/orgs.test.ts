@@ -363,3 +363,15 @@ test('an organization created for a user being deleted at the same moment: creat
     assert.equal(creates.length, orgs.length);
   }
 });
+
+test('a member role change to the role the member has changes nothing and records no org.member_role row', async (t) => {
+  const { app, admin, services } = await buildWithAdmin(t);
+  const { id } = await makeUser(app, { email: 'same-role@example.test', orgRole: 'admin' });
+  const roleRows = () =>
+    services.store.read((sql) => sql.all<{ details_json: string }>("SELECT details_json FROM audit_events WHERE action = 'org.member_role' AND target = ?", [id]));
+  const same = await admin.patch(`/api/v1/orgs/active/members/${id}`, { role: 'admin' });
+  assert.equal(same.statusCode, 200, same.body);
+  assert.equal((await roleRows()).length, 0);
+  assert.equal((await admin.patch(`/api/v1/orgs/active/members/${id}`, { role: 'member' })).statusCode, 200);
+  assert.deepEqual((await roleRows()).map((row) => JSON.parse(row.details_json)), [{ role: 'member' }]);
+});
