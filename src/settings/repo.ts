@@ -13,9 +13,10 @@ export interface SettingsRepository {
   list(tenantId: string): Promise<StoredSetting[]>;
   /**
    * Store one setting, with `also` (its audit row) in the same transaction. False when the organization is gone
-   * (deleted while the request was under way): nothing is written.
+   * (deleted while the request was under way): nothing is written. `unchanged` is asked, in the write, about the row
+   * stored for the key: when it holds the value already, nothing is written and `also` does not run.
    */
-  put(tenantId: string, setting: StoredSetting, now: number, also?: AlsoStep): Promise<boolean>;
+  put(tenantId: string, setting: StoredSetting, now: number, also?: AlsoStep, unchanged?: (stored: StoredSetting) => boolean): Promise<boolean>;
 }
 
 export function createSettingsRepository(store: Store): SettingsRepository {
@@ -30,9 +31,14 @@ export function createSettingsRepository(store: Store): SettingsRepository {
           .map((row) => ({ key: row.key, valueJson: row.value_json, encrypted: row.encrypted === 1 })),
       );
     },
-    put(tenantId, setting, now, also) {
+    put(tenantId, setting, now, also, unchanged) {
       return store.write((sql) => {
         if (!sql.get('SELECT 1 FROM tenants WHERE id = ?', [tenantId])) return false;
+        const current = sql.get<{ value_json: string; encrypted: number }>('SELECT value_json, encrypted FROM settings WHERE tenant_id = ? AND key = ?', [
+          tenantId,
+          setting.key,
+        ]);
+        if (current && unchanged?.({ key: setting.key, valueJson: current.value_json, encrypted: current.encrypted === 1 })) return true;
         sql.run(
           `INSERT INTO settings (tenant_id, key, value_json, encrypted, updated_at) VALUES (?, ?, ?, ?, ?)
            ON CONFLICT (tenant_id, key) DO UPDATE SET value_json = excluded.value_json, encrypted = excluded.encrypted,

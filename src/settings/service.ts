@@ -2,6 +2,7 @@
  * Tenant settings (SPEC 2.4, 4.8): read by any identity of the tenant (secrets masked, connector grants withheld
  * from app-pinned identities), written one key at a time by a tenant-wide admin only.
  */
+import { canonicalJson } from '../core/canonical-json.ts';
 import type { Clock } from '../core/clock.ts';
 import { AppError, invalid, notFound } from '../core/errors.ts';
 import type { AuditRecord, AuditService } from '../audit/service.ts';
@@ -152,6 +153,16 @@ export function createSettingsService(deps: {
         { key, valueJson: JSON.stringify(stored), encrypted: secret },
         clock.now(),
         audit.staged(auth, 'settings.update', { target: key, details: { key, value: secret ? (value === null ? null : SECRET_MASK) : value } }),
+        // The value the setting has is no change (a secret compared decrypted: its ciphertext differs every time), so
+        // of two identical puts at once one is recorded (docs/api.md "A row per change made"). A stored value that
+        // no longer decrypts (another master key) differs: setting it again is how it is repaired.
+        (current) => {
+          try {
+            return canonicalJson(decoded(current)) === canonicalJson(value);
+          } catch {
+            return false;
+          }
+        },
       );
       if (!written) throw notFound('Organization');
       return mask(auth, await effective(auth.tenantId));

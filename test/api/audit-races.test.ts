@@ -93,3 +93,24 @@ test("two renames at once: each org.rename row names the name it replaced, so th
   assert.equal(json(same).org.name, current);
   assert.equal((await auditOf(app, orgId)).filter((row) => row.action === 'org.rename').length, 2, 'a rename that changes nothing records nothing');
 });
+
+test('a setting put to the value it has changes nothing and records nothing: of two identical puts at once one is recorded; a secret alike', async (t) => {
+  const { app } = await buildWithAdmin(t);
+  const as = operator(BOOT);
+  const put = (key: string, value: unknown) => app.inject({ method: 'PUT', url: '/api/v1/settings', headers: as, payload: { key, value } });
+  const updates = async () => (await auditOf(app, 'default')).filter((row) => row.action === 'settings.update').map((row) => [row.target, row.details.value]);
+  const answers = await Promise.all([put('retention_days', 7), put('retention_days', 7)]);
+  for (const answer of answers) assert.equal(answer.statusCode, 200, answer.body);
+  assert.deepEqual(await updates(), [['retention_days', 7]]);
+  assert.equal((await put('model_substitutions', { 'gpt-4o': 'gpt-4o-mini' })).statusCode, 200);
+  assert.equal((await put('model_substitutions', { 'gpt-4o': 'gpt-4o-mini' })).statusCode, 200);
+  assert.equal((await put('webhook_secret', 'whsec-one-0123456789')).statusCode, 200);
+  assert.equal((await put('webhook_secret', 'whsec-one-0123456789')).statusCode, 200);
+  assert.equal((await put('webhook_secret', 'whsec-two-0123456789')).statusCode, 200);
+  assert.deepEqual((await updates()).reverse(), [
+    ['retention_days', 7],
+    ['model_substitutions', { 'gpt-4o': 'gpt-4o-mini' }],
+    ['webhook_secret', '[set]'],
+    ['webhook_secret', '[set]'],
+  ]);
+});
