@@ -111,8 +111,10 @@ export function createSavingsService(deps: { repo: RollupsRepository; clock: Clo
     return scope;
   }
 
-  function windowView(scope: RollupScope) {
-    return { since: scope.fromDay === 0 ? null : toIso(scope.fromDay * DAY_MS), until: toIso((scope.toDay + 1) * DAY_MS - 1), granularity: 'utc_day' };
+  // `since` is null only when none was given: day 0 is 1970-01-01, a day like any other (and the start of the default
+  // attribution window of an until in January 1970).
+  function windowView(scope: RollupScope, window: DayWindow) {
+    return { since: window.since === undefined ? null : toIso(scope.fromDay * DAY_MS), until: toIso((scope.toDay + 1) * DAY_MS - 1), granularity: 'utc_day' };
   }
 
   return {
@@ -148,7 +150,7 @@ export function createSavingsService(deps: { repo: RollupsRepository; clock: Clo
       const optimizedRuns = counts.exactCache + counts.artifact;
       const servedRuns = liveRuns + optimizedRuns;
       return {
-        window: windowView(scope),
+        window: windowView(scope, window),
         currency: 'USD',
         totalRuns: totals.runs + runningRuns,
         liveRuns,
@@ -203,9 +205,10 @@ export function createSavingsService(deps: { repo: RollupsRepository; clock: Clo
       await repo.settle();
       // Month to date by default: of the month `until` falls in when only it is given (not this month's start, after it).
       const until = query.until ?? Math.max(clock.now(), query.since ?? 0);
-      const scope = scopeOf(auth, { since: query.since ?? monthStart(until), until });
+      const window: DayWindow = { since: query.since ?? monthStart(until), until };
+      const scope = scopeOf(auth, window);
       const totals = (await repo.byStatusRoute(scope)).reduce(add, ZERO);
-      const result: Record<string, unknown> = { window: windowView(scope), currency: 'USD', totals: totalsView(totals) };
+      const result: Record<string, unknown> = { window: windowView(scope, window), currency: 'USD', totals: totalsView(totals) };
       for (const dim of ATTRIBUTION_DIMENSIONS) {
         const page = query.pages[dim] ?? { limit: ATTRIBUTION_DEFAULT_LIMIT, offset: 0 };
         const { entries, total } = UNTRACKED.has(dim)

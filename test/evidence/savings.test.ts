@@ -569,3 +569,18 @@ test('an SDK-ingested prompt, which svc did not serve, is counted in ingestedRun
   assert.deepEqual([scoped.totalRuns, scoped.liveRuns, scoped.ingestedRuns, scoped.cacheHitRate], [1, 0, 1, 0]);
   assert.equal((await get('/api/v1/savings')).body.ingestedRuns, 3);
 });
+
+test('a window since the epoch day echoes that day, not null (which reads as no since)', async (t) => {
+  const { get } = await setup(t);
+  for (const since of ['1970-01-01', '1970-01-01T12:00:00Z', '0']) {
+    const savings = await get(`/api/v1/savings?since=${since}&until=1970-01-02`);
+    assert.equal(savings.status, 200, since);
+    assert.equal(savings.body.window.since, '1970-01-01T00:00:00.000Z', `/savings?since=${since}`);
+  }
+  // Attribution's default since is the start of the until's month: January 1970 here.
+  const attribution = await get('/api/v1/usage/attribution?until=1970-01-15');
+  assert.equal(attribution.status, 200);
+  assert.equal(attribution.body.window.since, '1970-01-01T00:00:00.000Z');
+  // Without a since, /savings still says so.
+  assert.equal((await get('/api/v1/savings')).body.window.since, null);
+});
