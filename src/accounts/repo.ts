@@ -293,10 +293,6 @@ export function revokeLapsedInvitesOf(sql: Sql, inviter: Inviter, now: number, l
   for (const invite of pending) revokeIfAuthorityLapsed(sql, invite, now, lapsed);
 }
 
-/**
- * What a write that may take a user's authority to invite away runs after its change, in the same transaction: the
- * change's own audit row (`also`), then the revocation of the user's invitations that lapsed with it.
- */
 /** The fields an `updateUser` changed, and the platform role it replaced. */
 export interface UserChange {
   name?: string;
@@ -304,6 +300,10 @@ export interface UserChange {
   fromRole?: PlatformRole;
 }
 
+/**
+ * What a write that may take a user's authority to invite away runs after its change, in the same transaction: the
+ * change's own audit row (`also`), then the revocation of the user's invitations that lapsed with it.
+ */
 export interface AuthorityChange {
   now: number;
   also?: AlsoStep;
