@@ -1,9 +1,11 @@
 /** POST /v1/chat/completions through app.inject(): shapes, headers, the exact cache and its controls, failures. */
 import assert from 'node:assert/strict';
 import test from 'node:test';
+import OpenAI from 'openai';
 import { bearer, build, json } from '../support/build.ts';
 import { completion, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
 import { tempDir } from '../support/process.ts';
+import { countTokens } from '../../src/gateway/tokens.ts';
 
 const WEATHER_TOOL = {
   type: 'function',
@@ -552,4 +554,30 @@ test('an answer asked with logprobs is not stored in the exact cache (the cache 
   const plain = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'with logprobs, please' }] };
   assert.equal((await chat(app, plain)).headers['x-svc-route'], 'live');
   assert.equal((await chat(app, plain)).headers['x-svc-route'], 'exact_cache');
+});
+
+test('a stop sequence that ends the mock\'s text before its first character still counts as output: the sequence generated is billed, as the provider bills it, so an empty answer reports at least one completion token, buffered and streamed (the official client)', async (t) => {
+  const { app } = await build(t);
+  const address = await app.listen({ port: 0, host: '127.0.0.1' });
+  const client = new OpenAI({ baseURL: `${address}/v1`, apiKey: 'sk-local-dev', maxRetries: 0, timeout: 20_000 });
+  // Every text answer of the mock starts with "Mock answer".
+  const ask = () => ({ model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: `hi #${++counter} ${process.hrtime.bigint()}` }], stop: 'Mock' });
+  const buffered = await client.chat.completions.create(ask());
+  assert.equal(buffered.choices[0]!.message.content, '');
+  assert.equal(buffered.choices[0]!.finish_reason, 'stop');
+  assert.ok(buffered.usage!.completion_tokens >= 1, `an empty answer reported ${buffered.usage!.completion_tokens} completion tokens`);
+  assert.equal(buffered.usage!.total_tokens, buffered.usage!.prompt_tokens + buffered.usage!.completion_tokens);
+  let usage: OpenAI.CompletionUsage | null | undefined;
+  let text = '';
+  for await (const chunk of await client.chat.completions.create({ ...ask(), stream: true, stream_options: { include_usage: true } })) {
+    text += chunk.choices[0]?.delta.content ?? '';
+    if (chunk.usage) usage = chunk.usage;
+  }
+  assert.equal(text, '');
+  assert.ok(usage && usage.completion_tokens >= 1, `an empty streamed answer reported ${usage?.completion_tokens} completion tokens`);
+  // A stop sequence later in the text: the text kept and the sequence, not the whole planned text.
+  const whole = await client.chat.completions.create({ ...ask(), stop: null });
+  const cut = await client.chat.completions.create({ ...ask(), stop: 'you said' });
+  assert.ok(cut.usage!.completion_tokens < whole.usage!.completion_tokens);
+  assert.ok(cut.usage!.completion_tokens > countTokens(cut.choices[0]!.message.content ?? ''));
 });

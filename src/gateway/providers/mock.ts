@@ -216,14 +216,22 @@ function structuredContent(request: ChatRequest, text: string): string | null {
   return null;
 }
 
-function applyStop(text: string, stop: unknown): { text: string; stopped: boolean } {
+/**
+ * The text ended before the earliest of the `stop` sequences it holds, and that sequence (null when none occurs): the
+ * model generated it and the provider bills it, though it is not in the answer.
+ */
+function applyStop(text: string, stop: unknown): { text: string; sequence: string | null } {
   const stops = typeof stop === 'string' ? [stop] : Array.isArray(stop) ? stop.filter((s): s is string => typeof s === 'string' && s !== '') : [];
   let cut = -1;
+  let sequence: string | null = null;
   for (const s of stops) {
     const at = text.indexOf(s);
-    if (at >= 0 && (cut < 0 || at < cut)) cut = at;
+    if (at >= 0 && (cut < 0 || at < cut)) {
+      cut = at;
+      sequence = s;
+    }
   }
-  return cut >= 0 ? { text: text.slice(0, cut), stopped: true } : { text, stopped: false };
+  return cut >= 0 ? { text: text.slice(0, cut), sequence } : { text, sequence: null };
 }
 
 function planChoices(request: ChatRequest): PlannedChoice[] {
@@ -248,12 +256,18 @@ function planChoices(request: ChatRequest): PlannedChoice[] {
     const text = answerText(request, seed, lastUserText);
     let content = structuredContent(request, text) ?? text;
     let finishReason: PlannedChoice['finishReason'] = 'stop';
-    content = applyStop(content, request.stop).text;
-    if (maxTokens !== undefined && countTokens(content) > maxTokens) {
+    const stopped = applyStop(content, request.stop);
+    content = stopped.text;
+    // The stop sequence counts as generated output (as the messages wire's `chatToMessage` counts it): a text stopped
+    // before its first character is no answer of 0 completion tokens. A sequence the token limit cuts off was not
+    // generated: the answer ends at the limit.
+    let generated = stopped.sequence === null ? content : content + stopped.sequence;
+    if (maxTokens !== undefined && countTokens(generated) > maxTokens) {
       content = truncateToTokens(content, maxTokens);
+      generated = content;
       finishReason = 'length';
     }
-    choices.push({ index, content, toolCalls: [], finishReason, completionTokens: countTokens(content) });
+    choices.push({ index, content, toolCalls: [], finishReason, completionTokens: countTokens(generated) });
   }
   return choices;
 }
