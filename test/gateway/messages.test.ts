@@ -1749,3 +1749,18 @@ test('the mock thinks when thinking is enabled: a thinking block with a signatur
     assert.ok(plain.content.every((block) => block.type !== 'thinking'));
   }
 });
+
+test('the mock\'s thinking with display omitted is billed as the provider bills hidden thinking: its output tokens are those of the same answer displayed, the text still empty, buffered and streamed', async (t) => {
+  const { client } = await listening(t);
+  const messages = ask('think quietly');
+  const thinking = { type: 'enabled' as const, budget_tokens: 1024 };
+  const shown = await client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 2048, thinking, messages });
+  const plain = await client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 2048, messages });
+  assert.ok(shown.usage.output_tokens > plain.usage.output_tokens);
+  const request = { model: 'claude-sonnet-4-5', max_tokens: 2048, thinking: { ...thinking, display: 'omitted' } as never, messages };
+  for (const omitted of [await client.messages.create(request), await client.messages.stream(request).finalMessage()]) {
+    const block = omitted.content[0]!;
+    assert.ok(block.type === 'thinking' && block.thinking === '' && block.signature !== '', JSON.stringify(block));
+    assert.equal(omitted.usage.output_tokens, shown.usage.output_tokens, 'hidden thinking is billed as shown thinking is');
+  }
+});

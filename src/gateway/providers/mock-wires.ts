@@ -208,19 +208,23 @@ async function planMessage(plan: PlanChat, request: MessagesRequest, context: Pr
 }
 
 const MOCK_THINKING = 'The mock planned its answer from the conversation and the declared tools.';
+/** Counted on first use: the tokenizer loads its ranks lazily, and importing the mock should not load them. */
+let mockThinkingTokens: number | undefined;
 
 /**
  * With thinking on (`enabled`, or `adaptive`, where the model chooses and the mock always thinks), the answer leads with
  * a thinking block and its signature, as the provider's does (the SDKs' `thinking` and `signature` events come from
  * it, and a client sends it back with its tool results); its text is empty with `display: "omitted"`, the signature
- * kept. Its tokens are output tokens, as the provider bills them.
+ * kept. Its tokens are output tokens, as the provider bills them: those of the thinking done, shown or not (the
+ * provider bills hidden thinking too).
  */
 function withThinking(message: MessagesResponse, request: MessagesRequest): void {
   const thinking = request.thinking as { type?: unknown; display?: unknown } | undefined;
   if (thinking?.type !== 'enabled' && thinking?.type !== 'adaptive') return;
   const text = thinking.display === 'omitted' ? '' : MOCK_THINKING;
   message.content.unshift({ type: 'thinking', thinking: text, signature: randomBytes(48).toString('base64') });
-  message.usage.output_tokens += countTokens(text);
+  mockThinkingTokens ??= countTokens(MOCK_THINKING);
+  message.usage.output_tokens += mockThinkingTokens;
 }
 
 export async function mockMessages(plan: PlanChat, request: MessagesRequest, context: ProviderCallContext): Promise<MessagesResponse> {
