@@ -64,6 +64,17 @@ export function isPlainJson(value: unknown, seen: Set<object> = new Set()): bool
   return ok;
 }
 
+/**
+ * Whether a string holds more than `max` characters (code points), as svc measures a key (SPEC 8): `length` counts
+ * UTF-16 units, two for an emoji. A string of at most `max` units fits, so only a longer one is counted.
+ */
+function longerThan(text: string, max: number): boolean {
+  if (text.length <= max) return false;
+  let count = 0;
+  for (const _character of text) if (++count > max) return true;
+  return false;
+}
+
 async function swallow<T>(work: () => Promise<T>): Promise<T | undefined> {
   try {
     return await work();
@@ -88,7 +99,7 @@ export function tracedTool<A, R>(
     let idempotencyKey: string | undefined;
     if (definition.idempotencyKey) {
       const key = definition.idempotencyKey(args);
-      if (typeof key !== 'string' || key.length === 0 || key !== key.trim() || key.length > IDEMPOTENCY_KEY_MAX) {
+      if (typeof key !== 'string' || key.length === 0 || key !== key.trim() || longerThan(key, IDEMPOTENCY_KEY_MAX)) {
         throw new TypeError(`idempotencyKey of tool ${definition.name} must be a trimmed, non-empty string of at most ${IDEMPOTENCY_KEY_MAX} characters`);
       }
       idempotencyKey = key;

@@ -457,6 +457,19 @@ test('traced tools follow the SPEC order; failures of tracing are swallowed, too
   }
 });
 
+test('a traced tool\'s idempotencyKey of at most 120 characters is taken however many UTF-16 units it holds (an emoji is one character, two units), as svc takes it (SPEC 8); 121 characters are refused', async (t) => {
+  const { baseUrl } = await serve(t);
+  const client = clientOf(t, baseUrl);
+  const { runId } = await client.chat({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'send the postcards' }] });
+  const key = '📮'.repeat(120);
+  const send = client.tool({ name: 'send_postcard', sideEffectLevel: 3, idempotencyKey: () => key }, async () => 'sent');
+  assert.equal(await send({}, { runId }), 'sent');
+  const detail = await client.runs.get(runId);
+  assert.equal(detail.sideEffects[0]?.idempotencyKey, key);
+  const tooLong = client.tool({ name: 'send_postcard', sideEffectLevel: 3, idempotencyKey: () => `${key}📮` }, async () => 'sent');
+  await assert.rejects(tooLong({}, { runId }), TypeError);
+});
+
 test('traced tools against svc: events on the run and a side-effect record that becomes executed', async (t) => {
   const { baseUrl } = await serve(t);
   const client = clientOf(t, baseUrl);
