@@ -4,7 +4,7 @@
  *
  * | trace event                                   | record                                                 |
  * | side_effect.planned {toolName, level, ...}    | new record, state `planned`                             |
- * | tool.completed {name}                         | the oldest still-planned record of that tool: `executed`|
+ * | tool.completed {name} (not `cached: true`)    | the oldest still-planned record of that tool: `executed`|
  * | side_effect.executed/suppressed/blocked       | the oldest still-planned record of that tool (or of its |
  * |   {toolName, idempotencyKey?, reason?}        |   idempotency key when given): that state               |
  */
@@ -86,6 +86,8 @@ export function applyToSideEffects(sql: Sql, tenantId: string, events: readonly 
     }
     const state = TRANSITIONS[event.type];
     if (!state) continue;
+    // A result served from the tool cache: the tool did not run, so neither did the side effect it planned.
+    if (event.type === 'tool.completed' && payload.cached === true) continue;
     const toolName = String(event.type === 'tool.completed' ? payload.name : payload.toolName);
     const key = typeof payload.idempotencyKey === 'string' ? payload.idempotencyKey : null;
     const target = sql.get<{ id: string }>(

@@ -429,3 +429,15 @@ test('trace: an idempotencyKey among the extra fields of a tool.* event is data,
   assert.equal(detail.run.eventCount, before + 6);
   assert.equal(detail.events.at(-1).payload.idempotencyKey, 'refund-7', 'kept as sent');
 });
+
+test('trace: a tool.completed from the cache (cached: true) leaves a planned side effect planned, since the tool did not run; an uncached completion executes it', async (t) => {
+  const { post, get, newRun } = await setup(t);
+  const runId = await newRun();
+  const append = async (type: string, payload: Record<string, unknown>) => assert.equal((await post('/api/v1/trace', { runId, type, payload })).status, 201);
+  await append('side_effect.planned', { toolName: 'send', level: 3, payload: { to: 'ops' } });
+  await append('tool.completed', { name: 'send', result: 'sent earlier', cached: true });
+  assert.deepEqual((await get(`/api/v1/runs/${runId}`)).sideEffects.map((s: any) => s.state), ['planned']);
+  await append('tool.completed', { name: 'send', result: 'sent', cached: false });
+  assert.deepEqual((await get(`/api/v1/runs/${runId}`)).sideEffects.map((s: any) => s.state), ['executed']);
+  assert.equal((await get(`/api/v1/runs/${runId}/integrity`)).ok, true);
+});
