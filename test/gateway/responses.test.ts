@@ -1389,3 +1389,17 @@ test("the mock reads a past custom_tool_call item of the input as it reads a fun
   assert.notEqual(short.output_text, long.output_text);
   assert.ok(long.usage!.input_tokens > short.usage!.input_tokens, `${long.usage!.input_tokens} vs ${short.usage!.input_tokens} with a shorter input`);
 });
+
+test("the mock's reasoning, summarised when reasoning.summary asks, is billed as the provider bills reasoning: its tokens are output tokens and the output's reasoning_tokens, buffered and streamed", async (t) => {
+  const { client } = await listening(t);
+  const asked = input('reason it out');
+  const plain = await client.responses.create({ model: 'gpt-5', input: asked });
+  const request = { model: 'gpt-5', input: asked, reasoning: { effort: 'low' as const, summary: 'auto' as const } };
+  for (const reasoned of [await client.responses.create(request), await client.responses.stream(request).finalResponse()]) {
+    assert.equal(reasoned.output[0]!.type, 'reasoning');
+    const usage = reasoned.usage!;
+    assert.ok(usage.output_tokens_details.reasoning_tokens > 0, JSON.stringify(usage));
+    assert.equal(usage.output_tokens, plain.usage!.output_tokens + usage.output_tokens_details.reasoning_tokens);
+    assert.equal(usage.total_tokens, usage.input_tokens + usage.output_tokens);
+  }
+});

@@ -321,13 +321,21 @@ export function responsesToChat(request: ResponsesRequest): ChatRequest {
   };
 }
 
+const MOCK_REASONING = 'The mock planned its answer from the input and the declared tools.';
+/** Counted on first use, as the thinking's tokens are (the tokenizer loads its ranks lazily). */
+let mockReasoningTokens: number | undefined;
+
 export function chatToResponse(completion: ChatCompletion, request: ResponsesRequest, now: number): ResponseObject {
   const choice = completion.choices[0]!;
   const declared = new Map(declaredResponsesTools(request).map((tool) => [tool.declared, tool]));
   const output: ResponseObject['output'] = [];
   const reasoning = request.reasoning as { effort?: string | null; summary?: string | null } | undefined;
+  // The reasoning the mock shows a summary of is billed as the provider bills reasoning: output tokens, counted in
+  // `reasoning_tokens` too.
+  let reasoningTokens = 0;
   if (reasoning?.summary) {
-    output.push({ type: 'reasoning', id: `rs_${hex()}`, summary: [{ type: 'summary_text', text: 'The mock planned its answer from the input and the declared tools.' }] });
+    output.push({ type: 'reasoning', id: `rs_${hex()}`, summary: [{ type: 'summary_text', text: MOCK_REASONING }] });
+    reasoningTokens = mockReasoningTokens ??= countTokens(MOCK_REASONING);
   }
   if (choice.message.content) {
     output.push({
@@ -380,9 +388,9 @@ export function chatToResponse(completion: ChatCompletion, request: ResponsesReq
     usage: {
       input_tokens: usage?.prompt_tokens ?? 0,
       input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 },
-      output_tokens: usage?.completion_tokens ?? 0,
-      output_tokens_details: { reasoning_tokens: 0 },
-      total_tokens: usage?.total_tokens ?? 0,
+      output_tokens: (usage?.completion_tokens ?? 0) + reasoningTokens,
+      output_tokens_details: { reasoning_tokens: reasoningTokens },
+      total_tokens: (usage?.total_tokens ?? 0) + reasoningTokens,
     },
     metadata: request.metadata ?? {},
   };
