@@ -208,6 +208,15 @@ test('invalid bodies are 400s that name the parameter', async (t) => {
   assert.equal(json(notObject).error.type, 'invalid_request_error');
 });
 
+test('a missing input is "input is required", as a null one is, not the schema library\'s words', async (t) => {
+  const { app } = await build(t);
+  for (const body of [{ model: 'text-embedding-3-small' }, { model: 'text-embedding-3-small', input: null }]) {
+    const response = await embed(app, body);
+    assert.equal(response.statusCode, 400, JSON.stringify(body));
+    assert.deepEqual(json(response).error, { message: 'input is required', type: 'invalid_request_error', param: 'input', code: 'invalid_request' }, JSON.stringify(body));
+  }
+});
+
 test('a backend that refuses large batches is split internally and merged index-aligned', async (t) => {
   const { app } = await build(t);
   const input = Array.from({ length: 11 }, (_, i) => (i === 4 ? '' : `text ${i}`));

@@ -44,7 +44,9 @@ function unknownFields(body: Record<string, unknown>): Record<string, unknown> |
 const bodySchema = z.object({
   // As on every wire (no run records an embeddings call, but the name goes upstream and into the access log).
   model: modelField,
-  input: z.unknown(),
+  // Checked by normaliseEmbeddingInput, with its own messages; optional here, or zod 4 answered a missing input with
+  // its own "Invalid input: expected nonoptional, received undefined".
+  input: z.unknown().optional(),
   dimensions: z.preprocess(
     (value) => {
       const present = omittedIfBlank(value);
