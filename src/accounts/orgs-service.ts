@@ -170,17 +170,18 @@ export function createOrgsService(deps: OrgsDeps): OrgsService {
 
     async switch(auth, orgId) {
       requireSession(auth);
-      const role = await repo.roleIn(orgId, auth.userId);
-      // Unknown ids answer like foreign ones, so organization ids cannot be probed.
-      if (role === null) throw new AppError('not_a_member');
-      const org = (await repo.findOrg(orgId))!;
-      await Promise.all([
-        repo.setActiveOrg(auth.session.id, orgId),
+      const switched = await repo.switchOrg(
+        auth.session.id,
+        orgId,
         // The row lands in the log of the organization switched to, which all its members read: it names no other
         // organization (the one left is another tenant, whose id is not theirs to learn).
-        audit.recordAs(actorOf(auth), orgId, 'org.switch', { target: orgId }),
-      ]);
-      return { org, role, active: true };
+        audit.stagedAs(actorOf(auth), orgId, 'org.switch', { target: orgId }),
+      );
+      // The account was deleted (and with it this session) while the request was under way: answered as after it.
+      if (switched === 'no_session') throw new AppError('unauthorized');
+      // Unknown ids answer like foreign ones, so organization ids cannot be probed.
+      if (switched === 'not_member') throw new AppError('not_a_member');
+      return { ...switched, active: true };
     },
 
     async rename(auth, name) {

@@ -491,7 +491,12 @@ export interface AccountsRepository {
   findSession(tokenHash: string): Promise<{ session: Session; user: User } | null>;
   /** Record use and, if it changed, the active organization; joins the next commit without waiting for it. */
   touchSession(id: string, change: { seen?: { at: number; expiresAt: number }; activeTenantId?: string | null }): void;
-  setActiveOrg(sessionId: string, tenantId: string): Promise<void>;
+  /**
+   * Make `tenantId` the session's active organization, with `also` (its audit row) in the same write, when the session
+   * still exists and its user is a member (checked in the write: a deletion of the account, or a removal, may commit
+   * while the request is under way): the organization and the member's role, else why not, nothing written.
+   */
+  switchOrg(sessionId: string, tenantId: string, also: AlsoStep): Promise<{ org: Org; role: OrgRole } | 'no_session' | 'not_member'>;
   deleteSession(id: string): Promise<void>;
 
   /**
@@ -810,9 +815,16 @@ export function createAccountsRepository(store: Store): AccountsRepository {
       }, SESSION_WRITE);
     },
 
-    setActiveOrg: async (sessionId, tenantId) => {
-      await store.write((sql) => sql.run('UPDATE sessions SET active_tenant_id = ? WHERE id = ?', [tenantId, sessionId]));
-    },
+    switchOrg: (sessionId, tenantId, also) =>
+      store.write((sql) => {
+        const session = sql.get<{ user_id: string }>('SELECT user_id FROM sessions WHERE id = ?', [sessionId]);
+        if (!session) return 'no_session';
+        const role = roleIn(sql, tenantId, session.user_id);
+        if (role === null) return 'not_member';
+        sql.run('UPDATE sessions SET active_tenant_id = ? WHERE id = ?', [tenantId, sessionId]);
+        also(sql);
+        return { org: orgOf(sql.get<OrgRow>('SELECT * FROM tenants WHERE id = ?', [tenantId])!), role };
+      }),
 
     deleteSession: async (id) => {
       await store.write((sql) => sql.run('DELETE FROM sessions WHERE id = ?', [id]));

@@ -4,6 +4,7 @@ import test from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { bearer, json } from '../support/build.ts';
 import { ADMIN, BOOT, Browser, buildWithAdmin, makeUser, operator } from '../support/accounts.ts';
+import { afterRead } from '../support/counting-store.ts';
 
 const CHAT = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hello org' }] };
 
@@ -374,4 +375,20 @@ test('a member role change to the role the member has changes nothing and record
   assert.equal((await roleRows()).length, 0);
   assert.equal((await admin.patch(`/api/v1/orgs/active/members/${id}`, { role: 'member' })).statusCode, 200);
   assert.deepEqual((await roleRows()).map((row) => JSON.parse(row.details_json)), [{ role: 'member' }]);
+});
+
+test('a switch by a user whose deletion commits once the session was found answers 401, as after the deletion, not 403', async (t) => {
+  // The deletion lands right after the switch request's session lookup: the request is under way, its account gone.
+  const race = afterRead((read) => read.text.includes('FROM sessions WHERE token_hash'));
+  const { app, services } = await buildWithAdmin(t, {}, {}, race.wrap);
+  const { browser: ada, id } = await makeUser(app, { email: 'ada@example.test' });
+  let deleted: Awaited<ReturnType<FastifyInstance['inject']>> | undefined;
+  race.arm(async () => (deleted = await app.inject({ method: 'DELETE', url: `/api/v1/users/${id}`, headers: operator(BOOT) })));
+  const switched = await ada.post('/api/v1/orgs/switch', { orgId: 'default' });
+  assert.ok(race.fired());
+  assert.equal(deleted?.statusCode, 200, deleted?.body);
+  assert.equal(switched.statusCode, 401, switched.body);
+  assert.equal(json(switched).error.code, 'unauthorized');
+  const switches = await services.store.read((sql) => sql.all("SELECT 1 FROM audit_events WHERE action = 'org.switch'"));
+  assert.equal(switches.length, 0, 'no switch recorded for the deleted account');
 });

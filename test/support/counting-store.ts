@@ -129,3 +129,39 @@ export function recording(): { wrap: (store: Store) => Store; start: () => void;
     },
   };
 }
+
+/**
+ * The store, with a racing step to commit right after the next read whose statements match `when` (armed with
+ * `arm`): tests land another request's write at the exact moment a request has read what it then writes on.
+ */
+export function afterRead(when: (read: Read) => boolean): { wrap: (store: Store) => Store; arm: (then: () => Promise<unknown>) => void; fired: () => boolean } {
+  let armed: (() => Promise<unknown>) | null = null;
+  let fired = false;
+  const read =
+    (store: Store): Store['read'] =>
+    async (fn) => {
+      if (!armed) return store.read(fn);
+      let hit = false;
+      const spy = (sql: Sql): Sql => ({
+        run: (text, params) => sql.run(text, params),
+        get: (text, params) => ((hit ||= when({ text, params })), sql.get(text, params)),
+        all: (text, params) => ((hit ||= when({ text, params })), sql.all(text, params)),
+      });
+      const result = await store.read((sql) => fn(spy(sql)));
+      const then = armed;
+      if (hit && then) {
+        armed = null;
+        fired = true;
+        await then();
+      }
+      return result;
+    };
+  return {
+    wrap: (inner) => overriding(inner, { read }),
+    arm: (then) => {
+      armed = then;
+      fired = false;
+    },
+    fired: () => fired,
+  };
+}
