@@ -136,7 +136,7 @@ export function createInvitesService(deps: AccountsDeps): InvitesService {
     return invalidToken(status === 'pending' ? 'invalid' : status);
   }
 
-  return {
+  const service: InvitesService = {
     async create(auth, input) {
       requireOrg(auth);
       requireAccountAdmin(auth);
@@ -243,6 +243,9 @@ export function createInvitesService(deps: AccountsDeps): InvitesService {
         // Only the signed-in account itself may accept: nothing in the body is read, so this is no password oracle.
         if (auth?.kind !== 'session' || auth.userId !== existing.id || !auth.session) throw new AppError('sign_in_required');
         const outcome = await repo.acceptInvite({ invite, now, user: { existing: existing.id }, session: { switch: auth.session.id }, lapsed });
+        // The account was deleted (with this session) since it was read: answered as after the deletion, where the
+        // stale cookie counts as none (a public route) and the address has no account, or another one by now.
+        if (outcome === 'no_user') return service.accept(token, body, null);
         if (outcome === 'revoked') throw invalidToken('revoked');
         if (outcome !== 'accepted') throw await endedMeanwhile(invite);
         await audit.recordAs(actorOf(auth), invite.tenantId, 'invite.accept', { target: invite.id, details: { email: invite.email, role: invite.role, userId: existing.id } });
@@ -287,4 +290,5 @@ export function createInvitesService(deps: AccountsDeps): InvitesService {
       return { me: await describeIn(repo, user, invite.tenantId), token: issued.token };
     },
   };
+  return service;
 }

@@ -516,7 +516,8 @@ export interface AccountsRepository {
    * Accept an invitation: re-checks it is pending and unexpired and, for a new account, that the address is still
    * free, all inside the write. Returns the reason when it is no longer acceptable.
    */
-  acceptInvite(input: AcceptInviteInput): Promise<'accepted' | 'not_pending' | 'email_taken' | 'revoked'>;
+  /** `no_user` when the existing user accepting is gone (deleted while the request was under way): nothing written. */
+  acceptInvite(input: AcceptInviteInput): Promise<'accepted' | 'not_pending' | 'email_taken' | 'revoked' | 'no_user'>;
   /** Revoke the pending invitation if its inviter may no longer grant its role; true when it did (or it is revoked). */
   revokeIfInviterLapsed(id: string, now: number, lapsed: LapsedInviteStep): Promise<boolean>;
   /** Revoke every pending invitation of the organization whose inviter may no longer grant its role, each with its row. */
@@ -938,6 +939,8 @@ export function createAccountsRepository(store: Store): AccountsRepository {
           addUser(sql, user.create);
           userId = user.create.id;
         } else {
+          // Checked in the write: a membership for an account whose deletion committed first would have no user.
+          if (!userById(sql, user.existing)) return 'no_user';
           userId = user.existing;
         }
         addMember(sql, invite.tenantId, userId, invite.role, now);

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 import { bearer, json } from '../support/build.ts';
 import { ADMIN, BOOT, Browser, buildAccounts, buildWithAdmin, makeUser, operator, ORIGIN } from '../support/accounts.ts';
+import { afterRead } from '../support/counting-store.ts';
 import { tempDir } from '../support/process.ts';
 import { createAccountsRepository } from '../../src/accounts/repo.ts';
 import { newToken, sha256Hex } from '../../src/core/ids.ts';
@@ -572,4 +573,25 @@ test('a failed delivery records its deny evidence also when the invitation was r
       ['invite.create', 'deny', 'delivery_failed'],
     ],
   );
+});
+
+test('an existing account accepting while its deletion commits is answered as after the deletion (no account to accept for), not a 500', async (t) => {
+  // The deletion lands right after the acceptance read the invited address's account.
+  const race = afterRead((read) => read.text.includes('FROM users WHERE email = ?') && JSON.stringify(read.params) === '["bob@example.test"]');
+  const { app, admin, mail, services } = await buildWithAdmin(t, {}, {}, race.wrap);
+  const acme = json(await admin.post('/api/v1/orgs', { name: 'Acme' })).org.id;
+  const { browser: bob, id } = await makeUser(app, { email: 'bob@example.test' });
+  await admin.post('/api/v1/orgs/active/invites', { email: 'bob@example.test' });
+  const token = mail.token('bob@example.test', '/accept-invite');
+  let deleted: { statusCode: number; body: string } | undefined;
+  race.arm(async () => (deleted = await app.inject({ method: 'DELETE', url: `/api/v1/users/${id}`, headers: operator(BOOT) })));
+  const accepted = await bob.post(`/api/v1/invites/${token}/accept`);
+  assert.ok(race.fired());
+  assert.equal(deleted?.statusCode, 200, deleted?.body);
+  // After the deletion the cookie is stale and the address has no account: a new one needs a name and a password.
+  assert.equal(accepted.statusCode, 400, accepted.body);
+  assert.equal(json(accepted).error.code, 'invalid_request');
+  assert.equal(json(await app.inject({ url: `/api/v1/invites/${token}` })).status, 'pending');
+  const members = await services.store.read((sql) => sql.all('SELECT 1 FROM org_members WHERE tenant_id = ? AND user_id = ?', [acme, id]));
+  assert.equal(members.length, 0);
 });
