@@ -18,7 +18,7 @@ import { isLocalOperator } from './local-socket.ts';
 import { mayServeOpenIdentityAt, openIdentityRefused } from './open-mode-host.ts';
 import { requestScheme } from './request-scheme.ts';
 import { cookieOf, SESSION_COOKIE } from './session-cookie.ts';
-import { limitKeyOfAddress } from '../net/addresses.ts';
+import { isForwardedIp, limitKeyOfAddress } from '../net/addresses.ts';
 
 /** How much identity a route needs (module header). */
 export type RouteAccess = 'public' | 'account';
@@ -60,11 +60,17 @@ export function header(request: FastifyRequest, name: string): string | undefine
 
 /**
  * The client address that keys per-address limits (SPEC 5.4: forwarded headers only from a trusted proxy), an IPv6
- * one by its /64 (src/net/addresses.ts). A request on the local socket has no IP address; it counts as the one address
+ * one by its /64 (src/net/addresses.ts). Every per-address limit reads it here. A request on the local socket has no IP address; it counts as the one address
  * `local`.
  */
 export function clientAddress(request: FastifyRequest): string {
-  return request.ip ? limitKeyOfAddress(request.ip) : 'local';
+  const ip = request.ip;
+  if (!ip) return 'local';
+  // Only a trusted proxy's X-Forwarded-For makes the two differ (checked then alone: every request asks). Its entry is
+  // a header, not a checked address: one that is no IP address counts as the proxy (docs/configuration.md).
+  const peer = request.raw.socket.remoteAddress;
+  if (ip === peer || isForwardedIp(ip)) return limitKeyOfAddress(ip);
+  return peer ? limitKeyOfAddress(peer) : 'local';
 }
 
 /** The authenticated identity of a request inside a surface; the identity hook guarantees it is set. */

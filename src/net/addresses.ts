@@ -87,3 +87,16 @@ export function limitKeyOfAddress(address: string): string {
   if (h.slice(0, 5).every((x) => x === 0) && h[5] === 0xffff) return embeddedIPv4(bare)!;
   return `${h.slice(0, 4).map((x) => x.toString(16)).join(':')}::/64`;
 }
+
+/**
+ * Whether a client address a trusted proxy forwarded is an IP address, in a form `limitKeyOfAddress` reads: bare, or
+ * with a port (an IPv6 one in brackets). proxy-addr hands the X-Forwarded-For entry on as written, and `005.5.5.5`,
+ * `0x05050505` or `unknown` would each be counted as an address of its own by every per-address limit.
+ */
+export function isForwardedIp(entry: string): boolean {
+  if (isIP(entry) !== 0) return true;
+  const v4WithPort = /^(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}$/.exec(entry);
+  if (v4WithPort) return isIP(v4WithPort[1]!) === 4;
+  const bracketed = /^\[([^\]]*)\](?::\d{1,5})?$/.exec(entry);
+  return bracketed !== null && isIP(bracketed[1]!) === 6;
+}

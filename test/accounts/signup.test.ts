@@ -413,6 +413,30 @@ test('password recovery: 5 attempts per minute per address for request and confi
   assert.equal(known.body, unknown.body);
 });
 
+test('behind a trusted proxy, a forwarded client address that is no IP address counts as the proxy, never as an address of its own', async (t) => {
+  const { app } = await buildWithAdmin(t, { SVC_TRUST_PROXY_HEADERS: 'true', SVC_TRUSTED_PROXY_CIDRS: '127.0.0.1' });
+  const request = (forwarded?: string) =>
+    app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/password-reset/request',
+      remoteAddress: '127.0.0.1',
+      headers: { origin: ORIGIN, ...(forwarded === undefined ? {} : { 'x-forwarded-for': forwarded }) },
+      payload: { email: 'nobody@example.test' },
+    });
+  const statuses = async (entries: Array<string | undefined>) => {
+    const out: number[] = [];
+    for (const entry of entries) out.push((await request(entry)).statusCode);
+    return out;
+  };
+  // 5.5.5.5 spends its 5 attempts; written with a port it is still 5.5.5.5.
+  assert.deepEqual(await statuses(['5.5.5.5', '5.5.5.5', '5.5.5.5', '5.5.5.5', '5.5.5.5', '5.5.5.5:80']), [202, 202, 202, 202, 202, 429]);
+  // Other spellings of it are no IP addresses: all count as the proxy, whose 5 attempts they share.
+  const spellings = ['005.5.5.5', '0x05050505', 'unknown', '005.5.5.5:80', '5.5.5.05', '[5.5.5.5]:80'];
+  assert.deepEqual(await statuses(spellings), [202, 202, 202, 202, 202, 429]);
+  assert.equal((await request()).statusCode, 429, 'the proxy itself, with no X-Forwarded-For, is out of attempts');
+  assert.equal((await request('5.5.5.6')).statusCode, 202, 'a valid client address is its own');
+});
+
 test('reset e-mails: at most 3 per account per 15 minutes whatever the client addresses; the answer never tells', async (t) => {
   const { app, mail, clock, services } = await buildWithAdmin(t);
   const request = (email: string, ip: string) =>

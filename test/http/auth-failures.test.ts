@@ -56,6 +56,14 @@ test('behind a trusted proxy that writes the client port into X-Forwarded-For, t
   assert.equal(again.statusCode, 429);
   const v6 = await app.inject({ url: '/api/v1/keys', headers: { ...bearer(token), 'x-forwarded-for': '[2001:db8::1]:443' }, remoteAddress: '127.0.0.1' });
   assert.equal(v6.statusCode, 200);
+  // Spellings that are no IP address count as the proxy, one address: they cannot be rotated past the limit.
+  for (const [i, forwarded] of ['0198.51.100.7', 'unknown', '0xc6336407'].entries()) {
+    const wrong = await app.inject({ url: '/api/v1/keys', headers: { ...bearer(`spelled-${i}`), 'x-forwarded-for': forwarded }, remoteAddress: '127.0.0.1' });
+    assert.equal(wrong.statusCode, 401);
+  }
+  const respelled = await app.inject({ url: '/api/v1/keys', headers: { ...bearer(token), 'x-forwarded-for': '198.51.100.07' }, remoteAddress: '127.0.0.1' });
+  assert.equal(respelled.statusCode, 429);
+  assert.equal((await app.inject({ url: '/api/v1/keys', headers: bearer(token), remoteAddress: '127.0.0.1' })).statusCode, 429);
 });
 
 test('guesses pipelined on one connection count while they are checked: one packet of them gets no more checks than the limit', async (t) => {

@@ -1,7 +1,7 @@
 /** The key per-address limits count a client address under (src/net/addresses.ts). */
 import assert from 'node:assert/strict';
 import test from 'node:test';
-import { limitKeyOfAddress } from '../../src/net/addresses.ts';
+import { isForwardedIp, limitKeyOfAddress } from '../../src/net/addresses.ts';
 
 test('IPv4 as it is, IPv4-mapped IPv6 as its IPv4 address, IPv6 by its /64, anything else as it is', () => {
   assert.equal(limitKeyOfAddress('203.0.113.7'), '203.0.113.7');
@@ -24,4 +24,13 @@ test('an address a proxy wrote with its port is counted by the address', () => {
   assert.equal(limitKeyOfAddress('[2001:db8::1]'), '2001:db8:0:0::/64');
   // Not an address with a port: kept as it is.
   assert.equal(limitKeyOfAddress('1.2.3.4:port'), '1.2.3.4:port');
+});
+
+test('a forwarded entry is an IP address only in the forms counted by the address: bare, or with a port', () => {
+  for (const entry of ['203.0.113.7', '203.0.113.7:80', '2001:db8::1', '[2001:db8::1]', '[2001:db8::1]:443', '::ffff:203.0.113.7', 'fe80::1%eth0']) {
+    assert.equal(isForwardedIp(entry), true, entry);
+  }
+  for (const entry of ['005.5.5.5', '0x05050505', '5.5.5.05', 'unknown', '005.5.5.5:80', '[5.5.5.5]:80', '1.2.3.4:port', '', '999.1.1.1', '[2001:db8::1]x']) {
+    assert.equal(isForwardedIp(entry), false, entry);
+  }
 });
