@@ -394,9 +394,14 @@ export interface AccountsRepository {
   }>;
   /**
    * Create a user, optionally with a membership. `email_taken` when the e-mail is taken; `no_organization` when the
-   * membership's organization is gone (deleted while the password was hashed): nothing is written.
+   * membership's organization is gone (deleted while the password was hashed): nothing is written. `also` (its audit
+   * row) runs in the same write, only when the user is created.
    */
-  createUser(user: User, membership: { tenantId: string; role: OrgRole } | null): Promise<'created' | 'email_taken' | 'no_organization'>;
+  createUser(
+    user: User,
+    membership: { tenantId: string; role: OrgRole } | null,
+    also?: AlsoStep,
+  ): Promise<'created' | 'email_taken' | 'no_organization'>;
   /**
    * Sets the fields of `patch` that differ from the user's, read in this write; `change` is then given what was
    * replaced (`from`, only the fields that change), for its audit row, and a platform role changed revokes the
@@ -420,7 +425,8 @@ export interface AccountsRepository {
    * gone (deleted while the password was hashed). `stillReached`, when given, is called inside the write with the
    * user and memberships as they are then, and throws (writing nothing) when the caller may no longer act on the user.
    * `from`, when given, is the hash the caller checked the current password against: false, writing nothing, when the
-   * password is no longer that one (changed or reset meanwhile).
+   * password is no longer that one (changed or reset meanwhile). `also` (its audit row) runs in the same write, only
+   * when the password is set.
    */
   setPassword(
     userId: string,
@@ -431,6 +437,7 @@ export interface AccountsRepository {
       session?: { create: Session; tokenHash: string };
       stillReached?: (user: User, memberships: Membership[]) => void;
       from?: string;
+      also?: AlsoStep;
     },
   ): Promise<boolean>;
   /**
@@ -598,12 +605,13 @@ export function createAccountsRepository(store: Store): AccountsRepository {
         return { users: rows.map((r) => ({ user: userOf(r), orgRole: r.org_role })), total };
       }),
 
-    createUser: (user, membership) =>
+    createUser: (user, membership, also) =>
       store.write((sql) => {
         if (userByEmail(sql, user.email)) return 'email_taken';
         if (membership && !sql.get('SELECT 1 FROM tenants WHERE id = ?', [membership.tenantId])) return 'no_organization';
         addUser(sql, user);
         if (membership) addMember(sql, membership.tenantId, user.id, membership.role, user.createdAt);
+        also?.(sql);
         return 'created';
       }),
 
@@ -658,6 +666,7 @@ export function createAccountsRepository(store: Store): AccountsRepository {
         // link leaked, an admin forcing a change) meant the old ways in to end.
         sql.run("DELETE FROM account_tokens WHERE user_id = ? AND kind = 'password_reset'", [userId]);
         if (change.session) insertSession(sql, change.session.create, change.session.tokenHash);
+        change.also?.(sql);
         return true;
       }),
 

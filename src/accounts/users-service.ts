@@ -139,7 +139,9 @@ export function createUsersService(deps: AccountsDeps): UsersService {
           createdAt: now,
           updatedAt: now,
         };
-        outcome = await repo.createUser(user, { tenantId: auth.tenantId, role: orgRole });
+        // The row in the write: appended after it, a crash between the two lost it, and an organization deleted
+        // between the two had it after its org.delete.
+        outcome = await repo.createUser(user, { tenantId: auth.tenantId, role: orgRole }, audit.staged(auth, 'user.create', { target: user.id, details: { email, role, orgRole } }));
       } catch (error) {
         await notTaken();
         throw error;
@@ -149,7 +151,6 @@ export function createUsersService(deps: AccountsDeps): UsersService {
       if (outcome === 'email_taken') {
         throw new AppError('email_taken', { message: 'An account with this e-mail address already exists; invite it instead.' });
       }
-      await audit.record(auth, 'user.create', { target: user.id, details: { email, role, orgRole } });
       return { user: await listing(auth, user), tempPassword };
     },
 
@@ -217,10 +218,10 @@ export function createUsersService(deps: AccountsDeps): UsersService {
       // (accepting an invitation) or become a platform admin, and the caller would hold the password of a user it no
       // longer reaches.
       const stillReached = (user: User, memberships: Membership[]) => requireReach(auth, user, memberships);
-      if (!(await repo.setPassword(id, { hash, mustChangePassword: true, now: clock.now(), stillReached }))) {
+      const also = audit.staged(auth, 'user.reset_password', { target: id, details: { email: user.email } });
+      if (!(await repo.setPassword(id, { hash, mustChangePassword: true, now: clock.now(), stillReached, also }))) {
         throw notFound('User'); // deleted while the temporary password was hashed
       }
-      await audit.record(auth, 'user.reset_password', { target: id, details: { email: user.email } });
       return { user: await listing(auth, (await repo.findUser(id))!), tempPassword };
     },
 

@@ -1,0 +1,92 @@
+/**
+ * An audited change and its row are one write (AuditStep): a row appended after the change commits is lost by a crash
+ * between the two (the change made and acknowledged, no evidence), and lands after `org.delete` in the log kept of an
+ * organization deleted in between. A trigger that refuses the row stands for the crash: the change must roll back
+ * with it. A store that deletes the organization as soon as the change commits gives the race a fixed order.
+ */
+import assert from 'node:assert/strict';
+import test from 'node:test';
+import type { FastifyInstance } from 'fastify';
+import type { Store } from '../../src/store/store.ts';
+import { json } from '../support/build.ts';
+import { overriding } from '../support/counting-store.ts';
+import { ADMIN, BOOT, buildWithAdmin, operator } from '../support/accounts.ts';
+
+type Built = Awaited<ReturnType<typeof buildWithAdmin>>;
+
+/** Every later insert of an audit row of `action` fails, as a crash right after the change would leave it unwritten. */
+async function refuseRows(services: Built['services'], action: string) {
+  await services.store.write((sql) =>
+    sql.run(`CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_events WHEN NEW.action = '${action}' BEGIN SELECT RAISE(ABORT, 'audit refused'); END`),
+  );
+}
+
+const count = (services: Built['services'], text: string, params: Array<string | number>) =>
+  services.store.read((sql) => sql.get<{ n: number }>(`SELECT COUNT(*) AS n FROM (${text})`, params)!.n);
+
+const newOrg = async (app: FastifyInstance, name: string) =>
+  json(await app.inject({ method: 'POST', url: '/api/v1/orgs', headers: operator(BOOT), payload: { name, ownerEmail: ADMIN.email } })).org.id as string;
+
+test('user.create: a row that cannot be written leaves no user created', async (t) => {
+  const { app, services } = await buildWithAdmin(t);
+  await refuseRows(services, 'user.create');
+  const answer = await app.inject({ method: 'POST', url: '/api/v1/users', headers: operator(BOOT, 'default'), payload: { email: 'late@example.test' } });
+  assert.equal(answer.statusCode, 500, answer.body);
+  assert.equal(await count(services, 'SELECT 1 FROM users WHERE email = ?', ['late@example.test']), 0);
+});
+
+test('user.reset_password: a row that cannot be written leaves the password as it was', async (t) => {
+  const { app, services } = await buildWithAdmin(t);
+  const user = json(await app.inject({ method: 'POST', url: '/api/v1/users', headers: operator(BOOT, 'default'), payload: { email: 'u@example.test' } })).user;
+  const hashOf = () => services.store.read((sql) => sql.get<{ h: string }>('SELECT password_hash AS h FROM users WHERE id = ?', [user.id])!.h);
+  const before = await hashOf();
+  await refuseRows(services, 'user.reset_password');
+  const answer = await app.inject({ method: 'POST', url: `/api/v1/users/${user.id}/reset-password`, headers: operator(BOOT, 'default') });
+  assert.equal(answer.statusCode, 500, answer.body);
+  assert.equal(await hashOf(), before);
+});
+
+/**
+ * The organization is deleted (through the API, with its `org.delete` row) right after the first write that leaves
+ * `changed` true: a row written after the change then follows `org.delete` in the kept log.
+ */
+async function deletingAfter(t: test.TestContext) {
+  let app: FastifyInstance | null = null;
+  let armed: { orgId: string; changed: () => Promise<boolean> } | null = null;
+  const wrapStore = (inner: Store): Store =>
+    overriding(inner, {
+      write: (store) => async (fn) => {
+        const result = await store.write(fn);
+        const watch = armed;
+        if (watch && (await watch.changed())) {
+          armed = null;
+          const deleted = await app!.inject({ method: 'DELETE', url: '/api/v1/orgs/active', headers: operator(BOOT, watch.orgId), payload: { confirm: true } });
+          assert.equal(deleted.statusCode, 200, deleted.body);
+        }
+        return result;
+      },
+    });
+  const built = await buildWithAdmin(t, {}, {}, wrapStore);
+  app = built.app;
+  const actionsOf = (orgId: string) =>
+    built.services.store.read((sql) => sql.all<{ action: string }>('SELECT action FROM audit_events WHERE tenant_id = ? ORDER BY seq', [orgId]).map((r) => r.action));
+  const arm = (orgId: string, changed: () => Promise<boolean>) => (armed = { orgId, changed });
+  return { ...built, arm, actionsOf };
+}
+
+test('user.create and user.reset_password racing the deletion of the organization: their rows precede org.delete', async (t) => {
+  const { app, services, arm, actionsOf } = await deletingAfter(t);
+  const orgId = await newOrg(app, 'Doomed');
+  const user = json(await app.inject({ method: 'POST', url: '/api/v1/users', headers: operator(BOOT, orgId), payload: { email: 'r@example.test' } })).user;
+  const hash = await services.store.read((sql) => sql.get<{ h: string }>('SELECT password_hash AS h FROM users WHERE id = ?', [user.id])!.h);
+  arm(orgId, async () => (await count(services, 'SELECT 1 FROM users WHERE id = ? AND password_hash != ?', [user.id, hash])) === 1);
+  const reset = await app.inject({ method: 'POST', url: `/api/v1/users/${user.id}/reset-password`, headers: operator(BOOT, orgId) });
+  assert.equal(reset.statusCode, 200, reset.body);
+  assert.deepEqual((await actionsOf(orgId)).slice(-2), ['user.reset_password', 'org.delete']);
+
+  const second = await newOrg(app, 'Doomed too');
+  arm(second, async () => (await count(services, 'SELECT 1 FROM users WHERE email = ?', ['late@example.test'])) === 1);
+  const created = await app.inject({ method: 'POST', url: '/api/v1/users', headers: operator(BOOT, second), payload: { email: 'late@example.test' } });
+  assert.equal(created.statusCode, 201, created.body);
+  assert.deepEqual((await actionsOf(second)).slice(-2), ['user.create', 'org.delete']);
+});
