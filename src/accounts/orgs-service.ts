@@ -150,21 +150,23 @@ export function createOrgsService(deps: OrgsDeps): OrgsService {
     async create(auth, input) {
       const name = validName(input.name);
       const org: Org = { id: newId('org'), name, createdAt: clock.now(), plan: 'free', trial: null, onboardingDismissedAt: null };
+      // The row in the write: appended after it, a crash between the two lost it, and an organization deleted at once
+      // had it after its org.delete.
+      const also = audit.stagedAs(actorOf(auth), org.id, 'org.create', { target: org.id, details: { name } });
       if (auth.kind === 'session' && auth.session && auth.userId) {
         if (input.ownerEmail !== undefined) throw invalid('ownerEmail is for platform operators; you become the owner', { param: 'ownerEmail' });
         // The caller's account was deleted (and with it this session) while the request was under way.
-        if (!(await repo.createOrg(org, auth.userId, auth.session.id))) throw new AppError('unauthorized');
+        if (!(await repo.createOrg(org, auth.userId, auth.session.id, also))) throw new AppError('unauthorized');
       } else if (auth.platformAdmin) {
         if (input.ownerEmail === undefined) throw invalid('ownerEmail is required: name the existing user who will own the organization', { param: 'ownerEmail' });
         const owner = await repo.findUserByEmail(normalizeEmail(input.ownerEmail));
         const noOwner = () => new AppError('not_found', { message: 'No user has that e-mail address.' });
         if (!owner) throw noOwner();
         // Deleted since it was read: answered as if it had been gone before.
-        if (!(await repo.createOrg(org, owner.id))) throw noOwner();
+        if (!(await repo.createOrg(org, owner.id, undefined, also))) throw noOwner();
       } else {
         throw new AppError('session_required');
       }
-      await audit.recordAs(actorOf(auth), org.id, 'org.create', { target: org.id, details: { name } });
       return { org, role: auth.kind === 'session' ? 'owner' : null, active: auth.kind === 'session' };
     },
 
@@ -174,7 +176,8 @@ export function createOrgsService(deps: OrgsDeps): OrgsService {
         auth.session.id,
         orgId,
         // The row lands in the log of the organization switched to, which all its members read: it names no other
-        // organization (the one left is another tenant, whose id is not theirs to learn).
+        // organization (the one left is another tenant, whose id is not theirs to learn). Only when the switch changes
+        // the active organization (docs/accounts.md "A row per change made").
         audit.stagedAs(actorOf(auth), orgId, 'org.switch', { target: orgId }),
       );
       // The account was deleted (and with it this session) while the request was under way: answered as after it.

@@ -469,9 +469,10 @@ export interface AccountsRepository {
   orgIds(): Promise<string[]>;
   /**
    * Create an organization with its owner; `activateFor` makes it that session's active organization. False, writing
-   * nothing, when the owner is gone (deleted while the request was under way).
+   * nothing, when the owner is gone (deleted while the request was under way). `also` (its audit row) runs in the
+   * same write, only when the organization is created.
    */
-  createOrg(org: Org, owner: string, activateFor?: string): Promise<boolean>;
+  createOrg(org: Org, owner: string, activateFor?: string, also?: AlsoStep): Promise<boolean>;
   /**
    * Rename an organization, with `also(from)` (its audit row, given the name replaced as this write found it) in the
    * same transaction; a name equal to the current one changes nothing and runs no step. Null when it is gone.
@@ -501,7 +502,8 @@ export interface AccountsRepository {
   /**
    * Make `tenantId` the session's active organization, with `also` (its audit row) in the same write, when the session
    * still exists and its user is a member (checked in the write: a deletion of the account, or a removal, may commit
-   * while the request is under way): the organization and the member's role, else why not, nothing written.
+   * while the request is under way): the organization and the member's role, else why not, nothing written. When it
+   * already is the active one, nothing is written either and `also` does not run.
    */
   switchOrg(sessionId: string, tenantId: string, also: AlsoStep): Promise<{ org: Org; role: OrgRole } | 'no_session' | 'not_member'>;
   deleteSession(id: string): Promise<void>;
@@ -750,13 +752,14 @@ export function createAccountsRepository(store: Store): AccountsRepository {
 
     orgIds: () => store.read((sql) => sql.all<{ id: string }>('SELECT id FROM tenants ORDER BY id').map((r) => r.id)),
 
-    createOrg: (org, owner, activateFor) =>
+    createOrg: (org, owner, activateFor, also) =>
       store.write((sql) => {
         // Checked in the write: an organization whose owner's deletion committed first would have no owner.
         if (!userById(sql, owner)) return false;
         insertOrg(sql, org);
         addMember(sql, org.id, owner, 'owner', org.createdAt);
         if (activateFor) sql.run('UPDATE sessions SET active_tenant_id = ? WHERE id = ?', [org.id, activateFor]);
+        also?.(sql);
         return true;
       }),
 
@@ -827,12 +830,16 @@ export function createAccountsRepository(store: Store): AccountsRepository {
 
     switchOrg: (sessionId, tenantId, also) =>
       store.write((sql) => {
-        const session = sql.get<{ user_id: string }>('SELECT user_id FROM sessions WHERE id = ?', [sessionId]);
+        // Session and membership read in the write: the account's deletion, a removal or the organization's deletion
+        // may have committed since the request checked them (its row would land after an org.delete).
+        const session = sql.get<{ user_id: string; active_tenant_id: string | null }>('SELECT user_id, active_tenant_id FROM sessions WHERE id = ?', [sessionId]);
         if (!session) return 'no_session';
         const role = roleIn(sql, tenantId, session.user_id);
         if (role === null) return 'not_member';
-        sql.run('UPDATE sessions SET active_tenant_id = ? WHERE id = ?', [tenantId, sessionId]);
-        also(sql);
+        if (session.active_tenant_id !== tenantId) {
+          sql.run('UPDATE sessions SET active_tenant_id = ? WHERE id = ?', [tenantId, sessionId]);
+          also(sql);
+        }
         return { org: orgOf(sql.get<OrgRow>('SELECT * FROM tenants WHERE id = ?', [tenantId])!), role };
       }),
 

@@ -46,6 +46,24 @@ test('user.reset_password: a row that cannot be written leaves the password as i
   assert.equal(await hashOf(), before);
 });
 
+test('org.create: a row that cannot be written leaves no organization created', async (t) => {
+  const { app, services } = await buildWithAdmin(t);
+  await refuseRows(services, 'org.create');
+  const orgs = await count(services, 'SELECT 1 FROM tenants', []);
+  const answer = await app.inject({ method: 'POST', url: '/api/v1/orgs', headers: operator(BOOT), payload: { name: 'Late', ownerEmail: ADMIN.email } });
+  assert.equal(answer.statusCode, 500, answer.body);
+  assert.equal(await count(services, 'SELECT 1 FROM tenants', []), orgs);
+});
+
+test('org.switch: a row that cannot be written leaves the active organization as it was', async (t) => {
+  const { services, admin } = await buildWithAdmin(t);
+  const created = json(await admin.post('/api/v1/orgs', { name: 'Second' })).org.id;
+  await refuseRows(services, 'org.switch');
+  const answer = await admin.post('/api/v1/orgs/switch', { orgId: 'default' });
+  assert.equal(answer.statusCode, 500, answer.body);
+  assert.equal(json(await admin.get('/api/v1/orgs/active')).org.id, created);
+});
+
 /**
  * The organization is deleted (through the API, with its `org.delete` row) right after the first write that leaves
  * `changed` true: a row written after the change then follows `org.delete` in the kept log.
@@ -89,4 +107,27 @@ test('user.create and user.reset_password racing the deletion of the organizatio
   const created = await app.inject({ method: 'POST', url: '/api/v1/users', headers: operator(BOOT, second), payload: { email: 'late@example.test' } });
   assert.equal(created.statusCode, 201, created.body);
   assert.deepEqual((await actionsOf(second)).slice(-2), ['user.create', 'org.delete']);
+});
+
+test('org.create racing the deletion of the organization it created: org.create precedes org.delete', async (t) => {
+  const { app, services, arm, actionsOf } = await deletingAfter(t);
+  const known = new Set(await services.store.read((sql) => sql.all<{ id: string }>('SELECT id FROM tenants').map((r) => r.id)));
+  // The organization to delete is known only once created: the watch names it as it fires.
+  const watch = arm('', async () => {
+    const fresh = await services.store.read((sql) => sql.all<{ id: string }>('SELECT id FROM tenants').map((r) => r.id).filter((id) => !known.has(id)));
+    if (fresh.length === 0) return false;
+    watch.orgId = fresh[0]!;
+    return true;
+  });
+  const answer = await app.inject({ method: 'POST', url: '/api/v1/orgs', headers: operator(BOOT), payload: { name: 'Short-lived', ownerEmail: ADMIN.email } });
+  assert.equal(answer.statusCode, 201, answer.body);
+  assert.deepEqual(await actionsOf(watch.orgId), ['org.create', 'org.delete']);
+});
+
+test('org.switch to the organization already active changes nothing and records nothing', async (t) => {
+  const { services, admin } = await buildWithAdmin(t);
+  const created = json(await admin.post('/api/v1/orgs', { name: 'Second' })).org.id;
+  const switched = await admin.post('/api/v1/orgs/switch', { orgId: created });
+  assert.equal(switched.statusCode, 200, switched.body);
+  assert.equal(await count(services, "SELECT 1 FROM audit_events WHERE action = 'org.switch'", []), 0);
 });
