@@ -2,7 +2,7 @@
 import { setImmediate } from 'node:timers/promises';
 import { DictionaryMap } from '../core/dictionary-map.ts';
 import type { Store } from '../store/store.ts';
-import { textBytes, type Sql, type SqlValue } from '../store/sql.ts';
+import { textBytes, type AlsoStep, type Sql, type SqlValue } from '../store/sql.ts';
 import { KeyIndex } from './key-index.ts';
 import { ByteLru } from './lru.ts';
 
@@ -40,7 +40,15 @@ export interface CacheRepository {
    */
   loaded(): Promise<void>;
   /** Delete entries; `cacheType` null means every tier; `keyPrefix` needs a type. Returns rows deleted. */
-  invalidate(tenantId: string, options: { cacheType: string | null; keyPrefix: string | null }): Promise<number>;
+  /**
+   * Delete the tenant's matching entries, in writes of a bounded size; `also(invalidated)` (the audit row, given the
+   * total) runs in the last of them, so the row commits with the deletion that completes the invalidation.
+   */
+  invalidate(
+    tenantId: string,
+    options: { cacheType: string | null; keyPrefix: string | null },
+    also?: (invalidated: number) => AlsoStep,
+  ): Promise<number>;
   pruneTenant(tenantId: string, cutoff: number, batch: number): Promise<number>;
   /** Whether the tenant has any entry stored (a deleted organization's purge is done once it has none). */
   hasEntries(tenantId: string): Promise<boolean>;
@@ -450,7 +458,7 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
       return [...counted.values()].sort((a, b) => (a.cacheType < b.cacheType ? -1 : a.cacheType > b.cacheType ? 1 : 0));
     },
 
-    invalidate: async (tenantId, { cacheType, keyPrefix }) => {
+    invalidate: async (tenantId, { cacheType, keyPrefix }, also) => {
       // Literally and case-sensitively, in the table as in memory (LIKE ignores ASCII case: with it,
       // 'CHAT_COMPLETIONS:' deleted the rows while their copies in memory went on being served).
       const matches = (entry: Pick<CacheEntry, 'tenantId' | 'cacheType' | 'key'>) =>
@@ -488,7 +496,9 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
           }
           const last = rows[seen - 1];
           const exhausted = seen === rows.length && rows.length < INVALIDATE_BATCH;
-          return { deleted: count, next: exhausted || !last ? null : { createdAt: last.created_at, id: last.id } };
+          const next = exhausted || !last ? null : { createdAt: last.created_at, id: last.id };
+          if (next === null) also?.(invalidated + count)(sql);
+          return { deleted: count, next };
         });
         invalidated += deleted;
         if (next === null) return invalidated;

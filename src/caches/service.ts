@@ -61,8 +61,10 @@ export function createCacheService(deps: { repo: CacheRepository; audit: AuditSe
       if (request.all === false && cacheType === null) {
         throw invalid('Omitting cacheType clears every tier; pass all: true (or omit all) to confirm, or name a cacheType.');
       }
-      const invalidated = await repo.invalidate(auth.tenantId, { cacheType, keyPrefix });
-      await audit.record(auth, 'cache.invalidate', { target: cacheType ?? 'all', details: { cacheType, keyPrefix, invalidated } });
+      // The row in the last write of the invalidation: appended after it, a crash between the two lost it.
+      const invalidated = await repo.invalidate(auth.tenantId, { cacheType, keyPrefix }, (invalidated) =>
+        audit.staged(auth, 'cache.invalidate', { target: cacheType ?? 'all', details: { cacheType, keyPrefix, invalidated } }),
+      );
       return { invalidated, cacheType, keyPrefix };
     },
 

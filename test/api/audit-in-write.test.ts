@@ -64,6 +64,19 @@ test('org.switch: a row that cannot be written leaves the active organization as
   assert.equal(json(await admin.get('/api/v1/orgs/active')).org.id, created);
 });
 
+test('cache.invalidate: a row that cannot be written leaves the entries in the cache', async (t) => {
+  const { app, services } = await buildWithAdmin(t);
+  await services.store.write((sql) => {
+    for (const key of ['a', 'b']) {
+      sql.run("INSERT INTO cache_entries (tenant_id, cache_type, key, value_json, created_at) VALUES ('default', 'exact_response', ?, '{}', 1)", [key]);
+    }
+  });
+  await refuseRows(services, 'cache.invalidate');
+  const answer = await app.inject({ method: 'POST', url: '/api/v1/cache/invalidate', headers: operator(BOOT, 'default'), payload: { cacheType: 'exact_response' } });
+  assert.equal(answer.statusCode, 500, answer.body);
+  assert.equal(await count(services, "SELECT 1 FROM cache_entries WHERE tenant_id = 'default'", []), 2);
+});
+
 /**
  * The organization is deleted (through the API, with its `org.delete` row) right after the first write that leaves
  * `changed` true: a row written after the change then follows `org.delete` in the kept log.
@@ -130,4 +143,16 @@ test('org.switch to the organization already active changes nothing and records 
   const switched = await admin.post('/api/v1/orgs/switch', { orgId: created });
   assert.equal(switched.statusCode, 200, switched.body);
   assert.equal(await count(services, "SELECT 1 FROM audit_events WHERE action = 'org.switch'", []), 0);
+});
+
+test('cache.invalidate racing the deletion of the organization: its row precedes org.delete', async (t) => {
+  const { app, services, arm, actionsOf } = await deletingAfter(t);
+  const orgId = await newOrg(app, 'Doomed');
+  await services.store.write((sql) =>
+    sql.run("INSERT INTO cache_entries (tenant_id, cache_type, key, value_json, created_at) VALUES (?, 'exact_response', 'a', '{}', 1)", [orgId]),
+  );
+  arm(orgId, async () => (await count(services, 'SELECT 1 FROM cache_entries WHERE tenant_id = ?', [orgId])) === 0);
+  const answer = await app.inject({ method: 'POST', url: '/api/v1/cache/invalidate', headers: operator(BOOT, orgId), payload: { all: true } });
+  assert.equal(answer.statusCode, 200, answer.body);
+  assert.deepEqual((await actionsOf(orgId)).slice(-2), ['cache.invalidate', 'org.delete']);
 });
