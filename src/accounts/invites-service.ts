@@ -242,13 +242,14 @@ export function createInvitesService(deps: AccountsDeps): InvitesService {
       if (existing) {
         // Only the signed-in account itself may accept: nothing in the body is read, so this is no password oracle.
         if (auth?.kind !== 'session' || auth.userId !== existing.id || !auth.session) throw new AppError('sign_in_required');
-        const outcome = await repo.acceptInvite({ invite, now, user: { existing: existing.id }, session: { switch: auth.session.id }, lapsed });
+        // The row in the acceptance's write: appended after it, a crash between the two lost it.
+        const also = audit.stagedAs(actorOf(auth), invite.tenantId, 'invite.accept', { target: invite.id, details: { email: invite.email, role: invite.role, userId: existing.id } });
+        const outcome = await repo.acceptInvite({ invite, now, user: { existing: existing.id }, session: { switch: auth.session.id }, lapsed, also });
         // The account was deleted (with this session) since it was read: answered as after the deletion, where the
         // stale cookie counts as none (a public route) and the address has no account, or another one by now.
         if (outcome === 'no_user') return service.accept(token, body, null);
         if (outcome === 'revoked') throw invalidToken('revoked');
         if (outcome !== 'accepted') throw await endedMeanwhile(invite);
-        await audit.recordAs(actorOf(auth), invite.tenantId, 'invite.accept', { target: invite.id, details: { email: invite.email, role: invite.role, userId: existing.id } });
         return { me: await describeIn(repo, existing, invite.tenantId), token: null };
       }
 
@@ -272,21 +273,21 @@ export function createInvitesService(deps: AccountsDeps): InvitesService {
         updatedAt: now,
       };
       const issued = issueSession(clock, user.id, invite.tenantId);
+      const actor = { kind: 'user', userId: user.id };
+      const signedUp = audit.stagedAs(actor, invite.tenantId, 'user.signup', { target: user.id, details: { email: user.email, via: 'invite' } });
+      const accepted = audit.stagedAs(actor, invite.tenantId, 'invite.accept', { target: invite.id, details: { email: invite.email, role: invite.role, userId: user.id } });
       const outcome = await repo.acceptInvite({
         invite,
         now,
         user: { create: user },
         session: { create: issued.session, tokenHash: issued.tokenHash },
         lapsed,
+        // The rows in the acceptance's write: appended after it, a crash between the two lost them.
+        also: (sql) => (signedUp(sql), accepted(sql)),
       });
       if (outcome === 'email_taken') throw new AppError('email_taken', { message: 'An account with this address now exists; sign in to accept.' });
       if (outcome === 'revoked') throw invalidToken('revoked');
       if (outcome !== 'accepted') throw await endedMeanwhile(invite);
-      const actor = { kind: 'user', userId: user.id };
-      await Promise.all([
-        audit.recordAs(actor, invite.tenantId, 'user.signup', { target: user.id, details: { email: user.email, via: 'invite' } }),
-        audit.recordAs(actor, invite.tenantId, 'invite.accept', { target: invite.id, details: { email: invite.email, role: invite.role, userId: user.id } }),
-      ]);
       return { me: await describeIn(repo, user, invite.tenantId), token: issued.token };
     },
   };

@@ -379,6 +379,8 @@ export interface AcceptInviteInput {
   session: { create: Session; tokenHash: string } | { switch: string };
   /** The audit row of the invitation, should it be revoked because its inviter's authority lapsed. */
   lapsed: LapsedInviteStep;
+  /** The acceptance's audit rows, in the same write, only when it is accepted. */
+  also?: AlsoStep;
 }
 
 export interface AccountsRepository {
@@ -533,7 +535,8 @@ export interface AccountsRepository {
   revokeLapsedInvites(tenantId: string, now: number, lapsed: LapsedInviteStep): Promise<void>;
 
   /** Create a user with their own new organization, owner membership, optional verification token and a session. */
-  signup(input: { user: User; org: Org; verification: AccountToken | null; session: Session; sessionTokenHash: string }): Promise<boolean>;
+  /** `also` (its audit row) runs in the same write, only when the account is created. */
+  signup(input: { user: User; org: Org; verification: AccountToken | null; session: Session; sessionTokenHash: string; also?: AlsoStep }): Promise<boolean>;
   createToken(token: AccountToken): Promise<void>;
   deleteToken(tokenHash: string): Promise<void>;
   /** Delete the user's other tokens of a kind (a new verification replaces the older ones). */
@@ -943,7 +946,7 @@ export function createAccountsRepository(store: Store): AccountsRepository {
         return changed;
       }),
 
-    acceptInvite: ({ invite, now, user, session, lapsed }) =>
+    acceptInvite: ({ invite, now, user, session, lapsed, also }) =>
       store.write((sql) => {
         const current = sql.get<InviteRow>('SELECT * FROM org_invites WHERE id = ?', [invite.id]);
         if (!current || current.status !== 'pending' || current.expires_at <= now) return 'not_pending';
@@ -963,6 +966,7 @@ export function createAccountsRepository(store: Store): AccountsRepository {
         sql.run("UPDATE org_invites SET status = 'accepted', accepted_at = ?, accepted_by = ? WHERE id = ?", [now, userId, invite.id]);
         if ('create' in session) insertSession(sql, session.create, session.tokenHash);
         else sql.run('UPDATE sessions SET active_tenant_id = ? WHERE id = ?', [invite.tenantId, session.switch]);
+        also?.(sql);
         return 'accepted';
       }),
 
@@ -989,7 +993,7 @@ export function createAccountsRepository(store: Store): AccountsRepository {
 
     // ----- signup, tokens
 
-    signup: ({ user, org, verification, session, sessionTokenHash }) =>
+    signup: ({ user, org, verification, session, sessionTokenHash, also }) =>
       store.write((sql) => {
         if (userByEmail(sql, user.email)) return false;
         addUser(sql, user);
@@ -997,6 +1001,7 @@ export function createAccountsRepository(store: Store): AccountsRepository {
         addMember(sql, org.id, user.id, 'owner', user.createdAt);
         if (verification) insertToken(sql, verification);
         insertSession(sql, session, sessionTokenHash);
+        also?.(sql);
         return true;
       }),
 

@@ -89,9 +89,10 @@ export function createSignupService(deps: AccountsDeps & { floorMs?: number }): 
       };
       const verification = newAccountToken('verify_email', user, VERIFICATION_TTL_MS);
       const issued = issueSession(clock, user.id, org.id);
-      const created = await repo.signup({ user, org, verification: verification.row, session: issued.session, sessionTokenHash: issued.tokenHash });
+      // The row in the signup's write: appended after it, a crash between the two lost it.
+      const also = audit.stagedAs({ kind: 'user', userId: user.id }, org.id, 'user.signup', { target: user.id, details: { email, orgName: org.name, via: 'signup' } });
+      const created = await repo.signup({ user, org, verification: verification.row, session: issued.session, sessionTokenHash: issued.tokenHash, also });
       if (!created) throw new AppError('email_taken');
-      await audit.recordAs({ kind: 'user', userId: user.id }, org.id, 'user.signup', { target: user.id, details: { email, orgName: org.name, via: 'signup' } });
       try {
         await mailer.send(verificationMessage(user, verification.token));
       } catch (error) {

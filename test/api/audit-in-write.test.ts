@@ -10,7 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Store } from '../../src/store/store.ts';
 import { json } from '../support/build.ts';
 import { overriding } from '../support/counting-store.ts';
-import { ADMIN, BOOT, buildWithAdmin, operator } from '../support/accounts.ts';
+import { ADMIN, BOOT, Browser, buildWithAdmin, makeUser, operator } from '../support/accounts.ts';
 
 type Built = Awaited<ReturnType<typeof buildWithAdmin>>;
 
@@ -155,4 +155,32 @@ test('cache.invalidate racing the deletion of the organization: its row precedes
   const answer = await app.inject({ method: 'POST', url: '/api/v1/cache/invalidate', headers: operator(BOOT, orgId), payload: { all: true } });
   assert.equal(answer.statusCode, 200, answer.body);
   assert.deepEqual((await actionsOf(orgId)).slice(-2), ['cache.invalidate', 'org.delete']);
+});
+
+test('user.signup: a row that cannot be written leaves no account and no organization', async (t) => {
+  const { app, services } = await buildWithAdmin(t, { SVC_ALLOW_PUBLIC_SIGNUP: 'true' });
+  await refuseRows(services, 'user.signup');
+  const orgs = await count(services, 'SELECT 1 FROM tenants', []);
+  const answer = await new Browser(app, '198.51.100.1').post('/api/v1/auth/signup', { email: 'ada@acme.io', name: 'Ada', password: 'ada-password-1' });
+  assert.equal(answer.statusCode, 500, answer.body);
+  assert.equal(await count(services, 'SELECT 1 FROM users WHERE email = ?', ['ada@acme.io']), 0);
+  assert.equal(await count(services, 'SELECT 1 FROM tenants', []), orgs);
+});
+
+test('invite.accept: a row that cannot be written leaves the invitation pending and no membership, for a new or an existing account', async (t) => {
+  const { app, services, mail } = await buildWithAdmin(t);
+  const orgId = await newOrg(app, 'Inviting');
+  for (const email of ['bob@example.test', 'carol@example.test']) {
+    const sent = await app.inject({ method: 'POST', url: '/api/v1/orgs/active/invites', headers: operator(BOOT, orgId), payload: { email } });
+    assert.equal(sent.statusCode, 201, sent.body);
+  }
+  const carol = (await makeUser(app, { email: 'carol@example.test' })).browser;
+  await refuseRows(services, 'invite.accept');
+  const bob = await new Browser(app, '198.51.100.2').post(`/api/v1/invites/${mail.token('bob@example.test', '/accept-invite')}/accept`, { name: 'Bob', password: 'bob-password-1' });
+  assert.equal(bob.statusCode, 500, bob.body);
+  assert.equal(await count(services, 'SELECT 1 FROM users WHERE email = ?', ['bob@example.test']), 0);
+  const carolAccepts = await carol.post(`/api/v1/invites/${mail.token('carol@example.test', '/accept-invite')}/accept`);
+  assert.equal(carolAccepts.statusCode, 500, carolAccepts.body);
+  assert.equal(await count(services, 'SELECT 1 FROM org_members WHERE tenant_id = ?', [orgId]), 1);
+  assert.equal(await count(services, "SELECT 1 FROM org_invites WHERE tenant_id = ? AND status = 'pending'", [orgId]), 2);
 });
