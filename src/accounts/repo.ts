@@ -542,12 +542,12 @@ export interface AccountsRepository {
   /** Delete the user's other tokens of a kind (a new verification replaces the older ones). */
   deleteOtherTokens(userId: string, kind: AccountTokenKind, keepHash: string): Promise<void>;
   /** Consume a verification token and mark the address verified; null when unknown, used, expired or stale. */
-  verifyEmail(tokenHash: string, now: number): Promise<User | null>;
+  verifyEmail(tokenHash: string, now: number, also?: (user: User) => AlsoStep): Promise<User | null>;
   /**
    * Consume a reset token: set the password, clear mustChangePassword, delete every reset token and every session
    * of the user. Null when unknown, used or expired.
    */
-  resetPassword(tokenHash: string, passwordHash: string, now: number): Promise<User | null>;
+  resetPassword(tokenHash: string, passwordHash: string, now: number, also?: (user: User) => AlsoStep): Promise<User | null>;
   /** Housekeeping: delete expired sessions and tokens. */
   pruneExpired(now: number, batch: number): Promise<number>;
 }
@@ -1019,15 +1019,17 @@ export function createAccountsRepository(store: Store): AccountsRepository {
       );
     },
 
-    verifyEmail: (tokenHash, now) =>
+    verifyEmail: (tokenHash, now, also) =>
       store.write((sql) => {
         const consumed = consumeToken(sql, tokenHash, 'verify_email', now);
         if (!consumed) return null;
         sql.run('UPDATE users SET email_verified = 1, updated_at = ? WHERE id = ?', [now, consumed.user.id]);
-        return userById(sql, consumed.user.id);
+        const user = userById(sql, consumed.user.id);
+        if (user) also?.(user)(sql);
+        return user;
       }),
 
-    resetPassword: (tokenHash, passwordHash, now) =>
+    resetPassword: (tokenHash, passwordHash, now, also) =>
       store.write((sql) => {
         const consumed = consumeToken(sql, tokenHash, 'password_reset', now);
         if (!consumed) return null;
@@ -1038,7 +1040,9 @@ export function createAccountsRepository(store: Store): AccountsRepository {
         );
         sql.run("DELETE FROM account_tokens WHERE user_id = ? AND kind = 'password_reset'", [userId]);
         sql.run('DELETE FROM sessions WHERE user_id = ?', [userId]);
-        return userById(sql, userId);
+        const user = userById(sql, userId);
+        if (user) also?.(user)(sql);
+        return user;
       }),
 
     pruneExpired: (now, batch) =>

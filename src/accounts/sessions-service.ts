@@ -102,23 +102,11 @@ export async function describeIn(repo: AccountsRepository, user: User, tenantId:
 }
 
 /**
- * Record an account-level event (verification, password reset or change) in every organization the user belongs
- * to, so each organization's admins see what happened to their member (docs/accounts.md).
- */
-export async function auditAccountEvent(
-  deps: Pick<AccountsDeps, 'repo' | 'audit'>,
-  user: User,
-  action: string,
-  actor: Record<string, string>,
-  details: Record<string, unknown> = {},
-): Promise<void> {
-  const memberships = await deps.repo.membershipsOf(user.id);
-  await Promise.all(memberships.map((m) => deps.audit.recordAs(actor, m.tenantId, action, { target: user.id, details })));
-}
-
-/**
- * `auditAccountEvent` as a step of the write that makes the change, so its rows come before what the change causes in
- * that write (the invitations that lapse with a platform role), and the organizations are those of that moment.
+ * Record an account-level event (verification, password reset or change, a change by an account route) in every
+ * organization the user belongs to, so each organization's admins see what happened to their member
+ * (docs/accounts.md); as a step of the write that makes the change, so the rows commit with it, come before what the
+ * change causes in that write (the invitations that lapse with a platform role), and name the organizations of that
+ * moment.
  */
 export function stagedAccountEvent(
   deps: Pick<AccountsDeps, 'audit'>,
@@ -266,11 +254,12 @@ export function createSessionsService(deps: AccountsDeps): SessionsService {
         now,
         session: { create: issued.session, tokenHash: issued.tokenHash },
         from: user.passwordHash,
+        // The rows in the change's write: appended after it, a crash between the two lost them.
+        also: stagedAccountEvent(deps, user.id, 'user.password_change', { kind: 'session', userId: user.id }),
       });
       // Deleted, or the password changed or reset (which ended this session), while the passwords were hashed: the
       // change must not undo the reset (a leaked password's owner resetting it against whoever holds a session).
       if (!changed) throw new AppError('unauthorized');
-      await auditAccountEvent(deps, user, 'user.password_change', { kind: 'session', userId: user.id });
       const updated = (await repo.findUser(user.id))!;
       return { me: await describeIn(repo, updated, auth.tenantId), token: issued.token };
     },

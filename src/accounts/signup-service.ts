@@ -15,7 +15,7 @@ import { passwordResetEmail, verifyEmail } from '../email/templates.ts';
 import { requireSession } from './access.ts';
 import { orgNameForSignup } from './org-names.ts';
 import { normalizePassword } from './passwords.ts';
-import { auditAccountEvent, describeIn, isTokenShaped, issueSession, type AccountsDeps, type Me } from './sessions-service.ts';
+import { describeIn, isTokenShaped, issueSession, stagedAccountEvent, type AccountsDeps, type Me } from './sessions-service.ts';
 import { normalizeEmail, type AccountToken, type Org, type User } from './types.ts';
 import type { AuthContext } from '../identity/auth-context.ts';
 
@@ -104,9 +104,10 @@ export function createSignupService(deps: AccountsDeps & { floorMs?: number }): 
 
     async verify(token) {
       if (!isTokenShaped(token)) throw new AppError('invalid_token');
-      const user = await repo.verifyEmail(sha256Hex(token), clock.now());
+      // The rows in the verification's write: appended after it, a crash between the two lost them.
+      const also = (user: User) => stagedAccountEvent(deps, user.id, 'user.verify', { kind: 'user', userId: user.id }, { email: user.email });
+      const user = await repo.verifyEmail(sha256Hex(token), clock.now(), also);
       if (!user) throw new AppError('invalid_token', { message: 'The verification link is invalid, already used or expired.' });
-      await auditAccountEvent(deps, user, 'user.verify', { kind: 'user', userId: user.id }, { email: user.email });
       return { email: user.email };
     },
 
@@ -151,9 +152,10 @@ export function createSignupService(deps: AccountsDeps & { floorMs?: number }): 
     async confirmReset(token, password) {
       if (!isTokenShaped(token)) throw new AppError('invalid_token');
       const next = normalizePassword(password);
-      const user = await repo.resetPassword(sha256Hex(token), await hasher.hash(next), clock.now());
+      // The rows in the reset's write: appended after it, a crash between the two lost them.
+      const also = (user: User) => stagedAccountEvent(deps, user.id, 'user.password_reset', { kind: 'user', userId: user.id });
+      const user = await repo.resetPassword(sha256Hex(token), await hasher.hash(next), clock.now(), also);
       if (!user) throw new AppError('invalid_token', { message: 'The reset link is invalid, already used or expired.' });
-      await auditAccountEvent(deps, user, 'user.password_reset', { kind: 'user', userId: user.id });
     },
   };
 }

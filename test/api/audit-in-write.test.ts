@@ -15,9 +15,9 @@ import { ADMIN, BOOT, Browser, buildWithAdmin, makeUser, operator } from '../sup
 type Built = Awaited<ReturnType<typeof buildWithAdmin>>;
 
 /** Every later insert of an audit row of `action` fails, as a crash right after the change would leave it unwritten. */
-async function refuseRows(services: Built['services'], action: string) {
+async function refuseRows(services: Built['services'], action: string, trigger = 'refuse_audit') {
   await services.store.write((sql) =>
-    sql.run(`CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_events WHEN NEW.action = '${action}' BEGIN SELECT RAISE(ABORT, 'audit refused'); END`),
+    sql.run(`CREATE TRIGGER ${trigger} BEFORE INSERT ON audit_events WHEN NEW.action = '${action}' BEGIN SELECT RAISE(ABORT, 'audit refused'); END`),
   );
 }
 
@@ -183,4 +183,27 @@ test('invite.accept: a row that cannot be written leaves the invitation pending 
   assert.equal(carolAccepts.statusCode, 500, carolAccepts.body);
   assert.equal(await count(services, 'SELECT 1 FROM org_members WHERE tenant_id = ?', [orgId]), 1);
   assert.equal(await count(services, "SELECT 1 FROM org_invites WHERE tenant_id = ? AND status = 'pending'", [orgId]), 2);
+});
+
+test('user.password_change, user.verify and user.password_reset: a row that cannot be written leaves the account as it was', async (t) => {
+  const { app, services, mail } = await buildWithAdmin(t, { SVC_ALLOW_PUBLIC_SIGNUP: 'true' });
+  const ada = new Browser(app, '198.51.100.1');
+  const signedUp = await ada.post('/api/v1/auth/signup', { email: 'ada@acme.io', name: 'Ada', password: 'ada-password-1' });
+  assert.equal(signedUp.statusCode, 201, signedUp.body);
+  const id = json(signedUp).user.id;
+  const account = () =>
+    services.store.read((sql) => sql.get<{ h: string; v: number }>('SELECT password_hash AS h, email_verified AS v FROM users WHERE id = ?', [id])!);
+  const before = await account();
+  await refuseRows(services, 'user.verify');
+  const verified = await app.inject({ url: `/api/v1/auth/verify/${mail.token('ada@acme.io', '/verify-email')}` });
+  assert.equal(verified.statusCode, 500, verified.body);
+  await refuseRows(services, 'user.password_change', 'refuse_change');
+  const changed = await ada.post('/api/v1/auth/change-password', { current: 'ada-password-1', new: 'ada-password-2' });
+  assert.equal(changed.statusCode, 500, changed.body);
+  await refuseRows(services, 'user.password_reset', 'refuse_reset');
+  await app.inject({ method: 'POST', url: '/api/v1/auth/password-reset/request', remoteAddress: '198.51.100.3', headers: { origin: 'http://localhost:80' }, payload: { email: 'ada@acme.io' } });
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  const reset = await new Browser(app, '198.51.100.3').post('/api/v1/auth/password-reset/confirm', { token: mail.token('ada@acme.io', '/reset-password'), password: 'ada-password-3' });
+  assert.equal(reset.statusCode, 500, reset.body);
+  assert.deepEqual(await account(), before);
 });
