@@ -235,8 +235,10 @@ export function createOrgsService(deps: OrgsDeps): OrgsService {
       if (auth.tenantId === DEFAULT_TENANT_ID) throw new AppError('default_org');
       const org = await repo.findOrg(auth.tenantId);
       if (!org) throw notFound('Organization');
-      if (!(await repo.deleteOrg(org.id, clock.now()))) throw notFound('Organization');
-      await audit.record(auth, 'org.delete', { target: org.id, details: { name: org.name } });
+      // The row in the deletion's write: appended after it, a crash between the two lost it.
+      if (!(await repo.deleteOrg(org.id, clock.now(), audit.staged(auth, 'org.delete', { target: org.id, details: { name: org.name } })))) {
+        throw notFound('Organization');
+      }
       deps.onDeleted(org.id);
       return org.id;
     },

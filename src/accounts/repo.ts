@@ -483,9 +483,10 @@ export interface AccountsRepository {
   dismissOnboarding(id: string, now: number): Promise<void>;
   /**
    * Delete an organization: its row, and with it (ON DELETE CASCADE) memberships, invitations, API keys and
-   * settings; queue its bulk data for the background purge; point sessions that had it active nowhere.
+   * settings; queue its bulk data for the background purge; point sessions that had it active nowhere. `also` (its
+   * audit row, in the log kept of the organization) runs in the same write, only when it is deleted.
    */
-  deleteOrg(id: string, now: number): Promise<boolean>;
+  deleteOrg(id: string, now: number, also?: AlsoStep): Promise<boolean>;
   /** Organizations deleted whose bulk data is still being purged. */
   pendingPurges(): Promise<string[]>;
   finishPurge(tenantId: string): Promise<void>;
@@ -781,12 +782,15 @@ export function createAccountsRepository(store: Store): AccountsRepository {
       await store.write((sql) => sql.run('UPDATE tenants SET onboarding_dismissed_at = COALESCE(onboarding_dismissed_at, ?) WHERE id = ?', [now, id]));
     },
 
-    deleteOrg: (id, now) =>
+    deleteOrg: (id, now, also) =>
       store.write((sql) => {
         if (id === DEFAULT_TENANT_ID) return false;
         sql.run('UPDATE sessions SET active_tenant_id = NULL WHERE active_tenant_id = ?', [id]);
         const deleted = sql.run('DELETE FROM tenants WHERE id = ?', [id]).changes > 0;
-        if (deleted) sql.run('INSERT OR IGNORE INTO tenant_purges (tenant_id, deleted_at) VALUES (?, ?)', [id, now]);
+        if (deleted) {
+          sql.run('INSERT OR IGNORE INTO tenant_purges (tenant_id, deleted_at) VALUES (?, ?)', [id, now]);
+          also?.(sql);
+        }
         return deleted;
       }),
 

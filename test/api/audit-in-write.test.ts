@@ -207,3 +207,12 @@ test('user.password_change, user.verify and user.password_reset: a row that cann
   assert.equal(reset.statusCode, 500, reset.body);
   assert.deepEqual(await account(), before);
 });
+
+test('org.delete: a row that cannot be written leaves the organization in place', async (t) => {
+  const { app, services } = await buildWithAdmin(t);
+  const orgId = await newOrg(app, 'Kept');
+  await refuseRows(services, 'org.delete');
+  const answer = await app.inject({ method: 'DELETE', url: '/api/v1/orgs/active', headers: operator(BOOT, orgId), payload: { confirm: true } });
+  assert.equal(answer.statusCode, 500, answer.body);
+  assert.equal(await count(services, 'SELECT 1 FROM tenants WHERE id = ?', [orgId]), 1);
+});
