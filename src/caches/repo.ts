@@ -111,14 +111,6 @@ export const INVALIDATE_BATCH = 1_000;
  */
 export const DELETE_BYTES_PER_WRITE = 4 * 1024 * 1024;
 
-/**
- * Rows the cache stats count per event-loop turn, and their stored values' bytes at most (though always one row): a
- * range of 1,024 rows of ~1.5 KB answers is ~2-6 ms of CPU, and SQLite reads every overflow page of a large value to
- * reach the columns after it (hits, app_id), ~0.4-1 ms per MB as for a delete (DELETE_BYTES_PER_WRITE).
- */
-export const STATS_PAGE_ROWS = 1_024;
-export const STATS_PAGE_BYTES = 4 * 1024 * 1024;
-
 /** How many of `rows`, from the first, fit in `budget` bytes: always the first. */
 function withinBytes(rows: ReadonlyArray<{ bytes: number }>, budget: number): number {
   let take = Math.min(1, rows.length);
@@ -418,44 +410,15 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
 
     stats: async (tenantId, appId) => {
       await store.flush();
-      // In ranges of STATS_PAGE_ROWS row ids, a turn of the event loop between two: counted in one read, 100,000
-      // entries held the loop ~120-190 ms (docs/performance-notes.md), and every /v1 request with it. A row keeps its
-      // id for life (a refresh updates it), so no entry is counted twice; one stored meanwhile counts if its id comes
-      // after the range being read. Each range is read from the table itself (NOT INDEXED), in id order: the planner
-      // would go through the tenant's index, all of the tenant's entries for each range. The rows of other tenants
-      // in a range are read too, only as far as their tenant (no index on app_id: every stored answer would pay).
-      const counted = new Map<string, { cacheType: string; entries: number; hits: number }>();
-      for (let after = 0; ; ) {
-        const through = await store.read((sql) => {
-          // octet_length is read from the record's header, without loading the value.
-          const rows = sql.all<{ id: number; bytes: number }>(
-            'SELECT id, octet_length(value_json) AS bytes FROM cache_entries WHERE id > ? ORDER BY id LIMIT ?',
-            [after, STATS_PAGE_ROWS],
-          );
-          if (rows.length === 0) return null;
-          const taken = withinBytes(rows, STATS_PAGE_BYTES);
-          const last = rows[taken - 1]!.id;
-          const sums = sql.all<{ cacheType: string; entries: number; hits: number }>(
-            `SELECT cache_type AS cacheType, COUNT(*) AS entries, COALESCE(SUM(hits), 0) AS hits
-             FROM cache_entries NOT INDEXED WHERE id > ? AND id <= ? AND tenant_id = ? ${appId === null ? '' : 'AND app_id = ?'}
-             GROUP BY cache_type`,
-            appId === null ? [after, last, tenantId] : [after, last, tenantId, appId],
-          );
-          for (const row of sums) {
-            const sum = counted.get(row.cacheType);
-            if (sum) {
-              sum.entries += row.entries;
-              sum.hits += row.hits;
-            } else counted.set(row.cacheType, row);
-          }
-          // Read on while the range was cut short by either budget.
-          return taken < rows.length || rows.length === STATS_PAGE_ROWS ? last : null;
-        });
-        if (through === null) break;
-        after = through;
-        await setImmediate();
-      }
-      return [...counted.values()].sort((a, b) => (a.cacheType < b.cacheType ? -1 : a.cacheType > b.cacheType ? 1 : 0));
+      // From the counts triggers keep beside the entries (migration 17): a few rows per tenant, however large its
+      // cache. Counted from cache_entries, 100,000 entries cost ~300 ms of CPU a call (docs/performance-notes.md).
+      return store.read((sql) =>
+        sql.all<{ cacheType: string; entries: number; hits: number }>(
+          `SELECT cache_type AS cacheType, SUM(entries) AS entries, SUM(hits) AS hits FROM cache_counts
+           WHERE tenant_id = ? ${appId === null ? '' : 'AND app_id = ?'} GROUP BY cache_type HAVING SUM(entries) > 0 ORDER BY cache_type`,
+          appId === null ? [tenantId] : [tenantId, appId],
+        ),
+      );
     },
 
     invalidate: async (tenantId, { cacheType, keyPrefix }, also) => {
