@@ -28,6 +28,9 @@ import { executedSvcEnv, hasTaskset, onCpus, ROOT } from '../support/process.ts'
 const QUICK = process.env.BENCH_QUICK === '1';
 const RUNS = Number(process.env.BENCH_RUNS ?? (QUICK ? 100_000 : 1_000_000));
 const DAY = 86_400_000;
+/** Distinct models and apps of the generated runs (test/bench/management-reads.ts sets thousands). */
+const MODELS = Number(process.env.BENCH_MODELS ?? 20);
+const APPS = Number(process.env.BENCH_APPS ?? 8);
 
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
@@ -61,7 +64,7 @@ function generatedRun(i: number, count: number, now: number): GeneratedRun {
   const status = roll < 90 ? 'completed' : roll < 96 ? 'failed' : roll < 97 ? 'blocked' : roll < 98 ? 'running' : 'completed';
   const route: RunRoute = status === 'blocked' ? 'blocked' : status === 'failed' ? 'live' : roll % 4 === 0 ? 'exact_cache' : roll % 20 === 1 ? 'artifact' : 'live';
   const id = `run_bench${i.toString(16).padStart(12, '0')}`;
-  const model = `model-${i % 20}`;
+  const model = `model-${i % MODELS}`;
   const createdAt = now - Math.floor((i / count) * 30 * DAY);
   const served = status === 'completed';
   const answered = { promptTokens: 200 + (i % 300), completionTokens: 50 + (i % 100) };
@@ -81,7 +84,7 @@ function generatedRun(i: number, count: number, now: number): GeneratedRun {
   const error = status === 'failed' ? { kind: timedOut ? 'timeout' : 'upstream_error', message: 'generated' } : undefined;
   const executionMethod = status === 'running' ? null : route === 'live' ? 'live_model' : route;
   const run: FinishedRun = {
-    id, tenantId: 'default', appId: `app-${i % 8}`, agent: `agent-${i % 4}`, subject: `user-${i % 500}`, keyId: null, mode: 'optimize',
+    id, tenantId: 'default', appId: `app-${i % APPS}`, agent: `agent-${i % 4}`, subject: `user-${i % 500}`, keyId: null, mode: 'optimize',
     wire: 'chat_completions', model, provider: route === 'live' ? attempts.at(-1)?.provider ?? 'chatcomp' : null, status,
     route: status === 'running' ? null : route, stream: false, requestId: null, routeExplanation: null, usage,
     costUsd: attempts.reduce((sum, a) => sum + a.costUsd, 0),
