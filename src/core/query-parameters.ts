@@ -21,16 +21,20 @@ export const optionalText = (max: number) =>
  */
 export const optionalChoice = <const T extends readonly [string, ...string[]]>(values: T) => optionalText(200).pipe(z.enum(values).optional());
 
+/** The parsed query as the query parser hands it over: an object of own keys, which it is read as, never copied. */
+const parsedQuery = z.custom<Record<string, unknown>>((value) => typeof value === 'object' && value !== null);
+
 /**
  * `schema` (an object schema of query parameters, refinements allowed) refusing any parameter it does not name. The
  * issue is put on the parameter itself: zod's own strict objects put theirs on the object, which the error mapping
- * (src/http/error-shapes.ts) names `body`.
+ * (src/http/error-shapes.ts) names `body`. The names are read from the parsed query itself (a null-prototype object
+ * whose keys are every name sent): a `z.record` first copied it into a plain object, where a `__proto__` key sets the
+ * prototype instead of becoming a key, so `/audit?__proto__=1` was answered as if it had no query.
  */
 export function knownQuery<S extends z.ZodObject>(schema: S) {
   const names = new Set(Object.keys(schema.shape));
   const takes = names.size === 0 ? 'none' : [...names].join(', ');
-  return z
-    .record(z.string(), z.unknown())
+  return parsedQuery
     .superRefine((query, ctx) => {
       for (const name of Object.keys(query)) {
         if (!names.has(name)) ctx.addIssue({ code: 'custom', path: [name], message: `unknown query parameter; this endpoint takes ${takes}` });

@@ -52,6 +52,31 @@ test('a query parameter an endpoint does not take is a 400 naming it, on every e
   }
 });
 
+test('a parameter named like an Object.prototype member is refused as any other: /audit?__proto__=1 answered 200', async (t) => {
+  const { get, runId } = await setup(t);
+  // The check read the names after zod copied the query into a plain object, where a `__proto__` key sets the
+  // prototype instead of becoming a key: the name was gone before it was looked at.
+  const endpoints = ['/api/v1/audit', '/api/v1/runs', `/api/v1/runs/${runId}`, `/api/v1/runs/${runId}/events`, '/api/v1/keys', '/api/v1/users', '/api/v1/orgs', '/api/v1/orgs/active/invites', '/api/v1/savings', '/api/v1/usage/attribution', '/api/v1/usage', '/api/v1/settings'];
+  for (const endpoint of endpoints) {
+    for (const name of ['__proto__', 'constructor', 'prototype', 'hasOwnProperty', 'toString']) {
+      await refusedNaming(get, `${endpoint}?${name}=1`, name);
+      await refusedNaming(get, `${endpoint}?${name}`, name);
+    }
+    await refusedNaming(get, `${endpoint}?__proto__[limit]=1`, '__proto__[limit]');
+    await refusedNaming(get, `${endpoint}?a[]=1`, 'a[]');
+    await refusedNaming(get, `${endpoint}?a;b=1`, 'a;b');
+  }
+  await refusedNaming(get, '/api/v1/audit?limit=5&__proto__=2', '__proto__');
+});
+
+test('a write refuses a __proto__ query parameter too, before doing anything', async (t) => {
+  const { app } = await build(t, { env: { SVC_API_KEY: BOOT } });
+  const created = await app.inject({ method: 'POST', url: '/api/v1/users?__proto__=1', headers: admin, payload: { email: 'ann@acme.io', tempPassword: 'Temp-password-123456' } });
+  assert.equal(created.statusCode, 400, created.body);
+  assert.equal(json(created).error.message, '__proto__: unknown query parameter; this endpoint takes none');
+  assert.deepEqual(json(await app.inject({ url: '/api/v1/users', headers: admin })).users, []);
+});
+
 test('every parameter an endpoint documents is still taken, together', async (t) => {
   const { get, runId } = await setup(t);
   const urls = [
