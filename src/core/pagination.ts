@@ -1,5 +1,6 @@
 /** The one pagination shape of every management list endpoint. */
 import { z } from 'zod';
+import { PLUS_IS_SPACE_HINT } from './query-parameters.ts';
 
 export interface Page {
   limit: number;
@@ -14,15 +15,22 @@ export function pageOf(limit: number, offset: number, total: number): Page {
 
 const QUERY_INTEGER = /^[+-]?\d+$/;
 
+const INTEGER_MESSAGE = 'expected an integer (decimal digits)';
+
 /**
  * An integer query parameter from `min` to `max`. Decimal digits with an optional sign only: coercing with Number()
- * read `0x10` as 16, `1e3` as 1000 and ` 5` as 5, where `since` refuses `1e3`.
+ * read `0x10` as 16, `1e3` as 1000 and ` 5` as 5, where `since` refuses `1e3`. A value that a `+` for each space would
+ * make an integer was sent with an unencoded sign (`limit=+5`), which the refusal says.
  */
 function integerText(min: number, max: number) {
   return z
     .string()
-    .regex(QUERY_INTEGER, 'expected an integer (decimal digits)')
-    .transform(Number)
+    .transform((value, ctx) => {
+      if (QUERY_INTEGER.test(value)) return Number(value);
+      const plusAsSpace = value.includes(' ') && QUERY_INTEGER.test(value.replaceAll(' ', '+'));
+      ctx.addIssue({ code: 'custom', message: plusAsSpace ? INTEGER_MESSAGE + PLUS_IS_SPACE_HINT : INTEGER_MESSAGE });
+      return z.NEVER;
+    })
     .pipe(z.number().int().min(min).max(max));
 }
 

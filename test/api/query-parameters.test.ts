@@ -239,3 +239,27 @@ test('a write refused for its query parameter did nothing: POST /users?role=admi
   const keys = json(await app.inject({ url: '/api/v1/keys', headers: admin })).keys;
   assert.equal(keys.find((listed: { id: string }) => listed.id === key.id).status, 'active');
 });
+
+test('a + in a query is a space (form encoding): a sign or an offset sent as + is a 400 that says to send %2B; %2B is read as +', async (t) => {
+  const { get } = await setup(t);
+  // `limit=+5` reads as ` 5` and `since=...T12:00:00+01:00` as `... 01:00`: refused, as documented, but the refusal
+  // named only the forms taken, never the space the client did not send.
+  const refused: Array<[string, string]> = [
+    ['/api/v1/runs?limit=+5', 'limit'],
+    ['/api/v1/audit?before=+9', 'before'],
+    ['/api/v1/runs?since=2026-03-07T12:00:00+01:00', 'since'],
+    ['/api/v1/savings?until=+002026-03-07', 'until'],
+  ];
+  for (const [url, name] of refused) {
+    const error = await refusedNaming(get, url, name);
+    assert.match(error.message, /a \+ in a query reads as a space: send it as %2B/, url);
+  }
+  // A value that no `+` would make valid is not told about it.
+  assert.doesNotMatch((await refusedNaming(get, '/api/v1/runs?limit=0x10', 'limit')).message, /%2B/);
+  assert.doesNotMatch((await refusedNaming(get, '/api/v1/runs?since=March+7+2026', 'since')).message, /%2B/);
+  assert.doesNotMatch((await refusedNaming(get, '/api/v1/runs?limit=5+5', 'limit')).message, /%2B/);
+  for (const url of ['/api/v1/runs?limit=%2B5', '/api/v1/runs?since=2026-03-07T12:00:00%2B01:00', '/api/v1/savings?until=%2B002026-03-07']) {
+    const response = await get(url);
+    assert.equal(response.statusCode, 200, `${url}: ${response.body}`);
+  }
+});
