@@ -6,8 +6,10 @@
  * URL is logged whatever svc makes of it. A target in absolute form (`http://host/api/v1/invites/...`) is logged by
  * its path as well (its user info, a credential too, is never logged).
  */
+import type { FastifyRequest } from 'fastify';
 import { API_KEY_PREFIX } from '../keys/service.ts';
 import { pathOfTarget } from './error-shapes.ts';
+import { countedClientIp } from './surface.ts';
 
 /**
  * The token's segment after `/api/v1/invites/` and `/api/v1/auth/verify/`, also in spellings the router does not take
@@ -56,7 +58,14 @@ export function redactUrl(url: string): string {
   return `${out.slice(0, query + 1)}${out.slice(query + 1).split('&').map(redactParameter).join('&')}`;
 }
 
-/** pino serializer for fastify's `req`: the default fields, with the URL redacted. */
-export function requestLogSerializer(request: { method: string; url: string; hostname?: string; ip?: string }) {
-  return { method: request.method, url: redactUrl(request.url), hostname: request.hostname, remoteAddress: request.ip };
+/**
+ * pino serializer for fastify's `req`: the default fields, with the URL redacted, and the client address the
+ * per-address limits count. Behind a trusted proxy an X-Forwarded-For entry that is no IP address (`unknown`,
+ * `005.5.5.5`) counts as the proxy; logged as the client it read as an address of its own, which no limit counted. The
+ * entry is logged beside it, under a name that says what it is.
+ */
+export function requestLogSerializer(request: FastifyRequest) {
+  const remoteAddress = countedClientIp(request);
+  const line = { method: request.method, url: redactUrl(request.url), hostname: request.hostname, remoteAddress };
+  return request.ip === remoteAddress ? line : { ...line, forwardedForNotAnIp: request.ip };
 }

@@ -64,13 +64,21 @@ export function header(request: FastifyRequest, name: string): string | undefine
  * IP address; it counts as the one address `local`.
  */
 export function clientAddress(request: FastifyRequest): string {
+  const ip = countedClientIp(request);
+  return ip ? limitKeyOfAddress(ip) : 'local';
+}
+
+/**
+ * The client's IP address as the per-address limits count it (before the /64 of an IPv6 one is taken), and as the
+ * request log names it: undefined on the local socket.
+ */
+export function countedClientIp(request: FastifyRequest): string | undefined {
   const ip = request.ip;
-  if (!ip) return 'local';
+  if (!ip) return undefined;
   // Only a trusted proxy's X-Forwarded-For makes the two differ (checked then alone: every request asks). Its entry is
   // a header, not a checked address: one that is no IP address counts as the proxy (docs/configuration.md).
   const peer = request.raw.socket.remoteAddress;
-  if (ip === peer || isForwardedIp(ip)) return limitKeyOfAddress(ip);
-  return peer ? limitKeyOfAddress(peer) : 'local';
+  return ip === peer || isForwardedIp(ip) ? ip : peer;
 }
 
 /** The authenticated identity of a request inside a surface; the identity hook guarantees it is set. */

@@ -86,3 +86,24 @@ test("svc serve's request log holds no credential: not a key sent in the query, 
   assert.match(logged, /"url":"\/v1\/chat\/completions\?api_key=\[redacted\]&key=\[redacted\]&access_token=\[redacted\]&n=1"/);
   for (const secret of secrets) assert.ok(!server.output().includes(secret), `${secret} in the log: ${logged}`);
 });
+
+test('behind a trusted proxy the request log names the client address the limits count: a forwarded entry that is no IP address is logged as the proxy, the entry labelled', async (t) => {
+  const sink = logSink();
+  const env = { SVC_TRUST_PROXY_HEADERS: 'true', SVC_TRUSTED_PROXY_CIDRS: '127.0.0.1' };
+  const { app } = await build(t, { env, log: sink, overrides: { log: { warn() {} } } });
+  const requests: Array<[string, string]> = [['unknown', '/health?n=1'], ['005.5.5.5', '/health?n=2'], ['198.51.100.7', '/health?n=3'], ['198.51.100.7:20001', '/health?n=4']];
+  for (const [forwarded, url] of requests) await app.inject({ url, headers: { 'x-forwarded-for': forwarded }, remoteAddress: '127.0.0.1' });
+  await app.inject({ url: '/health?n=5', remoteAddress: '127.0.0.1' });
+  const lines = sink.text().trim().split('\n').map((line) => JSON.parse(line)).filter((line) => line.msg === 'incoming request');
+  const logged = (n: number) => lines.find((line) => line.req.url === `/health?n=${n}`).req;
+  // Logged as the client, `unknown` read as an address of its own, which the limits do not count it as.
+  assert.equal(logged(1).remoteAddress, '127.0.0.1');
+  assert.equal(logged(1).forwardedForNotAnIp, 'unknown');
+  assert.equal(logged(2).remoteAddress, '127.0.0.1');
+  assert.equal(logged(2).forwardedForNotAnIp, '005.5.5.5');
+  // A forwarded IP address is the client, as before; nothing else is added.
+  assert.deepEqual(Object.keys(logged(3)).sort(), ['hostname', 'method', 'remoteAddress', 'url']);
+  assert.equal(logged(3).remoteAddress, '198.51.100.7');
+  assert.equal(logged(4).remoteAddress, '198.51.100.7:20001');
+  assert.equal(logged(5).remoteAddress, '127.0.0.1');
+});
