@@ -7,10 +7,10 @@
 import { z } from 'zod';
 
 /**
- * Added to the refusal of an integer or instant that a `+` in place of each space would make valid. A query is form-encoded: `+` is a space, so the sign
- * of `limit=+5` and the offset of `since=2026-03-07T12:00:00+01:00` arrive as spaces, and the value is refused for a
- * character the client never typed. svc keeps form encoding (URLSearchParams, browsers' forms and svc's own client
- * send a space as `+`); the refusal says how a `+` is sent.
+ * Added to the refusal of an integer or instant that a `+` in place of each space would make valid. A query is
+ * form-encoded: `+` is a space, so the sign of `limit=+5` and the offset of `since=2026-03-07T12:00:00+01:00` arrive
+ * as spaces, and the value is refused for a character the client never typed. svc keeps form encoding
+ * (URLSearchParams, browsers' forms and svc's own client send a space as `+`); the refusal says how a `+` is sent.
  */
 export const PLUS_IS_SPACE_HINT = '; a + in a query reads as a space: send it as %2B';
 
