@@ -1,8 +1,11 @@
 /**
  * A value that satisfies a JSON Schema, for the mock provider's tool-call arguments and structured outputs: required
  * properties with type-appropriate values, the first enum value, `const`, `default` and `examples` when given,
- * lengths and bounds respected, local `$ref`s resolved. `pattern` cannot be satisfied in general and is ignored.
+ * lengths and bounds respected, local `$ref`s resolved, a string matching the `pattern` when pattern-sample.ts can
+ * write one.
  */
+import { patternRegExp } from '../tool-schemas.ts';
+import { sampleFromPattern } from './pattern-sample.ts';
 
 type Schema = Record<string, unknown>;
 
@@ -40,7 +43,14 @@ function sampleString(schema: Schema, name: string): string {
   const max = typeof schema.maxLength === 'number' ? schema.maxLength : Infinity;
   while (value.length < min) value += 'x';
   if (value.length > max) value = value.slice(0, Math.max(min, max));
-  return value;
+  if (typeof schema.pattern !== 'string') return value;
+  // The pattern wins over the lengths: a format's sample that matches it is kept, else one written from it.
+  try {
+    if (patternRegExp(schema.pattern, 'u').test(value)) return value;
+  } catch {
+    return value;
+  }
+  return sampleFromPattern(schema.pattern) ?? value;
 }
 
 function sampleNumber(schema: Schema, integer: boolean): number {

@@ -1,0 +1,49 @@
+/**
+ * Structured outputs as the official `openai` client's users ask for them (`chat.completions.parse` / `.stream` with
+ * `zodResponseFormat`, `responses.parse` / `.stream` with `zodTextFormat`, `runTools` with `zodFunction`), answered by
+ * the mock provider: the SDK checks every answer against the zod schema, so an answer the schema refuses fails here.
+ */
+import assert from 'node:assert/strict';
+import test, { type TestContext } from 'node:test';
+import OpenAI from 'openai';
+import { zodFunction, zodResponseFormat, zodTextFormat } from 'openai/helpers/zod';
+import { z } from 'zod';
+import { build } from '../support/build.ts';
+
+async function mockClient(t: TestContext) {
+  const { app } = await build(t);
+  const address = await app.listen({ port: 0, host: '127.0.0.1' });
+  return new OpenAI({ baseURL: `${address}/v1`, apiKey: 'sk-local-dev', maxRetries: 0, timeout: 20_000 });
+}
+
+/** Every answer to `schema`, through each of the SDK's structured-output helpers. */
+async function parsedAnswers(client: OpenAI, schema: z.ZodObject, name: string): Promise<unknown[]> {
+  const messages = [{ role: 'user' as const, content: `answer as ${name}` }];
+  const model = 'gpt-4o-mini';
+  const chat = await client.chat.completions.parse({ model, messages, response_format: zodResponseFormat(schema, name) });
+  const chatStream = await client.chat.completions.stream({ model, messages, response_format: zodResponseFormat(schema, name) }).finalChatCompletion();
+  const responses = await client.responses.parse({ model, input: messages, text: { format: zodTextFormat(schema, name) } });
+  const responsesStream = await client.responses.stream({ model, input: messages, text: { format: zodTextFormat(schema, name) } }).finalResponse();
+  let toolArguments: unknown;
+  const runner = client.chat.completions.runTools({
+    model,
+    messages: [{ role: 'user', content: `call ${name}` }],
+    tools: [zodFunction({ name, parameters: schema, function: (args: unknown) => ((toolArguments = args), 'done') })],
+  });
+  await runner.finalContent();
+  return [chat.choices[0]!.message.parsed, chatStream.choices[0]!.message.parsed, responses.output_parsed, responsesStream.output_parsed, toolArguments];
+}
+
+test("the mock's structured answers and tool arguments match the schema's string patterns (zod's .regex() and z.iso.time(), whose pattern takes no offset), buffered and streamed, on the chat and responses wires", async (t) => {
+  const client = await mockClient(t);
+  const Order = z.object({
+    zip: z.string().regex(/^[0-9]{5}$/),
+    code: z.string().regex(/^[A-Z]{3}-\d{2}$/),
+    at: z.iso.time(),
+    email: z.email(),
+    when: z.iso.datetime(),
+  });
+  for (const answer of await parsedAnswers(client, Order, 'order')) {
+    assert.deepEqual(Order.safeParse(answer).error, undefined, JSON.stringify(answer));
+  }
+});
