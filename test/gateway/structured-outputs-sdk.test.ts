@@ -47,3 +47,21 @@ test("the mock's structured answers and tool arguments match the schema's string
     assert.deepEqual(Order.safeParse(answer).error, undefined, JSON.stringify(answer));
   }
 });
+
+test("the mock's structured answers and tool arguments end a recursive schema (a tree whose children are its own $ref) with an empty array, where it wrote nulls the schema refuses; nested objects, arrays, enums, unions and bounds alongside it", async (t) => {
+  const client = await mockClient(t);
+  type Category = { name: string; children: Category[] };
+  const Category: z.ZodType<Category> = z.object({ name: z.string().min(2), get children() { return z.array(Category); } });
+  const Catalogue = z.object({
+    root: Category,
+    kind: z.enum(['book', 'film']),
+    tags: z.array(z.string()).min(2).max(3),
+    price: z.number().gt(0).lt(1),
+    stock: z.int().min(5).max(9),
+    note: z.string().nullable(),
+    item: z.discriminatedUnion('type', [z.object({ type: z.literal('a'), size: z.number() }), z.object({ type: z.literal('b') })]),
+  });
+  for (const answer of await parsedAnswers(client, Catalogue, 'catalogue')) {
+    assert.deepEqual(Catalogue.safeParse(answer).error, undefined, JSON.stringify(answer));
+  }
+});

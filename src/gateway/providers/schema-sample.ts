@@ -9,7 +9,13 @@ import { sampleFromPattern } from './pattern-sample.ts';
 
 type Schema = Record<string, unknown>;
 
-const MAX_DEPTH = 8;
+/**
+ * Past SHALLOW_DEPTH an array holds only the items it must and a union takes its null option if it has one, so that a
+ * recursive schema (a tree whose children are its own `$ref`) ends in `[]` or `null`, as it allows, well before
+ * MAX_DEPTH, where a value is cut off as null whatever the schema says.
+ */
+const SHALLOW_DEPTH = 8;
+const MAX_DEPTH = 32;
 
 function isSchema(value: unknown): value is Schema {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -82,7 +88,8 @@ function sample(schema: unknown, root: Schema, name: string, depth: number): unk
   for (const key of ['anyOf', 'oneOf'] as const) {
     const options = schema[key];
     if (Array.isArray(options) && options.length > 0) {
-      const preferred = options.find((option) => !(isSchema(option) && option.type === 'null')) ?? options[0];
+      const isNull = (option: unknown) => isSchema(option) && option.type === 'null';
+      const preferred = (depth >= SHALLOW_DEPTH ? options.find(isNull) : undefined) ?? options.find((option) => !isNull(option)) ?? options[0];
       return sample(preferred, root, name, depth + 1);
     }
   }
@@ -96,7 +103,7 @@ function sample(schema: unknown, root: Schema, name: string, depth: number): unk
     return merged;
   }
   let type = schema.type;
-  if (Array.isArray(type)) type = type.find((t) => t !== 'null') ?? type[0];
+  if (Array.isArray(type)) type = (depth >= SHALLOW_DEPTH && type.includes('null') ? 'null' : type.find((t) => t !== 'null')) ?? type[0];
   if (type === undefined) type = isSchema(schema.properties) ? 'object' : schema.items !== undefined ? 'array' : 'string';
   switch (type) {
     case 'object': {
@@ -112,7 +119,8 @@ function sample(schema: unknown, root: Schema, name: string, depth: number): unk
       return out;
     }
     case 'array': {
-      const count = Math.max(typeof schema.minItems === 'number' ? schema.minItems : 0, schema.maxItems === 0 ? 0 : 1);
+      const minItems = typeof schema.minItems === 'number' ? schema.minItems : 0;
+      const count = depth >= SHALLOW_DEPTH ? minItems : Math.max(minItems, schema.maxItems === 0 ? 0 : 1);
       const prefix = Array.isArray(schema.prefixItems) ? schema.prefixItems : [];
       return Array.from({ length: Math.max(count, prefix.length) }, (_, i) =>
         sample(prefix[i] ?? schema.items ?? {}, root, name, depth + 1),
