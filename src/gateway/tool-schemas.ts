@@ -4,6 +4,8 @@
  * client's error (400), never a crash.
  */
 import { Ajv, type ValidateFunction } from 'ajv';
+import { Ajv2019 } from 'ajv/dist/2019.js';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import safeRegex from 'safe-regex2';
 import { canonicalJson } from '../core/canonical-json.ts';
 import { invalid } from '../core/errors.ts';
@@ -41,11 +43,37 @@ patternRegExp.code = 'patternRegExp';
  *   properties slow to compile (500 properties: 180 ms, 2,000: 1.4 s; without them 34 ms and 250 ms); the validators
  *   run the same checks.
  */
-const newAjv = () => new Ajv({ strict: false, allErrors: false, validateSchema: true, addUsedSchema: false, code: { regExp: patternRegExp, optimize: false } });
+const AJV_OPTIONS = { strict: false, allErrors: false, validateSchema: true, addUsedSchema: false, code: { regExp: patternRegExp, optimize: false } } as const;
 /** A new instance costs ~5 ms (it compiles the meta-schema again): once per this many schema nodes compiled. */
 const AJV_RECYCLE_NODES = 5_000;
-let ajv = newAjv();
-let nodesCompiledByAjv = 0;
+
+/**
+ * One ajv per JSON Schema dialect a schema may declare in `$schema`: an instance knows its own meta-schema only, and
+ * refused any other as "no schema with key or ref", though zod's `z.toJSONSchema()` declares 2020-12 by default and
+ * OpenAI takes it. A schema declaring none (or another) is read as draft-07, as before.
+ */
+class Dialect {
+  /** Made on the first schema of the dialect (an instance costs ~5 ms and its meta-schemas). */
+  private instance: Ajv | undefined;
+  private nodes = 0;
+  constructor(private readonly make: () => Ajv) {}
+  /** The instance to compile a schema of `nodes` nodes with, a new one past AJV_RECYCLE_NODES. */
+  take(nodes: number): Ajv {
+    if (!this.instance || this.nodes + nodes > AJV_RECYCLE_NODES) {
+      this.instance = this.make();
+      this.nodes = 0;
+    }
+    this.nodes += nodes;
+    return this.instance;
+  }
+}
+const draft07 = new Dialect(() => new Ajv(AJV_OPTIONS));
+const dialects: Record<string, Dialect> = {
+  'https://json-schema.org/draft/2020-12/schema': new Dialect(() => new Ajv2020(AJV_OPTIONS)),
+  'https://json-schema.org/draft/2019-09/schema': new Dialect(() => new Ajv2019(AJV_OPTIONS)),
+};
+const dialectOf = (schema: Record<string, unknown>): Dialect =>
+  (typeof schema.$schema === 'string' && dialects[schema.$schema.endsWith('#') ? schema.$schema.slice(0, -1) : schema.$schema]) || draft07;
 
 /**
  * What one request's schemas may hold, counted in nodes (every value of the schema's JSON: objects, arrays, and
@@ -99,11 +127,7 @@ function compile(schema: Record<string, unknown>, where: string, budget: SchemaB
   const text = canonicalJson(schema);
   const hit = compiled.get(text);
   if (hit) return hit.validate;
-  if (nodesCompiledByAjv + nodes > AJV_RECYCLE_NODES) {
-    ajv = newAjv();
-    nodesCompiledByAjv = 0;
-  }
-  nodesCompiledByAjv += nodes;
+  const ajv = dialectOf(schema).take(nodes);
   let validate: ValidateFunction;
   try {
     validate = ajv.compile(schema);
@@ -244,7 +268,7 @@ export function compileTools(
         // Arguments nested past what the validator's recursion can take (a RangeError): not what the schema allows.
         return { index, name, message: `the arguments of "${name}" could not be checked against its schema` };
       }
-      if (!valid) return { index, name, message: `the arguments of "${name}" do not match its schema: ${ajv.errorsText(validate!.errors)}` };
+      if (!valid) return { index, name, message: `the arguments of "${name}" do not match its schema: ${draft07.take(0).errorsText(validate!.errors)}` };
       return null;
     },
   };

@@ -65,3 +65,19 @@ test("the mock's structured answers and tool arguments end a recursive schema (a
     assert.deepEqual(Catalogue.safeParse(answer).error, undefined, JSON.stringify(answer));
   }
 });
+
+test("a schema declaring JSON Schema 2020-12 (what zod's z.toJSONSchema() writes by default, $schema and prefixItems) is taken as response_format, text.format and a strict tool's parameters, where svc refused it as not a valid JSON Schema; the answer matches it", async (t) => {
+  const client = await mockClient(t);
+  const Pair = z.object({ label: z.string(), pair: z.tuple([z.string(), z.number()]) });
+  const schema = z.toJSONSchema(Pair) as Record<string, unknown>;
+  assert.equal(schema.$schema, 'https://json-schema.org/draft/2020-12/schema');
+  const model = 'gpt-4o-mini';
+  const chat = await client.chat.completions.create({ model, messages: [{ role: 'user', content: 'a pair' }], response_format: { type: 'json_schema', json_schema: { name: 'pair', schema, strict: true } } });
+  assert.deepEqual(Pair.safeParse(JSON.parse(chat.choices[0]!.message.content!)).error, undefined);
+  const responses = await client.responses.create({ model, input: 'a pair', text: { format: { type: 'json_schema', name: 'pair', schema, strict: true } } });
+  assert.deepEqual(Pair.safeParse(JSON.parse(responses.output_text)).error, undefined);
+  const called = await client.chat.completions.create({ model, messages: [{ role: 'user', content: 'call pair' }], tools: [{ type: 'function', function: { name: 'pair', parameters: schema, strict: true } }], stream: true });
+  let args = '';
+  for await (const chunk of called) args += chunk.choices[0]?.delta.tool_calls?.[0]?.function?.arguments ?? '';
+  assert.deepEqual(Pair.safeParse(JSON.parse(args)).error, undefined);
+});
