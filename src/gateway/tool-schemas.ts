@@ -41,9 +41,11 @@ patternRegExp.code = 'patternRegExp';
  *   megabytes a request. A validator keeps its instance's values alive only while `compiled` below holds it;
  * - `code.optimize: false`: ajv's optimisation passes over the generated code are what make a schema of many
  *   properties slow to compile (500 properties: 180 ms, 2,000: 1.4 s; without them 34 ms and 250 ms); the validators
- *   run the same checks.
+ *   run the same checks;
+ * - `logger: false`: svc checks no string `format` (ajv knows none without ajv-formats), and ajv wrote "unknown
+ *   format ... ignored" to the console, outside svc's log, for every format of every schema compiled.
  */
-const AJV_OPTIONS = { strict: false, allErrors: false, validateSchema: true, addUsedSchema: false, code: { regExp: patternRegExp, optimize: false } } as const;
+const AJV_OPTIONS = { strict: false, logger: false, allErrors: false, validateSchema: true, addUsedSchema: false, code: { regExp: patternRegExp, optimize: false } } as const;
 /** A new instance costs ~5 ms (it compiles the meta-schema again): once per this many schema nodes compiled. */
 const AJV_RECYCLE_NODES = 5_000;
 

@@ -81,3 +81,12 @@ test("a schema declaring JSON Schema 2020-12 (what zod's z.toJSONSchema() writes
   for await (const chunk of called) args += chunk.choices[0]?.delta.tool_calls?.[0]?.function?.arguments ?? '';
   assert.deepEqual(Pair.safeParse(JSON.parse(args)).error, undefined);
 });
+
+test("a schema with string formats (zod's z.email(), z.uuid(), z.url()) is compiled without ajv writing \"unknown format ... ignored\" to the console, outside svc's log, twice per format", async (t) => {
+  const client = await mockClient(t);
+  const warn = t.mock.method(console, 'warn', () => {});
+  const log = t.mock.method(console, 'log', () => {});
+  const Contact = z.object({ email: z.email(), id: z.uuid(), site: z.url() });
+  for (const answer of await parsedAnswers(client, Contact, 'contact')) assert.deepEqual(Contact.safeParse(answer).error, undefined);
+  assert.deepEqual([...warn.mock.calls, ...log.mock.calls].map((call) => call.arguments), []);
+});
