@@ -379,7 +379,10 @@ test('stop: [] and top_logprobs without logprobs: true (the OpenAPI document ref
   }
   // The official clients send null for what is unset; with logprobs, top_logprobs is taken.
   assert.equal((await chat(app, fresh({ top_logprobs: null, logprobs: null, stop: null }))).statusCode, 200);
-  assert.equal((await chat(app, fresh({ top_logprobs: 2, logprobs: true }))).statusCode, 200);
+  // Validation takes it: the refusal is the mock's (it has no log probabilities), after a run was started.
+  const withLogprobs = await chat(app, fresh({ top_logprobs: 2, logprobs: true }));
+  assert.match(json(withLogprobs).error.message, /the mock provider has no log probabilities/);
+  assert.ok(withLogprobs.headers['x-svc-run-id']);
   assert.equal((await chat(app, fresh({ stop: ['END'] }))).statusCode, 200);
 });
 
@@ -580,4 +583,28 @@ test('a stop sequence that ends the mock\'s text before its first character stil
   const cut = await client.chat.completions.create({ ...ask(), stop: 'you said' });
   assert.ok(cut.usage!.completion_tokens < whole.usage!.completion_tokens);
   assert.ok(cut.usage!.completion_tokens > countTokens(cut.choices[0]!.message.content ?? ''));
+});
+
+test('the mock has no log probabilities or audio to give: a request asking for them is a 400 naming the field, buffered and streamed, never a text answer with logprobs: null or no audio (the official client)', async (t) => {
+  const { app } = await build(t);
+  const address = await app.listen({ port: 0, host: '127.0.0.1' });
+  const client = new OpenAI({ baseURL: `${address}/v1`, apiKey: 'sk-local-dev', maxRetries: 0, timeout: 20_000 });
+  const messages = [{ role: 'user' as const, content: 'hi' }];
+  const asks = [
+    { field: 'logprobs', extra: { logprobs: true, top_logprobs: 2 } },
+    { field: 'modalities', extra: { modalities: ['text', 'audio'] as Array<'text' | 'audio'>, audio: { voice: 'alloy' as const, format: 'wav' as const } } },
+  ];
+  for (const { field, extra } of asks) {
+    for (const stream of [false, true]) {
+      const error = await client.chat.completions.create({ model: 'gpt-4o-mini', messages, ...extra, stream }).then(
+        () => null,
+        (caught: unknown) => caught,
+      );
+      assert.ok(error instanceof OpenAI.BadRequestError, `${field} (stream: ${stream}) was answered instead of refused`);
+      assert.match(error.message, new RegExp(field), `${field} (stream: ${stream})`);
+    }
+  }
+  // Without them the same request is answered.
+  const plain = await client.chat.completions.create({ model: 'gpt-4o-mini', messages });
+  assert.equal(plain.choices.length, 1);
 });

@@ -298,12 +298,29 @@ function argumentPieces(args: string): string[] {
 
 const SYSTEM_FINGERPRINT = 'fp_svc_mock';
 
+/**
+ * Why the mock refuses a chat request, as an upstream refuses what its model cannot do (a 400 `upstream_rejected`);
+ * null when it answers it. The mock makes text and tool calls only: a request for log probabilities or audio answered
+ * with `logprobs: null` or a text message would be silently less than was asked (SPEC 4.2), so it names the field.
+ */
+function mockChatRefusal(request: ChatRequest): ProviderError | null {
+  const refuse = (message: string) => new ProviderError('rejected', message, { provider: MOCK_PROVIDER_NAME, upstreamStatus: 400 });
+  if (request.logprobs === true) return refuse('logprobs: the mock provider has no log probabilities to give; leave logprobs out or configure a live provider');
+  const modalities = request.modalities;
+  if ((Array.isArray(modalities) && modalities.includes('audio')) || (request.audio !== undefined && request.audio !== null)) {
+    return refuse('modalities: the mock provider answers in text only, not audio; leave audio out or configure a live provider');
+  }
+  return null;
+}
+
 export function createMockProvider(options: MockProviderOptions = {}): Provider {
   const now = options.now ?? Date.now;
 
   async function chat(request: ChatRequest, context: ProviderCallContext): Promise<ChatCompletion> {
     const behaviour = mockBehaviour(request.model);
     await preamble(behaviour, context.signal);
+    const refusal = mockChatRefusal(request);
+    if (refusal) throw refusal;
     if (behaviour.stream) {
       throw new ProviderError('bad_response', `mock ${behaviour.stream} answer: the upstream body is not valid JSON`, { provider: MOCK_PROVIDER_NAME, upstreamStatus: 200 });
     }
@@ -334,6 +351,8 @@ export function createMockProvider(options: MockProviderOptions = {}): Provider 
   async function streamChat(request: ChatRequest, context: ProviderCallContext): Promise<AsyncIterable<ChatChunk>> {
     const behaviour = mockBehaviour(request.model);
     await preamble(behaviour, context.signal);
+    const refusal = mockChatRefusal(request);
+    if (refusal) throw refusal;
     const choices = planChoices(request);
     const includeUsage = (request.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
     const usage = usageOf(request, choices);
