@@ -1403,3 +1403,18 @@ test("the mock's reasoning, summarised when reasoning.summary asks, is billed as
     assert.equal(usage.total_tokens, usage.input_tokens + usage.output_tokens);
   }
 });
+
+test('the mock has no log probabilities to give: include message.output_text.logprobs is a 400 naming it, buffered and streamed, never an output text with logprobs: [] (the official client)', async (t) => {
+  const { client } = await listening(t);
+  for (const stream of [false, true]) {
+    const error = await client.responses.create({ model: 'gpt-4o-mini', input: input(), include: ['message.output_text.logprobs'], stream }).then(
+      () => null,
+      (caught: unknown) => caught,
+    );
+    assert.ok(error instanceof OpenAI.BadRequestError, `stream: ${stream}: answered instead of refused`);
+    assert.match(error.message, /message\.output_text\.logprobs/);
+  }
+  // Other include entries are the mock's to answer.
+  const answered = await client.responses.create({ model: 'gpt-4o-mini', input: input(), include: ['reasoning.encrypted_content'] });
+  assert.equal(answered.status, 'completed');
+});

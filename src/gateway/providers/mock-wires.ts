@@ -396,15 +396,35 @@ export function chatToResponse(completion: ChatCompletion, request: ResponsesReq
   };
 }
 
+/**
+ * Why the mock refuses a responses request, as an upstream refuses what its model cannot do (a 400
+ * `upstream_rejected`); null when it answers it. The mock has no log probabilities: an output text with `logprobs: []`
+ * for the ones asked would be silently less than was asked (SPEC 4.2), so it names the include entry.
+ */
+function mockResponsesRefusal(request: ResponsesRequest): ProviderError | null {
+  const include = request.include;
+  if (Array.isArray(include) && include.includes('message.output_text.logprobs')) {
+    return new ProviderError('rejected', 'include: the mock provider has no log probabilities to give for message.output_text.logprobs; leave it out or configure a live provider', {
+      provider: MOCK_PROVIDER_NAME,
+      upstreamStatus: 400,
+    });
+  }
+  return null;
+}
+
 export async function mockResponses(plan: PlanChat, request: ResponsesRequest, context: ProviderCallContext, now: number): Promise<ResponseObject> {
   const behaviour = mockBehaviour(request.model);
   if (behaviour.stream) {
     throw new ProviderError('bad_response', `mock ${behaviour.stream} answer: the upstream body is not valid JSON`, { provider: MOCK_PROVIDER_NAME, upstreamStatus: 200 });
   }
+  const refusal = mockResponsesRefusal(request);
+  if (refusal) throw refusal;
   return chatToResponse(await plan(responsesToChat(request), context), request, now);
 }
 
 export async function mockStreamResponses(plan: PlanChat, request: ResponsesRequest, context: ProviderCallContext, now: number): Promise<AsyncIterable<ResponseStreamEvent>> {
+  const refusal = mockResponsesRefusal(request);
+  if (refusal) throw refusal;
   const response = chatToResponse(await plan(responsesToChat(request), context), request, now);
   return breakAsAsked(request.model, responseToEvents(response), (event) => event.type === 'response.completed' || event.type === 'response.incomplete');
 }
