@@ -1418,3 +1418,21 @@ test('the mock has no log probabilities to give: include message.output_text.log
   const answered = await client.responses.create({ model: 'gpt-4o-mini', input: input(), include: ['reasoning.encrypted_content'] });
   assert.equal(answered.status, 'completed');
 });
+
+test('the mock honours include reasoning.encrypted_content: its reasoning item carries one, buffered and streamed, as a store: false client sends it back next turn (the official client)', async (t) => {
+  const { client } = await listening(t);
+  const ask = { model: 'gpt-4o-mini', input: input(), reasoning: { summary: 'auto' as const }, store: false, include: ['reasoning.encrypted_content' as const] };
+  const buffered = await client.responses.create(ask);
+  const streamed = await client.responses.stream({ ...ask, input: input() }).finalResponse();
+  for (const response of [buffered, streamed]) {
+    const reasoning = response.output.find((item) => item.type === 'reasoning');
+    assert.ok(reasoning && reasoning.type === 'reasoning');
+    assert.equal(typeof reasoning.encrypted_content, 'string');
+    assert.ok(reasoning.encrypted_content);
+  }
+  // Not asked, none (an upstream includes it only when asked).
+  const plain = await client.responses.create({ ...ask, input: input(), include: [] });
+  const reasoning = plain.output.find((item) => item.type === 'reasoning');
+  assert.ok(reasoning && reasoning.type === 'reasoning');
+  assert.equal(reasoning.encrypted_content, undefined);
+});

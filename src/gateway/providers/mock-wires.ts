@@ -322,6 +322,8 @@ export function responsesToChat(request: ResponsesRequest): ChatRequest {
 }
 
 const MOCK_REASONING = 'The mock planned its answer from the input and the declared tools.';
+/** The mock's reasoning as an opaque blob, the shape of the provider's `encrypted_content`. */
+const MOCK_ENCRYPTED_REASONING = Buffer.from(`svc-mock:${MOCK_REASONING}`).toString('base64');
 /** Counted on first use, as the thinking's tokens are (the tokenizer loads its ranks lazily). */
 let mockReasoningTokens: number | undefined;
 
@@ -334,7 +336,15 @@ export function chatToResponse(completion: ChatCompletion, request: ResponsesReq
   // `reasoning_tokens` too.
   let reasoningTokens = 0;
   if (reasoning?.summary) {
-    output.push({ type: 'reasoning', id: `rs_${hex()}`, summary: [{ type: 'summary_text', text: MOCK_REASONING }] });
+    // Asked for, the reasoning comes back encrypted too (opaque to the client, as the provider's is), which a
+    // `store: false` client sends back next turn; left out, the mock's reasoning would be silently less than asked.
+    const encrypted = Array.isArray(request.include) && request.include.includes('reasoning.encrypted_content');
+    output.push({
+      type: 'reasoning',
+      id: `rs_${hex()}`,
+      summary: [{ type: 'summary_text', text: MOCK_REASONING }],
+      ...(encrypted ? { encrypted_content: MOCK_ENCRYPTED_REASONING } : {}),
+    });
     reasoningTokens = mockReasoningTokens ??= countTokens(MOCK_REASONING);
   }
   if (choice.message.content) {
