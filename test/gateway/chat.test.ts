@@ -585,7 +585,7 @@ test('a stop sequence that ends the mock\'s text before its first character stil
   assert.ok(cut.usage!.completion_tokens > countTokens(cut.choices[0]!.message.content ?? ''));
 });
 
-test('the mock has no log probabilities or audio to give: a request asking for them is a 400 naming the field, buffered and streamed, never a text answer with logprobs: null or no audio (the official client)', async (t) => {
+test('the mock has no log probabilities, audio or web search to give: a request asking for them is a 400 naming the field, buffered and streamed, never a text answer with logprobs: null or no audio (the official client)', async (t) => {
   const { app } = await build(t);
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   const client = new OpenAI({ baseURL: `${address}/v1`, apiKey: 'sk-local-dev', maxRetries: 0, timeout: 20_000 });
@@ -593,6 +593,7 @@ test('the mock has no log probabilities or audio to give: a request asking for t
   const asks = [
     { field: 'logprobs', extra: { logprobs: true, top_logprobs: 2 } },
     { field: 'modalities', extra: { modalities: ['text', 'audio'] as Array<'text' | 'audio'>, audio: { voice: 'alloy' as const, format: 'wav' as const } } },
+    { field: 'web_search_options', extra: { web_search_options: {} } },
   ];
   for (const { field, extra } of asks) {
     for (const stream of [false, true]) {

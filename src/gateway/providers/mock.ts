@@ -300,8 +300,9 @@ const SYSTEM_FINGERPRINT = 'fp_svc_mock';
 
 /**
  * Why the mock refuses a chat request, as an upstream refuses what its model cannot do (a 400 `upstream_rejected`);
- * null when it answers it. The mock makes text and tool calls only: a request for log probabilities or audio answered
- * with `logprobs: null` or a text message would be silently less than was asked (SPEC 4.2), so it names the field.
+ * null when it answers it. The mock makes text and tool calls only: a request for log probabilities, audio or a web
+ * search answered with `logprobs: null` or a plain text message would be silently less than was asked (SPEC 4.2), so
+ * it names the field.
  */
 function mockChatRefusal(request: ChatRequest): ProviderError | null {
   const refuse = (message: string) => new ProviderError('rejected', message, { provider: MOCK_PROVIDER_NAME, upstreamStatus: 400 });
@@ -309,6 +310,10 @@ function mockChatRefusal(request: ChatRequest): ProviderError | null {
   const modalities = request.modalities;
   if ((Array.isArray(modalities) && modalities.includes('audio')) || (request.audio !== undefined && request.audio !== null)) {
     return refuse('modalities: the mock provider answers in text only, not audio; leave audio out or configure a live provider');
+  }
+  // A search model's answer is grounded in what it found; the mock searches nothing, so its answer would not be one.
+  if (request.web_search_options !== undefined && request.web_search_options !== null) {
+    return refuse('web_search_options: the mock provider does not search the web; leave web_search_options out or configure a live provider');
   }
   return null;
 }
