@@ -55,7 +55,7 @@ export function toAppError(error: unknown): AppError {
   if (error instanceof AppError) return error;
   if (error instanceof ZodError) {
     return new AppError('invalid_request', {
-      message: error.issues.map((issue) => `${issue.path.join('.') || 'body'}: ${issue.message}`).join('; '),
+      message: error.issues.map((issue) => `${issueLabel(issue.path)}: ${issue.message}`).join('; '),
       details: { issues: error.issues.map((issue) => ({ path: issue.path.join('.'), message: issue.message })) },
     });
   }
@@ -85,6 +85,16 @@ export function toAppError(error: unknown): AppError {
     return new AppError('invalid_request', { message: err.message });
   }
   return new AppError('internal', { cause: error });
+}
+
+/**
+ * What an issue's message names: `body` for the body as a whole (no path), else the path. A path that joins to ''
+ * (a query parameter or key with an empty name, `/audit?=1`) is written `""`: it names that empty name, not the body
+ * (the 400 of a GET blamed a body it never had), and an empty name printed bare is invisible.
+ */
+function issueLabel(path: readonly PropertyKey[]): string {
+  if (path.length === 0) return 'body';
+  return path.join('.') || '""';
 }
 
 const CHAT_TYPES: Partial<Record<number, string>> = {

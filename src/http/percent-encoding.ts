@@ -89,5 +89,6 @@ function queryRefusal(url: string, queryAt: number, at: number, problem: string)
   const nameEnd = equals === -1 || equals > parameterEnd ? parameterEnd : equals;
   const name = url.slice(start, nameEnd);
   const message = `its ${at < nameEnd ? 'name' : 'value'} ${problem}`;
-  return new AppError('invalid_request', { message: `${name}: ${message}`, details: { issues: [{ path: name, message }] } });
+  // An empty name (`?=%ff`) is written `""`, as the error mapping writes it (src/http/error-shapes.ts).
+  return new AppError('invalid_request', { message: `${name || '""'}: ${message}`, details: { issues: [{ path: name, message }] } });
 }

@@ -69,6 +69,17 @@ test('a parameter named like an Object.prototype member is refused as any other:
   await refusedNaming(get, '/api/v1/audit?limit=5&__proto__=2', '__proto__');
 });
 
+test('a parameter with an empty name is refused naming the query, not the body: /audit?=1 said "body: unknown query parameter"', async (t) => {
+  const { get } = await setup(t);
+  // The error mapping named an issue whose path joins to '' as the body, so the 400 blamed a body the GET never had.
+  for (const url of ['/api/v1/audit?=1', '/api/v1/audit?=', '/api/v1/runs?limit=5&=x', '/api/v1/settings?=1']) {
+    const error = await refusedNaming(get, url, '');
+    assert.ok(error.message.startsWith('"": unknown query parameter; this endpoint takes '), `${url}: ${error.message}`);
+  }
+  const badEncoding = await refusedNaming(get, '/api/v1/runs?=%ff', '');
+  assert.equal(badEncoding.message, '"": its value percent-encodes bytes that are not UTF-8');
+});
+
 test('a write refuses a __proto__ query parameter too, before doing anything', async (t) => {
   const { app } = await build(t, { env: { SVC_API_KEY: BOOT } });
   const created = await app.inject({ method: 'POST', url: '/api/v1/users?__proto__=1', headers: admin, payload: { email: 'ann@acme.io', tempPassword: 'Temp-password-123456' } });
