@@ -180,9 +180,11 @@ export function createInvitesService(deps: AccountsDeps): InvitesService {
         deps.log.warn(`invitation e-mail to ${email} failed`, error);
         const denied = { decision: 'deny', target: invite.id, details: { email, role, reason: 'delivery_failed' } } as const;
         // The failed delivery is on the record whether or not this write still revokes the invitation: revoked
-        // meanwhile (by an admin, or replaced by a re-send), it left no row of its delivery at all (SPEC 6.2).
+        // meanwhile (by an admin, or replaced by a re-send), it left no row of its delivery at all (SPEC 6.2). Gone
+        // (deleted with its organization), its row would land after the organization's `org.delete` in the kept log:
+        // recordInvite writes it only while the invitation, and so its organization, still exists.
         if (!(await repo.setInviteStatus(invite.id, 'revoked', clock.now(), audit.staged(auth, 'invite.create', denied)))) {
-          await audit.record(auth, 'invite.create', denied);
+          if (!(await repo.recordInvite(invite.id, audit.staged(auth, 'invite.create', denied)))) throw notFound('Organization');
         }
         throw new AppError('email_delivery_failed', { headers: { 'retry-after': String(DELIVERY_RETRY_AFTER_S) } });
       }

@@ -198,6 +198,27 @@ test('an invitation whose organization is deleted while its e-mail is sent is 40
   assert.ok(!audit.some((row) => row.action === 'invite.create'));
 });
 
+test('a failed delivery to an organization deleted while its e-mail was sent is 404 and writes no deny row after the deletion', async (t) => {
+  const { app, mail, services } = await buildWithAdmin(t);
+  const { browser: owner } = await makeUser(app, { email: 'doomed-owner@example.test' });
+  const org = json(await owner.post('/api/v1/orgs', { name: 'Doomed' })).org.id;
+  const key = json(await owner.post('/api/v1/keys', { name: 'admin', admin: true })).token;
+
+  const held = mail.hold();
+  const inviting = app.inject({ method: 'POST', url: '/api/v1/orgs/active/invites', headers: bearer(key), payload: { email: 'late@example.test' } });
+  const release = await held;
+  assert.equal((await owner.delete('/api/v1/orgs/active', { confirm: true })).statusCode, 200);
+  mail.failing = true;
+  release();
+  const invited = await inviting;
+  // The revocation found no invitation (gone with its organization); the deny row was then written on its own.
+  assert.equal(invited.statusCode, 404, invited.body);
+  assert.equal(json(invited).error.code, 'not_found');
+  const audit = await services.store.read((sql) => sql.all<{ action: string }>('SELECT action FROM audit_events WHERE tenant_id = ? ORDER BY seq', [org]));
+  assert.equal(audit.at(-1)!.action, 'org.delete');
+  assert.ok(!audit.some((row) => row.action === 'invite.create'));
+});
+
 test('who may invite: owners and admins; owners alone grant owner; members of the org are 409; re-inviting replaces', async (t) => {
   const { app, admin, mail } = await buildWithAdmin(t);
   const { browser: orgAdmin } = await makeUser(app, { email: 'oa@example.test', orgRole: 'admin' });
