@@ -428,7 +428,8 @@ export interface AccountsRepository {
    * user and memberships as they are then, and throws (writing nothing) when the caller may no longer act on the user.
    * `from`, when given, is the hash the caller checked the current password against: false, writing nothing, when the
    * password is no longer that one (changed or reset meanwhile). `also` (its audit row) runs in the same write, only
-   * when the password is set.
+   * when the password is set. `auditedIn`, when given, is the organization `also` writes into: `no_organization`,
+   * writing nothing, when it is gone (deleted while the password was hashed: its kept log ends with its `org.delete`).
    */
   setPassword(
     userId: string,
@@ -440,8 +441,9 @@ export interface AccountsRepository {
       stillReached?: (user: User, memberships: Membership[]) => void;
       from?: string;
       also?: AlsoStep;
+      auditedIn?: string;
     },
-  ): Promise<boolean>;
+  ): Promise<boolean | 'no_organization'>;
   /**
    * Replace a password hash after a successful login with weaker parameters (sessions stay), if it is still `from`:
    * false, writing nothing, when the password was changed (or the user deleted) meanwhile.
@@ -656,7 +658,8 @@ export function createAccountsRepository(store: Store): AccountsRepository {
       }),
 
     setPassword: (userId, change) =>
-      store.write((sql) => {
+      store.write((sql): boolean | 'no_organization' => {
+        if (change.auditedIn !== undefined && !sql.get('SELECT 1 FROM tenants WHERE id = ?', [change.auditedIn])) return 'no_organization';
         if (change.stillReached || change.from !== undefined) {
           const user = userById(sql, userId);
           if (!user || (change.from !== undefined && user.passwordHash !== change.from)) return false;

@@ -219,9 +219,10 @@ export function createUsersService(deps: AccountsDeps): UsersService {
       // longer reaches.
       const stillReached = (user: User, memberships: Membership[]) => requireReach(auth, user, memberships);
       const also = audit.staged(auth, 'user.reset_password', { target: id, details: { email: user.email } });
-      if (!(await repo.setPassword(id, { hash, mustChangePassword: true, now: clock.now(), stillReached, also }))) {
-        throw notFound('User'); // deleted while the temporary password was hashed
-      }
+      // The row goes into the caller's organization, which may have been deleted while the password was hashed.
+      const outcome = await repo.setPassword(id, { hash, mustChangePassword: true, now: clock.now(), stillReached, also, auditedIn: auth.tenantId });
+      if (outcome === 'no_organization') throw notFound('Organization');
+      if (!outcome) throw notFound('User'); // deleted while the temporary password was hashed
       return { user: await listing(auth, (await repo.findUser(id))!), tempPassword };
     },
 

@@ -160,6 +160,28 @@ test('a user created in an organization deleted while the password was hashed is
   assert.equal(json(listed).users.length, 0, 'nothing was created');
 });
 
+test('an admin reset in an organization deleted while the temporary password was hashed is 404 and writes no row after its org.delete', async (t) => {
+  const hasher = gatedHasher();
+  const { app, services } = await buildWithAdmin(t, {}, { passwordHasher: hasher });
+  const { browser: owner, id } = await makeUser(app, { email: 'doomed-owner@example.test' });
+  const org = json(await owner.post('/api/v1/orgs', { name: 'Doomed' })).org.id;
+  const passwordOf = () => services.store.read((sql) => sql.get<{ password_hash: string }>('SELECT password_hash FROM users WHERE id = ?', [id])!.password_hash);
+  const before = await passwordOf();
+
+  // A platform admin reaches the user whatever their memberships; the reset's row goes into the organization it acts in.
+  const held = hasher.hold();
+  const resetting = app.inject({ method: 'POST', url: `/api/v1/users/${id}/reset-password`, headers: operator(BOOT, org) });
+  const release = await held;
+  assert.equal((await owner.delete('/api/v1/orgs/active', { confirm: true })).statusCode, 200);
+  release();
+  const reset = await resetting;
+  assert.equal(reset.statusCode, 404, reset.body);
+  assert.equal(json(reset).error.code, 'not_found');
+  const audit = await services.store.read((sql) => sql.all<{ action: string }>('SELECT action FROM audit_events WHERE tenant_id = ? ORDER BY seq', [org]));
+  assert.equal(audit.at(-1)!.action, 'org.delete');
+  assert.equal(await passwordOf(), before, 'the password was not reset');
+});
+
 /**
  * Acme, its owner, and a user of Acme only (reachable by Acme's owner, signed in on their own password) whom the
  * default organization has invited: accepting `token` puts them out of the owner's reach.
