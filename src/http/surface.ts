@@ -146,6 +146,16 @@ export function installErrorHandler(app: FastifyInstance, fixed?: ErrorSurface):
   });
 }
 
+/**
+ * The 401 of a request whose only credential is an `x-api-key` where it is not read (anywhere but the messages wire,
+ * docs/api.md): "Missing or invalid bearer token." told a caller who had sent its key nothing about why. Built on
+ * this refusal only, so no request that authenticates pays for it; the key is never echoed.
+ */
+const API_KEY_HEADER_ELSEWHERE = () =>
+  new AppError('unauthorized', {
+    message: 'x-api-key is read on the messages wire (/v1/messages) only; send the key as Authorization: Bearer <key>.',
+  });
+
 export async function registerSurface(app: FastifyInstance, options: SurfaceOptions): Promise<void> {
   app.addHook('onRoute', (route) => {
     route.bodyLimit ??= options.bodyLimit;
@@ -189,7 +199,7 @@ export async function registerSurface(app: FastifyInstance, options: SurfaceOpti
       const unauthorized = error instanceof AppError && error.code === 'unauthorized';
       if (!(unauthorized && access === 'public')) {
         failed = unauthorized && presented;
-        throw error;
+        throw unauthorized && !presented && header(request, 'x-api-key') !== undefined ? API_KEY_HEADER_ELSEWHERE() : error;
       }
       // A public route runs without an identity; a stale cookie or a wrong token on it counts as none.
       request.auth = null;

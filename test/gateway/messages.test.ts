@@ -134,6 +134,34 @@ test('protected mode: the SDK authenticates with x-api-key; a wrong key gets the
   });
 });
 
+test('protected mode: the SDK lists and retrieves models (it sends its key as Bearer); an x-api-key sent to /v1/models is a 401 that says where it is read', async (t) => {
+  const { app, address } = await listening(t, { SVC_API_KEY: 'bootstrap-token-messages-0001' });
+  const token = json(await app.inject({ method: 'POST', url: '/api/v1/keys', headers: bearer('bootstrap-token-messages-0001'), payload: { name: 'sdk' } })).token;
+  // This SDK sends `apiKey` as Authorization: Bearer on every request, so models.list() is authenticated as on the
+  // chat-completions wires. The list is theirs (SPEC 4.2): chat-completions-shaped items, read here untyped.
+  const sdk = new Anthropic({ baseURL: address, apiKey: token, maxRetries: 0 });
+  const models: Array<Record<string, unknown>> = [];
+  for await (const model of sdk.models.list()) models.push(model as unknown as Record<string, unknown>);
+  const sonnet = models.find((model) => model.id === 'claude-sonnet-4-5');
+  assert.ok(sonnet, models.map((model) => model.id).join(', '));
+  assert.equal(sonnet.object, 'model');
+  assert.equal(sonnet.display_name, undefined);
+  assert.equal((await sdk.models.retrieve('claude-sonnet-4-5')).id, 'claude-sonnet-4-5');
+  // x-api-key is the messages wire's credential only (docs/api.md). A client sending it elsewhere (curl as the messages
+  // API documents it, an SDK that sends x-api-key) was told "Missing or invalid bearer token." after sending its key.
+  for (const url of ['/v1/models', '/v1/models/claude-sonnet-4-5', '/v1/chat/completions', '/api/v1/keys']) {
+    const refused = await fetch(`${address}${url}`, { headers: { 'x-api-key': token, 'anthropic-version': '2023-06-01' } });
+    assert.equal(refused.status, 401, url);
+    const body = await refused.text();
+    assert.match(body, /x-api-key is read on the messages wire \(\/v1\/messages\) only; send the key as Authorization: Bearer/, url);
+    assert.ok(!body.includes(token), 'the key is not echoed');
+  }
+  // A wrong bearer token beside it is refused as any wrong token.
+  const wrong = await fetch(`${address}/v1/models`, { headers: { authorization: 'Bearer svc_not-a-real-key-000000000000000000000000000', 'x-api-key': token } });
+  assert.equal(wrong.status, 401);
+  assert.equal(((await wrong.json()) as { error: { message: string } }).error.message, 'Missing or invalid bearer token.');
+});
+
 /** A message stream answering `text`, its message_start reporting `startUsage`. */
 function messageEvents(text: string, startUsage: Record<string, number> = { input_tokens: 12, output_tokens: 1 }): Array<[string, unknown]> {
   return [
