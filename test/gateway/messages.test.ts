@@ -120,7 +120,7 @@ test('validation: messages-shaped 400s and no run; beta tokens are refused in th
   assert.equal(json(await app.inject({ url: '/api/v1/runs' })).pagination.total, 0);
 });
 
-test('protected mode: the SDK authenticates with x-api-key; a wrong key gets the messages-shaped 401', async (t) => {
+test('protected mode: the SDK authenticates with its key (this SDK sends it as Authorization: Bearer; raw x-api-key calls: test/api/auth.test.ts); a wrong key gets the messages-shaped 401', async (t) => {
   const { app, address } = await listening(t, { SVC_API_KEY: 'bootstrap-token-messages-0001' });
   const token = json(await app.inject({ method: 'POST', url: '/api/v1/keys', headers: bearer('bootstrap-token-messages-0001'), payload: { name: 'sdk' } })).token;
   const good = new Anthropic({ baseURL: address, apiKey: token, maxRetries: 0 });
