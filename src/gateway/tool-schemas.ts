@@ -6,6 +6,7 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import { Ajv2019 } from 'ajv/dist/2019.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import draft06MetaSchema from 'ajv/dist/refs/json-schema-draft-06.json' with { type: 'json' };
 import safeRegex from 'safe-regex2';
 import { canonicalJson } from '../core/canonical-json.ts';
 import { invalid } from '../core/errors.ts';
@@ -52,7 +53,9 @@ const AJV_RECYCLE_NODES = 5_000;
 /**
  * One ajv per JSON Schema dialect a schema may declare in `$schema`: an instance knows its own meta-schema only, and
  * refused any other as "no schema with key or ref", though zod's `z.toJSONSchema()` declares 2020-12 by default and
- * OpenAI takes it. A schema declaring none (or another) is read as draft-07, as before.
+ * OpenAI takes it. Draft-06 is read by the draft-07 instance, which is given its meta-schema (as ajv documents: the
+ * one keyword draft-07 added that changes validation, `if`/`then`/`else`, is then checked in a draft-06 schema too).
+ * A schema declaring none is read as draft-07; one declaring another dialect is refused by ajv.
  */
 class Dialect {
   /** Made on the first schema of the dialect (an instance costs ~5 ms and its meta-schemas). */
@@ -69,8 +72,9 @@ class Dialect {
     return this.instance;
   }
 }
-const draft07 = new Dialect(() => new Ajv(AJV_OPTIONS));
+const draft07 = new Dialect(() => new Ajv(AJV_OPTIONS).addMetaSchema(draft06MetaSchema));
 const dialects: Record<string, Dialect> = {
+  'http://json-schema.org/draft-06/schema': draft07,
   'https://json-schema.org/draft/2020-12/schema': new Dialect(() => new Ajv2020(AJV_OPTIONS)),
   'https://json-schema.org/draft/2019-09/schema': new Dialect(() => new Ajv2019(AJV_OPTIONS)),
 };
