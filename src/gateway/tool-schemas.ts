@@ -10,6 +10,7 @@ import draft06MetaSchema from 'ajv/dist/refs/json-schema-draft-06.json' with { t
 import safeRegex from 'safe-regex2';
 import { canonicalJson } from '../core/canonical-json.ts';
 import { invalid } from '../core/errors.ts';
+import { declaresDraft04, draft04AsDraft07 } from './draft-04.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../core/json-depth.ts';
 import type { ChatTool, ChatToolCall } from './providers/types.ts';
 
@@ -55,7 +56,8 @@ const AJV_RECYCLE_NODES = 5_000;
  * refused any other as "no schema with key or ref", though zod's `z.toJSONSchema()` declares 2020-12 by default and
  * OpenAI takes it. Draft-06 is read by the draft-07 instance, which is given its meta-schema (as ajv documents: the
  * one keyword draft-07 added that changes validation, `if`/`then`/`else`, is then checked in a draft-06 schema too).
- * A schema declaring none is read as draft-07; one declaring another dialect is refused by ajv.
+ * Draft-04 is read by it too, translated (draft-04.ts). A schema declaring none is read as draft-07; one declaring
+ * another dialect is refused by ajv.
  */
 class Dialect {
   /** Made on the first schema of the dialect (an instance costs ~5 ms and its meta-schemas). */
@@ -133,14 +135,15 @@ function compile(schema: Record<string, unknown>, where: string, budget: SchemaB
   const text = canonicalJson(schema);
   const hit = compiled.get(text);
   if (hit) return hit.validate;
-  const ajv = dialectOf(schema).take(nodes);
+  const source = declaresDraft04(schema) ? draft04AsDraft07(schema) : schema;
+  const ajv = dialectOf(source).take(nodes);
   let validate: ValidateFunction;
   try {
-    validate = ajv.compile(schema);
+    validate = ajv.compile(source);
   } catch (error) {
     throw invalid(`${where} is not a valid JSON Schema: ${(error as Error).message}`, { param: where });
   } finally {
-    ajv.removeSchema(schema);
+    ajv.removeSchema(source);
   }
   for (const [oldest, entry] of compiled) {
     if (compiledNodes + nodes <= MAX_COMPILED_NODES) break;

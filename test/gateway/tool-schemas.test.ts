@@ -6,6 +6,8 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 import { compileTools, MAX_REQUEST_SCHEMA_NODES, MAX_SCHEMA_NODES } from '../../src/gateway/tool-schemas.ts';
 import { build, json } from '../support/build.ts';
+import { contentChunk, sendChunks, startFakeUpstream } from '../support/fake-upstream.ts';
+import { openaiGateway } from '../support/openai-gateway.ts';
 
 const tool = (name: string, parameters: Record<string, unknown>) => ({ type: 'function' as const, function: { name, parameters } });
 
@@ -53,4 +55,39 @@ test('through the wires: a tool schema too large is a 400 naming it, on chat, re
     assert.equal(answer.statusCode, 400, answer.body);
     assert.match(JSON.stringify(json(answer)), /too large/);
   }
+});
+
+test("a draft-04 schema (zod's target: \"draft-4\", hand-written and OpenAPI-3.0-derived ones) is taken with draft-04's meaning: a boolean exclusiveMinimum/exclusiveMaximum makes minimum/maximum exclusive, an `id` names a subschema for $ref, a property named id is a property", async (t) => {
+  // The upstream calls the tool with the arguments the user message spells, so each case asks for its own.
+  const upstream = await startFakeUpstream(t, (request, res) =>
+    sendChunks(res, [
+      contentChunk('', { choices: [{ index: 0, delta: { role: 'assistant', tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'f', arguments: request.body.messages.at(-1).content } }] }, finish_reason: null }] }),
+      contentChunk('', { choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] }),
+    ]),
+  );
+  const { client } = await openaiGateway(t, upstream);
+  const parameters = {
+    $schema: 'http://json-schema.org/draft-04/schema#',
+    type: 'object',
+    properties: { id: { type: 'string' }, n: { $ref: '#between' }, m: { type: 'integer', minimum: 1, exclusiveMinimum: false } },
+    required: ['id', 'n', 'm'],
+    definitions: { between: { id: '#between', type: 'integer', minimum: 1, exclusiveMinimum: true, maximum: 5, exclusiveMaximum: true } },
+  };
+  /** Null when svc passes the call on; else the error it streams in its place. */
+  const refusal = async (args: Record<string, unknown>): Promise<string | null> => {
+    const messages = [{ role: 'user' as const, content: JSON.stringify(args) }];
+    try {
+      const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages, tools: [{ type: 'function', function: { name: 'f', parameters, strict: true } }], stream: true });
+      for await (const _chunk of stream);
+      return null;
+    } catch (error) {
+      return (error as Error).message;
+    }
+  };
+  assert.equal(await refusal({ id: 'a', n: 2, m: 1 }), null);
+  assert.equal(await refusal({ id: 'a', n: 4, m: 1 }), null);
+  assert.match((await refusal({ id: 'a', n: 1, m: 1 })) ?? '', /do not match its schema: data\/n must be > 1/, 'minimum 1 with exclusiveMinimum: true takes no 1');
+  assert.match((await refusal({ id: 'a', n: 5, m: 1 })) ?? '', /do not match its schema: data\/n must be < 5/, 'maximum 5 with exclusiveMaximum: true takes no 5');
+  assert.match((await refusal({ id: 'a', n: 2, m: 0 })) ?? '', /do not match its schema: data\/m must be >= 1/);
+  assert.match((await refusal({ id: 3, n: 2, m: 1 })) ?? '', /do not match its schema: data\/id must be string/, 'the property id is a string');
 });

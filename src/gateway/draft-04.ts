@@ -1,0 +1,60 @@
+/**
+ * JSON Schema draft-04 schemas (zod's `target: "draft-4"`, hand-written and OpenAPI-3.0-derived ones), read by the
+ * draft-07 ajv after the two differences of meaning are translated (ajv knows draft-04 only through the ajv-draft-04
+ * package, whose validators are ajv's own keywords but for these):
+ * - `exclusiveMinimum`/`exclusiveMaximum` are booleans that make `minimum`/`maximum` exclusive, where draft-07's are
+ *   the exclusive bounds themselves: `{minimum: 1, exclusiveMinimum: true}` becomes `{exclusiveMinimum: 1}`, and a
+ *   `false` is dropped. A `true` without its bound is left as it is, for the meta-schema to refuse, as draft-04's does;
+ * - `id` is what draft-07 calls `$id` (a base URI, or `#name` for a `$ref`); a `$id` means nothing in draft-04.
+ * Only schema positions are translated: a property named `id` stays a property, and an `enum` or `default` value is
+ * not a schema.
+ */
+type Schema = Record<string, unknown>;
+
+const DRAFT_04 = 'http://json-schema.org/draft-04/schema';
+const DRAFT_07 = 'http://json-schema.org/draft-07/schema#';
+
+/** Keywords whose value is a schema or an array of schemas (those draft-07 adds too, which ajv-draft-04 also reads). */
+const SCHEMA_KEYWORDS = ['items', 'additionalItems', 'additionalProperties', 'not', 'allOf', 'anyOf', 'oneOf', 'contains', 'propertyNames', 'if', 'then', 'else'];
+/** Keywords whose value maps names to schemas (a `dependencies` entry may be a list of property names instead). */
+const SCHEMA_MAP_KEYWORDS = ['properties', 'patternProperties', 'definitions', 'dependencies'];
+
+const isSchema = (value: unknown): value is Schema => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+export const declaresDraft04 = (schema: Schema): boolean => schema.$schema === `${DRAFT_04}#` || schema.$schema === DRAFT_04;
+
+/** The draft-07 schema of a draft-04 one, which is left as it was. */
+export function draft04AsDraft07(schema: Schema): Schema {
+  return { ...translated(schema), $schema: DRAFT_07 };
+}
+
+function translated(schema: Schema): Schema {
+  const out: Schema = { ...schema };
+  delete out.$id;
+  if (typeof schema.id === 'string') {
+    out.$id = schema.id;
+    delete out.id;
+  }
+  exclusiveBound(out, 'minimum', 'exclusiveMinimum');
+  exclusiveBound(out, 'maximum', 'exclusiveMaximum');
+  for (const keyword of SCHEMA_KEYWORDS) {
+    const value = schema[keyword];
+    if (Array.isArray(value)) out[keyword] = value.map((item) => (isSchema(item) ? translated(item) : item));
+    else if (isSchema(value)) out[keyword] = translated(value);
+  }
+  for (const keyword of SCHEMA_MAP_KEYWORDS) {
+    const map = schema[keyword];
+    if (!isSchema(map)) continue;
+    // fromEntries, not assignment: a property may be named `__proto__`.
+    out[keyword] = Object.fromEntries(Object.entries(map).map(([name, value]) => [name, isSchema(value) ? translated(value) : value]));
+  }
+  return out;
+}
+
+function exclusiveBound(schema: Schema, bound: 'minimum' | 'maximum', exclusive: 'exclusiveMinimum' | 'exclusiveMaximum'): void {
+  if (schema[exclusive] === false) delete schema[exclusive];
+  else if (schema[exclusive] === true && typeof schema[bound] === 'number') {
+    schema[exclusive] = schema[bound];
+    delete schema[bound];
+  }
+}
