@@ -93,6 +93,14 @@ test("a schema declaring JSON Schema draft-06 (numeric exclusive bounds, const) 
   for (const answer of await schemaAnswers(client, schema, 'count')) assert.deepEqual(Count.safeParse(answer).error, undefined);
 });
 
+test("the mock's answers to a draft-04 schema (zod's target: \"draft-4\": a boolean exclusiveMinimum/exclusiveMaximum beside minimum/maximum) keep out of the excluded bounds, where it wrote the bound itself and svc refused its own tool call", async (t) => {
+  const client = await mockClient(t);
+  const Count = z.object({ id: z.string(), count: z.int().gt(1).lt(5), ratio: z.number().gt(1.5).lt(3) });
+  const schema = z.toJSONSchema(Count, { target: 'draft-4' }) as Record<string, unknown>;
+  assert.equal(schema.$schema, 'http://json-schema.org/draft-04/schema#');
+  for (const answer of await schemaAnswers(client, schema, 'count')) assert.deepEqual(Count.safeParse(answer).error, undefined, JSON.stringify(answer));
+});
+
 test("a schema with string formats (zod's z.email(), z.uuid(), z.url()) is compiled without ajv writing \"unknown format ... ignored\" to the console, outside svc's log, twice per format", async (t) => {
   const client = await mockClient(t);
   const warn = t.mock.method(console, 'warn', () => {});

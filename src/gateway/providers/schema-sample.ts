@@ -59,11 +59,16 @@ function sampleString(schema: Schema, name: string): string {
   return sampleFromPattern(schema.pattern) ?? value;
 }
 
+/** The bound and whether it is exclusive: draft-06 on writes an exclusive one on its own, draft-04 flags `minimum`. */
+function bound(schema: Schema, inclusive: 'minimum' | 'maximum', exclusive: 'exclusiveMinimum' | 'exclusiveMaximum'): [number | undefined, number | undefined] {
+  const value = typeof schema[inclusive] === 'number' ? schema[inclusive] : undefined;
+  if (schema[exclusive] === true) return [undefined, value];
+  return [value, typeof schema[exclusive] === 'number' ? schema[exclusive] : undefined];
+}
+
 function sampleNumber(schema: Schema, integer: boolean): number {
-  const min = typeof schema.minimum === 'number' ? schema.minimum : undefined;
-  const exclusiveMin = typeof schema.exclusiveMinimum === 'number' ? schema.exclusiveMinimum : undefined;
-  const max = typeof schema.maximum === 'number' ? schema.maximum : undefined;
-  const exclusiveMax = typeof schema.exclusiveMaximum === 'number' ? schema.exclusiveMaximum : undefined;
+  const [min, exclusiveMin] = bound(schema, 'minimum', 'exclusiveMinimum');
+  const [max, exclusiveMax] = bound(schema, 'maximum', 'exclusiveMaximum');
   let value = integer ? 1 : 1.5;
   if (min !== undefined && value < min) value = min;
   if (exclusiveMin !== undefined && value <= exclusiveMin) value = integer ? Math.floor(exclusiveMin) + 1 : exclusiveMin + 0.5;
