@@ -1792,3 +1792,32 @@ test('the mock\'s thinking with display omitted is billed as the provider bills 
     assert.equal(omitted.usage.output_tokens, shown.usage.output_tokens, 'hidden thinking is billed as shown thinking is');
   }
 });
+
+test('the mock connects to no MCP server and runs no container: mcp_servers or container is a 400 naming the field, buffered and streamed, never a text answer as if they had been used (the official client)', async (t) => {
+  const { client } = await listening(t);
+  const asks = [
+    { field: 'mcp_servers', extra: { mcp_servers: [{ type: 'url', url: 'https://mcp.example/sse', name: 'docs' }], tools: [{ type: 'mcp_toolset', mcp_server_name: 'docs' }] } },
+    { field: 'container', extra: { container: 'container_011CZ' } },
+  ];
+  for (const { field, extra } of asks) {
+    for (const stream of [false, true]) {
+      const request = { model: 'claude-sonnet-4-5', max_tokens: 256, messages: ask(), betas: ['mcp-client-2025-11-20'], ...extra } as never;
+      const answer = stream ? client.beta.messages.stream(request).finalMessage() : client.beta.messages.create(request);
+      const error = await answer.then(
+        () => null,
+        (caught: unknown) => caught,
+      );
+      assert.ok(error instanceof Anthropic.BadRequestError, `${field}, stream: ${stream}: answered instead of refused`);
+      assert.match(error.message, new RegExp(field));
+    }
+  }
+  // A server tool is still called as the docs describe (a server_tool_use block, no result), not refused.
+  const searched = await client.messages.create({
+    model: 'claude-sonnet-4-5',
+    max_tokens: 256,
+    messages: ask(),
+    tools: [{ type: 'web_search_20250305', name: 'web_search' }],
+    tool_choice: { type: 'tool', name: 'web_search' },
+  });
+  assert.equal(searched.content[0]!.type, 'server_tool_use');
+});

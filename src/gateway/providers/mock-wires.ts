@@ -227,15 +227,36 @@ function withThinking(message: MessagesResponse, request: MessagesRequest): void
   message.usage.output_tokens += mockThinkingTokens;
 }
 
+/**
+ * Why the mock refuses a messages request, as an upstream refuses what its model cannot do (a 400
+ * `upstream_rejected`); null when it answers it. The mock connects to no MCP server and runs no code container: a text
+ * answer to a request naming `mcp_servers` (whose tools only the provider calls) or a `container` would be silently
+ * less than was asked (SPEC 4.2), so it names the field. A forced server tool is answered as docs/providers.md says.
+ */
+function mockMessagesRefusal(request: MessagesRequest): ProviderError | null {
+  const refuse = (message: string) => new ProviderError('rejected', message, { provider: MOCK_PROVIDER_NAME, upstreamStatus: 400 });
+  if (request.mcp_servers !== undefined && request.mcp_servers !== null) {
+    return refuse('mcp_servers: the mock provider connects to no MCP server; leave mcp_servers out or configure a live provider');
+  }
+  if (request.container !== undefined && request.container !== null) {
+    return refuse('container: the mock provider runs no container; leave container out or configure a live provider');
+  }
+  return null;
+}
+
 export async function mockMessages(plan: PlanChat, request: MessagesRequest, context: ProviderCallContext): Promise<MessagesResponse> {
   const behaviour = mockBehaviour(request.model);
   if (behaviour.stream) {
     throw new ProviderError('bad_response', `mock ${behaviour.stream} answer: the upstream body is not valid JSON`, { provider: MOCK_PROVIDER_NAME, upstreamStatus: 200 });
   }
+  const refusal = mockMessagesRefusal(request);
+  if (refusal) throw refusal;
   return planMessage(plan, request, context);
 }
 
 export async function mockStreamMessages(plan: PlanChat, request: MessagesRequest, context: ProviderCallContext): Promise<AsyncIterable<MessagesStreamEvent>> {
+  const refusal = mockMessagesRefusal(request);
+  if (refusal) throw refusal;
   const message = await planMessage(plan, request, context);
   return breakAsAsked(request.model, messageToEvents(message), (event) => event.type === 'message_stop');
 }
