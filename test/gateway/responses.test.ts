@@ -1436,3 +1436,25 @@ test('the mock honours include reasoning.encrypted_content: its reasoning item c
   assert.ok(reasoning && reasoning.type === 'reasoning');
   assert.equal(reasoning.encrypted_content, undefined);
 });
+
+test("an include value outside the OpenAPI document's IncludeEnum is a 400 naming include before any run, on the mock and a live upstream alike; each value it lists is sent on (the official client)", async (t) => {
+  const listed = JSON.parse(readFileSync(OPENAPI_PATH, 'utf8')).components.schemas.IncludeEnum.enum as string[];
+  const upstream = await startFakeUpstream(t, (_request, res) => sendJson(res, 200, upstreamEvents('Included.').at(-1)!.response));
+  const live = await liveGateway(t, upstream);
+  const mock = await listening(t);
+  for (const [label, { client }] of [['mock', mock], ['live', live]] as const) {
+    for (const stream of [false, true]) {
+      const error = await client.responses.create({ model: 'gpt-4o-mini', input: input(), include: ['reasoning.encrypted_content', 'nope' as never], stream }).then(
+        () => null,
+        (caught: unknown) => caught,
+      );
+      assert.ok(error instanceof OpenAI.BadRequestError, `${label}, stream: ${stream}: answered instead of refused`);
+      assert.equal(error.param, 'include');
+      assert.match(error.message, /include.*nope/);
+    }
+  }
+  assert.equal(upstream.requests.length, 0, 'refused before any run reached the upstream');
+  const answered = await live.client.responses.create({ model: 'gpt-4o-mini', input: input(), include: listed as never });
+  assert.equal(answered.status, 'completed');
+  assert.deepEqual(upstream.requests[0]!.body.include, listed);
+});

@@ -64,6 +64,31 @@ export const responsesRequestSchema = z.looseObject({
 const MESSAGE_ROLES: ReadonlySet<unknown> = new Set(['user', 'assistant', 'system', 'developer']);
 
 /**
+ * The `include` values the OpenAPI document's IncludeEnum lists: the upstream answers any other with a 400, so svc
+ * refuses it before a run on every provider (the mock would answer it, a live upstream after a run).
+ */
+const INCLUDABLE: ReadonlySet<string> = new Set([
+  'file_search_call.results',
+  'web_search_call.results',
+  'web_search_call.action.sources',
+  'message.input_image.image_url',
+  'computer_call_output.output.image_url',
+  'code_interpreter_call.outputs',
+  'reasoning.encrypted_content',
+  'message.output_text.logprobs',
+]);
+
+function checkInclude(include: readonly string[]): void {
+  for (let index = 0; index < include.length; index++) {
+    const value = include[index]!;
+    if (!INCLUDABLE.has(value)) {
+      // Quoted as JSON and cut short: the value is the client's, of any length and characters.
+      throw invalid(`include[${index}]: ${JSON.stringify(value.slice(0, 64))} is not an include value; the values are ${[...INCLUDABLE].join(', ')}.`, { param: 'include' });
+    }
+  }
+}
+
+/**
  * The input's message items (those with a `role`: the OpenAPI EasyInputMessage, InputMessage and OutputMessage) have
  * one of the wire's roles and a string or a list of typed parts as content: anything else is the upstream's 400
  * (and was the mock's crash, a 502), so svc's before a run. Other item types are the upstream's to judge.
@@ -153,6 +178,7 @@ export function parseResponsesRequest(body: unknown): ValidatedResponses {
   const parsed = responsesRequestSchema.parse(raw);
   if (parsed.metadata && Object.keys(parsed.metadata).length > 16) throw invalid('metadata has at most 16 keys.', { param: 'metadata' });
   if (Array.isArray(parsed.input)) checkMessageItems(parsed.input);
+  if (parsed.include) checkInclude(parsed.include);
   const functions: ChatTool[] = [];
   // Function tools with defer_loading: true, declared by name; each schema compiled when a call names its tool.
   const deferred: Array<{ tool: ChatTool; where: string }> = [];
