@@ -9,8 +9,10 @@ import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { build, json } from '../support/build.ts';
 import { sendJson, startFakeUpstream, startSse, type FakeUpstream } from '../support/fake-upstream.ts';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { expectFailureAnswered } from '../support/failover.ts';
 import { OPENAPI_PATH, validateAgainst } from '../support/openapi.ts';
+import { ROOT } from '../support/process.ts';
 
 const WEATHER = {
   type: 'function' as const,
@@ -1457,4 +1459,34 @@ test("an include value outside the OpenAPI document's IncludeEnum is a 400 namin
   const answered = await live.client.responses.create({ model: 'gpt-4o-mini', input: input(), include: listed as never });
   assert.equal(answered.status, 'completed');
   assert.deepEqual(upstream.requests[0]!.body.include, listed);
+});
+
+test("the tool types svc refuses are those docs/gateway.md lists: every type of the OpenAPI document's Tool union but function, custom, namespace and tool_search (shell, local_shell, apply_patch among them), in tools and tool_choice, is a 400 on its type before any run; max_tool_calls is relayed as sent (the official client)", async (t) => {
+  const schemas = JSON.parse(readFileSync(OPENAPI_PATH, 'utf8')).components.schemas;
+  const typesOf = (union: Array<{ $ref: string }>) =>
+    union.flatMap(({ $ref }) => (schemas[$ref.split('/').at(-1)!].properties?.type?.enum ?? []) as string[]);
+  const declarable = new Set(['function', 'custom', 'namespace', 'tool_search']);
+  const refusedTools = typesOf(schemas.Tool.oneOf).filter((type) => !declarable.has(type));
+  const refusedChoices = typesOf(schemas.ToolChoiceParam.oneOf).filter((type) => type !== 'function' && type !== 'custom' && type !== 'allowed_tools');
+  // docs/gateway.md's validation of the wire names each refused type and says what becomes of max_tool_calls.
+  const doc = readFileSync(join(ROOT, 'docs', 'gateway.md'), 'utf8');
+  const validation = doc.split('\n## `POST /v1/responses`\n')[1]!.split('\n- **Streaming.**')[0]!;
+  for (const type of [...refusedTools, ...refusedChoices, 'max_tool_calls']) assert.ok(validation.includes(`\`${type}\``), `docs/gateway.md names ${type}`);
+  const upstream = await startFakeUpstream(t, (_request, res) => sendJson(res, 200, upstreamEvents('Relayed.').at(-1)!.response));
+  const { client } = await liveGateway(t, upstream);
+  const refused = async (body: Record<string, unknown>, param: string) => {
+    const error = await client.responses.create({ model: 'gpt-4o-mini', input: input(), ...body } as never).then(
+      () => null,
+      (caught: unknown) => caught,
+    );
+    assert.ok(error instanceof OpenAI.BadRequestError, `${JSON.stringify(body)}: answered instead of refused`);
+    assert.equal(error.param, param);
+  };
+  for (const type of refusedTools) await refused({ tools: [{ type }] }, 'tools[0].type');
+  for (const type of refusedChoices) await refused({ tools: [WEATHER], tool_choice: { type } }, 'tool_choice');
+  assert.equal(upstream.requests.length, 0, 'refused before any run reached the upstream');
+  // Not in this client's types: the SDK sends unknown fields as given.
+  const relayed = await client.responses.create({ model: 'gpt-4o-mini', input: input(), tools: [WEATHER], max_tool_calls: 2 } as OpenAI.Responses.ResponseCreateParamsNonStreaming);
+  assert.equal(relayed.status, 'completed');
+  assert.equal(upstream.requests[0]!.body.max_tool_calls, 2);
 });
