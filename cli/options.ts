@@ -43,7 +43,9 @@ export function parseNonEmpty(value: string): string {
  */
 export function idParser(prefix: string, kind: string): (value: string) => string {
   return (value) => {
-    if (!parseNonEmpty(value).startsWith(`${prefix}_`)) throw new InvalidArgumentError(`must be ${kind} id (${prefix}_...)`);
+    // The prefix alone (`usr_`, a script's id variable cut short) names nothing either.
+    const id = parseNonEmpty(value);
+    if (!id.startsWith(`${prefix}_`) || id.length === prefix.length + 1) throw new InvalidArgumentError(`must be ${kind} id (${prefix}_...)`);
     return value;
   };
 }

@@ -70,6 +70,8 @@ describe('the admin CLI', { concurrency: true }, () => {
       ...[['keys', 'mode', 'ci', 'observe'], ['keys', 'revoke', 'ci', '--yes']].map((bad) =>
         usage([...bad, ...args], bad.join(' '), { stderr: /'ci' is invalid.*must be a key id \(key_\.\.\.\)/ }),
       ),
+      // The prefix alone is no id either (a variable cut short), refused before any request.
+      usage(['keys', 'revoke', 'key_', '--yes', ...args], 'keys revoke key_', { stderr: /'key_' is invalid.*must be a key id \(key_\.\.\.\)/ }),
       // Cache tiers are svc's own list: an unknown one, or --all with a tier, is refused before any request.
       usage(['cache', 'invalidate', '--type', 'bogus', '-y', ...args], '--type bogus', { stderr: /--type.*must be one of exact_response, / }),
       usage(['cache', 'invalidate', '--all', '--type', 'exact_response', '-y', ...args], '--all with --type', { stderr: /--all.*cannot be combined/ }),
