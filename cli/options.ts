@@ -43,11 +43,14 @@ export function parseNonEmpty(value: string): string {
  */
 export function idParser(prefix: string, kind: string): (value: string) => string {
   return (value) => {
-    // The prefix alone (`usr_`, a script's id variable cut short) names nothing either.
-    const id = parseNonEmpty(value);
-    if (!id.startsWith(`${prefix}_`) || id.length === prefix.length + 1) throw new InvalidArgumentError(`must be ${kind} id (${prefix}_...)`);
+    if (!hasIdForm(parseNonEmpty(value), prefix)) throw new InvalidArgumentError(`must be ${kind} id (${prefix}_...)`);
     return value;
   };
+}
+
+/** Whether `value` is of the form of an id of `prefix`: the prefix alone (`usr_`, a script's variable cut short) is not. */
+export function hasIdForm(value: string, prefix: string): boolean {
+  return value.startsWith(`${prefix}_`) && value.length > prefix.length + 1;
 }
 
 /**

@@ -6,7 +6,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import type { OrgRole, Pagination, PlatformRole, SvcClient, User } from '../src/client/client.ts';
 import { confirmOrExit } from './confirm.ts';
 import { UsageError, withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
-import { limitParser, oneOf, parseNonEmpty, parseNonNegativeInt } from './options.ts';
+import { hasIdForm, limitParser, oneOf, parseNonEmpty, parseNonNegativeInt } from './options.ts';
 import { note, print, printJson, table } from './output.ts';
 import { HIDDEN_ANSWER, loadPrompts } from './prompts.ts';
 
@@ -24,7 +24,7 @@ export const inOrg = (client: SvcClient, org: string | undefined): SvcClient => 
 
 /** A `<user>` argument: an e-mail address (it has an `@`) or a user id (`usr_...`); a bare name is neither. */
 export function parseUserRef(value: string): string {
-  if (!parseNonEmpty(value).includes('@') && !value.startsWith('usr_')) throw new InvalidArgumentError('must be a user id (usr_...) or an e-mail address');
+  if (!parseNonEmpty(value).includes('@') && !hasIdForm(value, 'usr')) throw new InvalidArgumentError('must be a user id (usr_...) or an e-mail address');
   return value;
 }
 

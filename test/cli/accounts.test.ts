@@ -123,6 +123,8 @@ describe('svc users and svc orgs', { concurrency: true }, () => {
       ...[['users', 'delete', 'ada', '--yes'], ['users', 'reset-password', 'ada'], ['orgs', 'set-role', 'ada', 'admin'], ['orgs', 'remove-member', 'ada', '--yes']].map(
         (argv) => usage(argv, /'ada' is invalid.*must be a user id \(usr_\.\.\.\) or an e-mail address/),
       ),
+      // The prefix alone is no id (a variable cut short).
+      usage(['users', 'reset-password', 'usr_'], /'usr_' is invalid.*must be a user id \(usr_\.\.\.\) or an e-mail address/),
       usage(['orgs', 'revoke-invite', 'abc'], /'abc' is invalid.*must be an invitation id \(inv_\.\.\.\)/),
     ]);
     assert.deepEqual(readdirSync(args[1]!), [], 'the data directory was not touched');
