@@ -6,6 +6,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { AppError } from '../../core/errors.ts';
 import { authOf } from '../../http/surface.ts';
 import { GatewaySignal } from '../call-signal.ts';
 import { parseCacheControls } from '../cache-controls.ts';
@@ -36,6 +37,17 @@ export function gatewayCall(request: FastifyRequest, reply: FastifyReply): Gatew
     requestId: request.id,
     signal: clientGoneSignal(request, reply),
   };
+}
+
+/**
+ * What a failure of the pipeline is answered with: one after its run started carries the run's id and route
+ * (pipeline.ts), and gets the run's dashboard address here, as an answer does (docs/gateway.md, Headers). Called from
+ * each wire's catch, so the answered path pays nothing.
+ */
+export function withRunUrl(error: unknown, request: FastifyRequest, appBaseUrl: string | null): unknown {
+  const runId = error instanceof AppError ? error.headers['x-svc-run-id'] : undefined;
+  if (runId !== undefined) (error as AppError).headers['x-svc-run-url'] = runUrl(appBaseUrl, request, runId);
+  return error;
 }
 
 export interface SseFormat<Ev> {
