@@ -220,11 +220,14 @@ interface DeferredSchema {
  * `defer_loading` catalogue, up to thousands, of which the model loads the few a tool search finds) are declared by name only: each schema is compiled
  * when a call names its tool, so a catalogue costs svc a name each, not a compilation each (nor the request's schema
  * budget, which a call's compilation spends; past it, or not compiling, the call is refused, not the request).
+ * `where[i]` names `tools[i]`'s schema as the request wrote it, for a wire whose tools are translated (a refusal of
+ * `tools[i].function.parameters`, the chat form, would name a field and an index the client never sent).
  */
 export function compileTools(
   tools: readonly ChatTool[] | undefined,
   budget = new SchemaBudget(),
   deferred: ReadonlyArray<{ tool: ChatTool; where: string }> = [],
+  where?: readonly string[],
 ): DeclaredTools {
   const validators = new Map<string, ValidateFunction | null | DeferredSchema>();
   for (const [index, tool] of (tools ?? []).entries()) {
@@ -232,7 +235,7 @@ export function compileTools(
     // A call names its tool: of two of one name, svc would check it against the last one's schema only.
     if (validators.has(tool.function.name)) throw duplicateTool(tool.function.name);
     const parameters = tool.function.parameters;
-    validators.set(tool.function.name, parameters ? compile(parameters, `tools[${index}].function.parameters`, budget) : null);
+    validators.set(tool.function.name, parameters ? compile(parameters, where?.[index] ?? `tools[${index}].function.parameters`, budget) : null);
   }
   for (const { tool, where } of deferred) {
     if (validators.has(tool.function.name)) throw duplicateTool(tool.function.name);

@@ -57,6 +57,32 @@ test('through the wires: a tool schema too large is a 400 naming it, on chat, re
   }
 });
 
+test("through the wires: a tool schema refused is named as the request's wire wrote it (tools[i].parameters, tools[i].input_schema), not as svc's chat translation of it", async (t) => {
+  const { app } = await build(t);
+  // Not JSON Schema of its declared dialect; a server or hosted tool before it, so the index is the request's own.
+  const bad = { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', properties: { a: { type: 'nope' } } };
+  const responses = await app.inject({
+    method: 'POST',
+    url: '/v1/responses',
+    payload: { model: 'gpt-4o-mini', input: 'x', tools: [{ type: 'custom', name: 'c' }, { type: 'function', name: 't', parameters: bad }] },
+  });
+  assert.equal(responses.statusCode, 400, responses.body);
+  assert.match(json(responses).error.message, /^tools\[1\]\.parameters is not a valid JSON Schema/);
+  assert.equal(json(responses).error.param, 'tools[1].parameters');
+  const messages = await app.inject({
+    method: 'POST',
+    url: '/v1/messages',
+    payload: {
+      model: 'claude-sonnet-4',
+      max_tokens: 10,
+      messages: [{ role: 'user', content: 'x' }],
+      tools: [{ type: 'web_search_20250305', name: 'web_search' }, { name: 't', input_schema: bad }],
+    },
+  });
+  assert.equal(messages.statusCode, 400, messages.body);
+  assert.match(json(messages).error.message, /^tools\[1\]\.input_schema is not a valid JSON Schema/);
+});
+
 test("a draft-04 schema (zod's target: \"draft-4\", hand-written and OpenAPI-3.0-derived ones) is taken with draft-04's meaning: a boolean exclusiveMinimum/exclusiveMaximum makes minimum/maximum exclusive, an `id` names a subschema for $ref, a property named id is a property", async (t) => {
   // The upstream calls the tool with the arguments the user message spells, so each case asks for its own.
   const upstream = await startFakeUpstream(t, (request, res) =>

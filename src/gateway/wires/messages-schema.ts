@@ -157,13 +157,17 @@ const asFunctionTool = (tool: { name: string; input_schema?: Record<string, unkn
 /** Messages tools declared to the shared tool checker: those in context compiled, deferred ones when a call names one. */
 function declareTools(tools: MessagesRequest['tools']): DeclaredTools {
   const inContext: ChatTool[] = [];
+  const inContextWhere: string[] = [];
   const deferred: Array<{ tool: ChatTool; where: string }> = [];
   for (const [index, tool] of (tools ?? []).entries()) {
     if (!('input_schema' in tool)) continue;
     if (isDeferredTool(tool)) deferred.push({ tool: asFunctionTool(tool), where: `tools[${index}].input_schema` });
-    else inContext.push(asFunctionTool(tool));
+    else {
+      inContext.push(asFunctionTool(tool));
+      inContextWhere.push(`tools[${index}].input_schema`);
+    }
   }
-  return compileTools(inContext, undefined, deferred);
+  return compileTools(inContext, undefined, deferred, inContextWhere);
 }
 
 function assertBody(body: unknown): Record<string, unknown> {

@@ -180,6 +180,8 @@ export function parseResponsesRequest(body: unknown): ValidatedResponses {
   if (Array.isArray(parsed.input)) checkMessageItems(parsed.input);
   if (parsed.include) checkInclude(parsed.include);
   const functions: ChatTool[] = [];
+  /** Where each of `functions` is in the request (`tools[1].parameters`), for a refusal of its schema to name. */
+  const functionsWhere: string[] = [];
   // Function tools with defer_loading: true, declared by name; each schema compiled when a call names its tool.
   const deferred: Array<{ tool: ChatTool; where: string }> = [];
   const customTools = new Set<string>();
@@ -190,7 +192,10 @@ export function parseResponsesRequest(body: unknown): ValidatedResponses {
       const { name, parameters } = functionTool.parse(tool);
       const declared: ChatTool = { type: 'function', function: { name: declaredToolName(namespace, name), ...(parameters ? { parameters } : {}) } };
       if (isDeferredTool(tool)) deferred.push({ tool: declared, where: `${where}.parameters` });
-      else functions.push(declared);
+      else {
+        functions.push(declared);
+        functionsWhere.push(`${where}.parameters`);
+      }
     } else if (tool.type === 'custom') {
       const name = declaredToolName(namespace, customTool.parse(tool).name);
       if (customTools.has(name)) throw duplicateTool(name);
@@ -214,7 +219,7 @@ export function parseResponsesRequest(body: unknown): ValidatedResponses {
   }
   if (searches && Array.isArray(parsed.input)) declareLoadedTools(parsed.input, functions, deferred, customTools);
   const schemas = new SchemaBudget();
-  const tools = compileTools(functions, schemas, deferred);
+  const tools = compileTools(functions, schemas, deferred, functionsWhere);
   for (const name of customTools) if (tools.names.has(name)) throw duplicateTool(name);
   const choice = parsed.tool_choice;
   // A call required of no tool cannot be made: the upstream refuses it, and the mock would answer with text.
