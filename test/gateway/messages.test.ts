@@ -1821,3 +1821,26 @@ test('the mock connects to no MCP server and runs no container: mcp_servers or c
   });
   assert.equal(searched.content[0]!.type, 'server_tool_use');
 });
+
+test('a structured-output schema that does not compile (output_config.format, the beta\'s output_format) is a 400 naming it before any run, as chat\'s response_format and responses\' text.format are (the official client)', async (t) => {
+  const { client, app } = await listening(t);
+  const bad = { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', properties: { a: { type: 'nope' } } };
+  const asks = [
+    { where: 'output_config.format.schema', create: () => client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask(), output_config: { format: { type: 'json_schema', schema: bad } } } as never) },
+    // The beta client sends its output_format as output_config.format: the beta's own field, as older clients send it.
+    { where: 'output_format.schema', create: () => client.post('/v1/messages', { body: { model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask(), output_format: { type: 'json_schema', schema: bad } } }) },
+  ];
+  for (const { where, create } of asks) {
+    const error = await Promise.resolve(create()).then(
+      () => null,
+      (caught: unknown) => caught,
+    );
+    assert.ok(error instanceof Anthropic.BadRequestError, `${where}: answered instead of refused`);
+    assert.match(error.message, new RegExp(`${where.replaceAll('.', '\\.')} is not a valid JSON Schema`));
+  }
+  const runs = json(await app.inject({ url: '/api/v1/runs', headers: bearer('sk-local-dev') })).runs;
+  assert.equal(runs.length, 0, 'a refusal before the run records none');
+  // A schema that compiles is answered.
+  const answered = await client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask(), output_config: { format: { type: 'json_schema', schema: { type: 'object', properties: { a: { type: 'string' } } } } } } as never);
+  assert.equal((answered as { type: string }).type, 'message');
+});

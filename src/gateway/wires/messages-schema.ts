@@ -8,7 +8,7 @@ import { invalid } from '../../core/errors.ts';
 import { modelField } from '../../evidence/model-field.ts';
 import type { ChatTool, ChatToolCall, MessagesRequest } from '../providers/types.ts';
 import { boundedTools, isDeferredTool } from '../deferred-tools.ts';
-import { compileTools, type DeclaredTools } from '../tool-schemas.ts';
+import { assertCompilableSchema, compileTools, SchemaBudget, type DeclaredTools } from '../tool-schemas.ts';
 
 /** A content block: an object with a type (`{type: "text", ...}`). */
 function isTypedBlock(value: unknown): value is { type: string; content?: unknown } {
@@ -155,7 +155,7 @@ export interface ValidatedMessages {
 const asFunctionTool = (tool: { name: string; input_schema?: Record<string, unknown> }): ChatTool => ({ type: 'function', function: { name: tool.name, parameters: tool.input_schema } });
 
 /** Messages tools declared to the shared tool checker: those in context compiled, deferred ones when a call names one. */
-function declareTools(tools: MessagesRequest['tools']): DeclaredTools {
+function declareTools(tools: MessagesRequest['tools'], budget: SchemaBudget): DeclaredTools {
   const inContext: ChatTool[] = [];
   const inContextWhere: string[] = [];
   const deferred: Array<{ tool: ChatTool; where: string }> = [];
@@ -167,7 +167,7 @@ function declareTools(tools: MessagesRequest['tools']): DeclaredTools {
       inContextWhere.push(`tools[${index}].input_schema`);
     }
   }
-  return compileTools(inContext, undefined, deferred, inContextWhere);
+  return compileTools(inContext, budget, deferred, inContextWhere);
 }
 
 function assertBody(body: unknown): Record<string, unknown> {
@@ -199,17 +199,39 @@ function checkThinkingBudget(parsed: MessagesRequest, betas: readonly string[] |
   });
 }
 
+/**
+ * A structured-output schema (`output_config.format`, the beta's `output_format`, of type `json_schema`) that does not
+ * compile is a 400 before any run, as chat's `response_format` and responses' `text.format` are: the mock would
+ * answer it and a live upstream refuse it only after a run was recorded. Compiled within the request's schema budget.
+ */
+function checkOutputFormats(parsed: Record<string, unknown>, budget: SchemaBudget): void {
+  const config = parsed.output_config;
+  if (config !== null && typeof config === 'object') checkOutputFormat((config as Record<string, unknown>).format, 'output_config.format', budget);
+  checkOutputFormat(parsed.output_format, 'output_format', budget);
+}
+
+function checkOutputFormat(format: unknown, where: string, budget: SchemaBudget): void {
+  if (format === null || typeof format !== 'object') return;
+  const { type, schema } = format as Record<string, unknown>;
+  if (type !== 'json_schema' || schema === null || typeof schema !== 'object' || Array.isArray(schema)) return;
+  assertCompilableSchema(schema as Record<string, unknown>, `${where}.schema`, budget);
+}
+
 export function parseMessagesRequest(body: unknown, betas?: readonly string[]): ValidatedMessages {
   const parsed = messagesRequestSchema.parse(assertBody(body)) as MessagesRequest;
   checkThinkingBudget(parsed, betas);
-  const declared = declareTools(parsed.tools);
+  const schemas = new SchemaBudget();
+  const declared = declareTools(parsed.tools, schemas);
   checkToolChoice(parsed, declared);
+  checkOutputFormats(parsed as unknown as Record<string, unknown>, schemas);
   return { request: parsed, tools: declared };
 }
 
 export function parseCountTokensRequest(body: unknown): MessagesRequest {
   const parsed = countTokensSchema.parse(assertBody(body)) as MessagesRequest;
-  checkToolChoice(parsed, declareTools(parsed.tools));
+  const schemas = new SchemaBudget();
+  checkToolChoice(parsed, declareTools(parsed.tools, schemas));
+  checkOutputFormats(parsed as unknown as Record<string, unknown>, schemas);
   return parsed;
 }
 
