@@ -603,6 +603,7 @@ test('the mock has no log probabilities, audio or web search to give: a request 
       );
       assert.ok(error instanceof OpenAI.BadRequestError, `${field} (stream: ${stream}) was answered instead of refused`);
       assert.match(error.message, new RegExp(field), `${field} (stream: ${stream})`);
+      assert.equal(error.param, field, `${field} (stream: ${stream}): param`);
     }
   }
   // Without them the same request is answered.

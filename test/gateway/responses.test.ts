@@ -1415,6 +1415,7 @@ test('the mock has no log probabilities to give: include message.output_text.log
     );
     assert.ok(error instanceof OpenAI.BadRequestError, `stream: ${stream}: answered instead of refused`);
     assert.match(error.message, /message\.output_text\.logprobs/);
+    assert.equal(error.param, 'include');
   }
   // Other include entries are the mock's to answer.
   const answered = await client.responses.create({ model: 'gpt-4o-mini', input: input(), include: ['reasoning.encrypted_content'] });

@@ -438,6 +438,7 @@ function mockResponsesRefusal(request: ResponsesRequest): ProviderError | null {
     return new ProviderError('rejected', 'include: the mock provider has no log probabilities to give for message.output_text.logprobs; leave it out or configure a live provider', {
       provider: MOCK_PROVIDER_NAME,
       upstreamStatus: 400,
+      upstreamParam: 'include',
     });
   }
   return null;

@@ -305,15 +305,17 @@ const SYSTEM_FINGERPRINT = 'fp_svc_mock';
  * it names the field.
  */
 function mockChatRefusal(request: ChatRequest): ProviderError | null {
-  const refuse = (message: string) => new ProviderError('rejected', message, { provider: MOCK_PROVIDER_NAME, upstreamStatus: 400 });
-  if (request.logprobs === true) return refuse('logprobs: the mock provider has no log probabilities to give; leave logprobs out or configure a live provider');
+  // The field named in the message and in `param`, as an upstream's refusal names it.
+  const refuse = (field: string, why: string) =>
+    new ProviderError('rejected', `${field}: ${why}`, { provider: MOCK_PROVIDER_NAME, upstreamStatus: 400, upstreamParam: field });
+  if (request.logprobs === true) return refuse('logprobs', 'the mock provider has no log probabilities to give; leave logprobs out or configure a live provider');
   const modalities = request.modalities;
   if ((Array.isArray(modalities) && modalities.includes('audio')) || (request.audio !== undefined && request.audio !== null)) {
-    return refuse('modalities: the mock provider answers in text only, not audio; leave audio out or configure a live provider');
+    return refuse('modalities', 'the mock provider answers in text only, not audio; leave audio out or configure a live provider');
   }
   // A search model's answer is grounded in what it found; the mock searches nothing, so its answer would not be one.
   if (request.web_search_options !== undefined && request.web_search_options !== null) {
-    return refuse('web_search_options: the mock provider does not search the web; leave web_search_options out or configure a live provider');
+    return refuse('web_search_options', 'the mock provider does not search the web; leave web_search_options out or configure a live provider');
   }
   return null;
 }
