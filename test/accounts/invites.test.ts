@@ -1,6 +1,6 @@
 /** Invitations (SPEC 3, 4.5, 8; docs/accounts.md "Invitations"): every state-table row, tokens, delivery failure, limits. */
 import assert from 'node:assert/strict';
-import test from 'node:test';
+import test, { type TestContext } from 'node:test';
 import { bearer, json } from '../support/build.ts';
 import { ADMIN, BOOT, Browser, buildAccounts, buildWithAdmin, makeUser, operator, ORIGIN } from '../support/accounts.ts';
 import { afterRead } from '../support/counting-store.ts';
@@ -178,7 +178,11 @@ test('a failed delivery revokes the invitation, records deny evidence and answer
   assert.equal((await admin.post('/api/v1/orgs/active/invites', { email: 'unlucky@example.test' })).statusCode, 201);
 });
 
-test('an invitation whose organization is deleted while its e-mail is sent is 404 and records nothing after the deletion', async (t) => {
+/**
+ * An invitation sent by an admin key of an organization its owner deletes while the e-mail is held; the delivery then
+ * succeeds or fails. Answers the invitation's answer and the organization's kept audit log.
+ */
+async function inviteWhileTheOrganizationIsDeleted(t: TestContext, delivery: 'delivered' | 'failed') {
   const { app, mail, services } = await buildWithAdmin(t);
   const { browser: owner } = await makeUser(app, { email: 'doomed-owner@example.test' });
   const org = json(await owner.post('/api/v1/orgs', { name: 'Doomed' })).org.id;
@@ -188,36 +192,24 @@ test('an invitation whose organization is deleted while its e-mail is sent is 40
   const inviting = app.inject({ method: 'POST', url: '/api/v1/orgs/active/invites', headers: bearer(key), payload: { email: 'late@example.test' } });
   const release = await held;
   assert.equal((await owner.delete('/api/v1/orgs/active', { confirm: true })).statusCode, 200);
+  if (delivery === 'failed') mail.failing = true;
   release();
   const invited = await inviting;
-  assert.equal(invited.statusCode, 404, invited.body);
-  assert.equal(json(invited).error.code, 'not_found');
-  // The organization's kept audit log ends with its deletion.
   const audit = await services.store.read((sql) => sql.all<{ action: string }>('SELECT action FROM audit_events WHERE tenant_id = ? ORDER BY seq', [org]));
-  assert.equal(audit.at(-1)!.action, 'org.delete');
-  assert.ok(!audit.some((row) => row.action === 'invite.create'));
-});
+  return { invited, audit };
+}
 
-test('a failed delivery to an organization deleted while its e-mail was sent is 404 and writes no deny row after the deletion', async (t) => {
-  const { app, mail, services } = await buildWithAdmin(t);
-  const { browser: owner } = await makeUser(app, { email: 'doomed-owner@example.test' });
-  const org = json(await owner.post('/api/v1/orgs', { name: 'Doomed' })).org.id;
-  const key = json(await owner.post('/api/v1/keys', { name: 'admin', admin: true })).token;
-
-  const held = mail.hold();
-  const inviting = app.inject({ method: 'POST', url: '/api/v1/orgs/active/invites', headers: bearer(key), payload: { email: 'late@example.test' } });
-  const release = await held;
-  assert.equal((await owner.delete('/api/v1/orgs/active', { confirm: true })).statusCode, 200);
-  mail.failing = true;
-  release();
-  const invited = await inviting;
-  // The revocation found no invitation (gone with its organization); the deny row was then written on its own.
-  assert.equal(invited.statusCode, 404, invited.body);
-  assert.equal(json(invited).error.code, 'not_found');
-  const audit = await services.store.read((sql) => sql.all<{ action: string }>('SELECT action FROM audit_events WHERE tenant_id = ? ORDER BY seq', [org]));
-  assert.equal(audit.at(-1)!.action, 'org.delete');
-  assert.ok(!audit.some((row) => row.action === 'invite.create'));
-});
+for (const delivery of ['delivered', 'failed'] as const) {
+  test(`an invitation whose organization is deleted while its e-mail is sent (${delivery}) is 404 and records nothing after the deletion`, async (t) => {
+    const { invited, audit } = await inviteWhileTheOrganizationIsDeleted(t, delivery);
+    // A failed delivery's deny row is written only while the invitation exists (gone with its organization).
+    assert.equal(invited.statusCode, 404, invited.body);
+    assert.equal(json(invited).error.code, 'not_found');
+    // The organization's kept audit log ends with its deletion.
+    assert.equal(audit.at(-1)!.action, 'org.delete');
+    assert.ok(!audit.some((row) => row.action === 'invite.create'));
+  });
+}
 
 test('who may invite: owners and admins; owners alone grant owner; members of the org are 409; re-inviting replaces', async (t) => {
   const { app, admin, mail } = await buildWithAdmin(t);
