@@ -10,7 +10,7 @@ import { calledToolName, declaredToolName } from '../tool-schemas.ts';
 import { messageToEvents, responseToEvents } from '../wire-replay.ts';
 import { countMessagesTokens } from '../tokens-messages.ts';
 import { countTokens } from '../tokens.ts';
-import { mockBehaviour, MOCK_PROVIDER_NAME } from './mock.ts';
+import { mockBehaviour, mockRefusal, MOCK_PROVIDER_NAME } from './mock.ts';
 import {
   ProviderError,
   type ChatCompletion,
@@ -234,12 +234,11 @@ function withThinking(message: MessagesResponse, request: MessagesRequest): void
  * less than was asked (SPEC 4.2), so it names the field. A forced server tool is answered as docs/providers.md says.
  */
 function mockMessagesRefusal(request: MessagesRequest): ProviderError | null {
-  const refuse = (message: string) => new ProviderError('rejected', message, { provider: MOCK_PROVIDER_NAME, upstreamStatus: 400 });
   if (request.mcp_servers !== undefined && request.mcp_servers !== null) {
-    return refuse('mcp_servers: the mock provider connects to no MCP server; leave mcp_servers out or configure a live provider');
+    return mockRefusal('mcp_servers', 'the mock provider connects to no MCP server; leave mcp_servers out or configure a live provider');
   }
   if (request.container !== undefined && request.container !== null) {
-    return refuse('container: the mock provider runs no container; leave container out or configure a live provider');
+    return mockRefusal('container', 'the mock provider runs no container; leave container out or configure a live provider');
   }
   return null;
 }
@@ -435,11 +434,7 @@ export function chatToResponse(completion: ChatCompletion, request: ResponsesReq
 function mockResponsesRefusal(request: ResponsesRequest): ProviderError | null {
   const include = request.include;
   if (Array.isArray(include) && include.includes('message.output_text.logprobs')) {
-    return new ProviderError('rejected', 'include: the mock provider has no log probabilities to give for message.output_text.logprobs; leave it out or configure a live provider', {
-      provider: MOCK_PROVIDER_NAME,
-      upstreamStatus: 400,
-      upstreamParam: 'include',
-    });
+    return mockRefusal('include', 'the mock provider has no log probabilities to give for message.output_text.logprobs; leave it out or configure a live provider');
   }
   return null;
 }

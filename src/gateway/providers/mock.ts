@@ -299,23 +299,29 @@ function argumentPieces(args: string): string[] {
 const SYSTEM_FINGERPRINT = 'fp_svc_mock';
 
 /**
+ * The mock's refusal of a request field it cannot honour, as an upstream refuses what its model cannot do: a 400
+ * `upstream_rejected` naming the field in the message and in `param` (a wire whose errors have one). Every wire's mock
+ * refuses so rather than answer silently less than was asked (SPEC 4.2; docs/providers.md, "Mock models").
+ */
+export function mockRefusal(field: string, why: string): ProviderError {
+  return new ProviderError('rejected', `${field}: ${why}`, { provider: MOCK_PROVIDER_NAME, upstreamStatus: 400, upstreamParam: field });
+}
+
+/**
  * Why the mock refuses a chat request, as an upstream refuses what its model cannot do (a 400 `upstream_rejected`);
  * null when it answers it. The mock makes text and tool calls only: a request for log probabilities, audio or a web
  * search answered with `logprobs: null` or a plain text message would be silently less than was asked (SPEC 4.2), so
  * it names the field.
  */
 function mockChatRefusal(request: ChatRequest): ProviderError | null {
-  // The field named in the message and in `param`, as an upstream's refusal names it.
-  const refuse = (field: string, why: string) =>
-    new ProviderError('rejected', `${field}: ${why}`, { provider: MOCK_PROVIDER_NAME, upstreamStatus: 400, upstreamParam: field });
-  if (request.logprobs === true) return refuse('logprobs', 'the mock provider has no log probabilities to give; leave logprobs out or configure a live provider');
+  if (request.logprobs === true) return mockRefusal('logprobs', 'the mock provider has no log probabilities to give; leave logprobs out or configure a live provider');
   const modalities = request.modalities;
   if ((Array.isArray(modalities) && modalities.includes('audio')) || (request.audio !== undefined && request.audio !== null)) {
-    return refuse('modalities', 'the mock provider answers in text only, not audio; leave audio out or configure a live provider');
+    return mockRefusal('modalities', 'the mock provider answers in text only, not audio; leave audio out or configure a live provider');
   }
   // A search model's answer is grounded in what it found; the mock searches nothing, so its answer would not be one.
   if (request.web_search_options !== undefined && request.web_search_options !== null) {
-    return refuse('web_search_options', 'the mock provider does not search the web; leave web_search_options out or configure a live provider');
+    return mockRefusal('web_search_options', 'the mock provider does not search the web; leave web_search_options out or configure a live provider');
   }
   return null;
 }
