@@ -9,7 +9,7 @@ import { chatAdapter, type ChatStreamEvent } from '../chat.ts';
 import type { Gateway } from '../pipeline.ts';
 import type { ChatChunk } from '../providers/types.ts';
 import { parseChatRequest } from './chat-completions-schema.ts';
-import { dataFrame, gatewayCall, sendGatewayResult, withRunUrl } from './gateway-reply.ts';
+import { answerThroughGateway, dataFrame } from './gateway-reply.ts';
 
 /** svc asks upstream for usage to record the run; the client sees the usage chunk only when it asked for it. */
 function chunkForClient(event: ChatStreamEvent, includeUsage: boolean): ChatStreamEvent | null {
@@ -28,13 +28,7 @@ export function chatCompletionsRoutes(deps: { gateway: Gateway; clock: Clock; ap
   return async function (app: FastifyInstance) {
     app.post('/chat/completions', async (request, reply) => {
       const chat = parseChatRequest(request.body);
-      let result;
-      try {
-        result = await deps.gateway.handle(chatAdapter(chat, deps.clock.now), gatewayCall(request, reply));
-      } catch (error) {
-        throw withRunUrl(error, request, deps.appBaseUrl);
-      }
-      return sendGatewayResult(request, reply, result, {
+      return answerThroughGateway(request, reply, deps.gateway, chatAdapter(chat, deps.clock.now), {
         appBaseUrl: deps.appBaseUrl,
         format: {
           frame: (event) => {

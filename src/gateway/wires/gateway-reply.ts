@@ -10,7 +10,7 @@ import { AppError } from '../../core/errors.ts';
 import { authOf } from '../../http/surface.ts';
 import { GatewaySignal } from '../call-signal.ts';
 import { parseCacheControls } from '../cache-controls.ts';
-import type { GatewayCall, GatewayResult, StreamItem } from '../pipeline.ts';
+import type { Gateway, GatewayCall, GatewayResult, StreamItem, WireAdapter } from '../pipeline.ts';
 import { runUrl } from './run-headers.ts';
 
 function headerValue(request: FastifyRequest, name: string): string | undefined {
@@ -30,7 +30,7 @@ export function clientGoneSignal(request: FastifyRequest, reply: FastifyReply): 
 }
 
 /** The pipeline call of a request: identity, cache controls, and a signal that fires when the client goes away. */
-export function gatewayCall(request: FastifyRequest, reply: FastifyReply): GatewayCall {
+function gatewayCall(request: FastifyRequest, reply: FastifyReply): GatewayCall {
   return {
     auth: authOf(request),
     controls: parseCacheControls({ bypass: headerValue(request, 'x-svc-cache-bypass'), cacheControl: headerValue(request, 'cache-control') }),
@@ -41,13 +41,33 @@ export function gatewayCall(request: FastifyRequest, reply: FastifyReply): Gatew
 
 /**
  * What a failure of the pipeline is answered with: one after its run started carries the run's id and route
- * (pipeline.ts), and gets the run's dashboard address here, as an answer does (docs/gateway.md, Headers). Called from
- * each wire's catch, so the answered path pays nothing.
+ * (pipeline.ts), and gets the run's dashboard address here, as an answer does (docs/gateway.md, Headers). Only on the
+ * failure path, so the answered path pays nothing.
  */
-export function withRunUrl(error: unknown, request: FastifyRequest, appBaseUrl: string | null): unknown {
+function withRunUrl(error: unknown, request: FastifyRequest, appBaseUrl: string | null): unknown {
   const runId = error instanceof AppError ? error.headers['x-svc-run-id'] : undefined;
   if (runId !== undefined) (error as AppError).headers['x-svc-run-url'] = runUrl(appBaseUrl, request, runId);
   return error;
+}
+
+/**
+ * A wire's request through the pipeline, its result sent with the run's headers (`sendGatewayResult`), and a failure
+ * thrown with the run's address when its run had started (`withRunUrl`): the one way each wire answers.
+ */
+export async function answerThroughGateway<Res, Ev>(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  gateway: Gateway,
+  adapter: WireAdapter<Res, Ev>,
+  options: { appBaseUrl: string | null; format: SseFormat<Ev> },
+) {
+  let result: GatewayResult<Res, Ev>;
+  try {
+    result = await gateway.handle(adapter, gatewayCall(request, reply));
+  } catch (error) {
+    throw withRunUrl(error, request, options.appBaseUrl);
+  }
+  return sendGatewayResult(request, reply, result, options);
 }
 
 export interface SseFormat<Ev> {
@@ -164,7 +184,7 @@ export async function writeFrames(reply: FastifyReply, frames: AsyncGenerator<st
   }
 }
 
-export function sendGatewayResult<Res, Ev>(
+function sendGatewayResult<Res, Ev>(
   request: FastifyRequest,
   reply: FastifyReply,
   result: GatewayResult<Res, Ev>,

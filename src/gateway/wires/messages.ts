@@ -10,7 +10,7 @@ import type { Gateway } from '../pipeline.ts';
 import type { MessagesStreamEvent } from '../providers/types.ts';
 import { countMessagesTokens } from '../tokens-messages.ts';
 import { MESSAGES_REQUEST_ID } from '../../http/error-shapes.ts';
-import { gatewayCall, namedFrame, sendGatewayResult, withRunUrl } from './gateway-reply.ts';
+import { answerThroughGateway, namedFrame } from './gateway-reply.ts';
 import { messagesHeaders, parseCountTokensRequest, parseMessagesRequest } from './messages-schema.ts';
 
 export function messagesRoutes(deps: { gateway: Gateway; appBaseUrl: string | null }) {
@@ -19,13 +19,7 @@ export function messagesRoutes(deps: { gateway: Gateway; appBaseUrl: string | nu
       reply.header(MESSAGES_REQUEST_ID, request.id);
       const headers = messagesHeaders(request.headers);
       const validated = parseMessagesRequest(request.body, headers.betas);
-      let result;
-      try {
-        result = await deps.gateway.handle(messagesAdapter(validated, headers), gatewayCall(request, reply));
-      } catch (error) {
-        throw withRunUrl(error, request, deps.appBaseUrl);
-      }
-      return sendGatewayResult(request, reply, result, {
+      return answerThroughGateway(request, reply, deps.gateway, messagesAdapter(validated, headers), {
         appBaseUrl: deps.appBaseUrl,
         format: { frame: (event: MessagesStreamEvent) => namedFrame(event.type, event), closing: (event) => event.type === 'message_stop' },
       });

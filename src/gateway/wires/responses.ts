@@ -7,21 +7,15 @@ import type { Clock } from '../../core/clock.ts';
 import type { Gateway } from '../pipeline.ts';
 import type { ResponseStreamEvent } from '../providers/types.ts';
 import { responsesAdapter } from '../responses.ts';
-import { gatewayCall, namedFrame, sendGatewayResult, withRunUrl } from './gateway-reply.ts';
+import { answerThroughGateway, namedFrame } from './gateway-reply.ts';
 import { parseResponsesRequest } from './responses-schema.ts';
 
 export function responsesRoutes(deps: { gateway: Gateway; clock: Clock; appBaseUrl: string | null }) {
   return async function (app: FastifyInstance) {
     app.post('/responses', async (request, reply) => {
       const validated = parseResponsesRequest(request.body);
-      let result;
-      try {
-        result = await deps.gateway.handle(responsesAdapter(validated, deps.clock.now), gatewayCall(request, reply));
-      } catch (error) {
-        throw withRunUrl(error, request, deps.appBaseUrl);
-      }
       let sequence = 0;
-      return sendGatewayResult(request, reply, result, {
+      return answerThroughGateway(request, reply, deps.gateway, responsesAdapter(validated, deps.clock.now), {
         appBaseUrl: deps.appBaseUrl,
         format: {
           frame: (event: ResponseStreamEvent) => namedFrame(event.type, { ...event, sequence_number: sequence++ }),
