@@ -19,6 +19,7 @@ import { Socket } from 'node:net';
 import { Transform, type TransformCallback } from 'node:stream';
 import type { FastifyReply, FastifyRequest, RequestPayload } from 'fastify';
 import { AppError } from '../core/errors.ts';
+import { pipeBody } from './piped-body.ts';
 
 /** The largest body the budget ignores: a long chat with its context, not an image or a batch. */
 export const SMALL_BODY_BYTES = 64 * 1024;
@@ -103,15 +104,7 @@ export function createBodyBudget(limits: { budgetBytes: number; bodyLimitBytes: 
     });
     // fastify listens while it reads the body; a refusal after it stopped (it answered already) is nobody's error.
     counter.on('error', () => undefined);
-    // A call answered without its body being read (a GET with one, a 404, a 415) leaves the counter unread, and the
-    // pipe would then hold the request paused: node discards an unread body once the answer is sent, so that the
-    // connection serves its next request, but not one being piped. Discarded here likewise.
-    response.once('finish', () => {
-      if (payload.readableEnded) return;
-      payload.unpipe(counter);
-      payload.resume();
-    });
-    return payload.pipe(counter);
+    return pipeBody(response, payload, counter);
   };
 
   return {

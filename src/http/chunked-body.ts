@@ -13,6 +13,7 @@
 import type { ServerResponse } from 'node:http';
 import { Transform, type TransformCallback } from 'node:stream';
 import type { FastifyReply, FastifyRequest, RequestPayload } from 'fastify';
+import { pipeBody } from './piped-body.ts';
 
 /** The size of the pieces a chunked body is gathered into. */
 export const PIECE_BYTES = 64 * 1024;
@@ -52,13 +53,5 @@ function gathered(response: ServerResponse, payload: RequestPayload): Transform 
       callback();
     },
   });
-  // A call answered without its body being read (a GET with one, a 404, a 415) leaves these pieces unread, and the
-  // pipe would hold the request paused: node discards an unread body once the answer is sent, so that the connection
-  // serves its next request, but not one being piped. Discarded here likewise (as src/http/body-budget.ts does).
-  response.once('finish', () => {
-    if (payload.readableEnded) return;
-    payload.unpipe(pieces);
-    payload.resume();
-  });
-  return payload.pipe(pieces);
+  return pipeBody(response, payload, pieces);
 }
