@@ -1,6 +1,6 @@
 /** The query parameter for a point in time (`since`, `until`); its forms and range are instant-form.ts's. */
 import { z } from 'zod';
-import { PLUS_IS_SPACE_HINT } from './query-parameters.ts';
+import { withPlusHint } from './query-parameters.ts';
 import { FORMS_MESSAGE, INSTANT_MAX_MS, INSTANT_MIN_MS, parseInstant } from './instant-form.ts';
 
 export { INSTANT_MAX_MS, INSTANT_MIN_MS } from './instant-form.ts';
@@ -16,8 +16,7 @@ export const instantQuery = z
     if (ms === null) {
       // A value that a `+` for each space (as sent: `+002026-03-07` arrives as ` 002026-03-07`) would make an instant
       // was sent with an unencoded `+`; `March 7 2026` was not.
-      const plusAsSpace = sent!.includes(' ') && parseInstant(sent!.replaceAll(' ', '+')) !== null;
-      ctx.addIssue({ code: 'custom', message: plusAsSpace ? FORMS_MESSAGE + PLUS_IS_SPACE_HINT : FORMS_MESSAGE });
+      ctx.addIssue({ code: 'custom', message: withPlusHint(FORMS_MESSAGE, sent!, (text) => parseInstant(text) !== null) });
       return z.NEVER;
     }
     if (ms < INSTANT_MIN_MS || ms > INSTANT_MAX_MS) {

@@ -1,6 +1,6 @@
 /** The one pagination shape of every management list endpoint. */
 import { z } from 'zod';
-import { PLUS_IS_SPACE_HINT } from './query-parameters.ts';
+import { withPlusHint } from './query-parameters.ts';
 
 export interface Page {
   limit: number;
@@ -27,8 +27,7 @@ function integerText(min: number, max: number) {
     .string()
     .transform((value, ctx) => {
       if (QUERY_INTEGER.test(value)) return Number(value);
-      const plusAsSpace = value.includes(' ') && QUERY_INTEGER.test(value.replaceAll(' ', '+'));
-      ctx.addIssue({ code: 'custom', message: plusAsSpace ? INTEGER_MESSAGE + PLUS_IS_SPACE_HINT : INTEGER_MESSAGE });
+      ctx.addIssue({ code: 'custom', message: withPlusHint(INTEGER_MESSAGE, value, (text) => QUERY_INTEGER.test(text)) });
       return z.NEVER;
     })
     .pipe(z.number().int().min(min).max(max));

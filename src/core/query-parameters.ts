@@ -7,12 +7,14 @@
 import { z } from 'zod';
 
 /**
- * Added to the refusal of an integer or instant that a `+` in place of each space would make valid. A query is
- * form-encoded: `+` is a space, so the sign of `limit=+5` and the offset of `since=2026-03-07T12:00:00+01:00` arrive
- * as spaces, and the value is refused for a character the client never typed. svc keeps form encoding
- * (URLSearchParams, browsers' forms and svc's own client send a space as `+`); the refusal says how a `+` is sent.
+ * The refusal `message` of a query value `sent`, saying how to send a `+` when a `+` in place of each space would make
+ * the value `valid`. A query is form-encoded: `+` is a space, so the sign of `limit=+5` and the offset of
+ * `since=2026-03-07T12:00:00+01:00` arrive as spaces, and the value is refused for a character the client never typed.
+ * svc keeps form encoding (URLSearchParams, browsers' forms and svc's own client send a space as `+`).
  */
-export const PLUS_IS_SPACE_HINT = '; a + in a query reads as a space: send it as %2B';
+export function withPlusHint(message: string, sent: string, valid: (value: string) => boolean): string {
+  return sent.includes(' ') && valid(sent.replaceAll(' ', '+')) ? `${message}; a + in a query reads as a space: send it as %2B` : message;
+}
 
 /** An optional filter value of at most `max` characters, trimmed; undefined when absent or blank (a blank filter is no filter). */
 export const optionalText = (max: number) =>
