@@ -217,21 +217,24 @@ function checkOutputFormat(format: unknown, where: string, budget: SchemaBudget)
   assertCompilableSchema(schema as Record<string, unknown>, `${where}.schema`, budget);
 }
 
-export function parseMessagesRequest(body: unknown, betas?: readonly string[]): ValidatedMessages {
-  const parsed = messagesRequestSchema.parse(assertBody(body)) as MessagesRequest;
-  checkThinkingBudget(parsed, betas);
+/** The request's tools declared and its tool choice and output formats checked, within one schema budget. */
+function checkedTools(parsed: MessagesRequest): DeclaredTools {
   const schemas = new SchemaBudget();
   const declared = declareTools(parsed.tools, schemas);
   checkToolChoice(parsed, declared);
   checkOutputFormats(parsed as unknown as Record<string, unknown>, schemas);
-  return { request: parsed, tools: declared };
+  return declared;
+}
+
+export function parseMessagesRequest(body: unknown, betas?: readonly string[]): ValidatedMessages {
+  const parsed = messagesRequestSchema.parse(assertBody(body)) as MessagesRequest;
+  checkThinkingBudget(parsed, betas);
+  return { request: parsed, tools: checkedTools(parsed) };
 }
 
 export function parseCountTokensRequest(body: unknown): MessagesRequest {
   const parsed = countTokensSchema.parse(assertBody(body)) as MessagesRequest;
-  const schemas = new SchemaBudget();
-  checkToolChoice(parsed, declareTools(parsed.tools, schemas));
-  checkOutputFormats(parsed as unknown as Record<string, unknown>, schemas);
+  checkedTools(parsed);
   return parsed;
 }
 
