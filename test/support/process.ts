@@ -121,6 +121,9 @@ export interface ServeProcess {
   exited: Promise<number | null>;
 }
 
+/** How long startServe waits for the address line. */
+const SERVE_START_TIMEOUT_MS = 60_000;
+
 /**
  * Start `svc serve --port 0` on `dataDir` and wait for its address line; killed after the test. With SVC_PORT in
  * `env` it listens on that port instead (a server restarted where its clients look for it). `shellFirst`: a sh
@@ -146,7 +149,9 @@ export function startServe(t: Cleanups, dataDir: string, env: Record<string, str
     kill();
   });
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`svc serve did not start: ${output}`)), 20_000);
+    // A start takes ~0.2 s on a quiet machine, and took past 20 s once with the whole suite at a load average of
+    // 25-60 on 2 cores. A hung start still fails well inside the file's test timeout (test/support/file-timeouts.mjs).
+    const timer = setTimeout(() => reject(new Error(`svc serve did not start: ${output}`)), SERVE_START_TIMEOUT_MS);
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
       const match = /svc listening on (http:\/\/\S+)/.exec(output);
