@@ -1844,3 +1844,115 @@ test('a structured-output schema that does not compile (output_config.format, th
   const answered = await client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask(), output_config: { format: { type: 'json_schema', schema: { type: 'object', properties: { a: { type: 'string' } } } } } } as never);
   assert.equal((answered as { type: string }).type, 'message');
 });
+
+test('an image or document by url is relayed as sent, never fetched by svc: the mock and count_tokens read none of it (a loopback address included), a live upstream gets the url', async (t) => {
+  // The host the sources name: a fetch of them by svc would be recorded here.
+  const host = await startFakeUpstream(t, (_req, res) => sendJson(res, 200, {}));
+  const content = (text: string) => [
+    { type: 'image' as const, source: { type: 'url' as const, url: `${host.baseUrl}/cat.png` } },
+    { type: 'document' as const, source: { type: 'url' as const, url: `${host.baseUrl}/report.pdf` } },
+    { type: 'text' as const, text },
+  ];
+  const { client } = await listening(t);
+  const mocked = { model: 'claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user' as const, content: content(ask('what is this?')[0]!.content) }] };
+  assert.equal((await client.messages.create(mocked)).type, 'message');
+  assert.equal((await client.messages.stream({ ...mocked, messages: [{ role: 'user', content: content(ask('and this?')[0]!.content) }] }).finalMessage()).type, 'message');
+  assert.ok((await client.messages.countTokens({ model: mocked.model, messages: mocked.messages })).input_tokens > 3_200);
+
+  const upstream = await startFakeUpstream(t, (_req, res) =>
+    sendJson(res, 200, { id: 'msg_up', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: [{ type: 'text', text: 'a cat' }], stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 3300, output_tokens: 2 } }),
+  );
+  const live = await liveGateway(t, upstream);
+  const sent = content(ask('what is this?')[0]!.content);
+  await live.client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user', content: sent }] });
+  assert.deepEqual(upstream.requests[0]!.body.messages[0].content, sent);
+  assert.deepEqual(host.requests, [], 'svc fetched a url source');
+});
+
+test('live: system blocks with cache_control, metadata.user_id, service_tier and beta tokens svc does not know reach the upstream as the SDK sent them', async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    writeEvents(res, messageEvents('ok'));
+    res.end();
+  });
+  const { client } = await liveGateway(t, upstream);
+  const system = [
+    { type: 'text' as const, text: 'You answer briefly.' },
+    { type: 'text' as const, text: 'A long shared preamble.', cache_control: { type: 'ephemeral' as const, ttl: '1h' as const } },
+  ];
+  const final = await client.beta.messages
+    .stream({ model: 'claude-sonnet-4-5', max_tokens: 64, system, metadata: { user_id: 'user-7f3a' }, service_tier: 'standard_only', messages: ask(), betas: ['a-beta-from-2099-01-01', 'context-management-2025-06-27'] })
+    .finalMessage();
+  assert.equal((final.content[0] as { text: string }).text, 'ok');
+  const sent = upstream.requests[0]!;
+  assert.deepEqual(sent.body.system, system);
+  assert.deepEqual(sent.body.metadata, { user_id: 'user-7f3a' });
+  assert.equal(sent.body.service_tier, 'standard_only');
+  assert.equal(sent.headers['anthropic-beta'], 'a-beta-from-2099-01-01,context-management-2025-06-27');
+  assert.equal(sent.body.betas, undefined);
+});
+
+test('live: a redacted_thinking block reaches the SDK as the upstream sent it, buffered, streamed and from the cache; with pause_turn or refusal too, those answers not stored (docs/gateway.md)', async (t) => {
+  let stopReason = 'end_turn';
+  const thinkingBlocks: Array<[string, unknown]> = [
+    ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'redacted_thinking', data: 'EmwKAhgBEgy3va3pzix' } }],
+    ['content_block_stop', { type: 'content_block_stop', index: 0 }],
+    ['content_block_start', { type: 'content_block_start', index: 1, content_block: { type: 'text', text: '' } }],
+    ['content_block_delta', { type: 'content_block_delta', index: 1, delta: { type: 'text_delta', text: 'Answered.' } }],
+    ['content_block_stop', { type: 'content_block_stop', index: 1 }],
+  ];
+  const expected = [{ type: 'redacted_thinking', data: 'EmwKAhgBEgy3va3pzix' }, { type: 'text', text: 'Answered.' }];
+  const upstream = await startFakeUpstream(t, (req, res) => {
+    if (!req.body.stream) return sendJson(res, 200, { id: 'msg_up', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: expected, stop_reason: stopReason, stop_sequence: null, usage: { input_tokens: 12, output_tokens: 5 } });
+    const [start, , , , , delta, stop] = messageEvents('unused');
+    startSse(res);
+    writeEvents(res, [start!, ...thinkingBlocks, ['message_delta', { ...(delta![1] as object), delta: { stop_reason: stopReason, stop_sequence: null } }], stop!]);
+    res.end();
+  });
+  const { client } = await liveGateway(t, upstream);
+  const answer = async (params: Anthropic.MessageCreateParamsNonStreaming, stream: boolean) => {
+    if (!stream) return client.messages.create(params).withResponse();
+    const streamed = client.messages.stream(params);
+    return { data: await streamed.finalMessage(), response: (await streamed.withResponse()).response };
+  };
+  for (const [reason, again] of [['end_turn', 'exact_cache'], ['pause_turn', 'live'], ['refusal', 'live']] as const) {
+    stopReason = reason;
+    for (const stream of [false, true]) {
+      const label = `${reason} ${stream ? 'streamed' : 'buffered'}`;
+      const params = { model: 'claude-sonnet-4-5', max_tokens: 4096, thinking: { type: 'enabled' as const, budget_tokens: 1024 }, messages: ask() };
+      for (const route of ['live', again]) {
+        const { data, response } = await answer(params, stream);
+        assert.equal(response.headers.get('x-svc-route'), route, label);
+        assert.deepEqual(data.content, expected, label);
+        assert.equal(data.stop_reason, reason, label);
+      }
+    }
+  }
+});
+
+test("the SDK's retries go through svc: an upstream 429 with retry-after, and a 529 before a stream started, are retried by the SDK and its next attempt answered; each attempt is its own run", async (t) => {
+  let failNext: number | null = null;
+  const upstream = await startFakeUpstream(t, (req, res) => {
+    const status = failNext;
+    failNext = null;
+    if (status !== null) {
+      const type = status === 429 ? 'rate_limit_error' : 'overloaded_error';
+      return sendJson(res, status, { type: 'error', error: { type, message: 'Busy' } }, { 'retry-after': '1' });
+    }
+    if (!req.body.stream) return sendJson(res, 200, { id: 'msg_up', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: [{ type: 'text', text: 'second try' }], stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 12, output_tokens: 2 } });
+    startSse(res);
+    writeEvents(res, messageEvents('second try'));
+    res.end();
+  });
+  const { address, app } = await liveGateway(t, upstream);
+  const client = new Anthropic({ baseURL: address, apiKey: 'local-dev-key', maxRetries: 1 });
+  failNext = 429;
+  const buffered = await client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() });
+  assert.equal((buffered.content[0] as { text: string }).text, 'second try');
+  failNext = 529;
+  const streamed = await client.messages.stream({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() }).finalText();
+  assert.equal(streamed, 'second try');
+  assert.equal(upstream.requests.length, 4);
+  const runs = json(await app.inject({ url: '/api/v1/runs' })).runs.map((run: { status: string }) => run.status);
+  assert.deepEqual(runs, ['completed', 'failed', 'completed', 'failed']);
+});
