@@ -40,8 +40,11 @@ import { requestIdOf } from './request-ids.ts';
 import { percentEncodingRefusal } from './percent-encoding.ts';
 import { ignoreUpgrades } from './upgrade.ts';
 
-/** Response headers browsers may read cross-origin (SPEC 4.2: run id and route are exposed through CORS). */
-export const EXPOSED_HEADERS = ['x-svc-run-id', 'x-svc-route', 'x-svc-run-url', 'x-svc-provider', 'x-request-id', MESSAGES_REQUEST_ID, 'retry-after'];
+/**
+ * Response headers browsers may read cross-origin (SPEC 4.2: run id and route are exposed through CORS), with those
+ * the official clients' retry loops read (`retry-after`, `x-should-retry`).
+ */
+export const EXPOSED_HEADERS = ['x-svc-run-id', 'x-svc-route', 'x-svc-run-url', 'x-svc-provider', 'x-request-id', MESSAGES_REQUEST_ID, 'retry-after', 'x-should-retry'];
 
 export interface BuildAppOptions {
   /** fastify logger: false in tests, pino options in `svc serve` (its destination: src/http/log-destination.ts). */

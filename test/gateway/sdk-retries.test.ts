@@ -1,10 +1,11 @@
 /**
- * The official `openai` client's retry loop (maxRetries) against svc's failures: it retries what svc answers as
+ * The official clients' retry loops (maxRetries) against svc's failures: it retries what svc answers as
  * retryable (429, 5xx) after the `retry-after` svc sends, and gives up on what it answers as the caller's fault.
  * What a user of the client sees is the error class, code, type and request id of svc's last answer.
  */
 import assert from 'node:assert/strict';
 import test from 'node:test';
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { build, json } from '../support/build.ts';
 import { completion, contentChunk, sendChunks, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
@@ -59,4 +60,29 @@ test("a live upstream's 503 with retry-after, answered as a 502 carrying it, is 
   const streamed = await retrying.chat.completions.stream({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'streamed' }] }).finalChatCompletion();
   assert.equal(streamed.choices[0]!.message.content, 'back again');
   assert.equal(upstream.requests.length, 5, 'the failed call, then each call and its retry');
+});
+
+test("a live upstream refusing svc's own key is a 502 the clients do not retry (x-should-retry: false): one attempt, one failed run, on the chat and messages wires", async (t) => {
+  const chatUpstream = await startFakeUpstream(t, (_request, res) => sendJson(res, 401, { error: { message: 'Incorrect API key provided.', type: 'invalid_request_error', code: 'invalid_api_key' } }));
+  const { client, app } = await openaiGateway(t, chatUpstream);
+  await assert.rejects(client.withOptions({ maxRetries: 2 }).chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'refused' }] }), (error: unknown) => {
+    assert.ok(error instanceof OpenAI.InternalServerError, String(error));
+    assert.equal(error.code, 'upstream_error');
+    assert.equal(error.headers.get('x-should-retry'), 'false');
+    return true;
+  });
+  assert.equal(chatUpstream.requests.length, 1, 'the client did not retry');
+  assert.equal(json(await app.inject({ url: '/api/v1/runs' })).runs.length, 1);
+
+  const messagesUpstream = await startFakeUpstream(t, (_request, res) => sendJson(res, 402, { type: 'error', error: { type: 'billing_error', message: 'Your credit balance is too low.' } }));
+  const built = await build(t, { env: { MESSAGES_API_KEY: 'sk-messages-upstream', MESSAGES_BASE_URL: messagesUpstream.baseUrl.replace(/\/v1$/, '') } });
+  const address = await built.app.listen({ port: 0, host: '127.0.0.1' });
+  const anthropic = new Anthropic({ baseURL: address, apiKey: 'local-dev-key', maxRetries: 2 });
+  await assert.rejects(anthropic.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user', content: 'refused' }] }), (error: unknown) => {
+    assert.ok(error instanceof Anthropic.InternalServerError, String(error));
+    assert.equal(error.status, 502);
+    return true;
+  });
+  assert.equal(messagesUpstream.requests.length, 1, 'the client did not retry');
+  assert.equal(json(await built.app.inject({ url: '/api/v1/runs' })).runs.length, 1);
 });

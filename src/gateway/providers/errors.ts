@@ -339,7 +339,10 @@ export function providerErrorToAppError(error: ProviderError): AppError {
       return new AppError('rate_limited', { message: http.message, headers, cause: error });
     case 'rejected':
     case 'batch_too_large':
-      if (http.status >= 500) return new AppError('upstream_error', { cause: error });
+      // svc's 502 for a refusal of its own provider account (`refusedGatewayAccount`). The official clients retry every
+      // 5xx unless the answer says `x-should-retry: false` (openai-node's and the Anthropic SDK's `shouldRetry` read it
+      // first), and a retry a second later meets the same refused credential: one more failed run each time.
+      if (http.status >= 500) return new AppError('upstream_error', { headers: { 'x-should-retry': 'false' }, cause: error });
       return new AppError('upstream_rejected', {
         message: http.message,
         status: http.status,
