@@ -11,7 +11,6 @@
  */
 type Schema = Record<string, unknown>;
 
-const DRAFT_04 = 'http://json-schema.org/draft-04/schema';
 const DRAFT_07 = 'http://json-schema.org/draft-07/schema#';
 
 /** Keywords whose value is a schema or an array of schemas (those draft-07 adds too, which ajv-draft-04 also reads). */
@@ -20,8 +19,6 @@ const SCHEMA_KEYWORDS = ['items', 'additionalItems', 'additionalProperties', 'no
 const SCHEMA_MAP_KEYWORDS = ['properties', 'patternProperties', 'definitions', 'dependencies'];
 
 const isSchema = (value: unknown): value is Schema => typeof value === 'object' && value !== null && !Array.isArray(value);
-
-export const declaresDraft04 = (schema: Schema): boolean => schema.$schema === `${DRAFT_04}#` || schema.$schema === DRAFT_04;
 
 /** The draft-07 schema of a draft-04 one, which is left as it was. */
 export function draft04AsDraft07(schema: Schema): Schema {

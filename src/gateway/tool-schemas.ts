@@ -10,7 +10,7 @@ import draft06MetaSchema from 'ajv/dist/refs/json-schema-draft-06.json' with { t
 import safeRegex from 'safe-regex2';
 import { canonicalJson } from '../core/canonical-json.ts';
 import { invalid } from '../core/errors.ts';
-import { declaresDraft04, draft04AsDraft07 } from './draft-04.ts';
+import { draft04AsDraft07 } from './draft-04.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../core/json-depth.ts';
 import type { ChatTool, ChatToolCall } from './providers/types.ts';
 
@@ -51,19 +51,24 @@ const AJV_OPTIONS = { strict: false, logger: false, allErrors: false, validateSc
 /** A new instance costs ~5 ms (it compiles the meta-schema again): once per this many schema nodes compiled. */
 const AJV_RECYCLE_NODES = 5_000;
 
+type Schema = Record<string, unknown>;
+
 /**
  * One ajv per JSON Schema dialect a schema may declare in `$schema`: an instance knows its own meta-schema only, and
  * refused any other as "no schema with key or ref", though zod's `z.toJSONSchema()` declares 2020-12 by default and
- * OpenAI takes it. Draft-06 is read by the draft-07 instance, which is given its meta-schema (as ajv documents: the
- * one keyword draft-07 added that changes validation, `if`/`then`/`else`, is then checked in a draft-06 schema too).
- * Draft-04 is read by it too, translated (draft-04.ts). A schema declaring none is read as draft-07; one declaring
- * another dialect is refused by ajv.
+ * OpenAI takes it. Draft-06 is read by a draft-07 instance given its meta-schema (as ajv documents: the one keyword
+ * draft-07 added that changes validation, `if`/`then`/`else`, is then checked in a draft-06 schema too); draft-04 by
+ * a draft-07 instance, translated (draft-04.ts).
  */
 class Dialect {
   /** Made on the first schema of the dialect (an instance costs ~5 ms and its meta-schemas). */
   private instance: Ajv | undefined;
   private nodes = 0;
-  constructor(private readonly make: () => Ajv) {}
+  /** `source` is the schema the dialect's ajv compiles for one that declares it. */
+  constructor(
+    private readonly make: () => Ajv,
+    readonly source: (schema: Schema) => Schema,
+  ) {}
   /** The instance to compile a schema of `nodes` nodes with, a new one past AJV_RECYCLE_NODES. */
   take(nodes: number): Ajv {
     if (!this.instance || this.nodes + nodes > AJV_RECYCLE_NODES) {
@@ -74,14 +79,39 @@ class Dialect {
     return this.instance;
   }
 }
-const draft07 = new Dialect(() => new Ajv(AJV_OPTIONS).addMetaSchema(draft06MetaSchema));
-const dialects: Record<string, Dialect> = {
-  'http://json-schema.org/draft-06/schema': draft07,
-  'https://json-schema.org/draft/2020-12/schema': new Dialect(() => new Ajv2020(AJV_OPTIONS)),
-  'https://json-schema.org/draft/2019-09/schema': new Dialect(() => new Ajv2019(AJV_OPTIONS)),
-};
-const dialectOf = (schema: Record<string, unknown>): Dialect =>
-  (typeof schema.$schema === 'string' && dialects[schema.$schema.endsWith('#') ? schema.$schema.slice(0, -1) : schema.$schema]) || draft07;
+
+/** The schema with `$schema` spelled as ajv knows its dialect's meta-schema, the one spelling ajv takes. */
+const declaring = (metaSchema: string) => (schema: Schema): Schema =>
+  schema.$schema === undefined || schema.$schema === metaSchema ? schema : { ...schema, $schema: metaSchema };
+
+const draft07Ajv = () => new Ajv(AJV_OPTIONS);
+const draft07 = new Dialect(draft07Ajv, declaring('http://json-schema.org/draft-07/schema#'));
+const draft06Ajv = () => new Ajv(AJV_OPTIONS).addMetaSchema(draft06MetaSchema);
+/**
+ * The dialects by their meta-schema's URI without its scheme and trailing `#`. json-schema.org names draft-04 to
+ * draft-07 by http and 2019-09 and 2020-12 by https, with and without `#`, and serves each in both schemes: users
+ * write either, and a schema declaring https://json-schema.org/draft-07/schema# means draft-07.
+ */
+const dialects = new Map<string, Dialect>([
+  ['json-schema.org/draft/2020-12/schema', new Dialect(() => new Ajv2020(AJV_OPTIONS), declaring('https://json-schema.org/draft/2020-12/schema'))],
+  ['json-schema.org/draft/2019-09/schema', new Dialect(() => new Ajv2019(AJV_OPTIONS), declaring('https://json-schema.org/draft/2019-09/schema'))],
+  ['json-schema.org/draft-07/schema', draft07],
+  ['json-schema.org/draft-06/schema', new Dialect(draft06Ajv, declaring('http://json-schema.org/draft-06/schema#'))],
+  ['json-schema.org/draft-04/schema', new Dialect(draft07Ajv, draft04AsDraft07)],
+]);
+const DIALECT_URI = /^https?:\/\/(.*?)#?$/;
+
+/** The dialect a schema declares in `$schema`, draft-07 if none; a 400 naming `$schema` for anything else. */
+function dialectOf(schema: Schema, where: string): Dialect {
+  const declared = schema.$schema;
+  if (declared === undefined) return draft07;
+  const dialect = typeof declared === 'string' ? dialects.get(DIALECT_URI.exec(declared)?.[1] ?? '') : undefined;
+  if (dialect) return dialect;
+  throw invalid(
+    `${where}.$schema is not the URI of a JSON Schema dialect svc reads (2020-12, 2019-09, draft-07, draft-06 or draft-04, such as "https://json-schema.org/draft/2020-12/schema"); leave it out for draft-07.`,
+    { param: `${where}.$schema` },
+  );
+}
 
 /**
  * What one request's schemas may hold, counted in nodes (every value of the schema's JSON: objects, arrays, and
@@ -135,8 +165,9 @@ function compile(schema: Record<string, unknown>, where: string, budget: SchemaB
   const text = canonicalJson(schema);
   const hit = compiled.get(text);
   if (hit) return hit.validate;
-  const source = declaresDraft04(schema) ? draft04AsDraft07(schema) : schema;
-  const ajv = dialectOf(source).take(nodes);
+  const dialect = dialectOf(schema, where);
+  const source = dialect.source(schema);
+  const ajv = dialect.take(nodes);
   let validate: ValidateFunction;
   try {
     validate = ajv.compile(source);

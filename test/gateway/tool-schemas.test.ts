@@ -3,7 +3,7 @@
  * tenant shares (nothing), and how large a request's schemas may be.
  */
 import assert from 'node:assert/strict';
-import test from 'node:test';
+import test, { type TestContext } from 'node:test';
 import { compileTools, MAX_REQUEST_SCHEMA_NODES, MAX_SCHEMA_NODES } from '../../src/gateway/tool-schemas.ts';
 import { build, json } from '../support/build.ts';
 import { contentChunk, sendChunks, startFakeUpstream } from '../support/fake-upstream.ts';
@@ -83,8 +83,11 @@ test("through the wires: a tool schema refused is named as the request's wire wr
   assert.match(json(messages).error.message, /^tools\[1\]\.input_schema is not a valid JSON Schema/);
 });
 
-test("a draft-04 schema (zod's target: \"draft-4\", hand-written and OpenAPI-3.0-derived ones) is taken with draft-04's meaning: a boolean exclusiveMinimum/exclusiveMaximum makes minimum/maximum exclusive, an `id` names a subschema for $ref, a property named id is a property", async (t) => {
-  // The upstream calls the tool with the arguments the user message spells, so each case asks for its own.
+/**
+ * svc over an upstream that calls the tool `f` with the arguments the user message spells; `refusal(parameters,
+ * args)` is null when svc passes the call on, else the error it streams in its place.
+ */
+async function toolCallChecks(t: TestContext) {
   const upstream = await startFakeUpstream(t, (request, res) =>
     sendChunks(res, [
       contentChunk('', { choices: [{ index: 0, delta: { role: 'assistant', tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'f', arguments: request.body.messages.at(-1).content } }] }, finish_reason: null }] }),
@@ -92,15 +95,7 @@ test("a draft-04 schema (zod's target: \"draft-4\", hand-written and OpenAPI-3.0
     ]),
   );
   const { client } = await openaiGateway(t, upstream);
-  const parameters = {
-    $schema: 'http://json-schema.org/draft-04/schema#',
-    type: 'object',
-    properties: { id: { type: 'string' }, n: { $ref: '#between' }, m: { type: 'integer', minimum: 1, exclusiveMinimum: false } },
-    required: ['id', 'n', 'm'],
-    definitions: { between: { id: '#between', type: 'integer', minimum: 1, exclusiveMinimum: true, maximum: 5, exclusiveMaximum: true } },
-  };
-  /** Null when svc passes the call on; else the error it streams in its place. */
-  const refusal = async (args: Record<string, unknown>): Promise<string | null> => {
+  return async (parameters: Record<string, unknown>, args: Record<string, unknown>): Promise<string | null> => {
     const messages = [{ role: 'user' as const, content: JSON.stringify(args) }];
     try {
       const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages, tools: [{ type: 'function', function: { name: 'f', parameters, strict: true } }], stream: true });
@@ -110,10 +105,73 @@ test("a draft-04 schema (zod's target: \"draft-4\", hand-written and OpenAPI-3.0
       return (error as Error).message;
     }
   };
-  assert.equal(await refusal({ id: 'a', n: 2, m: 1 }), null);
-  assert.equal(await refusal({ id: 'a', n: 4, m: 1 }), null);
-  assert.match((await refusal({ id: 'a', n: 1, m: 1 })) ?? '', /do not match its schema: data\/n must be > 1/, 'minimum 1 with exclusiveMinimum: true takes no 1');
-  assert.match((await refusal({ id: 'a', n: 5, m: 1 })) ?? '', /do not match its schema: data\/n must be < 5/, 'maximum 5 with exclusiveMaximum: true takes no 5');
-  assert.match((await refusal({ id: 'a', n: 2, m: 0 })) ?? '', /do not match its schema: data\/m must be >= 1/);
-  assert.match((await refusal({ id: 3, n: 2, m: 1 })) ?? '', /do not match its schema: data\/id must be string/, 'the property id is a string');
+}
+
+/** A draft-04 schema of the bounds and `id`s whose meaning draft-04 has its own. */
+const draft04Parameters = (dialect: string) => ({
+  $schema: dialect,
+  type: 'object',
+  properties: { id: { type: 'string' }, n: { $ref: '#between' }, m: { type: 'integer', minimum: 1, exclusiveMinimum: false } },
+  required: ['id', 'n', 'm'],
+  definitions: { between: { id: '#between', type: 'integer', minimum: 1, exclusiveMinimum: true, maximum: 5, exclusiveMaximum: true } },
+});
+
+test("a draft-04 schema (zod's target: \"draft-4\", hand-written and OpenAPI-3.0-derived ones) is taken with draft-04's meaning: a boolean exclusiveMinimum/exclusiveMaximum makes minimum/maximum exclusive, an `id` names a subschema for $ref, a property named id is a property", async (t) => {
+  const refusal = await toolCallChecks(t);
+  const parameters = draft04Parameters('http://json-schema.org/draft-04/schema#');
+  assert.equal(await refusal(parameters, { id: 'a', n: 2, m: 1 }), null);
+  assert.equal(await refusal(parameters, { id: 'a', n: 4, m: 1 }), null);
+  assert.match((await refusal(parameters, { id: 'a', n: 1, m: 1 })) ?? '', /do not match its schema: data\/n must be > 1/, 'minimum 1 with exclusiveMinimum: true takes no 1');
+  assert.match((await refusal(parameters, { id: 'a', n: 5, m: 1 })) ?? '', /do not match its schema: data\/n must be < 5/, 'maximum 5 with exclusiveMaximum: true takes no 5');
+  assert.match((await refusal(parameters, { id: 'a', n: 2, m: 0 })) ?? '', /do not match its schema: data\/m must be >= 1/);
+  assert.match((await refusal(parameters, { id: 3, n: 2, m: 1 })) ?? '', /do not match its schema: data\/id must be string/, 'the property id is a string');
+});
+
+test("a dialect's URI is taken in https as in http, with or without its trailing # (https://json-schema.org/draft-07/schema#, as users write it, was a 400 \"no schema with key or ref\"), with its dialect's meaning, on every wire", async (t) => {
+  const refusal = await toolCallChecks(t);
+  const spellings = (path: string) => [`https://json-schema.org/${path}#`, `https://json-schema.org/${path}`, `http://json-schema.org/${path}`, `http://json-schema.org/${path}#`];
+  for (const dialect of spellings('draft-04/schema')) {
+    const parameters = draft04Parameters(dialect);
+    assert.equal(await refusal(parameters, { id: 'a', n: 2, m: 1 }), null, dialect);
+    assert.match((await refusal(parameters, { id: 'a', n: 1, m: 1 })) ?? '', /data\/n must be > 1/, `${dialect}: draft-04's boolean exclusiveMinimum`);
+  }
+  const { app } = await build(t);
+  const dialects = [...spellings('draft-07/schema'), ...spellings('draft-06/schema'), ...spellings('draft/2020-12/schema'), ...spellings('draft/2019-09/schema')];
+  for (const dialect of dialects) {
+    const schema = { $schema: dialect, type: 'object', properties: { n: { type: 'integer', exclusiveMinimum: 1 } }, required: ['n'], additionalProperties: false };
+    assert.match((await refusal(schema, { n: 1 })) ?? '', /data\/n must be > 1/, dialect);
+    assert.equal(await refusal(schema, { n: 2 }), null, dialect);
+    const answers = await Promise.all([
+      app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], response_format: { type: 'json_schema', json_schema: { name: 'n', schema, strict: true } } } }),
+      app.inject({ method: 'POST', url: '/v1/responses', payload: { model: 'gpt-4o-mini', input: 'x', text: { format: { type: 'json_schema', name: 'n', schema, strict: true } } } }),
+      app.inject({ method: 'POST', url: '/v1/messages', payload: { model: 'claude-sonnet-4', max_tokens: 100, messages: [{ role: 'user', content: 'x' }], output_config: { format: { type: 'json_schema', schema } } } }),
+    ]);
+    for (const answer of answers) assert.equal(answer.statusCode, 200, `${dialect}: ${answer.body}`);
+  }
+});
+
+test('a $schema that names no dialect svc reads (another URI, not a string) is a 400 naming the field, with no run; one below the root must be a string too', async (t) => {
+  const { app } = await build(t);
+  const asked = (schema: Record<string, unknown>) => [
+    { url: '/v1/chat/completions', where: 'response_format.json_schema.schema', payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], response_format: { type: 'json_schema', json_schema: { name: 'n', schema } } } },
+    { url: '/v1/chat/completions', where: 'tools[0].function.parameters', payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], tools: [tool('t', schema)] } },
+    { url: '/v1/responses', where: 'text.format.schema', payload: { model: 'gpt-4o-mini', input: 'x', text: { format: { type: 'json_schema', name: 'n', schema } } } },
+    { url: '/v1/messages', where: 'output_config.format.schema', payload: { model: 'claude-sonnet-4', max_tokens: 10, messages: [{ role: 'user', content: 'x' }], output_config: { format: { type: 'json_schema', schema } } } },
+  ];
+  const refused = async (schema: Record<string, unknown>, field: (where: string) => string, message: RegExp) => {
+    for (const { url, where, payload } of asked(schema)) {
+      const answer = await app.inject({ method: 'POST', url, payload });
+      const label = `${JSON.stringify(schema.$schema)} on ${url} ${where}`;
+      assert.equal(answer.statusCode, 400, `${label}: ${answer.body}`);
+      assert.equal(answer.headers['x-svc-run-id'], undefined, label);
+      const { error } = json(answer);
+      assert.match(error.message, message, label);
+      assert.ok(error.message.startsWith(field(where)), `${label}: ${error.message}`);
+      if (url !== '/v1/messages') assert.equal(error.param, field(where), label);
+    }
+  };
+  for (const declared of ['https://example.com/my-dialect', 'http://json-schema.org/draft-03/schema#', 'https://json-schema.org/draft-07/schema#x', 'http://constructor', 'https://__proto__', 42, null, {}]) {
+    await refused({ $schema: declared, type: 'object' }, (where) => `${where}.$schema`, /is not the URI of a JSON Schema dialect svc reads .*leave it out for draft-07/);
+  }
+  await refused({ type: 'object', properties: { a: { $schema: 5, type: 'string' } } }, (where) => where, /\$schema must be string/);
 });
