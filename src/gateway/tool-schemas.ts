@@ -10,7 +10,7 @@ import draft06MetaSchema from 'ajv/dist/refs/json-schema-draft-06.json' with { t
 import safeRegex from 'safe-regex2';
 import { canonicalJson } from '../core/canonical-json.ts';
 import { invalid } from '../core/errors.ts';
-import { draft04AsDraft07 } from './draft-04.ts';
+import { draft04AsDraft06 } from './draft-04.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../core/json-depth.ts';
 import type { ChatTool, ChatToolCall } from './providers/types.ts';
 
@@ -56,9 +56,8 @@ type Schema = Record<string, unknown>;
 /**
  * One ajv per JSON Schema dialect a schema may declare in `$schema`: an instance knows its own meta-schema only, and
  * refused any other as "no schema with key or ref", though zod's `z.toJSONSchema()` declares 2020-12 by default and
- * OpenAI takes it. Draft-06 is read by a draft-07 instance given its meta-schema (as ajv documents: the one keyword
- * draft-07 added that changes validation, `if`/`then`/`else`, is then checked in a draft-06 schema too); draft-04 by
- * a draft-07 instance, translated (draft-04.ts).
+ * OpenAI takes it. Draft-06 is read by a draft-07 instance given its meta-schema, draft-04 by one too, translated to
+ * draft-06 (draft-04.ts); each without the keywords later drafts added (`withoutKeywords`).
  */
 class Dialect {
   /** Made on the first schema of the dialect (an instance costs ~5 ms and its meta-schemas). */
@@ -84,9 +83,22 @@ class Dialect {
 const declaring = (metaSchema: string) => (schema: Schema): Schema =>
   schema.$schema === undefined || schema.$schema === metaSchema ? schema : { ...schema, $schema: metaSchema };
 
-const draft07Ajv = () => new Ajv(AJV_OPTIONS);
-const draft07 = new Dialect(draft07Ajv, declaring('http://json-schema.org/draft-07/schema#'));
-const draft06Ajv = () => new Ajv(AJV_OPTIONS).addMetaSchema(draft06MetaSchema);
+/**
+ * The validation keywords a draft added over the one before it. In a schema of an earlier draft they are unknown
+ * keywords, which JSON Schema ignores (and ajv, `strict: false`), but ajv reads draft-06 with its draft-07 vocabulary:
+ * `if`/`then`/`else` were checked in a draft-06 schema, and svc refused the tool calls it allows.
+ */
+const ADDED_IN_DRAFT_07 = ['if', 'then', 'else'];
+const ADDED_IN_DRAFT_06 = ['const', 'contains', 'propertyNames'];
+
+/** A draft-07 ajv that also knows draft-06's meta-schema, without `keywords`. */
+const withoutKeywords = (keywords: readonly string[]) => (): Ajv => {
+  const ajv = new Ajv(AJV_OPTIONS).addMetaSchema(draft06MetaSchema);
+  for (const keyword of keywords) ajv.removeKeyword(keyword);
+  return ajv;
+};
+
+const draft07 = new Dialect(() => new Ajv(AJV_OPTIONS), declaring('http://json-schema.org/draft-07/schema#'));
 /**
  * The dialects by their meta-schema's URI without its scheme and trailing `#`. json-schema.org names draft-04 to
  * draft-07 by http and 2019-09 and 2020-12 by https, with and without `#`, and serves each in both schemes: users
@@ -96,8 +108,8 @@ const dialects = new Map<string, Dialect>([
   ['json-schema.org/draft/2020-12/schema', new Dialect(() => new Ajv2020(AJV_OPTIONS), declaring('https://json-schema.org/draft/2020-12/schema'))],
   ['json-schema.org/draft/2019-09/schema', new Dialect(() => new Ajv2019(AJV_OPTIONS), declaring('https://json-schema.org/draft/2019-09/schema'))],
   ['json-schema.org/draft-07/schema', draft07],
-  ['json-schema.org/draft-06/schema', new Dialect(draft06Ajv, declaring('http://json-schema.org/draft-06/schema#'))],
-  ['json-schema.org/draft-04/schema', new Dialect(draft07Ajv, draft04AsDraft07)],
+  ['json-schema.org/draft-06/schema', new Dialect(withoutKeywords(ADDED_IN_DRAFT_07), declaring('http://json-schema.org/draft-06/schema#'))],
+  ['json-schema.org/draft-04/schema', new Dialect(withoutKeywords([...ADDED_IN_DRAFT_07, ...ADDED_IN_DRAFT_06]), draft04AsDraft06)],
 ]);
 const DIALECT_URI = /^https?:\/\/(.*?)#?$/;
 

@@ -175,3 +175,26 @@ test('a $schema that names no dialect svc reads (another URI, not a string) is a
   }
   await refused({ type: 'object', properties: { a: { $schema: 5, type: 'string' } } }, (where) => where, /\$schema must be string/);
 });
+
+test("keywords a later draft added are unknown to an earlier one and ignored there, as JSON Schema ignores unknown keywords: if/then/else in draft-06 and draft-04, const, contains and propertyNames in draft-04 (ajv's draft-07 vocabulary read them, and svc refused calls the schema allows)", async (t) => {
+  const refusal = await toolCallChecks(t);
+  const conditional = (dialect: string) => ({ $schema: dialect, type: 'object', if: { properties: { kind: { enum: ['box'] } } }, then: { required: ['size'] }, else: { required: ['name'] } });
+  for (const dialect of ['http://json-schema.org/draft-06/schema#', 'https://json-schema.org/draft-04/schema']) {
+    assert.equal(await refusal(conditional(dialect), { kind: 'box' }), null, `${dialect}: then`);
+    assert.equal(await refusal(conditional(dialect), { kind: 'bag' }), null, `${dialect}: else`);
+  }
+  const draft07 = conditional('http://json-schema.org/draft-07/schema#');
+  assert.match((await refusal(draft07, { kind: 'box' })) ?? '', /must have required property 'size'/, 'draft-07 has them');
+  assert.match((await refusal(draft07, { kind: 'bag' })) ?? '', /must have required property 'name'/, 'draft-07 has them');
+
+  const addedInDraft06 = (dialect: string) => ({
+    $schema: dialect,
+    type: 'object',
+    properties: { kind: { const: 'box' }, tags: { type: 'array', contains: { enum: ['new'] } }, sizes: { type: 'object', propertyNames: { enum: ['w', 'h'] } } },
+  });
+  const outside = { kind: 'bag', tags: ['old'], sizes: { depth: 1 } };
+  assert.equal(await refusal(addedInDraft06('http://json-schema.org/draft-04/schema#'), outside), null);
+  for (const [field, value, message] of [['kind', 'bag', /data\/kind must be equal to constant/], ['tags', ['old'], /data\/tags must contain at least 1 valid item/], ['sizes', { depth: 1 }, /data\/sizes property name must be valid/]] as const) {
+    assert.match((await refusal(addedInDraft06('http://json-schema.org/draft-06/schema#'), { [field]: value })) ?? '', message, `draft-06 has ${field}'s keyword`);
+  }
+});
