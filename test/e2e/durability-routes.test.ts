@@ -1,11 +1,12 @@
 /**
  * Every mutating `/api/v1` route, once each, against a real `svc serve`; SIGKILL right after the last 2xx; each write
- * read back after a restart on the same data directory. A management write is committed before its 2xx (DESIGN.md
- * section 3), so none may be missing.
+ * read back after a restart on the same data directory, with the audit row it commits in the same transaction. A
+ * management write is committed before its 2xx (DESIGN.md section 3), so none may be missing.
  */
 import assert from 'node:assert/strict';
 import test, { before } from 'node:test';
 import { contentChunk, startFakeUpstream, startSse } from '../support/fake-upstream.ts';
+import { openStore } from '../../src/store/store.ts';
 import { ensureBundle, startServe, tempDir, type ServeProcess } from '../support/process.ts';
 
 before(ensureBundle);
@@ -97,14 +98,20 @@ test('a write of every mutating /api/v1 route answered 2xx survives a kill -9 ri
   ok(await as(null, 'POST', '/api/v1/auth/password-reset/request', { email: 'forgetful@example.test' }), 'POST /auth/password-reset/request');
   const resetToken = mailedToken(server, 'forgetful@example.test', '/reset-password');
   ok(await as(null, 'POST', '/api/v1/auth/password-reset/confirm', { token: resetToken, password: 'recovered-password-1' }), 'POST /auth/password-reset/confirm');
+  const forgetfulLogin = await as(null, 'POST', '/api/v1/auth/login', { email: 'forgetful@example.test', password: 'recovered-password-1' });
+  const forgetful = ok(forgetfulLogin, 'POST /auth/login').user;
   // Organizations and invitations (as the admin's session).
   const second = ok(await as(admin, 'POST', '/api/v1/orgs', { name: 'Second' }), 'POST /orgs').org;
   ok(await as(admin, 'POST', '/api/v1/orgs/switch', { orgId: second.id }), 'POST /orgs/switch');
   ok(await as(admin, 'PATCH', '/api/v1/orgs/active', { name: 'Second renamed' }), 'PATCH /orgs/active');
   ok(await as(admin, 'POST', '/api/v1/orgs/active/onboarding/dismiss', {}), 'POST /orgs/active/onboarding/dismiss');
-  ok(await as(admin, 'POST', '/api/v1/orgs/active/invites', { email: 'invitee@example.test', role: 'member' }), 'POST /orgs/active/invites');
+  const invite = ok(await as(admin, 'POST', '/api/v1/orgs/active/invites', { email: 'invitee@example.test', role: 'member' }), 'POST /orgs/active/invites').invite;
   const accepted = await as(null, 'POST', `/api/v1/invites/${mailedToken(server, 'invitee@example.test', '/accept-invite')}/accept`, { name: 'Invitee', password: 'invitee-password-1' });
   const invitee = ok(accepted, 'POST /invites/:token/accept').user;
+  // An existing account accepts signed in: its session moves to the organization.
+  const signerInvite = ok(await as(admin, 'POST', '/api/v1/orgs/active/invites', { email: 'signer@example.test', role: 'member' }), 'POST /orgs/active/invites').invite;
+  const signerAccepted = await as(signedUp.cookie, 'POST', `/api/v1/invites/${mailedToken(server, 'signer@example.test', '/accept-invite')}/accept`, {});
+  const signerAccount = ok(signerAccepted, 'POST /invites/:token/accept (signed in)').user;
   ok(await as(admin, 'PATCH', `/api/v1/orgs/active/members/${invitee.id}`, { role: 'admin' }), 'PATCH /orgs/active/members/:userId');
   const revokedInvite = ok(await as(admin, 'POST', '/api/v1/orgs/active/invites', { email: 'revoked@example.test' }), 'POST /orgs/active/invites').invite;
   ok(await as(admin, 'POST', `/api/v1/orgs/active/invites/${revokedInvite.id}/revoke`), 'POST /orgs/active/invites/:id/revoke');
@@ -114,7 +121,10 @@ test('a write of every mutating /api/v1 route answered 2xx survives a kill -9 ri
   ok(await as(admin, 'POST', '/api/v1/orgs/switch', { orgId: doomed.id }), 'POST /orgs/switch');
   ok(await as(admin, 'DELETE', '/api/v1/orgs/active', { confirm: true }), 'DELETE /orgs/active');
   ok(await as(admin, 'POST', '/api/v1/orgs/switch', { orgId: second.id }), 'POST /orgs/switch');
-  // Caches (an audit row).
+  // Caches: an answer stored, then invalidated (an audit row).
+  const cachedChat = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'an answer invalidated before the kill' }] };
+  assert.equal((await op('POST', '/v1/chat/completions', cachedChat)).status, 200);
+  assert.equal((await op('GET', '/api/v1/cache/stats')).body.stats.find((s: any) => s.cacheType === 'exact_response')?.entries, 1, 'the stored answer');
   ok(await op('POST', '/api/v1/cache/invalidate', { all: true }), 'POST /cache/invalidate');
   // Runs: ingestion, feedback, SDK trace events (a side effect's record among them).
   const ingested = ok(await op('POST', '/api/v1/ingest/prompt', { source: 'langchain', prompt: 'durable prompt' }), 'POST /ingest/prompt').runId;
@@ -142,25 +152,80 @@ test('a write of every mutating /api/v1 route answered 2xx survives a kill -9 ri
   assert.equal((await again.as(loggedOut, 'GET', '/api/v1/auth/me')).status, 401, 'the logged-out session');
   const signer = await read(again.as(signedUp.cookie, 'GET', '/api/v1/auth/me'), 'the signup session');
   assert.equal(signer.user.emailVerified, true, 'the verified address');
-  ok(await again.as(null, 'POST', '/api/v1/auth/login', { email: 'forgetful@example.test', password: 'recovered-password-1' }), 'login with the recovered password');
+  ok(await again.as(forgetfulLogin.cookie, 'GET', '/api/v1/auth/me'), 'the session of the login');
   const active = await read(again.as(admin, 'GET', '/api/v1/orgs/active'), 'GET /orgs/active');
   assert.equal(active.org.id, second.id, 'the switched-to organization');
   assert.equal(active.org.name, 'Second renamed');
   assert.equal(active.members.find((m: any) => m.userId === invitee.id)?.role, 'admin', 'the invitee, made admin');
   assert.equal(active.members.find((m: any) => m.userId === removed.id), undefined, 'the removed member');
+  assert.equal(active.members.find((m: any) => m.userId === signerAccount.id)?.role, 'member', 'the signed-in account that accepted its invitation');
+  assert.equal((await read(again.as(signedUp.cookie, 'GET', '/api/v1/orgs/active'), 'GET /orgs/active')).org.id, second.id, 'its session, moved there');
   assert.equal((await read(again.as(admin, 'GET', '/api/v1/orgs/active/onboarding'), 'GET onboarding')).dismissed, true, 'onboarding dismissed');
   const invites = (await read(again.as(admin, 'GET', '/api/v1/orgs/active/invites?limit=200'), 'GET invites')).invites as any[];
   assert.equal(invites.find((i) => i.id === revokedInvite.id)?.status, 'revoked', 'the revoked invitation');
   const orgs = (await read(again.as(admin, 'GET', '/api/v1/orgs?limit=200'), 'GET /orgs')).orgs as any[];
   assert.equal(orgs.find((o) => o.id === doomed.id), undefined, 'the deleted organization');
-  const audit = (await read(again.op('GET', '/api/v1/audit?limit=500&verify=true'), 'GET /audit'));
-  assert.equal(audit.integrity.ok, true);
-  assert.ok(audit.events.some((e: any) => e.action === 'cache.invalidate'), 'the invalidation\'s audit row');
+  // Each audited write's row, committed with its change (docs/api.md "A row per change made"), in its organization's
+  // log, its chain intact.
+  const auditRows = async (tenant?: string) => {
+    const page = await read(again.op('GET', '/api/v1/audit?limit=500&verify=true', undefined, tenant), `GET /audit of ${tenant ?? 'the default organization'}`);
+    assert.equal(page.integrity.ok, true);
+    return (page.events as Array<{ action: string; target: string | null }>).map((e) => `${e.action} ${e.target}`);
+  };
+  const assertRows = (rows: string[], expected: Array<[action: string, target: string]>) => {
+    for (const [action, target] of expected) assert.ok(rows.includes(`${action} ${target}`), `the ${action} row of ${target} in ${JSON.stringify(rows)}`);
+  };
+  const adminId = adminLogin.body.user.id;
+  assertRows(await auditRows(), [
+    ['key.create', key.id],
+    ['key.mode_change', key.id],
+    ['key.revoke', revoked.id],
+    ['settings.update', 'retention_days'],
+    ['user.create', renamed.id],
+    ['user.update', renamed.id],
+    ['user.reset_password', renamed.id],
+    ['user.delete', deleted.id],
+    ['user.password_change', adminId],
+    ['user.password_reset', forgetful.id],
+    ['cache.invalidate', 'all'],
+  ]);
+  assertRows(await auditRows(second.id), [
+    ['org.create', second.id],
+    ['org.switch', second.id],
+    ['org.rename', second.id],
+    ['user.signup', invitee.id],
+    ['invite.create', invite.id],
+    ['invite.accept', invite.id],
+    ['invite.create', signerInvite.id],
+    ['invite.accept', signerInvite.id],
+    ['org.member_role', invitee.id],
+    ['invite.revoke', revokedInvite.id],
+    ['user.create', removed.id],
+    ['org.member_remove', removed.id],
+  ]);
+  assertRows(await auditRows(signedUp.body.org.id), [
+    ['user.signup', signerAccount.id],
+    ['user.verify', signerAccount.id],
+  ]);
+  const exact = (await read(again.op('GET', '/api/v1/cache/stats'), 'GET /cache/stats')).stats.find((s: any) => s.cacheType === 'exact_response');
+  assert.equal(exact?.entries ?? 0, 0, 'the invalidated answer');
   const run = await read(again.op('GET', `/api/v1/runs/${ingested}`), 'GET /runs/:id');
   assert.deepEqual(run.feedback.map((f: any) => f.type).sort(), ['metrics', 'rating']);
   assert.ok(run.events.some((e: any) => e.type === 'tool.called'), 'the tool.called event');
   assert.equal(run.sideEffects.length, 1, 'the planned side effect');
   ok(await again.op('GET', `/api/v1/runs/${lastIngested}`), 'the last ingested run');
+
+  // The deleted organization's log is kept, its org.delete last (docs/accounts.md); no route reads it: the data file
+  // does, once svc is gone.
+  restarted.child.kill('SIGTERM');
+  await restarted.exited;
+  const store = openStore({ dataDir });
+  try {
+    const kept = await store.read((sql) => sql.all<{ action: string; target: string }>('SELECT action, target FROM audit_events WHERE tenant_id = ? ORDER BY seq', [doomed.id]));
+    assert.deepEqual(kept.at(-1), { action: 'org.delete', target: doomed.id });
+  } finally {
+    await store.close();
+  }
 });
 
 test("SDK trace events appended to a run whose stream is still in flight survive a kill -9 right after their 201, side effects' records included", async (t) => {
