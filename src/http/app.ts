@@ -26,7 +26,7 @@ import { MESSAGES_REQUEST_ID, replyError, surfaceOfUrl } from './error-shapes.ts
 import { createAuthFailureLimiter } from './auth-failures.ts';
 import { answerClientError, answerNodeRefusals } from './client-errors.ts';
 import { createBodyBudget } from './body-budget.ts';
-import { gatherChunkedBody } from './chunked-body.ts';
+import { gatherBody } from './gathered-body.ts';
 import { createDraining } from './draining.ts';
 import { installJsonBodyParser } from './json-body.ts';
 import { repeatedSingularHeader } from './singular-headers.ts';
@@ -151,8 +151,9 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   });
   // After the CORS hook, so that a browser can read the 503 of a closing server; before identity and rate limits.
   app.addHook('onRequest', draining.refuse);
-  // Every surface's chunked bodies, before a surface's own preParsing hooks (the gateway's body budget) see them.
-  app.addHook('preParsing', gatherChunkedBody);
+  // Every surface's bodies that may come in tiny pieces, before a surface's own preParsing hooks (the gateway's body
+  // budget) see them.
+  app.addHook('preParsing', gatherBody);
   // `app.close()` alone (tests, a failed start) drains as well; `svc serve` starts it earlier (src/server.ts).
   app.addHook('preClose', async () => {
     draining.begin();
