@@ -1822,6 +1822,34 @@ test('the mock connects to no MCP server and runs no container: mcp_servers or c
   assert.equal(searched.content[0]!.type, 'server_tool_use');
 });
 
+test("an mcp_toolset tool naming no server of the request's mcp_servers is a 400 invalid_request_error naming tools[i].mcp_server_name before any run, as the provider refuses it, never a text answer without the toolset (the official client, buffered, streamed, count_tokens)", async (t) => {
+  const { client, app } = await listening(t);
+  const asks = [
+    { label: 'no mcp_servers', extra: { tools: [WEATHER, { type: 'mcp_toolset', mcp_server_name: 'docs' }] } },
+    { label: 'another server', extra: { mcp_servers: [{ type: 'url', url: 'https://mcp.example/sse', name: 'wiki' }], tools: [WEATHER, { type: 'mcp_toolset', mcp_server_name: 'docs' }] } },
+  ];
+  for (const { label, extra } of asks) {
+    const fields = { model: 'claude-sonnet-4-5', messages: ask(), betas: ['mcp-client-2025-11-20'], tool_choice: { type: 'none' }, ...extra };
+    const answers = [
+      () => client.beta.messages.create({ ...fields, max_tokens: 256 } as never),
+      () => client.beta.messages.stream({ ...fields, max_tokens: 256 } as never).finalMessage(),
+      () => client.beta.messages.countTokens(fields as never),
+    ];
+    for (const [index, answer] of answers.entries()) {
+      const error = await Promise.resolve(answer()).then(
+        () => null,
+        (caught: unknown) => caught,
+      );
+      assert.ok(error instanceof Anthropic.BadRequestError, `${label} (#${index}): answered instead of refused`);
+      const { type, message } = (error.error as { error: { type: string; message: string } }).error;
+      assert.equal(type, 'invalid_request_error');
+      assert.match(message, /^tools\[1\]\.mcp_server_name: "docs" names no server of mcp_servers/);
+    }
+  }
+  const runs = json(await app.inject({ url: '/api/v1/runs', headers: bearer('sk-local-dev') })).runs;
+  assert.equal(runs.length, 0, 'a refusal before the run records none');
+});
+
 test('a structured-output schema that does not compile (output_config.format, the beta\'s output_format) is a 400 naming it before any run, as chat\'s response_format and responses\' text.format are (the official client)', async (t) => {
   const { client, app } = await listening(t);
   const bad = { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', properties: { a: { type: 'nope' } } };

@@ -217,11 +217,30 @@ function checkOutputFormat(format: unknown, where: string, budget: SchemaBudget)
   assertCompilableSchema(schema as Record<string, unknown>, `${where}.schema`, budget);
 }
 
-/** The request's tools declared and its tool choice and output formats checked, within one schema budget. */
+/**
+ * An `mcp_toolset` tool is the tools of the request's `mcp_servers` entry of that `name`: one naming no server there
+ * (or sent without `mcp_servers`) the provider refuses (a 400 `invalid_request_error`), and the mock, which leaves the
+ * toolset out of its plan, would answer in text as if it had none; a 400 before any run for both.
+ */
+function checkMcpToolsets(parsed: MessagesRequest): void {
+  const servers = Array.isArray(parsed.mcp_servers) ? (parsed.mcp_servers as unknown[]) : [];
+  for (const [index, tool] of (parsed.tools ?? []).entries()) {
+    if (tool.type !== 'mcp_toolset') continue;
+    const name = tool.mcp_server_name as string;
+    if (servers.some((server) => (server as { name?: unknown } | null)?.name === name)) continue;
+    const where = `tools[${index}].mcp_server_name`;
+    throw invalid(`${where}: "${name}" names no server of mcp_servers; an mcp_toolset needs the mcp_servers entry of that name.`, {
+      issues: [{ path: where, message: 'must name a server of mcp_servers' }],
+    });
+  }
+}
+
+/** The request's tools declared and its tool choice, MCP toolsets and output formats checked, within one schema budget. */
 function checkedTools(parsed: MessagesRequest): DeclaredTools {
   const schemas = new SchemaBudget();
   const declared = declareTools(parsed.tools, schemas);
   checkToolChoice(parsed, declared);
+  checkMcpToolsets(parsed);
   checkOutputFormats(parsed as unknown as Record<string, unknown>, schemas);
   return declared;
 }
