@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import test, { type TestContext } from 'node:test';
 import OpenAI from 'openai';
 import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
-import { build, json } from '../support/build.ts';
+import { bearer, build, json } from '../support/build.ts';
 import { sendJson, startFakeUpstream, startSse, type FakeUpstream } from '../support/fake-upstream.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -60,6 +60,30 @@ test("the mock's Response echoes the request's text format and reasoning effort,
   const plain = await client.responses.create({ model: 'gpt-4o-mini', input: input('plain') });
   assert.deepEqual(plain.text, { format: { type: 'text' } });
   assert.equal(plain.reasoning?.effort, null);
+});
+
+test("the mock's Response echoes the request's max_tool_calls (null when absent), buffered and streamed, as the document's Response and an upstream's have it; one not an integer or null is a 400 naming it before any run", async (t) => {
+  const { client, app } = await listening(t);
+  // Not in this client's types: the SDK sends unknown fields as given, and its Response keeps them.
+  const create = (fields: Record<string, unknown>) => client.responses.create({ model: 'gpt-4o-mini', input: input('bounded'), ...fields } as OpenAI.Responses.ResponseCreateParamsNonStreaming);
+  const echoed = (response: object) => (response as { max_tool_calls?: unknown }).max_tool_calls;
+  const bounded = await create({ tools: [WEATHER], max_tool_calls: 2 });
+  assert.equal(echoed(bounded), 2);
+  assert.equal(validateAgainst('Response', bounded), null);
+  const streamed = await client.responses.stream({ model: 'gpt-4o-mini', input: input('bounded'), tools: [WEATHER], max_tool_calls: 3 } as never).finalResponse();
+  assert.equal(echoed(streamed), 3);
+  assert.equal(echoed(await create({})), null);
+  assert.equal(echoed(await create({ max_tool_calls: null })), null);
+  const runs = json(await app.inject({ url: '/api/v1/runs', headers: bearer('sk-local-dev') })).runs.length;
+  for (const value of ['2', 1.5]) {
+    const error = await create({ max_tool_calls: value }).then(
+      () => null,
+      (caught: unknown) => caught,
+    );
+    assert.ok(error instanceof OpenAI.BadRequestError, `${JSON.stringify(value)}: answered instead of refused`);
+    assert.equal(error.param, 'max_tool_calls');
+  }
+  assert.equal(json(await app.inject({ url: '/api/v1/runs', headers: bearer('sk-local-dev') })).runs.length, runs, 'a refusal before the run records none');
 });
 
 test('responses.stream(): ordered events with consecutive sequence numbers that validate, function calls, finalResponse', async (t) => {

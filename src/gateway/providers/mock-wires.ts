@@ -398,6 +398,8 @@ export function chatToResponse(completion: ChatCompletion, request: ResponsesReq
     incomplete_details: incomplete ? { reason: 'max_output_tokens' } : null,
     instructions: request.instructions ?? null,
     max_output_tokens: request.max_output_tokens ?? null,
+    // Echoed though the mock runs no built-in tool, the only calls it bounds (docs/gateway.md).
+    max_tool_calls: request.max_tool_calls ?? null,
     model: request.model,
     output,
     parallel_tool_calls: request.parallel_tool_calls !== false,

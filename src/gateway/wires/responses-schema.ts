@@ -47,6 +47,8 @@ export const responsesRequestSchema = z.looseObject({
     })
     .optional(),
   max_output_tokens: z.number().int().positive().optional(),
+  // Relayed, and echoed by the mock in its Response, whose document types it an integer or null.
+  max_tool_calls: z.number().int().nullable().optional(),
   temperature: z.number().min(0).max(2).optional(),
   top_p: z.number().min(0).max(1).optional(),
   metadata: z.record(z.string().max(64), z.string().max(512)).optional(),
