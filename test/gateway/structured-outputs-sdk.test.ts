@@ -109,3 +109,52 @@ test("a schema with string formats (zod's z.email(), z.uuid(), z.url()) is compi
   for (const answer of await parsedAnswers(client, Contact, 'contact')) assert.deepEqual(Contact.safeParse(answer).error, undefined);
   assert.deepEqual([...warn.mock.calls, ...log.mock.calls].map((call) => call.arguments), []);
 });
+
+test("the mock's structured answers and tool arguments keep inside bounds less than 1 apart (z.number().gt(1.5).lt(2)), below the value it starts from, and a multipleOf within its bounds, where it wrote a bound or past it (a document the schema refuses, a tool call svc refused)", async (t) => {
+  const client = await mockClient(t);
+  const Narrow = z.object({
+    ratio: z.number().gt(1.5).lt(2),
+    tiny: z.number().gt(0).lt(0.001),
+    closed: z.number().min(1.6).max(1.7),
+    below: z.number().lt(-10),
+    atMost: z.number().max(-3),
+    above: z.number().gt(100),
+    exact: z.int().min(3).max(3),
+    between: z.int().gt(7).lt(9),
+    step: z.number().min(0).max(1).multipleOf(0.25),
+    stepBelow: z.int().multipleOf(4).gt(-9).lt(-3),
+  });
+  for (const answer of await parsedAnswers(client, Narrow, 'narrow')) {
+    assert.deepEqual(Narrow.safeParse(answer).error, undefined, JSON.stringify(answer));
+  }
+});
+
+test("a required integer whose bounds allow none (z.int().gt(1).lt(2)) is the mock's 400 saying so, as response_format and as a tool's parameters, buffered and streamed, rather than an answer no schema check passes", async (t) => {
+  const client = await mockClient(t);
+  const Empty = z.object({ count: z.int().gt(1).lt(2) });
+  const model = 'gpt-4o-mini';
+  const asks = [
+    { of: "the structured output's schema", body: { messages: [{ role: 'user' as const, content: 'a count' }], response_format: zodResponseFormat(Empty, 'empty') } },
+    { of: "tool pick's parameters", body: { messages: [{ role: 'user' as const, content: 'pick' }], tools: [zodFunction({ name: 'pick', parameters: Empty })], tool_choice: 'required' as const } },
+  ];
+  for (const { of, body } of asks) {
+    for (const stream of [false, true]) {
+      const error = await client.chat.completions.create({ model, ...body, stream } as never).then(
+        async (answer: unknown) => {
+          if (stream) for await (const _chunk of answer as AsyncIterable<unknown>);
+          return null;
+        },
+        (caught: unknown) => caught,
+      );
+      assert.ok(error instanceof OpenAI.BadRequestError, `${of}, stream ${stream}: ${String(error)}`);
+      assert.equal(error.message, `400 the mock provider can write no value of ${of}: no integer lies above 1 and below 2 (count)`);
+    }
+  }
+  // The responses wire's mock plans with the same planner: its text.format alike.
+  const refused = await client.responses.create({ model, input: 'a count', text: { format: zodTextFormat(Empty, 'empty') } }).then(
+    () => null,
+    (caught: unknown) => caught,
+  );
+  assert.ok(refused instanceof OpenAI.BadRequestError, String(refused));
+  assert.match(refused.message, /no integer lies above 1 and below 2 \(count\)$/);
+});

@@ -13,7 +13,7 @@ import type { CallSignal } from '../call-signal.ts';
 import { createHash, randomBytes } from 'node:crypto';
 import { countChatTokens, countEmbeddingTokens, countTokens, truncateToTokens } from '../tokens.ts';
 import { mockMessages, mockResponses, mockStreamMessages, mockStreamResponses } from './mock-wires.ts';
-import { sampleFromSchema } from './schema-sample.ts';
+import { sampleFromSchema, UnsatisfiableSchemaError } from './schema-sample.ts';
 import {
   ProviderError,
   type ChatChunk,
@@ -209,9 +209,22 @@ function answerText(request: ChatRequest, seed: string, lastUserText: string): s
   return `Mock answer ${tag}: you said "${excerpt(lastUserText, 160)}". This reply is deterministic for the same conversation.`;
 }
 
+/**
+ * A value of the schema, or the mock's 400 for one whose bounds allow no value it must write (a required integer between
+ * exclusive bounds 1 and 2): no answer could be valid, and svc would refuse the mock's own (docs/providers.md).
+ */
+function sampled(schema: unknown, of: string): unknown {
+  try {
+    return sampleFromSchema(schema);
+  } catch (error) {
+    if (!(error instanceof UnsatisfiableSchemaError)) throw error;
+    throw new ProviderError('rejected', `the mock provider can write no value of ${of}: ${error.message}`, { provider: MOCK_PROVIDER_NAME, upstreamStatus: 400 });
+  }
+}
+
 function structuredContent(request: ChatRequest, text: string): string | null {
   const format = request.response_format as { type?: unknown; json_schema?: { schema?: unknown } } | undefined;
-  if (format?.type === 'json_schema') return JSON.stringify(sampleFromSchema(format.json_schema?.schema ?? {}));
+  if (format?.type === 'json_schema') return JSON.stringify(sampled(format.json_schema?.schema ?? {}, 'the structured output\'s schema'));
   if (format?.type === 'json_object') return JSON.stringify({ answer: text });
   return null;
 }
@@ -247,7 +260,7 @@ function planChoices(request: ChatRequest): PlannedChoice[] {
       const toolCalls = tools.map((tool, i) => ({
         id: `call_${digest({ seed, i, name: tool.function.name }).slice(0, 24)}`,
         type: 'function' as const,
-        function: { name: tool.function.name, arguments: JSON.stringify(sampleFromSchema(tool.function.parameters ?? { type: 'object' })) },
+        function: { name: tool.function.name, arguments: JSON.stringify(sampled(tool.function.parameters ?? { type: 'object' }, `tool ${tool.function.name}'s parameters`)) },
       }));
       const completionTokens = toolCalls.reduce((sum, c) => sum + 3 + countTokens(c.function.name) + countTokens(c.function.arguments), 0);
       choices.push({ index, content: null, toolCalls, finishReason: 'tool_calls', completionTokens });

@@ -59,6 +59,14 @@ function sampleString(schema: Schema, name: string): string {
   return sampleFromPattern(schema.pattern) ?? value;
 }
 
+/** A number schema no value satisfies (an integer between exclusive bounds 1 and 2): the sampler has nothing to write. */
+export class UnsatisfiableSchemaError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UnsatisfiableSchemaError';
+  }
+}
+
 /** The bound and whether it is exclusive: draft-06 on writes an exclusive one on its own, draft-04 flags `minimum`. */
 function bound(schema: Schema, inclusive: 'minimum' | 'maximum', exclusive: 'exclusiveMinimum' | 'exclusiveMaximum'): [number | undefined, number | undefined] {
   const value = typeof schema[inclusive] === 'number' ? schema[inclusive] : undefined;
@@ -66,18 +74,61 @@ function bound(schema: Schema, inclusive: 'minimum' | 'maximum', exclusive: 'exc
   return [value, typeof schema[exclusive] === 'number' ? schema[exclusive] : undefined];
 }
 
-function sampleNumber(schema: Schema, integer: boolean): number {
+/** The numbers a schema's bounds allow: from `low` to `high` (infinite where unbounded), each end open or closed. */
+interface NumberRange {
+  low: number;
+  lowOpen: boolean;
+  high: number;
+  highOpen: boolean;
+}
+
+/** The range within a schema's bounds, the tighter of an inclusive and an exclusive bound where it has both. */
+function numberRange(schema: Schema): NumberRange {
   const [min, exclusiveMin] = bound(schema, 'minimum', 'exclusiveMinimum');
   const [max, exclusiveMax] = bound(schema, 'maximum', 'exclusiveMaximum');
-  let value = integer ? 1 : 1.5;
-  if (min !== undefined && value < min) value = min;
-  if (exclusiveMin !== undefined && value <= exclusiveMin) value = integer ? Math.floor(exclusiveMin) + 1 : exclusiveMin + 0.5;
-  if (max !== undefined && value > max) value = max;
-  if (exclusiveMax !== undefined && value >= exclusiveMax) value = integer ? Math.ceil(exclusiveMax) - 1 : exclusiveMax - 0.5;
-  if (integer) value = Math.ceil(value);
+  const lowOpen = exclusiveMin !== undefined && (min === undefined || exclusiveMin >= min);
+  const highOpen = exclusiveMax !== undefined && (max === undefined || exclusiveMax <= max);
+  return { low: lowOpen ? exclusiveMin! : (min ?? -Infinity), lowOpen, high: highOpen ? exclusiveMax! : (max ?? Infinity), highOpen };
+}
+
+function inRange(value: number, range: NumberRange): boolean {
+  return (range.lowOpen ? value > range.low : value >= range.low) && (range.highOpen ? value < range.high : value <= range.high);
+}
+
+/**
+ * A number in the range: `preferred` when inside, else the middle of a range bounded at both ends (bounds less than 1
+ * apart leave no room for a fixed step in from either), else its one bound, or 1 in from it when open.
+ */
+function pointIn(range: NumberRange, preferred: number): number | undefined {
+  if (inRange(preferred, range)) return preferred;
+  const bounded = Number.isFinite(range.low) && Number.isFinite(range.high);
+  const value = bounded
+    ? range.low + (range.high - range.low) / 2
+    : Number.isFinite(range.low)
+      ? range.low + (range.lowOpen ? 1 : 0)
+      : range.high - (range.highOpen ? 1 : 0);
+  return inRange(value, range) ? value : undefined;
+}
+
+/** A multiple of `step` in the range: the first at or above `preferred` (or the low end), else the last below the high end. */
+function multipleIn(range: NumberRange, step: number, preferred: number): number | undefined {
+  const up = Math.ceil(Math.max(preferred, range.low) / step);
+  const down = Math.floor(Math.min(preferred, range.high) / step);
+  // The next multiple along too: the first one may be an open end itself.
+  return [up, up + 1, down, down - 1].map((k) => k * step).find((value) => inRange(value, range));
+}
+
+function sampleNumber(schema: Schema, integer: boolean, name: string): number {
+  const range = numberRange(schema);
   const multipleOf = typeof schema.multipleOf === 'number' && schema.multipleOf > 0 ? schema.multipleOf : undefined;
-  if (multipleOf !== undefined) value = Math.ceil(value / multipleOf) * multipleOf;
-  return value;
+  // An integer steps by 1, or by its multipleOf when that is whole (a fractional one is not followed).
+  const step = integer && (multipleOf === undefined || !Number.isInteger(multipleOf)) ? 1 : multipleOf;
+  const value = step === undefined ? pointIn(range, integer ? 1 : 1.5) : multipleIn(range, step, integer ? 1 : 1.5);
+  if (value !== undefined) return value;
+  const what = step === undefined ? 'number' : integer && step === 1 ? 'integer' : `multiple of ${step}`;
+  const low = Number.isFinite(range.low) ? ` ${range.lowOpen ? 'above' : 'from'} ${range.low}` : '';
+  const high = Number.isFinite(range.high) ? ` ${range.highOpen ? 'below' : 'up to'} ${range.high}` : '';
+  throw new UnsatisfiableSchemaError(`no ${what} lies${low}${low && high ? ' and' : ''}${high}${name ? ` (${name})` : ''}`);
 }
 
 function sample(schema: unknown, root: Schema, name: string, depth: number): unknown {
@@ -132,9 +183,9 @@ function sample(schema: unknown, root: Schema, name: string, depth: number): unk
       );
     }
     case 'integer':
-      return sampleNumber(schema, true);
+      return sampleNumber(schema, true, name);
     case 'number':
-      return sampleNumber(schema, false);
+      return sampleNumber(schema, false, name);
     case 'boolean':
       return true;
     case 'null':
@@ -144,7 +195,10 @@ function sample(schema: unknown, root: Schema, name: string, depth: number): unk
   }
 }
 
-/** A value valid against `schema` (for the schemas tools and structured outputs declare in practice). */
+/**
+ * A value valid against `schema` (for the schemas tools and structured outputs declare in practice). Throws
+ * UnsatisfiableSchemaError where a number it must write has none its bounds allow.
+ */
 export function sampleFromSchema(schema: unknown): unknown {
   return sample(schema ?? {}, isSchema(schema) ? schema : {}, '', 0);
 }
