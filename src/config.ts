@@ -1,7 +1,8 @@
 /**
  * Every setting of svc, parsed once from the environment (and `svc serve` flags) by one zod schema.
- * This module and cli/ are the only readers of `process.env`; everything else receives a `Config`.
- * docs/configuration.md lists each variable; keep the two in step.
+ * This module and cli/ are the readers of `process.env`; everything else receives a `Config`, but for libuv's
+ * UV_THREADPOOL_SIZE (src/net/url-guard.ts sizes its share of that pool by it) and the reference client's own
+ * fallbacks (src/client/). docs/configuration.md lists each variable; keep the two in step.
  */
 import { isIP } from 'node:net';
 import { homedir } from 'node:os';
