@@ -92,7 +92,7 @@ export function toAppError(error: unknown): AppError {
  * (a query parameter or key with an empty name, `/audit?=1`) is written `""`: it names that empty name, not the body
  * (the 400 of a GET blamed a body it never had), and an empty name printed bare is invisible.
  */
-function issueLabel(path: readonly PropertyKey[]): string {
+export function issueLabel(path: readonly PropertyKey[]): string {
   if (path.length === 0) return 'body';
   return path.join('.') || '""';
 }

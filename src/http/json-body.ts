@@ -2,15 +2,16 @@
  * JSON request bodies: UTF-8 only (declared so, and valid), fastify's own parser (secure-json-parse, refusing `__proto__` and
  * `constructor.prototype` keys), then the nesting bound of src/core/json-depth.ts (a body nested tens of thousands
  * deep was a 500: the stack overflowed in the canonical JSON of its cache key), no lone UTF-16 surrogate in any string,
- * and for the management API no NUL in any string.
+ * and for the management API no NUL in any string and no name twice in one object.
  */
 import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '../core/errors.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../core/json-depth.ts';
+import { duplicateNamePath } from '../core/json-duplicate-names.ts';
 import { holdsLoneSurrogate, holdsNul } from '../core/text.ts';
 import { unreadCharset } from './content-type-charset.ts';
-import { surfaceOfUrl } from './error-shapes.ts';
+import { issueLabel, surfaceOfUrl } from './error-shapes.ts';
 
 /** The longest charset name an error repeats: a header may be kilobytes long. */
 const MAX_CHARSET_SHOWN = 64;
@@ -25,6 +26,12 @@ const SURROGATE_ESCAPE_UPPER = Buffer.from('\\uD');
 
 function mayEscapeSurrogate(bytes: Buffer): boolean {
   return bytes.includes(SURROGATE_ESCAPE_LOWER) || bytes.includes(SURROGATE_ESCAPE_UPPER);
+}
+
+/** The 400 of a name sent twice, in the shape of a field's validation failure: its path first, and in `details.issues`. */
+function duplicateNameError(path: Array<string | number>): AppError {
+  const message = 'sent twice in one object: send each field once (JSON readers differ on which of the two counts)';
+  return new AppError('invalid_request', { message: `${issueLabel(path)}: ${message}`, details: { issues: [{ path: path.join('.'), message }] } });
 }
 
 /**
@@ -58,7 +65,8 @@ export function installJsonBodyParser(app: FastifyInstance): void {
     if (!isUtf8(bytes as Buffer)) {
       return done(new AppError('invalid_json', { message: 'The request body is not valid UTF-8 (RFC 8259: JSON is UTF-8).' }), undefined);
     }
-    parse(request, (bytes as Buffer).toString('utf8'), (error: Error | null, value?: unknown) => {
+    const text = (bytes as Buffer).toString('utf8');
+    parse(request, text, (error: Error | null, value?: unknown) => {
       if (error) return done(error, undefined);
       if (nestsDeeperThan(value, MAX_JSON_DEPTH)) {
         return done(new AppError('invalid_json', { message: `The request body nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep.` }), undefined);
@@ -73,8 +81,14 @@ export function installJsonBodyParser(app: FastifyInstance): void {
       // The management API stores what it is sent in plain text columns, which the data file's driver cuts at a NUL:
       // 'victim@example.com\u0000x' signed up as 'victim@example.com'. Gateway bodies keep theirs (a prompt is stored
       // as escaped JSON; the fields stored as text, such as the model, are validated one by one).
-      if (surfaceOfUrl(request.url) === 'management' && holdsNul(value)) {
-        return done(new AppError('invalid_request', { message: 'The request body holds a NUL character (U+0000), which svc does not store.' }), undefined);
+      if (surfaceOfUrl(request.url) === 'management') {
+        if (holdsNul(value)) {
+          return done(new AppError('invalid_request', { message: 'The request body holds a NUL character (U+0000), which svc does not store.' }), undefined);
+        }
+        // Read the text again for a name sent twice in one object (src/core/json-duplicate-names.ts says why): one pass
+        // over the management bodies only, the /v1 wires' larger ones pay nothing.
+        const duplicate = duplicateNamePath(text);
+        if (duplicate !== null) return done(duplicateNameError(duplicate), undefined);
       }
       done(null, value);
     });

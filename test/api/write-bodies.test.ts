@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import { Browser, buildAccounts } from '../support/accounts.ts';
-import { bearer, build, json } from '../support/build.ts';
+import { bearer, build, json, newChatRun } from '../support/build.ts';
 import { writeRoutes } from '../support/routes.ts';
 
 const BOOT = 'bootstrap-token-write-bodies-0001';
@@ -70,4 +70,43 @@ test('a write that takes no body refuses a field sent in one (400 naming it), an
     const revoked = await app.inject({ method: 'POST', url: `/api/v1/keys/${keyId}/revoke`, headers: bearer(BOOT), ...(payload ? { payload } : {}) });
     assert.equal(revoked.statusCode, 200, revoked.body);
   }
+});
+
+test('a body naming a field twice is a 400 naming it, wherever it nests, and nothing is written; one name in sibling objects is taken', async (t) => {
+  const { app } = await build(t, { env: { SVC_API_KEY: BOOT } });
+  const headers = { ...bearer(BOOT), 'content-type': 'application/json' };
+  const audited = async () => json(await app.inject({ method: 'GET', url: '/api/v1/audit', headers: bearer(BOOT) })).events.length;
+  const before = await audited();
+  // JSON.parse keeps the last of two: a reader of the first (a proxy, a log, a reviewer) saw another request than svc served.
+  const cases: Array<[string, string, string]> = [
+    ['/api/v1/keys', '{"name":"ci","admin":false,"admin":true}', 'admin'],
+    ['/api/v1/keys', '{"name":"ci","\\u006eame":"other"}', 'name'],
+    ['/api/v1/settings', '{"key":"redaction","key":"canary_enabled","value":true}', 'key'],
+    ['/api/v1/settings', '{"key":"model_substitutions","value":{"gpt-4o":"a","b":"{\\"gpt-4o\\":","gpt-4o":"c"}}', 'value.gpt-4o'],
+    ['/api/v1/settings', '{"":1,"":2}', '""'],
+  ];
+  for (const [url, payload, field] of cases) {
+    const method = url.endsWith('settings') ? 'PUT' : 'POST';
+    const response = await app.inject({ method, url, headers, payload });
+    assert.equal(response.statusCode, 400, `${payload}: ${response.body}`);
+    const { error } = json(response);
+    assert.equal(error.code, 'invalid_request', payload);
+    assert.ok(error.message.startsWith(`${field}: `), `${payload}: ${error.message}`);
+    assert.deepEqual(error.details, { issues: [{ path: field === '""' ? '' : field, message: error.message.slice(field.length + 2) }] }, payload);
+  }
+  assert.deepEqual(json(await app.inject({ method: 'GET', url: '/api/v1/keys', headers: bearer(BOOT) })).keys, [], 'no key created');
+  const { settings } = json(await app.inject({ method: 'GET', url: '/api/v1/settings', headers: bearer(BOOT) }));
+  assert.equal(settings.redaction, false);
+  assert.equal(settings.canary_enabled, false);
+  assert.deepEqual(settings.model_substitutions, {});
+  assert.equal(await audited(), before, 'nothing audited');
+  // The same name in two objects, or in an object and the one it holds, is no duplicate.
+  const runId = await newChatRun(app, bearer(BOOT));
+  const traced = await app.inject({
+    method: 'POST',
+    url: '/api/v1/trace',
+    headers,
+    payload: JSON.stringify({ runId, type: 'tool.called', payload: { name: 'lookup', args: [{ name: 1 }, { name: 2, args: { name: 3 } }], sideEffectLevel: 0 } }),
+  });
+  assert.equal(traced.statusCode, 201, traced.body);
 });
