@@ -637,3 +637,58 @@ test('/login?next= never leaves svc: paths whose dot segments resolve to //host 
   assert.deepEqual(left, []);
   assert.deepEqual(problems.filter((p) => !p.includes('404')), []);
 });
+
+test('names and addresses holding markup show as text on every page that echoes them: nothing is parsed or run', async (t) => {
+  requireBrowser();
+  const svc = await startSvc(t, { SVC_ALLOW_PUBLIC_SIGNUP: 'true' });
+  // All three pass svc's name and address rules (no control characters, no bidirectional overrides).
+  const org = '<script>alert(1)</script>"><img src=x onerror=alert(2)></title>';
+  const email = '"><img/src=x/onerror=alert(3)>@evil.example';
+  const name = '<img src=x onerror=alert(4)>';
+  assert.equal((await svc.admin('PATCH', '/orgs/active', { name: org })).status, 200);
+  assert.equal((await svc.admin('POST', '/orgs/active/invites', { email, role: 'member' })).status, 201);
+  const invite = await linkToken(svc, email, '/accept-invite');
+
+  const context = await newContext(t);
+  const page = await context.newPage();
+  const problems = watch(page);
+  page.on('dialog', (dialog) => {
+    problems.push(`dialog: ${dialog.message()}`);
+    return dialog.dismiss();
+  });
+  // Markup that became elements shows as an img, or a script beyond the page's one module.
+  const injected = async (where: string) => {
+    assert.equal(await page.locator('img, svg').count(), 0, `${where}: an element from a value`);
+    assert.equal(await page.locator('script').count(), 1, `${where}: a script from a value`);
+  };
+
+  await page.goto(`${svc.address}/accept-invite?token=${invite.token}`);
+  await page.getByRole('button', { name: 'Create account and join' }).waitFor();
+  assert.equal(await text(page, '#title'), `Join ${org}`);
+  assert.equal(await text(page, '#invite-email'), email);
+  await injected('/accept-invite');
+  await page.getByLabel('Your name').fill(name);
+  await page.getByLabel('Password', { exact: true }).fill(FIRST_PASSWORD);
+  await page.getByLabel('Repeat the password').fill(FIRST_PASSWORD);
+  await page.getByRole('button', { name: 'Create account and join' }).click();
+  await page.getByRole('heading', { name: 'Welcome' }).waitFor();
+  assert.equal(await text(page, '#done-text'), `You joined ${org}.`);
+  await injected('/accept-invite, joined');
+
+  for (const path of ['/', '/login']) {
+    await page.goto(`${svc.address}${path}`);
+    await page.locator('#signed-in-as').filter({ hasText: /\S/ }).waitFor();
+    assert.equal(await text(page, '#signed-in-as'), `Signed in as ${email} in ${org}.`, path);
+    await injected(path);
+  }
+
+  // A signup's address, on /verify-email.
+  const signer = '"onmouseover=alert(5)"@evil.example';
+  await signUp(svc, signer, name);
+  const verify = await linkToken(svc, signer, '/verify-email');
+  await page.goto(`${svc.address}/verify-email?token=${verify.token}`);
+  await page.getByRole('heading', { name: 'E-mail verified' }).waitFor();
+  assert.equal(await text(page, '#status'), `Your e-mail ${signer} is verified.`);
+  await injected('/verify-email');
+  assert.deepEqual(problems, []);
+});
