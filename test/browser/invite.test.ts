@@ -8,6 +8,8 @@
  */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import test, { type TestContext } from 'node:test';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { loadConfig } from '../../src/config.ts';
@@ -691,4 +693,76 @@ test('names and addresses holding markup show as text on every page that echoes 
   assert.equal(await text(page, '#status'), `Your e-mail ${signer} is verified.`);
   await injected('/verify-email');
   assert.deepEqual(problems, []);
+});
+
+test('a page on another origin of the same site, whose requests carry the Lax session cookie, cannot use the session', async (t) => {
+  requireBrowser();
+  const svc = await startSvc(t, { SVC_ALLOW_PUBLIC_SIGNUP: 'true' });
+  const email = 'curie@example.com';
+  await signUp(svc, email, 'Curie');
+  // Another port of the same host: another origin, the same site, so SameSite=Lax sends svc's cookie along.
+  const foreign = createServer((_request, response) => response.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>elsewhere</title>'));
+  await new Promise<void>((resolve) => foreign.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise<void>((resolve) => foreign.close(() => resolve())));
+  const foreignOrigin = `http://127.0.0.1:${(foreign.address() as AddressInfo).port}`;
+
+  const context = await newContext(t);
+  const page = await context.newPage();
+  await page.goto(`${svc.address}/login`);
+  await signIn(page, email, FIRST_PASSWORD);
+  await page.getByRole('heading', { name: 'Signed in' }).waitFor();
+  const sessionCall = (method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> =>
+    page.evaluate(
+      async ([method, path, body]) => {
+        const response = await fetch(`/api/v1${path}`, {
+          method,
+          headers: body === undefined ? {} : { 'content-type': 'application/json' },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        });
+        return { status: response.status, body: await response.json() };
+      },
+      [method, path, body] as const,
+    );
+  const created = await sessionCall('POST', '/keys', { name: 'kept' });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const keyId: string = created.body.key.id;
+
+  // Still signed in, the one key still active, nothing planted.
+  const assertUntouched = async (when: string) => {
+    assert.equal((await sessionCall('GET', '/auth/me')).status, 200, `still signed in ${when}`);
+    const keys = await sessionCall('GET', '/keys');
+    assert.deepEqual(keys.body.keys.map((key: { name: string; status: string }) => `${key.name} ${key.status}`), ['kept active'], when);
+  };
+
+  // What a page may send without asking svc first (no CORS preflight): a fetch in no-cors mode without a body (no
+  // Content-Type, so no 415 either: only the origin check stands between it and the route), and forms, whose bodies
+  // are never JSON (text/plain shaped like JSON, url-encoded).
+  const attacker = await context.newPage();
+  await attacker.goto(`${foreignOrigin}/`);
+  await attacker.evaluate(
+    async ([svcAddress, keyId]) => {
+      for (const path of [`/api/v1/keys/${keyId}/revoke`, '/api/v1/auth/logout']) {
+        await fetch(`${svcAddress}${path}`, { method: 'POST', mode: 'no-cors', credentials: 'include' });
+      }
+    },
+    [svc.address, keyId] as const,
+  );
+  await assertUntouched('after the fetches');
+  // A form's answer is readable where it lands. csrf_rejected also shows the cookie went along: without a session,
+  // logout is a 200 and the others a 401.
+  const forms = [
+    { path: `/api/v1/keys/${keyId}/revoke`, enctype: 'application/x-www-form-urlencoded', field: '' },
+    { path: '/api/v1/auth/logout', enctype: 'application/x-www-form-urlencoded', field: '' },
+    { path: '/api/v1/keys', enctype: 'text/plain', field: `<input name='{"name":"planted","x":"' value='"}'>` },
+    { path: '/api/v1/keys', enctype: 'application/x-www-form-urlencoded', field: `<input name="name" value="planted">` },
+  ];
+  for (const { path, enctype, field } of forms) {
+    await attacker.goto(`${foreignOrigin}/`);
+    await attacker.setContent(`<form method="post" action="${svc.address}${path}" enctype="${enctype}">${field}<button>Send</button></form>`);
+    await attacker.getByRole('button', { name: 'Send' }).click();
+    await attacker.waitForURL(`${svc.address}${path}`);
+    assert.equal(JSON.parse(await attacker.locator('body').innerText()).error.code, 'csrf_rejected', `${path} ${enctype}`);
+  }
+
+  await assertUntouched('after the forms');
 });
