@@ -2,7 +2,7 @@
  * How the reference client reaches svc: plain HTTP(S), the data directory's local socket, or an in-process app
  * (`app.inject`). All three speak the same HTTP API, so every admin action takes the same validated, audited path.
  */
-import { Agent, fetch } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
 
 export interface TransportResponse {
   status: number;
@@ -69,22 +69,39 @@ function jsonOf(body: unknown, call: string): string {
   }
 }
 
-function fetchTransport(baseUrl: string, headers: Record<string, string>, label: string, dispatcher: Agent): Transport {
+/** An answer's headers as one string per name: a header sent more than once (set-cookie) joined as fetch joins it. */
+function headerRecord(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+  const record: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined) record[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return record;
+}
+
+/**
+ * HTTP through `dispatcher`. Its own request API, not fetch: fetch refuses the ports browsers block (6000, 6665-6669,
+ * 10080 and the rest of the Fetch standard's "bad ports") with "bad port", before any connection, so a `svc serve
+ * --port 6666` was unreachable for every command while curl reached it. Nothing of a browser's is wanted here: no
+ * redirect is followed (svc never redirects; following one would send the prompt and the identity headers to whatever
+ * server the Location names and take its answer for svc's: the 3xx is the answer, an SvcApiError like any other
+ * outside 2xx) and no content coding is asked for (svc sends none).
+ */
+function dispatcherTransport(baseUrl: string, headers: Record<string, string>, label: string, dispatcher: Agent): Transport {
   const base = baseUrl.replace(/\/+$/, '');
   const send = async (method: string, path: string, body: unknown, options: RequestOptions) => {
     const payload = body === undefined ? undefined : jsonOf(body, `${method} ${path}`);
+    // Parsed as fetch parsed it: dot segments resolved, the base URL's own path kept in front.
+    const url = new URL(`${base}${path}`);
     try {
-      return await fetch(`${base}${path}`, {
-        method,
+      const response = await dispatcher.request({
+        origin: url.origin,
+        path: `${url.pathname}${url.search}`,
+        method: method as Dispatcher.HttpMethod,
         headers: { ...headers, ...options.headers, ...(payload === undefined ? {} : { 'content-type': 'application/json' }) },
         ...(payload === undefined ? {} : { body: payload }),
-        // svc never redirects. Following one would send the prompt and the identity headers to whatever server the
-        // Location names (a cross-origin one drops only the Authorization) and take its answer for svc's: the 3xx is
-        // the answer, an SvcApiError like any other outside 2xx.
-        redirect: 'manual',
-        dispatcher,
         ...(options.signal ? { signal: options.signal } : {}),
       });
+      return { status: response.statusCode, headers: headerRecord(response.headers), body: response.body };
     } catch (error) {
       if (options.signal?.aborted) throw error;
       const cause = (error as Error & { cause?: Error }).cause?.message ?? (error as Error).message;
@@ -94,17 +111,12 @@ function fetchTransport(baseUrl: string, headers: Record<string, string>, label:
   return {
     async request(method, path, body, options = {}) {
       const response = await send(method, path, body, options);
-      const read = await readBody(response.body && untilBrokenOff(response.body, `${method} ${path} (HTTP ${response.status})`, options.signal), label);
-      return { status: response.status, headers: Object.fromEntries(response.headers.entries()), body: read.body, text: read.text };
+      const read = await readBody(untilBrokenOff(response.body, `${method} ${path} (HTTP ${response.status})`, options.signal), label);
+      return { status: response.status, headers: response.headers, body: read.body, text: read.text };
     },
     async stream(method, path, body, options = {}) {
       const response = await send(method, path, body, options);
-      const stream = response.body;
-      async function* chunks(): AsyncGenerator<Uint8Array> {
-        if (!stream) return;
-        for await (const chunk of stream) yield chunk;
-      }
-      return { status: response.status, headers: Object.fromEntries(response.headers.entries()), body: chunks() };
+      return { status: response.status, headers: response.headers, body: response.body };
     },
     async close() {
       // Requests still in flight are given up (a TUI quitting while its list loads): waiting for them would keep the
@@ -150,7 +162,7 @@ const BEARER_TOKEN = /^[\x21-\x7e]+$/;
 /**
  * A base URL the client can put a path behind is checked at creation; otherwise every call failed with "cannot reach
  * svc" (`127.0.0.1:8787` without its scheme), addressed no route (a query), or, for a URL with credentials, quoted
- * them in each error: fetch refuses such a URL, and the message named the base URL. The value is never quoted here.
+ * them in each error: the HTTP client refused such a URL, and the message named the base URL. The value is never quoted here.
  */
 function checkBaseUrl(baseUrl: string): void {
   let url: URL | null = null;
@@ -175,12 +187,12 @@ export function httpTransport(baseUrl: string, token: string | null): Transport 
   if (key !== '' && !BEARER_TOKEN.test(key)) {
     throw new TypeError('the API key holds a character no svc token has (a space, a line break, a control or non-ASCII character); it is not shown here');
   }
-  return fetchTransport(baseUrl, key ? { authorization: `Bearer ${key}` } : {}, baseUrl, new Agent());
+  return dispatcherTransport(baseUrl, key ? { authorization: `Bearer ${key}` } : {}, baseUrl, new Agent());
 }
 
 /** HTTP over a unix socket: the local operator of a running `svc serve`. */
 export function socketTransport(socketPath: string): Transport {
-  return fetchTransport('http://localhost', {}, socketPath, new Agent({ connect: { socketPath } }));
+  return dispatcherTransport('http://localhost', {}, socketPath, new Agent({ connect: { socketPath } }));
 }
 
 /** The minimal surface of fastify's `inject` the in-process transport needs. */

@@ -7,11 +7,19 @@ import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import test, { before, describe } from 'node:test';
-import { ensureBundle, runSvc, startServe, suiteCleanups, tempDir, type ServeProcess } from '../support/process.ts';
+import { ensureBundle, listenOnce, runSvc, startServe, suiteCleanups, tempDir, type ServeProcess } from '../support/process.ts';
 
 before(ensureBundle);
 
 const jsonOf = (text: string) => JSON.parse(text);
+
+/** The first of `ports` free on 127.0.0.1 now. */
+async function firstFreePort(ports: readonly number[]): Promise<number> {
+  for (const port of ports) {
+    if (await listenOnce(port).then(() => true, () => false)) return port;
+  }
+  throw new Error(`none of the ports ${ports.join(', ')} is free`);
+}
 
 // The file's tests (and the socket flow's stages, one after another, as a group) run at once: each is a run of child
 // processes, seconds each on a loaded machine, and the test timeout applies to the whole file under node --test.
@@ -127,6 +135,17 @@ describe('svc serve and the admin CLI beside it', { concurrency: true }, () => {
     const fromEnv = await runSvc(['keys', 'create', '--name', 'env', '--json'], { env: { SVC_BASE_URL: server.address, SVC_API_KEY: bootstrap } });
     assert.equal(fromEnv.code, 0, fromEnv.stderr);
     assert.equal(jsonOf(fromEnv.stdout).key.name, 'env');
+  });
+
+  test('a server on a port browsers block (6666, 10080: the Fetch standard\'s "bad ports") is reached by --url as on any other', async (t) => {
+    // fetch refused these ports with "bad port" before connecting: the commands could not reach a server curl reached.
+    const port = await firstFreePort([6666, 6667, 6668, 6669, 6665, 10080, 6000, 6697]);
+    const server = await startServe(t, tempDir(t), { SVC_PORT: String(port) });
+    const created = await runSvc(['keys', 'create', '--name', 'on-a-bad-port', '--json', '--url', server.address]);
+    assert.equal(created.code, 0, created.stderr);
+    const listed = await runSvc(['keys', 'list', '--json', '--url', server.address]);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.deepEqual(jsonOf(listed.stdout).keys.map((key: { name: string }) => key.name), ['on-a-bad-port']);
   });
 
   test('an unknown --log-level is a usage error before the data directory is touched', async (t) => {
