@@ -197,8 +197,10 @@ export async function registerSurface(app: FastifyInstance, options: SurfaceOpti
       });
     } catch (error) {
       const unauthorized = error instanceof AppError && error.code === 'unauthorized';
+      // A wrong token is a guess on a public route too: what a public route answers can still tell a good token from a
+      // wrong one (with X-Svc-Tenant naming no organization, the bootstrap token's 404 against a wrong token's 200).
+      failed = unauthorized && presented;
       if (!(unauthorized && access === 'public')) {
-        failed = unauthorized && presented;
         throw unauthorized && !presented && header(request, 'x-api-key') !== undefined ? API_KEY_HEADER_ELSEWHERE() : error;
       }
       // A public route runs without an identity; a stale cookie or a wrong token on it counts as none.

@@ -32,6 +32,20 @@ test('requests without a credential, or with a stale session cookie, are plain 4
   assert.equal((await app.inject({ url: '/api/v1/keys', headers: bearer('bootstrap-token-brute-force-02') })).statusCode, 200);
 });
 
+test('a wrong token on a public route counts as a guess: what it answers must not let the bootstrap token be tried past the limit', async (t) => {
+  const token = 'bootstrap-token-brute-force-07';
+  const { app } = await build(t, { env: { SVC_API_KEY: token, SVC_AUTH_FAILURES_PER_MINUTE: '3' } });
+  // Logout, a public route, answers a wrong token as no credential (200) and the bootstrap token's X-Svc-Tenant naming
+  // no organization as 404: an oracle, so its guesses count like any other route's.
+  const guess = (value: string) =>
+    app.inject({ method: 'POST', url: '/api/v1/auth/logout', headers: { ...bearer(value), 'x-svc-tenant': 'no-such-org' } });
+  for (let i = 0; i < 3; i++) assert.equal((await guess(`guess-${i}`)).statusCode, 200);
+  const right = await guess(token);
+  assert.equal(right.statusCode, 429);
+  assert.equal(json(right).error.code, 'rate_limited');
+  assert.equal((await app.inject({ method: 'POST', url: '/api/v1/auth/login', headers: bearer(token), payload: { email: 'a@example.com', password: 'x' } })).statusCode, 429);
+});
+
 test('an IPv6 client is one address per /64: rotating through its addresses does not get past the limit', async (t) => {
   const { app } = await build(t, { env: { SVC_API_KEY: 'bootstrap-token-brute-force-03', SVC_AUTH_FAILURES_PER_MINUTE: '3' } });
   for (let i = 1; i <= 3; i++) {
