@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import { bearer, build, json } from '../support/build.ts';
+import { contentChunk, startFakeUpstream, startSse } from '../support/fake-upstream.ts';
 
 const BOOT = 'bootstrap-token-auth-tests-000001';
 const CHAT = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
@@ -91,6 +92,37 @@ test('a revoked key is rejected on the very next request', async (t) => {
   const { key, token } = json(await app.inject({ method: 'POST', url: '/api/v1/keys', headers: bearer(BOOT), payload: { name: 'short-lived' } }));
   assert.equal((await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: bearer(token), payload: CHAT })).statusCode, 200);
   assert.equal((await app.inject({ method: 'POST', url: `/api/v1/keys/${key.id}/revoke`, headers: bearer(BOOT) })).statusCode, 200);
+  assert.equal((await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: bearer(token), payload: CHAT })).statusCode, 401);
+});
+
+test('a stream in flight when its key is revoked runs to its end; the key\'s next request is 401', async (t) => {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const upstream = await startFakeUpstream(t, async (_request, res) => {
+    startSse(res);
+    res.write(`data: ${JSON.stringify(contentChunk('before '))}\n\n`);
+    await released;
+    res.write(`data: ${JSON.stringify({ ...contentChunk('after'), choices: [{ index: 0, delta: { content: 'after' }, finish_reason: 'stop' }] })}\n\n`);
+    res.end('data: [DONE]\n\n');
+  });
+  const { app } = await build(t, { env: { SVC_API_KEY: BOOT, CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl } });
+  const address = await app.listen({ port: 0, host: '127.0.0.1' });
+  const { key, token } = json(await app.inject({ method: 'POST', url: '/api/v1/keys', headers: bearer(BOOT), payload: { name: 'streaming' } }));
+  const response = await fetch(`${address}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { ...bearer(token), 'content-type': 'application/json' },
+    body: JSON.stringify({ ...CHAT, stream: true }),
+  });
+  assert.equal(response.status, 200);
+  const reader = response.body!.getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  while (!text.includes('before ')) text += decoder.decode((await reader.read()).value, { stream: true });
+  assert.equal((await app.inject({ method: 'POST', url: `/api/v1/keys/${key.id}/revoke`, headers: bearer(BOOT) })).statusCode, 200);
+  release();
+  for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) text += decoder.decode(chunk.value, { stream: true });
+  assert.match(text, /"content":"after"/);
+  assert.match(text, /data: \[DONE\]/);
   assert.equal((await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: bearer(token), payload: CHAT })).statusCode, 401);
 });
 
