@@ -305,3 +305,28 @@ test('feedback on a run that retention deletes while the feedback is being saved
   const left = await services.store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM run_feedback')!.n);
   assert.equal(left, 0);
 });
+
+test("each organization's runs go by its own retention_days, and the audit log is kept whole, its chain verifying", async (t) => {
+  let now = Date.UTC(2026, 0, 1);
+  const { app, services } = await build(t, { overrides: { clock: { now: () => now } } });
+  const other = 'ten_short_window';
+  await services.store.write((sql) => sql.run("INSERT INTO tenants (id, name, created_at) VALUES (?, 'Short', ?)", [other, now]));
+  await services.store.write((sql) => sql.run("INSERT INTO settings (tenant_id, key, value_json, encrypted, updated_at) VALUES (?, 'retention_days', '5', 0, ?)", [other, now]));
+  // Audit rows of the default tenant written before the runs the pass deletes.
+  for (const value of [40, 35, 30]) assert.equal((await app.inject({ method: 'PUT', url: '/api/v1/settings', payload: { key: 'retention_days', value } })).statusCode, 200);
+  const record = (tenantId: string) =>
+    services.ledger.start({ tenantId, appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'm', stream: false, requestId: null }).finish(FINISHED);
+  for (const tenantId of ['default', other, other]) record(tenantId);
+  await services.store.flush();
+
+  now += 6 * DAY;
+  assert.equal((await services.retention.runOnce()).runsDeleted, 2, "only the 5-day organization's runs are past its window");
+  const runsOf = (tenantId: string) => services.store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM runs WHERE tenant_id = ?', [tenantId])!.n);
+  assert.deepEqual([await runsOf('default'), await runsOf(other)], [1, 0]);
+  now += 25 * DAY;
+  assert.equal((await services.retention.runOnce()).runsDeleted, 1, 'the default organization at its 30 days');
+
+  const audit = json(await app.inject({ url: '/api/v1/audit?verify=true' }));
+  assert.deepEqual(audit.integrity, { ok: true, count: 3, brokenAt: null });
+  assert.deepEqual(audit.events.map((event: { seq: number }) => event.seq), [3, 2, 1], 'retention deletes no audit event');
+});
