@@ -5,7 +5,7 @@
  * packet, live updates.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { chmodSync, lstatSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test, { type TestContext } from 'node:test';
 import { createElement } from 'react';
@@ -223,6 +223,40 @@ test('e writes the evidence packet to evidence-<runId>.json and shows the path',
   assert.equal(packet.format, 'svc.evidence-packet');
   assert.equal(packet.run.id, runId);
   assert.equal(packet.integrity.ok, true);
+});
+
+test('e replaces a file already at its path with a private one: a world-readable download or a symlink is not written through', async (t) => {
+  const { app, open, outDir } = await setup(t);
+  const runId = await chat(app, 'export me again');
+  const path = join(outDir, `evidence-${runId}.json`);
+  // The name `curl -OJ` gives the packet (its content-disposition), written with the umask's 0644.
+  writeFileSync(path, '{}\n', { mode: 0o644 });
+  chmodSync(path, 0o644);
+  const { until, press } = open();
+  await until((f) => f.includes(runId), 'the run');
+  press(KEY.enter);
+  await until((f) => f.includes('✓ chain verified'), 'the detail');
+  press('e');
+  await until((f) => f.includes(`evidence packet written to ${path}`), 'the export message');
+  assert.equal(statSync(path).mode & 0o777, 0o600, 'the packet holds the run\'s prompts: private, as docs/cli.md says');
+  assert.equal(JSON.parse(readFileSync(path, 'utf8')).run.id, runId);
+
+  // A symlink at the path (another user's, in a shared --out-dir) is replaced, not followed to the file it names.
+  const elsewhere = join(outDir, 'elsewhere.json');
+  writeFileSync(elsewhere, 'untouched\n');
+  rmSync(path);
+  symlinkSync(elsewhere, path);
+  // Back and in again: the message of the first export goes with the detail.
+  press('q');
+  await until((f) => f.includes('filters:') && !f.includes('evidence packet written'), 'the list');
+  press(KEY.enter);
+  await until((f) => f.includes('✓ chain verified'), 'the detail again');
+  press('e');
+  await until((f) => f.includes(`evidence packet written to ${path}`), 'the second export message');
+  assert.equal(readFileSync(elsewhere, 'utf8'), 'untouched\n');
+  assert.ok(lstatSync(path).isFile());
+  assert.equal(lstatSync(path).mode & 0o777, 0o600);
+  assert.deepEqual(readdirSync(outDir).sort(), ['elsewhere.json', `evidence-${runId}.json`], 'no temporary file left');
 });
 
 test('a tampered trace shows the broken integrity badge with the seq where the chain breaks', async (t) => {
