@@ -30,9 +30,12 @@ export interface RunDetailProps {
   color: boolean;
 }
 
-/** The integrity badge: the chain recomputed over the run's events, or where it breaks. */
-export function integrityBadge(integrity: IntegrityView | null): string {
-  if (!integrity) return '… checking chain';
+/**
+ * The integrity badge: the chain recomputed over the run's events, or where it breaks. `unread` when the run could not
+ * be read (svc down, an error answer): no chain is being checked then, and the error line says why.
+ */
+export function integrityBadge(integrity: IntegrityView | null, unread = false): string {
+  if (!integrity) return unread ? 'chain not checked' : '… checking chain';
   if (integrity.ok) return `✓ chain verified (${integrity.eventCount ?? '?'} events)`;
   const reason = integrity.reason ? `: ${integrity.reason}` : '';
   // svc names the seq where a chain breaks; an answer that names none (not svc's) is no verdict either way.
@@ -156,12 +159,14 @@ export function RunDetail(props: RunDetailProps) {
   const badgeColor = !props.color || !integrity ? {} : { color: integrity.ok ? 'green' : 'red' };
   const first = events?.events[0]?.seq;
   const last = events?.events[events.events.length - 1]?.seq;
-  const range = events === null || events.events.length === 0 ? 'none' : `#${first ?? '?'}-#${last ?? '?'} of ${run?.eventCount ?? '?'}`;
+  const range = events === null ? '…' : events.events.length === 0 ? 'none' : `#${first ?? '?'}-#${last ?? '?'} of ${run?.eventCount ?? '?'}`;
+  // Its last read failed before any answer: it is not loading, nor its chain being checked (svc stopped, an error).
+  const unread = run === null && props.error !== null && !props.loading;
   return (
     <Box flexDirection="column">
       {/* One text, not a row of them: on a narrow terminal it wraps as words instead of as columns cut into each other. */}
       <Text>
-        <Text bold>run {props.runId}</Text> · <Text {...badgeColor}>{integrityBadge(integrity)}</Text>
+        <Text bold>run {props.runId}</Text> · <Text {...badgeColor}>{integrityBadge(integrity, unread)}</Text>
         {props.loading ? <Text dimColor> …</Text> : null}
       </Text>
       {run ? (
@@ -171,7 +176,7 @@ export function RunDetail(props: RunDetailProps) {
           {run.error ? ` · error ${run.error.kind ?? '-'}: ${run.error.message ?? '-'}` : ''}
         </Text>
       ) : (
-        <Text dimColor>loading…</Text>
+        <Text dimColor>{unread ? 'the run could not be read (the error below says why)' : 'loading…'}</Text>
       )}
       {/* Until the run is read (or when it cannot be), its sections say nothing of it: not "not routed", not "none". */}
       <Section title="Route explanation" compact={compact}>

@@ -332,6 +332,31 @@ test('while svc is down the list header says not live with the time of the last 
   await until(term.alive, (alive) => !alive, 'svc runs to quit', term.screen);
 });
 
+test('a run opened while svc is down says it could not be read, not that it is loading or its chain being checked; read once svc is back', { skip }, async (t) => {
+  const dataDir = tempDir(t);
+  const server = await startServe(t, dataDir);
+  const runId = await chat(server.address, 'opened during the outage');
+  const port = new URL(server.address).port;
+  const term = terminal(t, { columns: 160, rows: 30 });
+  term.open(['runs', '--url', server.address]);
+  await until(term.screen, (s) => s.includes(runId), 'the run in the list', term.screen);
+
+  server.child.kill('SIGTERM');
+  assert.equal(await server.exited, 0);
+  await until(term.screen, (s) => s.includes('not live'), 'the list not live', term.screen);
+  term.keys('Enter');
+  const screen = await until(term.screen, (s) => s.includes(`run ${runId}`) && s.includes(`error: cannot reach svc at ${server.address}`), 'the detail with the error', term.screen);
+  const lines = screen.split('\n');
+  assert.equal(lines[0], `run ${runId} · chain not checked`, screen);
+  assert.equal(lines[1], 'the run could not be read (the error below says why)', screen);
+  assert.doesNotMatch(screen, /loading|checking chain|events none/, screen);
+
+  await startServe(t, dataDir, { SVC_PORT: port });
+  await until(term.screen, (s) => /✓ chain verified \(\d+ events\)/.test(s) && !s.includes('error:'), 'the run read once svc is back', term.screen);
+  term.keys('q', 'q');
+  await until(term.alive, (alive) => !alive, 'svc runs to quit', term.screen);
+});
+
 test('keys typed right after a filter change act on the new page once it arrives: c j j puts the cursor on its third row', { skip }, async (t) => {
   const dataDir = tempDir(t);
   const server = await startServe(t, dataDir);
