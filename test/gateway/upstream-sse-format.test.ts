@@ -280,3 +280,44 @@ test('a stream answered as JSON (an error body), with an empty body, or with an 
     await expectFailed(gw, upstream, wire, 'notjson', 'bad_response', /not valid JSON/);
   }
 });
+
+test('a stream whose lines end in a lone CR, as the format allows, reaches the client whole on each wire, its run completed and its answer cached', async (t) => {
+  const forms: Record<string, Form> = { cr: { eol: '\r' }, crall: { eol: '\r', comments: true, dataLines: true, retryAndIds: true, noSpace: true } };
+  const upstream = await startFakeUpstream(t, async (request, res) => {
+    startStream(res);
+    res.end(streamText(wireOf(request.url), forms[caseOf(request.body)]!));
+  });
+  const gw = await gateway(t, upstream);
+  for (const wire of WIRES) for (const name of Object.keys(forms)) await expectRelayed(gw, upstream, wire, name);
+});
+
+test('an event ended by a lone CR is relayed when it comes, not held until the next event\'s bytes', async (t) => {
+  const upstream = await startFakeUpstream(t, async (request, res) => {
+    const events = eventsOf(wireOf(request.url));
+    // Up to and with the text's event, each in its own write; then nothing until the client goes.
+    const upToText = events.slice(0, events.findIndex(([, data]) => data !== '[DONE]' && JSON.stringify(data).includes('Grüße')) + 1);
+    startStream(res);
+    for (const event of upToText) {
+      res.write(streamText('messages', { eol: '\r' }, [event]));
+      await sleep(10);
+    }
+    await untilClientCloses(res);
+  });
+  // Held, the text would come only when the idle timeout ends the stream with an error.
+  const gw = await gateway(t, upstream, { SVC_PROVIDER_STREAM_IDLE_TIMEOUT_MS: '5000' });
+  const textOf = async (wire: WireName, prompt: string): Promise<string> => {
+    if (wire === 'chat') {
+      for await (const chunk of await gw.openai.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: prompt }], stream: true })) {
+        if (chunk.choices[0]?.delta.content) return chunk.choices[0].delta.content;
+      }
+    } else if (wire === 'responses') {
+      for await (const event of await gw.openai.responses.create({ model: 'gpt-4o-mini', input: prompt, stream: true })) if (event.type === 'response.output_text.delta') return event.delta;
+    } else {
+      for await (const event of await gw.anthropic.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user', content: prompt }], stream: true })) {
+        if (event.type === 'content_block_delta' && event.delta.type === 'text_delta') return event.delta.text;
+      }
+    }
+    return 'the stream ended without its text';
+  };
+  for (const wire of WIRES) assert.equal(await textOf(wire, promptFor('held')), TEXT, wire);
+});

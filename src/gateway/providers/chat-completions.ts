@@ -29,7 +29,7 @@ import {
 } from './types.ts';
 import { deadlineSignal } from './deadline.ts';
 import { undiciSignal, type CallSignal } from '../call-signal.ts';
-import { firstEventWatch, releasable, sseJson } from './sse.ts';
+import { firstEventWatch, releasable, SseFeed, sseJson } from './sse.ts';
 import { EMBEDDINGS_ANSWER_FACTOR, DEFAULT_MAX_ANSWER_BYTES, MAX_ERROR_BODY_BYTES, readAnswer, readLimited, tooLargeMessage } from './bodies.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../core/json-depth.ts';
 import { countEmbeddingTokens } from '../tokens.ts';
@@ -268,8 +268,7 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
   /** The SSE body as typed chunks; ends at `[DONE]`, and a body that ends without it is a bad_response. */
   async function* sseChunks(body: ResponseData['body'], clientSignal: CallSignal, firstEvent: (eventsParsed: number) => void): AsyncGenerator<ChatChunk> {
     const pending: EventSourceMessage[] = [];
-    const parser = createParser({ onEvent: (event) => pending.push(event) });
-    const decoder = new TextDecoder();
+    const feed = new SseFeed(createParser({ onEvent: (event) => pending.push(event) }));
     let finished = false;
     let received = 0;
     // The next pending chunk, or undefined when none is pending or `[DONE]` came. A plain function, not a generator
@@ -286,13 +285,12 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
         received += (piece as Buffer).length;
         // Every byte is held until the stream ends (an unfinished line by the parser, the answer by the relay).
         if (received > maxAnswerBytes) throw badResponse(tooLargeMessage('the upstream stream', maxAnswerBytes), 200);
-        parser.feed(decoder.decode(piece as Buffer, { stream: true }));
+        feed.piece(piece as Buffer);
         firstEvent(pending.length);
         for (let chunk = next(); chunk !== undefined; chunk = next()) yield chunk;
         if (finished) return;
       }
-      parser.feed(decoder.decode());
-      parser.reset({ consume: true });
+      feed.end();
       for (let chunk = next(); chunk !== undefined; chunk = next()) yield chunk;
       if (!finished) throw badResponse('the upstream stream ended without [DONE]', 200);
     } catch (error) {

@@ -5,7 +5,7 @@
  * the upstream.
  */
 import type { CallSignal } from '../call-signal.ts';
-import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { createParser, type EventSourceMessage, type EventSourceParser } from 'eventsource-parser';
 import type { Dispatcher } from 'undici';
 import { classifyErrorEvent, classifyThrown, redactSecrets } from './errors.ts';
 import { ProviderError, type UpstreamEvents, type Wire } from './types.ts';
@@ -67,6 +67,38 @@ export function firstEventWatch(provider: string, withinMs: number): (eventsPars
   };
 }
 
+const CR = 13;
+const LF = 10;
+
+/**
+ * An upstream body's pieces, decoded as UTF-8 (a character split between reads joined, a leading byte-order mark
+ * dropped), fed to an SSE parser. The format ends a line with CRLF, LF or a lone CR; eventsource-parser holds back a
+ * CR that ends what it was fed, in case an LF follows, and at the end of the body never takes it for the line ending
+ * it was. A stream whose lines end in a lone CR so had each event held until the next one's bytes came, and lost its
+ * last, the terminal one: svc failed it as truncated. Here a CR that ends a piece is fed as a CRLF, and an LF that
+ * starts the next piece, the rest of a CRLF split between reads, is dropped (as a browser's EventSource does).
+ */
+export class SseFeed {
+  private readonly decoder = new TextDecoder();
+  private afterCr = false;
+
+  constructor(private readonly parser: EventSourceParser) {}
+
+  /** Parse one piece of the body. */
+  piece(bytes: Uint8Array): void {
+    let text = this.decoder.decode(bytes, { stream: true });
+    if (this.afterCr && text.charCodeAt(0) === LF) text = text.slice(1);
+    this.afterCr = text.charCodeAt(text.length - 1) === CR;
+    this.parser.feed(this.afterCr ? `${text}\n` : text);
+  }
+
+  /** The body ended: parse what is left (an event without its closing blank line is not one, and is dropped). */
+  end(): void {
+    this.parser.feed(this.decoder.decode());
+    this.parser.reset({ consume: true });
+  }
+}
+
 /** `events`, read from the upstream `body`, with a `release` that closes the body whether or not they were read. */
 export function releasable<T>(body: Dispatcher.ResponseData['body'], events: AsyncGenerator<T>): UpstreamEvents<T> {
   return {
@@ -84,8 +116,7 @@ export function sseJson<T>(body: Dispatcher.ResponseData['body'], options: SseOp
 
 async function* sseEvents<T>(body: Dispatcher.ResponseData['body'], options: SseOptions): AsyncGenerator<T> {
   const pending: EventSourceMessage[] = [];
-  const parser = createParser({ onEvent: (event) => pending.push(event) });
-  const decoder = new TextDecoder();
+  const feed = new SseFeed(createParser({ onEvent: (event) => pending.push(event) }));
   let finished = false;
   let received = 0;
   const firstEvent = firstEventWatch(options.provider, options.firstEventMs);
@@ -118,13 +149,12 @@ async function* sseEvents<T>(body: Dispatcher.ResponseData['body'], options: Sse
     for await (const piece of body) {
       received += (piece as Buffer).length;
       if (received > options.maxBytes) throw bad(tooLargeMessage('the upstream stream', options.maxBytes));
-      parser.feed(decoder.decode(piece as Buffer, { stream: true }));
+      feed.piece(piece as Buffer);
       firstEvent(pending.length);
       for (let data = next(); data !== undefined; data = next()) yield data;
       if (finished) return;
     }
-    parser.feed(decoder.decode());
-    parser.reset({ consume: true });
+    feed.end();
     for (let data = next(); data !== undefined; data = next()) yield data;
     if (!finished) throw bad('the upstream stream ended before its terminal event');
   } catch (error) {
