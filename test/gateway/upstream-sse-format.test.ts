@@ -264,7 +264,7 @@ test('a stream answered as JSON (an error body), with an empty body, or with an 
     const name = caseOf(request.body);
     if (name === 'json') {
       startStream(res, 'application/json');
-      return void res.end(JSON.stringify({ error: { message: 'the model is overloaded', type: 'server_error' } }));
+      return void res.end(JSON.stringify({ error: { message: 'the model is overloaded (key sk-abcdefgh12345678)', type: 'server_error' } }));
     }
     startStream(res);
     if (name === 'empty') return void res.end();
@@ -272,7 +272,8 @@ test('a stream answered as JSON (an error body), with an empty body, or with an 
   });
   const gw = await gateway(t, upstream);
   for (const wire of WIRES) {
-    await expectFailed(gw, upstream, wire, 'json', 'bad_response', /expected an event stream, got application\/json/);
+    // The upstream's own words, masked, on the run's error, on every wire.
+    await expectFailed(gw, upstream, wire, 'json', 'bad_response', /expected an event stream, got application\/json: the model is overloaded \(key \[redacted\]\)/);
     await expectFailed(gw, upstream, wire, 'empty', 'bad_response', /ended (without \[DONE\]|before its terminal event)/);
     // The format dispatches `data:` alone as an event whose data is empty; it is no JSON, as the official clients
     // read it too (JSON.parse('') throws in both).

@@ -11,7 +11,7 @@
  */
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { Agent, type Dispatcher } from 'undici';
-import { classifyErrorCodes, classifyErrorEvent, classifyHttpFailure, classifyThrown, redactSecrets, upstreamMessage } from './errors.ts';
+import { classifyErrorCodes, classifyErrorEvent, classifyHttpFailure, classifyThrown, redactSecrets } from './errors.ts';
 import {
   ProviderError,
   type ChatChunk,
@@ -29,7 +29,7 @@ import {
 } from './types.ts';
 import { deadlineSignal } from './deadline.ts';
 import { undiciSignal, type CallSignal } from '../call-signal.ts';
-import { firstEventWatch, releasable, SseFeed, sseJson } from './sse.ts';
+import { firstEventWatch, notAnEventStream, releasable, SseFeed, sseJson } from './sse.ts';
 import { EMBEDDINGS_ANSWER_FACTOR, DEFAULT_MAX_ANSWER_BYTES, MAX_ERROR_BODY_BYTES, readAnswer, readLimited, tooLargeMessage } from './bodies.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../core/json-depth.ts';
 import { countEmbeddingTokens } from '../tokens.ts';
@@ -257,10 +257,7 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
     const response = await post('/chat/completions', 'chat_completions', body, context.signal, limits, context.signal);
     const type = contentType(response.headers);
     if (!type.includes('text/event-stream')) {
-      // An upstream that ignored `stream: true` or answered an error with 200: never relayed as if it were a stream.
-      const text = await readLimited(response.body, MAX_ERROR_BODY_BYTES, timeouts.streamHeadersMs).catch(() => '');
-      const message = redactSecrets(upstreamMessage(text), secrets);
-      throw badResponse(`expected an event stream, got ${type || 'no content type'}${message ? `: ${message}` : ''}`, response.statusCode);
+      throw badResponse(await notAnEventStream(response.body, type, secrets, timeouts.streamHeadersMs), response.statusCode);
     }
     return releasable(response.body, sseChunks(response.body, context.signal, firstEventWatch(name, timeouts.bufferedMs)));
   }
@@ -385,8 +382,7 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
     const response = await post('/responses', 'responses', { ...responsesRequest, stream: true }, context.signal, limits, context.signal);
     const type = contentType(response.headers);
     if (!type.includes('text/event-stream')) {
-      await readLimited(response.body, MAX_ERROR_BODY_BYTES, timeouts.streamHeadersMs).catch(() => '');
-      throw badResponse(`expected an event stream, got ${type || 'no content type'}`, response.statusCode);
+      throw badResponse(await notAnEventStream(response.body, type, secrets, timeouts.streamHeadersMs), response.statusCode);
     }
     // `response.failed` is relayed to the wire's own relay, which records it as the failure it is (with its usage and
     // code), its message masked here; an `error` event, and an error in the chat-completions shape (`data: {"error":

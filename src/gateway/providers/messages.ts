@@ -10,7 +10,7 @@ import { DEFAULT_MAX_ANSWER_BYTES, MAX_ERROR_BODY_BYTES, readAnswer, readLimited
 import { deadlineSignal } from './deadline.ts';
 import { undiciSignal, type CallSignal } from '../call-signal.ts';
 import { classifyHttpFailure, classifyThrown } from './errors.ts';
-import { sseJson } from './sse.ts';
+import { notAnEventStream, sseJson } from './sse.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../core/json-depth.ts';
 import { ProviderError, type MessagesRequest, type MessagesResponse, type MessagesStreamEvent, type Provider, type ProviderCallContext, type UpstreamEvents, type Wire } from './types.ts';
 
@@ -99,10 +99,7 @@ export function createMessagesProvider(options: MessagesProviderOptions): Provid
   async function streamMessages(body: MessagesRequest, context: ProviderCallContext): Promise<UpstreamEvents<MessagesStreamEvent>> {
     const response = await post({ ...body, stream: true }, context, { headersTimeout: timeouts.streamHeadersMs, bodyTimeout: timeouts.streamIdleMs }, context.signal);
     const type = contentType(response.headers);
-    if (!type.includes('text/event-stream')) {
-      await readLimited(response.body, MAX_ERROR_BODY_BYTES, timeouts.streamHeadersMs).catch(() => '');
-      throw bad(`expected an event stream, got ${type || 'no content type'}`, response.statusCode);
-    }
+    if (!type.includes('text/event-stream')) throw bad(await notAnEventStream(response.body, type, secrets, timeouts.streamHeadersMs), response.statusCode);
     return sseJson<MessagesStreamEvent>(response.body, {
       provider: name,
       wire: 'messages',

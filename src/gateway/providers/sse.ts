@@ -7,10 +7,10 @@
 import type { CallSignal } from '../call-signal.ts';
 import { createParser, type EventSourceMessage, type EventSourceParser } from 'eventsource-parser';
 import type { Dispatcher } from 'undici';
-import { classifyErrorEvent, classifyThrown, redactSecrets } from './errors.ts';
+import { classifyErrorEvent, classifyThrown, redactSecrets, upstreamMessage } from './errors.ts';
 import { ProviderError, type UpstreamEvents, type Wire } from './types.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../core/json-depth.ts';
-import { tooLargeMessage } from './bodies.ts';
+import { MAX_ERROR_BODY_BYTES, readLimited, tooLargeMessage } from './bodies.ts';
 
 /** An event type that fits on an SSE `event:` line as the name it is: 1-128 letters, digits, `_`, `.`, `-`. */
 const EVENT_NAME = /^[\w.-]{1,128}$/;
@@ -65,6 +65,17 @@ export function firstEventWatch(provider: string, withinMs: number): (eventsPars
       throw new ProviderError('timeout', `the upstream stream sent no event within ${withinMs} ms (only comments)`, { provider, upstreamStatus: 200 });
     }
   };
+}
+
+/**
+ * What a stream call's answer that is not an event stream said: an upstream that ignored `stream: true`, or answered an
+ * error with a 200. Its body is read (bounded, within `timeoutMs`) for the run's error, its message masked of
+ * `secrets`; never relayed as if it were a stream.
+ */
+export async function notAnEventStream(body: Dispatcher.ResponseData['body'], type: string, secrets: ReadonlyArray<string | null | undefined>, timeoutMs: number): Promise<string> {
+  const text = await readLimited(body, MAX_ERROR_BODY_BYTES, timeoutMs).catch(() => '');
+  const message = redactSecrets(upstreamMessage(text), secrets);
+  return `expected an event stream, got ${type || 'no content type'}${message ? `: ${message}` : ''}`;
 }
 
 const CR = 13;
