@@ -89,7 +89,9 @@ export function chainWalker(runId: string) {
     verdict(expectedCount: number): ChainVerdict {
       if (broken) return { ok: false, eventCount: count, ...broken };
       if (count !== expectedCount) {
-        return { ok: false, eventCount: count, brokenAt: count + 1, reason: `the run records ${expectedCount} events but ${count} are stored`, headHash: prev };
+        // Fewer stored: the first one missing; more: the first one the row does not count.
+        const brokenAt = Math.min(count, expectedCount) + 1;
+        return { ok: false, eventCount: count, brokenAt, reason: `the run records ${expectedCount} events but ${count} are stored`, headHash: prev };
       }
       return { ok: true, eventCount: count, brokenAt: null, reason: null, headHash: prev };
     },

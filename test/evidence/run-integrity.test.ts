@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import test, { type TestContext } from 'node:test';
+import { linkedEvent } from '../../src/evidence/chain.ts';
 import { createRunsService } from '../../src/evidence/service.ts';
 import { createRunsRepository, type RunsRepository } from '../../src/evidence/repo.ts';
 import type { AuthContext } from '../../src/identity/auth-context.ts';
@@ -193,6 +194,32 @@ test('a finished run whose closing event was cut off, its head rewritten to the 
   assert.equal(verdict.ok, false);
   assert.equal(verdict.reason, 'the run is completed but its chain holds no closing run.* event');
   assert.equal(verdict.brokenAt, closing.seq, 'where the closing event is missing');
+});
+
+test('an event chained onto the trace in the data file, the row not counting it, is reported where it is stored, not one past it', async (t) => {
+  const built = await build(t);
+  const runId = await runOf(built);
+  const events = await eventsOf(built, runId);
+  const head = events.at(-1)!;
+  // Forged as someone with the data file and the chain's formula would: linked to the head, its hash right.
+  const forged = linkedEvent(head.hash, runId, head.seq + 1, 'side_effect.planned', { toolName: 'wire', level: 4, payload: { usd: 1000 } }, Date.now());
+  await built.services.store.flush();
+  await built.services.store.write((sql) =>
+    sql.run('INSERT INTO run_events (run_id, seq, type, payload_json, created_at, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)', [
+      runId,
+      forged.seq,
+      forged.type,
+      JSON.stringify(forged.payload),
+      forged.createdAt,
+      forged.prevHash,
+      forged.hash,
+    ]),
+  );
+  const verdict = await integrity(built, runId);
+  assert.equal(verdict.ok, false);
+  assert.equal(verdict.reason, `the run records ${events.length} events but ${events.length + 1} are stored`);
+  assert.equal(verdict.brokenAt, forged.seq, 'the first event the row does not count');
+  assert.equal(verdict.eventCount, events.length + 1);
 });
 
 test('a trace append committed between integrity\'s reads (the row, then its events) is not a break: the row is read again', async (t) => {
