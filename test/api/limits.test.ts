@@ -3,6 +3,8 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { build, json } from '../support/build.ts';
+import { chainHash } from '../../src/core/canonical-json.ts';
+import { sha256Hex } from '../../src/core/ids.ts';
 
 const jsonHeaders = { 'content-type': 'application/json' };
 
@@ -377,6 +379,22 @@ test('audit: a per-tenant hash chain that verify=true checks and that tampering 
   const broken = json(await app.inject({ url: '/api/v1/audit?verify=true' }));
   assert.equal(broken.integrity.ok, false);
   assert.equal(broken.integrity.brokenAt, 2);
+  assert.equal(broken.integrity.count, 2, 'the events read up to the break');
+
+  // What docs/api.md says verify=true does not catch: the edit rechained (the hash is not keyed), the newest event cut.
+  const rows = await services.store.read((sql) => sql.all<Record<string, any>>("SELECT * FROM audit_events WHERE tenant_id = 'default' ORDER BY seq"));
+  let prev = sha256Hex('audit:default');
+  await services.store.write((sql) => {
+    for (const row of rows) {
+      const hashed = { id: row.id, tenantId: row.tenant_id, seq: row.seq, action: row.action, decision: row.decision, actor: JSON.parse(row.actor_json), target: row.target, details: JSON.parse(row.details_json), createdAt: row.created_at };
+      const hash = chainHash(prev, hashed);
+      sql.run('UPDATE audit_events SET prev_hash = ?, hash = ? WHERE id = ?', [prev, hash, row.id]);
+      prev = hash;
+    }
+  });
+  assert.deepEqual(json(await app.inject({ url: '/api/v1/audit?verify=true' })).integrity, { ok: true, count: 3, brokenAt: null }, 'rechained');
+  await services.store.write((sql) => sql.run("DELETE FROM audit_events WHERE tenant_id = 'default' AND seq = 3"));
+  assert.deepEqual(json(await app.inject({ url: '/api/v1/audit?verify=true' })).integrity, { ok: true, count: 2, brokenAt: null }, 'cut at the newest end');
 });
 
 test('router-level errors use the surface envelope: an over-long path parameter (414) and a malformed URL (400)', async (t) => {

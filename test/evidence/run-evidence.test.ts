@@ -237,4 +237,14 @@ test("a receipt is answered only as its run's chain hashed it: one edited in the
   const forged = await receipt(forgedRun);
   assert.equal(forged.statusCode, 200, forged.body);
   assert.deepEqual([json(forged).eventSeq, json(forged).receipt.verdict], [chainedSeq, 'supported'], 'the receipt the chain holds, not the one after it');
+
+  // Another run's receipt replayed as this one's, linked where this run's stood: its hash was computed over its own run.
+  const replayed = await receiptRun();
+  await services.store.write((sql) =>
+    sql.run(
+      `UPDATE run_events SET (payload_json, created_at, hash) = (SELECT payload_json, created_at, hash FROM run_events WHERE run_id = ? AND seq = ?) WHERE run_id = ? AND seq = ?`,
+      [untouched.runId, untouched.seq, replayed.runId, replayed.seq],
+    ),
+  );
+  assert.equal((await receipt(replayed.runId)).statusCode, 409);
 });

@@ -4,6 +4,7 @@
  * for runs finished by a request and runs finished at start-up as interrupted; a running run verifies as it stands.
  */
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import test, { type TestContext } from 'node:test';
 import { linkedEvent } from '../../src/evidence/chain.ts';
 import { createRunsService } from '../../src/evidence/service.ts';
@@ -409,4 +410,71 @@ test('an event stored outside the run\'s sequence (seq 0, negative, a fraction) 
     assert.deepEqual({ ...packet.integrity, checkedAt: null }, { ...verdict, checkedAt: null }, `seq ${seq}: the packet's verdict`);
     assert.ok(packet.events.some((event: { seq: number }) => event.seq === seq), `seq ${seq}: the packet holds the event it judged`);
   }
+});
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** The canonical JSON docs/evidence.md describes (keys sorted, no whitespace), written here without svc's code. */
+const sortedJson = (value: unknown): string =>
+  Array.isArray(value)
+    ? `[${value.map(sortedJson).join(',')}]`
+    : value !== null && typeof value === 'object'
+      ? `{${Object.keys(value)
+          .sort()
+          .map((key) => `${JSON.stringify(key)}:${sortedJson((value as Record<string, unknown>)[key])}`)
+          .join(',')}}`
+      : JSON.stringify(value);
+
+type PacketEvent = { seq: number; type: string; payload: unknown; createdAt: string; prevHash: string; hash: string };
+
+/** A packet's chain recomputed offline as docs/evidence.md says: its head, or null when a link or hash is wrong. */
+function offlineHead(runId: string, events: readonly PacketEvent[]): string | null {
+  let prev = sha256(`run:${runId}`);
+  for (const event of events) {
+    const hash = sha256(prev + sortedJson({ runId, seq: event.seq, type: event.type, payload: event.payload, createdAt: Date.parse(event.createdAt) }));
+    if (event.prevHash !== prev || event.hash !== hash) return null;
+    prev = hash;
+  }
+  return prev;
+}
+
+test('an evidence packet verifies offline by the formula the docs give; a rewrite of the data file with its hashes recomputed, or a tail cut with the row set back, verifies too, and only a head kept from an earlier packet tells', async (t) => {
+  const built = await build(t);
+  const packetOf = async (runId: string) => json(await built.app.inject({ url: `/api/v1/runs/${runId}/evidence-packet` }));
+  const runId = await runOf(built);
+  for (const usd of [10, 1000]) {
+    const appended = await built.app.inject({ method: 'POST', url: '/api/v1/trace', payload: { runId, type: 'side_effect.planned', payload: { toolName: 'wire', level: 4, payload: { usd } } } });
+    assert.equal(appended.statusCode, 201, appended.body);
+  }
+  const kept = await packetOf(runId);
+  assert.equal(kept.integrity.ok, true);
+  assert.equal(offlineHead(runId, kept.events), kept.integrity.headHash, 'the documented formula gives the head svc reports');
+
+  // The $1000 wire cut off, the row's count and head set back to the event before: no hash computed.
+  const [before, last] = (kept.events as PacketEvent[]).slice(-2);
+  await edit(built, runId, 'event_count = ?, last_hash = ?', [before!.seq, before!.hash]);
+  await built.services.store.write((sql) => sql.run('DELETE FROM run_events WHERE run_id = ? AND seq = ?', [runId, last!.seq]));
+  const cut = await packetOf(runId);
+  assert.equal(cut.integrity.ok, true, 'the cut verifies');
+  assert.equal(offlineHead(runId, cut.events), cut.integrity.headHash);
+  assert.ok(cut.integrity.eventCount < kept.integrity.eventCount, 'the kept packet counts more events');
+
+  // The $10 wire rewritten as $1 and every hash after it recomputed.
+  const rows = await built.services.store.read((sql) => sql.all<{ seq: number; type: string; payload_json: string; created_at: number }>('SELECT seq, type, payload_json, created_at FROM run_events WHERE run_id = ? ORDER BY seq', [runId]));
+  let prev = sha256(`run:${runId}`);
+  await built.services.store.write((sql) => {
+    for (const row of rows) {
+      const payload = JSON.parse(row.payload_json.replace('"usd":10', '"usd":1')) as Record<string, unknown>;
+      const event = linkedEvent(prev, runId, row.seq, row.type, payload, row.created_at);
+      sql.run('UPDATE run_events SET payload_json = ?, prev_hash = ?, hash = ? WHERE run_id = ? AND seq = ?', [JSON.stringify(payload), event.prevHash, event.hash, runId, row.seq]);
+      prev = event.hash;
+    }
+    sql.run('UPDATE runs SET last_hash = ? WHERE id = ?', [prev, runId]);
+  });
+  const rewritten = await packetOf(runId);
+  assert.equal(rewritten.events.at(-1).payload.payload.usd, 1);
+  assert.equal(rewritten.integrity.ok, true, 'the rewrite verifies');
+  assert.equal(offlineHead(runId, rewritten.events), rewritten.integrity.headHash, 'and verifies offline');
+  const atKeptCount = (rewritten.events as PacketEvent[]).find((event) => event.seq === before!.seq);
+  assert.notEqual(atKeptCount?.hash, before!.hash, 'its hash at an event the kept packet holds differs from the kept one');
 });
