@@ -15,6 +15,7 @@ import type { IdentityService, Surface } from '../identity/service.ts';
 import { replyError, toAppError, type ErrorSurface } from './error-shapes.ts';
 import type { AuthFailureLimiter } from './auth-failures.ts';
 import { isLocalOperator } from './local-socket.ts';
+import { lingerOnClose } from './lingering-close.ts';
 import { mayServeOpenIdentityAt, openIdentityRefused } from './open-mode-host.ts';
 import { requestScheme } from './request-scheme.ts';
 import { cookieOf, SESSION_COOKIE } from './session-cookie.ts';
@@ -142,6 +143,8 @@ export function installErrorHandler(app: FastifyInstance, fixed?: ErrorSurface):
     if (appError.code.startsWith('upstream_') && clientGone(request)) request.log.info({ err: error }, 'request aborted by the client');
     else if (appError.status >= 500 && appError.code !== 'busy' && appError.code !== 'not_implemented') request.log.error({ err: error }, 'request failed');
     for (const [name, value] of Object.entries(appError.headers)) reply.header(name, value);
+    // Answered before its body came whole (a 413): the client, still sending, must get to read the answer.
+    lingerOnClose(request.raw);
     return replyError(request, reply, appError, fixed);
   });
 }

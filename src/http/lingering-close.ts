@@ -1,0 +1,56 @@
+/**
+ * Lingering close (nginx's `lingering_close`, Go net/http's `closeWriteAndWait`): a connection closed after an answer
+ * given while its request's body was still arriving (a 413 `payload_too_large`, refused before the body is read) goes
+ * on reading, and discarding, what the client still sends for a while before it is closed.
+ *
+ * node closes such a connection as soon as the answer is written: `Connection: close`, then `socket.destroySoon()`.
+ * A socket closed with received bytes unread makes the kernel send a reset instead of a FIN, and the client, still
+ * writing its body, gets EPIPE or ECONNRESET; on Linux the reset also drops the answer it had received but not yet
+ * read. So the 413 was often never seen: of twenty 5 MB bodies sent to a 64 KiB limit, 13 ended in the openai SDK's
+ * APIConnectionError and 9 in undici's EPIPE (the CLI's "cannot reach svc at ...: write EPIPE").
+ *
+ * Lingering, the answer's bytes go out followed by a FIN; what arrives after it is read and dropped as it comes (never
+ * held) until the client closes its side, which a client does once it has read the answer, or until `LINGER_BYTES` more
+ * have come or `LINGER_MS` has passed, whichever is first: a client that would send forever is cut there.
+ *
+ * Armed on the error path only (src/http/surface.ts), for a request whose body had not come whole: a request within
+ * its limit pays nothing.
+ */
+import type { IncomingMessage } from 'node:http';
+import { Socket } from 'node:net';
+
+/** The most body a lingering connection reads and discards after its answer before it is cut. */
+export const LINGER_BYTES = 4 * 1024 * 1024;
+
+/** The longest a connection lingers after its answer, however little the client sends. */
+export const LINGER_MS = 2_000;
+
+/**
+ * Have the connection of `request` linger when node closes it after the answer (module comment), if the request's
+ * body is still arriving. node closes a connection after its last answer by `socket.destroySoon()`, its only caller:
+ * replaced on this one socket. An answer that keeps the connection open never calls it, and node reads and discards
+ * the rest of the body itself, as it always has.
+ */
+export function lingerOnClose(request: IncomingMessage): void {
+  const socket = request.socket;
+  // An injected request's socket is light-my-request's stand-in.
+  if (!(socket instanceof Socket) || request.complete) return;
+  socket.destroySoon = () => lingeringClose(socket, request);
+}
+
+function lingeringClose(socket: Socket, request: IncomingMessage): void {
+  if (socket.destroyed) return;
+  // The answer's bytes, then a FIN. The socket closes once the client's FIN has come as well (node's parser, reading
+  // on, sees it) or is cut below.
+  socket.end();
+  const cut = () => socket.destroy();
+  const timer = setTimeout(cut, LINGER_MS);
+  socket.once('close', () => clearTimeout(timer));
+  // The body flows to nobody: node dumps one that nobody piped (a declared body under GATHERED_FROM_BYTES, already
+  // within the bound), and src/http/piped-body.ts resumes the others once the answer is sent. Counted as it passes.
+  let discarded = 0;
+  request.on('data', (chunk: Buffer) => {
+    discarded += chunk.length;
+    if (discarded > LINGER_BYTES) cut();
+  });
+}

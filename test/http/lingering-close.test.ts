@@ -1,0 +1,131 @@
+/**
+ * A body over the limit is answered 413 while the client is still sending it, and the client must get to read that
+ * answer: svc closed the connection at once after it, with the rest of the body unread, so the kernel reset it and the
+ * client got EPIPE / ECONNRESET (undici, the CLI) or APIConnectionError (the openai SDK) instead, in a third to two
+ * thirds of the tries. The connection now lingers, reading and discarding, within bounds that a client sending forever
+ * meets (src/http/lingering-close.ts). Real `svc serve`, real sockets.
+ */
+import assert from 'node:assert/strict';
+import { connect, type Socket } from 'node:net';
+import { join } from 'node:path';
+import test, { before } from 'node:test';
+import OpenAI from 'openai';
+import { request } from 'undici';
+import { ensureBundle, startServe, tempDir, type Cleanups } from '../support/process.ts';
+
+before(ensureBundle);
+
+const LIMIT = 512 * 1024;
+/** Ten times the limit. */
+const BODY = 10 * LIMIT;
+const TRIES = 8;
+
+/** Only the limits here, and the timeouts far away: nothing but lingering's own bounds may end a connection. */
+function serve(t: Cleanups) {
+  const dataDir = tempDir(t);
+  const env = {
+    SVC_GATEWAY_BODY_LIMIT_BYTES: String(LIMIT),
+    SVC_API_BODY_LIMIT_BYTES: String(LIMIT),
+    SVC_REQUEST_TIMEOUT_MS: '600000',
+    SVC_IDLE_TIMEOUT_MS: '600000',
+  };
+  return startServe(t, dataDir, env).then((svc) => ({ svc, port: Number(new URL(svc.address).port), socketPath: join(dataDir, 'svc.sock') }));
+}
+
+interface Sent {
+  /** All the client read before the connection ended. */
+  answer: string;
+  /** The error the client's socket ended with, if any. */
+  error: string | null;
+}
+
+/**
+ * Send `request` (`PUT /path`) with a body of `declared` bytes (Content-Length), written as fast as the socket takes it, or, with
+ * `pieceEveryMs`, a KiB at a time; never more than declared, and forever when `declared` is past what can be sent.
+ */
+function sendBody(socket: Socket, request: string, declared: number, pieceEveryMs?: number): Promise<Sent> {
+  return new Promise((resolve) => {
+    let answer = '';
+    let error: string | null = null;
+    socket.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')));
+    socket.on('error', (failure: NodeJS.ErrnoException) => (error = failure.code ?? failure.message));
+    socket.on('close', () => resolve({ answer, error }));
+    socket.write(`${request} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n`);
+    const piece = Buffer.alloc(pieceEveryMs === undefined ? 64 * 1024 : 1024, ' ');
+    let sent = 0;
+    const more = (): void => {
+      while (!socket.destroyed && !socket.writableEnded && sent < declared) {
+        const next = piece.subarray(0, Math.min(piece.length, declared - sent));
+        sent += next.length;
+        if (pieceEveryMs !== undefined) {
+          socket.write(next);
+          return void setTimeout(more, pieceEveryMs);
+        }
+        if (!socket.write(next)) return void socket.once('drain', more);
+      }
+    };
+    more();
+  });
+}
+
+/** The 413 of `Sent`, whole: its status line and its body's code, or what came instead. */
+function outcome({ answer, error }: Sent): string {
+  if (/^HTTP\/1\.1 413 /.test(answer) && answer.includes('"payload_too_large"')) return '413 payload_too_large';
+  return `${answer.split('\r\n', 1)[0] || 'no answer'} (${error ?? 'closed'})`;
+}
+
+test('a body ten times the limit gets its 413 to the client every time: a raw socket on TCP and the local socket, undici, the openai SDK', async (t) => {
+  const { svc, port, socketPath } = await serve(t);
+  const outcomes: Record<string, string[]> = { tcp: [], local: [], undici: [], sdk: [] };
+  const openai = new OpenAI({ baseURL: `${svc.address}/v1`, apiKey: 'unused', maxRetries: 0 });
+  for (let i = 0; i < TRIES; i++) {
+    outcomes.tcp!.push(outcome(await sendBody(connect(port, '127.0.0.1'), 'POST /v1/chat/completions', BODY)));
+    outcomes.local!.push(outcome(await sendBody(connect(socketPath), 'PUT /api/v1/settings/webhook_secret', BODY)));
+    try {
+      const response = await request(`${svc.address}/api/v1/settings/webhook_secret`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: Buffer.alloc(BODY, ' '),
+      });
+      const body = (await response.body.json()) as { error?: { code?: string } };
+      outcomes.undici!.push(`${response.statusCode} ${body.error?.code}`);
+    } catch (error) {
+      outcomes.undici!.push(String((error as NodeJS.ErrnoException).code ?? error));
+    }
+    try {
+      await openai.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: ' '.repeat(BODY) }] });
+      outcomes.sdk!.push('answered');
+    } catch (error) {
+      outcomes.sdk!.push(error instanceof OpenAI.APIError && error.status !== undefined ? `${error.status} ${error.code}` : (error as Error).constructor.name);
+    }
+  }
+  const every = (answer: string) => Array<string>(TRIES).fill(answer);
+  assert.deepEqual(outcomes, {
+    tcp: every('413 payload_too_large'),
+    local: every('413 payload_too_large'),
+    undici: every('413 payload_too_large'),
+    sdk: every('413 payload_too_large'),
+  });
+});
+
+// Declared far past what these tests send, by a client that goes on sending after svc's FIN (node's own socket
+// ends its side on the peer's unless half-open): only svc ends these connections.
+const ENDLESS = 1024 ** 4;
+const halfOpen = { allowHalfOpen: true };
+
+test('a client that goes on sending after its 413 is cut: as fast as it can, on TCP and the local socket', async (t) => {
+  const { port, socketPath } = await serve(t);
+  const [tcp, local] = await Promise.all([
+    sendBody(connect({ port, host: '127.0.0.1', ...halfOpen }), 'POST /v1/chat/completions', ENDLESS),
+    sendBody(connect({ path: socketPath, ...halfOpen }), 'PUT /api/v1/settings/webhook_secret', ENDLESS),
+  ]);
+  // Ended by svc (the test would time out otherwise), after the client had read its answer.
+  assert.deepEqual([outcome(tcp), outcome(local)], ['413 payload_too_large', '413 payload_too_large']);
+});
+
+test('a client that goes on sending after its 413 is cut: a trickle of a KiB every 20 ms', async (t) => {
+  const { port } = await serve(t);
+  // Far under the bytes bound: only the time bound can end it (the request and idle timeouts are ten minutes away).
+  const trickle = await sendBody(connect({ port, host: '127.0.0.1', ...halfOpen }), 'POST /v1/chat/completions', ENDLESS, 20);
+  assert.equal(outcome(trickle), '413 payload_too_large');
+});
