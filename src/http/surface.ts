@@ -61,8 +61,8 @@ export function header(request: FastifyRequest, name: string): string | undefine
 
 /**
  * The client address that keys per-address limits (SPEC 5.4: forwarded headers only from a trusted proxy), an IPv6
- * one by its /64 (src/net/addresses.ts). Every per-address limit reads it here. A request on the local socket has no
- * IP address; it counts as the one address `local`.
+ * one by its /64 or by the IPv4 address it carries (src/net/addresses.ts). Every per-address limit reads it here. A
+ * request on the local socket has no IP address; it counts as the one address `local`.
  */
 export function clientAddress(request: FastifyRequest): string {
   const ip = countedClientIp(request);

@@ -27,7 +27,10 @@ export function hextets(ip: string): number[] {
  * across Node versions.
  */
 export function embeddedIPv4(ip: string): string | null {
-  const h = hextets(ip);
+  return embeddedIPv4Of(hextets(ip));
+}
+
+function embeddedIPv4Of(h: number[]): string | null {
   const v4 = (hi: number, lo: number): string => [hi >> 8, hi & 0xff, lo >> 8, lo & 0xff].join('.');
   if (h.slice(0, 4).every((x) => x === 0)) {
     if (h[4] === 0 && h[5] === 0xffff) return v4(h[6]!, h[7]!);
@@ -58,8 +61,14 @@ export function ambiguousEmbeddedIPv4s(ip: string): string[] {
       v4(h[6]! >> 8, h[6]!, h[7]! >> 8, h[7]!), // /96: the last 32 bits, as in 64:ff9b::/96
     ];
   }
-  if (h[0] === 0x2001 && h[1] === 0) return [v4(~h[6]! >> 8, ~h[6]!, ~h[7]! >> 8, ~h[7]!)];
-  return [];
+  const teredo = teredoClientIPv4(h);
+  return teredo ? [teredo] : [];
+}
+
+/** Teredo (2001::/32, RFC 4380): the client's address (its NAT's public one) is the last 32 bits inverted. */
+function teredoClientIPv4(h: number[]): string | null {
+  if (h[0] !== 0x2001 || h[1] !== 0) return null;
+  return [~h[6]! >> 8, ~h[6]!, ~h[7]! >> 8, ~h[7]!].map((octet) => octet & 0xff).join('.');
 }
 
 /** Strips URL brackets and an IPv6 zone id (`fe80::1%eth0`), which BlockList does not accept. */
@@ -69,10 +78,10 @@ export function bareIp(ip: string): string {
 
 /**
  * The key per-address limits count a client address under (failed authentications, logins, signups, resets): an IPv4
- * address as it is (an IPv4-mapped IPv6 one as the IPv4 address it carries), an IPv6 address by its /64, the
- * smallest block a site is given (a client holds all 2^64 addresses of its /64 and could rotate through them past any
- * per-address limit), anything else (the local socket's `local`) as it is. A port written with the address (by a
- * proxy) is left out.
+ * address as it is, an IPv6 address by its /64, the smallest block a site is given (a client holds all 2^64 addresses
+ * of its /64 and could rotate through them past any per-address limit), anything else (the local socket's `local`) as
+ * it is. A port written with the address (by a proxy) is left out. An IPv6 address that carries an IPv4 host's address
+ * counts as that IPv4 address (`ipv6LimitKey`).
  */
 export function limitKeyOfAddress(address: string): string {
   // Every request asks (the failed-authentication limiter): an IPv4 address is kept without parsing it.
@@ -83,8 +92,23 @@ export function limitKeyOfAddress(address: string): string {
   if (v4WithPort) return v4WithPort[1]!;
   const bare = bareIp(address.replace(/^(\[[^\]]*\]):\d{1,5}$/, '$1'));
   if (isIP(bare) !== 6) return address;
-  const h = hextets(bare);
-  if (h.slice(0, 5).every((x) => x === 0) && h[5] === 0xffff) return embeddedIPv4(bare)!;
+  return ipv6LimitKey(hextets(bare));
+}
+
+/**
+ * An IPv6 client's key. One IPv4 host written as IPv6 counts as its IPv4 address: a 6to4 host (2002::/16) holds the
+ * whole /48 behind its address (65,536 /64s) and a Teredo client (2001::/32) picks its server, flags and port bits,
+ * so either could rotate /64s past every limit; the mapped, IPv4-translated and IPv4-compatible forms and NAT64's
+ * well-known prefix (64:ff9b::/96: an IPv4 client seen through a translator, as an IPv6-only server behind SIIT-DC
+ * sees every one) hold one IPv4 address each, which a /64 would lump with every other IPv4 client's. Local-use NAT64
+ * (64:ff9b:1::/48) puts the IPv4 address where its network's prefix length says, which the address does not tell:
+ * its whole address is the key, one per IPv4 host whatever the length (only that network's translator sends from it).
+ * The checks read the first groups, already parsed: a native IPv6 client pays a few comparisons.
+ */
+function ipv6LimitKey(h: number[]): string {
+  const v4 = embeddedIPv4Of(h) ?? teredoClientIPv4(h);
+  if (v4) return v4;
+  if (h[0] === 0x64 && h[1] === 0xff9b && h[2] === 1) return h.map((x) => x.toString(16)).join(':');
   return `${h.slice(0, 4).map((x) => x.toString(16)).join(':')}::/64`;
 }
 

@@ -80,6 +80,23 @@ test('behind a trusted proxy that writes the client port into X-Forwarded-For, t
   assert.equal((await app.inject({ url: '/api/v1/keys', headers: bearer(token), remoteAddress: '127.0.0.1' })).statusCode, 429);
 });
 
+test('behind a trusted proxy, an IPv4 host behind 6to4 or Teredo addresses is one address: rotating its /64s does not get past the limit', async (t) => {
+  const token = 'bootstrap-token-brute-force-08';
+  const { app } = await build(t, { env: { SVC_API_KEY: token, SVC_AUTH_FAILURES_PER_MINUTE: '3', SVC_TRUST_PROXY_HEADERS: 'true', SVC_TRUSTED_PROXY_CIDRS: '127.0.0.1' } });
+  const from = (forwarded: string, credential: string) =>
+    app.inject({ url: '/api/v1/keys', headers: { ...bearer(credential), 'x-forwarded-for': forwarded }, remoteAddress: '127.0.0.1' });
+  // 198.51.100.7's 6to4 block is 2002:c633:6407::/48; each guess comes from another /64 of it.
+  for (const [i, forwarded] of ['2002:c633:6407:1::1', '2002:c633:6407:2::1', '2002:c633:6407:ffff::9'].entries()) {
+    assert.equal((await from(forwarded, `guess-${i}`)).statusCode, 401);
+  }
+  assert.equal((await from('2002:c633:6407:3::7', token)).statusCode, 429);
+  // The same host over IPv4 and over Teredo (its address inverted in the last 32 bits) is out of guesses too.
+  assert.equal((await from('198.51.100.7', token)).statusCode, 429);
+  assert.equal((await from('2001:0:4136:e378:8000:63bf:39cc:9bf8', token)).statusCode, 429);
+  // Another IPv4 host's 6to4 block is another client.
+  assert.equal((await from('2002:c633:6408:1::1', token)).statusCode, 200);
+});
+
 test('guesses pipelined on one connection count while they are checked: one packet of them gets no more checks than the limit', async (t) => {
   const token = 'bootstrap-token-brute-force-05';
   const { app } = await build(t, { env: { SVC_API_KEY: token, SVC_AUTH_FAILURES_PER_MINUTE: '3' } });
