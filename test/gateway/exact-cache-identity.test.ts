@@ -1,0 +1,190 @@
+/**
+ * The exact cache's identity across the three wires against a live fake upstream, counting the upstream's calls: a
+ * request differing in a field that can change the answer goes upstream; one differing only in key order, whitespace,
+ * escapes or a field docs/gateway.md lists as not changing the answer is served the stored one.
+ */
+import assert from 'node:assert/strict';
+import test, { type TestContext } from 'node:test';
+import { build } from '../support/build.ts';
+import { completion, sendJson, startFakeUpstream, type FakeUpstream, type RecordedRequest } from '../support/fake-upstream.ts';
+
+type Wire = 'chat/completions' | 'messages' | 'responses';
+type Variant = [name: string, body: unknown, headers?: Record<string, string>];
+
+/** The upstream's answer to its n-th call, which says which call it was. */
+function answerOf(wire: Wire, request: RecordedRequest, n: number): Record<string, unknown> {
+  const text = `answer ${n}`;
+  if (wire === 'chat/completions') return completion(text, request.body.model);
+  if (wire === 'messages') {
+    return { id: 'msg_up', type: 'message', role: 'assistant', model: request.body.model, content: [{ type: 'text', text }], stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 12, output_tokens: 5 } };
+  }
+  const item = { id: 'msg_up', type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text, annotations: [] }] };
+  return { id: 'resp_up', object: 'response', created_at: 1700000000, status: 'completed', model: request.body.model, output: [item], usage: { input_tokens: 9, output_tokens: 3, total_tokens: 12 } };
+}
+
+async function gatewayFor(t: TestContext, wire: Wire, answer?: (request: RecordedRequest, n: number) => Record<string, unknown>) {
+  const upstream: FakeUpstream = await startFakeUpstream(t, (request, res) => sendJson(res, 200, (answer ?? ((r, n) => answerOf(wire, r, n)))(request, upstream.requests.length)));
+  const env: Record<string, string> =
+    wire === 'messages'
+      ? { MESSAGES_API_KEY: 'sk-messages-upstream', MESSAGES_BASE_URL: upstream.baseUrl.replace(/\/v1$/, '') }
+      : { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl };
+  const { app } = await build(t, { env });
+  const send = async (body: unknown, headers: Record<string, string> = {}) => {
+    const calls = upstream.requests.length;
+    const response = await app.inject({
+      method: 'POST',
+      url: `/v1/${wire}`,
+      payload: typeof body === 'string' ? body : JSON.stringify(body),
+      headers: { 'content-type': 'application/json', ...headers },
+    });
+    assert.equal(response.statusCode, 200, response.body);
+    return { response, wentUpstream: upstream.requests.length > calls };
+  };
+  return { send, upstream, app };
+}
+
+/** Each variant of `base` that must go upstream does, and each that must share the entry is served from it. */
+async function expectIdentity(t: TestContext, wire: Wire, base: Record<string, unknown>, apart: Variant[], shared: Variant[]) {
+  const { send } = await gatewayFor(t, wire);
+  assert.equal((await send(base)).wentUpstream, true);
+  for (const [name, body, headers] of apart) {
+    const { response, wentUpstream } = await send(body, headers);
+    assert.equal(wentUpstream, true, `${name} must key apart (served ${response.headers['x-svc-route']})`);
+  }
+  for (const [name, body, headers] of shared) {
+    const { response, wentUpstream } = await send(body, headers);
+    assert.equal(wentUpstream, false, `${name} must share the entry`);
+    assert.equal(response.headers['x-svc-route'], 'exact_cache', name);
+  }
+}
+
+/** The same JSON text with its members in reverse order, indented, and a letter of a string written as an escape. */
+function sameRequestOtherwiseWritten(base: Record<string, unknown>, letter: string): Variant[] {
+  const reversed = Object.fromEntries(Object.entries(base).reverse());
+  const text = JSON.stringify(base);
+  assert.ok(text.includes(`"${letter}`), 'the escaped letter starts a string of the request');
+  return [
+    ['members in another order', JSON.stringify(reversed)],
+    ['indented', JSON.stringify(base, null, 2)],
+    ['a letter written as an escape', text.replace(`"${letter}`, `"\\u${letter.charCodeAt(0).toString(16).padStart(4, '0')}`)],
+  ];
+}
+
+test('chat completions: every field that can change the answer keys apart; order, whitespace and the fields that cannot share', async (t) => {
+  const tool = { type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } } };
+  const base = { model: 'gpt-4o-mini', messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'hi' }], tools: [tool] };
+  await expectIdentity(
+    t,
+    'chat/completions',
+    base,
+    [
+      ['user content', { ...base, messages: [base.messages[0], { role: 'user', content: 'hi!' }] }],
+      ['user content as parts', { ...base, messages: [base.messages[0], { role: 'user', content: [{ type: 'text', text: 'hi' }] }] }],
+      ['system message', { ...base, messages: [{ role: 'system', content: 'be long' }, base.messages[1]] }],
+      ['developer for system', { ...base, messages: [{ role: 'developer', content: 'be brief' }, base.messages[1]] }],
+      ['a message name', { ...base, messages: [base.messages[0], { ...base.messages[1], name: 'ann' }] }],
+      ['strict tool', { ...base, tools: [{ ...tool, function: { ...tool.function, strict: true } }] }],
+      ['no tools', { model: base.model, messages: base.messages }],
+      ['tool_choice none', { ...base, tool_choice: 'none' }],
+      ['response_format json_schema', { ...base, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object' } } } }],
+      ['top_p', { ...base, top_p: 0.5 }],
+      ['max_tokens', { ...base, max_tokens: 5 }],
+      ['max_completion_tokens', { ...base, max_completion_tokens: 5 }],
+      ['stop as a string', { ...base, stop: 'END' }],
+      ['n', { ...base, n: 2 }],
+      ['presence_penalty', { ...base, presence_penalty: 1 }],
+      ['modalities and audio', { ...base, modalities: ['text', 'audio'], audio: { voice: 'alloy', format: 'wav' } }],
+      ['prediction', { ...base, prediction: { type: 'content', content: 'hello' } }],
+      ['a field svc does not know', { ...base, web_search_options: {} }],
+      ['app', base, { 'x-svc-app': 'other-app' }],
+    ],
+    [
+      ...sameRequestOtherwiseWritten(base, 'h'),
+      ['stream (replayed)', { ...base, stream: true }],
+      ['stream_options', { ...base, stream: true, stream_options: { include_usage: true } }],
+      ['service_tier', { ...base, service_tier: 'flex' }],
+      ['safety_identifier', { ...base, safety_identifier: 'user-1' }],
+      ['prompt_cache_key', { ...base, prompt_cache_key: 'k' }],
+      ['a field sent null (as unset)', { ...base, temperature: null }],
+      ['X-Svc-Agent', base, { 'x-svc-agent': 'another-agent' }],
+    ],
+  );
+});
+
+test('messages: every field and header that can change the answer keys apart; order, whitespace, metadata and beta order share', async (t) => {
+  const tool = { name: 'lookup', input_schema: { type: 'object', properties: { q: { type: 'string' } } } };
+  const base = { model: 'claude-sonnet-4-5', max_tokens: 64, system: 'be brief', messages: [{ role: 'user', content: 'hi' }], tools: [tool] };
+  await expectIdentity(
+    t,
+    'messages',
+    base,
+    [
+      ['model', { ...base, model: 'claude-opus-4-1' }],
+      ['user content', { ...base, messages: [{ role: 'user', content: 'hi!' }] }],
+      ['system', { ...base, system: 'be long' }],
+      ['system as blocks', { ...base, system: [{ type: 'text', text: 'be brief' }] }],
+      ['tools', { ...base, tools: [{ ...tool, description: 'finds things' }] }],
+      ['tool_choice', { ...base, tool_choice: { type: 'any' } }],
+      ['disable_parallel_tool_use', { ...base, tool_choice: { type: 'auto', disable_parallel_tool_use: true } }],
+      ['max_tokens', { ...base, max_tokens: 65 }],
+      ['temperature', { ...base, temperature: 0.5 }],
+      ['top_p', { ...base, top_p: 0.5 }],
+      ['top_k', { ...base, top_k: 5 }],
+      ['stop_sequences', { ...base, stop_sequences: ['END'] }],
+      ['thinking', { ...base, max_tokens: 2048, thinking: { type: 'enabled', budget_tokens: 1024 } }],
+      ['output_config', { ...base, output_config: { effort: 'low' } }],
+      ['a beta', base, { 'anthropic-beta': 'one-2025' }],
+      ['two betas', base, { 'anthropic-beta': 'one-2025,two-2025' }],
+      ['another version', base, { 'anthropic-version': '2023-01-01' }],
+      ['subject', base, { 'x-svc-subject': 'someone' }],
+    ],
+    [
+      ...sameRequestOtherwiseWritten(base, 'b'),
+      ['stream (replayed)', { ...base, stream: true }],
+      ['metadata.user_id', { ...base, metadata: { user_id: 'u-1' } }],
+      ['the default version', base, { 'anthropic-version': '2023-06-01' }],
+      ['the betas in another order and spacing', base, { 'anthropic-beta': 'two-2025 , one-2025' }],
+      ['the betas under both spellings', base, { 'messages-beta': 'two-2025', 'anthropic-beta': 'one-2025' }],
+    ],
+  );
+});
+
+test('responses: every field that can change the answer keys apart; order, whitespace and the echoed fields share', async (t) => {
+  const tool = { type: 'function', name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
+  const base = { model: 'gpt-4o-mini', instructions: 'be brief', input: 'hi', tools: [tool] };
+  await expectIdentity(
+    t,
+    'responses',
+    base,
+    [
+      ['model', { ...base, model: 'gpt-4o' }],
+      ['instructions', { ...base, instructions: 'be long' }],
+      ['input', { ...base, input: 'hi!' }],
+      ['input as a message', { ...base, input: [{ role: 'user', content: 'hi' }] }],
+      ['tools', { ...base, tools: [{ ...tool, description: 'finds things' }] }],
+      ['tool_choice', { ...base, tool_choice: 'required' }],
+      ['parallel_tool_calls false', { ...base, parallel_tool_calls: false }],
+      ['text.format', { ...base, text: { format: { type: 'json_object' } } }],
+      ['text.verbosity', { ...base, text: { verbosity: 'low' } }],
+      ['temperature', { ...base, temperature: 0.5 }],
+      ['top_p', { ...base, top_p: 0.5 }],
+      ['max_output_tokens', { ...base, max_output_tokens: 100 }],
+      ['reasoning', { ...base, reasoning: { effort: 'low' } }],
+      ['include', { ...base, include: ['reasoning.encrypted_content'] }],
+      ['top_logprobs', { ...base, top_logprobs: 2 }],
+      ['max_tool_calls', { ...base, max_tool_calls: 2 }],
+      ['truncation', { ...base, truncation: 'auto' }],
+      ['store false', { ...base, store: false }],
+    ],
+    [
+      ...sameRequestOtherwiseWritten(base, 'b'),
+      ['stream (replayed)', { ...base, stream: true }],
+      ['store true (the default)', { ...base, store: true }],
+      ['metadata', { ...base, metadata: { trace: 'x' } }],
+      ['user', { ...base, user: 'u-1' }],
+      ['safety_identifier', { ...base, safety_identifier: 'u-1' }],
+      ['prompt_cache_key', { ...base, prompt_cache_key: 'k' }],
+      ['service_tier', { ...base, service_tier: 'flex' }],
+    ],
+  );
+});
