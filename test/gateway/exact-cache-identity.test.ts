@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import test, { type TestContext } from 'node:test';
-import { build } from '../support/build.ts';
+import { build, json } from '../support/build.ts';
 import { completion, sendJson, startFakeUpstream, type FakeUpstream, type RecordedRequest } from '../support/fake-upstream.ts';
 
 type Wire = 'chat/completions' | 'messages' | 'responses';
@@ -187,4 +187,16 @@ test('responses: every field that can change the answer keys apart; order, white
       ['service_tier', { ...base, service_tier: 'flex' }],
     ],
   );
+});
+
+test('a sampled request (temperature above 0, n above 1) is served its stored answer again, as docs/gateway.md says: a new sample takes Cache-Control: no-cache', async (t) => {
+  const { send } = await gatewayFor(t, 'chat/completions');
+  const body = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'a poem' }], temperature: 1.2, n: 2 };
+  const first = await send(body);
+  const again = await send(body);
+  assert.equal(again.wentUpstream, false);
+  assert.equal(json(again.response).choices[0].message.content, json(first.response).choices[0].message.content);
+  const resampled = await send(body, { 'cache-control': 'no-cache' });
+  assert.equal(resampled.wentUpstream, true);
+  assert.notEqual(json(resampled.response).choices[0].message.content, json(first.response).choices[0].message.content);
 });
