@@ -257,6 +257,16 @@ export function chatAdapter(chat: ValidatedChat, now: () => number): WireAdapter
       completion.choices.length > 0 &&
       completion.choices.every((choice) => ['stop', 'tool_calls', 'function_call', 'length'].includes(choice.finish_reason)),
 
+    // A choice's audio is kept upstream until its `expires_at` (seconds) for a next turn to name by id.
+    expiresAt(stored) {
+      let earliest: number | undefined;
+      for (const choice of stored.choices) {
+        const expires = (choice.message.audio as { expires_at?: unknown } | null | undefined)?.expires_at;
+        if (typeof expires === 'number') earliest = Math.min(earliest ?? Infinity, expires * 1000);
+      }
+      return earliest;
+    },
+
     fromCache: (stored) => ({ ...stored, id: newCompletionId(), created: Math.floor(now() / 1000) }),
 
     replay: (completion) => completionToChunks(completion, { id: completion.id, created: completion.created, includeUsage: true }),

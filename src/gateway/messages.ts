@@ -551,6 +551,12 @@ export function messagesAdapter(validated: ValidatedMessages, headers: { version
     openStream: (provider, signal) => provider.streamMessages(request, context(signal)),
     newRelay: (provider) => new MessagesRelay(validated, provider, promptTokens),
     cacheable: (message) => !unstorable.has(message) && ['end_turn', 'tool_use', 'max_tokens', 'stop_sequence'].includes(message.stop_reason ?? ''),
+    // A code execution container lives upstream until its `expires_at` (RFC 3339) for a next request to reuse by id.
+    expiresAt(stored) {
+      const expires = (stored.container as { expires_at?: unknown } | null | undefined)?.expires_at;
+      const at = typeof expires === 'string' ? Date.parse(expires) : NaN;
+      return Number.isNaN(at) ? undefined : at;
+    },
     fromCache: (stored) => ({ ...stored, id: newId('msg') }),
     replay: messageToEvents,
     streamError: messagesStreamError,

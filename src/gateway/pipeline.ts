@@ -105,6 +105,12 @@ export interface WireAdapter<Res, Ev> {
   newRelay(provider: Provider): StreamRelay<Res, Ev>;
   /** Whether a completed answer may be stored in the exact cache. */
   cacheable(response: Res): boolean;
+  /**
+   * When the earliest object a stored answer names that its upstream keeps for a while only (a chat answer's audio,
+   * a message's container) expires, in epoch milliseconds; undefined when it names none. Past it the answer is not
+   * served: a next turn naming the object would fail upstream. Absent: the wire's answers name no such object.
+   */
+  expiresAt?(stored: Res): number | undefined;
   /** A stored answer as served again (fresh id and timestamp). */
   fromCache(stored: Res): Res;
   /** A stored answer replayed as this wire's stream. */
@@ -415,7 +421,10 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
       const rejected: RouteExplanation['rejectedAlternatives'] = [];
       let ghostSavedUsd = 0;
       let cacheEvent: [type: string, payload: Record<string, unknown>];
-      const entry = controls.serve ? await cache.get(auth.tenantId, EXACT_CACHE, key) : null;
+      const found = controls.serve ? await cache.get(auth.tenantId, EXACT_CACHE, key) : null;
+      // Read only when an entry is found: a hit's cost, never a miss's.
+      const outlived = found !== null && (adapter.expiresAt?.(found.value as Res) ?? Infinity) <= receivedAt;
+      const entry = outlived ? null : found;
       if (!controls.serve) {
         decision.lookup = controls.store ? 'bypassed' : 'skipped_no_store';
         decision.control = controls.control!;
@@ -431,6 +440,10 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
         decision.lookup = 'hit';
         if (entry.sourceRunId) decision.sourceRunId = entry.sourceRunId;
         cacheEvent = ['cache.hit', { cacheType: EXACT_CACHE, key, sourceRunId: entry.sourceRunId }];
+      } else if (outlived) {
+        // The fresh answer replaces it (one entry per key).
+        cacheEvent = ['cache.miss', { cacheType: EXACT_CACHE, expired: true }];
+        rejected.push({ route: 'exact_cache', reason: 'the cached answer names an upstream object (audio, container) that has expired' });
       } else {
         cacheEvent = ['cache.miss', { cacheType: EXACT_CACHE }];
         rejected.push({ route: 'exact_cache', reason: 'no cached answer for this request' });

@@ -128,7 +128,8 @@ test('a streamed answer without a content delta (audio in one delta, reasoning o
     model: 'gpt-4o-audio-preview',
     choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
   });
-  const AUDIO = { id: 'audio_1', data: 'UklGRg==', expires_at: 1700003600, transcript: 'Hello there' };
+  // Expiring long after the test: a hit serves an answer's audio only until then (docs/gateway.md).
+  const AUDIO = { id: 'audio_1', data: 'UklGRg==', expires_at: 4102444800, transcript: 'Hello there' };
   const answers: Record<string, unknown[]> = {
     audio: [chunk({ role: 'assistant', content: null, refusal: null }), chunk({ audio: AUDIO }), chunk({}, 'stop')],
     // A compatible server's reasoning model cut short by max_tokens before it wrote any text.
@@ -204,7 +205,7 @@ test('a streamed legacy function call accumulates the same from a cache hit, buf
 function bufferedAnswer(prompt: string): Record<string, unknown> {
   const message: Record<string, unknown> =
     prompt === 'speak'
-      ? { role: 'assistant', content: null, refusal: null, annotations: [], audio: { id: 'audio_1', data: 'UklGRiQAAABXQVZF', expires_at: 1700003600, transcript: 'Oslo.' } }
+      ? { role: 'assistant', content: null, refusal: null, annotations: [], audio: { id: 'audio_1', data: 'UklGRiQAAABXQVZF', expires_at: 4102444800, transcript: 'Oslo.' } }
       : { role: 'assistant', content: null, refusal: null, function_call: { name: 'get_weather', arguments: '{"location":"Oslo"}' } };
   return {
     id: 'chatcmpl-buffered',

@@ -1,7 +1,8 @@
 /**
  * The exact cache's identity across the three wires against a live fake upstream, counting the upstream's calls: a
  * request differing in a field that can change the answer goes upstream; one differing only in key order, whitespace,
- * escapes or a field docs/gateway.md lists as not changing the answer is served the stored one.
+ * escapes or a field docs/gateway.md lists as not changing the answer is served the stored one. And a stored answer
+ * naming an upstream object that has expired since (a chat answer's audio, a message's container) is not served.
  */
 import assert from 'node:assert/strict';
 import test, { type TestContext } from 'node:test';
@@ -199,4 +200,59 @@ test('a sampled request (temperature above 0, n above 1) is served its stored an
   const resampled = await send(body, { 'cache-control': 'no-cache' });
   assert.equal(resampled.wentUpstream, true);
   assert.notEqual(json(resampled.response).choices[0].message.content, json(first.response).choices[0].message.content);
+});
+test("a stored chat answer's audio is served only until its expires_at: after it, the id a next turn would name is gone upstream and the request goes live", async (t) => {
+  const nowSeconds = () => Math.floor(Date.now() / 1000);
+  let expiresAt = nowSeconds() + 3600;
+  const { send, app } = await gatewayFor(t, 'chat/completions', (request, n) => {
+    const answer = completion(`transcript ${n}`);
+    const message = (answer.choices as Array<{ message: Record<string, unknown> }>)[0]!.message;
+    Object.assign(message, { content: null, audio: { id: `audio_${n}`, expires_at: expiresAt, data: 'UklGRg==', transcript: `transcript ${n}` } });
+    return answer;
+  });
+  const audioOf = (response: { body: string }) => json(response).choices[0].message.audio.id;
+  const asked = (content: string) => ({ model: 'gpt-4o-audio-preview', modalities: ['text', 'audio'], audio: { voice: 'alloy', format: 'wav' }, messages: [{ role: 'user', content }] });
+
+  // Valid for an hour: a repeat is served the stored audio.
+  await send(asked('say hi'));
+  const repeat = await send(asked('say hi'));
+  assert.equal(repeat.wentUpstream, false);
+  assert.equal(audioOf(repeat.response), 'audio_1');
+
+  // Expired (the upstream keeps an answer's audio for a while only): a repeat goes upstream, and its fresh answer
+  // replaces the stored one.
+  expiresAt = nowSeconds() - 1;
+  await send(asked('say bye'));
+  expiresAt = nowSeconds() + 3600;
+  const afterExpiry = await send(asked('say bye'));
+  assert.equal(afterExpiry.wentUpstream, true);
+  assert.equal(afterExpiry.response.headers['x-svc-route'], 'live');
+  assert.equal(audioOf(afterExpiry.response), 'audio_3');
+  const run = json(await app.inject({ url: `/api/v1/runs/${afterExpiry.response.headers['x-svc-run-id']}` })).run;
+  assert.match(JSON.stringify(run.routeExplanation.rejectedAlternatives), /upstream object \(audio, container\) that has expired/);
+  const next = await send(asked('say bye'));
+  assert.equal(next.wentUpstream, false);
+  assert.equal(audioOf(next.response), 'audio_3');
+});
+
+test("a stored message's container is served only until its expires_at: after it, a next turn naming the container would fail upstream and the request goes live", async (t) => {
+  let expiresAt = new Date(Date.now() + 3_600_000).toISOString();
+  const { send } = await gatewayFor(t, 'messages', (request, n) => ({ ...answerOf('messages', request, n), container: { id: `container_${n}`, expires_at: expiresAt } }));
+  const asked = (content: string) => ({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user', content }], tools: [{ type: 'code_execution_20250825', name: 'code_execution' }] });
+  const containerOf = (response: { body: string }) => json(response).container.id;
+
+  await send(asked('run it'));
+  const repeat = await send(asked('run it'));
+  assert.equal(repeat.wentUpstream, false);
+  assert.equal(containerOf(repeat.response), 'container_1');
+
+  expiresAt = new Date(Date.now() - 1000).toISOString();
+  await send(asked('run that'));
+  expiresAt = new Date(Date.now() + 3_600_000).toISOString();
+  const afterExpiry = await send(asked('run that'));
+  assert.equal(afterExpiry.wentUpstream, true);
+  assert.equal(containerOf(afterExpiry.response), 'container_3');
+  const next = await send(asked('run that'));
+  assert.equal(next.wentUpstream, false);
+  assert.equal(containerOf(next.response), 'container_3');
 });
