@@ -10,7 +10,7 @@
  * recorded.
  */
 import { createHash } from 'node:crypto';
-import { chmodSync, copyFileSync, existsSync, renameSync, rmSync } from 'node:fs';
+import { chmodSync, constants, copyFileSync, existsSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { flushNow } from './file-sync.ts';
 import type { Migration } from './migrations.ts';
@@ -28,13 +28,17 @@ export function templateFileName(migrations: readonly Migration[]): string {
  * Create `filePath` (which must not exist) as a copy of the template of `migrations` in `templateDir`, if there is one.
  * The copy is flushed and renamed into place, and the directory flushed, before the store opens it: commits append to
  * the write-ahead log, whose flushes cover the log only, so the pages they build on must already be on the disk.
+ * Whatever is at the copy's name (a copy cut by a crash, a symlink) is removed and the copy made as a new file: a
+ * symlink there was written through, the file it named (another user's) chmodded 0600 and holding svc's data, and
+ * then renamed into place as the data file.
  */
 export function createFromTemplate(filePath: string, templateDir: string, migrations: readonly Migration[]): boolean {
   const template = join(templateDir, templateFileName(migrations));
   if (!existsSync(template)) return false;
   const partial = `${filePath}.template`;
   try {
-    copyFileSync(template, partial);
+    rmSync(partial, { force: true });
+    copyFileSync(template, partial, constants.COPYFILE_EXCL);
     chmodSync(partial, 0o600); // as SQLite creates a data file
     flushNow(partial);
     renameSync(partial, filePath);

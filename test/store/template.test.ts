@@ -1,14 +1,16 @@
 /** A new data file from the build's template (src/store/template.ts): the same file the migrations make, or none. */
 import assert from 'node:assert/strict';
-import { existsSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import test from 'node:test';
+import test, { before } from 'node:test';
 import sqlite from 'node-sqlite3-wasm';
 import { MIGRATIONS } from '../../src/store/migrations.ts';
 import { DATA_FILE_NAME, openStore, type Store } from '../../src/store/store.ts';
 import { templateFileName } from '../../src/store/template.ts';
 import { writeTemplate } from '../../src/store/write-template.ts';
-import { tempDir } from '../support/process.ts';
+import { ensureBundle, runSvc, tempDir } from '../support/process.ts';
+
+before(ensureBundle);
 
 interface SchemaRow {
   type: string;
@@ -104,4 +106,23 @@ test('writing a template removes the templates of other migrations', async (t) =
   assert.notEqual(old, current);
   assert.equal(existsSync(old), false);
   assert.ok(existsSync(current));
+});
+
+test('a symlink where the copy of the template is made is replaced, never written through nor chmodded', async (t) => {
+  // Stands for a file svc must not touch (another user's, /etc/passwd): a name in the data directory left pointing
+  // at it (a restored backup, a mistake) must not make svc overwrite it with its data or narrow its mode.
+  const outside = join(tempDir(t), 'not-svcs');
+  const content = 'root:x:0:0:root:/root:/bin/sh\n';
+  writeFileSync(outside, content, { mode: 0o644 });
+  const dataDir = join(tempDir(t), 'data');
+  mkdirSync(dataDir, { mode: 0o700 });
+  symlinkSync(outside, join(dataDir, `${DATA_FILE_NAME}.template`));
+
+  const result = await runSvc(['keys', 'list', '--data-dir', dataDir]);
+  assert.equal(result.code, 0, result.stderr);
+  assert.ok(readFileSync(outside, 'utf8') === content, 'the file the symlink names holds what it held');
+  assert.equal(statSync(outside).mode & 0o777, 0o644);
+  const dataFile = lstatSync(join(dataDir, DATA_FILE_NAME));
+  assert.ok(dataFile.isFile(), 'the data file is a file of its own, not the symlink renamed into place');
+  assert.equal(dataFile.mode & 0o777, 0o600);
 });
