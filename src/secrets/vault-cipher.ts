@@ -5,8 +5,9 @@
  * base64url) so the format can evolve.
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
-import { chmodSync, closeSync, fsyncSync, linkSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, fsyncSync, linkSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { writeNewPrivateFile } from '../core/private-file.ts';
 
 export const MASTER_KEY_FILE = 'master.key';
 
@@ -38,7 +39,7 @@ export function loadMasterKey(masterKey: string | null, dataDir: string | null):
   // written (a crash between creating and writing it would leave one), and of two processes creating it at once one
   // links first and the other reads its key.
   const temp = `${path}.${process.pid}.${randomBytes(6).toString('hex')}`;
-  writeFileSync(temp, key.toString('hex'), { mode: 0o600, flag: 'wx' });
+  writeNewPrivateFile(temp, key.toString('hex'));
   try {
     chmodSync(temp, 0o600); // in case a umask widened it
     fsyncFile(temp);

@@ -4,8 +4,9 @@
  * no longer alive was left by a killed process and is taken over.
  */
 import { randomBytes } from 'node:crypto';
-import { linkSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { writeNewPrivateFile } from '../core/private-file.ts';
 import { dataDirFailure } from './data-dir.ts';
 
 export const OWNER_LOCK_FILE = 'svc.lock';
@@ -81,7 +82,7 @@ export function acquireOwnerLock(dataDir: string, socketPath: string | null): Ow
   const record: OwnerRecord = { pid: process.pid, socketPath, startedAt: Date.now() };
   const temp = `${path}.${process.pid}.${randomBytes(6).toString('hex')}`;
   try {
-    writeFileSync(temp, JSON.stringify(record), { mode: 0o600 });
+    writeNewPrivateFile(temp, JSON.stringify(record));
   } catch (error) {
     throw dataDirFailure(error, `cannot write in the data directory ${dataDir}`);
   }

@@ -1,10 +1,11 @@
 /** The data directory is private to svc's user: created 0700; one another user owns or may write into is refused. */
 import assert from 'node:assert/strict';
-import { chmodSync, chownSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import test, { before } from 'node:test';
 import { DataDirUnsafeError, dataDirFailure, ensurePrivateDataDir } from '../../src/store/data-dir.ts';
-import { ensureBundle, runSvc, tempDir } from '../support/process.ts';
+import { ensureBundle, runSvc, SVC, tempDir } from '../support/process.ts';
 
 before(ensureBundle);
 
@@ -70,4 +71,24 @@ test('a file system failure in the data directory is said in words, with the dir
   assert.equal(dataDirFailure(other, 'x'), other);
   const toString = Object.assign(new Error('odd'), { code: 'toString' });
   assert.equal(dataDirFailure(toString, 'x'), toString);
+});
+
+const hasPrlimit = spawnSync('prlimit', ['--version']).status === 0;
+
+test('a start whose writes fail leaves no temporary file of the lock or the master key behind', { skip: !hasPrlimit && "needs util-linux's prlimit" }, async (t) => {
+  // A file size limit (RLIMIT_FSIZE, in bytes) fails a write as a full disk does, once the file is created: node
+  // ignores SIGXFSZ, so the write answers EFBIG. The lock record of a command (~57 bytes) fits in 60, a key (64) not.
+  const underLimit = (bytes: number, dataDir: string) =>
+    spawnSync('prlimit', [`--fsize=${bytes}`, process.execPath, SVC, 'keys', 'list', '--data-dir', dataDir], { encoding: 'utf8' });
+  const dataDir = join(tempDir(t), 'data');
+  mkdirSync(dataDir, { mode: 0o700 });
+  const lockFailed = await underLimit(0, dataDir);
+  assert.equal(lockFailed.status, 1, lockFailed.stderr);
+  assert.deepEqual(readdirSync(dataDir), [], 'the lock\'s temporary file is removed');
+
+  assert.equal((await runSvc(['keys', 'list', '--data-dir', dataDir])).code, 0);
+  rmSync(join(dataDir, 'master.key'));
+  const keyFailed = await underLimit(60, dataDir);
+  assert.equal(keyFailed.status, 1, keyFailed.stderr);
+  assert.deepEqual(readdirSync(dataDir).filter((name) => name.startsWith('master.key')), [], 'the key\'s temporary file is removed');
 });
