@@ -124,7 +124,15 @@ export async function startServer(config: Config): Promise<RunningServer> {
     local.maxHeadersCount = app.server.maxHeadersCount;
     await new Promise<void>((resolve, reject) => {
       local.once('error', reject);
-      local.listen(socketPath, () => resolve());
+      // The socket's file is made by the bind, inside listen(), with the mode the umask leaves (0777 under umask 000),
+      // and a connection on it is the platform admin: made under umask 0177 it is 0600 from its first moment, not
+      // only once the chmod below has run. The process's umask is given back at once (nothing else runs in between).
+      const umask = process.umask(0o177);
+      try {
+        local.listen(socketPath, () => resolve());
+      } finally {
+        process.umask(umask);
+      }
     });
     chmodSync(socketPath, 0o600);
 
