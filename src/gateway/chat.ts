@@ -8,6 +8,7 @@ import { documentLogprobs, withDocumentTopValues } from './chat-document-values.
 import { isDocumentFinishReason, withDocumentFinishReason } from './finish-reasons.ts';
 import { filledUsage, hasTokenCounts, InvalidToolCallError, isTokenCount, refusedAnswer, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
 import { cachedTokensOf } from './pricing.ts';
+import { chatProviderRun } from './provider-run.ts';
 import { isObject } from './providers/chat-completions.ts';
 import { providerErrorStatus } from './providers/errors.ts';
 import { ProviderError, type ChatChunk, type ChatCompletion, type ChatRequest, type ChatUsage } from './providers/types.ts';
@@ -221,6 +222,7 @@ export function chatAdapter(chat: ValidatedChat, now: () => number): WireAdapter
     model: request.model,
     stream: request.stream === true,
     cacheBody: request,
+    providerRun: chatProviderRun(request),
     promptTokens: () => countChatTokens(request),
 
     async callBuffered(provider, signal) {

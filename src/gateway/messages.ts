@@ -14,6 +14,7 @@ import { InvalidToolCallError, isTokenCount, refusedAnswer, type StreamRelay, ty
 import { isObject } from './providers/chat-completions.ts';
 import { DEFAULT_MESSAGES_VERSION } from './providers/messages.ts';
 import { providerErrorStatus, refusedGatewayAccount } from './providers/errors.ts';
+import { messagesProviderRun } from './provider-run.ts';
 import { isEventName } from './providers/sse.ts';
 import { ProviderError, type MessagesContentBlock, type MessagesResponse, type MessagesStreamEvent, type Provider } from './providers/types.ts';
 import { countMessagesTokens } from './tokens-messages.ts';
@@ -520,6 +521,7 @@ export function messagesAdapter(validated: ValidatedMessages, headers: { version
     stream: request.stream === true,
     cacheBody: request,
     cacheHeaders: cacheHeaders(headers),
+    providerRun: messagesProviderRun(request),
     promptTokens,
 
     async callBuffered(provider, signal) {

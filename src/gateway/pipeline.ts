@@ -80,6 +80,12 @@ export interface WireAdapter<Res, Ev> {
    */
   readonly cacheHeaders?: Record<string, unknown> | undefined;
   /**
+   * What the provider runs for this request at request time (`web_search_options`, `web_search_20250305`,
+   * `mcp_servers`: provider-run.ts), undefined when nothing: its answer depends on the world when it was asked, so
+   * the request is neither served from nor stored into the exact cache.
+   */
+  readonly providerRun?: string | undefined;
+  /**
    * Input tokens estimated locally, used only when the upstream reports no usage: asked for, so a request whose
    * provider reports usage never pays for tokenising its prompt. A method, not a getter: an adapter is an object
    * literal made per request, and one with getters gets a hidden class of its own (docs/performance-notes.md,
@@ -421,11 +427,17 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
       const rejected: RouteExplanation['rejectedAlternatives'] = [];
       let ghostSavedUsd = 0;
       let cacheEvent: [type: string, payload: Record<string, unknown>];
-      const found = controls.serve ? await cache.get(auth.tenantId, EXACT_CACHE, key) : null;
+      const providerRun = adapter.providerRun;
+      const found = controls.serve && providerRun === undefined ? await cache.get(auth.tenantId, EXACT_CACHE, key) : null;
       // Read only when an entry is found: a hit's cost, never a miss's.
       const outlived = found !== null && (adapter.expiresAt?.(found.value as Res) ?? Infinity) <= receivedAt;
       const entry = outlived ? null : found;
-      if (!controls.serve) {
+      if (providerRun !== undefined) {
+        // Before the controls: no header makes such an answer one to serve or store.
+        decision.lookup = 'not_applicable';
+        cacheEvent = ['cache.skipped', { cacheType: EXACT_CACHE, providerRun }];
+        rejected.push({ route: 'exact_cache', reason: `the provider runs ${providerRun} at request time: its answer is not cached` });
+      } else if (!controls.serve) {
         decision.lookup = controls.store ? 'bypassed' : 'skipped_no_store';
         decision.control = controls.control!;
         cacheEvent = ['cache.skipped', { cacheType: EXACT_CACHE, control: controls.control }];
@@ -555,6 +567,10 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
       });
 
       const storeAnswer = (response: Res, costUsd: number, latencyMs: number) => {
+        if (providerRun !== undefined) {
+          decision.write = 'not_cacheable';
+          return;
+        }
         if (!controls.store) {
           decision.write = 'suppressed_no_store';
           run.event('cache.write_suppressed', { cacheType: EXACT_CACHE, control: controls.control });

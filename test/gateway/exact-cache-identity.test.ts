@@ -2,7 +2,8 @@
  * The exact cache's identity across the three wires against a live fake upstream, counting the upstream's calls: a
  * request differing in a field that can change the answer goes upstream; one differing only in key order, whitespace,
  * escapes or a field docs/gateway.md lists as not changing the answer is served the stored one. And a stored answer
- * naming an upstream object that has expired since (a chat answer's audio, a message's container) is not served.
+ * naming an upstream object that has expired since (a chat answer's audio, a message's container) is not served, nor
+ * stored one of a request whose provider runs something at request time (a web search, code in a container).
  */
 import assert from 'node:assert/strict';
 import test, { type TestContext } from 'node:test';
@@ -238,7 +239,9 @@ test("a stored chat answer's audio is served only until its expires_at: after it
 test("a stored message's container is served only until its expires_at: after it, a next turn naming the container would fail upstream and the request goes live", async (t) => {
   let expiresAt = new Date(Date.now() + 3_600_000).toISOString();
   const { send } = await gatewayFor(t, 'messages', (request, n) => ({ ...answerOf('messages', request, n), container: { id: `container_${n}`, expires_at: expiresAt } }));
-  const asked = (content: string) => ({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user', content }], tools: [{ type: 'code_execution_20250825', name: 'code_execution' }] });
+  // A request with code execution is never stored (the test below); an answer naming a container all the same (a
+  // server tool of a version svc does not know yet) is served until the container expires.
+  const asked = (content: string) => ({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user', content }] });
   const containerOf = (response: { body: string }) => json(response).container.id;
 
   await send(asked('run it'));
@@ -255,4 +258,76 @@ test("a stored message's container is served only until its expires_at: after it
   const next = await send(asked('run that'));
   assert.equal(next.wentUpstream, false);
   assert.equal(containerOf(next.response), 'container_3');
+});
+
+/**
+ * Each request whose provider runs something at request time, sent twice, goes upstream both times and is recorded as
+ * not applicable to the cache; each request without such a thing, sent twice, is served the stored answer the second
+ * time.
+ */
+async function expectProviderRunsUncached(t: TestContext, wire: Wire, base: Record<string, unknown>, uncached: Array<[providerRun: string, extra: Record<string, unknown>]>, cached: Array<[name: string, extra: Record<string, unknown>]>) {
+  const { send, app } = await gatewayFor(t, wire);
+  for (const [providerRun, extra] of uncached) {
+    await send({ ...base, ...extra });
+    const again = await send({ ...base, ...extra });
+    assert.equal(again.wentUpstream, true, `${providerRun}: a repeat must go upstream (served ${again.response.headers['x-svc-route']})`);
+    const run = json(await app.inject({ url: `/api/v1/runs/${again.response.headers['x-svc-run-id']}` })).run;
+    assert.deepEqual([run.routeExplanation.cache[0].lookup, run.routeExplanation.cache[0].write], ['not_applicable', 'not_cacheable'], providerRun);
+    assert.ok(
+      run.routeExplanation.rejectedAlternatives.some((rejected: { route: string; reason: string }) => rejected.route === 'exact_cache' && rejected.reason.includes(`runs ${providerRun} at request time`)),
+      providerRun,
+    );
+  }
+  for (const [name, extra] of cached) {
+    assert.equal((await send({ ...base, ...extra })).wentUpstream, true, name);
+    const again = await send({ ...base, ...extra });
+    assert.equal(again.wentUpstream, false, `${name} must be served from the cache`);
+  }
+}
+
+test('chat completions: a web search (web_search_options) is neither served from nor stored into the exact cache; the request without it is', async (t) => {
+  const base = { model: 'gpt-4o-mini-search-preview', messages: [{ role: 'user', content: 'news today?' }] };
+  await expectProviderRunsUncached(
+    t,
+    'chat/completions',
+    base,
+    [
+      ['web_search_options', { web_search_options: {} }],
+      ['web_search_options', { messages: [{ role: 'user', content: 'and in Oslo?' }], web_search_options: { search_context_size: 'low' } }],
+    ],
+    [
+      ['no web_search_options', {}],
+      ['web_search_options null (as unset)', { messages: [{ role: 'user', content: 'and in Oslo?' }], web_search_options: null }],
+    ],
+  );
+});
+
+test('messages: server tools that reach outside the request (web search, web fetch, code execution), mcp_servers and a container are neither served from nor stored into the exact cache; client tools and tool search are', async (t) => {
+  const base = { model: 'claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user', content: 'news today?' }] };
+  const weather = { name: 'weather', input_schema: { type: 'object', properties: { city: { type: 'string' } } } };
+  const mcpServers = [{ type: 'url', url: 'https://mcp.example/sse', name: 'docs' }];
+  await expectProviderRunsUncached(
+    t,
+    'messages',
+    base,
+    [
+      ['web_search_20250305', { tools: [weather, { type: 'web_search_20250305', name: 'web_search', max_uses: 1 }] }],
+      ['web_search_20260209', { tools: [{ type: 'web_search_20260209', name: 'web_search' }] }],
+      ['web_fetch_20250910', { tools: [{ type: 'web_fetch_20250910', name: 'web_fetch' }] }],
+      ['code_execution_20250825', { tools: [{ type: 'code_execution_20250825', name: 'code_execution' }] }],
+      ['code_execution_20250522', { tools: [{ type: 'code_execution_20250522', name: 'code_execution' }] }],
+      ['mcp_servers', { mcp_servers: mcpServers, tools: [{ type: 'mcp_toolset', mcp_server_name: 'docs' }] }],
+      ['mcp_servers', { messages: [{ role: 'user', content: 'what docs?' }], mcp_servers: mcpServers }],
+      ['container', { container: 'container_011CZ' }],
+    ],
+    [
+      ['a function tool', { tools: [weather] }],
+      ['bash', { tools: [{ type: 'bash_20250124', name: 'bash' }] }],
+      ['text_editor', { tools: [{ type: 'text_editor_20250728', name: 'str_replace_based_edit_tool' }] }],
+      ['computer', { tools: [{ type: 'computer_20250124', name: 'computer', display_width_px: 1024, display_height_px: 768 }] }],
+      ['memory', { tools: [{ type: 'memory_20250818', name: 'memory' }] }],
+      ['tool search', { tools: [{ type: 'tool_search_tool_regex_20251119', name: 'tool_search_tool_regex' }, { ...weather, defer_loading: true }] }],
+      ['mcp_servers and container null (as unset)', { messages: [{ role: 'user', content: 'what docs?' }], mcp_servers: null, container: null }],
+    ],
+  );
 });
