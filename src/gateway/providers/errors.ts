@@ -42,11 +42,43 @@ function clampRetry(seconds: number): number {
 
 const KEY_PATTERN = /\b(sk|svc)[-_][A-Za-z0-9_\-*]{6,}/g;
 
-/** Mask anything that looks like an API key, and the given secrets verbatim, in a message relayed to a client. */
+/**
+ * The fewest characters of a given secret, in a row, that are masked where they stand alone: an upstream refusing a
+ * key often quotes its start ("Incorrect API key provided: gsk_Zq8RkLm2****"), which KEY_PATTERN catches only for
+ * `sk-` keys. Eight random characters are not met by chance; a well-known prefix (`sk-proj-`) masked costs nothing.
+ */
+const QUOTED_SECRET_RUN = 8;
+
+/** Mask anything that looks like an API key, and the given secrets, whole or in part, in a message relayed to a client. */
 export function redactSecrets(message: string, secrets: ReadonlyArray<string | null | undefined> = []): string {
   let out = message;
-  for (const secret of secrets) if (secret && secret.length >= 4) out = out.split(secret).join('[redacted]');
+  for (const secret of secrets) if (secret && secret.length >= 4) out = maskSecret(out, secret);
   return out.replace(KEY_PATTERN, '[redacted]');
+}
+
+/**
+ * `message` with each stretch made of runs of QUOTED_SECRET_RUN characters of `secret` (or of the whole of a shorter
+ * one) replaced by one `[redacted]`. Runs only on an upstream's error message, never on a request that succeeds.
+ */
+function maskSecret(message: string, secret: string): string {
+  const run = Math.min(secret.length, QUOTED_SECRET_RUN);
+  const spans: Array<[start: number, end: number]> = [];
+  for (let from = 0; from + run <= secret.length; from++) {
+    const piece = secret.slice(from, from + run);
+    for (let at = message.indexOf(piece); at !== -1; at = message.indexOf(piece, at + 1)) spans.push([at, at + run]);
+  }
+  if (spans.length === 0) return message;
+  spans.sort((a, b) => a[0] - b[0]);
+  let out = '';
+  let copied = 0;
+  for (let i = 0; i < spans.length; ) {
+    let [start, end] = spans[i++]!;
+    // Overlapping or touching runs are one stretch of the secret.
+    while (i < spans.length && spans[i]![0] <= end) end = Math.max(end, spans[i++]![1]);
+    out += `${message.slice(copied, start)}[redacted]`;
+    copied = end;
+  }
+  return out + message.slice(copied);
 }
 
 /** The human message of an upstream error body (`{error:{message}}`, `{message}`, `{detail}` or plain text). */
