@@ -90,9 +90,12 @@ export function parseBaseUrl(value: string): string {
   return value;
 }
 
-/** `value` as an error message may show it: the credentials of a URL (`http://user:password@host`) masked. */
+/**
+ * `value` as an error message may show it: the credentials of a URL (`http://user:password@host`) masked, and its query
+ * and fragment, where a link copied from a browser or a provider's console carries a token (`?token=`, `#access_token=`).
+ */
 export function shownUrl(value: string): string {
-  return value.replace(/^([^:/?#]*:\/\/)[^/?#]*@/, '$1***@');
+  return value.replace(/^([^:/?#]*:\/\/)[^/?#]*@/, '$1***@').replace(/([?#])[^]*$/, '$1***');
 }
 
 /**
