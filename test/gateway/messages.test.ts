@@ -187,8 +187,14 @@ function streamMessage(res: import('node:http').ServerResponse, blocks: Array<[s
   res.end();
 }
 
+/**
+ * The live provider's key, random as a real one is: svc masks any eight characters of it in a row in what an upstream
+ * says (src/gateway/providers/errors.ts), so a key spelling a word would mask that word in the messages relayed.
+ */
+const MESSAGES_KEY = 'sk-ant-api03-Qx7Rk2Lm9Vt4Wz8N';
+
 async function liveGateway(t: TestContext, upstream: FakeUpstream) {
-  return listening(t, { MESSAGES_API_KEY: 'sk-messages-upstream', MESSAGES_BASE_URL: upstream.baseUrl.replace(/\/v1$/, '') });
+  return listening(t, { MESSAGES_API_KEY: MESSAGES_KEY, MESSAGES_BASE_URL: upstream.baseUrl.replace(/\/v1$/, '') });
 }
 
 test('live messages provider: real header names upstream, the upstream key, streamed text relayed', async (t) => {
@@ -204,7 +210,7 @@ test('live messages provider: real header names upstream, the upstream key, stre
   assert.equal((final.content[0] as { text: string }).text, 'Hi from upstream');
   const sent = upstream.requests[0]!;
   assert.equal(sent.url, '/v1/messages');
-  assert.equal(sent.headers['x-api-key'], 'sk-messages-upstream');
+  assert.equal(sent.headers['x-api-key'], MESSAGES_KEY);
   // The SDK's own version header value passes through unchanged.
   assert.match(String(sent.headers['anthropic-version']), /^\d{4}-\d{2}-\d{2}$/);
   assert.equal(sent.headers['anthropic-beta'], 'tools-2024-04-04,prompt-caching-2024-07-31');
@@ -1474,7 +1480,7 @@ test("an upstream timeout (504) is the wire's timeout_error, the type its SDK ty
     startSse(res);
     writeEvents(res, messageEvents('partial').slice(0, 4));
   });
-  const live = await listening(t, { MESSAGES_API_KEY: 'sk-messages-upstream', MESSAGES_BASE_URL: upstream.baseUrl.replace(/\/v1$/, ''), SVC_PROVIDER_STREAM_IDLE_TIMEOUT_MS: '200' });
+  const live = await listening(t, { MESSAGES_API_KEY: MESSAGES_KEY, MESSAGES_BASE_URL: upstream.baseUrl.replace(/\/v1$/, ''), SVC_PROVIDER_STREAM_IDLE_TIMEOUT_MS: '200' });
   await assert.rejects(live.client.messages.stream({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() }).finalMessage(), (error: unknown) => {
     assert.ok(error instanceof Anthropic.APIError);
     assert.equal(error.type, 'timeout_error');
