@@ -157,7 +157,7 @@ export interface RunsRepository {
   attempts(tenantId: string, runId: string): Promise<AttemptRecord[]>;
   /**
    * Delete up to `batch` of the tenant's runs created before `cutoff` with their events and attempts, in one write, or
-   * in several when their traces are long (`PRUNE_EVENTS_PER_WRITE`).
+   * in several when their traces are long (`PRUNE_EVENTS_PER_WRITE`) or a write has taken `PRUNE_WRITE_MS`.
    */
   pruneTenantRuns(tenantId: string, cutoff: number, batch: number): Promise<number>;
   /** Ids of every tenant's runs whose status is `running` (read through the tenants' status index). */
@@ -713,24 +713,46 @@ function reserveIn(sql: Sql, tenantId: string, runId: string, bytes: number, bud
  */
 export const PRUNE_EVENTS_PER_WRITE = 10_000;
 
-function deleteRuns(sql: Sql, ids: string[]): number {
+/**
+ * How long one retention write goes on deleting runs, one after the other, before leaving the rest of its batch to
+ * the next write (at least one run each); their rollup rows are then updated once, after this. A warm process deletes
+ * a gateway run in ~0.1 ms (its row and six index entries, events, attempts, replay bundle) and updates the ~3 rollup
+ * rows it counts in (summed over the write's runs) in ~0.05 ms more, so a batch of 200 runs is one ~32 ms write. But a
+ * process's first writes cost 2-5 times that (the pages read from the file, the code run for the first time): on
+ * 200,000 expired runs the first write of a pass took 70-183 ms of CPU (test/bench/retention.ts; 533 ms on a loaded
+ * machine).
+ */
+export const PRUNE_WRITE_MS = 25;
+
+export interface RunsRepositoryOptions {
+  /** A retention write's time budget; default `PRUNE_WRITE_MS` (0: one run a write, as a test drives it). */
+  pruneWriteMs?: number;
+}
+
+/**
+ * Delete runs whole, in order, until `budgetMs` has passed (at least one run), then take those deleted out of the
+ * rollups, summed per row; returns how many were deleted.
+ */
+function deleteRuns(sql: Sql, ids: readonly string[], budgetMs: number): number {
+  const started = performance.now();
   const runs: FinishedRun[] = [];
-  for (const id of ids) {
+  let count = 0;
+  while (count < ids.length) {
+    const id = ids[count++]!;
     const row = sql.get<RunRow>('SELECT * FROM runs WHERE id = ?', [id]);
     // A running run is in no rollup row; a finished one takes its actual tokens out as well, summed from its attempts.
     if (row && row.status !== 'running') {
       const spent = attemptsSpent(sql, id);
       runs.push({ ...fromRow(row), actualPromptTokens: spent.promptTokens, actualCompletionTokens: spent.completionTokens });
     }
-  }
-  removeFromRollups(sql, runs);
-  for (const id of ids) {
     for (const table of ['run_replays', 'run_side_effects', 'run_feedback']) sql.run(`DELETE FROM ${table} WHERE run_id = ?`, [id]);
     sql.run('DELETE FROM run_events WHERE run_id = ?', [id]);
     sql.run('DELETE FROM run_attempts WHERE run_id = ?', [id]);
     sql.run('DELETE FROM runs WHERE id = ?', [id]);
+    if (performance.now() - started >= budgetMs) break;
   }
-  return ids.length;
+  removeFromRollups(sql, runs);
+  return count;
 }
 
 /**
@@ -839,7 +861,8 @@ function runSteps(
 /** A ledger change that failed alone, as the report of the commit that lost it names it (see Store.tellDropped). */
 const LEDGER_CHANGE_DROPPED = 'run ledger changes';
 
-export function createRunsRepository(store: Store): RunsRepository {
+export function createRunsRepository(store: Store, options: RunsRepositoryOptions = {}): RunsRepository {
+  const pruneWriteMs = options.pruneWriteMs ?? PRUNE_WRITE_MS;
   // Changes queued since the last group commit took them: one deferred write, planned when its commit starts (and,
   // under load, for the runs that finished, earlier: see Store.writeDeferredSteps).
   let queued: LedgerChange[] = [];
@@ -1070,8 +1093,9 @@ export function createRunsRepository(store: Store): RunsRepository {
           for (let events = runs[0]?.event_count ?? 0; take < runs.length && events + runs[take]!.event_count <= PRUNE_EVENTS_PER_WRITE; take++) {
             events += runs[take]!.event_count;
           }
-          const ids = runs.slice(0, take).map((run) => run.id);
-          return { count: deleteRuns(sql, ids), cut: take < runs.length };
+          // And those deleted before the write's time is up: the rest in the next write.
+          const count = deleteRuns(sql, runs.slice(0, take).map((run) => run.id), pruneWriteMs);
+          return { count, cut: count < runs.length };
         });
         deleted += count;
         if (!cut) break;

@@ -3,7 +3,9 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 import { build, json } from '../support/build.ts';
 import { RETENTION_BATCH } from '../../src/retention/service.ts';
-import { PRUNE_EVENTS_PER_WRITE } from '../../src/evidence/repo.ts';
+import { createRunsRepository, PRUNE_EVENTS_PER_WRITE } from '../../src/evidence/repo.ts';
+import { createLedger } from '../../src/evidence/ledger.ts';
+import { openStore } from '../../src/store/store.ts';
 import { completedOutcome } from '../support/run-outcome.ts';
 import { deletesPerWrite, overriding } from '../support/counting-store.ts';
 import type { Sql, SqlParams } from '../../src/store/sql.ts';
@@ -279,6 +281,35 @@ test('runs with long traces are pruned in several writes, each deleting a bounde
   assert.equal(perWrite.reduce((a, b) => a + b, 0), 10 * EVENTS, 'every event is deleted');
   assert.ok(perWrite.every((events) => events <= PRUNE_EVENTS_PER_WRITE), JSON.stringify(perWrite));
   assert.equal((await services.store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM run_events')!)).n, 0);
+});
+
+test("a retention write whose time is up leaves the rest of its batch to the next write, a run at least", async (t) => {
+  // A budget of 0 ms: every write is up after its first run, as a cold process's first writes are (several times
+  // the cost of a warm one's: docs/performance-notes.md, "The retention pass's first batches").
+  const inner = openStore({ dataDir: null });
+  t.after(() => inner.close());
+  const { store, perWrite } = deletesPerWrite(inner, 'runs');
+  let now = Date.UTC(2026, 0, 1);
+  const repo = createRunsRepository(store, { pruneWriteMs: 0 });
+  const ledger = createLedger({ repo, clock: { now: () => now } });
+  const RUNS = 5;
+  for (let i = 0; i < RUNS; i++) {
+    const run = ledger.start({ tenantId: 'default', appId: `app-${i % 3}`, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'm', stream: false, requestId: null });
+    run.event('x', { i });
+    run.attempt({ provider: 'mock', model: 'm', outcome: 'success', errorKind: null, upstreamStatus: null, promptTokens: 1, completionTokens: 1, costUsd: 0.001, latencyMs: 1 });
+    run.finish(FINISHED);
+  }
+  await repo.settle();
+  now += 31 * DAY;
+  assert.equal(await repo.pruneTenantRuns('default', now - 30 * DAY, RETENTION_BATCH), RUNS, 'the whole batch is deleted, over several writes');
+  assert.deepEqual(perWrite, [1, 1, 1, 1, 1]);
+  const left = await inner.read((sql) => ({
+    runs: sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM runs')!.n,
+    events: sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM run_events')!.n,
+    attempts: sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM run_attempts')!.n,
+    rollups: sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM run_rollups')!.n,
+  }));
+  assert.deepEqual(left, { runs: 0, events: 0, attempts: 0, rollups: 0 }, 'each write took its runs whole, with their rollup counts');
 });
 
 test('feedback on a run that retention deletes while the feedback is being saved is a 404, not a record left without its run', async (t) => {
