@@ -9,7 +9,7 @@ import { betaJSONSchemaOutputFormat } from '@anthropic-ai/sdk/helpers/beta/json-
 import { jsonSchemaOutputFormat } from '@anthropic-ai/sdk/helpers/json-schema';
 import { bearer, build, json } from '../support/build.ts';
 import { messageToEvents } from '../../src/gateway/wire-replay.ts';
-import { sendJson, sleep, startFakeUpstream, startSse, type FakeUpstream } from '../support/fake-upstream.ts';
+import { messageEvents, sendJson, sleep, startFakeUpstream, startSse, type FakeUpstream } from '../support/fake-upstream.ts';
 import { holdLongTimers } from '../support/long-timers.ts';
 
 const WEATHER = {
@@ -161,19 +161,6 @@ test('protected mode: the SDK lists and retrieves models (it sends its key as Be
   assert.equal(wrong.status, 401);
   assert.equal(((await wrong.json()) as { error: { message: string } }).error.message, 'Missing or invalid bearer token.');
 });
-
-/** A message stream answering `text`, its message_start reporting `startUsage`. */
-function messageEvents(text: string, startUsage: Record<string, number> = { input_tokens: 12, output_tokens: 1 }): Array<[string, unknown]> {
-  return [
-    ['message_start', { type: 'message_start', message: { id: 'msg_up', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: [], stop_reason: null, stop_sequence: null, usage: startUsage } }],
-    ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }],
-    ['ping', { type: 'ping' }],
-    ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }],
-    ['content_block_stop', { type: 'content_block_stop', index: 0 }],
-    ['message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 5 } }],
-    ['message_stop', { type: 'message_stop' }],
-  ];
-}
 
 function writeEvents(res: import('node:http').ServerResponse, events: Array<[string, unknown]>): void {
   for (const [name, data] of events) res.write(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`);

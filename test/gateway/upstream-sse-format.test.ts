@@ -11,7 +11,7 @@ import type { ServerResponse } from 'node:http';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { build, json } from '../support/build.ts';
-import { sleep, startFakeUpstream, untilClientCloses, type FakeUpstream } from '../support/fake-upstream.ts';
+import { messageEvents, sleep, startFakeUpstream, untilClientCloses, type FakeUpstream } from '../support/fake-upstream.ts';
 
 const WIRES = ['chat', 'responses', 'messages'] as const;
 type WireName = (typeof WIRES)[number];
@@ -52,19 +52,7 @@ function responsesEvents(text: string): UpstreamEvent[] {
   return events.map((event, index) => [event.type as string, { ...event, sequence_number: index }]);
 }
 
-function messagesEvents(text: string): UpstreamEvent[] {
-  return [
-    ['message_start', { type: 'message_start', message: { id: 'msg_up', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 12, output_tokens: 1 } } }],
-    ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }],
-    ['ping', { type: 'ping' }],
-    ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }],
-    ['content_block_stop', { type: 'content_block_stop', index: 0 }],
-    ['message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 5 } }],
-    ['message_stop', { type: 'message_stop' }],
-  ];
-}
-
-const eventsOf = (wire: WireName, text = TEXT) => (wire === 'chat' ? chatEvents(text) : wire === 'responses' ? responsesEvents(text) : messagesEvents(text));
+const eventsOf = (wire: WireName, text = TEXT) => (wire === 'chat' ? chatEvents(text) : wire === 'responses' ? responsesEvents(text) : messageEvents(text));
 
 /** How the upstream writes its events: each a choice the SSE format leaves to the server. */
 interface Form {

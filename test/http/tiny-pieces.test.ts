@@ -27,15 +27,20 @@ function memoryMb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
 
 const peakRssMb = (pid: number) => memoryMb(pid, 'VmHWM');
 
-/** Send `path` a chunked JSON body padded with `CHUNKS` one-byte chunks; resolves with the answer's status line. */
-async function sendTinyChunks(socket: Socket, path: string): Promise<string> {
+/** The status line of the answer `socket` reads, once the server has closed it (each request says `Connection: close`). */
+function answerStatusLine(socket: Socket): Promise<string> {
   let text = '';
   socket.setEncoding('latin1');
   socket.on('data', (chunk: string) => (text += chunk));
-  const closed = new Promise<void>((resolve, reject) => {
+  return new Promise((resolve, reject) => {
     socket.on('error', reject);
-    socket.on('close', () => resolve());
+    socket.on('close', () => resolve(text.split('\r\n', 1)[0]!));
   });
+}
+
+/** Send `path` a chunked JSON body padded with `CHUNKS` one-byte chunks; resolves with the answer's status line. */
+async function sendTinyChunks(socket: Socket, path: string): Promise<string> {
+  const statusLine = answerStatusLine(socket);
   const chunked = (data: string) => `${Buffer.byteLength(data).toString(16)}\r\n${data}\r\n`;
   socket.write(
     `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n` +
@@ -46,8 +51,7 @@ async function sendTinyChunks(socket: Socket, path: string): Promise<string> {
     if (!socket.write(batch)) await new Promise((resolve) => socket.once('drain', resolve));
   }
   socket.write(`${chunked('}')}0\r\n\r\n`);
-  await closed;
-  return text.split('\r\n', 1)[0]!;
+  return statusLine;
 }
 
 test('a chunked body of a million tiny chunks is held in about its own size, on TCP and the local socket', async (t) => {
@@ -79,13 +83,7 @@ async function sendAllButLastByte(port: number, path: string): Promise<{ finish(
   const socket = connect(port, '127.0.0.1');
   // No Nagle: each one-byte write goes out in a segment of its own.
   socket.setNoDelay(true);
-  let text = '';
-  socket.setEncoding('latin1');
-  socket.on('data', (chunk: string) => (text += chunk));
-  const closed = new Promise<void>((resolve, reject) => {
-    socket.on('error', reject);
-    socket.on('close', () => resolve());
-  });
+  const statusLine = answerStatusLine(socket);
   await new Promise((resolve) => socket.once('connect', resolve));
   const head = '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]';
   const body = Buffer.from(`${head}${' '.repeat(SEGMENTED_BODY_BYTES - head.length - 1)}}`);
@@ -98,8 +96,7 @@ async function sendAllButLastByte(port: number, path: string): Promise<{ finish(
   return {
     async finish() {
       socket.write(body.subarray(body.length - 1));
-      await closed;
-      return text.split('\r\n', 1)[0]!;
+      return statusLine;
     },
   };
 }

@@ -121,6 +121,19 @@ export function contentChunk(content: string, extra: Record<string, unknown> = {
   };
 }
 
+/** A messages-wire stream answering `text`, as [event name, data] pairs; its message_start reports `startUsage`. */
+export function messageEvents(text: string, startUsage: Record<string, number> = { input_tokens: 12, output_tokens: 1 }): Array<[string, Record<string, unknown>]> {
+  return [
+    ['message_start', { type: 'message_start', message: { id: 'msg_up', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: [], stop_reason: null, stop_sequence: null, usage: startUsage } }],
+    ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }],
+    ['ping', { type: 'ping' }],
+    ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }],
+    ['content_block_stop', { type: 'content_block_stop', index: 0 }],
+    ['message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 5 } }],
+    ['message_stop', { type: 'message_stop' }],
+  ];
+}
+
 /** A buffered `chat.completion` answer. */
 export function completion(content: string, model = 'gpt-4o-mini'): Record<string, unknown> {
   return {
