@@ -14,6 +14,7 @@
  *   path's own bad encodings are the router's 400 already). The refusal names the parameter (docs/api.md).
  */
 import { AppError } from '../core/errors.ts';
+import { issueLabel } from './error-shapes.ts';
 
 /** The byte of the two hex digits at `at` in `text`, or -1 when there are not two. */
 function hexByteAt(text: string, at: number): number {
@@ -89,6 +90,6 @@ function queryRefusal(url: string, queryAt: number, at: number, problem: string)
   const nameEnd = equals === -1 || equals > parameterEnd ? parameterEnd : equals;
   const name = url.slice(start, nameEnd);
   const message = `its ${at < nameEnd ? 'name' : 'value'} ${problem}`;
-  // An empty name (`?=%ff`) is written `""`, as the error mapping writes it (src/http/error-shapes.ts).
-  return new AppError('invalid_request', { message: `${name || '""'}: ${message}`, details: { issues: [{ path: name, message }] } });
+  // Labelled as the error mapping labels an issue's path: an empty name (`?=%ff`) is written `""`.
+  return new AppError('invalid_request', { message: `${issueLabel([name])}: ${message}`, details: { issues: [{ path: name, message }] } });
 }
