@@ -1,4 +1,7 @@
-/** A request body piped through a stream of svc's before fastify reads it (the body budget, chunked bodies). */
+/**
+ * A request body piped through a stream of svc's before fastify reads it (the body budget, and the bodies
+ * src/http/gathered-body.ts gathers).
+ */
 import type { ServerResponse } from 'node:http';
 import type { Transform } from 'node:stream';
 import type { RequestPayload } from 'fastify';
