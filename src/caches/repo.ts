@@ -2,7 +2,7 @@
 import { setImmediate } from 'node:timers/promises';
 import { DictionaryMap } from '../core/dictionary-map.ts';
 import type { Store } from '../store/store.ts';
-import { textBytes, type AlsoStep, type Sql, type SqlValue } from '../store/sql.ts';
+import { placeholders, textBytes, type AlsoStep, type Sql, type SqlValue } from '../store/sql.ts';
 import { KeyIndex } from './key-index.ts';
 import { ByteLru } from './lru.ts';
 
@@ -482,7 +482,7 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
           // The entries whose values fit in one write's budget (always the first), the rest in the next write.
           const take = withinBytes(rows, DELETE_BYTES_PER_WRITE);
           const ids = rows.slice(0, take).map((row) => row.id);
-          const count = ids.length === 0 ? 0 : deleteRows(sql, `id IN (${ids.map(() => '?').join(', ')})`, ids);
+          const count = ids.length === 0 ? 0 : deleteRows(sql, `id IN (${placeholders(ids.length)})`, ids);
           return { count, cut: take < rows.length };
         });
         pruned += count;

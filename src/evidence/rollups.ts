@@ -5,7 +5,7 @@
  * count them from `runs`.
  */
 import { ROLLUP_DIMENSION_COLUMNS, ROLLUP_STATUS_ROUTE_DIMENSIONS } from '../store/migrations.ts';
-import type { Sql, SqlValue } from '../store/sql.ts';
+import { placeholders, type Sql, type SqlValue } from '../store/sql.ts';
 import type { Store } from '../store/store.ts';
 import { storedNumber } from './stored-values.ts';
 import type { FinishedRun, RunRecord } from './types.ts';
@@ -212,7 +212,21 @@ export function totalsByDay(sql: Sql, scope: RollupScope): Array<{ day: number }
     .map((row) => ({ day: storedNumber(row.day), ...totalsOf(row) }));
 }
 
-/** One page of a dimension's values ranked by cost, then runs, then value; and how many values there are. */
+/**
+ * Widest window, in days, whose page sums are read by seeking each (day, value) on the primary key; a wider one reads
+ * the window's rows of the dimension again. A year: the default window is the month to date.
+ */
+const SEEK_DAYS = 366;
+
+/**
+ * One page of a dimension's values ranked by cost, then runs, then value; and how many values there are.
+ *
+ * In two steps: the ranking sums only what the order needs, and the page's full sums are then read for its few values.
+ * GROUP BY value sorts every row of the window (the primary key is by day first), and with all ten sums that sort
+ * carried eleven columns a row: on a dimension of many values (30,000 subject rows in a month of the bench's
+ * 1,000,000 runs) it was most of the attribution's time. Three columns a row cost about half as much, and the page's
+ * sums, by seeks, about 2 ms (docs/performance-notes.md, "Attribution ranked on two sums").
+ */
 export function rankedValues(
   sql: Sql,
   scope: RollupScope,
@@ -220,16 +234,40 @@ export function rankedValues(
   page: { limit: number; offset: number },
 ): { entries: Array<{ value: string } & RollupTotals>; total: number } {
   const { clause, params } = scopeWhere(scope, dim);
-  // One pass: the window count is the number of distinct values, computed before LIMIT applies.
-  const rows = sql.all<{ value: string; total: number } & Record<keyof RollupTotals, number | bigint>>(
-    `SELECT value, ${SUMS}, COUNT(*) OVER () AS total FROM run_rollups WHERE ${clause} GROUP BY value
-     ORDER BY SUM(cost_usd) DESC, SUM(runs) DESC, value LIMIT ? OFFSET ?`,
+  // The window count is the number of distinct values, computed before LIMIT applies.
+  const ranked = sql.all<{ value: string; total: number }>(
+    `SELECT value, SUM(cost_usd) AS costUsd, SUM(runs) AS runs, COUNT(*) OVER () AS total FROM run_rollups WHERE ${clause}
+     GROUP BY value ORDER BY costUsd DESC, runs DESC, value LIMIT ? OFFSET ?`,
     [...params, page.limit, page.offset],
   );
   const total =
-    rows[0]?.total ??
+    ranked[0]?.total ??
     (page.offset > 0 ? (sql.get<{ n: number }>(`SELECT COUNT(DISTINCT value) AS n FROM run_rollups WHERE ${clause}`, params)?.n ?? 0) : 0);
-  return { entries: rows.map((row) => ({ value: row.value, ...totalsOf(row) })), total };
+  if (ranked.length === 0) return { entries: [], total };
+  const sums = valueSums(sql, scope, dim, ranked.map((row) => row.value));
+  return { entries: ranked.map((row) => ({ value: row.value, ...totalsOf(sums.get(row.value)) })), total };
+}
+
+/** The sums of each of `values` of a dimension within the scope, by value. */
+function valueSums(sql: Sql, scope: RollupScope, dim: RollupDimension, values: string[]): Map<string, Record<keyof RollupTotals, number | bigint>> {
+  const days = scope.toDay - scope.fromDay + 1;
+  const params: SqlValue[] = [scope.tenantId, dim];
+  let clause = 'tenant_id = ? AND dim = ?';
+  if (days <= SEEK_DAYS) {
+    clause += ` AND day IN (${placeholders(days)})`;
+    for (let day = scope.fromDay; day <= scope.toDay; day++) params.push(day);
+  } else {
+    clause += ' AND day BETWEEN ? AND ?';
+    params.push(scope.fromDay, scope.toDay);
+  }
+  clause += ` AND value IN (${placeholders(values.length)})`;
+  params.push(...values);
+  if (scope.appId !== undefined) {
+    clause += ' AND app_id = ?';
+    params.push(scope.appId ?? '');
+  }
+  const rows = sql.all<{ value: string } & Record<keyof RollupTotals, number | bigint>>(`SELECT value, ${SUMS} FROM run_rollups WHERE ${clause} GROUP BY value`, params);
+  return new Map(rows.map((row) => [row.value, row]));
 }
 
 export interface RollupsRepository {

@@ -19,6 +19,11 @@ export interface Sql {
  * Another write's step, made inside a repository's write so that both commit together or not at all (an audit row
  * with the change it records: src/audit/service.ts `staged`). A repository runs it only when its own change was made.
  */
+/** `?, ?, ?`: the parameter marks of an `IN (...)` list of `count` values. */
+export function placeholders(count: number): string {
+  return Array.from({ length: count }, () => '?').join(', ');
+}
+
 export type AlsoStep = (sql: Sql) => unknown;
 
 /** Strings from this length on are worth binding as bytes (see `textBytes`). */

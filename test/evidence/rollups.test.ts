@@ -63,6 +63,44 @@ test('rollups agree with a full scan of the ledger after mixed traffic', async (
   assert.equal(savings.liveRuns + savings.optimizedRuns, count('completed'));
 });
 
+test('a ranked page of attribution holds the sums of a ledger scan, in a month, over all time, and for one app', async (t) => {
+  const { app, services } = await build(t);
+  for (let i = 0; i < 24; i++) {
+    await app.inject({
+      method: 'POST',
+      url: '/v1/chat/completions',
+      headers: { 'x-svc-app': `app-${i % 2}`, 'x-svc-subject': `user-${i % 7}` },
+      payload: { model: i % 5 === 0 ? 'mock-5xx' : 'gpt-4o-mini', messages: [{ role: 'user', content: `question ${i} ${'x'.repeat(i)}` }] },
+    });
+  }
+  await services.store.flush();
+  const scan = (appId?: string) =>
+    services.store.read((sql) =>
+      sql.all<{ value: string; runs: number; promptTokens: number; completionTokens: number }>(
+        `SELECT subject AS value, COUNT(*) AS runs, SUM(prompt_tokens) AS promptTokens, SUM(completion_tokens) AS completionTokens
+         FROM runs WHERE status != 'running' ${appId ? 'AND app_id = ?' : ''} GROUP BY subject ORDER BY subject`,
+        appId ? [appId] : [],
+      ),
+    );
+  const sorted = (entries: Array<{ value: string }>) => [...entries].sort((a, b) => (a.value < b.value ? -1 : 1));
+  const pageOf = (entries: any[]) => sorted(entries.map((e) => ({ value: e.value, runs: e.runs, promptTokens: e.promptTokens, completionTokens: e.completionTokens })));
+  // Two pages of three: the page's sums are read for the values the ranking chose, whichever window reads them.
+  for (const window of ['', '&since=0']) {
+    const first = json(await app.inject({ url: `/api/v1/usage/attribution?subjectLimit=3${window}` }));
+    const second = json(await app.inject({ url: `/api/v1/usage/attribution?subjectLimit=4&subjectOffset=3${window}` }));
+    assert.equal(first.bySubjectWindow.total, 7);
+    assert.deepEqual(pageOf([...first.bySubject, ...second.bySubject]), await scan());
+    const costs = [...first.bySubject, ...second.bySubject].map((e: any) => e.costUsd);
+    assert.deepEqual(costs, [...costs].sort((a, b) => b - a), 'ranked by cost');
+  }
+  const { rankedValues } = await import('../../src/evidence/rollups.ts');
+  const today = Math.floor(Date.now() / 86_400_000);
+  for (const fromDay of [today - 30, 0]) {
+    const page = await services.store.read((sql) => rankedValues(sql, { tenantId: 'default', appId: 'app-1', fromDay, toDay: today }, 'subject', { limit: 50, offset: 0 }));
+    assert.deepEqual(pageOf(page.entries), await scan('app-1'));
+  }
+});
+
 test("migration 8 rebuilds the 'model' rows with status and route and adds 'provider' rows, on a data file written before it", async (t) => {
   const dir = tempDir(t);
   const day = 86_400_000;
