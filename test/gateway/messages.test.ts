@@ -1973,3 +1973,34 @@ test("the SDK's retries go through svc: an upstream 429 with retry-after, and a 
   const runs = json(await app.inject({ url: '/api/v1/runs' })).runs.map((run: { status: string }) => run.status);
   assert.deepEqual(runs, ['completed', 'failed', 'completed', 'failed']);
 });
+
+test("a service_tier the provider does not take (its SDK's auto and standard_only) is a 400 invalid_request_error naming it before any run, as the chat and responses wires refuse theirs, never sent upstream; the provider's two are answered (the official client, buffered and streamed)", async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    startSse(res);
+    writeEvents(res, messageEvents('ok'));
+    res.end();
+  });
+  const { client, app } = await liveGateway(t, upstream);
+  for (const service_tier of ['priority', 'default', 'Auto', '']) {
+    for (const stream of [false, true]) {
+      const request = { model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask(), service_tier } as never;
+      const answer = stream ? client.messages.stream(request).finalMessage() : client.messages.create(request);
+      const error = await Promise.resolve(answer).then(
+        () => null,
+        (caught: unknown) => caught,
+      );
+      assert.ok(error instanceof Anthropic.BadRequestError, `${JSON.stringify(service_tier)}, stream: ${stream}: answered instead of refused`);
+      const { type, message } = (error.error as { error: { type: string; message: string } }).error;
+      assert.equal(type, 'invalid_request_error');
+      assert.match(message, /service_tier/);
+    }
+  }
+  assert.equal(upstream.requests.length, 0, 'a refused service_tier went upstream');
+  const runs = json(await app.inject({ url: '/api/v1/runs', headers: bearer('sk-local-dev') })).runs;
+  assert.equal(runs.length, 0, 'a refusal before the run records none');
+  for (const service_tier of ['auto', 'standard_only'] as const) {
+    const final = await client.messages.stream({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask(), service_tier }).finalMessage();
+    assert.equal((final.content[0] as { text: string }).text, 'ok', service_tier);
+  }
+  assert.deepEqual(upstream.requests.map((sent) => sent.body.service_tier), ['auto', 'standard_only']);
+});

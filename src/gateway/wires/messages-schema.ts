@@ -1,7 +1,7 @@
 /**
  * The messages-wire request body (SPEC 4.2): `model`, non-empty `messages`, positive `max_tokens` required; system,
  * structured content blocks (the fields each known block type requires), tools, tool_choice, thinking,
- * stop_sequences, temperature, metadata typed; other fields pass through. Beta tokens travel only in the `messages-beta` / `anthropic-beta` header, never in the body.
+ * stop_sequences, temperature, metadata, service_tier typed; other fields pass through. Beta tokens travel only in the `messages-beta` / `anthropic-beta` header, never in the body.
  */
 import { z } from 'zod';
 import { invalid } from '../../core/errors.ts';
@@ -125,6 +125,12 @@ const thinking = z
     }
   });
 
+/**
+ * The capacity a request may ask for (the SDK's `MessageCreateParams.service_tier`). Any other value is a 400 here: the
+ * provider would refuse it only after a run was recorded, and the mock would answer it. count_tokens takes no tier.
+ */
+const SERVICE_TIERS = ['auto', 'standard_only'] as const;
+
 const countFields = {
   model: modelField,
   messages: z.array(message).min(1, 'messages must be a non-empty array'),
@@ -143,6 +149,7 @@ export const messagesRequestSchema = z.looseObject({
   top_p: z.number().min(0).max(1).optional(),
   top_k: z.number().int().min(0).optional(),
   metadata: z.looseObject({ user_id: z.string().max(256).nullable().optional() }).optional(),
+  service_tier: z.enum(SERVICE_TIERS).optional(),
 });
 
 export const countTokensSchema = z.looseObject(countFields);
