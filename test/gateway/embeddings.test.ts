@@ -473,3 +473,18 @@ test('a backend that takes few inputs per call is asked again in chunks of the s
     assert.equal(embedded, count, 'each input embedded once');
   }
 });
+
+test("an upstream answer's empty or blank model names no model: the client gets the model it asked for, as it does where the upstream sent none; a named one is relayed as sent (the official client, float and base64)", async (t) => {
+  let model: unknown = '';
+  const upstream = await startFakeUpstream(t, (req, res) => sendJson(res, 200, { ...embeddingsAnswer(req.body.input, 'unused'), model }));
+  const { client } = await openaiGateway(t, upstream);
+  for (const sent of ['', '  ', undefined, null, 42]) {
+    model = sent;
+    for (const encoding_format of ['float', 'base64'] as const) {
+      const answer = await client.embeddings.create({ model: 'text-embedding-3-small', input: ['a', 'b'], encoding_format });
+      assert.equal(answer.model, 'text-embedding-3-small', `${JSON.stringify(sent)}, ${encoding_format}`);
+    }
+  }
+  model = 'text-embedding-3-small-2024-01-25';
+  assert.equal((await client.embeddings.create({ model: 'text-embedding-3-small', input: 'a' })).model, 'text-embedding-3-small-2024-01-25');
+});

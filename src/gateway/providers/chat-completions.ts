@@ -352,8 +352,11 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
     const usage = isObject(parsed.usage) ? parsed.usage : undefined;
     const reported = usage?.prompt_tokens ?? usage?.total_tokens;
     const promptTokens = Number.isSafeInteger(reported) && (reported as number) >= 0 ? (reported as number) : countEmbeddingTokens(embeddingsRequest.input as Array<string | number[]>);
+    // The model that embedded, when the upstream names one; an empty or blank name (some compatible servers send
+    // `model: ""`) names none, so the client gets the one it asked for, as where the upstream sent no model.
+    const named = typeof parsed.model === 'string' && parsed.model.trim() !== '';
     return {
-      model: typeof parsed.model === 'string' ? parsed.model : embeddingsRequest.model,
+      model: named ? (parsed.model as string) : embeddingsRequest.model,
       vectors: vectors as number[][],
       usage: { prompt_tokens: promptTokens, total_tokens: promptTokens },
     };
