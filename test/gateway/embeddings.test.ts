@@ -488,3 +488,15 @@ test("an upstream answer's empty or blank model names no model: the client gets 
   model = 'text-embedding-3-small-2024-01-25';
   assert.equal((await client.embeddings.create({ model: 'text-embedding-3-small', input: 'a' })).model, 'text-embedding-3-small-2024-01-25');
 });
+
+test("an upstream vector's -0 keeps its sign where svc encodes the vector as base64 (the official client's default, which decodes it); a float answer writes it 0, as JSON.stringify does (docs/gateway.md)", async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{"object":"list","model":"text-embedding-3-small","data":[{"object":"embedding","index":0,"embedding":[-0.0,0.5,-0]}],"usage":{"prompt_tokens":1,"total_tokens":1}}');
+  });
+  const { client } = await openaiGateway(t, upstream);
+  const decoded = (await client.embeddings.create({ model: 'text-embedding-3-small', input: 'a' })).data[0]!.embedding;
+  assert.ok(Object.is(decoded[0], -0) && Object.is(decoded[2], -0), `signs lost: ${decoded.map((value) => (Object.is(value, -0) ? '-0' : String(value)))}`);
+  const float = (await client.embeddings.create({ model: 'text-embedding-3-small', input: 'a', encoding_format: 'float' })).data[0]!.embedding;
+  assert.ok(float.length === 3 && float[0] === 0 && float[1] === 0.5 && float[2] === 0, `${float}`);
+});
