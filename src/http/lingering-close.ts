@@ -11,7 +11,9 @@
  *
  * Lingering, the answer's bytes go out followed by a FIN; what arrives after it is read and dropped as it comes (never
  * held) until the client closes its side, which a client does once it has read the answer, or until `LINGER_BYTES` more
- * have come or `LINGER_MS` has passed, whichever is first: a client that would send forever is cut there.
+ * have come or `LINGER_MS` has passed, whichever is first: a client that would send forever is cut there. Nothing read
+ * while lingering reaches node's HTTP parser: a request pipelined behind the refused body (its declared bytes sent
+ * whole, then another request) was parsed and run, a write among them, though its answer could never be sent.
  *
  * Armed on the error path only (src/http/surface.ts), for a request whose body had not come whole: a request within
  * its limit pays nothing.
@@ -28,29 +30,35 @@ export const LINGER_MS = 2_000;
 /**
  * Have the connection of `request` linger when node closes it after the answer (module comment), if the request's
  * body is still arriving. node closes a connection after its last answer by `socket.destroySoon()`, its only caller:
- * replaced on this one socket. An answer that keeps the connection open never calls it, and node reads and discards
- * the rest of the body itself, as it always has.
+ * replaced on this one socket. No public API tells in time that node is closing the connection: the answer's `finish`
+ * reaches a listener of ours after node's own has called `destroySoon()`, and the `http.server.response.finish`
+ * diagnostics channel, which comes before it, would be published for every answer. An answer that keeps the connection
+ * open never calls it, and node reads and discards the rest of the body itself, as it always has.
  */
 export function lingerOnClose(request: IncomingMessage): void {
   const socket = request.socket;
   // An injected request's socket is light-my-request's stand-in.
   if (!(socket instanceof Socket) || request.complete) return;
-  socket.destroySoon = () => lingeringClose(socket, request);
+  socket.destroySoon = () => lingeringClose(socket);
 }
 
-function lingeringClose(socket: Socket, request: IncomingMessage): void {
+function lingeringClose(socket: Socket): void {
   if (socket.destroyed) return;
-  // The answer's bytes, then a FIN. The socket closes once the client's FIN has come as well (node's parser, reading
-  // on, sees it) or is cut below.
+  // The answer's bytes, then a FIN. The socket closes once the client's FIN has come as well or is cut below.
   socket.end();
   const cut = () => socket.destroy();
   const timer = setTimeout(cut, LINGER_MS);
   socket.once('close', () => clearTimeout(timer));
-  // The body flows to nobody: node dumps one that nobody piped (a declared body under GATHERED_FROM_BYTES, already
-  // within the bound), and src/http/piped-body.ts resumes the others once the answer is sent. Counted as it passes.
+  // node's parser reads a connection through the socket's `data` listener (or from its handle directly, until a
+  // `data` listener is added): without it, what comes is read by the listener below only, and dropped, counted as it
+  // passes. node's `end` listener stays: at the client's FIN, its parser, cut off mid-body, reports the body short to
+  // `clientError` (src/http/client-errors.ts), which closes the connection without a word, the socket being ended.
+  socket.removeAllListeners('data');
   let discarded = 0;
-  request.on('data', (chunk: Buffer) => {
+  socket.on('data', (chunk: Buffer) => {
     discarded += chunk.length;
     if (discarded > LINGER_BYTES) cut();
   });
+  // Paused by node if answers had piled up unread; the client's bytes must still be read, or the close resets.
+  socket.resume();
 }

@@ -3,7 +3,8 @@
  * answer: svc closed the connection at once after it, with the rest of the body unread, so the kernel reset it and the
  * client got EPIPE / ECONNRESET (undici, the CLI) or APIConnectionError (the openai SDK) instead, in a third to two
  * thirds of the tries. The connection now lingers, reading and discarding, within bounds that a client sending forever
- * meets (src/http/lingering-close.ts). Real `svc serve`, real sockets.
+ * meets (src/http/lingering-close.ts), and what it reads is never parsed: a request pipelined behind the refused body
+ * was run though its answer could never be sent. Real `svc serve`, real sockets.
  */
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
@@ -128,4 +129,61 @@ test('a client that goes on sending after its 413 is cut: a trickle of a KiB eve
   // Far under the bytes bound: only the time bound can end it (the request and idle timeouts are ten minutes away).
   const trickle = await sendBody(connect({ port, host: '127.0.0.1', ...halfOpen }), 'POST /v1/chat/completions', ENDLESS, 20);
   assert.equal(outcome(trickle), '413 payload_too_large');
+});
+
+/** A raw request for the local socket (the operator, no credential needed): `PUT /api/v1/settings` of one key. */
+function putSetting(key: string, value: unknown): string {
+  const body = JSON.stringify({ key, value });
+  return `PUT /api/v1/settings HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+}
+
+/**
+ * On a new connection, the headers of a `PUT` declaring a body just over the limit, then `rest`: with the headers
+ * when `afterAnswer` is false, else once the answer's head has come. Resolves with all the client read.
+ */
+function refusedThen(socketPath: string, rest: string, afterAnswer: boolean): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connect(socketPath);
+    let answer = '';
+    let pending: string | null = afterAnswer ? rest : null;
+    socket.on('data', (chunk: Buffer) => {
+      answer += chunk.toString('latin1');
+      if (pending !== null && answer.includes('\r\n\r\n')) {
+        socket.write(pending);
+        pending = null;
+      }
+    });
+    socket.on('error', () => {});
+    socket.on('close', () => resolve(answer));
+    const head = `PUT /api/v1/settings HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${LIMIT + 1}\r\n\r\n`;
+    socket.write(afterAnswer ? head : head + rest);
+  });
+}
+
+/** The settings, read on a connection of their own. */
+function readSettings(socketPath: string): Promise<{ retention_days?: number }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(socketPath);
+    let answer = '';
+    socket.on('data', (chunk: Buffer) => (answer += chunk.toString()));
+    socket.on('error', reject);
+    socket.on('close', () => resolve((JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) as { settings: { retention_days?: number } }).settings));
+    socket.end('GET /api/v1/settings HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n');
+  });
+}
+
+test('a request pipelined behind a refused body is not run while the connection lingers: sent after the 413, or with the body', async (t) => {
+  const { socketPath } = await serve(t);
+  // The refused request's whole declared body, then a complete request that writes.
+  const rest = (retentionDays: number) => ' '.repeat(LIMIT + 1) + putSetting('retention_days', retentionDays);
+  const outcomes = [];
+  for (const [retentionDays, afterAnswer] of [[7, true], [9, false]] as const) {
+    const answer = await refusedThen(socketPath, rest(retentionDays), afterAnswer);
+    // Every status line the client read, whether the 413 was whole, and whether the request behind it ran.
+    outcomes.push([answer.match(/^HTTP\/1\.1 \d+/gm), answer.includes('"payload_too_large"'), (await readSettings(socketPath)).retention_days]);
+  }
+  assert.deepEqual(outcomes, [
+    [['HTTP/1.1 413'], true, 30],
+    [['HTTP/1.1 413'], true, 30],
+  ]);
 });
