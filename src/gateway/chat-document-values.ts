@@ -35,6 +35,14 @@ export function withDocumentTopValues(answer: { [field: string]: unknown }): voi
   if (tier !== undefined && tier !== null && !isDocumentServiceTier(tier)) answer.service_tier = undefined;
 }
 
+/**
+ * Whether an upstream's `model` names a model: a string that is not empty nor blank. Some compatible servers send
+ * `model: ""`, which names none; the answer then says the model asked for, as where the upstream sent no model.
+ */
+export function namesModel(value: unknown): value is string {
+  return typeof value === 'string' && value.trim() !== '';
+}
+
 /** Whether a logprobs list is as the document has it: an array (its tokens are relayed as sent) or null. */
 function isLogprobsList(value: unknown): boolean {
   return value === null || Array.isArray(value);

@@ -4,7 +4,7 @@
  */
 import { newId } from '../core/ids.ts';
 import type { RunUsage } from '../evidence/types.ts';
-import { documentLogprobs, withDocumentTopValues } from './chat-document-values.ts';
+import { documentLogprobs, namesModel, withDocumentTopValues } from './chat-document-values.ts';
 import { isDocumentFinishReason, withDocumentFinishReason } from './finish-reasons.ts';
 import { filledUsage, hasTokenCounts, InvalidToolCallError, isTokenCount, refusedAnswer, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
 import { cachedTokensOf } from './pricing.ts';
@@ -156,7 +156,7 @@ function withDocumentFields(completion: ChatCompletion, model: string, now: () =
   completion.object = 'chat.completion';
   if (typeof completion.id !== 'string') completion.id = newCompletionId();
   if (!Number.isInteger(completion.created)) completion.created = Math.floor(now() / 1000);
-  if (typeof completion.model !== 'string') completion.model = model;
+  if (!namesModel(completion.model)) completion.model = model;
   withDocumentTopValues(completion);
 }
 

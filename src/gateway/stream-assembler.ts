@@ -58,7 +58,7 @@ import type { ChatChunk, ChatCompletion, ChatToolCall, ChatUsage } from './provi
 import { newId } from '../core/ids.ts';
 import { textPieces } from './replay-pieces.ts';
 import { InvalidToolCallError } from './pipeline.ts';
-import { documentLogprobs, withDocumentTopValues } from './chat-document-values.ts';
+import { documentLogprobs, namesModel, withDocumentTopValues } from './chat-document-values.ts';
 import { isDocumentFinishReason, withDocumentFinishReason } from './finish-reasons.ts';
 import type { DeclaredTools } from './tool-schemas.ts';
 
@@ -297,7 +297,7 @@ export class StreamAssembler {
 
   /** The chunks to send downstream for one upstream chunk. Throws InvalidToolCallError for a bad complete call. */
   accept(chunk: ChatChunk): ChatChunk[] {
-    if (typeof chunk.id === 'string' && Number.isInteger(chunk.created) && typeof chunk.model === 'string') {
+    if (typeof chunk.id === 'string' && Number.isInteger(chunk.created) && namesModel(chunk.model)) {
       this.id = chunk.id;
       this.created = chunk.created;
       this.model = chunk.model;
@@ -451,7 +451,7 @@ export class StreamAssembler {
     }
     if (Number.isInteger(chunk.created)) this.created = chunk.created;
     else chunk.created = this.created ??= Math.floor(Date.now() / 1000);
-    if (typeof chunk.model === 'string') this.model = chunk.model;
+    if (namesModel(chunk.model)) this.model = chunk.model;
     else chunk.model = this.model;
   }
 

@@ -76,6 +76,24 @@ test('streamed chunks without the id, created and model the OpenAPI document req
   assert.equal(final.choices[0]!.message.tool_calls![0]!.function.name, 'get_weather');
 });
 
+test('an empty or blank model from the upstream (as some compatible servers send it) names none: the client gets the model it asked for, buffered and streamed, as the embeddings wire does', async (t) => {
+  const answer = (model: string) => ({ id: 'chatcmpl-up', object: 'chat.completion', created: 1700000000, model, choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, logprobs: null, finish_reason: 'stop' }] });
+  const chunk = (model: string, delta: Record<string, unknown>, finish: string | null) => ({ id: 'chatcmpl-up', object: 'chat.completion.chunk', created: 1700000000, model, choices: [{ index: 0, delta, finish_reason: finish }] });
+  const upstream = await startFakeUpstream(t, (request, res) => {
+    const model = request.body.messages[0].content.startsWith('blank') ? '  ' : '';
+    if (request.body.stream) sendChunks(res, [chunk(model, { role: 'assistant', content: 'hi' }, null), chunk(model, {}, 'stop')]);
+    else sendJson(res, 200, answer(model));
+  });
+  const { client } = await openaiGateway(t, upstream);
+  for (const content of ['empty', 'blank']) {
+    assert.equal((await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content }] })).model, 'gpt-4o-mini', content);
+    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: `${content} streamed` }], stream: true });
+    const models = new Set<string>();
+    for await (const got of stream) models.add(got.model);
+    assert.deepEqual([...models], ['gpt-4o-mini'], content);
+  }
+});
+
 test("a streamed choice whose upstream sent no role gets the assistant's on its first delta, as OpenAI sends it: the SDK's stream helper failed with 'missing role for choice 0'", async (t) => {
   const tool = { type: 'function' as const, function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } };
   const chunk = (choices: unknown[]) => ({ id: 'chatcmpl-up', object: 'chat.completion.chunk', created: 1700000000, model: 'gpt-4o-mini', choices });

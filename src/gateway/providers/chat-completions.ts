@@ -33,6 +33,7 @@ import { firstEventWatch, notAnEventStream, releasable, SseFeed, sseJson } from 
 import { EMBEDDINGS_ANSWER_FACTOR, DEFAULT_MAX_ANSWER_BYTES, MAX_ERROR_BODY_BYTES, readAnswer, readLimited, tooLargeMessage } from './bodies.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../core/json-depth.ts';
 import { countEmbeddingTokens } from '../tokens.ts';
+import { namesModel } from '../chat-document-values.ts';
 
 export interface ProviderTimeouts {
   /** TCP/TLS connect. */
@@ -352,11 +353,9 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
     const usage = isObject(parsed.usage) ? parsed.usage : undefined;
     const reported = usage?.prompt_tokens ?? usage?.total_tokens;
     const promptTokens = Number.isSafeInteger(reported) && (reported as number) >= 0 ? (reported as number) : countEmbeddingTokens(embeddingsRequest.input as Array<string | number[]>);
-    // The model that embedded, when the upstream names one; an empty or blank name (some compatible servers send
-    // `model: ""`) names none, so the client gets the one it asked for, as where the upstream sent no model.
-    const named = typeof parsed.model === 'string' && parsed.model.trim() !== '';
     return {
-      model: named ? (parsed.model as string) : embeddingsRequest.model,
+      // The model that embedded, when the upstream names one (namesModel: not an empty or blank name).
+      model: namesModel(parsed.model) ? parsed.model : embeddingsRequest.model,
       vectors: vectors as number[][],
       usage: { prompt_tokens: promptTokens, total_tokens: promptTokens },
     };
