@@ -16,6 +16,7 @@ import { loadConfig } from '../../src/config.ts';
 import { buildApp } from '../../src/http/app.ts';
 import { createServices } from '../../src/services.ts';
 import { openStore } from '../../src/store/store.ts';
+import { countingHasher } from '../support/accounts.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const BOOTSTRAP = 'svc_browser_test_bootstrap_token_0123456789';
@@ -47,7 +48,10 @@ async function startSvc(t: TestContext, env: Record<string, string> = {}): Promi
   };
   const config = loadConfig({ SVC_LOG_LEVEL: 'silent', SVC_API_KEY: BOOTSTRAP, ...env }, { dataDir: null });
   const store = openStore({ dataDir: config.dataDir });
-  const services = await createServices(config, store, { mailer });
+  // scrypt at the accounts tests' cost: at production cost (N = 2^17) every hash and verification (a signup, a sign-in,
+  // each of the lockout's ten wrong passwords) took 0.3-2 s of a loaded 2-core machine, over half of this file's time.
+  // The pages do not depend on the cost; test/accounts/passwords-email.test.ts asserts the production parameters.
+  const services = await createServices(config, store, { mailer, passwordHasher: countingHasher() });
   const app = await buildApp(services);
   const address = await app.listen({ host: '127.0.0.1', port: 0 });
   t.after(async () => {
