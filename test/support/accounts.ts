@@ -1,7 +1,7 @@
 /**
  * Helpers for account tests: an app whose e-mails are captured, with a cheap scrypt cost (production parameters are
- * asserted on their own in test/accounts/passwords.test.ts), a movable clock, and `Browser`, a cookie jar that sends
- * the same-origin `Origin` header a real browser would.
+ * asserted on their own in test/accounts/passwords-email.test.ts), a movable clock, and `Browser`, a cookie jar that
+ * sends the same-origin `Origin` header a real browser would.
  */
 import type { TestContext } from 'node:test';
 import type { FastifyInstance, InjectOptions } from 'fastify';
