@@ -1,6 +1,7 @@
 /**
  * The run list screen: connection line (live or in-process), active filters with route/status facet counts, the
- * runs as aligned columns with the highlighted one, the filter prompt when open, and the key help. A pure view:
+ * runs as aligned columns with the highlighted one, the filter prompt when open, and the key help; on a terminal too
+ * short for all of them the decorations give way to the highlighted row and the prompt (`listLayout`). A pure view:
  * everything arrives as props.
  */
 import { Box, Text } from 'ink';
@@ -151,45 +152,82 @@ function filtersLineOf(props: RunListProps): string {
   return `filters: ${describeFilters(props.filters)} · runs ${range}`;
 }
 
+/** The lines of the list screen other than its rows, in the order they are drawn (the prompt's two below the rows). */
+type Part = 'header' | 'notice' | 'filters' | 'facets' | 'titles' | 'prompt' | 'promptHelp' | 'promptError' | 'error' | 'message' | 'keyHelp';
+
 /**
- * How many rows the list shows at once: what the lines left by the texts above and below them hold. PgUp/PgDn move
- * by it, so a page key shows the next screen of rows; the estimate they moved by before (the terminal's rows less a
- * fixed count) was larger where those texts wrap (a narrow or short terminal), and rows were skipped.
+ * What gives way, first to last, on a terminal too short for the whole screen: decorations before content. The
+ * highlighted row and the prompt line never do; cut at the screen's bottom instead, they were what a 5-row terminal lost.
  */
-export function rowsPerScreen(props: RunListProps): number {
+const GIVE_WAY_LINES: readonly Part[] = ['keyHelp', 'facets', 'promptHelp', 'notice', 'titles', 'message', 'header', 'filters', 'error', 'promptError'];
+
+/** The lines each part takes at the terminal's width (0: not shown): the texts wrap, the facets, titles and key help are cut to one. */
+function partLines(props: RunListProps): Record<Part, number> {
+  const wrapped = (text: string | null | undefined) => (text ? wrappedLines(text, props.width) : 0);
   const header = `svc runs · ${props.connection.live ? `${liveness(props)} · ` : ''}${props.connection.label}${props.connection.live ? ` · ${updatedText(props)}` : ''}`;
-  // On a narrow terminal the texts above and below the rows wrap to more lines than one each, and rows that did not
-  // fit would be cut at the screen's bottom, the highlighted one with them.
-  const wrapping = [header, props.connection.notice, filtersLineOf(props), props.error && `error: ${props.error}`, props.message]
-    .concat(props.prompt ? [`filter> ${props.prompt.text} `, props.prompt.error ?? PROMPT_HELP] : [])
-    .filter((text): text is string => typeof text === 'string' && text !== '');
-  // The facets, the column titles and the key help are cut to one line each.
-  const chrome = 3 + wrapping.reduce((sum, text) => sum + wrappedLines(text, props.width), 0);
-  return Math.max(1, Math.min(props.height, props.lines - chrome));
+  return {
+    header: wrapped(header),
+    notice: wrapped(props.connection.notice),
+    filters: wrapped(filtersLineOf(props)),
+    facets: 1,
+    titles: 1,
+    prompt: props.prompt ? wrapped(`filter> ${props.prompt.text} `) : 0,
+    promptHelp: props.prompt && !props.prompt.error ? wrapped(PROMPT_HELP) : 0,
+    promptError: wrapped(props.prompt?.error),
+    error: wrapped(props.error && `error: ${props.error}`),
+    message: wrapped(props.message),
+    keyHelp: 1,
+  };
 }
+
+/**
+ * The parts the screen shows and how many rows: what the lines left by the parts above and below them hold, at least
+ * one, the parts giving way (GIVE_WAY_LINES) until it fits. PgUp/PgDn move by these rows, so a page key shows the next
+ * screen of rows; the estimate they moved by before (the terminal's rows less a fixed count) was larger where those
+ * texts wrap (a narrow or short terminal), and rows were skipped.
+ */
+export function listLayout(props: RunListProps): { parts: ReadonlySet<Part>; rows: number } {
+  const lines = partLines(props);
+  const parts = new Set((Object.keys(lines) as Part[]).filter((part) => lines[part] > 0));
+  let chrome = [...parts].reduce((sum, part) => sum + lines[part], 0);
+  // One row, or the text that stands for none (it wraps).
+  const least = props.rows.length === 0 ? wrappedLines(`  ${emptyText(props)}`, props.width) : 1;
+  for (const part of GIVE_WAY_LINES) {
+    if (chrome + least <= props.lines) break;
+    if (parts.delete(part)) chrome -= lines[part];
+  }
+  return { parts, rows: Math.max(1, Math.min(props.height, props.lines - chrome)) };
+}
+
+/** How many rows the list shows at once (see `listLayout`). */
+export const rowsPerScreen = (props: RunListProps): number => listLayout(props).rows;
 
 export function RunList(props: RunListProps) {
   const { cursor } = props;
   const { keys, rows, headers, widths, gap } = layout(props.rows, props.width);
   const filtersLine = filtersLineOf(props);
   // The page of rows around the cursor: whole screens, so the view does not jump on every key.
-  const visible = rowsPerScreen(props);
+  const { parts, rows: visible } = listLayout(props);
   const top = Math.floor(cursor / visible) * visible;
   const shown = rows.slice(top, top + visible);
   return (
     <Box flexDirection="column">
       {/* One text, not a row of them: on a narrow terminal it wraps as words instead of as columns cut into each other. */}
-      <Text>
-        <Text bold>svc runs</Text> · {props.connection.live ? `${liveness(props)} · ` : ''}
-        {props.connection.label}
-        {props.connection.live ? <Text dimColor> · {updatedText(props)}</Text> : null}
-      </Text>
-      {props.connection.notice ? <Text {...(props.color ? { color: 'yellow' } : {})}>{props.connection.notice}</Text> : null}
-      <Text>{filtersLine}</Text>
-      <Text wrap="truncate-end">
-        route: {props.facets ? describeFacet(props.facets.route) : '…'} | status: {props.facets ? describeFacet(props.facets.status) : '…'}
-      </Text>
-      <Text bold wrap="truncate-end">{`  ${line(keys, headers, widths, gap)}`}</Text>
+      {parts.has('header') ? (
+        <Text>
+          <Text bold>svc runs</Text> · {props.connection.live ? `${liveness(props)} · ` : ''}
+          {props.connection.label}
+          {props.connection.live ? <Text dimColor> · {updatedText(props)}</Text> : null}
+        </Text>
+      ) : null}
+      {parts.has('notice') ? <Text {...(props.color ? { color: 'yellow' } : {})}>{props.connection.notice}</Text> : null}
+      {parts.has('filters') ? <Text>{filtersLine}</Text> : null}
+      {parts.has('facets') ? (
+        <Text wrap="truncate-end">
+          route: {props.facets ? describeFacet(props.facets.route) : '…'} | status: {props.facets ? describeFacet(props.facets.status) : '…'}
+        </Text>
+      ) : null}
+      {parts.has('titles') ? <Text bold wrap="truncate-end">{`  ${line(keys, headers, widths, gap)}`}</Text> : null}
       {rows.length === 0 ? (
         <Text dimColor>{`  ${emptyText(props)}`}</Text>
       ) : (
@@ -203,21 +241,19 @@ export function RunList(props: RunListProps) {
         })
       )}
       {props.prompt ? (
-        <Box flexDirection="column">
-          <Text>
-            filter&gt; {props.prompt.text}
-            <Text inverse> </Text>
-          </Text>
-          <Text dimColor>
-            {props.prompt.error ?? PROMPT_HELP}
-          </Text>
-        </Box>
+        <Text>
+          filter&gt; {props.prompt.text}
+          <Text inverse> </Text>
+        </Text>
       ) : null}
-      {props.error ? <Text {...(props.color ? { color: 'red' } : {})}>error: {props.error}</Text> : null}
-      {props.message ? <Text>{props.message}</Text> : null}
-      <Text dimColor wrap="truncate-end">
-        ↑↓/j k move · PgUp/PgDn · g/G first/last · Enter detail · r/s/m/i cycle route/status/model/ingested · f filter · c clear · n/p older/newer page · q quit
-      </Text>
+      {parts.has('promptError') || parts.has('promptHelp') ? <Text dimColor>{props.prompt?.error ?? PROMPT_HELP}</Text> : null}
+      {parts.has('error') ? <Text {...(props.color ? { color: 'red' } : {})}>error: {props.error}</Text> : null}
+      {parts.has('message') ? <Text>{props.message}</Text> : null}
+      {parts.has('keyHelp') ? (
+        <Text dimColor wrap="truncate-end">
+          ↑↓/j k move · PgUp/PgDn · g/G first/last · Enter detail · r/s/m/i cycle route/status/model/ingested · f filter · c clear · n/p older/newer page · q quit
+        </Text>
+      ) : null}
     </Box>
   );
 }

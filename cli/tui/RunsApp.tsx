@@ -6,7 +6,7 @@
  * status, model and ingested filters, f opens the filter prompt, c clears the filters, n/p the older/newer page of runs,
  * q, Esc or Ctrl-C quits (Ctrl-C from any screen). Detail: n or ] older events, p or [ newer events, e exports the evidence packet, q, Esc or ← back.
  */
-import { Box, useApp, useInput, useStdout, type Key } from 'ink';
+import { Box, Text, useApp, useInput, useStdout, type Key } from 'ink';
 import { useCallback, useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState, type ReactNode } from 'react';
 import { errorText } from './errors.ts';
 import { keysOf } from './keys.ts';
@@ -38,6 +38,11 @@ const DETAIL_CHROME = 28;
 const COMPACT_DETAIL_CHROME = 20;
 /** The fewest trace events a detail page shows. */
 const MIN_EVENTS = 3;
+/**
+ * The fewest terminal rows the screens are drawn on: two lines (see `screenHeight`), the highlighted run and the
+ * filter prompt's line. A smaller terminal gets one line saying so; the keys still work.
+ */
+const MIN_ROWS = 3;
 
 function useTerminalSize(): { rows: number; columns: number } {
   const { stdout } = useStdout();
@@ -266,6 +271,13 @@ export function RunsApp(props: RunsAppProps) {
     ),
   );
 
+  if (size.rows < MIN_ROWS) {
+    return (
+      <Text wrap="truncate-end">
+        terminal too small: svc runs needs {MIN_ROWS} rows, this one has {size.rows}
+      </Text>
+    );
+  }
   if (state.screen === 'detail' && state.detail) {
     const current = detail.runId === state.detail.runId ? detail : null;
     return (

@@ -618,3 +618,35 @@ describe('svc runs in a terminal', { concurrency: 3 }, () => {
     await wait((s) => /exit=\d+/.test(s), 'svc runs to quit');
   });
 });
+
+test('on a 5-row terminal the highlighted run and the open filter prompt stay in sight: the decorations give way to them', { skip }, async (t) => {
+  const dataDir = tempDir(t);
+  const server = await startServe(t, dataDir);
+  const runIds: string[] = [];
+  for (let i = 1; i <= 5; i++) runIds.unshift(await chat(server.address, `run ${i}`));
+  const term = terminal(t, { columns: 80, rows: 5 });
+  term.open(['runs', '--data-dir', dataDir]);
+  const wait = (ok: (screen: string) => boolean, what: string) => until(term.screen, ok, what, term.screen);
+  const cursorOn = (runId: string) => (s: string) => s.split('\n').some((line) => line.startsWith('> live') && line.includes(runId.slice(-8)));
+  const prompting = (s: string) => s.split('\n').some((line) => line.startsWith('filter>'));
+  await wait(cursorOn(runIds[0]!), 'the first run highlighted');
+  // The list window scrolls with the cursor: the fourth run comes into sight as it is highlighted.
+  term.keys('j', 'j', 'j');
+  await wait(cursorOn(runIds[3]!), 'the fourth run highlighted');
+  term.keys('f');
+  await wait((s) => prompting(s) && cursorOn(runIds[3]!)(s), 'the filter prompt under the highlighted run');
+  term.type('model=');
+  await wait((s) => s.includes('filter> model=') && cursorOn(runIds[3]!)(s), 'the typed text');
+  // At 4 and 3 rows as well; below that the view says the terminal is too small.
+  for (const [columns, rows] of [[40, 4], [80, 3]] as const) {
+    term.resize(columns, rows);
+    await wait((s) => s.split('\n').length >= rows && prompting(s) && cursorOn(runIds[3]!)(s), `the prompt and the highlighted run at ${columns}x${rows}`);
+  }
+  term.resize(80, 2);
+  await wait((s) => s.startsWith('terminal too small'), 'the terminal too small at 80x2');
+  term.keys('Escape');
+  term.resize(120, 24);
+  await wait((s) => s.startsWith('svc runs · live') && !prompting(s) && cursorOn(runIds[3]!)(s) && s.includes('↑↓/j k move'), 'the whole list at 120x24');
+  term.keys('q');
+  await until(term.alive, (alive) => !alive, 'svc runs to quit', term.screen);
+});
