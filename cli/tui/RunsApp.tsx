@@ -140,13 +140,13 @@ export function RunsApp(props: RunsAppProps) {
     { live: connection.live, pollMs },
   );
 
-  // Models have no facet in the list answer: offer every model seen so far for `m`.
-  const [models, setModels] = useState<string[]>([]);
-  useEffect(() => {
-    // Text models only: a server that is not svc may send other types, and the filter takes text.
-    const seen = list.page?.runs.map((run) => run.model).filter((model) => typeof model === 'string' && model !== '') ?? [];
-    setModels((known) => (seen.every((model) => known.includes(model)) ? known : [...new Set([...known, ...seen])].sort()));
-  }, [list.page]);
+  // Models have no facet in the list answer: `m` offers those of the runs listed (the reducer keeps them while a cycle
+  // it began is on), not every model seen before, under other filters or on other pages, which would list none.
+  // Text models only: a server that is not svc may send other types, and the filter takes text.
+  const models = useMemo(
+    () => [...new Set(list.page?.runs.map((run) => run.model).filter((model) => typeof model === 'string' && model !== ''))].sort(),
+    [list.page],
+  );
 
   const rows = useMemo(() => list.page?.runs.map(toRunRow) ?? [], [list.page]);
   const ids = useMemo(() => rows.map((row) => row.id), [rows]);

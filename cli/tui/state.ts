@@ -19,6 +19,11 @@ export interface TuiState {
   detail: null | { runId: string; pages: Array<number | undefined> };
   /** A one-line notice (export written, a filter cleared...). */
   message: string | null;
+  /**
+   * The models `m` cycles through while a model filter it set is on: those of the page listed when the cycle began.
+   * The page under that filter lists its model alone, and would end the cycle there.
+   */
+  modelCycle: readonly string[] | null;
 }
 
 export type TuiAction =
@@ -42,7 +47,7 @@ export type TuiAction =
   | { type: 'message'; text: string | null };
 
 export function initialState(filters: RunFilterInput = {}): TuiState {
-  return { screen: 'list', filters, offset: 0, cursor: 0, selectedId: null, prompt: null, detail: null, message: null };
+  return { screen: 'list', filters, offset: 0, cursor: 0, selectedId: null, prompt: null, detail: null, message: null, modelCycle: null };
 }
 
 /** The highlighted index in `ids`: the selected run where it now is, else the remembered index clamped. */
@@ -58,9 +63,9 @@ function select(state: TuiState, ids: readonly string[], index: number): TuiStat
   return { ...state, cursor, selectedId: ids[cursor]! };
 }
 
-/** New filters start the list from its first page and the top row. */
+/** New filters start the list from its first page and the top row, and end a model cycle (its models were another list's). */
 function withFilters(state: TuiState, filters: RunFilterInput, message: string | null = null): TuiState {
-  return { ...state, filters, offset: 0, cursor: 0, selectedId: null, message };
+  return { ...state, filters, offset: 0, cursor: 0, selectedId: null, message, modelCycle: null };
 }
 
 export function reduce(state: TuiState, action: TuiAction): TuiState {
@@ -83,11 +88,13 @@ export function reduce(state: TuiState, action: TuiAction): TuiState {
       return { ...state, screen: 'list', detail: null, message: null };
     case 'cycle': {
       // all -> each value in order -> all; a current value no longer offered starts again from the first.
-      const values = action.key === 'ingested' ? INGESTED_VALUES : [...new Set(action.values)];
+      const modelCycle = action.key === 'model' && state.filters.model !== undefined ? state.modelCycle : null;
+      const values = action.key === 'ingested' ? INGESTED_VALUES : (modelCycle ?? [...new Set(action.values)]);
       const current = state.filters[action.key];
       const at = current === undefined ? -1 : values.indexOf(current);
       const next = at + 1 < values.length ? values[at + 1] : undefined;
-      return withFilters(state, { ...state.filters, [action.key]: next }, `${action.key}=${next ?? 'all'}`);
+      const cycled = withFilters(state, { ...state.filters, [action.key]: next }, `${action.key}=${next ?? 'all'}`);
+      return action.key === 'model' && next !== undefined ? { ...cycled, modelCycle: values } : cycled;
     }
     case 'setFilters':
       return withFilters(state, action.filters);

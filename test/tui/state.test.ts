@@ -131,6 +131,21 @@ test('cycling a filter walks all -> each offered value -> all, and resets the pa
   assert.equal(apply({ ...state, filters: { route: 'artifact' } }, { type: 'cycle', key: 'route', values }).filters.route, 'exact_cache');
 });
 
+test('cycling the model filter walks the models of the page it began on, though the filtered page lists one; other filters end it', () => {
+  const cycleOn = (state: TuiState, values: string[]) => apply(state, { type: 'cycle', key: 'model', values });
+  let state = cycleOn(initialState(), ['gpt-4o', 'gpt-4o-mini']);
+  assert.equal(state.filters.model, 'gpt-4o');
+  // The page under model=gpt-4o lists gpt-4o alone: the cycle goes on through the models it began with.
+  state = cycleOn(state, ['gpt-4o']);
+  assert.equal(state.filters.model, 'gpt-4o-mini');
+  state = cycleOn(state, ['gpt-4o-mini']);
+  assert.deepEqual([state.filters.model, state.message], [undefined, 'model=all']);
+  // A model set otherwise (the prompt), or kept through another filter's change, offers the page's models: then all.
+  state = apply(cycleOn(initialState(), ['gpt-4o', 'gpt-4o-mini']), { type: 'cycle', key: 'status', values: ['failed'] });
+  assert.deepEqual(state.filters, { model: 'gpt-4o', status: 'failed' });
+  assert.equal(cycleOn(state, ['gpt-4o']).filters.model, undefined);
+});
+
 test('cycling the ingested filter walks all -> true -> false -> all whatever the page shows, and resets the page and cursor', () => {
   let state: TuiState = { ...initialState({ route: 'live' }), offset: 50, cursor: 3, selectedId: 'x' };
   state = apply(state, { type: 'cycle', key: 'ingested' });

@@ -650,3 +650,33 @@ test('on a 5-row terminal the highlighted run and the open filter prompt stay in
   term.keys('q');
   await until(term.alive, (alive) => !alive, 'svc runs to quit', term.screen);
 });
+
+test('m cycles the model filter through the models of the runs listed, not through every model the session has seen', { skip }, async (t) => {
+  const dataDir = tempDir(t);
+  const server = await startServe(t, dataDir);
+  await chat(server.address, 'a', 'gpt-4o-mini');
+  await chat(server.address, 'b', 'gpt-4o');
+  await chat(server.address, 'c', 'mock-5xx');
+  const term = terminal(t, { columns: 160, rows: 24 });
+  term.open(['runs', '--data-dir', dataDir]);
+  const wait = (ok: (screen: string) => boolean, what: string) => until(term.screen, ok, what, term.screen);
+  await wait((s) => s.includes('runs 1-3 of 3'), 'the list');
+  // Each model in turn, though the page under a model filter lists that model alone, then all again.
+  for (const model of ['gpt-4o', 'gpt-4o-mini', 'mock-5xx']) {
+    term.keys('m');
+    await wait((s) => s.includes(`model=${model} `) && s.includes('runs 1-1 of 1'), `model=${model}`);
+  }
+  term.keys('m');
+  await wait((s) => s.includes('model=all ') && s.includes('runs 1-3 of 3'), 'model=all');
+  // The failed runs are all mock-5xx: m offers that model alone, not the two seen before on the whole list.
+  term.keys('s');
+  await wait((s) => s.includes('status=completed ') && s.includes('runs 1-2 of 2'), 'status=completed');
+  term.keys('s');
+  await wait((s) => s.includes('status=failed ') && s.includes('runs 1-1 of 1'), 'status=failed');
+  term.keys('m');
+  await wait((s) => s.includes('model=mock-5xx ') && s.includes('runs 1-1 of 1'), 'model=mock-5xx, the failed runs\' model');
+  term.keys('m');
+  await wait((s) => s.includes('model=all ') && s.includes('status=failed '), 'model=all again');
+  term.keys('q');
+  await until(term.alive, (alive) => !alive, 'svc runs to quit', term.screen);
+});
