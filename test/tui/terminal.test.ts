@@ -617,66 +617,66 @@ describe('svc runs in a terminal', { concurrency: 3 }, () => {
     term.keys('q');
     await wait((s) => /exit=\d+/.test(s), 'svc runs to quit');
   });
-});
 
-test('on a 5-row terminal the highlighted run and the open filter prompt stay in sight: the decorations give way to them', { skip }, async (t) => {
-  const dataDir = tempDir(t);
-  const server = await startServe(t, dataDir);
-  const runIds: string[] = [];
-  for (let i = 1; i <= 5; i++) runIds.unshift(await chat(server.address, `run ${i}`));
-  const term = terminal(t, { columns: 80, rows: 5 });
-  term.open(['runs', '--data-dir', dataDir]);
-  const wait = (ok: (screen: string) => boolean, what: string) => until(term.screen, ok, what, term.screen);
-  const cursorOn = (runId: string) => (s: string) => s.split('\n').some((line) => line.startsWith('> live') && line.includes(runId.slice(-8)));
-  const prompting = (s: string) => s.split('\n').some((line) => line.startsWith('filter>'));
-  await wait(cursorOn(runIds[0]!), 'the first run highlighted');
-  // The list window scrolls with the cursor: the fourth run comes into sight as it is highlighted.
-  term.keys('j', 'j', 'j');
-  await wait(cursorOn(runIds[3]!), 'the fourth run highlighted');
-  term.keys('f');
-  await wait((s) => prompting(s) && cursorOn(runIds[3]!)(s), 'the filter prompt under the highlighted run');
-  term.type('model=');
-  await wait((s) => s.includes('filter> model=') && cursorOn(runIds[3]!)(s), 'the typed text');
-  // At 4 and 3 rows as well; below that the view says the terminal is too small.
-  for (const [columns, rows] of [[40, 4], [80, 3]] as const) {
-    term.resize(columns, rows);
-    await wait((s) => s.split('\n').length >= rows && prompting(s) && cursorOn(runIds[3]!)(s), `the prompt and the highlighted run at ${columns}x${rows}`);
-  }
-  term.resize(80, 2);
-  await wait((s) => s.startsWith('terminal too small'), 'the terminal too small at 80x2');
-  term.keys('Escape');
-  term.resize(120, 24);
-  await wait((s) => s.startsWith('svc runs · live') && !prompting(s) && cursorOn(runIds[3]!)(s) && s.includes('↑↓/j k move'), 'the whole list at 120x24');
-  term.keys('q');
-  await until(term.alive, (alive) => !alive, 'svc runs to quit', term.screen);
-});
+  test('on a 5-row terminal the highlighted run and the open filter prompt stay in sight: the decorations give way to them', { skip }, async (t) => {
+    const dataDir = tempDir(t);
+    const server = await startServe(t, dataDir);
+    const runIds: string[] = [];
+    for (let i = 1; i <= 5; i++) runIds.unshift(await chat(server.address, `run ${i}`));
+    const term = terminal(t, { columns: 80, rows: 5 });
+    term.open(['runs', '--data-dir', dataDir]);
+    const wait = (ok: (screen: string) => boolean, what: string) => until(term.screen, ok, what, term.screen);
+    const cursorOn = (runId: string) => (s: string) => s.split('\n').some((line) => line.startsWith('> live') && line.includes(runId.slice(-8)));
+    const prompting = (s: string) => s.split('\n').some((line) => line.startsWith('filter>'));
+    await wait(cursorOn(runIds[0]!), 'the first run highlighted');
+    // The list window scrolls with the cursor: the fourth run comes into sight as it is highlighted.
+    term.keys('j', 'j', 'j');
+    await wait(cursorOn(runIds[3]!), 'the fourth run highlighted');
+    term.keys('f');
+    await wait((s) => prompting(s) && cursorOn(runIds[3]!)(s), 'the filter prompt under the highlighted run');
+    term.type('model=');
+    await wait((s) => s.includes('filter> model=') && cursorOn(runIds[3]!)(s), 'the typed text');
+    // At 4 and 3 rows as well; below that the view says the terminal is too small.
+    for (const [columns, rows] of [[40, 4], [80, 3]] as const) {
+      term.resize(columns, rows);
+      await wait((s) => s.split('\n').length >= rows && prompting(s) && cursorOn(runIds[3]!)(s), `the prompt and the highlighted run at ${columns}x${rows}`);
+    }
+    term.resize(80, 2);
+    await wait((s) => s.startsWith('terminal too small'), 'the terminal too small at 80x2');
+    term.keys('Escape');
+    term.resize(120, 24);
+    await wait((s) => s.startsWith('svc runs · live') && !prompting(s) && cursorOn(runIds[3]!)(s) && s.includes('↑↓/j k move'), 'the whole list at 120x24');
+    term.keys('q');
+    await until(term.alive, (alive) => !alive, 'svc runs to quit', term.screen);
+  });
 
-test('m cycles the model filter through the models of the runs listed, not through every model the session has seen', { skip }, async (t) => {
-  const dataDir = tempDir(t);
-  const server = await startServe(t, dataDir);
-  await chat(server.address, 'a', 'gpt-4o-mini');
-  await chat(server.address, 'b', 'gpt-4o');
-  await chat(server.address, 'c', 'mock-5xx');
-  const term = terminal(t, { columns: 160, rows: 24 });
-  term.open(['runs', '--data-dir', dataDir]);
-  const wait = (ok: (screen: string) => boolean, what: string) => until(term.screen, ok, what, term.screen);
-  await wait((s) => s.includes('runs 1-3 of 3'), 'the list');
-  // Each model in turn, though the page under a model filter lists that model alone, then all again.
-  for (const model of ['gpt-4o', 'gpt-4o-mini', 'mock-5xx']) {
+  test('m cycles the model filter through the models of the runs listed, not through every model the session has seen', { skip }, async (t) => {
+    const dataDir = tempDir(t);
+    const server = await startServe(t, dataDir);
+    await chat(server.address, 'a', 'gpt-4o-mini');
+    await chat(server.address, 'b', 'gpt-4o');
+    await chat(server.address, 'c', 'mock-5xx');
+    const term = terminal(t, { columns: 160, rows: 24 });
+    term.open(['runs', '--data-dir', dataDir]);
+    const wait = (ok: (screen: string) => boolean, what: string) => until(term.screen, ok, what, term.screen);
+    await wait((s) => s.includes('runs 1-3 of 3'), 'the list');
+    // Each model in turn, though the page under a model filter lists that model alone, then all again.
+    for (const model of ['gpt-4o', 'gpt-4o-mini', 'mock-5xx']) {
+      term.keys('m');
+      await wait((s) => s.includes(`model=${model} `) && s.includes('runs 1-1 of 1'), `model=${model}`);
+    }
     term.keys('m');
-    await wait((s) => s.includes(`model=${model} `) && s.includes('runs 1-1 of 1'), `model=${model}`);
-  }
-  term.keys('m');
-  await wait((s) => s.includes('model=all ') && s.includes('runs 1-3 of 3'), 'model=all');
-  // The failed runs are all mock-5xx: m offers that model alone, not the two seen before on the whole list.
-  term.keys('s');
-  await wait((s) => s.includes('status=completed ') && s.includes('runs 1-2 of 2'), 'status=completed');
-  term.keys('s');
-  await wait((s) => s.includes('status=failed ') && s.includes('runs 1-1 of 1'), 'status=failed');
-  term.keys('m');
-  await wait((s) => s.includes('model=mock-5xx ') && s.includes('runs 1-1 of 1'), 'model=mock-5xx, the failed runs\' model');
-  term.keys('m');
-  await wait((s) => s.includes('model=all ') && s.includes('status=failed '), 'model=all again');
-  term.keys('q');
-  await until(term.alive, (alive) => !alive, 'svc runs to quit', term.screen);
+    await wait((s) => s.includes('model=all ') && s.includes('runs 1-3 of 3'), 'model=all');
+    // The failed runs are all mock-5xx: m offers that model alone, not the two seen before on the whole list.
+    term.keys('s');
+    await wait((s) => s.includes('status=completed ') && s.includes('runs 1-2 of 2'), 'status=completed');
+    term.keys('s');
+    await wait((s) => s.includes('status=failed ') && s.includes('runs 1-1 of 1'), 'status=failed');
+    term.keys('m');
+    await wait((s) => s.includes('model=mock-5xx ') && s.includes('runs 1-1 of 1'), 'model=mock-5xx, the failed runs\' model');
+    term.keys('m');
+    await wait((s) => s.includes('model=all ') && s.includes('status=failed '), 'model=all again');
+    term.keys('q');
+    await until(term.alive, (alive) => !alive, 'svc runs to quit', term.screen);
+  });
 });
