@@ -6,8 +6,9 @@
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import { chmodSync, closeSync, fsyncSync, linkSync, openSync, readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { writeNewPrivateFile } from '../core/private-file.ts';
+import { dataDirFailure } from '../store/data-dir.ts';
 
 export const MASTER_KEY_FILE = 'master.key';
 
@@ -32,26 +33,38 @@ export function loadMasterKey(masterKey: string | null, dataDir: string | null):
   try {
     return { key: keyFromFile(path, readFileSync(path, 'utf8')), source: 'key_file' };
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw dataDirFailure(error, `cannot read the master key ${path}`);
   }
   const key = randomBytes(32);
-  // Written whole to a private temporary file, then linked into place: the key file never exists empty or half
-  // written (a crash between creating and writing it would leave one), and of two processes creating it at once one
-  // links first and the other reads its key.
+  try {
+    if (!linkNewKeyFile(path, key)) return { key: keyFromFile(path, readFileSync(path, 'utf8')), source: 'key_file' };
+  } catch (error) {
+    // A full disk or a file size limit said in words, the file named, rather than node's `EFBIG: file too large, write`.
+    throw dataDirFailure(error, `cannot write the master key ${path}`);
+  }
+  return { key, source: 'key_file' };
+}
+
+/**
+ * Write `key` to `path` whole, through a private temporary file linked into place: the key file never exists empty or
+ * half written (a crash between creating and writing it would leave one), and of two processes creating it at once
+ * one links first and the other reads its key. False if another process's key file was there first.
+ */
+function linkNewKeyFile(path: string, key: Buffer): boolean {
   const temp = `${path}.${process.pid}.${randomBytes(6).toString('hex')}`;
   writeNewPrivateFile(temp, key.toString('hex'));
   try {
     chmodSync(temp, 0o600); // in case a umask widened it
     fsyncFile(temp);
     linkSync(temp, path);
-    fsyncFile(dataDir); // the link itself, so that a crash cannot take the key from under secrets already stored
+    fsyncFile(dirname(path)); // the link itself, so that a crash cannot take the key from under secrets already stored
+    return true;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    return { key: keyFromFile(path, readFileSync(path, 'utf8')), source: 'key_file' };
+    return false;
   } finally {
     rmSync(temp, { force: true });
   }
-  return { key, source: 'key_file' };
 }
 
 /**

@@ -15,14 +15,19 @@ export class DataDirUnsafeError extends Error {
   }
 }
 
-/** Why a file system call in or for the data directory failed, by the error's code, in words (node's say `EACCES: ...`). */
+/**
+ * Why a file system call in or for the data directory failed, by the error's code, in words (node's say `EACCES: ...`),
+ * with what to do where that is not plain from them.
+ */
 const FAILURES: Record<string, string> = {
   ENOTDIR: 'a part of its path is a file, not a directory',
   EACCES: 'permission denied',
   EPERM: 'permission denied',
   EROFS: 'the file system is read-only',
-  ENOSPC: 'no space left on the device',
-  EDQUOT: 'the disk quota is used up',
+  ENOSPC: 'no space left on the device; free some space on it',
+  EDQUOT: 'the disk quota is used up; free some space or raise the quota',
+  // A write past RLIMIT_FSIZE: node ignores SIGXFSZ, so the write fails instead of the process being killed.
+  EFBIG: 'a file would pass the file size limit of the process (ulimit -f); raise the limit',
   ENAMETOOLONG: 'its path is too long',
   // Only from makeDirectory: a directory that exists (its parent) does not take a new one, as in /proc.
   ENOENT: 'its file system does not take new directories there',

@@ -93,7 +93,7 @@ export function acquireOwnerLock(dataDir: string, socketPath: string | null): Ow
         held.set(path, record.startedAt);
         return ownerLock(path, record);
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw dataDirFailure(error, `cannot write in the data directory ${dataDir}`);
         const owner = readLiveOwner(dataDir);
         if (owner) throw new DataDirLockedError(owner);
         if (!removeStale(dataDir, path)) sleepSync(TAKEOVER_WAIT_MS);

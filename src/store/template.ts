@@ -12,6 +12,7 @@
 import { createHash } from 'node:crypto';
 import { chmodSync, constants, copyFileSync, existsSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { dataDirFailure } from './data-dir.ts';
 import { flushNow } from './file-sync.ts';
 import type { Migration } from './migrations.ts';
 
@@ -44,7 +45,7 @@ export function createFromTemplate(filePath: string, templateDir: string, migrat
     renameSync(partial, filePath);
   } catch (error) {
     rmSync(partial, { force: true });
-    throw error;
+    throw dataDirFailure(error, `cannot create the data file ${filePath}`);
   }
   flushNow(dirname(filePath));
   return true;

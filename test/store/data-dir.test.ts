@@ -75,20 +75,34 @@ test('a file system failure in the data directory is said in words, with the dir
 
 const hasPrlimit = spawnSync('prlimit', ['--version']).status === 0;
 
-test('a start whose writes fail leaves no temporary file of the lock or the master key behind', { skip: !hasPrlimit && "needs util-linux's prlimit" }, async (t) => {
+/** The one line a failed start writes: what failed, where and what to do, no node errno text (`EFBIG: ...`) nor stack. */
+const OVER_FILE_SIZE_LIMIT = /^svc: [^\n]*: a file would pass the file size limit of the process \(ulimit -f\); raise the limit\n$/;
+
+test('a start whose writes pass a file size limit says so in one line and leaves no file of the lock, the key or the data file behind', { skip: !hasPrlimit && "needs util-linux's prlimit" }, async (t) => {
   // A file size limit (RLIMIT_FSIZE, in bytes) fails a write as a full disk does, once the file is created: node
-  // ignores SIGXFSZ, so the write answers EFBIG. The lock record of a command (~57 bytes) fits in 60, a key (64) not.
-  const underLimit = (bytes: number, dataDir: string) =>
-    spawnSync('prlimit', [`--fsize=${bytes}`, process.execPath, SVC, 'keys', 'list', '--data-dir', dataDir], { encoding: 'utf8' });
+  // ignores SIGXFSZ, so the write answers EFBIG. The lock record of a command (~57 bytes) fits in 60, a key (64) not;
+  // a server's lock record (~100 bytes, with its socket's path) fits in 4096, the data file's template (~300 KB) not.
+  const underLimit = (bytes: number, dataDir: string, command: string[] = ['keys', 'list']) =>
+    spawnSync('prlimit', [`--fsize=${bytes}`, process.execPath, SVC, ...command, '--data-dir', dataDir], { encoding: 'utf8', env: { ...process.env, SVC_LOG_LEVEL: 'silent' } });
   const dataDir = join(tempDir(t), 'data');
   mkdirSync(dataDir, { mode: 0o700 });
-  const lockFailed = await underLimit(0, dataDir);
+  const lockFailed = underLimit(0, dataDir);
   assert.equal(lockFailed.status, 1, lockFailed.stderr);
+  assert.match(lockFailed.stderr, OVER_FILE_SIZE_LIMIT);
+  assert.match(lockFailed.stderr, new RegExp(`cannot write in the data directory ${dataDir}:`));
   assert.deepEqual(readdirSync(dataDir), [], 'the lock\'s temporary file is removed');
+
+  const templateFailed = underLimit(4096, dataDir, ['serve', '--port', '0']);
+  assert.equal(templateFailed.status, 1, templateFailed.stderr);
+  assert.match(templateFailed.stderr, OVER_FILE_SIZE_LIMIT);
+  assert.match(templateFailed.stderr, new RegExp(`cannot create the data file ${join(dataDir, 'svc.db')}:`));
+  assert.deepEqual(readdirSync(dataDir), [], 'the copy of the template is removed, and the lock');
 
   assert.equal((await runSvc(['keys', 'list', '--data-dir', dataDir])).code, 0);
   rmSync(join(dataDir, 'master.key'));
-  const keyFailed = await underLimit(60, dataDir);
+  const keyFailed = underLimit(60, dataDir);
   assert.equal(keyFailed.status, 1, keyFailed.stderr);
+  assert.match(keyFailed.stderr, OVER_FILE_SIZE_LIMIT);
+  assert.match(keyFailed.stderr, new RegExp(`cannot write the master key ${join(dataDir, 'master.key')}:`));
   assert.deepEqual(readdirSync(dataDir).filter((name) => name.startsWith('master.key')), [], 'the key\'s temporary file is removed');
 });
