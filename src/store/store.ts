@@ -24,7 +24,7 @@
  *   an answer wait for the commit of its writes instead (`answersWaitForCommit`).
  * - "database is locked" is retried with async backoff, never a busy-wait.
  */
-import { existsSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -429,6 +429,7 @@ export function openStore(options: StoreOptions): Store {
     }
     sql.exec('PRAGMA foreign_keys = ON');
     schemaVersion = migrate(db, sql, migrations);
+    if (filePath) privateEngineLock(filePath);
   } catch (error) {
     // The file as it was, and no engine lock or log left behind.
     sql.finalizeAll();
@@ -445,6 +446,19 @@ export function openStore(options: StoreOptions): Store {
     flushOnLoopMaxMs: options.flushOnLoopMaxMs ?? FLUSH_ON_LOOP_MAX_MS,
     turnBetweenSlices: options.turnBetweenSlices ?? (() => nextTurn()),
   }, options.onWindowCommitted ?? null, options.deferredWriteLosses ?? null);
+}
+
+/**
+ * The engine takes its lock by a plain `mkdir <file>.lock` (node-sqlite3-wasm's file layer), whose mode the umask
+ * decides: 0777 under umask 000, where everything else svc makes in the data directory is 0600 or 0700. Made private
+ * once the first statement has taken it; in exclusive locking mode the engine holds it until the file is closed.
+ */
+function privateEngineLock(filePath: string): void {
+  try {
+    chmodSync(`${filePath}.lock`, 0o700);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
 }
 
 function migrate(db: InstanceType<typeof sqlite.Database>, sql: CachedSql, migrations: readonly Migration[]): number {

@@ -5,7 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import test, { before } from 'node:test';
 import { DataDirUnsafeError, dataDirFailure, ensurePrivateDataDir } from '../../src/store/data-dir.ts';
-import { ensureBundle, runSvc, SVC, tempDir } from '../support/process.ts';
+import { ensureBundle, runSvc, startServe, SVC, tempDir } from '../support/process.ts';
 
 before(ensureBundle);
 
@@ -105,4 +105,14 @@ test('a start whose writes pass a file size limit says so in one line and leaves
   assert.match(keyFailed.stderr, OVER_FILE_SIZE_LIMIT);
   assert.match(keyFailed.stderr, new RegExp(`cannot write the master key ${join(dataDir, 'master.key')}:`));
   assert.deepEqual(readdirSync(dataDir).filter((name) => name.startsWith('master.key')), [], 'the key\'s temporary file is removed');
+});
+
+test('under umask 000 everything svc serve makes in the data directory is its user\'s alone, the engine\'s lock directory included', async (t) => {
+  const dataDir = join(tempDir(t), 'data');
+  const server = await startServe(t, dataDir, {}, 'umask 000');
+  const modes = Object.fromEntries(readdirSync(dataDir).map((name) => [name, statSync(join(dataDir, name)).mode & 0o777]));
+  assert.equal(modes['svc.db.lock'], 0o700, 'the engine takes its lock with a mkdir the umask widens');
+  for (const [name, mode] of Object.entries(modes)) assert.equal(mode & 0o077, 0, `${name} is mode ${mode.toString(8)}`);
+  server.child.kill('SIGTERM');
+  assert.equal(await server.exited, 0);
 });
