@@ -31,6 +31,9 @@ export function registerServe(program: Command): void {
       capYoungGeneration();
       try {
         const server = await startServer(config);
+        // Before the line below: a script that reads it and at once sends SIGTERM must meet the handlers, not the
+        // signal's default action (killed without a clean stop), which node leaves in place until a listener is added.
+        closeOnSignals(server, config.limits.shutdownTimeoutMs, (line) => note(`${line}\n`));
         // One line on stdout that scripts (and the tests) can read: where svc listens. Written to the descriptor
         // itself: a stdout that fails (a full disk) must not stop the gateway, as it would through process.stdout's
         // error event; the line goes to stderr then.
@@ -40,7 +43,6 @@ export function registerServe(program: Command): void {
         } catch (error) {
           note(`svc: stdout cannot be written (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); ${listening}`);
         }
-        closeOnSignals(server, config.limits.shutdownTimeoutMs, (line) => note(`${line}\n`));
       } catch (error) {
         if (error instanceof DataDirLockedError) {
           note(`svc: ${error.message}; stop it first or use another --data-dir\n`);
