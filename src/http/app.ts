@@ -37,6 +37,7 @@ import type { LogDestination } from './log-destination.ts';
 import { requestLogSerializer } from './log-redaction.ts';
 import { pagesRoutes } from './pages.ts';
 import { requestIdOf } from './request-ids.ts';
+import { NOSNIFF, NOSNIFF_HEADER } from './nosniff.ts';
 import { percentEncodingRefusal } from './percent-encoding.ts';
 import { ignoreUpgrades } from './upgrade.ts';
 
@@ -104,7 +105,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
           ? new AppError('uri_too_long')
           : new AppError('invalid_request', { message: 'The URL is not valid (bad percent-encoding?).' });
       draining.track(reply.raw, request.raw.socket);
-      void replyError(request, (reply as FastifyReply).header('x-request-id', request.id), appError);
+      void replyError(request, (reply as FastifyReply).header('x-request-id', request.id).header(NOSNIFF_HEADER, NOSNIFF), appError);
     },
     genReqId: (raw) => requestIdOf(raw.headers),
   });
@@ -119,7 +120,9 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   draining.watch(app.server);
   // A callback hook, not an async one: it runs on every request and needs no promise.
   app.addHook('onRequest', (request, reply, done) => {
+    // The headers every answer carries, set before any hook below can answer.
     reply.header('x-request-id', request.id);
+    reply.header(NOSNIFF_HEADER, NOSNIFF);
     // First of all hooks: an answer given by a later one (a CORS preflight) must end its connection while draining too.
     draining.track(reply.raw, request.raw.socket);
     // A NUL anywhere, or a path the router would read otherwise than the surface checks do (src/http/percent-encoding.ts).

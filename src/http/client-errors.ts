@@ -18,6 +18,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { AppError } from '../core/errors.ts';
 import { MESSAGES_REQUEST_ID, renderError, surfaceOfUrl, type ErrorSurface } from './error-shapes.ts';
 import { newRequestId, requestIdOf } from './request-ids.ts';
+import { NOSNIFF, NOSNIFF_HEADER } from './nosniff.ts';
 
 /** The app's logger, where fastify logs the requests it serves under the same `reqId`. */
 export type RefusalLog = Pick<FastifyBaseLogger, 'info'>;
@@ -81,7 +82,7 @@ function rawErrorResponse(appError: AppError, target: string | null, requestId: 
     .map(([name, value]) => `${name}: ${value}\r\n`)
     .join('');
   return (
-    `HTTP/1.1 ${appError.status} ${STATUS_CODES[appError.status]}\r\n${ids}` +
+    `HTTP/1.1 ${appError.status} ${STATUS_CODES[appError.status]}\r\n${ids}${NOSNIFF_HEADER}: ${NOSNIFF}\r\n` +
     `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
   );
 }
@@ -152,6 +153,7 @@ export function answerNodeRefusals(server: Server, log: RefusalLog): void {
     // Its body, if it sends one anyway, is not read: the connection ends with the answer.
     response.writeHead(error.status, {
       ...requestIdHeaders(surface, requestId),
+      [NOSNIFF_HEADER]: NOSNIFF,
       'content-type': 'application/json; charset=utf-8',
       'content-length': Buffer.byteLength(body),
       connection: 'close',

@@ -8,9 +8,9 @@
  * which requires Node 22, and the line had five path-traversal advisories in 2026; for seven known files a list is
  * the smaller thing to trust.)
  *
- * Every response carries a strict Content-Security-Policy (scripts, styles and fetches from svc only, nothing inline),
- * `nosniff` and `Referrer-Policy: no-referrer` (the token pages' URLs hold secrets until their script removes them);
- * pages are `no-store`, assets `no-cache` with an ETag.
+ * Every response carries a strict Content-Security-Policy (scripts, styles and fetches from svc only, nothing inline)
+ * and `Referrer-Policy: no-referrer` (the token pages' URLs hold secrets until their script removes them), and, as every
+ * answer of svc does, `nosniff` (src/http/nosniff.ts); pages are `no-store`, assets `no-cache` with an ETag.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
@@ -62,7 +62,6 @@ export const CONTENT_SECURITY_POLICY = [
 
 const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'content-security-policy': CONTENT_SECURITY_POLICY,
-  'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
   // For browsers that predate `frame-ancestors`.
   'x-frame-options': 'DENY',
