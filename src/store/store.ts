@@ -429,6 +429,9 @@ export function openStore(options: StoreOptions): Store {
     }
     sql.exec('PRAGMA foreign_keys = ON');
     schemaVersion = migrate(db, sql, migrations);
+    // The template recorded its migrations as applied when the build ran them; this data file got them now. Its first
+    // write: a full disk fails it here, where the file is closed and no engine lock nor log is left behind.
+    if (fromTemplate) sql.run('UPDATE schema_migrations SET applied_at = ?', [Date.now()]);
     if (filePath) privateEngineLock(filePath);
   } catch (error) {
     // The file as it was, and no engine lock or log left behind.
@@ -436,8 +439,6 @@ export function openStore(options: StoreOptions): Store {
     db.close();
     throw unreadable(filePath, error);
   }
-  // The template recorded its migrations as applied when the build ran them; this data file got them now.
-  if (fromTemplate) sql.run('UPDATE schema_migrations SET applied_at = ?', [Date.now()]);
   return new GroupCommitStore(db, sql, filePath, schemaVersion, {
     deferredWindowMs: options.deferredWindowMs ?? 20,
     answersWaitFreshMs: options.answersWaitFreshMs ?? ANSWERS_WAIT_FRESH_MS,
