@@ -14,6 +14,7 @@ import { loadConfig, loadOwnerWaitMs } from '../src/config.ts';
 import type { SvcClient } from '../src/client/client.ts';
 import type { Transport } from '../src/client/transport.ts';
 import { ensurePrivateDataDir } from '../src/store/data-dir.ts';
+import { isHelpCommand } from './help.ts';
 import { parseBaseUrl, parseDataDir, parseNonEmpty, shownUrl } from './options.ts';
 import { DataDirLockedError, OWNER_LOCK_FILE, readLiveOwner, type OwnerRecord } from '../src/store/owner-lock.ts';
 
@@ -54,6 +55,8 @@ export function withConnectionOptions(command: Command): Command {
  * without what it was told.
  */
 export function inheritConnectionOptions(_program: Command, command: Command): void {
+  // Help acts on nothing: `svc --url URL help keys` shows the help, as `svc --url URL keys --help` does.
+  if (isHelpCommand(command)) return;
   const given = new Map<string, { flag: string; value: unknown }>();
   const ancestors: Command[] = [];
   for (let parent = command.parent; parent; parent = parent.parent) ancestors.unshift(parent);

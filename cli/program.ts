@@ -9,6 +9,7 @@ import { Command, CommanderError } from 'commander';
 import { ConfigError, SVC_VERSION } from '../src/config.ts';
 import { inheritConnectionOptions, UsageError, withConnectionOptions } from './connection.ts';
 import { refuseOwnFlagsAsValues } from './options.ts';
+import { strictHelp } from './help.ts';
 
 const HELP_AFTER = `
 Admin commands (keys, users, orgs, settings, audit, cache, runs) reach svc, in this order of choice:
@@ -55,6 +56,7 @@ export function buildProgram(groups: readonly RegisterCommands[]): Command {
   for (const register of groups) register(program);
   // A group (svc keys, svc users ...) takes them too, between it and its command (svc keys --url URL list).
   for (const group of program.commands) if (group.commands.length > 0) withConnectionOptions(group);
+  for (const group of [program, ...program.commands]) if (group.commands.length > 0) strictHelp(group);
   // Subcommands share the parent's exit behaviour (usage errors exit 2, not a process.exit inside commander).
   const inherit = (command: Command) => {
     command.exitOverride().showHelpAfterError();

@@ -128,6 +128,41 @@ describe('the command line', { concurrency: true }, () => {
     assert.match(help.stdout, /before the command, between a group and its command or after it/);
   });
 
+  test('help for a command svc does not have is an unknown command (exit 2, on stderr), in every form help takes', async () => {
+    // `svc help keys nosuch` printed the keys help and exited 0, `svc help nosuch` the root help with no word of why
+    // (exit 2), and `svc nosuch --help` the root help, exit 0: a script's typo passed as help.
+    const forms = [
+      [['help', 'nosuch'], 'nosuch'],
+      [['help', 'keys', 'nosuch'], 'nosuch'],
+      [['keys', 'help', 'nosuch'], 'nosuch'],
+      [['help', 'keys', 'create', 'nosuch'], 'nosuch'],
+      [['help', 'serve', 'nosuch'], 'nosuch'],
+      [['nosuch', '--help'], 'nosuch'],
+      [['keys', 'nosuch', '--help'], 'nosuch'],
+      [['--json', 'keys', 'nosuch', '-h'], 'nosuch'],
+    ] as const;
+    const results = await Promise.all(forms.map(([argv]) => runSvc([...argv])));
+    results.forEach((result, i) => {
+      const [argv, name] = forms[i]!;
+      assert.equal(result.code, 2, `svc ${argv.join(' ')}: ${result.stdout}`);
+      assert.equal(result.stdout, '', argv.join(' '));
+      assert.match(result.stderr, new RegExp(`^error: unknown command '${name}'`), argv.join(' '));
+    });
+    // As the help of a command that exists, which help reaches at any depth.
+    const [root, keys, create, helpOfHelp, flag] = await Promise.all([
+      runSvc(['help']),
+      runSvc(['help', 'keys']),
+      runSvc(['help', 'keys', 'create']),
+      runSvc(['help', 'help']),
+      runSvc(['keys', 'create', '--help']),
+    ]);
+    for (const result of [root, keys, create, helpOfHelp]) assert.equal(result.code, 0, result.stderr);
+    assert.match(root.stdout, /^Usage: svc \[options\] \[command\]/);
+    assert.match(keys.stdout, /^Usage: svc keys \[options\] \[command\]/);
+    assert.equal(create.stdout, flag.stdout, 'svc help keys create is svc keys create --help');
+    assert.match(helpOfHelp.stdout, /^Usage: svc help/);
+  });
+
   test('-d=DIR is a usage error, not a data directory named "=DIR" made in the working directory', async (t) => {
     const [cwd, dataDir] = [tempDir(t), tempDir(t)];
     // A short option's value follows it as is (getopt's way): -d=DIR gives "=DIR", a relative path.

@@ -1,0 +1,46 @@
+/**
+ * Help that names only commands svc has. Commander's own let a mistyped name pass as help: its `help` command read
+ * only its first operand (`svc help keys nosuch` printed the keys help, exit 0; `svc help keys create` too) and
+ * answered an unknown one with the program's help and no word of why (exit 2), and `--help` was honoured before the
+ * command it followed was looked up (`svc nosuch --help`: the program's help, exit 0). Each is now the unknown command
+ * error `svc nosuch` gives (exit 2, on stderr).
+ */
+import type { Command } from 'commander';
+
+const helpCommands = new WeakSet<Command>();
+
+/** Whether `command` is one of the `help` commands strictHelp adds (it acts on nothing, so needs no connection). */
+export function isHelpCommand(command: Command): boolean {
+  return helpCommands.has(command);
+}
+
+/** The usage error commander gives `svc <group> <name>` for a name `group` has no command of. */
+function unknownCommand(group: Command, name: string): never {
+  group.error(`error: unknown command '${name}'`, { code: 'commander.unknownCommand' });
+}
+
+/**
+ * Makes `group` (the program, or a command with commands of its own) strict about help: `help [command...]` walks
+ * the names it is given down the commands (`svc help keys create` is `svc keys create --help`), and `--help` after a
+ * name that is no command of the group is that name's unknown command error. Run it after the group's commands are
+ * all added.
+ */
+export function strictHelp(group: Command): void {
+  const help = group
+    .command('help')
+    .description('display help for command')
+    .argument('[command...]', 'the command, and its command, to show the help of')
+    .action((names: string[]) => {
+      let shown = group;
+      for (const name of names) shown = shown.commands.find((command) => command.name() === name || command.aliases().includes(name)) ?? unknownCommand(shown, name);
+      shown.help();
+    });
+  helpCommands.add(help);
+  // `--help` during the group's own parse: its args then hold the words that followed it, first the command they name
+  // when they name one. The help an error prints, and help shown through `help`, pass as before.
+  group.on('beforeHelp', ({ error }: { error: boolean }) => {
+    const [first] = group.args;
+    if (error || first === undefined || first.startsWith('-')) return;
+    if (!group.commands.some((command) => command.name() === first || command.aliases().includes(first))) unknownCommand(group, first);
+  });
+}
