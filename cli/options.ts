@@ -99,13 +99,30 @@ export function shownUrl(value: string): string {
 }
 
 /**
+ * Tells whether a value was typed as `--long=value`: commander hands `--name=--admin` over as it hands `--name
+ * --admin`, the value "--admin" either way, though only the first is a value given on purpose. Each such word of
+ * `argv` (before a `--`, after which words are operands) vouches for one value: `--name=--admin --name --admin` is
+ * still refused. One per parse, shared by every command of the program, as an option may be given at several levels.
+ */
+export function typedWithEquals(argv: readonly string[]): (long: string, value: string) => boolean {
+  const end = argv.indexOf('--');
+  const left = argv.slice(0, end === -1 ? argv.length : end);
+  return (long, value) => {
+    const index = left.indexOf(`${long}=${value}`);
+    if (index !== -1) left.splice(index, 1);
+    return index !== -1;
+  };
+}
+
+/**
  * Makes each value option of `command` refuse, as its value left out, one of the command's own flags: commander takes
  * whatever follows a value option, so `svc keys create --name --admin` made a key named "--admin" (not an admin one)
  * and `--app --json` pinned a key to the app "--json" and printed a table. A flag of another command stays a value
- * (`--name -v` is "-v": the root's -v is no option of `keys create`), and so does any other text starting with `-`.
- * Run it after the command's options are all added.
+ * (`--name -v` is "-v": the root's -v is no option of `keys create`), and so does any other text starting with `-`,
+ * and any value typed with `=` (`--name=--admin`, as `typedWithEquals` tells). Run it after the command's options are
+ * all added.
  */
-export function refuseOwnFlagsAsValues(command: Command): void {
+export function refuseOwnFlagsAsValues(command: Command, typedAsValue: (long: string, value: string) => boolean): void {
   const flags = new Set(['-h', '--help']);
   for (const option of command.options) {
     if (option.short) flags.add(option.short);
@@ -116,7 +133,9 @@ export function refuseOwnFlagsAsValues(command: Command): void {
     if (!option.required && !option.optional) continue;
     const parse = option.parseArg;
     option.parseArg = <T>(value: string, previous: T): T => {
-      if (isOwnFlag(value)) command.error(`error: option '${option.flags}' argument missing (got ${value}, an option of this command)`, { code: 'commander.optionMissingArgument' });
+      if (isOwnFlag(value) && !(option.long && typedAsValue(option.long, value))) {
+        command.error(`error: option '${option.flags}' argument missing (got ${value}, an option of this command)`, { code: 'commander.optionMissingArgument' });
+      }
       return parse ? parse(value, previous) : (value as T);
     };
   }

@@ -8,7 +8,7 @@ import { dropEmptyNoColor } from './terminal-color.ts';
 import { Command, CommanderError } from 'commander';
 import { ConfigError, SVC_VERSION } from '../src/config.ts';
 import { inheritConnectionOptions, UsageError, withConnectionOptions } from './connection.ts';
-import { refuseOwnFlagsAsValues } from './options.ts';
+import { refuseOwnFlagsAsValues, typedWithEquals } from './options.ts';
 import { strictHelp } from './help.ts';
 
 const HELP_AFTER = `
@@ -57,14 +57,16 @@ export function buildProgram(groups: readonly RegisterCommands[]): Command {
   // A group (svc keys, svc users ...) takes them too, between it and its command (svc keys --url URL list).
   for (const group of program.commands) if (group.commands.length > 0) withConnectionOptions(group);
   for (const group of [program, ...program.commands]) if (group.commands.length > 0) strictHelp(group);
+  // The line program.parse reads (cli/index.ts passes process.argv): which values it gives with `=`.
+  const typedAsValue = typedWithEquals(process.argv);
   // Subcommands share the parent's exit behaviour (usage errors exit 2, not a process.exit inside commander).
   const inherit = (command: Command) => {
     command.exitOverride().showHelpAfterError();
-    refuseOwnFlagsAsValues(command);
+    refuseOwnFlagsAsValues(command, typedAsValue);
     command.commands.forEach(inherit);
   };
   program.commands.forEach(inherit);
-  refuseOwnFlagsAsValues(program);
+  refuseOwnFlagsAsValues(program, typedAsValue);
   return program;
 }
 

@@ -49,6 +49,27 @@ describe('the command line', { concurrency: true }, () => {
     assert.deepEqual(readdirSync(dataDir), [], 'refused before the data directory was touched');
   });
 
+  test('a value given with = (--name=--admin) is the value typed on purpose, even one that reads as a flag of the command', async (t) => {
+    const dataDir = tempDir(t);
+    // Commander hands --name=--admin over as it hands --name --admin, so it was refused as a value left out.
+    const created = await runSvc(['keys', 'create', '--data-dir', dataDir, '--json', '--name=--admin', '--app=--json']);
+    assert.equal(created.code, 0, created.stderr);
+    const { key } = JSON.parse(created.stdout);
+    assert.deepEqual([key.name, key.appId, key.admin], ['--admin', '--json', false]);
+    // A = value stands for its own option, once: the same text left out after another option, or after the same one
+    // again, is still refused.
+    for (const argv of [
+      ['keys', 'create', '--name=--admin', '--app', '--admin'],
+      ['keys', 'create', '--name', '--admin', '--name=--admin'],
+      ['keys', 'create', '--name=--admin', '--name', '--admin'],
+      ['keys', 'create', '--name', '--admin', '--', '--name=--admin'],
+    ]) {
+      const refused = await runSvc([...argv, '--data-dir', dataDir]);
+      assert.equal(refused.code, 2, `${argv.join(' ')}: ${refused.stdout}`);
+      assert.match(refused.stderr, /argument missing/, argv.join(' '));
+    }
+  });
+
   test('the options of every admin command also go before the command, as git and kubectl take them; the one after wins', async (t) => {
     const [dataDir, other] = [tempDir(t), tempDir(t)];
     const created = await runSvc(['--data-dir', dataDir, '--json', 'keys', 'create', '--name', 'before']);
