@@ -3,6 +3,7 @@
  * (`app.inject`). All three speak the same HTTP API, so every admin action takes the same validated, audited path.
  */
 import { Agent, type Dispatcher } from 'undici';
+import { decodedBody } from './content-coding.ts';
 
 export interface TransportResponse {
   status: number;
@@ -84,7 +85,8 @@ function headerRecord(headers: Record<string, string | string[] | undefined>): R
  * --port 6666` was unreachable for every command while curl reached it. Nothing of a browser's is wanted here: no
  * redirect is followed (svc never redirects; following one would send the prompt and the identity headers to whatever
  * server the Location names and take its answer for svc's: the 3xx is the answer, an SvcApiError like any other
- * outside 2xx) and no content coding is asked for (svc sends none).
+ * outside 2xx) and no content coding is asked for (svc sends none; one a proxy applies unasked is undone:
+ * content-coding.ts).
  */
 function dispatcherTransport(baseUrl: string, headers: Record<string, string>, label: string, dispatcher: Agent): Transport {
   const base = baseUrl.replace(/\/+$/, '');
@@ -92,8 +94,9 @@ function dispatcherTransport(baseUrl: string, headers: Record<string, string>, l
     const payload = body === undefined ? undefined : jsonOf(body, `${method} ${path}`);
     // Parsed as fetch parsed it: dot segments resolved, the base URL's own path kept in front.
     const url = new URL(`${base}${path}`);
+    let response: Dispatcher.ResponseData;
     try {
-      const response = await dispatcher.request({
+      response = await dispatcher.request({
         origin: url.origin,
         path: `${url.pathname}${url.search}`,
         method: method as Dispatcher.HttpMethod,
@@ -101,12 +104,14 @@ function dispatcherTransport(baseUrl: string, headers: Record<string, string>, l
         ...(payload === undefined ? {} : { body: payload }),
         ...(options.signal ? { signal: options.signal } : {}),
       });
-      return { status: response.statusCode, headers: headerRecord(response.headers), body: response.body };
     } catch (error) {
       if (options.signal?.aborted) throw error;
       const cause = (error as Error & { cause?: Error }).cause?.message ?? (error as Error).message;
       throw new Error(`cannot reach svc at ${label}: ${withoutAddress(cause, label)}`, { cause: error });
     }
+    const responseHeaders = headerRecord(response.headers);
+    const call = `${method} ${path} (HTTP ${response.statusCode})`;
+    return { status: response.statusCode, headers: responseHeaders, body: decodedBody(response.body, responseHeaders['content-encoding'], call) };
   };
   return {
     async request(method, path, body, options = {}) {

@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type TestContext } from 'node:test';
+import { createGzip } from 'node:zlib';
 import { createSvcClient, SvcApiError, SvcClient, SvcStreamError } from '../../src/client/index.ts';
 import { tracedTool, type ToolTracer } from '../../src/client/tools.ts';
 import { socketTransport, type Transport } from '../../src/client/transport.ts';
@@ -541,6 +542,23 @@ test('a server that is not svc: a chat chunk the client cannot read (null, a nul
     const error = await streamFailure<unknown>(client.chatStream({ model: 'm', messages: [] }), undefined, chunk);
     assert.deepEqual([error.runId, error.route, error.requestId], ['run_abc', 'live', 'req_1'], chunk);
   }
+});
+
+test('a stream a proxy gzips unasked is decoded as it arrives', async (t) => {
+  // Its compressed bytes were parsed as server-sent events: no event, so a stream that ended without [DONE].
+  const baseUrl = await foreignServer(t, (res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'content-encoding': 'gzip', 'x-svc-run-id': 'run_abc', 'x-svc-route': 'live' });
+    const gzip = createGzip();
+    gzip.pipe(res);
+    for (const content of ['Hel', 'lo']) {
+      gzip.write(`data: ${JSON.stringify({ model: 'm', choices: [{ index: 0, delta: { content } }] })}\n\n`);
+      gzip.flush();
+    }
+    gzip.end(`data: ${JSON.stringify({ model: 'm', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\ndata: [DONE]\n\n`);
+  });
+  const chunks: string[] = [];
+  for await (const chunk of clientOf(t, baseUrl).chatStream({ model: 'm', messages: [] })) chunks.push(chunk.type === 'delta' ? chunk.content : `done:${chunk.content}`);
+  assert.deepEqual(chunks, ['Hel', 'lo', 'done:Hello']);
 });
 
 test('a management call is bounded: no answer, or one sent a byte at a time, fails at the buffered deadline', async (t) => {
