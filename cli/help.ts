@@ -14,7 +14,15 @@ export function isHelpCommand(command: Command): boolean {
   return helpCommands.has(command);
 }
 
-/** The usage error commander gives `svc <group> <name>` for a name `group` has no command of. */
+/** The command of `group` called `name` (or aliased so). */
+function commandNamed(group: Command, name: string): Command | undefined {
+  return group.commands.find((command) => command.name() === name || command.aliases().includes(name));
+}
+
+/**
+ * The usage error commander gives `svc <group> <name>` for a name `group` has no command of, but for its "Did you
+ * mean" suggestion (commander's unknownCommand, which adds it, is no public API).
+ */
 function unknownCommand(group: Command, name: string): never {
   group.error(`error: unknown command '${name}'`, { code: 'commander.unknownCommand' });
 }
@@ -32,7 +40,7 @@ export function strictHelp(group: Command): void {
     .argument('[command...]', 'the command, and its command, to show the help of')
     .action((names: string[]) => {
       let shown = group;
-      for (const name of names) shown = shown.commands.find((command) => command.name() === name || command.aliases().includes(name)) ?? unknownCommand(shown, name);
+      for (const name of names) shown = commandNamed(shown, name) ?? unknownCommand(shown, name);
       shown.help();
     });
   helpCommands.add(help);
@@ -41,6 +49,6 @@ export function strictHelp(group: Command): void {
   group.on('beforeHelp', ({ error }: { error: boolean }) => {
     const [first] = group.args;
     if (error || first === undefined || first.startsWith('-')) return;
-    if (!group.commands.some((command) => command.name() === first || command.aliases().includes(first))) unknownCommand(group, first);
+    if (!commandNamed(group, first)) unknownCommand(group, first);
   });
 }
