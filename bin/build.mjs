@@ -34,7 +34,7 @@ const noDevtools = {
 // undici's index evaluates all of undici (fetch, WebSocket, EventSource, caches, cookies, mocks) on import, ~35 ms of
 // CPU at every start of svc. svc's bundle gets instead a module with every export undici's index has: the ones the
 // server uses from bin/undici-subset.cjs, loaded at once, and the others as getters that load the index on first use
-// (the CLI's client calls `fetch`). The export names are read from undici itself, here, so none can go missing.
+// (none of svc's code does: the client sends through `request` too). The export names are read from undici itself, here, so none can go missing.
 const undiciSubset = {
   name: 'undici-subset',
   setup(build) {
