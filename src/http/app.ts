@@ -154,8 +154,9 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   });
   // After the CORS hook, so that a browser can read the 503 of a closing server; before identity and rate limits.
   app.addHook('onRequest', draining.refuse);
-  // Every surface's bodies that may come in tiny pieces, before a surface's own preParsing hooks (the gateway's body
-  // budget) see them.
+  // Every surface's body stream: gathered, and on the gateway counted against its budget (decorated below). preParsing
+  // hooks run after every onRequest hook, the surfaces' own too: after identity and rate limits, so that a caller
+  // refused by those holds nothing, and before the body is read.
   app.addHook('preParsing', gatherBody);
   // `app.close()` alone (tests, a failed start) drains as well; `svc serve` starts it earlier (src/server.ts).
   app.addHook('preClose', async () => {
@@ -229,10 +230,8 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
         acceptApiKeyHeader: (request) => surfaceOfUrl(request.url) === 'messages',
         openIdentityHosts,
       });
-      // preParsing: after identity and rate limits (the rate limit is a route's onRequest hook, which runs after
-      // these), so a caller refused by those holds nothing; before the body is read.
-      const bodies = createBodyBudget({ budgetBytes: limits.gatewayInflightBodyBytes, bodyLimitBytes: limits.gatewayBodyBytes });
-      gateway.addHook('preParsing', bodies.preParsing);
+      // Read by the body stream's hook above, on the requests of this surface's routes (`request.server`) alone.
+      gateway.decorate('bodyBudget', createBodyBudget({ budgetBytes: limits.gatewayInflightBodyBytes, bodyLimitBytes: limits.gatewayBodyBytes }));
       await gateway.register(modelsRoutes());
       await gateway.register(embeddingsRoutes(services.embeddings));
       await gateway.register(chatCompletionsRoutes({ gateway: services.gateway, clock: services.clock, appBaseUrl: config.accounts.appBaseUrl }));

@@ -9,25 +9,37 @@
  * before its body is parsed, unless no other body is held, so that one request of any allowed size always passes.
  *
  * Bodies of at most SMALL_BODY_BYTES are neither counted nor refused: ordinary traffic never waits for large bodies,
- * and pays nothing for the budget. The check is the preParsing hook: after the call's identity and its rate limit
- * (a route's onRequest hook, @fastify/rate-limit's), before its body is read. A declared body (`content-length`) is
- * counted whole there; a chunked one, whose size nobody knows beforehand, as its bytes arrive, and refused at the
- * chunk that crosses the budget. A body declared past the body limit is left to the limit's 413.
+ * and pays nothing for the budget. The budget is the gateway surface's (`request.server.bodyBudget`, decorated there),
+ * and the body stream a route reads (src/http/gathered-body.ts) asks it, in its preParsing hook: after the call's
+ * identity and its rate limit (a route's onRequest hook, @fastify/rate-limit's), before its body is read. A declared
+ * body (`content-length`) is counted whole there; a chunked one, whose size nobody knows beforehand, as its bytes
+ * arrive, and refused at the chunk that crosses the budget. A body declared past the body limit is left to the
+ * limit's 413.
  */
 import type { ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
-import { Transform, type TransformCallback } from 'node:stream';
-import type { FastifyReply, FastifyRequest, RequestPayload } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../core/errors.ts';
-import { pipeBody } from './piped-body.ts';
 
 /** The largest body the budget ignores: a long chat with its context, not an image or a batch. */
 export const SMALL_BODY_BYTES = 64 * 1024;
 
-export interface BodyBudget {
-  /** preParsing hook: hold the call's body, or refuse the call with 503 `busy`. */
-  preParsing(request: FastifyRequest, reply: FastifyReply, payload: RequestPayload, done: (error: Error | null, payload?: RequestPayload) => void): void;
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The budget of the surface's bodies in progress: the gateway's (src/http/app.ts); other surfaces have none. */
+    bodyBudget?: BodyBudget;
+  }
 }
+
+export interface BodyBudget {
+  /** Hold the call's body, declared `bytes` long, until its answer is done; or the refusal to answer it with. */
+  holdDeclared(request: FastifyRequest, reply: FastifyReply, bytes: number): AppError | null;
+  /** The count of the call's chunked body, whose size nobody knows until it has come. */
+  countChunked(request: FastifyRequest, reply: FastifyReply): ChunkedCount;
+}
+
+/** Told the size of each piece of a body as it arrives: the refusal at the piece that crosses the budget, else null. */
+export type ChunkedCount = (bytes: number) => AppError | null;
 
 /** Bytes held for one call, until its response or its connection closes. */
 interface Holding {
@@ -81,45 +93,32 @@ export function createBodyBudget(limits: { budgetBytes: number; bodyLimitBytes: 
     return holding;
   };
 
-  /** A chunked body counted as it arrives (module comment); it passes through unchanged. */
-  const counted = (response: ServerResponse, socket: unknown, payload: RequestPayload): Transform => {
-    let received = 0;
-    let holding: Holding | null = null;
-    const counter = new Transform({
-      transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback) {
-        received += chunk.length;
-        // Once the call is answered (a 413 while the client goes on sending) or released, its bytes count no more.
-        if (received > SMALL_BODY_BYTES && !response.writableEnded && !holding?.released) {
-          const mine = holding?.bytes ?? 0;
-          if (!fits(held - mine, received)) return callback(refusal());
-          if (holding) {
-            held += received - mine;
-            holding.bytes = received;
-          } else {
-            holding = hold(response, socket, received);
-          }
-        }
-        callback(null, chunk);
-      },
-    });
-    // fastify listens while it reads the body; a refusal after it stopped (it answered already) is nobody's error.
-    counter.on('error', () => undefined);
-    return pipeBody(response, payload, counter);
-  };
-
   return {
-    preParsing(request, reply, payload, done) {
-      const declared = request.headers['content-length'];
-      if (declared === undefined) {
-        // No length: a chunked body, or none at all (a GET).
-        if (request.headers['transfer-encoding'] === undefined) return done(null, payload);
-        return done(null, counted(reply.raw, request.raw.socket, payload));
-      }
-      const bytes = Number(declared);
-      if (!(bytes > SMALL_BODY_BYTES) || bytes > bodyLimitBytes) return done(null, payload);
-      if (!fits(held, bytes)) return done(refusal());
+    holdDeclared(request, reply, bytes) {
+      if (!(bytes > SMALL_BODY_BYTES) || bytes > bodyLimitBytes) return null;
+      if (!fits(held, bytes)) return refusal();
       hold(reply.raw, request.raw.socket, bytes);
-      done(null, payload);
+      return null;
+    },
+    countChunked(request, reply) {
+      const response = reply.raw;
+      const socket = request.raw.socket;
+      let received = 0;
+      let holding: Holding | null = null;
+      return (bytes) => {
+        received += bytes;
+        // Once the call is answered (a 413 while the client goes on sending) or released, its bytes count no more.
+        if (received <= SMALL_BODY_BYTES || response.writableEnded || holding?.released) return null;
+        const mine = holding?.bytes ?? 0;
+        if (!fits(held - mine, received)) return refusal();
+        if (holding) {
+          held += received - mine;
+          holding.bytes = received;
+        } else {
+          holding = hold(response, socket, received);
+        }
+        return null;
+      };
     },
   };
 }

@@ -1,6 +1,6 @@
 /**
- * A request body piped through a stream of svc's before fastify reads it (the body budget, and the bodies
- * src/http/gathered-body.ts gathers).
+ * A request body piped through a stream of svc's before fastify reads it (the one src/http/gathered-body.ts gathers and
+ * counts it in).
  */
 import type { ServerResponse } from 'node:http';
 import type { Transform } from 'node:stream';

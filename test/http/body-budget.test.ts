@@ -175,6 +175,44 @@ test('a chunked body is counted as it arrives and refused at the chunk that cros
   assert.equal(upstream.requests.length, 3);
 });
 
+test('a chunked body sent in small chunks is refused at the chunk that crosses the budget, before it ends', async (t) => {
+  const { begin } = await gateway(t);
+  const held = chatBodyOf(700 * KiB);
+  const slow = begin('/v1/chat/completions', { 'content-length': held.length });
+  slow.req.write(held.subarray(0, 1000));
+  await new Promise((resolve) => setTimeout(resolve, 100));
+
+  // 1 KiB chunks (each write is one) until 8 KiB past the budget: less than a gathered piece of 64 KiB past it, so a
+  // count of the gathered pieces had not seen the crossing yet, and the call waited for more of its body.
+  const body = chatBodyOf(500 * KiB);
+  const crossing = BUDGET - held.length + 8 * KiB;
+  const chunked = begin('/v1/chat/completions', { 'transfer-encoding': 'chunked' });
+  for (let sent = 0; sent < crossing; sent += KiB) chunked.req.write(body.subarray(sent, sent + KiB));
+  // The body is never ended: only the crossing chunk can have answered it.
+  const unanswered = new Promise<null>((resolve) => setTimeout(() => resolve(null), 10_000).unref());
+  const refused = await Promise.race([chunked.answer, unanswered]);
+  assert.equal(refused?.status, 503, refused?.body ?? 'no answer while the body was incomplete');
+  assert.equal(refused.headers['retry-after'], '1');
+
+  slow.req.end(held.subarray(1000));
+  assert.equal((await slow.answer).status, 200);
+});
+
+test("the management API's bodies are not counted against the gateway's budget", async (t) => {
+  const { url, holdBodies } = await gateway(t);
+  // The gateway's budget all but full: 900 of its 1024 KiB.
+  const held = await holdBodies(3, 300 * KiB);
+  // 400 KiB more would be past it; the API answers it for what it is (a key's fields are not a chat), not 503.
+  const answer = await fetch(`${url}/api/v1/keys`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer sk-local-dev' },
+    body: chatBodyOf(400 * KiB),
+  });
+  assert.notEqual(answer.status, 503, await answer.text());
+  assert.equal(answer.status, 400);
+  await held.end();
+});
+
 test('a call queued behind another on a pipelined connection releases its body when the connection closes before its answer went out', async (t) => {
   const { url, budgetLeftIs, holdBodies } = await gateway(t);
   const { port } = new URL(url);
