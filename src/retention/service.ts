@@ -3,7 +3,8 @@
  * entries, older than each tenant's window are deleted in small batches off the hot path (a run still running is
  * not: it goes in a pass after it ended). Each batch is its own
  * short write; the pass yields to the event loop between batches, so gateway traffic never waits behind a long
- * delete. Indexes `runs (tenant_id, created_at)` and `cache_entries (tenant_id, created_at)` serve the scans.
+ * delete. Indexes `runs (tenant_id, status, created_at)` (the finished statuses only) and
+ * `cache_entries (tenant_id, created_at)` serve the scans.
  *
  * The same pass purges the bulk data of deleted organizations (docs/accounts.md: deletion hands runs, traces,
  * caches and rollups over to this purge, which resumes after a restart) and runs housekeeping tasks (expired
