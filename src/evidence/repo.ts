@@ -5,7 +5,7 @@
 import type { Store } from '../store/store.ts';
 import { JsonText } from '../core/json-slices.ts';
 import { placeholders, textBytes, togetherOrAlone, type Sql, type SqlValue } from '../store/sql.ts';
-import { addToRollups, DAY_MS, removeFromRollups } from './rollups.ts';
+import { addToRollups, DAY_MS, RollupRemoval } from './rollups.ts';
 import { applyToSideEffects, sideEffectsAfter, sideEffectsBefore, type SideEffectRecord } from './side-effects.ts';
 import { storedNumber } from './stored-values.ts';
 import { storedJson, storedPayload } from './stored-payload.ts';
@@ -716,7 +716,7 @@ export const PRUNE_EVENTS_PER_WRITE = 10_000;
 
 /**
  * How long one retention write goes on deleting runs, one after the other, before leaving the rest of its batch to
- * the next write (at least one run each); their rollup rows are then updated once, after this. A warm process deletes
+ * the next write (at least one run each), the update of their rollup rows included. A warm process deletes
  * a gateway run in ~0.1 ms (its row and six index entries, events, attempts, replay bundle) and updates the ~3 rollup
  * rows it counts in (summed over the write's runs) in ~0.05 ms more, so a batch of 200 runs is one ~32 ms write. But a
  * process's first writes cost 2-5 times that (the pages read from the file, the code run for the first time): on
@@ -734,29 +734,44 @@ export interface RunsRepositoryOptions {
 }
 
 /**
- * Delete runs whole, in order, until `budgetMs` has passed (at least one run), then take those deleted out of the
- * rollups, summed per row; returns how many were deleted.
+ * Delete runs whole, in order, until `budgetMs` has passed (at least one run), counting the update of the rollup rows
+ * they counted in, summed per row at the end; returns how many were deleted. That update's cost is not known before
+ * it runs, and in a cold process it is most of the write's (~50 of a first write's ~76 ms, when it came after the
+ * budget): the first run's rows are updated at once, and what a row took there is the price of each row still to
+ * update when the budget is checked. (Updating each run's rows as it is deleted would cost more: rows the write's
+ * runs share would be updated once per run.)
  */
 function deleteRuns(sql: Sql, ids: readonly string[], budgetMs: number): number {
   const started = performance.now();
-  const runs: FinishedRun[] = [];
+  const removal = new RollupRemoval();
+  let msPerRow = 0;
   let count = 0;
   while (count < ids.length) {
-    const id = ids[count++]!;
-    const row = sql.get<RunRow>('SELECT * FROM runs WHERE id = ?', [id]);
-    // A running run is in no rollup row; a finished one takes its actual tokens out as well, summed from its attempts.
-    if (row && row.status !== 'running') {
-      const spent = attemptsSpent(sql, id);
-      runs.push({ ...fromRow(row), actualPromptTokens: spent.promptTokens, actualCompletionTokens: spent.completionTokens });
+    deleteRun(sql, ids[count++]!, removal);
+    if (count === 1) {
+      const rows = removal.rows;
+      const applying = performance.now();
+      removal.apply(sql);
+      if (rows > 0) msPerRow = (performance.now() - applying) / rows;
     }
-    for (const table of ['run_replays', 'run_side_effects', 'run_feedback']) sql.run(`DELETE FROM ${table} WHERE run_id = ?`, [id]);
-    sql.run('DELETE FROM run_events WHERE run_id = ?', [id]);
-    sql.run('DELETE FROM run_attempts WHERE run_id = ?', [id]);
-    sql.run('DELETE FROM runs WHERE id = ?', [id]);
-    if (performance.now() - started >= budgetMs) break;
+    if (performance.now() - started + removal.rows * msPerRow >= budgetMs) break;
   }
-  removeFromRollups(sql, runs);
+  removal.apply(sql);
   return count;
+}
+
+/** Delete one run whole, handing it to `removal` to leave the rollups. */
+function deleteRun(sql: Sql, id: string, removal: RollupRemoval): void {
+  const row = sql.get<RunRow>('SELECT * FROM runs WHERE id = ?', [id]);
+  // A running run is in no rollup row; a finished one takes its actual tokens out as well, summed from its attempts.
+  if (row && row.status !== 'running') {
+    const spent = attemptsSpent(sql, id);
+    removal.add({ ...fromRow(row), actualPromptTokens: spent.promptTokens, actualCompletionTokens: spent.completionTokens });
+  }
+  for (const table of ['run_replays', 'run_side_effects', 'run_feedback']) sql.run(`DELETE FROM ${table} WHERE run_id = ?`, [id]);
+  sql.run('DELETE FROM run_events WHERE run_id = ?', [id]);
+  sql.run('DELETE FROM run_attempts WHERE run_id = ?', [id]);
+  sql.run('DELETE FROM runs WHERE id = ?', [id]);
 }
 
 /**

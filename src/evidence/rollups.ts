@@ -69,34 +69,37 @@ function rollupKeys(run: RunRecord): RollupKey[] {
  */
 type RollupCell = [...RollupKey, number, number, number, number, number, number, number, number, number, number];
 
+/** Add one run to the sums of the rollup rows it counts in (`cells`, keyed by the row's key). */
+function sumInto(cells: Map<string, RollupCell>, run: FinishedRun): void {
+  // A run whose cost is not firm (no list price, or a lower bound) counts $0 in cost_usd: the row says how many.
+  const unpriced = run.priced ? 0 : 1;
+  for (const key of rollupKeys(run)) {
+    const id = key.join('\u0000');
+    const cell = cells.get(id);
+    if (cell) {
+      cell[7] += 1;
+      cell[8] += run.costUsd;
+      cell[9] += run.savedUsd;
+      cell[10] += run.ghostSavedUsd;
+      cell[11] += run.savedMs;
+      cell[12] += run.usage.promptTokens;
+      cell[13] += run.usage.completionTokens;
+      cell[14] += unpriced;
+      cell[15] += run.actualPromptTokens;
+      cell[16] += run.actualCompletionTokens;
+    } else {
+      cells.set(id, [
+        ...key, 1, run.costUsd, run.savedUsd, run.ghostSavedUsd, run.savedMs, run.usage.promptTokens, run.usage.completionTokens, unpriced,
+        run.actualPromptTokens, run.actualCompletionTokens,
+      ]);
+    }
+  }
+}
+
 /** The runs' sums per rollup row they count in, keyed by the row's key. */
 function sumByRow(runs: readonly FinishedRun[]): Map<string, RollupCell> {
   const cells = new Map<string, RollupCell>();
-  for (const run of runs) {
-    // A run whose cost is not firm (no list price, or a lower bound) counts $0 in cost_usd: the row says how many.
-    const unpriced = run.priced ? 0 : 1;
-    for (const key of rollupKeys(run)) {
-      const id = key.join('\u0000');
-      const cell = cells.get(id);
-      if (cell) {
-        cell[7] += 1;
-        cell[8] += run.costUsd;
-        cell[9] += run.savedUsd;
-        cell[10] += run.ghostSavedUsd;
-        cell[11] += run.savedMs;
-        cell[12] += run.usage.promptTokens;
-        cell[13] += run.usage.completionTokens;
-        cell[14] += unpriced;
-        cell[15] += run.actualPromptTokens;
-        cell[16] += run.actualCompletionTokens;
-      } else {
-        cells.set(id, [
-          ...key, 1, run.costUsd, run.savedUsd, run.ghostSavedUsd, run.savedMs, run.usage.promptTokens, run.usage.completionTokens, unpriced,
-          run.actualPromptTokens, run.actualCompletionTokens,
-        ]);
-      }
-    }
-  }
+  for (const run of runs) sumInto(cells, run);
   return cells;
 }
 
@@ -111,24 +114,40 @@ export function addToRollups(sql: Sql, runs: readonly FinishedRun[]): void {
 const ROW_KEY = 'tenant_id = ? AND dim = ? AND value = ? AND day = ? AND app_id = ? AND status = ? AND route = ?';
 
 /**
- * Take pruned runs out of the rollups (retention deletes whole runs; their sums must go with them). As when they were
- * added, the runs are summed per row first: each row they counted in is updated once and, once it counts no run,
- * deleted by its key. (Deleting the emptied rows of a tenant's day instead, `WHERE tenant_id = ? AND day = ?`, read
- * every rollup row of the tenant, the key leading with the dimension: ~300 ms per retention batch of 200 runs with
- * 30,000 rollup rows, all of it on the event loop.)
+ * Pruned runs being taken out of the rollups (retention deletes whole runs; their sums must go with them). As when
+ * they were added, the runs are summed per row first: each row they counted in is updated once and, once it counts
+ * no run, deleted by its key. (Deleting the emptied rows of a tenant's day instead, `WHERE tenant_id = ? AND day = ?`,
+ * read every rollup row of the tenant, the key leading with the dimension: ~300 ms per retention batch of 200 runs
+ * with 30,000 rollup rows, all of it on the event loop.)
  */
-export function removeFromRollups(sql: Sql, runs: readonly FinishedRun[]): void {
-  for (const cell of sumByRow(runs.filter((run) => run.status !== 'running')).values()) {
-    const key = cell.slice(0, 7);
-    sql.run(
-      `UPDATE run_rollups SET runs = runs - ?, cost_usd = cost_usd - ?, saved_usd = saved_usd - ?,
-         ghost_saved_usd = ghost_saved_usd - ?, saved_ms = saved_ms - ?, prompt_tokens = prompt_tokens - ?,
-         completion_tokens = completion_tokens - ?, unpriced_runs = unpriced_runs - ?,
-         actual_prompt_tokens = actual_prompt_tokens - ?, actual_completion_tokens = actual_completion_tokens - ?
-       WHERE ${ROW_KEY}`,
-      [...cell.slice(7), ...key],
-    );
-    sql.run(`DELETE FROM run_rollups WHERE ${ROW_KEY} AND runs <= 0`, key);
+export class RollupRemoval {
+  private readonly cells = new Map<string, RollupCell>();
+
+  /** Take the run out at the next `apply` (a running run is in no row). */
+  add(run: FinishedRun): void {
+    if (run.status !== 'running') sumInto(this.cells, run);
+  }
+
+  /** How many rows the next `apply` updates: what it costs. */
+  get rows(): number {
+    return this.cells.size;
+  }
+
+  /** Update the rows of the runs added since the last apply. */
+  apply(sql: Sql): void {
+    for (const cell of this.cells.values()) {
+      const key = cell.slice(0, 7);
+      sql.run(
+        `UPDATE run_rollups SET runs = runs - ?, cost_usd = cost_usd - ?, saved_usd = saved_usd - ?,
+           ghost_saved_usd = ghost_saved_usd - ?, saved_ms = saved_ms - ?, prompt_tokens = prompt_tokens - ?,
+           completion_tokens = completion_tokens - ?, unpriced_runs = unpriced_runs - ?,
+           actual_prompt_tokens = actual_prompt_tokens - ?, actual_completion_tokens = actual_completion_tokens - ?
+         WHERE ${ROW_KEY}`,
+        [...cell.slice(7), ...key],
+      );
+      sql.run(`DELETE FROM run_rollups WHERE ${ROW_KEY} AND runs <= 0`, key);
+    }
+    this.cells.clear();
   }
 }
 

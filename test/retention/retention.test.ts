@@ -351,6 +351,50 @@ test("a retention write whose time is up leaves the rest of its batch to the nex
   assert.deepEqual(left, { runs: 0, events: 0, attempts: 0, rollups: 0 }, 'each write took its runs whole, with their rollup counts');
 });
 
+test("a retention write's rollup update counts within its time budget: rows slow to update leave the next runs to the next write", async (t) => {
+  // Every update of a rollup row takes 10 ms once the pass runs (as a cold process's first ones take several times a
+  // warm one's): a run's ten rows alone take the write past its 40 ms budget, its deletes well within it.
+  const ROW_MS = 10;
+  let slow = false;
+  const slowRollups = (sql: Sql): Sql => ({
+    run: (text, params) => {
+      if (slow && /^\s*UPDATE run_rollups\b/.test(text)) for (const until = performance.now() + ROW_MS; performance.now() < until; );
+      return sql.run(text, params);
+    },
+    get: (text, params) => sql.get(text, params),
+    all: (text, params) => sql.all(text, params),
+  });
+  const inner = openStore({ dataDir: null });
+  t.after(() => inner.close());
+  const watched = deletesPerWrite(inner, 'runs');
+  const store = overriding(watched.store, { write: (below) => (fn) => below.write((sql) => fn(slowRollups(sql))) });
+  let now = Date.UTC(2026, 0, 1);
+  const repo = createRunsRepository(store, { pruneWriteMs: 40 });
+  const ledger = createLedger({ repo, clock: { now: () => now } });
+  const runs = (count: number, costUsd: number) => {
+    for (let i = 0; i < count; i++) {
+      const run = ledger.start({ tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'm', stream: false, requestId: null });
+      run.attempt({ provider: 'mock', model: 'm', outcome: 'success', errorKind: null, upstreamStatus: null, promptTokens: 1, completionTokens: 1, costUsd, latencyMs: 1 });
+      run.finish({ ...FINISHED, costUsd });
+    }
+  };
+  runs(4, 0.001);
+  now += 2 * DAY;
+  runs(2, 0.01);
+  await repo.settle();
+  now += 30 * DAY;
+  slow = true;
+  assert.equal(await repo.pruneTenantRuns('default', now - 30 * DAY, RETENTION_BATCH), 4);
+  slow = false;
+  assert.deepEqual(watched.perWrite, [1, 1, 1, 1], 'each write stopped once its first run\'s rollup rows had used its budget');
+  // The rollups count the runs kept, and only them.
+  const rollups = await inner.read((sql) =>
+    sql.all<{ dim: string; runs: number; cost: number }>('SELECT dim, SUM(runs) AS runs, ROUND(SUM(cost_usd), 6) AS cost FROM run_rollups GROUP BY dim ORDER BY dim'),
+  );
+  assert.ok(rollups.length > 0);
+  for (const row of rollups) assert.deepEqual({ runs: row.runs, cost: row.cost }, { runs: 2, cost: 0.02 }, row.dim);
+});
+
 test('feedback on a run that retention deletes while the feedback is being saved is a 404, not a record left without its run', async (t) => {
   // The next write after arming waits for a whole retention pass first: the run was found, then pruned, then written to.
   let armed: (() => Promise<unknown>) | null = null;
