@@ -116,7 +116,9 @@ export function createSignupService(deps: AccountsDeps & { floorMs?: number }): 
       const user = await repo.findUser(auth.userId);
       if (!user) throw new AppError('unauthorized');
       if (user.emailVerified) throw new AppError('already_verified');
-      await limits.take('verificationResend', user.id);
+      // The limit is on deliveries (SPEC 8): counted now, so concurrent resends meet it, and uncounted when nothing
+      // went out, or a provider's outage would use up the user's resends for the next 15 minutes.
+      const uncount = await limits.reserve('verificationResend', user.id);
       const verification = newAccountToken('verify_email', user, VERIFICATION_TTL_MS);
       await repo.createToken(verification.row);
       try {
@@ -125,6 +127,7 @@ export function createSignupService(deps: AccountsDeps & { floorMs?: number }): 
         if (!(error instanceof EmailDeliveryError)) throw error;
         log.warn(`verification e-mail to ${user.email} failed`, error);
         await repo.deleteToken(verification.row.tokenHash);
+        await uncount();
         throw new AppError('email_delivery_failed', { headers: { 'retry-after': '30' } });
       }
       await repo.deleteOtherTokens(user.id, 'verify_email', verification.row.tokenHash);
