@@ -148,7 +148,8 @@ export function createInvitesService(deps: AccountsDeps): InvitesService {
       const org = await repo.findOrg(auth.tenantId);
       if (!org) throw notFound('Organization');
       // Keyed by a hash: the rate window's rows hold no address.
-      await limits.take('inviteDeliveries', sha256Hex(`invite:${email}`));
+      // Uncounted if the e-mail does not go out: the cap is on what reaches the inbox.
+      const uncount = await limits.reserve('inviteDeliveries', sha256Hex(`invite:${email}`));
 
       const now = clock.now();
       const token = newToken();
@@ -186,6 +187,7 @@ export function createInvitesService(deps: AccountsDeps): InvitesService {
         if (!(await repo.setInviteStatus(invite.id, 'revoked', clock.now(), audit.staged(auth, 'invite.create', denied)))) {
           if (!(await repo.recordInvite(invite.id, audit.staged(auth, 'invite.create', denied)))) throw notFound('Organization');
         }
+        await uncount();
         throw new AppError('email_delivery_failed', { headers: { 'retry-after': String(DELIVERY_RETRY_AFTER_S) } });
       }
       // The organization may have been deleted, with its invitations, while the e-mail was on its way.

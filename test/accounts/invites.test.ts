@@ -158,7 +158,7 @@ test('one invitation accepted several times at once: one acceptance; every other
   }
 });
 
-test('a failed delivery revokes the invitation, records deny evidence and answers a retryable 503', async (t) => {
+test('a failed delivery revokes the invitation, records deny evidence, answers a retryable 503 and does not count against the address\'s cap', async (t) => {
   const { admin, mail, services } = await buildWithAdmin(t);
   mail.failing = true;
   const response = await admin.post('/api/v1/orgs/active/invites', { email: 'unlucky@example.test' });
@@ -174,6 +174,8 @@ test('a failed delivery revokes the invitation, records deny evidence and answer
   assert.equal(audit[0]!.decision, 'deny');
   assert.equal(JSON.parse(audit[0]!.details_json).reason, 'delivery_failed');
   assert.equal(json(await admin.get('/api/v1/orgs/active')).seats.pendingInvites, 0);
+  // Failed deliveries reached no inbox, so they are not among the address's 3 invitations per 15 minutes.
+  for (let i = 0; i < 3; i++) assert.equal((await admin.post('/api/v1/orgs/active/invites', { email: 'unlucky@example.test' })).statusCode, 503);
   mail.failing = false;
   assert.equal((await admin.post('/api/v1/orgs/active/invites', { email: 'unlucky@example.test' })).statusCode, 201);
 });
