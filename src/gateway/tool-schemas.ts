@@ -45,9 +45,21 @@ patternRegExp.code = 'patternRegExp';
  *   properties slow to compile (500 properties: 180 ms, 2,000: 1.4 s; without them 34 ms and 250 ms); the validators
  *   run the same checks;
  * - `logger: false`: svc checks no string `format` (ajv knows none without ajv-formats), and ajv wrote "unknown
- *   format ... ignored" to the console, outside svc's log, for every format of every schema compiled.
+ *   format ... ignored" to the console, outside svc's log, for every format of every schema compiled;
+ * - `multipleOfPrecision`: ajv takes a value as a multiple when value / multipleOf is a whole double, which a decimal
+ *   step rarely gives (19.99 / 0.01 is 1998.9999999999998, 0.3 / 0.1 is 2.9999999999999996), so a price of 19.99
+ *   was refused for `multipleOf: 0.01`; a quotient within a millionth of a whole number counts as whole (the
+ *   rounding error of a quotient stays below that up to ~10^9 steps).
  */
-const AJV_OPTIONS = { strict: false, logger: false, allErrors: false, validateSchema: true, addUsedSchema: false, code: { regExp: patternRegExp, optimize: false } } as const;
+const AJV_OPTIONS = {
+  strict: false,
+  logger: false,
+  allErrors: false,
+  validateSchema: true,
+  addUsedSchema: false,
+  multipleOfPrecision: 6,
+  code: { regExp: patternRegExp, optimize: false },
+} as const;
 /** A new instance costs ~5 ms (it compiles the meta-schema again): once per this many schema nodes compiled. */
 const AJV_RECYCLE_NODES = 5_000;
 

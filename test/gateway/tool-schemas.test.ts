@@ -198,3 +198,14 @@ test("keywords a later draft added are unknown to an earlier one and ignored the
     assert.match((await refusal(addedInDraft06('http://json-schema.org/draft-06/schema#'), { [field]: value })) ?? '', message, `draft-06 has ${field}'s keyword`);
   }
 });
+
+test('a decimal multipleOf takes the decimals it steps by (19.99 for multipleOf 0.01, 0.3 for 0.1, where ajv\'s whole-quotient check refused them) and still refuses what lies between its steps', async (t) => {
+  const refusal = await toolCallChecks(t);
+  const priced = (multipleOf: number) => ({ type: 'object', properties: { v: { type: 'number', multipleOf } }, required: ['v'] });
+  for (const [multipleOf, v] of [[0.01, 19.99], [0.01, 1234567.89], [0.1, 0.3], [0.1, 0.7], [0.05, 4.35], [2.5, 7.5]] as const) {
+    assert.equal(await refusal(priced(multipleOf), { v }), null, `${v} is a multiple of ${multipleOf}`);
+  }
+  for (const [multipleOf, v] of [[0.01, 19.995], [0.1, 0.35], [2.5, 6]] as const) {
+    assert.match((await refusal(priced(multipleOf), { v })) ?? '', new RegExp(`data/v must be multiple of ${multipleOf}`), `${v} is no multiple of ${multipleOf}`);
+  }
+});
