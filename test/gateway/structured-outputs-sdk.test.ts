@@ -8,6 +8,7 @@ import test, { type TestContext } from 'node:test';
 import OpenAI from 'openai';
 import { zodFunction, zodResponseFormat, zodTextFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
+import { compileTools } from '../../src/gateway/tool-schemas.ts';
 import { build } from '../support/build.ts';
 
 async function mockClient(t: TestContext) {
@@ -157,4 +158,29 @@ test("a required integer whose bounds allow none (z.int().gt(1).lt(2)) is the mo
   );
   assert.ok(refused instanceof OpenAI.BadRequestError, String(refused));
   assert.match(refused.message, /no integer lies above 1 and below 2 \(count\)$/);
+});
+
+test("the mock's integers keep to a fractional multipleOf (an integer multiple of 2.5 is one of 5, of 0.5 any integer), where it wrote 1 whatever the step, and its decimals to a decimal one (3 × 0.1 written 0.3): each answer passes svc's own check of the schema", async (t) => {
+  const client = await mockClient(t);
+  const cases: Record<string, Record<string, unknown>> = {
+    half: { type: 'integer', multipleOf: 0.5 },
+    fives: { type: 'integer', multipleOf: 2.5 },
+    fivesFrom6: { type: 'integer', multipleOf: 2.5, minimum: 6 },
+    threes: { type: 'integer', multipleOf: 0.3 },
+    threeQuarters: { type: 'integer', multipleOf: 0.75, minimum: 1, maximum: 4 },
+    negative: { type: 'integer', multipleOf: 1.5, exclusiveMaximum: 0 },
+    tenths: { type: 'number', multipleOf: 0.1, minimum: 2.05 },
+    cents: { type: 'number', multipleOf: 0.01, exclusiveMinimum: 19.98, maximum: 20 },
+    narrow: { type: 'number', multipleOf: 0.1, minimum: 0.25, maximum: 0.35 },
+    tiny: { type: 'number', multipleOf: 1e-7, exclusiveMinimum: 0, maximum: 1e-6 },
+  };
+  const schema = { type: 'object', properties: cases, required: Object.keys(cases), additionalProperties: false };
+  const declared = compileTools([{ type: 'function', function: { name: 'steps', parameters: schema } }]);
+  for (const answer of await schemaAnswers(client, schema, 'steps')) {
+    const call = { id: 'c', type: 'function' as const, function: { name: 'steps', arguments: JSON.stringify(answer) } };
+    assert.equal(declared.check(call, 0)?.message, undefined, JSON.stringify(answer));
+    for (const [name, { type }] of Object.entries(cases)) if (type === 'integer') assert.ok(Number.isInteger((answer as Record<string, number>)[name]), name);
+    // The decimal a model writes, not the double k × step lands on (0.30000000000000004).
+    assert.deepEqual([(answer as Record<string, number>).narrow, (answer as Record<string, number>).tenths], [0.3, 2.1]);
+  }
 });

@@ -110,22 +110,51 @@ function pointIn(range: NumberRange, preferred: number): number | undefined {
   return inRange(value, range) ? value : undefined;
 }
 
-/** A multiple of `step` in the range: the first at or above `preferred` (or the low end), else the last below the high end. */
-function multipleIn(range: NumberRange, step: number, preferred: number): number | undefined {
-  const up = Math.ceil(Math.max(preferred, range.low) / step);
-  const down = Math.floor(Math.min(preferred, range.high) / step);
+/** A step as a fraction of whole numbers in lowest terms. */
+interface Fraction {
+  numerator: number;
+  denominator: number;
+}
+
+const gcd = (a: bigint, b: bigint): bigint => (b === 0n ? a : gcd(b, a % b));
+
+/**
+ * `step` as the fraction its shortest decimal spelling says (0.3 is 3/10, 2.5 is 5/2, 1e-7 is 1/10000000): a
+ * `multipleOf` is written in decimal, and its double is only near that decimal, so multiples are counted from it.
+ */
+function decimalFraction(step: number): Fraction {
+  const [, whole, fraction = '', exponent = '0'] = /^(\d+)(?:\.(\d+))?(?:e([+-]?\d+))?$/.exec(String(step))!;
+  const shift = Number(exponent) - fraction.length;
+  let numerator = BigInt(whole + fraction) * 10n ** BigInt(Math.max(shift, 0));
+  let denominator = 10n ** BigInt(Math.max(-shift, 0));
+  const common = gcd(numerator, denominator);
+  numerator /= common;
+  denominator /= common;
+  return { numerator: Number(numerator), denominator: Number(denominator) };
+}
+
+/**
+ * A multiple of `step` in the range: the first at or above `preferred` (or the low end), else the last below the high
+ * end. The k-th multiple is k·numerator/denominator, the double nearest that decimal, as a model would write it
+ * (k·step is 0.30000000000000004 for 3 × 0.1).
+ */
+function multipleIn(range: NumberRange, step: Fraction, preferred: number): number | undefined {
+  const { numerator, denominator } = step;
+  const up = Math.ceil((Math.max(preferred, range.low) * denominator) / numerator);
+  const down = Math.floor((Math.min(preferred, range.high) * denominator) / numerator);
   // The next multiple along too: the first one may be an open end itself.
-  return [up, up + 1, down, down - 1].map((k) => k * step).find((value) => inRange(value, range));
+  return [up, up + 1, down, down - 1].map((k) => (k * numerator) / denominator).find((value) => inRange(value, range));
 }
 
 function sampleNumber(schema: Schema, integer: boolean, name: string): number {
   const range = numberRange(schema);
-  const multipleOf = typeof schema.multipleOf === 'number' && schema.multipleOf > 0 ? schema.multipleOf : undefined;
-  // An integer steps by 1, or by its multipleOf when that is whole (a fractional one is not followed).
-  const step = integer && (multipleOf === undefined || !Number.isInteger(multipleOf)) ? 1 : multipleOf;
-  const value = step === undefined ? pointIn(range, integer ? 1 : 1.5) : multipleIn(range, step, integer ? 1 : 1.5);
+  const multipleOf = typeof schema.multipleOf === 'number' && schema.multipleOf > 0 ? decimalFraction(schema.multipleOf) : undefined;
+  // An integer's multiples of n/d in lowest terms are the multiples of n: of 0.5 every integer, of 2.5 those of 5.
+  const step = integer ? { numerator: multipleOf?.numerator ?? 1, denominator: 1 } : multipleOf;
+  const value = step === undefined ? pointIn(range, 1.5) : multipleIn(range, step, integer ? 1 : 1.5);
   if (value !== undefined) return value;
-  const what = step === undefined ? 'number' : integer && step === 1 ? 'integer' : `multiple of ${step}`;
+  const stepValue = step && step.numerator / step.denominator;
+  const what = step === undefined ? 'number' : integer && stepValue === 1 ? 'integer' : `multiple of ${stepValue}`;
   const low = Number.isFinite(range.low) ? ` ${range.lowOpen ? 'above' : 'from'} ${range.low}` : '';
   const high = Number.isFinite(range.high) ? ` ${range.highOpen ? 'below' : 'up to'} ${range.high}` : '';
   throw new UnsatisfiableSchemaError(`no ${what} lies${low}${low && high ? ' and' : ''}${high}${name ? ` (${name})` : ''}`);
