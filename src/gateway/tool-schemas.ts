@@ -11,6 +11,7 @@ import safeRegex from 'safe-regex2';
 import { canonicalJson } from '../core/canonical-json.ts';
 import { invalid } from '../core/errors.ts';
 import { draft04AsDraft06 } from './draft-04.ts';
+import { subschemas } from './subschemas.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../core/json-depth.ts';
 import type { ChatTool, ChatToolCall } from './providers/types.ts';
 
@@ -77,6 +78,7 @@ class Dialect {
   private nodes = 0;
   /** `source` is the schema the dialect's ajv compiles for one that declares it. */
   constructor(
+    readonly name: string,
     private readonly make: () => Ajv,
     readonly source: (schema: Schema) => Schema,
   ) {}
@@ -110,31 +112,54 @@ const withoutKeywords = (keywords: readonly string[]) => (): Ajv => {
   return ajv;
 };
 
-const draft07 = new Dialect(() => new Ajv(AJV_OPTIONS), declaring('http://json-schema.org/draft-07/schema#'));
+const draft07 = new Dialect('draft-07', () => new Ajv(AJV_OPTIONS), declaring('http://json-schema.org/draft-07/schema#'));
 /**
  * The dialects by their meta-schema's URI without its scheme and trailing `#`. json-schema.org names draft-04 to
  * draft-07 by http and 2019-09 and 2020-12 by https, with and without `#`, and serves each in both schemes: users
  * write either, and a schema declaring https://json-schema.org/draft-07/schema# means draft-07.
  */
 const dialects = new Map<string, Dialect>([
-  ['json-schema.org/draft/2020-12/schema', new Dialect(() => new Ajv2020(AJV_OPTIONS), declaring('https://json-schema.org/draft/2020-12/schema'))],
-  ['json-schema.org/draft/2019-09/schema', new Dialect(() => new Ajv2019(AJV_OPTIONS), declaring('https://json-schema.org/draft/2019-09/schema'))],
+  ['json-schema.org/draft/2020-12/schema', new Dialect('2020-12', () => new Ajv2020(AJV_OPTIONS), declaring('https://json-schema.org/draft/2020-12/schema'))],
+  ['json-schema.org/draft/2019-09/schema', new Dialect('2019-09', () => new Ajv2019(AJV_OPTIONS), declaring('https://json-schema.org/draft/2019-09/schema'))],
   ['json-schema.org/draft-07/schema', draft07],
-  ['json-schema.org/draft-06/schema', new Dialect(withoutKeywords(ADDED_IN_DRAFT_07), declaring('http://json-schema.org/draft-06/schema#'))],
-  ['json-schema.org/draft-04/schema', new Dialect(withoutKeywords([...ADDED_IN_DRAFT_07, ...ADDED_IN_DRAFT_06]), draft04AsDraft06)],
+  ['json-schema.org/draft-06/schema', new Dialect('draft-06', withoutKeywords(ADDED_IN_DRAFT_07), declaring('http://json-schema.org/draft-06/schema#'))],
+  ['json-schema.org/draft-04/schema', new Dialect('draft-04', withoutKeywords([...ADDED_IN_DRAFT_07, ...ADDED_IN_DRAFT_06]), draft04AsDraft06)],
 ]);
 const DIALECT_URI = /^https?:\/\/(.*?)#?$/;
 
+/** The dialect a `$schema` value names, if svc reads it. */
+const dialectNamed = (declared: unknown): Dialect | undefined =>
+  typeof declared === 'string' ? dialects.get(DIALECT_URI.exec(declared)?.[1] ?? '') : undefined;
+
 /** The dialect a schema declares in `$schema`, draft-07 if none; a 400 naming `$schema` for anything else. */
 function dialectOf(schema: Schema, where: string): Dialect {
-  const declared = schema.$schema;
-  if (declared === undefined) return draft07;
-  const dialect = typeof declared === 'string' ? dialects.get(DIALECT_URI.exec(declared)?.[1] ?? '') : undefined;
+  if (schema.$schema === undefined) return draft07;
+  const dialect = dialectNamed(schema.$schema);
   if (dialect) return dialect;
   throw invalid(
     `${where}.$schema is not the URI of a JSON Schema dialect svc reads (2020-12, 2019-09, draft-07, draft-06 or draft-04, such as "https://json-schema.org/draft/2020-12/schema"); leave it out for draft-07.`,
     { param: `${where}.$schema` },
   );
+}
+
+/**
+ * A 400 naming the first `$schema` below the root that declares another dialect than the root's (or none svc reads).
+ * svc compiles a schema in one dialect, its root's, and ajv does not read a nested `$schema`: a subschema declaring
+ * draft-04 in a draft-07 schema had its boolean `exclusiveMinimum` refused, one declaring 2020-12 had its
+ * `prefixItems` ignored. Draft-07 and earlier allow `$schema` at the root only, 2019-09 and later at an embedded
+ * resource's root (beside `$id`), to read that resource in its own dialect, which svc does not; one declaring the
+ * root's dialect again changes nothing and is taken wherever it is.
+ */
+function assertOneDialect(schema: Schema, dialect: Dialect, where: string): void {
+  for (const [path, subschema] of subschemas(schema)) {
+    if (subschema.$schema === undefined) continue;
+    const nested = dialectNamed(subschema.$schema);
+    if (nested === dialect) continue;
+    throw invalid(
+      `${where}${path}.$schema ${nested ? `declares ${nested.name}` : 'names no dialect svc reads'}, where the schema's root is read as ${dialect.name}: svc reads a schema in its root's dialect throughout, so a $schema below the root may declare that one only; leave it out.`,
+      { param: `${where}${path}.$schema` },
+    );
+  }
 }
 
 /**
@@ -190,6 +215,7 @@ function compile(schema: Record<string, unknown>, where: string, budget: SchemaB
   const hit = compiled.get(text);
   if (hit) return hit.validate;
   const dialect = dialectOf(schema, where);
+  assertOneDialect(schema, dialect, where);
   const source = dialect.source(schema);
   const ajv = dialect.take(nodes);
   let validate: ValidateFunction;

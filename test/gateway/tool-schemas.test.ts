@@ -150,7 +150,7 @@ test("a dialect's URI is taken in https as in http, with or without its trailing
   }
 });
 
-test('a $schema that names no dialect svc reads (another URI, not a string) is a 400 naming the field, with no run; one below the root must be a string too', async (t) => {
+test("a $schema that names no dialect svc reads (another URI, not a string) is a 400 naming the field, with no run; so is one below the root (in a property, a $defs entry beside its $id, a union) that declares another dialect than the root's, or none svc reads, where it was ignored and its subschema read in the root's dialect; one declaring the root's dialect again, and a property or a value named $schema, are taken", async (t) => {
   const { app } = await build(t);
   const asked = (schema: Record<string, unknown>) => [
     { url: '/v1/chat/completions', where: 'response_format.json_schema.schema', payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], response_format: { type: 'json_schema', json_schema: { name: 'n', schema } } } },
@@ -173,7 +173,32 @@ test('a $schema that names no dialect svc reads (another URI, not a string) is a
   for (const declared of ['https://example.com/my-dialect', 'http://json-schema.org/draft-03/schema#', 'https://json-schema.org/draft-07/schema#x', 'http://constructor', 'https://__proto__', 42, null, {}]) {
     await refused({ $schema: declared, type: 'object' }, (where) => `${where}.$schema`, /is not the URI of a JSON Schema dialect svc reads .*leave it out for draft-07/);
   }
-  await refused({ type: 'object', properties: { a: { $schema: 5, type: 'string' } } }, (where) => where, /\$schema must be string/);
+  const draft04 = 'http://json-schema.org/draft-04/schema#';
+  const nested: Array<[Record<string, unknown>, string, RegExp]> = [
+    [{ type: 'object', properties: { a: { $schema: 5, type: 'string' } } }, '.properties.a.$schema', /names no dialect svc reads, where the schema's root is read as draft-07/],
+    [{ type: 'object', properties: { a: { $schema: 'https://example.com/mine', type: 'string' } } }, '.properties.a.$schema', /names no dialect svc reads/],
+    // A draft-04 subschema's boolean exclusiveMinimum was refused as "must be number"; a 2020-12 one's prefixItems ignored.
+    [{ type: 'object', properties: { n: { $schema: draft04, type: 'integer', minimum: 1, exclusiveMinimum: true } } }, '.properties.n.$schema', /declares draft-04, where the schema's root is read as draft-07: svc reads a schema in its root's dialect throughout/],
+    [{ type: 'object', properties: { 'a pair': { $schema: 'https://json-schema.org/draft/2020-12/schema', prefixItems: [{ type: 'string' }] } } }, '.properties["a pair"].$schema', /declares 2020-12, where the schema's root is read as draft-07/],
+    [
+      { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', properties: { n: { $ref: 'urn:n' } }, $defs: { n: { $id: 'urn:n', $schema: draft04, type: 'integer' } } },
+      '.$defs.n.$schema',
+      /declares draft-04, where the schema's root is read as 2020-12/,
+    ],
+    [{ $schema: draft04, type: 'object', properties: { v: { anyOf: [{ type: 'null' }, { $schema: 'http://json-schema.org/draft-07/schema#', type: 'number' }] } } }, '.properties.v.anyOf[1].$schema', /declares draft-07, where the schema's root is read as draft-04/],
+  ];
+  for (const [schema, path, message] of nested) await refused(schema, (where) => `${where}${path}`, message);
+  const taken = [
+    { $schema: draft04, type: 'object', properties: { n: { $schema: 'https://json-schema.org/draft-04/schema', type: 'integer', minimum: 1, exclusiveMinimum: true } } },
+    { type: 'object', properties: { a: { $schema: 'http://json-schema.org/draft-07/schema', type: 'string' } } },
+    { type: 'object', properties: { $schema: { type: 'string', enum: ['https://example.com/mine'] }, b: { const: { $schema: 5 }, default: { $schema: 5 } } } },
+  ];
+  for (const schema of taken) {
+    for (const { url, where, payload } of asked(schema)) {
+      const answer = await app.inject({ method: 'POST', url, payload });
+      assert.equal(answer.statusCode, 200, `${JSON.stringify(schema)} on ${url} ${where}: ${answer.body}`);
+    }
+  }
 });
 
 test("keywords a later draft added are unknown to an earlier one and ignored there, as JSON Schema ignores unknown keywords: if/then/else in draft-06 and draft-04, const, contains and propertyNames in draft-04 (ajv's draft-07 vocabulary read them, and svc refused calls the schema allows)", async (t) => {

@@ -1,0 +1,40 @@
+/**
+ * The subschemas of a JSON Schema, with where each sits: only schema positions, so a property named `$schema` or an
+ * `enum` value of object shape is not taken for a schema. The keywords of every dialect svc reads (draft-04 to
+ * 2020-12) are followed in every one: a keyword unknown to a schema's dialect holds data its validator ignores, which
+ * no real schema spells as a subschema.
+ */
+type Schema = Record<string, unknown>;
+
+/** Keywords whose value is a schema, or a list of them (`items` before 2020-12). */
+const SCHEMA_KEYWORDS = [
+  'items', 'additionalItems', 'additionalProperties', 'not', 'allOf', 'anyOf', 'oneOf', 'contains', 'propertyNames',
+  'if', 'then', 'else', 'prefixItems', 'unevaluatedItems', 'unevaluatedProperties', 'contentSchema',
+];
+/** Keywords whose value maps names to schemas (a `dependencies` entry may be a list of property names instead). */
+const SCHEMA_MAP_KEYWORDS = ['properties', 'patternProperties', 'definitions', '$defs', 'dependencies', 'dependentSchemas'];
+
+const isSchema = (value: unknown): value is Schema => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
+/** A key as it follows a path: `.name`, or `["a b"]` for one that is not an identifier. */
+const step = (key: string): string => (IDENTIFIER.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`);
+
+/** Every schema below `schema`, depth first, each with its path from it (`.properties.a`, `.anyOf[1]`). */
+export function* subschemas(schema: Schema, path = ''): Generator<[path: string, subschema: Schema]> {
+  const children: Array<[string, unknown]> = [];
+  for (const keyword of SCHEMA_KEYWORDS) {
+    const value = schema[keyword];
+    if (Array.isArray(value)) value.forEach((item, index) => children.push([`${path}${step(keyword)}[${index}]`, item]));
+    else children.push([`${path}${step(keyword)}`, value]);
+  }
+  for (const keyword of SCHEMA_MAP_KEYWORDS) {
+    const map = schema[keyword];
+    if (isSchema(map)) for (const name of Object.keys(map)) children.push([`${path}${step(keyword)}${step(name)}`, map[name]]);
+  }
+  for (const [childPath, child] of children) {
+    if (!isSchema(child)) continue;
+    yield [childPath, child];
+    yield* subschemas(child, childPath);
+  }
+}
