@@ -1,12 +1,14 @@
 /**
  * JSON Schema draft-04 schemas (zod's `target: "draft-4"`, hand-written and OpenAPI-3.0-derived ones), read as
  * draft-06 after the two differences of meaning are translated (ajv knows draft-04 only through the ajv-draft-04
- * package, whose validators are ajv's own keywords but for these; the keywords draft-06 and draft-07 added, which
- * ajv-draft-04 reads too, draft-04 does not have, and tool-schemas.ts leaves them out):
+ * package, whose validators are ajv's own keywords but for these):
  * - `exclusiveMinimum`/`exclusiveMaximum` are booleans that make `minimum`/`maximum` exclusive, where draft-06's are
  *   the exclusive bounds themselves: `{minimum: 1, exclusiveMinimum: true}` becomes `{exclusiveMinimum: 1}`, and a
  *   `false` is dropped. A `true` without its bound is left as it is, for the meta-schema to refuse, as draft-04's does;
- * - `id` is what draft-06 calls `$id` (a base URI, or `#name` for a `$ref`); a `$id` means nothing in draft-04.
+ * - `id` is what draft-06 calls `$id` (a base URI, or `#name` for a `$ref`); a `$id` means nothing in draft-04;
+ * - the keywords draft-06 and draft-07 added are unknown to draft-04, which ignores them, and are left out: kept, the
+ *   draft-06 meta-schema refused a draft-04 schema whose `contains`, `propertyNames` or `examples` is no schema or
+ *   list (a value draft-04 allows any keyword it does not know), and ajv's vocabulary checked `const` and `if`.
  * Only schema positions are translated: a property named `id` stays a property, and an `enum` or `default` value is
  * not a schema.
  */
@@ -14,11 +16,10 @@ type Schema = Record<string, unknown>;
 
 const DRAFT_06 = 'http://json-schema.org/draft-06/schema#';
 
-/**
- * Keywords whose value is a schema or an array of schemas; those of later drafts too: they mean nothing in draft-04,
- * but the draft-06 meta-schema the translation is checked against reads `contains` and `propertyNames` as schemas.
- */
-const SCHEMA_KEYWORDS = ['items', 'additionalItems', 'additionalProperties', 'not', 'allOf', 'anyOf', 'oneOf', 'contains', 'propertyNames', 'if', 'then', 'else'];
+/** Keywords whose value is a schema or an array of schemas. */
+const SCHEMA_KEYWORDS = ['items', 'additionalItems', 'additionalProperties', 'not', 'allOf', 'anyOf', 'oneOf'];
+/** What draft-06 and draft-07 read that draft-04 does not know ($id aside, which is translated). */
+const ADDED_AFTER_DRAFT_04 = ['const', 'contains', 'propertyNames', 'examples', 'if', 'then', 'else'];
 /** Keywords whose value maps names to schemas (a `dependencies` entry may be a list of property names instead). */
 const SCHEMA_MAP_KEYWORDS = ['properties', 'patternProperties', 'definitions', 'dependencies'];
 
@@ -32,6 +33,7 @@ export function draft04AsDraft06(schema: Schema): Schema {
 function translated(schema: Schema): Schema {
   const out: Schema = { ...schema };
   delete out.$id;
+  for (const keyword of ADDED_AFTER_DRAFT_04) delete out[keyword];
   if (typeof schema.id === 'string') {
     out.$id = schema.id;
     delete out.id;

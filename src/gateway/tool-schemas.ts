@@ -70,7 +70,7 @@ type Schema = Record<string, unknown>;
  * One ajv per JSON Schema dialect a schema may declare in `$schema`: an instance knows its own meta-schema only, and
  * refused any other as "no schema with key or ref", though zod's `z.toJSONSchema()` declares 2020-12 by default and
  * OpenAI takes it. Draft-06 is read by a draft-07 instance given its meta-schema, draft-04 by one too, translated to
- * draft-06 (draft-04.ts); each without the keywords later drafts added (`withoutKeywords`).
+ * draft-06 (draft-04.ts, which leaves out the keywords later drafts added); each without draft-07's (`withoutKeywords`).
  */
 class Dialect {
   /** Made on the first schema of the dialect (an instance costs ~5 ms and its meta-schemas). */
@@ -98,12 +98,12 @@ const declaring = (metaSchema: string) => (schema: Schema): Schema =>
   schema.$schema === undefined || schema.$schema === metaSchema ? schema : { ...schema, $schema: metaSchema };
 
 /**
- * The validation keywords a draft added over the one before it. In a schema of an earlier draft they are unknown
- * keywords, which JSON Schema ignores (and ajv, `strict: false`), but ajv reads draft-06 with its draft-07 vocabulary:
- * `if`/`then`/`else` were checked in a draft-06 schema, and svc refused the tool calls it allows.
+ * The validation keywords draft-07 added over draft-06. In a draft-06 schema they are unknown keywords, which JSON
+ * Schema ignores (and ajv, `strict: false`), but ajv reads draft-06 with its draft-07 vocabulary: `if`/`then`/`else`
+ * were checked in a draft-06 schema, and svc refused the tool calls it allows. (Draft-04's translation leaves out
+ * every keyword later drafts added.)
  */
 const ADDED_IN_DRAFT_07 = ['if', 'then', 'else'];
-const ADDED_IN_DRAFT_06 = ['const', 'contains', 'propertyNames'];
 
 /** A draft-07 ajv that also knows draft-06's meta-schema, without `keywords`. */
 const withoutKeywords = (keywords: readonly string[]) => (): Ajv => {
@@ -123,7 +123,7 @@ const dialects = new Map<string, Dialect>([
   ['json-schema.org/draft/2019-09/schema', new Dialect('2019-09', () => new Ajv2019(AJV_OPTIONS), declaring('https://json-schema.org/draft/2019-09/schema'))],
   ['json-schema.org/draft-07/schema', draft07],
   ['json-schema.org/draft-06/schema', new Dialect('draft-06', withoutKeywords(ADDED_IN_DRAFT_07), declaring('http://json-schema.org/draft-06/schema#'))],
-  ['json-schema.org/draft-04/schema', new Dialect('draft-04', withoutKeywords([...ADDED_IN_DRAFT_07, ...ADDED_IN_DRAFT_06]), draft04AsDraft06)],
+  ['json-schema.org/draft-04/schema', new Dialect('draft-04', withoutKeywords(ADDED_IN_DRAFT_07), draft04AsDraft06)],
 ]);
 const DIALECT_URI = /^https?:\/\/(.*?)#?$/;
 

@@ -224,6 +224,21 @@ test("keywords a later draft added are unknown to an earlier one and ignored the
   }
 });
 
+test('a draft-04 schema may give a keyword later drafts added any value, as it may any keyword it does not know (a contains, propertyNames or examples that is no schema or list was refused by the draft-06 meta-schema svc checked its translation against)', async (t) => {
+  const refusal = await toolCallChecks(t);
+  const odd = {
+    $schema: 'http://json-schema.org/draft-04/schema#',
+    type: 'object',
+    contains: 5,
+    propertyNames: 'lower-case',
+    examples: 'see the docs',
+    properties: { a: { type: 'string', examples: { a: 1 }, contains: [1], const: 'b' } },
+    required: ['a'],
+  };
+  assert.equal(await refusal(odd, { a: 'x' }), null);
+  assert.match((await refusal(odd, { a: 1 })) ?? '', /do not match its schema: data\/a must be string/, 'the keywords draft-04 has still hold');
+});
+
 test('a decimal multipleOf takes the decimals it steps by (19.99 for multipleOf 0.01, 0.3 for 0.1, where ajv\'s whole-quotient check refused them) and still refuses what lies between its steps', async (t) => {
   const refusal = await toolCallChecks(t);
   const priced = (multipleOf: number) => ({ type: 'object', properties: { v: { type: 'number', multipleOf } }, required: ['v'] });
