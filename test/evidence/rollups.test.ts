@@ -64,21 +64,25 @@ test('rollups agree with a full scan of the ledger after mixed traffic', async (
 });
 
 test('a ranked page of attribution holds the sums of a ledger scan, in a month, over all time, and for one app', async (t) => {
-  const { app, services } = await build(t);
+  // Three days of three apps: each (day, value) of a dimension has rows of several apps, which the reads sum per day
+  // and value before they rank or total them.
+  let now = Date.UTC(2026, 10, 10, 12);
+  const { app, services } = await build(t, { overrides: { clock: { now: () => now } } });
   for (let i = 0; i < 24; i++) {
+    if (i % 8 === 0 && i > 0) now += 86_400_000;
     await app.inject({
       method: 'POST',
       url: '/v1/chat/completions',
-      headers: { 'x-svc-app': `app-${i % 2}`, 'x-svc-subject': `user-${i % 7}` },
+      headers: { 'x-svc-app': `app-${i % 3}`, 'x-svc-subject': `user-${i % 7}`, 'x-svc-agent': `agent-${i % 2}` },
       payload: { model: i % 5 === 0 ? 'mock-5xx' : 'gpt-4o-mini', messages: [{ role: 'user', content: `question ${i} ${'x'.repeat(i)}` }] },
     });
   }
   await services.store.flush();
-  const scan = (appId?: string) =>
+  const scan = (column: 'subject' | 'agent', appId?: string) =>
     services.store.read((sql) =>
       sql.all<{ value: string; runs: number; promptTokens: number; completionTokens: number }>(
-        `SELECT subject AS value, COUNT(*) AS runs, SUM(prompt_tokens) AS promptTokens, SUM(completion_tokens) AS completionTokens
-         FROM runs WHERE status != 'running' ${appId ? 'AND app_id = ?' : ''} GROUP BY subject ORDER BY subject`,
+        `SELECT ${column} AS value, COUNT(*) AS runs, SUM(prompt_tokens) AS promptTokens, SUM(completion_tokens) AS completionTokens
+         FROM runs WHERE status != 'running' ${appId ? 'AND app_id = ?' : ''} GROUP BY ${column} ORDER BY ${column}`,
         appId ? [appId] : [],
       ),
     );
@@ -89,15 +93,20 @@ test('a ranked page of attribution holds the sums of a ledger scan, in a month, 
     const first = json(await app.inject({ url: `/api/v1/usage/attribution?subjectLimit=3${window}` }));
     const second = json(await app.inject({ url: `/api/v1/usage/attribution?subjectLimit=4&subjectOffset=3${window}` }));
     assert.equal(first.bySubjectWindow.total, 7);
-    assert.deepEqual(pageOf([...first.bySubject, ...second.bySubject]), await scan());
+    assert.deepEqual(pageOf([...first.bySubject, ...second.bySubject]), await scan('subject'));
     const costs = [...first.bySubject, ...second.bySubject].map((e: any) => e.costUsd);
     assert.deepEqual(costs, [...costs].sort((a, b) => b - a), 'ranked by cost');
+    // A dimension of few values: its page holds every row of the window.
+    assert.deepEqual(pageOf(first.byAgent), await scan('agent'));
+    assert.equal(first.totals.runs, 24);
   }
   const { rankedValues } = await import('../../src/evidence/rollups.ts');
-  const today = Math.floor(Date.now() / 86_400_000);
+  const today = Math.floor(now / 86_400_000);
   for (const fromDay of [today - 30, 0]) {
-    const page = await services.store.read((sql) => rankedValues(sql, { tenantId: 'default', appId: 'app-1', fromDay, toDay: today }, 'subject', { limit: 50, offset: 0 }));
-    assert.deepEqual(pageOf(page.entries), await scan('app-1'));
+    for (const dim of ['subject', 'agent'] as const) {
+      const page = await services.store.read((sql) => rankedValues(sql, { tenantId: 'default', appId: 'app-1', fromDay, toDay: today }, dim, { limit: 50, offset: 0 }));
+      assert.deepEqual(pageOf(page.entries), await scan(dim, 'app-1'));
+    }
   }
 });
 
