@@ -123,9 +123,9 @@ const ROW_KEY = 'tenant_id = ? AND dim = ? AND value = ? AND day = ? AND app_id 
 export class RollupRemoval {
   private readonly cells = new Map<string, RollupCell>();
 
-  /** Take the run out at the next `apply` (a running run is in no row). */
+  /** Take a finished run out at the next `apply` (a running one is in no row: the caller, which reads its status, skips it). */
   add(run: FinishedRun): void {
-    if (run.status !== 'running') sumInto(this.cells, run);
+    sumInto(this.cells, run);
   }
 
   /** How many rows the next `apply` updates: what it costs. */
@@ -180,9 +180,20 @@ const SUMS = `SUM(runs) AS runs, SUM(cost_usd) AS costUsd, SUM(saved_usd) AS sav
   SUM(unpriced_runs) AS unpricedRuns, SUM(actual_prompt_tokens) AS actualPromptTokens,
   SUM(actual_completion_tokens) AS actualCompletionTokens`;
 
-function scopeWhere(scope: RollupScope, dim: RollupDimension): { clause: string; params: SqlValue[] } {
-  const params: SqlValue[] = [scope.tenantId, dim, scope.fromDay, scope.toDay];
-  let clause = 'tenant_id = ? AND dim = ? AND day BETWEEN ? AND ?';
+/**
+ * The WHERE clause of a dimension's rows within the scope. `daysListed`: the days as an `IN` list, each one a seek on
+ * the primary key (tenant, dim, day, value) where the clause also names values, instead of a range of days.
+ */
+function scopeWhere(scope: RollupScope, dim: RollupDimension, daysListed = false): { clause: string; params: SqlValue[] } {
+  const params: SqlValue[] = [scope.tenantId, dim];
+  let clause = 'tenant_id = ? AND dim = ?';
+  if (daysListed) {
+    clause += ` AND day IN (${placeholders(scope.toDay - scope.fromDay + 1)})`;
+    for (let day = scope.fromDay; day <= scope.toDay; day++) params.push(day);
+  } else {
+    clause += ' AND day BETWEEN ? AND ?';
+    params.push(scope.fromDay, scope.toDay);
+  }
   if (scope.appId !== undefined) {
     clause += ' AND app_id = ?';
     params.push(scope.appId ?? '');
@@ -269,23 +280,11 @@ export function rankedValues(
 
 /** The sums of each of `values` of a dimension within the scope, by value. */
 function valueSums(sql: Sql, scope: RollupScope, dim: RollupDimension, values: string[]): Map<string, Record<keyof RollupTotals, number | bigint>> {
-  const days = scope.toDay - scope.fromDay + 1;
-  const params: SqlValue[] = [scope.tenantId, dim];
-  let clause = 'tenant_id = ? AND dim = ?';
-  if (days <= SEEK_DAYS) {
-    clause += ` AND day IN (${placeholders(days)})`;
-    for (let day = scope.fromDay; day <= scope.toDay; day++) params.push(day);
-  } else {
-    clause += ' AND day BETWEEN ? AND ?';
-    params.push(scope.fromDay, scope.toDay);
-  }
-  clause += ` AND value IN (${placeholders(values.length)})`;
-  params.push(...values);
-  if (scope.appId !== undefined) {
-    clause += ' AND app_id = ?';
-    params.push(scope.appId ?? '');
-  }
-  const rows = sql.all<{ value: string } & Record<keyof RollupTotals, number | bigint>>(`SELECT value, ${SUMS} FROM run_rollups WHERE ${clause} GROUP BY value`, params);
+  const { clause, params } = scopeWhere(scope, dim, scope.toDay - scope.fromDay + 1 <= SEEK_DAYS);
+  const rows = sql.all<{ value: string } & Record<keyof RollupTotals, number | bigint>>(
+    `SELECT value, ${SUMS} FROM run_rollups WHERE ${clause} AND value IN (${placeholders(values.length)}) GROUP BY value`,
+    [...params, ...values],
+  );
   return new Map(rows.map((row) => [row.value, row]));
 }
 
