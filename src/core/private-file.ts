@@ -7,6 +7,14 @@ import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 
 /**
+ * A name beside `path` that no other writer picks, `<path>.<pid>.<random>`: for a file written whole there before it
+ * is linked or renamed to `path`.
+ */
+export function temporaryName(path: string): string {
+  return `${path}.${process.pid}.${randomBytes(6).toString('hex')}`;
+}
+
+/**
  * Create `path` (which must not exist) with mode 0600 holding `text`. A write that fails once the file is created (a
  * full disk, a file size limit) removes it: else every failed start left a `svc.lock.<pid>.<random>` or
  * `master.key.<pid>.<random>` behind in the data directory, one more per restart of a service manager.
@@ -28,7 +36,7 @@ export function writeNewPrivateFile(path: string, text: string): void {
  * created beside it and renamed over it, replaces either: the name then is this file's, never half written.
  */
 export function replaceWithPrivateFile(path: string, text: string): void {
-  const temp = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(6).toString('hex')}`);
+  const temp = temporaryName(join(dirname(path), `.${basename(path)}`));
   writeNewPrivateFile(temp, text);
   try {
     renameSync(temp, path);

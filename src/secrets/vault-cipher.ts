@@ -7,7 +7,7 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import { chmodSync, closeSync, fsyncSync, linkSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { writeNewPrivateFile } from '../core/private-file.ts';
+import { temporaryName, writeNewPrivateFile } from '../core/private-file.ts';
 import { dataDirFailure } from '../store/data-dir.ts';
 
 export const MASTER_KEY_FILE = 'master.key';
@@ -51,7 +51,7 @@ export function loadMasterKey(masterKey: string | null, dataDir: string | null):
  * one links first and the other reads its key. False if another process's key file was there first.
  */
 function linkNewKeyFile(path: string, key: Buffer): boolean {
-  const temp = `${path}.${process.pid}.${randomBytes(6).toString('hex')}`;
+  const temp = temporaryName(path);
   writeNewPrivateFile(temp, key.toString('hex'));
   try {
     chmodSync(temp, 0o600); // in case a umask widened it

@@ -3,10 +3,9 @@
  * `<dataDir>/svc.lock` holding its pid and, for `svc serve`, the path of its local socket. A lock whose pid is
  * no longer alive was left by a killed process and is taken over.
  */
-import { randomBytes } from 'node:crypto';
 import { linkSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeNewPrivateFile } from '../core/private-file.ts';
+import { temporaryName, writeNewPrivateFile } from '../core/private-file.ts';
 import { dataDirFailure } from './data-dir.ts';
 
 export const OWNER_LOCK_FILE = 'svc.lock';
@@ -80,7 +79,7 @@ function isOwnerRecord(value: unknown): value is OwnerRecord {
 export function acquireOwnerLock(dataDir: string, socketPath: string | null): OwnerLock {
   const path = join(dataDir, OWNER_LOCK_FILE);
   const record: OwnerRecord = { pid: process.pid, socketPath, startedAt: Date.now() };
-  const temp = `${path}.${process.pid}.${randomBytes(6).toString('hex')}`;
+  const temp = temporaryName(path);
   try {
     writeNewPrivateFile(temp, JSON.stringify(record));
   } catch (error) {
