@@ -5,10 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import test from 'node:test';
-// @ts-expect-error: a plain JavaScript module (run.mjs runs without tsx), without declarations.
 import { fileTimeouts } from '../support/file-timeouts.mjs';
 
-const timeouts = (load: number, env: Record<string, string> = {}) => fileTimeouts({ load, cpus: 2, env }) as { test: number; file: number };
+const timeouts = (load: number, env: Record<string, string> = {}) => fileTimeouts({ load, cpus: 2, env });
 
 test('a machine with CPU to spare keeps the defaults: 120 s per file, killed 180 s later', () => {
   for (const load of [0, 1, 2]) assert.deepEqual({ ...timeouts(load) }, { factor: 1, test: 120_000, file: 300_000 });

@@ -16,7 +16,12 @@ export const KILL_AFTER_MS = 180_000;
  */
 export function fileTimeouts({ load, cpus, env }) {
   const configured = Number(env.SVC_TEST_TIMEOUT_MS);
-  const factor = configured ? 1 : Math.min(MAX_LOAD_FACTOR, Math.max(1, load / cpus));
+  const factor = configured ? 1 : loadFactor({ load, cpus });
   const test = configured || Math.round(DEFAULT_TEST_TIMEOUT_MS * factor);
   return { factor, test, file: Number(env.SVC_TEST_FILE_TIMEOUT_MS) || test + KILL_AFTER_MS };
+}
+
+/** How many times longer than on an idle machine a wait should last: load average per CPU, 1 to MAX_LOAD_FACTOR. */
+export function loadFactor({ load, cpus }) {
+  return Math.min(MAX_LOAD_FACTOR, Math.max(1, load / cpus));
 }

@@ -4,7 +4,9 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { availableParallelism, loadavg } from 'node:os';
 import type { TestContext } from 'node:test';
+import { loadFactor } from './file-timeouts.mjs';
 import { onProcessEnd } from './process-end.ts';
 import { ROOT, SVC } from './process.ts';
 
@@ -20,6 +22,7 @@ export const hasTmux = (() => {
 /** The `skip` option of a test that needs tmux. */
 export const skipWithoutTmux = hasTmux ? false : 'tmux is not installed (.ci/run installs it); the end-to-end terminal tests need it';
 
+/** How long `until` waits on an idle machine; longer under load (a CLI child's scrypt and start take seconds there). */
 const WAIT_MS = 20_000;
 
 /** A private tmux server (its own socket name), killed after the test with everything running in it. */
@@ -93,9 +96,13 @@ export function terminal(t: TestContext, size: { columns: number; rows: number }
   };
 }
 
-/** Poll `probe` until `ok` holds (20 s at most); fail showing `show()` (the screen) otherwise. */
+/**
+ * Poll `probe` until `ok` holds (20 s at most, up to 4 times that when the load average passes the CPUs: CI saw a
+ * `svc users create` at production scrypt cost outlast 20 s at a load of 24 on 2 cores); fail showing `show()` (the
+ * screen) otherwise.
+ */
 export async function until<T>(probe: () => T, ok: (value: T) => boolean, what: string, show: () => string): Promise<T> {
-  const deadline = Date.now() + WAIT_MS;
+  const deadline = Date.now() + WAIT_MS * loadFactor({ load: loadavg()[0]!, cpus: availableParallelism() });
   for (;;) {
     const value = probe();
     if (ok(value)) return value;
