@@ -717,8 +717,9 @@ export const PRUNE_EVENTS_PER_WRITE = 10_000;
 /**
  * How long one retention write goes on deleting runs, one after the other, before leaving the rest of its batch to
  * the next write (at least one run each), the update of their rollup rows included. A warm process deletes
- * a gateway run in ~0.1 ms (its row and six index entries, events, attempts, replay bundle) and updates the ~3 rollup
- * rows it counts in (summed over the write's runs) in ~0.05 ms more, so a batch of 200 runs is one ~32 ms write. But a
+ * a gateway run in ~0.1 ms (its row and six index entries, events, attempts, replay bundle); the rollup rows it counts
+ * in, one per dimension (ten), are summed over the write's runs, which share most of them, and updated once a write
+ * for ~0.05 ms a run more, so a batch of 200 runs would be one ~30 ms write and is two. But a
  * process's first writes cost 2-5 times that (the pages read from the file, the code run for the first time): on
  * 200,000 expired runs the first write of a pass took 70-183 ms of CPU (test/bench/retention.ts; 533 ms on a loaded
  * machine).
