@@ -22,7 +22,8 @@ import { ensurePrivateDataDir, MAX_SOCKET_PATH_BYTES } from './store/data-dir.ts
 import { acquireOwnerLock, type OwnerLock } from './store/owner-lock.ts';
 import { commitTraceWriter } from './store/commit-trace.ts';
 import { DeferredWriteLosses } from './store/deferred-losses.ts';
-import { openStore, type Store } from './store/store.ts';
+import { explainIoFailure } from './store/io-failure.ts';
+import { DATA_FILE_NAME, openStore, type Store } from './store/store.ts';
 
 export const SOCKET_FILE = 'svc.sock';
 
@@ -188,6 +189,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
     };
     return running;
   } catch (error) {
+    // A write of the start (the bootstrap admin's) that failed is explained before the store closes (io-failure.ts).
+    const failure = explainIoFailure(join(config.dataDir, DATA_FILE_NAME), error);
     if (opened.local?.listening) opened.local.close();
     await opened.app?.close().catch(() => {});
     busyPoll.stop();
@@ -197,7 +200,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     lock.release();
     process.off('exit', flushLogs);
     flushLogs();
-    throw error;
+    throw failure;
   }
 }
 

@@ -33,10 +33,15 @@ const FAILURES: Record<string, string> = {
   ENOENT: 'its file system does not take new directories there',
 };
 
+/** Why a call failed with errno `code`, in words, with what to do; null for a code not in FAILURES. */
+export function failureInWords(code: string): string | null {
+  return Object.hasOwn(FAILURES, code) ? FAILURES[code]! : null;
+}
+
 /** `error` said in words, with the data directory named, when it is one of FAILURES; else `error` itself. */
 export function dataDirFailure(error: unknown, what: string): unknown {
-  const code = (error as NodeJS.ErrnoException | null)?.code ?? '';
-  return Object.hasOwn(FAILURES, code) ? new Error(`${what}: ${FAILURES[code]}`) : error;
+  const words = failureInWords((error as NodeJS.ErrnoException | null)?.code ?? '');
+  return words === null ? error : new Error(`${what}: ${words}`);
 }
 
 /**

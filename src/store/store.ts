@@ -34,6 +34,7 @@ import { FileSync, flushNow } from './file-sync.ts';
 import { CachedSql, inSavepoint, togetherOrAlone, TransactionRolledBack, type Outcome, type Sql } from './sql.ts';
 import { MIGRATIONS, type Migration } from './migrations.ts';
 import { createFromTemplate } from './template.ts';
+import { explainIoFailure } from './io-failure.ts';
 
 export const DATA_FILE_NAME = 'svc.db';
 
@@ -434,10 +435,12 @@ export function openStore(options: StoreOptions): Store {
     if (fromTemplate) sql.run('UPDATE schema_migrations SET applied_at = ?', [Date.now()]);
     if (filePath) privateEngineLock(filePath);
   } catch (error) {
+    // Why a write failed is looked for while the log still takes what room it took (a full disk, a file size limit).
+    const failure = filePath === null ? error : explainIoFailure(filePath, error);
     // The file as it was, and no engine lock or log left behind.
     sql.finalizeAll();
     db.close();
-    throw unreadable(filePath, error);
+    throw unreadable(filePath, failure);
   }
   return new GroupCommitStore(db, sql, filePath, schemaVersion, {
     deferredWindowMs: options.deferredWindowMs ?? 20,
