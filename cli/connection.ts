@@ -13,7 +13,8 @@ import type { Command } from 'commander';
 import { loadConfig, loadOwnerWaitMs } from '../src/config.ts';
 import type { SvcClient } from '../src/client/client.ts';
 import type { Transport } from '../src/client/transport.ts';
-import { ensurePrivateDataDir } from '../src/store/data-dir.ts';
+import { noteForOperator } from '../src/core/operator-note.ts';
+import { ensurePrivateDataDir, parentExposure } from '../src/store/data-dir.ts';
 import { isHelpCommand } from './help.ts';
 import { parseBaseUrl, parseDataDir, parseNonEmpty, shownUrl } from './options.ts';
 import { DataDirLockedError, OWNER_LOCK_FILE, readLiveOwner, type OwnerRecord } from '../src/store/owner-lock.ts';
@@ -107,6 +108,8 @@ async function dataDirTransport(dataDir: string): Promise<{ transport: Transport
   // How long a data directory another process holds without a reachable socket is waited for (10 s by default).
   const deadline = Date.now() + loadOwnerWaitMs();
   ensurePrivateDataDir(dataDir); // before its lock is read: the lock names the socket this command will trust
+  const exposure = parentExposure(dataDir);
+  if (exposure !== null) noteForOperator(exposure);
   for (;;) {
     const owner = readLiveOwner(dataDir);
     if (owner === null) {

@@ -5,8 +5,8 @@
  * this check a directory squatted by another local user (in /tmp, say) is used as found: that user reads the data,
  * or replaces the socket with their own and receives the passwords and secrets admin commands send it.
  */
-import { mkdirSync, statSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { mkdirSync, realpathSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 
 export class DataDirUnsafeError extends Error {
   constructor(dataDir: string, why: string, fix: string) {
@@ -78,6 +78,42 @@ export function ensurePrivateDataDir(dataDir: string): void {
     const mode = (stats.mode & 0o777).toString(8).padStart(3, '0');
     throw new DataDirUnsafeError(dataDir, `may be written by other users (mode ${mode})`, `chmod 700 ${dataDir}`);
   }
+}
+
+/**
+ * A warning, one line, when a directory above the data directory lets another user rename it away (and put their own
+ * in its place, whose socket admin commands would trust): one writable by group or others without the sticky bit, or
+ * owned by a user other than root and svc's. Null when every parent is safe. Not refused, unlike the directory itself:
+ * a shared parent may be what the operator chose, with only trusted users in its group. The parents of the path as
+ * given and of the one it resolves to (through symlinks) are both checked: either can be swapped. Call it once the data
+ * directory exists.
+ */
+export function parentExposure(dataDir: string): string | null {
+  const uid = process.getuid?.();
+  if (uid === undefined) return null;
+  for (const parent of parentsOf(dataDir)) {
+    const stats = statSync(parent, { throwIfNoEntry: false });
+    if (stats === undefined) continue;
+    const where = `warning: ${parent}, above the data directory ${dataDir},`;
+    const risk = 'they can rename the data directory away and put one of theirs in its place';
+    if (stats.uid !== 0 && stats.uid !== uid) {
+      return `${where} belongs to another user (uid ${stats.uid}): ${risk}; use a data directory whose parents are root's or yours`;
+    }
+    if ((stats.mode & 0o022) !== 0 && (stats.mode & 0o1000) === 0) {
+      const mode = (stats.mode & 0o777).toString(8).padStart(3, '0');
+      return `${where} may be written by other users (mode ${mode}) and has no sticky bit: ${risk}; chmod go-w ${parent} (or chmod +t ${parent})`;
+    }
+  }
+  return null;
+}
+
+/** The directories above `dataDir` (which exists), nearest first: of its absolute path, then of its real one. */
+function parentsOf(dataDir: string): string[] {
+  const parents = new Set<string>();
+  for (const path of [resolve(dataDir), realpathSync(dataDir)]) {
+    for (let dir = dirname(path); !parents.has(dir); dir = dirname(dir)) parents.add(dir);
+  }
+  return [...parents];
 }
 
 /**

@@ -51,6 +51,41 @@ test('svc serve and the admin commands refuse a squatted data directory and touc
   assert.deepEqual(readdirSync(dataDir), []);
 });
 
+test('svc serve and the admin commands warn once of a parent other users may write into without the sticky bit, and go on', async (t) => {
+  const shared = join(tempDir(t), 'shared');
+  mkdirSync(shared);
+  chmodSync(shared, 0o777);
+  const dataDir = join(shared, 'data');
+  const warning = `svc: warning: ${shared}, above the data directory ${dataDir}, may be written by other users (mode 777) and has no sticky bit: `;
+  const warnedOnce = (stderr: string) => assert.deepEqual(stderr.split('\n').filter((line) => line.includes('warning')).map((line) => line.slice(0, warning.length)), [warning], stderr);
+
+  const listed = await runSvc(['keys', 'list', '--data-dir', dataDir]);
+  assert.equal(listed.code, 0, listed.stderr);
+  warnedOnce(listed.stderr);
+  assert.match(listed.stderr, new RegExp(`chmod go-w ${shared} \\(or chmod \\+t ${shared}\\)`));
+
+  const server = await startServe(t, dataDir);
+  server.child.kill('SIGTERM');
+  assert.equal(await server.exited, 0);
+  warnedOnce(server.output());
+
+  // The sticky bit (as /tmp has) lets only the data directory's owner rename it.
+  chmodSync(shared, 0o1777);
+  const sticky = await runSvc(['keys', 'list', '--data-dir', dataDir]);
+  assert.equal(sticky.code, 0);
+  assert.equal(sticky.stderr, '');
+});
+
+test('a parent another user (not root) owns is warned of', { skip: process.getuid?.() !== 0 && 'needs root to give a directory away' }, async (t) => {
+  const theirs = join(tempDir(t), 'theirs');
+  mkdirSync(theirs, { mode: 0o755 });
+  chownSync(theirs, 65534, 65534);
+  const dataDir = join(theirs, 'data');
+  const listed = await runSvc(['keys', 'list', '--data-dir', dataDir]);
+  assert.equal(listed.code, 0, listed.stderr);
+  assert.match(listed.stderr, new RegExp(`^svc: warning: ${theirs}, above the data directory ${dataDir}, belongs to another user \\(uid 65534\\): `));
+});
+
 test('svc serve refuses a data directory whose socket path would be too long, before it listens, leaving nothing', async (t) => {
   const parent = tempDir(t);
   const dataDir = join(parent, 'x'.repeat(Math.max(1, 110 - parent.length)));
