@@ -1,10 +1,11 @@
 /**
  * JSON Schema draft-04 schemas (zod's `target: "draft-4"`, hand-written and OpenAPI-3.0-derived ones), read as
  * draft-06 after the two differences of meaning are translated (ajv knows draft-04 only through the ajv-draft-04
- * package, whose validators are ajv's own keywords but for these):
+ * package, whose validators are ajv's own keywords but for these). The schema is one draft-04's meta-schema took
+ * (draft-04-meta-schema.ts), so its bounds are numbers and its exclusive flags booleans beside them:
  * - `exclusiveMinimum`/`exclusiveMaximum` are booleans that make `minimum`/`maximum` exclusive, where draft-06's are
  *   the exclusive bounds themselves: `{minimum: 1, exclusiveMinimum: true}` becomes `{exclusiveMinimum: 1}`, and a
- *   `false` is dropped. A `true` without its bound is left as it is, for the meta-schema to refuse, as draft-04's does;
+ *   `false` is dropped;
  * - `id` is what draft-06 calls `$id` (a base URI, or `#name` for a `$ref`); a `$id` means nothing in draft-04;
  * - the keywords draft-06 and draft-07 added are unknown to draft-04, which ignores them, and are left out: kept, the
  *   draft-06 meta-schema refused a draft-04 schema whose `contains`, `propertyNames` or `examples` is no schema or
@@ -56,7 +57,7 @@ function translated(schema: Schema): Schema {
 
 function exclusiveBound(schema: Schema, bound: 'minimum' | 'maximum', exclusive: 'exclusiveMinimum' | 'exclusiveMaximum'): void {
   if (schema[exclusive] === false) delete schema[exclusive];
-  else if (schema[exclusive] === true && typeof schema[bound] === 'number') {
+  else if (schema[exclusive] === true) {
     schema[exclusive] = schema[bound];
     delete schema[bound];
   }

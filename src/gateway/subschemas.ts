@@ -38,3 +38,18 @@ export function* subschemas(schema: Schema, path = ''): Generator<[path: string,
     yield* subschemas(child, childPath);
   }
 }
+
+/**
+ * A JSON Pointer into `schema` (`/properties/a~1b/anyOf/1`, as ajv's meta-schema errors place a fault) in the form
+ * `subschemas` writes paths in (`.properties["a/b"].anyOf[1]`).
+ */
+export function pointerPath(schema: unknown, pointer: string): string {
+  let path = '';
+  let value = schema;
+  for (const token of pointer.split('/').slice(1)) {
+    const key = token.replaceAll('~1', '/').replaceAll('~0', '~');
+    path += Array.isArray(value) ? `[${key}]` : step(key);
+    value = (isSchema(value) || Array.isArray(value)) && Object.hasOwn(value, key) ? (value as Record<string, unknown>)[key] : undefined;
+  }
+  return path;
+}

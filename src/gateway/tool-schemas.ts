@@ -3,7 +3,7 @@
  * complete tool call passes before it is emitted downstream (SPEC 4.2). A schema that does not compile is the
  * client's error (400), never a crash.
  */
-import { Ajv, type ValidateFunction } from 'ajv';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { Ajv2019 } from 'ajv/dist/2019.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import draft06MetaSchema from 'ajv/dist/refs/json-schema-draft-06.json' with { type: 'json' };
@@ -11,7 +11,8 @@ import safeRegex from 'safe-regex2';
 import { canonicalJson } from '../core/canonical-json.ts';
 import { invalid } from '../core/errors.ts';
 import { draft04AsDraft06 } from './draft-04.ts';
-import { subschemas } from './subschemas.ts';
+import { DRAFT_04_META_SCHEMA } from './draft-04-meta-schema.ts';
+import { pointerPath, subschemas } from './subschemas.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../core/json-depth.ts';
 import type { ChatTool, ChatToolCall } from './providers/types.ts';
 
@@ -50,13 +51,15 @@ patternRegExp.code = 'patternRegExp';
  * - `multipleOfPrecision`: ajv takes a value as a multiple when value / multipleOf is a whole double, which a decimal
  *   step rarely gives (19.99 / 0.01 is 1998.9999999999998, 0.3 / 0.1 is 2.9999999999999996), so a price of 19.99
  *   was refused for `multipleOf: 0.01`; a quotient within a millionth of a whole number counts as whole (the
- *   rounding error of a quotient stays below that up to ~10^9 steps).
+ *   rounding error of a quotient stays below that up to ~10^9 steps);
+ * - `validateSchema: false`: `compile` checks a schema against its dialect's meta-schema itself, so that its 400 names
+ *   where the schema breaks it, and a draft-04 schema against draft-04's, not its draft-06 translation.
  */
 const AJV_OPTIONS = {
   strict: false,
   logger: false,
   allErrors: false,
-  validateSchema: true,
+  validateSchema: false,
   addUsedSchema: false,
   multipleOfPrecision: 6,
   code: { regExp: patternRegExp, optimize: false },
@@ -76,11 +79,15 @@ class Dialect {
   /** Made on the first schema of the dialect (an instance costs ~5 ms and its meta-schemas). */
   private instance: Ajv | undefined;
   private nodes = 0;
-  /** `source` is the schema the dialect's ajv compiles for one that declares it. */
+  /**
+   * `declared` is a schema that declares the dialect as the dialect's ajv checks it against its meta-schema (its
+   * `$schema` spelled as that ajv knows it), `source` what that ajv compiles for it.
+   */
   constructor(
     readonly name: string,
     private readonly make: () => Ajv,
-    readonly source: (schema: Schema) => Schema,
+    readonly declared: (schema: Schema) => Schema,
+    readonly source: (schema: Schema) => Schema = declared,
   ) {}
   /** The instance to compile a schema of `nodes` nodes with, a new one past AJV_RECYCLE_NODES. */
   take(nodes: number): Ajv {
@@ -105,6 +112,8 @@ const declaring = (metaSchema: string) => (schema: Schema): Schema =>
  */
 const ADDED_IN_DRAFT_07 = ['if', 'then', 'else'];
 
+const DRAFT_04 = 'http://json-schema.org/draft-04/schema#';
+
 /** A draft-07 ajv that also knows draft-06's meta-schema, without `keywords`. */
 const withoutKeywords = (keywords: readonly string[]) => (): Ajv => {
   const ajv = new Ajv(AJV_OPTIONS).addMetaSchema(draft06MetaSchema);
@@ -123,7 +132,11 @@ const dialects = new Map<string, Dialect>([
   ['json-schema.org/draft/2019-09/schema', new Dialect('2019-09', () => new Ajv2019(AJV_OPTIONS), declaring('https://json-schema.org/draft/2019-09/schema'))],
   ['json-schema.org/draft-07/schema', draft07],
   ['json-schema.org/draft-06/schema', new Dialect('draft-06', withoutKeywords(ADDED_IN_DRAFT_07), declaring('http://json-schema.org/draft-06/schema#'))],
-  ['json-schema.org/draft-04/schema', new Dialect('draft-04', withoutKeywords(ADDED_IN_DRAFT_07), draft04AsDraft06)],
+  // Checked against draft-04's meta-schema, which ajv reads as any draft-04 schema: translated (its multipleOf > 0).
+  [
+    'json-schema.org/draft-04/schema',
+    new Dialect('draft-04', () => withoutKeywords(ADDED_IN_DRAFT_07)().addMetaSchema(draft04AsDraft06(DRAFT_04_META_SCHEMA)), declaring(DRAFT_04), draft04AsDraft06),
+  ],
 ]);
 const DIALECT_URI = /^https?:\/\/(.*?)#?$/;
 
@@ -209,6 +222,15 @@ export class SchemaBudget {
   }
 }
 
+/**
+ * The 400 of a schema its dialect's meta-schema refuses, naming where in it each fault is: a draft-04 schema's numeric
+ * `exclusiveMinimum` (draft-06's meaning) is `tools[0].function.parameters.properties.n.exclusiveMinimum must be boolean`.
+ */
+function notOfDialect(schema: Schema, dialect: Dialect, where: string, errors: ErrorObject[]): Error {
+  const faults = errors.map((error) => `${where}${pointerPath(schema, error.instancePath)} ${error.message}`);
+  return invalid(`${where} is not a valid JSON Schema of its dialect, ${dialect.name}: ${[...new Set(faults)].join(', ')}.`, { param: where });
+}
+
 function compile(schema: Record<string, unknown>, where: string, budget: SchemaBudget): ValidateFunction {
   const nodes = budget.spend(schema, where);
   const text = canonicalJson(schema);
@@ -216,8 +238,9 @@ function compile(schema: Record<string, unknown>, where: string, budget: SchemaB
   if (hit) return hit.validate;
   const dialect = dialectOf(schema, where);
   assertOneDialect(schema, dialect, where);
-  const source = dialect.source(schema);
   const ajv = dialect.take(nodes);
+  if (!ajv.validateSchema(dialect.declared(schema))) throw notOfDialect(schema, dialect, where, ajv.errors ?? []);
+  const source = dialect.source(schema);
   let validate: ValidateFunction;
   try {
     validate = ajv.compile(source);

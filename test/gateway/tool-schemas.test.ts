@@ -127,6 +127,40 @@ test("a draft-04 schema (zod's target: \"draft-4\", hand-written and OpenAPI-3.0
   assert.match((await refusal(parameters, { id: 3, n: 2, m: 1 })) ?? '', /do not match its schema: data\/id must be string/, 'the property id is a string');
 });
 
+test("a schema its declared draft-04 does not allow is a 400 naming where (a numeric exclusiveMinimum was read with draft-06's meaning, a required: [] and a boolean subschema taken), as ajv-draft-04 refuses it; the same schema declaring draft-06 is taken", async (t) => {
+  const { app } = await build(t);
+  const asked = (schema: Record<string, unknown>) => [
+    { url: '/v1/chat/completions', where: 'response_format.json_schema.schema', payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], response_format: { type: 'json_schema', json_schema: { name: 'n', schema } } } },
+    { url: '/v1/chat/completions', where: 'tools[0].function.parameters', payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], tools: [tool('t', schema)] } },
+  ];
+  const refusals: Array<[Record<string, unknown>, RegExp]> = [
+    [{ type: 'object', properties: { n: { type: 'number', minimum: 0, exclusiveMinimum: 1 } } }, /\.properties\.n\.exclusiveMinimum must be boolean/],
+    [{ type: 'object', properties: { n: { type: 'number', exclusiveMinimum: 1 } } }, /\.properties\.n must have property minimum when property exclusiveMinimum is present/],
+    [{ type: 'object', properties: { 'a b': { type: 'number', maximum: 10, exclusiveMaximum: 9 } } }, /\.properties\["a b"\]\.exclusiveMaximum must be boolean/],
+    [{ type: 'object', properties: { n: { type: 'number', exclusiveMinimum: true } } }, /\.properties\.n must have property minimum when property exclusiveMinimum is present/],
+    [{ type: 'object', properties: { a: { type: 'string' } }, required: [] }, /\.required must NOT have fewer than 1 items/],
+    [{ type: 'object', properties: { a: true } }, /\.properties\.a must be object/],
+    [{ type: 'object', properties: { a: { anyOf: [{ type: 'string' }, { enum: [] }] } } }, /\.properties\.a\.anyOf\[1\]\.enum must NOT have fewer than 1 items/],
+  ];
+  for (const [body, message] of refusals) {
+    for (const { url, where, payload } of asked({ $schema: 'http://json-schema.org/draft-04/schema#', ...body })) {
+      const answer = await app.inject({ method: 'POST', url, payload });
+      const label = `${JSON.stringify(body)} as ${where}`;
+      assert.equal(answer.statusCode, 400, `${label}: ${answer.body}`);
+      const { error } = json(answer);
+      assert.ok(error.message.startsWith(`${where} is not a valid JSON Schema of its dialect, draft-04: ${where}.`), `${label}: ${error.message}`);
+      assert.match(error.message, message, label);
+      assert.equal(error.param, where, label);
+    }
+  }
+  // The same numeric bound in draft-06, where exclusiveMinimum is the bound itself, and an empty required, are taken.
+  const draft06 = { $schema: 'http://json-schema.org/draft-06/schema#', type: 'object', properties: { n: { type: 'number', exclusiveMinimum: 1 } }, required: [] };
+  for (const { url, where, payload } of asked(draft06)) {
+    const answer = await app.inject({ method: 'POST', url, payload });
+    assert.equal(answer.statusCode, 200, `${where}: ${answer.body}`);
+  }
+});
+
 test("a dialect's URI is taken in https as in http, with or without its trailing # (https://json-schema.org/draft-07/schema#, as users write it, was a 400 \"no schema with key or ref\"), with its dialect's meaning, on every wire", async (t) => {
   const refusal = await toolCallChecks(t);
   const spellings = (path: string) => [`https://json-schema.org/${path}#`, `https://json-schema.org/${path}`, `http://json-schema.org/${path}`, `http://json-schema.org/${path}#`];
