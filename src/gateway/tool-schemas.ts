@@ -64,6 +64,13 @@ const AJV_OPTIONS = {
   multipleOfPrecision: 6,
   code: { regExp: patternRegExp, optimize: false },
 } as const;
+/**
+ * The options of draft-07 and earlier, whose `$ref` is the whole of its schema: "all other properties in a "$ref"
+ * object MUST be ignored" (draft-07 8.3; draft-04 and draft-06 alike), where ajv, by default, applies them as 2019-09
+ * does, so a `minimum` beside a `$ref` refused calls the schema allows. A JSON Pointer into what lies beside a `$ref`
+ * (the root's `definitions`) still resolves. ajv marks `ignoreKeywordsWithRef` deprecated, yet reads it (8.x).
+ */
+const REF_ALONE_OPTIONS = { ...AJV_OPTIONS, ignoreKeywordsWithRef: true } as const;
 /** A new instance costs ~5 ms (it compiles the meta-schema again): once per this many schema nodes compiled. */
 const AJV_RECYCLE_NODES = 5_000;
 
@@ -116,12 +123,12 @@ const DRAFT_04 = 'http://json-schema.org/draft-04/schema#';
 
 /** A draft-07 ajv that also knows draft-06's meta-schema, without `keywords`. */
 const withoutKeywords = (keywords: readonly string[]) => (): Ajv => {
-  const ajv = new Ajv(AJV_OPTIONS).addMetaSchema(draft06MetaSchema);
+  const ajv = new Ajv(REF_ALONE_OPTIONS).addMetaSchema(draft06MetaSchema);
   for (const keyword of keywords) ajv.removeKeyword(keyword);
   return ajv;
 };
 
-const draft07 = new Dialect('draft-07', () => new Ajv(AJV_OPTIONS), declaring('http://json-schema.org/draft-07/schema#'));
+const draft07 = new Dialect('draft-07', () => new Ajv(REF_ALONE_OPTIONS), declaring('http://json-schema.org/draft-07/schema#'));
 /**
  * The dialects by their meta-schema's URI without its scheme and trailing `#`. json-schema.org names draft-04 to
  * draft-07 by http and 2019-09 and 2020-12 by https, with and without `#`, and serves each in both schemes: users

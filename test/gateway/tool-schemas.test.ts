@@ -273,6 +273,29 @@ test('a draft-04 schema may give a keyword later drafts added any value, as it m
   assert.match((await refusal(odd, { a: 1 })) ?? '', /do not match its schema: data\/a must be string/, 'the keywords draft-04 has still hold');
 });
 
+test("keywords beside a $ref are ignored in draft-07 and earlier, as those drafts say, where svc applied them (a minimum beside a $ref refused calls the schema allows), and apply in 2019-09 and 2020-12; a $ref into definitions beside it still resolves", async (t) => {
+  const refusal = await toolCallChecks(t);
+  const beside = (dialect: string | undefined, definitions: string) => ({
+    ...(dialect && { $schema: dialect }),
+    type: 'object',
+    properties: { n: { $ref: `#/${definitions}/count`, minimum: 5, description: 'how many' } },
+    required: ['n'],
+    [definitions]: { count: { type: 'integer' } },
+  });
+  for (const dialect of [undefined, 'http://json-schema.org/draft-07/schema#', 'http://json-schema.org/draft-06/schema#', 'http://json-schema.org/draft-04/schema#']) {
+    assert.equal(await refusal(beside(dialect, 'definitions'), { n: 1 }), null, `${dialect}: the minimum beside $ref is ignored`);
+    assert.match((await refusal(beside(dialect, 'definitions'), { n: 'x' })) ?? '', /data\/n must be integer/, `${dialect}: the $ref holds`);
+  }
+  for (const dialect of ['https://json-schema.org/draft/2019-09/schema', 'https://json-schema.org/draft/2020-12/schema']) {
+    assert.match((await refusal(beside(dialect, '$defs'), { n: 1 })) ?? '', /data\/n must be >= 5/, `${dialect}: the minimum beside $ref applies`);
+    assert.equal(await refusal(beside(dialect, '$defs'), { n: 6 }), null, dialect);
+  }
+  // zod-to-json-schema's shape: the root a $ref beside the definitions it points into.
+  const rooted = { $schema: 'http://json-schema.org/draft-07/schema#', $ref: '#/definitions/args', definitions: { args: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] } } };
+  assert.equal(await refusal(rooted, { n: 1 }), null);
+  assert.match((await refusal(rooted, { n: 'x' })) ?? '', /data\/n must be integer/);
+});
+
 test('a decimal multipleOf takes the decimals it steps by (19.99 for multipleOf 0.01, 0.3 for 0.1, where ajv\'s whole-quotient check refused them) and still refuses what lies between its steps', async (t) => {
   const refusal = await toolCallChecks(t);
   const priced = (multipleOf: number) => ({ type: 'object', properties: { v: { type: 'number', multipleOf } }, required: ['v'] });
