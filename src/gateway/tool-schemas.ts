@@ -162,6 +162,9 @@ function dialectOf(schema: Schema, where: string): Dialect {
   );
 }
 
+/** The dialects in which a subschema with an `$id` may declare a `$schema` of its own (an embedded resource). */
+const EMBEDDING_DIALECTS = new Set(['2019-09', '2020-12']);
+
 /**
  * A 400 naming the first `$schema` below the root that declares another dialect than the root's (or none svc reads).
  * svc compiles a schema in one dialect, its root's, and ajv does not read a nested `$schema`: a subschema declaring
@@ -175,8 +178,12 @@ function assertOneDialect(schema: Schema, dialect: Dialect, where: string): void
     if (subschema.$schema === undefined) continue;
     const nested = dialectNamed(subschema.$schema);
     if (nested === dialect) continue;
+    // Said outright where the schema means an embedded resource, so the 400 is not read as a fault of the schema.
+    const embedded = EMBEDDING_DIALECTS.has(dialect.name) && typeof subschema.$id === 'string'
+      ? ` ${path.slice(1)} is an embedded resource ($id ${JSON.stringify(subschema.$id)}) of a dialect of its own, which 2019-09 and later allow and svc does not read;`
+      : '';
     throw invalid(
-      `${where}${path}.$schema ${nested ? `declares ${nested.name}` : 'names no dialect svc reads'}, where the schema's root is read as ${dialect.name}: svc reads a schema in its root's dialect throughout, so a $schema below the root may declare that one only; leave it out.`,
+      `${where}${path}.$schema ${nested ? `declares ${nested.name}` : 'names no dialect svc reads'}, where the schema's root is read as ${dialect.name}:${embedded} svc reads a schema in its root's dialect throughout, so a $schema below the root may declare that one only; leave it out.`,
       { param: `${where}${path}.$schema` },
     );
   }

@@ -217,7 +217,12 @@ test("a $schema that names no dialect svc reads (another URI, not a string) is a
     [
       { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', properties: { n: { $ref: 'urn:n' } }, $defs: { n: { $id: 'urn:n', $schema: draft04, type: 'integer' } } },
       '.$defs.n.$schema',
-      /declares draft-04, where the schema's root is read as 2020-12/,
+      /declares draft-04, where the schema's root is read as 2020-12: \$defs\.n is an embedded resource \(\$id "urn:n"\) of a dialect of its own, which 2019-09 and later allow and svc does not read/,
+    ],
+    [
+      { $schema: 'https://json-schema.org/draft/2019-09/schema', type: 'object', properties: { n: { $id: 'https://example.com/n', $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'integer' } } },
+      '.properties.n.$schema',
+      /declares 2020-12, where the schema's root is read as 2019-09: properties\.n is an embedded resource \(\$id "https:\/\/example\.com\/n"\) of a dialect of its own, which 2019-09 and later allow and svc does not read/,
     ],
     [{ $schema: draft04, type: 'object', properties: { v: { anyOf: [{ type: 'null' }, { $schema: 'http://json-schema.org/draft-07/schema#', type: 'number' }] } } }, '.properties.v.anyOf[1].$schema', /declares draft-07, where the schema's root is read as draft-04/],
   ];
