@@ -15,8 +15,11 @@ import { buildApp } from '../../src/http/app.ts';
 import { createServices } from '../../src/services.ts';
 import { openStore } from '../../src/store/store.ts';
 import { countingHasher } from './accounts.ts';
+import { loadScaled } from './load-scaled.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
+/** playwright's own default bound on a launch and on each wait of a page, before the load grows it. */
+const PLAYWRIGHT_TIMEOUT_MS = 30_000;
 const BOOTSTRAP = 'svc_browser_test_bootstrap_token_0123456789';
 export const FIRST_PASSWORD = 'correct horse battery';
 export const SECOND_PASSWORD = 'an even better passphrase';
@@ -68,7 +71,7 @@ export async function startSvc(t: TestContext, env: Record<string, string> = {})
 
 /** The e-mail to `to` whose text holds a link to `page`, waited for (some are sent after the answer); its token. */
 export async function linkToken(svc: Svc, to: string, page: string): Promise<{ url: URL; token: string }> {
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + loadScaled(10_000);
   for (;;) {
     for (const message of [...svc.mail].reverse()) {
       if (message.to !== to) continue;
@@ -142,7 +145,7 @@ export function chromiumForFile(): {
   let browser: Browser | undefined;
   before(async () => {
     if (!existsSync(CHROMIUM)) return;
-    browser = await chromium.launch({ executablePath: CHROMIUM });
+    browser = await chromium.launch({ executablePath: CHROMIUM, timeout: loadScaled(PLAYWRIGHT_TIMEOUT_MS) });
   });
   after(async () => {
     await browser?.close();
@@ -159,6 +162,8 @@ export function chromiumForFile(): {
 
   async function newContext(t: TestContext, options?: BrowserContextOptions): Promise<BrowserContext> {
     const context = await requireBrowser().newContext(options);
+    // Every wait of its pages (waitFor, waitForURL, click...): a page drawn slowly on a loaded machine is not a failure.
+    context.setDefaultTimeout(loadScaled(PLAYWRIGHT_TIMEOUT_MS));
     t.after(() => context.close());
     return context;
   }

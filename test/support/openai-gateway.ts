@@ -3,10 +3,11 @@ import type { TestContext } from 'node:test';
 import OpenAI from 'openai';
 import { build } from './build.ts';
 import type { FakeUpstream } from './fake-upstream.ts';
+import { loadScaled } from './load-scaled.ts';
 
 export async function openaiGateway(t: TestContext, upstream: FakeUpstream) {
   const built = await build(t, { env: { CHATCOMP_API_KEY: 'sk-upstream-secret', CHATCOMP_BASE_URL: upstream.baseUrl } });
   const address = await built.app.listen({ port: 0, host: '127.0.0.1' });
-  const client = new OpenAI({ baseURL: `${address}/v1`, apiKey: 'sk-local-dev', maxRetries: 0, timeout: 20_000 });
+  const client = new OpenAI({ baseURL: `${address}/v1`, apiKey: 'sk-local-dev', maxRetries: 0, timeout: loadScaled(20_000) });
   return { ...built, address, client };
 }

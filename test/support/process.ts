@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { after } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { loadScaled } from './load-scaled.ts';
 import { onProcessEnd } from './process-end.ts';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -121,7 +122,7 @@ export interface ServeProcess {
   exited: Promise<number | null>;
 }
 
-/** How long startServe waits for the address line. */
+/** How long startServe waits for the address line on a quiet machine; up to 4 times that under load (loadScaled). */
 const SERVE_START_TIMEOUT_MS = 60_000;
 
 /**
@@ -151,7 +152,7 @@ export function startServe(t: Cleanups, dataDir: string, env: Record<string, str
   return new Promise((resolve, reject) => {
     // A start takes ~0.2 s on a quiet machine, and took past 20 s once with the whole suite at a load average of
     // 25-60 on 2 cores. A hung start still fails well inside the file's test timeout (test/support/file-timeouts.mjs).
-    const timer = setTimeout(() => reject(new Error(`svc serve did not start: ${output}`)), SERVE_START_TIMEOUT_MS);
+    const timer = setTimeout(() => reject(new Error(`svc serve did not start: ${output}`)), loadScaled(SERVE_START_TIMEOUT_MS));
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
       const match = /svc listening on (http:\/\/\S+)/.exec(output);

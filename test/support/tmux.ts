@@ -4,9 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { availableParallelism, loadavg } from 'node:os';
 import type { TestContext } from 'node:test';
-import { loadFactor } from './file-timeouts.mjs';
+import { loadScaled } from './load-scaled.ts';
 import { onProcessEnd } from './process-end.ts';
 import { ROOT, SVC } from './process.ts';
 
@@ -102,7 +101,7 @@ export function terminal(t: TestContext, size: { columns: number; rows: number }
  * screen) otherwise.
  */
 export async function until<T>(probe: () => T, ok: (value: T) => boolean, what: string, show: () => string): Promise<T> {
-  const deadline = Date.now() + WAIT_MS * loadFactor({ load: loadavg()[0]!, cpus: availableParallelism() });
+  const deadline = Date.now() + loadScaled(WAIT_MS);
   for (;;) {
     const value = probe();
     if (ok(value)) return value;
