@@ -4,6 +4,7 @@ import test, { type TestContext } from 'node:test';
 import { bearer, json } from '../support/build.ts';
 import { ADMIN, BOOT, Browser, buildAccounts, buildWithAdmin, makeUser, operator, ORIGIN } from '../support/accounts.ts';
 import { afterRead } from '../support/counting-store.ts';
+import { loadScaled } from '../support/load-scaled.ts';
 import { tempDir } from '../support/process.ts';
 import { createAccountsRepository } from '../../src/accounts/repo.ts';
 import { newToken, sha256Hex } from '../../src/core/ids.ts';
@@ -313,7 +314,10 @@ test('svc serve --port 0 without SVC_APP_BASE_URL e-mails links with the port it
   });
   assert.equal(response.status, 201);
   const port = new URL(server.address).port;
-  for (let i = 0; i < 50 && !server.output().includes('accept-invite?token='); i++) await new Promise((r) => setTimeout(r, 20));
+  // The e-mail (here a line of the server's output) leaves after the answer.
+  for (const deadline = Date.now() + loadScaled(1_000); !server.output().includes('accept-invite?token=') && Date.now() < deadline; ) {
+    await new Promise((r) => setTimeout(r, 20));
+  }
   assert.match(server.output(), new RegExp(`http://127\\.0\\.0\\.1:${port}/accept-invite\\?token=[A-Za-z0-9_-]{43}`));
 });
 

@@ -5,6 +5,7 @@ import test from 'node:test';
 import { checkOutboundUrl } from '../../src/net/url-guard.ts';
 import { bearer, build, json } from '../support/build.ts';
 import { BOOT as OPERATOR, buildWithAdmin, operator } from '../support/accounts.ts';
+import { loadScaled } from '../support/load-scaled.ts';
 
 const BOOT = 'bootstrap-token-keys-tests-0000001';
 const admin = bearer(BOOT);
@@ -255,7 +256,7 @@ test('webhook_url: an internal name that resolves to a private address and one t
   assert.deepEqual(answers[1], answers[0]);
 });
 
-test('webhook_url: a host whose DNS never answers holds no request, nor more than its share of the lookup threads', { timeout: 30_000 }, async (t) => {
+test('webhook_url: a host whose DNS never answers holds no request, nor more than its share of the lookup threads', { timeout: loadScaled(30_000) }, async (t) => {
   // The real guard over a resolver that never answers until released, as a tenant admin's URL on a dead DNS server.
   const waiting: Array<() => void> = [];
   const lookup = async (hostname: string): Promise<Array<{ address: string; family: number }>> => {
@@ -290,7 +291,7 @@ test('webhook_url: a host whose DNS never answers holds no request, nor more tha
   assert.equal(settings.webhook_url, 'https://hooks.example.com/h');
 });
 
-test('webhook_url: an organization whose saves hang on a dead DNS server leaves lookup slots to the others', { timeout: 30_000 }, async (t) => {
+test('webhook_url: an organization whose saves hang on a dead DNS server leaves lookup slots to the others', { timeout: loadScaled(30_000) }, async (t) => {
   const waiting: Array<() => void> = [];
   const lookup = async (hostname: string): Promise<Array<{ address: string; family: number }>> => {
     if (hostname === 'hooks.example.com') return [{ address: '93.184.216.34', family: 4 }];

@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import test, { before, describe, type TestContext } from 'node:test';
+import { loadScaled } from '../support/load-scaled.ts';
 import { ensureBundle, runSvc, startServe, suiteCleanups, tempDir, type RunResult } from '../support/process.ts';
 import { skipWithoutTmux, terminal, until } from '../support/tmux.ts';
 
@@ -347,7 +348,7 @@ describe('svc users and svc orgs', { concurrency: true }, () => {
   });
 
   async function waitFor(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
+    const deadline = Date.now() + loadScaled(timeoutMs);
     while (!condition()) {
       if (Date.now() > deadline) throw new Error('timed out waiting');
       await new Promise((resolve) => setTimeout(resolve, 50));

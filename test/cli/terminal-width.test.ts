@@ -15,6 +15,7 @@ import { RunsApp } from '../../cli/tui/RunsApp.tsx';
 import { runsSource } from '../../cli/tui/runs-source.ts';
 import { SvcClient } from '../../src/client/client.ts';
 import { httpTransport } from '../../src/client/transport.ts';
+import { loadScaled } from '../support/load-scaled.ts';
 import { ensureBundle, runSvc, tempDir } from '../support/process.ts';
 
 before(ensureBundle);
@@ -72,7 +73,7 @@ test("the TUI's run list keeps its columns in line whatever the models are writt
   t.after(() => client.close());
   const screen = render(createElement(RunsApp, { source: runsSource(client, tempDir(t)), connection: { label: 'test', live: false } }));
   t.after(() => screen.unmount());
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + loadScaled(10_000);
   while (!(screen.lastFrame() ?? '').includes('run_7')) {
     if (Date.now() > deadline) assert.fail(`no list:\n${screen.lastFrame()}`);
     await new Promise((resolve) => setTimeout(resolve, 15));

@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { before, describe, test, type TestContext } from 'node:test';
 import { startFakeUpstream } from '../support/fake-upstream.ts';
+import { loadScaled } from '../support/load-scaled.ts';
 import { ensureBundle, startServe, tempDir, type ServeProcess } from '../support/process.ts';
 
 before(ensureBundle);
@@ -29,7 +30,7 @@ function logLines(server: ServeProcess): Array<{ level: number; msg: string; err
 
 /** Resolves once `predicate` holds, checked every 20 ms; gives up after 20 s (so a failed test does not poll on). */
 async function until(predicate: () => boolean, what: string): Promise<void> {
-  for (const deadline = Date.now() + 20_000; !predicate(); ) {
+  for (const deadline = Date.now() + loadScaled(20_000); !predicate(); ) {
     if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }

@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { before, describe, test, type TestContext } from 'node:test';
 import { completion, contentChunk, sendJson, startFakeUpstream, startSse, type FakeUpstream } from '../support/fake-upstream.ts';
 import { SOCKET_FILE } from '../../src/server.ts';
+import { loadScaled } from '../support/load-scaled.ts';
 import { ensureBundle, startServe, tempDir, type ServeProcess } from '../support/process.ts';
 
 before(ensureBundle);
@@ -72,7 +73,7 @@ async function serveWithUpstream(t: TestContext, env: Record<string, string> = {
 
 /** Resolves once `predicate` holds, checked every 20 ms; gives up after 20 s (so a failed test does not poll on). */
 async function until(predicate: () => boolean, what: string): Promise<void> {
-  for (const deadline = Date.now() + 20_000; !predicate(); ) {
+  for (const deadline = Date.now() + loadScaled(20_000); !predicate(); ) {
     if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import { startFakeUpstream } from '../support/fake-upstream.ts';
+import { loadScaled } from '../support/load-scaled.ts';
 import { ensureBundle, startServe, tempDir } from '../support/process.ts';
 import { build, json } from '../support/build.ts';
 
@@ -29,7 +30,7 @@ test('runs in flight when svc is killed are finished as failed (interrupted) at 
   const env = { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl };
   const first = await startServe(t, dataDir, env);
   const pending = [1, 2, 3].map((n) => ask(first.address, `in flight ${n}`).catch(() => null));
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + loadScaled(10_000);
   // Opened runs are committed by the next group commit (within 20 ms); wait until all three are readable as running.
   while ((await getJson(`${first.address}/api/v1/runs?status=running`)).pagination.total < 3) {
     assert.ok(Date.now() < deadline, 'three runs running before the kill');
@@ -48,7 +49,7 @@ test('runs in flight when svc is killed are finished as failed (interrupted) at 
   const fresh = await ask(second.address, 'after the restart');
   assert.equal(fresh.status, 200);
   while ((await getJson(`${second.address}/api/v1/runs?status=running`)).pagination.total > 0) {
-    assert.ok(Date.now() < deadline + 10_000, 'the interrupted runs are finished');
+    assert.ok(Date.now() < deadline + loadScaled(10_000), 'the interrupted runs are finished');
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   const failed = (await getJson(`${second.address}/api/v1/runs?status=failed`)).runs as Array<{ id: string }>;

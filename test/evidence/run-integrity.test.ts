@@ -13,6 +13,7 @@ import type { AuthContext } from '../../src/identity/auth-context.ts';
 import type { SqlValue } from '../../src/store/sql.ts';
 import { build, json, type Built } from '../support/build.ts';
 import { completion, contentChunk, sendChunks, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
+import { loadScaled } from '../support/load-scaled.ts';
 
 let counter = 0;
 
@@ -146,7 +147,7 @@ test('a run still running verifies as it stands; once finished its row is held t
   const built = await build(t, { env: { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl } });
   const answered = chat(built);
   let runId: string | undefined;
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + loadScaled(10_000);
   while (!runId) {
     assert.ok(Date.now() < deadline, 'the run is committed as running');
     await new Promise((resolve) => setTimeout(resolve, 20));

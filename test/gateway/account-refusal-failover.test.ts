@@ -10,6 +10,7 @@ import test, { type TestContext } from 'node:test';
 import OpenAI from 'openai';
 import { build, json } from '../support/build.ts';
 import { completion, contentChunk, embeddingsAnswer, sendChunks, sendJson, startFakeUpstream, startSse, type FakeUpstream, type RecordedRequest } from '../support/fake-upstream.ts';
+import { loadScaled } from '../support/load-scaled.ts';
 
 const PLATFORM_KEY = 'sk-platform-revoked';
 const FALLBACK_KEY = 'sk-fallback-good';
@@ -80,7 +81,7 @@ async function gateway(t: TestContext, fake: FakeUpstream, withFallback: boolean
   if (withFallback) env.CHATCOMP_FALLBACK_API_KEY = FALLBACK_KEY;
   const built = await build(t, { env });
   const address = await built.app.listen({ port: 0, host: '127.0.0.1' });
-  return { ...built, address, client: new OpenAI({ baseURL: `${address}/v1`, apiKey: 'sk-local-dev', maxRetries: 0, timeout: 20_000 }) };
+  return { ...built, address, client: new OpenAI({ baseURL: `${address}/v1`, apiKey: 'sk-local-dev', maxRetries: 0, timeout: loadScaled(20_000) }) };
 }
 
 /** The keys the upstream was called with since `from`. */

@@ -10,6 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import { bearer, json } from '../support/build.ts';
 import { BOOT, buildWithAdmin, operator } from '../support/accounts.ts';
 import { completion, contentChunk, sendChunks, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
+import { loadScaled } from '../support/load-scaled.ts';
 
 async function keyIn(app: FastifyInstance, orgId: string, extra: Record<string, unknown> = {}): Promise<string> {
   const response = await app.inject({ method: 'POST', url: '/api/v1/keys', headers: operator(BOOT, orgId), payload: { name: 'k', admin: true, ...extra } });
@@ -29,7 +30,7 @@ test('two organizations sending the same request never share a cached answer; st
   const acme = json(await app.inject({ method: 'POST', url: '/api/v1/orgs', headers: bearer(BOOT), payload: { name: 'Acme', ownerEmail: 'root@example.test' } })).org.id;
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   const clientOf = (apiKey: string, headers: Record<string, string> = {}) =>
-    new OpenAI({ baseURL: `${address}/v1`, apiKey, maxRetries: 0, timeout: 20_000, defaultHeaders: headers });
+    new OpenAI({ baseURL: `${address}/v1`, apiKey, maxRetries: 0, timeout: loadScaled(20_000), defaultHeaders: headers });
   const ofDefault = await keyIn(app, 'default');
   const ofAcme = await keyIn(app, acme);
   const body = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: 'same question, two orgs' }] };
@@ -69,7 +70,7 @@ test('a streamed answer is served to a buffered request and a buffered one to a 
   });
   const { app } = await buildWithAdmin(t, { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
-  const client = new OpenAI({ baseURL: `${address}/v1`, apiKey: BOOT, maxRetries: 0, timeout: 20_000 });
+  const client = new OpenAI({ baseURL: `${address}/v1`, apiKey: BOOT, maxRetries: 0, timeout: loadScaled(20_000) });
   const runOf = async (id: string | null) => json(await app.inject({ url: `/api/v1/runs/${id}`, headers: bearer(BOOT) })).run;
 
   const streamedBody = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: 'streamed first' }] };

@@ -10,6 +10,7 @@ import { bearer, build, json } from '../support/build.ts';
 import { completion, contentChunk, sendChunks, sendJson, sleep, startFakeUpstream, startSse, untilClientCloses, type FakeUpstream } from '../support/fake-upstream.ts';
 import { readFileSync } from 'node:fs';
 import { expectFailureAnswered } from '../support/failover.ts';
+import { loadScaled } from '../support/load-scaled.ts';
 import { OPENAPI_PATH, validateAgainst } from '../support/openapi.ts';
 
 const WEATHER_TOOL = {
@@ -23,7 +24,7 @@ const WEATHER_TOOL = {
 async function gateway(t: TestContext, upstream: FakeUpstream, env: Record<string, string> = {}) {
   const built = await build(t, { env: { CHATCOMP_API_KEY: 'sk-upstream-secret', CHATCOMP_BASE_URL: upstream.baseUrl, ...env } });
   const address = await built.app.listen({ port: 0, host: '127.0.0.1' });
-  const client = new OpenAI({ baseURL: `${address}/v1`, apiKey: 'sk-local-dev', maxRetries: 0, timeout: 20_000 });
+  const client = new OpenAI({ baseURL: `${address}/v1`, apiKey: 'sk-local-dev', maxRetries: 0, timeout: loadScaled(20_000) });
   return { ...built, address, client };
 }
 

@@ -4,6 +4,7 @@ import test from 'node:test';
 import OpenAI from 'openai';
 import { bearer, build, json } from '../support/build.ts';
 import { completion, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
+import { loadScaled } from '../support/load-scaled.ts';
 import { tempDir } from '../support/process.ts';
 import { countTokens } from '../../src/gateway/tokens.ts';
 
@@ -562,7 +563,7 @@ test('an answer asked with logprobs is not stored in the exact cache (the cache 
 test('a stop sequence that ends the mock\'s text before its first character still counts as output: the sequence generated is billed, as the provider bills it, so an empty answer reports at least one completion token, buffered and streamed (the official client)', async (t) => {
   const { app } = await build(t);
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
-  const client = new OpenAI({ baseURL: `${address}/v1`, apiKey: 'sk-local-dev', maxRetries: 0, timeout: 20_000 });
+  const client = new OpenAI({ baseURL: `${address}/v1`, apiKey: 'sk-local-dev', maxRetries: 0, timeout: loadScaled(20_000) });
   // Every text answer of the mock starts with "Mock answer".
   const ask = () => ({ model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: `hi #${++counter} ${process.hrtime.bigint()}` }], stop: 'Mock' });
   const buffered = await client.chat.completions.create(ask());
@@ -588,7 +589,7 @@ test('a stop sequence that ends the mock\'s text before its first character stil
 test('the mock has no log probabilities, audio or web search to give: a request asking for them is a 400 naming the field, buffered and streamed, never a text answer with logprobs: null or no audio (the official client)', async (t) => {
   const { app } = await build(t);
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
-  const client = new OpenAI({ baseURL: `${address}/v1`, apiKey: 'sk-local-dev', maxRetries: 0, timeout: 20_000 });
+  const client = new OpenAI({ baseURL: `${address}/v1`, apiKey: 'sk-local-dev', maxRetries: 0, timeout: loadScaled(20_000) });
   const messages = [{ role: 'user' as const, content: 'hi' }];
   const asks = [
     { field: 'logprobs', extra: { logprobs: true, top_logprobs: 2 } },

@@ -9,6 +9,7 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { test } from 'node:test';
 import { build } from '../support/build.ts';
 import { completion, contentChunk, sendJson, sleep, startFakeUpstream, startSse } from '../support/fake-upstream.ts';
+import { loadScaled } from '../support/load-scaled.ts';
 
 test('on a reused upstream connection the request headers are written before the run is opened, for buffered and streamed calls', async (t) => {
   const upstream = await startFakeUpstream(t, (request, res) => {
@@ -102,7 +103,7 @@ test('a run that cannot be opened fails its call with a 500 and releases the ups
     assert.equal(JSON.parse(body).error.type, 'server_error');
     assert.doesNotMatch(body, /test double/, 'the internal failure is not echoed');
     if (stream) {
-      const released = await Promise.race([closed.then(() => true), sleep(2_000).then(() => false)]);
+      const released = await Promise.race([closed.then(() => true), sleep(loadScaled(2_000)).then(() => false)]);
       assert.ok(released, 'the opened upstream stream was released');
       upstream.handle((_request, res) => sendJson(res, 200, completion('buffered')));
     }

@@ -6,6 +6,7 @@ import { mockEmbedding } from '../../src/gateway/providers/mock.ts';
 import OpenAI from 'openai';
 import { build, json } from '../support/build.ts';
 import { embeddingsAnswer, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
+import { loadScaled } from '../support/load-scaled.ts';
 import { openaiGateway } from '../support/openai-gateway.ts';
 import { validateAgainst } from '../support/openapi.ts';
 
@@ -253,7 +254,7 @@ test('claude models on the embeddings wire are unsupported once the messages fam
   assert.equal(json(response).error.param, 'model');
 });
 
-test('a client that goes away cancels the live upstream embeddings call', { timeout: 20_000 }, async (t) => {
+test('a client that goes away cancels the live upstream embeddings call', { timeout: loadScaled(20_000) }, async (t) => {
   const upstream = await startFakeUpstream(t, () => undefined); // accepts the call and never answers
   const { app } = await build(t, { env: { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl } });
   await app.listen({ port: 0, host: '127.0.0.1' });

@@ -9,12 +9,13 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { build, json } from '../support/build.ts';
 import { completion, contentChunk, sendChunks, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
+import { loadScaled } from '../support/load-scaled.ts';
 import { openaiGateway } from '../support/openai-gateway.ts';
 
 test("the client retries the mock's 429 as often as maxRetries says, each attempt its own failed run, and ends with RateLimitError carrying svc's retry-after; a 400 is not retried", async (t) => {
   const { app } = await build(t);
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
-  const client = new OpenAI({ baseURL: `${address}/v1`, apiKey: 'sk-local-dev', maxRetries: 2, timeout: 20_000 });
+  const client = new OpenAI({ baseURL: `${address}/v1`, apiKey: 'sk-local-dev', maxRetries: 2, timeout: loadScaled(20_000) });
   const messages = [{ role: 'user' as const, content: 'retry me' }];
   await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mock-429', messages }), (error: unknown) => {
     assert.ok(error instanceof OpenAI.RateLimitError, String(error));

@@ -10,11 +10,12 @@ import { zodFunction, zodResponseFormat, zodTextFormat } from 'openai/helpers/zo
 import { z } from 'zod';
 import { compileTools } from '../../src/gateway/tool-schemas.ts';
 import { build } from '../support/build.ts';
+import { loadScaled } from '../support/load-scaled.ts';
 
 async function mockClient(t: TestContext) {
   const { app } = await build(t);
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
-  return new OpenAI({ baseURL: `${address}/v1`, apiKey: 'sk-local-dev', maxRetries: 0, timeout: 20_000 });
+  return new OpenAI({ baseURL: `${address}/v1`, apiKey: 'sk-local-dev', maxRetries: 0, timeout: loadScaled(20_000) });
 }
 
 /** Every answer to `schema`, through each of the SDK's structured-output helpers. */

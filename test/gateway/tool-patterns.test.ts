@@ -9,6 +9,7 @@ import test from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { compileTools, patternRegExp } from '../../src/gateway/tool-schemas.ts';
 import { startFakeUpstream, sendJson } from '../support/fake-upstream.ts';
+import { loadScaled } from '../support/load-scaled.ts';
 import { ensureBundle, startServe, tempDir } from '../support/process.ts';
 
 setFlagsFromString('--enable-experimental-regexp-engine-on-excessive-backtracks');
@@ -53,7 +54,7 @@ test('svc answers a tool call whose arguments would backtrack for hours against 
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'call f' }], tools: [tool('^(a+)+$')] }),
-    signal: AbortSignal.timeout(30_000),
+    signal: AbortSignal.timeout(loadScaled(30_000)),
   });
   assert.equal(response.status, 502);
   const run = (await (await fetch(`${server.address}/api/v1/runs/${response.headers.get('x-svc-run-id')}`)).json()) as { run: { error: { kind: string } } };

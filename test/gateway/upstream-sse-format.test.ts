@@ -12,6 +12,7 @@ import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { build, json } from '../support/build.ts';
 import { messageEvents, sleep, startFakeUpstream, untilClientCloses, type FakeUpstream } from '../support/fake-upstream.ts';
+import { loadScaled } from '../support/load-scaled.ts';
 
 const WIRES = ['chat', 'responses', 'messages'] as const;
 type WireName = (typeof WIRES)[number];
@@ -95,7 +96,7 @@ async function gateway(t: TestContext, upstream: FakeUpstream, env: Record<strin
   const address = await built.app.listen({ port: 0, host: '127.0.0.1' });
   return {
     app: built.app,
-    openai: new OpenAI({ baseURL: `${address}/v1`, apiKey: 'sk-local', maxRetries: 0, timeout: 60_000 }),
+    openai: new OpenAI({ baseURL: `${address}/v1`, apiKey: 'sk-local', maxRetries: 0, timeout: loadScaled(60_000) }),
     anthropic: new Anthropic({ baseURL: address, apiKey: 'sk-local', maxRetries: 0 }),
   };
 }

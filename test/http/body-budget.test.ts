@@ -9,6 +9,7 @@ import { connect } from 'node:net';
 import { test } from 'node:test';
 import { build } from '../support/build.ts';
 import { completion, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
+import { loadScaled } from '../support/load-scaled.ts';
 
 const KiB = 1024;
 const BUDGET = 1024 * KiB;
@@ -189,7 +190,7 @@ test('a chunked body sent in small chunks is refused at the chunk that crosses t
   const chunked = begin('/v1/chat/completions', { 'transfer-encoding': 'chunked' });
   for (let sent = 0; sent < crossing; sent += KiB) chunked.req.write(body.subarray(sent, sent + KiB));
   // The body is never ended: only the crossing chunk can have answered it.
-  const unanswered = new Promise<null>((resolve) => setTimeout(() => resolve(null), 10_000).unref());
+  const unanswered = new Promise<null>((resolve) => setTimeout(() => resolve(null), loadScaled(10_000)).unref());
   const refused = await Promise.race([chunked.answer, unanswered]);
   assert.equal(refused?.status, 503, refused?.body ?? 'no answer while the body was incomplete');
   assert.equal(refused.headers['retry-after'], '1');
@@ -278,7 +279,7 @@ async function rawConnection(url: string) {
     socket,
     statuses: () => [...received.matchAll(/HTTP\/1\.1 (\d+)/g)].map((match) => Number(match[1])),
     async waitFor(count: number, ms = 3_000) {
-      const until = Date.now() + ms;
+      const until = Date.now() + loadScaled(ms);
       while (this.statuses().length < count && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 20));
       return this.statuses();
     },

@@ -8,6 +8,7 @@ import { connect } from 'node:net';
 import test from 'node:test';
 import { build, json } from '../support/build.ts';
 import { completion, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
+import { loadScaled } from '../support/load-scaled.ts';
 
 const MESSAGE = 'The server is shutting down; retry the request on another instance or once it is back.';
 
@@ -66,6 +67,6 @@ test('an answer queued behind another on a pipelined connection that closed does
   socket.destroy();
   await new Promise((resolve) => setTimeout(resolve, 100));
   app.draining.begin();
-  const drained = await Promise.race([app.draining.flushed().then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 3_000))]);
+  const drained = await Promise.race([app.draining.flushed().then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), loadScaled(3_000)))]);
   assert.ok(drained, 'the drain did not wait for the answer that can never be sent');
 });

@@ -10,6 +10,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import test, { before } from 'node:test';
 import { build } from '../support/build.ts';
+import { loadScaled } from '../support/load-scaled.ts';
 import { ensureBundle, startServe, tempDir } from '../support/process.ts';
 import { exchangeText } from '../support/raw-http.ts';
 
@@ -33,7 +34,7 @@ function statuses(text: string): string[] {
 
 /** `exchangeText`, or 'no end' when the server has not closed the connection within a generous deadline. */
 function exchangeWithin(port: number, bytes: string): Promise<string> {
-  return Promise.race([exchangeText(port, bytes), new Promise<string>((resolve) => setTimeout(() => resolve('no end'), 20_000).unref())]);
+  return Promise.race([exchangeText(port, bytes), new Promise<string>((resolve) => setTimeout(() => resolve('no end'), loadScaled(20_000)).unref())]);
 }
 
 test('a request asking to upgrade to h2c is served as HTTP/1.1 with its body, and a request pipelined behind it too', async (t) => {
@@ -66,7 +67,7 @@ test('on the local socket too, a request asking to upgrade is served as HTTP/1.1
     socket.on('error', () => undefined);
     socket.on('close', () => resolve(text));
   });
-  const deadline = setTimeout(() => socket.destroy(), 20_000);
+  const deadline = setTimeout(() => socket.destroy(), loadScaled(20_000));
   t.after(() => clearTimeout(deadline));
   socket.write(`GET /health HTTP/1.1\r\nHost: svc\r\n${UPGRADE}\r\nGET /health HTTP/1.1\r\nHost: svc\r\nConnection: close\r\n\r\n`);
   assert.deepEqual(statuses(await answered), ['HTTP/1.1 200', 'HTTP/1.1 200']);

@@ -4,6 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
 import { AppError } from '../../src/core/errors.ts';
+import { loadScaled } from '../support/load-scaled.ts';
 import {
   checkOutboundUrl,
   createGuardedDispatcher,
@@ -365,7 +366,7 @@ function hangingLookup(): { lookup: OutboundLookup; calls: () => number; release
   return { lookup, calls: () => waiting.length, release: () => waiting.forEach((settle) => settle()) };
 }
 
-test('a host name lookup that never answers is abandoned with a retryable unavailable', { timeout: 30_000 }, async () => {
+test('a host name lookup that never answers is abandoned with a retryable unavailable', { timeout: loadScaled(30_000) }, async () => {
   const dns = hangingLookup();
   try {
     for (const allowPrivate of [false, true]) {
@@ -383,7 +384,7 @@ test('a host name lookup that never answers is abandoned with a retryable unavai
   }
 });
 
-test('guard lookups in flight are capped, abandoned ones included, and the check beyond the cap is refused retryably', { timeout: 30_000 }, async () => {
+test('guard lookups in flight are capped, abandoned ones included, and the check beyond the cap is refused retryably', { timeout: loadScaled(30_000) }, async () => {
   const dns = hangingLookup();
   const fast = fakeLookup({ 'hooks.example.com': ['93.184.216.34'] });
   let refusal: AppError | undefined;

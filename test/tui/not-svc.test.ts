@@ -13,6 +13,7 @@ import { RunsApp } from '../../cli/tui/RunsApp.tsx';
 import { runsSource } from '../../cli/tui/runs-source.ts';
 import { SvcClient } from '../../src/client/client.ts';
 import { httpTransport } from '../../src/client/transport.ts';
+import { loadScaled } from '../support/load-scaled.ts';
 import { ensureBundle, runSvc, tempDir } from '../support/process.ts';
 import { skipWithoutTmux, terminal, until as waitFor } from '../support/tmux.ts';
 import stringWidth from 'string-width';
@@ -66,7 +67,7 @@ function openTui(t: TestContext, url: string) {
   const screen = render(createElement(RunsApp, { source: runsSource(client, tempDir(t)), connection: { label: 'test', live: false } }));
   t.after(() => screen.unmount());
   const until = async (check: (frame: string) => boolean, what: string): Promise<string> => {
-    const deadline = Date.now() + WAIT_MS;
+    const deadline = Date.now() + loadScaled(WAIT_MS);
     for (;;) {
       const frame = screen.lastFrame() ?? '';
       // Ink shows an error thrown while rendering as ` ERROR <message>` and a stack, in place of the screen.

@@ -17,6 +17,7 @@ import { connectionInfo } from '../../cli/tui/start-tui.tsx';
 import { SvcClient } from '../../src/client/client.ts';
 import { injectTransport } from '../../src/client/transport.ts';
 import { build } from '../support/build.ts';
+import { loadScaled } from '../support/load-scaled.ts';
 import { tempDir } from '../support/process.ts';
 
 const KEY = { up: '\u001B[A', down: '\u001B[B', enter: '\r', escape: '\u001B' };
@@ -50,7 +51,7 @@ async function setup(t: TestContext) {
     t.after(() => screen.unmount());
     /** Wait until the last frame satisfies `ok`; fail with the frame otherwise. */
     const until = async (ok: (frame: string) => boolean, what: string): Promise<string> => {
-      const deadline = Date.now() + WAIT_MS;
+      const deadline = Date.now() + loadScaled(WAIT_MS);
       for (;;) {
         const frame = screen.lastFrame() ?? '';
         if (ok(frame)) return frame;
