@@ -20,10 +20,14 @@ function commandNamed(group: Command, name: string): Command | undefined {
 }
 
 /**
- * The usage error commander gives `svc <group> <name>` for a name `group` has no command of, but for its "Did you
- * mean" suggestion (commander's unknownCommand, which adds it, is no public API).
+ * The usage error commander gives `svc <group> <name>` for a name `group` has no command of, its "Did you mean"
+ * suggestion included. Commander makes it in its unknownCommand, which is no public API, so `group` is parsed again
+ * with the name alone (after `--`: a name starting with `-` is a name too), which commander answers with it: a group
+ * has no action to run instead, and a name it has no command of is dispatched to none. A command without commands of
+ * its own has no name to suggest, and parsing it would run it: its error is commander's words without a suggestion.
  */
 function unknownCommand(group: Command, name: string): never {
+  if (group.commands.length > 0) group.parse(['--', name], { from: 'user' });
   group.error(`error: unknown command '${name}'`, { code: 'commander.unknownCommand' });
 }
 

@@ -184,6 +184,23 @@ describe('the command line', { concurrency: true }, () => {
     assert.match(helpOfHelp.stdout, /^Usage: svc help/);
   });
 
+  test("help for a mistyped command gives commander's own error for it, its suggestion included, at every level", async () => {
+    // `svc help kyes` and `svc help keys lst` said the command was unknown but not, as `svc kyes` did, which was meant.
+    const typos = [
+      [['kyes'], ['help', 'kyes'], ['kyes', '--help']],
+      [['keys', 'lst'], ['help', 'keys', 'lst'], ['keys', 'help', 'lst'], ['keys', 'lst', '--help']],
+    ] as const;
+    for (const [typed, ...helps] of typos) {
+      const [expected, ...results] = await Promise.all([typed, ...helps].map((argv) => runSvc([...argv])));
+      assert.equal(expected!.code, 2);
+      assert.match(expected!.stderr, /^\(Did you mean (keys|list)\?\)$/m, typed.join(' '));
+      results.forEach((result, i) => {
+        assert.equal(result.code, 2, helps[i]!.join(' '));
+        assert.equal(result.stderr, expected!.stderr, `svc ${helps[i]!.join(' ')} is svc ${typed.join(' ')}`);
+      });
+    }
+  });
+
   test('-d=DIR is a usage error, not a data directory named "=DIR" made in the working directory', async (t) => {
     const [cwd, dataDir] = [tempDir(t), tempDir(t)];
     // A short option's value follows it as is (getopt's way): -d=DIR gives "=DIR", a relative path.
