@@ -3,7 +3,8 @@
  * only its first operand (`svc help keys nosuch` printed the keys help, exit 0; `svc help keys create` too) and
  * answered an unknown one with the program's help and no word of why (exit 2), and `--help` was honoured before the
  * command it followed was looked up (`svc nosuch --help`: the program's help, exit 0). Each is now the unknown command
- * error `svc nosuch` gives (exit 2, on stderr).
+ * error `svc nosuch` gives (exit 2, on stderr). So too `--help` after more arguments than a command takes (`svc serve
+ * nosuch --help`) is the error the same line without it gives.
  */
 import type { Command } from 'commander';
 
@@ -54,5 +55,36 @@ export function strictHelp(group: Command): void {
     const [first] = group.args;
     if (error || first === undefined || first.startsWith('-')) return;
     if (!commandNamed(group, first)) unknownCommand(group, first);
+  });
+}
+
+/**
+ * The words of `args` (a command's, as commander leaves them when `--help` is read: its operands, then what it did not
+ * know, from the first unknown option on) that are its operands. Commander takes a word for an option when it starts
+ * with `-` (`-` alone aside); it takes some of those for operands too (a negative number), which this counts as
+ * options: the count is never more than the operands.
+ */
+function leadingOperands(args: readonly string[]): number {
+  const firstOption = args.findIndex((word) => word.length > 1 && word.startsWith('-'));
+  return firstOption === -1 ? args.length : firstOption;
+}
+
+/**
+ * Makes `command` (one without commands of its own: svc serve, svc keys revoke) refuse `--help` after more arguments
+ * than it takes, with the error commander gives the same line without `--help` (`svc serve nosuch`: too many
+ * arguments, exit 2). Commander honours `--help` before it counts the arguments, so `svc serve nosuch --help` printed
+ * serve's help, exit 0, where `svc keys nosuch --help` is a usage error.
+ */
+export function refuseExcessArgumentsBeforeHelp(command: Command): void {
+  const takes = command.registeredArguments;
+  if (takes.at(-1)?.variadic) return;
+  // As in strictHelp: the help an error prints, and help shown through `help` (no arguments parsed), pass.
+  command.on('beforeHelp', ({ error }: { error: boolean }) => {
+    const given = leadingOperands(command.args);
+    if (error || given <= takes.length) return;
+    const [expected, s] = [takes.length, takes.length === 1 ? '' : 's'];
+    command.error(`error: too many arguments for '${command.name()}'. Expected ${expected} argument${s} but got ${given}.`, {
+      code: 'commander.excessArguments',
+    });
   });
 }

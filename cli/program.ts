@@ -9,7 +9,7 @@ import { Command, CommanderError } from 'commander';
 import { ConfigError, SVC_VERSION } from '../src/config.ts';
 import { inheritConnectionOptions, UsageError, withConnectionOptions } from './connection.ts';
 import { refuseOwnFlagsAsValues, typedWithEquals } from './options.ts';
-import { strictHelp } from './help.ts';
+import { refuseExcessArgumentsBeforeHelp, strictHelp } from './help.ts';
 
 const HELP_AFTER = `
 Admin commands (keys, users, orgs, settings, audit, cache, runs) reach svc, in this order of choice:
@@ -63,6 +63,7 @@ export function buildProgram(groups: readonly RegisterCommands[]): Command {
   const inherit = (command: Command) => {
     command.exitOverride().showHelpAfterError();
     refuseOwnFlagsAsValues(command, typedAsValue);
+    if (command.commands.length === 0) refuseExcessArgumentsBeforeHelp(command);
     command.commands.forEach(inherit);
   };
   program.commands.forEach(inherit);

@@ -201,6 +201,28 @@ describe('the command line', { concurrency: true }, () => {
     }
   });
 
+  test('--help after more arguments than a command takes is the usage error the line gives without it', async () => {
+    // `svc serve nosuch --help` printed serve's help and exited 0, where `svc serve nosuch` and `svc keys nosuch
+    // --help` are usage errors (exit 2).
+    const lines = [['serve', 'nosuch'], ['audit', 'nosuch'], ['keys', 'list', 'nosuch'], ['keys', 'revoke', 'key_a', 'key_b']];
+    for (const line of lines) {
+      const [without, ...helps] = await Promise.all([line, [...line, '--help'], [...line, '-h']].map((argv) => runSvc(argv)));
+      assert.equal(without!.code, 2, line.join(' '));
+      assert.match(without!.stderr, /^error: too many arguments for '\w+'\. Expected \d argument/, line.join(' '));
+      for (const help of helps) {
+        assert.equal(help.code, 2, `${line.join(' ')} --help: ${help.stdout}`);
+        assert.equal(help.stdout, '');
+        assert.equal(help.stderr, without!.stderr, `${line.join(' ')} --help`);
+      }
+    }
+    // As many as it takes, or fewer: its help.
+    for (const argv of [['serve', '--help'], ['keys', 'revoke', 'key_a', '--help'], ['keys', 'revoke', '--help']]) {
+      const help = await runSvc(argv);
+      assert.equal(help.code, 0, `${argv.join(' ')}: ${help.stderr}`);
+      assert.match(help.stdout, /^Usage: svc /);
+    }
+  });
+
   test('-d=DIR is a usage error, not a data directory named "=DIR" made in the working directory', async (t) => {
     const [cwd, dataDir] = [tempDir(t), tempDir(t)];
     // A short option's value follows it as is (getopt's way): -d=DIR gives "=DIR", a relative path.
