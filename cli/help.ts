@@ -36,9 +36,9 @@ function unknownCommand(group: Command, name: string): never {
  * Makes `group` (the program, or a command with commands of its own) strict about help: `help [command...]` walks
  * the names it is given down the commands (`svc help keys create` is `svc keys create --help`), and `--help` after a
  * name that is no command of the group is that name's unknown command error. Run it after the group's commands are
- * all added.
+ * all added. Returns the `help` command.
  */
-export function strictHelp(group: Command): void {
+export function strictHelp(group: Command): Command {
   const help = group
     .command('help')
     .description('display help for command')
@@ -56,6 +56,7 @@ export function strictHelp(group: Command): void {
     if (error || first === undefined || first.startsWith('-')) return;
     if (!commandNamed(group, first)) unknownCommand(group, first);
   });
+  return help;
 }
 
 /**

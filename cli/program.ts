@@ -56,7 +56,12 @@ export function buildProgram(groups: readonly RegisterCommands[]): Command {
   for (const register of groups) register(program);
   // A group (svc keys, svc users ...) takes them too, between it and its command (svc keys --url URL list).
   for (const group of program.commands) if (group.commands.length > 0) withConnectionOptions(group);
-  for (const group of [program, ...program.commands]) if (group.commands.length > 0) strictHelp(group);
+  for (const group of [program, ...program.commands]) {
+    if (group.commands.length === 0) continue;
+    // Taken after `help` too and ignored, as after --help (`svc keys --help --json`): the line says where the help is
+    // asked for, not what it shows. Its own help does not list them, which do nothing there.
+    for (const option of withConnectionOptions(strictHelp(group)).options) option.hideHelp();
+  }
   // The line program.parse reads (cli/index.ts passes process.argv): which values it gives with `=`.
   const typedAsValue = typedWithEquals(process.argv);
   // Subcommands share the parent's exit behaviour (usage errors exit 2, not a process.exit inside commander).

@@ -223,6 +223,29 @@ describe('the command line', { concurrency: true }, () => {
     }
   });
 
+  test('the options svc takes anywhere on the line are taken after help and ignored, as after --help', async (t) => {
+    // `svc help keys --json` was an unknown option (exit 2) where `svc keys --help --json` and `svc --json help keys`
+    // print the keys help.
+    const empty = tempDir(t);
+    const options = ['--json', '--url', 'http://127.0.0.1:9', '--api-key', 'k', '--data-dir', empty];
+    const forms = [
+      [['help', 'keys', ...options], ['keys', '--help', ...options]],
+      [['help', ...options, 'keys', 'list'], ['keys', 'list', '--help']],
+      [['keys', 'help', 'create', '--json'], ['keys', 'create', '--help', '--json']],
+    ] as const;
+    for (const [viaHelp, viaFlag] of forms) {
+      const [help, flag] = await Promise.all([runSvc([...viaHelp]), runSvc([...viaFlag])]);
+      assert.equal(flag.code, 0, `${viaFlag.join(' ')}: ${flag.stderr}`);
+      assert.equal(help.code, 0, `${viaHelp.join(' ')}: ${help.stderr}`);
+      assert.equal(help.stdout, flag.stdout, `svc ${viaHelp.join(' ')} is svc ${viaFlag.join(' ')}`);
+    }
+    assert.deepEqual(readdirSync(empty), [], 'help touched no data directory');
+    // Help's own help does not list them, which do nothing there.
+    const helpOfHelp = await runSvc(['help', '--help']);
+    assert.equal(helpOfHelp.code, 0, helpOfHelp.stderr);
+    assert.doesNotMatch(helpOfHelp.stdout, /--json|--url/);
+  });
+
   test('-d=DIR is a usage error, not a data directory named "=DIR" made in the working directory', async (t) => {
     const [cwd, dataDir] = [tempDir(t), tempDir(t)];
     // A short option's value follows it as is (getopt's way): -d=DIR gives "=DIR", a relative path.
