@@ -467,12 +467,13 @@ test('the log is checkpointed sooner once the commits since the last checkpoint 
 });
 
 test('a window open while a checkpoint runs is due at once: its commit follows the checkpoint, not its timer', async (t) => {
-  // Every commit is checkpointed; a window is 2 s long.
+  // Every commit is checkpointed; a window is a minute long, so a commit within half of it was not the timer's (however
+  // loaded the machine).
   const windows: CommittedWindow[] = [];
   const store = openStore({
     dataDir: tempDir(t),
     checkpointAfterWritingMs: 0,
-    deferredWindowMs: 2_000,
+    deferredWindowMs: 60_000,
     onWindowCommitted: (window) => windows.push(window),
   });
   t.after(() => store.close());
@@ -492,9 +493,9 @@ test('a window open while a checkpoint runs is due at once: its commit follows t
   // The first window's commit (and its checkpoint) now; the second window is left to the store.
   const first = store.write((sql) => sql.run('INSERT INTO t (id) VALUES (3)'));
   await first;
-  const waitedUntil = performance.now() + 1_000;
+  const waitedUntil = performance.now() + 30_000;
   while (writtenAfterMs === undefined && performance.now() < waitedUntil) await new Promise((resolve) => setTimeout(resolve, 5));
-  assert.ok(writtenAfterMs !== undefined && writtenAfterMs < 500, `the second window's commit ran ${writtenAfterMs ?? 'over 1,000'} ms after its write`);
+  assert.ok(writtenAfterMs !== undefined, "the second window's commit waited for its timer");
   // Both windows are noted: the first was committed by the awaited write, the second held by the checkpoint.
   await store.flush();
   assert.deepEqual(windows.map((window) => window.heldByCheckpoint), [false, true]);
@@ -637,16 +638,16 @@ test('long text bound as bytes reads back as the same text', async (t) => {
 
 test('answers wait for their commit while the store is fresh: committed() makes the window due at once, and its windows report no exposure', async (t) => {
   const windows: CommittedWindow[] = [];
-  const store = openStore({ dataDir: tempDir(t), deferredWindowMs: 2_000, answersWaitFreshMs: 60_000, onWindowCommitted: (window) => windows.push(window) });
+  const store = openStore({ dataDir: tempDir(t), deferredWindowMs: 60_000, answersWaitFreshMs: 120_000, onWindowCommitted: (window) => windows.push(window) });
   t.after(() => store.close());
   await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY)'));
   assert.equal(store.answersWaitForCommit, true);
-  // In a 2 s window, the answer would wait 2 s; committed() asks for the commit now.
+  // In a minute's window, the answer would wait a minute; committed() asks for the commit now.
   const started = performance.now();
   store.writeDeferred((sql) => sql.run('INSERT INTO t (id) VALUES (1)'));
   store.writeDeferred((sql) => sql.run('INSERT INTO t (id) VALUES (2)'));
   await store.committed();
-  assert.ok(performance.now() - started < 1_000, 'committed without waiting for the window');
+  assert.ok(performance.now() - started < 30_000, 'committed without waiting for the window');
   assert.equal(await store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM t')!.n), 2);
   assert.equal(windows.length, 1);
   assert.equal(windows[0]!.exposedMs, null, 'every write of it was queued while answers waited');
