@@ -185,3 +185,24 @@ test("the mock's integers keep to a fractional multipleOf (an integer multiple o
     assert.deepEqual([(answer as Record<string, number>).narrow, (answer as Record<string, number>).tenths], [0.3, 2.1]);
   }
 });
+
+test("the mock's answers to an allOf satisfy every part at once (a bound in one part and the type in another, a property one part requires of the other's object, a property both bound), where it sampled each part alone and merged the values ({} for an integer): each answer passes svc's own check of the schema", async (t) => {
+  const client = await mockClient(t);
+  const cases: Record<string, Record<string, unknown>> = {
+    bounded: { allOf: [{ type: 'integer' }, { minimum: 5 }] },
+    required: { allOf: [{ $ref: '#/definitions/pair' }, { required: ['b'] }] },
+    both: { allOf: [{ type: 'object', properties: { n: { type: 'number', minimum: 2 } }, required: ['n'] }, { properties: { n: { maximum: 2.5, exclusiveMinimum: 2 } } }] },
+    objects: { allOf: [{ type: 'object', properties: { a: { type: 'string' } }, required: ['a'] }, { type: 'object', properties: { c: { type: 'boolean' } }, required: ['c'] }] },
+  };
+  const schema = {
+    type: 'object',
+    properties: cases,
+    required: Object.keys(cases),
+    definitions: { pair: { type: 'object', properties: { a: { type: 'string' }, b: { type: 'string', minLength: 9 } }, required: ['a'] } },
+  };
+  const declared = compileTools([{ type: 'function', function: { name: 'parts', parameters: schema } }]);
+  for (const answer of await schemaAnswers(client, schema, 'parts')) {
+    const call = { id: 'c', type: 'function' as const, function: { name: 'parts', arguments: JSON.stringify(answer) } };
+    assert.equal(declared.check(call, 0)?.message, undefined, JSON.stringify(answer));
+  }
+});

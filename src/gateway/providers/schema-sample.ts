@@ -1,11 +1,12 @@
 /**
  * A value that satisfies a JSON Schema, for the mock provider's tool-call arguments and structured outputs: required
  * properties with type-appropriate values, the first enum value, `const`, `default` and `examples` when given,
- * lengths and bounds respected, local `$ref`s resolved, a string matching the `pattern` when pattern-sample.ts can
- * write one.
+ * lengths and bounds respected, local `$ref`s resolved, an `allOf`'s parts merged, a string matching the `pattern` when
+ * pattern-sample.ts can write one.
  */
 import { patternRegExp } from '../tool-schemas.ts';
 import { sampleFromPattern } from './pattern-sample.ts';
+import { mergeSchemas } from './schema-merge.ts';
 
 type Schema = Record<string, unknown>;
 
@@ -160,10 +161,24 @@ function sampleNumber(schema: Schema, integer: boolean, name: string): number {
   throw new UnsatisfiableSchemaError(`no ${what} lies${low}${low && high ? ' and' : ''}${high}${name ? ` (${name})` : ''}`);
 }
 
+/**
+ * The schema a `$ref` stands for, followed until it holds none. Undefined where a `$ref` resolves to nothing (not
+ * local) or a chain of them goes on past MAX_DEPTH.
+ */
+function dereferenced(schema: Schema, root: Schema): Schema | undefined {
+  let current = schema;
+  for (let hops = 0; typeof current.$ref === 'string'; hops += 1) {
+    const target = hops < MAX_DEPTH ? resolveRef(root, current.$ref) : undefined;
+    if (!target) return undefined;
+    current = target;
+  }
+  return current;
+}
+
 function sample(schema: unknown, root: Schema, name: string, depth: number): unknown {
   if (!isSchema(schema) || depth > MAX_DEPTH) return null;
   if (typeof schema.$ref === 'string') {
-    const target = resolveRef(root, schema.$ref);
+    const target = dereferenced(schema, root);
     return target ? sample(target, root, name, depth + 1) : null;
   }
   if ('const' in schema) return schema.const;
@@ -179,13 +194,14 @@ function sample(schema: unknown, root: Schema, name: string, depth: number): unk
     }
   }
   if (Array.isArray(schema.allOf) && schema.allOf.length > 0) {
-    const merged: Record<string, unknown> = {};
-    for (const part of schema.allOf) {
-      const value = sample(part, root, name, depth + 1);
-      if (isSchema(value)) Object.assign(merged, value);
-      else if (schema.allOf.length === 1) return value;
+    // One value satisfies every part: sampled from their merged schema, not merged from values each part allows alone.
+    const { allOf, ...beside } = schema;
+    let merged: Schema = beside;
+    for (const part of allOf) {
+      const resolved = isSchema(part) ? dereferenced(part, root) : undefined;
+      if (resolved) merged = mergeSchemas(merged, resolved);
     }
-    return merged;
+    return sample(merged, root, name, depth + 1);
   }
   let type = schema.type;
   if (Array.isArray(type)) type = (depth >= SHALLOW_DEPTH && type.includes('null') ? 'null' : type.find((t) => t !== 'null')) ?? type[0];
