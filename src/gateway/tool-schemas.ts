@@ -3,7 +3,7 @@
  * complete tool call passes before it is emitted downstream (SPEC 4.2). A schema that does not compile is the
  * client's error (400), never a crash.
  */
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Ajv, type ErrorObject, type Options, type ValidateFunction } from 'ajv';
 import { Ajv2019 } from 'ajv/dist/2019.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import draft06MetaSchema from 'ajv/dist/refs/json-schema-draft-06.json' with { type: 'json' };
@@ -55,7 +55,7 @@ patternRegExp.code = 'patternRegExp';
  * - `validateSchema: false`: `compile` checks a schema against its dialect's meta-schema itself, so that its 400 names
  *   where the schema breaks it, and a draft-04 schema against draft-04's, not its draft-06 translation.
  */
-const AJV_OPTIONS = {
+const AJV_OPTIONS: Options = {
   strict: false,
   logger: false,
   allErrors: false,
@@ -63,14 +63,14 @@ const AJV_OPTIONS = {
   addUsedSchema: false,
   multipleOfPrecision: 6,
   code: { regExp: patternRegExp, optimize: false },
-} as const;
+};
 /**
  * The options of draft-07 and earlier, whose `$ref` is the whole of its schema: "all other properties in a "$ref"
  * object MUST be ignored" (draft-07 8.3; draft-04 and draft-06 alike), where ajv, by default, applies them as 2019-09
  * does, so a `minimum` beside a `$ref` refused calls the schema allows. A JSON Pointer into what lies beside a `$ref`
  * (the root's `definitions`) still resolves. ajv marks `ignoreKeywordsWithRef` deprecated, yet reads it (8.x).
  */
-const REF_ALONE_OPTIONS = { ...AJV_OPTIONS, ignoreKeywordsWithRef: true } as const;
+const REF_ALONE_OPTIONS: Options = { ...AJV_OPTIONS, ignoreKeywordsWithRef: true };
 /** A new instance costs ~5 ms (it compiles the meta-schema again): once per this many schema nodes compiled. */
 const AJV_RECYCLE_NODES = 5_000;
 
@@ -92,14 +92,16 @@ class Dialect {
    */
   constructor(
     readonly name: string,
-    private readonly make: () => Ajv,
+    /** Whether keywords beside a `$ref` apply (2019-09 and later) or are ignored (draft-07 and earlier). */
+    readonly keywordsBesideRef: boolean,
+    private readonly make: (options: Options) => Ajv,
     readonly declared: (schema: Schema) => Schema,
     readonly source: (schema: Schema) => Schema = declared,
   ) {}
   /** The instance to compile a schema of `nodes` nodes with, a new one past AJV_RECYCLE_NODES. */
   take(nodes: number): Ajv {
     if (!this.instance || this.nodes + nodes > AJV_RECYCLE_NODES) {
-      this.instance = this.make();
+      this.instance = this.make(this.keywordsBesideRef ? AJV_OPTIONS : REF_ALONE_OPTIONS);
       this.nodes = 0;
     }
     this.nodes += nodes;
@@ -122,27 +124,27 @@ const ADDED_IN_DRAFT_07 = ['if', 'then', 'else'];
 const DRAFT_04 = 'http://json-schema.org/draft-04/schema#';
 
 /** A draft-07 ajv that also knows draft-06's meta-schema, without `keywords`. */
-const withoutKeywords = (keywords: readonly string[]) => (): Ajv => {
-  const ajv = new Ajv(REF_ALONE_OPTIONS).addMetaSchema(draft06MetaSchema);
+const withoutKeywords = (keywords: readonly string[]) => (options: Options): Ajv => {
+  const ajv = new Ajv(options).addMetaSchema(draft06MetaSchema);
   for (const keyword of keywords) ajv.removeKeyword(keyword);
   return ajv;
 };
 
-const draft07 = new Dialect('draft-07', () => new Ajv(REF_ALONE_OPTIONS), declaring('http://json-schema.org/draft-07/schema#'));
+const draft07 = new Dialect('draft-07', false, (options) => new Ajv(options), declaring('http://json-schema.org/draft-07/schema#'));
 /**
  * The dialects by their meta-schema's URI without its scheme and trailing `#`. json-schema.org names draft-04 to
  * draft-07 by http and 2019-09 and 2020-12 by https, with and without `#`, and serves each in both schemes: users
  * write either, and a schema declaring https://json-schema.org/draft-07/schema# means draft-07.
  */
 const dialects = new Map<string, Dialect>([
-  ['json-schema.org/draft/2020-12/schema', new Dialect('2020-12', () => new Ajv2020(AJV_OPTIONS), declaring('https://json-schema.org/draft/2020-12/schema'))],
-  ['json-schema.org/draft/2019-09/schema', new Dialect('2019-09', () => new Ajv2019(AJV_OPTIONS), declaring('https://json-schema.org/draft/2019-09/schema'))],
+  ['json-schema.org/draft/2020-12/schema', new Dialect('2020-12', true, (options) => new Ajv2020(options), declaring('https://json-schema.org/draft/2020-12/schema'))],
+  ['json-schema.org/draft/2019-09/schema', new Dialect('2019-09', true, (options) => new Ajv2019(options), declaring('https://json-schema.org/draft/2019-09/schema'))],
   ['json-schema.org/draft-07/schema', draft07],
-  ['json-schema.org/draft-06/schema', new Dialect('draft-06', withoutKeywords(ADDED_IN_DRAFT_07), declaring('http://json-schema.org/draft-06/schema#'))],
+  ['json-schema.org/draft-06/schema', new Dialect('draft-06', false, withoutKeywords(ADDED_IN_DRAFT_07), declaring('http://json-schema.org/draft-06/schema#'))],
   // Checked against draft-04's meta-schema, which ajv reads as any draft-04 schema: translated (its multipleOf > 0).
   [
     'json-schema.org/draft-04/schema',
-    new Dialect('draft-04', () => withoutKeywords(ADDED_IN_DRAFT_07)().addMetaSchema(draft04AsDraft06(DRAFT_04_META_SCHEMA)), declaring(DRAFT_04), draft04AsDraft06),
+    new Dialect('draft-04', false, (options) => withoutKeywords(ADDED_IN_DRAFT_07)(options).addMetaSchema(draft04AsDraft06(DRAFT_04_META_SCHEMA)), declaring(DRAFT_04), draft04AsDraft06),
   ],
 ]);
 const DIALECT_URI = /^https?:\/\/(.*?)#?$/;
@@ -150,6 +152,13 @@ const DIALECT_URI = /^https?:\/\/(.*?)#?$/;
 /** The dialect a `$schema` value names, if svc reads it. */
 const dialectNamed = (declared: unknown): Dialect | undefined =>
   typeof declared === 'string' ? dialects.get(DIALECT_URI.exec(declared)?.[1] ?? '') : undefined;
+
+/**
+ * Whether the keywords beside a `$ref` apply in the dialect a schema declares (2019-09 and later) or are ignored
+ * (draft-07 and earlier, and a schema declaring none), as svc's check of it reads them: for the mock's sampler, whose
+ * answers pass that check. A `$schema` svc does not read counts as draft-07; `compile` refuses such a schema first.
+ */
+export const keywordsBesideRefApply = (schema: Schema): boolean => (dialectNamed(schema.$schema) ?? draft07).keywordsBesideRef;
 
 /** The dialect a schema declares in `$schema`, draft-07 if none; a 400 naming `$schema` for anything else. */
 function dialectOf(schema: Schema, where: string): Dialect {

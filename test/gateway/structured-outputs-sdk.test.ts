@@ -206,3 +206,33 @@ test("the mock's answers to an allOf satisfy every part at once (a bound in one 
     assert.equal(declared.check(call, 0)?.message, undefined, JSON.stringify(answer));
   }
 });
+
+test("the mock's answers to a 2019-09 or 2020-12 schema keep the keywords beside a $ref (a minimum, a required property, bounds along a chain of $refs), which those drafts apply and it dropped, so svc refused its own answer; to a draft-07 one they ignore them, as draft-07 and svc's check of it do", async (t) => {
+  const client = await mockClient(t);
+  const refs = (definitions: string, beside: Record<string, Record<string, unknown>>) => ({
+    type: 'object',
+    properties: Object.fromEntries(Object.entries(beside).map(([name, keywords]) => [name, { $ref: `#/${definitions}/${name}`, ...keywords }])),
+    required: Object.keys(beside),
+    [definitions]: {
+      count: { type: 'integer' },
+      pair: { type: 'object', properties: { a: { type: 'string' }, b: { type: 'string' } }, required: ['a'] },
+      chain: { $ref: `#/${definitions}/count`, minimum: -10 },
+    },
+  });
+  const applying = refs('$defs', { count: { minimum: 5 }, pair: { required: ['b'] }, chain: { maximum: -3 } });
+  // Keywords that contradict their $ref's target: applied, the answer would break the target, which draft-07 keeps.
+  const ignoring = refs('definitions', { count: { enum: ['x'] }, pair: { properties: { a: { type: 'integer' } } }, chain: { minimum: 0 } });
+  const schemas = [
+    { ...applying, $schema: 'https://json-schema.org/draft/2019-09/schema' },
+    { ...applying, $schema: 'https://json-schema.org/draft/2020-12/schema' },
+    ignoring,
+    { ...ignoring, $schema: 'http://json-schema.org/draft-07/schema#' },
+  ];
+  for (const schema of schemas) {
+    const declared = compileTools([{ type: 'function', function: { name: 'refs', parameters: schema } }]);
+    for (const answer of await schemaAnswers(client, schema, 'refs')) {
+      const call = { id: 'c', type: 'function' as const, function: { name: 'refs', arguments: JSON.stringify(answer) } };
+      assert.equal(declared.check(call, 0)?.message, undefined, `${String(schema.$schema)}: ${JSON.stringify(answer)}`);
+    }
+  }
+});

@@ -60,8 +60,9 @@ function mergeKeyword(key: string, first: unknown, second: unknown): unknown {
 }
 
 /**
- * The schema of the values both `first` and `second` allow, as far as the sampler reads them; neither may hold a
- * `$ref` (the sampler resolves one first). Not exact where no keyword-wise merge is: two `anyOf`s, two `pattern`s,
+ * The schema of the values both `first` and `second` allow, as far as the sampler reads them. `second` holds no
+ * `$ref` (the sampler resolves one first); one in `first` stays, to be followed with the keywords merged beside it
+ * (a 2019-09 `$ref`'s target that is itself a `$ref` with keywords beside it). Not exact where no keyword-wise merge is: two `anyOf`s, two `pattern`s,
  * two `multipleOf`s keep the second's.
  */
 export function mergeSchemas(first: Schema, second: Schema): Schema {

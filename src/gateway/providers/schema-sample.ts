@@ -1,10 +1,10 @@
 /**
  * A value that satisfies a JSON Schema, for the mock provider's tool-call arguments and structured outputs: required
  * properties with type-appropriate values, the first enum value, `const`, `default` and `examples` when given,
- * lengths and bounds respected, local `$ref`s resolved, an `allOf`'s parts merged, a string matching the `pattern` when
- * pattern-sample.ts can write one.
+ * lengths and bounds respected, local `$ref`s resolved (with the keywords beside them where the schema's dialect
+ * applies those), an `allOf`'s parts merged, a string matching the `pattern` when pattern-sample.ts can write one.
  */
-import { patternRegExp } from '../tool-schemas.ts';
+import { keywordsBesideRefApply, patternRegExp } from '../tool-schemas.ts';
 import { sampleFromPattern } from './pattern-sample.ts';
 import { mergeSchemas } from './schema-merge.ts';
 
@@ -20,6 +20,13 @@ const MAX_DEPTH = 32;
 
 function isSchema(value: unknown): value is Schema {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The schema being sampled, and how its dialect reads the keywords beside a `$ref`. */
+interface Document {
+  root: Schema;
+  /** 2019-09 and later: they apply with the `$ref`'s target; draft-07 and earlier: they are ignored. */
+  keywordsBesideRef: boolean;
 }
 
 function resolveRef(root: Schema, ref: string): Schema | undefined {
@@ -162,24 +169,27 @@ function sampleNumber(schema: Schema, integer: boolean, name: string): number {
 }
 
 /**
- * The schema a `$ref` stands for, followed until it holds none. Undefined where a `$ref` resolves to nothing (not
- * local) or a chain of them goes on past MAX_DEPTH.
+ * The schema a `$ref` stands for, followed until it holds none, as svc's check reads it (tool-schemas.ts): its target
+ * alone in draft-07 and earlier, its target and the keywords beside it together in 2019-09 and later (a `minimum` or a
+ * `required` beside it was dropped, and the answer refused). Undefined where a `$ref` resolves to nothing (not local)
+ * or a chain of them goes on past MAX_DEPTH.
  */
-function dereferenced(schema: Schema, root: Schema): Schema | undefined {
+function dereferenced(schema: Schema, doc: Document): Schema | undefined {
   let current = schema;
   for (let hops = 0; typeof current.$ref === 'string'; hops += 1) {
-    const target = hops < MAX_DEPTH ? resolveRef(root, current.$ref) : undefined;
+    const { $ref, ...beside } = current;
+    const target = hops < MAX_DEPTH ? resolveRef(doc.root, $ref) : undefined;
     if (!target) return undefined;
-    current = target;
+    current = doc.keywordsBesideRef ? mergeSchemas(target, beside) : target;
   }
   return current;
 }
 
-function sample(schema: unknown, root: Schema, name: string, depth: number): unknown {
+function sample(schema: unknown, doc: Document, name: string, depth: number): unknown {
   if (!isSchema(schema) || depth > MAX_DEPTH) return null;
   if (typeof schema.$ref === 'string') {
-    const target = dereferenced(schema, root);
-    return target ? sample(target, root, name, depth + 1) : null;
+    const target = dereferenced(schema, doc);
+    return target ? sample(target, doc, name, depth + 1) : null;
   }
   if ('const' in schema) return schema.const;
   if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0];
@@ -190,7 +200,7 @@ function sample(schema: unknown, root: Schema, name: string, depth: number): unk
     if (Array.isArray(options) && options.length > 0) {
       const isNull = (option: unknown) => isSchema(option) && option.type === 'null';
       const preferred = (depth >= SHALLOW_DEPTH ? options.find(isNull) : undefined) ?? options.find((option) => !isNull(option)) ?? options[0];
-      return sample(preferred, root, name, depth + 1);
+      return sample(preferred, doc, name, depth + 1);
     }
   }
   if (Array.isArray(schema.allOf) && schema.allOf.length > 0) {
@@ -198,10 +208,10 @@ function sample(schema: unknown, root: Schema, name: string, depth: number): unk
     const { allOf, ...beside } = schema;
     let merged: Schema = beside;
     for (const part of allOf) {
-      const resolved = isSchema(part) ? dereferenced(part, root) : undefined;
+      const resolved = isSchema(part) ? dereferenced(part, doc) : undefined;
       if (resolved) merged = mergeSchemas(merged, resolved);
     }
-    return sample(merged, root, name, depth + 1);
+    return sample(merged, doc, name, depth + 1);
   }
   let type = schema.type;
   if (Array.isArray(type)) type = (depth >= SHALLOW_DEPTH && type.includes('null') ? 'null' : type.find((t) => t !== 'null')) ?? type[0];
@@ -211,11 +221,11 @@ function sample(schema: unknown, root: Schema, name: string, depth: number): unk
       const out: Record<string, unknown> = {};
       const properties = isSchema(schema.properties) ? schema.properties : {};
       const required = Array.isArray(schema.required) ? schema.required.filter((k): k is string => typeof k === 'string') : [];
-      for (const key of required) out[key] = sample(properties[key] ?? {}, root, key, depth + 1);
+      for (const key of required) out[key] = sample(properties[key] ?? {}, doc, key, depth + 1);
       const minProperties = typeof schema.minProperties === 'number' ? schema.minProperties : 0;
       for (const key of Object.keys(properties)) {
         if (Object.keys(out).length >= minProperties) break;
-        if (!(key in out)) out[key] = sample(properties[key], root, key, depth + 1);
+        if (!(key in out)) out[key] = sample(properties[key], doc, key, depth + 1);
       }
       return out;
     }
@@ -224,7 +234,7 @@ function sample(schema: unknown, root: Schema, name: string, depth: number): unk
       const count = depth >= SHALLOW_DEPTH ? minItems : Math.max(minItems, schema.maxItems === 0 ? 0 : 1);
       const prefix = Array.isArray(schema.prefixItems) ? schema.prefixItems : [];
       return Array.from({ length: Math.max(count, prefix.length) }, (_, i) =>
-        sample(prefix[i] ?? schema.items ?? {}, root, name, depth + 1),
+        sample(prefix[i] ?? schema.items ?? {}, doc, name, depth + 1),
       );
     }
     case 'integer':
@@ -245,5 +255,6 @@ function sample(schema: unknown, root: Schema, name: string, depth: number): unk
  * UnsatisfiableSchemaError where a number it must write has none its bounds allow.
  */
 export function sampleFromSchema(schema: unknown): unknown {
-  return sample(schema ?? {}, isSchema(schema) ? schema : {}, '', 0);
+  const root = isSchema(schema) ? schema : {};
+  return sample(schema ?? {}, { root, keywordsBesideRef: keywordsBesideRefApply(root) }, '', 0);
 }
