@@ -92,19 +92,20 @@ describe('the admin CLI', { concurrency: true }, () => {
       ...[['keys', 'list', '--limit', '201'], ['users', 'list', '--limit', '0'], ['orgs', 'list', '--limit', '201'], ['audit', '--limit', '501'], ['runs', '--no-tui', '--limit', '201']].map((bad) =>
         usage([...bad, ...args], bad.join(' '), { stderr: /must be an integer from 1 to (200|500)/ }),
       ),
-      ...['http://[::1', 'ftp://example.com', 'localhost:8787'].flatMap((url) => [
-        usage(['keys', 'list', '--url', url, ...args], url),
-        usage(['keys', 'list', ...args], `SVC_BASE_URL=${url}`, { env: { SVC_BASE_URL: url } }),
-      ]),
+      // --url and SVC_BASE_URL are one value, checked by one parser (cli/connection.ts): each form through --url, and
+      // the variable once.
+      ...['http://[::1', 'ftp://example.com', 'localhost:8787'].map((url) => usage(['keys', 'list', '--url', url, ...args], url)),
+      usage(['keys', 'list', ...args], 'SVC_BASE_URL=localhost:8787', { env: { SVC_BASE_URL: 'localhost:8787' } }),
     ]);
     assert.deepEqual(readdirSync(args[1]!), [], 'the data directory was not touched');
   });
 
   test('svc runs --since takes the forms svc takes; any other text is a usage error, not a date of 2001', async (t) => {
     const dataDir = tempDir(t);
-    // Date.parse alone reads 1.5 as a day of 2001, rolls 2026-02-30 over into March and takes English dates;
-    // a year past 9999 is out of svc's range (src/core/instant.ts). None may reach the API as a filter.
-    const bad = ['1.5', '2026-02-30', 'March 7 2026', '2026/11/26', '99999999999999999999', '999999999w'];
+    // Date.parse alone reads 1.5 as a day of 2001 and rolls 2026-02-30 over into March; none may reach the API as a
+    // filter. --since is resolveSince's, whose every form, taken or refused, test/tui/state.test.ts checks in-process:
+    // here one of each kind, each a child process, shows the command takes them as it does.
+    const bad = ['1.5', '2026-02-30'];
     await Promise.all(
       bad.map(async (since) => {
         const result = await runSvc(['runs', '--no-tui', '--since', since, '--data-dir', dataDir]);
@@ -113,7 +114,7 @@ describe('the admin CLI', { concurrency: true }, () => {
       }),
     );
     assert.deepEqual(readdirSync(dataDir), [], 'refused before the data directory was touched');
-    for (const since of ['2026-03-07', '2026-03-07T12:00:00Z', '1700000000000', '2h']) {
+    for (const since of ['2026-03-07', '2h']) {
       const result = await runSvc(['runs', '--no-tui', '--json', '--since', since, '--data-dir', dataDir]);
       assert.equal(result.code, 0, `--since ${since}: ${result.stderr}`);
     }
@@ -125,8 +126,10 @@ describe('the admin CLI', { concurrency: true }, () => {
     // A query or a fragment would swallow the API's paths; a link copied from a browser may carry a token there.
     const withQuery = ['http://127.0.0.1:1/?token=hunter2-secret', 'http://127.0.0.1:1/v1?api_key=hunter2-secret&x=1', 'http://127.0.0.1:1/#access_token=hunter2-secret'];
     // Refused before anything is opened: run at once.
+    // --url and SVC_BASE_URL are one value, checked and masked by one parser (cli/connection.ts): the variable once.
     const results = await Promise.all([
-      ...urls.flatMap((url) => [runSvc(['keys', 'list', '--url', url, ...args]), runSvc(['keys', 'list', ...args], { env: { SVC_BASE_URL: url } })]),
+      ...urls.map((url) => runSvc(['keys', 'list', '--url', url, ...args])),
+      runSvc(['keys', 'list', ...args], { env: { SVC_BASE_URL: urls[0]! } }),
       ...withQuery.map((url) => runSvc(['keys', 'list', '--url', url, ...args])),
     ]);
     results.forEach((result) => {
@@ -266,7 +269,6 @@ describe('the admin CLI', { concurrency: true }, () => {
         const bad = await runSvc(['settings', 'set', 'retention_days', '"soon"', ...args]);
         assert.equal(bad.code, 1);
         assert.match(bad.stderr, /^svc: .*retention_days/m);
-        assert.equal((await runSvc(['settings', 'get', 'no_such_setting', ...args])).code, 2);
 
         const audit = await runSvc(['audit', '--verify', ...args]);
         assert.equal(audit.code, 0);

@@ -73,7 +73,11 @@ test('since takes ISO times, epoch milliseconds and durations back from now; oth
   assert.equal(resolveSince('15m', now), now - 900_000);
   assert.equal(resolveSince('1700000000000', now), 1_700_000_000_000);
   assert.equal(resolveSince('2026-01-01T00:00:00Z', now), now - 86_400_000);
+  assert.equal(resolveSince('2026-03-07', now), Date.parse('2026-03-07T00:00:00Z'), 'a date alone is its UTC midnight');
   assert.equal(resolveSince('yesterday-ish', now), null);
+  // Date.parse alone reads 1.5 as a day of 2001, rolls 2026-02-30 over into March and takes English dates; a year past
+  // 9999 is out of svc's range (src/core/instant.ts). test/cli/admin.test.ts sees `svc runs --since` refuse two of them.
+  for (const since of ['1.5', '2026-02-30', 'March 7 2026', '2026/11/26', '99999999999999999999', '999999999w']) assert.equal(resolveSince(since, now), null, since);
   assert.deepEqual(toRunQuery({ route: 'live', since: '1h' }, { limit: 10, offset: 20 }, now), { limit: 10, offset: 20, route: 'live', since: now - 3_600_000 });
 });
 
