@@ -293,8 +293,9 @@ export function svcEnv(mockUrl, extra = {}) {
     SVC_API_KEY: BOOTSTRAP_TOKEN,
     ...extra,
   };
-  // Make sure the caller's shell does not change the mode or where svc listens.
-  for (const name of ['SVC_REQUIRE_LOGIN', 'SVC_BASE_URL', 'SVC_PORT', 'SVC_HOST', 'SVC_DATA_DIR', 'SVC_LOG_LEVEL', 'MESSAGES_API_KEY', 'CHATCOMP_FALLBACK_API_KEY', 'NODE_OPTIONS', 'SVC_TRACE_COMMITS']) {
+  // Make sure the caller's shell does not change the mode or where svc listens (nor its start: NODE_EXTRA_CA_CERTS,
+  // see withoutExtraCaCerts).
+  for (const name of ['SVC_REQUIRE_LOGIN', 'SVC_BASE_URL', 'SVC_PORT', 'SVC_HOST', 'SVC_DATA_DIR', 'SVC_LOG_LEVEL', 'MESSAGES_API_KEY', 'CHATCOMP_FALLBACK_API_KEY', 'NODE_OPTIONS', 'SVC_TRACE_COMMITS', 'NODE_EXTRA_CA_CERTS']) {
     if (!(name in extra)) delete env[name];
   }
   return env;
@@ -636,4 +637,29 @@ export function tracedWindows(path) {
     /** Where in the sequence each window past 20 ms came (0: the process's first). */
     past20MsAt: windows.flatMap((w, i) => (w.ms > 20 ? [i] : [])),
   };
+}
+
+/**
+ * Node reads every certificate NODE_EXTRA_CA_CERTS names when it starts, whether or not the process ever opens a TLS
+ * connection: with the 220 KB system bundle some images set it to, ~0.1 s of CPU per start on the Intel VM of the
+ * fortieth to forty-second sessions, a fifth of svc's cold start there. The bench reaches only loopback over plain
+ * HTTP, so it removes the variable from its own environment, which every svc and node it starts inherits (svcEnv
+ * drops it too, for ab.mjs), and says what it cost: the median of 3 bare `node -e 0` runs with it, less without.
+ * Null when it is not set.
+ */
+export function withoutExtraCaCerts() {
+  const file = process.env.NODE_EXTRA_CA_CERTS;
+  if (!file) return null;
+  const bareMs = (env) => {
+    const times = [];
+    for (let i = 0; i < 3; i++) {
+      const t0 = performance.now();
+      spawnSync(process.execPath, ['-e', '0'], { stdio: 'ignore', env });
+      times.push(performance.now() - t0);
+    }
+    return median(times);
+  };
+  const withIt = bareMs(process.env);
+  delete process.env.NODE_EXTRA_CA_CERTS;
+  return { file, perStartMs: round(withIt - bareMs(process.env), 0) };
 }

@@ -47,7 +47,7 @@ import {
 } from './gateway.mjs';
 import { crashSection, printCrash } from './crash.mjs';
 import { checkTargets, printTargets } from './targets.mjs';
-import { PINNED, ROOT, authorizeClients, cliOption, cpuCalibration, currentAffinity, loopbackCalibration, machineInfo, round, rssMb, runPinnedToLoadCpu, startMock, startSvc, stopSvc } from './lib.mjs';
+import { PINNED, ROOT, authorizeClients, cliOption, cpuCalibration, currentAffinity, loopbackCalibration, machineInfo, round, rssMb, runPinnedToLoadCpu, startMock, startSvc, stopSvc, withoutExtraCaCerts } from './lib.mjs';
 
 const argv = process.argv.slice(2);
 const option = (name) => cliOption(argv, name);
@@ -86,6 +86,11 @@ async function main() {
   console.log(`svc bench${QUICK ? ' (BENCH_QUICK)' : ''}${PROFILE ? ' (profile)' : ''}`);
   console.log(`  machine: ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.totalMemMb} MB, load average at start ${machine.loadavgAtStart.join(' ')}, node ${machine.node}`);
   console.log(`  pinning: ${machine.pinning}${machine.benchAffinity ? ` (this process: CPU ${machine.benchAffinity})` : ''}`);
+  machine.extraCaCerts = withoutExtraCaCerts();
+  if (machine.extraCaCerts) {
+    const { file, perStartMs } = machine.extraCaCerts;
+    console.log(`  NODE_EXTRA_CA_CERTS (${file}) removed for every process the bench starts: it costs each node start ~${perStartMs} ms here, TLS or not`);
+  }
   machine.calibration = cpuCalibration();
   const { calibration } = machine;
   console.log(
