@@ -12,6 +12,7 @@ import { canonicalJson } from '../core/canonical-json.ts';
 import { invalid } from '../core/errors.ts';
 import { draft04AsDraft06 } from './draft-04.ts';
 import { DRAFT_04_META_SCHEMA } from './draft-04-meta-schema.ts';
+import { withRefsAlone } from './refs-alone.ts';
 import { pointerPath, subschemas } from './subschemas.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../core/json-depth.ts';
 import type { ChatTool, ChatToolCall } from './providers/types.ts';
@@ -64,13 +65,6 @@ const AJV_OPTIONS: Options = {
   multipleOfPrecision: 6,
   code: { regExp: patternRegExp, optimize: false },
 };
-/**
- * The options of draft-07 and earlier, whose `$ref` is the whole of its schema: "all other properties in a "$ref"
- * object MUST be ignored" (draft-07 8.3; draft-04 and draft-06 alike), where ajv, by default, applies them as 2019-09
- * does, so a `minimum` beside a `$ref` refused calls the schema allows. A JSON Pointer into what lies beside a `$ref`
- * (the root's `definitions`) still resolves. ajv marks `ignoreKeywordsWithRef` deprecated, yet reads it (8.x).
- */
-const REF_ALONE_OPTIONS: Options = { ...AJV_OPTIONS, ignoreKeywordsWithRef: true };
 /** A new instance costs ~5 ms (it compiles the meta-schema again): once per this many schema nodes compiled. */
 const AJV_RECYCLE_NODES = 5_000;
 
@@ -88,7 +82,7 @@ class Dialect {
   private nodes = 0;
   /**
    * `declared` is a schema that declares the dialect as the dialect's ajv checks it against its meta-schema (its
-   * `$schema` spelled as that ajv knows it), `source` what that ajv compiles for it.
+   * `$schema` spelled as that ajv knows it), `translated` the schema of that ajv's dialect it means.
    */
   constructor(
     readonly name: string,
@@ -96,12 +90,17 @@ class Dialect {
     readonly keywordsBesideRef: boolean,
     private readonly make: (options: Options) => Ajv,
     readonly declared: (schema: Schema) => Schema,
-    readonly source: (schema: Schema) => Schema = declared,
+    private readonly translated: (schema: Schema) => Schema = declared,
   ) {}
+  /** What the dialect's ajv compiles for a schema: where keywords beside a `$ref` are ignored, without them. */
+  source(schema: Schema): Schema {
+    const source = this.translated(schema);
+    return this.keywordsBesideRef ? source : withRefsAlone(source);
+  }
   /** The instance to compile a schema of `nodes` nodes with, a new one past AJV_RECYCLE_NODES. */
   take(nodes: number): Ajv {
     if (!this.instance || this.nodes + nodes > AJV_RECYCLE_NODES) {
-      this.instance = this.make(this.keywordsBesideRef ? AJV_OPTIONS : REF_ALONE_OPTIONS);
+      this.instance = this.make(AJV_OPTIONS);
       this.nodes = 0;
     }
     this.nodes += nodes;

@@ -301,6 +301,35 @@ test("keywords beside a $ref are ignored in draft-07 and earlier, as those draft
   assert.match((await refusal(rooted, { n: 'x' })) ?? '', /data\/n must be integer/);
 });
 
+test("a type, a nullable or an $id beside a $ref is ignored in draft-07 and earlier too, where ajv still checked the type (a $ref to an integer beside type string refused 1 and \"x\" alike), failed to compile a nullable and resolved the $ref against the $id; a type beside a $ref applies in 2020-12", async (t) => {
+  const refusal = await toolCallChecks(t);
+  const typed = (dialect: string | undefined, definitions: string) => ({
+    ...(dialect && { $schema: dialect }),
+    type: 'object',
+    properties: { n: { $ref: `#/${definitions}/count`, type: 'string' } },
+    required: ['n'],
+    [definitions]: { count: { type: 'integer' } },
+  });
+  for (const dialect of [undefined, 'http://json-schema.org/draft-07/schema#', 'http://json-schema.org/draft-06/schema#', 'http://json-schema.org/draft-04/schema#']) {
+    assert.equal(await refusal(typed(dialect, 'definitions'), { n: 1 }), null, `${dialect}: the type beside $ref is ignored`);
+    assert.match((await refusal(typed(dialect, 'definitions'), { n: 'x' })) ?? '', /data\/n must be integer/, `${dialect}: the $ref holds`);
+  }
+  assert.match((await refusal(typed('https://json-schema.org/draft/2020-12/schema', '$defs'), { n: 1 })) ?? '', /data\/n must be string/, '2020-12: the type beside $ref applies');
+  // OpenAPI 3.0's way to allow null beside a $ref, which draft-07 does not know.
+  const nullable = { type: 'object', properties: { s: { $ref: '#/definitions/s', nullable: true } }, definitions: { s: { type: 'string' } } };
+  assert.equal(await refusal(nullable, { s: 'x' }), null);
+  assert.match((await refusal(nullable, { s: null })) ?? '', /data\/s must be string/);
+  // The JSON Schema Test Suite's "$ref prevents a sibling $id from changing the base uri" (draft-07).
+  const sibling = {
+    $id: 'http://localhost:1234/sibling_id/base/',
+    type: 'object',
+    properties: { v: { $id: 'http://localhost:1234/sibling_id/', $ref: 'foo.json' } },
+    definitions: { foo: { $id: 'http://localhost:1234/sibling_id/foo.json', type: 'string' }, base_foo: { $id: 'foo.json', type: 'number' } },
+  };
+  assert.equal(await refusal(sibling, { v: 1 }), null);
+  assert.match((await refusal(sibling, { v: 'a' })) ?? '', /data\/v must be number/);
+});
+
 test('a decimal multipleOf takes the decimals it steps by (19.99 for multipleOf 0.01, 0.3 for 0.1, where ajv\'s whole-quotient check refused them) and still refuses what lies between its steps', async (t) => {
   const refusal = await toolCallChecks(t);
   const priced = (multipleOf: number) => ({ type: 'object', properties: { v: { type: 'number', multipleOf } }, required: ['v'] });
