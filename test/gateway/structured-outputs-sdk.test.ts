@@ -236,3 +236,31 @@ test("the mock's answers to a 2019-09 or 2020-12 schema keep the keywords beside
     }
   }
 });
+
+test("the mock's answers to a recursive 2020-12 or 2019-09 schema follow its $dynamicRef or $recursiveRef (to the $dynamicAnchor or $recursiveAnchor it names, else the schema of the last $ref, as svc's check does), where it wrote a string for the subtree and svc refused its own answer; in draft-07, which has neither, they are not followed", async (t) => {
+  const client = await mockClient(t);
+  const node = (recurse: Record<string, unknown>) => ({
+    type: 'object',
+    properties: { label: { type: 'string' }, children: { type: 'array', items: recurse } },
+    required: ['label', 'children'],
+  });
+  const inDefs = (dialect: string, tree: Record<string, unknown>) => ({ $schema: dialect, type: 'object', properties: { tree: { $ref: '#/$defs/tree' } }, required: ['tree'], $defs: { tree } });
+  const draft2020 = 'https://json-schema.org/draft/2020-12/schema';
+  const draft2019 = 'https://json-schema.org/draft/2019-09/schema';
+  const schemas: Record<string, Record<string, unknown>> = {
+    dynamicAtRoot: { $schema: draft2020, $dynamicAnchor: 'node', ...node({ $dynamicRef: '#node' }) },
+    dynamicInDefs: inDefs(draft2020, { $dynamicAnchor: 'node', ...node({ $dynamicRef: '#node' }) }),
+    dynamicPointer: inDefs(draft2020, node({ $dynamicRef: '#/$defs/tree' })),
+    recursiveAtRoot: { $schema: draft2019, $recursiveAnchor: true, ...node({ $recursiveRef: '#' }) },
+    recursiveInDefs: inDefs(draft2019, { $recursiveAnchor: true, ...node({ $recursiveRef: '#' }) }),
+    // An unknown keyword in draft-07: the type beside it holds.
+    draft07: { type: 'object', properties: { n: { $dynamicRef: '#/definitions/count', type: 'string' } }, required: ['n'], definitions: { count: { type: 'integer' } } },
+  };
+  for (const [name, schema] of Object.entries(schemas)) {
+    const declared = compileTools([{ type: 'function', function: { name, parameters: schema } }]);
+    for (const answer of await schemaAnswers(client, schema, name)) {
+      const call = { id: 'c', type: 'function' as const, function: { name, arguments: JSON.stringify(answer) } };
+      assert.equal(declared.check(call, 0)?.message, undefined, `${name}: ${JSON.stringify(answer)}`);
+    }
+  }
+});

@@ -2,7 +2,8 @@
  * A value that satisfies a JSON Schema, for the mock provider's tool-call arguments and structured outputs: required
  * properties with type-appropriate values, the first enum value, `const`, `default` and `examples` when given,
  * lengths and bounds respected, local `$ref`s resolved (with the keywords beside them where the schema's dialect
- * applies those), an `allOf`'s parts merged, a string matching the `pattern` when pattern-sample.ts can write one.
+ * applies those), `$dynamicRef`s and `$recursiveRef`s as svc's check resolves them, an `allOf`'s parts merged, a
+ * string matching the `pattern` when pattern-sample.ts can write one.
  */
 import { keywordsBesideRefApply, patternRegExp } from '../tool-schemas.ts';
 import { sampleFromPattern } from './pattern-sample.ts';
@@ -22,11 +23,49 @@ function isSchema(value: unknown): value is Schema {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** The schema being sampled, and how its dialect reads the keywords beside a `$ref`. */
+/** The schema being sampled, how its dialect reads references, and where the sampling is in it. */
 interface Document {
   root: Schema;
-  /** 2019-09 and later: they apply with the `$ref`'s target; draft-07 and earlier: they are ignored. */
+  /**
+   * 2019-09 and later: the keywords beside a `$ref` apply with its target, and `$dynamicRef` and `$recursiveRef` are
+   * references too; draft-07 and earlier: the keywords beside a `$ref` are ignored, and those two are unknown.
+   */
   keywordsBesideRef: boolean;
+  /**
+   * The schemas entered so far that declare a `$dynamicAnchor` (a `$recursiveAnchor: true` as the anchor ""), the
+   * first of each name, for the whole sampling: as ajv keeps them for a whole validation.
+   */
+  anchors: Map<string, Schema>;
+  /** The target of the last reference followed, the root before any. */
+  scope: Schema;
+}
+
+/** Notes the anchor a schema entered declares, unless one of its name was entered before (ajv keeps the outermost). */
+function enter(schema: Schema, doc: Document): void {
+  if (!doc.keywordsBesideRef) return;
+  const anchor = typeof schema.$dynamicAnchor === 'string' ? schema.$dynamicAnchor : schema.$recursiveAnchor === true ? '' : undefined;
+  if (anchor !== undefined && !doc.anchors.has(anchor)) doc.anchors.set(anchor, schema);
+}
+
+type Reference = '$ref' | '$dynamicRef' | '$recursiveRef';
+
+/** The reference keyword a schema holds that its dialect follows, if any. */
+function referenceOf(schema: Schema, doc: Document): Reference | undefined {
+  if (typeof schema.$ref === 'string') return '$ref';
+  if (!doc.keywordsBesideRef) return undefined;
+  if (typeof schema.$dynamicRef === 'string') return '$dynamicRef';
+  return typeof schema.$recursiveRef === 'string' ? '$recursiveRef' : undefined;
+}
+
+/**
+ * The schema a reference leads to. A `$dynamicRef` or `$recursiveRef` (`#name`, `#` for a `$recursiveRef`) leads, as
+ * in svc's check (ajv), to the schema entered first that declares the anchor it names, else to the scope: ajv calls
+ * back the function it is in, one of its own for each `$ref` target, and reads a `#/...` pointer there as an anchor's
+ * name, which none has.
+ */
+function targetOf(reference: Reference, ref: string, doc: Document, scope: Schema): Schema | undefined {
+  if (reference === '$ref') return resolveRef(doc.root, ref);
+  return ref.startsWith('#') ? (doc.anchors.get(ref.slice(1)) ?? scope) : undefined;
 }
 
 function resolveRef(root: Schema, ref: string): Schema | undefined {
@@ -169,27 +208,33 @@ function sampleNumber(schema: Schema, integer: boolean, name: string): number {
 }
 
 /**
- * The schema a `$ref` stands for, followed until it holds none, as svc's check reads it (tool-schemas.ts): its target
- * alone in draft-07 and earlier, its target and the keywords beside it together in 2019-09 and later (a `minimum` or a
- * `required` beside it was dropped, and the answer refused). Undefined where a `$ref` resolves to nothing (not local)
- * or a chain of them goes on past MAX_DEPTH.
+ * The schema a reference stands for, followed until it holds none, as svc's check reads it (tool-schemas.ts): its
+ * target alone in draft-07 and earlier, its target and the keywords beside it together in 2019-09 and later (a
+ * `minimum` or a `required` beside it was dropped, and the answer refused); with the document as of there, the last
+ * target its scope. Undefined where a reference resolves to nothing (not local) or a chain of them goes on past
+ * MAX_DEPTH.
  */
-function dereferenced(schema: Schema, doc: Document): Schema | undefined {
+function dereferenced(schema: Schema, doc: Document): [Schema, Document] | undefined {
   let current = schema;
-  for (let hops = 0; typeof current.$ref === 'string'; hops += 1) {
-    const { $ref, ...beside } = current;
-    const target = hops < MAX_DEPTH ? resolveRef(doc.root, $ref) : undefined;
+  let scope = doc.scope;
+  for (let hops = 0; ; hops += 1) {
+    const reference = referenceOf(current, doc);
+    if (!reference) return [current, scope === doc.scope ? doc : { ...doc, scope }];
+    const { [reference]: ref, ...beside } = current;
+    const target = hops < MAX_DEPTH ? targetOf(reference, ref as string, doc, scope) : undefined;
     if (!target) return undefined;
+    enter(target, doc);
+    scope = target;
     current = doc.keywordsBesideRef ? mergeSchemas(target, beside) : target;
   }
-  return current;
 }
 
 function sample(schema: unknown, doc: Document, name: string, depth: number): unknown {
   if (!isSchema(schema) || depth > MAX_DEPTH) return null;
-  if (typeof schema.$ref === 'string') {
+  enter(schema, doc);
+  if (referenceOf(schema, doc)) {
     const target = dereferenced(schema, doc);
-    return target ? sample(target, doc, name, depth + 1) : null;
+    return target ? sample(target[0], target[1], name, depth + 1) : null;
   }
   if ('const' in schema) return schema.const;
   if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0];
@@ -209,7 +254,7 @@ function sample(schema: unknown, doc: Document, name: string, depth: number): un
     let merged: Schema = beside;
     for (const part of allOf) {
       const resolved = isSchema(part) ? dereferenced(part, doc) : undefined;
-      if (resolved) merged = mergeSchemas(merged, resolved);
+      if (resolved) merged = mergeSchemas(merged, resolved[0]);
     }
     return sample(merged, doc, name, depth + 1);
   }
@@ -256,5 +301,5 @@ function sample(schema: unknown, doc: Document, name: string, depth: number): un
  */
 export function sampleFromSchema(schema: unknown): unknown {
   const root = isSchema(schema) ? schema : {};
-  return sample(schema ?? {}, { root, keywordsBesideRef: keywordsBesideRefApply(root) }, '', 0);
+  return sample(schema ?? {}, { root, keywordsBesideRef: keywordsBesideRefApply(root), anchors: new Map(), scope: root }, '', 0);
 }
