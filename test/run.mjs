@@ -2,11 +2,14 @@
 // Runs every test file (test/**/*.test.ts) as its own `node --test` process, several at a time (test files are
 // independent: each builds its own app, data directory and ports). Prints each file's result, the full output
 // of failing files, and a closing "N passed, N failed" line. Usage: node test/run.mjs [filter-substring ...]
+// The selected files are bundled first, in one esbuild build (test/support/test-bundles.mjs), and each process runs
+// its file's bundle; SVC_TEST_LOADER=tsx runs the .ts files through tsx's loader instead.
 import { spawn } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { availableParallelism, loadavg } from 'node:os';
 import { fileTimeouts } from './support/file-timeouts.mjs';
+import { bundleTestFiles } from './support/test-bundles.mjs';
 
 const root = join(import.meta.dirname, '..');
 const filters = process.argv.slice(2);
@@ -34,6 +37,17 @@ const files = findTests(join(root, 'test'))
   .filter((file) => filters.length === 0 || filters.some((f) => file.includes(f)))
   .sort();
 
+const loader = process.env.SVC_TEST_LOADER || 'bundle';
+if (loader !== 'bundle' && loader !== 'tsx') {
+  console.error(`SVC_TEST_LOADER is ${loader}: it may be bundle or tsx`);
+  process.exit(2);
+}
+const bundled = loader === 'bundle' && files.length > 0 ? await bundleTestFiles(root, files) : null;
+// How a file's process loads it: its bundle with the bundle's source map (so a stack names the .ts file's lines), or
+// the .ts file through tsx.
+const loading = (file) =>
+  bundled ? { flags: ['--enable-source-maps'], script: bundled.bundles.get(file) } : { flags: ['--import', 'tsx'], script: file };
+
 let passed = 0;
 let failed = 0;
 let skipped = 0;
@@ -47,7 +61,8 @@ function runFile(file) {
     // A hung file fails at node's --test-timeout (under `node --test <file>`, node 20 counts the file as one test, so
     // the bound is the file's, not each test's: docs/configuration.md) and is killed at timeouts.file if it still
     // hangs, so a run always ends.
-    const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', `--test-timeout=${timeouts.test}`, file], {
+    const { flags, script } = loading(file);
+    const child = spawn(process.execPath, [...flags, '--test', '--test-reporter=spec', `--test-timeout=${timeouts.test}`, script], {
       cwd: root,
       env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -88,6 +103,7 @@ await Promise.all(
   }),
 );
 
+bundled?.remove();
 for (const { file, output } of failures) {
   console.log(`\n===== ${file} =====\n${output}`);
 }
