@@ -6,13 +6,16 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:f
 import { dirname, extname, join, relative, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-/** Where the bundles go: inside the repository, so that their imports of packages resolve to its node_modules. */
-export const BUILD_DIR = '.test-build';
+/**
+ * Where the bundles go: under the repository's node_modules, where tools keep their caches (no top-level directory of
+ * its own, nothing for git to ignore), and from where their imports of packages resolve to that node_modules.
+ */
+export const BUILD_DIR = join('node_modules', '.cache', 'svc-test-build');
 
 const LOADERS = { '.ts': 'ts', '.mts': 'ts', '.tsx': 'tsx', '.js': 'js', '.mjs': 'js' };
 
 /**
- * Bundles `files` (paths relative to `root`) into `root`/.test-build/run-<pid>/ and returns each file's bundle, by
+ * Bundles `files` (paths relative to `root`) into `root`/BUILD_DIR/run-<pid>/ and returns each file's bundle, by
  * file. Packages stay imports; the repository's code shared by several files goes into chunks. Directories of earlier
  * runs that ended without removing theirs (killed) are removed; a run going on beside this one keeps its own.
  */
