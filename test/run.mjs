@@ -26,7 +26,7 @@ function findTests(dir) {
   for (const name of readdirSync(dir)) {
     const path = join(dir, name);
     if (statSync(path).isDirectory()) {
-      if (name !== 'bench' && name !== 'node_modules') out.push(...findTests(path));
+      if (name !== 'bench' && name !== 'node_modules' && name !== '.build') out.push(...findTests(path));
     } else if (name.endsWith('.test.ts')) out.push(path);
   }
   return out;

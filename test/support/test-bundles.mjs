@@ -7,10 +7,11 @@ import { dirname, extname, join, relative, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 /**
- * Where the bundles go: under the repository's node_modules, where tools keep their caches (no top-level directory of
- * its own, nothing for git to ignore), and from where their imports of packages resolve to that node_modules.
+ * Where the bundles go (git-ignored): inside the package, as the tests are, so that their imports of packages resolve
+ * to its node_modules and its own exports (`svc/client`) resolve at all: a package's scope, where node resolves its
+ * name to itself, ends at a node_modules directory, so a cache under node_modules/.cache does not do.
  */
-export const BUILD_DIR = join('node_modules', '.cache', 'svc-test-build');
+export const BUILD_DIR = join('test', '.build');
 
 const LOADERS = { '.ts': 'ts', '.mts': 'ts', '.tsx': 'tsx', '.js': 'js', '.mjs': 'js' };
 
