@@ -88,7 +88,7 @@ class Dialect {
     readonly name: string,
     /** Whether keywords beside a `$ref` apply (2019-09 and later) or are ignored (draft-07 and earlier). */
     readonly keywordsBesideRef: boolean,
-    private readonly make: (options: Options) => Ajv,
+    private readonly make: () => Ajv,
     readonly declared: (schema: Schema) => Schema,
     private readonly translated: (schema: Schema) => Schema = declared,
   ) {}
@@ -100,7 +100,7 @@ class Dialect {
   /** The instance to compile a schema of `nodes` nodes with, a new one past AJV_RECYCLE_NODES. */
   take(nodes: number): Ajv {
     if (!this.instance || this.nodes + nodes > AJV_RECYCLE_NODES) {
-      this.instance = this.make(AJV_OPTIONS);
+      this.instance = this.make();
       this.nodes = 0;
     }
     this.nodes += nodes;
@@ -123,27 +123,27 @@ const ADDED_IN_DRAFT_07 = ['if', 'then', 'else'];
 const DRAFT_04 = 'http://json-schema.org/draft-04/schema#';
 
 /** A draft-07 ajv that also knows draft-06's meta-schema, without `keywords`. */
-const withoutKeywords = (keywords: readonly string[]) => (options: Options): Ajv => {
-  const ajv = new Ajv(options).addMetaSchema(draft06MetaSchema);
+const withoutKeywords = (keywords: readonly string[]) => (): Ajv => {
+  const ajv = new Ajv(AJV_OPTIONS).addMetaSchema(draft06MetaSchema);
   for (const keyword of keywords) ajv.removeKeyword(keyword);
   return ajv;
 };
 
-const draft07 = new Dialect('draft-07', false, (options) => new Ajv(options), declaring('http://json-schema.org/draft-07/schema#'));
+const draft07 = new Dialect('draft-07', false, () => new Ajv(AJV_OPTIONS), declaring('http://json-schema.org/draft-07/schema#'));
 /**
  * The dialects by their meta-schema's URI without its scheme and trailing `#`. json-schema.org names draft-04 to
  * draft-07 by http and 2019-09 and 2020-12 by https, with and without `#`, and serves each in both schemes: users
  * write either, and a schema declaring https://json-schema.org/draft-07/schema# means draft-07.
  */
 const dialects = new Map<string, Dialect>([
-  ['json-schema.org/draft/2020-12/schema', new Dialect('2020-12', true, (options) => new Ajv2020(options), declaring('https://json-schema.org/draft/2020-12/schema'))],
-  ['json-schema.org/draft/2019-09/schema', new Dialect('2019-09', true, (options) => new Ajv2019(options), declaring('https://json-schema.org/draft/2019-09/schema'))],
+  ['json-schema.org/draft/2020-12/schema', new Dialect('2020-12', true, () => new Ajv2020(AJV_OPTIONS), declaring('https://json-schema.org/draft/2020-12/schema'))],
+  ['json-schema.org/draft/2019-09/schema', new Dialect('2019-09', true, () => new Ajv2019(AJV_OPTIONS), declaring('https://json-schema.org/draft/2019-09/schema'))],
   ['json-schema.org/draft-07/schema', draft07],
   ['json-schema.org/draft-06/schema', new Dialect('draft-06', false, withoutKeywords(ADDED_IN_DRAFT_07), declaring('http://json-schema.org/draft-06/schema#'))],
   // Checked against draft-04's meta-schema, which ajv reads as any draft-04 schema: translated (its multipleOf > 0).
   [
     'json-schema.org/draft-04/schema',
-    new Dialect('draft-04', false, (options) => withoutKeywords(ADDED_IN_DRAFT_07)(options).addMetaSchema(draft04AsDraft06(DRAFT_04_META_SCHEMA)), declaring(DRAFT_04), draft04AsDraft06),
+    new Dialect('draft-04', false, () => withoutKeywords(ADDED_IN_DRAFT_07)().addMetaSchema(draft04AsDraft06(DRAFT_04_META_SCHEMA)), declaring(DRAFT_04), draft04AsDraft06),
   ],
 ]);
 const DIALECT_URI = /^https?:\/\/(.*?)#?$/;
