@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import test, { type TestContext } from 'node:test';
 import OpenAI from 'openai';
 import { bearer, build, json } from '../support/build.ts';
-import { completion, contentChunk, sendChunks, sendJson, sleep, startFakeUpstream, startSse, untilClientCloses, type FakeUpstream } from '../support/fake-upstream.ts';
+import { completion, contentChunk, sendChunks, sendJson, sleep, startFakeUpstream, startSse, streamUntilClientCloses, untilClientCloses, type FakeUpstream } from '../support/fake-upstream.ts';
 import { readFileSync } from 'node:fs';
 import { expectFailureAnswered } from '../support/failover.ts';
 import { loadScaled } from '../support/load-scaled.ts';
@@ -209,10 +209,7 @@ test('a model without a list price is flagged, not guessed', async (t) => {
   upstream.handle(async (request, res) => {
     if (!request.body.stream) return sendJson(res, 500, { error: { message: 'upstream exploded' } });
     startSse(res);
-    for (let i = 0; i < 200 && !res.destroyed; i++) {
-      res.write(`data: ${JSON.stringify(contentChunk(`piece ${i} `))}\n\n`);
-      await sleep(20);
-    }
+    await streamUntilClientCloses(res, (i) => res.write(`data: ${JSON.stringify(contentChunk(`piece ${i} `))}\n\n`));
     res.end();
   });
   const failed = await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'acme-private-7b', messages: [{ role: 'user', content: 'y' }] } });
@@ -666,10 +663,7 @@ test('a slow upstream times out with a 504 (bounded provider timeouts)', async (
 test('a client abort mid-stream aborts the upstream call and the run is still finalised', async (t) => {
   const upstream = await startFakeUpstream(t, async (_req, res) => {
     startSse(res);
-    for (let i = 0; i < 200 && !res.destroyed; i++) {
-      res.write(`data: ${JSON.stringify(contentChunk(`piece ${i} `))}\n\n`);
-      await sleep(20);
-    }
+    await streamUntilClientCloses(res, (i) => res.write(`data: ${JSON.stringify(contentChunk(`piece ${i} `))}\n\n`));
     res.end();
   });
   const { client, app } = await gateway(t, upstream);
@@ -724,10 +718,7 @@ test('a client that leaves before the first event still gets its run finalised a
   const upstream = await startFakeUpstream(t, async (_req, res) => {
     startSse(res);
     await sleep(400);
-    for (let i = 0; i < 50 && !res.destroyed; i++) {
-      res.write(`data: ${JSON.stringify(contentChunk(`late ${i} `))}\n\n`);
-      await sleep(20);
-    }
+    await streamUntilClientCloses(res, (i) => res.write(`data: ${JSON.stringify(contentChunk(`late ${i} `))}\n\n`));
     res.end();
   });
   const { address, app } = await gateway(t, upstream);
@@ -831,9 +822,8 @@ test('a stream that fails before its first event fails open to the fallback, or 
 test('a client that leaves while svc waits for the first event releases the upstream at once, and its run is finalised as aborted', async (t) => {
   const upstream = await startFakeUpstream(t, async (_req, res) => {
     startSse(res);
-    // Headers only: svc waits for the first event before answering the client.
-    for (let i = 0; i < 100 && !res.destroyed; i++) await sleep(50);
-    if (!res.destroyed) sendChunks(res, [contentChunk('too late')]);
+    // Headers only: svc waits for the first event before answering the client, who leaves first.
+    if (!(await streamUntilClientCloses(res, () => undefined, 50))) sendChunks(res, [contentChunk('too late')]);
   });
   const { address, app } = await gateway(t, upstream);
   const controller = new AbortController();

@@ -9,7 +9,7 @@ import { betaJSONSchemaOutputFormat } from '@anthropic-ai/sdk/helpers/beta/json-
 import { jsonSchemaOutputFormat } from '@anthropic-ai/sdk/helpers/json-schema';
 import { bearer, build, json } from '../support/build.ts';
 import { messageToEvents } from '../../src/gateway/wire-replay.ts';
-import { messageEvents, sendJson, sleep, startFakeUpstream, startSse, type FakeUpstream } from '../support/fake-upstream.ts';
+import { messageEvents, sendJson, sleep, startFakeUpstream, startSse, streamUntilClientCloses, type FakeUpstream } from '../support/fake-upstream.ts';
 import { holdLongTimers } from '../support/long-timers.ts';
 
 const WEATHER = {
@@ -371,10 +371,9 @@ test('live messages stream: a client abort reaches the upstream and the run is f
   const upstream = await startFakeUpstream(t, async (_req, res) => {
     startSse(res);
     writeEvents(res, messageEvents('start').slice(0, 3));
-    for (let i = 0; i < 200 && !res.destroyed; i++) {
-      res.write(`event: content_block_delta\ndata: ${JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: `word${i} ` } })}\n\n`);
-      await sleep(20);
-    }
+    await streamUntilClientCloses(res, (i) =>
+      res.write(`event: content_block_delta\ndata: ${JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: `word${i} ` } })}\n\n`),
+    );
     res.end();
   });
   const { client, app } = await liveGateway(t, upstream);
@@ -749,10 +748,7 @@ test("live messages stream cut after message_start (truncated, or the client lea
     (events[0]![1] as { message: { usage: { input_tokens: number } } }).message.usage.input_tokens = REPORTED;
     writeEvents(res, events.slice(0, 4));
     if (mode === 'abort') {
-      for (let i = 0; i < 200 && !res.destroyed; i++) {
-        writeEvents(res, [['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: `word${i} ` } }]]);
-        await sleep(20);
-      }
+      await streamUntilClientCloses(res, (i) => writeEvents(res, [['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: `word${i} ` } }]]));
     }
     res.end();
   });

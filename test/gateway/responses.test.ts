@@ -7,7 +7,7 @@ import test, { type TestContext } from 'node:test';
 import OpenAI from 'openai';
 import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { bearer, build, json } from '../support/build.ts';
-import { sendJson, startFakeUpstream, startSse, type FakeUpstream } from '../support/fake-upstream.ts';
+import { sendJson, startFakeUpstream, startSse, streamUntilClientCloses, type FakeUpstream } from '../support/fake-upstream.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expectFailureAnswered } from '../support/failover.ts';
@@ -706,10 +706,9 @@ test('live responses: a client abort mid-stream reaches the upstream and the run
     startSse(res);
     const events = upstreamEvents('');
     writeEvents(res, events.slice(0, 3));
-    for (let i = 0; i < 200 && !res.destroyed; i++) {
-      writeEvents(res, [{ type: 'response.output_text.delta', sequence_number: 100 + i, item_id: 'msg_up', output_index: 0, content_index: 0, delta: `w${i} `, logprobs: [] }]);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await streamUntilClientCloses(res, (i) =>
+      writeEvents(res, [{ type: 'response.output_text.delta', sequence_number: 100 + i, item_id: 'msg_up', output_index: 0, content_index: 0, delta: `w${i} `, logprobs: [] }]),
+    );
     res.end();
   });
   const { client, app } = await liveGateway(t, upstream);

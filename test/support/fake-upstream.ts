@@ -6,6 +6,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TestContext } from 'node:test';
+import { loadScaled } from './load-scaled.ts';
 
 export interface RecordedRequest {
   method: string;
@@ -103,6 +104,21 @@ export function sendChunks(res: ServerResponse, chunks: unknown[], done = true):
  */
 export function untilClientCloses(res: ServerResponse): Promise<void> {
   return new Promise((resolve) => (res.destroyed ? resolve() : res.once('close', () => resolve())));
+}
+
+/**
+ * The upstream of a test whose client leaves mid-stream: `writeNext(i)` every `everyMs` until the client goes away.
+ * A stream of fixed length (200 events x 20 ms) races the client's abort on a loaded machine, and may end normally
+ * first; this one ends only when the client leaves, or after a bound (loadScaled: under the file's test timeout) so a
+ * client that never leaves fails the test's assertions rather than hanging it. Resolves whether the client left.
+ */
+export async function streamUntilClientCloses(res: ServerResponse, writeNext: (i: number) => void, everyMs = 20): Promise<boolean> {
+  const deadline = Date.now() + loadScaled(60_000);
+  for (let i = 0; !res.destroyed && Date.now() < deadline; i++) {
+    writeNext(i);
+    await sleep(everyMs);
+  }
+  return res.destroyed;
 }
 
 export function sleep(ms: number): Promise<void> {

@@ -9,7 +9,7 @@ import { Agent } from 'undici';
 import { createChatCompletionsProvider, type ProviderTimeouts } from '../../../src/gateway/providers/chat-completions.ts';
 import { providerErrorStatus } from '../../../src/gateway/providers/errors.ts';
 import type { ChatChunk, Provider } from '../../../src/gateway/providers/types.ts';
-import { completion, contentChunk, sendJson, sleep, startFakeUpstream, startSse, untilClientCloses, type FakeUpstream } from '../../support/fake-upstream.ts';
+import { completion, contentChunk, sendJson, sleep, startFakeUpstream, startSse, streamUntilClientCloses, untilClientCloses, type FakeUpstream } from '../../support/fake-upstream.ts';
 import { rejectsWith } from '../../support/provider-errors.ts';
 
 const KEY = 'sk-live-test-0123456789abcdef';
@@ -199,10 +199,7 @@ test('an error event mid-stream and a non-SSE 200 answer are classified, never r
 test('aborting the signal mid-stream closes the upstream connection and ends iteration as aborted', async (t) => {
   const upstream = await startFakeUpstream(t, async (_req, res) => {
     startSse(res);
-    for (let i = 0; i < 100 && !res.destroyed; i += 1) {
-      res.write(`data: ${JSON.stringify(contentChunk(`w${i} `))}\n\n`);
-      await sleep(20);
-    }
+    await streamUntilClientCloses(res, (i) => res.write(`data: ${JSON.stringify(contentChunk(`w${i} `))}\n\n`));
     res.end('data: [DONE]\n\n');
   });
   const controller = new AbortController();
