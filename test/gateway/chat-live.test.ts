@@ -12,6 +12,7 @@ import { readFileSync } from 'node:fs';
 import { expectFailureAnswered } from '../support/failover.ts';
 import { loadScaled } from '../support/load-scaled.ts';
 import { OPENAPI_PATH, validateAgainst } from '../support/openapi.ts';
+import { finishedRun, finishedRuns } from '../support/finished-runs.ts';
 
 const WEATHER_TOOL = {
   type: 'function' as const,
@@ -226,12 +227,7 @@ test('a model without a list price is flagged, not guessed', async (t) => {
     // the client's own abort
   }
   await upstream.clientClosed();
-  let aborted: any;
-  for (let i = 0; i < 50; i++) {
-    aborted = json(await app.inject({ url: '/api/v1/runs' })).runs[0];
-    if (aborted?.status !== 'running') break;
-    await sleep(20);
-  }
+  const [aborted] = await finishedRuns(app);
   assert.equal(aborted.error.kind, 'aborted');
   assert.ok(aborted.usage.completionTokens > 0, 'part of the answer was produced');
   assert.equal(aborted.priced, false, 'its cost is unknown, not 0');
@@ -684,13 +680,7 @@ test('a client abort mid-stream aborts the upstream call and the run is still fi
   assert.ok(received >= 3 && received < 200, 'the client stopped reading early');
   const closed = await upstream.clientClosed();
   assert.equal(closed.clientClosed, true);
-  let run: any;
-  for (let i = 0; i < 50; i++) {
-    const runs = json(await app.inject({ url: '/api/v1/runs' })).runs;
-    run = runs[0];
-    if (run?.status !== 'running') break;
-    await sleep(20);
-  }
+  const [run] = await finishedRuns(app);
   assert.equal(run.status, 'failed');
   assert.equal(run.error.kind, 'aborted');
   assert.ok(run.usage.completionTokens > 0);
@@ -732,12 +722,7 @@ test('a client that leaves before the first event still gets its run finalised a
   const runId = response.headers.get('x-svc-run-id');
   controller.abort();
   await upstream.clientClosed();
-  let run: any;
-  for (let i = 0; i < 100; i++) {
-    run = json(await app.inject({ url: `/api/v1/runs/${runId}` })).run;
-    if (run.status !== 'running') break;
-    await sleep(20);
-  }
+  const { run } = await finishedRun(app, runId);
   assert.equal(run.status, 'failed');
   assert.equal(run.error.kind, 'aborted');
 });
@@ -776,12 +761,7 @@ test('a stream that fails before its first event fails open to the fallback, or 
     for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
     assert.equal(text, 'from the fallback', failure);
     const runId = response.headers.get('x-svc-run-id');
-    let detail: any;
-    for (let i = 0; i < 100; i++) {
-      detail = json(await app.inject({ url: `/api/v1/runs/${runId}` }));
-      if (detail.run.status !== 'running') break;
-      await sleep(20);
-    }
+    const detail = await finishedRun(app, runId);
     assert.equal(detail.run.status, 'completed', failure);
     assert.deepEqual(detail.run.routeExplanation.fallback, { from: 'chatcomp', to: 'chatcomp-fallback', reason: failures[failure] }, failure);
     assert.deepEqual(
@@ -838,12 +818,7 @@ test('a client that leaves while svc waits for the first event releases the upst
   await assert.rejects(asked);
   const closed = await upstream.clientClosed();
   assert.equal(closed.clientClosed, true);
-  let runs: any[] = [];
-  for (let i = 0; i < 100; i++) {
-    runs = json(await app.inject({ url: '/api/v1/runs?limit=5' })).runs;
-    if (runs.length > 0 && runs[0].status !== 'running') break;
-    await sleep(20);
-  }
+  const runs = await finishedRuns(app, '?limit=5');
   assert.equal(runs.length, 1);
   assert.equal(runs[0].status, 'failed');
   assert.equal(runs[0].error.kind, 'aborted');

@@ -7,9 +7,10 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 import OpenAI from 'openai';
 import { json } from '../support/build.ts';
-import { completion as completionOf, contentChunk, sendChunks, sendJson, sleep, startFakeUpstream, startSse } from '../support/fake-upstream.ts';
+import { completion as completionOf, contentChunk, sendChunks, sendJson, startFakeUpstream, startSse } from '../support/fake-upstream.ts';
 import { openaiGateway } from '../support/openai-gateway.ts';
 import { holdLongTimers } from '../support/long-timers.ts';
+import { finishedRun } from '../support/finished-runs.ts';
 import { costOf } from '../../src/gateway/pricing.ts';
 import { countTokens } from '../../src/gateway/tokens.ts';
 
@@ -22,12 +23,6 @@ const WEATHER_TOOL = {
 };
 
 const UPSTREAM_USAGE = { prompt_tokens: 1200, completion_tokens: 300, total_tokens: 1500 };
-
-async function finishedRun(app: Awaited<ReturnType<typeof openaiGateway>>['app'], runId: string | null) {
-  let detail: any;
-  for (let i = 0; i < 200 && (!detail || detail.run.status === 'running'); i++, await sleep(10)) detail = json(await app.inject({ url: `/api/v1/runs/${runId}` }));
-  return detail;
-}
 
 /** Streams a weather question through the gateway, sees the SDK refuse the tool call svc refused, and reads its run. */
 async function refusedToolCallRun({ client, app }: Awaited<ReturnType<typeof openaiGateway>>) {

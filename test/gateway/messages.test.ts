@@ -9,8 +9,9 @@ import { betaJSONSchemaOutputFormat } from '@anthropic-ai/sdk/helpers/beta/json-
 import { jsonSchemaOutputFormat } from '@anthropic-ai/sdk/helpers/json-schema';
 import { bearer, build, json } from '../support/build.ts';
 import { messageToEvents } from '../../src/gateway/wire-replay.ts';
-import { messageEvents, sendJson, sleep, startFakeUpstream, startSse, streamUntilClientCloses, type FakeUpstream } from '../support/fake-upstream.ts';
+import { messageEvents, sendJson, startFakeUpstream, startSse, streamUntilClientCloses, type FakeUpstream } from '../support/fake-upstream.ts';
 import { holdLongTimers } from '../support/long-timers.ts';
+import { finishedRun, finishedRuns } from '../support/finished-runs.ts';
 
 const WEATHER = {
   name: 'get_weather',
@@ -386,12 +387,7 @@ test('live messages stream: a client abort reaches the upstream and the run is f
   });
   await stream.finalMessage().catch(() => undefined);
   await upstream.clientClosed();
-  let run: any;
-  for (let i = 0; i < 50; i++) {
-    run = json(await app.inject({ url: '/api/v1/runs' })).runs[0];
-    if (run?.status !== 'running') break;
-    await sleep(20);
-  }
+  const [run] = await finishedRuns(app);
   assert.equal(run.status, 'failed');
   assert.equal(run.error.kind, 'aborted');
 });
@@ -573,13 +569,7 @@ test('live messages: malformed upstream events and blocks are bad responses (a f
     res.end();
   });
   const { client, app } = await liveGateway(t, upstream);
-  const lastRun = async () => {
-    for (;;) {
-      const run = json(await app.inject({ url: '/api/v1/runs?limit=1' })).runs[0];
-      if (run.status !== 'running') return run;
-      await sleep(10);
-    }
-  };
+  const lastRun = async () => (await finishedRuns(app, '?limit=1'))[0];
   for (const name of Object.keys(streams)) {
     current = name;
     await assert.rejects(client.messages.stream({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() }).finalMessage(), Anthropic.AnthropicError, name);
@@ -670,8 +660,7 @@ test("live messages stream: a message_delta without usage gets output tokens fro
   assert.equal((live.content[0] as { text: string }).text, 'A few words of answer.');
   assert.ok(live.usage.output_tokens > 1, String(live.usage.output_tokens));
   const runId = response.headers.get('x-svc-run-id');
-  let run: any;
-  for (let i = 0; i < 200 && run?.status !== 'completed'; i++, await sleep(10)) run = json(await app.inject({ url: `/api/v1/runs/${runId}` })).run;
+  const { run } = await finishedRun(app, runId);
   assert.equal(run.usage.completionTokens, live.usage.output_tokens);
   const hit = await client.messages.create(request);
   assert.equal(upstream.requests.length, 1, 'the repeat is a cache hit');
@@ -753,11 +742,7 @@ test("live messages stream cut after message_start (truncated, or the client lea
     res.end();
   });
   const { client, app } = await liveGateway(t, upstream);
-  const finished = async (runId: string | null) => {
-    let run: any;
-    for (let i = 0; i < 200 && (!run || run.status === 'running'); i++, await sleep(10)) run = json(await app.inject({ url: `/api/v1/runs/${runId}` })).run;
-    return run;
-  };
+  const finished = async (runId: string | null) => (await finishedRun(app, runId)).run;
 
   const cut = client.messages.stream({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: ask() });
   const { response } = await cut.withResponse();

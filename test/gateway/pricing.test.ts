@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import test, { type TestContext } from 'node:test';
 import OpenAI from 'openai';
 import { build, json } from '../support/build.ts';
-import { completion, contentChunk, sendJson, sleep, startFakeUpstream, startSse } from '../support/fake-upstream.ts';
+import { completion, contentChunk, sendJson, startFakeUpstream, startSse } from '../support/fake-upstream.ts';
+import { finishedRun } from '../support/finished-runs.ts';
 
 async function listening(t: TestContext, env: Record<string, string> = {}) {
   const built = await build(t, { env });
@@ -61,11 +62,6 @@ test("the messages wire's prompt-cache tokens count as input and are priced at t
     res.end((cut ? events.slice(0, 3) : events).map((event) => `event: ${String(event.type)}\ndata: ${JSON.stringify(event)}\n\n`).join(''));
   });
   const { address, app } = await listening(t, { MESSAGES_API_KEY: 'sk-messages', MESSAGES_BASE_URL: upstream.baseUrl.replace(/\/v1$/, '') });
-  const finished = async (runId: string | null) => {
-    let detail: any;
-    for (let i = 0; i < 200 && (!detail || detail.run.status === 'running'); i++, await sleep(10)) detail = json(await app.inject({ url: `/api/v1/runs/${runId}` }));
-    return detail;
-  };
   for (const stream of [false, true]) {
     const answer = await fetch(`${address}/v1/messages`, {
       method: 'POST',
@@ -74,7 +70,7 @@ test("the messages wire's prompt-cache tokens count as input and are priced at t
     });
     assert.equal(answer.status, 200);
     await answer.text();
-    const detail = await finished(answer.headers.get('x-svc-run-id'));
+    const detail = await finishedRun(app, answer.headers.get('x-svc-run-id'));
     const label = stream ? 'streamed' : 'buffered';
     assert.equal(detail.run.status, 'completed', label);
     assert.deepEqual(detail.run.usage, { promptTokens: 11_100, completionTokens: 50, totalTokens: 11_150 }, label);
@@ -90,7 +86,7 @@ test("the messages wire's prompt-cache tokens count as input and are priced at t
     body: JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 64, stream: true, messages: [{ role: 'user', content: unique('cut') }] }),
   });
   await answer.text();
-  const { run } = await finished(answer.headers.get('x-svc-run-id'));
+  const { run } = await finishedRun(app, answer.headers.get('x-svc-run-id'));
   assert.equal(run.status, 'failed');
   assert.equal(run.usage.promptTokens, 11_100);
   const partial = (100 * 3 + 400 * 3.75 + 600 * 6 + 10_000 * 0.3 + run.usage.completionTokens * 15) / 1e6;
@@ -143,8 +139,7 @@ test("a chat answer's reasoning and refusal text count in the local estimate of 
       body: JSON.stringify({ model: 'gpt-4o-mini', stream, messages: [{ role: 'user', content: unique('think') }] }),
     });
     await answer.text();
-    let run: any;
-    for (let i = 0; i < 200 && (!run || run.status === 'running'); i++, await sleep(10)) run = json(await app.inject({ url: `/api/v1/runs/${answer.headers.get('x-svc-run-id')}` })).run;
+    const { run } = await finishedRun(app, answer.headers.get('x-svc-run-id'));
     assert.equal(run.status, stream ? 'failed' : 'completed');
     assert.ok(run.usage.completionTokens >= 200, `${stream ? 'streamed' : 'buffered'}: ${run.usage.completionTokens} output tokens for 200 words of reasoning`);
   }

@@ -12,6 +12,7 @@ import test, { type TestContext } from 'node:test';
 import OpenAI from 'openai';
 import { build, json } from '../support/build.ts';
 import { completion, contentChunk, sendChunks, sendJson, sleep, startFakeUpstream, startSse, type UpstreamHandler } from '../support/fake-upstream.ts';
+import { finishedRun } from '../support/finished-runs.ts';
 import { costOf } from '../../src/gateway/pricing.ts';
 
 async function listening(t: TestContext, env: Record<string, string>) {
@@ -27,12 +28,6 @@ const sse = (events: Array<Record<string, unknown>>) => events.map((event) => `e
 
 async function post(address: string, path: string, body: unknown, signal?: AbortSignal) {
   return fetch(`${address}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), ...(signal ? { signal } : {}) });
-}
-
-async function finishedRun(app: Awaited<ReturnType<typeof listening>>['app'], runId: string | null) {
-  let detail: any;
-  for (let i = 0; i < 200 && (!detail || detail.run.status === 'running'); i++, await sleep(10)) detail = json(await app.inject({ url: `/api/v1/runs/${runId}` }));
-  return detail;
 }
 
 test('a messages stream refused at its first event: unknown cost when svc could not read it, $0 when it is the upstream\'s error', async (t) => {

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { expectFailureAnswered } from '../support/failover.ts';
 import { OPENAPI_PATH, validateAgainst } from '../support/openapi.ts';
 import { ROOT } from '../support/process.ts';
+import { finishedRuns } from '../support/finished-runs.ts';
 
 const WEATHER = {
   type: 'function' as const,
@@ -723,12 +724,7 @@ test('live responses: a client abort mid-stream reaches the upstream and the run
     // the SDK reports the abort
   }
   await upstream.clientClosed();
-  let run: any;
-  for (let i = 0; i < 50; i++) {
-    run = json(await app.inject({ url: '/api/v1/runs' })).runs[0];
-    if (run?.status !== 'running') break;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  const [run] = await finishedRuns(app);
   assert.equal(run.status, 'failed');
   assert.equal(run.error.kind, 'aborted');
   assert.ok(run.usage.completionTokens > 0);
