@@ -7,16 +7,24 @@ import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import test, { before, describe } from 'node:test';
-import { ensureBundle, listenOnce, runSvc, startServe, suiteCleanups, tempDir, type ServeProcess } from '../support/process.ts';
+import { ensureBundle, listenOnce, runSvc, startServe, suiteCleanups, tempDir, type Cleanups, type ServeProcess } from '../support/process.ts';
 
 before(ensureBundle);
 
 const jsonOf = (text: string) => JSON.parse(text);
 
-/** The first of `ports` free on 127.0.0.1 now. */
-async function firstFreePort(ports: readonly number[]): Promise<number> {
+/**
+ * `svc serve` on the first of `ports` it can listen on. A port free when probed may be taken by another process before
+ * svc listens on it (two suites side by side): svc exits with EADDRINUSE, and the next port is tried.
+ */
+async function serveOnFirstFree(t: Cleanups, ports: readonly number[]): Promise<ServeProcess> {
   for (const port of ports) {
-    if (await listenOnce(port).then(() => true, () => false)) return port;
+    if (!(await listenOnce(port).then(() => true, () => false))) continue;
+    try {
+      return await startServe(t, tempDir(t), { SVC_PORT: String(port) });
+    } catch (error) {
+      if (!/EADDRINUSE/.test(String(error))) throw error;
+    }
   }
   throw new Error(`none of the ports ${ports.join(', ')} is free`);
 }
@@ -139,8 +147,7 @@ describe('svc serve and the admin CLI beside it', { concurrency: true }, () => {
 
   test('a server on a port browsers block (6666, 10080: the Fetch standard\'s "bad ports") is reached by --url as on any other', async (t) => {
     // fetch refused these ports with "bad port" before connecting: the commands could not reach a server curl reached.
-    const port = await firstFreePort([6666, 6667, 6668, 6669, 6665, 10080, 6000, 6697]);
-    const server = await startServe(t, tempDir(t), { SVC_PORT: String(port) });
+    const server = await serveOnFirstFree(t, [6666, 6667, 6668, 6669, 6665, 10080, 6000, 6697]);
     const created = await runSvc(['keys', 'create', '--name', 'on-a-bad-port', '--json', '--url', server.address]);
     assert.equal(created.code, 0, created.stderr);
     const listed = await runSvc(['keys', 'list', '--json', '--url', server.address]);
