@@ -13,7 +13,7 @@
  * Only schema positions are translated: a property named `id` stays a property, and an `enum` or `default` value is
  * not a schema.
  */
-type Schema = Record<string, unknown>;
+import { isSchema, type Schema } from './subschemas.ts';
 
 const DRAFT_06 = 'http://json-schema.org/draft-06/schema#';
 
@@ -24,7 +24,6 @@ const ADDED_AFTER_DRAFT_04 = ['const', 'contains', 'propertyNames', 'examples', 
 /** Keywords whose value maps names to schemas (a `dependencies` entry may be a list of property names instead). */
 const SCHEMA_MAP_KEYWORDS = ['properties', 'patternProperties', 'definitions', 'dependencies'];
 
-const isSchema = (value: unknown): value is Schema => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** The draft-06 schema of a draft-04 one, which is left as it was. */
 export function draft04AsDraft06(schema: Schema): Schema {

@@ -5,9 +5,7 @@
  * both 1 and "x"), a `nullable` without `type` failed to compile, and an `$id` moved the base the `$ref` resolves
  * against. So ajv compiles a copy in which a subschema with a `$ref` holds nothing else it could apply.
  */
-import { subschemas } from './subschemas.ts';
-
-type Schema = Record<string, unknown>;
+import { subschemas, type Schema } from './subschemas.ts';
 
 /**
  * What stays beside a `$ref`: the dialect (`$schema`, at the root) and the definitions a JSON Pointer elsewhere may

@@ -4,7 +4,8 @@
  * 2020-12) are followed in every one: a keyword unknown to a schema's dialect holds data its validator ignores, which
  * no real schema spells as a subschema.
  */
-type Schema = Record<string, unknown>;
+/** A JSON Schema object (a boolean schema is no object and has no subschemas). */
+export type Schema = Record<string, unknown>;
 
 /** Keywords whose value is a schema, or a list of them (`items` before 2020-12). */
 const SCHEMA_KEYWORDS = [
@@ -14,7 +15,8 @@ const SCHEMA_KEYWORDS = [
 /** Keywords whose value maps names to schemas (a `dependencies` entry may be a list of property names instead). */
 const SCHEMA_MAP_KEYWORDS = ['properties', 'patternProperties', 'definitions', '$defs', 'dependencies', 'dependentSchemas'];
 
-const isSchema = (value: unknown): value is Schema => typeof value === 'object' && value !== null && !Array.isArray(value);
+/** Whether `value` is a schema object: an object, not a list (what every keyword holding a schema holds). */
+export const isSchema = (value: unknown): value is Schema => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
 /** A key as it follows a path: `.name`, or `["a b"]` for one that is not an identifier. */

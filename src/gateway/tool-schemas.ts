@@ -13,7 +13,7 @@ import { invalid } from '../core/errors.ts';
 import { draft04AsDraft06 } from './draft-04.ts';
 import { DRAFT_04_META_SCHEMA } from './draft-04-meta-schema.ts';
 import { withRefsAlone } from './refs-alone.ts';
-import { pointerPath, subschemas } from './subschemas.ts';
+import { pointerPath, subschemas, type Schema } from './subschemas.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../core/json-depth.ts';
 import type { ChatTool, ChatToolCall } from './providers/types.ts';
 
@@ -67,8 +67,6 @@ const AJV_OPTIONS: Options = {
 };
 /** A new instance costs ~5 ms (it compiles the meta-schema again): once per this many schema nodes compiled. */
 const AJV_RECYCLE_NODES = 5_000;
-
-type Schema = Record<string, unknown>;
 
 /**
  * One ajv per JSON Schema dialect a schema may declare in `$schema`: an instance knows its own meta-schema only, and

@@ -5,8 +5,7 @@
  * left out the property one part requires of the other's object.
  */
 import { canonicalJson } from '../../core/canonical-json.ts';
-
-type Schema = Record<string, unknown>;
+import { isSchema, type Schema } from '../subschemas.ts';
 
 /** Bounds: the tighter of the two holds for both (draft-04's boolean exclusive flags: excluded if either excludes). */
 const LOWER_BOUNDS = new Set(['minimum', 'exclusiveMinimum', 'minLength', 'minItems', 'minProperties', 'minContains']);
@@ -15,10 +14,6 @@ const UPPER_BOUNDS = new Set(['maximum', 'exclusiveMaximum', 'maxLength', 'maxIt
 const SUBSCHEMA = new Set(['items', 'additionalItems', 'additionalProperties', 'contains', 'propertyNames', 'unevaluatedItems', 'unevaluatedProperties']);
 /** Keywords holding subschemas by name: where both name one, the value there satisfies both. */
 const SUBSCHEMAS_BY_NAME = new Set(['properties', 'patternProperties', 'dependentSchemas', '$defs', 'definitions']);
-
-function isSchema(value: unknown): value is Schema {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** A subschema satisfying both, left as an `allOf` the sampler merges when it gets there (a recursive schema's would not end). */
 const both = (first: unknown, second: unknown): unknown => ({ allOf: [first, second] });

@@ -7,9 +7,8 @@
  */
 import { keywordsBesideRefApply, patternRegExp } from '../tool-schemas.ts';
 import { sampleFromPattern } from './pattern-sample.ts';
+import { isSchema, type Schema } from '../subschemas.ts';
 import { mergeSchemas } from './schema-merge.ts';
-
-type Schema = Record<string, unknown>;
 
 /**
  * Past SHALLOW_DEPTH an array holds only the items it must and a union takes its null option if it has one, so that a
@@ -18,10 +17,6 @@ type Schema = Record<string, unknown>;
  */
 const SHALLOW_DEPTH = 8;
 const MAX_DEPTH = 32;
-
-function isSchema(value: unknown): value is Schema {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** The schema being sampled, how its dialect reads references, and where the sampling is in it. */
 interface Document {
