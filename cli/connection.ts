@@ -13,8 +13,7 @@ import type { Command } from 'commander';
 import { loadConfig, loadOwnerWaitMs } from '../src/config.ts';
 import type { SvcClient } from '../src/client/client.ts';
 import type { Transport } from '../src/client/transport.ts';
-import { noteForOperator } from '../src/core/operator-note.ts';
-import { ensurePrivateDataDir, parentExposure } from '../src/store/data-dir.ts';
+import { ensurePrivateDataDir, warnOfExposedParents } from '../src/store/data-dir.ts';
 import { isHelpCommand } from './help.ts';
 import { parseBaseUrl, parseDataDir, parseNonEmpty, shownUrl } from './options.ts';
 import { DataDirLockedError, OWNER_LOCK_FILE, readLiveOwner, type OwnerRecord } from '../src/store/owner-lock.ts';
@@ -108,8 +107,7 @@ async function dataDirTransport(dataDir: string): Promise<{ transport: Transport
   // How long a data directory another process holds without a reachable socket is waited for (10 s by default).
   const deadline = Date.now() + loadOwnerWaitMs();
   ensurePrivateDataDir(dataDir); // before its lock is read: the lock names the socket this command will trust
-  const exposure = parentExposure(dataDir);
-  if (exposure !== null) noteForOperator(exposure);
+  warnOfExposedParents(dataDir);
   for (;;) {
     const owner = readLiveOwner(dataDir);
     if (owner === null) {

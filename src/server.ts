@@ -18,7 +18,7 @@ import { answerClientError, answerNodeRefusals } from './http/client-errors.ts';
 import { RequestArrivals } from './http/request-arrivals.ts';
 import { ignoreUpgrades } from './http/upgrade.ts';
 import { createServices, type Services } from './services.ts';
-import { ensurePrivateDataDir, MAX_SOCKET_PATH_BYTES, parentExposure } from './store/data-dir.ts';
+import { ensurePrivateDataDir, MAX_SOCKET_PATH_BYTES, warnOfExposedParents } from './store/data-dir.ts';
 import { acquireOwnerLock, type OwnerLock } from './store/owner-lock.ts';
 import { commitTraceWriter } from './store/commit-trace.ts';
 import { DeferredWriteLosses } from './store/deferred-losses.ts';
@@ -62,8 +62,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     );
   }
   ensurePrivateDataDir(config.dataDir);
-  const exposure = parentExposure(config.dataDir);
-  if (exposure !== null) noteForOperator(exposure);
+  warnOfExposedParents(config.dataDir);
   const lock: OwnerLock = acquireOwnerLock(config.dataDir, socketPath);
   // What a start that fails half-way has opened, to close again: it must not leave a port listening, the data file
   // open or the lock held (an in-process caller, such as a test, goes on running).

@@ -7,6 +7,7 @@
  */
 import { mkdirSync, realpathSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { noteForOperator } from '../core/operator-note.ts';
 
 export class DataDirUnsafeError extends Error {
   constructor(dataDir: string, why: string, fix: string) {
@@ -88,7 +89,7 @@ export function ensurePrivateDataDir(dataDir: string): void {
  * given and of the one it resolves to (through symlinks) are both checked: either can be swapped. Call it once the data
  * directory exists.
  */
-export function parentExposure(dataDir: string): string | null {
+function parentExposure(dataDir: string): string | null {
   const uid = process.getuid?.();
   if (uid === undefined) return null;
   for (const parent of parentsOf(dataDir)) {
@@ -105,6 +106,12 @@ export function parentExposure(dataDir: string): string | null {
     }
   }
   return null;
+}
+
+/** Says parentExposure's warning, if any, on stderr: once, where svc serve and an admin command start on `dataDir`. */
+export function warnOfExposedParents(dataDir: string): void {
+  const exposure = parentExposure(dataDir);
+  if (exposure !== null) noteForOperator(exposure);
 }
 
 /** The directories above `dataDir` (which exists), nearest first: of its absolute path, then of its real one. */
