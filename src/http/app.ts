@@ -31,7 +31,7 @@ import { createDraining } from './draining.ts';
 import { installJsonBodyParser } from './json-body.ts';
 import { repeatedSingularHeader } from './singular-headers.ts';
 import { transferCodingRefusal } from './transfer-coding.ts';
-import { installErrorHandler, registerSurface } from './surface.ts';
+import { installErrorHandler, registerSurface, type InternalErrorObserver } from './surface.ts';
 import { checkWriteInputs } from './write-inputs.ts';
 import type { LogDestination } from './log-destination.ts';
 import { requestLogSerializer } from './log-redaction.ts';
@@ -50,6 +50,8 @@ export const EXPOSED_HEADERS = ['x-svc-run-id', 'x-svc-route', 'x-svc-run-url', 
 export interface BuildAppOptions {
   /** fastify logger: false in tests, pino options in `svc serve` (its destination: src/http/log-destination.ts). */
   logger?: boolean | { level: string; stream?: LogDestination };
+  /** Told the cause of each generic `500 internal` answer (src/http/surface.ts). */
+  onInternalError?: InternalErrorObserver;
 }
 
 /**
@@ -172,7 +174,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
     await services.providers.close();
   });
 
-  installErrorHandler(app);
+  installErrorHandler(app, options.onInternalError);
   app.setNotFoundHandler((request, reply) => {
     const error = new AppError('route_not_found', { message: `No route for ${request.method} ${request.url.split('?', 1)[0]}.` });
     return replyError(request, reply, error);
@@ -199,6 +201,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
         authFailures,
         allowedOrigins: [new URL(config.accounts.linkBaseUrl).origin],
         openIdentityHosts,
+        onInternalError: options.onInternalError,
       });
       // A write's inputs are its path and body: a query parameter sent to one is refused, not dropped.
       api.addHook('preValidation', checkWriteInputs);
@@ -229,6 +232,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
         authFailures,
         acceptApiKeyHeader: (request) => surfaceOfUrl(request.url) === 'messages',
         openIdentityHosts,
+        onInternalError: options.onInternalError,
       });
       // Read by the body stream's hook above, on the requests of this surface's routes (`request.server`) alone.
       gateway.decorate('bodyBudget', createBodyBudget({ budgetBytes: limits.gatewayInflightBodyBytes, bodyLimitBytes: limits.gatewayBodyBytes }));

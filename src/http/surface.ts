@@ -52,6 +52,7 @@ export interface SurfaceOptions {
    * ones an identity granted without a credential is answered at (src/http/open-mode-host.ts).
    */
   openIdentityHosts: readonly string[];
+  onInternalError?: InternalErrorObserver;
 }
 
 export function header(request: FastifyRequest, name: string): string | undefined {
@@ -132,10 +133,17 @@ function clientGone(request: FastifyRequest): boolean {
   return request.raw.socket?.destroyed === true;
 }
 
+/**
+ * Told the cause of each `500 internal` svc answers (its own failure, whose body stays generic), with the request's id:
+ * for a caller in the same process, to whom the cause may be shown (the in-process admin commands, cli/in-process.ts).
+ */
+export type InternalErrorObserver = (cause: unknown, requestId: string) => void;
+
 /** Render errors of this encapsulated context in the surface's own shape. */
-export function installErrorHandler(app: FastifyInstance, fixed?: ErrorSurface): void {
+export function installErrorHandler(app: FastifyInstance, onInternalError?: InternalErrorObserver, fixed?: ErrorSurface): void {
   app.setErrorHandler((error, request, reply) => {
     const appError = toAppError(error);
+    if (appError.code === 'internal') onInternalError?.(appError.cause ?? error, request.id);
     // A client gone before its answer cancels its upstream call, which fails as a `502 upstream_error` nobody reads:
     // no failure of svc's or the upstream's, said at `info` (fastify logs no access line for it); svc's own errors
     // stay errors. A 503 `busy` is load shed as designed (src/http/body-budget.ts), and a 501 the client's transfer
@@ -163,7 +171,7 @@ export async function registerSurface(app: FastifyInstance, options: SurfaceOpti
   app.addHook('onRoute', (route) => {
     route.bodyLimit ??= options.bodyLimit;
   });
-  installErrorHandler(app);
+  installErrorHandler(app, options.onInternalError);
 
   const allowedOrigins = (options.allowedOrigins ?? []).map(originOf);
   const openIdentityHosts = options.openIdentityHosts.map((host) => host.toLowerCase());

@@ -1,7 +1,8 @@
 /**
  * Why SQLite could not write the data file or its log. node-sqlite3-wasm's file layer answers every failed write
  * with SQLITE_IOERR_WRITE and drops node's errno, so a full disk or a file size limit met at the first write of the
- * log (`svc.db-wal`) reached the operator as the bare line `svc: disk I/O error`. When SQLite says that, the two
+ * log (`svc.db-wal`) reached the operator as the bare line `svc: disk I/O error` (and one met by a later commit of an
+ * in-process admin command as `HTTP 500 internal`: the store's commit explains it too). When SQLite says that, the two
  * causes the errno would have named are looked for directly: the room left on the data file's file system, and the
  * process's file size limit (RLIMIT_FSIZE; read from /proc/self/limits, so on Linux only). Neither found, SQLite's
  * words are kept, with the file named. Only a failure pays for the look.

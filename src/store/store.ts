@@ -898,7 +898,8 @@ class GroupCommitStore implements Store {
         this.transactionOpen = true;
       } catch (error) {
         if (!isBusy(error) || attempt >= BUSY_BACKOFF_MS.length) {
-          for (const write of batch) write.reject(error);
+          const failure = this.explained(error);
+          for (const write of batch) write.reject(failure);
           // The deferred writes are lost with this commit; their plans still take what was queued for them, so that
           // their writers queue anew.
           for (const write of deferred) if ('plan' in write) planned(write, true);
@@ -922,6 +923,7 @@ class GroupCommitStore implements Store {
       if (!(error instanceof TransactionRolledBack)) throw error;
       // A failing statement (SQLITE_FULL: the file may not grow) rolled back the whole transaction: lost like a
       // failed COMMIT. The awaited writes are not run outside it (each would commit on its own): they fail.
+      const failure = this.explained(error.cause);
       try {
         this.sql.run('ROLLBACK');
       } catch {
@@ -929,7 +931,7 @@ class GroupCommitStore implements Store {
       }
       this.transactionOpen = false;
       if (batch.length > 0) this.generation++;
-      for (const write of batch) write.reject(error.cause);
+      for (const write of batch) write.reject(failure);
       this.lostDeferred(deferred, error.cause, writtenEarly);
       return;
     }
@@ -940,13 +942,14 @@ class GroupCommitStore implements Store {
       if (this.mainFileUnflushed) flushNow(this.filePath!);
       this.sql.run('COMMIT');
     } catch (error) {
+      const failure = this.explained(error);
       try {
         this.sql.run('ROLLBACK');
       } catch {
         // the failed COMMIT may already have rolled back
       }
       this.transactionOpen = false;
-      for (const write of batch) write.reject(error);
+      for (const write of batch) write.reject(failure);
       this.lostDeferred(deferred, error, writtenEarly);
       return;
     }
@@ -1023,6 +1026,16 @@ class GroupCommitStore implements Store {
     const dropped = (this.droppedAlone ??= { writes: 0, kinds: {}, error, commitFailed: false });
     dropped.writes += 1;
     dropped.kinds[kind] = (dropped.kinds[kind] ?? 0) + 1;
+  }
+
+  /**
+   * A failed commit's error as its awaited writes get it: SQLite's bare `disk I/O error` with the data file named and,
+   * where found, its cause (a full disk, a file size limit: io-failure.ts), looked for before the rollback. Answered
+   * over HTTP as a 500 whose body stays generic; the in-process admin commands print it (cli/in-process.ts). The lost
+   * deferred writes keep SQLite's own words: the readiness item quotes them as such.
+   */
+  private explained(error: unknown): unknown {
+    return this.filePath === null ? error : explainIoFailure(this.filePath, error);
   }
 
   /**
