@@ -3,6 +3,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
 import { note, print, printJson, table } from './output.ts';
 import { limitParser, parsePositiveInt } from './options.ts';
+import { currentRun } from './run-context.ts';
 
 export function registerAudit(program: Command): void {
   withConnectionOptions(program.command('audit'))
@@ -24,7 +25,7 @@ export function registerAudit(program: Command): void {
         }),
       );
       // A broken chain is a failure whatever the format: a script checking `svc audit --verify --json` reads the code.
-      if (result.integrity && !result.integrity.ok) process.exitCode = 1;
+      if (result.integrity && !result.integrity.ok) currentRun().exitCode = 1;
       if (options.json) return printJson(result);
       const rows = result.events.map((event) => ({ ...event, actor: Object.entries(event.actor).map(([k, v]) => `${k}=${v}`).join(' ') }));
       print(table(rows, { seq: 'SEQ', createdAt: 'TIME', action: 'ACTION', decision: 'DECISION', actor: 'ACTOR', target: 'TARGET' }, 'No audit events.'));

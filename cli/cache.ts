@@ -5,6 +5,7 @@ import { confirmOrExit } from './confirm.ts';
 import { UsageError, withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
 import { oneOf, parseNonEmpty } from './options.ts';
 import { note, print, printJson, table } from './output.ts';
+import { currentRun } from './run-context.ts';
 
 export function registerCache(program: Command): void {
   const cache = program.command('cache').description('response caches: statistics and invalidation');
@@ -29,7 +30,7 @@ export function registerCache(program: Command): void {
       const what = options.all ? 'every cache tier' : `${options.type}${options.prefix ? ` entries starting with "${options.prefix}"` : ''}`;
       if (!(await confirmOrExit(`Invalidate ${what}?`, options.yes))) {
         note('Cancelled.\n');
-        process.exitCode = 1;
+        currentRun().exitCode = 1;
         return;
       }
       const result = await withClient(options, (client) =>

@@ -15,6 +15,7 @@ import type { SvcClient } from '../src/client/client.ts';
 import type { Transport } from '../src/client/transport.ts';
 import { ensurePrivateDataDir, warnOfExposedParents } from '../src/store/data-dir.ts';
 import { isHelpCommand } from './help.ts';
+import { currentRun } from './run-context.ts';
 import { parseBaseUrl, parseDataDir, parseNonEmpty, shownUrl } from './options.ts';
 import { DataDirLockedError, OWNER_LOCK_FILE, readLiveOwner, type OwnerRecord } from '../src/store/owner-lock.ts';
 
@@ -105,7 +106,7 @@ export type ConnectionKind = 'http' | 'socket' | 'in-process';
 /** The data directory's transport: the owner's socket, or in-process once the lock is free. */
 async function dataDirTransport(dataDir: string): Promise<{ transport: Transport; kind: ConnectionKind }> {
   // How long a data directory another process holds without a reachable socket is waited for (10 s by default).
-  const deadline = Date.now() + loadOwnerWaitMs();
+  const deadline = Date.now() + loadOwnerWaitMs(currentRun().env);
   ensurePrivateDataDir(dataDir); // before its lock is read: the lock names the socket this command will trust
   warnOfExposedParents(dataDir);
   for (;;) {
@@ -135,7 +136,8 @@ export async function connect(options: ConnectionOptions): Promise<SvcClient> {
 
 /** `connect`, also saying which way it went (the runs TUI live-updates only when another process owns the data). */
 export async function connectWithKind(options: ConnectionOptions): Promise<{ client: SvcClient; kind: ConnectionKind }> {
-  const url = options.url ?? process.env.SVC_BASE_URL;
+  const { env } = currentRun();
+  const url = options.url ?? env.SVC_BASE_URL;
   if (url) {
     // A bad --url or SVC_BASE_URL is a usage error; commander's own message would echo the credentials in it.
     try {
@@ -144,12 +146,12 @@ export async function connectWithKind(options: ConnectionOptions): Promise<{ cli
       throw new UsageError(`${options.url ? '--url' : 'SVC_BASE_URL'} ${(error as Error).message} (got "${shownUrl(url)}")`);
     }
     const { SvcClient, httpTransport } = await loadClient();
-    return { client: new SvcClient(httpTransport(url, options.apiKey ?? process.env.SVC_API_KEY ?? null)), kind: 'http' };
+    return { client: new SvcClient(httpTransport(url, options.apiKey ?? env.SVC_API_KEY ?? null)), kind: 'http' };
   }
   // SVC_API_KEY alone is fine (it is also serve's bootstrap token); an explicit --api-key with nowhere to send it is not.
   if (options.apiKey !== undefined) throw new UsageError('--api-key needs --url (or SVC_BASE_URL); the data directory needs no key');
   const overrides = options.dataDir !== undefined ? { dataDir: options.dataDir } : {};
-  const dataDir = loadConfig(process.env, overrides).dataDir;
+  const dataDir = loadConfig(env, overrides).dataDir;
   if (!dataDir) throw new UsageError('no data directory: pass --data-dir or set SVC_DATA_DIR');
   const { transport, kind } = await dataDirTransport(dataDir);
   const { SvcClient } = await loadClient();

@@ -13,9 +13,10 @@ import { createServices } from '../src/services.ts';
 import { DataFileIoError } from '../src/store/io-failure.ts';
 import { acquireOwnerLock } from '../src/store/owner-lock.ts';
 import { openStore } from '../src/store/store.ts';
+import { currentRun } from './run-context.ts';
 
 export async function inProcessTransport(dataDir: string): Promise<Transport> {
-  const config = loadConfig({ ...process.env, SVC_LOG_LEVEL: 'silent' }, { dataDir });
+  const config = loadConfig({ ...currentRun().env, SVC_LOG_LEVEL: 'silent' }, { dataDir });
   const lock = acquireOwnerLock(dataDir, null);
   try {
     const store = openStore({ dataDir });

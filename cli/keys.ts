@@ -4,6 +4,7 @@ import { confirmOrExit } from './confirm.ts';
 import { withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
 import { note, print, printJson, table } from './output.ts';
 import { idParser, limitParser, parseNonEmpty, parseNonNegativeInt } from './options.ts';
+import { currentRun } from './run-context.ts';
 
 const KEY_COLUMNS = { id: 'ID', name: 'NAME', mode: 'MODE', appId: 'APP', admin: 'ADMIN', status: 'STATUS', createdAt: 'CREATED' };
 
@@ -82,7 +83,7 @@ Examples:
     .action(async (id: string, options: ConnectionOptions & { yes?: boolean }) => {
       if (!(await confirmOrExit(`Revoke API key ${id}?`, options.yes))) {
         note('Cancelled.\n');
-        process.exitCode = 1;
+        currentRun().exitCode = 1;
         return;
       }
       const result = await withClient(options, (client) => client.keys.revoke(id));

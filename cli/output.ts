@@ -4,6 +4,7 @@
  */
 import { terminalJson, terminalLine, terminalText } from './terminal-text.ts';
 import { columnsOf, padEndColumns } from './terminal-width.ts';
+import { currentRun } from './run-context.ts';
 
 export type Cell = string | number | boolean | null | undefined;
 
@@ -21,16 +22,16 @@ export function table<T extends object>(rows: readonly T[], columns: Record<stri
 }
 
 export function printJson(value: unknown): void {
-  process.stdout.write(`${terminalJson(value)}\n`);
+  currentRun().stdout.write(`${terminalJson(value)}\n`);
 }
 
 export function print(text: string): void {
   const safe = terminalText(text);
-  process.stdout.write(safe.endsWith('\n') ? safe : `${safe}\n`);
+  currentRun().stdout.write(safe.endsWith('\n') ? safe : `${safe}\n`);
 }
 
 /** A diagnostic line on stderr (a warning, a note, an error); it may carry text from the server. */
 export function note(text: string): void {
   const safe = terminalText(text);
-  process.stderr.write(safe.endsWith('\n') ? safe : `${safe}\n`);
+  currentRun().stderr.write(safe.endsWith('\n') ? safe : `${safe}\n`);
 }

@@ -10,6 +10,7 @@ import { ConfigError, SVC_VERSION } from '../src/config.ts';
 import { inheritConnectionOptions, UsageError, withConnectionOptions } from './connection.ts';
 import { refuseOwnFlagsAsValues, typedWithEquals } from './options.ts';
 import { refuseExcessArgumentsBeforeHelp, strictHelp } from './help.ts';
+import { currentRun, inRun, type CliStreams } from './run-context.ts';
 
 const HELP_AFTER = `
 Admin commands (keys, users, orgs, settings, audit, cache, runs) reach svc, in this order of choice:
@@ -39,10 +40,14 @@ Run "svc <command> --help" for a command's flags; docs/cli.md has the full refer
 /** Adds one command group's commands to the program. */
 export type RegisterCommands = (program: Command) => void;
 
-export function buildProgram(groups: readonly RegisterCommands[]): Command {
+/** A program of its own for each run (commander keeps what it parsed in the program): `argv` is the line it will parse. */
+export function buildProgram(groups: readonly RegisterCommands[], argv: readonly string[]): Command {
   const program = new Command();
   program
     .name('svc')
+    // Help, --version and usage errors go to the run's streams (commander's default is the process's); shared by
+    // every command added after this.
+    .configureOutput({ writeOut: (text) => currentRun().stdout.write(text), writeErr: (text) => currentRun().stderr.write(text) })
     .description('svc: self-hosted LLM gateway appliance')
     .version(SVC_VERSION, '-v, --version')
     .showHelpAfterError()
@@ -62,8 +67,8 @@ export function buildProgram(groups: readonly RegisterCommands[]): Command {
     // asked for, not what it shows. Its own help does not list them, which do nothing there.
     for (const option of withConnectionOptions(strictHelp(group)).options) option.hideHelp();
   }
-  // The line program.parse reads (cli/index.ts passes process.argv): which values it gives with `=`.
-  const typedAsValue = typedWithEquals(process.argv);
+  // Which values the line gives with `=`.
+  const typedAsValue = typedWithEquals(argv);
   // Subcommands share the parent's exit behaviour (usage errors exit 2, not a process.exit inside commander).
   const inherit = (command: Command) => {
     command.exitOverride().showHelpAfterError();
@@ -96,31 +101,53 @@ function ignoreFailingStderr(): void {
   process.stderr.on('error', () => undefined);
 }
 
-export async function main(program: Command, argv: string[]): Promise<void> {
+/**
+ * bin/svc's run of the program on the process's command line: a failure ends the process at once with its code, as
+ * anything still open (a cancelled prompt's stdin) would keep it; a command that completed leaves the process to end
+ * when nothing is left to do, with the exit code it set.
+ */
+export async function main(groups: readonly RegisterCommands[]): Promise<void> {
   dropEmptyNoColor(process.env);
   ignoreClosedPipe(process.stdout);
   ignoreFailingStderr();
+  const failed = await runProgram(buildProgram(groups, process.argv), process.argv, 'node');
+  if (failed !== null) process.exit(failed);
+}
+
+/**
+ * One run of the program inside this process, on `args` (the words after `svc`) with streams and an environment of
+ * its own (`env` is the run's to change): the code it exits with. For the tests of a command's output and exit code;
+ * what belongs to a process (signals, a terminal, the prompts, svc serve) is bin/svc's alone.
+ */
+export async function runCli(groups: readonly RegisterCommands[], args: readonly string[], streams: CliStreams): Promise<number> {
+  dropEmptyNoColor(streams.env);
+  return inRun(streams, async (run) => (await runProgram(buildProgram(groups, args), args, 'user')) ?? run.exitCode ?? 0);
+}
+
+/** Parses `argv` and runs its command, settling every error: its exit code, or null when the command completed. */
+async function runProgram(program: Command, argv: readonly string[], from: 'node' | 'user'): Promise<number | null> {
   try {
-    await program.parseAsync(argv);
+    await program.parseAsync(argv, { from });
+    return null;
   } catch (error) {
     if (error instanceof CommanderError) {
       // --help and --version exit 0; parse errors are usage errors.
-      process.exit(error.exitCode === 0 ? 0 : 2);
+      return error.exitCode === 0 ? 0 : 2;
     }
     if (error instanceof UsageError) {
       note(`svc: ${error.message}\n`);
-      process.exit(2);
+      return 2;
     }
     if ((error as Error).name === 'ExitPromptError') {
       note('Cancelled.\n');
-      process.exit(1);
+      return 1;
     }
     if (error instanceof ConfigError) {
       note(`svc: ${error.message}\n`);
-      process.exit(2);
+      return 2;
     }
     // An SvcApiError's message names the call, its status and code (GET /api/v1/keys: HTTP 404 not_found: ...).
     note(`svc: ${(error as Error).message}\n`);
-    process.exit(1);
+    return 1;
   }
 }

@@ -13,6 +13,7 @@ import { limitParser, oneOf, parseNonEmpty, parseNonNegativeInt } from './option
 import { note, print, printJson, table } from './output.ts';
 import { resolveSince, RUN_COLUMNS, toRunQuery, toRunRow, type RunFilterInput } from './tui/format.ts';
 import { runListPageOf } from './tui/run-answers.ts';
+import { currentRun } from './run-context.ts';
 
 /** The API's page size bounds for the runs list. */
 const MAX_LIMIT = 200;
@@ -81,7 +82,8 @@ Examples:
       if (options.outDir !== undefined && !(existsSync(outDir) && statSync(outDir).isDirectory())) {
         throw new UsageError(`--out-dir ${options.outDir} is not a directory`);
       }
-      const tui = options.tui && !options.json && process.stdout.isTTY === true && process.stdin.isTTY === true;
+      const { stdout, stdin, env } = currentRun();
+      const tui = options.tui && !options.json && stdout.isTTY === true && stdin.isTTY === true;
       if (!tui) {
         const answer = await withClient(options, (client) => client.runs.list(toRunQuery(filters, { limit, offset: options.offset ?? 0 })));
         if (options.json) return printJson(answer);
@@ -95,8 +97,8 @@ Examples:
       try {
         const where =
           kind === 'http'
-            ? (options.url ?? process.env.SVC_BASE_URL ?? '')
-            : loadConfig(process.env, options.dataDir !== undefined ? { dataDir: options.dataDir } : {}).dataDir ?? '';
+            ? (options.url ?? env.SVC_BASE_URL ?? '')
+            : loadConfig(env, options.dataDir !== undefined ? { dataDir: options.dataDir } : {}).dataDir ?? '';
         // Loaded only here: Ink, React and Yoga stay out of every other command's start-up.
         const { startRunsTui } = await import('./tui/start-tui.tsx');
         await startRunsTui({ client, kind, where, filters, limit, outDir });

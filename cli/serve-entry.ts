@@ -3,8 +3,8 @@
  * cli/index.ts with only the serve command, so none of the admin commands' modules load. `svc serve ...` parses and
  * fails exactly as through the full program: a subcommand's options, help and errors are its own.
  */
-import { buildProgram, main } from './program.ts';
+import { main } from './program.ts';
 import { registerServe } from './serve.ts';
 
 // A CommonJS bundle has no top-level await; main() settles every error itself (exiting with its code).
-void main(buildProgram([registerServe]), process.argv);
+void main([registerServe]);

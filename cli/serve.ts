@@ -5,6 +5,7 @@ import { Option, type Command } from 'commander';
 import { LOG_LEVELS, loadConfig, type ConfigOverrides } from '../src/config.ts';
 import { DataDirLockedError } from '../src/store/owner-lock.ts';
 import { parseDataDir, parsePort } from './options.ts';
+import { currentRun } from './run-context.ts';
 
 export function registerServe(program: Command): void {
   program
@@ -20,7 +21,7 @@ export function registerServe(program: Command): void {
       if (options.host !== undefined) overrides.host = options.host;
       if (options.dataDir !== undefined) overrides.dataDir = options.dataDir;
       if (options.logLevel !== undefined) overrides.logLevel = options.logLevel;
-      const config = loadConfig(process.env, overrides);
+      const config = loadConfig(currentRun().env, overrides);
       // Loaded only now: the server (fastify, the store, undici) and the Node built-ins they require as they load stay
       // out of every other command's start-up, which shares this module through cli/index.ts.
       const [{ capYoungGeneration }, { closeOnSignals, startServer }] = await Promise.all([

@@ -5,6 +5,7 @@ import { UsageError, withClient, withConnectionOptions, type ConnectionOptions }
 import { oneOf } from './options.ts';
 import { note, print, printJson, table } from './output.ts';
 import { HIDDEN_ANSWER, loadPrompts } from './prompts.ts';
+import { currentRun } from './run-context.ts';
 
 /** A value on the command line is JSON when it parses as JSON (numbers, booleans, null, objects), else a string. */
 export function parseSettingValue(text: string): unknown {
@@ -17,7 +18,7 @@ export function parseSettingValue(text: string): unknown {
 
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  for await (const chunk of currentRun().stdin) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
 }
 
@@ -59,7 +60,7 @@ Examples:
       if (options.valueStdin) {
         if (value !== undefined) throw new UsageError('give the value either as an argument or with --value-stdin, not both');
         // On a terminal, stdin echoes what is typed: the secret would stand on the screen (and in its scrollback).
-        if (secret && process.stdin.isTTY) {
+        if (secret && currentRun().stdin.isTTY) {
           throw new UsageError(`--value-stdin reads a pipe, but stdin is a terminal, which would show ${key}: leave it out to be asked in a hidden prompt`);
         }
         const raw = await readStdin();
@@ -73,12 +74,12 @@ Examples:
           throw new UsageError(`${key} is a secret: omit the value to be prompted for it, or pipe it with --value-stdin`);
         }
         parsed = parseSettingValue(value);
-      } else if (secret && process.stdin.isTTY) {
+      } else if (secret && currentRun().stdin.isTTY) {
         // The prompt draws on stderr: stdout stays data only, even when it is piped.
         const { password } = await loadPrompts(); // only now: see cli/prompts.ts
         parsed = await password(
           { message: `${key}:`, ...HIDDEN_ANSWER, validate: (text) => text.length > 0 || 'empty; pass null as the value to clear it' },
-          { output: process.stderr },
+          { output: currentRun().stderr },
         );
       } else {
         throw new UsageError(

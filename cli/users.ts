@@ -9,6 +9,7 @@ import { UsageError, withClient, withConnectionOptions, type ConnectionOptions }
 import { hasIdForm, limitParser, oneOf, parseNonEmpty, parseNonNegativeInt } from './options.ts';
 import { note, print, printJson, table } from './output.ts';
 import { HIDDEN_ANSWER, loadPrompts } from './prompts.ts';
+import { currentRun } from './run-context.ts';
 
 /** Password rules of docs/accounts.md: 8 to 256 characters (the server checks them; the prompt helps early). */
 const MIN_PASSWORD = 8;
@@ -61,11 +62,11 @@ export async function confirmThenAct<R, T>(
       return { target, result: await steps.act(client, target) };
     });
   }
-  if (!process.stdin.isTTY) throw new UsageError(`${steps.what}? Refusing without a terminal to confirm; pass --yes.`);
+  if (!currentRun().stdin.isTTY) throw new UsageError(`${steps.what}? Refusing without a terminal to confirm; pass --yes.`);
   const target = await withClient(options, steps.lookup);
   if (!(await confirmOrExit(steps.question(target), false))) {
     note('Cancelled.\n');
-    process.exitCode = 1;
+    currentRun().exitCode = 1;
     return null;
   }
   return { target, result: await withClient(options, (client) => steps.act(client, target)) };
@@ -74,7 +75,7 @@ export async function confirmThenAct<R, T>(
 /** The first line of stdin (without its line ending); reading stops there. */
 async function readFirstLine(): Promise<string> {
   let text = '';
-  for await (const chunk of process.stdin) {
+  for await (const chunk of currentRun().stdin) {
     text += (chunk as Buffer).toString('utf8');
     if (text.includes('\n')) break;
   }
@@ -86,7 +87,7 @@ const passwordLength = (text: string) => [...text.normalize('NFKC')].length;
 /** Hidden prompt, asked twice; an empty answer lets svc generate the password. */
 async function promptTempPassword(email: string): Promise<string | undefined> {
   const { password: passwordPrompt } = await loadPrompts(); // only now: see cli/prompts.ts
-  const context = { output: process.stderr };
+  const context = { output: currentRun().stderr };
   for (let attempt = 1; ; attempt++) {
     const first = await passwordPrompt(
       {
@@ -229,10 +230,10 @@ once; one you gave is not printed again. Either way the user must change it at f
         note('warning: a password on the command line is visible to other users of this machine; prefer --password-stdin.\n');
       } else if (options.passwordStdin) {
         // On a terminal, stdin echoes what is typed: the password would stand on the screen (and in its scrollback).
-        if (process.stdin.isTTY) throw new UsageError('--password-stdin reads a pipe, but stdin is a terminal, which would show the password: leave it out to be asked in a hidden prompt');
+        if (currentRun().stdin.isTTY) throw new UsageError('--password-stdin reads a pipe, but stdin is a terminal, which would show the password: leave it out to be asked in a hidden prompt');
         tempPassword = await readFirstLine();
         if (tempPassword === '') throw new UsageError('--password-stdin: stdin held no password');
-      } else if (process.stdin.isTTY) {
+      } else if (currentRun().stdin.isTTY) {
         tempPassword = await promptTempPassword(options.email);
       }
       const created = await withClient(options, (client) =>
