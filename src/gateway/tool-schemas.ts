@@ -120,22 +120,30 @@ const ADDED_IN_DRAFT_07 = ['if', 'then', 'else'];
 
 const DRAFT_04 = 'http://json-schema.org/draft-04/schema#';
 
+/**
+ * An ajv of a dialect's class, without the keyword `id`. `id` is draft-04's `$id`, and an unknown keyword in draft-06
+ * and later, which JSON Schema ignores; ajv keeps one in its vocabulary only to throw "NOT SUPPORTED: keyword "id",
+ * use "$id"" when it compiles a schema that has it, and svc refused such schemas with that 400, naming no place.
+ * Draft-04's translation turns its `id`s into `$id`s before ajv sees them.
+ */
+const newAjv = (Class: new (options: Options) => Ajv): Ajv => new Class(AJV_OPTIONS).removeKeyword('id');
+
 /** A draft-07 ajv that also knows draft-06's meta-schema, without `keywords`. */
 const withoutKeywords = (keywords: readonly string[]) => (): Ajv => {
-  const ajv = new Ajv(AJV_OPTIONS).addMetaSchema(draft06MetaSchema);
+  const ajv = newAjv(Ajv).addMetaSchema(draft06MetaSchema);
   for (const keyword of keywords) ajv.removeKeyword(keyword);
   return ajv;
 };
 
-const draft07 = new Dialect('draft-07', false, () => new Ajv(AJV_OPTIONS), declaring('http://json-schema.org/draft-07/schema#'));
+const draft07 = new Dialect('draft-07', false, () => newAjv(Ajv), declaring('http://json-schema.org/draft-07/schema#'));
 /**
  * The dialects by their meta-schema's URI without its scheme and trailing `#`. json-schema.org names draft-04 to
  * draft-07 by http and 2019-09 and 2020-12 by https, with and without `#`, and serves each in both schemes: users
  * write either, and a schema declaring https://json-schema.org/draft-07/schema# means draft-07.
  */
 const dialects = new Map<string, Dialect>([
-  ['json-schema.org/draft/2020-12/schema', new Dialect('2020-12', true, () => new Ajv2020(AJV_OPTIONS), declaring('https://json-schema.org/draft/2020-12/schema'))],
-  ['json-schema.org/draft/2019-09/schema', new Dialect('2019-09', true, () => new Ajv2019(AJV_OPTIONS), declaring('https://json-schema.org/draft/2019-09/schema'))],
+  ['json-schema.org/draft/2020-12/schema', new Dialect('2020-12', true, () => newAjv(Ajv2020), declaring('https://json-schema.org/draft/2020-12/schema'))],
+  ['json-schema.org/draft/2019-09/schema', new Dialect('2019-09', true, () => newAjv(Ajv2019), declaring('https://json-schema.org/draft/2019-09/schema'))],
   ['json-schema.org/draft-07/schema', draft07],
   ['json-schema.org/draft-06/schema', new Dialect('draft-06', false, withoutKeywords(ADDED_IN_DRAFT_07), declaring('http://json-schema.org/draft-06/schema#'))],
   // Checked against draft-04's meta-schema, which ajv reads as any draft-04 schema: translated (its multipleOf > 0).

@@ -330,6 +330,38 @@ test("a type, a nullable or an $id beside a $ref is ignored in draft-07 and earl
   assert.match((await refusal(sibling, { v: 'a' })) ?? '', /data\/v must be number/);
 });
 
+test("an `id` (draft-04's spelling of $id) is an unknown keyword in draft-06 and later, and ignored there as JSON Schema ignores those, on every wire (ajv refused the schema: a 400 saying its keyword id is NOT SUPPORTED, naming no place); it names no subschema for a $ref there", async (t) => {
+  const withId = (dialect: string | undefined) => ({
+    ...(dialect && { $schema: dialect }),
+    type: 'object',
+    id: 'args',
+    properties: { n: { id: 5, type: 'integer' }, id: { type: 'string' } },
+    required: ['n'],
+  });
+  const dialects = [undefined, 'http://json-schema.org/draft-07/schema#', 'http://json-schema.org/draft-06/schema#', 'https://json-schema.org/draft/2019-09/schema', 'https://json-schema.org/draft/2020-12/schema'];
+  const { app } = await build(t);
+  for (const dialect of dialects) {
+    const schema = withId(dialect);
+    const answers = await Promise.all([
+      app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], response_format: { type: 'json_schema', json_schema: { name: 'n', schema } } } }),
+      app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], tools: [tool('t', schema)] } }),
+      app.inject({ method: 'POST', url: '/v1/responses', payload: { model: 'gpt-4o-mini', input: 'x', text: { format: { type: 'json_schema', name: 'n', schema } } } }),
+      app.inject({ method: 'POST', url: '/v1/responses', payload: { model: 'gpt-4o-mini', input: 'x', tools: [{ type: 'function', name: 't', parameters: schema }] } }),
+      app.inject({ method: 'POST', url: '/v1/messages', payload: { model: 'claude-sonnet-4', max_tokens: 100, messages: [{ role: 'user', content: 'x' }], output_config: { format: { type: 'json_schema', schema } } } }),
+      app.inject({ method: 'POST', url: '/v1/messages', payload: { model: 'claude-sonnet-4', max_tokens: 100, messages: [{ role: 'user', content: 'x' }], tools: [{ name: 't', input_schema: schema }] } }),
+    ]);
+    for (const answer of answers) assert.equal(answer.statusCode, 200, `${dialect}: ${answer.body}`);
+  }
+  // The schema still holds beside it; an `id` names no subschema for a $ref there, as it does in draft-04.
+  const refusal = await toolCallChecks(t);
+  for (const dialect of dialects) {
+    assert.equal(await refusal(withId(dialect), { n: 1, id: 'a' }), null, `${dialect}`);
+    assert.match((await refusal(withId(dialect), { n: 'x' })) ?? '', /data\/n must be integer/, `${dialect}`);
+  }
+  const anchored = { type: 'object', properties: { n: { $ref: '#count' } }, definitions: { count: { id: '#count', type: 'integer' } } };
+  assert.throws(() => compileTools([tool('t', anchored)]), /tools\[0\]\.function\.parameters is not a valid JSON Schema: can't resolve reference #count/);
+});
+
 test('a decimal multipleOf takes the decimals it steps by (19.99 for multipleOf 0.01, 0.3 for 0.1, where ajv\'s whole-quotient check refused them) and still refuses what lies between its steps', async (t) => {
   const refusal = await toolCallChecks(t);
   const priced = (multipleOf: number) => ({ type: 'object', properties: { v: { type: 'number', multipleOf } }, required: ['v'] });
