@@ -5,7 +5,7 @@
  * both 1 and "x"), a `nullable` without `type` failed to compile, and an `$id` moved the base the `$ref` resolves
  * against. So ajv compiles a copy in which a subschema with a `$ref` holds nothing else it could apply.
  */
-import { subschemas, type Schema } from './subschemas.ts';
+import { withEdited, type Schema } from './subschemas.ts';
 
 /**
  * What stays beside a `$ref`: the dialect (`$schema`, at the root) and the definitions a JSON Pointer elsewhere may
@@ -18,16 +18,8 @@ const KEPT_BESIDE_REF = new Set(['$ref', '$schema', 'definitions', '$defs']);
 
 const hasRef = (schema: Schema): boolean => typeof schema.$ref === 'string';
 
-/** The schema and those below it that have a `$ref`. */
-const withRef = (schema: Schema): Schema[] => [schema, ...Array.from(subschemas(schema), ([, subschema]) => subschema)].filter(hasRef);
-
 /** The schema, or a copy of it in which every subschema with a `$ref` keeps only KEPT_BESIDE_REF. */
-export function withRefsAlone(schema: Schema): Schema {
-  if (withRef(schema).length === 0) return schema;
-  const copy = structuredClone(schema);
-  // Listed before any is cut down: one inside a keyword removed is cut down too, and left out of the copy all the same.
-  for (const subschema of withRef(copy)) {
-    for (const keyword of Object.keys(subschema)) if (!KEPT_BESIDE_REF.has(keyword)) delete subschema[keyword];
-  }
-  return copy;
-}
+export const withRefsAlone = (schema: Schema): Schema =>
+  withEdited(schema, hasRef, (withRef) => {
+    for (const keyword of Object.keys(withRef)) if (!KEPT_BESIDE_REF.has(keyword)) delete withRef[keyword];
+  });

@@ -42,6 +42,18 @@ export function* subschemas(schema: Schema, path = ''): Generator<[path: string,
 }
 
 /**
+ * The schema, or a copy of it in which `edit` has changed the schema itself and every one below that `needs` it. They
+ * are listed before any is changed: one inside a keyword an edit removes is changed too, and left out all the same.
+ */
+export function withEdited(schema: Schema, needs: (schema: Schema) => boolean, edit: (schema: Schema) => void): Schema {
+  const needing = (root: Schema): Schema[] => [root, ...Array.from(subschemas(root), ([, subschema]) => subschema)].filter(needs);
+  if (needing(schema).length === 0) return schema;
+  const copy = structuredClone(schema);
+  for (const subschema of needing(copy)) edit(subschema);
+  return copy;
+}
+
+/**
  * A JSON Pointer into `schema` (`/properties/a~1b/anyOf/1`, as ajv's meta-schema errors place a fault) in the form
  * `subschemas` writes paths in (`.properties["a/b"].anyOf[1]`).
  */

@@ -12,6 +12,7 @@ import { canonicalJson } from '../core/canonical-json.ts';
 import { invalid } from '../core/errors.ts';
 import { draft04AsDraft06 } from './draft-04.ts';
 import { DRAFT_04_META_SCHEMA } from './draft-04-meta-schema.ts';
+import { withNullableTyped } from './openapi-nullable.ts';
 import { withRefsAlone } from './refs-alone.ts';
 import { pointerPath, subschemas, type Schema } from './subschemas.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../core/json-depth.ts';
@@ -90,10 +91,13 @@ class Dialect {
     readonly declared: (schema: Schema) => Schema,
     private readonly translated: (schema: Schema) => Schema = declared,
   ) {}
-  /** What the dialect's ajv compiles for a schema: where keywords beside a `$ref` are ignored, without them. */
+  /**
+   * What the dialect's ajv compiles for a schema: where keywords beside a `$ref` are ignored, without them, and
+   * without a `nullable` that adds null to no `type` (openapi-nullable.ts).
+   */
   source(schema: Schema): Schema {
     const source = this.translated(schema);
-    return this.keywordsBesideRef ? source : withRefsAlone(source);
+    return withNullableTyped(this.keywordsBesideRef ? source : withRefsAlone(source));
   }
   /** The instance to compile a schema of `nodes` nodes with, a new one past AJV_RECYCLE_NODES. */
   take(nodes: number): Ajv {

@@ -362,6 +362,37 @@ test("an `id` (draft-04's spelling of $id) is an unknown keyword in draft-06 and
   assert.throws(() => compileTools([tool('t', anchored)]), /tools\[0\]\.function\.parameters is not a valid JSON Schema: can't resolve reference #count/);
 });
 
+test("OpenAPI 3.0's nullable: true beside a type adds null to it, in every dialect; anywhere else it means nothing, in OpenAPI 3.0 as in JSON Schema, and is ignored, where ajv refused the schema (a 400 for an allOf of a $ref beside nullable, OpenAPI generators' nullable reference, for an enum beside it, a nullable: false beside type null, a nullable not boolean)", async (t) => {
+  const refusal = await toolCallChecks(t);
+  const holding = (v: Record<string, unknown>, dialect?: string) => ({
+    ...(dialect && { $schema: dialect }),
+    type: 'object',
+    properties: { v },
+    required: ['v'],
+    definitions: { s: { type: 'string' } },
+    $defs: { s: { type: 'string' } },
+  });
+  for (const dialect of [undefined, 'http://json-schema.org/draft-04/schema#', 'https://json-schema.org/draft/2020-12/schema']) {
+    const typed = holding({ type: 'string', nullable: true }, dialect);
+    assert.equal(await refusal(typed, { v: null }), null, `${dialect}: nullable beside a type`);
+    assert.match((await refusal(typed, { v: 1 })) ?? '', /data\/v must be string/, `${dialect}: nullable beside a type`);
+  }
+  // Each with a value it takes, and what it says of null (of 1 beside type null), which it does not take but for `nullable: true` alone.
+  const ignored: Array<[Record<string, unknown>, unknown, RegExp | null, string?]> = [
+    [{ allOf: [{ $ref: '#/definitions/s' }], nullable: true }, 'x', /data\/v must be string/],
+    [{ enum: ['a', 'b'], nullable: true }, 'a', /data\/v must be equal to one of the allowed values/],
+    [{ nullable: true }, 'x', null],
+    [{ type: 'null', nullable: false }, null, /data\/v must be null/],
+    [{ type: 'string', nullable: 'yes' }, 'x', /data\/v must be string/],
+    [{ $ref: '#/$defs/s', nullable: true }, 'x', /data\/v must be string/, 'https://json-schema.org/draft/2020-12/schema'],
+  ];
+  for (const [v, taken, refused, dialect] of ignored) {
+    const label = `${dialect ?? ''} ${JSON.stringify(v)}`;
+    assert.equal(await refusal(holding(v, dialect), { v: taken }), null, label);
+    if (refused) assert.match((await refusal(holding(v, dialect), { v: v.type === 'null' ? 1 : null })) ?? '', refused, `${label}: null is not added`);
+  }
+});
+
 test('a decimal multipleOf takes the decimals it steps by (19.99 for multipleOf 0.01, 0.3 for 0.1, where ajv\'s whole-quotient check refused them) and still refuses what lies between its steps', async (t) => {
   const refusal = await toolCallChecks(t);
   const priced = (multipleOf: number) => ({ type: 'object', properties: { v: { type: 'number', multipleOf } }, required: ['v'] });
