@@ -13,45 +13,34 @@
  * Only schema positions are translated: a property named `id` stays a property, and an `enum` or `default` value is
  * not a schema.
  */
-import { isSchema, type Schema } from './subschemas.ts';
+import { changedCopy, type SchemaKeywords, type Schema } from './subschemas.ts';
 
 const DRAFT_06 = 'http://json-schema.org/draft-06/schema#';
 
-/** Keywords whose value is a schema or an array of schemas. */
-const SCHEMA_KEYWORDS = ['items', 'additionalItems', 'additionalProperties', 'not', 'allOf', 'anyOf', 'oneOf'];
+/** The keywords of draft-04's schema positions: only these are translated. */
+const DRAFT_04_KEYWORDS: SchemaKeywords = {
+  schemas: ['items', 'additionalItems', 'additionalProperties', 'not', 'allOf', 'anyOf', 'oneOf'],
+  maps: ['properties', 'patternProperties', 'definitions', 'dependencies'],
+};
 /** What draft-06 and draft-07 read that draft-04 does not know ($id aside, which is translated). */
 const ADDED_AFTER_DRAFT_04 = ['const', 'contains', 'propertyNames', 'examples', 'if', 'then', 'else'];
-/** Keywords whose value maps names to schemas (a `dependencies` entry may be a list of property names instead). */
-const SCHEMA_MAP_KEYWORDS = ['properties', 'patternProperties', 'definitions', 'dependencies'];
-
 
 /** The draft-06 schema of a draft-04 one, which is left as it was. */
 export function draft04AsDraft06(schema: Schema): Schema {
-  return { ...translated(schema), $schema: DRAFT_06 };
+  return { ...changedCopy(schema, translate, DRAFT_04_KEYWORDS), $schema: DRAFT_06 };
 }
 
-function translated(schema: Schema): Schema {
-  const out: Schema = { ...schema };
-  delete out.$id;
-  for (const keyword of ADDED_AFTER_DRAFT_04) delete out[keyword];
+/** Translates one schema object in place (not those below it); counted as a change, so the translation is a copy. */
+function translate(schema: Schema): boolean {
+  delete schema.$id;
+  for (const keyword of ADDED_AFTER_DRAFT_04) delete schema[keyword];
   if (typeof schema.id === 'string') {
-    out.$id = schema.id;
-    delete out.id;
+    schema.$id = schema.id;
+    delete schema.id;
   }
-  exclusiveBound(out, 'minimum', 'exclusiveMinimum');
-  exclusiveBound(out, 'maximum', 'exclusiveMaximum');
-  for (const keyword of SCHEMA_KEYWORDS) {
-    const value = schema[keyword];
-    if (Array.isArray(value)) out[keyword] = value.map((item) => (isSchema(item) ? translated(item) : item));
-    else if (isSchema(value)) out[keyword] = translated(value);
-  }
-  for (const keyword of SCHEMA_MAP_KEYWORDS) {
-    const map = schema[keyword];
-    if (!isSchema(map)) continue;
-    // fromEntries, not assignment: a property may be named `__proto__`.
-    out[keyword] = Object.fromEntries(Object.entries(map).map(([name, value]) => [name, isSchema(value) ? translated(value) : value]));
-  }
-  return out;
+  exclusiveBound(schema, 'minimum', 'exclusiveMinimum');
+  exclusiveBound(schema, 'maximum', 'exclusiveMaximum');
+  return true;
 }
 
 function exclusiveBound(schema: Schema, bound: 'minimum' | 'maximum', exclusive: 'exclusiveMinimum' | 'exclusiveMaximum'): void {

@@ -6,12 +6,14 @@
  * true}` (OpenAPI generators' nullable reference), an `enum` or a 2019-09 `$ref` beside it without `type`, a
  * `nullable: false` beside `type: "null"`, a `nullable` not boolean. So ajv compiles a copy without those.
  */
-import { withEdited, type Schema } from './subschemas.ts';
+import { changedCopy, type Schema } from './subschemas.ts';
 
-const isStrayNullable = (schema: Schema): boolean => schema.nullable !== undefined && !(schema.nullable === true && schema.type !== undefined);
+/** Removes a `nullable` that is not `true` beside a `type`; whether there was one. */
+function withoutStrayNullable(schema: Schema): boolean {
+  if (schema.nullable === undefined || (schema.nullable === true && schema.type !== undefined)) return false;
+  delete schema.nullable;
+  return true;
+}
 
 /** The schema, or a copy of it without every `nullable` that is not `true` beside a `type`. */
-export const withNullableTyped = (schema: Schema): Schema =>
-  withEdited(schema, isStrayNullable, (stray) => {
-    delete stray.nullable;
-  });
+export const withNullableTyped = (schema: Schema): Schema => changedCopy(schema, withoutStrayNullable);

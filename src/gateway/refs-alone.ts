@@ -5,7 +5,7 @@
  * both 1 and "x"), a `nullable` without `type` failed to compile, and an `$id` moved the base the `$ref` resolves
  * against. So ajv compiles a copy in which a subschema with a `$ref` holds nothing else it could apply.
  */
-import { withEdited, type Schema } from './subschemas.ts';
+import { changedCopy, type Schema } from './subschemas.ts';
 
 /**
  * What stays beside a `$ref`: the dialect (`$schema`, at the root) and the definitions a JSON Pointer elsewhere may
@@ -16,10 +16,12 @@ import { withEdited, type Schema } from './subschemas.ts';
  */
 const KEPT_BESIDE_REF = new Set(['$ref', '$schema', 'definitions', '$defs']);
 
-const hasRef = (schema: Schema): boolean => typeof schema.$ref === 'string';
+/** Cuts a subschema with a `$ref` down to KEPT_BESIDE_REF; whether it has one. */
+function aloneIfRef(schema: Schema): boolean {
+  if (typeof schema.$ref !== 'string') return false;
+  for (const keyword of Object.keys(schema)) if (!KEPT_BESIDE_REF.has(keyword)) delete schema[keyword];
+  return true;
+}
 
 /** The schema, or a copy of it in which every subschema with a `$ref` keeps only KEPT_BESIDE_REF. */
-export const withRefsAlone = (schema: Schema): Schema =>
-  withEdited(schema, hasRef, (withRef) => {
-    for (const keyword of Object.keys(withRef)) if (!KEPT_BESIDE_REF.has(keyword)) delete withRef[keyword];
-  });
+export const withRefsAlone = (schema: Schema): Schema => changedCopy(schema, aloneIfRef);

@@ -192,8 +192,9 @@ const EMBEDDING_DIALECTS = new Set(['2019-09', '2020-12']);
  * root's dialect again changes nothing and is taken wherever it is.
  */
 function assertOneDialect(schema: Schema, dialect: Dialect, where: string): void {
-  for (const [path, subschema] of subschemas(schema)) {
+  for (const [place, subschema] of subschemas(schema)) {
     if (subschema.$schema === undefined) continue;
+    const path = place.path();
     const nested = dialectNamed(subschema.$schema);
     if (nested === dialect) continue;
     // Said outright where the schema means an embedded resource, so the 400 is not read as a fault of the schema.
