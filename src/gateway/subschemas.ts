@@ -87,16 +87,18 @@ export function changedCopy(schema: Schema, change: (schema: Schema) => boolean,
 }
 
 /**
- * A JSON Pointer into `schema` (`/properties/a~1b/anyOf/1`, as ajv's meta-schema errors place a fault) in the form
- * a Place writes paths in (`.properties["a/b"].anyOf[1]`).
+ * Where a JSON Pointer leads in `root` (undefined past what it holds), and its path in the form a Place writes paths
+ * in (`/properties/a~1b/anyOf/1`, as ajv's meta-schema errors place a fault, is `.properties["a/b"].anyOf[1]`). Each
+ * token is first decoded by `decode`: a `$ref`'s percent-escapes (`#/definitions/a%20b`), which ajv decodes a token at
+ * a time. It goes into lists and objects alike, as ajv does.
  */
-export function pointerPath(schema: unknown, pointer: string): string {
+export function followPointer(root: unknown, pointer: string, decode = (token: string) => token): { value: unknown; path: string } {
   let path = '';
-  let value = schema;
+  let value = root;
   for (const token of pointer.split('/').slice(1)) {
-    const key = token.replaceAll('~1', '/').replaceAll('~0', '~');
+    const key = decode(token).replaceAll('~1', '/').replaceAll('~0', '~');
     path += Array.isArray(value) ? `[${key}]` : step(key);
     value = (isSchema(value) || Array.isArray(value)) && Object.hasOwn(value, key) ? (value as Record<string, unknown>)[key] : undefined;
   }
-  return path;
+  return { value, path };
 }

@@ -14,7 +14,7 @@ import { draft04AsDraft06 } from './draft-04.ts';
 import { DRAFT_04_META_SCHEMA } from './draft-04-meta-schema.ts';
 import { withNullableTyped } from './openapi-nullable.ts';
 import { withRefsAlone } from './refs-alone.ts';
-import { pointerPath, subschemas, type Schema } from './subschemas.ts';
+import { followPointer, subschemas, type Schema } from './subschemas.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../core/json-depth.ts';
 import type { ChatTool, ChatToolCall } from './providers/types.ts';
 
@@ -260,7 +260,7 @@ export class SchemaBudget {
  * `exclusiveMinimum` (draft-06's meaning) is `tools[0].function.parameters.properties.n.exclusiveMinimum must be boolean`.
  */
 function notOfDialect(schema: Schema, dialect: Dialect, where: string, errors: ErrorObject[]): Error {
-  const faults = errors.map((error) => `${where}${pointerPath(schema, error.instancePath)} ${error.message}`);
+  const faults = errors.map((error) => `${where}${followPointer(schema, error.instancePath).path} ${error.message}`);
   return invalid(`${where} is not a valid JSON Schema of its dialect, ${dialect.name}: ${[...new Set(faults)].join(', ')}.`, { param: where });
 }
 

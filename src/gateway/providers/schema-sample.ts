@@ -7,7 +7,7 @@
  */
 import { keywordsBesideRefApply, patternRegExp } from '../tool-schemas.ts';
 import { sampleFromPattern } from './pattern-sample.ts';
-import { isSchema, type Schema } from '../subschemas.ts';
+import { followPointer, isSchema, type Schema } from '../subschemas.ts';
 import { mergeSchemas } from './schema-merge.ts';
 
 /**
@@ -63,14 +63,11 @@ function targetOf(reference: Reference, ref: string, doc: Document, scope: Schem
   return ref.startsWith('#') ? (doc.anchors.get(ref.slice(1)) ?? scope) : undefined;
 }
 
+/** The schema a `$ref` of a JSON Pointer in the schema's own document (`#/definitions/a`) leads to, as ajv follows it. */
 function resolveRef(root: Schema, ref: string): Schema | undefined {
   if (!ref.startsWith('#')) return undefined;
-  let node: unknown = root;
-  for (const raw of ref.slice(1).split('/').filter(Boolean)) {
-    const key = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
-    node = isSchema(node) ? node[key] : undefined;
-  }
-  return isSchema(node) ? node : undefined;
+  const { value } = followPointer(root, ref.slice(1), decodeURIComponent);
+  return isSchema(value) ? value : undefined;
 }
 
 function sampleString(schema: Schema, name: string): string {

@@ -79,6 +79,14 @@ test('declared tools are called with arguments that satisfy their JSON Schema', 
   assert.deepEqual(refArgs, { zone: 'UTC' }, 'local $ref resolved');
 });
 
+test("a $ref is followed as ajv follows it, through a list too (#/definitions/u/anyOf/1), where the mock wrote null, which the tool's schema refuses", async () => {
+  const parameters = { type: 'object', properties: { v: { $ref: '#/definitions/u/anyOf/1' } }, required: ['v'], definitions: { u: { anyOf: [{ type: 'string' }, { type: 'integer', minimum: 7 }] } } };
+  const answer = await mock.chat({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }], tools: [{ type: 'function', function: { name: 'f', parameters } }] }, ctx());
+  const args = JSON.parse(answer.choices[0]!.message.tool_calls![0]!.function.arguments);
+  const validate = new Ajv({ strict: false }).compile(parameters);
+  assert.ok(validate(args), `${JSON.stringify(args)}: ${JSON.stringify(validate.errors)}`);
+});
+
 test('tool_choice and parallel_tool_calls decide which and how many tools are called', async () => {
   const messages = [{ role: 'user', content: 'call get_weather and get_time please' }];
   const names = async (extra: Partial<ChatRequest>) =>
