@@ -12,7 +12,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '../core/errors.ts';
 import { NO_ORGANIZATION, type AuthContext } from '../identity/auth-context.ts';
 import type { IdentityService, Surface } from '../identity/service.ts';
-import { replyError, toAppError, type ErrorSurface } from './error-shapes.ts';
+import { replyError, toAppError } from './error-shapes.ts';
 import type { AuthFailureLimiter } from './auth-failures.ts';
 import { isLocalOperator } from './local-socket.ts';
 import { lingerOnClose } from './lingering-close.ts';
@@ -140,7 +140,7 @@ function clientGone(request: FastifyRequest): boolean {
 export type InternalErrorObserver = (cause: unknown, requestId: string) => void;
 
 /** Render errors of this encapsulated context in the surface's own shape. */
-export function installErrorHandler(app: FastifyInstance, onInternalError?: InternalErrorObserver, fixed?: ErrorSurface): void {
+export function installErrorHandler(app: FastifyInstance, onInternalError?: InternalErrorObserver): void {
   app.setErrorHandler((error, request, reply) => {
     const appError = toAppError(error);
     if (appError.code === 'internal') onInternalError?.(appError.cause ?? error, request.id);
@@ -153,7 +153,7 @@ export function installErrorHandler(app: FastifyInstance, onInternalError?: Inte
     for (const [name, value] of Object.entries(appError.headers)) reply.header(name, value);
     // Answered before its body came whole (a 413): the client, still sending, must get to read the answer.
     lingerOnClose(request.raw);
-    return replyError(request, reply, appError, fixed);
+    return replyError(request, reply, appError);
   });
 }
 
