@@ -228,6 +228,18 @@ export function totalsByStatusRoute(sql: Sql, scope: RollupScope): Array<{ statu
     .map((row) => ({ status: row.status, route: row.route, ...totalsOf(row) }));
 }
 
+/**
+ * Finished-run totals of the scope, all statuses and routes together. Every finished run counts once in each
+ * dimension, so any dimension's rows sum to them; the 'app' rows are the fewest (one per day and app: their value is
+ * the app), and a sum without GROUP BY sorts nothing. By status and route instead (the 'route' rows, a row per app,
+ * value, status and route of a day, sorted to be grouped) it took ~4 times as long with 2,000 apps
+ * (docs/performance-notes.md, "Attribution's totals from the app rows").
+ */
+export function totalsInScope(sql: Sql, scope: RollupScope): RollupTotals {
+  const { clause, params } = scopeWhere(scope, 'app');
+  return totalsOf(sql.get<Record<keyof RollupTotals, number | bigint | null>>(`SELECT ${SUMS} FROM run_rollups WHERE ${clause}`, params));
+}
+
 /** Finished-run totals of one value of a dimension (all statuses and routes of it). */
 export function totalsOfValue(sql: Sql, scope: RollupScope, dim: RollupDimension, value: string): RollupTotals {
   const { clause, params } = scopeWhere(scope, dim);
@@ -290,6 +302,8 @@ function valueSums(sql: Sql, scope: RollupScope, dim: RollupDimension, values: s
 
 export interface RollupsRepository {
   byStatusRoute(scope: RollupScope): Promise<Array<{ status: string; route: string } & RollupTotals>>;
+  /** The scope's totals, without the split by status and route that byStatusRoute costs. */
+  total(scope: RollupScope): Promise<RollupTotals>;
   byDay(scope: RollupScope): Promise<Array<{ day: number } & RollupTotals>>;
   byValue(scope: RollupScope, dim: RollupDimension, value: string): Promise<RollupTotals>;
   ranked(scope: RollupScope, dim: RollupDimension, page: { limit: number; offset: number }): Promise<{ entries: Array<{ value: string } & RollupTotals>; total: number }>;
@@ -302,6 +316,7 @@ export interface RollupsRepository {
 export function createRollupsRepository(store: Store): RollupsRepository {
   return {
     byStatusRoute: (scope) => store.read((sql) => totalsByStatusRoute(sql, scope)),
+    total: (scope) => store.read((sql) => totalsInScope(sql, scope)),
     byDay: (scope) => store.read((sql) => totalsByDay(sql, scope)),
     byValue: (scope, dim, value) => store.read((sql) => totalsOfValue(sql, scope, dim, value)),
     ranked: (scope, dim, page) => store.read((sql) => rankedValues(sql, scope, dim, page)),

@@ -207,7 +207,7 @@ export function createSavingsService(deps: { repo: RollupsRepository; clock: Clo
       const until = query.until ?? Math.max(clock.now(), query.since ?? 0);
       const window: DayWindow = { since: query.since ?? monthStart(until), until };
       const scope = scopeOf(auth, window);
-      const totals = (await repo.byStatusRoute(scope)).reduce(add, ZERO);
+      const totals = await repo.total(scope);
       const result: Record<string, unknown> = { window: windowView(scope, window), currency: 'USD', totals: totalsView(totals) };
       for (const dim of ATTRIBUTION_DIMENSIONS) {
         const page = query.pages[dim] ?? { limit: ATTRIBUTION_DEFAULT_LIMIT, offset: 0 };

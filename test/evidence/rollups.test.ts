@@ -86,6 +86,24 @@ test('a ranked page of attribution holds the sums of a ledger scan, in a month, 
         appId ? [appId] : [],
       ),
     );
+  // The totals of finished runs, of every status and route (failed ones included), as attribution reports them.
+  const scanTotals = (appId?: string, since = 0) =>
+    services.store.read((sql) =>
+      totalsOf(
+        sql.get(
+          `SELECT COUNT(*) AS runs, SUM(cost_usd) AS costUsd, SUM(prompt_tokens) AS promptTokens, SUM(completion_tokens) AS completionTokens,
+             SUM(priced = 0) AS unpricedRuns FROM runs WHERE status != 'running' AND created_at >= ? ${appId ? 'AND app_id = ?' : ''}`,
+          appId ? [since, appId] : [since],
+        ),
+      ),
+    );
+  const totalsOf = (totals: any) => ({
+    runs: totals.runs,
+    costUsd: Math.round(totals.costUsd * 1e9) / 1e9,
+    promptTokens: totals.promptTokens,
+    completionTokens: totals.completionTokens,
+    unpricedRuns: totals.unpricedRuns,
+  });
   const sorted = (entries: Array<{ value: string }>) => [...entries].sort((a, b) => (a.value < b.value ? -1 : 1));
   const pageOf = (entries: any[]) => sorted(entries.map((e) => ({ value: e.value, runs: e.runs, promptTokens: e.promptTokens, completionTokens: e.completionTokens })));
   // Two pages of three: the page's sums are read for the values the ranking chose, whichever window reads them.
@@ -98,16 +116,23 @@ test('a ranked page of attribution holds the sums of a ledger scan, in a month, 
     assert.deepEqual(costs, [...costs].sort((a, b) => b - a), 'ranked by cost');
     // A dimension of few values: its page holds every row of the window.
     assert.deepEqual(pageOf(first.byAgent), await scan('agent'));
-    assert.equal(first.totals.runs, 24);
+    assert.deepEqual(totalsOf(first.totals), await scanTotals());
   }
-  const { rankedValues } = await import('../../src/evidence/rollups.ts');
+  const { rankedValues, totalsInScope } = await import('../../src/evidence/rollups.ts');
   const today = Math.floor(now / 86_400_000);
   for (const fromDay of [today - 30, 0]) {
+    const scope = { tenantId: 'default', appId: 'app-1', fromDay, toDay: today };
     for (const dim of ['subject', 'agent'] as const) {
-      const page = await services.store.read((sql) => rankedValues(sql, { tenantId: 'default', appId: 'app-1', fromDay, toDay: today }, dim, { limit: 50, offset: 0 }));
+      const page = await services.store.read((sql) => rankedValues(sql, scope, dim, { limit: 50, offset: 0 }));
       assert.deepEqual(pageOf(page.entries), await scan(dim, 'app-1'));
     }
+    assert.deepEqual(totalsOf(await services.store.read((sql) => totalsInScope(sql, scope))), await scanTotals('app-1'));
   }
+  // Two days of the three: the totals are of the window's days only.
+  const yesterday = new Date((today - 1) * 86_400_000).toISOString();
+  const lastTwoDays = json(await app.inject({ url: `/api/v1/usage/attribution?since=${yesterday}` }));
+  assert.deepEqual(totalsOf(lastTwoDays.totals), await scanTotals(undefined, (today - 1) * 86_400_000));
+  assert.equal(lastTwoDays.totals.runs, 16);
 });
 
 test("migration 8 rebuilds the 'model' rows with status and route and adds 'provider' rows, on a data file written before it", async (t) => {
