@@ -14,6 +14,7 @@ import { buildApp, CONNECTIONS_CHECKING_INTERVAL_MS } from './http/app.ts';
 import { BusyPoll, defaultBusyPollUs } from './http/busy-poll.ts';
 import { markLocalSocket } from './http/local-socket.ts';
 import { logDestination } from './http/log-destination.ts';
+import { inTurn } from './http/pipelined-turns.ts';
 import { answerClientError, answerNodeRefusals } from './http/client-errors.ts';
 import { RequestArrivals } from './http/request-arrivals.ts';
 import { ignoreUpgrades } from './http/upgrade.ts';
@@ -111,7 +112,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     rmSync(socketPath, { force: true });
     const local: Server = (opened.local = createServer(
       { connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS, requireHostHeader: false },
-      (req, res) => app.routing(req, res),
+      inTurn((req, res) => app.routing(req, res)),
     ));
     local.on('connection', markLocalSocket);
     app.draining.watch(local);

@@ -40,6 +40,7 @@ import { requestIdOf } from './request-ids.ts';
 import { NOSNIFF, NOSNIFF_HEADER } from './nosniff.ts';
 import { percentEncodingRefusal } from './percent-encoding.ts';
 import { ignoreUpgrades } from './upgrade.ts';
+import { inTurn } from './pipelined-turns.ts';
 
 /**
  * Response headers browsers may read cross-origin (SPEC 4.2: run id and route are exposed through CORS), with those
@@ -115,6 +116,9 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   // a client padding its request with a thousand lines pushed out those a proxy appends after them (X-Forwarded-For,
   // SPEC 5.4) and its own credential. The header section's size (16 KiB, else 431) is the only bound.
   app.server.maxHeadersCount = 0;
+  // Pipelined requests one at a time: one behind an answer that closes its connection never runs (src/http/pipelined-turns.ts).
+  app.server.removeListener('request', app.routing);
+  app.server.on('request', inTurn(app.routing));
   answerNodeRefusals(app.server, app.log);
   ignoreUpgrades(app.server);
   installJsonBodyParser(app);

@@ -9,7 +9,9 @@
  * - a connection whose answer had already started (a stream) is ended once that answer is complete and no other
  *   answer is due on it (HTTP pipelining);
  * - a request arriving on a connection still open is answered 503 `shutting_down` in its surface's shape, with the
- *   usual headers, and its connection closes after that answer.
+ *   usual headers, and its connection closes after that answer;
+ * - requests received before draining began that wait their turn behind an answer (src/http/pipelined-turns.ts) run:
+ *   the answer before them keeps the connection, and the last of them closes it.
  *
  * The servers close only once no answer is half-way out (`flushed`): node's `server.close()` counts a connection whose
  * answer has been ended (`res.end()` called) as idle even while its bytes are still being written to a slow client,
@@ -30,6 +32,7 @@ import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fast
 import { DictionaryMap } from '../core/dictionary-map.ts';
 import { AppError } from '../core/errors.ts';
 import { replyError } from './error-shapes.ts';
+import { requestsWaitOn, waitedSince } from './pipelined-turns.ts';
 
 export interface Draining {
   /** Whether draining has started (it never stops: the app is closing). */
@@ -77,6 +80,12 @@ const KEY = Symbol('draining key');
 const CONNECTION = Symbol('draining connection');
 type Tracked = ServerResponse<IncomingMessage> & { [KEY]?: string; [CONNECTION]?: Socket | null };
 
+/** Whether requests received on a response's connection wait their turn behind it. */
+function waitedOn(response: Tracked): boolean {
+  const socket = response[CONNECTION];
+  return socket !== null && socket !== undefined && requestsWaitOn(socket);
+}
+
 /** The error node's request-timeout check hands its server's `clientError` (node does not export its class). */
 function requestTimeoutError(): Error & { code: string } {
   return Object.assign(new Error('Request timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' });
@@ -84,6 +93,8 @@ function requestTimeoutError(): Error & { code: string } {
 
 export function createDraining(options: { headersTimeoutMs: number; requestTimeoutMs: number }): Draining {
   let active = false;
+  /** When draining began (`performance.now()`). */
+  let beganAt = Infinity;
   /** The open connections of the watched servers, each with its server (an entry per connection, not per request). */
   const connections = new Map<Socket, Server>();
   /**
@@ -139,11 +150,12 @@ export function createDraining(options: { headersTimeoutMs: number; requestTimeo
     begin() {
       if (active) return;
       active = true;
-      // Only the last answer due on each connection (pipelined requests are tracked in order) says so: node drops
-      // the answers queued behind one that closes its connection, though their requests were run.
-      const lastOn = new Map<Socket | ServerResponse, ServerResponse>();
+      beganAt = performance.now();
+      // Only the last answer due on each connection (pipelined requests are tracked in order) says so, and none while
+      // requests received on it wait their turn (src/http/pipelined-turns.ts): they would never run.
+      const lastOn = new Map<Socket | ServerResponse, Tracked>();
       for (const [, response] of inFlight) lastOn.set(response[CONNECTION] ?? response, response);
-      for (const response of lastOn.values()) if (!response.headersSent) response.setHeader('connection', 'close');
+      for (const response of lastOn.values()) if (!response.headersSent && !waitedOn(response)) response.setHeader('connection', 'close');
       if (connections.size > 0) {
         setTimeout(cutHalfSent, options.headersTimeoutMs).unref();
         setTimeout(cutUnreceived, options.requestTimeoutMs).unref();
@@ -157,7 +169,7 @@ export function createDraining(options: { headersTimeoutMs: number; requestTimeo
       tracked[CONNECTION] = socket instanceof Socket ? socket : null;
       inFlight.set(tracked[KEY], tracked);
       response.on('close', settled);
-      if (active) response.setHeader('connection', 'close');
+      if (active && !waitedOn(tracked)) response.setHeader('connection', 'close');
     },
     watch(server) {
       server.on('connection', (socket: Socket) => {
@@ -171,7 +183,8 @@ export function createDraining(options: { headersTimeoutMs: number; requestTimeo
       });
     },
     refuse(request, reply, done) {
-      if (!active) return done();
+      // A request received before draining began, which waited its turn behind another answer, is answered as well.
+      if (!active || (waitedSince(request.raw) ?? Infinity) < beganAt) return done();
       const error = new AppError('shutting_down');
       void replyError(request, reply, error);
     },

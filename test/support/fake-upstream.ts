@@ -5,7 +5,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { TestContext } from 'node:test';
+import type { Cleanups } from './process.ts';
 import { loadScaled } from './load-scaled.ts';
 
 export interface RecordedRequest {
@@ -28,7 +28,7 @@ export interface FakeUpstream {
   clientClosed(): Promise<RecordedRequest>;
 }
 
-export async function startFakeUpstream(t: TestContext, handler?: UpstreamHandler): Promise<FakeUpstream> {
+export async function startFakeUpstream(t: Cleanups, handler?: UpstreamHandler): Promise<FakeUpstream> {
   let current: UpstreamHandler = handler ?? ((_req, res) => sendJson(res, 404, { error: { message: 'no handler' } }));
   const requests: RecordedRequest[] = [];
   const closedWaiters: Array<(r: RecordedRequest) => void> = [];
