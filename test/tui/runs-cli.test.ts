@@ -1,9 +1,12 @@
 /**
- * `svc runs` without a terminal, as a child process (`bin/svc`): the plain table and `--json`, with its filters,
- * against a running `svc serve` (local socket, --url) and then in-process on the same data directory once it stopped.
+ * `svc runs` without a terminal: the plain table and `--json`, with its filters, against a running `svc serve` (local
+ * socket, --url) and then in-process on the same data directory once it stopped. Each kind of run (help, a usage
+ * error, the table over the socket, over --url, with no server) goes through `bin/svc` as a child process; the other
+ * filters run inside the test process (runSvcInProcess: their output and exit code are what they test).
  */
 import assert from 'node:assert/strict';
 import test, { before } from 'node:test';
+import { runSvcInProcess } from '../support/in-process-cli.ts';
 import { ensureBundle, runSvc, startServe, tempDir } from '../support/process.ts';
 
 before(ensureBundle);
@@ -29,20 +32,21 @@ test('svc runs --help lists the filters, --no-tui, --out-dir and the keys', asyn
   for (const flag of ['--route', '--status', '--model', '--since', '--limit', '--no-tui', '--out-dir', '--json', '--data-dir', '--url']) assert.ok(help.stdout.includes(flag), flag);
   assert.match(help.stdout, /Enter opens a run/);
   assert.match(help.stdout, /q, Esc or Ctrl-C quits/, 'every quit key docs/cli.md names');
-  assert.match((await runSvc(['--help'])).stdout, /\bruns\b/);
+  assert.match((await runSvcInProcess(['--help'])).stdout, /\bruns\b/);
 });
 
 test('bad filters are usage errors (exit 2) before touching the data directory', async (t) => {
   const args = ['--data-dir', tempDir(t)];
-  for (const bad of [['--status', 'sideways'], ['--route', 'teleport'], ['--limit', '0'], ['--limit', '201'], ['--since', 'soon'], ['--offset', '-1']]) {
-    const result = await runSvc(['runs', '--no-tui', ...bad, ...args]);
+  // The first as bin/svc, for its process's exit code; the rest in-process, their code and message being the same.
+  for (const [index, bad] of [['--status', 'sideways'], ['--route', 'teleport'], ['--limit', '0'], ['--limit', '201'], ['--since', 'soon'], ['--offset', '-1']].entries()) {
+    const result = await (index === 0 ? runSvc : runSvcInProcess)(['runs', '--no-tui', ...bad, ...args]);
     assert.equal(result.code, 2, `${bad.join(' ')}: ${result.stderr}`);
   }
-  const outDir = await runSvc(['runs', '--out-dir', '/nonexistent/evidence', ...args]);
+  const outDir = await runSvcInProcess(['runs', '--out-dir', '/nonexistent/evidence', ...args]);
   assert.equal(outDir.code, 2);
   assert.match(outDir.stderr, /--out-dir .* is not a directory/);
   // Empty is no directory either (it used to mean the current one, as if the option were left out).
-  const emptyOutDir = await runSvc(['runs', '--out-dir', '', ...args]);
+  const emptyOutDir = await runSvcInProcess(['runs', '--out-dir', '', ...args]);
   assert.equal(emptyOutDir.code, 2, emptyOutDir.stderr);
   assert.match(emptyOutDir.stderr, /--out-dir.*must not be empty/);
 });
@@ -64,19 +68,19 @@ test('without a terminal svc runs prints the filtered list once, over the local 
   assert.match(lineOf(table.stdout, failed), /^live\s+failed\s+mock-5xx\s/);
   assert.ok(table.stdout.indexOf(failed) < table.stdout.indexOf(live), 'newest first');
 
-  const onlyFailed = await runSvc(['runs', '--no-tui', '--status', 'failed', ...args]);
+  const onlyFailed = await runSvcInProcess(['runs', '--no-tui', '--status', 'failed', ...args]);
   assert.ok(onlyFailed.stdout.includes(failed) && !onlyFailed.stdout.includes(live));
-  const onlyCache = await runSvc(['runs', '--no-tui', '--route', 'exact_cache', '--model', 'gpt-4o-mini', '--since', '1h', ...args]);
+  const onlyCache = await runSvcInProcess(['runs', '--no-tui', '--route', 'exact_cache', '--model', 'gpt-4o-mini', '--since', '1h', ...args]);
   assert.deepEqual(onlyCache.stdout.trim().split('\n').slice(1).map((line) => line.split(/\s+/).at(-1)), [cached]);
-  assert.match((await runSvc(['runs', '--no-tui', '--since', '2999-01-01T00:00:00Z', ...args])).stdout, /^No runs\.$/m);
+  assert.match((await runSvcInProcess(['runs', '--no-tui', '--since', '2999-01-01T00:00:00Z', ...args])).stdout, /^No runs\.$/m);
 
-  const page = await runSvc(['runs', '--no-tui', '--limit', '1', ...args]);
+  const page = await runSvcInProcess(['runs', '--no-tui', '--limit', '1', ...args]);
   assert.equal(page.stdout.trim().split('\n').length, 2);
   assert.match(page.stderr, /showing 1-1 of 3; next page: --offset 1/);
-  const second = await runSvc(['runs', '--no-tui', '--limit', '1', '--offset', '1', ...args]);
+  const second = await runSvcInProcess(['runs', '--no-tui', '--limit', '1', '--offset', '1', ...args]);
   assert.ok(second.stdout.includes(cached));
 
-  const json = JSON.parse((await runSvc(['runs', '--json', ...args])).stdout);
+  const json = JSON.parse((await runSvcInProcess(['runs', '--json', ...args])).stdout);
   assert.deepEqual(json.runs.map((run: { id: string }) => run.id), [failed, cached, live]);
   assert.equal(json.pagination.total, 3);
   assert.deepEqual(json.facets.status, { completed: 2, failed: 1 });
@@ -91,7 +95,7 @@ test('without a terminal svc runs prints the filtered list once, over the local 
   const offline = await runSvc(['runs', '--no-tui', ...args]);
   assert.equal(offline.code, 0, offline.stderr);
   for (const runId of [live, cached, failed]) assert.ok(offline.stdout.includes(runId), runId);
-  assert.equal(JSON.parse((await runSvc(['runs', '--json', '--status', 'completed', ...args])).stdout).runs.length, 2);
+  assert.equal(JSON.parse((await runSvcInProcess(['runs', '--json', '--status', 'completed', ...args])).stdout).runs.length, 2);
 });
 
 test('svc runs marks SDK-ingested prompts in the table, and --ingested / --no-ingested list or leave them out', async (t) => {
@@ -108,15 +112,15 @@ test('svc runs marks SDK-ingested prompts in the table, and --ingested / --no-in
   const args = ['--data-dir', dataDir];
   const ids = (stdout: string) => stdout.trim().split('\n').slice(1).map((line) => line.split(/\s+/).at(-1));
 
-  const table = await runSvc(['runs', '--no-tui', '--route', 'live', ...args]);
+  const table = await runSvcInProcess(['runs', '--no-tui', '--route', 'live', ...args]);
   assert.equal(table.code, 0, table.stderr);
   assert.match(lineOf(table.stdout, ingested), /^live\/ingested\s+completed\s+external\s+n\/a\s/);
   assert.match(lineOf(table.stdout, live), /^live\s+completed\s+gpt-4o-mini\s/);
 
-  const served = await runSvc(['runs', '--no-tui', '--route', 'live', '--no-ingested', ...args]);
+  const served = await runSvcInProcess(['runs', '--no-tui', '--route', 'live', '--no-ingested', ...args]);
   assert.equal(served.code, 0, served.stderr);
   assert.deepEqual(ids(served.stdout), [live]);
-  const only = JSON.parse((await runSvc(['runs', '--json', '--ingested', ...args])).stdout);
+  const only = JSON.parse((await runSvcInProcess(['runs', '--json', '--ingested', ...args])).stdout);
   assert.deepEqual(only.runs.map((run: { id: string; ingested: boolean }) => [run.id, run.ingested]), [[ingested, true]]);
   assert.equal(only.pagination.total, 1);
 });
