@@ -5,7 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import test, { before } from 'node:test';
-import { ensureBundle, runSvc, tempDir } from '../support/process.ts';
+import { runSvcInProcess } from '../support/in-process-cli.ts';
+import { ensureBundle, tempDir } from '../support/process.ts';
 import { skipWithoutTmux as skip, terminal, until } from '../support/tmux.ts';
 
 before(ensureBundle);
@@ -43,7 +44,8 @@ for (const { env, colour } of CASES) {
     // The prompt draws on stderr: `svc keys revoke X | cat` shows it on the terminal, coloured by the same rule.
     test(`a confirmation prompt with ${named(env)}${stdoutPiped ? ', stdout piped,' : ''} is ${colour ? 'in colour' : 'without colour'}`, { skip }, async (t) => {
       const dataDir = tempDir(t);
-      const created = await runSvc(['keys', 'create', '--name', 'k', '--json', '--data-dir', dataDir]);
+      // The key to revoke, made in-process: only the prompt is this test's, in bin/svc on the terminal.
+      const created = await runSvcInProcess(['keys', 'create', '--name', 'k', '--json', '--data-dir', dataDir]);
       assert.equal(created.code, 0, created.stderr);
       const term = terminal(t, { columns: 100, rows: 20 });
       term.open(['keys', 'revoke', JSON.parse(created.stdout).key.id, '--data-dir', dataDir], { env, stdoutPiped });
