@@ -1,11 +1,14 @@
 /**
- * Where on the command line options go (bin/svc as a child process, in-process on a temp data directory): the root's
- * options before the command, a command's own after it, and option values that look like options.
+ * Where on the command line options go (in-process on a temp data directory): the root's options before the command, a
+ * command's own after it, and option values that look like options. Most lines are parsed inside the test process
+ * (runSvcInProcess: the output and the exit code are what they test); each command group, svc serve's own bundle, the
+ * working directory and a line read from the process's own argv (bin/svc's parse) also run as bin/svc.
  */
 import assert from 'node:assert/strict';
 import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test, { before, describe } from 'node:test';
+import { runSvcInProcess } from '../support/in-process-cli.ts';
 import { ensureBundle, runSvc, tempDir } from '../support/process.ts';
 
 before(ensureBundle);
@@ -13,12 +16,13 @@ before(ensureBundle);
 describe('the command line', { concurrency: true }, () => {
   test("the root's -v/--version is not read inside a command's arguments: it is a value there, or an unknown option", async (t) => {
     const dataDir = tempDir(t);
-    // A script's `--name "$NAME"` with NAME=-v printed the version and exited 0 having created nothing.
+    // A script's `--name "$NAME"` with NAME=-v printed the version and exited 0 having created nothing. Through bin/svc,
+    // whose program parses the process's own argv.
     const named = await runSvc(['keys', 'create', '--data-dir', dataDir, '--json', '--name', '-v']);
     assert.equal(named.code, 0, named.stderr);
     assert.equal(JSON.parse(named.stdout).key.name, '-v');
     for (const flag of ['-v', '--version']) {
-      const misplaced = await runSvc(['keys', 'list', '--data-dir', dataDir, flag]);
+      const misplaced = await runSvcInProcess(['keys', 'list', '--data-dir', dataDir, flag]);
       assert.equal(misplaced.code, 2, `keys list ${flag}: ${misplaced.stdout}`);
       assert.match(misplaced.stderr, new RegExp(`unknown option '${flag}'`));
     }
@@ -39,7 +43,8 @@ describe('the command line', { concurrency: true }, () => {
       ['orgs', '--url', '--json', 'list'],
       ['--data-dir', '--json', 'keys', 'list'],
     ];
-    const results = await Promise.all(cases.map((argv) => runSvc([...argv, '--data-dir', dataDir])));
+    // The orgs group, which no other test here runs through bin/svc, there.
+    const results = await Promise.all(cases.map((argv) => (argv[0] === 'orgs' ? runSvc : runSvcInProcess)([...argv, '--data-dir', dataDir])));
     results.forEach((result, i) => {
       const argv = cases[i]!.join(' ');
       assert.equal(result.code, 2, `${argv}: ${result.stdout}${result.stderr}`);
@@ -51,7 +56,8 @@ describe('the command line', { concurrency: true }, () => {
 
   test('a value given with = (--name=--admin) is the value typed on purpose, even one that reads as a flag of the command', async (t) => {
     const dataDir = tempDir(t);
-    // Commander hands --name=--admin over as it hands --name --admin, so it was refused as a value left out.
+    // Commander hands --name=--admin over as it hands --name --admin, so it was refused as a value left out. Through
+    // bin/svc: which values were typed with = is read from the process's argv there.
     const created = await runSvc(['keys', 'create', '--data-dir', dataDir, '--json', '--name=--admin', '--app=--json']);
     assert.equal(created.code, 0, created.stderr);
     const { key } = JSON.parse(created.stdout);
@@ -64,7 +70,7 @@ describe('the command line', { concurrency: true }, () => {
       ['keys', 'create', '--name=--admin', '--name', '--admin'],
       ['keys', 'create', '--name', '--admin', '--', '--name=--admin'],
     ]) {
-      const refused = await runSvc([...argv, '--data-dir', dataDir]);
+      const refused = await runSvcInProcess([...argv, '--data-dir', dataDir]);
       assert.equal(refused.code, 2, `${argv.join(' ')}: ${refused.stdout}`);
       assert.match(refused.stderr, /argument missing/, argv.join(' '));
     }
@@ -72,22 +78,23 @@ describe('the command line', { concurrency: true }, () => {
 
   test('the options of every admin command also go before the command, as git and kubectl take them; the one after wins', async (t) => {
     const [dataDir, other] = [tempDir(t), tempDir(t)];
-    const created = await runSvc(['--data-dir', dataDir, '--json', 'keys', 'create', '--name', 'before']);
+    const created = await runSvcInProcess(['--data-dir', dataDir, '--json', 'keys', 'create', '--name', 'before']);
     assert.equal(created.code, 0, created.stderr);
     assert.equal(JSON.parse(created.stdout).key.name, 'before', '--json before the command');
     const names = async (argv: string[]) => {
-      const result = await runSvc(argv);
+      const result = await runSvcInProcess(argv);
       assert.equal(result.code, 0, `${argv.join(' ')}: ${result.stderr}`);
       return JSON.parse(result.stdout).keys.map((key: { name: string }) => key.name);
     };
     assert.deepEqual(await names(['-d', dataDir, 'keys', 'list', '--json']), ['before']);
     assert.deepEqual(await names(['keys', 'list', '--json', '-d', dataDir]), ['before'], 'after the command, as before');
     assert.deepEqual(await names(['-d', dataDir, 'keys', 'list', '--json', '-d', other]), [], 'the --data-dir after the command');
-    // --url and --api-key: read (a refused URL, an unreachable one, a key with no URL), checked alike.
+    // --url and --api-key: read (a refused URL, an unreachable one, a key with no URL), checked alike; the audit
+    // command, which no other test here runs through bin/svc, there.
     const [bad, unreachable, later, keyWithoutUrl] = await Promise.all([
-      runSvc(['--url', 'ftp://127.0.0.1:1', 'keys', 'list']),
-      runSvc(['--url', 'http://127.0.0.1:1', '--api-key', 'svc_x', 'keys', 'list']),
-      runSvc(['--url', 'ftp://127.0.0.1:1', 'keys', 'list', '--url', 'http://127.0.0.1:1']),
+      runSvcInProcess(['--url', 'ftp://127.0.0.1:1', 'keys', 'list']),
+      runSvcInProcess(['--url', 'http://127.0.0.1:1', '--api-key', 'svc_x', 'keys', 'list']),
+      runSvcInProcess(['--url', 'ftp://127.0.0.1:1', 'keys', 'list', '--url', 'http://127.0.0.1:1']),
       runSvc(['--api-key', 'svc_x', 'audit', '--data-dir', other]),
     ]);
     assert.equal(bad.code, 2, bad.stderr);
@@ -103,18 +110,19 @@ describe('the command line', { concurrency: true }, () => {
   test('the options of every admin command also go between its group and it (svc keys --url URL list); the later one wins', async (t) => {
     const [dataDir, other] = [tempDir(t), tempDir(t)];
     // They were an unknown option of the group (exit 2), where before and after the command they were read.
-    const created = await runSvc(['keys', '-d', dataDir, '--json', 'create', '--name', 'between']);
+    const created = await runSvcInProcess(['keys', '-d', dataDir, '--json', 'create', '--name', 'between']);
     assert.equal(created.code, 0, created.stderr);
     assert.equal(JSON.parse(created.stdout).key.name, 'between', '--json between the group and its command');
     const names = async (argv: string[]) => {
-      const result = await runSvc(argv);
+      const result = await runSvcInProcess(argv);
       assert.equal(result.code, 0, `${argv.join(' ')}: ${result.stderr}`);
       return JSON.parse(result.stdout).keys.map((key: { name: string }) => key.name);
     };
     assert.deepEqual(await names(['-d', other, 'keys', '--data-dir', dataDir, 'list', '--json']), ['between'], 'the group\'s over the program\'s');
     assert.deepEqual(await names(['keys', '-d', dataDir, 'list', '--json', '-d', other]), [], 'the command\'s over the group\'s');
+    // The users and settings groups through bin/svc, which no other test here runs there.
     const [bad, unreachable, settings] = await Promise.all([
-      runSvc(['keys', '--url', 'ftp://127.0.0.1:1', 'list']),
+      runSvcInProcess(['keys', '--url', 'ftp://127.0.0.1:1', 'list']),
       runSvc(['users', '--url', 'http://127.0.0.1:1', '--api-key', 'svc_x', 'list']),
       runSvc(['settings', '--data-dir', dataDir, 'get', 'retention_days', '--json']),
     ]);
@@ -162,7 +170,7 @@ describe('the command line', { concurrency: true }, () => {
       [['keys', 'nosuch', '--help'], 'nosuch'],
       [['--json', 'keys', 'nosuch', '-h'], 'nosuch'],
     ] as const;
-    const results = await Promise.all(forms.map(([argv]) => runSvc([...argv])));
+    const results = await Promise.all(forms.map(([argv]) => runSvcInProcess([...argv])));
     results.forEach((result, i) => {
       const [argv, name] = forms[i]!;
       assert.equal(result.code, 2, `svc ${argv.join(' ')}: ${result.stdout}`);
@@ -171,11 +179,11 @@ describe('the command line', { concurrency: true }, () => {
     });
     // As the help of a command that exists, which help reaches at any depth.
     const [root, keys, create, helpOfHelp, flag] = await Promise.all([
-      runSvc(['help']),
-      runSvc(['help', 'keys']),
-      runSvc(['help', 'keys', 'create']),
-      runSvc(['help', 'help']),
-      runSvc(['keys', 'create', '--help']),
+      runSvcInProcess(['help']),
+      runSvcInProcess(['help', 'keys']),
+      runSvcInProcess(['help', 'keys', 'create']),
+      runSvcInProcess(['help', 'help']),
+      runSvcInProcess(['keys', 'create', '--help']),
     ]);
     for (const result of [root, keys, create, helpOfHelp]) assert.equal(result.code, 0, result.stderr);
     assert.match(root.stdout, /^Usage: svc \[options\] \[command\]/);
@@ -191,7 +199,7 @@ describe('the command line', { concurrency: true }, () => {
       [['keys', 'lst'], ['help', 'keys', 'lst'], ['keys', 'help', 'lst'], ['keys', 'lst', '--help']],
     ] as const;
     for (const [typed, ...helps] of typos) {
-      const [expected, ...results] = await Promise.all([typed, ...helps].map((argv) => runSvc([...argv])));
+      const [expected, ...results] = await Promise.all([typed, ...helps].map((argv) => runSvcInProcess([...argv])));
       assert.equal(expected!.code, 2);
       assert.match(expected!.stderr, /^\(Did you mean (keys|list)\?\)$/m, typed.join(' '));
       results.forEach((result, i) => {
@@ -204,12 +212,14 @@ describe('the command line', { concurrency: true }, () => {
   test('--help after more arguments than a command takes is the usage error the line gives without it', async () => {
     // `svc serve nosuch --help` printed serve's help and exited 0, where `svc serve nosuch` and `svc keys nosuch
     // --help` are usage errors (exit 2).
-    // -h is --help's short name, one option to commander: tried on a line of each bundle (serve's and the admin one's).
+    // -h is --help's short name, one option to commander: tried on a line of each bundle (serve's and the admin one's),
+    // through bin/svc; the other lines in-process.
     const lines = [['serve', 'nosuch'], ['audit', 'nosuch'], ['keys', 'list', 'nosuch'], ['keys', 'revoke', 'key_a', 'key_b']];
     const withShortHelp = [lines[0], lines[3]];
     for (const line of lines) {
       const forms = [line, [...line, '--help'], ...(withShortHelp.includes(line) ? [[...line, '-h']] : [])];
-      const [without, ...helps] = await Promise.all(forms.map((argv) => runSvc(argv)));
+      const run = withShortHelp.includes(line) ? runSvc : runSvcInProcess;
+      const [without, ...helps] = await Promise.all(forms.map((argv) => run(argv)));
       assert.equal(without!.code, 2, line.join(' '));
       assert.match(without!.stderr, /^error: too many arguments for '\w+'\. Expected \d argument/, line.join(' '));
       for (const help of helps) {
@@ -218,9 +228,9 @@ describe('the command line', { concurrency: true }, () => {
         assert.equal(help.stderr, without!.stderr, `${line.join(' ')} --help`);
       }
     }
-    // As many as it takes, or fewer: its help.
+    // As many as it takes, or fewer: its help (serve's from its bundle, through bin/svc).
     for (const argv of [['serve', '--help'], ['keys', 'revoke', 'key_a', '--help'], ['keys', 'revoke', '--help']]) {
-      const help = await runSvc(argv);
+      const help = await (argv[0] === 'serve' ? runSvc : runSvcInProcess)(argv);
       assert.equal(help.code, 0, `${argv.join(' ')}: ${help.stderr}`);
       assert.match(help.stdout, /^Usage: svc /);
     }
@@ -237,14 +247,14 @@ describe('the command line', { concurrency: true }, () => {
       [['keys', 'help', 'create', '--json'], ['keys', 'create', '--help', '--json']],
     ] as const;
     for (const [viaHelp, viaFlag] of forms) {
-      const [help, flag] = await Promise.all([runSvc([...viaHelp]), runSvc([...viaFlag])]);
+      const [help, flag] = await Promise.all([runSvcInProcess([...viaHelp]), runSvcInProcess([...viaFlag])]);
       assert.equal(flag.code, 0, `${viaFlag.join(' ')}: ${flag.stderr}`);
       assert.equal(help.code, 0, `${viaHelp.join(' ')}: ${help.stderr}`);
       assert.equal(help.stdout, flag.stdout, `svc ${viaHelp.join(' ')} is svc ${viaFlag.join(' ')}`);
     }
     assert.deepEqual(readdirSync(empty), [], 'help touched no data directory');
     // Help's own help does not list them, which do nothing there.
-    const helpOfHelp = await runSvc(['help', '--help']);
+    const helpOfHelp = await runSvcInProcess(['help', '--help']);
     assert.equal(helpOfHelp.code, 0, helpOfHelp.stderr);
     assert.doesNotMatch(helpOfHelp.stdout, /--json|--url/);
   });
