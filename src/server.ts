@@ -3,21 +3,21 @@
  * socket, and shut down gracefully on SIGINT/SIGTERM (stop accepting, finish in-flight requests, flush the
  * write queue, close the file, release the lock).
  */
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
+import { once } from 'node:events';
 import { chmodSync, rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
 import { cpuQuota } from './core/cpu-quota.ts';
 import { noteForOperator } from './core/operator-note.ts';
-import { buildApp, CONNECTIONS_CHECKING_INTERVAL_MS } from './http/app.ts';
+import { buildApp } from './http/app.ts';
+import { addressesToBind, createAppServer } from './http/app-servers.ts';
 import { BusyPoll, defaultBusyPollUs } from './http/busy-poll.ts';
 import { markLocalSocket } from './http/local-socket.ts';
 import { logDestination } from './http/log-destination.ts';
-import { inTurn } from './http/pipelined-turns.ts';
-import { answerClientError, answerNodeRefusals } from './http/client-errors.ts';
 import { RequestArrivals } from './http/request-arrivals.ts';
-import { ignoreUpgrades } from './http/upgrade.ts';
 import { createServices, type Services } from './services.ts';
 import { ensurePrivateDataDir, MAX_SOCKET_PATH_BYTES, warnOfExposedParents } from './store/data-dir.ts';
 import { acquireOwnerLock, type OwnerLock } from './store/owner-lock.ts';
@@ -66,8 +66,9 @@ export async function startServer(config: Config): Promise<RunningServer> {
   warnOfExposedParents(config.dataDir);
   const lock: OwnerLock = acquireOwnerLock(config.dataDir, socketPath);
   // What a start that fails half-way has opened, to close again: it must not leave a port listening, the data file
-  // open or the lock held (an in-process caller, such as a test, goes on running).
-  const opened: { store?: Store; app?: FastifyInstance; local?: Server } = {};
+  // open or the lock held (an in-process caller, such as a test, goes on running). `servers`: svc's own, besides the
+  // app's (src/http/app-servers.ts).
+  const opened: { store?: Store; app?: FastifyInstance; servers: Server[] } = { servers: [] };
   let trace: ReturnType<typeof commitTraceWriter> | null = null;
   const busyPoll = new BusyPoll(config.busyPollUs ?? defaultBusyPollUs(cpuQuota()));
   const arrivals = new RequestArrivals();
@@ -91,7 +92,20 @@ export async function startServer(config: Config): Promise<RunningServer> {
     deferredWriteLosses.logTo(app.log);
     // Runs a stopped process left running, found before any request can start one (src/evidence/interrupted.ts).
     const interrupted = await services.interruptedRuns.find();
-    const address = openableAddress(await app.listen({ port: config.port, host: config.host }));
+    const [firstAddress = config.host, ...furtherAddresses] = await addressesToBind(config.host);
+    const address = openableAddress(await app.listen({ port: config.port, host: firstAddress }));
+    // `localhost`'s other addresses (::1), on the port the first got.
+    for (const host of furtherAddresses) {
+      const server = createAppServer(app, config.limits);
+      try {
+        server.listen((app.server.address() as AddressInfo).port, host);
+        await once(server, 'listening');
+        opened.servers.push(server);
+      } catch (error) {
+        // As fastify did: the name's first address serves; one this machine cannot bind (no IPv6) is left out.
+        app.log.warn({ err: error }, `not listening on ${host}, an address of ${config.host}`);
+      }
+    }
     // Finished after the port opens: a data file left by a crash under load may hold many, and none of it is urgent.
     const finishingInterrupted =
       interrupted.length === 0
@@ -110,21 +124,9 @@ export async function startServer(config: Config): Promise<RunningServer> {
 
     // The local socket: same routing, no TCP; only this machine's users with access to the 0700 data dir reach it.
     rmSync(socketPath, { force: true });
-    const local: Server = (opened.local = createServer(
-      { connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS, requireHostHeader: false },
-      inTurn((req, res) => app.routing(req, res)),
-    ));
+    const local = createAppServer(app, config.limits);
+    opened.servers.push(local);
     local.on('connection', markLocalSocket);
-    app.draining.watch(local);
-    local.on('clientError', (error, socket) => answerClientError(error, socket, app.log));
-    answerNodeRefusals(local, app.log);
-    ignoreUpgrades(local);
-    local.headersTimeout = config.limits.headersTimeoutMs;
-    local.requestTimeout = config.limits.requestTimeoutMs;
-    local.keepAliveTimeout = config.limits.keepAliveTimeoutMs;
-    // The idle timeout fastify's `connectionTimeout` sets on the TCP server: a connection where nothing moves is closed.
-    local.setTimeout(config.limits.idleTimeoutMs);
-    local.maxHeadersCount = app.server.maxHeadersCount;
     await new Promise<void>((resolve, reject) => {
       local.once('error', reject);
       // The socket's file is made by the bind, inside listen(), with the mode the umask leaves (0777 under umask 000),
@@ -162,9 +164,9 @@ export async function startServer(config: Config): Promise<RunningServer> {
           // An answer ended but still being written would be cut off by the close below (src/http/draining.ts).
           await app.draining.flushed();
           // node's close also closes the connections idle right now.
-          const localClosed = new Promise<void>((resolve) => local.close(() => resolve()));
+          const ownClosed = Promise.all(opened.servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
           await app.close(); // stops accepting on TCP, waits for in-flight requests
-          await localClosed;
+          await ownClosed;
           await finishingInterrupted;
           busyPoll.stop();
           arrivals.stop();
@@ -193,7 +195,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
   } catch (error) {
     // A write of the start (the bootstrap admin's) that failed is explained before the store closes (io-failure.ts).
     const failure = explainIoFailure(join(config.dataDir, DATA_FILE_NAME), error);
-    if (opened.local?.listening) opened.local.close();
+    for (const server of opened.servers) if (server.listening) server.close();
     await opened.app?.close().catch(() => {});
     busyPoll.stop();
     arrivals.stop();

@@ -24,7 +24,8 @@ import { embeddingsRoutes } from '../gateway/wires/embeddings.ts';
 import { modelsRoutes } from '../gateway/wires/models.ts';
 import { MESSAGES_REQUEST_ID, replyError, surfaceOfUrl } from './error-shapes.ts';
 import { createAuthFailureLimiter } from './auth-failures.ts';
-import { answerClientError, answerNodeRefusals } from './client-errors.ts';
+import { CONNECTIONS_CHECKING_INTERVAL_MS, serveApp } from './app-servers.ts';
+import { answerClientError } from './client-errors.ts';
 import { createBodyBudget } from './body-budget.ts';
 import { gatherBody } from './gathered-body.ts';
 import { createDraining } from './draining.ts';
@@ -39,8 +40,6 @@ import { pagesRoutes } from './pages.ts';
 import { requestIdOf } from './request-ids.ts';
 import { NOSNIFF, NOSNIFF_HEADER } from './nosniff.ts';
 import { percentEncodingRefusal } from './percent-encoding.ts';
-import { ignoreUpgrades } from './upgrade.ts';
-import { inTurn } from './pipelined-turns.ts';
 
 /**
  * Response headers browsers may read cross-origin (SPEC 4.2: run id and route are exposed through CORS), with those
@@ -54,13 +53,6 @@ export interface BuildAppOptions {
   /** Told the cause of each generic `500 internal` answer (src/http/surface.ts). */
   onInternalError?: InternalErrorObserver;
 }
-
-/**
- * How often node checks its connections against the header and request timeouts. Its default, 30 s, is when a client
- * trickling a request is cut: up to 30 s past `SVC_HEADERS_TIMEOUT_MS` (15 s) or `SVC_REQUEST_TIMEOUT_MS`. A check
- * walks the open connections, ~1 µs each.
- */
-export const CONNECTIONS_CHECKING_INTERVAL_MS = 1_000;
 
 export async function buildApp(services: Services, options: BuildAppOptions = {}): Promise<FastifyInstance> {
   const { config } = services;
@@ -112,18 +104,11 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
     },
     genReqId: (raw) => requestIdOf(raw.headers),
   });
-  // node keeps a request's first 1000 header lines and drops the rest without a word (`maxHeadersCount`'s default):
-  // a client padding its request with a thousand lines pushed out those a proxy appends after them (X-Forwarded-For,
-  // SPEC 5.4) and its own credential. The header section's size (16 KiB, else 431) is the only bound.
-  app.server.maxHeadersCount = 0;
-  // Pipelined requests one at a time: one behind an answer that closes its connection never runs (src/http/pipelined-turns.ts).
-  app.server.removeListener('request', app.routing);
-  app.server.on('request', inTurn(app.routing));
-  answerNodeRefusals(app.server, app.log);
-  ignoreUpgrades(app.server);
-  installJsonBodyParser(app);
   app.decorate('draining', draining);
-  draining.watch(app.server);
+  // fastify's server serves the app as svc's others do (src/http/app-servers.ts), its plain request listener replaced.
+  app.server.removeListener('request', app.routing);
+  serveApp(app.server, app);
+  installJsonBodyParser(app);
   // A callback hook, not an async one: it runs on every request and needs no promise.
   app.addHook('onRequest', (request, reply, done) => {
     // The headers every answer carries, set before any hook below can answer.

@@ -24,7 +24,8 @@
  * request timeout has passed after draining began, each request still not received whole gets what node's own check
  * would have given it (its server's `clientError`, the 408 `request_timeout` of src/http/client-errors.ts).
  *
- * Every request of both servers (TCP and the local socket) passes the app's hooks, so one `Draining` covers both.
+ * Every request of every server (TCP, the local socket: src/http/app-servers.ts) passes the app's hooks, so one
+ * `Draining` covers them all.
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Socket } from 'node:net';

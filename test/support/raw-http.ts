@@ -12,14 +12,15 @@ export interface RawAnswer {
   body: unknown;
 }
 
-/**
- * Write `bytes` on a new connection and read until the server closes it: everything it answered, as text. `to` is a
- * TCP port on 127.0.0.1, or the path of a local socket (svc's `svc.sock`).
- */
-export function exchangeText(to: number | string, bytes: string | Buffer): Promise<string> {
+/** Where to connect: a TCP port on 127.0.0.1, a port on another address, or the path of a local socket (svc's `svc.sock`). */
+export type RawTarget = number | { host: string; port: number } | string;
+
+/** Write `bytes` on a new connection and read until the server closes it: everything it answered, as text. */
+export function exchangeText(to: RawTarget, bytes: string | Buffer): Promise<string> {
   return new Promise((resolve, reject) => {
     const send = () => socket.write(bytes);
-    const socket = typeof to === 'string' ? connect(to, send) : connect(to, '127.0.0.1', send);
+    const socket =
+      typeof to === 'string' ? connect(to, send) : typeof to === 'number' ? connect(to, '127.0.0.1', send) : connect(to.port, to.host, send);
     let text = '';
     socket.setEncoding('latin1');
     socket.on('data', (chunk: string) => (text += chunk));
@@ -29,7 +30,7 @@ export function exchangeText(to: number | string, bytes: string | Buffer): Promi
 }
 
 /** `exchangeText` for one answer (send `Connection: close` to end it), its body parsed. */
-export async function exchange(to: number | string, bytes: string | Buffer): Promise<RawAnswer> {
+export async function exchange(to: RawTarget, bytes: string | Buffer): Promise<RawAnswer> {
   const text = await exchangeText(to, bytes);
   const [head = '', body = ''] = text.split('\r\n\r\n', 2);
   return { status: Number(head.split(' ')[1]), headers: head, body: body ? JSON.parse(body) : null };
