@@ -10,6 +10,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ZodError } from 'zod';
 import { AppError, ERROR_CATALOGUE, type ErrorCode } from '../core/errors.ts';
 import { messagesErrorType } from '../gateway/messages-error-types.ts';
+import type { UpstreamRejectionDetails } from '../gateway/providers/errors.ts';
 
 export type ErrorSurface = 'management' | 'chat' | 'messages';
 
@@ -140,8 +141,10 @@ export function renderError(surface: ErrorSurface, error: AppError, requestId: s
           code: CHAT_CODES[error.code] ?? error.code,
         },
       };
-    case 'messages':
-      return { type: 'error', error: { type: messagesErrorType(statusOn(surface, error)), message }, request_id: requestId };
+    case 'messages': {
+      const upstream = upstreamDetailsOf(error);
+      return { type: 'error', error: { type: messagesErrorType(statusOn(surface, error)), message, ...(upstream ? { details: upstream } : {}) }, request_id: requestId };
+    }
   }
 }
 
@@ -155,6 +158,14 @@ export function replyError(request: FastifyRequest, reply: FastifyReply, error: 
   if (surface !== 'management') reply.header('cache-control', 'no-store');
   if (surface === 'messages') reply.header(MESSAGES_REQUEST_ID, request.id);
   return reply.status(statusOn(surface, error)).send(renderError(surface, error, request.id));
+}
+
+/**
+ * An upstream's rejection's own `error.details`, relayed as it wrote them (its secrets masked): the messages family's
+ * SDKs type the error by its `error_code` and recover by it (a message thread the upstream lost is replayed whole).
+ */
+function upstreamDetailsOf(error: AppError): UpstreamRejectionDetails['upstream'] {
+  return error.code === 'upstream_rejected' ? (error.details as UpstreamRejectionDetails | undefined)?.upstream : undefined;
 }
 
 /**

@@ -125,21 +125,42 @@ export interface HttpFailure {
 /** Classify a non-2xx upstream answer. */
 export function classifyHttpFailure(failure: HttpFailure): ProviderError {
   const message = redactSecrets(upstreamMessage(failure.body), failure.secrets) || `upstream answered HTTP ${failure.status}`;
-  const param = failure.status >= 400 && failure.status < 500 ? upstreamParam(failure.body) : null;
-  return failureOfStatus(failure, message, undefined, param === null ? undefined : redactSecrets(param, failure.secrets));
+  const said = failure.status >= 400 && failure.status < 500 ? upstreamErrorFields(failure.body, failure.secrets) : {};
+  return failureOfStatus(failure, message, said);
 }
 
+/** What an upstream said of its failure besides its message, relayed to the client. */
+interface UpstreamSaid {
+  upstreamCode?: string;
+  upstreamParam?: string;
+  upstreamDetails?: Readonly<Record<string, unknown>>;
+}
+
+/** The most characters of an upstream's `error.details` relayed: a few fields; a larger one is left out, the message kept. */
+const MAX_DETAILS_CHARS = 4096;
+
 /**
- * The request field an upstream's 4xx names (`{"error": {"param": "temperature"}}`), relayed as the client's `param`:
- * a short line of printable text, else none.
+ * The fields of an upstream 4xx's `error` relayed beside its message, secrets masked: the request field it names
+ * (`{"error": {"param": "temperature"}}`, the client's `param`: a short line of printable text, else none) and its
+ * `details` (`{"error": {"details": {"error_code": "thread_not_found"}}}`: an object, else none).
  */
-function upstreamParam(body: string): string | null {
+function upstreamErrorFields(body: string, secrets: HttpFailure['secrets']): UpstreamSaid {
+  let error: unknown;
   try {
-    const param = (JSON.parse(body) as { error?: { param?: unknown } } | null)?.error?.param;
-    return typeof param === 'string' && param.length > 0 && param.length <= 200 && /^[\x20-\x7e]+$/.test(param) ? param : null;
+    error = (JSON.parse(body) as { error?: unknown } | null)?.error;
   } catch {
-    return null;
+    return {};
   }
+  if (typeof error !== 'object' || error === null) return {};
+  const { param, details } = error as { param?: unknown; details?: unknown };
+  const said: UpstreamSaid = {};
+  if (typeof param === 'string' && param.length > 0 && param.length <= 200 && /^[\x20-\x7e]+$/.test(param)) said.upstreamParam = redactSecrets(param, secrets);
+  if (typeof details === 'object' && details !== null && !Array.isArray(details)) {
+    const text = JSON.stringify(details);
+    // Masking writes `[redacted]` inside the strings the secret stood in, which keeps the JSON valid.
+    if (text.length <= MAX_DETAILS_CHARS) said.upstreamDetails = JSON.parse(redactSecrets(text, secrets)) as Record<string, unknown>;
+  }
+  return said;
 }
 
 /** The 5xx statuses whose `retry-after` is relayed: unavailable (503), and overloaded (the messages family's 529). */
@@ -148,14 +169,9 @@ const SAYS_WHEN_TO_RETRY: ReadonlySet<number> = new Set([503, 529]);
 /** The statuses of an upstream's refusal of svc's own account (`refusedGatewayAccount`). */
 const GATEWAY_ACCOUNT_STATUSES: ReadonlySet<number> = new Set([401, 402, 403]);
 
-function failureOfStatus(failure: Omit<HttpFailure, 'body'>, message: string, upstreamCode?: string, upstreamParam?: string): ProviderError {
+function failureOfStatus(failure: Omit<HttpFailure, 'body'>, message: string, said: UpstreamSaid = {}): ProviderError {
   const { provider, status } = failure;
-  const base = {
-    provider,
-    upstreamStatus: status,
-    ...(upstreamCode !== undefined ? { upstreamCode } : {}),
-    ...(upstreamParam !== undefined ? { upstreamParam } : {}),
-  };
+  const base = { provider, upstreamStatus: status, ...said };
   if (status === 429) {
     const retryAfterSeconds = parseRetryAfter(failure.headers, failure.nowMs);
     return new ProviderError('rate_limited', message, { ...base, ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}) });
@@ -218,7 +234,7 @@ const STATUS_OF_ERROR_CODE: ReadonlyMap<string, number> = new Map([
 export function classifyErrorCodes(failure: { provider: string; wire: Wire; codes: readonly unknown[]; message: string }): ProviderError {
   for (const code of failure.codes) {
     const status = typeof code === 'string' ? STATUS_OF_ERROR_CODE.get(code) : undefined;
-    if (status !== undefined) return failureOfStatus({ provider: failure.provider, wire: failure.wire, status }, failure.message, code as string);
+    if (status !== undefined) return failureOfStatus({ provider: failure.provider, wire: failure.wire, status }, failure.message, { upstreamCode: code as string });
   }
   const said = failure.codes.find((code): code is string => typeof code === 'string' && code !== '');
   return new ProviderError('upstream_error', failure.message, { provider: failure.provider, upstreamStatus: 200, retryable: false, ...(said !== undefined ? { upstreamCode: said } : {}) });
@@ -362,6 +378,23 @@ export function providerErrorStatus(error: ProviderError): ProviderErrorHttp {
   }
 }
 
+/**
+ * What an upstream's rejection said besides its message, as the `details` of its `upstream_rejected` AppError: the
+ * field it names (the chat wires' `param`) and its own `error.details` (`upstream`, the messages wire's `details`).
+ */
+export interface UpstreamRejectionDetails {
+  param?: string;
+  upstream?: Readonly<Record<string, unknown>>;
+}
+
+function upstreamRejectionDetails(error: ProviderError): UpstreamRejectionDetails | undefined {
+  if (error.upstreamParam === undefined && error.upstreamDetails === undefined) return undefined;
+  return {
+    ...(error.upstreamParam !== undefined ? { param: error.upstreamParam } : {}),
+    ...(error.upstreamDetails !== undefined ? { upstream: error.upstreamDetails } : {}),
+  };
+}
+
 /** The same mapping as an AppError, for wires that throw and let their plugin render (embeddings). */
 export function providerErrorToAppError(error: ProviderError): AppError {
   const http = providerErrorStatus(error);
@@ -375,12 +408,7 @@ export function providerErrorToAppError(error: ProviderError): AppError {
       // 5xx unless the answer says `x-should-retry: false` (openai-node's and the Anthropic SDK's `shouldRetry` read it
       // first), and a retry a second later meets the same refused credential: one more failed run each time.
       if (http.status >= 500) return new AppError('upstream_error', { headers: { 'x-should-retry': 'false' }, cause: error });
-      return new AppError('upstream_rejected', {
-        message: http.message,
-        status: http.status,
-        ...(error.upstreamParam !== undefined ? { details: { param: error.upstreamParam } } : {}),
-        cause: error,
-      });
+      return new AppError('upstream_rejected', { message: http.message, status: http.status, details: upstreamRejectionDetails(error), cause: error });
     case 'unsupported':
       return new AppError('unsupported_model', { message: http.message, details: { param: 'model' }, cause: error });
     case 'timeout':

@@ -249,6 +249,11 @@ export class ProviderError extends Error {
   /** The request field an upstream's 4xx names (`error.param`), relayed as the client's `param`. */
   readonly upstreamParam: string | undefined;
   /**
+   * What an upstream's 4xx says of itself in `error.details` (the messages family's `error_code` and its fields, by
+   * which its SDKs type the error and recover: a lost message thread is replayed), relayed on that wire.
+   */
+  readonly upstreamDetails: Readonly<Record<string, unknown>> | undefined;
+  /**
    * The failed answer the upstream sent when it reported usage for it (a response of status `failed`; a chat answer
    * svc could not read, as a completion without choices): billed all the same, so its usage counts for the attempt
    * and the run.
@@ -272,6 +277,7 @@ export class ProviderError extends Error {
       cause?: unknown;
       upstreamCode?: string;
       upstreamParam?: string;
+      upstreamDetails?: Readonly<Record<string, unknown>>;
       afterRequestSent?: boolean;
     },
   ) {
@@ -284,6 +290,7 @@ export class ProviderError extends Error {
     this.retryAfterSeconds = options.retryAfterSeconds;
     this.upstreamCode = options.upstreamCode;
     this.upstreamParam = options.upstreamParam;
+    this.upstreamDetails = options.upstreamDetails;
     this.afterRequestSent = options.afterRequestSent ?? false;
   }
 }
