@@ -156,11 +156,20 @@ function upstreamErrorFields(body: string, secrets: HttpFailure['secrets']): Ups
   const said: UpstreamSaid = {};
   if (typeof param === 'string' && param.length > 0 && param.length <= 200 && /^[\x20-\x7e]+$/.test(param)) said.upstreamParam = redactSecrets(param, secrets);
   if (typeof details === 'object' && details !== null && !Array.isArray(details)) {
-    const text = JSON.stringify(details);
-    // Masking writes `[redacted]` inside the strings the secret stood in, which keeps the JSON valid.
-    if (text.length <= MAX_DETAILS_CHARS) said.upstreamDetails = JSON.parse(redactSecrets(text, secrets)) as Record<string, unknown>;
+    if (JSON.stringify(details).length <= MAX_DETAILS_CHARS) said.upstreamDetails = redactedStrings(details, secrets) as Record<string, unknown>;
   }
   return said;
+}
+
+/**
+ * A parsed JSON value with every string in it, names and values, masked as a message is. Masked in the parsed value,
+ * not its JSON text: there a secret holding a character JSON escapes (`"`, `\`) would be written otherwise and missed.
+ */
+function redactedStrings(value: unknown, secrets: HttpFailure['secrets']): unknown {
+  if (typeof value === 'string') return redactSecrets(value, secrets);
+  if (Array.isArray(value)) return value.map((item) => redactedStrings(item, secrets));
+  if (typeof value !== 'object' || value === null) return value;
+  return Object.fromEntries(Object.entries(value).map(([name, item]) => [redactSecrets(name, secrets), redactedStrings(item, secrets)]));
 }
 
 /** The 5xx statuses whose `retry-after` is relayed: unavailable (503), and overloaded (the messages family's 529). */

@@ -95,3 +95,11 @@ test('providerErrorStatus maps each kind to the status the wires answer', () => 
   assert.equal(providerErrorToAppError(new ProviderError('rejected', 'm', { provider: 'p', upstreamStatus: 404 })).status, 404);
   assert.equal(providerErrorToAppError(new ProviderError('timeout', 'm', { provider: 'p' })).code, 'upstream_timeout');
 });
+
+test("an upstream 4xx's error.details is masked string by string: a secret holding a character JSON escapes is masked there too, in names and nested values", () => {
+  const secret = 'key"with\\quote-0123456789';
+  const body = JSON.stringify({ error: { message: 'nope', details: { error_code: 'x', quoted: `key ${secret}`, nested: [{ [secret]: secret }] } } });
+  const error = classifyHttpFailure({ provider: 'p', wire: 'messages', status: 404, body, secrets: [secret] });
+  assert.deepEqual(error.upstreamDetails, { error_code: 'x', quoted: 'key [redacted]', nested: [{ '[redacted]': '[redacted]' }] });
+  assert.ok(!JSON.stringify(error.upstreamDetails).includes('0123456789'));
+});
