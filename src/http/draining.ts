@@ -170,7 +170,12 @@ export function createDraining(options: { headersTimeoutMs: number; requestTimeo
       tracked[CONNECTION] = socket instanceof Socket ? socket : null;
       inFlight.set(tracked[KEY], tracked);
       response.on('close', settled);
-      if (active && !waitedOn(tracked)) response.setHeader('connection', 'close');
+      if (!active) return;
+      // fastify, once closing, asks every answer to close its connection, in its routing before any hook: one that
+      // requests received before draining began wait behind keeps it (node then keeps it as the request asked), or
+      // they would never run.
+      if (waitedOn(tracked)) response.removeHeader('connection');
+      else response.setHeader('connection', 'close');
     },
     watch(server) {
       server.on('connection', (socket: Socket) => {

@@ -382,6 +382,28 @@ describe('shutdowns that finish: each answer in flight is sent and svc exits 0 a
     for (const answer of [first!, second!]) assert.equal(await runStatus(restarted, answer.headers['x-svc-run-id']!), 'completed');
   });
 
+  test('SIGTERM with three pipelined requests received on one connection answers all three, then closes it', async (t) => {
+    const { upstream, server } = await serveWithUpstream(t);
+    const answers = heldAnswers(upstream);
+    const { socket, hostname, received, closed } = rawConnection(t, server.address);
+    const ask = (content: string) => chatPost(hostname, { model: 'gpt-4o-mini', messages: [{ role: 'user', content }] });
+    socket.write(ask('first') + ask('second') + ask('third'));
+    await until(() => upstream.requests.length === 1, 'the first request to reach the upstream');
+    const sentAt = await terminate(server);
+    answers.open();
+    await closed;
+
+    const answered = parseRawResponses(received());
+    assert.deepEqual(
+      answered.map((answer) => [answer.status, /finished: (\w+)/.exec(answer.body)?.[1]]),
+      [[200, 'first'], [200, 'second'], [200, 'third']],
+      'each request received before the shutdown is answered, in order',
+    );
+    assert.equal(answered[2]!.headers.connection, 'close', 'the last answer says the connection ends');
+    assert.equal(upstream.requests.length, 3);
+    await assertCleanExit(server, sentAt);
+  });
+
   test('a request arriving on a kept-alive connection while svc shuts down gets 503 shutting_down in its surface shape, with x-request-id and CORS headers', async (t) => {
     const { upstream, server } = await serveWithUpstream(t);
     const rest = gate();
