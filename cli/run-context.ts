@@ -7,6 +7,7 @@
  * there is a check of an empty store.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { sendOperatorNotesTo } from '../src/core/operator-note.ts';
 
 export interface CliStreams {
   readonly stdout: NodeJS.WritableStream & { isTTY?: boolean };
@@ -49,6 +50,10 @@ export const currentRun = (): CliRun => runs.getStore() ?? processRun;
 
 /** Runs `fn` as a run of its own on `streams`: its commands write there and read its environment. */
 export function inRun<T>(streams: CliStreams, fn: (run: CliRun) => Promise<T>): Promise<T> {
+  // svc's notes from below the CLI (an exposed data directory's parents, the console mailer's e-mail, a purge cut
+  // short: src/core/operator-note.ts) go to the stderr of the run they are written in, the process's outside any.
+  // Set here, by the first run: bin/svc, which starts none, keeps writing them to process.stderr itself.
+  sendOperatorNotesTo(() => currentRun().stderr);
   const run: CliRun = { ...streams, exitCode: undefined };
   return runs.run(run, () => fn(run));
 }

@@ -4,7 +4,7 @@
  */
 import type { Config } from './config.ts';
 import { systemClock, type Clock } from './core/clock.ts';
-import { noteForOperator } from './core/operator-note.ts';
+import { noteForOperator, writeForOperator } from './core/operator-note.ts';
 import { createAuditRepository } from './audit/repo.ts';
 import { createCacheRepository } from './caches/repo.ts';
 import { createCacheService, createResponseCache, type CacheService } from './caches/service.ts';
@@ -128,7 +128,7 @@ export async function createServices(config: Config, store: Store, overrides: Se
     overrides.mailer ??
     (config.accounts.email
       ? providerMailer({ ...config.accounts.email, from: config.accounts.emailFrom })
-      : consoleMailer((text) => process.stderr.write(text), config.accounts.emailFrom));
+      : consoleMailer(writeForOperator, config.accounts.emailFrom));
   const accounts: AccountsDeps = {
     repo: accountsRepo,
     hasher: overrides.passwordHasher ?? createPasswordHasher(),

@@ -1,10 +1,11 @@
 /**
  * runCli (cli/program.ts), which test/support/in-process-cli.ts runs the commands through: several runs in one process,
- * at once or one after another, each with its own streams, environment, exit code and program, and none leaving the
- * data directory held or the process changed.
+ * at once or one after another, each with its own streams (svc's notes from below the CLI included), environment, exit
+ * code and program, and none leaving the data directory held or the process changed.
  */
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import test from 'node:test';
 import { openStore } from '../../src/store/store.ts';
 import { runSvcInProcess } from '../support/in-process-cli.ts';
@@ -25,6 +26,36 @@ test('runs at once each read their own environment and write their own streams',
   const listed = await Promise.all([first, second].map((dataDir) => runSvcInProcess(['keys', 'list', '--json'], { env: { SVC_DATA_DIR: dataDir } })));
   assert.deepEqual(listed.map((run) => names(run.stdout)), [['key-0'], ['key-1']]);
   assert.equal(process.env.SVC_DATA_DIR, undefined, "the runs' environment is not the process's");
+});
+
+test("svc's notes from below the CLI go to the stderr of the run they belong to, not the process's", async (t) => {
+  // Two runs at once, each on a data directory under a parent other users may write into: each warns of its own
+  // (src/store/data-dir.ts), and the console mailer writes an invitation's e-mail to the run that sent it.
+  const dataDirs = ['first', 'second'].map((name) => {
+    const shared = join(tempDir(t), name);
+    mkdirSync(shared);
+    chmodSync(shared, 0o777);
+    return join(shared, 'data');
+  });
+  let processStderr = '';
+  const write = process.stderr.write;
+  process.stderr.write = ((chunk: string | Uint8Array, ...rest: any[]) => ((processStderr += String(chunk)), write.call(process.stderr, chunk, ...rest))) as typeof write;
+  try {
+    const runs = await Promise.all(
+      dataDirs.map((dataDir, i) => runSvcInProcess(['orgs', 'invite', '--email', `user-${i}@example.com`, '--org', 'default', '--data-dir', dataDir])),
+    );
+    runs.forEach((run, i) => {
+      assert.equal(run.code, 0, run.stderr);
+      const other = dataDirs[1 - i]!;
+      assert.equal(run.stderr.match(/^svc: warning: .*$/gm)?.length, 1, run.stderr);
+      assert.ok(run.stderr.includes(`above the data directory ${dataDirs[i]},`) && !run.stderr.includes(other), run.stderr);
+      assert.match(run.stderr, new RegExp(`^svc: e-mail to user-${i}@example\\.com: `, 'm'));
+      assert.ok(!run.stderr.includes(`user-${1 - i}@example.com`), run.stderr);
+    });
+  } finally {
+    process.stderr.write = write;
+  }
+  assert.equal(processStderr, '', "nothing on the process's stderr");
 });
 
 test("a run's exit code is its own: a broken chain fails that run alone, the process's code stays as it was", async (t) => {

@@ -3,8 +3,8 @@
  * code, each without a node start and a bundle load (~0.25 s of CPU). Its results are runSvc's. What is a process's
  * stays with runSvc (test/support/process.ts): bin/svc and its bundle, signals, a terminal and the prompts, svc serve,
  * the working directory, a data directory another process holds (a lock naming this process reads as its own).
- * svc's own notes from below the CLI (src/core/operator-note.ts: an exposed data directory's parents, a mail not sent)
- * go to this process's stderr, not the run's.
+ * svc's own notes from below the CLI (src/core/operator-note.ts: an exposed data directory's parents, the console
+ * mailer's e-mail, a purge cut short) are the run's stderr, as they are bin/svc's.
  */
 import { Readable, Writable } from 'node:stream';
 import { COMMAND_GROUPS } from '../../cli/command-groups.ts';
