@@ -3,9 +3,9 @@
  * a running `svc serve` over its local socket (and once over --url with the bootstrap token). Passwords travel through
  * stdin (`--password-stdin`); `--temp-password` is used once, to see it works and warns. The hidden prompt and the
  * confirmation are driven in a real terminal (test/support/tmux.ts), skipped when tmux is missing. Most commands run
- * inside the test process (runSvcInProcess: their output and exit code are what they test); each command group, and
- * what is a process's (a real stdin, the invitation e-mail an in-process command writes to the process's stderr, a
- * completed command's exit with a purge under way, the terminal), also runs as bin/svc.
+ * inside the test process (runSvcInProcess: their output and exit code are what they test, svc's notes on stderr
+ * included); each command group, and what is a process's (a real stdin, the server's socket from a process of its own,
+ * the terminal), also runs as bin/svc.
  */
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
@@ -252,11 +252,13 @@ describe('svc users and svc orgs', { concurrency: true }, () => {
     });
 
     test('invitations: the token never reaches the inviter', async () => {
-      // Through bin/svc: in-process, the console transport's e-mail goes to this process's stderr, not the run's.
-      const invited = ok(await runSvc(['orgs', 'invite', '--email', 'dan@example.com', '--role', 'admin', '--org', acme.id, ...args]));
+      const invited = ok(await runSvcInProcess(['orgs', 'invite', '--email', 'dan@example.com', '--role', 'admin', '--org', acme.id, ...args]));
       assert.match(invited.stdout, /^ID\s+EMAIL\s+ROLE\s+STATUS\s+INVITED-BY\s+CREATED\s+EXPIRES$/m);
       assert.match(invited.stdout, /dan@example\.com\s+admin\s+pending\b/);
       assert.match(invited.stderr, /e-mailed to dan@example\.com/);
+      // The accept link is in the e-mail, on svc's stderr (the console transport), and never on stdout.
+      assert.match(invited.stderr, /^svc: e-mail to dan@example\.com: [^]*\/accept-invite\?token=/m);
+      assert.ok(!invited.stdout.includes('accept-invite'), invited.stdout);
       const invites = jsonOf(await runSvcInProcess(['orgs', 'invites', '--org', acme.id, '--status', 'pending', '--json', ...args]));
       assert.equal(invites.invites.length, 1);
       assert.ok(!('token' in invites.invites[0]));
@@ -287,11 +289,10 @@ describe('svc users and svc orgs', { concurrency: true }, () => {
       const defaultOrg = await runSvcInProcess(['orgs', 'delete', '--org', 'default', '--yes', ...args]);
       assert.equal(defaultOrg.code, 1);
       assert.match(defaultOrg.stderr, /^svc: \S+ \S+: HTTP 400 default_org: /m);
-      const deletedOrg = ok(await runSvc(['orgs', 'delete', '--org', acme.id, '--yes', ...args]));
+      const deletedOrg = ok(await runSvcInProcess(['orgs', 'delete', '--org', acme.id, '--yes', ...args]));
       assert.equal(deletedOrg.stdout, `deleted organization Acme (${acme.id})\n`);
       // The command closes the data file with the organization's purge under way: it is stopped there and resumed by
-      // the next start, not cut by the closed file into a failure on stderr (noted on the process's, which a run
-      // in-process does not capture: so this one through bin/svc).
+      // the next start, not cut by the closed file into a failure on stderr.
       assert.equal(deletedOrg.stderr, '');
       assert.ok(!ok(await runSvcInProcess(['orgs', 'list', ...args])).stdout.includes(acme.id));
       // With Acme gone, Ada owns nothing and may be deleted.
