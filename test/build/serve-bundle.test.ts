@@ -12,6 +12,7 @@ import { copyFileSync, mkdirSync, readFileSync, readlinkSync, writeFileSync } fr
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import test from 'node:test';
+import { runSvcInProcess } from '../support/in-process-cli.ts';
 import { ensureBundle, executedSvcEnv, hasTaskset, onCpus, ROOT, runSvc, SVC, tempDir } from '../support/process.ts';
 
 interface Launch {
@@ -115,10 +116,10 @@ test('a code cache is used only with the bundle it was made from', (t) => {
 test('the serve entry answers help and usage errors as the full program does', async () => {
   await ensureBundle();
   for (const args of [['serve'], ['serve', '--help'], ['serve', '--version'], ['serve', '--bogus'], ['serve', '--port', 'x'], ['serve', 'extra']]) {
-    // bin/svc routes `serve` to dist/serve.cjs; dist/svc.cjs is the full program.
+    // bin/svc routes `serve` to dist/serve.cjs; the full program (dist/svc.cjs's source) answers in-process.
     // An unusable SVC_PORT: should a command line get as far as starting, it stops at the configuration.
     const env = { SVC_PORT: 'not a port' };
-    const [viaServeEntry, viaFullProgram] = await Promise.all([runSvc(args, { env }), runSvc(args, { script: join(ROOT, 'dist', 'svc.cjs'), env })]);
+    const [viaServeEntry, viaFullProgram] = await Promise.all([runSvc(args, { env }), runSvcInProcess(args, { env })]);
     assert.deepEqual(viaServeEntry, viaFullProgram, args.join(' '));
   }
 });
