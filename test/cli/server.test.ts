@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import test, { before, describe } from 'node:test';
+import { runSvcInProcess } from '../support/in-process-cli.ts';
 import { ensureBundle, listenOnce, runSvc, startServe, suiteCleanups, tempDir, type Cleanups, type ServeProcess } from '../support/process.ts';
 
 before(ensureBundle);
@@ -32,8 +33,11 @@ async function serveOnFirstFree(t: Cleanups, ports: readonly number[]): Promise<
 // The file's tests (and the socket flow's stages, one after another, as a group) run at once: each is a run of child
 // processes, seconds each on a loaded machine, and the test timeout applies to the whole file under node --test.
 describe('svc serve and the admin CLI beside it', { concurrency: true }, () => {
-  // Each command is a node start and a bundle load talking to the server: on a loaded machine seconds each. So the
-  // flow's stages are tests of their own, on one data directory and one server, each in order after the one before.
+  // The flow's stages are tests of their own, on one data directory and one server, each in order after the one
+  // before. Commands sent to the server run in-process (runSvcInProcess: it finds the server's lock as bin/svc does and
+  // goes through its socket too), but the first, a process of its own talking to the server; bin/svc also starts the
+  // second server, and takes the data directory in-process after the stop, keeping the app and its SQLite out of this
+  // process.
   describe('with a server running, commands go through its local socket', { concurrency: 1 }, () => {
     const cleanups = suiteCleanups();
     const dataDir = tempDir(cleanups);
@@ -55,27 +59,27 @@ describe('svc serve and the admin CLI beside it', { concurrency: true }, () => {
     test('keys list, mode and revoke (refused without --yes)', async () => {
       // Reads that do not depend on each other: at once.
       const [table, listed, refused] = await Promise.all([
-        runSvc(['keys', 'list', ...args]),
-        runSvc(['keys', 'list', '--json', ...args]),
-        runSvc(['keys', 'revoke', key.id, ...args]),
+        runSvcInProcess(['keys', 'list', ...args]),
+        runSvcInProcess(['keys', 'list', '--json', ...args]),
+        runSvcInProcess(['keys', 'revoke', key.id, ...args]),
       ]);
       assert.match(table.stdout, new RegExp(`${key.id}\\s+via-socket\\s+optimize`));
       assert.equal(jsonOf(listed.stdout).keys[0].id, key.id);
       assert.equal(refused.code, 2, 'no terminal and no --yes');
-      assert.equal(jsonOf((await runSvc(['keys', 'mode', key.id, 'observe', '--json', ...args])).stdout).key.mode, 'observe');
-      assert.equal(jsonOf((await runSvc(['keys', 'revoke', key.id, '--yes', '--json', ...args])).stdout).key.status, 'revoked');
+      assert.equal(jsonOf((await runSvcInProcess(['keys', 'mode', key.id, 'observe', '--json', ...args])).stdout).key.mode, 'observe');
+      assert.equal(jsonOf((await runSvcInProcess(['keys', 'revoke', key.id, '--yes', '--json', ...args])).stdout).key.status, 'revoked');
       assert.equal((await fetch(`${server.address}/v1/models`, { headers: { authorization: `Bearer ${token}` } })).status, 401);
     });
 
     test('a secret setting from stdin, shown as [set]', async () => {
-      const secret = await runSvc(['settings', 'set', 'webhook_secret', '--value-stdin', ...args], { input: 's3cret-value' });
+      const secret = await runSvcInProcess(['settings', 'set', 'webhook_secret', '--value-stdin', ...args], { input: 's3cret-value' });
       assert.equal(secret.code, 0, secret.stderr);
-      assert.equal(jsonOf((await runSvc(['settings', 'get', 'webhook_secret', '--json', ...args])).stdout).settings.webhook_secret, '[set]');
+      assert.equal(jsonOf((await runSvcInProcess(['settings', 'get', 'webhook_secret', '--json', ...args])).stdout).settings.webhook_secret, '[set]');
     });
 
     test('the audit log holds each change by the local actor, its chain intact; a second server is refused', async () => {
       // Neither writes: at once.
-      const [audited, second] = await Promise.all([runSvc(['audit', '--json', '--verify', ...args]), runSvc(['serve', '--port', '0', ...args])]);
+      const [audited, second] = await Promise.all([runSvcInProcess(['audit', '--json', '--verify', ...args]), runSvc(['serve', '--port', '0', ...args])]);
       const audit = jsonOf(audited.stdout);
       assert.deepEqual(
         audit.events.slice(0, 4).map((event: { action: string }) => event.action),
