@@ -1,7 +1,8 @@
 /**
  * How e-mail leaves svc (SPEC 5.5). The console transport (default) writes each message, links included, to the
- * service's standard output; the provider transport posts it to `{SVC_EMAIL_API_URL}` with the provider key. Either
- * way a failed delivery is an `EmailDeliveryError`, which the callers that must report it turn into a retryable 503.
+ * service's standard error (src/core/operator-note.ts); the provider transport posts it to `{SVC_EMAIL_API_URL}` with
+ * the provider key. Either way a failed delivery is an `EmailDeliveryError`, which the callers that must report it
+ * turn into a retryable 503.
  */
 import { request } from 'undici';
 import type { RenderedEmail } from './templates.ts';
