@@ -20,6 +20,7 @@ import { ProviderError, type MessagesContentBlock, type MessagesResponse, type M
 import { countMessagesTokens } from './tokens-messages.ts';
 import { MESSAGES_ERROR_TYPES, messagesErrorType } from './messages-error-types.ts';
 import { countTokens } from './tokens.ts';
+import { messagesUpstreamState } from './upstream-state.ts';
 import { messageToEvents } from './wire-replay.ts';
 import { toolUseAsCall, type ValidatedMessages } from './wires/messages-schema.ts';
 
@@ -522,6 +523,7 @@ export function messagesAdapter(validated: ValidatedMessages, headers: { version
     cacheBody: request,
     cacheHeaders: cacheHeaders(headers),
     providerRun: messagesProviderRun(request),
+    upstreamState: messagesUpstreamState(request),
     promptTokens,
 
     async callBuffered(provider, signal) {

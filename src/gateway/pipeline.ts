@@ -86,6 +86,12 @@ export interface WireAdapter<Res, Ev> {
    */
   readonly providerRun?: string | undefined;
   /**
+   * The request field naming state the upstream holds between requests (a message `thread`: upstream-state.ts),
+   * undefined when none: its answer depends on that state, so the request is neither served from nor stored into the
+   * exact cache either.
+   */
+  readonly upstreamState?: string | undefined;
+  /**
    * Input tokens estimated locally, used only when the upstream reports no usage: asked for, so a request whose
    * provider reports usage never pays for tokenising its prompt. A method, not a getter: an adapter is an object
    * literal made per request, and one with getters gets a hidden class of its own (docs/performance-notes.md,
@@ -427,16 +433,18 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
       const rejected: RouteExplanation['rejectedAlternatives'] = [];
       let ghostSavedUsd = 0;
       let cacheEvent: [type: string, payload: Record<string, unknown>];
-      const providerRun = adapter.providerRun;
-      const found = controls.serve && providerRun === undefined ? await cache.get(auth.tenantId, EXACT_CACHE, key) : null;
+      const { providerRun, upstreamState } = adapter;
+      const uncacheable = providerRun !== undefined || upstreamState !== undefined;
+      const found = controls.serve && !uncacheable ? await cache.get(auth.tenantId, EXACT_CACHE, key) : null;
       // Read only when an entry is found: a hit's cost, never a miss's.
       const outlived = found !== null && (adapter.expiresAt?.(found.value as Res) ?? Infinity) <= receivedAt;
       const entry = outlived ? null : found;
-      if (providerRun !== undefined) {
+      if (uncacheable) {
         // Before the controls: no header makes such an answer one to serve or store.
         decision.lookup = 'not_applicable';
-        cacheEvent = ['cache.skipped', { cacheType: EXACT_CACHE, providerRun }];
-        rejected.push({ route: 'exact_cache', reason: `the provider runs ${providerRun} at request time: its answer is not cached` });
+        cacheEvent = ['cache.skipped', providerRun !== undefined ? { cacheType: EXACT_CACHE, providerRun } : { cacheType: EXACT_CACHE, upstreamState }];
+        const reason = providerRun !== undefined ? `the provider runs ${providerRun} at request time` : `the request's ${upstreamState} names state the upstream holds`;
+        rejected.push({ route: 'exact_cache', reason: `${reason}: its answer is not cached` });
       } else if (!controls.serve) {
         decision.lookup = controls.store ? 'bypassed' : 'skipped_no_store';
         decision.control = controls.control!;
@@ -567,7 +575,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
       });
 
       const storeAnswer = (response: Res, costUsd: number, latencyMs: number) => {
-        if (providerRun !== undefined) {
+        if (uncacheable) {
           decision.write = 'not_cacheable';
           return;
         }

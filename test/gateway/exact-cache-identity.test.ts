@@ -261,11 +261,18 @@ test("a stored message's container is served only until its expires_at: after it
 });
 
 /**
- * Each request whose provider runs something at request time, sent twice, goes upstream both times and is recorded as
- * not applicable to the cache; each request without such a thing, sent twice, is served the stored answer the second
- * time.
+ * Each request whose provider runs something at request time (or whose answer depends on state the upstream holds),
+ * sent twice, goes upstream both times and is recorded as not applicable to the cache, with the reason `reasonOf`
+ * gives; each request without such a thing, sent twice, is served the stored answer the second time.
  */
-async function expectProviderRunsUncached(t: TestContext, wire: Wire, base: Record<string, unknown>, uncached: Array<[providerRun: string, extra: Record<string, unknown>]>, cached: Array<[name: string, extra: Record<string, unknown>]>) {
+async function expectProviderRunsUncached(
+  t: TestContext,
+  wire: Wire,
+  base: Record<string, unknown>,
+  uncached: Array<[providerRun: string, extra: Record<string, unknown>]>,
+  cached: Array<[name: string, extra: Record<string, unknown>]>,
+  reasonOf = (providerRun: string) => `runs ${providerRun} at request time`,
+) {
   const { send, app } = await gatewayFor(t, wire);
   for (const [providerRun, extra] of uncached) {
     await send({ ...base, ...extra });
@@ -274,7 +281,7 @@ async function expectProviderRunsUncached(t: TestContext, wire: Wire, base: Reco
     const run = json(await app.inject({ url: `/api/v1/runs/${again.response.headers['x-svc-run-id']}` })).run;
     assert.deepEqual([run.routeExplanation.cache[0].lookup, run.routeExplanation.cache[0].write], ['not_applicable', 'not_cacheable'], providerRun);
     assert.ok(
-      run.routeExplanation.rejectedAlternatives.some((rejected: { route: string; reason: string }) => rejected.route === 'exact_cache' && rejected.reason.includes(`runs ${providerRun} at request time`)),
+      run.routeExplanation.rejectedAlternatives.some((rejected: { route: string; reason: string }) => rejected.route === 'exact_cache' && rejected.reason.includes(reasonOf(providerRun))),
       providerRun,
     );
   }
@@ -329,5 +336,24 @@ test('messages: server tools that reach outside the request (web search, web fet
       ['tool search', { tools: [{ type: 'tool_search_tool_regex_20251119', name: 'tool_search_tool_regex' }, { ...weather, defer_loading: true }] }],
       ['mcp_servers and container null (as unset)', { messages: [{ role: 'user', content: 'what docs?' }], mcp_servers: null, container: null }],
     ],
+  );
+});
+
+test("messages: a message thread (thread: create or continue) and prompt-cache diagnostics, whose answers depend on what the upstream holds, are neither served from nor stored into the exact cache; thread and diagnostics null are", async (t) => {
+  // A hit's message has an id svc made up, which the upstream never held: the thread's next turn (a continue from it)
+  // or a diagnostics comparison with it would find nothing there. A continue is the upstream's thread state itself.
+  const base = { model: 'claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user', content: 'weather in Oslo?' }] };
+  await expectProviderRunsUncached(
+    t,
+    'messages',
+    base,
+    [
+      ['thread', { thread: { type: 'create' } }],
+      ['thread', { messages: [{ role: 'user', content: 'and in Bergen?' }], thread: { type: 'continue', previous_message_id: 'msg_up' } }],
+      ['diagnostics', { diagnostics: { previous_message_id: null } }],
+      ['diagnostics', { messages: [{ role: 'user', content: 'and in Bergen?' }], diagnostics: { previous_message_id: 'msg_up' } }],
+    ],
+    [['thread and diagnostics null (as unset)', { thread: null, diagnostics: null }]],
+    (field) => `the request's ${field} names state the upstream holds`,
   );
 });
