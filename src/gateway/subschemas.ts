@@ -76,14 +76,53 @@ export function* subschemas(schema: Schema, keywords = EVERY_DIALECT, place?: Pl
 
 /**
  * A copy of the schema in which `change` has been made to the schema itself and every one below (through `keywords`,
- * those of every dialect unless given), each before its own are looked for; `change` says whether it changed one.
- * The schema itself if none was.
+ * those of every dialect unless given), each before its own are looked for, and to every schema a local `$ref` among
+ * them points to and those below it; `change` says whether it changed one. The schema itself if none was.
+ *
+ * A `$ref`'s target is compiled wherever it sits, and OpenAPI-derived schemas keep theirs under a keyword no dialect
+ * knows (`#/components/schemas/A`), which the keywords alone never reach: a `nullable` there made ajv refuse the
+ * schema. Each schema is changed once however many ways lead to it (a change need not be one to make twice), and a
+ * `$ref` is followed in the copy as changed so far (one into what a change removed leads nowhere, as in ajv).
  */
 export function changedCopy(schema: Schema, change: (schema: Schema) => boolean, keywords = EVERY_DIALECT): Schema {
   const copy = structuredClone(schema);
-  let changed = change(copy);
-  for (const [, subschema] of subschemas(copy, keywords)) changed = change(subschema) || changed;
+  const changedOnce = new Set<Schema>();
+  const refs: string[] = [];
+  let changed = false;
+  const visit = (subschema: Schema): void => {
+    if (changedOnce.has(subschema)) return;
+    changedOnce.add(subschema);
+    changed = change(subschema) || changed;
+    if (typeof subschema.$ref === 'string') refs.push(subschema.$ref);
+  };
+  const walk = (top: Schema): void => {
+    visit(top);
+    for (const [, subschema] of subschemas(top, keywords)) visit(subschema);
+  };
+  walk(copy);
+  for (let ref = refs.pop(); ref !== undefined; ref = refs.pop()) {
+    const target = localRefTarget(copy, ref);
+    // One changed before had its own walked then: a cycle of `$ref`s, or a target the keywords reached, ends here.
+    if (target && !changedOnce.has(target)) walk(target);
+  }
   return changed ? copy : schema;
+}
+
+/**
+ * The schema a `$ref` of a JSON Pointer into its own document (`#/definitions/a`, `#` for the whole) leads to, as ajv
+ * follows it from the root: percent-escapes decoded a token at a time (`#/definitions/a%20b`). Undefined for any other
+ * `$ref` (another document, an anchor's `#name`), a malformed escape, and a pointer past what the document holds or
+ * to no schema object. A limit: ajv reads a `$ref` below a subschema with an `$id` from that subschema, not the root.
+ */
+export function localRefTarget(root: Schema, ref: string): Schema | undefined {
+  if (ref !== '#' && !ref.startsWith('#/')) return undefined;
+  let value: unknown;
+  try {
+    ({ value } = followPointer(root, ref.slice(1), decodeURIComponent));
+  } catch {
+    return undefined; // URIError: ajv refuses the schema then, and its 400 says so.
+  }
+  return isSchema(value) ? value : undefined;
 }
 
 /**

@@ -393,6 +393,44 @@ test("OpenAPI 3.0's nullable: true beside a type adds null to it, in every diale
   }
 });
 
+test("a $ref into a keyword no dialect knows (OpenAPI's #/components/schemas/A) leads to a target svc reads as any other: a nullable without a type there is ignored (ajv refused the schema, a 400), a draft-07 $ref there has the keywords beside it ignored (its type was checked), a draft-04 bound there keeps draft-04's meaning; through cycles and pointers into places walked already", async (t) => {
+  const components = (schemas: Record<string, unknown>, dialect?: string) => ({
+    ...(dialect && { $schema: dialect }),
+    type: 'object',
+    properties: { a: { $ref: '#/components/schemas/A' } },
+    required: ['a'],
+    components: { schemas },
+  });
+  // A tree of OpenAPI 3.0's shape: a cycle through components, a pointer into what the keywords reach, one percent-escaped.
+  const openapi = components({
+    A: { type: 'object', properties: { kind: { $ref: '#/components/schemas/Kind%20Of' }, child: { $ref: '#/components/schemas/A' }, again: { $ref: '#/properties/a' } } },
+    'Kind Of': { nullable: true, enum: ['leaf', 'branch'] },
+  });
+  const { app } = await build(t);
+  const answers = await Promise.all([
+    app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], response_format: { type: 'json_schema', json_schema: { name: 'n', schema: openapi } } } }),
+    app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], tools: [tool('t', openapi)] } }),
+  ]);
+  for (const answer of answers) assert.equal(answer.statusCode, 200, answer.body);
+  // A pointer that does not decode is ajv's to refuse, with a 400.
+  const malformed = components({ A: { $ref: '#/components/schemas/%E0' } });
+  const refused = await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], tools: [tool('t', malformed)] } });
+  assert.equal(refused.statusCode, 400, refused.body);
+  assert.match(json(refused).error.message, /^tools\[0\]\.function\.parameters is not a valid JSON Schema/);
+
+  const refusal = await toolCallChecks(t);
+  assert.equal(await refusal(openapi, { a: { kind: 'leaf', child: { kind: 'branch' }, again: { kind: 'leaf' } } }), null);
+  assert.match((await refusal(openapi, { a: { child: { kind: null } } })) ?? '', /data\/a\/child\/kind must be equal to one of the allowed values/, 'nullable without a type adds no null');
+  for (const dialect of [undefined, 'http://json-schema.org/draft-07/schema#']) {
+    const typed = components({ A: { $ref: '#/components/schemas/B', type: 'string' }, B: { type: 'integer' } }, dialect);
+    assert.equal(await refusal(typed, { a: 1 }), null, `${dialect}: the type beside the target's $ref is ignored`);
+    assert.match((await refusal(typed, { a: 'x' })) ?? '', /data\/a must be integer/, `${dialect}: the target's $ref holds`);
+  }
+  const draft04 = components({ A: { type: 'integer', minimum: 1, exclusiveMinimum: true } }, 'http://json-schema.org/draft-04/schema#');
+  assert.equal(await refusal(draft04, { a: 2 }), null);
+  assert.match((await refusal(draft04, { a: 1 })) ?? '', /data\/a must be > 1/);
+});
+
 test('a decimal multipleOf takes the decimals it steps by (19.99 for multipleOf 0.01, 0.3 for 0.1, where ajv\'s whole-quotient check refused them) and still refuses what lies between its steps', async (t) => {
   const refusal = await toolCallChecks(t);
   const priced = (multipleOf: number) => ({ type: 'object', properties: { v: { type: 'number', multipleOf } }, required: ['v'] });

@@ -7,7 +7,7 @@
  */
 import { keywordsBesideRefApply, patternRegExp } from '../tool-schemas.ts';
 import { sampleFromPattern } from './pattern-sample.ts';
-import { followPointer, isSchema, type Schema } from '../subschemas.ts';
+import { isSchema, localRefTarget, type Schema } from '../subschemas.ts';
 import { mergeSchemas } from './schema-merge.ts';
 
 /**
@@ -59,15 +59,8 @@ function referenceOf(schema: Schema, doc: Document): Reference | undefined {
  * name, which none has.
  */
 function targetOf(reference: Reference, ref: string, doc: Document, scope: Schema): Schema | undefined {
-  if (reference === '$ref') return resolveRef(doc.root, ref);
+  if (reference === '$ref') return localRefTarget(doc.root, ref);
   return ref.startsWith('#') ? (doc.anchors.get(ref.slice(1)) ?? scope) : undefined;
-}
-
-/** The schema a `$ref` of a JSON Pointer in the schema's own document (`#/definitions/a`) leads to, as ajv follows it. */
-function resolveRef(root: Schema, ref: string): Schema | undefined {
-  if (!ref.startsWith('#')) return undefined;
-  const { value } = followPointer(root, ref.slice(1), decodeURIComponent);
-  return isSchema(value) ? value : undefined;
 }
 
 function sampleString(schema: Schema, name: string): string {
