@@ -2,8 +2,9 @@
  * A value that satisfies a JSON Schema, for the mock provider's tool-call arguments and structured outputs: required
  * properties with type-appropriate values, the first enum value, `const`, `default` and `examples` when given,
  * lengths and bounds respected, local `$ref`s resolved (with the keywords beside them where the schema's dialect
- * applies those), `$dynamicRef`s and `$recursiveRef`s as svc's check resolves them, an `allOf`'s parts merged, a
- * string matching the `pattern` when pattern-sample.ts can write one.
+ * applies those), `$dynamicRef`s and `$recursiveRef`s as svc's check resolves them, an `allOf`'s parts merged,
+ * `nullable: true` beside a `type` as a null it allows, a string matching the `pattern` when pattern-sample.ts can
+ * write one.
  */
 import { keywordsBesideRefApply, patternRegExp } from '../tool-schemas.ts';
 import { sampleFromPattern } from './pattern-sample.ts';
@@ -214,6 +215,14 @@ function dereferenced(schema: Schema, doc: Document): [Schema, Document] | undef
   }
 }
 
+/**
+ * A schema's `type`, with `null` added where OpenAPI 3.0's `nullable: true` stands beside it, as svc's check reads it
+ * (openapi-nullable.ts): a recursive schema of OpenAPI's shape (a list whose `next` is a nullable object) ends in null
+ * past SHALLOW_DEPTH, where it went on to MAX_DEPTH and its null fell where the schema allows none.
+ */
+const typeWithNull = (schema: Schema): unknown =>
+  schema.nullable === true && schema.type !== undefined ? [...[schema.type].flat(), 'null'] : schema.type;
+
 function sample(schema: unknown, doc: Document, name: string, depth: number): unknown {
   if (!isSchema(schema) || depth > MAX_DEPTH) return null;
   enter(schema, doc);
@@ -243,7 +252,7 @@ function sample(schema: unknown, doc: Document, name: string, depth: number): un
     }
     return sample(merged, doc, name, depth + 1);
   }
-  let type = schema.type;
+  let type = typeWithNull(schema);
   if (Array.isArray(type)) type = (depth >= SHALLOW_DEPTH && type.includes('null') ? 'null' : type.find((t) => t !== 'null')) ?? type[0];
   if (type === undefined) type = isSchema(schema.properties) ? 'object' : schema.items !== undefined ? 'array' : 'string';
   switch (type) {

@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import { Ajv } from 'ajv';
 import { createMockProvider, mockBehaviour, mockEmbedding } from '../../../src/gateway/providers/mock.ts';
 import { ProviderError, type ChatChunk, type ChatRequest } from '../../../src/gateway/providers/types.ts';
+import { compileTools } from '../../../src/gateway/tool-schemas.ts';
 import { countChatTokens, countTokens } from '../../../src/gateway/tokens.ts';
 import { validateAgainst } from '../../support/openapi.ts';
 
@@ -85,6 +86,16 @@ test("a $ref is followed as ajv follows it, through a list too (#/definitions/u/
   const args = JSON.parse(answer.choices[0]!.message.tool_calls![0]!.function.arguments);
   const validate = new Ajv({ strict: false }).compile(parameters);
   assert.ok(validate(args), `${JSON.stringify(args)}: ${JSON.stringify(validate.errors)}`);
+});
+
+test("OpenAPI 3.0's nullable: true beside a type is a null the mock may write, as svc's check reads it: a recursive list of OpenAPI's shape ends in null (the mock wrote a list 11 deep and a null where a string belongs, which the check refused)", async () => {
+  const node = { type: 'object', nullable: true, required: ['value', 'next'], properties: { value: { type: 'string' }, next: { $ref: '#/components/schemas/Node' } } };
+  const tool = { type: 'function' as const, function: { name: 'f', parameters: { type: 'object', properties: { list: { $ref: '#/components/schemas/Node' } }, required: ['list'], components: { schemas: { Node: node } } } } };
+  const answer = await mock.chat({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }], tools: [tool] }, ctx());
+  const call = answer.choices[0]!.message.tool_calls![0]!;
+  assert.equal(compileTools([tool]).check(call, 0), null, call.function.arguments);
+  const { list } = JSON.parse(call.function.arguments);
+  assert.equal(list.value, 'sample value', 'a list, not null, before the sampler goes shallow');
 });
 
 test('tool_choice and parallel_tool_calls decide which and how many tools are called', async () => {
