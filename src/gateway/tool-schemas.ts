@@ -97,7 +97,7 @@ class Dialect {
    */
   source(schema: Schema): Schema {
     const source = this.translated(schema);
-    return withNullableTyped(this.keywordsBesideRef ? source : withRefsAlone(source));
+    return withRootId(withNullableTyped(this.keywordsBesideRef ? source : withRefsAlone(source)));
   }
   /** The instance to compile a schema of `nodes` nodes with, a new one past AJV_RECYCLE_NODES. */
   take(nodes: number): Ajv {
@@ -109,6 +109,19 @@ class Dialect {
     return this.instance;
   }
 }
+
+/**
+ * The base URI a schema without a root `$id` is compiled under. ajv resolves a `$ref` of the whole schema (`"#"`, how a
+ * recursive schema names itself: OpenAI's own example of a recursive structured output does) against the schema's
+ * registered root, and with `addUsedSchema: false` (AJV_OPTIONS) a root without an `$id` has none: such a schema was a
+ * 400 "can't resolve reference # from id #". Given this one, every reference resolves as before (relative ones
+ * against it, as against none), and nothing is registered under it (`addUsedSchema: false`; `removeSchema` after each
+ * compilation), so one tenant's schema never reaches another's through it. `.invalid` names no host (RFC 2606).
+ */
+const ROOT_ID = 'https://svc.invalid/schema.json';
+
+/** The schema with a root `$id` (ROOT_ID) when it has none. */
+const withRootId = (schema: Schema): Schema => (schema.$id === undefined ? { $id: ROOT_ID, ...schema } : schema);
 
 /** The schema with `$schema` spelled as ajv knows its dialect's meta-schema, the one spelling ajv takes. */
 const declaring = (metaSchema: string) => (schema: Schema): Schema =>
@@ -278,7 +291,9 @@ function compile(schema: Record<string, unknown>, where: string, budget: SchemaB
   try {
     validate = ajv.compile(source);
   } catch (error) {
-    throw invalid(`${where} is not a valid JSON Schema: ${(error as Error).message}`, { param: where });
+    // ajv names the base it resolved against: the schema's own, not one svc gave it (ROOT_ID).
+    const message = (error as Error).message.replaceAll(ROOT_ID, '#');
+    throw invalid(`${where} is not a valid JSON Schema: ${message}`, { param: where });
   } finally {
     ajv.removeSchema(source);
   }

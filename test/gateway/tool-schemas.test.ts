@@ -431,6 +431,40 @@ test("a $ref into a keyword no dialect knows (OpenAPI's #/components/schemas/A) 
   assert.match((await refusal(draft04, { a: 1 })) ?? '', /data\/a must be > 1/);
 });
 
+test("a schema that names itself whole ($ref: \"#\", as OpenAI's recursive structured-output example does) is taken and checked at every depth, in each dialect; it was a 400 \"can't resolve reference # from id #\" (a root without an $id had no base to resolve it against); an unresolvable reference is still a 400 naming the schema's own base", async (t) => {
+  // OpenAI's example of a recursive schema: a UI component whose children are UI components.
+  const ui = (dialect?: string) => ({
+    ...(dialect && { $schema: dialect }),
+    type: 'object',
+    properties: {
+      type: { type: 'string', enum: ['div', 'button', 'header', 'section', 'field', 'form'] },
+      label: { type: 'string' },
+      children: { type: 'array', items: { $ref: '#' } },
+    },
+    required: ['type', 'label', 'children'],
+    additionalProperties: false,
+  });
+  const { app } = await build(t);
+  const ask = (payload: Record<string, unknown>) => app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], ...payload } });
+  const dialects = [undefined, 'http://json-schema.org/draft-07/schema#', 'http://json-schema.org/draft-04/schema#', 'https://json-schema.org/draft/2020-12/schema'];
+  for (const dialect of dialects) {
+    const formatted = await ask({ response_format: { type: 'json_schema', json_schema: { name: 'ui', schema: ui(dialect), strict: true } } });
+    assert.equal(formatted.statusCode, 200, `${dialect}: ${formatted.body}`);
+    // The mock's answer is sampled from the schema and must pass svc's own check of it.
+    const answer = JSON.parse(json(formatted).choices[0].message.content);
+    assert.equal(typeof answer.label, 'string', dialect);
+    const tooled = await ask({ tools: [tool('t', ui(dialect))] });
+    assert.equal(tooled.statusCode, 200, `${dialect}: ${tooled.body}`);
+  }
+  const refusal = await toolCallChecks(t);
+  const leaf = (label: string) => ({ type: 'field', label, children: [] });
+  assert.equal(await refusal(ui(), { type: 'form', label: 'f', children: [{ type: 'section', label: 's', children: [leaf('a'), leaf('b')] }] }), null);
+  assert.match((await refusal(ui(), { type: 'form', label: 'f', children: [{ type: 'section', label: 's', children: [{ type: 'field', label: 3, children: [] }] }] })) ?? '', /data\/children\/0\/children\/0\/label must be string/, 'checked two levels down');
+  const missing = await ask({ tools: [tool('t', { type: 'object', properties: { a: { $ref: '#/definitions/missing' } } })] });
+  assert.equal(missing.statusCode, 400, missing.body);
+  assert.equal(json(missing).error.message, 'tools[0].function.parameters is not a valid JSON Schema: can\'t resolve reference #/definitions/missing from id #');
+});
+
 test('a decimal multipleOf takes the decimals it steps by (19.99 for multipleOf 0.01, 0.3 for 0.1, where ajv\'s whole-quotient check refused them) and still refuses what lies between its steps', async (t) => {
   const refusal = await toolCallChecks(t);
   const priced = (multipleOf: number) => ({ type: 'object', properties: { v: { type: 'number', multipleOf } }, required: ['v'] });
