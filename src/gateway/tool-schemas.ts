@@ -277,6 +277,16 @@ function notOfDialect(schema: Schema, dialect: Dialect, where: string, errors: E
   return invalid(`${where} is not a valid JSON Schema of its dialect, ${dialect.name}: ${[...new Set(faults)].join(', ')}.`, { param: where });
 }
 
+/**
+ * Forgets every reference ajv registered since `before` was taken. `removeSchema` forgets a schema's root `$id` only,
+ * and ajv registers each anchor (`$anchor`, an `$id` of `#name`) under its base, ROOT_ID for every schema without an
+ * `$id`: one tenant's `#node` stayed registered, and another's `$ref: "#node"` (with no such anchor, a 400 before)
+ * resolved through it to a pointer into its own schema. Only at compile time (validators are kept by schema text).
+ */
+function forgetRefsSince(ajv: Ajv, before: ReadonlySet<string>): void {
+  for (const ref of Object.keys(ajv.refs)) if (!before.has(ref)) delete ajv.refs[ref];
+}
+
 function compile(schema: Record<string, unknown>, where: string, budget: SchemaBudget): ValidateFunction {
   const nodes = budget.spend(schema, where);
   const text = canonicalJson(schema);
@@ -287,6 +297,7 @@ function compile(schema: Record<string, unknown>, where: string, budget: SchemaB
   const ajv = dialect.take(nodes);
   if (!ajv.validateSchema(dialect.declared(schema))) throw notOfDialect(schema, dialect, where, ajv.errors ?? []);
   const source = dialect.source(schema);
+  const refsBefore = new Set(Object.keys(ajv.refs));
   let validate: ValidateFunction;
   try {
     validate = ajv.compile(source);
@@ -296,6 +307,7 @@ function compile(schema: Record<string, unknown>, where: string, budget: SchemaB
     throw invalid(`${where} is not a valid JSON Schema: ${message}`, { param: where });
   } finally {
     ajv.removeSchema(source);
+    forgetRefsSince(ajv, refsBefore);
   }
   for (const [oldest, entry] of compiled) {
     if (compiledNodes + nodes <= MAX_COMPILED_NODES) break;

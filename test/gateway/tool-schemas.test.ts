@@ -33,6 +33,17 @@ test("a schema's $id is not registered: another schema can neither $ref it nor i
   assert.notEqual(local.check({ id: '1', type: 'function', function: { name: 'd', arguments: '{"x": "y"}' } }, 0), null);
 });
 
+test("a schema's anchors are not registered either: another schema's $ref to an anchor of the same name that it does not declare is a 400, not resolved through the first one's (ajv kept every anchor under the base of schemas without an $id)", async (t) => {
+  const { app } = await build(t);
+  const ask = (parameters: Record<string, unknown>) =>
+    app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], tools: [tool('t', parameters)] } });
+  const anchored = await ask({ type: 'object', properties: { n: { $ref: '#node' } }, definitions: { node: { $id: '#node', type: 'integer' } } });
+  assert.equal(anchored.statusCode, 200, anchored.body);
+  const unanchored = await ask({ type: 'object', properties: { n: { $ref: '#node' } }, definitions: { node: { type: 'string' } } });
+  assert.equal(unanchored.statusCode, 400, unanchored.body);
+  assert.equal(json(unanchored).error.message, "tools[0].function.parameters is not a valid JSON Schema: can't resolve reference #node from id #");
+});
+
 test('a schema of more than 2,000 nodes, or schemas of more than 16,000 together, are refused before they are compiled', () => {
   const properties = Math.floor((MAX_SCHEMA_NODES - 3) / 2);
   assert.doesNotThrow(() => compileTools([tool('fits', wide(properties))]));
