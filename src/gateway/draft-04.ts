@@ -21,6 +21,7 @@ const DRAFT_06 = 'http://json-schema.org/draft-06/schema#';
 const DRAFT_04_KEYWORDS: SchemaKeywords = {
   schemas: ['items', 'additionalItems', 'additionalProperties', 'not', 'allOf', 'anyOf', 'oneOf'],
   maps: ['properties', 'patternProperties', 'definitions', 'dependencies'],
+  id: 'id',
 };
 /** What draft-06 and draft-07 read that draft-04 does not know ($id aside, which is translated). */
 const ADDED_AFTER_DRAFT_04 = ['const', 'contains', 'propertyNames', 'examples', 'if', 'then', 'else'];

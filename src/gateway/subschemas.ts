@@ -14,6 +14,8 @@ export type Schema = Record<string, unknown>;
 export interface SchemaKeywords {
   readonly schemas: readonly string[];
   readonly maps: readonly string[];
+  /** The keyword of a schema's base URI, and of its name where that is `#name` (`id` in draft-04), `$id` if not given. */
+  readonly id?: '$id' | 'id';
 }
 
 /** The keywords of every dialect svc reads (`items` a list of schemas before 2020-12). */
@@ -77,7 +79,7 @@ export function* subschemas(schema: Schema, keywords = EVERY_DIALECT, place?: Pl
 /**
  * A copy of the schema in which `change` has been made to the schema itself and every one below (through `keywords`,
  * those of every dialect unless given), each before its own are looked for, and to every schema a local `$ref` among
- * them points to and those below it; `change` says whether it changed one. The schema itself if none was.
+ * them points to or names by its anchor (localAnchors) and those below it; `change` says whether it changed one. The schema itself if none was.
  *
  * A `$ref`'s target is compiled wherever it sits, and OpenAPI-derived schemas keep theirs under a keyword no dialect
  * knows (`#/components/schemas/A`), which the keywords alone never reach: a `nullable` there made ajv refuse the
@@ -86,6 +88,8 @@ export function* subschemas(schema: Schema, keywords = EVERY_DIALECT, place?: Pl
  */
 export function changedCopy(schema: Schema, change: (schema: Schema) => boolean, keywords = EVERY_DIALECT): Schema {
   const copy = structuredClone(schema);
+  // Found before any change, as a change may rename the keyword that names a schema (draft-04's `id` becomes `$id`).
+  const anchors = localAnchors(copy, keywords.id);
   const changedOnce = new Set<Schema>();
   const refs: string[] = [];
   let changed = false;
@@ -101,20 +105,65 @@ export function changedCopy(schema: Schema, change: (schema: Schema) => boolean,
   };
   walk(copy);
   for (let ref = refs.pop(); ref !== undefined; ref = refs.pop()) {
-    const target = localRefTarget(copy, ref);
+    const target = localRefTarget(copy, ref, anchors);
     // One changed before had its own walked then: a cycle of `$ref`s, or a target the keywords reached, ends here.
     if (target && !changedOnce.has(target)) walk(target);
   }
   return changed ? copy : schema;
 }
 
+/** A `$ref` of an anchor's name (`#node`), as ajv reads one (its ANCHOR pattern, the `#` aside). */
+const ANCHOR_REF = /^#[a-z_][-a-z0-9._]*$/i;
+
 /**
- * The schema a `$ref` of a JSON Pointer into its own document (`#/definitions/a`, `#` for the whole) leads to, as ajv
- * follows it from the root: percent-escapes decoded a token at a time (`#/definitions/a%20b`). Undefined for any other
- * `$ref` (another document, an anchor's `#name`), a malformed escape, and a pointer past what the document holds or
- * to no schema object. A limit: ajv reads a `$ref` below a subschema with an `$id` from that subschema, not the root.
+ * What ajv skips when it looks for anchors: keywords whose value is no schema, though it may be an object (a
+ * `default`, a `const`). The keywords whose lists it looks into are LISTS_OF_SCHEMAS (json-schema-traverse's).
  */
-export function localRefTarget(root: Schema, ref: string): Schema | undefined {
+const NO_SCHEMA_INSIDE = new Set([
+  'default', 'enum', 'const', 'required', 'maximum', 'minimum', 'exclusiveMaximum', 'exclusiveMinimum', 'multipleOf',
+  'maxLength', 'minLength', 'pattern', 'format', 'maxItems', 'minItems', 'uniqueItems', 'maxProperties', 'minProperties',
+]);
+const LISTS_OF_SCHEMAS = new Set(['items', 'allOf', 'anyOf', 'oneOf']);
+
+/**
+ * The schemas of `root`'s document that a `$ref` of `#name` names, by name, where ajv (svc's check) finds them: an
+ * `$anchor` of the name (2019-09 and later) or an `$id` of `#name` (draft-06 and draft-07; `id` in draft-04, given as
+ * `idKeyword`), which ajv reads in every dialect, found under every key but those holding no schema (NO_SCHEMA_INSIDE),
+ * under a keyword no dialect knows too (OpenAPI's `components`). The first of a name is kept (ajv refuses a schema
+ * naming two schemas alike). A limit, as for pointers: the names are those of the root's own base; a subschema with
+ * an `$id` of its own (not `#name`) starts another, whose names a `$ref` below it reads, and none is looked for there.
+ */
+export function localAnchors(root: Schema, idKeyword: '$id' | 'id' = '$id'): Map<string, Schema> {
+  const anchors = new Map<string, Schema>();
+  const name = (anchor: unknown, schema: Schema): void => {
+    if (typeof anchor === 'string' && !anchors.has(anchor)) anchors.set(anchor, schema);
+  };
+  const pending: unknown[] = [root];
+  for (let value = pending.pop(); value !== undefined; value = pending.pop()) {
+    if (!isSchema(value)) continue;
+    const id = value[idKeyword];
+    if (value !== root && typeof id === 'string' && !id.startsWith('#')) continue;
+    if (typeof id === 'string' && ANCHOR_REF.test(id)) name(id.slice(1), value);
+    name(value.$anchor, value);
+    for (const [key, child] of Object.entries(value)) {
+      if (NO_SCHEMA_INSIDE.has(key)) continue;
+      if (Array.isArray(child)) {
+        if (LISTS_OF_SCHEMAS.has(key)) pending.push(...child);
+      } else pending.push(child);
+    }
+  }
+  return anchors;
+}
+
+/**
+ * The schema a local `$ref` leads to, as ajv follows it from the root: a JSON Pointer into its own document
+ * (`#/definitions/a`, `#` for the whole), percent-escapes decoded a token at a time (`#/definitions/a%20b`), or an
+ * anchor's name (`#node`), looked up in `anchors` (localAnchors of the root). Undefined for any other `$ref` (another
+ * document), a malformed escape, a pointer past what the document holds or to no schema object, and a name none has.
+ * A limit: ajv reads a `$ref` below a subschema with an `$id` from that subschema, not the root.
+ */
+export function localRefTarget(root: Schema, ref: string, anchors?: ReadonlyMap<string, Schema>): Schema | undefined {
+  if (ANCHOR_REF.test(ref)) return anchors?.get(ref.slice(1));
   if (ref !== '#' && !ref.startsWith('#/')) return undefined;
   let value: unknown;
   try {

@@ -182,6 +182,12 @@ const dialectNamed = (declared: unknown): Dialect | undefined =>
  */
 export const keywordsBesideRefApply = (schema: Schema): boolean => (dialectNamed(schema.$schema) ?? draft07).keywordsBesideRef;
 
+/**
+ * The keyword with which a schema names a subschema for a `$ref` of `#name` (beside `$anchor`) in the dialect it
+ * declares, as svc's check reads it: `id` in draft-04 (draft-04.ts translates it), `$id` in every other.
+ */
+export const anchorIdKeyword = (schema: Schema): '$id' | 'id' => (dialectNamed(schema.$schema)?.name === 'draft-04' ? 'id' : '$id');
+
 /** The dialect a schema declares in `$schema`, draft-07 if none; a 400 naming `$schema` for anything else. */
 function dialectOf(schema: Schema, where: string): Dialect {
   if (schema.$schema === undefined) return draft07;

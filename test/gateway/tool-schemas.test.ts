@@ -476,6 +476,46 @@ test("a schema that names itself whole ($ref: \"#\", as OpenAI's recursive struc
   assert.equal(json(missing).error.message, 'tools[0].function.parameters is not a valid JSON Schema: can\'t resolve reference #/definitions/missing from id #');
 });
 
+test("a $ref of an anchor's name (#node: an $id of \"#node\" in draft-06/07, id in draft-04, $anchor in 2019-09/2020-12, under definitions or a keyword no dialect knows) leads the mock's sampler and svc's edits of the schema to the schema so named, as it leads svc's check: the sampler wrote null there, and a nullable, a draft-07 $ref's neighbours and draft-04's bounds there were read as if no edit applied", async (t) => {
+  const node = { type: 'object', properties: { v: { type: 'integer' }, kids: { type: 'array', items: { $ref: '#node' } } }, required: ['v', 'kids'] };
+  const named = (dialect: string | undefined, under: string, anchor: Record<string, unknown>) => ({
+    ...(dialect && { $schema: dialect }),
+    type: 'object',
+    properties: { n: { $ref: '#node' } },
+    required: ['n'],
+    [under]: { node: { ...anchor, ...node } },
+  });
+  const shapes = [
+    named(undefined, 'definitions', { $id: '#node' }),
+    named('http://json-schema.org/draft-06/schema#', 'components', { $id: '#node' }),
+    named('http://json-schema.org/draft-04/schema#', 'definitions', { id: '#node' }),
+    named('https://json-schema.org/draft/2019-09/schema', 'components', { $anchor: 'node' }),
+    named('https://json-schema.org/draft/2020-12/schema', '$defs', { $anchor: 'node' }),
+  ];
+  const { app } = await build(t);
+  for (const schema of shapes) {
+    const formatted = await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], response_format: { type: 'json_schema', json_schema: { name: 'n', schema } } } });
+    assert.equal(formatted.statusCode, 200, `${JSON.stringify(schema)}: ${formatted.body}`);
+    // The mock's answer is sampled from the schema and passed svc's own check of it.
+    assert.equal(typeof JSON.parse(json(formatted).choices[0].message.content).n.v, 'number', JSON.stringify(schema));
+  }
+  const refusal = await toolCallChecks(t);
+  for (const schema of shapes) {
+    assert.equal(await refusal(schema, { n: { v: 1, kids: [{ v: 2, kids: [] }] } }), null, JSON.stringify(schema));
+    assert.match((await refusal(schema, { n: { v: 1, kids: [{ v: 'x', kids: [] }] } })) ?? '', /data\/n\/kids\/0\/v must be integer/, JSON.stringify(schema));
+  }
+  // Reached only by the anchor: svc's edits of what it compiles reach it too.
+  const only = (target: Record<string, unknown>, dialect?: string) => ({ ...(dialect && { $schema: dialect }), type: 'object', properties: { a: { $ref: '#only' } }, required: ['a'], components: { only: target } });
+  const nullable = only({ $id: '#only', nullable: true, enum: ['x'] });
+  assert.equal(await refusal(nullable, { a: 'x' }), null, 'a nullable without a type is ignored there');
+  const besideRef = only({ $id: '#only', type: 'object', properties: { b: { $ref: '#/definitions/count', type: 'string' } } });
+  (besideRef as Record<string, unknown>).definitions = { count: { type: 'integer' } };
+  assert.equal(await refusal(besideRef, { a: { b: 1 } }), null, 'the type beside a draft-07 $ref is ignored there');
+  const draft04 = only({ id: '#only', type: 'integer', minimum: 1, exclusiveMinimum: true }, 'http://json-schema.org/draft-04/schema#');
+  assert.equal(await refusal(draft04, { a: 2 }), null);
+  assert.match((await refusal(draft04, { a: 1 })) ?? '', /data\/a must be > 1/, "draft-04's exclusiveMinimum: true holds there");
+});
+
 test('a decimal multipleOf takes the decimals it steps by (19.99 for multipleOf 0.01, 0.3 for 0.1, where ajv\'s whole-quotient check refused them) and still refuses what lies between its steps', async (t) => {
   const refusal = await toolCallChecks(t);
   const priced = (multipleOf: number) => ({ type: 'object', properties: { v: { type: 'number', multipleOf } }, required: ['v'] });

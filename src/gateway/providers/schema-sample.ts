@@ -1,14 +1,14 @@
 /**
  * A value that satisfies a JSON Schema, for the mock provider's tool-call arguments and structured outputs: required
  * properties with type-appropriate values, the first enum value, `const`, `default` and `examples` when given,
- * lengths and bounds respected, local `$ref`s resolved (with the keywords beside them where the schema's dialect
+ * lengths and bounds respected, local `$ref`s resolved, pointers and anchors' names alike (with the keywords beside them where the schema's dialect
  * applies those), `$dynamicRef`s and `$recursiveRef`s as svc's check resolves them, an `allOf`'s parts merged,
  * `nullable: true` beside a `type` as a null it allows, a string matching the `pattern` when pattern-sample.ts can
  * write one.
  */
-import { keywordsBesideRefApply, patternRegExp } from '../tool-schemas.ts';
+import { anchorIdKeyword, keywordsBesideRefApply, patternRegExp } from '../tool-schemas.ts';
 import { sampleFromPattern } from './pattern-sample.ts';
-import { isSchema, localRefTarget, type Schema } from '../subschemas.ts';
+import { isSchema, localAnchors, localRefTarget, type Schema } from '../subschemas.ts';
 import { mergeSchemas } from './schema-merge.ts';
 
 /**
@@ -22,6 +22,8 @@ const MAX_DEPTH = 32;
 /** The schema being sampled, how its dialect reads references, and where the sampling is in it. */
 interface Document {
   root: Schema;
+  /** The schemas a `$ref` of `#name` names (localAnchors): a `$ref: "#node"` was sampled as null. */
+  localAnchors: ReadonlyMap<string, Schema>;
   /**
    * 2019-09 and later: the keywords beside a `$ref` apply with its target, and `$dynamicRef` and `$recursiveRef` are
    * references too; draft-07 and earlier: the keywords beside a `$ref` are ignored, and those two are unknown.
@@ -60,7 +62,7 @@ function referenceOf(schema: Schema, doc: Document): Reference | undefined {
  * name, which none has.
  */
 function targetOf(reference: Reference, ref: string, doc: Document, scope: Schema): Schema | undefined {
-  if (reference === '$ref') return localRefTarget(doc.root, ref);
+  if (reference === '$ref') return localRefTarget(doc.root, ref, doc.localAnchors);
   return ref.startsWith('#') ? (doc.anchors.get(ref.slice(1)) ?? scope) : undefined;
 }
 
@@ -295,5 +297,6 @@ function sample(schema: unknown, doc: Document, name: string, depth: number): un
  */
 export function sampleFromSchema(schema: unknown): unknown {
   const root = isSchema(schema) ? schema : {};
-  return sample(schema ?? {}, { root, keywordsBesideRef: keywordsBesideRefApply(root), anchors: new Map(), scope: root }, '', 0);
+  const doc = { root, localAnchors: localAnchors(root, anchorIdKeyword(root)), keywordsBesideRef: keywordsBesideRefApply(root), anchors: new Map(), scope: root };
+  return sample(schema ?? {}, doc, '', 0);
 }
