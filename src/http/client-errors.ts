@@ -105,30 +105,56 @@ type HttpSocket = Duplex & {
   parser?: { incoming?: IncomingMessage | null } | null;
 };
 
+/** On a connection whose bytes failed to parse behind requests still being answered: its refusal waits for them. */
+const REFUSING = Symbol('refusal waiting for the answers due');
+
 /**
  * node's `clientError` handler for svc's servers (fastify's `clientErrorHandler`, and the local socket's): the error
  * answered in the shape of the surface of the request it cut, then the connection closed. Answered only when that
  * answer can be the cut request's own; else the connection is only closed:
  * - a request whose body was still arriving (the request timeout, a broken chunk) has been handed to the app: its
  *   target is the one to shape by, and when its answer is already out (an early 401 or 413) a second one would answer
- *   nothing the client asked;
- * - an answer already started (a stream) would get ours inside its body, and one due to a request pipelined ahead
- *   would be taken for that request's.
+ *   nothing the client asked; while it is still due, ours would be taken for its.
+ * Bytes that fail to parse after whole requests whose answers are still due (in flight, a stream, or pipelined ones
+ * waiting their turn) are the next request: its refusal waits for those answers, which node would otherwise cut off
+ * with the connection (node's own `clientError` default does: the requests ran, their answers were lost).
  */
 export function answerClientError(error: ClientError, socket: Duplex, log: RefusalLog): void {
   // A reset connection has nobody to answer (node's own rule).
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
-  const { _httpMessage: answering, parser } = socket as HttpSocket;
+  const connection = socket as HttpSocket & { [REFUSING]?: true };
+  // node's parser, once failed, fails again on each read after: the refusal already waits.
+  if (connection[REFUSING]) return;
+  const { _httpMessage: answering, parser } = connection;
   const cut = parser?.incoming?.complete === false ? parser.incoming : null;
-  const own = answering ? !answering.headersSent && answering.req === cut : cut === null;
-  if (socket.writable && own) {
-    const requestId = cut === null ? newRequestId() : requestIdOf(cut.headers);
-    const overlong = cut === null ? overlongTargetOf(error) : null;
-    const appError = overlong !== null ? new AppError('uri_too_long', { message: URI_TOO_LONG }) : clientAppError(error.code);
-    socket.write(rawErrorResponse(appError, overlong ?? (cut === null ? requestTargetOf(error.rawPacket) : (cut.url ?? null)), requestId));
-    logRefusal(log, requestId, appError, error.code);
+  if (cut === null && answering) {
+    connection[REFUSING] = true;
+    // The answers before it end the connection themselves when one closes it (`Connection: close`).
+    return whenNoAnswerDue(connection, () => {
+      if (socket.writable) socket.end(refusal(error, null, log), () => socket.destroy());
+    });
   }
+  const own = answering ? !answering.headersSent && answering.req === cut : cut === null;
+  if (socket.writable && own) socket.write(refusal(error, cut, log));
   socket.destroy(error);
+}
+
+/** Runs `then` once every answer due on `socket` is complete or the connection gone. */
+function whenNoAnswerDue(socket: HttpSocket, then: () => void): void {
+  const answer = socket._httpMessage;
+  if (!answer) return then();
+  // node's own `finish` listener, added when the response was made, runs first: it hands the connection to the next
+  // answer due, if any.
+  answer.once('finish', () => whenNoAnswerDue(socket, then));
+}
+
+/** The raw answer to a parser's error, logged: shaped by the request it cut, or by the request line it failed on. */
+function refusal(error: ClientError, cut: IncomingMessage | null, log: RefusalLog): string {
+  const requestId = cut === null ? newRequestId() : requestIdOf(cut.headers);
+  const overlong = cut === null ? overlongTargetOf(error) : null;
+  const appError = overlong !== null ? new AppError('uri_too_long', { message: URI_TOO_LONG }) : clientAppError(error.code);
+  logRefusal(log, requestId, appError, error.code);
+  return rawErrorResponse(appError, overlong ?? (cut === null ? requestTargetOf(error.rawPacket) : (cut.url ?? null)), requestId);
 }
 
 /**

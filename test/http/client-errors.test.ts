@@ -10,8 +10,8 @@ import { loadConfig } from '../../src/config.ts';
 import { SOCKET_FILE, startServer } from '../../src/server.ts';
 import { build, logSink } from '../support/build.ts';
 import { tempDir } from '../support/process.ts';
-import { exchange, type RawAnswer } from '../support/raw-http.ts';
-import { contentChunk, startFakeUpstream, startSse } from '../support/fake-upstream.ts';
+import { exchange, exchangeText, type RawAnswer } from '../support/raw-http.ts';
+import { completion, contentChunk, sendJson, startFakeUpstream, startSse } from '../support/fake-upstream.ts';
 import { requestTargetOf } from '../../src/http/client-errors.ts';
 
 /**
@@ -94,25 +94,38 @@ test('bytes that are not HTTP are a 400 in the management shape, and the server 
   assert.equal(health.status, 200);
 });
 
-test('bytes that are not HTTP behind a stream under way cut the connection without writing an answer into that stream', async (t) => {
+/**
+ * A gateway on a real port whose upstream holds each answer until svc's server has met bytes that are not HTTP (its
+ * `clientError`), so those bytes are parsed while the answer before them is still due.
+ */
+async function heldUntilClientError(t: import('node:test').TestContext, answer: (res: import('node:http').ServerResponse) => Promise<void> | void) {
   let release!: () => void;
   const held = new Promise<void>((resolve) => (release = resolve));
   const upstream = await startFakeUpstream(t, async (_request, res) => {
-    startSse(res);
-    res.write(`data: ${JSON.stringify(contentChunk('first'))}\n\n`);
+    await answer(res);
     await held;
-    res.end('data: [DONE]\n\n');
+    if (res.headersSent) res.end('data: [DONE]\n\n');
+    else sendJson(res, 200, completion('answered'));
   });
   t.after(() => release());
   const { app } = await build(t, { env: { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl } });
   await app.listen({ port: 0, host: '127.0.0.1' });
-  const port = (app.server.address() as { port: number }).port;
-  const body = JSON.stringify({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'hi' }] });
+  app.server.on('clientError', () => release());
+  return { port: (app.server.address() as { port: number }).port, upstream };
+}
 
+const chatRequest = (stream: boolean) => {
+  const body = JSON.stringify({ model: 'gpt-4o-mini', stream, messages: [{ role: 'user', content: 'hi' }] });
+  return `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+};
+
+test('bytes that are not HTTP behind a stream under way are answered 400 once the stream is complete, not inside it', async (t) => {
+  const { port } = await heldUntilClientError(t, (res) => {
+    startSse(res);
+    res.write(`data: ${JSON.stringify(contentChunk('first'))}\n\n`);
+  });
   const received = await new Promise<string>((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1', () =>
-      socket.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`),
-    );
+    const socket = connect(port, '127.0.0.1', () => socket.write(chatRequest(true)));
     let text = '';
     let sent = false;
     socket.setEncoding('latin1');
@@ -127,13 +140,20 @@ test('bytes that are not HTTP behind a stream under way cut the connection witho
     socket.on('error', reject);
     socket.on('close', () => resolve(text));
   });
-  assert.match(received, /^HTTP\/1\.1 200 /);
-  assert.ok(received.includes('"first"'));
-  // Only the stream's own bytes came: no status line of a second answer inside its chunked body.
-  assert.equal(received.match(/HTTP\/1\.1 /g)?.length, 1, received);
-  assert.ok(!received.includes('not valid HTTP'));
+  const [stream, refusal] = received.split(/(?=HTTP\/1\.1 )/);
+  // The stream whole (its last event and the chunked body's end), then the 400, after it.
+  assert.match(stream!, /^HTTP\/1\.1 200 [\s\S]*data: \[DONE\]\n\n\r\n0\r\n\r\n$/);
+  assert.match(refusal ?? '', /^HTTP\/1\.1 400 [\s\S]*not valid HTTP/);
   const health = await fetch(`http://127.0.0.1:${port}/health`);
   assert.equal(health.status, 200);
+});
+
+test('a request in flight keeps its answer when bytes that are not HTTP follow it: the 400 comes after it', async (t) => {
+  const { port, upstream } = await heldUntilClientError(t, () => {});
+  const answer = await exchangeText(port, chatRequest(false) + 'HELLO THERE\r\n\r\n');
+  assert.deepEqual(answer.match(/HTTP\/1\.1 \d{3}(?= )/g), ['HTTP/1.1 200', 'HTTP/1.1 400'], answer);
+  assert.ok(answer.includes('"answered"'), answer);
+  assert.equal(upstream.requests.length, 1);
 });
 
 test('the requests node would answer itself (no Host, an Expect it does not meet, CONNECT) get an error in the surface shape', async (t) => {
