@@ -6,14 +6,14 @@
  * true}` (OpenAPI generators' nullable reference), an `enum` or a 2019-09 `$ref` beside it without `type`, a
  * `nullable: false` beside `type: "null"`, a `nullable` not boolean. So ajv compiles a copy without those.
  */
-import { changedCopy, type Schema } from './subschemas.ts';
+import type { Schema } from './subschemas.ts';
 
-/** Removes a `nullable` that is not `true` beside a `type`; whether there was one. */
-function withoutStrayNullable(schema: Schema): boolean {
+/**
+ * Removes from one schema object, in place, a `nullable` that is not `true` beside a `type`; whether there was one.
+ * Made to every subschema of the copy ajv compiles (`changedCopy`, by Dialect.source in tool-schemas.ts).
+ */
+export function withoutStrayNullable(schema: Schema): boolean {
   if (schema.nullable === undefined || (schema.nullable === true && schema.type !== undefined)) return false;
   delete schema.nullable;
   return true;
 }
-
-/** The schema, or a copy of it without every `nullable` that is not `true` beside a `type`. */
-export const withNullableTyped = (schema: Schema): Schema => changedCopy(schema, withoutStrayNullable);

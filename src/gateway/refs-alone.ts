@@ -5,7 +5,7 @@
  * both 1 and "x"), a `nullable` without `type` failed to compile, and an `$id` moved the base the `$ref` resolves
  * against. So ajv compiles a copy in which a subschema with a `$ref` holds nothing else it could apply.
  */
-import { changedCopy, type Schema } from './subschemas.ts';
+import type { Schema } from './subschemas.ts';
 
 /**
  * What stays beside a `$ref`: the dialect (`$schema`, at the root) and the definitions a JSON Pointer elsewhere may
@@ -16,12 +16,12 @@ import { changedCopy, type Schema } from './subschemas.ts';
  */
 const KEPT_BESIDE_REF = new Set(['$ref', '$schema', 'definitions', '$defs']);
 
-/** Cuts a subschema with a `$ref` down to KEPT_BESIDE_REF; whether it has one. */
-function aloneIfRef(schema: Schema): boolean {
+/**
+ * Cuts one schema object with a `$ref` down to KEPT_BESIDE_REF, in place; whether it has one. Made to every subschema
+ * of the copy ajv compiles (`changedCopy`, by Dialect.source in tool-schemas.ts).
+ */
+export function aloneIfRef(schema: Schema): boolean {
   if (typeof schema.$ref !== 'string') return false;
   for (const keyword of Object.keys(schema)) if (!KEPT_BESIDE_REF.has(keyword)) delete schema[keyword];
   return true;
 }
-
-/** The schema, or a copy of it in which every subschema with a `$ref` keeps only KEPT_BESIDE_REF. */
-export const withRefsAlone = (schema: Schema): Schema => changedCopy(schema, aloneIfRef);

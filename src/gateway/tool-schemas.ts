@@ -12,9 +12,9 @@ import { canonicalJson } from '../core/canonical-json.ts';
 import { invalid } from '../core/errors.ts';
 import { draft04AsDraft06 } from './draft-04.ts';
 import { DRAFT_04_META_SCHEMA } from './draft-04-meta-schema.ts';
-import { withNullableTyped } from './openapi-nullable.ts';
-import { withRefsAlone } from './refs-alone.ts';
-import { followPointer, subschemas, type Schema } from './subschemas.ts';
+import { withoutStrayNullable } from './openapi-nullable.ts';
+import { aloneIfRef } from './refs-alone.ts';
+import { changedCopy, followPointer, subschemas, type Schema } from './subschemas.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../core/json-depth.ts';
 import type { ChatTool, ChatToolCall } from './providers/types.ts';
 
@@ -92,12 +92,13 @@ class Dialect {
     private readonly translated: (schema: Schema) => Schema = declared,
   ) {}
   /**
-   * What the dialect's ajv compiles for a schema: where keywords beside a `$ref` are ignored, without them, and
-   * without a `nullable` that adds null to no `type` (openapi-nullable.ts).
+   * What the dialect's ajv compiles for a schema: where keywords beside a `$ref` are ignored, without them
+   * (refs-alone.ts), and without a `nullable` that adds null to no `type` (openapi-nullable.ts): both edits made in one
+   * copy, one walk.
    */
   source(schema: Schema): Schema {
-    const source = this.translated(schema);
-    return withRootId(withNullableTyped(this.keywordsBesideRef ? source : withRefsAlone(source)));
+    const edit = this.keywordsBesideRef ? withoutStrayNullable : refAloneWithoutStrayNullable;
+    return withRootId(changedCopy(this.translated(schema), edit));
   }
   /** The instance to compile a schema of `nodes` nodes with, a new one past AJV_RECYCLE_NODES. */
   take(nodes: number): Ajv {
@@ -109,6 +110,9 @@ class Dialect {
     return this.instance;
   }
 }
+
+/** Both edits of a dialect whose `$ref` stands alone; a subschema cut down to its `$ref` has no `nullable` left. */
+const refAloneWithoutStrayNullable = (schema: Schema): boolean => aloneIfRef(schema) || withoutStrayNullable(schema);
 
 /**
  * The base URI a schema without a root `$id` is compiled under. ajv resolves a `$ref` of the whole schema (`"#"`, how a
