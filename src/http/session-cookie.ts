@@ -1,15 +1,30 @@
 /**
  * The `svc_session` cookie (docs/accounts.md): HttpOnly, SameSite=Lax, Path=/, Max-Age of the longest session
- * lifetime, Secure when the request came over HTTPS (directly or through a trusted proxy, SPEC 5.4).
+ * lifetime, Secure when the browser reached svc over HTTPS (`overHttps`).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { originOf, presentedOrigin } from './request-origin.ts';
 import { requestScheme } from './request-scheme.ts';
 
 export const SESSION_COOKIE = 'svc_session';
 const MAX_AGE_S = 30 * 86_400;
 
+/**
+ * Whether the browser that gets the cookie is on HTTPS: the request came so (directly, or through a trusted proxy's
+ * X-Forwarded-Proto, SPEC 5.4), or the page it came from is on an https origin. Behind a TLS proxy svc does not trust,
+ * the request arrives as http from a page on https://SVC_APP_BASE_URL, and a cookie without Secure would go out in
+ * clear text with any http:// request a network attacker makes that browser send to the same host. Every route that
+ * sets the cookie passes the CSRF check (src/http/surface.ts), so the origin read here is svc's own or
+ * SVC_APP_BASE_URL's; logout, which clears it, may name any (a clearing cookie made Secure costs nothing).
+ */
+function overHttps(request: FastifyRequest): boolean {
+  if (requestScheme(request) === 'https') return true;
+  const presented = presentedOrigin(request);
+  return presented !== undefined && originOf(presented).startsWith('https://');
+}
+
 function attributes(request: FastifyRequest, maxAge: number): string {
-  return `Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAge}${requestScheme(request) === 'https' ? '; Secure' : ''}`;
+  return `Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAge}${overHttps(request) ? '; Secure' : ''}`;
 }
 
 export function setSessionCookie(request: FastifyRequest, reply: FastifyReply, token: string): void {

@@ -17,6 +17,7 @@ import type { AuthFailureLimiter } from './auth-failures.ts';
 import { isLocalOperator } from './local-socket.ts';
 import { lingerOnClose } from './lingering-close.ts';
 import { mayServeOpenIdentityAt, openIdentityRefused } from './open-mode-host.ts';
+import { originOf, presentedOrigin } from './request-origin.ts';
 import { requestScheme } from './request-scheme.ts';
 import { cookieOf, SESSION_COOKIE } from './session-cookie.ts';
 import { isForwardedIp, limitKeyOfAddress } from '../net/addresses.ts';
@@ -92,15 +93,6 @@ export function authOf(request: FastifyRequest): AuthContext {
 /** The methods that change something: a session-authenticated one must pass the origin check. */
 export const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
-/** The serialized origin of a URL (scheme, host, non-default port; lowercased), or 'null' when it has none. */
-function originOf(url: string): string {
-  try {
-    return new URL(url).origin.toLowerCase();
-  } catch {
-    return 'null';
-  }
-}
-
 /**
  * CSRF (docs/accounts.md): a mutation authenticated by the session cookie, or one that sets the cookie, must carry an
  * `Origin` (else `Referer`) equal to the request's own origin or an allowed one. A cookie-authenticated mutation
@@ -110,7 +102,7 @@ function checkOrigin(request: FastifyRequest, allowed: readonly string[]): void 
   if (!MUTATING.has(request.method)) return;
   const bySession = request.auth?.kind === 'session';
   if (!bySession && request.routeOptions.config?.setsSession !== true) return;
-  const presented = header(request, 'origin') ?? header(request, 'referer');
+  const presented = presentedOrigin(request);
   if (presented === undefined) {
     if (bySession) throw new AppError('csrf_rejected', { message: 'A request made with the session cookie must carry an Origin header.' });
     return;

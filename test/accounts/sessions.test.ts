@@ -72,6 +72,29 @@ test('login is Secure over HTTPS only through a trusted proxy', async (t) => {
   assert.doesNotMatch(String(untrusted.headers['set-cookie']), /Secure/);
 });
 
+test('behind a TLS proxy svc does not trust, a page on https://SVC_APP_BASE_URL gets a Secure cookie from every route that sets one', async (t) => {
+  // The proxy ends TLS and passes the Host on, sending no X-Forwarded-Proto svc would read: the request arrives as
+  // http, the page it came from (its Origin, which the CSRF check held to SVC_APP_BASE_URL's) is https.
+  const { app } = await buildWithAdmin(t);
+  const page = { host: 'app.example.test', origin: 'https://app.example.test' };
+  const call = (url: string, payload: unknown, cookie?: string) =>
+    app.inject({ method: 'POST', url, remoteAddress: '198.51.100.7', headers: { ...page, ...(cookie ? { cookie: `svc_session=${cookie}` } : {}) }, payload: payload as object });
+  const login = await call('/api/v1/auth/login', ADMIN);
+  assert.equal(login.statusCode, 200, login.body);
+  assert.match(String(login.headers['set-cookie']), /^svc_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Lax; Max-Age=2592000; Secure$/);
+  const changed = await call('/api/v1/auth/change-password', { current: ADMIN.password, new: 'another horse battery' }, sessionCookieOf(login)!);
+  assert.equal(changed.statusCode, 200, changed.body);
+  assert.match(String(changed.headers['set-cookie']), /; Secure$/, 'the rotated cookie');
+  const logout = await call('/api/v1/auth/logout', undefined, sessionCookieOf(changed)!);
+  assert.equal(logout.statusCode, 200, logout.body);
+  assert.match(String(logout.headers['set-cookie']), /^svc_session=; .*Max-Age=0; Secure$/, 'the clearing cookie');
+  // A page on http (svc's own origin over plain http, as ORIGIN is) still gets a cookie without Secure, which such a
+  // browser would not send back.
+  const plain = await app.inject({ method: 'POST', url: '/api/v1/auth/login', headers: { origin: ORIGIN }, payload: { ...ADMIN, password: 'another horse battery' } });
+  assert.equal(plain.statusCode, 200, plain.body);
+  assert.doesNotMatch(String(plain.headers['set-cookie']), /Secure/);
+});
+
 test('a trusted proxy\'s scheme counts in any case: X-Forwarded-Proto HTTPS is HTTPS, for the cookie and the origin check', async (t) => {
   const trusted = await buildWithAdmin(t, { SVC_TRUST_PROXY_HEADERS: 'true', SVC_TRUSTED_PROXY_CIDRS: '127.0.0.1/32' });
   const login = (proto: string, origin: string) =>
