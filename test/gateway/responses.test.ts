@@ -1425,6 +1425,26 @@ test("the mock's reasoning, summarised when reasoning.summary asks, is billed as
   }
 });
 
+test("the mock's message cut off by max_output_tokens is an incomplete item in the incomplete response, buffered and streamed (its output_item.done and the response.incomplete's output), as an upstream's is and as svc closes a live one; a whole answer's message stays completed (the official client)", async (t) => {
+  const { client } = await listening(t);
+  const request = { model: 'gpt-4o-mini', input: input('tell me a long story about many things, please'), max_output_tokens: 16 };
+  const messageOf = (response: OpenAI.Responses.Response) => response.output.find((item) => item.type === 'message')!;
+  const buffered = await client.responses.create(request);
+  assert.equal(buffered.status, 'incomplete');
+  assert.equal(messageOf(buffered).status, 'incomplete', 'the truncated message was completed');
+  const events: ResponseStreamEvent[] = [];
+  for await (const event of await client.responses.create({ ...request, input: input('tell me a long story about many things, please'), stream: true })) events.push(event);
+  const terminal = events.at(-1)!;
+  assert.equal(terminal.type, 'response.incomplete');
+  assert.equal(terminal.type === 'response.incomplete' && messageOf(terminal.response).status, 'incomplete');
+  const done = events.find((event) => event.type === 'response.output_item.done');
+  assert.equal(done?.type === 'response.output_item.done' && done.item.type === 'message' && done.item.status, 'incomplete');
+  for (const event of events) assert.equal(validateAgainst('ResponseStreamEvent', event), null, event.type);
+  const whole = await client.responses.create({ ...request, input: input('hi'), max_output_tokens: 1000 });
+  assert.equal(whole.status, 'completed');
+  assert.equal(messageOf(whole).status, 'completed');
+});
+
 test('the mock has no log probabilities to give: include message.output_text.logprobs is a 400 naming it, buffered and streamed, never an output text with logprobs: [] (the official client)', async (t) => {
   const { client } = await listening(t);
   for (const stream of [false, true]) {

@@ -367,11 +367,14 @@ export function chatToResponse(completion: ChatCompletion, request: ResponsesReq
     });
     reasoningTokens = mockReasoningTokens ??= countTokens(MOCK_REASONING);
   }
+  // Only a text is cut off by the token limit (the mock's tool calls are whole): its message is `incomplete`, as an
+  // upstream's is and as svc closes a live item a `response.incomplete` leaves open.
+  const incomplete = choice.finish_reason === 'length';
   if (choice.message.content) {
     output.push({
       type: 'message',
       id: `msg_${hex()}`,
-      status: 'completed',
+      status: incomplete ? 'incomplete' : 'completed',
       role: 'assistant',
       content: [{ type: 'output_text', text: choice.message.content, annotations: [], logprobs: [] }],
     });
@@ -387,7 +390,6 @@ export function chatToResponse(completion: ChatCompletion, request: ResponsesReq
       output.push({ type: 'function_call', id: `fc_${hex()}`, call_id: call.id, ...called, arguments: call.function.arguments, status: 'completed' });
     }
   }
-  const incomplete = choice.finish_reason === 'length';
   const usage = completion.usage;
   return {
     id: `resp_${hex()}`,
