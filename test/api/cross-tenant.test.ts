@@ -4,8 +4,8 @@
  * other organization changes. Other files cover /runs/:id, key mode and revoke, invitation revoke and member changes
  * by exact id (test/accounts/orgs.test.ts), run sub-resources across apps of one tenant
  * (test/evidence/run-evidence.test.ts) and query parameters naming another tenant (test/api/query-parameters.test.ts);
- * this one covers every route family naming another organization's ids, in the forms a guesser would try, and every
- * admin-only write called by a member.
+ * this one covers every route family naming another organization's ids, in the forms a guesser would try, every
+ * admin-only write called by a member, and what an admin (a session, a tenant-wide admin key) may not do above its rank.
  */
 import assert from 'node:assert/strict';
 import test, { type TestContext } from 'node:test';
@@ -59,9 +59,10 @@ async function twoOrganizations(t: TestContext) {
   const bravo = await org('Bravo', 'owner@bravo.test');
   const alphaMember = await makeUser(app, { email: 'member@alpha.test', orgId: alpha });
   const alphaOther = await makeUser(app, { email: 'other@alpha.test', orgId: alpha });
+  const alphaAdmin = await makeUser(app, { email: 'admin@alpha.test', orgId: alpha, orgRole: 'admin' });
   const bravoMember = await makeUser(app, { email: 'member@bravo.test', orgId: bravo });
   // Each signs in to the organization the test is about (a session starts in its user's first one, Default).
-  for (const [user, orgId] of [[alphaOwner, alpha], [alphaMember, alpha], [alphaOther, alpha], [bravoOwner, bravo], [bravoMember, bravo]] as const) {
+  for (const [user, orgId] of [[alphaOwner, alpha], [alphaMember, alpha], [alphaOther, alpha], [alphaAdmin, alpha], [bravoOwner, bravo], [bravoMember, bravo]] as const) {
     assert.equal((await user.browser.post('/api/v1/orgs/switch', { orgId })).statusCode, 200);
   }
   const alphaKey = await key(alpha, true);
@@ -90,6 +91,9 @@ async function twoOrganizations(t: TestContext) {
     alpha,
     bravo,
     alphaOwner: viaBrowser('Alpha owner session', alphaOwner.browser),
+    alphaOwnerId: alphaOwner.id,
+    alphaAdmin: viaBrowser('Alpha admin session', alphaAdmin.browser),
+    alphaAdminId: alphaAdmin.id,
     alphaAdminKey: viaKey('Alpha admin key', alphaKey.token),
     alphaMember: viaBrowser('Alpha member session', alphaMember.browser),
     alphaPlainKey: viaKey('Alpha non-admin key', alphaPlainKey.token),
@@ -275,4 +279,52 @@ test('every admin-only write refuses a member session and a non-admin key with a
   // The member's session was seen (its row's last use) and nothing else of Alpha moved.
   const strip = (rows: string) => rows.replace(/"last_seen_at":\d+/g, '').replace(/"expires_at":\d+/g, '');
   assert.equal(strip(await rowsOf(s.services.store, s.alpha, alphaUsers)), strip(before));
+});
+
+test("an organization's admins (a session, a tenant-wide admin key) reach no further than their rank, and a demoted admin's session loses it at once", async (t) => {
+  const s = await twoOrganizations(t);
+  // What only an owner (or a platform admin) may do, asked of Alpha's own records, and the code of each refusal.
+  // The owner also belongs to Default, so acting on their account is a platform admin's (docs/accounts.md, Users).
+  const beyond = (self: string): Array<[Call, string]> => [
+    [{ method: 'PATCH', url: `/api/v1/orgs/active/members/${s.alphaOwnerId}`, payload: { role: 'member' } }, 'owner_required'],
+    [{ method: 'PATCH', url: `/api/v1/orgs/active/members/${self}`, payload: { role: 'owner' } }, 'owner_required'],
+    [{ method: 'DELETE', url: `/api/v1/orgs/active/members/${s.alphaOwnerId}` }, 'owner_required'],
+    [{ method: 'POST', url: '/api/v1/orgs/active/invites', payload: { email: 'heir@elsewhere.test', role: 'owner' } }, 'owner_required'],
+    [{ method: 'POST', url: '/api/v1/users', payload: { email: 'heir@alpha.test', orgRole: 'owner' } }, 'owner_required'],
+    [{ method: 'POST', url: '/api/v1/users', payload: { email: 'root@alpha.test', role: 'admin' } }, 'platform_admin_required'],
+    [{ method: 'PATCH', url: `/api/v1/users/${s.alphaAdminId}`, payload: { role: 'admin' } }, 'platform_admin_required'],
+    [{ method: 'DELETE', url: `/api/v1/users/${s.alphaOwnerId}` }, 'platform_admin_required'],
+    [{ method: 'POST', url: `/api/v1/users/${s.alphaOwnerId}/reset-password` }, 'platform_admin_required'],
+    // An admin acts on members only: not on an admin (the admin session on itself, the key on the admin).
+    [{ method: 'POST', url: `/api/v1/users/${s.alphaAdminId}/reset-password` }, 'forbidden'],
+    [{ method: 'DELETE', url: `/api/v1/users/${s.alphaAdminId}` }, self === s.alphaAdminId ? 'invalid_request' : 'forbidden'],
+    [{ method: 'DELETE', url: '/api/v1/orgs/active', payload: { confirm: true } }, 'owner_required'],
+  ];
+  const alphaUsers = json(await s.app.inject({ url: '/api/v1/users', headers: operator(BOOT, s.alpha) })).users.map((user: { id: string }) => user.id);
+  const before = await rowsOf(s.services.store, s.alpha, alphaUsers);
+  for (const [caller, self] of [[s.alphaAdmin, s.alphaAdminId], [s.alphaAdminKey, s.alphaOtherId]] as const) {
+    for (const [call, code] of beyond(self)) {
+      const response = await caller.send(call);
+      const label = `${caller.label}: ${call.method} ${call.url} ${JSON.stringify(call.payload ?? null)}: ${response.body}`;
+      assert.equal(response.statusCode, code === 'invalid_request' ? 400 : 403, label);
+      assert.equal(json(response).error.code, code, label);
+    }
+  }
+  await s.services.store.flush();
+  const strip = (rows: string) => rows.replace(/"last_seen_at":\d+/g, '').replace(/"expires_at":\d+/g, '');
+  assert.equal(strip(await rowsOf(s.services.store, s.alpha, alphaUsers)), strip(before));
+
+  // Demoted by the owner, the admin's very next request through the same session is a member's.
+  const demoted = await s.alphaOwner.send({ method: 'PATCH', url: `/api/v1/orgs/active/members/${s.alphaAdminId}`, payload: { role: 'member' } });
+  assert.equal(demoted.statusCode, 200, demoted.body);
+  for (const call of [
+    { method: 'POST', url: '/api/v1/keys', payload: { name: 'kept', admin: true } },
+    { method: 'GET', url: '/api/v1/keys' },
+    { method: 'GET', url: '/api/v1/users' },
+    { method: 'PUT', url: '/api/v1/settings', payload: { key: 'retention_days', value: 1 } },
+  ] as Call[]) {
+    const response = await s.alphaAdmin.send(call);
+    assert.equal(response.statusCode, 403, `${call.method} ${call.url}: ${response.body}`);
+    assert.equal(json(response).error.code, 'admin_required');
+  }
 });
