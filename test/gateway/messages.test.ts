@@ -1985,3 +1985,34 @@ test("a service_tier the provider does not take (its SDK's auto and standard_onl
   }
   assert.deepEqual(upstream.requests.map((sent) => sent.body.service_tier), ['auto', 'standard_only']);
 });
+
+test("a tool's input_schema with properties or required null (the SDKs type both nullable: none) is taken: the mock calls it, count_tokens counts it, a live upstream gets it as sent and its tool_use is checked against the rest of the schema; it was a 400 'properties must be object'", async (t) => {
+  const now = { name: 'now', description: 'The time now', input_schema: { type: 'object' as const, properties: null, required: null } };
+  const lookup = { name: 'lookup', description: 'Look a word up', input_schema: { type: 'object' as const, properties: { word: { type: 'string' } }, required: null } };
+  const mock = await listening(t);
+  for (const stream of [false, true]) {
+    for (const tool of [now, lookup]) {
+      const request = { model: 'claude-sonnet-4-5', max_tokens: 256, tools: [tool], tool_choice: { type: 'tool' as const, name: tool.name }, messages: ask() };
+      const answer = stream ? await mock.client.messages.stream(request).finalMessage() : await mock.client.messages.create(request);
+      assert.equal(answer.stop_reason, 'tool_use', `${tool.name}, stream: ${stream}`);
+      assert.deepEqual(answer.content.map((block) => block.type === 'tool_use' && block.name), [tool.name]);
+    }
+  }
+  const counted = await mock.client.messages.countTokens({ model: 'claude-sonnet-4-5', tools: [now, lookup], messages: ask() });
+  assert.ok(counted.input_tokens > 0);
+
+  // Live: the schema goes upstream as the SDK sent it, and the answer's calls are checked against what it does say.
+  const upstream = await startFakeUpstream(t, (request, res) => {
+    const input = request.body.tools[0].name === 'lookup' ? { word: 7 } : {};
+    sendJson(res, 200, { id: 'msg_up', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: [{ type: 'tool_use', id: 'toolu_up', name: request.body.tools[0].name, input }], stop_reason: 'tool_use', stop_sequence: null, usage: { input_tokens: 12, output_tokens: 5 } });
+  });
+  const { client, app } = await liveGateway(t, upstream);
+  const called = await client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 64, tools: [now], messages: ask() });
+  assert.deepEqual(called.content, [{ type: 'tool_use', id: 'toolu_up', name: 'now', input: {} }]);
+  assert.deepEqual(upstream.requests[0]!.body.tools[0].input_schema, { type: 'object', properties: null, required: null });
+  // A word that is not a string is refused (a 502, the run failed as an invalid tool call), required null or not.
+  await assert.rejects(client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 64, tools: [lookup], messages: ask() }), (error: unknown) => error instanceof Anthropic.InternalServerError && error.status === 502);
+  const [refused] = await finishedRuns(app);
+  assert.equal(refused.status, 'failed');
+  assert.match(JSON.stringify(refused.error), /lookup/);
+});

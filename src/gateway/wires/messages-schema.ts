@@ -9,6 +9,7 @@ import { modelField } from '../../evidence/model-field.ts';
 import type { ChatTool, ChatToolCall, MessagesRequest } from '../providers/types.ts';
 import { boundedTools, isDeferredTool } from '../deferred-tools.ts';
 import { assertCompilableSchema, compileTools, SchemaBudget, type DeclaredTools } from '../tool-schemas.ts';
+import { inputSchemaAsJsonSchema } from '../messages-input-schema.ts';
 
 /** A content block: an object with a type (`{type: "text", ...}`). */
 function isTypedBlock(value: unknown): value is { type: string; content?: unknown } {
@@ -159,7 +160,10 @@ export interface ValidatedMessages {
   tools: DeclaredTools;
 }
 
-const asFunctionTool = (tool: { name: string; input_schema?: Record<string, unknown> }): ChatTool => ({ type: 'function', function: { name: tool.name, parameters: tool.input_schema } });
+const asFunctionTool = (tool: { name: string; input_schema: Record<string, unknown> }): ChatTool => ({
+  type: 'function',
+  function: { name: tool.name, parameters: inputSchemaAsJsonSchema(tool.input_schema) },
+});
 
 /** Messages tools declared to the shared tool checker: those in context compiled, deferred ones when a call names one. */
 function declareTools(tools: MessagesRequest['tools'], budget: SchemaBudget): DeclaredTools {
