@@ -198,6 +198,26 @@ test('a finished run whose closing event was cut off, its head rewritten to the 
   assert.equal(verdict.brokenAt, closing.seq, 'where the closing event is missing');
 });
 
+test('a run deleted whole from the data file leaves nothing to verify: every read of it is 404, as of a run never made, while the rollups still count it', async (t) => {
+  const built = await build(t);
+  const kept = await runOf(built);
+  const deleted = await runOf(built);
+  await built.services.store.flush();
+  await built.services.store.write((sql) => {
+    for (const table of ['run_events', 'run_attempts', 'run_replays', 'run_side_effects', 'run_feedback']) sql.run(`DELETE FROM ${table} WHERE run_id = ?`, [deleted]);
+    sql.run('DELETE FROM runs WHERE id = ?', [deleted]);
+  });
+  for (const path of ['', '/integrity', '/evidence-packet', '/events']) {
+    const response = await built.app.inject({ url: `/api/v1/runs/${deleted}${path}` });
+    assert.equal(response.statusCode, 404, `${path}: ${response.body}`);
+    assert.equal(json(response).error.message, 'Run not found.');
+  }
+  assert.equal((await integrity(built, kept)).ok, true, 'the run kept verifies: no chain links runs');
+  const list = json(await built.app.inject({ url: '/api/v1/runs' }));
+  assert.deepEqual(list.runs.map((run: { id: string }) => run.id), [kept]);
+  assert.equal(list.pagination.total, 2, 'the rollups count the deleted run; nothing compares them with the runs');
+});
+
 test('an event chained onto the trace in the data file, the row not counting it, is reported where it is stored, not one past it', async (t) => {
   const built = await build(t);
   const runId = await runOf(built);
