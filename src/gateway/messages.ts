@@ -20,6 +20,7 @@ import { ProviderError, type MessagesContentBlock, type MessagesResponse, type M
 import { countMessagesTokens } from './tokens-messages.ts';
 import { MESSAGES_ERROR_TYPES, messagesErrorType } from './messages-error-types.ts';
 import { countTokens } from './tokens.ts';
+import { argumentsNamingTwice } from './tool-schemas.ts';
 import { messagesUpstreamState } from './upstream-state.ts';
 import { messageToEvents } from './wire-replay.ts';
 import { toolUseAsCall, type ValidatedMessages } from './wires/messages-schema.ts';
@@ -117,12 +118,15 @@ function messagesStreamError(error: UpstreamFailure): MessagesStreamEvent {
  * A `tool_use` block must name a declared tool and, complete, carry input matching its `input_schema`; one `max_tokens`
  * cut off mid-input (`cut`: its input is as far as it came, not a call to check or to run, as the upstream's own API
  * relays it) is checked for its name only. Tools defined by the provider (versioned types such as `bash_20250124`)
- * have no schema here and are not checked.
+ * have no schema here and are not checked. A streamed block's input goes to the client as the text streamed
+ * (`streamed`), which svc read with `JSON.parse`: a name twice in one object of it is refused as on the other wires.
  */
-function checkToolUse(validated: ValidatedMessages, block: { id: string; name: string; input: unknown }, index: number, cut = false): void {
+function checkToolUse(validated: ValidatedMessages, block: { id: string; name: string; input: unknown }, index: number, cut = false, streamed?: string): void {
   const declared = (validated.request.tools ?? []).find((tool) => tool.name === block.name);
   if (declared && !('input_schema' in declared)) return;
-  const problem = cut ? validated.tools.checkName(block.name, index) : validated.tools.check(toolUseAsCall(block), index);
+  const problem = cut
+    ? validated.tools.checkName(block.name, index)
+    : (validated.tools.check(toolUseAsCall(block), index) ?? (streamed === undefined ? null : argumentsNamingTwice(block.name, index, streamed)));
   if (problem) throw new InvalidToolCallError(problem.message);
 }
 
@@ -334,7 +338,7 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
         // validated and stored by walks that recurse (a stack overflow, misread as a network failure).
         if (nestsDeeperThan(input, MAX_JSON_DEPTH)) throw new InvalidToolCallError(`the input of "${block.name}" nests more than ${MAX_JSON_DEPTH} levels deep`);
         block.input = input;
-        checkToolUse(this.validated, block, event.index as number);
+        checkToolUse(this.validated, block, event.index as number, false, state.json);
         return [event];
       }
       case 'message_delta': {

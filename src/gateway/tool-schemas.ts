@@ -15,6 +15,7 @@ import { DRAFT_04_META_SCHEMA } from './draft-04-meta-schema.ts';
 import { withoutStrayNullable } from './openapi-nullable.ts';
 import { aloneIfRef } from './refs-alone.ts';
 import { changedCopy, followPointer, subschemas, type Schema } from './subschemas.ts';
+import { duplicateNamePath } from '../core/json-duplicate-names.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../core/json-depth.ts';
 import type { ChatTool, ChatToolCall } from './providers/types.ts';
 
@@ -346,6 +347,17 @@ export interface DeclaredTools {
   checkName(name: string, index: number): ToolCallProblem | null;
 }
 
+/**
+ * Arguments naming a field twice in one object (`{"to":"x","to":"y"}`): svc checks the value `JSON.parse` keeps, the
+ * last, but the client is sent the arguments' text, and its reader may keep the first, a value svc never checked, or
+ * refuse the text (Gson, org.json, serde into a struct; src/core/json-duplicate-names.ts). A scan of the text, per
+ * checked call only.
+ */
+export function argumentsNamingTwice(name: string, index: number, text: string): ToolCallProblem | null {
+  const path = duplicateNamePath(text);
+  return path === null ? null : { index, name, message: `the arguments of "${name}" name ${path.join('.')} twice in one object` };
+}
+
 /** The 400 of a tool name declared twice (tool calls name their tool, so each needs its own). */
 export function duplicateTool(name: string): Error {
   return invalid(`tools: the name "${name}" is declared more than once; each tool needs a name of its own.`, { param: 'tools' });
@@ -447,6 +459,8 @@ export function compileTools(
       }
       // Bounded like every JSON svc takes from outside (src/core/json-depth.ts): a string escaped the events' bound.
       if (nestsDeeperThan(args, MAX_JSON_DEPTH)) return { index, name, message: `the arguments of "${name}" nest more than ${MAX_JSON_DEPTH} levels deep` };
+      const twice = argumentsNamingTwice(name, index, call.function.arguments);
+      if (twice) return twice;
       let valid = true;
       try {
         valid = !validate || validate(args);

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import test, { type TestContext } from 'node:test';
 import { compileTools, MAX_REQUEST_SCHEMA_NODES, MAX_SCHEMA_NODES } from '../../src/gateway/tool-schemas.ts';
 import { build, json } from '../support/build.ts';
-import { contentChunk, sendChunks, startFakeUpstream } from '../support/fake-upstream.ts';
+import { contentChunk, messageEvents, sendChunks, sendJson, startFakeUpstream, startSse } from '../support/fake-upstream.ts';
 import { openaiGateway } from '../support/openai-gateway.ts';
 
 const tool = (name: string, parameters: Record<string, unknown>) => ({ type: 'function' as const, function: { name, parameters } });
@@ -524,5 +524,75 @@ test('a decimal multipleOf takes the decimals it steps by (19.99 for multipleOf 
   }
   for (const [multipleOf, v] of [[0.01, 19.995], [0.1, 0.35], [2.5, 6]] as const) {
     assert.match((await refusal(priced(multipleOf), { v })) ?? '', new RegExp(`data/v must be multiple of ${multipleOf}`), `${v} is no multiple of ${multipleOf}`);
+  }
+});
+
+test("tool-call arguments naming a field twice in one object are an invalid tool call on every wire, buffered and streamed: svc checked the last one's value (JSON.parse's reading) and emitted the text whole, whose reader may keep the first or refuse it", async (t) => {
+  const schema = { type: 'object', properties: { to: { enum: ['alice@example.com'] }, cc: { type: 'object' } }, required: ['to'] };
+  // The arguments the model writes are the last user message's text: one that passes, and the duplicates.
+  const upstream = await startFakeUpstream(t, (request, res) => {
+    const body = request.body;
+    const args: string = body.messages?.at(-1).content ?? body.input;
+    if (request.url.endsWith('/messages')) {
+      const [start, , , , , , stop] = messageEvents('unused');
+      startSse(res);
+      const events: Array<[string, unknown]> = [
+        start!,
+        ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 'toolu_1', name: 'send', input: {} } }],
+        ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: args } }],
+        ['content_block_stop', { type: 'content_block_stop', index: 0 }],
+        ['message_delta', { type: 'message_delta', delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { output_tokens: 5 } }],
+        stop!,
+      ];
+      for (const [name, data] of events) res.write(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`);
+      res.end();
+      return;
+    }
+    if (request.url.endsWith('/responses')) {
+      const item = { id: 'fc_1', type: 'function_call', status: 'completed', call_id: 'call_1', name: 'send', arguments: args };
+      return sendJson(res, 200, { id: 'resp_up', object: 'response', created_at: 1700000000, status: 'completed', model: body.model, output: [item], usage: { input_tokens: 9, output_tokens: 3, total_tokens: 12 } });
+    }
+    const call = { index: 0, id: 'call_1', type: 'function', function: { name: 'send', arguments: args } };
+    if (body.stream) {
+      return sendChunks(res, [
+        contentChunk('', { choices: [{ index: 0, delta: { role: 'assistant', tool_calls: [call] }, finish_reason: null }] }),
+        contentChunk('', { choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] }),
+      ]);
+    }
+    const message = { role: 'assistant', content: null, refusal: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'send', arguments: args } }] };
+    sendJson(res, 200, { id: 'chatcmpl-up', object: 'chat.completion', created: 1700000000, model: body.model, choices: [{ index: 0, message, finish_reason: 'tool_calls', logprobs: null }], usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } });
+  });
+  const { app } = await build(t, {
+    env: { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl, MESSAGES_API_KEY: 'sk-ant-api03-Qx7Rk2Lm9Vt4Wz8N', MESSAGES_BASE_URL: upstream.baseUrl.replace(/\/v1$/, '') },
+  });
+  const wires = {
+    'chat, buffered': (args: string) => ({ url: '/v1/chat/completions', payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: args }], tools: [tool('send', schema)] } }),
+    'chat, streamed': (args: string) => ({ url: '/v1/chat/completions', payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: args }], tools: [tool('send', schema)], stream: true } }),
+    'responses, buffered': (args: string) => ({ url: '/v1/responses', payload: { model: 'gpt-4o-mini', input: args, tools: [{ type: 'function', name: 'send', parameters: schema }] } }),
+    'messages, streamed': (args: string) => ({
+      url: '/v1/messages',
+      payload: { model: 'claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user', content: args }], tools: [{ name: 'send', input_schema: schema }], stream: true },
+    }),
+  };
+  for (const [wire, request] of Object.entries(wires)) {
+    const ask = async (args: string) => {
+      const response = await app.inject({ method: 'POST', headers: { 'x-svc-cache-bypass': 'true' }, ...request(args) });
+      const run = json(await app.inject({ url: `/api/v1/runs/${response.headers['x-svc-run-id']}` })).run;
+      return { response, run };
+    };
+    const fine = await ask('{"to":"alice@example.com","cc":{"a":1}}');
+    assert.equal(fine.run.status, 'completed', `${wire}: ${fine.response.body}`);
+    for (const [args, path] of [
+      ['{"to":"mallory@example.com","to":"alice@example.com"}', 'to'],
+      ['{"to":"alice@example.com","cc":{"a":1,"\\u0061":2}}', 'cc.a'],
+    ] as const) {
+      const { response, run } = await ask(args);
+      assert.equal(run.status, 'failed', `${wire}, ${args}: ${response.body}`);
+      assert.equal(run.error.kind, 'invalid_tool_call', wire);
+      assert.match(run.error.message, new RegExp(`the arguments of "send" name ${path.replace('.', '\\.')} twice`), wire);
+      assert.doesNotMatch(response.body, /mallory/, wire);
+      if (wire.endsWith('buffered')) assert.equal(response.statusCode, 502, wire);
+      else assert.match(response.body, /invalid_tool_call|event: error/, wire);
+    }
   }
 });
