@@ -14,6 +14,7 @@ import { cpuQuota } from './core/cpu-quota.ts';
 import { noteForOperator } from './core/operator-note.ts';
 import { buildApp } from './http/app.ts';
 import { addressesToBind, createAppServer } from './http/app-servers.ts';
+import { explainListenFailure } from './http/listen-failure.ts';
 import { BusyPoll, defaultBusyPollUs } from './http/busy-poll.ts';
 import { markLocalSocket } from './http/local-socket.ts';
 import { logDestination } from './http/log-destination.ts';
@@ -93,7 +94,11 @@ export async function startServer(config: Config): Promise<RunningServer> {
     // Runs a stopped process left running, found before any request can start one (src/evidence/interrupted.ts).
     const interrupted = await services.interruptedRuns.find();
     const [firstAddress = config.host, ...furtherAddresses] = await addressesToBind(config.host);
-    const address = openableAddress(await app.listen({ port: config.port, host: firstAddress }));
+    const address = openableAddress(
+      await app.listen({ port: config.port, host: firstAddress }).catch((error: unknown) => {
+        throw explainListenFailure(error, firstAddress, config.port);
+      }),
+    );
     // `localhost`'s other addresses (::1), on the port the first got.
     for (const host of furtherAddresses) {
       const server = createAppServer(app, config.limits);
