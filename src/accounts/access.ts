@@ -39,10 +39,19 @@ export function requireSession(auth: AuthContext): asserts auth is AuthContext &
   if (auth.kind !== 'session' || !auth.session || !auth.userId) throw new AppError('session_required');
 }
 
+/**
+ * An admin of the caller's organization or above. An app-pinned admin key has no rank there, and is told that it is
+ * its pinning that falls short (`tenant_admin_required`), as account administration tells it.
+ */
+export function requireOrgAdmin(auth: AuthContext): void {
+  if (rankOf(auth) >= ORG_ROLE_RANK.admin) return;
+  throw new AppError(auth.admin && !auth.tenantWide ? 'tenant_admin_required' : 'admin_required');
+}
+
 /** Whether the caller may grant an organization role (owners grant owner; admins grant admin and member). */
 export function requireMayGrant(auth: AuthContext, role: OrgRole): void {
   if (role === 'owner') requireOwner(auth);
-  else if (rankOf(auth) < ORG_ROLE_RANK.admin) throw new AppError('admin_required');
+  else requireOrgAdmin(auth);
 }
 
 /**

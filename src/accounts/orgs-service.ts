@@ -11,7 +11,7 @@ import { newId } from '../core/ids.ts';
 import { BLANK_MESSAGE, isPrintableText, showsSomething, UNPRINTABLE_MESSAGE } from '../core/text.ts';
 import { NO_ORGANIZATION, type AuthContext } from '../identity/auth-context.ts';
 import { DEFAULT_TENANT_ID } from '../tenants/defaults.ts';
-import { rankOf, requireAccountAdmin, requireOwner, requireSession } from './access.ts';
+import { rankOf, requireAccountAdmin, requireOrgAdmin, requireOwner, requireSession } from './access.ts';
 import { actorOf } from '../identity/auth-context.ts';
 import { authorityChange, revokeLapsedInvites } from './invites-service.ts';
 import type { AccountsDeps } from './sessions-service.ts';
@@ -245,7 +245,7 @@ export function createOrgsService(deps: OrgsDeps): OrgsService {
 
     async dismissOnboarding(auth) {
       requireOrg(auth);
-      if (rankOf(auth) < ORG_ROLE_RANK.admin) throw new AppError('admin_required');
+      requireOrgAdmin(auth);
       await repo.dismissOnboarding(auth.tenantId, clock.now());
       return onboarding(auth);
     },
