@@ -9,11 +9,10 @@
  */
 
 import { escapedToOneLine } from '../src/client/server-text.ts';
+import { terminalSafeJson } from '../src/core/terminal-json.ts';
 
 /** Controls but tab and line feed, DEL, C1, and the invisible characters that reorder or break lines. */
 const UNSAFE_IN_TEXT = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
-/** What JSON.stringify leaves raw of them (it escapes C0 controls itself). */
-const UNSAFE_IN_JSON = /[\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
 const escaped = (char: string) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`;
 
@@ -35,7 +34,7 @@ export function terminalLine(text: string): string {
  * which they may be anywhere in JSON text (they can only stand inside its strings). Scripts parse the same data.
  */
 export function terminalJson(value: unknown): string {
-  return JSON.stringify(value, null, 2).replace(UNSAFE_IN_JSON, escaped);
+  return terminalSafeJson(JSON.stringify(value, null, 2));
 }
 
 /** A value from the server with every string in it, keys included, made safe for one line (the TUI's data). */

@@ -5,8 +5,11 @@
  * log on a full disk (ENOSPC) left svc alive and answering nothing. Here a failed write drops its lines and says so
  * once (`tell`); the next lines try again (the disk may have room by then), and once one is written that is said too.
  * A reader gone for good (EPIPE) ends the log. Lines waiting behind a write that does not end are capped, not held.
+ * The log is often a terminal: each line is made safe for one (src/core/terminal-json.ts), since it quotes what any
+ * client sent (a Host header) before svc has read a credential.
  */
 import { write, writeSync } from 'node:fs';
+import { terminalSafeJson } from '../core/terminal-json.ts';
 
 /** What pino needs of a destination stream. */
 export interface LogDestination {
@@ -69,8 +72,9 @@ export function logDestination(fd: number, tell: (message: string) => void): Log
   };
 
   return {
-    write(line) {
+    write(json) {
       if (ended) return;
+      const line = terminalSafeJson(json);
       if (queued.length + line.length > MAX_QUEUED_CHARS) {
         if (dropped === null) tell('the log on stdout is not keeping up; log lines are dropped until it does');
         dropped = (dropped ?? 0) + 1;
