@@ -109,8 +109,12 @@ class ChatRelay implements StreamRelay<ChatCompletion, ChatStreamEvent> {
       throw new ProviderError('bad_response', 'The upstream stream ended without an answer.', { provider: this.provider });
     }
     // An upstream that ignores `stream_options.include_usage` sends no usage chunk: the client that asked for one gets
-    // the usage the run records (the wire drops it for one that did not), as a cache hit of the answer does.
-    if (this.assembler.usage === null) out.push(this.assembler.usageChunk(this.recordedUsage(null)));
+    // the usage the run records (the wire drops it for one that did not), as a cache hit of the answer does. One that
+    // sent its usage on a chunk with choices (its finish chunk, or every chunk) has it repeated on a chunk of its own,
+    // the document's usage chunk, which the wire shows a client that asked as the stream's only usage.
+    const usage = this.assembler.usage;
+    if (usage === null) out.push(this.assembler.usageChunk(this.recordedUsage(null)));
+    else if (!this.assembler.usageOnItsOwn) out.push(this.assembler.usageChunk(hasTokenCounts(usageOf(usage)) ? usage : this.recordedUsage(usage)));
     return out;
   }
 

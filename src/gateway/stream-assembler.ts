@@ -274,6 +274,11 @@ export class StreamAssembler {
   /** The top-level fields kept (module comment). */
   private readonly fields = new ChunkFields();
   usage: ChatUsage | null = null;
+  /**
+   * Whether the last usage came on a chunk of its own (no choices relayed with it), as the document's usage chunk; an
+   * upstream may send it on its finish chunk, or on every chunk, instead.
+   */
+  usageOnItsOwn = false;
   /** The choices whose finish_reason came (an index counted once, however often an upstream repeats it). */
   private readonly finishedChoices = new Set<number>();
   /** Set when a chunk had what the answer cannot keep as the client got it (module comment): not storable. */
@@ -429,6 +434,7 @@ export class StreamAssembler {
     }
     // A chunk whose choices all had nothing to relay still goes out when it carries the usage (some upstreams send it
     // beside `[{}]` or an empty delta): with no choices, as the document's usage chunk, which a client that asked reads.
+    if (chunk.usage) this.usageOnItsOwn = passthrough.length === 0;
     if (passthrough.length > 0 || choices.length === 0 || (chunk.usage !== undefined && chunk.usage !== null)) {
       // Tool-call chunks completed by this chunk go out before it (they precede its finish_reason). `object` as the
       // document has it, for an upstream that leaves it out (the wire tells svc's error event from a chunk by it).

@@ -208,6 +208,36 @@ test('a usage whose prompt_tokens_details or completion_tokens_details is null (
   }
 });
 
+test("a usage the upstream streams on a chunk with choices (its finish chunk, as some compatible servers send it, or every chunk, as vLLM's continuous usage stats) reaches a client that asked for usage as the OpenAPI document has it: once, on a last chunk of its own with choices: [], every other chunk's usage null; live as from the cache", async (t) => {
+  const chunk = (choices: unknown[], extra = {}) => ({ id: 'chatcmpl-up', object: 'chat.completion.chunk', created: 1700000000, model: 'llama3', choices, ...extra });
+  const usage = (completion: number) => ({ prompt_tokens: 5, completion_tokens: completion, total_tokens: 5 + completion });
+  const answers: Record<string, unknown[]> = {
+    finish: [chunk([{ index: 0, delta: { role: 'assistant', content: 'hi' }, finish_reason: null }]), chunk([{ index: 0, delta: {}, finish_reason: 'stop' }], { usage: usage(2) })],
+    every: [
+      chunk([{ index: 0, delta: { role: 'assistant', content: 'hi' }, finish_reason: null }], { usage: usage(1) }),
+      chunk([{ index: 0, delta: {}, finish_reason: 'stop' }], { usage: usage(2) }),
+      chunk([], { usage: usage(2) }),
+    ],
+  };
+  const upstream = await startFakeUpstream(t, (request, res) => sendChunks(res, answers[request.body.messages[0].content.split(' ')[0]]!));
+  const { client } = await openaiGateway(t, upstream);
+  for (const name of Object.keys(answers)) {
+    for (const route of ['live', 'exact_cache']) {
+      const { data: stream, response } = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: name }], stream: true, stream_options: { include_usage: true } }).withResponse();
+      assert.equal(response.headers.get('x-svc-route'), route, name);
+      const chunks: OpenAI.Chat.Completions.ChatCompletionChunk[] = [];
+      for await (const got of stream) chunks.push(got);
+      for (const got of chunks) assert.equal(validateAgainst('CreateChatCompletionStreamResponse', got), null, JSON.stringify(got));
+      const shown = chunks.map((got) => [got.choices.length, got.usage]);
+      assert.deepEqual(shown.at(-1), [0, usage(2)], `${name} ${route}: ${JSON.stringify(shown)}`);
+      assert.deepEqual(shown.slice(0, -1).filter(([, got]) => got !== null), [], `${name} ${route}: ${JSON.stringify(shown)}`);
+    }
+    // Without include_usage: no usage at all.
+    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: `${name} without usage` }], stream: true });
+    for await (const got of stream) assert.equal(got.usage, undefined, `${name}: ${JSON.stringify(got)}`);
+  }
+});
+
 test("a usage detail's count that is not a token count (a string, null, fractional) reaches the client without it, where the OpenAPI document has an integer; the details' other counts and fields are kept, buffered and streamed", async (t) => {
   const usage = {
     prompt_tokens: 5,

@@ -11,13 +11,20 @@ import type { ChatChunk } from '../providers/types.ts';
 import { parseChatRequest } from './chat-completions-schema.ts';
 import { answerThroughGateway, dataFrame } from './gateway-reply.ts';
 
-/** svc asks upstream for usage to record the run; the client sees the usage chunk only when it asked for it. */
+/**
+ * svc asks upstream for usage to record the run; the client sees the usage chunk only when it asked for it, and then as
+ * the OpenAPI document has it: on the last chunk, of its own (`choices: []`), every other chunk's `usage` null. A usage
+ * an upstream sent on a chunk with choices is null there; the relay ends the stream with a usage chunk (chat.ts).
+ */
 function chunkForClient(event: ChatStreamEvent, includeUsage: boolean): ChatStreamEvent | null {
   if (!('object' in event)) return event;
   const chunk: ChatChunk = event;
   // Object.assign, not `{ ...chunk, usage: null }`: a spread followed by a new key is a slow, promoting path on Node 20
   // (docs/performance-notes.md, "Object spreads that add keys").
-  if (includeUsage) return chunk.usage === undefined ? Object.assign({}, chunk, { usage: null }) : chunk;
+  if (includeUsage) {
+    const alone = chunk.usage === null || (chunk.usage !== undefined && chunk.choices.length === 0);
+    return alone ? chunk : Object.assign({}, chunk, { usage: null });
+  }
   if (chunk.usage === undefined) return chunk;
   if (chunk.choices.length === 0) return null;
   const { usage: _omitted, ...rest } = chunk;
