@@ -1,7 +1,8 @@
 /**
  * `svc runs` end to end in a real terminal: the bundled executable in a detached tmux session (160x40), read with
- * `capture-pane` and driven with `send-keys`. Live against a running `svc serve`; in-process on a data directory
- * with no server, where it holds the directory so `svc serve` refuses to start, naming the TUI's process.
+ * `capture-pane` and driven with `send-keys`. Live against a running `svc serve`, over its local socket or `--url`
+ * with an organization's admin key; in-process on a data directory with no server, where it holds the directory so
+ * `svc serve` refuses to start, naming the TUI's process.
  * CI installs tmux (.ci/run); without it these tests are skipped, saying so.
  */
 import assert from 'node:assert/strict';
@@ -10,16 +11,26 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import test, { before, describe, type TestContext } from 'node:test';
-import { ensureBundle, runSvc, startServe, tempDir } from '../support/process.ts';
+import { SvcClient } from '../../src/client/client.ts';
+import { socketTransport } from '../../src/client/transport.ts';
+import { ensureBundle, runSvc, startServe, suiteCleanups, tempDir, type Cleanups } from '../support/process.ts';
 import { skipWithoutTmux as skip, terminal, until } from '../support/tmux.ts';
 
 before(ensureBundle);
 
+/** Where a test's runs go: a server of its own (no token: open dev mode's default organization), or its organization on the shared one. */
+interface Gateway {
+  address: string;
+  token?: string;
+}
+
+const headersFor = (svc: Gateway) => ({ 'content-type': 'application/json', ...(svc.token ? { authorization: `Bearer ${svc.token}` } : {}) });
+
 /** A chat completion through svc; its run id. `mock-5xx` models make a failed run. */
-async function chat(address: string, content: string, model = 'gpt-4o-mini'): Promise<string> {
-  const response = await fetch(`${address}/v1/chat/completions`, {
+async function chat(svc: Gateway, content: string, model = 'gpt-4o-mini'): Promise<string> {
+  const response = await fetch(`${svc.address}/v1/chat/completions`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: headersFor(svc),
     body: JSON.stringify({ model, messages: [{ role: 'user', content }] }),
   });
   await response.arrayBuffer();
@@ -28,16 +39,41 @@ async function chat(address: string, content: string, model = 'gpt-4o-mini'): Pr
   return runId;
 }
 
-/** Adds `count` side_effect.planned events to the run's trace: a trace longer than one page of the detail. */
-async function planSideEffects(address: string, runId: string, count: number): Promise<void> {
+/** Adds `count` side_effect.planned events (`<tool>_<n>`) to the run's trace: a trace longer than one page of the detail. */
+async function planSideEffects(svc: Gateway, runId: string, count: number, { tool = 'tool', level = 1 } = {}): Promise<void> {
   for (let i = 1; i <= count; i++) {
-    const response = await fetch(`${address}/api/v1/trace`, {
+    const response = await fetch(`${svc.address}/api/v1/trace`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ runId, type: 'side_effect.planned', payload: { toolName: `tool_${i}`, level: 1, payload: {} } }),
+      headers: headersFor(svc),
+      body: JSON.stringify({ runId, type: 'side_effect.planned', payload: { toolName: `${tool}_${i}`, level, payload: {} } }),
     });
     assert.equal(response.status, 201, await response.text());
   }
+}
+
+/**
+ * The file's one shared `svc serve` (a start costs ~0.6 s of CPU, most of what a small test here costs besides its
+ * view), for the tests that neither stop nor stall their server nor read the local socket's header. Each of them gets
+ * an organization of its own there, made over the local socket, and an admin key of it that its chats and its view
+ * (`--url`) use: the runs, facets and caches it sees are its own alone, as on a server of its own.
+ */
+let sharedServer: Promise<{ address: string; operator: SvcClient; ownerEmail: string }> | undefined;
+let organizations = 0;
+
+async function ownOrganization(cleanups: Cleanups): Promise<Gateway & { view: string[] }> {
+  sharedServer ??= (async () => {
+    const dataDir = tempDir(cleanups);
+    const server = await startServe(cleanups, dataDir);
+    const operator = new SvcClient(socketTransport(join(dataDir, 'svc.sock')));
+    cleanups.after(() => operator.close());
+    // An organization needs an owner: one user owns them all, created once (its password is hashed at production cost).
+    const { user } = await operator.users.create({ email: 'owner@terminal.test' });
+    return { address: server.address, operator, ownerEmail: user.email };
+  })();
+  const { address, operator, ownerEmail } = await sharedServer;
+  const { org } = await operator.orgs.create({ name: `terminal test ${++organizations}`, ownerEmail });
+  const { token } = await operator.inOrg(org.id).keys.create({ name: 'terminal test', admin: true });
+  return { address, token, view: ['--url', address, '--api-key', token] };
 }
 
 /** A list in a terminal over a live svc with a cache hit (route exact_cache) and a failed run, opened on `--status failed`. */
@@ -45,9 +81,9 @@ async function listOnFailedRuns(t: TestContext) {
   const dataDir = tempDir(t);
   const server = await startServe(t, dataDir);
   // Newest first: failed, cached, live. The failed page's only route is live; the whole list's are exact_cache and live.
-  const live = await chat(server.address, 'asked twice');
-  const cached = await chat(server.address, 'asked twice');
-  const failed = await chat(server.address, 'boom', 'mock-5xx');
+  const live = await chat(server, 'asked twice');
+  const cached = await chat(server, 'asked twice');
+  const failed = await chat(server, 'boom', 'mock-5xx');
   const term = terminal(t, { columns: 160, rows: 24 });
   term.open(['runs', '--data-dir', dataDir, '--status', 'failed'], { showExit: true });
   const wait = (ok: (screen: string) => boolean, what: string) => until(term.screen, ok, what, term.screen);
@@ -64,13 +100,16 @@ async function listOnFailedRuns(t: TestContext) {
 
 // The file's tests run a few at a time: each is mostly waiting (for svc serve to start, for the view's one-second polls,
 // for tmux), a few seconds of it on a loaded machine, and under node 20's --test the timeout covers the whole file.
-// Each has its own data directory, svc serve and tmux server; a few, not all, so that a loaded machine still draws
-// each screen within until()'s wait.
+// Each has its own tmux server, and its own organization on the shared svc serve (ownOrganization) or, where it stops,
+// stalls or restarts svc or reads the local socket, its own data directory and svc serve; a few, not all, so that a
+// loaded machine still draws each screen within until()'s wait.
 describe('svc runs in a terminal', { concurrency: 3 }, () => {
+  const shared = suiteCleanups();
+
   test('svc runs in a terminal: a live list over the local socket, Enter opens the detail with its integrity badge, q goes back and quits', { skip }, async (t) => {
     const dataDir = tempDir(t);
     const server = await startServe(t, dataDir);
-    const first = await chat(server.address, 'hello from tmux');
+    const first = await chat(server, 'hello from tmux');
     const term = terminal(t);
     term.open(['runs', '--data-dir', dataDir]);
     const wait = (ok: (screen: string) => boolean, what: string) => until(term.screen, ok, what, term.screen);
@@ -78,7 +117,7 @@ describe('svc runs in a terminal', { concurrency: 3 }, () => {
     let screen = await wait((s) => s.includes(first) && s.includes('gpt-4o-mini'), 'the run in the list');
     assert.match(screen, /svc runs · live · .* \(local socket\)/);
     assert.ok(!screen.includes('live updates need svc serve'));
-    const second = await chat(server.address, 'and another one');
+    const second = await chat(server, 'and another one');
     screen = await wait((s) => s.includes(second), 'a new run, picked up live');
 
     term.keys('Down');
@@ -97,7 +136,7 @@ describe('svc runs in a terminal', { concurrency: 3 }, () => {
     const dataDir = tempDir(t);
     // A run to browse: made by a server that is then stopped.
     const server = await startServe(t, dataDir);
-    const runId = await chat(server.address, 'recorded before the server stopped');
+    const runId = await chat(server, 'recorded before the server stopped');
     server.child.kill('SIGTERM');
     assert.equal(await server.exited, 0);
 
@@ -120,19 +159,11 @@ describe('svc runs in a terminal', { concurrency: 3 }, () => {
   });
 
   test('on an 80x24 terminal the detail screen fits: its headline and integrity badge stay on screen above the trace', { skip }, async (t) => {
-    const dataDir = tempDir(t);
-    const server = await startServe(t, dataDir);
-    const runId = await chat(server.address, 'a run to open on a small terminal');
-    for (let i = 1; i <= 6; i++) {
-      const response = await fetch(`${server.address}/api/v1/trace`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ runId, type: 'side_effect.planned', payload: { toolName: `send_email_${i}`, level: 3, payload: {} } }),
-      });
-      assert.equal(response.status, 201, await response.text());
-    }
+    const svc = await ownOrganization(shared);
+    const runId = await chat(svc, 'a run to open on a small terminal');
+    await planSideEffects(svc, runId, 6, { tool: 'send_email', level: 3 });
     const term = terminal(t, { columns: 80, rows: 24 });
-    term.open(['runs', '--data-dir', dataDir]);
+    term.open(['runs', ...svc.view]);
     await until(term.screen, (s) => s.includes(runId.slice(-12)), 'the run in the list', term.screen);
     term.keys('Enter');
     const screen = await until(term.screen, (s) => s.includes('Trace timeline') && s.includes('send_email_6'), 'the detail', term.screen);
@@ -144,15 +175,14 @@ describe('svc runs in a terminal', { concurrency: 3 }, () => {
   });
 
   test('on an 80-column terminal the list keeps the end of each run id, the part that tells runs of the same hour apart', { skip }, async (t) => {
-    const dataDir = tempDir(t);
-    const server = await startServe(t, dataDir);
-    const first = await chat(server.address, 'one');
-    const second = await chat(server.address, 'two');
+    const svc = await ownOrganization(shared);
+    const first = await chat(svc, 'one');
+    const second = await chat(svc, 'two');
     // Ids start with their creation time: runs a moment apart share most of their first dozen characters (all of them
     // unless a digit rolled over between the two), so a list that showed their starts would show the same text twice.
     assert.equal(first.slice(0, 9), second.slice(0, 9));
     const term = terminal(t, { columns: 80, rows: 24 });
-    term.open(['runs', '--data-dir', dataDir]);
+    term.open(['runs', ...svc.view]);
     const screen = await until(term.screen, (s) => s.includes('runs 1-2 of 2') && s.includes('gpt-4o-mini'), 'the list', term.screen);
     for (const runId of [first, second]) {
       const row = screen.split('\n').find((line) => line.includes('gpt-4o-mini') && line.includes(runId.slice(-12)));
@@ -166,7 +196,7 @@ describe('svc runs in a terminal', { concurrency: 3 }, () => {
   test('on a 40-column terminal the list header and the detail headline wrap as text, not as columns that cut into each other', { skip }, async (t) => {
     const dataDir = tempDir(t);
     const server = await startServe(t, dataDir);
-    const runId = await chat(server.address, 'narrow');
+    const runId = await chat(server, 'narrow');
     const term = terminal(t, { columns: 40, rows: 30 });
     term.open(['runs', '--data-dir', dataDir]);
     /** The screen as running text: a line wrapped at a space reads the same as unwrapped. */
@@ -179,11 +209,10 @@ describe('svc runs in a terminal', { concurrency: 3 }, () => {
   });
 
   test('on a terminal too short for a screen its top stays in sight, resized or not: the list header, the run headline and its integrity badge', { skip }, async (t) => {
-    const dataDir = tempDir(t);
-    const server = await startServe(t, dataDir);
-    const runId = await chat(server.address, 'short');
+    const svc = await ownOrganization(shared);
+    const runId = await chat(svc, 'short');
     const term = terminal(t, { columns: 60, rows: 15 });
-    term.open(['runs', '--data-dir', dataDir]);
+    term.open(['runs', ...svc.view]);
     const firstLine = () => term.screen().split('\n')[0] ?? '';
     await until(term.screen, (s) => s.includes('> live  completed gpt-4o-mini'), 'the list', term.screen);
     term.keys('Enter');
@@ -201,12 +230,11 @@ describe('svc runs in a terminal', { concurrency: 3 }, () => {
   });
 
   test('on a 40-column terminal each run row still shows the end of its id: the money and time columns give way first', { skip }, async (t) => {
-    const dataDir = tempDir(t);
-    const server = await startServe(t, dataDir);
-    const first = await chat(server.address, 'one');
-    const second = await chat(server.address, 'two');
+    const svc = await ownOrganization(shared);
+    const first = await chat(svc, 'one');
+    const second = await chat(svc, 'two');
     const term = terminal(t, { columns: 40, rows: 20 });
-    term.open(['runs', '--data-dir', dataDir]);
+    term.open(['runs', ...svc.view]);
     const screen = await until(term.screen, (s) => s.split('\n').filter((line) => line.includes('gpt-4o-mini')).length === 2, 'the list', term.screen);
     for (const runId of [first, second]) {
       const row = screen.split('\n').find((line) => line.includes('gpt-4o-mini') && line.includes(runId.slice(-8)));
@@ -247,12 +275,11 @@ describe('svc runs in a terminal', { concurrency: 3 }, () => {
   });
 
   test('keys that reach the view together (a held j, fast typing, a slow link) each act: j j moves two rows, j Enter opens that run', { skip }, async (t) => {
-    const dataDir = tempDir(t);
-    const server = await startServe(t, dataDir);
+    const svc = await ownOrganization(shared);
     const runIds: string[] = [];
-    for (const content of ['one', 'two', 'three', 'four']) runIds.unshift(await chat(server.address, content));
+    for (const content of ['one', 'two', 'three', 'four']) runIds.unshift(await chat(svc, content));
     const term = terminal(t, { columns: 120, rows: 24 });
-    term.open(['runs', '--data-dir', dataDir]);
+    term.open(['runs', ...svc.view]);
     const cursorOn = (runId: string) => (s: string) => s.split('\n').some((line) => line.startsWith('>') && line.includes(runId));
     await until(term.screen, cursorOn(runIds[0]!), 'the cursor on the newest run', term.screen);
     // One send-keys: tmux writes the keys to the terminal at once, and the view reads them as one chunk.
@@ -267,19 +294,11 @@ describe('svc runs in a terminal', { concurrency: 3 }, () => {
   });
 
   test('on a 40-column terminal a long model name gives way to the end of the run id too', { skip }, async (t) => {
-    const dataDir = tempDir(t);
-    const server = await startServe(t, dataDir);
-    const short = await chat(server.address, 'short model');
-    const response = await fetch(`${server.address}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'a-very-long-model-name-for-a-fine-tuned-deployment', messages: [{ role: 'user', content: 'long model' }] }),
-    });
-    await response.arrayBuffer();
-    const long = response.headers.get('x-svc-run-id');
-    assert.ok(long, `no run id (HTTP ${response.status})`);
+    const svc = await ownOrganization(shared);
+    const short = await chat(svc, 'short model');
+    const long = await chat(svc, 'long model', 'a-very-long-model-name-for-a-fine-tuned-deployment');
     const term = terminal(t, { columns: 40, rows: 20 });
-    term.open(['runs', '--data-dir', dataDir]);
+    term.open(['runs', ...svc.view]);
     const screen = await until(term.screen, (s) => s.includes('runs 1-2 of 2') && s.split('\n').filter((line) => /^[> ] live /.test(line)).length === 2, 'the list', term.screen);
     for (const runId of [short, long]) {
       const row = screen.split('\n').find((line) => /^[> ] live /.test(line) && line.includes(runId.slice(-8)));
@@ -304,11 +323,10 @@ describe('svc runs in a terminal', { concurrency: 3 }, () => {
   });
 
   test('the key help of each screen names every key group that works on it: g/G (Home/End) on the list, ← on the detail', { skip }, async (t) => {
-    const dataDir = tempDir(t);
-    const server = await startServe(t, dataDir);
-    await chat(server.address, 'help');
+    const svc = await ownOrganization(shared);
+    await chat(svc, 'help');
     const term = terminal(t, { columns: 200, rows: 40 });
-    term.open(['runs', '--data-dir', dataDir]);
+    term.open(['runs', ...svc.view]);
     const help = (s: string) => s.split('\n').find((line) => line.includes(' quit') || line.includes(' back to the list')) ?? '';
     let screen = await until(term.screen, (s) => s.includes('runs 1-1 of 1') && help(s) !== '', 'the list', term.screen);
     for (const keys of ['↑↓/j k', 'PgUp/PgDn', 'g/G', 'Enter', 'r/s/m/i', 'f filter', 'c clear', 'n/p', 'q quit']) assert.ok(help(screen).includes(keys), `${keys} not in: ${help(screen)}`);
@@ -337,7 +355,7 @@ describe('svc runs in a terminal', { concurrency: 3 }, () => {
   test('while svc is down the list header says not live with the time of the last good read, and live again once svc is back', { skip }, async (t) => {
     const dataDir = tempDir(t);
     const server = await startServe(t, dataDir);
-    const runId = await chat(server.address, 'before the outage');
+    const runId = await chat(server, 'before the outage');
     const port = new URL(server.address).port;
     const term = terminal(t, { columns: 160, rows: 24 });
     term.open(['runs', '--url', server.address]);
@@ -362,7 +380,7 @@ describe('svc runs in a terminal', { concurrency: 3 }, () => {
   test('a run opened while svc is down says it could not be read, not that it is loading or its chain being checked; read once svc is back', { skip }, async (t) => {
     const dataDir = tempDir(t);
     const server = await startServe(t, dataDir);
-    const runId = await chat(server.address, 'opened during the outage');
+    const runId = await chat(server, 'opened during the outage');
     const port = new URL(server.address).port;
     const term = terminal(t, { columns: 160, rows: 30 });
     term.open(['runs', '--url', server.address]);
@@ -385,14 +403,13 @@ describe('svc runs in a terminal', { concurrency: 3 }, () => {
   });
 
   test('keys typed right after a filter change act on the new page once it arrives: c j j puts the cursor on its third row', { skip }, async (t) => {
-    const dataDir = tempDir(t);
-    const server = await startServe(t, dataDir);
+    const svc = await ownOrganization(shared);
     // Newest first: three completed runs above the two failed ones.
-    const failed = [await chat(server.address, 'f2', 'mock-5xx'), await chat(server.address, 'f1', 'mock-5xx')];
+    const failed = [await chat(svc, 'f2', 'mock-5xx'), await chat(svc, 'f1', 'mock-5xx')];
     const completed: string[] = [];
-    for (const content of ['c1', 'c2', 'c3']) completed.unshift(await chat(server.address, content));
+    for (const content of ['c1', 'c2', 'c3']) completed.unshift(await chat(svc, content));
     const term = terminal(t, { columns: 160, rows: 24 });
-    term.open(['runs', '--data-dir', dataDir]);
+    term.open(['runs', ...svc.view]);
     const rows = (s: string) => s.split('\n').filter((line) => /^[> ] live /.test(line));
     const cursorOn = (runId: string) => (s: string) => rows(s).some((line) => line.startsWith('>') && line.includes(runId));
     await until(term.screen, (s) => s.includes('runs 1-5 of 5'), 'the whole list', term.screen);
@@ -417,8 +434,8 @@ describe('svc runs in a terminal', { concurrency: 3 }, () => {
   test('n typed again while the older trace page is still coming (svc stalled) pages once more once it came, not to the same page twice', { skip }, async (t) => {
     const dataDir = tempDir(t);
     const server = await startServe(t, dataDir);
-    const runId = await chat(server.address, 'a run with a long trace');
-    await planSideEffects(server.address, runId, 40);
+    const runId = await chat(server, 'a run with a long trace');
+    await planSideEffects(server, runId, 40);
     // 40 rows: twelve trace events a page, the newest page #35-#46 of the run's 46.
     const term = terminal(t, { columns: 160, rows: 40 });
     term.open(['runs', '--data-dir', dataDir]);
@@ -445,7 +462,7 @@ describe('svc runs in a terminal', { concurrency: 3 }, () => {
   test('q quits at once with svc stalled, from behind keys waiting for the new page: r j j q does not wait for svc to answer', { skip }, async (t) => {
     const dataDir = tempDir(t);
     const server = await startServe(t, dataDir);
-    for (const content of ['one', 'two', 'three']) await chat(server.address, content);
+    for (const content of ['one', 'two', 'three']) await chat(server, content);
     const term = terminal(t, { columns: 160, rows: 24 });
     term.open(['runs', '--data-dir', dataDir], { showExit: true });
     await until(term.screen, (s) => s.includes('runs 1-3 of 3'), 'the list', term.screen);
@@ -462,9 +479,9 @@ describe('svc runs in a terminal', { concurrency: 3 }, () => {
   test('Esc on the detail goes back at once with svc stalled, from behind an n waiting for the trace page; q then quits', { skip }, async (t) => {
     const dataDir = tempDir(t);
     const server = await startServe(t, dataDir);
-    const runId = await chat(server.address, 'a run');
+    const runId = await chat(server, 'a run');
     // More events than a page of the detail (twelve at 40 rows): n has an older page to ask for.
-    await planSideEffects(server.address, runId, 20);
+    await planSideEffects(server, runId, 20);
     const term = terminal(t, { columns: 160, rows: 40 });
     term.open(['runs', '--data-dir', dataDir], { showExit: true });
     const wait = (ok: (screen: string) => boolean, what: string) => until(term.screen, ok, what, term.screen);
@@ -485,13 +502,12 @@ describe('svc runs in a terminal', { concurrency: 3 }, () => {
   });
 
   test('on a 40x10 terminal the lines that fit are drawn whole, one under the other, and the rest is cut at the bottom', { skip }, async (t) => {
-    const dataDir = tempDir(t);
-    const server = await startServe(t, dataDir);
-    const runId = await chat(server.address, 'tiny');
-    await chat(server.address, 'tinier');
-    await chat(server.address, 'tiniest');
+    const svc = await ownOrganization(shared);
+    const runId = await chat(svc, 'tiny');
+    await chat(svc, 'tinier');
+    await chat(svc, 'tiniest');
     const term = terminal(t, { columns: 40, rows: 10 });
-    term.open(['runs', '--data-dir', dataDir]);
+    term.open(['runs', ...svc.view]);
     const lines = () => term.screen().split('\n');
     // The list: header and filters wrap to two lines or more each, then the facets, the column titles and the rows.
     let screen = await until(term.screen, (s) => s.includes('runs 1-3 of 3') && s.includes('> live'), 'the list', term.screen);
@@ -510,13 +526,12 @@ describe('svc runs in a terminal', { concurrency: 3 }, () => {
   });
 
   test('on a 40-column terminal a page with a cache hit (route exact_cache) still shows the end of each run id', { skip }, async (t) => {
-    const dataDir = tempDir(t);
-    const server = await startServe(t, dataDir);
+    const svc = await ownOrganization(shared);
     // The same request twice: the second is answered from the exact cache, and its route is the widest svc has.
-    const live = await chat(server.address, 'asked twice');
-    const cached = await chat(server.address, 'asked twice');
+    const live = await chat(svc, 'asked twice');
+    const cached = await chat(svc, 'asked twice');
     const term = terminal(t, { columns: 40, rows: 20 });
-    term.open(['runs', '--data-dir', dataDir]);
+    term.open(['runs', ...svc.view]);
     const screen = await until(term.screen, (s) => s.includes('runs 1-2 of 2') && s.includes('exact_cache 1'), 'the list', term.screen);
     for (const runId of [live, cached]) {
       const row = screen.split('\n').find((line) => /^[> ] (live|exact_c)/.test(line) && line.includes(runId.slice(-8)));
@@ -525,25 +540,23 @@ describe('svc runs in a terminal', { concurrency: 3 }, () => {
   });
 
   test('on a 40x14 terminal the list shows as many runs as fit under its wrapped header and filters', { skip }, async (t) => {
-    const dataDir = tempDir(t);
-    const server = await startServe(t, dataDir);
+    const svc = await ownOrganization(shared);
     const runIds: string[] = [];
-    for (const content of ['a', 'b', 'c', 'd', 'e']) runIds.push(await chat(server.address, content));
+    for (const content of ['a', 'b', 'c', 'd', 'e']) runIds.push(await chat(svc, content));
     // 13 lines drawn: header and filters two each, facets, column titles, the five runs, the key help.
     const term = terminal(t, { columns: 40, rows: 14 });
-    term.open(['runs', '--data-dir', dataDir]);
+    term.open(['runs', ...svc.view]);
     const screen = await until(term.screen, (s) => s.includes('runs 1-5 of 5') && s.startsWith('svc runs · live'), 'the list', term.screen);
     for (const runId of runIds) assert.ok(screen.includes(runId.slice(-8)), `${runId} is not on screen:\n${screen}`);
   });
 
   test('PgDn and PgUp page the list by the rows on screen: on a short terminal every run is shown once on the way down, none skipped', { skip }, async (t) => {
-    const dataDir = tempDir(t);
-    const server = await startServe(t, dataDir);
+    const svc = await ownOrganization(shared);
     const runIds: string[] = [];
-    for (let i = 1; i <= 7; i++) runIds.unshift(await chat(server.address, `run ${i}`));
+    for (let i = 1; i <= 7; i++) runIds.unshift(await chat(svc, `run ${i}`));
     // Eight lines: header, filters, facets, column titles and the key help leave two rows (seven lines drawn, see Screen).
     const term = terminal(t, { columns: 160, rows: 8 });
-    term.open(['runs', '--data-dir', dataDir]);
+    term.open(['runs', ...svc.view]);
     const shownRuns = (s: string) => runIds.filter((runId) => s.split('\n').some((line) => /^[> ] live /.test(line) && line.includes(runId)));
     const cursorOn = (runId: string) => (s: string) => s.split('\n').some((line) => line.startsWith('>') && line.includes(runId));
     let screen = await until(term.screen, (s) => s.includes('runs 1-7 of 7') && cursorOn(runIds[0]!)(s), 'the list', term.screen);
@@ -619,12 +632,11 @@ describe('svc runs in a terminal', { concurrency: 3 }, () => {
   });
 
   test('on a 5-row terminal the highlighted run and the open filter prompt stay in sight: the decorations give way to them', { skip }, async (t) => {
-    const dataDir = tempDir(t);
-    const server = await startServe(t, dataDir);
+    const svc = await ownOrganization(shared);
     const runIds: string[] = [];
-    for (let i = 1; i <= 5; i++) runIds.unshift(await chat(server.address, `run ${i}`));
+    for (let i = 1; i <= 5; i++) runIds.unshift(await chat(svc, `run ${i}`));
     const term = terminal(t, { columns: 80, rows: 5 });
-    term.open(['runs', '--data-dir', dataDir]);
+    term.open(['runs', ...svc.view]);
     const wait = (ok: (screen: string) => boolean, what: string) => until(term.screen, ok, what, term.screen);
     const cursorOn = (runId: string) => (s: string) => s.split('\n').some((line) => line.startsWith('> live') && line.includes(runId.slice(-8)));
     const prompting = (s: string) => s.split('\n').some((line) => line.startsWith('filter>'));
@@ -651,13 +663,12 @@ describe('svc runs in a terminal', { concurrency: 3 }, () => {
   });
 
   test('m cycles the model filter through the models of the runs listed, not through every model the session has seen', { skip }, async (t) => {
-    const dataDir = tempDir(t);
-    const server = await startServe(t, dataDir);
-    await chat(server.address, 'a', 'gpt-4o-mini');
-    await chat(server.address, 'b', 'gpt-4o');
-    await chat(server.address, 'c', 'mock-5xx');
+    const svc = await ownOrganization(shared);
+    await chat(svc, 'a', 'gpt-4o-mini');
+    await chat(svc, 'b', 'gpt-4o');
+    await chat(svc, 'c', 'mock-5xx');
     const term = terminal(t, { columns: 160, rows: 24 });
-    term.open(['runs', '--data-dir', dataDir]);
+    term.open(['runs', ...svc.view]);
     const wait = (ok: (screen: string) => boolean, what: string) => until(term.screen, ok, what, term.screen);
     await wait((s) => s.includes('runs 1-3 of 3'), 'the list');
     // Each model in turn, though the page under a model filter lists that model alone, then all again.
