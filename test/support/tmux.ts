@@ -4,6 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { loadScaled } from './load-scaled.ts';
 import { onProcessEnd } from './process-end.ts';
@@ -24,7 +26,15 @@ export const skipWithoutTmux = hasTmux ? false : 'tmux is not installed (.ci/run
 /** How long `until` waits on an idle machine; longer under load (a CLI child's scrypt and start take seconds there). */
 const WAIT_MS = 20_000;
 
-/** A private tmux server (its own socket name), killed after the test with everything running in it. */
+/**
+ * The socket file of `tmux -L <name>`, where tmux puts it ($TMUX_TMPDIR, else /tmp, then tmux-<uid>). tmux 3.3 leaves
+ * it when its server ends (kill-server included), so each test left one: ~2,000 had piled up in /tmp/tmux-0.
+ */
+export function tmuxSocketPath(name: string): string {
+  return join(process.env.TMUX_TMPDIR || '/tmp', `tmux-${process.getuid!()}`, name);
+}
+
+/** A private tmux server (its own socket name), killed after the test with everything running in it, its socket file removed. */
 export function terminal(t: TestContext, size: { columns: number; rows: number } = { columns: 160, rows: 40 }) {
   const socket = `svc-test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
   const tmux = (...args: string[]) =>
@@ -35,6 +45,7 @@ export function terminal(t: TestContext, size: { columns: number; rows: number }
     } catch {
       // already gone with its last session
     }
+    rmSync(tmuxSocketPath(socket), { force: true });
   };
   // Also when the test never reaches its after hooks (a timeout, a signal): the server would outlive the process.
   const forget = onProcessEnd(killServer);

@@ -8,8 +8,8 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import test, { before } from 'node:test';
-import { ensureBundle, ROOT } from '../support/process.ts';
-import { skipWithoutTmux as skip, until } from '../support/tmux.ts';
+import { ensureBundle, ROOT, tempDir } from '../support/process.ts';
+import { skipWithoutTmux as skip, terminal, tmuxSocketPath, until } from '../support/tmux.ts';
 
 before(ensureBundle);
 
@@ -80,6 +80,7 @@ function processesNaming(text: string): number[] {
 /** Nothing the hung file held is left. */
 async function assertNothingLeft(held: Held): Promise<void> {
   assert.equal(serverRuns(held.socket), false, `tmux server ${held.socket} is still running`);
+  assert.equal(existsSync(tmuxSocketPath(held.socket)), false, `tmux's socket file ${tmuxSocketPath(held.socket)} is still there`);
   // Killed (SIGKILL) as the file ended: gone once the kernel has reaped it.
   await until(() => processRuns(held.serverPid), (runs) => !runs, `svc serve (pid ${held.serverPid}) to end`, () => '');
   assert.equal(existsSync(held.dir), false, `${held.dir} is still there`);
@@ -113,3 +114,15 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     await assertNothingLeft(held);
   });
 }
+
+test('a test that ends leaves no tmux server or socket file behind', { skip }, async (t) => {
+  let socket = '';
+  await t.test('holding a terminal', async (held) => {
+    const term = terminal(held, { columns: 80, rows: 20 });
+    term.open(['runs', '--data-dir', tempDir(held)]);
+    socket = term.socket;
+    assert.ok(serverRuns(socket), 'the terminal runs');
+  });
+  assert.equal(serverRuns(socket), false, `tmux server ${socket} is still running`);
+  assert.equal(existsSync(tmuxSocketPath(socket)), false, `tmux's socket file ${tmuxSocketPath(socket)} is still there`);
+});
