@@ -29,6 +29,15 @@ function isPlainDomain(email: string): boolean {
 }
 
 /**
+ * Whether the local part is written without quoting: a quoted string is the atom it quotes and a quoted pair the
+ * character it quotes (RFC 5322 3.2.4), so `"ceo"@acme.io` and `c\eo@acme.io` reach the mailbox of `ceo@acme.io`, each
+ * an account of its own beside it. Browsers' own address check (HTML's valid e-mail address) allows neither.
+ */
+function isUnquotedLocalPart(email: string): boolean {
+  return !/["\\]/.test(email.slice(0, email.lastIndexOf('@')));
+}
+
+/**
  * Whether the domain has one Unicode form under IDNA (UTS 46), the form svc stores it in (src/core/mail-domain.ts):
  * `例え.jp` and `xn--r8jz45g.jp` are then one address. Invalid punycode (`xn--zz`), a label IDNA refuses, or a
  * spelling the conversion would turn into another domain has none, and would be an account of its own.
@@ -49,9 +58,9 @@ function fitsMailServers(email: string): boolean {
 
 /**
  * E-mail addresses: trimmed, at most 254 characters (also with the domain in its ASCII form), one `@` with something
- * on both sides, no control or invisible characters, in Unicode normalization form NFKC, the domain without empty
- * labels and valid under IDNA (stored in its Unicode form by `normalizeEmail`): no two accepted addresses look alike,
- * or reach the same mailbox through another spelling of its domain, but differ.
+ * on both sides, no control or invisible characters, in Unicode normalization form NFKC, the local part unquoted, the
+ * domain without empty labels and valid under IDNA (stored in its Unicode form by `normalizeEmail`): no two accepted
+ * addresses look alike, or reach the same mailbox through another spelling of it, but differ.
  */
 export const emailField = z
   .string()
@@ -60,6 +69,7 @@ export const emailField = z
   .regex(/^[^\s@]+@[^\s@]+$/, 'must be an e-mail address')
   .refine(isPrintableText, { message: UNPRINTABLE_MESSAGE })
   .refine(isNormalAddress, { message: 'must not hold invisible characters and must be in Unicode normalization form NFKC' })
+  .refine(isUnquotedLocalPart, { message: 'the local part must not be quoted or hold a backslash' })
   .refine(isPlainDomain, { message: 'the domain must not start or end with a dot, hold two dots in a row or an ideographic full stop' })
   .refine(isConvertibleDomain, { message: 'the domain must be a valid internationalized domain name (IDNA)' })
   .refine(fitsMailServers, { message: 'must be at most 254 characters with its domain in the ASCII form mail servers use (xn--...)' });

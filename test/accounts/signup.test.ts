@@ -117,6 +117,29 @@ test('an address whose domain is another spelling of a taken one is refused: tra
   assert.equal((await admin.post('/api/v1/users', { email: 'c.e.o.@acme.io' })).statusCode, 201);
 });
 
+test('a quoted local part or a backslash is refused: "ceo"@acme.io is the mailbox of ceo@acme.io spelled otherwise', async (t) => {
+  const { app, services, mail } = await buildWithAdmin(t, { SVC_ALLOW_PUBLIC_SIGNUP: 'true' });
+  const taken = await new Browser(app, '198.51.100.80').post('/api/v1/auth/signup', { email: 'ceo@acme.io', name: 'Ceo', password: 'ceo-password-1' });
+  assert.equal(taken.statusCode, 201, taken.body);
+  // RFC 5322 3.2.4: a quoted string is the same as the atom it quotes, and a quoted pair (\e) the character it quotes,
+  // so each reaches ceo@acme.io's mailbox, yet compared as text each would be an account of its own.
+  const sameMailbox = ['"ceo"@acme.io', '"CEO"@acme.io', '"c\\eo"@acme.io', 'c\\eo@acme.io', '"ceo@acme.io'];
+  const count = (table: string) => services.store.read((sql) => sql.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`)!.n);
+  const before = { users: await count('users'), invites: await count('org_invites'), mail: mail.sent.length };
+  const admin = new Browser(app, '198.51.100.81');
+  await admin.login(ADMIN.email, ADMIN.password);
+  for (const [index, email] of sameMailbox.entries()) {
+    const signup = await new Browser(app, `198.51.100.${90 + index}`).post('/api/v1/auth/signup', { email, name: 'Mallory', password: 'mallory-password' });
+    assert.equal(signup.statusCode, 400, `signup ${JSON.stringify(email)}: ${signup.body}`);
+    assert.deepEqual(json(signup).error.details.issues, [{ path: 'email', message: 'the local part must not be quoted or hold a backslash' }]);
+    assert.equal((await admin.post('/api/v1/users', { email })).statusCode, 400, `create ${JSON.stringify(email)}`);
+    assert.equal((await admin.post('/api/v1/orgs/active/invites', { email })).statusCode, 400, `invite ${JSON.stringify(email)}`);
+  }
+  assert.deepEqual({ users: await count('users'), invites: await count('org_invites'), mail: mail.sent.length }, before, 'no second account, invitation or e-mail');
+  // The other characters RFC 5322 allows unquoted stay allowed.
+  assert.equal((await admin.post('/api/v1/users', { email: "o'brien+svc=1!#$%&*/?^_`{|}~-@acme.io" })).statusCode, 201);
+});
+
 test("an internationalized domain is one mailbox in its Unicode and ASCII spellings: one account, reached by either", async (t) => {
   const { app, mail, services } = await buildWithAdmin(t, { SVC_ALLOW_PUBLIC_SIGNUP: 'true' });
   const ceo = await new Browser(app, '198.51.100.80').post('/api/v1/auth/signup', { email: 'ceo@例え.jp', name: 'Ceo', password: 'ceo-password-1' });
