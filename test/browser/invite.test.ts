@@ -163,11 +163,13 @@ test('an invitation is accepted through /accept-invite in Chromium; then the pas
   });
 });
 
-test('a signup verification link opens /verify-email and verifies the address once', async (t) => {
+test('a signup verification link opens /verify-email and verifies the address once; a lost one is sent again from /', async (t) => {
   requireBrowser();
   const svc = await startSvc(t, { SVC_ALLOW_PUBLIC_SIGNUP: 'true' });
   await signUp(svc, 'ada@acme.io', 'Ada');
+  await signUp(svc, 'bo@bo.dev', 'Bo');
   const verify = await linkToken(svc, 'ada@acme.io', '/verify-email');
+  const emailVerified = async (email: string) => (await svc.admin('GET', `/users?email=${encodeURIComponent(email)}`)).body.users[0].emailVerified;
 
   const context = await newContext(t);
   const page = await context.newPage();
@@ -175,12 +177,45 @@ test('a signup verification link opens /verify-email and verifies the address on
   await page.goto(`${svc.address}/verify-email?token=${verify.token}`);
   await page.getByText('Your e-mail ada@acme.io is verified.').waitFor();
   assert.equal(page.url(), `${svc.address}/verify-email`);
-  const users = await svc.admin('GET', '/users?email=ada%40acme.io');
-  assert.equal(users.body.users[0].emailVerified, true);
+  assert.equal(await emailVerified('ada@acme.io'), true);
 
   await page.goto(`${svc.address}/verify-email?token=${verify.token}`);
   await page.getByRole('heading', { name: 'Not verified' }).waitFor();
-  assert.match(await text(page, '[role="alert"]'), /not valid any more/);
+  assert.match(await text(page, '[role="alert"]'), /Sign in to ask for a new one\.$/);
+
+  // Bo's link is lost (or used up, or expired): the refusal says to sign in and ask for another, so signing in leads
+  // where that is offered. Ada, verified, is offered nothing.
+  await page.getByRole('link', { name: 'Sign in' }).click();
+  await signIn(page, 'ada@acme.io', FIRST_PASSWORD);
+  await page.waitForURL(`${svc.address}/`);
+  await page.getByText(/^Signed in as ada@acme\.io/).waitFor();
+  assert.equal(await page.getByRole('button', { name: 'Send a new verification link' }).isVisible(), false);
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByText('You are signed out.').waitFor();
+
+  await page.goto(`${svc.address}/verify-email?token=${verify.token}`);
+  await page.getByRole('link', { name: 'Sign in' }).click();
+  await signIn(page, 'bo@bo.dev', FIRST_PASSWORD);
+  await page.waitForURL(`${svc.address}/`);
+  await page.getByText(/^Your e-mail address is not verified yet/).waitFor();
+  // Signed out elsewhere meanwhile: said in words (not the API's 401 about sessions), and the way back is on the page.
+  await endSession(context, svc);
+  await page.getByRole('button', { name: 'Send a new verification link' }).click();
+  await page.getByText('Your session has ended. Sign in again.').waitFor();
+  await page.getByRole('link', { name: 'Sign in' }).click();
+  await signIn(page, 'bo@bo.dev', FIRST_PASSWORD);
+  await page.waitForURL(`${svc.address}/`);
+  const sent = svc.mail.length;
+  await page.getByRole('button', { name: 'Send a new verification link' }).dblclick();
+  await page.getByText('A new verification link is on its way. It replaces the links sent before.').waitFor();
+  assert.equal(svc.mail.length, sent + 1, 'a double click sends one e-mail');
+  const again = await linkToken(svc, 'bo@bo.dev', '/verify-email');
+  await page.goto(`${svc.address}/verify-email?token=${again.token}`);
+  await page.getByText('Your e-mail bo@bo.dev is verified.').waitFor();
+  assert.equal(await emailVerified('bo@bo.dev'), true);
+  await page.goto(`${svc.address}/`);
+  await page.getByText(/^Signed in as bo@bo\.dev/).waitFor();
+  assert.equal(await page.getByRole('button', { name: 'Send a new verification link' }).isVisible(), false, 'verified: nothing more to ask');
   assert.deepEqual(problems, []);
 });
 
