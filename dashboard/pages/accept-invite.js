@@ -49,10 +49,17 @@ function joined(me, orgName) {
   showError('');
 }
 
+/** The address of the signed-in user, or null. */
+async function signedInEmail() {
+  const me = await api('GET', '/auth/me');
+  return me.ok ? (me.data?.user?.email ?? null) : null;
+}
+
 /**
  * What an existing account must do, for whoever is signed in (`signedInAs`, or null): nothing more for the invitee,
- * else sign in as the invited address (the link to /login). Said again with null when svc refuses the acceptance for
- * want of that session (it ended after the page loaded).
+ * else sign in as the invited address (the link to /login). Said again when svc refuses the acceptance for want of
+ * the invitee's session, for whoever is signed in by then: nobody (the session ended after the page loaded), or
+ * another user, who must still be told to sign out first.
  */
 function showSignInHint(email, signedInAs) {
   const isInvitee = Boolean(signedInAs) && signedInAs.toLowerCase() === email.toLowerCase();
@@ -94,7 +101,7 @@ async function main() {
     const result = await busy(form, () => api('POST', `/invites/${encodeURIComponent(token)}/accept`, body));
     if (result.ok) return joined(result.data, invite.orgName);
     if (errorCode(result) === 'invalid_token') return unusable(result.data.error.details?.status);
-    if (errorCode(result) === 'sign_in_required') showSignInHint(invite.email, null);
+    if (errorCode(result) === 'sign_in_required') showSignInHint(invite.email, await signedInEmail());
     return invalid(form, null, errorText(result));
   };
 
@@ -114,9 +121,7 @@ async function main() {
 
   // An account exists for the address: acceptance needs a session as that user (403 sign_in_required otherwise).
   $('existing-email').textContent = invite.email;
-  const me = await api('GET', '/auth/me');
-  const signedInAs = me.ok ? me.data?.user?.email : null;
-  showSignInHint(invite.email, signedInAs);
+  showSignInHint(invite.email, await signedInEmail());
   showOnly('invite', 'existing-account');
   const form = $('existing-account');
   form.addEventListener('submit', async (event) => {

@@ -248,11 +248,13 @@ test('a ?token= that is a dot segment is an invalid link on the page, never a pa
   assert.deepEqual(problems, []);
 });
 
-test('a session that ends before an existing account accepts shows the sign-in link with the refusal', async (t) => {
+test('an existing account signed in as someone else, then with a session that ends, is told each time how to accept', async (t) => {
   requireBrowser();
   const svc = await startSvc(t, { SVC_ALLOW_PUBLIC_SIGNUP: 'true' });
   const email = 'ada@acme.io';
+  const other = 'eve@eve.dev';
   await signUp(svc, email, 'Ada');
+  await signUp(svc, other, 'Eve');
   assert.equal((await svc.admin('POST', '/orgs/active/invites', { email, role: 'member' })).status, 201);
   const invite = await linkToken(svc, email, '/accept-invite');
 
@@ -260,9 +262,24 @@ test('a session that ends before an existing account accepts shows the sign-in l
   const page = await context.newPage();
   const problems = watch(page);
   await page.goto(`${svc.address}/login`);
-  await signIn(page, email, FIRST_PASSWORD);
+  await signIn(page, other, FIRST_PASSWORD);
   await page.getByRole('heading', { name: 'Signed in' }).waitFor();
+
+  // Signed in as Eve, the page says to sign out first, and still does after svc refuses Eve's acceptance: not "Sign in
+  // with it first", as if nobody were signed in.
   await page.goto(`${svc.address}/accept-invite?token=${invite.token}`);
+  const wrongUser = `There is already an account for ${email}, but you are signed in as ${other}. Sign out, then sign in as ${email}.`;
+  await page.getByText(wrongUser).waitFor();
+  await page.getByRole('button', { name: 'Accept the invitation' }).click();
+  await page.locator('[role="alert"]').filter({ hasText: /\S/ }).waitFor();
+  assert.equal(await text(page, '[role="alert"]'), 'Sign in as the invited user to accept this invitation.');
+  assert.equal(await page.locator('#existing-explain').innerText(), wrongUser);
+
+  // Its link: sign out on /login, sign in as Ada, and back to the same invitation.
+  await page.getByRole('link', { name: `Sign in as ${email}` }).click();
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await signIn(page, email, FIRST_PASSWORD);
+  await page.waitForURL(`${svc.address}/accept-invite`);
   await page.getByText(`You are signed in as ${email}.`).waitFor();
   assert.equal(await page.locator('#sign-in-link').isVisible(), false, 'signed in as the invitee: no sign-in link');
 
