@@ -10,6 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.ts';
 import { answerClientError, answerNodeRefusals } from './client-errors.ts';
 import { inTurn } from './pipelined-turns.ts';
+import { keepPeerAddresses } from './peer-address.ts';
 import { ignoreUpgrades } from './upgrade.ts';
 
 /**
@@ -25,6 +26,8 @@ export function serveApp(server: Server, app: FastifyInstance): void {
   // a client padding its request with a thousand lines pushed out those a proxy appends after them (X-Forwarded-For,
   // SPEC 5.4) and its own credential. The header section's size (16 KiB, else 431) is the only bound.
   server.maxHeadersCount = 0;
+  // Every per-address limit counts a request by its connection's peer, which a client resetting it must not erase.
+  keepPeerAddresses(server);
   // Pipelined requests one at a time: one behind an answer that closes its connection never runs (src/http/pipelined-turns.ts).
   server.on('request', inTurn(app.routing));
   answerNodeRefusals(server, app.log);

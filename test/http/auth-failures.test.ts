@@ -165,3 +165,63 @@ test('headers a proxy appends after a thousand of the client\'s still count: the
   // A credential after the padding is not dropped either.
   assert.equal(await status('', `X-Forwarded-For: 203.0.113.10\r\nAuthorization: Bearer ${token}\r\n`), 200);
 });
+
+test('a client that resets its connection right after its request is still counted as its own address, never as the local operator', async (t) => {
+  const { mkdtempSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const { Agent, request } = await import('undici');
+  const { startServer } = await import('../../src/server.ts');
+  const { loadConfig } = await import('../../src/config.ts');
+  const token = 'bootstrap-token-brute-force-09';
+  const dataDir = mkdtempSync(join(tmpdir(), 'svc-reset-peer-'));
+  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+  const env = { SVC_LOG_LEVEL: 'silent', SVC_PORT: '0', SVC_HOST: '0.0.0.0', SVC_API_KEY: token, SVC_AUTH_FAILURES_PER_MINUTE: '3' };
+  const server = await startServer(loadConfig(env, { dataDir }));
+  t.after(() => server.close());
+  const port = Number(new URL(server.address).port);
+  /** Send a request from `client` and reset the connection once it is written: nobody reads the answer, svc runs it. */
+  const sendAndReset = (client: string, head: string, body = '') =>
+    new Promise<void>((resolve) => {
+      const socket = connect({ port, host: '127.0.0.1', localAddress: client }, () =>
+        socket.write(`${head}Host: 127.0.0.1\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, () => socket.resetAndDestroy()),
+      );
+      socket.on('error', () => {});
+      socket.on('close', () => resolve());
+    });
+  const local = new Agent({ connect: { socketPath: server.socketPath! } });
+  const from = (client: string) => new Agent({ localAddress: client });
+  const guesser = from('127.0.0.2');
+  const resetter = from('127.0.0.1');
+  t.after(() => Promise.all([local.close(), guesser.close(), resetter.close()]));
+  const keysBy = async (dispatcher: InstanceType<typeof Agent>, url: string) => {
+    const response = await request(url, { dispatcher, headers: bearer(token) });
+    await response.body.dump();
+    return response.statusCode;
+  };
+
+  // Read once the connection was gone, the peer's address was undefined, which is how a request on the local socket
+  // looks: such guesses and reset requests were counted as the local operator's, who was locked out, while the address
+  // that sent them kept its own attempts. A reset connection may also end a request before it runs: sent until they count.
+  let guesserStatus = 0;
+  for (let i = 0; i < 20 && guesserStatus !== 429; i++) {
+    await sendAndReset('127.0.0.2', `GET /api/v1/keys HTTP/1.1\r\nAuthorization: Bearer guess-${i}\r\n`);
+    guesserStatus = await keysBy(guesser, `http://127.0.0.1:${port}/api/v1/keys`);
+  }
+  assert.equal(guesserStatus, 429, 'the guesses counted against the address that sent them');
+  assert.equal(await keysBy(local, 'http://localhost/api/v1/keys'), 200, 'the local operator is not locked out');
+
+  const body = JSON.stringify({ email: 'nobody@example.test' });
+  const resetHead = `POST /api/v1/auth/password-reset/request HTTP/1.1\r\nContent-Type: application/json\r\nOrigin: http://127.0.0.1:${port}\r\n`;
+  const counted = () => server.services.store.read((sql) => sql.get<{ n: number }>("SELECT COUNT(*) AS n FROM rate_events WHERE bucket = 'passwordReset'")!.n);
+  for (let i = 0; i < 50 && (await counted()) < 5; i++) await sendAndReset('127.0.0.1', resetHead, body);
+  assert.equal(await counted(), 5);
+  const byResetter = await request(`http://127.0.0.1:${port}/api/v1/auth/password-reset/request`, {
+    dispatcher: resetter,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: `http://127.0.0.1:${port}` },
+    body,
+  });
+  assert.equal(byResetter.statusCode, 429, 'the reset requests counted against the address that sent them');
+  assert.match(((await byResetter.body.json()) as { error: { message: string } }).error.message, /^Too many attempts/);
+});
