@@ -438,6 +438,42 @@ test('password recovery: 5 attempts per minute per address for request and confi
   assert.equal(known.body, unknown.body);
 });
 
+test('the per-address limits slide: an attempt counts for exactly its window, and retry-after is the wait until the oldest one in it leaves', async (t) => {
+  const { app, clock } = await buildAccounts(t);
+  const request = () =>
+    app.inject({ method: 'POST', url: '/api/v1/auth/password-reset/request', remoteAddress: '198.51.100.52', headers: { origin: ORIGIN }, payload: { email: 'nobody@example.test' } });
+  assert.equal((await request()).statusCode, 202);
+  clock.advance(30_000);
+  for (let i = 0; i < 4; i++) assert.equal((await request()).statusCode, 202);
+  const full = await request();
+  assert.equal(full.statusCode, 429);
+  assert.equal(full.headers['retry-after'], '30');
+  assert.deepEqual(json(full), { error: { code: 'rate_limited', message: 'Too many attempts. Retry after 30 s.' } });
+  clock.advance(29_999);
+  assert.equal((await request()).statusCode, 429, 'the first attempt is in the window until a minute has passed');
+  // A minute after the first attempt it leaves the window, and one more fits; the four of 30 s later still count
+  // (a fixed window begun with the first attempt would have room for five).
+  clock.advance(1);
+  assert.equal((await request()).statusCode, 202);
+  const again = await request();
+  assert.equal(again.statusCode, 429);
+  assert.equal(again.headers['retry-after'], '30');
+});
+
+test('the per-address limits survive a restart: they are counted in the data file (SPEC 8)', async (t) => {
+  const dataDir = tempDir(t);
+  const request = (app: Awaited<ReturnType<typeof buildAccounts>>['app']) =>
+    app.inject({ method: 'POST', url: '/api/v1/auth/password-reset/request', remoteAddress: '198.51.100.53', headers: { origin: ORIGIN }, payload: { email: 'nobody@example.test' } });
+  const before = await buildAccounts(t, { dataDir });
+  for (let i = 0; i < 5; i++) assert.equal((await request(before.app)).statusCode, 202);
+  await before.app.close();
+  await before.services.store.close();
+  const after = await buildAccounts(t, { dataDir });
+  const refused = await request(after.app);
+  assert.equal(refused.statusCode, 429);
+  assert.equal(refused.headers['retry-after'], '60');
+});
+
 test('behind a trusted proxy, a forwarded client address that is no IP address counts as the proxy, never as an address of its own', async (t) => {
   const { app } = await buildWithAdmin(t, { SVC_TRUST_PROXY_HEADERS: 'true', SVC_TRUSTED_PROXY_CIDRS: '127.0.0.1' });
   const request = (forwarded?: string) =>
