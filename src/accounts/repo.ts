@@ -542,8 +542,11 @@ export interface AccountsRepository {
   signup(input: { user: User; org: Org; verification: AccountToken | null; session: Session; sessionTokenHash: string; also?: AlsoStep }): Promise<boolean>;
   createToken(token: AccountToken): Promise<void>;
   deleteToken(tokenHash: string): Promise<void>;
-  /** Delete the user's other tokens of a kind (a new verification replaces the older ones). */
-  deleteOtherTokens(userId: string, kind: AccountTokenKind, keepHash: string): Promise<void>;
+  /**
+   * Delete the user's tokens of a kind made before `newerHash` (a verification delivered replaces the older ones).
+   * Only older ones: two resends at once each deleting every token but its own left the user none that worked.
+   */
+  deleteOlderTokens(userId: string, kind: AccountTokenKind, newerHash: string): Promise<void>;
   /** Consume a verification token and mark the address verified; null when unknown, used, expired or stale. */
   verifyEmail(tokenHash: string, now: number, also?: (user: User) => AlsoStep): Promise<User | null>;
   /**
@@ -1020,9 +1023,14 @@ export function createAccountsRepository(store: Store): AccountsRepository {
       await store.write((sql) => sql.run('DELETE FROM account_tokens WHERE token_hash = ?', [tokenHash]));
     },
 
-    deleteOtherTokens: async (userId, kind, keepHash) => {
+    deleteOlderTokens: async (userId, kind, newerHash) => {
+      // Made before it: a lower rowid (a new row's rowid is above every row's in the table when it is inserted; equal
+      // created_at times do not order tokens made in the same millisecond). None when that token is gone (used).
       await store.write((sql) =>
-        sql.run('DELETE FROM account_tokens WHERE user_id = ? AND kind = ? AND token_hash != ?', [userId, kind, keepHash]),
+        sql.run(
+          'DELETE FROM account_tokens WHERE user_id = ? AND kind = ? AND rowid < (SELECT rowid FROM account_tokens WHERE token_hash = ?)',
+          [userId, kind, newerHash],
+        ),
       );
     },
 

@@ -130,7 +130,7 @@ export function createSignupService(deps: AccountsDeps & { floorMs?: number }): 
         await uncount();
         throw new AppError('email_delivery_failed', { headers: { 'retry-after': '30' } });
       }
-      await repo.deleteOtherTokens(user.id, 'verify_email', verification.row.tokenHash);
+      await repo.deleteOlderTokens(user.id, 'verify_email', verification.row.tokenHash);
     },
 
     async requestReset(email) {

@@ -330,6 +330,27 @@ test('a signup whose verification e-mail fails still succeeds; resend sends only
   assert.equal(json(await ada.post('/api/v1/auth/verification/resend')).error.code, 'already_verified');
 });
 
+test("two resends at once: exactly one of the links e-mailed works, and the signup's is replaced", async (t) => {
+  const { app, mail } = await buildAccounts(t, { env: { SVC_ALLOW_PUBLIC_SIGNUP: 'true' } });
+  for (let round = 0; round < 10; round++) {
+    const email = `ada${round}@acme${round}.io`;
+    const ada = new Browser(app, `198.51.100.${round + 1}`);
+    assert.equal((await ada.post('/api/v1/auth/signup', { ...SIGNUP, email })).statusCode, 201);
+    const signupToken = mail.token(email, '/verify-email');
+    // Sent together: both tokens are made before either delivery ends and replaces the older ones.
+    const resends = await Promise.all([ada.post('/api/v1/auth/verification/resend'), ada.post('/api/v1/auth/verification/resend')]);
+    assert.deepEqual(resends.map((r) => r.statusCode), [202, 202]);
+    const mailed = mail.sent.filter((m) => m.to === email).map((m) => /verify-email\?token=([A-Za-z0-9_-]+)/.exec(m.text)![1]!);
+    assert.equal(mailed.length, 3);
+    assert.equal(mailed[0], signupToken);
+    const verified = [];
+    for (const token of mailed) verified.push((await app.inject({ url: `/api/v1/auth/verify/${token}` })).statusCode);
+    // Each resend deleting every token but its own left none: both links e-mailed were dead, the address unverifiable.
+    assert.deepEqual(verified.slice(0, 1), [400], `round ${round}: the signup's link was replaced`);
+    assert.equal(verified.filter((status) => status === 200).length, 1, `round ${round}: ${verified.join(',')}`);
+  }
+});
+
 test('verification links expire after 7 days', async (t) => {
   const { app, mail, clock } = await buildAccounts(t, { env: { SVC_ALLOW_PUBLIC_SIGNUP: 'true' } });
   await new Browser(app).post('/api/v1/auth/signup', SIGNUP);
