@@ -298,7 +298,7 @@ test('names and addresses holding markup show as text on every page that echoes 
   const svc = await startSvc(t, { SVC_ALLOW_PUBLIC_SIGNUP: 'true' });
   // All three pass svc's name and address rules (no control characters, no bidirectional overrides).
   const org = '<script>alert(1)</script>"><img src=x onerror=alert(2)></title>';
-  const email = '"><img/src=x/onerror=alert(3)>@evil.example';
+  const email = "'><img/src=x/onerror=alert(3)>@evil.example"; // a quoted local part is refused (docs/accounts.md)
   const name = '<img src=x onerror=alert(4)>';
   assert.equal((await svc.admin('PATCH', '/orgs/active', { name: org })).status, 200);
   assert.equal((await svc.admin('POST', '/orgs/active/invites', { email, role: 'member' })).status, 201);
@@ -338,7 +338,7 @@ test('names and addresses holding markup show as text on every page that echoes 
   }
 
   // A signup's address, on /verify-email.
-  const signer = '"onmouseover=alert(5)"@evil.example';
+  const signer = "'onmouseover=alert(5)'@evil.example";
   await signUp(svc, signer, name);
   const verify = await linkToken(svc, signer, '/verify-email');
   await page.goto(`${svc.address}/verify-email?token=${verify.token}`);
