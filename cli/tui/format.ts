@@ -22,13 +22,15 @@ export const RUN_COLUMNS = {
 export type RunRow = Record<keyof typeof RUN_COLUMNS, string>;
 
 /**
- * USD with enough decimals for per-request prices (a mini-model call costs fractions of a cent); `-` for what is no
- * amount (a server named by --url is not necessarily svc: its answer's fields may have other types).
+ * USD as the API gives it: below a dollar every digit down to svc's resolution, 1e-10 (an attempt's cost is rounded
+ * there, src/gateway/pricing.ts), since a mini-model call costs millionths of a dollar; six decimals showed one of
+ * $0.00000015 as `0.` and $0.0000015 as 0.000002. From a dollar up, to the cent. `-` for what is no amount (a server
+ * named by --url is not necessarily svc: its answer's fields may have other types).
  */
 export function formatUsd(usd: number | null): string {
   if (typeof usd !== 'number' || !Number.isFinite(usd)) return '-';
   if (usd === 0) return '0';
-  return usd >= 1 ? usd.toFixed(2) : usd.toFixed(6).replace(/0+$/, '');
+  return usd >= 1 ? usd.toFixed(2) : usd.toFixed(10).replace(/\.?0+$/, '');
 }
 
 /** An ISO timestamp as `YYYY-MM-DD HH:MM:SS` (UTC, as the API gives it). */

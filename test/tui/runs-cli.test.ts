@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import test, { before } from 'node:test';
+import { completion, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
 import { runSvcInProcess } from '../support/in-process-cli.ts';
 import { ensureBundle, runSvc, startServe, tempDir } from '../support/process.ts';
 
@@ -123,4 +124,25 @@ test('svc runs marks SDK-ingested prompts in the table, and --ingested / --no-in
   const only = JSON.parse((await runSvcInProcess(['runs', '--json', '--ingested', ...args])).stdout);
   assert.deepEqual(only.runs.map((run: { id: string; ingested: boolean }) => [run.id, run.ingested]), [[ingested, true]]);
   assert.equal(only.pagination.total, 1);
+});
+
+test('svc runs shows a cost or a saving below a dollar with every digit the API gives: never 0. for a priced call, nor one rounded up', async (t) => {
+  // gpt-4o-mini: $0.15 per million prompt tokens, $0.6 per million output tokens (docs/gateway.md, "Cost").
+  const upstream = await startFakeUpstream(t, (request, res) => {
+    const prompt = JSON.stringify((request.body as { messages?: unknown })?.messages ?? '').includes('ten prompt tokens') ? 10 : 1;
+    sendJson(res, 200, { ...completion(''), usage: { prompt_tokens: prompt, completion_tokens: 0, total_tokens: prompt } });
+  });
+  const dataDir = tempDir(t);
+  const server = await startServe(t, dataDir, { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl });
+  const one = await chat(server.address, 'one token');
+  const hit = await chat(server.address, 'one token');
+  const ten = await chat(server.address, 'ten prompt tokens');
+
+  const table = await runSvc(['runs', '--no-tui', '--url', server.address]);
+  assert.equal(table.code, 0, table.stderr);
+  const cells = (runId: string) => lineOf(table.stdout, runId).split(/\s+/);
+  // ROUTE STATUS MODEL COST_USD LATENCY_MS SAVINGS_USD CREATED(2) ID: what the runs list says, 1.5e-7 and 1.5e-6.
+  assert.deepEqual([cells(one)[3], cells(one)[5]], ['0.00000015', '0']);
+  assert.deepEqual([cells(hit)[3], cells(hit)[5]], ['0', '0.00000015']);
+  assert.deepEqual([cells(ten)[3], cells(ten)[5]], ['0.0000015', '0']);
 });

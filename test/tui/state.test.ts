@@ -43,7 +43,7 @@ test('a run row carries the list columns: unpriced cost as n/a, observe-mode sav
     route: 'live',
     status: 'completed',
     model: 'gpt-4o-mini',
-    cost: '0.000013',
+    cost: '0.0000125',
     latency: '42',
     savings: '0',
     created: '2026-01-02 03:04:05',
