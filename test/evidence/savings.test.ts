@@ -1,6 +1,7 @@
 /** SPEC 4.7/4.9: savings counting rules, month-to-date usage, attribution dimensions and their windows. */
 import assert from 'node:assert/strict';
 import test from 'node:test';
+import { MovableClock } from '../support/accounts.ts';
 import { bearer, build, json } from '../support/build.ts';
 import { completion, contentChunk, sendChunks, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
 
@@ -583,4 +584,51 @@ test('a window since the epoch day echoes that day, not null (which reads as no 
   assert.equal(attribution.body.window.since, '1970-01-01T00:00:00.000Z');
   // Without a since, /savings still says so.
   assert.equal((await get('/api/v1/savings')).body.window.since, null);
+});
+
+test('attribution by fallback holds every run that failed over, served by the next provider or failed there too; the reason tells them apart', async (t) => {
+  const failing = (text: string) => text.includes('both fail');
+  const primary = await startFakeUpstream(t, (_request, res) => sendJson(res, 429, { error: { message: 'slow down' } }));
+  const fallback = await startFakeUpstream(t, (request, res) => {
+    if (failing(JSON.stringify((request.body as any)?.messages ?? ''))) return sendJson(res, 500, { error: { message: 'fallback exploded' } });
+    return sendJson(res, 200, { ...completion('from the fallback'), usage: { prompt_tokens: 200, completion_tokens: 100, total_tokens: 300 } });
+  });
+  const { app } = await build(t, {
+    env: { SVC_API_KEY: BOOT, CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: primary.baseUrl, CHATCOMP_FALLBACK_API_KEY: 'sk-fallback-0000', CHATCOMP_FALLBACK_BASE_URL: fallback.baseUrl },
+  });
+  const chat = (content: string) => app.inject({ method: 'POST', url: '/v1/chat/completions', headers: admin, payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content }] } });
+  assert.equal((await chat('served by the fallback')).statusCode, 200);
+  assert.equal((await chat('both fail')).statusCode, 502);
+
+  const attribution = json(await app.inject({ url: '/api/v1/usage/attribution', headers: admin }));
+  // The 429 cost nothing; the fallback's answer (200 x $0.15 + 100 x $0.6 per million) is the whole cost.
+  assert.deepEqual(attribution.byFallback.map((entry: any) => [entry.value, entry.runs, entry.costUsd]), [['chatcomp->chatcomp-fallback', 2, 0.00009]]);
+  assert.deepEqual(
+    attribution.byReason.map((entry: any) => [entry.value, entry.runs]),
+    [['live_fallback', 1], ['failed:upstream_error', 1]],
+  );
+});
+
+test('a run counts on the UTC day it was created, also when it finished the next day: /savings and attribution windows, the usage trend and the runs list agree', async (t) => {
+  const clock = new MovableClock(Date.UTC(2026, 10, 30, 23, 59, 59, 500));
+  const upstream = await startFakeUpstream(t, (_request, res) => {
+    clock.advance(1000); // answered after midnight
+    sendJson(res, 200, { ...completion('late'), usage: { prompt_tokens: 1000, completion_tokens: 500, total_tokens: 1500 } });
+  });
+  const { app } = await build(t, { env: { SVC_API_KEY: BOOT, CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl }, overrides: { clock } });
+  const response = await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: admin, payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'at midnight' }] } });
+  assert.equal(response.statusCode, 200);
+  const get = async (url: string) => json(await app.inject({ url, headers: admin }));
+  const { run } = await get(`/api/v1/runs/${response.headers['x-svc-run-id']}`);
+  assert.deepEqual([run.createdAt, run.completedAt], ['2026-11-30T23:59:59.500Z', '2026-12-01T00:00:00.500Z']);
+
+  const cost = (1000 * 0.15 + 500 * 0.6) / 1_000_000;
+  for (const query of ['since=2026-11-30&until=2026-11-30', 'until=2026-11-30T23:59:59.999Z']) {
+    assert.deepEqual([(await get(`/api/v1/savings?${query}`)).totalCostUsd, (await get(`/api/v1/usage/attribution?${query}`)).totals.runs], [cost, 1], query);
+  }
+  assert.deepEqual([(await get('/api/v1/savings?since=2026-12-01')).totalRuns, (await get('/api/v1/usage/attribution?since=2026-12-01')).totals.runs], [0, 0]);
+  const usage = await get('/api/v1/usage');
+  assert.deepEqual([usage.period.start, usage.usage.runs, usage.trend.map((day: any) => [day.date, day.runs])], ['2026-12-01T00:00:00.000Z', 0, [['2026-12-01', 0]]]);
+  assert.equal((await get('/api/v1/runs?since=2026-12-01T00:00:00Z')).pagination.total, 0);
+  assert.equal((await get('/api/v1/runs?since=2026-11-30T23:59:59.500Z')).pagination.total, 1);
 });
