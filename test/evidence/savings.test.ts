@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 import { MovableClock } from '../support/accounts.ts';
 import { bearer, build, json } from '../support/build.ts';
-import { completion, contentChunk, sendChunks, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
+import { completion, contentChunk, embeddingsAnswer, sendChunks, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
 
 const BOOT = 'bootstrap-token-savings-tests-00001';
 const admin = bearer(BOOT);
@@ -631,4 +631,21 @@ test('a run counts on the UTC day it was created, also when it finished the next
   assert.deepEqual([usage.period.start, usage.usage.runs, usage.trend.map((day: any) => [day.date, day.runs])], ['2026-12-01T00:00:00.000Z', 0, [['2026-12-01', 0]]]);
   assert.equal((await get('/api/v1/runs?since=2026-12-01T00:00:00Z')).pagination.total, 0);
   assert.equal((await get('/api/v1/runs?since=2026-11-30T23:59:59.500Z')).pagination.total, 1);
+});
+
+test('an embeddings call records no run: its tokens and cost, which the provider bills, are in none of /savings, /usage and attribution', async (t) => {
+  const upstream = await startFakeUpstream(t, (request, res) => {
+    const input = (request.body as any).input as string[];
+    sendJson(res, 200, { ...embeddingsAnswer(input, 'text-embedding-3-small'), usage: { prompt_tokens: 1_000_000, total_tokens: 1_000_000 } });
+  });
+  const { app } = await build(t, { env: { SVC_API_KEY: BOOT, CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl } });
+  const response = await app.inject({ method: 'POST', url: '/v1/embeddings', headers: admin, payload: { model: 'text-embedding-3-small', input: ['a', 'b'] } });
+  assert.equal(response.statusCode, 200, response.body);
+  assert.equal(json(response).usage.prompt_tokens, 1_000_000, 'a million tokens at $0.02 per million: $0.02 on the bill');
+  assert.equal(response.headers['x-svc-run-id'], undefined);
+  const get = async (url: string) => json(await app.inject({ url, headers: admin }));
+  const [savings, usage, attribution] = [await get('/api/v1/savings'), await get('/api/v1/usage'), await get('/api/v1/usage/attribution')];
+  assert.deepEqual([savings.totalRuns, savings.totalCostUsd], [0, 0]);
+  assert.deepEqual([usage.usage.runs, usage.usage.costUsd, usage.usage.actualTotalTokens], [0, 0, 0]);
+  assert.deepEqual([attribution.totals.runs, attribution.totals.costUsd], [0, 0]);
 });
