@@ -43,8 +43,9 @@ export const ROLLUP_STATUS_ROUTE_DIMENSIONS: ReadonlySet<string> = new Set(['rou
  * Statements inserting the rollup rows of every finished run for `dimensions` (dimension -> run column); with
  * `current`, also counting the runs whose cost is not firm (`priced = 0`) in `unpriced_runs` (migration 10 added it)
  * and summing the tokens of each run's attempts in `actual_prompt_tokens` and `actual_completion_tokens` (migration 12).
+ * `runs` is where the runs are read from: the ledger, or a temporary table of some of its rows (their columns).
  */
-function rollupBackfill(dimensions: Readonly<Record<string, string>>, keepStatusRoute: ReadonlySet<string>, current = false): string {
+function rollupBackfill(dimensions: Readonly<Record<string, string>>, keepStatusRoute: ReadonlySet<string>, current = false, runs = 'runs'): string {
   const attempts = (column: string) => `COALESCE((SELECT SUM(a.${column}) FROM run_attempts a WHERE a.run_id = runs.id), 0)`;
   return Object.entries(dimensions)
     .map(([dim, column]) => {
@@ -55,7 +56,7 @@ function rollupBackfill(dimensions: Readonly<Record<string, string>>, keepStatus
         COUNT(*), SUM(cost_usd), SUM(saved_usd), SUM(ghost_saved_usd), SUM(saved_ms), SUM(prompt_tokens), SUM(completion_tokens)${
           current ? `, SUM(priced = 0), SUM(${attempts('prompt_tokens')}), SUM(${attempts('completion_tokens')})` : ''
         }
-      FROM runs WHERE status != 'running'
+      FROM ${runs === 'runs' ? 'runs' : `${runs} AS runs`} WHERE status != 'running'
       GROUP BY tenant_id, COALESCE(${column}, ''), created_at / 86400000, COALESCE(app_id, ''), ${statusRoute};`;
     })
     .join('\n');
@@ -163,6 +164,58 @@ function migration12Backfill(): string {
       'SUM(prompt_gap) AS prompt_gap, SUM(completion_gap) AS completion_gap',
     ),
     'DROP TABLE temp.actual_tokens_backfill;',
+  ].join('\n');
+}
+
+/**
+ * Migration 18: runs recorded before migration 3 (by a svc of migration 2) were left without the execution method,
+ * reason and fallback that attribution sums by, though each run's route explanation and error say them; migration 3
+ * summed them under no value. Their days are those of the 'reason' rows of no value (every run finished since names
+ * its reason): those days' runs without one take them, by the rules the ledger had then (src/evidence/ledger.ts
+ * `finish` and `reasonCodeOf`), and those days' rows of the three dimensions are rebuilt from their runs. A data file
+ * without such runs reads its 'reason' rollup rows once and changes nothing. The fingerprint stays unknown: a run of
+ * then kept no request to take it from.
+ */
+function migration18Backfill(): string {
+  return [
+    // The tenants one index seek each (the primary key leads with tenant_id, then dim), then their 'reason' rows only:
+    // a plain scan for those rows read every rollup row (~0.15-0.25 s at 700,000 rows).
+    `CREATE TEMP TABLE unattributed_days AS
+      WITH RECURSIVE tenant (id) AS (
+        SELECT MIN(tenant_id) FROM run_rollups
+        UNION ALL SELECT (SELECT MIN(tenant_id) FROM run_rollups WHERE tenant_id > tenant.id) FROM tenant WHERE tenant.id IS NOT NULL
+      )
+      SELECT DISTINCT r.tenant_id, r.day FROM tenant JOIN run_rollups r ON r.tenant_id = tenant.id AND r.dim = 'reason' AND r.value = '';`,
+    `UPDATE runs SET
+        execution_method = json_extract(explanation_json, '$.executionMethod.id'),
+        fallback = CASE WHEN json_extract(explanation_json, '$.fallback') IS NOT NULL
+          THEN json_extract(explanation_json, '$.fallback.from') || '->' || json_extract(explanation_json, '$.fallback.to') END,
+        reason_code = CASE
+          WHEN status = 'failed' THEN 'failed:' || COALESCE(json_extract(error_json, '$.kind'), 'unknown')
+          WHEN status = 'blocked' THEN 'policy_block'
+          WHEN route = 'exact_cache' THEN 'exact_cache_hit'
+          WHEN route = 'artifact' THEN 'artifact'
+          WHEN json_extract(explanation_json, '$.fallback') IS NOT NULL THEN 'live_fallback'
+          ELSE 'live' END
+      WHERE rowid IN (SELECT runs.rowid FROM temp.unattributed_days d JOIN runs ON runs.tenant_id = d.tenant_id
+          AND runs.created_at >= d.day * 86400000 AND runs.created_at < (d.day + 1) * 86400000
+        WHERE runs.reason_code IS NULL AND runs.status != 'running' AND runs.explanation_json IS NOT NULL);`,
+    `CREATE TEMP TABLE unattributed_day_runs AS
+      SELECT runs.id, runs.tenant_id, runs.app_id, runs.status, runs.route, runs.created_at, runs.execution_method, runs.reason_code,
+        runs.fallback, runs.cost_usd, runs.saved_usd, runs.ghost_saved_usd, runs.saved_ms, runs.prompt_tokens, runs.completion_tokens,
+        runs.priced
+      FROM temp.unattributed_days d JOIN runs ON runs.tenant_id = d.tenant_id
+        AND runs.created_at >= d.day * 86400000 AND runs.created_at < (d.day + 1) * 86400000;`,
+    `DELETE FROM run_rollups WHERE (tenant_id, dim, day) IN (SELECT d.tenant_id, dims.dim, d.day
+        FROM temp.unattributed_days d, (SELECT 'executionMethod' AS dim UNION ALL SELECT 'reason' UNION ALL SELECT 'fallback') dims);`,
+    rollupBackfill(
+      { executionMethod: 'execution_method', reason: 'reason_code', fallback: 'fallback' },
+      new Set(),
+      true,
+      'temp.unattributed_day_runs',
+    ),
+    'DROP TABLE temp.unattributed_day_runs;',
+    'DROP TABLE temp.unattributed_days;',
   ].join('\n');
 }
 
@@ -716,5 +769,10 @@ export const MIGRATIONS: readonly Migration[] = [
           WHERE tenant_id = old.tenant_id AND cache_type = old.cache_type AND app_id = COALESCE(old.app_id, '') AND entries <= 0;
       END;
     `,
+  },
+  {
+    version: 18,
+    name: 'runs: the execution method, reason and fallback of runs recorded before migration 3',
+    sql: migration18Backfill(),
   },
 ];

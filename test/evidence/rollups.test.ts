@@ -316,3 +316,73 @@ test("migration 12 sums the tokens of each rollup row's runs' attempts, as a reb
   });
   assert.deepEqual(migrated, await rows());
 });
+
+test('runs recorded before migration 3 get their execution method, reason and fallback from what each recorded, in the run and in attribution', async (t) => {
+  const dir = tempDir(t);
+  const day = 86_400_000;
+  const now = Date.now();
+  const explanation = (method: string, fallback: object | null) =>
+    JSON.stringify({ route: 'live', reason: 'r', rejectedAlternatives: [], cache: [], artifact: null, fallback, executionMethod: { id: method, referenceGrade: 'not_applicable' } });
+  const toFallback = { from: 'chatcomp', to: 'chatcomp-fallback', reason: 'upstream_error' };
+  // status, route, execution method, fallback, error kind, days back: the runs of a data file of migration 2, whose
+  // explanation and error say what migration 3's columns hold.
+  const runs: Array<[string, string | null, string, object | null, string | null, number]> = [
+    ['completed', 'live', 'live_model', null, null, 0],
+    ['completed', 'exact_cache', 'exact_cache', null, null, 0],
+    ['completed', 'live', 'live_model', toFallback, null, 0],
+    ['failed', 'live', 'live_model', toFallback, 'upstream_error', 1],
+    ['failed', 'live', 'mock_model', null, 'rate_limited', 3],
+    ['completed', 'live', 'mock_model', null, null, 3],
+  ];
+  const old = openStore({ dataDir: dir, migrations: MIGRATIONS.filter((m) => m.version <= 2) });
+  await old.write((sql) =>
+    runs.forEach(([status, route, method, fallback, errorKind, back], i) =>
+      sql.run(
+        `INSERT INTO runs (id, tenant_id, mode, wire, model, status, route, explanation_json, error_json, cost_usd, prompt_tokens,
+           completion_tokens, created_at, last_hash)
+         VALUES (?, 'default', 'optimize', 'chat_completions', 'gpt-4o-mini', ?, ?, ?, ?, 0.25, 10, 5, ?, 'h')`,
+        [`run_${i}`, status, route, explanation(method, fallback), errorKind ? JSON.stringify({ kind: errorKind, message: 'm' }) : null, now - back * day - i * 1000],
+      ),
+    ),
+  );
+  // A run still in flight: it has no reason yet, and no rollup rows until it finishes.
+  await old.write((sql) =>
+    sql.run(
+      `INSERT INTO runs (id, tenant_id, mode, wire, model, status, created_at, last_hash)
+       VALUES ('run_running', 'default', 'optimize', 'chat_completions', 'gpt-4o-mini', 'running', ?, 'h')`,
+      [now],
+    ),
+  );
+  await old.close();
+
+  const { app, services } = await build(t, { dataDir: dir });
+  const detail = async (id: string) => {
+    const { run } = json(await app.inject({ url: `/api/v1/runs/${id}` }));
+    return [run.executionMethod, run.reasonCode, run.fallback];
+  };
+  assert.deepEqual(await detail('run_0'), ['live_model', 'live', null]);
+  assert.deepEqual(await detail('run_1'), ['exact_cache', 'exact_cache_hit', null]);
+  assert.deepEqual(await detail('run_2'), ['live_model', 'live_fallback', 'chatcomp->chatcomp-fallback']);
+  assert.deepEqual(await detail('run_3'), ['live_model', 'failed:upstream_error', 'chatcomp->chatcomp-fallback']);
+  assert.deepEqual(await detail('run_4'), ['mock_model', 'failed:rate_limited', null]);
+
+  const since = `since=${new Date(now - 30 * day).toISOString()}`;
+  const attribution = json(await app.inject({ url: `/api/v1/usage/attribution?${since}` }));
+  const entries = (list: any[]) => list.map((e: any) => [e.value, e.runs]).sort((a, b) => String(a[0]).localeCompare(String(b[0])));
+  assert.deepEqual(entries(attribution.byExecutionMethod), [['exact_cache', 1], ['live_model', 3], ['mock_model', 2]]);
+  assert.deepEqual(
+    entries(attribution.byReason),
+    [['exact_cache_hit', 1], ['failed:rate_limited', 1], ['failed:upstream_error', 1], ['live', 2], ['live_fallback', 1]],
+  );
+  assert.deepEqual(entries(attribution.byFallback), [['chatcomp->chatcomp-fallback', 2], [null, 4]]);
+  assert.deepEqual(await detail('run_running'), [null, null, null]);
+
+  // Every row, of every dimension, holds the sums a rebuild from the runs gives it.
+  const rows = () => services.store.read((sql) => sql.all('SELECT * FROM run_rollups ORDER BY tenant_id, dim, day, value, app_id, status, route'));
+  const migrated = await rows();
+  await services.store.write((sql) => {
+    sql.run('DELETE FROM run_rollups');
+    for (const statement of ROLLUP_BACKFILL_SQL.split(';').filter((part) => part.trim())) sql.run(statement);
+  });
+  assert.deepEqual(migrated, await rows());
+});
