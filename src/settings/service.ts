@@ -74,13 +74,27 @@ export function createSettingsService(deps: {
     return stored.encrypted && typeof value === 'string' ? cipher.decrypt(value) : value;
   }
 
-  async function effective(tenantId: string): Promise<SettingsMap> {
+  /** The tenant's stored settings over the defaults, each stored one read by `read`. */
+  async function storedOverDefaults(tenantId: string, read: (stored: StoredSetting) => unknown): Promise<SettingsMap> {
     const settings = defaultSettings() as Record<string, unknown>;
     for (const stored of await repo.list(tenantId)) {
       if (!isSettingKey(stored.key)) continue; // a key retired by a later version
-      settings[stored.key] = decoded(stored);
+      settings[stored.key] = read(stored);
     }
     return settings as SettingsMap;
+  }
+
+  function effective(tenantId: string): Promise<SettingsMap> {
+    return storedOverDefaults(tenantId, decoded);
+  }
+
+  /**
+   * What an identity sees. A secret shows only whether it is set, so it is left encrypted (its ciphertext or null):
+   * one stored under another master key, which no longer decrypts, reads `[set]` and leaves the other settings
+   * readable and writable (it is repaired by setting it again).
+   */
+  async function visible(auth: AuthContext): Promise<SettingsView> {
+    return mask(auth, await storedOverDefaults(auth.tenantId, (stored) => JSON.parse(stored.valueJson) as unknown));
   }
 
   async function effectiveValue<K extends SettingKey>(tenantId: string, key: K): Promise<SettingsMap[K]> {
@@ -121,9 +135,7 @@ export function createSettingsService(deps: {
   }
 
   return {
-    async view(auth) {
-      return mask(auth, await effective(auth.tenantId));
-    },
+    view: visible,
 
     async update(auth, key, rawValue) {
       if (!auth.admin) throw new AppError('admin_required');
@@ -165,7 +177,7 @@ export function createSettingsService(deps: {
         },
       );
       if (!written) throw notFound('Organization');
-      return mask(auth, await effective(auth.tenantId));
+      return visible(auth);
     },
 
     effective,

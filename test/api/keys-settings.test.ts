@@ -5,7 +5,9 @@ import test from 'node:test';
 import { checkOutboundUrl } from '../../src/net/url-guard.ts';
 import { bearer, build, json } from '../support/build.ts';
 import { BOOT as OPERATOR, buildWithAdmin, operator } from '../support/accounts.ts';
+import { runSvcInProcess } from '../support/in-process-cli.ts';
 import { loadScaled } from '../support/load-scaled.ts';
+import { tempDir } from '../support/process.ts';
 
 const BOOT = 'bootstrap-token-keys-tests-0000001';
 const admin = bearer(BOOT);
@@ -331,4 +333,34 @@ test('managed_connector_grants: a token pasted where a key id belongs is refused
   assert.ok(!response.body.includes(token), response.body);
   // The answer still says which entry is wrong, and that keyIds take ids.
   assert.match(json(response).error.message, /grants\[0\]\.keyIds\[0\]/);
+});
+
+test('settings under another master key: read and written, the secret still [set], without decrypting it', async (t) => {
+  const dataDir = tempDir(t);
+  const start = (masterKey: string) => build(t, { env: { SVC_API_KEY: BOOT, SVC_MASTER_KEY: masterKey }, dataDir });
+  const first = await start('a'.repeat(64));
+  assert.equal((await first.app.inject({ method: 'PUT', url: '/api/v1/settings', headers: admin, payload: { key: 'webhook_secret', value: 'whsec-first-key' } })).statusCode, 200);
+  await first.app.close();
+  await first.services.store.close();
+
+  // The same data file, the key changed (svc has no rotation: docs/configuration.md "Master key").
+  const { app, services } = await start('b'.repeat(64));
+  const read = await app.inject({ url: '/api/v1/settings', headers: admin });
+  assert.equal(read.statusCode, 200, read.body);
+  assert.equal(json(read).settings.webhook_secret, '[set]', 'it is stored: set, though this key cannot read it');
+  for (const [key, value] of [['retention_days', 7], ['redaction', true], ['webhook_url', 'https://93.184.216.34/hook']] as const) {
+    const written = await app.inject({ method: 'PUT', url: '/api/v1/settings', headers: admin, payload: { key, value } });
+    assert.equal(written.statusCode, 200, `${key}: ${written.body}`);
+    assert.equal(json(written).settings[key], value);
+    assert.equal(json(written).settings.webhook_secret, '[set]');
+  }
+  // The repair docs/api.md names: set it again, under the key svc has now.
+  const reset = await app.inject({ method: 'PUT', url: '/api/v1/settings', headers: admin, payload: { key: 'webhook_secret', value: 'whsec-second-key' } });
+  assert.equal(json(reset).settings.webhook_secret, '[set]');
+  await app.close();
+  await services.store.close();
+  const cli = await runSvcInProcess(['settings', 'get', '--data-dir', dataDir], { env: { SVC_MASTER_KEY: 'c'.repeat(64) } });
+  assert.equal(cli.code, 0, cli.stderr);
+  assert.match(cli.stdout, /^webhook_secret\s+\[set\]$/m);
+  assert.match(cli.stdout, /^retention_days\s+7$/m);
 });
