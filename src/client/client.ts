@@ -304,6 +304,16 @@ export interface RunFilters {
   since?: string | number;
   /** true: only SDK-ingested prompts; false: every run but them (both are on the live route). */
   ingested?: boolean;
+  /**
+   * A run id, the previous page's `pagination.nextBefore`: the page lists the runs after it. A walk following it lists
+   * each run once while runs are recorded; one by `offset` repeats or skips runs then.
+   */
+  before?: string;
+}
+
+/** The runs list's pagination: `nextBefore` is the `before` of the next page, null on the last (absent from older svc). */
+export interface RunsPagination extends Pagination {
+  nextBefore?: string | null;
 }
 
 /** A window of a run's trace (`/events`, and run detail's `events`): `limit` 1 to 500 (default 100), `before` an exclusive seq. */
@@ -469,7 +479,7 @@ const ATTRIBUTION_QUERY = {
   ...TIME_WINDOW,
   ...Object.fromEntries(ATTRIBUTION_DIMENSIONS.flatMap((dim) => [[`${dim}Limit`, 'positive integer'], [`${dim}Offset`, 'non-negative integer']])),
 } as Record<keyof AttributionQuery, QueryValue>;
-const RUN_FILTERS: Record<keyof RunFilters, QueryValue> = { ...PAGE, route: 'string', status: 'string', provider: 'string', model: 'string', since: 'instant', ingested: 'boolean' };
+const RUN_FILTERS: Record<keyof RunFilters, QueryValue> = { ...PAGE, route: 'string', status: 'string', provider: 'string', model: 'string', since: 'instant', ingested: 'boolean', before: 'string' };
 const EVENT_WINDOW: Record<keyof EventWindowQuery, QueryValue> = { limit: 'positive integer', before: 'positive integer' };
 const RUN_DETAIL: Record<keyof RunDetailQuery, QueryValue> = { ...EVENT_WINDOW, sideEffectLimit: 'positive integer', sideEffectBefore: 'positive integer', feedbackLimit: 'positive integer', feedbackBefore: 'positive integer' };
 
@@ -858,7 +868,7 @@ export class SvcClient {
 
   readonly runs = {
     list: async (filters: RunFilters = {}) =>
-      this.call<{ runs: RunSummary[]; pagination: Pagination; facets: { route: Record<string, number>; status: Record<string, number> } }>(
+      this.call<{ runs: RunSummary[]; pagination: RunsPagination; facets: { route: Record<string, number>; status: Record<string, number> } }>(
         'GET',
         `/api/v1/runs${checkedQuery('runs.list', filters, RUN_FILTERS)}`,
       ),

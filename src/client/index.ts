@@ -5,7 +5,7 @@ export { SvcStreamError } from './streams.ts';
 export type { ChatChoice, ChatStreamChunk, MessagesStreamChunk, MessagesToolUse, RunCorrelation, ToolCall, Usage } from './streams.ts';
 export { isPlainJson, tracedTool } from './tools.ts';
 export type { ToolCallContext, ToolDefinition } from './tools.ts';
-export type { ApiKey, AttributionDimension, AttributionQuery, AuditEvent, AuditIntegrity, AuditQuery, AuditWindow, CacheStat, EventWindow, EventWindowQuery, KeyMode, PageQuery, Pagination, RunDetailQuery, RunFilters, RunIntegrity, RunRoute, RunStatus, RunSummary, SectionWindow, TimeWindow, TraceEventView } from './client.ts';
+export type { ApiKey, AttributionDimension, AttributionQuery, AuditEvent, AuditIntegrity, AuditQuery, AuditWindow, CacheStat, EventWindow, EventWindowQuery, KeyMode, PageQuery, Pagination, RunDetailQuery, RunFilters, RunIntegrity, RunRoute, RunsPagination, RunStatus, RunSummary, SectionWindow, TimeWindow, TraceEventView } from './client.ts';
 export type { ActiveOrg, Invite, InviteFilters, InviteStatus, OrgMember, OrgPlan, OrgRole, OrgSummary, PlatformRole, User, UserFilters } from './client.ts';
 export { httpTransport, injectTransport, socketTransport } from './transport.ts';
 export type { Injectable, Transport, TransportResponse } from './transport.ts';

@@ -78,8 +78,23 @@ export interface LedgerChange {
 
 export interface RunListResult {
   runs: RunRecord[];
+  /** Whether a run the filter matches follows the page's last in the list's order. */
+  more: boolean;
   total: number;
   facets: { route: Record<string, number>; status: Record<string, number> };
+}
+
+/** A place in the runs list's order (created_at, then id, both descending): a page may start below one. */
+export interface RunPosition {
+  createdAt: number;
+  id: string;
+}
+
+/** A page of the runs list: `offset` runs skipped after `below` (a run's position; the list's start when absent). */
+export interface RunPage {
+  limit: number;
+  offset: number;
+  below?: RunPosition;
 }
 
 export interface RunsRepository {
@@ -143,7 +158,7 @@ export interface RunsRepository {
   /** `settle()`, and the pending ledger writes flushed to the disk: before answering a management write made through the ledger. */
   settleOnDisk(): Promise<void>;
   get(tenantId: string, id: string): Promise<RunRecord | null>;
-  list(filter: RunFilter, page: { limit: number; offset: number }): Promise<RunListResult>;
+  list(filter: RunFilter, page: RunPage): Promise<RunListResult>;
   /** Newest `limit` events with seq < before (or the newest overall), returned in append order. */
   eventsBefore(tenantId: string, runId: string, options: { limit: number; before?: number }): Promise<TraceEvent[]>;
   allEvents(tenantId: string, runId: string): Promise<TraceEvent[]>;
@@ -607,19 +622,24 @@ function runningCells(sql: Sql, filter: RunFilter): SpannedCell[] {
  * The SDK-ingested prompts (`ingested: true`) are counted as a model is, from their 'reason' rows; the other runs
  * (`ingested: false`) as the list without that filter, less the ingested ones where the rows can say how many.
  */
-function listRuns(sql: Sql, filter: RunFilter, page: { limit: number; offset: number }): RunListResult {
-  const pageOf = (span?: CreatedSpan): RunRecord[] => {
+function listRuns(sql: Sql, filter: RunFilter, page: RunPage): RunListResult {
+  const { below } = page;
+  // One run past the page says whether another follows it (the cursor of a walk, which `total` cannot give below one).
+  const pageOf = (span?: CreatedSpan): Pick<RunListResult, 'runs' | 'more'> => {
     const { clause, params } = whereOf(filter);
     const within = span ? ' AND created_at BETWEEN ? AND ?' : '';
-    return sql
-      .all<RunRow>(`SELECT * FROM runs WHERE ${clause}${within} ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`, [
-        ...params,
-        ...(span ? [span.from, span.to] : []),
-        page.limit,
-        page.offset,
-      ])
-      .map(fromRow);
+    // `created_at <= ?` first: the (tenant_id, created_at) indexes' range; the rest of the row order within it.
+    const after = below ? ' AND created_at <= ? AND (created_at < ? OR id < ?)' : '';
+    const rows = sql.all<RunRow>(`SELECT * FROM runs WHERE ${clause}${within}${after} ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`, [
+      ...params,
+      ...(span ? [span.from, span.to] : []),
+      ...(below ? [below.createdAt, below.createdAt, below.id] : []),
+      page.limit + 1,
+      page.offset,
+    ]);
+    return { runs: rows.slice(0, page.limit).map(fromRow), more: rows.length > page.limit };
   };
+  const none = { runs: [], more: false };
   // Counted over the runs, within `span` (undefined: all of them; null: none can match).
   const countIn = (span?: CreatedSpan): Pick<RunListResult, 'total' | 'facets'> => {
     if (span === null) return countsOfCells([], filter);
@@ -633,10 +653,10 @@ function listRuns(sql: Sql, filter: RunFilter, page: { limit: number; offset: nu
   };
 
   if (filter.provider === undefined && filter.model === undefined && filter.ingested !== true) {
-    if (filter.since === undefined) return { runs: pageOf(), ...countsFromRollups(sql, filter) };
+    if (filter.since === undefined) return { ...pageOf(), ...countsFromRollups(sql, filter) };
     // `since` alone: its index range is the scan (one pass for the total and both facets).
     const counts = countIn();
-    return { runs: page.offset < counts.total ? pageOf() : [], ...counts };
+    return { ...(page.offset < counts.total ? pageOf() : none), ...counts };
   }
 
   const rolled: SpannedCell[][] = [];
@@ -657,7 +677,7 @@ function listRuns(sql: Sql, filter: RunFilter, page: { limit: number; offset: nu
   const counts = exact ? countsOfCells([...rolled[0]!, ...running], filter) : countIn(spanWhere(() => true));
   // The page's runs also match the route and status filters: their cells' days may be fewer.
   const matching = spanWhere((cell) => cellMatches(cell, filter));
-  return { runs: page.offset < counts.total && matching !== null ? pageOf(matching) : [], ...counts };
+  return { ...(page.offset < counts.total && matching !== null ? pageOf(matching) : none), ...counts };
 }
 
 /** What a client's append may take of a run's trace: its payload `bytes`, within the run's limits. */

@@ -41,6 +41,8 @@ const listFields = paginationQuery(50, 200).extend({
   since: instantQuery,
   /** true: only SDK-ingested prompts; false: leave them out (they are recorded on the live route). */
   ingested: optionalChoice(['true', 'false']),
+  /** A run id: the previous page's `pagination.nextBefore`. */
+  before: optionalText(200),
 });
 
 const windowFields = z.object({
@@ -87,6 +89,7 @@ export function runsRoutes(runs: RunsService) {
         ...(query.model ? { model: query.model } : {}),
         ...(query.since !== undefined ? { since: query.since } : {}),
         ...(query.ingested !== undefined ? { ingested: query.ingested === 'true' } : {}),
+        ...(query.before ? { before: query.before } : {}),
       });
     });
 

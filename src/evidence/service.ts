@@ -8,7 +8,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { canonicalJson } from '../core/canonical-json.ts';
 import type { JsonText, StreamedMember } from '../core/json-slices.ts';
 import { toIso, type Clock } from '../core/clock.ts';
-import { AppError, notFound } from '../core/errors.ts';
+import { AppError, invalid, notFound } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import type { AuditService } from '../audit/service.ts';
 import { actorOf } from '../identity/auth-context.ts';
@@ -20,7 +20,7 @@ import { RUN_CLIENT_TRACE_MAX_BYTES, RUN_TRACE_MAX_EVENTS, type IngestBody, type
 import type { SideEffectRecord } from './side-effects.ts';
 import { pageOf, type Page } from '../core/pagination.ts';
 import type { AuthContext } from '../identity/auth-context.ts';
-import type { FeedbackRecord, RunsRepository, TraceKey } from './repo.ts';
+import type { FeedbackRecord, RunPosition, RunsRepository, TraceKey } from './repo.ts';
 import { runVerifier } from './run-integrity.ts';
 import { storedInstant } from './stored-values.ts';
 import { readableOrNull, unreadablePayload } from './stored-payload.ts';
@@ -53,6 +53,16 @@ export interface RunsQuery {
   since?: number;
   /** Only SDK-ingested prompts (true), or every run but them (false). */
   ingested?: boolean;
+  /** A run of the caller's (the previous page's `pagination.nextBefore`): the page lists the runs after it. */
+  before?: string;
+}
+
+/**
+ * The runs list's pagination: `nextBefore` is the last run's id when another run follows it, else null. Following it
+ * (`before`) lists each run once while runs are added above the walk or leave a filter, which `offset` cannot.
+ */
+export interface RunsPage extends Page {
+  nextBefore: string | null;
 }
 
 export interface EventWindow {
@@ -83,7 +93,7 @@ export interface DetailWindows {
 }
 
 export interface RunsService {
-  list(auth: AuthContext, query: RunsQuery): Promise<{ runs: RunView[]; pagination: Page; facets: { route: Record<string, number>; status: Record<string, number> } }>;
+  list(auth: AuthContext, query: RunsQuery): Promise<{ runs: RunView[]; pagination: RunsPage; facets: { route: Record<string, number>; status: Record<string, number> } }>;
   get(auth: AuthContext, id: string, windows: DetailWindows): Promise<RunDetail>;
   events(auth: AuthContext, id: string, window: { limit: number; before?: number }): Promise<{ runId: string; events: EventView[]; window: EventWindow }>;
   route(auth: AuthContext, id: string): Promise<{ runId: string; status: string; route: string | null; routeExplanation: RunRecord['routeExplanation'] }>;
@@ -369,11 +379,31 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
   // Per run written by a request, the end of the last append through its recorder (see appendTrace).
   const recorderTurns = new Map<string, Promise<void>>();
 
-  async function find(auth: AuthContext, id: string): Promise<RunRecord> {
+  /** The run if the caller may read it (its tenant's, and its app's for an app-pinned identity), else null. */
+  async function visible(auth: AuthContext, id: string): Promise<RunRecord | null> {
     await repo.settle();
     const run = await repo.get(auth.tenantId, id);
-    if (!run || (!auth.tenantWide && run.appId !== auth.appId)) throw notFound('Run');
+    return run && (auth.tenantWide || run.appId === auth.appId) ? run : null;
+  }
+
+  async function find(auth: AuthContext, id: string): Promise<RunRecord> {
+    const run = await visible(auth, id);
+    if (!run) throw notFound('Run');
     return run;
+  }
+
+  /**
+   * Where a page after run `id` starts. A run the caller may not read is refused as one never made, so the answer
+   * tells nothing of another tenant's or app's runs. Its filters do not apply: the run a walk stopped at may have
+   * left them since (a running run that finished), and the walk goes on below it.
+   */
+  async function positionOf(auth: AuthContext, id: string): Promise<RunPosition> {
+    const run = await visible(auth, id);
+    if (!run) {
+      const message = "no such run in your runs list; send the previous page's pagination.nextBefore";
+      throw invalid(`before: ${message}`, { issues: [{ path: 'before', message }] });
+    }
+    return { createdAt: run.createdAt, id: run.id };
   }
 
   async function window(run: RunRecord, options: { limit: number; before?: number }) {
@@ -406,8 +436,14 @@ export function createRunsService(deps: RunsServiceDeps): RunsService {
       if (query.model) filter.model = query.model;
       if (query.since !== undefined) filter.since = query.since;
       if (query.ingested !== undefined) filter.ingested = query.ingested;
-      const result = await repo.list(filter, { limit: query.limit, offset: query.offset });
-      return { runs: result.runs.map(runView), pagination: pageOf(query.limit, query.offset, result.total), facets: result.facets };
+      const below = query.before === undefined ? undefined : await positionOf(auth, query.before);
+      const result = await repo.list(filter, { limit: query.limit, offset: query.offset, ...(below ? { below } : {}) });
+      const last = result.runs.at(-1);
+      const nextBefore = result.more && last ? last.id : null;
+      // Below a cursor, `total` (the whole list's) cannot say whether more follow: the page's own read does.
+      const page = pageOf(query.limit, query.offset, result.total);
+      const pagination: RunsPage = { ...page, hasMore: below ? nextBefore !== null : page.hasMore, nextBefore };
+      return { runs: result.runs.map(runView), pagination, facets: result.facets };
     },
 
     async get(auth, id, windows) {

@@ -34,7 +34,7 @@ test('a query parameter an endpoint does not take is a 400 naming it, on every e
     ['/api/v1/runs?until=2000-01-01', 'until'],
     ['/api/v1/runs?status[]=failed', 'status[]'],
     ['/api/v1/runs?status[a]=failed', 'status[a]'],
-    ['/api/v1/runs?limit=5&before=3', 'before'],
+    ['/api/v1/runs?limit=5&after=3', 'after'],
     [`/api/v1/runs/${runId}?offset=10`, 'offset'],
     [`/api/v1/runs/${runId}/events?offset=10`, 'offset'],
     ['/api/v1/audit?offset=50', 'offset'],

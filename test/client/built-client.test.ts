@@ -258,6 +258,12 @@ test('runs.list and runs.get take the filters and windows svc documents, checked
 
   const listed = await client.runs.list({ status: 'completed', route: 'live', model: 'gpt-4o-mini', since: 0, limit: 1, offset: 0 });
   assert.deepEqual(listed.runs.map((run) => run.id), [runId]);
+  // A walk by the cursor: the page after the newer run is the older one, and the last page says so.
+  const { runId: newer } = await client.chat({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'a newer run' }] });
+  const first = await client.runs.list({ limit: 1 });
+  assert.deepEqual([first.runs.map((run) => run.id), first.pagination.nextBefore], [[newer], newer]);
+  const next = await client.runs.list({ limit: 1, before: first.pagination.nextBefore! });
+  assert.deepEqual([next.runs.map((run) => run.id), next.pagination.nextBefore, next.pagination.hasMore], [[runId], null, false]);
 
   // Filters svc does not have (it would ignore them and answer every run) and values no query can carry.
   for (const [call, option] of [
@@ -266,6 +272,7 @@ test('runs.list and runs.get take the filters and windows svc documents, checked
     [() => client.runs.list({ offset: -1 }), 'offset'],
     [() => client.runs.list({ since: Number.NaN }), 'since'],
     [() => client.runs.list({ status: 7 } as never), 'status'],
+    [() => client.runs.list({ before: 7 } as never), 'before'],
     [() => client.runs.get(runId, { feedbackBefore: 0 }), 'feedbackBefore'],
     [() => client.runs.get(runId, { sideEffects: 1 } as never), 'sideEffects'],
     [() => client.runs.events(runId, { before: Number.NaN }), 'before'],

@@ -42,7 +42,7 @@ test('hexadecimal, exponent, binary and padded numbers are not integers: 400 nam
 test('a blank integer parameter takes its default, as a blank filter is no filter; -1 and a signed +5 are read as written', async (t) => {
   const { get, runId } = await setup(t);
   const listed = json(await get('/api/v1/runs?limit=&offset='));
-  assert.deepEqual(listed.pagination, { limit: 50, offset: 0, total: 1, hasMore: false });
+  assert.deepEqual(listed.pagination, { limit: 50, offset: 0, total: 1, hasMore: false, nextBefore: null });
   const events = json(await get(`/api/v1/runs/${runId}/events?limit=&before=`));
   assert.equal(events.window.limit, 100);
   assert.equal(json(await get('/api/v1/runs?limit=%2B5')).pagination.limit, 5);

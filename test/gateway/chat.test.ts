@@ -455,7 +455,7 @@ test('runs list: filters, facets, pagination; events window paging; unknown and 
 
   const all = json(await app.inject({ url: '/api/v1/runs?limit=2', headers: admin }));
   assert.equal(all.runs.length, 2);
-  assert.deepEqual(all.pagination, { limit: 2, offset: 0, total: 3, hasMore: true });
+  assert.deepEqual(all.pagination, { limit: 2, offset: 0, total: 3, hasMore: true, nextBefore: all.runs[1].id });
   assert.deepEqual(all.facets.status, { completed: 2, failed: 1 });
   const alphaView = json(await app.inject({ url: '/api/v1/runs', headers: alpha }));
   assert.deepEqual(
