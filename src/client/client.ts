@@ -26,6 +26,12 @@ export const DEFAULT_STREAM_HEADERS_TIMEOUT_MS = 30_000;
 export const MAX_STREAM_HEADERS_TIMEOUT_MS = 2_147_483_647;
 /** SPEC 8: run-event traversal stops before request 101. */
 export const MAX_EVENT_PAGE_REQUESTS = 100;
+/**
+ * `runEvents`' page: the most an `/events` page holds (SPEC 8), so that 100 requests reach the start of any trace svc
+ * keeps. A page also ends at 512 KiB of payload: a run's 16 MiB of client payload (events of up to 256 KiB) takes at
+ * most 64 pages and its 10,000 events 20 more; pages of 100 events left ~3,000 of such a trace unread.
+ */
+const EVENT_TRAVERSAL_PAGE_SIZE = 500;
 export const DEFAULT_APP = 'default-app';
 
 export interface ClientOptions {
@@ -778,11 +784,12 @@ export class SvcClient {
 
   /**
    * Every trace event of a run, newest first, paged through `/events` (`before` = the previous page's
-   * `nextBefore`). Stops before request 101 (SPEC 8). Falls back to the run detail's events on an older gateway
-   * that lacks the bounded event window (SPEC 9.4).
+   * `nextBefore`). Stops before request 101 (SPEC 8), so a `pageSize` below the default may end before the oldest
+   * events of a long trace. Falls back to the run detail's events on an older gateway that lacks the bounded event
+   * window (SPEC 9.4).
    */
   async *runEvents(runId: string, options: { pageSize?: number } = {}): AsyncGenerator<TraceEventView> {
-    const limit = options.pageSize ?? 100;
+    const limit = options.pageSize ?? EVENT_TRAVERSAL_PAGE_SIZE;
     let before: number | undefined;
     for (let request = 1; request <= MAX_EVENT_PAGE_REQUESTS; request++) {
       let page: { events: TraceEventView[]; window?: EventWindow };
