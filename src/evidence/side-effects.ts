@@ -88,8 +88,12 @@ export function applyToSideEffects(sql: Sql, tenantId: string, events: readonly 
     if (!state) continue;
     // A result served from the tool cache: the tool did not run, so neither did the side effect it planned.
     if (event.type === 'tool.completed' && payload.cached === true) continue;
-    const toolName = String(event.type === 'tool.completed' ? payload.name : payload.toolName);
-    const key = typeof payload.idempotencyKey === 'string' ? payload.idempotencyKey : null;
+    const completion = event.type === 'tool.completed';
+    const toolName = String(completion ? payload.name : payload.toolName);
+    // Only a side_effect.* event names a record by its key (checked and trimmed as the record's was). A tool.completed's
+    // `idempotencyKey` is an extra field kept as sent, data and not a key (sdk-events.ts): taken as one, a completion
+    // noting a key the record does not hold (none, or padded) left the side effect of a tool that ran `planned`.
+    const key = !completion && typeof payload.idempotencyKey === 'string' ? payload.idempotencyKey : null;
     const target = sql.get<{ id: string }>(
       `SELECT id FROM run_side_effects WHERE run_id = ? AND tenant_id = ? AND tool_name = ? AND state = 'planned'
          ${key ? 'AND idempotency_key = ?' : ''} ORDER BY seq LIMIT 1`,

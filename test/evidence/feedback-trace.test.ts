@@ -441,3 +441,20 @@ test('trace: a tool.completed from the cache (cached: true) leaves a planned sid
   assert.deepEqual((await get(`/api/v1/runs/${runId}`)).sideEffects.map((s: any) => s.state), ['executed']);
   assert.equal((await get(`/api/v1/runs/${runId}/integrity`)).ok, true);
 });
+
+test("trace: a tool.completed executes the oldest planned side effect of its tool, whatever idempotencyKey its extra fields note (data, not a key)", async (t) => {
+  const { post, get, newRun } = await setup(t);
+  const runId = await newRun();
+  const append = async (type: string, payload: Record<string, unknown>) => assert.equal((await post('/api/v1/trace', { runId, type, payload })).status, 201);
+  // A side effect planned without a key, its tool's completion noting one; one planned with a key, its completion
+  // noting it padded (kept as sent, where the record's key was trimmed).
+  await append('side_effect.planned', { toolName: 'send', level: 3, payload: { to: 'ops' } });
+  await append('tool.completed', { name: 'send', result: 'sent', idempotencyKey: 'send-1' });
+  await append('side_effect.planned', { toolName: 'mail', level: 3, payload: { to: 'ops' }, idempotencyKey: 'mail-1' });
+  await append('tool.completed', { name: 'mail', result: 'mailed', idempotencyKey: ' mail-1 ' });
+  const detail = await get(`/api/v1/runs/${runId}`);
+  assert.deepEqual(
+    detail.sideEffects.map((s: any) => [s.toolName, s.idempotencyKey, s.state]),
+    [['send', null, 'executed'], ['mail', 'mail-1', 'executed']],
+  );
+});
