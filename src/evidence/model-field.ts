@@ -1,4 +1,4 @@
-/** The `model` field every gateway wire validates alike. */
+/** The `model` field every gateway wire validates alike, and the rule it follows for a name a run is listed by. */
 import { z } from 'zod';
 import { RUN_MODEL_MAX_LENGTH } from './types.ts';
 
@@ -11,12 +11,20 @@ import { RUN_MODEL_MAX_LENGTH } from './types.ts';
 const NOT_IN_A_NAME = /[\p{Cc}\p{Default_Ignorable_Code_Point}\u202A-\u202E\u2066-\u2069]/u;
 
 /**
- * The `model` of a gateway request, on every wire (and an ingested prompt's `metadata.model`): required, at most
- * `RUN_MODEL_MAX_LENGTH` (256) characters, as many as the runs list's `model` filter takes, and none of NOT_IN_A_NAME.
+ * A name a run is recorded, listed, filtered and attributed by (its model, an ingested run's provider): required,
+ * trimmed, at most `max` characters, and none of NOT_IN_A_NAME, so that it reads as what it is and its filter finds it.
  */
-export const modelField = z
-  .string()
-  .trim()
-  .min(1, 'model is required')
-  .max(RUN_MODEL_MAX_LENGTH)
-  .refine((model) => !NOT_IN_A_NAME.test(model), { message: 'model must not contain control characters, bidirectional overrides or invisible characters' });
+export function runNameField(field: string, max: number) {
+  return z
+    .string()
+    .trim()
+    .min(1, `${field} is required`)
+    .max(max)
+    .refine((name) => !NOT_IN_A_NAME.test(name), { message: `${field} must not contain control characters, bidirectional overrides or invisible characters` });
+}
+
+/**
+ * The `model` of a gateway request, on every wire (and an ingested prompt's `metadata.model`): at most
+ * `RUN_MODEL_MAX_LENGTH` (256) characters, as many as the runs list's `model` filter takes.
+ */
+export const modelField = runNameField('model', RUN_MODEL_MAX_LENGTH);

@@ -4,7 +4,7 @@
  * The three named SPEC types, plus the outcome of a planned side effect (docs/evidence.md).
  */
 import { z } from 'zod';
-import { modelField } from './model-field.ts';
+import { modelField, runNameField } from './model-field.ts';
 
 export const TRACE_PAYLOAD_MAX_BYTES = 256 * 1024;
 /**
@@ -65,11 +65,12 @@ const metadataValue = z.union([z.string().max(2000), z.number().finite(), z.bool
 /**
  * `POST /api/v1/ingest/prompt`: an externally handled prompt, recorded as a completed observed run. A string
  * `metadata.model` names the run's model, so it is held to the gateway's rule for one (`model`, trimmed): a longer
- * or unprintable one would record a run the runs list's `model` filter cannot find.
+ * or unprintable one would record a run the runs list's `model` filter cannot find. `source` names its provider, listed,
+ * filtered and attributed beside svc's own, so it is held to the same rule: `langchain\u200b` read as `langchain`.
  */
 export const ingestBody = z
   .strictObject({
-    source: z.string().trim().min(1).max(100),
+    source: runNameField('source', 100),
     prompt: z.string().min(1).max(512 * 1024),
     sessionId: z.string().trim().min(1).max(200).optional(),
     metadata: z

@@ -241,6 +241,23 @@ test("ingest: metadata.model is held to the gateway's rule for a model, so the r
   assert.equal(padded.runs[0].model, 'padded-model', 'recorded trimmed, as a gateway request\'s model is');
 });
 
+test("ingest: source, the run's provider, is held to the rule of a model's name, so that it reads as what it is in the runs list and attribution", async (t) => {
+  const { post, get } = await setup(t);
+  const before = (await get('/api/v1/runs')).pagination.total;
+  // Read as `langchain` (a zero-width space, a BOM), reversed on screen, a terminal's escape, nothing visible.
+  for (const source of ['langchain\u200b', 'lang\uFEFFchain', 'lang\u202Echain', 'a\u001b[31mred', '\u200b', 's'.repeat(101)]) {
+    const refused = await post('/api/v1/ingest/prompt', { source, prompt: 'x' });
+    assert.equal(refused.status, 400, JSON.stringify(source));
+    assert.equal(refused.body.error.code, 'invalid_request');
+    assert.match(refused.body.error.message, /^source: /);
+  }
+  assert.equal((await get('/api/v1/runs')).pagination.total, before, 'a refused ingest records nothing');
+  const created = await post('/api/v1/ingest/prompt', { source: '  LangChain 0.3 (Python)  ', prompt: 'x' });
+  assert.equal(created.status, 201);
+  const found = await get(`/api/v1/runs?provider=${encodeURIComponent('LangChain 0.3 (Python)')}`);
+  assert.deepEqual(found.runs.map((run: any) => [run.id, run.provider]), [[created.body.runId, 'LangChain 0.3 (Python)']]);
+});
+
 test("trace: a run's client payloads are bounded (16 MiB), on a committed run and on one its request is still writing; a full trace refuses with 409 and changes nothing", async (t) => {
   const { services, post, get, newRun } = await setup(t);
   const { RUN_CLIENT_TRACE_MAX_BYTES, TRACE_PAYLOAD_MAX_BYTES } = await import('../../src/evidence/sdk-events.ts');
