@@ -153,6 +153,7 @@ export async function createServices(config: Config, store: Store, overrides: Se
     loginModeActive: async () => (await accountsRepo.loginModeSince()) !== null,
     sessions: (token) => sessions.resolve(token),
     tenantExists: async (tenantId) => (await accountsRepo.findOrg(tenantId)) !== null,
+    tenantDeleted: (tenantId) => audit.recordsDeletionOf(tenantId),
   });
   if (config.accounts.bootstrapAdmin) {
     try {

@@ -39,6 +39,8 @@ export interface AuditRepository {
   listByTarget(tenantId: string, target: string, limit: number): Promise<AuditRecord[]>;
   /** Recompute the tenant's chain; returns the first broken seq or null when intact. */
   verify(tenantId: string): Promise<{ ok: boolean; count: number; brokenAt: number | null }>;
+  /** Whether the tenant's log holds its organization's deletion (`org.delete`, whose target is the organization). */
+  recordsDeletion(tenantId: string): Promise<boolean>;
 }
 
 export interface AuditListOptions {
@@ -209,6 +211,13 @@ export function createAuditRepository(store: Store): AuditRepository {
         }
         return { ok: true, count, brokenAt: null };
       });
+    },
+    recordsDeletion(tenantId) {
+      return store.read(
+        (sql) =>
+          sql.get("SELECT 1 AS found FROM audit_events WHERE tenant_id = ? AND target = ? AND action = 'org.delete' LIMIT 1", [tenantId, tenantId]) !==
+          undefined,
+      );
     },
   };
 }

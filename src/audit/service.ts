@@ -49,6 +49,11 @@ export interface AuditService {
    * else it would tell how many events are withheld from them, and when one more was written (docs/api.md).
    */
   verify(auth: AuthContext): Promise<{ ok: boolean; count: number | null; brokenAt: number | null }>;
+  /**
+   * Whether `tenantId` is an organization that was deleted: its log, kept after it (docs/accounts.md "Deletion"),
+   * holds the `org.delete` row. One that never existed has no log.
+   */
+  recordsDeletionOf(tenantId: string): Promise<boolean>;
 }
 
 /**
@@ -134,6 +139,9 @@ export function createAuditService(repo: AuditRepository, clock: Clock, options:
     async verify(auth) {
       const integrity = await repo.verify(auth.tenantId);
       return readScopeOf(auth) === undefined ? integrity : { ...integrity, count: null };
+    },
+    recordsDeletionOf(tenantId) {
+      return repo.recordsDeletion(tenantId);
     },
   };
 }

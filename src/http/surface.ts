@@ -34,6 +34,8 @@ declare module 'fastify' {
     access?: RouteAccess;
     /** The route sets the session cookie: a foreign origin is refused even without a session (login CSRF). */
     setsSession?: boolean;
+    /** The route reads what a deleted organization left (its audit log): `X-Svc-Tenant` may name one (src/identity). */
+    readsDeletedTenants?: boolean;
   }
 }
 
@@ -197,6 +199,7 @@ export async function registerSurface(app: FastifyInstance, options: SurfaceOpti
         agentHeader: header(request, 'x-svc-agent'),
         subjectHeader: header(request, 'x-svc-subject'),
         tenantHeader: header(request, 'x-svc-tenant'),
+        readsDeletedTenants: request.routeOptions.config?.readsDeletedTenants === true,
       });
     } catch (error) {
       const unauthorized = error instanceof AppError && error.code === 'unauthorized';

@@ -37,6 +37,11 @@ export interface CredentialInput {
    * traffic naming another organization than its credential's.
    */
   tenantHeader?: string | undefined;
+  /**
+   * The route reads what a deleted organization left behind, its audit log (docs/accounts.md "Deletion"): there
+   * `X-Svc-Tenant` may also name a deleted organization, for any platform admin, a platform-admin user's session too.
+   */
+  readsDeletedTenants?: boolean;
 }
 
 /** Resolves a session cookie to an identity (src/accounts/sessions.ts); null when the session is unknown or over. */
@@ -59,6 +64,8 @@ export interface IdentityDeps {
   sessions?: SessionResolver;
   /** Whether an organization exists (for `X-Svc-Tenant`). */
   tenantExists?: (tenantId: string) => Promise<boolean>;
+  /** Whether an organization was deleted, as opposed to never existed (for `X-Svc-Tenant` where `readsDeletedTenants`). */
+  tenantDeleted?: (tenantId: string) => Promise<boolean>;
 }
 
 const unauthorized = () => new AppError('unauthorized');
@@ -135,17 +142,21 @@ export function createIdentityService(deps: IdentityDeps): IdentityService {
     throw unauthorized();
   }
 
-  /** Apply `X-Svc-Tenant`: only a platform admin that is not a session may pick the organization it acts in. */
-  async function withTenantOverride(auth: AuthContext, tenantHeader: string | undefined): Promise<AuthContext> {
+  /**
+   * Apply `X-Svc-Tenant`: only a platform admin that is not a session may pick the organization it acts in. A deleted
+   * organization is one no route acts in; where a route reads what it left (`readsDeletedTenants`), every platform
+   * admin may name it, a platform-admin user too, who has no other way to an organization whose members are gone.
+   */
+  async function withTenantOverride(auth: AuthContext, tenantHeader: string | undefined, readsDeletedTenants: boolean): Promise<AuthContext> {
     const tenantId = identityHeader('X-Svc-Tenant', tenantHeader);
     if (tenantId === null || tenantId === auth.tenantId) return auth;
-    if (!auth.platformAdmin || (auth.kind !== 'local' && auth.kind !== 'bootstrap')) {
-      throw new AppError('forbidden', {
-        message: 'X-Svc-Tenant is for platform operators; API keys are pinned to their tenant and sessions switch organizations with POST /api/v1/orgs/switch.',
-      });
-    }
-    if (!deps.tenantExists || !(await deps.tenantExists(tenantId))) throw notFound('Organization');
-    return { ...auth, tenantId };
+    const operator = auth.platformAdmin && (auth.kind === 'local' || auth.kind === 'bootstrap');
+    if (operator && deps.tenantExists && (await deps.tenantExists(tenantId))) return { ...auth, tenantId };
+    if (auth.platformAdmin && readsDeletedTenants && deps.tenantDeleted && (await deps.tenantDeleted(tenantId))) return { ...auth, tenantId };
+    if (operator) throw notFound('Organization');
+    throw new AppError('forbidden', {
+      message: 'X-Svc-Tenant is for platform operators; API keys are pinned to their tenant and sessions switch organizations with POST /api/v1/orgs/switch.',
+    });
   }
 
   async function credentialIdentity(input: CredentialInput, headers: Headers3): Promise<AuthContext> {
@@ -189,7 +200,7 @@ export function createIdentityService(deps: IdentityDeps): IdentityService {
         subject: identityHeader('X-Svc-Subject', input.subjectHeader),
       };
       const auth = await credentialIdentity(input, headers);
-      if (input.surface === 'api') return withTenantOverride(auth, input.tenantHeader);
+      if (input.surface === 'api') return withTenantOverride(auth, input.tenantHeader, input.readsDeletedTenants === true);
       // The gateway acts in its credential's tenant only: dropping the header would run, cache and bill traffic meant
       // for another organization in this one.
       if (input.tenantHeader !== undefined) {

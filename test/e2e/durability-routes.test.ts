@@ -215,8 +215,8 @@ test('a write of every mutating /api/v1 route answered 2xx survives a kill -9 ri
   assert.equal(run.sideEffects.length, 1, 'the planned side effect');
   ok(await again.op('GET', `/api/v1/runs/${lastIngested}`), 'the last ingested run');
 
-  // The deleted organization's log is kept, its org.delete last (docs/accounts.md); no route reads it: the data file
-  // does, once svc is gone.
+  // The deleted organization's log is kept in the data file, its org.delete last (docs/accounts.md), read here once
+  // svc is gone.
   restarted.child.kill('SIGTERM');
   await restarted.exited;
   const store = openStore({ dataDir });
