@@ -1,9 +1,13 @@
-/** `svc audit`: the tenant's audit log, newest first, optionally with a chain verification. */
+/**
+ * `svc audit`: the tenant's audit log, newest first, optionally with a chain verification. `--org <id>` reads another
+ * organization's (the `X-Svc-Tenant` header, as `svc orgs --org`), a deleted one's too (docs/accounts.md "Deletion").
+ */
 import { InvalidArgumentError, type Command } from 'commander';
 import { withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
 import { note, print, printJson, table } from './output.ts';
-import { limitParser, parsePositiveInt } from './options.ts';
+import { limitParser, parseNonEmpty, parsePositiveInt } from './options.ts';
 import { currentRun } from './run-context.ts';
+import { inOrg } from './users.ts';
 
 export function registerAudit(program: Command): void {
   withConnectionOptions(program.command('audit'))
@@ -15,9 +19,23 @@ export function registerAudit(program: Command): void {
       return value;
     })
     .option('--verify', "recompute the tenant's hash chain")
-    .action(async (options: ConnectionOptions & { limit?: number; before?: number; decision?: 'allow' | 'deny'; verify?: boolean }) => {
+    .option('--org <id>', 'the organization (org_...), also a deleted one; default: your active one (the default organization for the local operator)', parseNonEmpty)
+    .addHelpText(
+      'after',
+      `
+--org <id> reads another organization's log (sent as the X-Svc-Tenant header): for the local operator (a running
+svc serve's socket, or in-process) and the bootstrap token over --url, as svc orgs --org. A deleted organization's
+log is kept, org.delete its newest event, and read (and verified with --verify) the same way; an id that was never
+an organization is an error (HTTP 404 not_found). Other identities read their own organization's log only.
+
+Examples:
+  svc audit --limit 20
+  svc audit --decision deny
+  svc audit --org org_... --verify`,
+    )
+    .action(async (options: ConnectionOptions & { limit?: number; before?: number; decision?: 'allow' | 'deny'; verify?: boolean; org?: string }) => {
       const result = await withClient(options, (client) =>
-        client.audit.list({
+        inOrg(client, options.org).audit.list({
           ...(options.limit ? { limit: options.limit } : {}),
           ...(options.before !== undefined ? { before: options.before } : {}),
           ...(options.decision ? { decision: options.decision } : {}),
