@@ -14,12 +14,18 @@ export interface CatalogueModel {
   owned_by: string;
 }
 
+/**
+ * The model id of SPEC 4.3's governed route. svc does not build the route yet: no live provider serves it (the
+ * registry refuses it there), and the mock answers it as any other model (docs/gateway.md, "The governed route").
+ */
+export const GOVERNED_ROUTE_MODEL = 'svc/chorus';
+
 // Owners are provider kinds (SPEC naming rule), not vendor names.
 const CHATCOMP = 'chat-completions-provider';
 const MESSAGES = 'messages-provider';
 
 const entries: ReadonlyArray<[id: string, created: number, ownedBy: string]> = [
-  ['svc/chorus', 1735689600, 'svc'],
+  [GOVERNED_ROUTE_MODEL, 1735689600, 'svc'],
   ['gpt-4o', 1715367049, CHATCOMP],
   ['gpt-4o-mini', 1721172741, CHATCOMP],
   ['gpt-4.1', 1744316542, CHATCOMP],

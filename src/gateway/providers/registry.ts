@@ -9,6 +9,9 @@
  * 3. The messages family's candidate is the live messages provider (`MESSAGES_API_KEY`), which carries only the
  *    messages wire. The mock serves a family only when no live provider is configured for it. A configured live
  *    family whose providers lack the wire is `unsupported` (never silently served by another wire or by the mock).
+ * 4. The governed route `svc/chorus` is not built: no live provider serves it, on any wire. Sent on as the upstream's
+ *    model it would carry the prompt, with `local_only`, `blocked_providers` and the customer's `chorus` metadata as
+ *    unknown fields, to the very providers those fields keep it from; it is `unsupported` wherever one is configured.
  */
 import { createHash } from 'node:crypto';
 import type { Dispatcher } from 'undici';
@@ -16,6 +19,7 @@ import type { Config } from '../../config.ts';
 import { createMessagesProvider } from './messages.ts';
 import { createChatCompletionsProvider, createUpstreamAgent, DEFAULT_PROVIDER_TIMEOUTS, type ProviderTimeouts } from './chat-completions.ts';
 import { createMockProvider } from './mock.ts';
+import { GOVERNED_ROUTE_MODEL } from '../models.ts';
 import { noteRequestWrites } from './request-written.ts';
 import { ProviderError, type ModelFamily, type Provider, type ProviderRegistry, type ProviderRoute, type TenantKeyLookup, type Wire } from './types.ts';
 
@@ -31,7 +35,15 @@ export const FAMILY_TABLE: ReadonlyArray<{ prefix: string; family: ModelFamily }
 ];
 
 export function familyOf(model: string): ModelFamily {
-  const id = model.trim().toLowerCase();
+  return familyOfId(modelId(model));
+}
+
+/** A model as the family table reads it: trimmed, any case. */
+function modelId(model: string): string {
+  return model.trim().toLowerCase();
+}
+
+function familyOfId(id: string): ModelFamily {
   return FAMILY_TABLE.find((entry) => id.startsWith(entry.prefix))?.family ?? 'chat_completions';
 }
 
@@ -97,8 +109,17 @@ export function createProviderRegistry(options: ProviderRegistryOptions): Provid
     });
   }
 
+  function governedRouteUnsupported(model: string): ProviderError {
+    return new ProviderError(
+      'unsupported',
+      `The governed route "${model}" is not built in this svc, and no live provider serves it: its governance fields (local_only, blocked_providers, budget_limit_usd, ...) could not be honoured, so nothing was sent upstream. Name a provider's model instead.`,
+      { provider: PROVIDER_NAMES.platform, retryable: false },
+    );
+  }
+
   async function route(wire: Wire, model: string, tenantId: string): Promise<ProviderRoute> {
-    const family = familyOf(model);
+    const id = modelId(model);
+    const family = familyOfId(id);
     const tenantKey = options.tenantKeys ? await options.tenantKeys(tenantId, family) : null;
     const configured: Provider[] = [];
     if (family === 'chat_completions') {
@@ -111,6 +132,7 @@ export function createProviderRegistry(options: ProviderRegistryOptions): Provid
     // A tenant key of the messages family counts as configured (the vault seam); it is served once the vault lands.
     const liveConfigured = configured.length > 0 || (family === 'messages' && tenantKey !== null);
     if (liveConfigured) {
+      if (id === GOVERNED_ROUTE_MODEL) throw governedRouteUnsupported(model);
       const candidates = configured.filter((provider) => provider.supports(wire));
       if (candidates.length === 0) throw unsupported(wire, model, family);
       return { family, candidates };
