@@ -20,6 +20,7 @@ import { markLocalSocket } from './http/local-socket.ts';
 import { logDestination } from './http/log-destination.ts';
 import { RequestArrivals } from './http/request-arrivals.ts';
 import { createServices, type Services } from './services.ts';
+import { describeUndecryptable, UNDECRYPTABLE_ACTION } from './settings/undecryptable-secrets.ts';
 import { ensurePrivateDataDir, MAX_SOCKET_PATH_BYTES, warnOfExposedParents } from './store/data-dir.ts';
 import { acquireOwnerLock, type OwnerLock } from './store/owner-lock.ts';
 import { commitTraceWriter } from './store/commit-trace.ts';
@@ -28,6 +29,12 @@ import { explainIoFailure } from './store/io-failure.ts';
 import { DATA_FILE_NAME, openStore, type Store } from './store/store.ts';
 
 export const SOCKET_FILE = 'svc.sock';
+
+/**
+ * How many stored secrets the start decrypts at most to find those of another master key: ~20-40 ms for these, the
+ * rest left to readiness item `vault` (an organization holds one: a data file may hold many).
+ */
+export const START_SECRETS_CHECKED = 1_000;
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -89,6 +96,14 @@ export async function startServer(config: Config): Promise<RunningServer> {
       deferredWriteLosses,
     }));
     const services = await createServices(config, store, { deferredWriteLosses });
+    // Secrets of another master key read `[set]` and nothing else would say so; svc serves on without them.
+    const undecryptable = await services.settings.undecryptableSecrets(null, START_SECRETS_CHECKED);
+    if (undecryptable.secrets > 0) {
+      noteForOperator(
+        `${describeUndecryptable(undecryptable)}: svc was started under another key than they were stored under, and ` +
+          `serves on without them. ${UNDECRYPTABLE_ACTION} GET /api/v1/readiness (item vault) counts them.`,
+      );
+    }
     const app = (opened.app = await buildApp(services, { logger: logs === null ? false : { level: config.logLevel, stream: logs } }));
     deferredWriteLosses.logTo(app.log);
     // Runs a stopped process left running, found before any request can start one (src/evidence/interrupted.ts).

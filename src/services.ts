@@ -167,6 +167,7 @@ export async function createServices(config: Config, store: Store, overrides: Se
     config,
     clock,
     masterKeySource: source,
+    undecryptableSecrets: (tenantId, limit) => settings.undecryptableSecrets(tenantId, limit),
     authMode: () => identity.mode(),
     isStoreOpen: () => store.isOpen,
     deferredWriteLosses: () => deferredWriteLosses.status(),

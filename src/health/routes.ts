@@ -20,7 +20,9 @@ export function readinessRoute(health: HealthService) {
     app.get('/readiness', async (request) => {
       if (!authOf(request).admin) throw new AppError('admin_required');
       noQuery.parse(request.query);
-      return health.readiness();
+      const auth = authOf(request);
+      // The platform's operator reads of every organization, an organization's admin of its own (the stored secrets).
+      return health.readiness(auth.platformAdmin ? null : auth.tenantId);
     });
   };
 }

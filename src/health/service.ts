@@ -8,6 +8,7 @@ import type { AuthMode } from '../identity/service.ts';
 import type { MasterKeySource } from '../secrets/vault-cipher.ts';
 import { TRIAL_DAYS, TRIAL_PLAN } from '../accounts/signup-service.ts';
 import type { DeferredLossStatus } from '../store/deferred-losses.ts';
+import { describeUndecryptable, UNDECRYPTABLE_ACTION, type UndecryptableSecrets } from '../settings/undecryptable-secrets.ts';
 
 export interface Health {
   ok: boolean;
@@ -38,8 +39,18 @@ export interface Readiness {
 
 export interface HealthService {
   health(): Health;
-  readiness(): Promise<Readiness>;
+  /**
+   * The items as the admin of `tenantId` sees them (their organization's stored secrets in item `vault`), or the
+   * platform's operator (null: every organization's).
+   */
+  readiness(tenantId: string | null): Promise<Readiness>;
 }
+
+/**
+ * How many stored secrets one readiness read decrypts at most, to find those of another master key: ~20-40 us each,
+ * so at most ~0.4 s for a platform operator's read of a data file with more (an organization holds one).
+ */
+export const READINESS_SECRETS_CHECKED = 10_000;
 
 /** Which live providers are configured, in a stable order; empty means the deterministic mock answers. */
 export function liveProviders(config: Config): string[] {
@@ -82,10 +93,36 @@ function storageItem(
       `${lost} (${how}; SQLite said: ${streak.error}). They succeed again.`);
 }
 
+/**
+ * Item `vault`: attention while stored secrets do not decrypt under the current key (svc started under another one)
+ * or the key is in memory only; else how the key is kept.
+ */
+function vaultItem(
+  source: MasterKeySource,
+  undecryptable: UndecryptableSecrets | null,
+  item: (id: string, label: string, status: ReadinessStatus, message: string, action?: string | null) => ReadinessItem,
+): ReadinessItem {
+  const label = 'Credential vault encryption';
+  if (source === 'ephemeral') return item('vault', label, 'attention', 'An ephemeral in-memory key: stored secrets will not survive a restart.');
+  if (undecryptable !== null && undecryptable.secrets > 0) {
+    return item('vault', label, 'attention',
+      `${describeUndecryptable(undecryptable)}: svc was started under another key (now ` +
+        `${source === 'env' ? 'SVC_MASTER_KEY' : 'the master.key file'}) than they were stored under. They read [set] but cannot be used.`,
+      UNDECRYPTABLE_ACTION);
+  }
+  return source === 'env'
+    ? item('vault', label, 'ready', 'Secrets are encrypted with AES-256-GCM under SVC_MASTER_KEY.')
+    : item('vault', label, 'info',
+        'Secrets are encrypted with AES-256-GCM under a key file (mode 0600) in the data directory; a backup of the directory carries the key.',
+        'Set SVC_MASTER_KEY to keep the key apart from the data.');
+}
+
 export function createHealthService(deps: {
   config: Config;
   clock: Clock;
   masterKeySource: MasterKeySource;
+  /** Of the first `limit` stored secrets of an organization (all: null), those the master key does not decrypt. */
+  undecryptableSecrets: (tenantId: string | null, limit: number) => Promise<UndecryptableSecrets>;
   authMode: () => Promise<AuthMode>;
   isStoreOpen: () => boolean;
   /** Deferred writes lost to failed commits (src/store/deferred-losses.ts): readiness item `storage`. */
@@ -107,8 +144,11 @@ export function createHealthService(deps: {
       };
     },
 
-    async readiness() {
+    async readiness(tenantId) {
       const mode = await deps.authMode();
+      // An in-memory key has no secrets of an earlier one to find.
+      const undecryptable =
+        deps.masterKeySource === 'ephemeral' ? null : await deps.undecryptableSecrets(tenantId, READINESS_SECRETS_CHECKED);
       const item = (
         id: string,
         label: string,
@@ -129,13 +169,7 @@ export function createHealthService(deps: {
                 'Unset SVC_ALLOW_OPEN_GATEWAY outside development.')
             : item('auth', 'Dashboard and API authentication', 'ready',
                 mode === 'login' ? 'Login mode: the dashboard needs a session and agents use API keys.' : 'Protected mode: a bearer token is required.'),
-        deps.masterKeySource === 'env'
-          ? item('vault', 'Credential vault encryption', 'ready', 'Secrets are encrypted with AES-256-GCM under SVC_MASTER_KEY.')
-          : deps.masterKeySource === 'key_file'
-            ? item('vault', 'Credential vault encryption', 'info',
-                'Secrets are encrypted with AES-256-GCM under a key file (mode 0600) in the data directory; a backup of the directory carries the key.',
-                'Set SVC_MASTER_KEY to keep the key apart from the data.')
-            : item('vault', 'Credential vault encryption', 'attention', 'An ephemeral in-memory key: stored secrets will not survive a restart.'),
+        vaultItem(deps.masterKeySource, undecryptable, item),
         live.length
           ? item('provider', 'Live provider', 'ready', `Live provider configured: ${live.join(', ')}.`)
           : item('provider', 'Live provider', 'attention', 'No provider key: the deterministic mock provider answers every request.',

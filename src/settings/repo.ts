@@ -17,6 +17,12 @@ export interface SettingsRepository {
    * stored for the key: when it holds the value already, nothing is written and `also` does not run.
    */
   put(tenantId: string, setting: StoredSetting, now: number, also?: AlsoStep, unchanged?: (stored: StoredSetting) => boolean): Promise<boolean>;
+  /**
+   * The first `limit` stored secrets (encrypted settings holding a value, not null), in storage order: of the
+   * organization `tenantId`, or of every organization for the platform's operator (null), which the check of the
+   * master key needs (src/settings/undecryptable-secrets.ts). Their ciphertexts, never decrypted here.
+   */
+  storedSecrets(tenantId: string | null, limit: number): Promise<Array<{ tenantId: string; ciphertext: string }>>;
 }
 
 export function createSettingsRepository(store: Store): SettingsRepository {
@@ -29,6 +35,17 @@ export function createSettingsRepository(store: Store): SettingsRepository {
             [tenantId],
           )
           .map((row) => ({ key: row.key, valueJson: row.value_json, encrypted: row.encrypted === 1 })),
+      );
+    },
+    storedSecrets(tenantId, limit) {
+      return store.read((sql) =>
+        sql
+          .all<{ tenant_id: string; value_json: string }>(
+            `SELECT tenant_id, value_json FROM settings WHERE encrypted = 1 AND value_json <> 'null'
+             ${tenantId === null ? '' : 'AND tenant_id = ?'} ORDER BY rowid LIMIT ?`,
+            tenantId === null ? [limit] : [tenantId, limit],
+          )
+          .map((row) => ({ tenantId: row.tenant_id, ciphertext: JSON.parse(row.value_json) as string })),
       );
     },
     put(tenantId, setting, now, also, unchanged) {

@@ -10,6 +10,7 @@ import type { AuthContext } from '../identity/auth-context.ts';
 import type { KeysService } from '../keys/service.ts';
 import type { SecretCipher } from '../secrets/vault-cipher.ts';
 import type { SettingsRepository, StoredSetting } from './repo.ts';
+import { findUndecryptableSecrets, type UndecryptableSecrets } from './undecryptable-secrets.ts';
 import {
   SECRET_MASK,
   SETTINGS,
@@ -57,6 +58,11 @@ export interface SettingsService {
    * on decrypting the tenant's secrets, which fails once the master key changed (docs/configuration.md).
    */
   effectiveValue<K extends SettingKey>(tenantId: string, key: K): Promise<SettingsMap[K]>;
+  /**
+   * Of the first `limit` stored secrets of `tenantId` (every organization's: null), those the current master key does
+   * not decrypt (src/settings/undecryptable-secrets.ts): readiness and `svc serve`'s start report them.
+   */
+  undecryptableSecrets(tenantId: string | null, limit: number): Promise<UndecryptableSecrets>;
 }
 
 export function createSettingsService(deps: {
@@ -182,5 +188,6 @@ export function createSettingsService(deps: {
 
     effective,
     effectiveValue,
+    undecryptableSecrets: (tenantId, limit) => findUndecryptableSecrets({ repo, cipher }, tenantId, limit),
   };
 }
