@@ -111,9 +111,7 @@ export async function createServices(config: Config, store: Store, overrides: Se
   const keys = createKeysService({ repo: keysRepo, audit, clock, revokedAlso: lapsedInvitesOfKey({ audit, clock }) });
   const checkPublicUrl: PublicUrlCheck =
     overrides.checkPublicUrl ??
-    (async (url, tenantId) => {
-      await checkOutboundUrl(url, { allowPrivate: false, tenantId });
-    });
+    (async (url, tenantId) => (await checkOutboundUrl(url, { allowPrivate: false, tenantId })).url.href);
   const settings = createSettingsService({
     repo: createSettingsRepository(store),
     keys,

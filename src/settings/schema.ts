@@ -16,6 +16,9 @@ const mapOfStrings = z.record(printable(200), printable(200)).refine((map) => Ob
 
 const idList = z.array(printable(200)).max(200);
 
+/** The longest `webhook_url`, as given and as stored (serialised by the URL check, settings/service.ts). */
+export const WEBHOOK_URL_MAX = 2048;
+
 export const connectorGrantSchema = z
   .object({
     keyIds: z.array(printable(100)).min(1).max(100),
@@ -47,7 +50,7 @@ export const SETTINGS = {
   retention_days: { schema: positiveNumber, default: 30, actedOn: true },
   redaction: { schema: z.boolean(), default: false },
   // Empty (after trimming) clears it (settings/service.ts), so no minimum length here.
-  webhook_url: { schema: z.string().max(2048).refine(isPrintableText, { message: UNPRINTABLE_MESSAGE }).nullable(), default: null },
+  webhook_url: { schema: z.string().max(WEBHOOK_URL_MAX).refine(isPrintableText, { message: UNPRINTABLE_MESSAGE }).nullable(), default: null },
   webhook_secret: { schema: z.string().min(1).max(4096).nullable(), default: null, secret: true },
   approval_exception_ttl_hours: { schema: positiveNumber, default: 24 },
   canary_enabled: { schema: z.boolean(), default: false },

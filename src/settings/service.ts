@@ -14,6 +14,7 @@ import { findUndecryptableSecrets, type UndecryptableSecrets } from './undecrypt
 import {
   SECRET_MASK,
   SETTINGS,
+  WEBHOOK_URL_MAX,
   defaultSettings,
   isSecretSetting,
   isSettingKey,
@@ -24,9 +25,10 @@ import {
 
 /**
  * Checks that a URL is a public http(s) target; throws an AppError otherwise (src/net/url-guard.ts). `tenantId`: the
- * organization the URL is saved for, whose share of the check's DNS lookups it counts against.
+ * organization the URL is saved for, whose share of the check's DNS lookups it counts against. Resolves with the URL
+ * as the check parsed it (its WHATWG serialisation), which is what is stored: what is used later is what was checked.
  */
-export type PublicUrlCheck = (url: string, tenantId: string) => Promise<void>;
+export type PublicUrlCheck = (url: string, tenantId: string) => Promise<string>;
 
 export type SettingsView = Partial<Record<SettingKey, unknown>>;
 
@@ -161,7 +163,11 @@ export function createSettingsService(deps: {
         const trimmed = value.trim();
         value = trimmed === '' ? null : trimmed;
         // Webhooks must be public in every mode, open dev mode included (SPEC 2.4).
-        if (value !== null) await checkPublicUrl(value as string, auth.tenantId);
+        if (value !== null) value = await checkPublicUrl(value as string, auth.tenantId);
+        // Percent-encoding and punycode lengthen a URL: what is stored keeps the setting's own bound.
+        if (typeof value === 'string' && value.length > WEBHOOK_URL_MAX) {
+          throw invalid(`Invalid value for webhook_url: longer than ${WEBHOOK_URL_MAX} characters once serialised (percent-encoded, the host in punycode).`, { key });
+        }
       }
       if (key === 'managed_connector_grants') await validateGrants(auth.tenantId, value as ConnectorGrants);
       const secret = isSecretSetting(key);

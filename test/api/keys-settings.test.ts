@@ -243,7 +243,7 @@ test('webhook_url: an internal name that resolves to a private address and one t
     if (address === undefined) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
     return [{ address, family: 4 }];
   };
-  const { app } = await build(t, { overrides: { checkPublicUrl: async (url) => void (await checkOutboundUrl(url, { lookup })) } });
+  const { app } = await build(t, { overrides: { checkPublicUrl: async (url) => (await checkOutboundUrl(url, { lookup })).url.href } });
   const put = (value: string) => app.inject({ method: 'PUT', url: '/api/v1/settings', payload: { key: 'webhook_url', value } });
   assert.equal((await put('https://hooks.example.com/h')).statusCode, 200);
 
@@ -258,6 +258,35 @@ test('webhook_url: an internal name that resolves to a private address and one t
   assert.deepEqual(answers[1], answers[0]);
 });
 
+test('webhook_url: stored and shown as the guard checked it, the WHATWG serialisation, not as typed', async (t) => {
+  const lookup = async (hostname: string) => {
+    if (hostname !== 'example.com') throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
+    return [{ address: '93.184.216.34', family: 4 }];
+  };
+  const { app } = await build(t, { overrides: { checkPublicUrl: async (url) => (await checkOutboundUrl(url, { lookup })).url.href } });
+  const put = (value: string) => app.inject({ method: 'PUT', url: '/api/v1/settings', payload: { key: 'webhook_url', value } });
+  for (const [typed, checked] of [
+    ['HTTPS://Example.COM:443/x', 'https://example.com/x'],
+    ['http://1572395042/hook', 'http://93.184.216.34/hook'],
+    ['https://example.com/a b', 'https://example.com/a%20b'],
+  ] as const) {
+    const saved = await put(typed);
+    assert.equal(saved.statusCode, 200, saved.body);
+    assert.equal(json(saved).settings.webhook_url, checked, typed);
+    assert.equal(json(await app.inject({ url: '/api/v1/settings' })).settings.webhook_url, checked);
+    assert.equal(json(await app.inject({ url: '/api/v1/audit?limit=1' })).events[0].details.value, checked);
+  }
+  // Percent-encoding lengthens it: the serialised form keeps the setting's bound of 2048 characters.
+  const long = await put(`https://example.com/${'x '.repeat(700)}x`);
+  assert.equal(long.statusCode, 400);
+  assert.match(json(long).error.message, /longer than 2048 characters once serialised/);
+  assert.equal(json(await app.inject({ url: '/api/v1/settings' })).settings.webhook_url, 'https://example.com/a%20b');
+  // Another spelling of the URL stored is no change: nothing recorded.
+  const before = json(await app.inject({ url: '/api/v1/audit' })).events.length;
+  assert.equal((await put('HTTPS://EXAMPLE.com/a%20b')).statusCode, 200);
+  assert.equal(json(await app.inject({ url: '/api/v1/audit' })).events.length, before);
+});
+
 test('webhook_url: a host whose DNS never answers holds no request, nor more than its share of the lookup threads', { timeout: loadScaled(30_000) }, async (t) => {
   // The real guard over a resolver that never answers until released, as a tenant admin's URL on a dead DNS server.
   const waiting: Array<() => void> = [];
@@ -265,7 +294,7 @@ test('webhook_url: a host whose DNS never answers holds no request, nor more tha
     if (hostname === 'hooks.example.com') return [{ address: '93.184.216.34', family: 4 }];
     return new Promise((_resolve, reject) => waiting.push(() => reject(Object.assign(new Error('getaddrinfo EAI_AGAIN'), { code: 'EAI_AGAIN' }))));
   };
-  const { app } = await build(t, { overrides: { checkPublicUrl: async (url) => void (await checkOutboundUrl(url, { lookup, lookupTimeoutMs: 20 })) } });
+  const { app } = await build(t, { overrides: { checkPublicUrl: async (url) => (await checkOutboundUrl(url, { lookup, lookupTimeoutMs: 20 })).url.href } });
   const put = (value: string) => app.inject({ method: 'PUT', url: '/api/v1/settings', payload: { key: 'webhook_url', value } });
   try {
     const timedOut = await put('https://a.dead-dns.example/hook');
@@ -300,7 +329,7 @@ test('webhook_url: an organization whose saves hang on a dead DNS server leaves 
     return new Promise((_resolve, reject) => waiting.push(() => reject(Object.assign(new Error('getaddrinfo EAI_AGAIN'), { code: 'EAI_AGAIN' }))));
   };
   const { app } = await buildWithAdmin(t, {}, {
-    checkPublicUrl: async (url, tenantId) => void (await checkOutboundUrl(url, { lookup, lookupTimeoutMs: 20, tenantId })),
+    checkPublicUrl: async (url, tenantId) => (await checkOutboundUrl(url, { lookup, lookupTimeoutMs: 20, tenantId })).url.href,
   });
   const acme = json(await app.inject({ method: 'POST', url: '/api/v1/orgs', headers: operator(OPERATOR), payload: { name: 'Acme', ownerEmail: 'root@example.test' } })).org.id;
   const put = (orgId: string, value: string) =>
