@@ -502,8 +502,11 @@ export interface AccountsRepository {
   createSession(session: Session, tokenHash: string, passwordHash: string): Promise<boolean>;
   /** The session of a token hash with its user, expired ones included (the caller decides). */
   findSession(tokenHash: string): Promise<{ session: Session; user: User } | null>;
-  /** Record use and, if it changed, the active organization; joins the next commit without waiting for it. */
-  touchSession(id: string, change: { seen?: { at: number; expiresAt: number }; activeTenantId?: string | null }): void;
+  /**
+   * Record use and, if it changed, the active organization; joins the next commit without waiting for it. The
+   * organization moves only from the one the request read (`activeTenantId.from`): a switch committed since wins.
+   */
+  touchSession(id: string, change: { seen?: { at: number; expiresAt: number }; activeTenantId?: { from: string | null; to: string | null } }): void;
   /**
    * Make `tenantId` the session's active organization, with `also` (its audit row) in the same write, when the session
    * still exists and its user is a member (checked in the write: a deletion of the account, or a removal, may commit
@@ -837,7 +840,10 @@ export function createAccountsRepository(store: Store): AccountsRepository {
     touchSession(id, change) {
       store.writeDeferred((sql) => {
         if (change.seen) sql.run('UPDATE sessions SET last_seen_at = ?, expires_at = ? WHERE id = ?', [change.seen.at, change.seen.expiresAt, id]);
-        if (change.activeTenantId !== undefined) sql.run('UPDATE sessions SET active_tenant_id = ? WHERE id = ?', [change.activeTenantId, id]);
+        // The fallback from an organization the user left joins a later commit: a switch the user made in between (its
+        // write commits at once) must not be undone by it.
+        const moved = change.activeTenantId;
+        if (moved) sql.run('UPDATE sessions SET active_tenant_id = ? WHERE id = ? AND active_tenant_id IS ?', [moved.to, id, moved.from]);
       }, SESSION_WRITE);
     },
 

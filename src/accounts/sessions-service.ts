@@ -144,7 +144,7 @@ export function createSessionsService(deps: AccountsDeps): SessionsService {
     const memberships = await repo.membershipsOf(user.id);
     const current = memberships.find((m) => m.tenantId === session.activeTenantId) ?? memberships[0] ?? null;
     const change: Parameters<AccountsRepository['touchSession']>[1] = {};
-    if ((current?.tenantId ?? null) !== session.activeTenantId) change.activeTenantId = current?.tenantId ?? null;
+    if ((current?.tenantId ?? null) !== session.activeTenantId) change.activeTenantId = { from: session.activeTenantId, to: current?.tenantId ?? null };
     if (now - session.lastSeenAt >= TOUCH_INTERVAL_MS) {
       change.seen = { at: now, expiresAt: Math.min(session.createdAt + SESSION_MAX_AGE_MS, now + SESSION_IDLE_MS) };
     }

@@ -185,6 +185,28 @@ test('a stale active organization falls back to the first membership on the next
   assert.equal(json(await ada.get('/api/v1/orgs/active')).org.id, 'default');
 });
 
+test("a stale active organization's fallback, recorded after a switch the session made meanwhile, leaves the switch", async (t) => {
+  // The fallback is written with the ledger's next commit; a switch commits at once. Armed once Ada's organization is
+  // gone: her request reads its memberships, then her switch (same session) commits before the fallback is recorded.
+  const race = afterRead((read) => read.text.includes('FROM org_members m JOIN tenants t'));
+  const { app, services } = await buildWithAdmin(t, {}, {}, race.wrap);
+  const { browser: ada } = await makeUser(app, { email: 'ada@example.test' });
+  const gone = json(await ada.post('/api/v1/orgs', { name: 'Gone Co' })).org.id;
+  const kept = json(await ada.post('/api/v1/orgs', { name: 'Kept Co' })).org.id;
+  await ada.post('/api/v1/orgs/switch', { orgId: gone });
+  const other = new Browser(app, '203.0.113.51');
+  await other.login('ada@example.test', 'a-good-password');
+  await other.post('/api/v1/orgs/switch', { orgId: gone });
+  assert.equal((await other.delete('/api/v1/orgs/active', { confirm: true })).statusCode, 200);
+  let switched: Awaited<ReturnType<FastifyInstance['inject']>> | undefined;
+  race.arm(async () => (switched = await ada.post('/api/v1/orgs/switch', { orgId: kept })));
+  await ada.get('/api/v1/auth/me');
+  assert.ok(race.fired());
+  assert.equal(switched?.statusCode, 200, switched?.body);
+  await services.store.flush();
+  assert.equal(json(await ada.get('/api/v1/auth/me')).org.id, kept, 'the switch stands');
+});
+
 test('a user without any organization reaches only the account endpoints', async (t) => {
   const { app, admin } = await buildWithAdmin(t);
   const { browser: ada, id } = await makeUser(app, { email: 'ada@example.test' });
