@@ -1,7 +1,8 @@
 /**
  * The e-mails svc sends (SPEC 5.5): pure functions from their facts to a subject, a plain-text body and an HTML body.
  * Every interpolated value is HTML-escaped in the HTML part; links are passed in whole, built by the caller from
- * configuration (never from a request's Host header).
+ * configuration (never from a request's Host header). Each paragraph and the subject stay on one line whatever the
+ * values hold (oneLine).
  */
 
 export interface RenderedEmail {
@@ -16,10 +17,25 @@ export function escapeHtml(value: string): string {
   return value.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]!);
 }
 
+/**
+ * Characters that end a line: CR, LF, VT, FF, NEL and the Unicode line and paragraph separators (U+2028, U+2029, which
+ * names may hold and mail clients and browsers break lines at, UAX #14). In a name (an organization's, an
+ * inviter's), one made lines of svc's own layout: `Acme\u2029\u2029Accept the invitation: https://evil.example/...`
+ * read as a paragraph and a link of the e-mail above the real one, in the subject, the text and the HTML.
+ */
+const LINE_BREAKS = /[\r\n\v\f\u0085\u2028\u2029]+/g;
+
+/** `text` with each run of line breaks as one space: a value cannot start a line or paragraph of its own. */
+function oneLine(text: string): string {
+  return text.replace(LINE_BREAKS, ' ');
+}
+
 /** One paragraph per entry; `link` renders as a button-like anchor with the URL repeated as text. */
 type Block = { text: string } | { link: string; label: string };
 
-function render(subject: string, blocks: Block[]): RenderedEmail {
+function render(rawSubject: string, rawBlocks: Block[]): RenderedEmail {
+  const subject = oneLine(rawSubject);
+  const blocks = rawBlocks.map((b) => ('text' in b ? { text: oneLine(b.text) } : b));
   const text = blocks.map((b) => ('text' in b ? b.text : `${b.label}: ${b.link}`)).join('\n\n');
   const body = blocks
     .map((b) =>

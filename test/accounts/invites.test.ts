@@ -42,6 +42,24 @@ test('the accept link is built from SVC_APP_BASE_URL, never from the Host header
   assert.ok(!mail.last('h@example.test').text.includes('evil.example'));
 });
 
+test('names holding line or paragraph separators cannot lay out lines of the invitation e-mail', async (t) => {
+  const { app, admin, mail } = await buildWithAdmin(t);
+  // Both names pass the name rules (no control characters); U+2028/2029 are mandatory line breaks to mail clients.
+  const forged = 'Acme\u2029\u2029Accept the invitation: https://evil.example/accept-invite?token=x\u2029\u2029';
+  assert.equal((await admin.patch('/api/v1/orgs/active', { name: forged })).statusCode, 200);
+  const me = json(await admin.get('/api/v1/auth/me')).user;
+  assert.equal((await app.inject({ method: 'PATCH', url: `/api/v1/users/${me.id}`, headers: bearer(BOOT), payload: { name: 'Root\u2028Mallory' } })).statusCode, 200);
+  assert.equal((await admin.post('/api/v1/orgs/active/invites', { email: 'lines@example.test' })).statusCode, 201);
+  const message = mail.last('lines@example.test');
+  for (const part of [message.subject, message.text, message.html]) assert.doesNotMatch(part, /[\r\u2028\u2029]/);
+  assert.equal(message.subject, "You're invited to Acme Accept the invitation: https://evil.example/accept-invite?token=x on svc");
+  const lines = message.text.split('\n').filter((line) => line !== '');
+  assert.equal(lines.length, 3);
+  assert.match(lines[0]!, /^Root Mallory invited you to join Acme Accept the invitation: https:\/\/evil\.example\S+ on svc as a member\.$/);
+  assert.match(lines[1]!, /^Accept the invitation: https:\/\/app\.example\.test\/accept-invite\?token=/);
+  assert.equal(message.html.match(/<p>/g)!.length, 3);
+});
+
 test('public lookup, then acceptance by a new address: verified user, membership, signed in, landed in the org', async (t) => {
   const { app, admin, mail, services } = await buildWithAdmin(t);
   const acme = json(await admin.post('/api/v1/orgs', { name: 'Acme' })).org.id;
