@@ -10,6 +10,7 @@ import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { emailField } from './accounts/email-address.ts';
 import { normalizePassword, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from './accounts/passwords.ts';
+import { isPrintableText } from './core/text.ts';
 
 const MiB = 1024 * 1024;
 
@@ -257,6 +258,30 @@ function emailProvider(apiKey: string | null, apiUrl: string | null): Config['ac
   return { apiKey, apiUrl: baseUrl('SVC_EMAIL_API_URL', apiUrl) };
 }
 
+/**
+ * `Name <address>` or a bare address; the name quoted (`"svc, Inc." <...>`) or free of the characters that end a
+ * mailbox or start another (RFC 5322 specials but the dot), `"` and `\\` inside quotes; no `,` or `;` in the address.
+ */
+const SENDER = /^(?:(?:"[^"\\]*"|[^"<>()[\]:;@\\,]*?)\s*<([^<>,;]+)>|([^<>,;\s]+))$/;
+
+/**
+ * SVC_EMAIL_FROM, sent as it is in every e-mail (the provider's `from`, the console's `(from ...)` line), so checked
+ * at start: one holding a line break (or U+2028/2029) could add header lines where a provider writes it into the
+ * message, a comma or a second `<...>` names more senders, and one a provider refuses failed every invitation (503)
+ * and every reset (unseen, after its 202) instead of the start. The address is held to the rule of every address
+ * svc stores.
+ */
+function emailSender(value: string | null): string {
+  if (value === null) return DEFAULT_EMAIL_FROM;
+  const refuse = (why: string) => new ConfigError(`invalid configuration: SVC_EMAIL_FROM: ${why}`);
+  if (!isPrintableText(value) || /[\u2028\u2029]/.test(value)) throw refuse('must not contain control characters, line separators or bidirectional overrides');
+  const parts = SENDER.exec(value);
+  if (!parts) throw refuse('must be an address or a name and an address in angle brackets, such as svc <no-reply@example.com>; quote a name holding , ; : @ ( ) [ ]');
+  const address = emailField.safeParse(parts[1] ?? parts[2]);
+  if (!address.success) throw refuse(`the address ${address.error.issues[0]!.message}`);
+  return value;
+}
+
 function bootstrapAdmin(email: string | null, password: string | null): Config['accounts']['bootstrapAdmin'] {
   if (email === null && password === null) return null;
   if (email === null || password === null) {
@@ -327,7 +352,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
       allowPublicSignup: e.SVC_ALLOW_PUBLIC_SIGNUP,
       appBaseUrl: e.SVC_APP_BASE_URL === null ? null : baseUrl('SVC_APP_BASE_URL', e.SVC_APP_BASE_URL),
       linkBaseUrl: e.SVC_APP_BASE_URL === null ? address : baseUrl('SVC_APP_BASE_URL', e.SVC_APP_BASE_URL),
-      emailFrom: e.SVC_EMAIL_FROM ?? DEFAULT_EMAIL_FROM,
+      emailFrom: emailSender(e.SVC_EMAIL_FROM),
       email: emailProvider(e.EMAILPROV_API_KEY, e.SVC_EMAIL_API_URL),
       bootstrapAdmin: bootstrapAdmin(e.SVC_ADMIN_EMAIL, e.SVC_ADMIN_PASSWORD),
     },

@@ -8,6 +8,7 @@ import { orgNameForSignup } from '../../src/accounts/org-names.ts';
 import { inviteEmail, passwordResetEmail, verifyEmail } from '../../src/email/templates.ts';
 import { consoleMailer, EmailDeliveryError, providerMailer } from '../../src/email/transport.ts';
 import { loadConfig } from '../../src/config.ts';
+import { build } from '../support/build.ts';
 
 test('production hashes are scrypt N=2^17, r=8, p=1 with a 16-byte salt, and verify', async () => {
   const hasher = createPasswordHasher();
@@ -121,4 +122,25 @@ test('configuration: the provider needs its URL; links default to the configured
   assert.equal(loadConfig({ SVC_APP_BASE_URL: 'https://app.example.com/' }, { dataDir: null }).accounts.linkBaseUrl, 'https://app.example.com');
   assert.throws(() => loadConfig({ SVC_APP_BASE_URL: 'javascript:alert(1)' }, { dataDir: null }), /SVC_APP_BASE_URL/);
   assert.throws(() => loadConfig({ SVC_APP_BASE_URL: 'https://u:p@app.example.com' }, { dataDir: null }), /SVC_APP_BASE_URL/);
+});
+
+test('SVC_EMAIL_FROM must be one sender: a configuration error naming the variable stops the start otherwise', async (t) => {
+  const refused: Array<[string, RegExp]> = [
+    ['svc <no-reply@svc.example>\r\nBcc: list@evil.example', /must not contain control characters, line separators/],
+    ['svc <no-reply@svc.example>\u2028Bcc: list@evil.example', /must not contain control characters, line separators/],
+    ['svc <no-reply@svc.example>, evil <list@evil.example>', /must be an address or a name and an address in angle brackets/],
+    ['svc, evil <no-reply@svc.example>', /must be an address or a name and an address in angle brackets/],
+    ['no-reply,list@evil.example', /must be an address or a name and an address in angle brackets/],
+    ['no-reply', /the address must be an e-mail address/],
+  ];
+  for (const [from, why] of refused) {
+    await assert.rejects(build(t, { env: { SVC_EMAIL_FROM: from } }), (error: Error) => {
+      assert.match(error.message, /^invalid configuration: SVC_EMAIL_FROM: /, from);
+      assert.match(error.message, why, from);
+      return true;
+    });
+  }
+  for (const from of ['no-reply@svc.example', 'svc <no-reply@svc.example>', '"svc, Inc." <no-reply@svc.example>', 'Svc Inc. <no-reply@例え.jp>']) {
+    assert.equal((await build(t, { env: { SVC_EMAIL_FROM: from } })).config.accounts.emailFrom, from);
+  }
 });
