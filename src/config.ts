@@ -246,8 +246,24 @@ function trustedProxies(entries: string[]): string[] {
     if (!valid) {
       throw new ConfigError(`invalid configuration: SVC_TRUSTED_PROXY_CIDRS: "${entry}" is not an IP address or CIDR range (such as 10.0.0.0/8)`);
     }
+    // proxy-addr takes a range of 1 address bit or more, a netmask only with its ones first: /0 (every address, so
+    // any client could name itself in X-Forwarded-For) stopped the start after the data directory was made, with
+    // proxy-addr's "invalid range on address" naming no variable.
+    if (range !== undefined && prefixLength(range) === 0) {
+      throw new ConfigError(
+        `invalid configuration: SVC_TRUSTED_PROXY_CIDRS: "${entry}" trusts no proxy in particular: a range must hold at least one network bit ` +
+          '(a prefix length of 1 or more, a netmask with its ones first), such as 10.0.0.0/8',
+      );
+    }
   }
   return entries;
+}
+
+/** The prefix length of a range, a length or an IPv4 netmask; 0 also for a netmask whose ones do not come first. */
+function prefixLength(range: string): number {
+  if (/^\d+$/.test(range)) return Number(range);
+  const bits = range.split('.').map((octet) => Number(octet).toString(2).padStart(8, '0')).join('');
+  return /^1*0*$/.test(bits) ? bits.indexOf('0') === -1 ? 32 : bits.indexOf('0') : 0;
 }
 
 function emailProvider(apiKey: string | null, apiUrl: string | null): Config['accounts']['email'] {

@@ -8,6 +8,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import test, { before, describe } from 'node:test';
 import { runSvcInProcess } from '../support/in-process-cli.ts';
+import { loadConfig } from '../../src/config.ts';
 import { ensureBundle, listenOnce, runSvc, startServe, suiteCleanups, tempDir, type Cleanups, type ServeProcess } from '../support/process.ts';
 
 before(ensureBundle);
@@ -181,6 +182,23 @@ describe('svc serve and the admin CLI beside it', { concurrency: true }, () => {
       assert.equal(result.stderr, `svc: invalid configuration: SVC_TRUSTED_PROXY_CIDRS: "${entries[i]}" is not an IP address or CIDR range (such as 10.0.0.0/8)\n`);
     });
     assert.equal(existsSync(dataDir), false);
+  });
+
+  test('an SVC_TRUSTED_PROXY_CIDRS range holding no network bit (/0, a netmask whose ones are not first) is a configuration error, not proxy-addr\'s after the data directory was made', async (t) => {
+    const dataDir = join(tempDir(t), 'not-created');
+    const entries = ['0.0.0.0/0', '::/0', '10.0.0.0/0.0.0.0', '10.0.0.0/255.0.255.0'];
+    const results = await Promise.all(
+      entries.map((entry) =>
+        runSvc(['serve', '--port', '0', '--data-dir', dataDir], { env: { SVC_TRUST_PROXY_HEADERS: 'true', SVC_TRUSTED_PROXY_CIDRS: entry } }),
+      ),
+    );
+    results.forEach((result, i) => {
+      assert.equal(result.code, 2, result.stderr);
+      assert.match(result.stderr, new RegExp(`^svc: invalid configuration: SVC_TRUSTED_PROXY_CIDRS: "${entries[i]!.replace(/\./g, '\\.')}" trusts no proxy in particular`));
+    });
+    assert.equal(existsSync(dataDir), false);
+    // A netmask with its ones first is a range proxy-addr takes.
+    assert.deepEqual(loadConfig({ SVC_TRUST_PROXY_HEADERS: 'true', SVC_TRUSTED_PROXY_CIDRS: '10.0.0.0/255.0.0.0,192.168.0.0/16' }).proxy.trustedCidrs, ['10.0.0.0/255.0.0.0', '192.168.0.0/16']);
   });
 
   test('a bootstrap admin password outside the rules is a configuration error naming the variable, before the data directory is touched', async (t) => {
