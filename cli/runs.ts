@@ -9,10 +9,10 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig } from '../src/config.ts';
 import { RUN_ROUTES, RUN_STATUSES } from '../src/evidence/types.ts';
 import { connectWithKind, UsageError, withClient, withConnectionOptions, type ConnectionOptions } from './connection.ts';
-import { limitParser, oneOf, parseNonEmpty, parseNonNegativeInt } from './options.ts';
+import { idParser, limitParser, oneOf, parseNonEmpty, parseNonNegativeInt } from './options.ts';
 import { note, print, printJson, table } from './output.ts';
 import { resolveSince, RUN_COLUMNS, toRunQuery, toRunRow, type RunFilterInput } from './tui/format.ts';
-import { runListPageOf } from './tui/run-answers.ts';
+import { runListPageOf, type RunListPage } from './tui/run-answers.ts';
 import { currentRun } from './run-context.ts';
 
 /** The API's page size bounds for the runs list. */
@@ -27,6 +27,7 @@ interface RunsOptions extends ConnectionOptions {
   ingested?: boolean;
   limit?: number;
   offset?: number;
+  before?: string;
   tui: boolean;
   outDir?: string;
 }
@@ -34,6 +35,19 @@ interface RunsOptions extends ConnectionOptions {
 function parseSince(value: string): string {
   if (resolveSince(value) === null) throw new InvalidArgumentError('must be an ISO 8601 time, epoch milliseconds or a duration such as 30m, 2h, 7d');
   return value;
+}
+
+/**
+ * Where the table's page stands and how to read the next one. Below a cursor the API counts `offset` from it, so the
+ * page is placed after its cursor; an `--offset` page is a position in the list as it is now, which runs recorded
+ * meanwhile shift (docs/gateway.md "Walking the runs list"), so `--before` is named beside it.
+ */
+function nextPageNote(pagination: RunListPage['pagination'], shown: number, before: string | undefined): string {
+  const { offset, total, nextBefore } = pagination;
+  const range = `${offset + 1}-${offset + shown}`;
+  const cursor = nextBefore === null ? '' : `--before ${nextBefore}`;
+  if (before === undefined) return `showing ${range} of ${total}; next page: --offset ${offset + shown}${cursor && ` or ${cursor}`}`;
+  return `showing ${range} after ${before} (${total} in all); next page: ${cursor || `--before ${before} --offset ${offset + shown}`}`;
 }
 
 export function registerRuns(program: Command): void {
@@ -47,6 +61,7 @@ export function registerRuns(program: Command): void {
     .option('--no-ingested', 'leave SDK-ingested prompts out: the traffic svc served')
     .option('--limit <n>', `runs per page (1-${MAX_LIMIT}, default ${DEFAULT_LIMIT})`, limitParser(MAX_LIMIT))
     .option('--offset <n>', 'skip this many runs (plain table)', parseNonNegativeInt)
+    .option('--before <runId>', 'list the runs after this one: the cursor stderr names for the next page, stable while runs are recorded (plain table)', idParser('run', 'a run'))
     .option('--no-tui', 'print the list once as a table (also when stdout is not a terminal)')
     .option('--out-dir <dir>', 'where the TUI writes evidence-<runId>.json (default: the current directory)', parseNonEmpty)
     .addHelpText(
@@ -67,7 +82,8 @@ Examples:
   svc runs --status failed --since 2h         only failed runs of the last two hours
   svc runs --no-tui --route exact_cache       a plain table of cache hits
   svc runs --no-tui --route live --no-ingested  live traffic svc served, without SDK-ingested prompts
-  svc runs --json --limit 200 > runs.json`,
+  svc runs --json --limit 200 > runs.json
+  svc runs --no-tui --before run_...          the next page, from the cursor the page before named`,
     )
     .action(async (options: RunsOptions) => {
       const filters: RunFilterInput = {
@@ -85,12 +101,13 @@ Examples:
       const { stdout, stdin, env } = currentRun();
       const tui = options.tui && !options.json && stdout.isTTY === true && stdin.isTTY === true;
       if (!tui) {
-        const answer = await withClient(options, (client) => client.runs.list(toRunQuery(filters, { limit, offset: options.offset ?? 0 })));
+        const query = toRunQuery(filters, { limit, offset: options.offset ?? 0, before: options.before });
+        const answer = await withClient(options, (client) => client.runs.list(query));
+        // The API's answer as it is: its pagination.nextBefore is the --before of the next page.
         if (options.json) return printJson(answer);
         const page = runListPageOf(answer);
         print(table(page.runs.map(toRunRow), RUN_COLUMNS, 'No runs.'));
-        const { offset, total, hasMore } = page.pagination;
-        if (hasMore) note(`showing ${offset + 1}-${offset + page.runs.length} of ${total}; next page: --offset ${offset + page.runs.length}\n`);
+        if (page.pagination.hasMore) note(`${nextPageNote(page.pagination, page.runs.length, options.before)}\n`);
         return;
       }
       const { client, kind } = await connectWithKind(options);

@@ -105,11 +105,12 @@ export function resolveSince(text: string, now = Date.now()): number | null {
 }
 
 /** The API query of a filter input (since resolved against `now`). */
-export function toRunQuery(filters: RunFilterInput, page: { limit: number; offset: number }, now = Date.now()): RunFilters {
+export function toRunQuery(filters: RunFilterInput, page: { limit: number; offset: number; before?: string | undefined }, now = Date.now()): RunFilters {
   const since = filters.since ? resolveSince(filters.since, now) : null;
   return {
     limit: page.limit,
     offset: page.offset,
+    ...(page.before !== undefined ? { before: page.before } : {}),
     // As typed: svc answers a route or status it does not have with a 400 naming it, which the TUI shows.
     ...(filters.route ? { route: filters.route as RunRoute } : {}),
     ...(filters.status ? { status: filters.status as RunStatus } : {}),

@@ -228,7 +228,8 @@ export function economicsOf(answer: unknown): EconomicsView {
 export interface RunListPage {
   /** Objects, each made text cell by cell by toRunRow (format.ts): their fields may still have any type. */
   runs: RunSummary[];
-  pagination: Pagination;
+  /** `nextBefore`: the `before` of the next page, null on the last one (and from a server without cursors). */
+  pagination: Pagination & { nextBefore: string | null };
   facets: { route: Record<string, number>; status: Record<string, number> };
 }
 
@@ -238,6 +239,9 @@ function countsOf(value: unknown): Record<string, number> {
   for (const [key, n] of Object.entries(fieldsOf(value))) if (numberOf(n) !== null) counts[key] = n as number;
   return counts;
 }
+
+/** A run id as the list's cursor: one word of text (the API's ids are up to 200 characters), else null. */
+const runIdOf = (value: unknown): string | null => (typeof value === 'string' && /^\S{1,200}$/.test(value) ? value : null);
 
 /**
  * `GET /api/v1/runs`: the runs that are objects, the pagination and facets as numbers. An answer without a list of
@@ -256,6 +260,7 @@ export function runListPageOf(answer: unknown): RunListPage {
       offset: numberOf(pagination.offset) ?? 0,
       total: numberOf(pagination.total) ?? runs.length,
       hasMore: pagination.hasMore === true,
+      nextBefore: runIdOf(pagination.nextBefore),
     },
     facets: { route: countsOf(facets.route), status: countsOf(facets.status) },
   };

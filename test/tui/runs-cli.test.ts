@@ -30,7 +30,7 @@ const lineOf = (text: string, runId: string) => text.split('\n').find((line) => 
 test('svc runs --help lists the filters, --no-tui, --out-dir and the keys', async () => {
   const help = await runSvc(['runs', '--help']);
   assert.equal(help.code, 0);
-  for (const flag of ['--route', '--status', '--model', '--since', '--limit', '--no-tui', '--out-dir', '--json', '--data-dir', '--url']) assert.ok(help.stdout.includes(flag), flag);
+  for (const flag of ['--route', '--status', '--model', '--since', '--limit', '--offset', '--before', '--no-tui', '--out-dir', '--json', '--data-dir', '--url']) assert.ok(help.stdout.includes(flag), flag);
   assert.match(help.stdout, /Enter opens a run/);
   assert.match(help.stdout, /q, Esc or Ctrl-C quits/, 'every quit key docs/cli.md names');
   assert.match((await runSvcInProcess(['--help'])).stdout, /\bruns\b/);
@@ -145,4 +145,40 @@ test('svc runs shows a cost or a saving below a dollar with every digit the API 
   assert.deepEqual([cells(one)[3], cells(one)[5]], ['0.00000015', '0']);
   assert.deepEqual([cells(hit)[3], cells(hit)[5]], ['0', '0.00000015']);
   assert.deepEqual([cells(ten)[3], cells(ten)[5]], ['0.0000015', '0']);
+});
+
+test('svc runs --before walks the table by the cursor stderr names: runs recorded between pages repeat none, --json holds it', async (t) => {
+  const dataDir = tempDir(t);
+  const server = await startServe(t, dataDir);
+  const args = ['--data-dir', dataDir];
+  const oldest = await chat(server.address, 'one');
+  const middle = await chat(server.address, 'two');
+  const newest = await chat(server.address, 'three');
+  const ids = (stdout: string) => stdout.trim().split('\n').slice(1).map((line) => line.split(/\s+/).at(-1));
+  const nextBefore = (stderr: string) => /next page: .*--before (run_\w+)/.exec(stderr)?.[1];
+
+  const first = await runSvcInProcess(['runs', '--no-tui', '--limit', '2', ...args]);
+  assert.equal(first.code, 0, first.stderr);
+  assert.deepEqual(ids(first.stdout), [newest, middle]);
+  assert.match(first.stderr, /showing 1-2 of 3; next page: --offset 2 or --before run_\w+/);
+  assert.equal(nextBefore(first.stderr), middle);
+  // Two runs recorded between the pages: by --offset 2 the next page would list `middle` again.
+  await chat(server.address, 'four');
+  await chat(server.address, 'five');
+  const second = await runSvcInProcess(['runs', '--no-tui', '--limit', '2', '--before', nextBefore(first.stderr)!, ...args]);
+  assert.equal(second.code, 0, second.stderr);
+  assert.deepEqual(ids(second.stdout), [oldest]);
+  assert.equal(second.stderr, '', 'the last page names no next one');
+
+  const json = JSON.parse((await runSvcInProcess(['runs', '--json', '--limit', '2', '--before', newest, ...args])).stdout);
+  assert.deepEqual(json.runs.map((run: { id: string }) => run.id), [middle, oldest]);
+  assert.equal(json.pagination.nextBefore, null);
+  const walked = await runSvcInProcess(['runs', '--no-tui', '--limit', '1', '--before', newest, ...args]);
+  assert.match(walked.stderr, new RegExp(`^showing 1-1 after ${newest} \\(5 in all\\); next page: --before ${middle}\\n$`));
+
+  // Not a run id: a usage error; a run id svc does not have: the API's 400, exit 1.
+  assert.equal((await runSvcInProcess(['runs', '--no-tui', '--before', 'key_x', ...args])).code, 2);
+  const unknown = await runSvcInProcess(['runs', '--no-tui', '--before', 'run_nosuchrun', ...args]);
+  assert.equal(unknown.code, 1);
+  assert.match(unknown.stderr, /before: no such run/);
 });
