@@ -14,7 +14,7 @@ import { toRunRow, type RunFilterInput } from './format.ts';
 import { RunDetail } from './RunDetail.tsx';
 import { RunList, rowsPerScreen, type ConnectionInfo, type RunListProps } from './RunList.tsx';
 import type { RunsSource } from './runs-source.ts';
-import { cursorIn, eventCursor, initialState, reduce, type TuiAction } from './state.ts';
+import { cursorIn, eventCursor, initialState, reduce, runPage, type TuiAction } from './state.ts';
 import { useRunDetail } from './useRunDetail.ts';
 import { useRunList } from './useRunList.ts';
 
@@ -128,7 +128,7 @@ export function RunsApp(props: RunsAppProps) {
   }, []);
 
   // The list is refreshed only while it is on screen: the detail screen polls its own run instead.
-  const list = useRunList(source, state.filters, { limit, offset: state.offset }, { live: connection.live && state.screen === 'list', pollMs });
+  const list = useRunList(source, state.filters, { limit, at: runPage(state) }, { live: connection.live && state.screen === 'list', pollMs });
   // A terminal too short for the full detail (80x24) gets the compact one: drawn taller than the terminal, the screen
   // would scroll its headline and integrity badge out of sight.
   const compact = size.rows < DETAIL_CHROME + MIN_EVENTS;
@@ -236,8 +236,8 @@ export function RunsApp(props: RunsAppProps) {
     else if (input === 'i') dispatch({ type: 'cycle', key: 'ingested' });
     else if (input === 'f' || input === '/') dispatch({ type: 'promptOpen' });
     else if (input === 'c') dispatch({ type: 'clearFilters' });
-    else if (input === 'n') dispatch({ type: 'page', direction: 1, limit, hasMore: list.page?.pagination.hasMore ?? false });
-    else if (input === 'p') dispatch({ type: 'page', direction: -1, limit, hasMore: true });
+    else if (input === 'n') dispatch({ type: 'olderRuns', limit, hasMore: list.page?.pagination.hasMore ?? false, nextBefore: list.page?.pagination.nextBefore ?? null });
+    else if (input === 'p') dispatch({ type: 'newerRuns' });
     return 'done';
   };
   // Keys go to the handler of the last committed render: a frame on screen may be answered before React runs the

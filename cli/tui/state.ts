@@ -5,11 +5,24 @@
  */
 import { filterText, INGESTED_VALUES, parseFilterText, type FilterKey, type RunFilterInput } from './format.ts';
 
+/**
+ * A page of the run list: the run it lists after (`before`, the page before's `nextBefore`; none on the first page,
+ * the newest runs) and how many runs the walk listed above it. Paged by cursor, a walk lists each run once while svc
+ * records runs; by offset, every run recorded between two pages would repeat one (docs/gateway.md "Walking the runs
+ * list"). A server without cursors (no `nextBefore`) is paged by offset: its pages have no `before`.
+ */
+export interface RunPage {
+  before?: string;
+  above: number;
+}
+
+const NEWEST_RUNS: readonly RunPage[] = [{ above: 0 }];
+
 export interface TuiState {
   screen: 'list' | 'detail';
   filters: RunFilterInput;
-  /** Offset of the list page shown (multiples of the page size). */
-  offset: number;
+  /** The list pages visited, the first (the newest runs) first and the one shown last: `p` returns to the one before. */
+  runPages: readonly RunPage[];
   /** Index of the highlighted row in the page, and the run it was on (the cursor follows it as new runs arrive). */
   cursor: number;
   selectedId: string | null;
@@ -29,7 +42,9 @@ export interface TuiState {
 export type TuiAction =
   | { type: 'move'; delta: number; ids: readonly string[] }
   | { type: 'home' | 'end'; ids: readonly string[] }
-  | { type: 'page'; direction: 1 | -1; limit: number; hasMore: boolean }
+  /** `hasMore` and `nextBefore` of the page on screen. */
+  | { type: 'olderRuns'; limit: number; hasMore: boolean; nextBefore: string | null }
+  | { type: 'newerRuns' }
   | { type: 'open'; runId: string }
   | { type: 'back' }
   | { type: 'cycle'; key: Exclude<FilterKey, 'ingested'>; values: readonly string[] }
@@ -47,7 +62,7 @@ export type TuiAction =
   | { type: 'message'; text: string | null };
 
 export function initialState(filters: RunFilterInput = {}): TuiState {
-  return { screen: 'list', filters, offset: 0, cursor: 0, selectedId: null, prompt: null, detail: null, message: null, modelCycle: null };
+  return { screen: 'list', filters, runPages: NEWEST_RUNS, cursor: 0, selectedId: null, prompt: null, detail: null, message: null, modelCycle: null };
 }
 
 /** The highlighted index in `ids`: the selected run where it now is, else the remembered index clamped. */
@@ -65,7 +80,7 @@ function select(state: TuiState, ids: readonly string[], index: number): TuiStat
 
 /** New filters start the list from its first page and the top row, and end a model cycle (its models were another list's). */
 function withFilters(state: TuiState, filters: RunFilterInput, message: string | null = null): TuiState {
-  return { ...state, filters, offset: 0, cursor: 0, selectedId: null, message, modelCycle: null };
+  return { ...state, filters, runPages: NEWEST_RUNS, cursor: 0, selectedId: null, message, modelCycle: null };
 }
 
 export function reduce(state: TuiState, action: TuiAction): TuiState {
@@ -76,12 +91,15 @@ export function reduce(state: TuiState, action: TuiAction): TuiState {
       return select(state, action.ids, 0);
     case 'end':
       return select(state, action.ids, action.ids.length - 1);
-    case 'page': {
-      if (action.direction === 1 && !action.hasMore) return { ...state, message: 'no older runs' };
-      if (action.direction === -1 && state.offset === 0) return { ...state, message: 'already on the newest runs' };
-      const offset = Math.max(0, state.offset + action.direction * action.limit);
-      return { ...state, offset, cursor: 0, selectedId: null, message: null };
+    case 'olderRuns': {
+      if (!action.hasMore) return { ...state, message: 'no older runs' };
+      const above = runPage(state).above + action.limit;
+      const next: RunPage = action.nextBefore === null ? { above } : { before: action.nextBefore, above };
+      return { ...state, runPages: [...state.runPages, next], cursor: 0, selectedId: null, message: null };
     }
+    case 'newerRuns':
+      if (state.runPages.length <= 1) return { ...state, message: 'already on the newest runs' };
+      return { ...state, runPages: state.runPages.slice(0, -1), cursor: 0, selectedId: null, message: null };
     case 'open':
       return { ...state, screen: 'detail', selectedId: action.runId, detail: { runId: action.runId, pages: [undefined] }, message: null };
     case 'back':
@@ -125,6 +143,11 @@ export function reduce(state: TuiState, action: TuiAction): TuiState {
     case 'message':
       return { ...state, message: action.text };
   }
+}
+
+/** The list page on screen. */
+export function runPage(state: TuiState): RunPage {
+  return state.runPages[state.runPages.length - 1]!;
 }
 
 /** The `before` cursor of the trace page on screen (undefined: the newest events). */

@@ -8,6 +8,16 @@ import { useEffect, useState } from 'react';
 import { toRunQuery, type RunFilterInput } from './format.ts';
 import { errorText } from './errors.ts';
 import type { RunListPage, RunsSource } from './runs-source.ts';
+import type { RunPage } from './state.ts';
+
+/** The list query of a page: below its cursor, or, without one (the first page, a server without cursors), at its place. */
+const pageQuery = (page: RunPage) => (page.before === undefined ? { offset: page.above } : { offset: 0, before: page.before });
+
+/** An answer with its offset counted from the top of the walk, as the range shown counts: the API counts it from the cursor. */
+function placed(answer: RunListPage, page: RunPage): RunListPage {
+  if (page.before === undefined) return answer;
+  return { ...answer, pagination: { ...answer.pagination, offset: page.above + answer.pagination.offset } };
+}
 
 export interface RunListData {
   page: RunListPage | null;
@@ -22,12 +32,12 @@ export interface RunListData {
 export function useRunList(
   source: RunsSource,
   filters: RunFilterInput,
-  page: { limit: number; offset: number },
+  page: { limit: number; at: RunPage },
   options: { live: boolean; pollMs: number },
 ): RunListData {
   const [data, setData] = useState<Omit<RunListData, 'current'> & { query: string | null }>({ page: null, error: null, loading: true, updatedAt: null, query: null });
   // The page asked for; `key` adds how to poll it, which changes no answer (the detail screen stops the list polling).
-  const query = JSON.stringify([filters, page.limit, page.offset]);
+  const query = JSON.stringify([filters, page.limit, page.at]);
   const key = JSON.stringify([query, options.live, options.pollMs]);
   useEffect(() => {
     let stopped = false;
@@ -36,7 +46,7 @@ export function useRunList(
     const load = async () => {
       try {
         // `since` is resolved on every fetch, so `since=1h` is a sliding window.
-        const result = await source.list(toRunQuery(filters, page));
+        const result = placed(await source.list(toRunQuery(filters, { limit: page.limit, ...pageQuery(page.at) })), page.at);
         if (!stopped) setData({ page: result, error: null, loading: false, updatedAt: Date.now(), query });
       } catch (error) {
         if (!stopped) setData((previous) => ({ ...previous, error: errorText(error), loading: false, query }));

@@ -140,6 +140,41 @@ test('i cycles the ingested filter: only the SDK-ingested prompts, every run but
   await until((f) => f.includes('ingested=all') && f.includes(live) && f.includes(ingested), 'ingested=all');
 });
 
+test('n and p page the runs by cursor: runs recorded between page moves repeat none, and p returns to the page seen', async (t) => {
+  const { app, open } = await setup(t);
+  const runs: string[] = [];
+  for (let i = 1; i <= 6; i++) runs.push(await chat(app, `walk ${i}`));
+  const { until, press } = open({ limit: 2 });
+  /** The run ids a frame lists, top to bottom. */
+  const listed = (frame: string) => frame.match(/run_\w+/g) ?? [];
+  const pages: string[][] = [listed(await until((f) => f.includes('runs 1-2 of 6') && listed(f).length === 2, 'page 1'))];
+  assert.deepEqual(pages[0], [runs[5], runs[4]]);
+  // A run recorded before each move: by offset, each next page would list the last run of the one before again.
+  await chat(app, 'recorded while walking 1');
+  press('n');
+  pages.push(listed(await until((f) => f.includes('runs 3-4 of 7') && listed(f).length === 2, 'page 2')));
+  await chat(app, 'recorded while walking 2');
+  press('n');
+  pages.push(listed(await until((f) => f.includes('runs 5-6 of 8') && listed(f).length === 2, 'page 3')));
+  assert.deepEqual(pages, [[runs[5], runs[4]], [runs[3], runs[2]], [runs[1], runs[0]]]);
+  const seen = pages.flat();
+  assert.equal(new Set(seen).size, seen.length, `a run on two pages of one walk: ${pages.join(' | ')}`);
+  press('n');
+  await until((f) => f.includes('no older runs'), 'the end of the walk');
+
+  await chat(app, 'recorded while walking 3');
+  press('p');
+  const back = await until((f) => f.includes('runs 3-4 of 9') && listed(f).length === 2, 'page 2 again');
+  assert.deepEqual(listed(back), pages[1], 'p returns to the page seen before');
+  press('p');
+  // The first page is the newest runs, as read now: the three recorded during the walk are above the cursors.
+  const first = await until((f) => f.includes('runs 1-2 of 9'), 'the first page again');
+  assert.equal(listed(first).length, 2);
+  assert.ok(!listed(first).some((runId) => seen.includes(runId)), 'the newest runs, recorded during the walk');
+  press('p');
+  await until((f) => f.includes('already on the newest runs'), 'no page before the first');
+});
+
 test('arrow keys and Enter open a run: route explanation, economics, side effects and the integrity badge; q goes back', async (t) => {
   const { app, open } = await setup(t);
   const first = await chat(app, 'first');

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import { describeFacet, formatUsd, parseFilterText, resolveSince, toRunQuery, toRunRow } from '../../cli/tui/format.ts';
-import { cursorIn, eventCursor, initialState, reduce, type TuiAction, type TuiState } from '../../cli/tui/state.ts';
+import { cursorIn, eventCursor, initialState, reduce, runPage, type TuiAction, type TuiState } from '../../cli/tui/state.ts';
 import type { RunSummary } from '../../src/client/client.ts';
 
 const run = (overrides: Partial<RunSummary> = {}): RunSummary => ({
@@ -108,23 +108,33 @@ test('the cursor moves within the page, stays on its run when new runs arrive ab
   assert.equal(cursorIn({ ...state, selectedId: 'gone', cursor: 7 }, ['p', 'q']), 1);
 });
 
-test('pages of runs go older only while there are more, and newer only down to the first', () => {
-  let state = apply(initialState(), { type: 'page', direction: -1, limit: 50, hasMore: true });
-  assert.equal(state.offset, 0);
+test('pages of runs go older by the cursor of the page shown, only while there are more, and newer back through the pages visited', () => {
+  let state = apply(initialState(), { type: 'newerRuns' });
+  assert.deepEqual(runPage(state), { above: 0 });
   assert.match(state.message ?? '', /newest/);
-  state = apply(state, { type: 'page', direction: 1, limit: 50, hasMore: true }, { type: 'page', direction: 1, limit: 50, hasMore: true });
-  assert.equal(state.offset, 100);
-  state = apply(state, { type: 'page', direction: 1, limit: 50, hasMore: false });
-  assert.equal(state.offset, 100);
-  assert.equal(apply(state, { type: 'page', direction: -1, limit: 50, hasMore: true }).offset, 50);
+  state = apply(
+    state,
+    { type: 'olderRuns', limit: 50, hasMore: true, nextBefore: 'run_b' },
+    { type: 'olderRuns', limit: 50, hasMore: true, nextBefore: 'run_c' },
+  );
+  assert.deepEqual(runPage(state), { before: 'run_c', above: 100 });
+  state = apply(state, { type: 'olderRuns', limit: 50, hasMore: false, nextBefore: null });
+  assert.match(state.message ?? '', /no older runs/);
+  assert.deepEqual(runPage(state), { before: 'run_c', above: 100 });
+  // Back to exactly the page seen before, whatever runs were recorded since; then the first, the newest runs.
+  state = apply(state, { type: 'newerRuns' });
+  assert.deepEqual(runPage(state), { before: 'run_b', above: 50 });
+  assert.deepEqual(runPage(apply(state, { type: 'newerRuns' })), { above: 0 });
+  // A server without cursors (no nextBefore) is paged by offset: the page's place.
+  assert.deepEqual(runPage(apply(initialState(), { type: 'olderRuns', limit: 50, hasMore: true, nextBefore: null })), { above: 50 });
 });
 
 test('cycling a filter walks all -> each offered value -> all, and resets the page and cursor', () => {
-  let state: TuiState = { ...initialState(), offset: 50, cursor: 3, selectedId: 'x' };
+  let state: TuiState = { ...initialState(), runPages: [{ above: 0 }, { before: 'run_b', above: 50 }], cursor: 3, selectedId: 'x' };
   const values = ['exact_cache', 'live'];
   state = apply(state, { type: 'cycle', key: 'route', values });
   assert.equal(state.filters.route, 'exact_cache');
-  assert.equal(state.offset, 0);
+  assert.deepEqual(state.runPages, [{ above: 0 }]);
   assert.equal(state.selectedId, null);
   state = apply(state, { type: 'cycle', key: 'route', values });
   assert.equal(state.filters.route, 'live');
@@ -151,9 +161,9 @@ test('cycling the model filter walks the models of the page it began on, though 
 });
 
 test('cycling the ingested filter walks all -> true -> false -> all whatever the page shows, and resets the page and cursor', () => {
-  let state: TuiState = { ...initialState({ route: 'live' }), offset: 50, cursor: 3, selectedId: 'x' };
+  let state: TuiState = { ...initialState({ route: 'live' }), runPages: [{ above: 0 }, { before: 'run_b', above: 50 }], cursor: 3, selectedId: 'x' };
   state = apply(state, { type: 'cycle', key: 'ingested' });
-  assert.deepEqual([state.filters.ingested, state.message, state.offset, state.selectedId], ['true', 'ingested=true', 0, null]);
+  assert.deepEqual([state.filters.ingested, state.message, runPage(state), state.selectedId], ['true', 'ingested=true', { above: 0 }, null]);
   assert.equal(state.filters.route, 'live', 'the other filters stay');
   state = apply(state, { type: 'cycle', key: 'ingested' });
   assert.deepEqual([state.filters.ingested, state.message], ['false', 'ingested=false']);
