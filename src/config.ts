@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { emailField } from './accounts/email-address.ts';
 import { normalizePassword, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from './accounts/passwords.ts';
-import { isPrintableText } from './core/text.ts';
+import { isPrintableText, UNPRINTABLE_MESSAGE } from './core/text.ts';
 
 const MiB = 1024 * 1024;
 
@@ -290,7 +290,7 @@ const SENDER = /^(?:(?:"[^"\\]*"|[^"<>()[\]:;@\\,]*?)\s*<([^<>,;]+)>|([^<>,;\s]+
 function emailSender(value: string | null): string {
   if (value === null) return DEFAULT_EMAIL_FROM;
   const refuse = (why: string) => new ConfigError(`invalid configuration: SVC_EMAIL_FROM: ${why}`);
-  if (!isPrintableText(value) || /[\u2028\u2029]/.test(value)) throw refuse('must not contain control characters, line separators or bidirectional overrides');
+  if (!isPrintableText(value)) throw refuse(UNPRINTABLE_MESSAGE);
   const parts = SENDER.exec(value);
   if (!parts) throw refuse('must be an address or a name and an address in angle brackets, such as svc <no-reply@example.com>; quote a name holding , ; : @ ( ) [ ]');
   const address = emailField.safeParse(parts[1] ?? parts[2]);

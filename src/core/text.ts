@@ -2,13 +2,15 @@
  * Text svc stores as it was sent. The data file's driver binds and reads text as C strings, so anything stored with a
  * NUL comes back cut short at it: bodies of the management API may hold none (src/http/json-body.ts). Names people
  * give things (API keys, users, organizations) and see again in lists, the CLI and the dashboard hold no control
- * characters at all, nor bidirectional overrides, which make a name read differently from what it is.
+ * characters at all, nor bidirectional overrides, which make a name read differently from what it is, nor the Unicode
+ * line and paragraph separators (U+2028, U+2029), at which browsers, mail clients and terminals break lines: a name
+ * holding them laid out lines of their own in svc's e-mails and pages.
  */
 import { z } from 'zod';
 
-const UNPRINTABLE = /[\p{Cc}\u202A-\u202E\u2066-\u2069]/u;
+const UNPRINTABLE = /[\p{Cc}\u2028\u2029\u202A-\u202E\u2066-\u2069]/u;
 
-export const UNPRINTABLE_MESSAGE = 'must not contain control characters or bidirectional overrides';
+export const UNPRINTABLE_MESSAGE = 'must not contain control characters, line separators or bidirectional overrides';
 
 /**
  * Whether a string of `value` (a parsed JSON body), or a key of one of its objects, passes `test`. Iterative: call it
@@ -60,7 +62,7 @@ export function withoutTrailing(text: string, char: string): string {
   return text.slice(0, end);
 }
 
-/** Whether `value` holds no control character and no bidirectional override. */
+/** Whether `value` holds no control character, no line or paragraph separator and no bidirectional override. */
 export function isPrintableText(value: string): boolean {
   return !UNPRINTABLE.test(value);
 }

@@ -43,12 +43,19 @@ test('the accept link is built from SVC_APP_BASE_URL, never from the Host header
 });
 
 test('names holding line or paragraph separators cannot lay out lines of the invitation e-mail', async (t) => {
-  const { app, admin, mail } = await buildWithAdmin(t);
-  // Both names pass the name rules (no control characters); U+2028/2029 are mandatory line breaks to mail clients.
+  const { app, admin, mail, services } = await buildWithAdmin(t);
+  // U+2028/2029 are mandatory line breaks to mail clients. The name rules refuse them now; names an older svc took are
+  // written into the data file as it left them.
   const forged = 'Acme\u2029\u2029Accept the invitation: https://evil.example/accept-invite?token=x\u2029\u2029';
-  assert.equal((await admin.patch('/api/v1/orgs/active', { name: forged })).statusCode, 200);
+  const refused = await admin.patch('/api/v1/orgs/active', { name: forged });
+  assert.equal(refused.statusCode, 400);
+  assert.match(json(refused).error.message, /line separators/);
   const me = json(await admin.get('/api/v1/auth/me')).user;
-  assert.equal((await app.inject({ method: 'PATCH', url: `/api/v1/users/${me.id}`, headers: bearer(BOOT), payload: { name: 'Root\u2028Mallory' } })).statusCode, 200);
+  assert.equal((await app.inject({ method: 'PATCH', url: `/api/v1/users/${me.id}`, headers: bearer(BOOT), payload: { name: 'Root\u2028Mallory' } })).statusCode, 400);
+  await services.store.write((sql) => {
+    sql.run("UPDATE tenants SET name = ? WHERE id = 'default'", [forged.trim()]); // stored trimmed, as every name
+    sql.run('UPDATE users SET name = ? WHERE id = ?', ['Root\u2028Mallory', me.id]);
+  });
   assert.equal((await admin.post('/api/v1/orgs/active/invites', { email: 'lines@example.test' })).statusCode, 201);
   const message = mail.last('lines@example.test');
   for (const part of [message.subject, message.text, message.html]) assert.doesNotMatch(part, /[\r\u2028\u2029]/);

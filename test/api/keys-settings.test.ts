@@ -45,14 +45,14 @@ test('keys: token shown once with the svc_ prefix, stored hashed, never listed; 
   assert.equal(json(await app.inject({ url: '/api/v1/keys', headers: admin })).keys[0].status, 'revoked');
 });
 
-test('keys: names and app ids with control characters or bidirectional overrides are refused, other Unicode kept whole', async (t) => {
+test('keys: names and app ids with control characters, line separators or bidirectional overrides are refused, other Unicode kept whole', async (t) => {
   const { app, create } = await setup(t);
   // A NUL used to be stored: the data file's driver cut the name short at it ('ci\u0000prod' came back as 'ci'). It
   // is refused with the body now (no management body may hold one); the name's own rule covers the other controls.
-  for (const payload of [{ name: 'ci\u0000prod' }, { name: 'ci\u202Eprod' }, { name: 'line\nbreak' }, { name: 'ok', appId: 'app\u0007' }]) {
+  for (const payload of [{ name: 'ci\u0000prod' }, { name: 'ci\u202Eprod' }, { name: 'line\nbreak' }, { name: 'para\u2029graph' }, { name: 'line\u2028sep' }, { name: 'ok', appId: 'app\u0007' }]) {
     const refused = await create(payload);
     assert.equal(refused.statusCode, 400, JSON.stringify(payload));
-    assert.match(json(refused).error.message, /control characters or bidirectional overrides|NUL character/);
+    assert.match(json(refused).error.message, /control characters, line separators or bidirectional overrides|NUL character/);
   }
   assert.equal(json(await app.inject({ url: '/api/v1/keys', headers: admin })).pagination.total, 0);
   const kept = await create({ name: 'équipe données 数据 ✓' });
