@@ -38,6 +38,14 @@ function isUnquotedLocalPart(email: string): boolean {
 }
 
 /**
+ * Whether the address names one mailbox: `,` and `;` separate addresses in a list, so `x,y@acme.io` reaches two where a
+ * provider or a mail client splits it (an invitation to both). Browsers' own address check allows neither.
+ */
+function isOneMailbox(email: string): boolean {
+  return !/[,;]/.test(email);
+}
+
+/**
  * Whether the domain has one Unicode form under IDNA (UTS 46), the form svc stores it in (src/core/mail-domain.ts):
  * `例え.jp` and `xn--r8jz45g.jp` are then one address. Invalid punycode (`xn--zz`), a label IDNA refuses, or a
  * spelling the conversion would turn into another domain has none, and would be an account of its own.
@@ -58,7 +66,7 @@ function fitsMailServers(email: string): boolean {
 
 /**
  * E-mail addresses: trimmed, at most 254 characters (also with the domain in its ASCII form), one `@` with something
- * on both sides, no control or invisible characters, in Unicode normalization form NFKC, the local part unquoted, the
+ * on both sides, no control or invisible characters, in Unicode normalization form NFKC, the local part unquoted, one mailbox (no `,` or `;`), the
  * domain without empty labels and valid under IDNA (stored in its Unicode form by `normalizeEmail`): no two accepted
  * addresses look alike, or reach the same mailbox through another spelling of it, but differ.
  */
@@ -70,6 +78,7 @@ export const emailField = z
   .refine(isPrintableText, { message: UNPRINTABLE_MESSAGE })
   .refine(isNormalAddress, { message: 'must not hold invisible characters and must be in Unicode normalization form NFKC' })
   .refine(isUnquotedLocalPart, { message: 'the local part must not be quoted or hold a backslash' })
+  .refine(isOneMailbox, { message: 'must not hold a comma or a semicolon' })
   .refine(isPlainDomain, { message: 'the domain must not start or end with a dot, hold two dots in a row or an ideographic full stop' })
   .refine(isConvertibleDomain, { message: 'the domain must be a valid internationalized domain name (IDNA)' })
   .refine(fitsMailServers, { message: 'must be at most 254 characters with its domain in the ASCII form mail servers use (xn--...)' });

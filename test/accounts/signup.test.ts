@@ -140,6 +140,22 @@ test('a quoted local part or a backslash is refused: "ceo"@acme.io is the mailbo
   assert.equal((await admin.post('/api/v1/users', { email: "o'brien+svc=1!#$%&*/?^_`{|}~-@acme.io" })).statusCode, 201);
 });
 
+test('an address holding a comma or a semicolon is refused: a provider or mail client splitting the list would reach two mailboxes', async (t) => {
+  const { app, services, mail } = await buildWithAdmin(t, { SVC_ALLOW_PUBLIC_SIGNUP: 'true' });
+  const count = (table: string) => services.store.read((sql) => sql.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`)!.n);
+  const before = { users: await count('users'), invites: await count('org_invites'), mail: mail.sent.length };
+  const admin = new Browser(app, '198.51.100.81');
+  await admin.login(ADMIN.email, ADMIN.password);
+  for (const [index, email] of ['x,victim@acme.io', 'x;victim@acme.io', 'x@acme.io,victim'].entries()) {
+    const signup = await new Browser(app, `198.51.100.${100 + index}`).post('/api/v1/auth/signup', { email, name: 'Mallory', password: 'mallory-password' });
+    assert.equal(signup.statusCode, 400, `signup ${email}: ${signup.body}`);
+    assert.ok(json(signup).error.details.issues.some((issue: { message: string }) => issue.message === 'must not hold a comma or a semicolon'), signup.body);
+    assert.equal((await admin.post('/api/v1/users', { email })).statusCode, 400, `create ${email}`);
+    assert.equal((await admin.post('/api/v1/orgs/active/invites', { email })).statusCode, 400, `invite ${email}`);
+  }
+  assert.deepEqual({ users: await count('users'), invites: await count('org_invites'), mail: mail.sent.length }, before, 'no account, invitation or e-mail');
+});
+
 test("an internationalized domain is one mailbox in its Unicode and ASCII spellings: one account, reached by either", async (t) => {
   const { app, mail, services } = await buildWithAdmin(t, { SVC_ALLOW_PUBLIC_SIGNUP: 'true' });
   const ceo = await new Browser(app, '198.51.100.80').post('/api/v1/auth/signup', { email: 'ceo@例え.jp', name: 'Ceo', password: 'ceo-password-1' });
