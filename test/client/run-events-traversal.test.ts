@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 import { createSvcClient } from '../../src/client/index.ts';
 import { build } from '../support/build.ts';
-import { completedOutcome } from '../support/run-outcome.ts';
+import { completedOutcome, runStart } from '../support/run-outcome.ts';
 
 const SMALL_EVENTS = 7_000;
 const LARGE_RESULTS = 64;
@@ -18,18 +18,7 @@ const LARGE_RESULT = 'x'.repeat(250 * 1024);
 
 test('runEvents reaches run.started of a trace of thousands of events and 16 MB of tool results', async (t) => {
   const { app, services } = await build(t);
-  const run = services.ledger.start({
-    tenantId: 'default',
-    appId: null,
-    agent: null,
-    subject: null,
-    keyId: null,
-    mode: 'optimize',
-    wire: 'chat_completions',
-    model: 'gpt-4o-mini',
-    stream: false,
-    requestId: null,
-  });
+  const run = services.ledger.start(runStart());
   // Recorded as the gateway records its events (one request's traffic through HTTP would take minutes).
   for (let i = 0; i < SMALL_EVENTS; i++) run.event('tool.completed', { name: 'lookup', result: i });
   run.finish(completedOutcome('gpt-4o-mini'));

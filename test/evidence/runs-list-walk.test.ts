@@ -11,24 +11,12 @@ import test from 'node:test';
 import type { RunRecorder } from '../../src/evidence/ledger.ts';
 import type { Services } from '../../src/services.ts';
 import { bearer, build, json } from '../support/build.ts';
-import { completedOutcome } from '../support/run-outcome.ts';
+import { completedOutcome, runStart } from '../support/run-outcome.ts';
 
 const NOW = Date.UTC(2026, 5, 15, 12);
 
 function startRun(services: Services, at: number, options: { tenantId?: string; appId?: string | null } = {}): RunRecorder {
-  return services.ledger.start({
-    tenantId: options.tenantId ?? 'default',
-    appId: options.appId ?? null,
-    agent: null,
-    subject: null,
-    keyId: null,
-    mode: 'optimize',
-    wire: 'chat_completions',
-    model: 'gpt-4o-mini',
-    stream: false,
-    requestId: null,
-    startedAt: at,
-  });
+  return services.ledger.start(runStart({ tenantId: options.tenantId ?? 'default', appId: options.appId ?? null, startedAt: at }));
 }
 
 const finish = (run: RunRecorder) => run.finish(completedOutcome('gpt-4o-mini'));

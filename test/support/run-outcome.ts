@@ -1,5 +1,22 @@
-/** A completed run's outcome, for tests that start and finish runs through the ledger by hand. */
-import type { RunOutcome } from '../../src/evidence/ledger.ts';
+/** A run's start and a completed run's outcome, for tests that start and finish runs through the ledger by hand. */
+import type { RunOutcome, RunStart } from '../../src/evidence/ledger.ts';
+
+/** A buffered chat run of the default tenant, no app, key or identity headers; `overrides` set the fields a test needs. */
+export function runStart(overrides: Partial<RunStart> = {}): RunStart {
+  return {
+    tenantId: 'default',
+    appId: null,
+    agent: null,
+    subject: null,
+    keyId: null,
+    mode: 'optimize',
+    wire: 'chat_completions',
+    model: 'gpt-4o-mini',
+    stream: false,
+    requestId: null,
+    ...overrides,
+  };
+}
 
 export function completedOutcome(model = 'gpt-4o-mini'): RunOutcome {
   return {
