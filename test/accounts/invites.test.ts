@@ -1,11 +1,14 @@
 /** Invitations (SPEC 3, 4.5, 8; docs/accounts.md "Invitations"): every state-table row, tokens, delivery failure, limits. */
 import assert from 'node:assert/strict';
 import test, { type TestContext } from 'node:test';
+import { Agent, request } from 'undici';
 import { bearer, json } from '../support/build.ts';
 import { ADMIN, BOOT, Browser, buildAccounts, buildWithAdmin, makeUser, operator, ORIGIN } from '../support/accounts.ts';
 import { afterRead } from '../support/counting-store.ts';
 import { loadScaled } from '../support/load-scaled.ts';
 import { tempDir } from '../support/process.ts';
+import { loadConfig } from '../../src/config.ts';
+import { startServer } from '../../src/server.ts';
 import { createAccountsRepository } from '../../src/accounts/repo.ts';
 import { newToken, sha256Hex } from '../../src/core/ids.ts';
 import { MIGRATIONS } from '../../src/store/migrations.ts';
@@ -301,14 +304,7 @@ test('invitation creation is limited per address', async (t) => {
 });
 
 test('the local operator invites over the data directory socket, which has no client address', async (t) => {
-  const { mkdtempSync, rmSync } = await import('node:fs');
-  const { tmpdir } = await import('node:os');
-  const { join } = await import('node:path');
-  const { Agent, request } = await import('undici');
-  const { startServer } = await import('../../src/server.ts');
-  const { loadConfig } = await import('../../src/config.ts');
-  const dataDir = mkdtempSync(join(tmpdir(), 'svc-socket-invite-'));
-  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+  const dataDir = tempDir(t, 'svc-socket-invite-');
   const server = await startServer(loadConfig({ SVC_LOG_LEVEL: 'silent', SVC_PORT: '0' }, { dataDir }));
   t.after(() => server.close());
   const socket = new Agent({ connect: { socketPath: server.socketPath! } });

@@ -2,7 +2,11 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import test from 'node:test';
+import { Agent, request } from 'undici';
 import { bearer, build, json } from '../support/build.ts';
+import { tempDir } from '../support/process.ts';
+import { loadConfig } from '../../src/config.ts';
+import { startServer } from '../../src/server.ts';
 import { createAuthFailureLimiter } from '../../src/http/auth-failures.ts';
 
 test('after too many failed authentications an address gets 429 with retry-after, even with a good token', async (t) => {
@@ -167,15 +171,8 @@ test('headers a proxy appends after a thousand of the client\'s still count: the
 });
 
 test('a client that resets its connection right after its request is still counted as its own address, never as the local operator', async (t) => {
-  const { mkdtempSync, rmSync } = await import('node:fs');
-  const { tmpdir } = await import('node:os');
-  const { join } = await import('node:path');
-  const { Agent, request } = await import('undici');
-  const { startServer } = await import('../../src/server.ts');
-  const { loadConfig } = await import('../../src/config.ts');
   const token = 'bootstrap-token-brute-force-09';
-  const dataDir = mkdtempSync(join(tmpdir(), 'svc-reset-peer-'));
-  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+  const dataDir = tempDir(t, 'svc-reset-peer-');
   const env = { SVC_LOG_LEVEL: 'silent', SVC_PORT: '0', SVC_HOST: '0.0.0.0', SVC_API_KEY: token, SVC_AUTH_FAILURES_PER_MINUTE: '3' };
   const server = await startServer(loadConfig(env, { dataDir }));
   t.after(() => server.close());
