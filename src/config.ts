@@ -263,7 +263,8 @@ function trustedProxies(entries: string[]): string[] {
 function prefixLength(range: string): number {
   if (/^\d+$/.test(range)) return Number(range);
   const bits = range.split('.').map((octet) => Number(octet).toString(2).padStart(8, '0')).join('');
-  return /^1*0*$/.test(bits) ? bits.indexOf('0') === -1 ? 32 : bits.indexOf('0') : 0;
+  // The leading ones, when only zeros follow them.
+  return /^(1*)0*$/.exec(bits)?.[1]!.length ?? 0;
 }
 
 function emailProvider(apiKey: string | null, apiUrl: string | null): Config['accounts']['email'] {
