@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { test, type TestContext } from 'node:test';
 import OpenAI from 'openai';
 import { build } from '../support/build.ts';
+import { exchange } from '../support/raw-http.ts';
 
 async function client(t: TestContext): Promise<OpenAI> {
   const { app } = await build(t, { env: { SVC_API_KEY: 'svc_sdk_test_bootstrap_token' } });
@@ -81,4 +82,41 @@ test('SDK validation errors on embeddings arrive as BadRequestError with the par
       return true;
     },
   );
+});
+
+test("a raw dot segment in /v1/models/{model} is a 400 naming it, never the id of a model the URL does not name; the client's encoded forms are ids", async (t) => {
+  const { app } = await build(t, { env: { SVC_API_KEY: 'svc_sdk_test_bootstrap_token' } });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as AddressInfo;
+  const get = (path: string) =>
+    exchange(port, `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer svc_sdk_test_bootstrap_token\r\nConnection: close\r\n\r\n`);
+  // Every URL parser (the clients', curl's, app.inject's) reads these as /v1/models/gpt-4o, /v1/models/x and the
+  // list; the router does not resolve dot segments, and answered './gpt-4o', './x', 'x/..' and '.' as model ids.
+  for (const path of ['/v1/models/./gpt-4o', '/v1/models/./x', '/v1/models/x/..', '/v1/models/svc/.', '/v1/models/.', '/v1/models/..', '/v1/models/./']) {
+    const answer = await get(path);
+    assert.equal(answer.status, 400, path);
+    const error = (answer.body as { error: Record<string, unknown> }).error;
+    assert.deepEqual(Object.keys(error).sort(), ['code', 'message', 'param', 'type'], path);
+    assert.equal(error.type, 'invalid_request_error', path);
+    assert.equal(error.code, 'invalid_request', path);
+    assert.equal(error.param, 'model', path);
+    assert.match(String(error.message), /dot segment/, path);
+  }
+  // What the official client sends for ids holding dots and slashes: one encoded segment, an id like any other.
+  const openai = new OpenAI({ apiKey: 'svc_sdk_test_bootstrap_token', baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0 });
+  for (const id of ['./x', '../x', 'x/..', '..%2F', '%2e%2e', '.hidden', 'a..b', 'org/model']) {
+    await assert.rejects(openai.models.retrieve(id), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.NotFoundError, `${id}: ${String(error)}`);
+      assert.equal(error.code, 'model_not_found');
+      assert.ok(error.message.includes(`'${id}'`), error.message);
+      return true;
+    });
+  }
+  // Names holding dots that are not dot segments stay ids, raw as encoded.
+  for (const path of ['/v1/models/.hidden', '/v1/models/x/...', '/v1/models/..%2Fhealth']) {
+    const answer = await get(path);
+    assert.equal(answer.status, 404, path);
+    assert.equal((answer.body as { error: { code: string } }).error.code, 'model_not_found', path);
+  }
+  assert.equal((await get('/v1/models/svc/chorus')).status, 200);
 });

@@ -14,18 +14,41 @@ function modelNotFound(id: string): AppError {
   });
 }
 
+/**
+ * A `.` or `..` path segment. Every URL parser resolves them before a request goes out (WHATWG's, curl's, fastify's
+ * own inject: `/v1/models/./gpt-4o` is `/v1/models/gpt-4o`, `/v1/models/x/..` the list), and the official clients
+ * refuse to build one, so only a raw request holds one; the router does not resolve them, and answered such a path
+ * as the model `./gpt-4o` or `x/..`, an id the URL does not name. Refused rather than resolved here: resolving could
+ * not reach the list or another route, as the URL would. `%2E` is refused before routing (src/http/percent-encoding.ts),
+ * so a parameter is `.` or `..` only as sent raw; an id holding one, encoded as the clients do (`.%2Fx`), is one
+ * segment and an id like any other.
+ */
+function isDotSegment(segment: string): boolean {
+  return segment === '.' || segment === '..';
+}
+
+const dotSegmentRefusal = () =>
+  new AppError('invalid_request', {
+    message: "The model path holds a dot segment ('.' or '..'), which a URL resolves before it is sent: send the model id as one encoded segment (./x as .%2Fx).",
+    details: { param: 'model' },
+  });
+
 export function modelsRoutes() {
   return async function modelsPlugin(app: FastifyInstance): Promise<void> {
     app.get('/models', async () => listModels());
 
     app.get<{ Params: { model: string } }>('/models/:model', async (request) => {
-      const model = findModel(request.params.model);
-      if (!model) throw modelNotFound(request.params.model);
+      const { model: id } = request.params;
+      if (isDotSegment(id)) throw dotSegmentRefusal();
+      const model = findModel(id);
+      if (!model) throw modelNotFound(id);
       return model;
     });
 
     app.get<{ Params: { owner: string; name: string } }>('/models/:owner/:name', async (request) => {
-      const id = `${request.params.owner}/${request.params.name}`;
+      const { owner, name } = request.params;
+      if (isDotSegment(owner) || isDotSegment(name)) throw dotSegmentRefusal();
+      const id = `${owner}/${name}`;
       const model = findModel(id);
       if (!model) throw modelNotFound(id);
       return model;
