@@ -205,12 +205,15 @@ async function buildClientPackage() {
     strict: true,
     skipLibCheck: true,
     types: ['node'],
-    rootDir: join(root, 'src/client'),
-    outDir: typesDir,
+    // src/, not src/client/: the client imports src/core/'s primitives (src/core/terminal-escapes.ts), and a root that
+    // does not hold every source file is an error of the program's options, which emit() does not report.
+    rootDir: join(root, 'src'),
+    outDir: dist,
   });
   const written = [];
   const { diagnostics } = program.emit(undefined, (file, text) => {
-    // Only the client's own files (the program also sees what they import).
+    // Only the client's own files (the program also sees what they import): what it uses of src/core/ is inside the
+    // bundle and named in none of its declarations.
     if (!file.startsWith(typesDir)) return;
     mkdirSync(dirname(file), { recursive: true });
     writeFileSync(file, text.replace(/(from\s+['"]\.{1,2}\/[^'"]+)\.ts(['"])/g, '$1.js$2'));

@@ -5,25 +5,19 @@
  * an ESC starts sequences that retitle the window, clear the screen, move the cursor over a verdict already printed
  * (the TUI's integrity badge) or write the clipboard (OSC 52); C1 controls do the same on terminals that take them;
  * a carriage return overwrites the line; bidirectional overrides reorder what is shown. They are shown escaped
- * instead, as JSON writes them (`\u001b`, `\u202e`).
+ * instead, as JSON writes them (`\u001b`, `\u202e`), by the one rule of src/core/terminal-escapes.ts.
  */
 
-import { escapedToOneLine } from '../src/client/server-text.ts';
-import { terminalSafeJson } from '../src/core/terminal-json.ts';
-
-/** Controls but tab and line feed, DEL, C1, and the invisible characters that reorder or break lines. */
-const UNSAFE_IN_TEXT = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
-
-const escaped = (char: string) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`;
+import { escapedKeepingLines, escapedToOneLine, terminalSafeJson } from '../src/core/terminal-escapes.ts';
 
 /** Text that may span lines (a message, a block the CLI prints); other controls escaped. */
 export function terminalText(text: string): string {
-  return text.replace(UNSAFE_IN_TEXT, escaped);
+  return escapedKeepingLines(text);
 }
 
 /**
  * Text that must stay on one line (a table cell, a line of the TUI): every control escaped, tab and line feed included,
- * by the reference client's own rule for the server's text it quotes.
+ * by the rule the reference client quotes a server's text by.
  */
 export function terminalLine(text: string): string {
   return escapedToOneLine(text);

@@ -3,23 +3,12 @@
  * (`--url`, a proxy): its `error.message` went into the Error's message whole, so megabytes of it, or control
  * characters (an ESC that clears the screen, a CR that overwrites a log line, a bidirectional override), reached
  * every log and terminal the message is written to. The full error object stays where the caller can read it as data.
+ * The characters written as `\u` escapes are those of src/core/terminal-escapes.ts, as the CLI shows a server's text.
  */
+import { escapedToOneLine } from '../core/terminal-escapes.ts';
 
 /** The most of a server's message an Error's message quotes (as much as SPEC 4.20 quotes of the body). */
 export const MAX_QUOTED_CHARS = 500;
-
-/** Controls (C0, DEL, C1) and the invisible characters that reorder or break lines. */
-const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
-
-const escaped = (char: string) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`;
-
-/**
- * `text` with each of those characters written as its `\u` escape: one line, safe in a log or on a terminal (the CLI's
- * terminalLine, cli/terminal-text.ts, is this).
- */
-export function escapedToOneLine(text: string): string {
-  return text.replace(UNSAFE, escaped);
-}
 
 /** The first MAX_QUOTED_CHARS characters of `text` (`…` when cut), each unsafe character written as its `\u` escape. */
 export function quoted(text: string): string {

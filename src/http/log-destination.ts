@@ -5,11 +5,11 @@
  * log on a full disk (ENOSPC) left svc alive and answering nothing. Here a failed write drops its lines and says so
  * once (`tell`); the next lines try again (the disk may have room by then), and once one is written that is said too.
  * A reader gone for good (EPIPE) ends the log. Lines waiting behind a write that does not end are capped, not held.
- * The log is often a terminal: each line is made safe for one (src/core/terminal-json.ts), since it quotes what any
+ * The log is often a terminal: each line is made safe for one (src/core/terminal-escapes.ts), since it quotes what any
  * client sent (a Host header) before svc has read a credential.
  */
 import { write, writeSync } from 'node:fs';
-import { terminalSafeJson } from '../core/terminal-json.ts';
+import { terminalSafeJson } from '../core/terminal-escapes.ts';
 
 /** What pino needs of a destination stream. */
 export interface LogDestination {
