@@ -4,13 +4,23 @@
  * give things (API keys, users, organizations) and see again in lists, the CLI and the dashboard hold no control
  * characters at all, nor bidirectional overrides, which make a name read differently from what it is, nor the Unicode
  * line and paragraph separators (U+2028, U+2029), at which browsers, mail clients and terminals break lines: a name
- * holding them laid out lines of their own in svc's e-mails and pages.
+ * holding them laid out lines of their own in svc's e-mails and pages. A name a run is listed by (a model's) holds
+ * none of those and no character that shows nothing either (isPrintableAndVisible). Both rules hold input only: text
+ * stored before a character was refused is read as it is.
  */
 import { z } from 'zod';
 
-const UNPRINTABLE = /[\p{Cc}\u2028\u2029\u202A-\u202E\u2066-\u2069]/u;
+/** Controls, the line and paragraph separators, and the bidirectional overrides and isolates. */
+const UNPRINTABLE_CHARACTERS = String.raw`\p{Cc}\u2028\u2029\u202A-\u202E\u2066-\u2069`;
+const UNPRINTABLE = new RegExp(`[${UNPRINTABLE_CHARACTERS}]`, 'u');
+/**
+ * Those, and every character that shows nothing (Unicode's default-ignorable code points: zero-width spaces and
+ * joiners, a BOM, variation selectors, the bidirectional marks). One character class, so a check is one pass.
+ */
+const UNPRINTABLE_OR_INVISIBLE = new RegExp(`[${UNPRINTABLE_CHARACTERS}\\p{Default_Ignorable_Code_Point}]`, 'u');
 
 export const UNPRINTABLE_MESSAGE = 'must not contain control characters, line separators or bidirectional overrides';
+export const UNPRINTABLE_OR_INVISIBLE_MESSAGE = 'must not contain control characters, line separators, bidirectional overrides or invisible characters';
 
 /**
  * Whether a string of `value` (a parsed JSON body), or a key of one of its objects, passes `test`. Iterative: call it
@@ -65,6 +75,14 @@ export function withoutTrailing(text: string, char: string): string {
 /** Whether `value` holds no control character, no line or paragraph separator and no bidirectional override. */
 export function isPrintableText(value: string): boolean {
   return !UNPRINTABLE.test(value);
+}
+
+/**
+ * Whether `value` is printable text (isPrintableText) without a character that shows nothing: a name that must read as
+ * what it is, such as a model's (`gpt\u200b-4o` read exactly like `gpt-4o`), which no emoji sequence needs.
+ */
+export function isPrintableAndVisible(value: string): boolean {
+  return !UNPRINTABLE_OR_INVISIBLE.test(value);
 }
 
 /**

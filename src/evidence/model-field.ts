@@ -1,18 +1,14 @@
 /** The `model` field every gateway wire validates alike, and the rule it follows for a name a run is listed by. */
 import { z } from 'zod';
+import { isPrintableAndVisible, UNPRINTABLE_OR_INVISIBLE_MESSAGE } from '../core/text.ts';
 import { RUN_MODEL_MAX_LENGTH } from './types.ts';
 
 /**
- * What a model's name may not hold: control characters (a NUL cut the name short on its run, unlike the name the
- * upstream was sent), bidirectional overrides, and characters that show nothing (zero-width spaces and joiners, a BOM,
- * variation selectors: `gpt\u200b-4o` read exactly like `gpt-4o` in the runs list, its filter and the TUI). One
- * character class, so the check is one pass over the name.
- */
-const NOT_IN_A_NAME = /[\p{Cc}\p{Default_Ignorable_Code_Point}\u202A-\u202E\u2066-\u2069]/u;
-
-/**
  * A name a run is recorded, listed, filtered and attributed by (its model, an ingested run's provider): required,
- * trimmed, at most `max` characters, and none of NOT_IN_A_NAME, so that it reads as what it is and its filter finds it.
+ * trimmed, at most `max` characters, and printable without a character that shows nothing (src/core/text.ts): a NUL cut
+ * the name short on its run, unlike the name the upstream was sent, and `gpt\u200b-4o` read exactly like `gpt-4o` in
+ * the runs list, its filter and the TUI. Only input is held to it: the runs list's filters take any text, so a run
+ * recorded before a character was refused is still found by its name.
  */
 export function runNameField(field: string, max: number) {
   return z
@@ -20,7 +16,7 @@ export function runNameField(field: string, max: number) {
     .trim()
     .min(1, `${field} is required`)
     .max(max)
-    .refine((name) => !NOT_IN_A_NAME.test(name), { message: `${field} must not contain control characters, bidirectional overrides or invisible characters` });
+    .refine(isPrintableAndVisible, { message: `${field} ${UNPRINTABLE_OR_INVISIBLE_MESSAGE}` });
 }
 
 /**

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { build, json } from '../support/build.ts';
+import { completedOutcome, runStart } from '../support/run-outcome.ts';
 import { chainHash } from '../../src/core/canonical-json.ts';
 import { sha256Hex } from '../../src/core/ids.ts';
 
@@ -279,8 +280,9 @@ test('NUL characters: refused in management bodies and in any URL, kept in promp
 
 test('a model named with control or invisible characters is a 400 on every wire, recorded nowhere', async (t) => {
   const { app } = await build(t);
-  // A NUL, and names that read exactly like gpt-4o-mini in every list: a zero-width space, a word joiner, a BOM.
-  for (const model of ['gpt-4o-mini\u0000x', 'gpt\u200b-4o-mini', 'gpt-4o-mini\u2060', 'gpt-4o\ufeff-mini', 'gpt-4o-mini\u202e']) {
+  // A NUL, names that read exactly like gpt-4o-mini in every list (a zero-width space, a word joiner, a BOM, a
+  // right-to-left mark), a reversed one, and the line and paragraph separators, which names svc shows elsewhere refuse.
+  for (const model of ['gpt-4o-mini\u0000x', 'gpt\u200b-4o-mini', 'gpt-4o-mini\u2060', 'gpt-4o\ufeff-mini', 'gpt-4o\u200f-mini', 'gpt-4o-mini\u202e', 'gpt-4o\u2028mini', 'gpt\u2029-4o-mini']) {
     const cases: Array<[string, Record<string, unknown>]> = [
       ['/v1/chat/completions', { model, messages: [{ role: 'user', content: 'hi' }] }],
       ['/v1/messages', { model, max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }],
@@ -292,7 +294,7 @@ test('a model named with control or invisible characters is a 400 on every wire,
       const response = await app.inject({ method: 'POST', url, payload });
       assert.equal(response.statusCode, 400, `${url} ${JSON.stringify(model)}`);
       // The management API refuses a NUL anywhere in a body first (src/http/json-body.ts).
-      const refusal = url.startsWith('/api/') && model.includes('\u0000') ? /NUL character/ : /model must not contain control characters, bidirectional overrides or invisible characters/;
+      const refusal = url.startsWith('/api/') && model.includes('\u0000') ? /NUL character/ : /model must not contain control characters, line separators, bidirectional overrides or invisible characters/;
       assert.match(response.body, refusal, url);
     }
   }
@@ -300,6 +302,18 @@ test('a model named with control or invisible characters is a 400 on every wire,
   // Other Unicode is a name like any: kept whole.
   const accented = await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'modèle-é', messages: [{ role: 'user', content: 'hi' }] } });
   assert.equal(accented.statusCode, 200);
+});
+
+test('a run recorded with a model name refused now (U+2028 inside it, before names were held to it) is still listed, found by its model and read', async (t) => {
+  const { app, services } = await build(t);
+  const model = 'gpt-4o\u2028mini';
+  const run = services.ledger.start(runStart({ model }));
+  run.finish(completedOutcome(model));
+  const found = json(await app.inject({ url: `/api/v1/runs?model=${encodeURIComponent(model)}` }));
+  assert.deepEqual(found.runs.map((listed: { id: string; model: string }) => [listed.id, listed.model]), [[run.id, model]]);
+  const detail = await app.inject({ url: `/api/v1/runs/${run.id}` });
+  assert.equal(detail.statusCode, 200);
+  assert.equal(json(detail).run.model, model);
 });
 
 test('body limits: management bodies are bounded smaller than gateway bodies', async (t) => {
