@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import test, { before } from 'node:test';
 import { redactUrl } from '../../src/http/log-redaction.ts';
-import { build, logSink } from '../support/build.ts';
+import { bearer, build, json, logSink } from '../support/build.ts';
 import { ensureBundle, startServe, tempDir } from '../support/process.ts';
 
 before(ensureBundle);
@@ -85,6 +85,23 @@ test("svc serve's request log holds no credential: not a key sent in the query, 
   const logged = (await lines()).join('\n');
   assert.match(logged, /"url":"\/v1\/chat\/completions\?api_key=\[redacted\]&key=\[redacted\]&access_token=\[redacted\]&n=1"/);
   for (const secret of secrets) assert.ok(!server.output().includes(secret), `${secret} in the log: ${logged}`);
+});
+
+test('an svc key anywhere in a URL, a path segment or within a query value, never reaches the request log, nor its start', async (t) => {
+  const sink = logSink();
+  const { app } = await build(t, { log: sink, overrides: { log: { warn() {} } } });
+  const { token } = json<{ token: string }>(await app.inject({ method: 'POST', url: '/api/v1/keys', payload: { name: 'pasted' } }));
+  const encoded = token.replace('svc_', 'svc%5F');
+  // A key taken for a model id, a base URL with the key in its path, a header's value put in the query, an encoded `_`.
+  const urls = [`/v1/models/${token}`, `/${token}/v1/chat/completions`, `/v1/models?q=Bearer%20${token}`, `/v1/models/${encoded}`, `/v1/models?q=x${token}`];
+  for (const url of urls) await app.inject({ url, headers: bearer(token) });
+  const logged = sink.text().trim().split('\n').map((line) => JSON.parse(line)).filter((line) => line.msg === 'incoming request').map((line) => line.req.url);
+  assert.deepEqual(logged.slice(-urls.length), ['/v1/models/[redacted]', '/[redacted]/v1/chat/completions', '/v1/models?q=Bearer%20[redacted]', '/v1/models/[redacted]', '/v1/models?q=x[redacted]']);
+  // The first 12 characters: the prefix and 8 of the key's secret part.
+  assert.ok(!sink.text().includes(token.slice(0, 12)), sink.text());
+  assert.ok(!sink.text().includes(encoded.slice(0, 14)), sink.text());
+  // A path that merely holds `svc_` with fewer than 8 characters after it is left as it is.
+  assert.equal(redactUrl('/v1/models/my_svc_mini'), '/v1/models/my_svc_mini');
 });
 
 test('behind a trusted proxy the request log names the client address the limits count: a forwarded entry that is no IP address is logged as the proxy, the entry labelled', async (t) => {
