@@ -1,8 +1,10 @@
 /**
  * The shapes of the answers the client reads field by field: a buffered chat completion, a buffered message, a
- * tool-cache lookup. svc always answers so; a server that is not svc (what `--url` or a proxy put in its place) may
- * not, and reading such an answer returned nothing as if it were an answer (`choices: 'none'` read as empty content)
- * or threw a bare TypeError from deep inside (`content: [null]`). What the client does not read is not checked.
+ * tool-cache lookup; and the top level of each management answer its callers read (the CLI's tables). svc always
+ * answers so; a server that is not svc (what `--url` or a proxy put in its place) may not, and reading such an answer
+ * returned nothing as if it were an answer (`choices: 'none'` read as empty content, `{"status":"ok"}` as a user
+ * deleted) or threw a bare TypeError from deep inside (`content: [null]`, `keys` undefined). What the client does not
+ * read is not checked, nor what lies below a management answer's top level.
  */
 import { isObject } from './streams.ts';
 
@@ -56,4 +58,26 @@ export function isMessage(body: Record<string, unknown>): boolean {
 /** A tool-cache lookup: `{hit: false}`, or `{hit: true, result}` with the cached result (null included). */
 export function isToolCacheLookup(body: unknown): body is { hit: boolean; result?: unknown } {
   return isObject(body) && (body.hit === false || (body.hit === true && 'result' in body && body.result !== undefined));
+}
+
+/** The kinds of a management answer's top-level fields. */
+const FIELD_KINDS = {
+  object: isObject,
+  /** A list of objects: a table's rows. */
+  rows: (value: unknown) => Array.isArray(value) && value.every(isObject),
+  string: isString,
+  count: isCount,
+  true: (value: unknown) => value === true,
+} satisfies Record<string, (value: unknown) => boolean>;
+
+/** What a call's 2xx answer must be (`is`), and its name in the error when it is not (`what`: "a page of API keys"). */
+export interface AnswerShape {
+  readonly is: (body: unknown) => boolean;
+  readonly what: string;
+}
+
+/** A management answer: an object holding each of `fields`, of its kind; what else it holds is not checked. */
+export function holding(what: string, fields: Record<string, keyof typeof FIELD_KINDS>): AnswerShape {
+  const checks = Object.entries(fields).map(([name, kind]) => [name, FIELD_KINDS[kind]] as const);
+  return { what, is: (body) => isObject(body) && checks.every(([name, check]) => check(body[name])) };
 }

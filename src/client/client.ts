@@ -3,7 +3,7 @@
  * `SvcApiError` with the status and the `{error: {code, message}}` of the answer.
  */
 import { chatChunks, correlationOf, messagesChunks, received, SvcStreamError, type ChatChoice, type ChatStreamChunk, type MessagesStreamChunk, type MessagesToolUse, type RunCorrelation, type ToolCall, type Usage } from './streams.ts';
-import { isChatCompletion, isMessage, isToolCacheLookup } from './answers.ts';
+import { holding, isChatCompletion, isMessage, isToolCacheLookup, type AnswerShape } from './answers.ts';
 import { isErrorCode, quoted } from './server-text.ts';
 import { tracedTool, type ToolDefinition } from './tools.ts';
 import { httpTransport, readBody, untilBrokenOff, type RequestOptions, type Transport, type TransportResponse } from './transport.ts';
@@ -511,6 +511,30 @@ function query(params: Record<string, string | number | boolean | undefined>): s
 }
 
 /**
+ * What each management call's answer holds at its top level, as svc answers it: the fields the CLI's tables and
+ * messages read (`answered` refuses an answer without them). The runs' answers are read field by field where shown
+ * (cli/tui/run-answers.ts) and not checked here.
+ */
+const ANSWERS = {
+  key: holding('an API key', { key: 'object' }),
+  createdKey: holding('an API key and its token', { key: 'object', token: 'string' }),
+  keys: holding('a page of API keys', { keys: 'rows', pagination: 'object' }),
+  settings: holding("the tenant's settings", { settings: 'object' }),
+  audit: holding('a page of the audit log', { events: 'rows' }),
+  cacheStats: holding('cache statistics', { stats: 'rows' }),
+  invalidated: holding('a cache invalidation', { invalidated: 'count' }),
+  user: holding('a user', { user: 'object' }),
+  userWithPassword: holding('a user and a temporary password', { user: 'object', tempPassword: 'string' }),
+  users: holding('a page of users', { users: 'rows', pagination: 'object' }),
+  deleted: holding('a deletion', { deleted: 'true', id: 'string' }),
+  org: holding('an organization', { org: 'object' }),
+  activeOrg: holding("an organization with its members", { org: 'object', members: 'rows', seats: 'object' }),
+  orgs: holding('a page of organizations', { orgs: 'rows', pagination: 'object' }),
+  invite: holding('an invitation', { invite: 'object' }),
+  invites: holding('a page of invitations', { invites: 'rows', pagination: 'object' }),
+} as const;
+
+/**
  * Typed calls to the management API over any `Transport`. No retries (SPEC 4.20): a failure is thrown once, as
  * `SvcApiError` for an answer outside 2xx, or the transport's own error when svc could not be reached.
  */
@@ -546,7 +570,16 @@ export class SvcClient {
    * buffered deadline (`bufferedTimeoutMs`) bounds the whole exchange: a server that never answers, or sends its body a
    * byte at a time, must not hold the caller (an admin command) forever.
    */
-  async call<T>(method: string, path: string, body?: unknown, options?: RequestOptions): Promise<T> {
+  call<T>(method: string, path: string, body?: unknown, options?: RequestOptions): Promise<T> {
+    return this.send<T>(method, path, body, options, null);
+  }
+
+  /** A management call whose 2xx answer must also be of `answer`'s shape (what its callers read), else invalid_response. */
+  private answered<T>(answer: AnswerShape, method: string, path: string, body?: unknown): Promise<T> {
+    return this.send<T>(method, path, body, undefined, answer);
+  }
+
+  private async send<T>(method: string, path: string, body: unknown, options: RequestOptions | undefined, answer: AnswerShape | null): Promise<T> {
     // encodeURIComponent leaves `.` alone, and URLs resolve the segments `.` and `..`: the id `..` would address
     // another endpoint (orgs.removeMember('..') was DELETE /api/v1/orgs/active, the organization's deletion).
     const dots = /\/(\.\.?)(?=[/?]|$)/.exec(path);
@@ -567,6 +600,7 @@ export class SvcClient {
     }
     if (response.status < 200 || response.status >= 300) throw this.failure(method, path, response.status, response.headers, response.body, response.text);
     if (typeof response.body !== 'object' || response.body === null) throw this.notJson(method, path, response);
+    if (answer && !answer.is(response.body)) throw this.notTheAnswer(method, path, response, answer.what);
     return response.body as T;
   }
 
@@ -852,25 +886,25 @@ export class SvcClient {
   readonly keys = {
     /** The token is in this answer only; svc keeps its hash. */
     create: (input: { name: string; admin?: boolean; appId?: string; mode?: KeyMode }) =>
-      this.call<{ key: ApiKey; token: string }>('POST', '/api/v1/keys', input),
+      this.answered<{ key: ApiKey; token: string }>(ANSWERS.createdKey, 'POST', '/api/v1/keys', input),
     list: async (page: PageQuery = {}) =>
-      this.call<{ keys: ApiKey[]; pagination: Pagination }>('GET', `/api/v1/keys${checkedQuery('keys.list', page, PAGE)}`),
+      this.answered<{ keys: ApiKey[]; pagination: Pagination }>(ANSWERS.keys, 'GET', `/api/v1/keys${checkedQuery('keys.list', page, PAGE)}`),
     setMode: (id: string, mode: KeyMode) =>
-      this.call<{ key: ApiKey }>('PATCH', `/api/v1/keys/${encodeURIComponent(id)}`, { mode }),
-    revoke: (id: string) => this.call<{ key: ApiKey }>('POST', `/api/v1/keys/${encodeURIComponent(id)}/revoke`),
+      this.answered<{ key: ApiKey }>(ANSWERS.key, 'PATCH', `/api/v1/keys/${encodeURIComponent(id)}`, { mode }),
+    revoke: (id: string) => this.answered<{ key: ApiKey }>(ANSWERS.key, 'POST', `/api/v1/keys/${encodeURIComponent(id)}/revoke`),
   };
 
   readonly settings = {
     /** Every setting; secrets read back as `[set]` (or null when unset). */
-    get: () => this.call<{ settings: Record<string, unknown> }>('GET', '/api/v1/settings'),
+    get: () => this.answered<{ settings: Record<string, unknown> }>(ANSWERS.settings, 'GET', '/api/v1/settings'),
     /** Change one setting (`null` clears it); answers with every setting. */
-    set: (key: string, value: unknown) => this.call<{ settings: Record<string, unknown> }>('PUT', '/api/v1/settings', { key, value }),
+    set: (key: string, value: unknown) => this.answered<{ settings: Record<string, unknown> }>(ANSWERS.settings, 'PUT', '/api/v1/settings', { key, value }),
   };
 
   readonly audit = {
     /** A page, newest first; `before` (the previous page's `window.nextBefore`) reads the older events. */
     list: async (options: AuditQuery = {}) =>
-      this.call<{ events: AuditEvent[]; window: AuditWindow; integrity?: AuditIntegrity }>('GET', `/api/v1/audit${checkedQuery('audit.list', options, AUDIT_QUERY)}`),
+      this.answered<{ events: AuditEvent[]; window: AuditWindow; integrity?: AuditIntegrity }>(ANSWERS.audit, 'GET', `/api/v1/audit${checkedQuery('audit.list', options, AUDIT_QUERY)}`),
   };
 
   readonly runs = {
@@ -909,9 +943,9 @@ export class SvcClient {
   };
 
   readonly cache = {
-    stats: () => this.call<{ stats: CacheStat[] }>('GET', '/api/v1/cache/stats'),
+    stats: () => this.answered<{ stats: CacheStat[] }>(ANSWERS.cacheStats, 'GET', '/api/v1/cache/stats'),
     invalidate: (body: { cacheType?: string; keyPrefix?: string; all?: boolean }) =>
-      this.call<{ invalidated: number; cacheType: string | null; keyPrefix: string | null }>('POST', '/api/v1/cache/invalidate', body),
+      this.answered<{ invalidated: number; cacheType: string | null; keyPrefix: string | null }>(ANSWERS.invalidated, 'POST', '/api/v1/cache/invalidate', body),
   };
 
   /**
@@ -920,17 +954,17 @@ export class SvcClient {
    */
   readonly users = {
     list: async (filter: UserFilters = {}) =>
-      this.call<{ users: User[]; pagination: Pagination }>('GET', `/api/v1/users${checkedQuery('users.list', filter, USER_FILTERS)}`),
+      this.answered<{ users: User[]; pagination: Pagination }>(ANSWERS.users, 'GET', `/api/v1/users${checkedQuery('users.list', filter, USER_FILTERS)}`),
     /** The user with this e-mail (exact, case-insensitive) among those the caller may see, or null. */
     findByEmail: async (email: string): Promise<User | null> => (await this.users.list({ email })).users[0] ?? null,
     /** `tempPassword` is generated when not given; the answer holds it, once. */
     create: (input: { email: string; name?: string; role?: PlatformRole; orgRole?: OrgRole; tempPassword?: string }) =>
-      this.call<{ user: User; tempPassword: string }>('POST', '/api/v1/users', input),
+      this.answered<{ user: User; tempPassword: string }>(ANSWERS.userWithPassword, 'POST', '/api/v1/users', input),
     update: (id: string, input: { name?: string; role?: PlatformRole }) =>
-      this.call<{ user: User }>('PATCH', `/api/v1/users/${encodeURIComponent(id)}`, input),
-    delete: (id: string) => this.call<{ deleted: true; id: string }>('DELETE', `/api/v1/users/${encodeURIComponent(id)}`),
+      this.answered<{ user: User }>(ANSWERS.user, 'PATCH', `/api/v1/users/${encodeURIComponent(id)}`, input),
+    delete: (id: string) => this.answered<{ deleted: true; id: string }>(ANSWERS.deleted, 'DELETE', `/api/v1/users/${encodeURIComponent(id)}`),
     /** Ends the user's sessions and sets a one-time temporary password (in this answer only). */
-    resetPassword: (id: string) => this.call<{ user: User; tempPassword: string }>('POST', `/api/v1/users/${encodeURIComponent(id)}/reset-password`),
+    resetPassword: (id: string) => this.answered<{ user: User; tempPassword: string }>(ANSWERS.userWithPassword, 'POST', `/api/v1/users/${encodeURIComponent(id)}/reset-password`),
   };
 
   /**
@@ -939,25 +973,25 @@ export class SvcClient {
    */
   readonly orgs = {
     list: async (page: PageQuery = {}) =>
-      this.call<{ orgs: OrgSummary[]; pagination: Pagination }>('GET', `/api/v1/orgs${checkedQuery('orgs.list', page, PAGE)}`),
+      this.answered<{ orgs: OrgSummary[]; pagination: Pagination }>(ANSWERS.orgs, 'GET', `/api/v1/orgs${checkedQuery('orgs.list', page, PAGE)}`),
     /** A session becomes the owner; a non-session platform admin names an existing user as `ownerEmail`. */
     create: (input: { name: string; ownerEmail?: string }) =>
-      this.call<{ org: OrgSummary }>('POST', '/api/v1/orgs', input),
+      this.answered<{ org: OrgSummary }>(ANSWERS.org, 'POST', '/api/v1/orgs', input),
     /** Sessions only: make `orgId` the session's active organization. */
-    switch: (orgId: string) => this.call<{ org: OrgSummary }>('POST', '/api/v1/orgs/switch', { orgId }),
-    active: () => this.call<ActiveOrg>('GET', '/api/v1/orgs/active'),
-    rename: (name: string) => this.call<ActiveOrg>('PATCH', '/api/v1/orgs/active', { name }),
+    switch: (orgId: string) => this.answered<{ org: OrgSummary }>(ANSWERS.org, 'POST', '/api/v1/orgs/switch', { orgId }),
+    active: () => this.answered<ActiveOrg>(ANSWERS.activeOrg, 'GET', '/api/v1/orgs/active'),
+    rename: (name: string) => this.answered<ActiveOrg>(ANSWERS.activeOrg, 'PATCH', '/api/v1/orgs/active', { name }),
     /** Deletes the organization and everything in it (users are kept); sends the API's `{confirm: true}`. */
-    delete: () => this.call<{ deleted: true; id: string }>('DELETE', '/api/v1/orgs/active', { confirm: true }),
+    delete: () => this.answered<{ deleted: true; id: string }>(ANSWERS.deleted, 'DELETE', '/api/v1/orgs/active', { confirm: true }),
     setMemberRole: (userId: string, role: OrgRole) =>
-      this.call<ActiveOrg>('PATCH', `/api/v1/orgs/active/members/${encodeURIComponent(userId)}`, { role }),
+      this.answered<ActiveOrg>(ANSWERS.activeOrg, 'PATCH', `/api/v1/orgs/active/members/${encodeURIComponent(userId)}`, { role }),
     /** Ends the member's sessions; the last owner cannot be removed (409 `last_owner`). */
-    removeMember: (userId: string) => this.call<ActiveOrg>('DELETE', `/api/v1/orgs/active/members/${encodeURIComponent(userId)}`),
+    removeMember: (userId: string) => this.answered<ActiveOrg>(ANSWERS.activeOrg, 'DELETE', `/api/v1/orgs/active/members/${encodeURIComponent(userId)}`),
     /** The accept link is e-mailed to the address; the token is never returned. */
-    invite: (input: { email: string; role?: OrgRole }) => this.call<{ invite: Invite }>('POST', '/api/v1/orgs/active/invites', input),
+    invite: (input: { email: string; role?: OrgRole }) => this.answered<{ invite: Invite }>(ANSWERS.invite, 'POST', '/api/v1/orgs/active/invites', input),
     listInvites: async (filter: InviteFilters = {}) =>
-      this.call<{ invites: Invite[]; pagination: Pagination }>('GET', `/api/v1/orgs/active/invites${checkedQuery('orgs.listInvites', filter, INVITE_FILTERS)}`),
-    revokeInvite: (id: string) => this.call<{ invite: Invite }>('POST', `/api/v1/orgs/active/invites/${encodeURIComponent(id)}/revoke`),
+      this.answered<{ invites: Invite[]; pagination: Pagination }>(ANSWERS.invites, 'GET', `/api/v1/orgs/active/invites${checkedQuery('orgs.listInvites', filter, INVITE_FILTERS)}`),
+    revokeInvite: (id: string) => this.answered<{ invite: Invite }>(ANSWERS.invite, 'POST', `/api/v1/orgs/active/invites/${encodeURIComponent(id)}/revoke`),
     onboarding: () => this.call<{ workflowCount: number; agentCount: number; hasRuns: boolean; dismissed: boolean }>('GET', '/api/v1/orgs/active/onboarding'),
   };
 }
