@@ -86,11 +86,17 @@ export interface WireAdapter<Res, Ev> {
    */
   readonly providerRun?: string | undefined;
   /**
-   * The request field naming state the upstream holds between requests (a message `thread`: upstream-state.ts),
-   * undefined when none: its answer depends on that state, so the request is neither served from nor stored into the
-   * exact cache either.
+   * The request field naming state the upstream holds between requests (a message `thread`, a `previous_response_id`:
+   * upstream-state.ts), undefined when none: its answer depends on that state, so the request is neither served from
+   * nor stored into the exact cache either, and goes to the first provider alone (the state lives in that upstream
+   * account; another one's answer would be its 404, or an answer without the state).
    */
   readonly upstreamState?: string | undefined;
+  /**
+   * The refusal of a request naming upstream state (`upstreamState`, the field given) when the mock would answer it,
+   * which keeps no state: called only then. Absent: the mock answers such a request as any other.
+   */
+  refusedByMock?(field: string): AppError;
   /**
    * Input tokens estimated locally, used only when the upstream reports no usage: asked for, so a request whose
    * provider reports usage never pays for tokenising its prompt. A method, not a getter: an adapter is an object
@@ -425,6 +431,10 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
         throw error;
       }
 
+      const { providerRun, upstreamState } = adapter;
+      // Before any run, as a validation error: only a live upstream holds the state such a request continues.
+      if (upstreamState !== undefined && providers[0]?.kind === 'mock' && adapter.refusedByMock) throw adapter.refusedByMock(upstreamState);
+
       // Exact-response cache (SPEC 4.2 controls; observe mode never serves, but measures what it would have saved).
       const scope = { tenantId: auth.tenantId, appId: auth.appId, subject: auth.subject };
       // The registry offers the mock alone or live providers alone: the first candidate says which answers.
@@ -433,7 +443,6 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
       const rejected: RouteExplanation['rejectedAlternatives'] = [];
       let ghostSavedUsd = 0;
       let cacheEvent: [type: string, payload: Record<string, unknown>];
-      const { providerRun, upstreamState } = adapter;
       const uncacheable = providerRun !== undefined || upstreamState !== undefined;
       const found = controls.serve && !uncacheable ? await cache.get(auth.tenantId, EXACT_CACHE, key) : null;
       // Read only when an entry is found: a hit's cost, never a miss's.
@@ -445,6 +454,9 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
         cacheEvent = ['cache.skipped', providerRun !== undefined ? { cacheType: EXACT_CACHE, providerRun } : { cacheType: EXACT_CACHE, upstreamState }];
         const reason = providerRun !== undefined ? `the provider runs ${providerRun} at request time` : `the request's ${upstreamState} names state the upstream holds`;
         rejected.push({ route: 'exact_cache', reason: `${reason}: its answer is not cached` });
+        if (upstreamState !== undefined && providers.length > 1) {
+          rejected.push({ route: 'fallback', reason: `the request's ${upstreamState} names state ${providers[0]!.name} holds: not failed over to ${providers.slice(1).map((provider) => provider.name).join(', ')}` });
+        }
       } else if (!controls.serve) {
         decision.lookup = controls.store ? 'bypassed' : 'skipped_no_store';
         decision.control = controls.control!;
@@ -709,7 +721,8 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
             latencyMs: clock.now() - startedAt,
           });
           run.event('provider.failed', unknown ? { provider: provider.name, kind, message: error.message, costUnknown: true } : { provider: provider.name, kind, message: error.message });
-          const next = providers[index + 1];
+          // A request naming upstream state stays with the provider holding it (`upstreamState`).
+          const next = upstreamState === undefined ? providers[index + 1] : undefined;
           if (next && error instanceof ProviderError && error.retryable && !call.signal.aborted) {
             fallback = { from: provider.name, to: next.name, reason: kind };
             run.event('provider.fallback', fallback);

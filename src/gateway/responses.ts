@@ -16,6 +16,7 @@ import { isEventName } from './providers/sse.ts';
 import { ProviderError, type Provider, type ResponseObject, type ResponsesRequest, type ResponseStreamEvent } from './providers/types.ts';
 import { isDeferredTool } from './deferred-tools.ts';
 import { countChatTokens } from './tokens.ts';
+import { responsesStateRefusedByMock, responsesUpstreamState } from './upstream-state.ts';
 import { calledToolName } from './tool-schemas.ts';
 import type { ValidatedResponses } from './wires/responses-schema.ts';
 import { responseToEvents } from './wire-replay.ts';
@@ -497,6 +498,8 @@ export function responsesAdapter(validated: ValidatedResponses, now: () => numbe
     model: request.model,
     stream: request.stream === true,
     cacheBody: request,
+    upstreamState: responsesUpstreamState(request),
+    refusedByMock: responsesStateRefusedByMock,
     promptTokens: () => promptEstimate(validated),
 
     async callBuffered(provider, signal) {

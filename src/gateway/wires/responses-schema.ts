@@ -1,9 +1,10 @@
 /**
  * The responses-wire request body (SPEC 4.2; shapes from the OpenAPI `CreateResponse`). svc keeps no conversation
- * state and never runs hosted tools, so `previous_response_id`, `conversation`, `background`, stored `prompt`
- * templates and hosted tool types are refused with a clear 400 instead of being silently degraded. The one
- * exception is `tool_search` (deferred-tools.ts): it runs at the upstream (or, `execution: "client"`, at the client),
- * only loading declared tools, so it is relayed.
+ * state and never runs hosted tools, so `background`, stored `prompt` templates and hosted tool types are refused
+ * with a clear 400 instead of being silently degraded. The one exception is `tool_search` (deferred-tools.ts): it
+ * runs at the upstream (or, `execution: "client"`, at the client), only loading declared tools, so it is relayed.
+ * `previous_response_id` and `conversation` name state a live upstream holds: relayed to it as sent, refused when
+ * the mock would answer (upstream-state.ts).
  */
 import { z } from 'zod';
 import { invalid } from '../../core/errors.ts';
@@ -27,8 +28,6 @@ const namespaceTool = z.looseObject({ type: z.literal('namespace'), name: z.stri
 const toolSearchTool = z.looseObject({ type: z.literal('tool_search'), execution: z.enum(['server', 'client']).nullable().optional() });
 
 const UNSUPPORTED_FIELDS: Record<string, string> = {
-  previous_response_id: 'svc keeps no response state: send the whole conversation in `input` instead of previous_response_id.',
-  conversation: 'svc keeps no conversation state: send the whole conversation in `input`.',
   prompt: 'stored prompt templates are not supported: send instructions and input directly.',
 };
 
@@ -55,6 +54,9 @@ export const responsesRequestSchema = z.looseObject({
   stream: z.boolean().optional(),
   store: z.boolean().optional(),
   background: z.literal(false, { error: 'background responses are not supported' }).optional(),
+  // A response or conversation the upstream keeps (the OpenAPI ConversationParam: its id, or an object with it).
+  previous_response_id: z.string().min(1).optional(),
+  conversation: z.union([z.string().min(1), z.looseObject({ id: z.string().min(1) })]).optional(),
   truncation: z.enum(['auto', 'disabled']).optional(),
   include: z.array(z.string()).optional(),
   user: z.string().max(1024).optional(),
