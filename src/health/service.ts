@@ -68,9 +68,9 @@ function kindsOf(kinds: Record<string, number>): string {
 }
 
 /**
- * Item `storage`: attention while commits of the data file lose deferred writes (answered requests' run ledger, cache
- * entries), failing or dropping writes that failed alone, info once they succeed again (what the last streak lost),
- * ready if none was lost.
+ * Item `storage`: attention while commits of the data file fail (refusing management writes, losing deferred writes:
+ * answered requests' run ledger, cache entries) or drop deferred writes that failed alone, info once they succeed
+ * again (what the last streak lost), ready if none failed.
  */
 function storageItem(
   losses: DeferredLossStatus,
@@ -78,12 +78,16 @@ function storageItem(
 ): ReadinessItem {
   const label = 'Data file commits';
   const { streak } = losses;
-  if (streak === null) return item('storage', label, 'ready', 'No deferred write has been lost to a failed commit or write since svc started.');
-  const lost = `${streak.lostWrites} deferred write(s) of answered requests (${kindsOf(streak.kinds)})`;
-  const how = `${streak.failedCommits} failed commit(s), ${streak.droppedAlone} write(s) failed alone`;
+  if (streak === null) {
+    return item('storage', label, 'ready', 'No commit of the data file has failed, and no deferred write has been lost, since svc started.');
+  }
+  const lost = `${streak.lostWrites} deferred write(s) of answered requests` + (streak.lostWrites > 0 ? ` (${kindsOf(streak.kinds)})` : '');
+  const how =
+    `${streak.failedCommits} failed commit(s), ${streak.droppedAlone} write(s) failed alone, ` +
+    `${streak.refusedWrites} management write(s) answered with an error`;
   if (streak.endedAt === null) {
     return item('storage', label, 'attention',
-      `Commits of the data file lose deferred writes since ${new Date(streak.since).toISOString()}: ${lost} lost so far ` +
+      `Commits of the data file fail or lose deferred writes since ${new Date(streak.since).toISOString()}: ${lost} lost so far ` +
         `(${how}); SQLite said: ${streak.error}.`,
       "Free space on the data directory's file system or fix its I/O errors (a write failing alone on a constraint " +
         'is a fault of svc: report it); svc commits again by itself.');

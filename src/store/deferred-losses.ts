@@ -4,7 +4,9 @@
  * `deferredWriteLosses`): an error line when a streak of commits losing writes starts, another at most
  * every `REMINDER_MS` while it lasts, a summary when commits succeed again, and the state readiness reports (item
  * `storage`, src/health/service.ts). A line per failed commit would flood the log while the disk is full: under load
- * a commit follows every ~20 ms window.
+ * a commit follows every ~20 ms window. Failed commits of awaited writes (management writes, answered with the error)
+ * are counted in the streak too, so that readiness shows a disk refusing them where no gateway traffic loses deferred
+ * writes; they start no line of their own, as each of their requests is logged as failed, with the cause.
  */
 import { noteForOperator } from '../core/operator-note.ts';
 import type { DeferredWriteLossListener, LostDeferredWrites } from './store.ts';
@@ -30,6 +32,8 @@ export interface LossStreak {
   lostWrites: number;
   /** Of `lostWrites`, those that failed alone (the commit succeeded without them). */
   droppedAlone: number;
+  /** Awaited writes (management writes) of failed commits, answered with the error. */
+  refusedWrites: number;
   kinds: Record<string, number>;
   /** What SQLite said of its latest loss. */
   error: string;
@@ -63,14 +67,17 @@ export class DeferredWriteLosses implements DeferredWriteLossListener {
     const now = this.now();
     const error = messageOf(loss.error);
     const starts = this.streak === null || this.streak.endedAt !== null;
-    if (starts) this.streak = { since: now, endedAt: null, failedCommits: 0, lostWrites: 0, droppedAlone: 0, kinds: {}, error };
+    if (starts) this.streak = { since: now, endedAt: null, failedCommits: 0, lostWrites: 0, droppedAlone: 0, refusedWrites: 0, kinds: {}, error };
     const streak = this.streak!;
     if (loss.commitFailed) streak.failedCommits += 1;
     else streak.droppedAlone += loss.writes;
     streak.lostWrites += loss.writes;
+    streak.refusedWrites += loss.refusedWrites ?? 0;
     streak.error = error;
     for (const [kind, count] of Object.entries(loss.kinds)) streak.kinds[kind] = (streak.kinds[kind] ?? 0) + count;
-    if (starts) {
+    // Refused writes alone start no line: each of their requests is logged as failed, with the cause.
+    if (loss.writes === 0) return;
+    if (streak.lostWrites === loss.writes) {
       this.loggedAt = now;
       this.log.error(
         { lostWrites: loss.writes, kinds: loss.kinds, error },
@@ -103,11 +110,14 @@ export class DeferredWriteLosses implements DeferredWriteLossListener {
         failedCommits: streak.failedCommits,
         lostWrites: streak.lostWrites,
         droppedAlone: streak.droppedAlone,
+        refusedWrites: streak.refusedWrites,
         kinds: streak.kinds,
         failingMs: streak.endedAt - streak.since,
         error: streak.error,
       },
-      'commits of the data file succeed again; the deferred writes of the failed ones are lost',
+      streak.lostWrites > 0
+        ? 'commits of the data file succeed again; the deferred writes of the failed ones are lost'
+        : 'commits of the data file succeed again',
     );
   }
 

@@ -70,8 +70,9 @@ export interface StoreOptions {
   onWindowCommitted?: (window: CommittedWindow) => void;
   /**
    * Told when a commit fails (its `BEGIN` or its `COMMIT`: a full disk, an I/O error) and takes deferred writes with
-   * it, and of the first commit that succeeds after that (src/store/deferred-losses.ts logs and counts them). Awaited
-   * writes are not its business: their callers get the error. Called on the event loop: keep it short.
+   * it, or awaited writes (their callers get the error; told so that readiness shows a disk that refuses management
+   * writes too), and of the first commit that succeeds after that (src/store/deferred-losses.ts logs and counts them).
+   * Called on the event loop: keep it short.
    */
   deferredWriteLosses?: DeferredWriteLossListener;
   migrations?: readonly Migration[];
@@ -100,6 +101,8 @@ export interface CommittedWindow {
 export interface LostDeferredWrites {
   /** How many deferred writes were queued for it (a planned write, such as a window of the run ledger, is one). */
   writes: number;
+  /** How many awaited writes (management writes) the failed commit held, each rejected with its error; absent: none. */
+  refusedWrites?: number;
   /** How many of them of each kind, as their writers labelled them (`writeDeferred`'s `kind`). */
   kinds: Record<string, number>;
   /** What SQLite said (of the first write dropped alone, if the commit itself succeeded). */
@@ -113,9 +116,15 @@ export interface LostDeferredWrites {
 }
 
 export interface DeferredWriteLossListener {
-  /** Told once per commit that lost deferred writes, after it (those written early into its transaction included). */
+  /**
+   * Told once per commit that failed or lost deferred writes, after it (those written early into its transaction
+   * included): a failed commit that held awaited writes only is told with none lost.
+   */
   lost(loss: LostDeferredWrites): void;
-  /** A commit succeeded, dropping none, after one that lost deferred writes (told once per streak of losing commits). */
+  /**
+   * A commit succeeded, dropping none, after one that lost deferred writes or refused awaited ones (told once per
+   * streak of such commits).
+   */
   committedAgain(): void;
 }
 
@@ -341,11 +350,11 @@ function planned(
   }
 }
 
-/** What a failed commit lost: its deferred writes, counted by kind. */
-function lostWrites(writes: readonly DeferredWrite[], error: unknown): LostDeferredWrites {
+/** What a failed commit lost: its deferred writes, counted by kind, and the awaited writes it refused. */
+function lostWrites(writes: readonly DeferredWrite[], refusedWrites: number, error: unknown): LostDeferredWrites {
   const kinds: Record<string, number> = {};
   for (const write of writes) kinds[write.kind] = (kinds[write.kind] ?? 0) + 1;
-  return { writes: writes.length, kinds, error, commitFailed: true };
+  return { writes: writes.length, refusedWrites, kinds, error, commitFailed: true };
 }
 
 /**
@@ -514,8 +523,11 @@ class GroupCommitStore implements Store {
   private deferred: DeferredWrite[] = [];
   /** The one-piece deferred writes written early into the open transaction: its commit loses them if it fails. */
   private writtenEarly: DeferredWrite[] = [];
-  /** The last commit that failed lost deferred writes; the next that succeeds tells `deferredWriteLosses` so. */
-  private losingDeferred = false;
+  /**
+   * The last commit lost deferred writes or refused awaited ones; the next that succeeds, dropping none, tells
+   * `deferredWriteLosses` so.
+   */
+  private failingCommits = false;
   /** The deferred writes of the open transaction (early or at the commit) dropped alone so far: told with its commit. */
   private droppedAlone: LostDeferredWrites | null = null;
   /** When the open deferred window's commit is due to start; null while no window is open (its commit takes it). */
@@ -898,12 +910,10 @@ class GroupCommitStore implements Store {
         this.transactionOpen = true;
       } catch (error) {
         if (!isBusy(error) || attempt >= BUSY_BACKOFF_MS.length) {
-          const failure = this.explained(error);
-          for (const write of batch) write.reject(failure);
           // The deferred writes are lost with this commit; their plans still take what was queued for them, so that
           // their writers queue anew.
           for (const write of deferred) if ('plan' in write) planned(write, true);
-          this.lostDeferred(deferred, error);
+          this.commitFailed(batch, deferred, error);
           return;
         }
         await new Promise((resolve) => setTimeout(resolve, BUSY_BACKOFF_MS[attempt]));
@@ -931,8 +941,7 @@ class GroupCommitStore implements Store {
       }
       this.transactionOpen = false;
       if (batch.length > 0) this.generation++;
-      for (const write of batch) write.reject(failure);
-      this.lostDeferred(deferred, error.cause, writtenEarly);
+      this.commitFailed(batch, deferred, error.cause, writtenEarly, failure);
       return;
     }
     // In the same turn as the batch's writes and their COMMIT (or ROLLBACK): no read between them and this saw a
@@ -949,18 +958,17 @@ class GroupCommitStore implements Store {
         // the failed COMMIT may already have rolled back
       }
       this.transactionOpen = false;
-      for (const write of batch) write.reject(failure);
-      this.lostDeferred(deferred, error, writtenEarly);
+      this.commitFailed(batch, deferred, error, writtenEarly, failure);
       return;
     }
     this.transactionOpen = false;
     if (this.droppedAlone !== null) {
       // The commit succeeded, but without these: the streak of losing commits goes on.
-      this.losingDeferred = true;
+      this.failingCommits = true;
       this.deferredWriteLosses?.lost(this.droppedAlone);
       this.droppedAlone = null;
-    } else if (this.losingDeferred) {
-      this.losingDeferred = false;
+    } else if (this.failingCommits) {
+      this.failingCommits = false;
       this.deferredWriteLosses?.committedAgain();
     }
     this.fallBackToFullSync();
@@ -1039,16 +1047,31 @@ class GroupCommitStore implements Store {
   }
 
   /**
-   * A commit failed: its deferred writes, answered already, are lost (see `StoreOptions.deferredWriteLosses`), those
-   * written early into its transaction first. The writes its transaction had dropped alone are among them: told once,
-   * with them.
+   * A commit failed with `error`: its awaited writes are rejected with `failure` (SQLite's error explained) and told
+   * of, its deferred writes lost (see `lostDeferred`).
    */
-  private lostDeferred(deferred: readonly DeferredWrite[], error: unknown, writtenEarly: readonly DeferredWrite[] = []): void {
+  private commitFailed(
+    batch: readonly PendingWrite[],
+    deferred: readonly DeferredWrite[],
+    error: unknown,
+    writtenEarly: readonly DeferredWrite[] = [],
+    failure: unknown = this.explained(error),
+  ): void {
+    for (const write of batch) write.reject(failure);
+    this.lostDeferred(deferred, error, writtenEarly, batch.length);
+  }
+
+  /**
+   * A commit failed: its deferred writes, answered already, are lost (see `StoreOptions.deferredWriteLosses`), those
+   * written early into its transaction first, and told with the awaited writes it refused. The writes its transaction
+   * had dropped alone are among them: told once, with them.
+   */
+  private lostDeferred(deferred: readonly DeferredWrite[], error: unknown, writtenEarly: readonly DeferredWrite[] = [], refusedWrites = 0): void {
     this.droppedAlone = null;
     if (writtenEarly.length > 0) deferred = [...writtenEarly, ...deferred];
-    if (deferred.length === 0) return;
-    this.losingDeferred = true;
-    this.deferredWriteLosses?.lost(lostWrites(deferred, error));
+    if (deferred.length === 0 && refusedWrites === 0) return;
+    this.failingCommits = true;
+    this.deferredWriteLosses?.lost(lostWrites(deferred, refusedWrites, error));
   }
 
   /**

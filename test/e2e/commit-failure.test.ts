@@ -99,3 +99,41 @@ test('deferred writes lost to a full disk are logged once per streak, summed up 
   assert.ok((summary[0]!.failedCommits as number) >= 2);
   assert.equal(logLines(server, /^a commit of the data file failed: deferred writes lost/).length, 1);
 });
+
+/** One key created through the management API: its status (a commit of its own, awaited before the answer). */
+async function createKey(address: string, name: string): Promise<number> {
+  const response = await fetch(`${address}/api/v1/keys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${BOOT}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name }),
+  });
+  await response.arrayBuffer();
+  return response.status;
+}
+
+test('management writes refused by a full disk, with no gateway traffic, flag readiness meanwhile and are summed up when commits succeed again', async (t) => {
+  const dataDir = tempDir(t);
+  const server = await startServe(t, dataDir, { SVC_API_KEY: BOOT, SVC_LOG_LEVEL: 'warn' });
+  assert.equal(await createKey(server.address, 'before'), 201);
+  assert.equal((await storageItem(server.address)).status, 'ready');
+
+  const pid = String(server.child.pid);
+  execFileSync('prlimit', ['--pid', pid, '--fsize=0:unlimited']);
+  for (let i = 0; i < 3; i++) assert.equal(await createKey(server.address, `full ${i}`), 500);
+  const failing = await storageItem(server.address);
+  assert.equal(failing.status, 'attention', failing.message);
+  assert.match(failing.message, /3 management write\(s\) answered with an error/);
+  assert.match(failing.message, /3 failed commit\(s\)/);
+  assert.match(failing.message, /disk I\/O error/);
+  // Each refused request is logged with its cause; the streak adds no line of deferred writes lost.
+  assert.equal(logLines(server, /^a commit of the data file failed/).length, 0, server.output());
+
+  execFileSync('prlimit', ['--pid', pid, '--fsize=unlimited:unlimited']);
+  assert.equal(await createKey(server.address, 'free'), 201);
+  const recovered = await storageItem(server.address);
+  assert.equal(recovered.status, 'info', recovered.message);
+  assert.match(recovered.message, /3 management write\(s\) answered with an error/);
+  const summary = await loggedOnce(server, /^commits of the data file succeed again$/);
+  assert.equal(summary[0]!.refusedWrites, 3);
+  assert.equal(summary[0]!.lostWrites, 0);
+});

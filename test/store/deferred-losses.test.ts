@@ -38,7 +38,7 @@ test('a streak of failed commits is logged once, reminded of at most every REMIN
   assert.equal(lines[2]!.level, 'warn');
   assert.deepEqual(
     { ...lines[2]!.fields, failingMs: undefined },
-    { failedCommits: 52, lostWrites: 102, droppedAlone: 0, kinds: { 'run ledger windows': 50, 'cache entries': 50, 'session touches': 2 }, failingMs: undefined, error: 'database or disk is full' },
+    { failedCommits: 52, lostWrites: 102, droppedAlone: 0, refusedWrites: 0, kinds: { 'run ledger windows': 50, 'cache entries': 50, 'session touches': 2 }, failingMs: undefined, error: 'database or disk is full' },
   );
   assert.equal(losses.status().streak?.endedAt, now);
 
@@ -46,7 +46,7 @@ test('a streak of failed commits is logged once, reminded of at most every REMIN
   losses.lost({ writes: 1, kinds: { 'cache entries': 1 }, error: full, commitFailed: true });
   assert.equal(lines.length, 4);
   assert.match(lines[3]!.message, /^a commit of the data file failed/);
-  assert.deepEqual(losses.status().streak, { since: now, endedAt: null, failedCommits: 1, lostWrites: 1, droppedAlone: 0, kinds: { 'cache entries': 1 }, error: 'database or disk is full' });
+  assert.deepEqual(losses.status().streak, { since: now, endedAt: null, failedCommits: 1, lostWrites: 1, droppedAlone: 0, refusedWrites: 0, kinds: { 'cache entries': 1 }, error: 'database or disk is full' });
 });
 
 test('nothing lost, nothing told: committedAgain alone logs nothing', () => {
@@ -78,6 +78,7 @@ test('writes dropped alone from commits that succeed make a streak too: logged o
     failedCommits: 1,
     lostWrites: 6,
     droppedAlone: 5,
+    refusedWrites: 0,
     kinds: { 'cache entries': 5, 'run ledger windows': 1 },
     error: 'database or disk is full',
   });
@@ -85,4 +86,24 @@ test('writes dropped alone from commits that succeed make a streak too: logged o
   assert.equal(lines.length, 2);
   assert.equal(lines[1]!.level, 'warn');
   assert.equal(lines[1]!.fields.droppedAlone, 5);
+});
+
+test('failed commits of awaited writes only make a streak without a line of their own (their requests are logged), until a deferred write is lost', () => {
+  let now = 1_000;
+  const losses = new DeferredWriteLosses(() => now);
+  const { lines, log } = capturedLog();
+  losses.logTo(log);
+  losses.lost({ writes: 0, refusedWrites: 2, kinds: {}, error: full, commitFailed: true });
+  now += 20;
+  losses.lost({ writes: 0, refusedWrites: 1, kinds: {}, error: full, commitFailed: true });
+  assert.equal(lines.length, 0);
+  assert.deepEqual(losses.status().streak, { since: 1_000, endedAt: null, failedCommits: 2, lostWrites: 0, droppedAlone: 0, refusedWrites: 3, kinds: {}, error: 'database or disk is full' });
+  // The streak's first lost deferred write is its first line.
+  losses.lost({ writes: 1, refusedWrites: 1, kinds: { 'run ledger windows': 1 }, error: full, commitFailed: true });
+  assert.equal(lines.length, 1);
+  assert.match(lines[0]!.message, /^a commit of the data file failed: deferred writes lost/);
+  losses.committedAgain();
+  assert.equal(lines[1]!.message, 'commits of the data file succeed again; the deferred writes of the failed ones are lost');
+  assert.equal(lines[1]!.fields.refusedWrites, 4);
+  assert.equal(lines[1]!.fields.failedCommits, 3);
 });
