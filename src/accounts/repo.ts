@@ -7,7 +7,7 @@
  * store applies writes one at a time, so two concurrent requests cannot both pass a check that only one may pass.
  * Only sha256 hashes of tokens (sessions, invitations, verification, reset) are stored or looked up.
  */
-import type { AlsoStep, Sql } from '../store/sql.ts';
+import { erasing, type AlsoStep, type Sql } from '../store/sql.ts';
 import type { Store } from '../store/store.ts';
 import { DEFAULT_TENANT_ID, DEFAULT_TENANT_NAME } from '../tenants/defaults.ts';
 import {
@@ -657,8 +657,9 @@ export function createAccountsRepository(store: Store): AccountsRepository {
         stillReached?.(user, membershipsOf(sql, id));
         const sole = soleOwnerships(sql, id);
         if (sole.length) return { lastOwnerOf: sole };
-        // Sessions, memberships and tokens go with the row (ON DELETE CASCADE); invitations keep naming the user.
-        sql.run('DELETE FROM users WHERE id = ?', [id]);
+        // Sessions, memberships and tokens go with the row (ON DELETE CASCADE); invitations keep naming the user. The
+        // row's address and password hash are overwritten in the file (`erasing`), not left in its free space.
+        erasing(sql, () => sql.run('DELETE FROM users WHERE id = ?', [id]));
         afterAuthorityChange(sql, id, change);
         return 'deleted';
       }),
@@ -795,7 +796,8 @@ export function createAccountsRepository(store: Store): AccountsRepository {
       store.write((sql) => {
         if (id === DEFAULT_TENANT_ID) return false;
         sql.run('UPDATE sessions SET active_tenant_id = NULL WHERE active_tenant_id = ?', [id]);
-        const deleted = sql.run('DELETE FROM tenants WHERE id = ?', [id]).changes > 0;
+        // Its keys, settings, members and invitations go with it (ON DELETE CASCADE), overwritten in the file.
+        const deleted = erasing(sql, () => sql.run('DELETE FROM tenants WHERE id = ?', [id])).changes > 0;
         if (deleted) {
           sql.run('INSERT OR IGNORE INTO tenant_purges (tenant_id, deleted_at) VALUES (?, ?)', [id, now]);
           also?.(sql);

@@ -2,7 +2,7 @@
 import { setImmediate } from 'node:timers/promises';
 import { DictionaryMap } from '../core/dictionary-map.ts';
 import type { Store } from '../store/store.ts';
-import { placeholders, textBytes, type AlsoStep, type Sql, type SqlValue } from '../store/sql.ts';
+import { erasing, placeholders, textBytes, type AlsoStep, type Sql, type SqlValue } from '../store/sql.ts';
 import { KeyIndex } from './key-index.ts';
 import { ByteLru } from './lru.ts';
 
@@ -447,16 +447,19 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
           let count = 0;
           let bytes = 0;
           let seen = 0;
-          for (const row of rows) {
-            if (!matches({ tenantId: row.tenant_id, cacheType: row.cache_type, key: row.key })) {
+          // The answers deleted are overwritten in the file, not left in its free space (`erasing`).
+          erasing(sql, () => {
+            for (const row of rows) {
+              if (!matches({ tenantId: row.tenant_id, cacheType: row.cache_type, key: row.key })) {
+                seen += 1;
+                continue;
+              }
+              if (count > 0 && bytes + row.bytes > DELETE_BYTES_PER_WRITE) break;
+              count += deleteRows(sql, 'id = ?', [row.id]);
+              bytes += row.bytes;
               seen += 1;
-              continue;
             }
-            if (count > 0 && bytes + row.bytes > DELETE_BYTES_PER_WRITE) break;
-            count += deleteRows(sql, 'id = ?', [row.id]);
-            bytes += row.bytes;
-            seen += 1;
-          }
+          });
           const last = rows[seen - 1];
           const exhausted = seen === rows.length && rows.length < INVALIDATE_BATCH;
           const next = exhausted || !last ? null : { createdAt: last.created_at, id: last.id };
@@ -482,7 +485,7 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
           // The entries whose values fit in one write's budget (always the first), the rest in the next write.
           const take = withinBytes(rows, DELETE_BYTES_PER_WRITE);
           const ids = rows.slice(0, take).map((row) => row.id);
-          const count = ids.length === 0 ? 0 : deleteRows(sql, `id IN (${placeholders(ids.length)})`, ids);
+          const count = ids.length === 0 ? 0 : erasing(sql, () => deleteRows(sql, `id IN (${placeholders(ids.length)})`, ids));
           return { count, cut: take < rows.length };
         });
         pruned += count;

@@ -4,7 +4,7 @@
  */
 import type { Store } from '../store/store.ts';
 import { JsonText } from '../core/json-slices.ts';
-import { placeholders, textBytes, togetherOrAlone, type Sql, type SqlValue } from '../store/sql.ts';
+import { erasing, placeholders, textBytes, togetherOrAlone, type Sql, type SqlValue } from '../store/sql.ts';
 import { addToRollups, DAY_MS, RollupRemoval } from './rollups.ts';
 import { applyToSideEffects, sideEffectsAfter, sideEffectsBefore, type SideEffectRecord } from './side-effects.ts';
 import { storedNumber } from './stored-values.ts';
@@ -1137,8 +1137,9 @@ export function createRunsRepository(store: Store, options: RunsRepositoryOption
           for (let events = runs[0]?.event_count ?? 0; take < runs.length && events + runs[take]!.event_count <= PRUNE_EVENTS_PER_WRITE; take++) {
             events += runs[take]!.event_count;
           }
-          // And those deleted before the write's time is up: the rest in the next write.
-          const count = deleteRuns(sql, runs.slice(0, take).map((run) => run.id), pruneWriteMs);
+          // And those deleted before the write's time is up: the rest in the next write. Overwritten in the file, not
+          // only unlinked from the tables (`erasing`): a run holds prompts, answers and trace payloads.
+          const count = erasing(sql, () => deleteRuns(sql, runs.slice(0, take).map((run) => run.id), pruneWriteMs));
           return { count, cut: count < runs.length };
         });
         deleted += count;

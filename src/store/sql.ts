@@ -13,6 +13,25 @@ export interface Sql {
   run(sql: string, params?: SqlParams): { changes: number };
   get<T = Row>(sql: string, params?: SqlParams): T | undefined;
   all<T = Row>(sql: string, params?: SqlParams): T[];
+  /** Turn SQLite's `secure_delete` on or off for this connection: see `erasing`, the one caller. */
+  secureDelete(on: boolean): void;
+}
+
+/**
+ * Run `fn`, whose deletes take customer content (prompts, answers, traces, addresses, password hashes), with SQLite's
+ * `secure_delete` on, so that the space they free is overwritten with zeros rather than left in the file's free pages,
+ * readable until reused. ON, not FAST: FAST zeroes only what costs no more I/O, which leaves the overflow pages of a
+ * long prompt or answer in the free list whole. Off again before `fn`'s write returns: the connection is shared by
+ * every write, and the ledger's (the /v1 hot path) must not pay for zeroing what they free. Within one write's
+ * synchronous step nothing else runs on the connection, so only `fn`'s own statements run with it on.
+ */
+export function erasing<T>(sql: Sql, fn: () => T): T {
+  sql.secureDelete(true);
+  try {
+    return fn();
+  } finally {
+    sql.secureDelete(false);
+  }
 }
 
 /**
@@ -161,6 +180,11 @@ export class CachedSql implements Sql {
 
   exec(sql: string): void {
     this.db.exec(sql);
+  }
+
+  secureDelete(on: boolean): void {
+    // Never a cached statement: this pragma acts when it is prepared, so a prepared one run again would change nothing.
+    this.db.exec(`PRAGMA secure_delete = ${on ? 'ON' : 'OFF'}`);
   }
 
   /** Finalize every cached statement; must run before the database is closed. */

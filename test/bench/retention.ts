@@ -80,6 +80,7 @@ function timedWrites(store: Store, writes: TimedWrite[]): Store {
       inner.write((sql) => {
         let table = 'other';
         const watched: Sql = {
+          secureDelete: (on) => sql.secureDelete(on),
           run: (text: string, params?: SqlParams) => {
             if (table === 'other') table = /^\s*DELETE FROM (\w+)/.exec(text)?.[1] ?? 'other';
             return sql.run(text, params);

@@ -88,6 +88,7 @@ async function watchedStats(t: test.TestContext) {
           target.read((sql) => {
             let cached = false;
             const watched: Sql = {
+              secureDelete: (on) => sql.secureDelete(on),
               run: (text, params) => sql.run(text, params),
               get: (text, params) => ((cached ||= text.includes('FROM cache_entries')), sql.get(text, params)),
               all: <T>(text: string, params?: SqlParams) => ((cached ||= text.includes('FROM cache_entries')), sql.all<T>(text, params)),

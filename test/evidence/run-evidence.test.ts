@@ -179,6 +179,7 @@ test("a receipt is the run's last chorus.receipt event, read alone: not the run'
   // The trace events each read returns.
   let eventsRead = 0;
   const counted = (sql: Sql): Sql => ({
+    secureDelete: (on) => sql.secureDelete(on),
     run: (text, params) => sql.run(text, params),
     get: <T>(text: string, params?: SqlParams) => {
       const row = sql.get<T>(text, params);

@@ -160,6 +160,7 @@ test('a retention pass seeks the expired finished runs through the status index,
   // Every query of runs the pass makes in its writes, to read its plan after.
   let selects: Array<{ text: string; params: SqlParams | undefined }> | null = null;
   const watched = (sql: Sql): Sql => ({
+    secureDelete: (on) => sql.secureDelete(on),
     run: (text, params) => sql.run(text, params),
     get: (text, params) => sql.get(text, params),
     all: (text, params) => {
@@ -241,6 +242,7 @@ test("a retention pass finds the rollup rows of the runs it prunes by their keys
   // Every statement the pass writes over run_rollups, to read its plan after.
   let statements: Array<{ text: string; params: SqlParams | undefined }> | null = null;
   const watched = (sql: Sql): Sql => ({
+    secureDelete: (on) => sql.secureDelete(on),
     run: (text, params) => {
       if (/\brun_rollups\b/.test(text)) statements?.push({ text, params });
       return sql.run(text, params);
@@ -357,6 +359,7 @@ test("a retention write's rollup update counts within its time budget: rows slow
   const ROW_MS = 10;
   let slow = false;
   const slowRollups = (sql: Sql): Sql => ({
+    secureDelete: (on) => sql.secureDelete(on),
     run: (text, params) => {
       if (slow && /^\s*UPDATE run_rollups\b/.test(text)) for (const until = performance.now() + ROW_MS; performance.now() < until; );
       return sql.run(text, params);

@@ -50,6 +50,7 @@ export function deletesPerWrite(store: Store, table: string) {
   const perWrite: number[] = [];
   const deletes = new RegExp(`^\\s*DELETE FROM ${table}\\b`);
   const watched = (sql: Sql, count: (rows: number) => void): Sql => ({
+    secureDelete: (on) => sql.secureDelete(on),
     run: (text, params) => {
       const result = sql.run(text, params);
       if (deletes.test(text)) count(result.changes);
@@ -107,6 +108,7 @@ export interface Read {
 export function recording(): { wrap: (store: Store) => Store; start: () => void; stop: () => Read[] } {
   let reads: Read[] | null = null;
   const watched = (sql: Sql): Sql => ({
+    secureDelete: (on) => sql.secureDelete(on),
     run: (text, params) => sql.run(text, params),
     get: (text, params) => {
       reads?.push({ text, params });
@@ -143,6 +145,7 @@ export function afterRead(when: (read: Read) => boolean): { wrap: (store: Store)
       if (!armed) return store.read(fn);
       let hit = false;
       const spy = (sql: Sql): Sql => ({
+        secureDelete: (on) => sql.secureDelete(on),
         run: (text, params) => sql.run(text, params),
         get: (text, params) => ((hit ||= when({ text, params })), sql.get(text, params)),
         all: (text, params) => ((hit ||= when({ text, params })), sql.all(text, params)),
