@@ -9,7 +9,7 @@ import { betaJSONSchemaOutputFormat } from '@anthropic-ai/sdk/helpers/beta/json-
 import { jsonSchemaOutputFormat } from '@anthropic-ai/sdk/helpers/json-schema';
 import { bearer, build, json } from '../support/build.ts';
 import { messageToEvents } from '../../src/gateway/wire-replay.ts';
-import { messageEvents, sendJson, startFakeUpstream, startSse, streamUntilClientCloses, type FakeUpstream } from '../support/fake-upstream.ts';
+import { messageEvents, sendJson, sleep, startFakeUpstream, startSse, streamUntilClientCloses, untilClientCloses, type FakeUpstream } from '../support/fake-upstream.ts';
 import { holdLongTimers } from '../support/long-timers.ts';
 import { finishedRun, finishedRuns } from '../support/finished-runs.ts';
 
@@ -390,6 +390,28 @@ test('live messages stream: a client abort reaches the upstream and the run is f
   const [run] = await finishedRuns(app);
   assert.equal(run.status, 'failed');
   assert.equal(run.error.kind, 'aborted');
+});
+
+test("live messages: a client that leaves while svc reads an upstream's error body (a 503 whose body stalls) is recorded as aborted, as on the chat wire, not as the upstream's failure, buffered and streamed", async (t) => {
+  const upstream = await startFakeUpstream(t, (_req, res) => {
+    res.writeHead(503, { 'content-type': 'application/json' });
+    res.write('{"type":"error","error":');
+    return untilClientCloses(res);
+  });
+  const { client, app } = await liveGateway(t, upstream);
+  for (const stream of [false, true]) {
+    const asked = upstream.requests.length;
+    const controller = new AbortController();
+    const answer = client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 64, stream, messages: ask('left') }, { signal: controller.signal });
+    while (upstream.requests.length === asked) await sleep(10);
+    controller.abort();
+    await assert.rejects(answer, (error: unknown) => error instanceof Anthropic.APIUserAbortError);
+    await upstream.clientClosed();
+    const [run] = await finishedRuns(app);
+    assert.equal(run.status, 'failed', `stream: ${stream}`);
+    assert.equal(run.error.kind, 'aborted', `stream: ${stream}`);
+    upstream.requests.forEach((request) => (request.clientClosed = false));
+  }
 });
 
 test("a streamed text block's citations are kept in order in the assembled answer: a cache hit returns them", async (t) => {

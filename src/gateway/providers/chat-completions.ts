@@ -11,7 +11,7 @@
  */
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { Agent, type Dispatcher } from 'undici';
-import { classifyErrorCodes, classifyErrorEvent, classifyHttpFailure, classifyThrown, redactSecrets } from './errors.ts';
+import { classifyErrorCodes, classifyErrorEvent, classifyThrown, readHttpFailure, redactSecrets } from './errors.ts';
 import {
   ProviderError,
   type ChatChunk,
@@ -30,7 +30,7 @@ import {
 import { deadlineSignal } from './deadline.ts';
 import { undiciSignal, type CallSignal } from '../call-signal.ts';
 import { firstEventWatch, notAnEventStream, releasable, SseFeed, sseJson } from './sse.ts';
-import { EMBEDDINGS_ANSWER_FACTOR, DEFAULT_MAX_ANSWER_BYTES, MAX_ERROR_BODY_BYTES, readAnswer, readLimited, tooLargeMessage } from './bodies.ts';
+import { EMBEDDINGS_ANSWER_FACTOR, DEFAULT_MAX_ANSWER_BYTES, readAnswer, tooLargeMessage } from './bodies.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../core/json-depth.ts';
 import { countEmbeddingTokens } from '../tokens.ts';
 import { namesModel } from '../chat-document-values.ts';
@@ -196,15 +196,8 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
       throw classifyThrown(name, error, clientSignal);
     }
     if (response.statusCode < 200 || response.statusCode >= 300) {
-      let text = '';
-      try {
-        // Within the stream headers' deadline: a stream's call waits for its answer's status no longer than that.
-        text = await readLimited(response.body, MAX_ERROR_BODY_BYTES, timeouts.streamHeadersMs);
-      } catch (error) {
-        // The status alone classifies the failure; a body that breaks off only loses the message.
-        if (clientSignal.aborted) throw classifyThrown(name, error, clientSignal);
-      }
-      throw classifyHttpFailure({ provider: name, wire, status: response.statusCode, headers: response.headers, body: text, secrets });
+      // Within the stream headers' deadline: a stream's call waits for its answer's status no longer than that.
+      throw await readHttpFailure(response, { provider: name, wire, secrets, clientSignal, errorBodyMs: timeouts.streamHeadersMs });
     }
     return response;
   }

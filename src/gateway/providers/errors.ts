@@ -4,8 +4,10 @@
  * retryability and `retry-after`. `providerErrorStatus` is the matching table from kind to the status a wire answers.
  * Upstream messages are relayed only after any API key in them has been masked.
  */
+import type { Dispatcher } from 'undici';
 import type { CallSignal } from '../call-signal.ts';
 import { AppError, ERROR_CATALOGUE } from '../../core/errors.ts';
+import { MAX_ERROR_BODY_BYTES, readLimited } from './bodies.ts';
 import { failedAfterRequestWritten } from './request-written.ts';
 import { ProviderError, type ProviderFailureKind, type Wire } from './types.ts';
 
@@ -197,6 +199,33 @@ function failureOfStatus(failure: Omit<HttpFailure, 'body'>, message: string, sa
   // A refusal of svc's own account is no fault of the request: another key (the fallback's) may well be taken.
   if (status >= 400) return new ProviderError('rejected', message, { ...base, retryable: GATEWAY_ACCOUNT_STATUSES.has(status) });
   return new ProviderError('bad_response', `unexpected upstream status ${status}`, base);
+}
+
+/** What a provider knows of a call whose upstream answered a status other than 2xx (`readHttpFailure`). */
+export interface FailedAnswerContext {
+  provider: string;
+  wire: Wire;
+  /** Secrets to mask in the message of the error body (the provider's own key). */
+  secrets: ReadonlyArray<string | null | undefined>;
+  /** The caller's signal: a client gone while the error body is read makes the call an abort. */
+  clientSignal: CallSignal;
+  /** How long the error body is read for its message (`SVC_PROVIDER_STREAM_HEADERS_TIMEOUT_MS`). */
+  errorBodyMs: number;
+}
+
+/**
+ * The failure an upstream answer of a status other than 2xx stands for (`classifyHttpFailure`), its body read for the
+ * message up to MAX_ERROR_BODY_BYTES and within `errorBodyMs`; the status alone classifies a body that breaks off. A
+ * client that went away meanwhile makes the call an abort, as anywhere else in the call, not the upstream's failure.
+ */
+export async function readHttpFailure(response: Dispatcher.ResponseData, context: FailedAnswerContext): Promise<ProviderError> {
+  let text = '';
+  try {
+    text = await readLimited(response.body, MAX_ERROR_BODY_BYTES, context.errorBodyMs);
+  } catch (error) {
+    if (context.clientSignal.aborted) return classifyThrown(context.provider, error, context.clientSignal);
+  }
+  return classifyHttpFailure({ provider: context.provider, wire: context.wire, status: response.statusCode, headers: response.headers, body: text, secrets: context.secrets });
 }
 
 /** The messages family's status for an overloaded upstream (its `overloaded_error`). */

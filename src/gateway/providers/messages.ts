@@ -6,10 +6,10 @@
  */
 import { request, type Dispatcher } from 'undici';
 import { contentType, DEFAULT_PROVIDER_TIMEOUTS, isObject, type ProviderTimeouts } from './chat-completions.ts';
-import { DEFAULT_MAX_ANSWER_BYTES, MAX_ERROR_BODY_BYTES, readAnswer, readLimited, tooLargeMessage } from './bodies.ts';
+import { DEFAULT_MAX_ANSWER_BYTES, readAnswer, tooLargeMessage } from './bodies.ts';
 import { deadlineSignal } from './deadline.ts';
 import { undiciSignal, type CallSignal } from '../call-signal.ts';
-import { classifyHttpFailure, classifyThrown } from './errors.ts';
+import { classifyThrown, readHttpFailure } from './errors.ts';
 import { notAnEventStream, sseJson } from './sse.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../core/json-depth.ts';
 import { ProviderError, type MessagesRequest, type MessagesResponse, type MessagesStreamEvent, type Provider, type ProviderCallContext, type UpstreamEvents, type Wire } from './types.ts';
@@ -57,10 +57,9 @@ export function createMessagesProvider(options: MessagesProviderOptions): Provid
       throw classifyThrown(name, error, context.signal);
     }
     if (response.statusCode < 200 || response.statusCode >= 300) {
-      // Within the stream headers' deadline: a stream's call waits for its answer's status no longer than that.
-      const text = await readLimited(response.body, MAX_ERROR_BODY_BYTES, timeouts.streamHeadersMs).catch(() => '');
-      // 529 (overloaded) classifies as an upstream 5xx: retryable, fail-open.
-      throw classifyHttpFailure({ provider: name, wire: 'messages', status: response.statusCode, headers: response.headers, body: text, secrets });
+      // Within the stream headers' deadline: a stream's call waits for its answer's status no longer than that. A 529
+      // (overloaded) classifies as an upstream 5xx: retryable, fail-open.
+      throw await readHttpFailure(response, { provider: name, wire: 'messages', secrets, clientSignal: context.signal, errorBodyMs: timeouts.streamHeadersMs });
     }
     return response;
   }
