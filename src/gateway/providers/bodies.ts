@@ -82,3 +82,13 @@ export async function readAnswer(body: Body, maxBytes: number, tooLarge: () => E
 export function tooLargeMessage(what: string, maxBytes: number): string {
   return `${what} is larger than ${maxBytes} bytes (SVC_PROVIDER_MAX_ANSWER_BYTES)`;
 }
+
+/**
+ * Close a body nobody will read, releasing its connection. undici fails a body destroyed before its end with an
+ * AbortError event of its own, which with no reader there is an uncaught exception: it is taken here.
+ */
+export function discardBody(body: Body): void {
+  if (body.destroyed) return;
+  body.once('error', () => {});
+  body.destroy();
+}

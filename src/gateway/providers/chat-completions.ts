@@ -11,7 +11,7 @@
  */
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { Agent, type Dispatcher } from 'undici';
-import { classifyErrorCodes, classifyErrorEvent, classifyThrown, readHttpFailure, redactSecrets } from './errors.ts';
+import { classifyErrorCodes, classifyErrorEvent, classifyThrown, encodedAnswerFailure, readHttpFailure, redactSecrets } from './errors.ts';
 import {
   ProviderError,
   type ChatChunk,
@@ -187,6 +187,8 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
           authorization: `Bearer ${apiKey}`,
           'content-type': 'application/json',
           accept: (body as { stream?: unknown }).stream ? 'text/event-stream' : 'application/json',
+          // svc decodes no content coding (errors.ts `encodedAnswerFailure`).
+          'accept-encoding': 'identity',
         },
         body: JSON.stringify(body),
         headersTimeout: limits.headersTimeout,
@@ -199,6 +201,8 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
       // Within the stream headers' deadline: a stream's call waits for its answer's status no longer than that.
       throw await readHttpFailure(response, { provider: name, wire, secrets, clientSignal, errorBodyMs: timeouts.streamHeadersMs });
     }
+    const encoded = encodedAnswerFailure(name, response);
+    if (encoded) throw encoded;
     return response;
   }
 

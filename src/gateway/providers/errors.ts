@@ -7,7 +7,7 @@
 import type { Dispatcher } from 'undici';
 import type { CallSignal } from '../call-signal.ts';
 import { AppError, ERROR_CATALOGUE } from '../../core/errors.ts';
-import { MAX_ERROR_BODY_BYTES, readLimited } from './bodies.ts';
+import { discardBody, MAX_ERROR_BODY_BYTES, readLimited } from './bodies.ts';
 import { failedAfterRequestWritten } from './request-written.ts';
 import { ProviderError, type ProviderFailureKind, type Wire } from './types.ts';
 
@@ -226,6 +226,22 @@ export async function readHttpFailure(response: Dispatcher.ResponseData, context
     if (context.clientSignal.aborted) return classifyThrown(context.provider, error, context.clientSignal);
   }
   return classifyHttpFailure({ provider: context.provider, wire: context.wire, status: response.statusCode, headers: response.headers, body: text, secrets: context.secrets });
+}
+
+/**
+ * The failure of a 2xx answer in a content coding (gzip, br, ...), its body released; null for one as it is. The
+ * providers ask for none (`accept-encoding: identity`: a request without the header takes any coding, RFC 9110
+ * section 12.5.3, and an upstream or a proxy before it may compress) and decode none, so its bytes would be read as
+ * JSON or SSE that is not, failed as "not valid JSON" or "ended without [DONE]". One header read per answer.
+ */
+export function encodedAnswerFailure(provider: string, response: Dispatcher.ResponseData): ProviderError | null {
+  const coding = headerValue(response.headers, 'content-encoding')?.trim().toLowerCase();
+  if (!coding || coding === 'identity') return null;
+  discardBody(response.body);
+  return new ProviderError('bad_response', `the upstream answer is in content coding ${JSON.stringify(coding.slice(0, 64))}, which svc asked it not to use (accept-encoding: identity) and does not decode`, {
+    provider,
+    upstreamStatus: response.statusCode,
+  });
 }
 
 /** The messages family's status for an overloaded upstream (its `overloaded_error`). */

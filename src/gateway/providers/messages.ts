@@ -9,7 +9,7 @@ import { contentType, DEFAULT_PROVIDER_TIMEOUTS, isObject, type ProviderTimeouts
 import { DEFAULT_MAX_ANSWER_BYTES, readAnswer, tooLargeMessage } from './bodies.ts';
 import { deadlineSignal } from './deadline.ts';
 import { undiciSignal, type CallSignal } from '../call-signal.ts';
-import { classifyThrown, readHttpFailure } from './errors.ts';
+import { classifyThrown, encodedAnswerFailure, readHttpFailure } from './errors.ts';
 import { notAnEventStream, sseJson } from './sse.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../core/json-depth.ts';
 import { ProviderError, type MessagesRequest, type MessagesResponse, type MessagesStreamEvent, type Provider, type ProviderCallContext, type UpstreamEvents, type Wire } from './types.ts';
@@ -48,6 +48,8 @@ export function createMessagesProvider(options: MessagesProviderOptions): Provid
           ...(context.messagesBetas?.length ? { 'anthropic-beta': context.messagesBetas.join(',') } : {}),
           'content-type': 'application/json',
           accept: body.stream ? 'text/event-stream' : 'application/json',
+          // svc decodes no content coding (errors.ts `encodedAnswerFailure`).
+          'accept-encoding': 'identity',
         },
         body: JSON.stringify(body),
         headersTimeout: limits.headersTimeout,
@@ -61,6 +63,8 @@ export function createMessagesProvider(options: MessagesProviderOptions): Provid
       // (overloaded) classifies as an upstream 5xx: retryable, fail-open.
       throw await readHttpFailure(response, { provider: name, wire: 'messages', secrets, clientSignal: context.signal, errorBodyMs: timeouts.streamHeadersMs });
     }
+    const encoded = encodedAnswerFailure(name, response);
+    if (encoded) throw encoded;
     return response;
   }
 

@@ -1,0 +1,150 @@
+/**
+ * Upstream answers in a content coding. svc decodes none: it asks every upstream for none (`accept-encoding:
+ * identity`; a request without the header takes any coding, RFC 9110 section 12.5.3) and fails an answer encoded
+ * anyway as a bad_response naming its coding, failed over like any answer it cannot read and never cached.
+ */
+import assert from 'node:assert/strict';
+import test from 'node:test';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import { gzipSync } from 'node:zlib';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { build, json } from '../support/build.ts';
+import { completion, contentChunk, messageEvents, sendChunks, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
+import { finishedRun } from '../support/finished-runs.ts';
+import { loadScaled } from '../support/load-scaled.ts';
+
+const FINISH = { ...contentChunk(''), choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] };
+
+const MESSAGE = {
+  id: 'msg_up',
+  type: 'message',
+  role: 'assistant',
+  model: 'claude-sonnet-4-5',
+  content: [{ type: 'text', text: 'unzipped' }],
+  stop_reason: 'end_turn',
+  stop_sequence: null,
+  usage: { input_tokens: 5, output_tokens: 2 },
+};
+
+/** The body of an answer of the chat or messages wire, buffered or as its event stream, saying `text`. */
+function answerBody(path: string, stream: boolean, text: string): { type: string; body: string } {
+  if (path.endsWith('/messages')) {
+    if (!stream) return { type: 'application/json', body: JSON.stringify({ ...MESSAGE, content: [{ type: 'text', text }] }) };
+    return { type: 'text/event-stream', body: messageEvents(text).map(([name, data]) => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`).join('') };
+  }
+  if (!stream) return { type: 'application/json', body: JSON.stringify(completion(text)) };
+  return { type: 'text/event-stream', body: [contentChunk(text), FINISH].map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`).join('') + 'data: [DONE]\n\n' };
+}
+
+/** Whether a request's accept-encoding takes gzip: no header takes any coding (RFC 9110 section 12.5.3). */
+function takesGzip(headers: IncomingHttpHeaders): boolean {
+  const value = headers['accept-encoding'];
+  return value === undefined || /\b(gzip|\*)\b/.test(value);
+}
+
+/** Answer `text`, gzipped when `gzip` says so; `corrupt` writes bytes no gzip reader takes in its place. */
+function answer(res: ServerResponse, request: { url: string; body: any }, text: string, coding: 'gzip' | 'corrupt' | null): void {
+  const { type, body } = answerBody(request.url, Boolean(request.body?.stream), text);
+  if (coding === null) {
+    res.writeHead(200, { 'content-type': type });
+    res.end(body);
+    return;
+  }
+  res.writeHead(200, { 'content-type': type, 'content-encoding': 'gzip' });
+  res.end(coding === 'gzip' ? gzipSync(body) : Buffer.from('not gzip at all'));
+}
+
+/** An answer read to its end: a stream's events are read (the clients raise a stream's failure as they do a call's). */
+async function readAll(answer: unknown): Promise<unknown> {
+  if (answer && typeof answer === 'object' && Symbol.asyncIterator in answer) for await (const _event of answer as AsyncIterable<unknown>);
+  return answer;
+}
+
+async function gateway(t: test.TestContext, env: Record<string, string>) {
+  const built = await build(t, { env });
+  const address = await built.app.listen({ port: 0, host: '127.0.0.1' });
+  const timeout = loadScaled(20_000);
+  return {
+    ...built,
+    openai: new OpenAI({ baseURL: `${address}/v1`, apiKey: 'sk-local-dev', maxRetries: 0, timeout }),
+    anthropic: new Anthropic({ baseURL: address, apiKey: 'local-dev-key', maxRetries: 0, timeout }),
+  };
+}
+
+test('an upstream that compresses whatever the request does not refuse answers svc uncompressed: the official clients get its answer, buffered and streamed, on the chat and messages wires', async (t) => {
+  const upstream = await startFakeUpstream(t, (request, res) => answer(res, request, 'unzipped', takesGzip(request.headers) ? 'gzip' : null));
+  const { openai, anthropic } = await gateway(t, {
+    CHATCOMP_API_KEY: 'sk-upstream-secret',
+    CHATCOMP_BASE_URL: upstream.baseUrl,
+    MESSAGES_API_KEY: 'sk-messages-secret',
+    MESSAGES_BASE_URL: upstream.baseUrl.replace(/\/v1$/, ''),
+  });
+  const chat = await openai.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'buffered' }] });
+  assert.equal(chat.choices[0]!.message.content, 'unzipped');
+  const streamed = await openai.chat.completions.stream({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'streamed' }] }).finalChatCompletion();
+  assert.equal(streamed.choices[0]!.message.content, 'unzipped');
+  const message = await anthropic.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user', content: 'buffered' }] });
+  assert.deepEqual(message.content.map((block) => block.type === 'text' && block.text), ['unzipped']);
+  const streamedMessage = await anthropic.messages.stream({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user', content: 'streamed' }] }).finalMessage();
+  assert.deepEqual(streamedMessage.content.map((block) => block.type === 'text' && block.text), ['unzipped']);
+  assert.deepEqual(
+    upstream.requests.map((request) => request.headers['accept-encoding']),
+    ['identity', 'identity', 'identity', 'identity'],
+  );
+});
+
+test('an answer compressed though svc asked for none (gzip, or bytes that are not) is a bad_response naming its coding: failed over to the fallback, or a 502 the clients raise as InternalServerError, never cached', async (t) => {
+  let coding: 'gzip' | 'corrupt' = 'gzip';
+  const compressing = await startFakeUpstream(t, (request, res) => answer(res, request, 'zipped', coding));
+  const fallback = await startFakeUpstream(t, (request, res) => (request.body.stream ? sendChunks(res, [contentChunk('plain'), FINISH]) : sendJson(res, 200, completion('plain'))));
+  const alone = await gateway(t, {
+    CHATCOMP_API_KEY: 'sk-upstream-secret',
+    CHATCOMP_BASE_URL: compressing.baseUrl,
+    MESSAGES_API_KEY: 'sk-messages-secret',
+    MESSAGES_BASE_URL: compressing.baseUrl.replace(/\/v1$/, ''),
+  });
+  const both = await gateway(t, {
+    CHATCOMP_API_KEY: 'sk-upstream-secret',
+    CHATCOMP_BASE_URL: compressing.baseUrl,
+    CHATCOMP_FALLBACK_API_KEY: 'sk-fallback-secret',
+    CHATCOMP_FALLBACK_BASE_URL: fallback.baseUrl,
+  });
+  for (const stream of [false, true]) {
+    for (const each of ['gzip', 'corrupt'] as const) {
+      coding = each;
+      const label = `${each}, stream: ${stream}`;
+      const messages = [{ role: 'user' as const, content: `${label}` }];
+      for (let repeat = 0; repeat < 2; repeat++) {
+        const asked = compressing.requests.length;
+        await assert.rejects(alone.openai.chat.completions.create({ model: 'gpt-4o-mini', messages, stream }).then(readAll), (error: unknown) => {
+          assert.ok(error instanceof OpenAI.InternalServerError, `${label}: ${String(error)}`);
+          assert.equal(error.status, 502);
+          assert.equal(error.code, 'upstream_error');
+          return true;
+        });
+        assert.equal(compressing.requests.length, asked + 1, `${label}: asked again, nothing cached (repeat ${repeat})`);
+      }
+      const runs = json(await alone.app.inject({ url: '/api/v1/runs?limit=1' })).runs;
+      const detail = await finishedRun(alone.app, runs[0].id);
+      assert.equal(detail.run.status, 'failed', label);
+      assert.equal(detail.run.error.kind, 'bad_response', label);
+      assert.match(detail.run.error.message, /content coding "gzip"/, label);
+
+      const failover = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: `failover ${label}` }] };
+      const answered = stream ? await both.openai.chat.completions.stream(failover).finalChatCompletion() : await both.openai.chat.completions.create(failover);
+      assert.equal(answered.choices[0]!.message.content, 'plain', label);
+      const failedOver = await finishedRun(both.app, json(await both.app.inject({ url: '/api/v1/runs?limit=1' })).runs[0].id);
+      assert.deepEqual(failedOver.attempts.map((attempt: any) => [attempt.provider, attempt.outcome, attempt.errorKind ?? null]), [['chatcomp', 'failed', 'bad_response'], ['chatcomp-fallback', 'success', null]], label);
+
+      await assert.rejects(alone.anthropic.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 64, stream, messages }).then(readAll), (error: unknown) => {
+        assert.ok(error instanceof Anthropic.InternalServerError, `${label}: ${String(error)}`);
+        assert.equal(error.status, 502);
+        return true;
+      });
+      const messagesRun = await finishedRun(alone.app, json(await alone.app.inject({ url: '/api/v1/runs?limit=1' })).runs[0].id);
+      assert.equal(messagesRun.run.error.kind, 'bad_response', label);
+      assert.match(messagesRun.run.error.message, /content coding "gzip"/, label);
+    }
+  }
+});
