@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { test } from 'node:test';
 import { build } from '../support/build.ts';
-import { completion, contentChunk, sendJson, sleep, startFakeUpstream, startSse } from '../support/fake-upstream.ts';
+import { completion, contentChunk, sendChunks, sendJson, sleep, startFakeUpstream, startSse } from '../support/fake-upstream.ts';
 import { loadScaled } from '../support/load-scaled.ts';
 
 test('on a reused upstream connection the request headers are written before the run is opened, for buffered and streamed calls', async (t) => {
@@ -109,4 +109,29 @@ test('a run that cannot be opened fails its call with a 500 and releases the ups
     }
   }
   assert.equal(upstream.requests.length, 2);
+});
+
+test('a run that cannot be opened releases an upstream stream that already came whole, unread, and svc serves on', async (t) => {
+  // The whole stream arrives before svc releases it: undici fails a body closed unread then with an error event.
+  const upstream = await startFakeUpstream(t, (_request, res) => sendChunks(res, [contentChunk('whole'), { ...contentChunk(''), choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }]));
+  const { app, services } = await build(t, { env: { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl } });
+  const address = await app.listen({ port: 0, host: '127.0.0.1' });
+  const start = services.ledger.start;
+  services.ledger.start = () => {
+    throw new Error('the ledger cannot record (a test double)');
+  };
+  const ask = (content: string) =>
+    fetch(`${address}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer sk-local-dev', 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content }], stream: true }),
+    });
+  const refused = await ask('unrecordable');
+  assert.equal(refused.status, 500, await refused.text());
+  // Past the turn undici fails the released body in, and the one after.
+  await sleep(50);
+  services.ledger.start = start;
+  const answered = await ask('recorded again');
+  assert.equal(answered.status, 200);
+  assert.match(await answered.text(), /whole/);
 });

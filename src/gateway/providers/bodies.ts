@@ -84,8 +84,9 @@ export function tooLargeMessage(what: string, maxBytes: number): string {
 }
 
 /**
- * Close a body nobody will read, releasing its connection. undici fails a body destroyed before its end with an
- * AbortError event of its own, which with no reader there is an uncaught exception: it is taken here.
+ * Close a body nobody will read, releasing its connection. undici fails a body destroyed before its end was read with
+ * an AbortError event of its own (once the body has come whole, or is closed in the turn it came), which with no
+ * reader there is an uncaught exception, the end of svc's process: it is taken here.
  */
 export function discardBody(body: Body): void {
   if (body.destroyed) return;

@@ -10,7 +10,7 @@ import type { Dispatcher } from 'undici';
 import { classifyErrorEvent, classifyThrown, redactSecrets, upstreamMessage } from './errors.ts';
 import { ProviderError, type UpstreamEvents, type Wire } from './types.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../core/json-depth.ts';
-import { MAX_ERROR_BODY_BYTES, readLimited, tooLargeMessage } from './bodies.ts';
+import { discardBody, MAX_ERROR_BODY_BYTES, readLimited, tooLargeMessage } from './bodies.ts';
 
 /** An event type that fits on an SSE `event:` line as the name it is: 1-128 letters, digits, `_`, `.`, `-`. */
 const EVENT_NAME = /^[\w.-]{1,128}$/;
@@ -110,12 +110,15 @@ export class SseFeed {
   }
 }
 
-/** `events`, read from the upstream `body`, with a `release` that closes the body whether or not they were read. */
+/**
+ * `events`, read from the upstream `body`, with a `release` that closes the body whether or not they were read (unread,
+ * through discardBody: undici fails a body closed unread after it came whole with an error event no reader takes).
+ */
 export function releasable<T>(body: Dispatcher.ResponseData['body'], events: AsyncGenerator<T>): UpstreamEvents<T> {
   return {
     [Symbol.asyncIterator]: () => events,
     release() {
-      if (!body.destroyed) body.destroy();
+      discardBody(body);
     },
   };
 }
