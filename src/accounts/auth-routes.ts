@@ -8,7 +8,7 @@ import { noQuery } from '../core/query-parameters.ts';
 import { nameSchema } from '../core/text.ts';
 import { authOf, clientAddress } from '../http/surface.ts';
 import { noBody } from '../http/write-inputs.ts';
-import { clearSessionCookie, cookieOf, SESSION_COOKIE, setSessionCookie } from '../http/session-cookie.ts';
+import { clearSessionCookie, cookieValuesOf, SESSION_COOKIE, setSessionCookie } from '../http/session-cookie.ts';
 import type { LimitsService } from '../limits/service.ts';
 import { emailField } from './email-address.ts';
 import { RESET_REQUESTED_MESSAGE, type SignupService } from './signup-service.ts';
@@ -38,7 +38,7 @@ export function authRoutes(deps: { sessions: SessionsService; signup: SignupServ
 
     app.post('/auth/logout', { config: { access: 'public' } }, async (request, reply) => {
       noBody.parse(request.body);
-      await sessions.logout(cookieOf(request, SESSION_COOKIE));
+      await sessions.logout(cookieValuesOf(request, SESSION_COOKIE));
       clearSessionCookie(request, reply);
       return { ok: true };
     });

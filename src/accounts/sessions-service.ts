@@ -124,7 +124,8 @@ export interface SessionsService {
   /** The identity of a session token, or null (unknown, expired, user gone). */
   resolve(token: string): Promise<AuthContext | null>;
   login(credentials: { email: string; password: string }, client: { address: string }): Promise<{ me: Me; token: string }>;
-  logout(token: string | undefined): Promise<void>;
+  /** End the sessions these tokens name (every `svc_session` cookie the request carries); unknown ones are skipped. */
+  logout(tokens: readonly string[]): Promise<void>;
   me(auth: AuthContext): Promise<Me>;
   /** Change the caller's password; every other session ends and the caller's is rotated to a new token. */
   changePassword(auth: AuthContext, change: { current: string; next: string }): Promise<{ me: Me; token: string }>;
@@ -219,10 +220,15 @@ export function createSessionsService(deps: AccountsDeps): SessionsService {
       return { me: describe(user, first), token: issued.token };
     },
 
-    async logout(token) {
-      if (!token || !isTokenShaped(token)) return;
-      const found = await repo.findSession(sha256Hex(token));
-      if (found) await repo.deleteSession(found.session.id);
+    // Every session named, whoever's: a request carrying a second `svc_session` (one a sibling subdomain set for the
+    // parent domain: cookie tossing) is authenticated by neither, yet the one svc set is the user's and must end when
+    // they sign out; ending the other gives nothing to whoever planted it, as holding a token is enough to end it.
+    async logout(tokens) {
+      for (const token of new Set(tokens)) {
+        if (!isTokenShaped(token)) continue;
+        const found = await repo.findSession(sha256Hex(token));
+        if (found) await repo.deleteSession(found.session.id);
+      }
     },
 
     async me(auth) {

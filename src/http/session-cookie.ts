@@ -36,6 +36,26 @@ export function clearSessionCookie(request: FastifyRequest, reply: FastifyReply)
   reply.header('set-cookie', `${SESSION_COOKIE}=; ${attributes(request, 0)}`);
 }
 
+/** The raw values of every cookie of the request with this name, in the order sent. */
+function rawValuesOf(request: FastifyRequest, name: string): string[] {
+  const raw = request.headers.cookie;
+  if (!raw) return [];
+  const values: string[] = [];
+  for (const part of raw.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) values.push(part.slice(eq + 1).trim());
+  }
+  return values;
+}
+
+function decoded(value: string): string | undefined {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return undefined; // malformed percent-encoding: no usable cookie
+  }
+}
+
 /**
  * The value of one cookie of the request, if it is present once. A name present twice is none: svc sets its cookie
  * for its own host and path `/` only, so a second one comes from elsewhere, such as a sibling subdomain setting it for
@@ -43,20 +63,14 @@ export function clearSessionCookie(request: FastifyRequest, reply: FastifyReply)
  * attacker's session).
  */
 export function cookieOf(request: FastifyRequest, name: string): string | undefined {
-  const raw = request.headers.cookie;
-  if (!raw) return undefined;
-  let found: string | undefined;
-  for (const part of raw.split(';')) {
-    const eq = part.indexOf('=');
-    if (eq > 0 && part.slice(0, eq).trim() === name) {
-      if (found !== undefined) return undefined;
-      found = part.slice(eq + 1).trim();
-    }
-  }
-  if (found === undefined) return undefined;
-  try {
-    return decodeURIComponent(found);
-  } catch {
-    return undefined; // malformed percent-encoding: no usable cookie
-  }
+  const values = rawValuesOf(request, name);
+  return values.length === 1 ? decoded(values[0]!) : undefined;
+}
+
+/**
+ * Every value of a cookie the request carries, however many times: for logout, which ends whatever sessions they
+ * name (a request carrying `svc_session` twice is authenticated by neither, but its sender holds both).
+ */
+export function cookieValuesOf(request: FastifyRequest, name: string): string[] {
+  return rawValuesOf(request, name).flatMap((value) => decoded(value) ?? []);
 }
