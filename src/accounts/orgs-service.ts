@@ -203,7 +203,9 @@ export function createOrgsService(deps: OrgsDeps): OrgsService {
         auth.tenantId,
         userId,
         role,
-        authorityChange(deps, audit.staged(auth, 'org.member_role', { target: userId, details: { role } })),
+        // `from` as the write found it, as `user.update` and `org.rename` name what they replaced: of two changes at
+        // once, the second row names the first one's role.
+        (from) => authorityChange(deps, audit.staged(auth, 'org.member_role', { target: userId, details: { from, role } })),
       );
       if (outcome === 'not_member') throw notFound('Member');
       if (outcome === 'last_owner') throw new AppError('last_owner', { message: 'The organization would be left without an owner.' });

@@ -457,9 +457,15 @@ export interface AccountsRepository {
   members(tenantId: string): Promise<Member[]>;
   /**
    * Change a member's role; refuses to demote the last owner. A demoted inviter's invitations lapse (`AuthorityChange`).
-   * The role the member has (read in this write) is no change: nothing is written and `change` does not run.
+   * The role the member has (read in this write) is no change: nothing is written and `change` does not run; else it
+   * is given the role replaced, as this write found it.
    */
-  setMemberRole(tenantId: string, userId: string, role: OrgRole, change: AuthorityChange): Promise<'changed' | 'unchanged' | 'not_member' | 'last_owner'>;
+  setMemberRole(
+    tenantId: string,
+    userId: string,
+    role: OrgRole,
+    change: (from: OrgRole) => AuthorityChange,
+  ): Promise<'changed' | 'unchanged' | 'not_member' | 'last_owner'>;
   /**
    * Remove a membership and end every session of the user, unless they are the last owner. Their invitations lapse
    * (`AuthorityChange`).
@@ -717,7 +723,7 @@ export function createAccountsRepository(store: Store): AccountsRepository {
         if (current === role) return 'unchanged';
         if (current === 'owner' && otherOwners(sql, tenantId, userId) === 0) return 'last_owner';
         sql.run('UPDATE org_members SET role = ? WHERE tenant_id = ? AND user_id = ?', [role, tenantId, userId]);
-        afterAuthorityChange(sql, userId, change);
+        afterAuthorityChange(sql, userId, change(current));
         return 'changed';
       }),
 

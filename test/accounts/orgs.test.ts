@@ -398,7 +398,7 @@ test('an organization created for a user being deleted at the same moment: creat
   }
 });
 
-test('a member role change to the role the member has changes nothing and records no org.member_role row', async (t) => {
+test('a member role change records the role it replaced; to the role the member has it changes nothing and records no org.member_role row', async (t) => {
   const { app, admin, services } = await buildWithAdmin(t);
   const { id } = await makeUser(app, { email: 'same-role@example.test', orgRole: 'admin' });
   const roleRows = () =>
@@ -407,7 +407,15 @@ test('a member role change to the role the member has changes nothing and record
   assert.equal(same.statusCode, 200, same.body);
   assert.equal((await roleRows()).length, 0);
   assert.equal((await admin.patch(`/api/v1/orgs/active/members/${id}`, { role: 'member' })).statusCode, 200);
-  assert.deepEqual((await roleRows()).map((row) => JSON.parse(row.details_json)), [{ role: 'member' }]);
+  assert.equal((await admin.patch(`/api/v1/orgs/active/members/${id}`, { role: 'owner' })).statusCode, 200);
+  // The role replaced beside the new one: a demotion reads apart from a promotion.
+  assert.deepEqual(
+    (await roleRows()).map((row) => JSON.parse(row.details_json)),
+    [
+      { from: 'admin', role: 'member' },
+      { from: 'member', role: 'owner' },
+    ],
+  );
 });
 
 test('a switch by a user whose deletion commits once the session was found answers 401, as after the deletion, not 403', async (t) => {
