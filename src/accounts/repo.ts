@@ -416,9 +416,9 @@ export interface AccountsRepository {
     change?: (changed: UserChange) => AuthorityChange,
   ): Promise<User | null>;
   /**
-   * The user's invitations still pending lapse with them (`AuthorityChange`). `stillReached`, when given, is called
-   * inside the write with the user and memberships as they are then, and throws (deleting nothing) when the caller may
-   * no longer act on the user.
+   * The user's invitations still pending lapse with them (`AuthorityChange`, whose `also` runs before the row and its
+   * memberships are deleted). `stillReached`, when given, is called inside the write with the user and memberships as
+   * they are then, and throws (deleting nothing) when the caller may no longer act on the user.
    */
   deleteUser(id: string, change: AuthorityChange, stillReached?: (user: User, memberships: Membership[]) => void): Promise<DeleteUserOutcome>;
   /**
@@ -663,10 +663,12 @@ export function createAccountsRepository(store: Store): AccountsRepository {
         stillReached?.(user, membershipsOf(sql, id));
         const sole = soleOwnerships(sql, id);
         if (sole.length) return { lastOwnerOf: sole };
+        // The change's rows first, while the memberships that say which organizations' logs take them are there.
+        change.also?.(sql);
         // Sessions, memberships and tokens go with the row (ON DELETE CASCADE); invitations keep naming the user. The
         // row's address and password hash are overwritten in the file (`erasing`), not left in its free space.
         erasing(sql, () => sql.run('DELETE FROM users WHERE id = ?', [id]));
-        afterAuthorityChange(sql, id, change);
+        revokeLapsedInvitesOf(sql, { userId: id }, change.now, change.lapsed);
         return 'deleted';
       }),
 

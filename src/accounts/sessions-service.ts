@@ -106,7 +106,7 @@ export async function describeIn(repo: AccountsRepository, user: User, tenantId:
  * organization the user belongs to, so each organization's admins see what happened to their member
  * (docs/accounts.md); as a step of the write that makes the change, so the rows commit with it, come before what the
  * change causes in that write (the invitations that lapse with a platform role), and name the organizations of that
- * moment.
+ * moment. `except` is an organization already given its row.
  */
 export function stagedAccountEvent(
   deps: Pick<AccountsDeps, 'audit'>,
@@ -114,9 +114,12 @@ export function stagedAccountEvent(
   action: string,
   actor: Record<string, string>,
   details: Record<string, unknown> = {},
+  except?: string,
 ): AlsoStep {
   return (sql) => {
-    for (const tenantId of memberTenantIdsIn(sql, userId)) deps.audit.stagedAs(actor, tenantId, action, { target: userId, details })(sql);
+    for (const tenantId of memberTenantIdsIn(sql, userId)) {
+      if (tenantId !== except) deps.audit.stagedAs(actor, tenantId, action, { target: userId, details })(sql);
+    }
   };
 }
 

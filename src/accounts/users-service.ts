@@ -15,6 +15,7 @@ import { limitedCaller, requireAccountAdmin, requireMayGrant, requireReach } fro
 import { normalizePassword } from './passwords.ts';
 import { stagedAccountEvent, type AccountsDeps } from './sessions-service.ts';
 import type { UserChange } from './repo.ts';
+import type { AlsoStep } from '../store/sql.ts';
 import { normalizeEmail, type Membership, type OrgRole, type PlatformRole, type User } from './types.ts';
 
 export interface UserListing {
@@ -80,6 +81,21 @@ export function createUsersService(deps: AccountsDeps): UsersService {
       user,
       orgRole: memberships.find((m) => m.tenantId === auth.tenantId)?.role ?? null,
       memberships: auth.platformAdmin ? memberships : null,
+    };
+  }
+
+  /**
+   * The row of a change to user `id`, as a step of its write: in the caller's organization, and in each other one the
+   * user belongs to as the write finds them (only a platform admin reaches those), whose admins must see what was done
+   * to their member. A caller without an organization has no log of its own: the user's organizations only (none: no
+   * log could show it, and no audit row is without a tenant).
+   */
+  function stagedUserEvent(auth: AuthContext, id: string, action: string, details: Record<string, unknown>): AlsoStep {
+    const own = auth.tenantId === NO_ORGANIZATION ? null : audit.staged(auth, action, { target: id, details });
+    const theirs = stagedAccountEvent(deps, id, action, actorOf(auth), details, auth.tenantId);
+    return (sql) => {
+      own?.(sql);
+      theirs(sql);
     };
   }
 
@@ -173,19 +189,13 @@ export function createUsersService(deps: AccountsDeps): UsersService {
         ...(changed.name !== undefined ? { name: changed.name } : {}),
         ...(changed.role !== undefined ? { from: changed.fromRole, role: changed.role } : {}),
       });
-      // In the caller's organization; a caller without one (an account route) has no log of its own, so the change is
-      // recorded as an account event in each organization of the user changed (none: no log could show it). Either
-      // way in the write, first: a platform role taken away takes the invitations it granted with it, in the write,
-      // and their revocations must read after their cause.
-      const ownRow = (changed: UserChange) =>
-        auth.tenantId === NO_ORGANIZATION
-          ? stagedAccountEvent(deps, id, 'user.update', actorOf(auth), detailsOf(changed))
-          : audit.staged(auth, 'user.update', { target: id, details: detailsOf(changed) });
+      // In the write, first: a platform role taken away takes the invitations it granted with it, in the write, and
+      // their revocations must read after their cause.
       const updated = await repo.updateUser(
         id,
         { ...(name !== undefined ? { name } : {}), ...(patch.role !== undefined ? { role: patch.role } : {}) },
         clock.now(),
-        (changed) => authorityChange(deps, ownRow(changed)),
+        (changed) => authorityChange(deps, stagedUserEvent(auth, id, 'user.update', detailsOf(changed))),
       );
       if (!updated) throw notFound('User');
       return listing(auth, updated);
@@ -198,7 +208,7 @@ export function createUsersService(deps: AccountsDeps): UsersService {
       requireReach(auth, user, memberships);
       // Checked again in the write: the user may have joined another organization since (as for a reset, below).
       const stillReached = (current: User, now: Membership[]) => requireReach(auth, current, now);
-      const outcome = await repo.deleteUser(id, authorityChange(deps, audit.staged(auth, 'user.delete', { target: id, details: { email: user.email } })), stillReached);
+      const outcome = await repo.deleteUser(id, authorityChange(deps, stagedUserEvent(auth, id, 'user.delete', { email: user.email })), stillReached);
       if (outcome === 'not_found') throw notFound('User');
       if (outcome !== 'deleted') {
         throw new AppError('last_owner', {
@@ -218,7 +228,7 @@ export function createUsersService(deps: AccountsDeps): UsersService {
       // (accepting an invitation) or become a platform admin, and the caller would hold the password of a user it no
       // longer reaches.
       const stillReached = (user: User, memberships: Membership[]) => requireReach(auth, user, memberships);
-      const also = audit.staged(auth, 'user.reset_password', { target: id, details: { email: user.email } });
+      const also = stagedUserEvent(auth, id, 'user.reset_password', { email: user.email });
       // The row goes into the caller's organization, which may have been deleted while the password was hashed.
       const outcome = await repo.setPassword(id, { hash, mustChangePassword: true, now: clock.now(), stillReached, also, auditedIn: auth.tenantId });
       if (outcome === 'no_organization') throw notFound('Organization');

@@ -377,3 +377,42 @@ test('user.update rows: a patch that changes nothing records nothing; of two ide
   await patch({ name: 'Renamed', role: 'admin' });
   assert.deepEqual((await rows()).at(-1), { name: 'Renamed' }, 'only what changed');
 });
+
+test("a platform admin's changes to a member of another organization are in that organization's log too, and both chains verify", async (t) => {
+  const { app, admin: root } = await buildWithAdmin(t);
+  const { browser: ada } = await makeUser(app, { email: 'ada@example.test' });
+  const acme = await newOrg(app, 'Acme', 'ada@example.test');
+  const { id: bobId } = await makeUser(app, { email: 'bob@example.test', orgId: acme });
+  assert.equal((await ada.post('/api/v1/orgs/switch', { orgId: acme })).statusCode, 200);
+
+  // Root acts from the default organization, of which Bob is no member.
+  assert.equal((await root.post(`/api/v1/users/${bobId}/reset-password`)).statusCode, 200);
+  assert.equal((await root.patch(`/api/v1/users/${bobId}`, { role: 'admin' })).statusCode, 200);
+  assert.equal((await root.patch(`/api/v1/users/${bobId}`, { role: 'member', name: 'Robert' })).statusCode, 200);
+  assert.equal((await root.delete(`/api/v1/users/${bobId}`)).statusCode, 200);
+
+  const rootId = json(await root.get('/api/v1/auth/me')).user.id;
+  const aboutBob = async (browser: Browser) => {
+    const answer = json(await browser.get('/api/v1/audit?limit=500&verify=true'));
+    assert.equal(answer.integrity.ok, true);
+    return answer.events
+      .filter((event: { target: string | null }) => event.target === bobId)
+      .reverse()
+      .map((event: { action: string; actor: Record<string, string>; details: Record<string, unknown> }) => [event.action, event.actor.userId ?? event.actor.kind, event.details]);
+  };
+  const changes = [
+    ['user.reset_password', rootId, { email: 'bob@example.test' }],
+    ['user.update', rootId, { from: 'member', role: 'admin' }],
+    ['user.update', rootId, { name: 'Robert', from: 'admin', role: 'member' }],
+    ['user.delete', rootId, { email: 'bob@example.test' }],
+  ];
+  // Acme's log, which its owner reads: Bob's creation there (by the operator) and first password change, then what
+  // root did to him.
+  assert.deepEqual(await aboutBob(ada), [
+    ['user.create', 'bootstrap', { email: 'bob@example.test', role: 'member', orgRole: 'member' }],
+    ['user.password_change', bobId, {}],
+    ...changes,
+  ]);
+  // The caller's own log keeps them as before.
+  assert.deepEqual(await aboutBob(root), changes);
+});
