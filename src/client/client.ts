@@ -4,6 +4,7 @@
  */
 import { chatChunks, correlationOf, messagesChunks, received, SvcStreamError, type ChatChoice, type ChatStreamChunk, type MessagesStreamChunk, type MessagesToolUse, type RunCorrelation, type ToolCall, type Usage } from './streams.ts';
 import { holding, isChatCompletion, isMessage, isToolCacheLookup, type AnswerShape } from './answers.ts';
+import { notSvcAnswer } from './not-svc.ts';
 import { isErrorCode, quoted } from './server-text.ts';
 import { tracedTool, type ToolDefinition } from './tools.ts';
 import { httpTransport, readBody, untilBrokenOff, type RequestOptions, type Transport, type TransportResponse } from './transport.ts';
@@ -647,10 +648,16 @@ export class SvcClient {
     // The message names the call (SPEC 4.20), as a log line of the message alone must tell which call failed; the
     // code only when it says more than the status does.
     const named = `${method} ${path}: HTTP ${status}${code === `http_${status}` ? '' : ` ${code}`}`;
+    const notSvc = notSvcAnswer({ status, headers, body, text, enveloped: error !== undefined && error !== null });
     return new SvcApiError({
       status,
       code,
-      message: typeof error?.message === 'string' && error.message !== '' ? `${named}: ${quoted(error.message)}` : named,
+      message:
+        notSvc !== null
+          ? `${named}${notSvc}`
+          : typeof error?.message === 'string' && error.message !== ''
+            ? `${named}: ${quoted(error.message)}`
+            : named,
       method,
       path,
       body: text,

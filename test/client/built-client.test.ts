@@ -227,7 +227,7 @@ test("an error's message names the call and its status (SPEC 4.20), so a log of 
   // A proxy's page: no message of the server's to quote, and the code says nothing the status does not.
   const proxy = createSvcClient({ baseUrl: await foreignServer(t, (res) => res.writeHead(502, { 'content-type': 'text/html' }).end('<h1>Bad gateway</h1>')), env: {} });
   t.after(() => proxy.close());
-  await assert.rejects(proxy.keys.list(), (error: unknown) => error instanceof SvcApiError && error.message === 'GET /api/v1/keys: HTTP 502');
+  await assert.rejects(proxy.keys.list(), (error: unknown) => error instanceof SvcApiError && error.message === "GET /api/v1/keys: HTTP 502 with an HTML page, not svc's error: is it svc?");
   // svc's own error envelope: its code and message after the call.
   const { app } = await build(t);
   const svc = createSvcClient({ baseUrl: await app.listen({ port: 0, host: '127.0.0.1' }), env: {} });
