@@ -129,13 +129,25 @@ async function dataDirTransport(dataDir: string): Promise<{ transport: Transport
   }
 }
 
+/** The bearer token a command over `--url` sends: none, or where it comes from (cli/token-hint.ts names it, never its value). */
+export type TokenSource = 'none' | '--api-key' | 'SVC_API_KEY';
+
+/** Where the token of `--url` comes from, as connectWithKind picks it (only spaces is no token: transport.ts trims it). */
+function tokenSource(apiKeyFlag: string | undefined, env: NodeJS.ProcessEnv): TokenSource {
+  if (apiKeyFlag !== undefined) return '--api-key';
+  return env.SVC_API_KEY?.trim() ? 'SVC_API_KEY' : 'none';
+}
+
 /** A client connected the way DESIGN.md section 4 says; close it when done (`withClient` does). */
 export async function connect(options: ConnectionOptions): Promise<SvcClient> {
   return (await connectWithKind(options)).client;
 }
 
-/** `connect`, also saying which way it went (the runs TUI live-updates only when another process owns the data). */
-export async function connectWithKind(options: ConnectionOptions): Promise<{ client: SvcClient; kind: ConnectionKind }> {
+/**
+ * `connect`, also saying which way it went (the runs TUI live-updates only when another process owns the data) and,
+ * over `--url`, where the token it sends comes from (null for the local operator, who sends none).
+ */
+export async function connectWithKind(options: ConnectionOptions): Promise<{ client: SvcClient; kind: ConnectionKind; token: TokenSource | null }> {
   const { env } = currentRun();
   const url = options.url ?? env.SVC_BASE_URL;
   if (url) {
@@ -146,7 +158,7 @@ export async function connectWithKind(options: ConnectionOptions): Promise<{ cli
       throw new UsageError(`${options.url ? '--url' : 'SVC_BASE_URL'} ${(error as Error).message} (got "${shownUrl(url)}")`);
     }
     const { SvcClient, httpTransport } = await loadClient();
-    return { client: new SvcClient(httpTransport(url, options.apiKey ?? env.SVC_API_KEY ?? null)), kind: 'http' };
+    return { client: new SvcClient(httpTransport(url, options.apiKey ?? env.SVC_API_KEY ?? null)), kind: 'http', token: tokenSource(options.apiKey, env) };
   }
   // SVC_API_KEY alone is fine (it is also serve's bootstrap token); an explicit --api-key with nowhere to send it is not.
   if (options.apiKey !== undefined) throw new UsageError('--api-key needs --url (or SVC_BASE_URL); the data directory needs no key');
@@ -155,14 +167,19 @@ export async function connectWithKind(options: ConnectionOptions): Promise<{ cli
   if (!dataDir) throw new UsageError('no data directory: pass --data-dir or set SVC_DATA_DIR');
   const { transport, kind } = await dataDirTransport(dataDir);
   const { SvcClient } = await loadClient();
-  return { client: new SvcClient(transport), kind };
+  return { client: new SvcClient(transport), kind, token: null };
 }
 
 /** Run `fn` with a connected client and always close it. */
 export async function withClient<T>(options: ConnectionOptions, fn: (client: SvcClient) => Promise<T>): Promise<T> {
-  const client = await connect(options);
+  const { client, token } = await connectWithKind(options);
   try {
     return await fn(client);
+  } catch (error) {
+    if (token === null) throw error;
+    // Loaded with the client, which connecting loaded already.
+    const { withTokenHint } = await import('./token-hint.ts');
+    throw withTokenHint(error, token);
   } finally {
     await client.close();
   }
