@@ -12,6 +12,7 @@ import { openStore, type Store } from '../../src/store/store.ts';
 import { generateRuns } from '../bench/store.ts';
 import { build, json } from '../support/build.ts';
 import { tempDir } from '../support/process.ts';
+import { runStart } from '../support/run-outcome.ts';
 
 const RUNS = 200; // every share of the generator's spread (it repeats every 100 runs), twice
 
@@ -43,10 +44,9 @@ async function throughTheLedger(runs: RunRow[], attempts: AttemptRow[], dataDir:
   const repo = createRunsRepository(store);
   const ledger = createLedger({ repo, clock: systemClock });
   for (const row of runs) {
-    const run = ledger.start({
-      tenantId: 'default', appId: row.app_id, agent: row.agent, subject: row.subject, keyId: null, mode: 'optimize', wire: 'chat_completions',
-      model: row.model, stream: false, requestId: null, startedAt: row.created_at, fingerprint: row.fingerprint,
-    });
+    const run = ledger.start(
+      runStart({ appId: row.app_id, agent: row.agent, subject: row.subject, model: row.model, startedAt: row.created_at, fingerprint: row.fingerprint }),
+    );
     for (const a of attempts.filter((attempt) => attempt.run_id === row.id)) {
       run.attempt({ provider: a.provider, model: a.model, outcome: a.outcome, errorKind: a.error_kind, upstreamStatus: a.upstream_status,
         promptTokens: a.prompt_tokens, completionTokens: a.completion_tokens, costUsd: a.cost_usd, latencyMs: a.latency_ms });

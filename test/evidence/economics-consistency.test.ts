@@ -7,6 +7,7 @@ import test from 'node:test';
 import { ADMIN, BOOT, buildWithAdmin, operator } from '../support/accounts.ts';
 import { bearer, json } from '../support/build.ts';
 import { completion, contentChunk, sendChunks, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
+import { runStart } from '../support/run-outcome.ts';
 
 const close = (a: number, b: number, what: string) => assert.ok(Math.abs(a - b) < 1e-9, `${what}: ${a} vs ${b}`);
 
@@ -59,7 +60,7 @@ test('savings, usage, attribution and every run economics agree over live, cache
     ],
     other: [await ask(other, 'gpt-4o-mini', 'q1', 200), await ask(other, 'gpt-4o-mini', 'q1', 200)],
   };
-  const start = { tenantId: 'default', appId: 'shop', agent: null, subject: null, keyId: null, mode: 'optimize' as const, wire: 'chat_completions', model: 'gpt-4o-mini', stream: false, requestId: null };
+  const start = runStart({ appId: 'shop' });
   services.ledger.start(start); // in flight
   const blocked = services.ledger.start(start);
   blocked.finish({

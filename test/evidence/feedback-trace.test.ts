@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 import { flattenMetrics } from '../../src/evidence/feedback-rules.ts';
 import { bearer, build, json, newChatRun } from '../support/build.ts';
-import { completedOutcome } from '../support/run-outcome.ts';
+import { completedOutcome, runStart } from '../support/run-outcome.ts';
 import { overriding } from '../support/counting-store.ts';
 import type { Store } from '../../src/store/store.ts';
 
@@ -186,7 +186,7 @@ test('trace: names and idempotency keys are stored trimmed, as validated, so a l
 
 test('trace into a run whose request is still writing it goes through its recorder: one unbroken chain', async (t) => {
   const { services, post, get } = await setup(t);
-  const recorder = services.ledger.start({ tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'gpt-4o-mini', stream: true, requestId: null });
+  const recorder = services.ledger.start(runStart({ stream: true }));
   const appended = await post('/api/v1/trace', { runId: recorder.id, type: 'tool.called', payload: { name: 'x', args: {}, sideEffectLevel: 0 } });
   assert.equal(appended.status, 201);
   recorder.event('provider.attempt', { provider: 'mock' });
@@ -276,7 +276,7 @@ test("trace: a run's client payloads are bounded (16 MiB), on a committed run an
   assert.equal((await post('/api/v1/trace', { runId, type: 'tool.completed', payload: { name: 'x', result: 1 } })).status, 201);
 
   // The same budget while the run's request is still writing it (its recorder appends).
-  const recorder = services.ledger.start({ tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'gpt-4o-mini', stream: true, requestId: null });
+  const recorder = services.ledger.start(runStart({ stream: true }));
   for (let i = 0; i < fits; i++) assert.equal((await post('/api/v1/trace', { runId: recorder.id, type: 'tool.completed', payload: big })).status, 201);
   assert.equal((await post('/api/v1/trace', { runId: recorder.id, type: 'tool.completed', payload: big })).status, 409);
 });
@@ -328,7 +328,7 @@ test('trace: an append whose run\'s request finishes while its bytes are counted
     return { status: response.statusCode, body: json(response) };
   };
   const get = async (url: string) => json(await app.inject({ url, headers: admin }));
-  const recorder = services.ledger.start({ tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'gpt-4o-mini', stream: true, requestId: null });
+  const recorder = services.ledger.start(runStart({ stream: true }));
   await services.store.flush();
 
   let release!: () => void;
@@ -360,7 +360,7 @@ test('trace: an append whose run\'s request finishes while its bytes are counted
 test("trace: concurrent appends to a run its request is still writing take the trace no further than its 10,000 events", async (t) => {
   const { services, app, get } = await setup(t);
   const { RUN_TRACE_MAX_EVENTS } = await import('../../src/evidence/sdk-events.ts');
-  const recorder = services.ledger.start({ tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'gpt-4o-mini', stream: true, requestId: null });
+  const recorder = services.ledger.start(runStart({ stream: true }));
   // The request's own events leave room for two more.
   for (let seq = 2; seq <= RUN_TRACE_MAX_EVENTS - 2; seq++) recorder.event('provider.chunk', { seq });
   await services.store.flush();
@@ -409,7 +409,7 @@ test('trace: a retried keyed append is acknowledged with the first event and rec
 
 test('trace: keyed appends to a run whose request is still writing it are recorded once too', async (t) => {
   const { services, post, get } = await setup(t);
-  const recorder = services.ledger.start({ tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'gpt-4o-mini', stream: true, requestId: null });
+  const recorder = services.ledger.start(runStart({ stream: true }));
   const planned = { runId: recorder.id, type: 'side_effect.planned', payload: { toolName: 'send', level: 3, payload: {}, idempotencyKey: 'k-1' } };
   const answers = await Promise.all(Array.from({ length: 4 }, () => post('/api/v1/trace', planned)));
   assert.deepEqual(answers.map((a) => a.status).sort(), [200, 200, 200, 201]);

@@ -7,6 +7,7 @@ import test from 'node:test';
 import { startFakeUpstream } from '../support/fake-upstream.ts';
 import { loadScaled } from '../support/load-scaled.ts';
 import { ensureBundle, startServe, tempDir } from '../support/process.ts';
+import { runStart } from '../support/run-outcome.ts';
 import { build, json } from '../support/build.ts';
 
 const ask = (address: string, content: string) =>
@@ -75,7 +76,7 @@ test('runs in flight when svc is killed are finished as failed (interrupted) at 
 test('an interrupted run keeps what its committed attempts spent: its cost, tokens, economics and the rollups agree', async (t) => {
   const { app, services } = await build(t);
   // A process stopped after an upstream answered (its attempt committed) and before the run was finished.
-  const run = services.ledger.start({ tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'gpt-4o-mini', stream: false, requestId: null });
+  const run = services.ledger.start(runStart());
   run.attempt({ provider: 'chatcomp', model: 'gpt-4o-mini', outcome: 'success', errorKind: null, upstreamStatus: null, promptTokens: 1000, completionTokens: 500, costUsd: 0.00045, latencyMs: 12 });
   await services.store.flush();
   assert.equal(await services.interruptedRuns.finish(await services.interruptedRuns.find()), 1);

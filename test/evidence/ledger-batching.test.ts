@@ -8,6 +8,7 @@ import { createRunsRepository } from '../../src/evidence/repo.ts';
 import { openStore } from '../../src/store/store.ts';
 import { build, json } from '../support/build.ts';
 import { tempDir } from '../support/process.ts';
+import { runStart } from '../support/run-outcome.ts';
 
 const explanation = {
   route: 'live' as const,
@@ -32,7 +33,7 @@ function ledgerOn(t: TestContext, dataDir: string | null) {
 }
 
 function startRun(ledger: ReturnType<typeof createLedger>, app: string) {
-  return ledger.start({ tenantId: 'default', appId: app, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'm', stream: false, requestId: null });
+  return ledger.start(runStart({ appId: app, model: 'm' }));
 }
 
 test('runs started and finished within one commit are stored in their final state, chains intact, rollups exact', async (t) => {

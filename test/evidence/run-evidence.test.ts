@@ -4,6 +4,7 @@ import test from 'node:test';
 import { bearer, build, json } from '../support/build.ts';
 import { overriding } from '../support/counting-store.ts';
 import { sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
+import { completedOutcome, runStart } from '../support/run-outcome.ts';
 import { costOf } from '../../src/gateway/pricing.ts';
 import type { Sql, SqlParams } from '../../src/store/sql.ts';
 import type { Store } from '../../src/store/store.ts';
@@ -194,7 +195,7 @@ test("a receipt is the run's last chorus.receipt event, read alone: not the run'
   });
   const wrapStore = (inner: Store): Store => overriding(inner, { read: (store) => (fn) => store.read((sql) => fn(counted(sql))) });
   const { services, app } = await build(t, { env: { SVC_API_KEY: BOOT }, wrapStore });
-  const recorder = services.ledger.start({ tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'gpt-4o-mini', stream: false, requestId: null });
+  const recorder = services.ledger.start(runStart());
   recorder.event('chorus.receipt', { verdict: 'first' });
   const last = recorder.event('chorus.receipt', { verdict: 'second' });
   for (let i = 0; i < 500; i++) recorder.event('tool.completed', { name: 'x', result: 'r'.repeat(1000) });
@@ -209,9 +210,8 @@ test("a receipt is the run's last chorus.receipt event, read alone: not the run'
 
 test("a receipt is answered only as its run's chain hashed it: one edited in the data file is refused, one stored past the run's recorded events is not the run's", async (t) => {
   const { services, app } = await build(t, { env: { SVC_API_KEY: BOOT } });
-  const { completedOutcome } = await import('../support/run-outcome.ts');
   const receiptRun = async () => {
-    const recorder = services.ledger.start({ tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'gpt-4o-mini', stream: false, requestId: null });
+    const recorder = services.ledger.start(runStart());
     const event = recorder.event('chorus.receipt', { answerHash: 'a'.repeat(64), verdict: 'supported' });
     recorder.finish(completedOutcome());
     await services.store.flush();

@@ -14,6 +14,7 @@ import type { SqlValue } from '../../src/store/sql.ts';
 import { build, json, type Built } from '../support/build.ts';
 import { completion, contentChunk, sendChunks, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
 import { loadScaled } from '../support/load-scaled.ts';
+import { completedOutcome, runStart } from '../support/run-outcome.ts';
 
 let counter = 0;
 
@@ -167,7 +168,7 @@ test('a run still running verifies as it stands; once finished its row is held t
 test('a run finished at start-up as interrupted verifies; an edit of its recorded outcome is reported at its run.failed event', async (t: TestContext) => {
   const built = await build(t);
   const { ledger, interruptedRuns, store } = built.services;
-  const start = { tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'gpt-4o-mini', stream: false, requestId: null } as const;
+  const start = runStart();
   // Runs opened and never finished, as a killed process leaves them.
   const ids = [ledger.start(start).id, ledger.start(start).id, ledger.start(start).id];
   await store.flush();
@@ -318,10 +319,10 @@ test("a trace at its limits is verified (and read for the evidence packet) a pag
   const { RUN_TRACE_MAX_EVENTS, RUN_CLIENT_TRACE_MAX_BYTES } = await import('../../src/evidence/sdk-events.ts');
   const built = await build(t);
   const { ledger, store } = built.services;
-  const recorder = ledger.start({ tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'gpt-4o-mini', stream: false, requestId: null });
+  const recorder = ledger.start(runStart());
   const filler = 'r'.repeat(Math.floor(RUN_CLIENT_TRACE_MAX_BYTES / RUN_TRACE_MAX_EVENTS) - 40);
   for (let seq = 2; seq < RUN_TRACE_MAX_EVENTS; seq++) recorder.event('tool.completed', { name: 'x', result: filler });
-  recorder.finish({ ...(await import('../support/run-outcome.ts')).completedOutcome() });
+  recorder.finish(completedOutcome());
   await store.flush();
 
   // Turns of the event loop taken while integrity runs: none while a trace is read and hashed whole.

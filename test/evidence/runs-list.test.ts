@@ -10,7 +10,7 @@ import { RUN_MODEL_MAX_LENGTH } from '../../src/evidence/types.ts';
 import type { Services } from '../../src/services.ts';
 import type { Store } from '../../src/store/store.ts';
 import { bearer, build, json } from '../support/build.ts';
-import { completedOutcome } from '../support/run-outcome.ts';
+import { completedOutcome, runStart } from '../support/run-outcome.ts';
 import { recording, type Read } from '../support/counting-store.ts';
 
 const DAY = 86_400_000;
@@ -63,19 +63,7 @@ function seeds(): Seed[] {
 
 async function seed(services: Services): Promise<void> {
   for (const run of seeds()) {
-    const recorder = services.ledger.start({
-      tenantId: 'default',
-      appId: run.app,
-      agent: null,
-      subject: null,
-      keyId: null,
-      mode: 'optimize',
-      wire: 'chat_completions',
-      model: run.model,
-      stream: false,
-      requestId: null,
-      startedAt: run.at,
-    });
+    const recorder = services.ledger.start(runStart({ appId: run.app, model: run.model, startedAt: run.at }));
     if (run.outcome) recorder.finish({ ...completedOutcome(run.model), ...run.outcome, provider: run.provider, costUsd: 0.001 });
   }
   await services.store.flush();

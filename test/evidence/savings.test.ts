@@ -4,6 +4,7 @@ import test from 'node:test';
 import { MovableClock } from '../support/accounts.ts';
 import { bearer, build, json } from '../support/build.ts';
 import { completion, contentChunk, embeddingsAnswer, sendChunks, sendJson, startFakeUpstream } from '../support/fake-upstream.ts';
+import { runStart } from '../support/run-outcome.ts';
 
 const BOOT = 'bootstrap-token-savings-tests-00001';
 const admin = bearer(BOOT);
@@ -43,7 +44,7 @@ const finishOutcome = (route: string, status: string) =>
 
 test('savings: every counter follows the counting rules', async (t) => {
   const { app, services, chat, get } = await setup(t);
-  const start = { tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize' as const, wire: 'chat_completions', model: 'gpt-4o-mini', stream: false, requestId: null };
+  const start = runStart();
 
   assert.equal((await chat('the same question')).headers['x-svc-route'], 'live');
   assert.equal((await chat('the same question')).headers['x-svc-route'], 'exact_cache');
@@ -334,7 +335,7 @@ test('a failed observe-mode run is credited no ghost savings: /savings, /usage, 
 
 test('runs in flight count in the windows they were created in: not in a window before them, nor in this month\'s usage when started last month', async (t) => {
   const { services, get } = await setup(t);
-  const start = { tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize' as const, wire: 'chat_completions', model: 'gpt-4o-mini', stream: false, requestId: null };
+  const start = runStart();
   const now = Date.now();
   const monthStart = Date.UTC(new Date(now).getUTCFullYear(), new Date(now).getUTCMonth(), 1);
   services.ledger.start(start); // in flight, started now

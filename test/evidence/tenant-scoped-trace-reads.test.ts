@@ -8,14 +8,14 @@ import { systemClock } from '../../src/core/clock.ts';
 import { createLedger } from '../../src/evidence/ledger.ts';
 import { createRunsRepository } from '../../src/evidence/repo.ts';
 import { openStore } from '../../src/store/store.ts';
-import { completedOutcome } from '../support/run-outcome.ts';
+import { completedOutcome, runStart } from '../support/run-outcome.ts';
 
 test("a run's events, attempts and keyed events are read in its tenant only", async (t) => {
   const store = openStore({ dataDir: null });
   t.after(() => store.close());
   const repo = createRunsRepository(store);
   const ledger = createLedger({ repo, clock: systemClock });
-  const run = ledger.start({ tenantId: 'default', appId: 'app-a', agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'm', stream: false, requestId: null });
+  const run = ledger.start(runStart({ appId: 'app-a', model: 'm' }));
   run.event('chorus.receipt', { idempotencyKey: 'k-1' });
   run.attempt({ provider: 'p', model: 'm', outcome: 'success', errorKind: null, upstreamStatus: null, promptTokens: 1, completionTokens: 1, costUsd: 0, latencyMs: 1 });
   run.finish(completedOutcome());

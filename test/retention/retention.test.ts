@@ -6,7 +6,7 @@ import { RETENTION_BATCH } from '../../src/retention/service.ts';
 import { createRunsRepository, PRUNE_EVENTS_PER_WRITE } from '../../src/evidence/repo.ts';
 import { createLedger } from '../../src/evidence/ledger.ts';
 import { openStore } from '../../src/store/store.ts';
-import { completedOutcome } from '../support/run-outcome.ts';
+import { completedOutcome, runStart } from '../support/run-outcome.ts';
 import { deletesPerWrite, overriding } from '../support/counting-store.ts';
 import type { Sql, SqlParams } from '../../src/store/sql.ts';
 import type { Store } from '../../src/store/store.ts';
@@ -26,7 +26,7 @@ test('retention prunes old runs, their trace events and attempts, and old cache 
   const old = (await ask('old question')).headers['x-svc-run-id'] as string;
   // Many old runs so the pass needs several batches.
   for (let i = 0; i < RETENTION_BATCH * 2 + 5; i++) {
-    const run = services.ledger.start({ tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'm', stream: false, requestId: null });
+    const run = services.ledger.start(runStart({ model: 'm' }));
     run.event('x', { i });
     run.finish(FINISHED);
   }
@@ -63,7 +63,7 @@ test('a pruned unpriced run leaves the count of unpriced runs of the rollup rows
   const day0 = Date.UTC(2026, 0, 1);
   let now = day0 + 1 * 3_600_000;
   const { app, services } = await build(t, { overrides: { clock: { now: () => now } } });
-  const start = { tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize' as const, wire: 'chat_completions', model: 'm', stream: false, requestId: null };
+  const start = runStart({ model: 'm' });
   services.ledger.start(start).finish({ ...FINISHED, priced: false });
   now = day0 + 13 * 3_600_000;
   services.ledger.start(start).finish(FINISHED);
@@ -111,7 +111,7 @@ test("pruned runs leave the model and provider rollups: the runs list by model o
   let now = Date.UTC(2026, 0, 1);
   const { app, services } = await build(t, { overrides: { clock: { now: () => now } } });
   const record = (model: string, provider: string | null, status: 'completed' | 'failed', route: 'live' | 'exact_cache') => {
-    const run = services.ledger.start({ tenantId: 'default', appId: route === 'live' ? 'shop' : null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model, stream: false, requestId: null });
+    const run = services.ledger.start(runStart({ appId: route === 'live' ? 'shop' : null, model }));
     run.finish({ ...completedOutcome(model), status, route, provider });
   };
   // The same models, providers, statuses and routes before and after the window: pruning must take exactly the old.
@@ -172,7 +172,7 @@ test('a retention pass seeks the expired finished runs through the status index,
   let now = Date.UTC(2026, 0, 1);
   const { services } = await build(t, { overrides: { clock: { now: () => now } }, wrapStore });
   const start = () =>
-    services.ledger.start({ tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'm', stream: false, requestId: null });
+    services.ledger.start(runStart({ model: 'm' }));
   // The oldest runs of the tenant are left running (as a crash leaves them, should start-up not finish them), then
   // expired runs of every finished status.
   const running = Array.from({ length: 5 }, () => start());
@@ -202,7 +202,7 @@ test('a run still running is left to finish: retention and a deleted organizatio
   let now = Date.UTC(2026, 0, 1);
   const { services } = await build(t, { overrides: { clock: { now: () => now } } });
   const start = (tenantId: string) =>
-    services.ledger.start({ tenantId, appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'm', stream: false, requestId: null });
+    services.ledger.start(runStart({ tenantId, model: 'm' }));
   const inFlight = start('default');
   inFlight.event('x', {});
   await services.store.flush();
@@ -256,7 +256,7 @@ test("a retention pass finds the rollup rows of the runs it prunes by their keys
   // Many subjects over many days: many rollup rows, few of them the pruned runs'.
   for (let day = 0; day < 40; day++) {
     for (let i = 0; i < 20; i++) {
-      const run = services.ledger.start({ tenantId: 'default', appId: null, agent: null, subject: `user-${i}`, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'm', stream: false, requestId: null, startedAt: now + day * DAY });
+      const run = services.ledger.start(runStart({ subject: `user-${i}`, model: 'm', startedAt: now + day * DAY }));
       run.finish(FINISHED);
     }
   }
@@ -285,7 +285,7 @@ test('a secret setting that no longer decrypts (the master key changed) does not
   const other = 'ten_zz_after_default';
   await services.store.write((sql) => sql.run("INSERT INTO tenants (id, name, created_at) VALUES (?, 'Other', ?)", [other, now]));
   for (const tenantId of ['default', other]) {
-    const run = services.ledger.start({ tenantId, appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'm', stream: false, requestId: null });
+    const run = services.ledger.start(runStart({ tenantId, model: 'm' }));
     run.finish(FINISHED);
   }
   assert.equal((await app.inject({ method: 'PUT', url: '/api/v1/settings', payload: { key: 'retention_days', value: 10 } })).statusCode, 200);
@@ -312,7 +312,7 @@ test('runs with long traces are pruned in several writes, each deleting a bounde
   const { services } = await build(t, { overrides: { clock: { now: () => now } }, wrapStore });
   const EVENTS = 4_000;
   for (let i = 0; i < 10; i++) {
-    const run = services.ledger.start({ tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'm', stream: false, requestId: null });
+    const run = services.ledger.start(runStart({ model: 'm' }));
     for (let seq = 2; seq < EVENTS; seq++) run.event('tool.called', { name: 'search', args: { seq } });
     run.finish(FINISHED);
     await services.store.flush();
@@ -335,7 +335,7 @@ test("a retention write whose time is up leaves the rest of its batch to the nex
   const ledger = createLedger({ repo, clock: { now: () => now } });
   const RUNS = 5;
   for (let i = 0; i < RUNS; i++) {
-    const run = ledger.start({ tenantId: 'default', appId: `app-${i % 3}`, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'm', stream: false, requestId: null });
+    const run = ledger.start(runStart({ appId: `app-${i % 3}`, model: 'm' }));
     run.event('x', { i });
     run.attempt({ provider: 'mock', model: 'm', outcome: 'success', errorKind: null, upstreamStatus: null, promptTokens: 1, completionTokens: 1, costUsd: 0.001, latencyMs: 1 });
     run.finish(FINISHED);
@@ -376,7 +376,7 @@ test("a retention write's rollup update counts within its time budget: rows slow
   const ledger = createLedger({ repo, clock: { now: () => now } });
   const runs = (count: number, costUsd: number) => {
     for (let i = 0; i < count; i++) {
-      const run = ledger.start({ tenantId: 'default', appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'm', stream: false, requestId: null });
+      const run = ledger.start(runStart({ model: 'm' }));
       run.attempt({ provider: 'mock', model: 'm', outcome: 'success', errorKind: null, upstreamStatus: null, promptTokens: 1, completionTokens: 1, costUsd, latencyMs: 1 });
       run.finish({ ...FINISHED, costUsd });
     }
@@ -432,7 +432,7 @@ test("each organization's runs go by its own retention_days, and the audit log i
   // Audit rows of the default tenant written before the runs the pass deletes.
   for (const value of [40, 35, 30]) assert.equal((await app.inject({ method: 'PUT', url: '/api/v1/settings', payload: { key: 'retention_days', value } })).statusCode, 200);
   const record = (tenantId: string) =>
-    services.ledger.start({ tenantId, appId: null, agent: null, subject: null, keyId: null, mode: 'optimize', wire: 'chat_completions', model: 'm', stream: false, requestId: null }).finish(FINISHED);
+    services.ledger.start(runStart({ tenantId, model: 'm' })).finish(FINISHED);
   for (const tenantId of ['default', other, other]) record(tenantId);
   await services.store.flush();
 
