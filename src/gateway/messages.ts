@@ -114,20 +114,35 @@ function messagesStreamError(error: UpstreamFailure): MessagesStreamEvent {
   return { type: 'error', error: { type: said ?? messagesErrorType(http.status), message: http.message } };
 }
 
+/** A `tool_use` block of an answer, as the checks read it. */
+type ToolUseBlock = { id: string; name: string; input: unknown };
+
 /**
- * A `tool_use` block must name a declared tool and, complete, carry input matching its `input_schema`; one `max_tokens`
- * cut off mid-input (`cut`: its input is as far as it came, not a call to check or to run, as the upstream's own API
- * relays it) is checked for its name only. Tools defined by the provider (versioned types such as `bash_20250124`)
- * have no schema here and are not checked. A streamed block's input goes to the client as the text streamed
- * (`streamed`), which svc read with `JSON.parse`: a name twice in one object of it is refused as on the other wires.
+ * A complete `tool_use` block must name a declared tool and carry input matching its `input_schema`. A streamed block's
+ * input goes to the client as the text streamed (`streamedInput`), which svc read with `JSON.parse`: a name twice in
+ * one object of it is refused as on the other wires. Tools defined by the provider (versioned types such as
+ * `bash_20250124`) have no schema here and are not checked.
  */
-function checkToolUse(validated: ValidatedMessages, block: { id: string; name: string; input: unknown }, index: number, cut = false, streamed?: string): void {
-  const declared = (validated.request.tools ?? []).find((tool) => tool.name === block.name);
-  if (declared && !('input_schema' in declared)) return;
-  const problem = cut
-    ? validated.tools.checkName(block.name, index)
-    : (validated.tools.check(toolUseAsCall(block), index) ?? (streamed === undefined ? null : argumentsNamingTwice(block.name, index, streamed)));
+function checkToolUse(validated: ValidatedMessages, block: ToolUseBlock, index: number, streamedInput?: string): void {
+  if (definedByProvider(validated, block.name)) return;
+  const problem = validated.tools.check(toolUseAsCall(block), index) ?? (streamedInput === undefined ? null : argumentsNamingTwice(block.name, index, streamedInput));
   if (problem) throw new InvalidToolCallError(problem.message);
+}
+
+/**
+ * A `tool_use` block `max_tokens` cut off mid-input is checked for its name only: its input is as far as it came, not
+ * a call to check or to run, as the upstream's own API relays it.
+ */
+function checkCutToolUse(validated: ValidatedMessages, block: ToolUseBlock, index: number): void {
+  if (definedByProvider(validated, block.name)) return;
+  const problem = validated.tools.checkName(block.name, index);
+  if (problem) throw new InvalidToolCallError(problem.message);
+}
+
+/** Whether the request declares the tool without an `input_schema`: one of the provider's own, which svc cannot check. */
+function definedByProvider(validated: ValidatedMessages, name: string): boolean {
+  const declared = (validated.request.tools ?? []).find((tool) => tool.name === name);
+  return declared !== undefined && !('input_schema' in declared);
 }
 
 const notJson = (name: string) => new InvalidToolCallError(`the input of "${name}" is not valid JSON`);
@@ -323,13 +338,13 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
           if (state.json.trim() !== '') this.keepServerInput(state);
           return [event];
         }
-        const block = state.block as { id: string; name: string; input: unknown };
+        const block = state.block as ToolUseBlock;
         let input: unknown;
         try {
           input = state.json.trim() === '' ? (block.input ?? {}) : JSON.parse(state.json);
         } catch {
           // Perhaps cut off by max_tokens, which only the message_delta says: held until it does.
-          checkToolUse(this.validated, block, event.index as number, true);
+          checkCutToolUse(this.validated, block, event.index as number);
           state.cut = true;
           this.cut = state;
           return [event];
@@ -338,7 +353,7 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
         // validated and stored by walks that recurse (a stack overflow, misread as a network failure).
         if (nestsDeeperThan(input, MAX_JSON_DEPTH)) throw new InvalidToolCallError(`the input of "${block.name}" nests more than ${MAX_JSON_DEPTH} levels deep`);
         block.input = input;
-        checkToolUse(this.validated, block, event.index as number, false, state.json);
+        checkToolUse(this.validated, block, event.index as number, state.json);
         return [event];
       }
       case 'message_delta': {
@@ -539,7 +554,8 @@ export function messagesAdapter(validated: ValidatedMessages, headers: { version
           // upstream made of what came (a required field missing, a string short): checked for its tool only, as a
           // streamed one cut off is.
           const cut = message.stop_reason === 'max_tokens' && index === message.content.length - 1;
-          checkToolUse(validated, block as { id: string; name: string; input: unknown }, index, cut);
+          if (cut) checkCutToolUse(validated, block as ToolUseBlock, index);
+          else checkToolUse(validated, block as ToolUseBlock, index);
           // A call the client cannot answer by id (the SDKs' tool_result needs one): given one of svc's, as streamed ones are.
           if (!block.id) block.id = newId('toolu');
         }
