@@ -6,7 +6,7 @@
  * CI installs tmux (.ci/run); without it these tests are skipped, saying so.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -18,7 +18,7 @@ import { skipWithoutTmux as skip, terminal, until } from '../support/tmux.ts';
 
 before(ensureBundle);
 
-/** Where a test's runs go: a server of its own (no token: open dev mode's default organization), or its organization on the shared one. */
+/** Where a test's runs go: a server of its own (no token: open dev mode's default organization), or its organization on a shared one. */
 interface Gateway {
   address: string;
   token?: string;
@@ -51,60 +51,201 @@ async function planSideEffects(svc: Gateway, runId: string, count: number, { too
   }
 }
 
+/** A `svc serve` shared by the tests of a suite, started at the first one's need: one owner user for their organizations. */
+interface SharedServer {
+  address: string;
+  child: ChildProcess;
+  operator: SvcClient;
+  ownerEmail: string;
+}
+
+/** A shared `svc serve`, started for the first test that asks for it and stopped by the cleanups that test passed (its suite's). */
+function sharedServer(): (cleanups: Cleanups) => Promise<SharedServer> {
+  let server: Promise<SharedServer> | undefined;
+  return (cleanups) =>
+    (server ??= (async () => {
+      const dataDir = tempDir(cleanups);
+      const { address, child } = await startServe(cleanups, dataDir);
+      const operator = new SvcClient(socketTransport(join(dataDir, 'svc.sock')));
+      cleanups.after(() => operator.close());
+      // An organization needs an owner: one user owns them all, created once (its password is hashed at production cost).
+      const { user } = await operator.users.create({ email: 'owner@terminal.test' });
+      return { address, child, operator, ownerEmail: user.email };
+    })());
+}
+
 /**
- * The file's one shared `svc serve` (a start costs ~0.6 s of CPU, most of what a small test here costs besides its
- * view), for the tests that neither stop nor stall their server nor read the local socket's header. Each of them gets
- * an organization of its own there, made over the local socket, and an admin key of it that its chats and its view
+ * The file's shared `svc serve`s (a start costs ~0.6 s of CPU, most of what a small test here costs besides its view):
+ * one for the tests that neither stop nor stall their server nor read the local socket's header, and one for those
+ * that stall it (SIGSTOP), which run one at a time (a stalled server stalls every test on it). Each test gets an
+ * organization of its own there, made over the local socket, and an admin key of it that its chats and its view
  * (`--url`) use: the runs, facets and caches it sees are its own alone, as on a server of its own.
  */
-let sharedServer: Promise<{ address: string; operator: SvcClient; ownerEmail: string }> | undefined;
+const quietServer = sharedServer();
+const stallableServer = sharedServer();
 let organizations = 0;
 
-async function ownOrganization(cleanups: Cleanups): Promise<Gateway & { view: string[] }> {
-  sharedServer ??= (async () => {
-    const dataDir = tempDir(cleanups);
-    const server = await startServe(cleanups, dataDir);
-    const operator = new SvcClient(socketTransport(join(dataDir, 'svc.sock')));
-    cleanups.after(() => operator.close());
-    // An organization needs an owner: one user owns them all, created once (its password is hashed at production cost).
-    const { user } = await operator.users.create({ email: 'owner@terminal.test' });
-    return { address: server.address, operator, ownerEmail: user.email };
-  })();
-  const { address, operator, ownerEmail } = await sharedServer;
-  const { org } = await operator.orgs.create({ name: `terminal test ${++organizations}`, ownerEmail });
-  const { token } = await operator.inOrg(org.id).keys.create({ name: 'terminal test', admin: true });
-  return { address, token, view: ['--url', address, '--api-key', token] };
+async function organizationOn(server: SharedServer): Promise<Gateway & { view: string[] }> {
+  const { org } = await server.operator.orgs.create({ name: `terminal test ${++organizations}`, ownerEmail: server.ownerEmail });
+  const { token } = await server.operator.inOrg(org.id).keys.create({ name: 'terminal test', admin: true });
+  return { address: server.address, token, view: ['--url', server.address, '--api-key', token] };
+}
+
+const ownOrganization = async (cleanups: Cleanups) => organizationOn(await quietServer(cleanups));
+
+/**
+ * An organization on the stallable server, and the means to stall it: `stall()` stops svc answering (stopped, not
+ * gone: requests wait), `resume()` lets it answer again, as it does after the test in any case, before the next one.
+ */
+async function stallableOrganization(t: TestContext, cleanups: Cleanups) {
+  const server = await stallableServer(cleanups);
+  t.after(() => server.child.kill('SIGCONT'));
+  return { ...(await organizationOn(server)), stall: () => server.child.kill('SIGSTOP'), resume: () => server.child.kill('SIGCONT') };
 }
 
 /** A list in a terminal over a live svc with a cache hit (route exact_cache) and a failed run, opened on `--status failed`. */
-async function listOnFailedRuns(t: TestContext) {
-  const dataDir = tempDir(t);
-  const server = await startServe(t, dataDir);
+async function listOnFailedRuns(t: TestContext, cleanups: Cleanups) {
+  const svc = await stallableOrganization(t, cleanups);
   // Newest first: failed, cached, live. The failed page's only route is live; the whole list's are exact_cache and live.
-  const live = await chat(server, 'asked twice');
-  const cached = await chat(server, 'asked twice');
-  const failed = await chat(server, 'boom', 'mock-5xx');
+  const live = await chat(svc, 'asked twice');
+  const cached = await chat(svc, 'asked twice');
+  const failed = await chat(svc, 'boom', 'mock-5xx');
   const term = terminal(t, { columns: 160, rows: 24 });
-  term.open(['runs', '--data-dir', dataDir, '--status', 'failed'], { showExit: true });
+  term.open(['runs', ...svc.view, '--status', 'failed'], { showExit: true });
   const wait = (ok: (screen: string) => boolean, what: string) => until(term.screen, ok, what, term.screen);
   await wait((s) => s.includes('status=failed') && s.includes('runs 1-1 of 1') && s.includes(failed), 'the failed run');
-  /** Stop svc answering (stopped, not gone: requests wait); it answers again after the test in any case. */
-  const stall = () => {
-    server.child.kill('SIGSTOP');
-    t.after(() => server.child.kill('SIGCONT'));
-  };
-  const resume = () => server.child.kill('SIGCONT');
+  const { stall, resume } = svc;
   const cursorOn = (runId: string) => (s: string) => s.split('\n').some((line) => line.startsWith('>') && line.includes(runId));
   return { term, wait, stall, resume, cursorOn, runs: { live, cached, failed } };
 }
 
 // The file's tests run a few at a time: each is mostly waiting (for svc serve to start, for the view's one-second polls,
 // for tmux), a few seconds of it on a loaded machine, and under node 20's --test the timeout covers the whole file.
-// Each has its own tmux server, and its own organization on the shared svc serve (ownOrganization) or, where it stops,
-// stalls or restarts svc or reads the local socket, its own data directory and svc serve; a few, not all, so that a
-// loaded machine still draws each screen within until()'s wait.
+// Each has its own tmux server, and its own organization on a shared svc serve (ownOrganization, or
+// stallableOrganization where it stalls svc) or, where it stops or restarts svc or reads the local socket, its own data
+// directory and svc serve; a few, not all, so that a loaded machine still draws each screen within until()'s wait.
 describe('svc runs in a terminal', { concurrency: 3 }, () => {
   const shared = suiteCleanups();
+
+  // First, so that it has its slot from the start: its tests run one after the other beside the others.
+  describe('with svc stalled (SIGSTOP), one test at a time', { concurrency: 1 }, () => {
+    const stalling = suiteCleanups();
+
+    test('n typed again while the older trace page is still coming (svc stalled) pages once more once it came, not to the same page twice', { skip }, async (t) => {
+      const svc = await stallableOrganization(t, stalling);
+      const runId = await chat(svc, 'a run with a long trace');
+      await planSideEffects(svc, runId, 40);
+      // 40 rows: twelve trace events a page, the newest page #35-#46 of the run's 46.
+      const term = terminal(t, { columns: 160, rows: 40 });
+      term.open(['runs', ...svc.view]);
+      const wait = (ok: (screen: string) => boolean, what: string) => until(term.screen, ok, what, term.screen);
+      await wait((s) => s.includes(runId), 'the run in the list');
+      term.keys('Enter');
+      await wait((s) => /events #35-#46 of 46 · page 1 \(newest\)/.test(s), 'the newest trace page');
+      // Stalled (stopped, not gone): the reads the keys cause wait for an answer.
+      svc.stall();
+      term.keys('n');
+      await wait((s) => s.includes('· page 2'), 'page 2 asked for');
+      term.keys('n');
+      svc.resume();
+      // Not "page 3, read": a frame can show page 3's label over page 2's events before its read starts. Paged from page
+      // 2's events, page 3 is #23-#34 again, for good.
+      await wait((s) => /events #11-#22 of 46 · page 3/.test(s), 'page 3 showing the twelve events before page 2');
+      term.keys('p');
+      await wait((s) => /events #23-#34 of 46 · page 2/.test(s), 'page 2 again');
+      term.keys('p');
+      await wait((s) => /events #35-#46 of 46 · page 1 \(newest\)/.test(s), 'the newest page again');
+    });
+
+    test('q quits at once with svc stalled, from behind keys waiting for the new page: r j j q does not wait for svc to answer', { skip }, async (t) => {
+      const svc = await stallableOrganization(t, stalling);
+      for (const content of ['one', 'two', 'three']) await chat(svc, content);
+      const term = terminal(t, { columns: 160, rows: 24 });
+      term.open(['runs', ...svc.view], { showExit: true });
+      await until(term.screen, (s) => s.includes('runs 1-3 of 3'), 'the list', term.screen);
+      // Stalled (stopped, not gone): the page for route=live does not come, and the j keys wait for it.
+      svc.stall();
+      term.keys('r', 'j', 'j');
+      await until(term.screen, (s) => s.includes('route=live'), 'the route filter, its page asked for', term.screen);
+      term.keys('q');
+      await until(term.screen, (s) => /exit=\d+/.test(s), 'svc runs to quit while svc is stalled', term.screen);
+      assert.match(term.screen(), /exit=0\b/);
+    });
+
+    test('Esc on the detail goes back at once with svc stalled, from behind an n waiting for the trace page; q then quits', { skip }, async (t) => {
+      const svc = await stallableOrganization(t, stalling);
+      const runId = await chat(svc, 'a run');
+      // More events than a page of the detail (twelve at 40 rows): n has an older page to ask for.
+      await planSideEffects(svc, runId, 20);
+      const term = terminal(t, { columns: 160, rows: 40 });
+      term.open(['runs', ...svc.view], { showExit: true });
+      const wait = (ok: (screen: string) => boolean, what: string) => until(term.screen, ok, what, term.screen);
+      await wait((s) => s.includes(runId), 'the run in the list');
+      term.keys('Enter');
+      await wait((s) => /events #15-#26 of 26 · page 1 \(newest\)/.test(s), 'the newest trace page');
+      svc.stall();
+      // The first n asks for page 2, the second waits for it, and Esc waits behind them without the fix.
+      term.keys('n');
+      await wait((s) => s.includes('· page 2'), 'page 2 asked for');
+      term.keys('n');
+      term.keys('Escape');
+      await wait((s) => s.includes('filters:') && !s.includes('Trace timeline'), 'the list again while svc is stalled');
+      term.keys('q');
+      await wait((s) => /exit=\d+/.test(s), 'svc runs to quit while svc is stalled');
+      assert.match(term.screen(), /exit=0\b/);
+    });
+
+    test('r typed while the page for new filters is pending cycles the route through the routes of that page, not of the one on screen', { skip }, async (t) => {
+      const { term, wait, stall, resume } = await listOnFailedRuns(t, stalling);
+      stall();
+      // One send-keys: the view reads them as one chunk and handles r right after the render of c, before the page for the
+      // cleared filters is even asked for. The page on screen (failed runs) offers live only; the whole list exact_cache first.
+      term.keys('c', 'r');
+      await wait((s) => s.includes('filters cleared') && s.includes('status=all'), 'the filters cleared, their page asked for');
+      resume();
+      const screen = await wait((s) => /filters: route=(live|exact_cache) /.test(s), 'the route filter set');
+      assert.match(screen, /filters: route=exact_cache status=all /, screen);
+      term.keys('q');
+      await wait((s) => /exit=\d+/.test(s), 'svc runs to quit');
+    });
+
+    test('j typed while the page for new filters is pending moves on that page once it came: c j puts the cursor on its second run', { skip }, async (t) => {
+      const { term, wait, stall, resume, cursorOn, runs } = await listOnFailedRuns(t, stalling);
+      stall();
+      // One send-keys, as for r. On the page on screen (one failed run) j has nowhere to go; on the whole list it moves to
+      // the second run, the cached one.
+      term.keys('c', 'j');
+      await wait((s) => s.includes('filters cleared') && s.includes('status=all'), 'the filters cleared, their page asked for');
+      resume();
+      await wait((s) => s.includes('runs 1-3 of 3') && cursorOn(runs.cached)(s), `the whole list, the cursor on its second run (${runs.cached})`);
+      term.keys('k');
+      await wait(cursorOn(runs.failed), 'k moves back up');
+      term.keys('q');
+      await wait((s) => /exit=\d+/.test(s), 'svc runs to quit');
+    });
+
+    test('f typed while a page is pending opens the prompt at once; behind a j that waits it waits too, and the text typed after it is the prompt\'s', { skip }, async (t) => {
+      const { term, wait, stall, resume } = await listOnFailedRuns(t, stalling);
+      stall();
+      term.keys('c');
+      await wait((s) => s.includes('filters cleared') && s.includes('status=all'), 'the filters cleared, their page asked for');
+      // Nothing waits: f does not read the page, so the prompt opens with svc still stalled.
+      term.keys('f');
+      const prompting = (s: string) => s.split('\n').some((line) => line.startsWith('filter>'));
+      await wait(prompting, 'the filter prompt, svc stalled');
+      term.type('status=failed');
+      term.keys('Enter');
+      await wait((s) => s.includes('filters: route=all status=failed ') && !prompting(s), 'status=failed applied, svc stalled');
+      // j waits for the failed runs' page; f and the text after it wait behind it, none read as list keys (s, r, m, i).
+      term.keys('j', 'f');
+      term.type('route=live');
+      term.keys('Enter');
+      resume();
+      await wait((s) => s.includes('filters: route=live status=failed ') && s.includes('runs 1-1 of 1') && !prompting(s), 'route=live added by the prompt');
+      term.keys('q');
+      await wait((s) => /exit=\d+/.test(s), 'svc runs to quit');
+    });
+  });
 
   test('svc runs in a terminal: a live list over the local socket, Enter opens the detail with its integrity badge, q goes back and quits', { skip }, async (t) => {
     const dataDir = tempDir(t);
@@ -431,76 +572,6 @@ describe('svc runs in a terminal', { concurrency: 3 }, () => {
     await until(term.alive, (alive) => !alive, 'svc runs to quit', term.screen);
   });
 
-  test('n typed again while the older trace page is still coming (svc stalled) pages once more once it came, not to the same page twice', { skip }, async (t) => {
-    const dataDir = tempDir(t);
-    const server = await startServe(t, dataDir);
-    const runId = await chat(server, 'a run with a long trace');
-    await planSideEffects(server, runId, 40);
-    // 40 rows: twelve trace events a page, the newest page #35-#46 of the run's 46.
-    const term = terminal(t, { columns: 160, rows: 40 });
-    term.open(['runs', '--data-dir', dataDir]);
-    const wait = (ok: (screen: string) => boolean, what: string) => until(term.screen, ok, what, term.screen);
-    await wait((s) => s.includes(runId), 'the run in the list');
-    term.keys('Enter');
-    await wait((s) => /events #35-#46 of 46 · page 1 \(newest\)/.test(s), 'the newest trace page');
-    // Stalled (stopped, not gone): the reads the keys cause wait for an answer.
-    server.child.kill('SIGSTOP');
-    t.after(() => server.child.kill('SIGCONT'));
-    term.keys('n');
-    await wait((s) => s.includes('· page 2'), 'page 2 asked for');
-    term.keys('n');
-    server.child.kill('SIGCONT');
-    // Not "page 3, read": a frame can show page 3's label over page 2's events before its read starts. Paged from page
-    // 2's events, page 3 is #23-#34 again, for good.
-    await wait((s) => /events #11-#22 of 46 · page 3/.test(s), 'page 3 showing the twelve events before page 2');
-    term.keys('p');
-    await wait((s) => /events #23-#34 of 46 · page 2/.test(s), 'page 2 again');
-    term.keys('p');
-    await wait((s) => /events #35-#46 of 46 · page 1 \(newest\)/.test(s), 'the newest page again');
-  });
-
-  test('q quits at once with svc stalled, from behind keys waiting for the new page: r j j q does not wait for svc to answer', { skip }, async (t) => {
-    const dataDir = tempDir(t);
-    const server = await startServe(t, dataDir);
-    for (const content of ['one', 'two', 'three']) await chat(server, content);
-    const term = terminal(t, { columns: 160, rows: 24 });
-    term.open(['runs', '--data-dir', dataDir], { showExit: true });
-    await until(term.screen, (s) => s.includes('runs 1-3 of 3'), 'the list', term.screen);
-    // Stalled (stopped, not gone): the page for route=live does not come, and the j keys wait for it.
-    server.child.kill('SIGSTOP');
-    t.after(() => server.child.kill('SIGCONT'));
-    term.keys('r', 'j', 'j');
-    await until(term.screen, (s) => s.includes('route=live'), 'the route filter, its page asked for', term.screen);
-    term.keys('q');
-    await until(term.screen, (s) => /exit=\d+/.test(s), 'svc runs to quit while svc is stalled', term.screen);
-    assert.match(term.screen(), /exit=0\b/);
-  });
-
-  test('Esc on the detail goes back at once with svc stalled, from behind an n waiting for the trace page; q then quits', { skip }, async (t) => {
-    const dataDir = tempDir(t);
-    const server = await startServe(t, dataDir);
-    const runId = await chat(server, 'a run');
-    // More events than a page of the detail (twelve at 40 rows): n has an older page to ask for.
-    await planSideEffects(server, runId, 20);
-    const term = terminal(t, { columns: 160, rows: 40 });
-    term.open(['runs', '--data-dir', dataDir], { showExit: true });
-    const wait = (ok: (screen: string) => boolean, what: string) => until(term.screen, ok, what, term.screen);
-    await wait((s) => s.includes(runId), 'the run in the list');
-    term.keys('Enter');
-    await wait((s) => /events #15-#26 of 26 · page 1 \(newest\)/.test(s), 'the newest trace page');
-    server.child.kill('SIGSTOP');
-    t.after(() => server.child.kill('SIGCONT'));
-    // The first n asks for page 2, the second waits for it, and Esc waits behind them without the fix.
-    term.keys('n');
-    await wait((s) => s.includes('· page 2'), 'page 2 asked for');
-    term.keys('n');
-    term.keys('Escape');
-    await wait((s) => s.includes('filters:') && !s.includes('Trace timeline'), 'the list again while svc is stalled');
-    term.keys('q');
-    await wait((s) => /exit=\d+/.test(s), 'svc runs to quit while svc is stalled');
-    assert.match(term.screen(), /exit=0\b/);
-  });
-
   test('on a 40x10 terminal the lines that fit are drawn whole, one under the other, and the rest is cut at the bottom', { skip }, async (t) => {
     const svc = await ownOrganization(shared);
     const runId = await chat(svc, 'tiny');
@@ -578,57 +649,6 @@ describe('svc runs in a terminal', { concurrency: 3 }, () => {
     }
     term.keys('q');
     await until(term.alive, (alive) => !alive, 'svc runs to quit', term.screen);
-  });
-
-  test('r typed while the page for new filters is pending cycles the route through the routes of that page, not of the one on screen', { skip }, async (t) => {
-    const { term, wait, stall, resume } = await listOnFailedRuns(t);
-    stall();
-    // One send-keys: the view reads them as one chunk and handles r right after the render of c, before the page for the
-    // cleared filters is even asked for. The page on screen (failed runs) offers live only; the whole list exact_cache first.
-    term.keys('c', 'r');
-    await wait((s) => s.includes('filters cleared') && s.includes('status=all'), 'the filters cleared, their page asked for');
-    resume();
-    const screen = await wait((s) => /filters: route=(live|exact_cache) /.test(s), 'the route filter set');
-    assert.match(screen, /filters: route=exact_cache status=all /, screen);
-    term.keys('q');
-    await wait((s) => /exit=\d+/.test(s), 'svc runs to quit');
-  });
-
-  test('j typed while the page for new filters is pending moves on that page once it came: c j puts the cursor on its second run', { skip }, async (t) => {
-    const { term, wait, stall, resume, cursorOn, runs } = await listOnFailedRuns(t);
-    stall();
-    // One send-keys, as for r. On the page on screen (one failed run) j has nowhere to go; on the whole list it moves to
-    // the second run, the cached one.
-    term.keys('c', 'j');
-    await wait((s) => s.includes('filters cleared') && s.includes('status=all'), 'the filters cleared, their page asked for');
-    resume();
-    await wait((s) => s.includes('runs 1-3 of 3') && cursorOn(runs.cached)(s), `the whole list, the cursor on its second run (${runs.cached})`);
-    term.keys('k');
-    await wait(cursorOn(runs.failed), 'k moves back up');
-    term.keys('q');
-    await wait((s) => /exit=\d+/.test(s), 'svc runs to quit');
-  });
-
-  test('f typed while a page is pending opens the prompt at once; behind a j that waits it waits too, and the text typed after it is the prompt\'s', { skip }, async (t) => {
-    const { term, wait, stall, resume } = await listOnFailedRuns(t);
-    stall();
-    term.keys('c');
-    await wait((s) => s.includes('filters cleared') && s.includes('status=all'), 'the filters cleared, their page asked for');
-    // Nothing waits: f does not read the page, so the prompt opens with svc still stalled.
-    term.keys('f');
-    const prompting = (s: string) => s.split('\n').some((line) => line.startsWith('filter>'));
-    await wait(prompting, 'the filter prompt, svc stalled');
-    term.type('status=failed');
-    term.keys('Enter');
-    await wait((s) => s.includes('filters: route=all status=failed ') && !prompting(s), 'status=failed applied, svc stalled');
-    // j waits for the failed runs' page; f and the text after it wait behind it, none read as list keys (s, r, m, i).
-    term.keys('j', 'f');
-    term.type('route=live');
-    term.keys('Enter');
-    resume();
-    await wait((s) => s.includes('filters: route=live status=failed ') && s.includes('runs 1-1 of 1') && !prompting(s), 'route=live added by the prompt');
-    term.keys('q');
-    await wait((s) => /exit=\d+/.test(s), 'svc runs to quit');
   });
 
   test('on a 5-row terminal the highlighted run and the open filter prompt stay in sight: the decorations give way to them', { skip }, async (t) => {
