@@ -10,6 +10,7 @@ import { join, relative } from 'node:path';
 import { availableParallelism, loadavg } from 'node:os';
 import { fileTimeouts } from './support/file-timeouts.mjs';
 import { bundleTestFiles } from './support/test-bundles.mjs';
+import { endTmuxServersNamed, fileSocketPrefix, SOCKET_PREFIX_VARIABLE } from './support/tmux-sockets.mjs';
 
 const root = join(import.meta.dirname, '..');
 const filters = process.argv.slice(2);
@@ -69,9 +70,11 @@ function runFile(file) {
     // the bound is the file's, not each test's: docs/configuration.md) and is killed at timeouts.file if it still
     // hangs, so a run always ends.
     const { flags, script } = loading(file);
+    // The start of the socket names of the file's tmux servers (test/support/tmux-sockets.mjs), to end those it leaves.
+    const tmuxSockets = fileSocketPrefix(process.pid, files.indexOf(file));
     const child = spawn(process.execPath, [...flags, '--test', '--test-reporter=spec', `--test-timeout=${timeouts.test}`, script], {
       cwd: root,
-      env: testEnv,
+      env: { ...testEnv, [SOCKET_PREFIX_VARIABLE]: tmuxSockets },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
@@ -86,6 +89,8 @@ function runFile(file) {
     child.stderr.on('data', (chunk) => (output += chunk));
     child.on('close', (code) => {
       clearTimeout(killer);
+      // A file killed by SIGKILL (below, or from outside) ran none of its cleanups: its tmux servers would run on.
+      endTmuxServersNamed(tmuxSockets);
       const count = (label) => Number(new RegExp(`^ℹ ${label} (\\d+)`, 'm').exec(output)?.[1] ?? 0);
       let p = count('pass');
       let f = count('fail') + count('cancelled');

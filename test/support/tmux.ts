@@ -4,12 +4,13 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
-import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { loadScaled } from './load-scaled.ts';
 import { onProcessEnd } from './process-end.ts';
 import { ROOT, SVC } from './process.ts';
+import { endTmuxServer, newTmuxSocketName } from './tmux-sockets.mjs';
+
+export { tmuxSocketPath } from './tmux-sockets.mjs';
 
 export const hasTmux = (() => {
   try {
@@ -26,28 +27,14 @@ export const skipWithoutTmux = hasTmux ? false : 'tmux is not installed (.ci/run
 /** How long `until` waits on an idle machine; longer under load (a CLI child's scrypt and start take seconds there). */
 const WAIT_MS = 20_000;
 
-/**
- * The socket file of `tmux -L <name>`, where tmux puts it ($TMUX_TMPDIR, else /tmp, then tmux-<uid>). tmux 3.3 leaves
- * it when its server ends (kill-server included), so each test left one: ~2,000 had piled up in /tmp/tmux-0.
- */
-export function tmuxSocketPath(name: string): string {
-  return join(process.env.TMUX_TMPDIR || '/tmp', `tmux-${process.getuid!()}`, name);
-}
-
 /** A private tmux server (its own socket name), killed after the test with everything running in it, its socket file removed. */
 export function terminal(t: TestContext, size: { columns: number; rows: number } = { columns: 160, rows: 40 }) {
-  const socket = `svc-test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  const socket = newTmuxSocketName();
   const tmux = (...args: string[]) =>
     execFileSync('tmux', ['-L', socket, ...args], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, TERM: 'xterm-256color' } });
-  const killServer = () => {
-    try {
-      tmux('kill-server');
-    } catch {
-      // already gone with its last session
-    }
-    rmSync(tmuxSocketPath(socket), { force: true });
-  };
-  // Also when the test never reaches its after hooks (a timeout, a signal): the server would outlive the process.
+  const killServer = () => endTmuxServer(socket);
+  // Also when the test never reaches its after hooks (a timeout, a signal): the server would outlive the process. A
+  // SIGKILL runs neither: test/run.mjs ends the servers of a file whose process ended (tmux-sockets.mjs).
   const forget = onProcessEnd(killServer);
   t.after(() => {
     forget();

@@ -2,14 +2,16 @@
  * Tests that die early leave nothing behind: a test file cut off at its timeout (node:test's `--test-timeout`, whose
  * runner ends the file's process with SIGTERM, skipping the test's `t.after`) or ended by a signal (Ctrl-C on
  * `node test/run.mjs`) still kills the tmux server of test/support/tmux.ts, the `svc serve` of `startServe` and the
- * commands of `runSvc` still running, and removes the directories of `tempDir` (test/support/process-end.ts).
+ * commands of `runSvc` still running, and removes the directories of `tempDir` (test/support/process-end.ts). One
+ * killed by SIGKILL can do none of that: test/run.mjs ends its tmux servers (test/support/tmux-sockets.mjs).
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import test, { before } from 'node:test';
 import { ensureBundle, ROOT, tempDir } from '../support/process.ts';
 import { skipWithoutTmux as skip, terminal, tmuxSocketPath, until } from '../support/tmux.ts';
+import { endTmuxServer, endTmuxServersNamed, SOCKET_PREFIX_VARIABLE } from '../support/tmux-sockets.mjs';
 
 before(ensureBundle);
 
@@ -28,12 +30,12 @@ class HeldNothing extends Error {}
  * Run the hung test file with node's `options` (`--test`: under the test runner, as run.mjs does; without, the file's
  * own process); `end` may end it once it holds its terminal. Resolves with what it held and how it ended.
  */
-function runHung(options: string[], end?: (pid: number) => void): Promise<Held & { code: number | null; signal: NodeJS.Signals | null }> {
+function runHung(options: string[], end?: (pid: number) => void, env: Record<string, string> = {}): Promise<Held & { code: number | null; signal: NodeJS.Signals | null }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', ...options, 'test/fixtures/hung-terminal-test.ts'], {
       cwd: ROOT,
       // Without this test's own runner context, which would make the child skip its file as a recursive run.
-      env: Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'NODE_TEST_CONTEXT')),
+      env: { ...Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'NODE_TEST_CONTEXT')), ...env },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let output = '';
@@ -125,4 +127,30 @@ test('a test that ends leaves no tmux server or socket file behind', { skip }, a
   });
   assert.equal(serverRuns(socket), false, `tmux server ${socket} is still running`);
   assert.equal(existsSync(tmuxSocketPath(socket)), false, `tmux's socket file ${tmuxSocketPath(socket)} is still there`);
+});
+
+test('a test file killed by SIGKILL runs none of its cleanups; the runner, seeing its process end, ends its tmux server and removes the socket file', { skip }, async () => {
+  // As test/run.mjs runs a file: its terminals' socket names start with what the runner gave it.
+  const prefix = `svc-test-cleanup-${process.pid}-`;
+  const held = await runHung([], (pid) => process.kill(pid, 'SIGKILL'), { [SOCKET_PREFIX_VARIABLE]: prefix });
+  try {
+    assert.equal(held.signal, 'SIGKILL');
+    assert.ok(held.socket.startsWith(prefix), held.socket);
+    assert.ok(serverRuns(held.socket), 'the SIGKILLed file ended its own tmux server: nothing for the runner to do');
+    // What test/run.mjs does when a file's process has ended.
+    endTmuxServersNamed(prefix);
+    assert.equal(serverRuns(held.socket), false, `tmux server ${held.socket} is still running`);
+    assert.equal(existsSync(tmuxSocketPath(held.socket)), false, `tmux's socket file ${tmuxSocketPath(held.socket)} is still there`);
+  } finally {
+    // The rest the file held, which nothing ends after a SIGKILL but this test.
+    endTmuxServer(held.socket);
+    for (const pid of [held.serverPid, ...processesNaming(held.commandDir)]) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    }
+    for (const dir of [held.dir, held.commandDir]) rmSync(dir, { recursive: true, force: true });
+  }
 });
