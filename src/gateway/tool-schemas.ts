@@ -56,7 +56,11 @@ patternRegExp.code = 'patternRegExp';
  *   was refused for `multipleOf: 0.01`; a quotient within a millionth of a whole number counts as whole (the
  *   rounding error of a quotient stays below that up to ~10^9 steps);
  * - `validateSchema: false`: `compile` checks a schema against its dialect's meta-schema itself, so that its 400 names
- *   where the schema breaks it, and a draft-04 schema against draft-04's, not its draft-06 translation.
+ *   where the schema breaks it, and a draft-04 schema against draft-04's, not its draft-06 translation;
+ * - `ownProperties: true`: the arguments are a plain object, and ajv took a property as present when reading it gave
+ *   anything but undefined, inherited members included, so a `required: ["toString"]` (or `"__proto__"`,
+ *   `"constructor"`) let `{}` through and an optional `constructor: {type: "string"}` refused it; now only the
+ *   arguments' own members count (one hasOwnProperty call more per named property, in a tool call's check only).
  */
 const AJV_OPTIONS: Options = {
   strict: false,
@@ -65,6 +69,7 @@ const AJV_OPTIONS: Options = {
   validateSchema: false,
   addUsedSchema: false,
   multipleOfPrecision: 6,
+  ownProperties: true,
   code: { regExp: patternRegExp, optimize: false },
 };
 /** A new instance costs ~5 ms (it compiles the meta-schema again): once per this many schema nodes compiled. */

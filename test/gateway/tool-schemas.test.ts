@@ -596,3 +596,22 @@ test("tool-call arguments naming a field twice in one object are an invalid tool
     }
   }
 });
+
+test("a schema's property named like an Object.prototype member (toString, constructor, hasOwnProperty, __proto__) is checked on the arguments' own members only: ajv read an inherited one as present, so a required toString or __proto__ let {} through and an optional constructor refused {}", async (t) => {
+  const refusal = await toolCallChecks(t);
+  // JSON.parse makes `__proto__` an own member, as svc's reading of the model's arguments has it.
+  const own = (text: string) => JSON.parse(text) as Record<string, unknown>;
+  for (const name of ['toString', 'valueOf', 'constructor', '__proto__', '__defineGetter__']) {
+    const required = { type: 'object', required: [name] };
+    assert.match((await refusal(required, {})) ?? '', new RegExp(`do not match its schema: data must have required property '${name}'`), `required ${name}`);
+    assert.equal(await refusal(required, own(`{${JSON.stringify(name)}:1}`)), null, `${name} given`);
+  }
+  const optional = { type: 'object', properties: { constructor: { type: 'string' }, hasOwnProperty: { type: 'string' } }, dependencies: { toString: ['valueOf'] } };
+  assert.equal(await refusal(optional, {}), null, 'none of them given');
+  assert.equal(await refusal(optional, { constructor: 'x' }), null);
+  assert.match((await refusal(optional, { constructor: 1 })) ?? '', /data\/constructor must be string/);
+  assert.match((await refusal(optional, { toString: 'x' })) ?? '', /data must have property valueOf when property toString is present/);
+  const closed = { type: 'object', properties: { a: { type: 'string' } }, additionalProperties: false };
+  assert.match((await refusal(closed, own('{"a":"x","__proto__":{"polluted":true}}'))) ?? '', /data must NOT have additional properties/);
+  assert.equal(({} as Record<string, unknown>).polluted, undefined);
+});
