@@ -66,20 +66,22 @@ function targetOf(reference: Reference, ref: string, doc: Document, scope: Schem
   return ref.startsWith('#') ? (doc.anchors.get(ref.slice(1)) ?? scope) : undefined;
 }
 
+/** A sample of each string `format` the sampler knows; a Map, so a format named `toString` finds no inherited member. */
+const FORMATTED = new Map([
+  ['date-time', '2025-01-01T00:00:00Z'],
+  ['date', '2025-01-01'],
+  ['time', '00:00:00Z'],
+  ['email', 'user@example.com'],
+  ['uri', 'https://example.com/'],
+  ['url', 'https://example.com/'],
+  ['uuid', '00000000-0000-4000-8000-000000000000'],
+  ['hostname', 'example.com'],
+  ['ipv4', '192.0.2.1'],
+  ['ipv6', '2001:db8::1'],
+]);
+
 function sampleString(schema: Schema, name: string): string {
-  const formatted: Record<string, string> = {
-    'date-time': '2025-01-01T00:00:00Z',
-    date: '2025-01-01',
-    time: '00:00:00Z',
-    email: 'user@example.com',
-    uri: 'https://example.com/',
-    url: 'https://example.com/',
-    uuid: '00000000-0000-4000-8000-000000000000',
-    hostname: 'example.com',
-    ipv4: '192.0.2.1',
-    ipv6: '2001:db8::1',
-  };
-  let value = (typeof schema.format === 'string' && formatted[schema.format]) || (name ? `sample ${name}` : 'sample');
+  let value = (typeof schema.format === 'string' && FORMATTED.get(schema.format)) || (name ? `sample ${name}` : 'sample');
   const min = typeof schema.minLength === 'number' ? schema.minLength : 0;
   const max = typeof schema.maxLength === 'number' ? schema.maxLength : Infinity;
   while (value.length < min) value += 'x';
@@ -225,6 +227,11 @@ function dereferenced(schema: Schema, doc: Document): [Schema, Document] | undef
 const typeWithNull = (schema: Schema): unknown =>
   schema.nullable === true && schema.type !== undefined ? [...[schema.type].flat(), 'null'] : schema.type;
 
+/** Sets an own, enumerable member, `__proto__` included (assigned, it would set the object's prototype instead). */
+const setOwn = (object: Record<string, unknown>, key: string, value: unknown): void => {
+  Object.defineProperty(object, key, { value, enumerable: true, writable: true, configurable: true });
+};
+
 function sample(schema: unknown, doc: Document, name: string, depth: number): unknown {
   if (!isSchema(schema) || depth > MAX_DEPTH) return null;
   enter(schema, doc);
@@ -259,14 +266,17 @@ function sample(schema: unknown, doc: Document, name: string, depth: number): un
   if (type === undefined) type = isSchema(schema.properties) ? 'object' : schema.items !== undefined ? 'array' : 'string';
   switch (type) {
     case 'object': {
+      // Members are the schema's and the value's own only: a property may be named `toString`, `constructor` or
+      // `__proto__` (svc's check counts own members only), which plain reads, `in` and assignment take as inherited.
       const out: Record<string, unknown> = {};
       const properties = isSchema(schema.properties) ? schema.properties : {};
+      const propertySchema = (key: string): unknown => (Object.hasOwn(properties, key) ? properties[key] : {});
       const required = Array.isArray(schema.required) ? schema.required.filter((k): k is string => typeof k === 'string') : [];
-      for (const key of required) out[key] = sample(properties[key] ?? {}, doc, key, depth + 1);
+      for (const key of required) setOwn(out, key, sample(propertySchema(key), doc, key, depth + 1));
       const minProperties = typeof schema.minProperties === 'number' ? schema.minProperties : 0;
       for (const key of Object.keys(properties)) {
         if (Object.keys(out).length >= minProperties) break;
-        if (!(key in out)) out[key] = sample(properties[key], doc, key, depth + 1);
+        if (!Object.hasOwn(out, key)) setOwn(out, key, sample(properties[key], doc, key, depth + 1));
       }
       return out;
     }

@@ -10,6 +10,7 @@ import { ProviderError, type ChatChunk, type ChatRequest } from '../../../src/ga
 import { compileTools } from '../../../src/gateway/tool-schemas.ts';
 import { countChatTokens, countTokens } from '../../../src/gateway/tokens.ts';
 import { validateAgainst } from '../../support/openapi.ts';
+import { build } from '../../support/build.ts';
 
 const mock = createMockProvider({ now: () => 1_700_000_000_000 });
 const ctx = () => ({ signal: new AbortController().signal });
@@ -240,4 +241,34 @@ test('mock embeddings are unit vectors, stable per input, honouring dimensions a
   assert.equal(small.vectors[0]!.length, 10);
   assert.equal(small.usage.prompt_tokens, 2);
   await assert.rejects(mock.embed({ model: 'emb-mock-batch-2', input: ['a', 'b', 'c'] }, ctx()), (e: unknown) => e instanceof ProviderError && e.kind === 'batch_too_large');
+});
+
+test("the mock's arguments and structured outputs satisfy a schema naming Object.prototype members (a property toString, constructor, __proto__; a format toString): the sampler read inherited members, writing a function (dropped) or {} where the schema asks a string, and a __proto__ set the value's prototype, so svc refused the mock's call (502)", async (t) => {
+  const { app } = await build(t);
+  // Own members only, as svc's check counts them (tool-schemas.ts).
+  const ajv = new Ajv({ strict: false, ownProperties: true });
+  const schemas = [
+    ...['toString', 'constructor', '__proto__', 'hasOwnProperty'].map((name) => ({ type: 'object', required: [name] })),
+    ...['toString', 'constructor', 'valueOf'].map((name) => ({ type: 'object', properties: { [name]: { type: 'integer' } }, minProperties: 1 })),
+    ...['toString', 'constructor', '__proto__'].map((format) => ({ type: 'object', properties: { a: { type: 'string', format } }, required: ['a'] })),
+  ];
+  for (const schema of schemas) {
+    const what = JSON.stringify(schema);
+    const called = await app.inject({
+      method: 'POST',
+      url: '/v1/chat/completions',
+      payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], tools: [{ type: 'function', function: { name: 'f', parameters: schema } }], tool_choice: 'required' },
+    });
+    assert.equal(called.statusCode, 200, `${what}: ${called.body}`);
+    const args = JSON.parse(JSON.parse(called.body).choices[0].message.tool_calls[0].function.arguments);
+    assert.ok(ajv.validate(schema, args), `${what}: ${JSON.stringify(args)}`);
+    const structured = await app.inject({
+      method: 'POST',
+      url: '/v1/chat/completions',
+      payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], response_format: { type: 'json_schema', json_schema: { name: 'r', schema } } },
+    });
+    const content = JSON.parse(JSON.parse(structured.body).choices[0].message.content);
+    assert.ok(ajv.validate(schema, content), `${what}: ${JSON.stringify(content)}`);
+  }
+  assert.equal(({} as Record<string, unknown>).polluted, undefined);
 });
