@@ -24,8 +24,12 @@ export interface CacheEntry {
 
 export interface CacheRepository {
   get(tenantId: string, cacheType: string, key: string): Promise<CacheEntry | null>;
-  /** Insert or replace (a refresh resets the hit counter's source but keeps counting hits). */
-  putDeferred(entry: Omit<CacheEntry, 'hits' | 'lastHitAt'>): void;
+  /**
+   * Insert or replace (a refresh resets the hit counter's source but keeps counting hits). `valueJson` is the value
+   * written out as JSON (UTF-8) when the caller has it already (the gateway's answer, as its client was sent it): it is
+   * stored as it is instead of written out again.
+   */
+  putDeferred(entry: Omit<CacheEntry, 'hits' | 'lastHitAt'>, valueJson?: Uint8Array): void;
   /**
    * Drop one entry: lookups miss it at once, its row goes with the next group commit. An entry stored under the key
    * after the call stays; one put before it, still unwritten, is dropped with it.
@@ -181,7 +185,7 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
   // on (a failed constraint undoes only its statement, so the insert is tried once more with the id after it). Any
   // other failure is left to the store, which drops this write alone.
   let lastRowId: number | null = null;
-  const insertRow = (sql: Sql, entry: Omit<CacheEntry, 'hits' | 'lastHitAt'>, valueJson: string): number => {
+  const insertRow = (sql: Sql, entry: Omit<CacheEntry, 'hits' | 'lastHitAt'>, valueJson: string | Uint8Array): number => {
     for (let attempt = 1; ; attempt++) {
       lastRowId ??= sql.get<{ id: number | null }>('SELECT MAX(id) AS id FROM cache_entries')?.id ?? 0;
       const rowId = lastRowId + 1;
@@ -189,7 +193,7 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
         sql.run(
           `INSERT INTO cache_entries (id, tenant_id, cache_type, key, app_id, value_json, source_run_id, cost_usd, latency_ms, hits, created_at)
            VALUES (?, ?, ?, ?, ?, CAST(? AS TEXT), ?, ?, ?, 0, ?)`,
-          [rowId, entry.tenantId, entry.cacheType, entry.key, entry.appId, textBytes(valueJson), entry.sourceRunId, entry.costUsd, entry.latencyMs, entry.createdAt],
+          [rowId, entry.tenantId, entry.cacheType, entry.key, entry.appId, valueJson, entry.sourceRunId, entry.costUsd, entry.latencyMs, entry.createdAt],
         );
       } catch (error) {
         lastRowId = null;
@@ -299,7 +303,7 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
       });
     },
 
-    putDeferred(entry) {
+    putDeferred(entry, valueJson) {
       const id = idOf(entry.tenantId, entry.cacheType, entry.key);
       // Field by field: a spread followed by new keys (`{ ...entry, hits: 0 }`) is a slow, promoting path on Node 20
       // (docs/performance-notes.md, "Object spreads that add keys").
@@ -334,26 +338,25 @@ export function createCacheRepository(store: Store, options: CacheRepositoryOpti
           }
         }
         if (dropped) return;
-        const valueJson = JSON.stringify(entry.value);
+        const stored = valueJson ?? textBytes(JSON.stringify(entry.value));
         const { tenantId, cacheType, key } = entry;
-        const stored = index.get(id);
+        const rowId = index.get(id);
         // A refresh keeps the row (and its hit count); a new key, or one whose row is gone, appends a row.
         const refreshed =
-          stored !== undefined &&
+          rowId !== undefined &&
           sql.run(
             `UPDATE cache_entries SET value_json = CAST(? AS TEXT), app_id = ?, source_run_id = ?, cost_usd = ?, latency_ms = ?, created_at = ?
              WHERE ${KEYS_ROW}`,
-            [textBytes(valueJson), entry.appId, entry.sourceRunId, entry.costUsd, entry.latencyMs, entry.createdAt, stored, tenantId, cacheType, key],
+            [stored, entry.appId, entry.sourceRunId, entry.costUsd, entry.latencyMs, entry.createdAt, rowId, tenantId, cacheType, key],
           ).changes === 1;
         if (!refreshed) {
-          const rowId = insertRow(sql, entry, valueJson);
-          const older = index.set(id, rowId);
+          const older = index.set(id, insertRow(sql, entry, stored));
           if (older !== undefined) dropOlder(sql, older, tenantId, cacheType, key);
         }
         // Only the latest put of a key moves on to `recent`, and only if the key was asked for (a copy there is
         // replaced, an entry looked up while pending kept); an overlay dropped by invalidation stays dropped.
         if (current && recent && (asked || recent.has(id))) {
-          recent.set(id, overlay, estimatedBytes(overlay, valueJson.length));
+          recent.set(id, overlay, estimatedBytes(overlay, stored.length));
         }
       }, ENTRY_WRITE_EARLY);
     },

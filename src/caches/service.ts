@@ -78,7 +78,8 @@ export function createCacheService(deps: { repo: CacheRepository; audit: AuditSe
  */
 export interface ResponseCache {
   get(tenantId: string, cacheType: string, key: string): Promise<CacheEntry | null>;
-  putDeferred(entry: Omit<CacheEntry, 'hits' | 'lastHitAt'>): void;
+  /** Store an entry, its value given written out as JSON (UTF-8) too: stored as it is (CacheRepository.putDeferred). */
+  putDeferred(entry: Omit<CacheEntry, 'hits' | 'lastHitAt'>, valueJson: Uint8Array): void;
   /** Drop the entry of a key (lookups miss it at once), as the next group commit deletes its row. */
   dropDeferred(tenantId: string, cacheType: string, key: string): void;
   recordHitDeferred(tenantId: string, cacheType: string, key: string, at: number): void;
@@ -87,7 +88,7 @@ export interface ResponseCache {
 export function createResponseCache(repo: CacheRepository): ResponseCache {
   return {
     get: (tenantId, cacheType, key) => repo.get(tenantId, cacheType, key),
-    putDeferred: (entry) => repo.putDeferred(entry),
+    putDeferred: (entry, valueJson) => repo.putDeferred(entry, valueJson),
     dropDeferred: (tenantId, cacheType, key) => repo.dropDeferred(tenantId, cacheType, key),
     recordHitDeferred: (tenantId, cacheType, key, at) => repo.recordHitDeferred(tenantId, cacheType, key, at),
   };

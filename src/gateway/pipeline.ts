@@ -155,6 +155,11 @@ export type GatewayResult<Res, Ev> =
       provider: string | null;
       body: Res;
       /**
+       * `body` written out as JSON (UTF-8), once: the bytes the client is sent and, for a live answer, the exact cache
+       * stores (a 60 MB answer was written out twice, its text and its bytes each time, for the client and the cache).
+       */
+      json: Uint8Array;
+      /**
        * Record what is left of the run (its cache write and outcome). Call it right after the answer is handed to
        * the client, so that this work follows the response instead of preceding it; it runs by itself on the next
        * turn of the event loop otherwise. Safe to call more than once.
@@ -188,6 +193,11 @@ export type GatewayResult<Res, Ev> =
 
 export interface Gateway {
   handle<Res, Ev>(adapter: WireAdapter<Res, Ev>, call: GatewayCall): Promise<GatewayResult<Res, Ev>>;
+}
+
+/** An answer written out as JSON, in UTF-8: what its client is sent and the exact cache stores. */
+function answerJson(response: unknown): Uint8Array {
+  return Buffer.from(JSON.stringify(response), 'utf8');
 }
 
 /** sha256 of the canonical JSON of an answer (the replay bundle's response hash). */
@@ -586,7 +596,8 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
         executionMethod: { id: provider?.kind === 'mock' ? 'mock_model' : 'live_model', referenceGrade: 'not_applicable' },
       });
 
-      const storeAnswer = (response: Res, costUsd: number, latencyMs: number) => {
+      /** Store an answer in the exact cache, or record why not; `json` is the answer as its client was sent it, if it was. */
+      const storeAnswer = (response: Res, json: Uint8Array | null, costUsd: number, latencyMs: number) => {
         if (uncacheable) {
           decision.write = 'not_cacheable';
           return;
@@ -607,7 +618,8 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
           return;
         }
         decision.write = controls.serve ? 'stored' : 'refreshed';
-        cache.putDeferred({ tenantId: auth.tenantId, cacheType: EXACT_CACHE, key, appId: auth.appId, value: response, sourceRunId: run.id, costUsd, latencyMs, createdAt: clock.now() });
+        const stored = json ?? answerJson(response);
+        cache.putDeferred({ tenantId: auth.tenantId, cacheType: EXACT_CACHE, key, appId: auth.appId, value: response, sourceRunId: run.id, costUsd, latencyMs, createdAt: clock.now() }, stored);
         run.event('cache.stored', { cacheType: EXACT_CACHE, refreshed: !controls.serve });
       };
 
@@ -684,12 +696,13 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
           const cost = costOf(adapter.model, usage, provider.kind === 'mock');
           run.attempt({ provider: provider.name, model: adapter.model, outcome: 'success', errorKind: null, upstreamStatus: null, promptTokens: usage.promptTokens, completionTokens: usage.completionTokens, costUsd: cost.usd, latencyMs });
           const usedFallback = fallback;
+          const json = answerJson(response);
           const settle = once(() => {
-            storeAnswer(response, cost.usd, latencyMs);
+            storeAnswer(response, json, cost.usd, latencyMs);
             complete(provider, usedFallback, response, usage, cost.priced, 'served');
           });
           setImmediate(settle);
-          return { kind: 'json', runId: run.id, route: 'live', provider: provider.name, body: response, settle, recorded: recordedAfter(settle) };
+          return { kind: 'json', runId: run.id, route: 'live', provider: provider.name, body: response, json, settle, recorded: recordedAfter(settle) };
         } catch (thrown) {
           // The ledger could not record the call: svc's own failure (a 500), not the provider's, and nothing more of
           // this run can be recorded.
@@ -806,7 +819,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
           const answer = assembler.result();
           // Stored with the usage recorded, so that a hit records it too (and replays it as the usage chunk).
           if (usage !== reported) adapter.withRecordedUsage?.(answer, usage);
-          storeAnswer(answer, cost.usd, latencyMs);
+          storeAnswer(answer, null, cost.usd, latencyMs);
           complete(provider, usedFallback, answer, usage, cost.priced, 'streamed');
         } else {
           const error = aborted ? new ProviderError('aborted', 'The client closed the stream.', { provider: provider.name }) : failure!;
@@ -853,7 +866,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
     });
     // The run was finished above: nothing is left to record first.
     const recorded = recordedAfter(() => undefined);
-    if (!adapter.stream) return { kind: 'json', runId: run.id, route: 'exact_cache', provider: null, body: response, settle: () => undefined, recorded };
+    if (!adapter.stream) return { kind: 'json', runId: run.id, route: 'exact_cache', provider: null, body: response, json: answerJson(response), settle: () => undefined, recorded };
     const items = replayed(adapter.replay(response));
     return { kind: 'stream', runId: run.id, route: 'exact_cache', provider: null, items, close: async () => void (await items.return(undefined)), recorded };
   }

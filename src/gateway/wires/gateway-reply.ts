@@ -196,9 +196,11 @@ function sendGatewayResult<Res, Ev>(
   // Not a standard header: the provider that served this answer (absent on a cache hit), for the reference client.
   if (result.provider) reply.header('x-svc-provider', result.provider);
   if (result.kind === 'json') {
+    // The answer as the pipeline wrote it out once (and stores it), with the type fastify gives an object it writes.
+    reply.type('application/json; charset=utf-8');
     const recorded = result.recorded();
-    if (recorded !== null) return recorded.then(() => reply.send(result.body));
-    const sent = reply.send(result.body);
+    if (recorded !== null) return recorded.then(() => reply.send(result.json));
+    const sent = reply.send(result.json);
     result.settle();
     return sent;
   }
