@@ -114,6 +114,7 @@ const envSchema = z.object({
   SVC_PROVIDER_STREAM_HEADERS_TIMEOUT_MS: int(30_000, 100, 600_000),
   SVC_PROVIDER_STREAM_IDLE_TIMEOUT_MS: int(300_000, 100, 3_600_000),
   SVC_PROVIDER_MAX_ANSWER_BYTES: int(64 * MiB, 1 * MiB, 1024 * MiB),
+  SVC_CACHE_MAX_ENTRY_BYTES: int(8 * MiB, 1024, 1024 * MiB),
 });
 
 export interface Config {
@@ -167,6 +168,8 @@ export interface Config {
     gatewayBodyBytes: number;
     /** The request bodies of gateway calls in progress, in total (src/http/body-budget.ts). */
     gatewayInflightBodyBytes: number;
+    /** The most bytes an answer's JSON may have to be stored in the exact cache (src/caches/service.ts). */
+    cacheEntryBytes: number;
     apiBodyBytes: number;
     apiRatePerMinute: number;
     gatewayRatePerMinute: number;
@@ -397,6 +400,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
     limits: {
       gatewayBodyBytes: e.SVC_GATEWAY_BODY_LIMIT_BYTES,
       gatewayInflightBodyBytes: e.SVC_GATEWAY_INFLIGHT_BODY_BYTES,
+      cacheEntryBytes: e.SVC_CACHE_MAX_ENTRY_BYTES,
       apiBodyBytes: e.SVC_API_BODY_LIMIT_BYTES,
       apiRatePerMinute: e.SVC_RATE_LIMIT_API_PER_MINUTE,
       gatewayRatePerMinute: e.SVC_RATE_LIMIT_GATEWAY_PER_MINUTE,

@@ -179,7 +179,7 @@ export async function createServices(config: Config, store: Store, overrides: Se
   const savings = createSavingsService({ repo: createRollupsRepository(store), clock });
   const cacheRepo = createCacheRepository(store);
   const cache = createCacheService({ repo: cacheRepo, audit });
-  const gateway = createGateway({ registry: providers, ledger, cache: createResponseCache(cacheRepo), clock });
+  const gateway = createGateway({ registry: providers, ledger, cache: createResponseCache(cacheRepo, { maxEntryBytes: config.limits.cacheEntryBytes }), clock });
   const retention = createRetentionService({
     clock,
     tenantIds: () => accountsRepo.orgIds(),

@@ -77,6 +77,8 @@ export function createCacheService(deps: { repo: CacheRepository; audit: AuditSe
  * lookups at once) and count hits. Services use this, never the repository.
  */
 export interface ResponseCache {
+  /** The most bytes an entry's value may have written out as JSON (`SVC_CACHE_MAX_ENTRY_BYTES`); a larger one is not stored. */
+  readonly maxEntryBytes: number;
   get(tenantId: string, cacheType: string, key: string): Promise<CacheEntry | null>;
   /** Store an entry, its value given written out as JSON (UTF-8) too: stored as it is (CacheRepository.putDeferred). */
   putDeferred(entry: Omit<CacheEntry, 'hits' | 'lastHitAt'>, valueJson: Uint8Array): void;
@@ -85,8 +87,18 @@ export interface ResponseCache {
   recordHitDeferred(tenantId: string, cacheType: string, key: string, at: number): void;
 }
 
-export function createResponseCache(repo: CacheRepository): ResponseCache {
+/**
+ * The default of `SVC_CACHE_MAX_ENTRY_BYTES`. Text answers are far below it (the longest chat completions, ~128,000
+ * tokens, are ~0.5 MB as JSON); what comes near it is media as base64: a chat answer's audio (about a minute of 24 kHz
+ * PCM is ~3.8 MB, of MP3 ~1.3 MB) or a generated image (a 1024x1024 PNG ~1.5-3 MB). SQLite, in WebAssembly, takes
+ * about three times a value's bytes of memory to write it, and that memory never goes back to the system: a 60 MB
+ * answer stored left svc ~200 MB larger for good.
+ */
+export const DEFAULT_CACHE_MAX_ENTRY_BYTES = 8 * 1024 * 1024;
+
+export function createResponseCache(repo: CacheRepository, options: { maxEntryBytes?: number } = {}): ResponseCache {
   return {
+    maxEntryBytes: options.maxEntryBytes ?? DEFAULT_CACHE_MAX_ENTRY_BYTES,
     get: (tenantId, cacheType, key) => repo.get(tenantId, cacheType, key),
     putDeferred: (entry, valueJson) => repo.putDeferred(entry, valueJson),
     dropDeferred: (tenantId, cacheType, key) => repo.dropDeferred(tenantId, cacheType, key),

@@ -27,6 +27,8 @@ export interface CacheDecision {
   write?: 'stored' | 'refreshed' | 'suppressed_no_store' | 'not_cacheable';
   /** the header that caused a bypass/suppression. */
   control?: string;
+  /** why a live answer was not stored, when `write` alone does not say it (an answer too large to store). */
+  reason?: string;
   key?: string;
   sourceRunId?: string;
 }

@@ -607,7 +607,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
           run.event('cache.write_suppressed', { cacheType: EXACT_CACHE, control: controls.control });
           return;
         }
-        if (!adapter.cacheable(response)) {
+        const notStored = () => {
           decision.write = 'not_cacheable';
           // A refresh asked for this answer instead of the stored one: that one must not be served to the next
           // request either, so it goes (a refresh that fails upstream gives no answer and leaves the entry alone).
@@ -615,10 +615,17 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
             cache.dropDeferred(auth.tenantId, EXACT_CACHE, key);
             run.event('cache.dropped', { cacheType: EXACT_CACHE, control: controls.control, reason: 'not_cacheable' });
           }
-          return;
+        };
+        if (!adapter.cacheable(response)) return notStored();
+        const stored = json ?? answerJson(response);
+        // An answer's JSON past the bound is relayed, not stored: SQLite's memory grows by about three times what it
+        // writes and never shrinks (caches/service.ts, DEFAULT_CACHE_MAX_ENTRY_BYTES).
+        if (stored.length > cache.maxEntryBytes) {
+          decision.reason = `the answer is ${stored.length} bytes as JSON, more than the ${cache.maxEntryBytes} the exact cache stores (SVC_CACHE_MAX_ENTRY_BYTES)`;
+          run.event('cache.not_stored', { cacheType: EXACT_CACHE, reason: 'too_large', bytes: stored.length, maxBytes: cache.maxEntryBytes });
+          return notStored();
         }
         decision.write = controls.serve ? 'stored' : 'refreshed';
-        const stored = json ?? answerJson(response);
         cache.putDeferred({ tenantId: auth.tenantId, cacheType: EXACT_CACHE, key, appId: auth.appId, value: response, sourceRunId: run.id, costUsd, latencyMs, createdAt: clock.now() }, stored);
         run.event('cache.stored', { cacheType: EXACT_CACHE, refreshed: !controls.serve });
       };

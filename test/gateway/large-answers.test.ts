@@ -1,16 +1,24 @@
 /**
- * What a large buffered answer costs svc (docs/providers.md, "Upstream failures and their HTTP answers"): written out
- * as JSON once, the bytes its client is sent being the ones the exact cache stores.
+ * What a large answer costs svc (docs/providers.md, "Upstream failures and their HTTP answers"): written out as JSON
+ * once, the bytes its client is sent being the ones the exact cache stores; and one whose JSON is past
+ * SVC_CACHE_MAX_ENTRY_BYTES relayed but not stored (docs/gateway.md, "What is stored").
  */
 import assert from 'node:assert/strict';
 import test, { type TestContext } from 'node:test';
-import { completion, startFakeUpstream } from '../support/fake-upstream.ts';
+import { json } from '../support/build.ts';
+import { completion, contentChunk, sendChunks, startFakeUpstream } from '../support/fake-upstream.ts';
 import { openaiGateway } from '../support/openai-gateway.ts';
 
 /** A fake upstream answering every chat request with the same completion of `chars` characters, sent as prepared. */
 async function upstreamAnswering(t: TestContext, chars: number) {
   const body = JSON.stringify(completion('x'.repeat(chars)));
-  const upstream = await startFakeUpstream(t, (_req, res) => {
+  const upstream = await startFakeUpstream(t, (req, res) => {
+    if (req.body.stream) {
+      // The same answer streamed, in chunks of 8 KiB.
+      const pieces = Array.from({ length: Math.ceil(chars / 8192) }, (_, i) => contentChunk('x'.repeat(Math.min(8192, chars - i * 8192))));
+      const usage = { ...contentChunk(''), choices: [], usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } };
+      return sendChunks(res, [...pieces, { ...contentChunk(''), choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }, usage]);
+    }
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
     res.end(body);
   });
@@ -47,4 +55,42 @@ test('a buffered answer is written out as JSON once, for its client and for the 
   assert.equal(hit.response.headers.get('x-svc-route'), 'exact_cache');
   assert.equal(hit.data.choices[0]!.message.content, live.data.choices[0]!.message.content);
   assert.equal(upstream.requests.length, 1);
+});
+
+test('an answer whose JSON is past SVC_CACHE_MAX_ENTRY_BYTES is relayed, not stored, and its run says why; a smaller one is stored', async (t) => {
+  const bound = 64 * 1024;
+  for (const stream of [false, true]) {
+    for (const [chars, stored] of [[bound + 1024, false], [bound - 2048, true]] as const) {
+      const { upstream } = await upstreamAnswering(t, chars);
+      const { app, client } = await openaiGateway(t, upstream, { SVC_CACHE_MAX_ENTRY_BYTES: String(bound) });
+      const ask = async () => {
+        const params = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: `${chars} characters` }] };
+        if (!stream) {
+          const { data, response } = await client.chat.completions.create(params).withResponse();
+          return { content: data.choices[0]!.message.content!, route: response.headers.get('x-svc-route'), runId: response.headers.get('x-svc-run-id') };
+        }
+        const { data, response } = await client.chat.completions.create({ ...params, stream: true }).withResponse();
+        let content = '';
+        for await (const chunk of data) content += chunk.choices[0]?.delta.content ?? '';
+        return { content, route: response.headers.get('x-svc-route'), runId: response.headers.get('x-svc-run-id') };
+      };
+      const what = `${stream ? 'streamed' : 'buffered'}, ${chars} characters`;
+
+      const first = await ask();
+      assert.equal(first.content.length, chars, what);
+      const run = json(await app.inject({ url: `/api/v1/runs/${first.runId}` })).run;
+      const second = await ask();
+      assert.equal(second.content, first.content, what);
+      if (stored) {
+        assert.equal(run.routeExplanation.cache[0].write, 'stored', what);
+        assert.equal(second.route, 'exact_cache', what);
+        assert.equal(upstream.requests.length, 1, what);
+        continue;
+      }
+      assert.equal(run.routeExplanation.cache[0].write, 'not_cacheable', what);
+      assert.match(run.routeExplanation.cache[0].reason, /^the answer is \d+ bytes as JSON, more than the 65536 the exact cache stores \(SVC_CACHE_MAX_ENTRY_BYTES\)$/, what);
+      assert.equal(second.route, 'live', what);
+      assert.equal(upstream.requests.length, 2, `${what}: the second request reaches the upstream`);
+    }
+  }
 });
