@@ -775,4 +775,27 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'runs: the execution method, reason and fallback of runs recorded before migration 3',
     sql: migration18Backfill(),
   },
+  {
+    version: 19,
+    name: "audit: a row enters the indexes of its actor's user and its app only when it names one",
+    sql: `
+      -- Migrations 13 and 14 indexed every row by its actor's user and by its details' app, and those are read only
+      -- with a value (a user's own rows, an app-pinned key's key rows: src/audit/repo.ts), never for a row naming
+      -- neither: an operator's or a key's change, a key of no app. Each such row still wrote a page of all four
+      -- indexes, 4 of the 13 pages (~16 KB of the log's ~53 KB) of an operator's settings change. Only rows that name
+      -- one are indexed now; a query's "= ?" on the expression implies its IS NOT NULL, so SQLite still uses them.
+      DROP INDEX audit_events_actor_user;
+      DROP INDEX audit_events_actor_user_decision;
+      DROP INDEX audit_events_app;
+      DROP INDEX audit_events_app_decision;
+      CREATE INDEX audit_events_actor_user ON audit_events (tenant_id, json_extract(actor_json, '$.userId'), seq)
+        WHERE json_extract(actor_json, '$.userId') IS NOT NULL;
+      CREATE INDEX audit_events_actor_user_decision ON audit_events (tenant_id, json_extract(actor_json, '$.userId'), decision, seq)
+        WHERE json_extract(actor_json, '$.userId') IS NOT NULL;
+      CREATE INDEX audit_events_app ON audit_events (tenant_id, json_extract(details_json, '$.appId'), seq)
+        WHERE json_extract(details_json, '$.appId') IS NOT NULL;
+      CREATE INDEX audit_events_app_decision ON audit_events (tenant_id, json_extract(details_json, '$.appId'), decision, seq)
+        WHERE json_extract(details_json, '$.appId') IS NOT NULL;
+    `,
+  },
 ];
