@@ -7,6 +7,9 @@
  * A credential counts from the moment its check starts, not only once it has failed: requests pipelined on one
  * connection arrive together, and each starts its check before the first has ended, so counting failures alone let
  * a burst of a thousand guesses in one packet all be checked against a limit of 30.
+ *
+ * Times (`now`) are monotonic milliseconds (`performance.now()`), not the wall clock: a wall clock stepped back an
+ * hour (NTP, a resumed VM) held a locked-out address for that hour and kept every window open as long.
  */
 export interface AuthFailureLimiter {
   /** Seconds until the address may try again, or 0 when it may try now. */

@@ -178,7 +178,8 @@ export async function registerSurface(app: FastifyInstance, options: SurfaceOpti
     // nobody guesses (a stale one is ordinary): counting those would lock out whole offices.
     const presented = authorization !== undefined || apiKeyHeader !== undefined;
     const address = clientAddress(request);
-    const now = Date.now();
+    // Monotonic: the limiter's window is a minute of elapsed time, which a wall clock stepped back would stretch.
+    const now = performance.now();
     // A presented credential counts from here (src/http/auth-failures.ts: pipelined guesses are checked together).
     const wait = presented ? options.authFailures.begin(address, now) : options.authFailures.retryAfter(address, now);
     if (wait > 0) {

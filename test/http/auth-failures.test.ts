@@ -222,3 +222,17 @@ test('a client that resets its connection right after its request is still count
   assert.equal(byResetter.statusCode, 429, 'the reset requests counted against the address that sent them');
   assert.match(((await byResetter.body.json()) as { error: { message: string } }).error.message, /^Too many attempts/);
 });
+
+test('the wall clock stepping back an hour (NTP, a VM resumed) does not hold a locked-out address for that hour', async (t) => {
+  const token = 'bootstrap-token-brute-force-10';
+  const { app } = await build(t, { env: { SVC_API_KEY: token, SVC_AUTH_FAILURES_PER_MINUTE: '3' } });
+  const guess = (value: string, remoteAddress: string) => app.inject({ url: '/api/v1/keys', headers: bearer(value), remoteAddress });
+  for (let i = 0; i < 3; i++) assert.equal((await guess(`guess-${i}`, '198.51.100.20')).statusCode, 401);
+  const wallNow = Date.now;
+  t.mock.method(Date, 'now', () => wallNow() - 3_600_000);
+  const blocked = await guess(token, '198.51.100.20');
+  assert.equal(blocked.statusCode, 429);
+  // The window is a minute of elapsed time, whatever the wall clock says: at most 60 s to wait, not 61 minutes.
+  assert.ok(Number(blocked.headers['retry-after']) <= 60, `retry-after ${blocked.headers['retry-after']}`);
+  assert.equal(json(blocked).error.code, 'rate_limited');
+});
