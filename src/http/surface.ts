@@ -16,6 +16,7 @@ import { replyError, toAppError } from './error-shapes.ts';
 import type { AuthFailureLimiter } from './auth-failures.ts';
 import { isLocalOperator } from './local-socket.ts';
 import { lingerOnClose } from './lingering-close.ts';
+import { MonotonicRateWindows } from './rate-window-store.ts';
 import { mayServeOpenIdentityAt, openIdentityRefused } from './open-mode-host.ts';
 import { originOf, presentedOrigin } from './request-origin.ts';
 import { requestScheme } from './request-scheme.ts';
@@ -225,6 +226,7 @@ export async function registerSurface(app: FastifyInstance, options: SurfaceOpti
     hook: 'onRequest',
     max: options.ratePerMinute,
     timeWindow: 60_000,
+    store: MonotonicRateWindows,
     keyGenerator: (request) => {
       const auth = request.auth;
       if (auth?.keyId) return `key:${auth.keyId}`;

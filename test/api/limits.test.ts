@@ -355,6 +355,23 @@ test('a rate limit of one request per minute is worded in the singular in the 42
   assert.match(json(limited).error.message, /^Rate limit exceeded: at most 1 request per minute\. Retry after /);
 });
 
+test('the wall clock stepping back an hour (NTP, a VM resumed) does not hold a caller at its rate limit for that hour', async (t) => {
+  const { app } = await build(t, { env: { SVC_RATE_LIMIT_API_PER_MINUTE: '2', SVC_RATE_LIMIT_GATEWAY_PER_MINUTE: '2' } });
+  for (let i = 0; i < 2; i++) {
+    assert.equal((await app.inject({ url: '/api/v1/keys' })).statusCode, 200);
+    assert.equal((await app.inject({ url: '/v1/models' })).statusCode, 200);
+  }
+  const wallNow = Date.now;
+  t.mock.method(Date, 'now', () => wallNow() - 3_600_000);
+  for (const url of ['/api/v1/keys', '/v1/models']) {
+    const limited = await app.inject({ url });
+    assert.equal(limited.statusCode, 429, url);
+    // The window is a minute of elapsed time, whatever the wall clock says: at most 60 s to wait, not 61 minutes.
+    assert.ok(Number(limited.headers['retry-after']) <= 60, `${url}: retry-after ${limited.headers['retry-after']}`);
+    assert.ok(Number(limited.headers['x-ratelimit-reset']) <= 60, `${url}: x-ratelimit-reset ${limited.headers['x-ratelimit-reset']}`);
+  }
+});
+
 test('unknown routes are JSON 404s in each surface shape', async (t) => {
   const { app } = await build(t);
   const management = await app.inject({ url: '/api/v1/nope' });
