@@ -59,7 +59,7 @@ export interface LimitsService {
    * others was counted.
    */
   reserve(name: LimitName, key: string): Promise<() => Promise<void>>;
-  /** Remove attempts older than the longest window (housekeeping). */
+  /** Remove attempts older than the longest window, or more than it ahead of the clock (housekeeping). */
   prune(batch: number): Promise<number>;
 }
 
@@ -88,6 +88,9 @@ export function createLimitsService(deps: { repo: RateEventsRepository; clock: C
       const row = verdict.row!;
       return () => repo.release(row);
     },
-    prune: (batch) => repo.prune(clock.now() - longest, batch),
+    prune: (batch) => {
+      const now = clock.now();
+      return repo.prune(now - longest, now + longest, batch);
+    },
   };
 }

@@ -385,6 +385,28 @@ test('failed logins per e-mail: 10 per 15 minutes, known and unknown addresses a
   assert.equal(open.statusCode, 200);
 });
 
+test('failed logins per e-mail after the clock steps back (NTP, a VM resumed): a lockout lasts at most the step plus its window, and one a window or more ahead is forgotten, its rows pruned', async (t) => {
+  const { app, clock, services } = await buildWithAdmin(t);
+  const login = (email: string, password: string, i: number) =>
+    app.inject({ method: 'POST', url: '/api/v1/auth/login', remoteAddress: `192.0.2.${i + 1}`, headers: { origin: ORIGIN }, payload: { email, password } });
+  for (let i = 0; i < 10; i++) assert.equal((await login(ADMIN.email, 'wrong-password', i)).statusCode, 401);
+  for (let i = 0; i < 10; i++) assert.equal((await login('ghost@example.test', 'wrong-password', i)).statusCode, 401);
+  const attemptsAt = clock.t;
+  // Five minutes back: the ten failures are five minutes ahead of the clock, counted as if made now, twenty to wait.
+  clock.advance(-5 * 60_000);
+  const shortStep = await login(ADMIN.email, ADMIN.password, 20);
+  assert.equal(shortStep.statusCode, 429);
+  assert.equal(Number(shortStep.headers['retry-after']), 20 * 60);
+  // An hour back: they are from before the step, which held the address for an hour and a quarter (retry-after 4500).
+  clock.t = attemptsAt - 3_600_000;
+  assert.equal((await login(ADMIN.email, ADMIN.password, 21)).statusCode, 200);
+  const rows = () => services.store.read((sql) => sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM rate_events WHERE bucket = ?', ['loginFailures'])!.n);
+  assert.equal(await rows(), 20);
+  // Housekeeping deletes the attempts no window can count again before the clock is back where they were made.
+  await services.limits.prune(100);
+  assert.equal(await rows(), 0);
+});
+
 test('failed logins per e-mail: a burst of concurrent guesses meets the limit as a sequence does; a success is not counted', async (t) => {
   const { app } = await buildWithAdmin(t);
   const login = (password: string, i: number) =>
