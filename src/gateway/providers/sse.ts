@@ -50,10 +50,12 @@ export interface SseOptions {
  * (`: keep-alive`) are chunks, so they keep the idle timeout from firing; an upstream sending comments only would hold
  * the client (no headers yet: they go out with the first event) and its run for ever. A stream has as long for its
  * first event as a buffered answer has for all of it (`SVC_PROVIDER_TIMEOUT_MS`), then it is a timeout. Nothing is
- * timed once an event came, and a chunk that holds one (the usual first chunk) reads no clock.
+ * timed once an event came, and a chunk that holds one (the usual first chunk) reads no clock. Timed by the monotonic
+ * clock: with the wall clock, a clock jumping forward (NTP, a resumed VM) failed a warming-up stream as a timeout at its
+ * next comment, and one stepping back gave it that much longer.
  */
 export function firstEventWatch(provider: string, withinMs: number): (eventsParsed: number) => void {
-  const startedAt = Date.now();
+  const startedAt = performance.now();
   let seen = false;
   return (eventsParsed) => {
     if (seen) return;
@@ -61,7 +63,7 @@ export function firstEventWatch(provider: string, withinMs: number): (eventsPars
       seen = true;
       return;
     }
-    if (Date.now() - startedAt > withinMs) {
+    if (performance.now() - startedAt > withinMs) {
       throw new ProviderError('timeout', `the upstream stream sent no event within ${withinMs} ms (only comments)`, { provider, upstreamStatus: 200 });
     }
   };

@@ -181,3 +181,21 @@ test('a stream of comments only is a timeout once the buffered deadline passes; 
   await rejectsWith(drain(messagesProvider(t, upstream, timeouts).streamMessages({ model: 'claude-x', max_tokens: 10, messages: [{ role: 'user', content: 'comments only' }] }, ctx())), 'timeout');
   assert.equal(await drain(chat.streamChat({ model: 'gpt-4o', messages: [{ role: 'user', content: 'then an answer' }] }, ctx())), 1);
 });
+
+test('the wall clock jumping forward an hour (NTP, a VM resumed) while a stream sends comments before its first event is no timeout: the deadline is elapsed time', async (t) => {
+  const upstream = await startFakeUpstream(t, async (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write(': warming up\n\n');
+    await sleep(30);
+    res.write(': still warming up\n\n');
+    await sleep(30);
+    res.write(`data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o', choices: [{ index: 0, delta: { content: 'hi' }, finish_reason: 'stop' }] })}\n\n`);
+    res.end('data: [DONE]\n\n');
+  });
+  const chat = chatProvider(t, upstream, { bufferedMs: 60_000 });
+  const stream = chat.streamChat({ model: 'gpt-4o', messages: [{ role: 'user', content: 'warm up first' }] }, ctx());
+  await stream;
+  const wallNow = Date.now;
+  t.mock.method(Date, 'now', () => wallNow() + 3_600_000);
+  assert.equal(await drain(stream), 1);
+});
