@@ -37,6 +37,7 @@ import { checkWriteInputs } from './write-inputs.ts';
 import type { LogDestination } from './log-destination.ts';
 import { requestLogSerializer } from './log-redaction.ts';
 import { pagesRoutes } from './pages.ts';
+import { rootNotFound, routeNotFound } from './unknown-paths.ts';
 import { requestIdOf } from './request-ids.ts';
 import { NOSNIFF, NOSNIFF_HEADER } from './nosniff.ts';
 import { percentEncodingRefusal } from './percent-encoding.ts';
@@ -164,10 +165,8 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   });
 
   installErrorHandler(app, options.onInternalError);
-  app.setNotFoundHandler((request, reply) => {
-    const error = new AppError('route_not_found', { message: `No route for ${request.method} ${request.url.split('?', 1)[0]}.` });
-    return replyError(request, reply, error);
-  });
+  // Outside the surfaces: answered before the body is read (src/http/unknown-paths.ts).
+  await app.register(rootNotFound);
 
   await app.register(healthRoute(services.health));
   // The account pages the e-mails link to (/login, /accept-invite, ...): public, outside the API surfaces.
@@ -205,7 +204,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
       await api.register(savingsRoutes(services.savings));
       await api.register(cacheRoutes(services.cache));
       api.setNotFoundHandler((request, reply) => {
-        throw new AppError('route_not_found', { message: `No route for ${request.method} ${request.url.split('?', 1)[0]}.` });
+        throw routeNotFound(request);
       });
     },
     { prefix: '/api/v1' },
@@ -231,7 +230,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
       await gateway.register(messagesRoutes({ gateway: services.gateway, appBaseUrl: config.accounts.appBaseUrl }));
       await gateway.register(responsesRoutes({ gateway: services.gateway, clock: services.clock, appBaseUrl: config.accounts.appBaseUrl }));
       gateway.setNotFoundHandler((request) => {
-        throw new AppError('route_not_found', { message: `No route for ${request.method} ${request.url.split('?', 1)[0]}.` });
+        throw routeNotFound(request);
       });
     },
     { prefix: '/v1' },

@@ -1,0 +1,116 @@
+/**
+ * A request to a path no route serves outside `/api/v1` and `/v1` gets its 404 before its body is read: svc read and
+ * parsed such a body first (broken JSON was a 400), up to 32 MiB, without any credential and outside the gateway's body
+ * budget, so sixteen unauthenticated uploads to `/nope` took a server's peak RSS from 105 to 451 MB. Node discards the
+ * unread rest, and a keep-alive connection stays in step: a request written inside that body is never read as one, the
+ * request behind the body is. Real `svc serve`, raw sockets.
+ */
+import assert from 'node:assert/strict';
+import { connect } from 'node:net';
+import { before, describe, test } from 'node:test';
+import { ensureBundle, startServe, suiteCleanups, tempDir } from '../support/process.ts';
+
+before(ensureBundle);
+
+/** A request that, if read out of the body it hides in, answers HTML: it must never be answered. */
+const SMUGGLED = 'GET /login HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n';
+/** The request written after the body, on the same connection: it must be answered, and end the connection. */
+const BEHIND = 'GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n';
+
+/** Every status of the answers in `text`. */
+const statuses = (text: string) => text.match(/(?<=^|\r\n|\})HTTP\/1\.1 \d{3}/g)?.map((line) => line.slice(9));
+
+/** The first answer of `text` once it has come whole (its declared length), else null. */
+function firstAnswer(text: string): { status: number; body: unknown } | null {
+  const end = text.indexOf('\r\n\r\n');
+  if (end < 0) return null;
+  const length = Number(/\r\ncontent-length: (\d+)/i.exec(text.slice(0, end))?.[1]);
+  const body = text.slice(end + 4, end + 4 + length);
+  if (body.length < length) return null;
+  return { status: Number(text.split(' ', 2)[1]), body: JSON.parse(body) };
+}
+
+/**
+ * Write `head` and the body's `start`, and wait for the first answer (or the connection's end); then, if `rest` is
+ * given and the connection is open, write the body's rest and `BEHIND`, and read until the server closes.
+ */
+function sendInTwo(port: number, head: string, start: string, rest?: Buffer): Promise<{ beforeRest: string; all: string }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write(head + start));
+    let text = '';
+    let beforeRest: string | null = null;
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => {
+      text += chunk;
+      if (beforeRest !== null || firstAnswer(text) === null) return;
+      beforeRest = text;
+      if (rest === undefined) return void socket.end();
+      socket.write(rest);
+      socket.write(BEHIND);
+    });
+    socket.on('error', reject);
+    socket.on('close', () => resolve({ beforeRest: beforeRest ?? text, all: text }));
+  });
+}
+
+/** The rest of a body, `bytes` long: blanks around a request that would be read if svc lost the body's framing. */
+function restHiding(bytes: number): Buffer {
+  const rest = Buffer.alloc(bytes, ' ');
+  rest.write(SMUGGLED, 1024, 'latin1');
+  return rest;
+}
+
+describe('an unknown path outside the surfaces is answered 404 before its body, and the connection stays in step', () => {
+  const t = suiteCleanups();
+  let port = 0;
+
+  before(async () => {
+    // With a key, so that no request is granted an identity without one. A request waiting for a body it is not sent
+    // (before the fix) ends at the receipt timeout, without its 404: shortened, from 120 s, so that it fails soon.
+    const svc = await startServe(t, tempDir(t), { SVC_API_KEY: 'sk-unknown-paths-0123456789abcdef0123', SVC_REQUEST_TIMEOUT_MS: '10000' });
+    port = Number(new URL(svc.address).port);
+  });
+
+  const declared = (method: string, path: string, bytes: number) =>
+    `${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${bytes}\r\n\r\n`;
+  const notFound = (method: string, path: string) => ({ status: 404, body: { error: { code: 'route_not_found', message: `No route for ${method} ${path}.` } } });
+
+  for (const [method, path, bytes] of [
+    ['POST', '/nope', 1024 * 1024],
+    ['PUT', '/x/y', 8 * 1024 * 1024],
+    // A page's path and /health, in a method they do not serve.
+    ['POST', '/login', 64 * 1024],
+    ['DELETE', '/health', 64 * 1024],
+  ] as const) {
+    test(`${method} ${path} with ${bytes} bytes declared and 8 sent`, async () => {
+      const start = '{"broken';
+      const { beforeRest, all } = await sendInTwo(port, declared(method, path, bytes), start, restHiding(bytes - start.length));
+      assert.deepEqual(firstAnswer(beforeRest), notFound(method, path));
+      assert.deepEqual(statuses(all), ['404', '200']);
+      assert.match(all, /"ok":true/, 'the request behind the body is answered');
+      assert.doesNotMatch(all, /<!doctype/i, 'the request inside the body is not');
+    });
+  }
+
+  test('a chunked body, its first chunk sent', async () => {
+    const head = 'POST /nope HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n';
+    const hiding = restHiding(4096);
+    const rest = Buffer.concat([Buffer.from(`${hiding.length.toString(16)}\r\n`), hiding, Buffer.from('\r\n0\r\n\r\n')]);
+    const { beforeRest, all } = await sendInTwo(port, head, '5\r\n{"a":\r\n', rest);
+    assert.deepEqual(firstAnswer(beforeRest), notFound('POST', '/nope'));
+    assert.deepEqual(statuses(all), ['404', '200']);
+    assert.doesNotMatch(all, /<!doctype/i);
+  });
+
+  test('a body declared past every body limit is the same 404, not a 413: nothing of it is read', async () => {
+    const { beforeRest } = await sendInTwo(port, declared('POST', '/nope', 2 ** 40), '{');
+    assert.deepEqual(firstAnswer(beforeRest), notFound('POST', '/nope'));
+  });
+
+  test('the surfaces keep their order: without a key, /v1 and /api/v1 refuse 401 before the body, known path or not', async () => {
+    for (const path of ['/v1/chat/completions', '/v1/nope', '/api/v1/nope']) {
+      const { beforeRest } = await sendInTwo(port, declared('POST', path, 1024 * 1024), '{');
+      assert.equal(firstAnswer(beforeRest)?.status, 401, path);
+    }
+  });
+});
