@@ -37,7 +37,7 @@ import { checkWriteInputs } from './write-inputs.ts';
 import type { LogDestination } from './log-destination.ts';
 import { requestLogSerializer } from './log-redaction.ts';
 import { pagesRoutes } from './pages.ts';
-import { rootNotFound, routeNotFound } from './unknown-paths.ts';
+import { notFoundBeforeBody } from './unknown-paths.ts';
 import { requestIdOf } from './request-ids.ts';
 import { NOSNIFF, NOSNIFF_HEADER } from './nosniff.ts';
 import { percentEncodingRefusal } from './percent-encoding.ts';
@@ -166,7 +166,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
 
   installErrorHandler(app, options.onInternalError);
   // Outside the surfaces: answered before the body is read (src/http/unknown-paths.ts).
-  await app.register(rootNotFound);
+  await app.register(notFoundBeforeBody);
 
   await app.register(healthRoute(services.health));
   // The account pages the e-mails link to (/login, /accept-invite, ...): public, outside the API surfaces.
@@ -203,9 +203,9 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
       await api.register(runsRoutes(services.runs));
       await api.register(savingsRoutes(services.savings));
       await api.register(cacheRoutes(services.cache));
-      api.setNotFoundHandler((request, reply) => {
-        throw routeNotFound(request);
-      });
+      // After the surface's identity hook, before the body (src/http/unknown-paths.ts); registered after the surface's
+      // hooks, which its context copies then.
+      await api.register(notFoundBeforeBody);
     },
     { prefix: '/api/v1' },
   );
@@ -229,9 +229,8 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
       await gateway.register(chatCompletionsRoutes({ gateway: services.gateway, clock: services.clock, appBaseUrl: config.accounts.appBaseUrl }));
       await gateway.register(messagesRoutes({ gateway: services.gateway, appBaseUrl: config.accounts.appBaseUrl }));
       await gateway.register(responsesRoutes({ gateway: services.gateway, clock: services.clock, appBaseUrl: config.accounts.appBaseUrl }));
-      gateway.setNotFoundHandler((request) => {
-        throw routeNotFound(request);
-      });
+      // As on /api/v1: after the surface's identity hook, before the body.
+      await gateway.register(notFoundBeforeBody);
     },
     { prefix: '/v1' },
   );

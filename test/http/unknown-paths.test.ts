@@ -1,9 +1,10 @@
 /**
  * A request to a path no route serves outside `/api/v1` and `/v1` gets its 404 before its body is read: svc read and
  * parsed such a body first (broken JSON was a 400), up to 32 MiB, without any credential and outside the gateway's body
- * budget, so sixteen unauthenticated uploads to `/nope` took a server's peak RSS from 105 to 451 MB. Node discards the
- * unread rest, and a keep-alive connection stays in step: a request written inside that body is never read as one, the
- * request behind the body is. Real `svc serve`, raw sockets.
+ * budget, so sixteen unauthenticated uploads to `/nope` took a server's peak RSS from 105 to 451 MB. Under `/api/v1` and
+ * `/v1` the same after the surface's identity check (an authenticated caller's body was read, up to the root's limit).
+ * Node discards the unread rest, and a keep-alive connection stays in step: a request written inside that body is never
+ * read as one, the request behind the body is. Real `svc serve`, raw sockets.
  */
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
@@ -60,19 +61,21 @@ function restHiding(bytes: number): Buffer {
   return rest;
 }
 
-describe('an unknown path outside the surfaces is answered 404 before its body, and the connection stays in step', () => {
+describe('an unknown path is answered 404 before its body, and the connection stays in step', () => {
   const t = suiteCleanups();
   let port = 0;
+
+  const KEY = 'sk-unknown-paths-0123456789abcdef0123';
 
   before(async () => {
     // With a key, so that no request is granted an identity without one. A request waiting for a body it is not sent
     // (before the fix) ends at the receipt timeout, without its 404: shortened, from 120 s, so that it fails soon.
-    const svc = await startServe(t, tempDir(t), { SVC_API_KEY: 'sk-unknown-paths-0123456789abcdef0123', SVC_REQUEST_TIMEOUT_MS: '10000' });
+    const svc = await startServe(t, tempDir(t), { SVC_API_KEY: KEY, SVC_REQUEST_TIMEOUT_MS: '10000' });
     port = Number(new URL(svc.address).port);
   });
 
-  const declared = (method: string, path: string, bytes: number) =>
-    `${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${bytes}\r\n\r\n`;
+  const declared = (method: string, path: string, bytes: number, headers = '') =>
+    `${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n${headers}Content-Type: application/json\r\nContent-Length: ${bytes}\r\n\r\n`;
   const notFound = (method: string, path: string) => ({ status: 404, body: { error: { code: 'route_not_found', message: `No route for ${method} ${path}.` } } });
 
   for (const [method, path, bytes] of [
@@ -113,4 +116,22 @@ describe('an unknown path outside the surfaces is answered 404 before its body, 
       assert.equal(firstAnswer(beforeRest)?.status, 401, path);
     }
   });
+
+  // An authenticated caller's unknown path in a surface was read and parsed before its 404, up to the root's body limit
+  // (32 MiB), not its surface's: 2 MiB to /api/v1/nope was a 400 invalid_json where PUT /api/v1/settings gives a 413.
+  for (const [path, shape] of [
+    ['/api/v1/nope', { error: { code: 'route_not_found', message: 'No route for POST /api/v1/nope.' } }],
+    ['/v1/nope', { error: { code: 'unknown_url', message: 'No route for POST /v1/nope.', type: 'invalid_request_error', param: null } }],
+  ] as const) {
+    test(`authenticated, ${path} with 2 MiB declared and 8 sent is its surface's 404`, async () => {
+      const bytes = 2 * 1024 * 1024;
+      const start = '{"broken';
+      const head = declared('POST', path, bytes, `Authorization: Bearer ${KEY}\r\n`);
+      const { beforeRest, all } = await sendInTwo(port, head, start, restHiding(bytes - start.length));
+      assert.deepEqual(firstAnswer(beforeRest), { status: 404, body: shape });
+      if (path.startsWith('/api/v1')) assert.match(beforeRest, /\r\ncache-control: no-store\r\n/i);
+      assert.deepEqual(statuses(all), ['404', '200']);
+      assert.doesNotMatch(all, /<!doctype/i, 'the request inside the body is not answered');
+    });
+  }
 });
