@@ -81,9 +81,9 @@ test('a body ten times the limit gets its 413 to the client every time: a raw so
   const openai = new OpenAI({ baseURL: `${svc.address}/v1`, apiKey: 'unused', maxRetries: 0 });
   for (let i = 0; i < TRIES; i++) {
     outcomes.tcp!.push(outcome(await sendBody(connect(port, '127.0.0.1'), 'POST /v1/chat/completions', BODY)));
-    outcomes.local!.push(outcome(await sendBody(connect(socketPath), 'PUT /api/v1/settings/webhook_secret', BODY)));
+    outcomes.local!.push(outcome(await sendBody(connect(socketPath), 'PUT /api/v1/settings', BODY)));
     try {
-      const response = await request(`${svc.address}/api/v1/settings/webhook_secret`, {
+      const response = await request(`${svc.address}/api/v1/settings`, {
         method: 'PUT',
         headers: { 'content-type': 'application/json' },
         body: Buffer.alloc(BODY, ' '),
@@ -118,7 +118,7 @@ test('a client that goes on sending after its 413 is cut: as fast as it can, on 
   const { port, socketPath } = await serve(t);
   const [tcp, local] = await Promise.all([
     sendBody(connect({ port, host: '127.0.0.1', ...halfOpen }), 'POST /v1/chat/completions', ENDLESS),
-    sendBody(connect({ path: socketPath, ...halfOpen }), 'PUT /api/v1/settings/webhook_secret', ENDLESS),
+    sendBody(connect({ path: socketPath, ...halfOpen }), 'PUT /api/v1/settings', ENDLESS),
   ]);
   // Ended by svc (the test would time out otherwise), after the client had read its answer.
   assert.deepEqual([outcome(tcp), outcome(local)], ['413 payload_too_large', '413 payload_too_large']);
