@@ -13,10 +13,10 @@
  * handler's own context, through that context's error handler. Registered in a surface, that context inherits the
  * surface's onRequest hooks (those added before it is registered), which run first: a caller without a credential is
  * still refused 401 in the surface's shape (a failed token counted), and `/api/v1`'s answers keep their `no-store`. The
- * surface's rate limit is a hook of each route (@fastify/rate-limit adds it on `onRoute`), which a 404 never was. A
- * request whose body is still coming has its connection closed after the 404, lingering as after a 413
- * (src/http/lingering-close.ts: the rest read and dropped, at most 4 MiB or 2 s, never parsed), so a client sending
- * without end cannot hold it; one without a body keeps its connection.
+ * surface's rate limit is a hook of each route (@fastify/rate-limit adds it on `onRoute`), which a 404 never was. node
+ * then reads and discards the rest of the body as it does after any answer given before the body came (the surfaces'
+ * 401s), so a request pipelined behind it is read where it starts, never out of the body; an answer that closes its
+ * connection lingers (src/http/lingering-close.ts).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '../core/errors.ts';
@@ -27,12 +27,6 @@ export function routeNotFound(request: FastifyRequest): AppError {
   return new AppError('route_not_found', { message: `No route for ${request.method} ${request.url.split('?', 1)[0]}.` });
 }
 
-/** Whether the request's headers announce a body: a transfer coding, or a length above zero. */
-function bodyComing(request: FastifyRequest): boolean {
-  const { headers } = request;
-  return headers['transfer-encoding'] !== undefined || (headers['content-length'] !== undefined && headers['content-length'] !== '0');
-}
-
 /**
  * The not-found handler of the context it is registered in (the app, unprefixed, or a surface, under its prefix), as a
  * plugin of its own: fastify gives a 404 the hooks of the context its handler is set in (docs/Reference/Server.md,
@@ -41,13 +35,6 @@ function bodyComing(request: FastifyRequest): boolean {
  * for an API client), which runs no onRequest hook.
  */
 export async function notFoundBeforeBody(app: FastifyInstance): Promise<void> {
-  app.addHook('onRequest', (request, reply, done) => {
-    // A body still coming is not drained for as long as it lasts (until SVC_REQUEST_TIMEOUT_MS, or forever from a
-    // client that keeps sending): the connection closes after the answer, lingering within its bounds (the error
-    // handler arms it), as after a 413.
-    // (`complete` is not yet set for a request without a body when its hooks run: its headers say whether one comes.)
-    if (!request.raw.complete && bodyComing(request)) reply.header('connection', 'close');
-    done(routeNotFound(request));
-  });
+  app.addHook('onRequest', (request, _reply, done) => done(routeNotFound(request)));
   app.setNotFoundHandler((request, reply) => replyError(request, reply, routeNotFound(request)));
 }
