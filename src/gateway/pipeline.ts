@@ -153,10 +153,10 @@ export type GatewayResult<Res, Ev> =
       runId: string;
       route: RunRoute;
       provider: string | null;
-      body: Res;
       /**
-       * `body` written out as JSON (UTF-8), once: the bytes the client is sent and, for a live answer, the exact cache
-       * stores (a 60 MB answer was written out twice, its text and its bytes each time, for the client and the cache).
+       * The answer written out as JSON (UTF-8), once: the bytes the client is sent and, for a live answer, the exact
+       * cache stores (a 60 MB answer was written out twice, its text and its bytes each time, for the client and the
+       * cache).
        */
       json: Uint8Array;
       /**
@@ -709,7 +709,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
             complete(provider, usedFallback, response, usage, cost.priced, 'served');
           });
           setImmediate(settle);
-          return { kind: 'json', runId: run.id, route: 'live', provider: provider.name, body: response, json, settle, recorded: recordedAfter(settle) };
+          return { kind: 'json', runId: run.id, route: 'live', provider: provider.name, json, settle, recorded: recordedAfter(settle) };
         } catch (thrown) {
           // The ledger could not record the call: svc's own failure (a 500), not the provider's, and nothing more of
           // this run can be recorded.
@@ -873,7 +873,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
     });
     // The run was finished above: nothing is left to record first.
     const recorded = recordedAfter(() => undefined);
-    if (!adapter.stream) return { kind: 'json', runId: run.id, route: 'exact_cache', provider: null, body: response, json: answerJson(response), settle: () => undefined, recorded };
+    if (!adapter.stream) return { kind: 'json', runId: run.id, route: 'exact_cache', provider: null, json: answerJson(response), settle: () => undefined, recorded };
     const items = replayed(adapter.replay(response));
     return { kind: 'stream', runId: run.id, route: 'exact_cache', provider: null, items, close: async () => void (await items.return(undefined)), recorded };
   }
