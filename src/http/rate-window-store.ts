@@ -1,9 +1,11 @@
 /**
  * The counters of the per-surface rate limiter (@fastify/rate-limit's `store` option), in the process's memory as its
- * own LocalStore keeps them: a fixed window per caller, the 1,000 most recently seen callers kept. Unlike LocalStore,
- * windows are timed by the monotonic clock (`performance.now()`), not `Date.now()`: with the wall clock, a clock
- * stepped back an hour (NTP, a resumed VM, an operator setting the date) held every caller that had reached its limit
- * for that hour, and let every caller's count run on as long.
+ * own LocalStore keeps them: a fixed window per caller, the 5,000 most recently seen callers kept (LocalStore's `cache`
+ * default; a caller forgotten starts a new window, so keeping fewer let a caller at its limit go on as soon as that
+ * many others had been seen within its minute). Unlike LocalStore, windows are timed by the monotonic clock
+ * (`performance.now()`), not `Date.now()`: with the wall clock, a clock stepped back an hour (NTP, a resumed VM, an
+ * operator setting the date) held every caller that had reached its limit for that hour, and let every caller's count
+ * run on as long.
  *
  * svc sets neither `continueExceeding` nor `exponentialBackoff`, so the store implements neither.
  */
@@ -22,7 +24,7 @@ interface Window {
   startedAt: number;
 }
 
-const CALLERS_KEPT = 1_000;
+const CALLERS_KEPT = 5_000;
 
 export class MonotonicRateWindows {
   /** In order of last use, oldest first: the first one goes when a new caller would exceed `CALLERS_KEPT`. */

@@ -372,6 +372,16 @@ test('the wall clock stepping back an hour (NTP, a VM resumed) does not hold a c
   }
 });
 
+test('a caller at its rate limit stays limited while a thousand others are seen within its window (the 5,000 most recent callers are kept, as @fastify/rate-limit kept them)', async (t) => {
+  const { app } = await build(t, { env: { SVC_RATE_LIMIT_API_PER_MINUTE: '2' } });
+  const from = (remoteAddress: string) => app.inject({ url: '/api/v1/keys', remoteAddress });
+  for (let i = 0; i < 2; i++) assert.equal((await from('10.0.0.1')).statusCode, 200);
+  assert.equal((await from('10.0.0.1')).statusCode, 429);
+  // 1,500 other callers, one request each: a store keeping 1,000 forgot the first one's window and let it start anew.
+  for (let i = 0; i < 1_500; i++) assert.equal((await from(`10.1.${i >> 8}.${i & 255}`)).statusCode, 200);
+  assert.equal((await from('10.0.0.1')).statusCode, 429);
+});
+
 test('unknown routes are JSON 404s in each surface shape', async (t) => {
   const { app } = await build(t);
   const management = await app.inject({ url: '/api/v1/nope' });
