@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { noQuery } from '../core/query-parameters.ts';
 import { nameSchema } from '../core/text.ts';
+import { pathParameter } from '../http/path-parameters.ts';
 import { authOf, clientAddress } from '../http/surface.ts';
 import { noBody } from '../http/write-inputs.ts';
 import { clearSessionCookie, cookieValuesOf, SESSION_COOKIE, setSessionCookie } from '../http/session-cookie.ts';
@@ -24,7 +25,7 @@ const changeBody = z.object({ current: passwordField, new: passwordField }).stri
 const signupBody = z.object({ email: emailField, name: nameField, password: passwordField }).strict();
 const resetRequestBody = z.object({ email: z.string().max(1024) }).strict();
 const resetConfirmBody = z.object({ token: z.string().max(200), password: passwordField }).strict();
-const tokenParams = z.object({ token: z.string().max(200) });
+const tokenParams = z.object({ token: pathParameter });
 
 export function authRoutes(deps: { sessions: SessionsService; signup: SignupService; limits: LimitsService }) {
   const { sessions, signup, limits } = deps;

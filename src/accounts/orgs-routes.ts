@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { pageOf, paginationQuery } from '../core/pagination.ts';
 import { knownQuery, noQuery, optionalChoice } from '../core/query-parameters.ts';
+import { pathParameter } from '../http/path-parameters.ts';
 import { authOf, clientAddress } from '../http/surface.ts';
 import { noBody } from '../http/write-inputs.ts';
 import { setSessionCookie } from '../http/session-cookie.ts';
@@ -36,12 +37,12 @@ const switchBody = z
 const renameBody = z.object({ name: z.string().max(1000) }).strict();
 const deleteBody = z.object({ confirm: z.unknown().optional() }).strict().optional();
 const roleBody = z.object({ role: z.enum(['owner', 'admin', 'member']) }).strict();
-const userParams = z.object({ userId: z.string().min(1).max(100) });
+const userParams = z.object({ userId: pathParameter });
 const inviteBody = z.object({ email: emailField, role: z.enum(['owner', 'admin', 'member']).optional() }).strict();
 const inviteQuery = knownQuery(paginationQuery().extend({ status: optionalChoice(['pending', 'accepted', 'revoked', 'expired']) }));
 const orgsQuery = knownQuery(paginationQuery());
-const idParams = z.object({ id: z.string().min(1).max(100) });
-const tokenParams = z.object({ token: z.string().max(200) });
+const idParams = z.object({ id: pathParameter });
+const tokenParams = z.object({ token: pathParameter });
 /** Optional: a request without a body accepts as the signed-in user. A JSON `null` is refused (src/http/write-inputs.ts). */
 const acceptBody = z.object({ name: nameField.optional(), password: passwordField.optional() }).strict().optional();
 

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { paginationQuery } from '../core/pagination.ts';
 import { pageOf } from '../core/pagination.ts';
 import { knownQuery, optionalText } from '../core/query-parameters.ts';
+import { pathParameter } from '../http/path-parameters.ts';
 import { authOf } from '../http/surface.ts';
 import { noBody } from '../http/write-inputs.ts';
 import { nameField, passwordField } from './auth-routes.ts';
@@ -22,7 +23,7 @@ const createBody = z
   })
   .strict();
 const patchBody = z.object({ name: nameField.optional(), role: z.enum(['admin', 'member']).optional() }).strict();
-const idParams = z.object({ id: z.string().min(1).max(100) });
+const idParams = z.object({ id: pathParameter });
 
 export function usersRoutes(users: UsersService) {
   return async function (app: FastifyInstance) {

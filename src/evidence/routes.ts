@@ -6,6 +6,7 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { jsonSlices, objectSlices } from '../core/json-slices.ts';
+import { pathParameter } from '../http/path-parameters.ts';
 import { authOf } from '../http/surface.ts';
 import { instantQuery } from '../core/instant.ts';
 import { optionalQueryInteger, paginationQuery, queryInteger } from '../core/pagination.ts';
@@ -67,7 +68,7 @@ const detailQuery = knownQuery(detailFields);
 /** `{limit, before?}` without an absent `before` (exactOptionalPropertyTypes). */
 const windowOf = (limit: number, before: number | undefined) => ({ limit, ...(before !== undefined ? { before } : {}) });
 
-const params = z.object({ id: z.string().min(1).max(200) });
+const params = z.object({ id: pathParameter });
 
 /** The run id of a route that takes no query: a parameter sent to it is refused, not ignored (query-parameters.ts). */
 function queryless(request: FastifyRequest): string {

@@ -15,7 +15,6 @@ import { authRoutes } from '../accounts/auth-routes.ts';
 import { orgsRoutes } from '../accounts/orgs-routes.ts';
 import { usersRoutes } from '../accounts/users-routes.ts';
 import { runsRoutes } from '../evidence/routes.ts';
-import { RUN_MODEL_MAX_LENGTH } from '../evidence/types.ts';
 import { savingsRoutes } from '../evidence/savings-routes.ts';
 import { chatCompletionsRoutes } from '../gateway/wires/chat-completions.ts';
 import { messagesRoutes } from '../gateway/wires/messages.ts';
@@ -41,6 +40,7 @@ import { notFoundBeforeBody } from './unknown-paths.ts';
 import { requestIdOf } from './request-ids.ts';
 import { NOSNIFF, NOSNIFF_HEADER } from './nosniff.ts';
 import { percentEncodingRefusal } from './percent-encoding.ts';
+import { PATH_PARAMETER_MAX_LENGTH } from './path-parameters.ts';
 
 /**
  * Response headers browsers may read cross-origin (SPEC 4.2: run id and route are exposed through CORS), with those
@@ -90,9 +90,8 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
     },
     // Connections idle when the server closes are closed by node; those busy then end after their answer (draining).
     forceCloseConnections: 'idle',
-    // A path parameter as long as a gateway request's `model` may be (fastify's default is 100): `GET /v1/models/{id}`
-    // answers every id a chat request may name with the model or `model_not_found` (SPEC 4.2), not a 414.
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: RUN_MODEL_MAX_LENGTH },
+    // Past it a path parameter is 414 before anything reads it (src/http/path-parameters.ts).
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: PATH_PARAMETER_MAX_LENGTH },
     // Errors the router raises before any route or hook runs (a malformed percent-encoding, an over-long path
     // parameter) get the envelope of their surface too; the path is not echoed (it may hold a token).
     frameworkErrors: (error, request, reply) => {

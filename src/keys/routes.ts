@@ -5,6 +5,7 @@ import { toIso } from '../core/clock.ts';
 import { paginationQuery } from '../core/pagination.ts';
 import { knownQuery } from '../core/query-parameters.ts';
 import { nameSchema } from '../core/text.ts';
+import { pathParameter } from '../http/path-parameters.ts';
 import { authOf } from '../http/surface.ts';
 import { noBody } from '../http/write-inputs.ts';
 import type { ApiKey } from './repo.ts';
@@ -20,7 +21,7 @@ const createBody = z
   .strict();
 
 const patchBody = z.object({ mode: z.enum(['observe', 'optimize']) }).strict();
-const idParams = z.object({ id: z.string().min(1).max(100) });
+const idParams = z.object({ id: pathParameter });
 const pageQuery = knownQuery(paginationQuery());
 
 /** The public shape of a key. */

@@ -5,6 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { AppError } from '../../core/errors.ts';
+import { DOT_SEGMENT_PROBLEM, isDotSegment } from '../../http/path-parameters.ts';
 import { findModel, listModels } from '../models.ts';
 
 function modelNotFound(id: string): AppError {
@@ -14,22 +15,10 @@ function modelNotFound(id: string): AppError {
   });
 }
 
-/**
- * A `.` or `..` path segment. Every URL parser resolves them before a request goes out (WHATWG's, curl's, fastify's
- * own inject: `/v1/models/./gpt-4o` is `/v1/models/gpt-4o`, `/v1/models/x/..` the list), and the official clients
- * refuse to build one, so only a raw request holds one; the router does not resolve them, and answered such a path
- * as the model `./gpt-4o` or `x/..`, an id the URL does not name. Refused rather than resolved here: resolving could
- * not reach the list or another route, as the URL would. `%2E` is refused before routing (src/http/percent-encoding.ts),
- * so a parameter is `.` or `..` only as sent raw; an id holding one, encoded as the clients do (`.%2Fx`), is one
- * segment and an id like any other.
- */
-function isDotSegment(segment: string): boolean {
-  return segment === '.' || segment === '..';
-}
-
+/** A `.` or `..` segment of the model's path: svc's rule for every path parameter (src/http/path-parameters.ts). */
 const dotSegmentRefusal = () =>
   new AppError('invalid_request', {
-    message: "The model path holds a dot segment ('.' or '..'), which a URL resolves before it is sent: send the model id as one encoded segment (./x as .%2Fx).",
+    message: `A segment of the model path ${DOT_SEGMENT_PROBLEM}: send the model id as one encoded segment (./x as .%2Fx).`,
     details: { param: 'model' },
   });
 
