@@ -97,6 +97,7 @@ const envSchema = z.object({
 
   SVC_GATEWAY_BODY_LIMIT_BYTES: int(32 * MiB, 1024, 1024 * MiB),
   SVC_GATEWAY_INFLIGHT_BODY_BYTES: int(256 * MiB, 1024, 64 * 1024 * MiB),
+  SVC_GATEWAY_INFLIGHT_ANSWER_BYTES: int(256 * MiB, 1024, 64 * 1024 * MiB),
   SVC_API_BODY_LIMIT_BYTES: int(1 * MiB, 1024, 256 * MiB),
   SVC_RATE_LIMIT_API_PER_MINUTE: int(600, 1, 10_000_000),
   SVC_RATE_LIMIT_GATEWAY_PER_MINUTE: int(3000, 1, 10_000_000),
@@ -168,6 +169,8 @@ export interface Config {
     gatewayBodyBytes: number;
     /** The request bodies of gateway calls in progress, in total (src/http/body-budget.ts). */
     gatewayInflightBodyBytes: number;
+    /** The upstream answers of gateway calls in progress, in total (src/gateway/answer-budget.ts). */
+    gatewayInflightAnswerBytes: number;
     /** The most bytes an answer's JSON may have to be stored in the exact cache (src/caches/service.ts). */
     cacheEntryBytes: number;
     apiBodyBytes: number;
@@ -400,6 +403,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
     limits: {
       gatewayBodyBytes: e.SVC_GATEWAY_BODY_LIMIT_BYTES,
       gatewayInflightBodyBytes: e.SVC_GATEWAY_INFLIGHT_BODY_BYTES,
+      gatewayInflightAnswerBytes: e.SVC_GATEWAY_INFLIGHT_ANSWER_BYTES,
       cacheEntryBytes: e.SVC_CACHE_MAX_ENTRY_BYTES,
       apiBodyBytes: e.SVC_API_BODY_LIMIT_BYTES,
       apiRatePerMinute: e.SVC_RATE_LIMIT_API_PER_MINUTE,

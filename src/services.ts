@@ -15,6 +15,7 @@ import { createRunsService, type RunsService } from './evidence/service.ts';
 import { createRollupsRepository } from './evidence/rollups.ts';
 import { createSavingsService, type SavingsService } from './evidence/savings.ts';
 import { createGateway, type Gateway } from './gateway/pipeline.ts';
+import { createAnswerBudget, type AnswerBudget } from './gateway/answer-budget.ts';
 import { createRetentionService, type RetentionService } from './retention/service.ts';
 import { createProviderRegistry } from './gateway/providers/registry.ts';
 import { countTokens } from './gateway/tokens.ts';
@@ -56,6 +57,8 @@ export interface Services {
   health: HealthService;
   providers: ProviderRegistry;
   embeddings: EmbeddingsService;
+  /** The upstream answers of gateway calls in progress, in total (SVC_GATEWAY_INFLIGHT_ANSWER_BYTES). */
+  answers: AnswerBudget;
   ledger: Ledger;
   /** Runs an earlier process left running: `svc serve` finishes them as interrupted at start. */
   interruptedRuns: InterruptedRuns;
@@ -170,8 +173,10 @@ export async function createServices(config: Config, store: Store, overrides: Se
     isStoreOpen: () => store.isOpen,
     deferredWriteLosses: () => deferredWriteLosses.status(),
   });
-  const providers = createProviderRegistry({ config, timeouts: config.providers.timeouts });
-  const embeddings = createEmbeddingsService({ providers });
+  // The live answers in progress, bounded in total: counted by the providers, let go by the calls that hold them.
+  const answers = createAnswerBudget(config.limits.gatewayInflightAnswerBytes);
+  const providers = createProviderRegistry({ config, timeouts: config.providers.timeouts, answerBudget: answers });
+  const embeddings = createEmbeddingsService({ providers, answers });
   const runsRepo = createRunsRepository(store);
   const ledger = createLedger({ repo: runsRepo, clock });
   const runs = createRunsService({ repo: runsRepo, clock, ledger, audit, countTokens, log });
@@ -179,7 +184,7 @@ export async function createServices(config: Config, store: Store, overrides: Se
   const savings = createSavingsService({ repo: createRollupsRepository(store), clock });
   const cacheRepo = createCacheRepository(store);
   const cache = createCacheService({ repo: cacheRepo, audit });
-  const gateway = createGateway({ registry: providers, ledger, cache: createResponseCache(cacheRepo, { maxEntryBytes: config.limits.cacheEntryBytes }), clock });
+  const gateway = createGateway({ registry: providers, ledger, cache: createResponseCache(cacheRepo, { maxEntryBytes: config.limits.cacheEntryBytes }), clock, answers });
   const retention = createRetentionService({
     clock,
     tenantIds: () => accountsRepo.orgIds(),
@@ -211,6 +216,7 @@ export async function createServices(config: Config, store: Store, overrides: Se
     health,
     providers,
     embeddings,
+    answers,
     ledger,
     interruptedRuns,
     runs,

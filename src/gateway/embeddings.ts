@@ -5,6 +5,7 @@
  * batches (a compatible upstream takes one kind per call), and encodes the vectors as floats or base64. It records no
  * run and populates no cache.
  */
+import type { AnswerBudget } from './answer-budget.ts';
 import type { CallSignal } from './call-signal.ts';
 import { AppError } from '../core/errors.ts';
 import { providerErrorToAppError } from './providers/errors.ts';
@@ -81,7 +82,7 @@ function assertSameDimensions(part: number[][], before: number[][], provider: st
   }
 }
 
-export function createEmbeddingsService(deps: { providers: ProviderRegistry }): EmbeddingsService {
+export function createEmbeddingsService(deps: { providers: ProviderRegistry; answers?: AnswerBudget }): EmbeddingsService {
   /**
    * Embed one same-kind batch with one provider in consecutive chunks: the whole batch first, and whenever the backend
    * says a chunk is too large, chunks of half its size from there on. The size a backend refused is never sent again,
@@ -158,7 +159,7 @@ export function createEmbeddingsService(deps: { providers: ProviderRegistry }): 
     return { model, vectors, tokens };
   }
 
-  async function create(command: CreateEmbeddingsCommand, context: EmbeddingsCallContext): Promise<EmbeddingsResponse> {
+  async function answered(command: CreateEmbeddingsCommand, context: EmbeddingsCallContext): Promise<EmbeddingsResponse> {
     let embedded: Embedded | undefined;
     try {
       const { candidates } = await deps.providers.route('embeddings', command.model, context.tenantId);
@@ -167,6 +168,8 @@ export function createEmbeddingsService(deps: { providers: ProviderRegistry }): 
           embedded = await embedAll(candidates[i]!, command, context.signal);
           break;
         } catch (error) {
+          // What the failed attempt read of its answers is gone with it (answer-budget.ts).
+          deps.answers?.release(context.signal);
           // Fail open to the next configured provider on a retryable failure; a rejection is the client's to see.
           const last = i === candidates.length - 1;
           if (last || !(error instanceof ProviderError) || !error.retryable || context.signal.aborted) throw error;
@@ -190,5 +193,14 @@ export function createEmbeddingsService(deps: { providers: ProviderRegistry }): 
     };
   }
 
-  return { create };
+  return {
+    async create(command, context) {
+      try {
+        return await answered(command, context);
+      } finally {
+        // The call's answers are vectors now, or its failure (answer-budget.ts).
+        deps.answers?.release(context.signal);
+      }
+    },
+  };
 }

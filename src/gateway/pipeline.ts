@@ -4,6 +4,7 @@
  * differs per wire (how to call a provider, relay and assemble its stream, replay a cached answer, shape a
  * failure) is a `WireAdapter`; the rest is here once. Free of HTTP: wire plugins render the `GatewayResult`.
  */
+import { createAnswerBudget, type AnswerBudget } from './answer-budget.ts';
 import type { CallSignal } from './call-signal.ts';
 import { canonicalJson } from '../core/canonical-json.ts';
 import { AppError } from '../core/errors.ts';
@@ -404,6 +405,8 @@ function upstreamFailureOf(provider: Provider, thrown: unknown, signal: CallSign
 function costUnknownAfter(error: UpstreamFailure, streamOpened: boolean): boolean {
   // A buffered answer refused for its tool call carries its usage; a stream's (no answer kept) is what it opened.
   if (error instanceof InvalidToolCallError) return streamOpened;
+  // Let go for the budget of the answers in progress: the upstream made it (a 2xx) and svc never read its usage.
+  if (error.kind === 'busy') return true;
   if (error.kind === 'bad_response') return error.upstreamStatus === undefined || (error.upstreamStatus >= 200 && error.upstreamStatus < 300);
   return (streamOpened || error.afterRequestSent) && (error.kind === 'timeout' || error.kind === 'network' || error.kind === 'aborted');
 }
@@ -414,8 +417,10 @@ export function failureToAppError(error: UpstreamFailure): AppError {
   return providerErrorToAppError(error);
 }
 
-export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger; cache: ResponseCache; clock: Clock }): Gateway {
+export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger; cache: ResponseCache; clock: Clock; answers?: AnswerBudget }): Gateway {
   const { registry, ledger, cache, clock } = deps;
+  // The live answers in progress (answer-budget.ts): a call's are let go once its run is recorded or its attempt failed.
+  const answers = deps.answers ?? createAnswerBudget(Infinity);
 
   /**
    * A result's `recorded`: null while its answer may go out before its run is committed; otherwise `settle` records
@@ -705,12 +710,18 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
           const usedFallback = fallback;
           const json = answerJson(response);
           const settle = once(() => {
-            storeAnswer(response, json, cost.usd, latencyMs);
-            complete(provider, usedFallback, response, usage, cost.priced, 'served');
+            try {
+              storeAnswer(response, json, cost.usd, latencyMs);
+              complete(provider, usedFallback, response, usage, cost.priced, 'served');
+            } finally {
+              answers.release(call.signal);
+            }
           });
           setImmediate(settle);
           return { kind: 'json', runId: run.id, route: 'live', provider: provider.name, json, settle, recorded: recordedAfter(settle) };
         } catch (thrown) {
+          // What the failed attempt read of its answer is gone with it.
+          answers.release(call.signal);
           // The ledger could not record the call: svc's own failure (a 500), not the provider's, and nothing more of
           // this run can be recorded.
           if (thrown === recordingFailed) throw thrown;
@@ -792,6 +803,21 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
 
       /** Record a relayed stream's attempt, answer and outcome, however it ended. */
       function settleStream(
+        assembler: StreamRelay<Res, Ev>,
+        provider: Provider,
+        startedAt: number,
+        usedFallback: RouteExplanation['fallback'],
+        completed: boolean,
+        failure: UpstreamFailure | null,
+      ): void {
+        try {
+          recordStream(assembler, provider, startedAt, usedFallback, completed, failure);
+        } finally {
+          answers.release(call.signal);
+        }
+      }
+
+      function recordStream(
         assembler: StreamRelay<Res, Ev>,
         provider: Provider,
         startedAt: number,

@@ -7,6 +7,8 @@
  */
 import { StringDecoder } from 'node:string_decoder';
 import type { Dispatcher } from 'undici';
+import { answerBudgetFailure, countAnswerChunk, type AnswerBudget } from '../answer-budget.ts';
+import type { CallSignal } from '../call-signal.ts';
 
 type Body = Dispatcher.ResponseData['body'];
 
@@ -63,9 +65,19 @@ export async function readLimited(body: Body, limit: number, withinMs = Infinity
  * `maxBytes` the body is released and `tooLarge()` thrown. Read errors (a deadline, a reset) are thrown as they are,
  * for the caller to classify. Each chunk is decoded as it comes and let go, so an answer is held once as its bytes
  * arrive and once as text: kept as chunks, joined and decoded at the end, it was held three times at the end's peak
- * (the chunks, the joined bytes, the text), ~180 MB for a 60 MB answer.
+ * (the chunks, the joined bytes, the text), ~180 MB for a 60 MB answer. Past SMALL_ANSWER_BYTES the bytes are held in
+ * the `budget` of the answers in progress for `call`, and the `provider`'s `busy` failure thrown when it has no room for
+ * them (answered with `status`). Plain arguments, not an object or a callback: nothing made per call for it.
  */
-export async function readAnswer(body: Body, maxBytes: number, tooLarge: () => Error): Promise<string> {
+export async function readAnswer(
+  body: Body,
+  maxBytes: number,
+  tooLarge: () => Error,
+  budget?: AnswerBudget,
+  call?: CallSignal,
+  provider = '',
+  status = 200,
+): Promise<string> {
   const decoder = new StringDecoder('utf8');
   let text = '';
   let size = 0;
@@ -75,6 +87,11 @@ export async function readAnswer(body: Body, maxBytes: number, tooLarge: () => E
     if (size > maxBytes) {
       body.destroy();
       throw tooLarge();
+    }
+    // Held until the call's run is recorded (answer-budget.ts); the pipeline lets go of what the call took.
+    if (call !== undefined && !countAnswerChunk(budget, call, size, buf.length)) {
+      body.destroy();
+      throw answerBudgetFailure(provider, size, status);
     }
     text += decoder.write(buf);
   }

@@ -31,6 +31,7 @@ import { deadlineSignal } from './deadline.ts';
 import { undiciSignal, type CallSignal } from '../call-signal.ts';
 import { firstEventWatch, notAnEventStream, releasable, SseFeed, sseJson } from './sse.ts';
 import { EMBEDDINGS_ANSWER_FACTOR, DEFAULT_MAX_ANSWER_BYTES, readAnswer, tooLargeMessage } from './bodies.ts';
+import { answerBudgetFailure, countAnswerChunk, type AnswerBudget } from '../answer-budget.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../core/json-depth.ts';
 import { countEmbeddingTokens } from '../tokens.ts';
 import { namesModel } from '../chat-document-values.ts';
@@ -74,6 +75,8 @@ export interface ChatCompletionsProviderOptions {
   timeouts?: Partial<ProviderTimeouts>;
   /** The most bytes an answer may have (src/gateway/providers/bodies.ts); default `DEFAULT_MAX_ANSWER_BYTES`. */
   maxAnswerBytes?: number;
+  /** The budget of the answers in progress, in total (src/gateway/answer-budget.ts); absent: none. */
+  answerBudget?: AnswerBudget;
 }
 
 type ResponseData = Dispatcher.ResponseData;
@@ -158,6 +161,7 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
   const { name, apiKey, dispatcher } = options;
   const timeouts = { ...DEFAULT_PROVIDER_TIMEOUTS, ...options.timeouts };
   const maxAnswerBytes = options.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES;
+  const { answerBudget } = options;
   // Configured addresses are validated (config.ts); one that is not a URL fails each call, as undici would.
   const target = upstreamTarget(options.baseUrl);
   const secrets = [apiKey];
@@ -216,7 +220,7 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
       const response = await post(path, wire, body, deadline.signal, limits, context.signal);
       status = response.statusCode;
       try {
-        text = await readAnswer(response.body, maxBytes, () => badResponse(tooLargeMessage('the upstream answer', maxBytes), status));
+        text = await readAnswer(response.body, maxBytes, () => badResponse(tooLargeMessage('the upstream answer', maxBytes), status), answerBudget, context.signal, name, status);
       } catch (error) {
         // The upstream answered 2xx and its body broke off or ran past the deadline: it made the answer.
         throw classifyThrown(name, error, context.signal, true);
@@ -280,6 +284,7 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
         received += (piece as Buffer).length;
         // Every byte is held until the stream ends (an unfinished line by the parser, the answer by the relay).
         if (received > maxAnswerBytes) throw badResponse(tooLargeMessage('the upstream stream', maxAnswerBytes), 200);
+        if (!countAnswerChunk(answerBudget, clientSignal, received, (piece as Buffer).length)) throw answerBudgetFailure(name, received, 200);
         feed.piece(piece as Buffer);
         firstEvent(pending.length);
         for (let chunk = next(); chunk !== undefined; chunk = next()) yield chunk;
@@ -392,6 +397,7 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
       clientSignal: context.signal,
       secrets,
       maxBytes: maxAnswerBytes,
+      answerBudget,
       firstEventMs: timeouts.bufferedMs,
       isTerminal: (data) => data.type === 'response.completed' || data.type === 'response.incomplete' || data.type === 'response.failed',
       isError: (data) => data.type === 'error' || isObject((data as { error?: unknown }).error),

@@ -7,6 +7,7 @@
 import type { Dispatcher } from 'undici';
 import type { CallSignal } from '../call-signal.ts';
 import { AppError, ERROR_CATALOGUE } from '../../core/errors.ts';
+import { BUDGET_REFUSAL_MESSAGE } from '../answer-budget.ts';
 import { discardBody, MAX_ERROR_BODY_BYTES, readLimited } from './bodies.ts';
 import { failedAfterRequestWritten } from './request-written.ts';
 import { ProviderError, type ProviderFailureKind, type Wire } from './types.ts';
@@ -376,6 +377,7 @@ const STATUS_OF: Record<ProviderFailureKind, number> = {
   unsupported: 400,
   // nginx's "client closed request"; nobody is there to read it, but the run records it.
   aborted: 499,
+  busy: 503,
 };
 
 /**
@@ -419,6 +421,8 @@ export function providerErrorStatus(error: ProviderError): ProviderErrorHttp {
       return { status: 504, type: 'server_error', code: 'upstream_timeout', message: 'The upstream provider did not answer in time.' };
     case 'aborted':
       return { status: STATUS_OF.aborted, type: 'server_error', code: 'aborted', message: 'The request was aborted.' };
+    case 'busy':
+      return { status: STATUS_OF.busy, type: 'server_error', code: 'busy', message: BUDGET_REFUSAL_MESSAGE, retryAfter: 1 };
     default:
       return {
         status: STATUS_OF[error.kind],
@@ -467,6 +471,8 @@ export function providerErrorToAppError(error: ProviderError): AppError {
       return new AppError('unsupported_model', { message: http.message, details: { param: 'model' }, cause: error });
     case 'timeout':
       return new AppError('upstream_timeout', { cause: error });
+    case 'busy':
+      return new AppError('busy', { message: http.message, publicMessage: true, headers, cause: error });
     case 'upstream_error':
       // An upstream's 529 (or the `overloaded_error` event that stands for it): its own wire tells the client so.
       return new AppError(error.upstreamStatus === OVERLOADED_STATUS ? 'upstream_overloaded' : 'upstream_error', { headers, cause: error });

@@ -7,6 +7,7 @@
 import { request, type Dispatcher } from 'undici';
 import { contentType, DEFAULT_PROVIDER_TIMEOUTS, isObject, type ProviderTimeouts } from './chat-completions.ts';
 import { DEFAULT_MAX_ANSWER_BYTES, readAnswer, tooLargeMessage } from './bodies.ts';
+import type { AnswerBudget } from '../answer-budget.ts';
 import { deadlineSignal } from './deadline.ts';
 import { undiciSignal, type CallSignal } from '../call-signal.ts';
 import { classifyThrown, encodedAnswerFailure, readHttpFailure } from './errors.ts';
@@ -25,12 +26,15 @@ export interface MessagesProviderOptions {
   timeouts?: Partial<ProviderTimeouts>;
   /** The most bytes an answer may have (src/gateway/providers/bodies.ts); default `DEFAULT_MAX_ANSWER_BYTES`. */
   maxAnswerBytes?: number;
+  /** The budget of the answers in progress, in total (src/gateway/answer-budget.ts); absent: none. */
+  answerBudget?: AnswerBudget;
 }
 
 export function createMessagesProvider(options: MessagesProviderOptions): Provider {
   const { name, apiKey, dispatcher } = options;
   const timeouts = { ...DEFAULT_PROVIDER_TIMEOUTS, ...options.timeouts };
   const maxAnswerBytes = options.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES;
+  const { answerBudget } = options;
   const url = `${options.baseUrl.replace(/\/+$/, '').replace(/\/v1$/, '')}/v1/messages`;
   const secrets = [apiKey];
   const bad = (message: string, status?: number) => new ProviderError('bad_response', message, { provider: name, ...(status ? { upstreamStatus: status } : {}) });
@@ -76,7 +80,7 @@ export function createMessagesProvider(options: MessagesProviderOptions): Provid
       const response = await post(rest as MessagesRequest, context, { headersTimeout: timeouts.bufferedMs, bodyTimeout: timeouts.bufferedMs }, deadline.signal);
       let text: string;
       try {
-        text = await readAnswer(response.body, maxAnswerBytes, () => bad(tooLargeMessage('the upstream answer', maxAnswerBytes), response.statusCode));
+        text = await readAnswer(response.body, maxAnswerBytes, () => bad(tooLargeMessage('the upstream answer', maxAnswerBytes), response.statusCode), answerBudget, context.signal, name, response.statusCode);
       } catch (error) {
         // A body cut by the deadline is a timeout (504), by a reset a network failure, as on the other wires; the
         // answer past its bound is already a ProviderError, which classifyThrown passes through. The upstream answered
@@ -109,6 +113,7 @@ export function createMessagesProvider(options: MessagesProviderOptions): Provid
       clientSignal: context.signal,
       secrets,
       maxBytes: maxAnswerBytes,
+      answerBudget,
       firstEventMs: timeouts.bufferedMs,
       isTerminal: (data) => data.type === 'message_stop',
       isError: (data, event) => data.type === 'error' || event === 'error',

@@ -17,6 +17,7 @@ import { createHash } from 'node:crypto';
 import type { Dispatcher } from 'undici';
 import type { Config } from '../../config.ts';
 import { createMessagesProvider } from './messages.ts';
+import type { AnswerBudget } from '../answer-budget.ts';
 import { createChatCompletionsProvider, createUpstreamAgent, DEFAULT_PROVIDER_TIMEOUTS, type ProviderTimeouts } from './chat-completions.ts';
 import { createMockProvider } from './mock.ts';
 import { GOVERNED_ROUTE_MODEL } from '../models.ts';
@@ -63,6 +64,8 @@ export interface ProviderRegistryOptions {
   timeouts?: Partial<ProviderTimeouts>;
   /** Replace the mock provider (tests with a fixed clock). */
   mock?: Provider;
+  /** The budget of the live answers in progress, in total (src/gateway/answer-budget.ts); absent: none. */
+  answerBudget?: AnswerBudget;
 }
 
 /** Tenant providers are kept per (key, base URL) so their connection reuse survives between requests. */
@@ -77,8 +80,9 @@ export function createProviderRegistry(options: ProviderRegistryOptions): Provid
   const mock = options.mock ?? createMockProvider();
   const chat = settings.chatCompletions;
   const { maxAnswerBytes } = settings;
+  const { answerBudget } = options;
   const live = (name: string, apiKey: string, baseUrl: string) =>
-    createChatCompletionsProvider({ name, apiKey, baseUrl, dispatcher, timeouts, maxAnswerBytes });
+    createChatCompletionsProvider({ name, apiKey, baseUrl, dispatcher, timeouts, maxAnswerBytes, answerBudget });
 
   const platform = chat.apiKey ? live(PROVIDER_NAMES.platform, chat.apiKey, chat.baseUrl) : null;
   // A fallback key without its own address is a second key for the platform upstream.
@@ -87,7 +91,7 @@ export function createProviderRegistry(options: ProviderRegistryOptions): Provid
     : null;
   const messagesConfigured = Boolean(settings.messages.apiKey);
   const messagesProvider = settings.messages.apiKey
-    ? createMessagesProvider({ name: PROVIDER_NAMES.messages, apiKey: settings.messages.apiKey, baseUrl: settings.messages.baseUrl, dispatcher, timeouts, maxAnswerBytes })
+    ? createMessagesProvider({ name: PROVIDER_NAMES.messages, apiKey: settings.messages.apiKey, baseUrl: settings.messages.baseUrl, dispatcher, timeouts, maxAnswerBytes, answerBudget })
     : null;
   const tenantProviders = new Map<string, Provider>();
 

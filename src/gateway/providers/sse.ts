@@ -11,6 +11,7 @@ import { classifyErrorEvent, classifyThrown, redactSecrets, upstreamMessage } fr
 import { ProviderError, type UpstreamEvents, type Wire } from './types.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../core/json-depth.ts';
 import { discardBody, MAX_ERROR_BODY_BYTES, readLimited, tooLargeMessage } from './bodies.ts';
+import { answerBudgetFailure, countAnswerChunk, type AnswerBudget } from '../answer-budget.ts';
 
 /** An event type that fits on an SSE `event:` line as the name it is: 1-128 letters, digits, `_`, `.`, `-`. */
 const EVENT_NAME = /^[\w.-]{1,128}$/;
@@ -32,6 +33,8 @@ export interface SseOptions {
   secrets: ReadonlyArray<string>;
   /** The most bytes the stream may have: all of it is held until it ends (src/gateway/providers/bodies.ts). */
   maxBytes: number;
+  /** The budget of the answers in progress the stream's bytes are held in (src/gateway/answer-budget.ts); absent: none. */
+  answerBudget?: AnswerBudget;
   /** How long the stream may send nothing but comments before its first event (`firstEventWatch`). */
   firstEventMs: number;
   /** The event that ends a complete stream (it is yielded, then the stream stops). */
@@ -165,6 +168,7 @@ async function* sseEvents<T>(body: Dispatcher.ResponseData['body'], options: Sse
     for await (const piece of body) {
       received += (piece as Buffer).length;
       if (received > options.maxBytes) throw bad(tooLargeMessage('the upstream stream', options.maxBytes));
+      if (!countAnswerChunk(options.answerBudget, options.clientSignal, received, (piece as Buffer).length)) throw answerBudgetFailure(options.provider, received, 200);
       feed.piece(piece as Buffer);
       firstEvent(pending.length);
       for (let data = next(); data !== undefined; data = next()) yield data;

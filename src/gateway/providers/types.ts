@@ -231,7 +231,8 @@ export type ProviderFailureKind =
   | 'batch_too_large' // embeddings backend refused the batch size; the caller splits
   | 'unsupported' // the provider lacks the wire
   | 'aborted' // the client went away
-  | 'network'; // connection refused / reset before an answer
+  | 'network' // connection refused / reset before an answer
+  | 'busy'; // svc's, not the upstream's: the answer would take those in progress past their budget (answer-budget.ts); not failed over
 
 export class ProviderError extends Error {
   readonly kind: ProviderFailureKind;

@@ -1,0 +1,140 @@
+/**
+ * The upstream answers of gateway calls in progress are bounded in total (SVC_GATEWAY_INFLIGHT_ANSWER_BYTES): a
+ * buffered answer whose bytes would take those held past the budget is let go and its call answered 503 `busy` with
+ * `retry-after`, not failed over; a stream is cut as an over-long one is; one answer of any size passes when no other
+ * is held; small answers are not counted; what a call holds is let go once its run is recorded.
+ */
+import assert from 'node:assert/strict';
+import type { ServerResponse } from 'node:http';
+import test, { type TestContext } from 'node:test';
+import OpenAI from 'openai';
+import { completion, contentChunk, startFakeUpstream, startSse } from '../support/fake-upstream.ts';
+import { openaiGateway } from '../support/openai-gateway.ts';
+import { loadScaled } from '../support/load-scaled.ts';
+
+const KiB = 1024;
+const BUDGET = 1024 * KiB;
+
+/** Resolves once `ready()` holds, polling; fails the test past a bound. */
+async function until(ready: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + loadScaled(10_000);
+  while (!ready()) {
+    if (Date.now() > deadline) assert.fail(`not reached: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/**
+ * A fake upstream answering a prompt of `#hold#` with 700 KiB of text whose last 100 KiB wait for `letGo()`, `#big#`
+ * with 700 KiB at once, anything else with a short answer; streamed in 8 KiB chunks when asked to.
+ */
+async function upstreamOfLargeAnswers(t: TestContext) {
+  let letGo!: () => void;
+  const held = new Promise<void>((resolve) => (letGo = resolve));
+  const upstream = await startFakeUpstream(t, async (req, res) => {
+    const prompt = String(req.body.messages[0].content);
+    const chars = prompt.startsWith('#hold#') || prompt.startsWith('#big#') ? 700 * KiB : 10;
+    const waitAt = prompt.startsWith('#hold#') ? 600 * KiB : Infinity;
+    if (req.body.stream) return streamAnswer(res, chars, waitAt, held);
+    const body = Buffer.from(JSON.stringify(completion('x'.repeat(chars))));
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length });
+    if (waitAt < body.length) {
+      res.write(body.subarray(0, waitAt));
+      await held;
+      res.end(body.subarray(waitAt));
+    } else {
+      res.end(body);
+    }
+  });
+  return { upstream, letGo };
+}
+
+async function streamAnswer(res: ServerResponse, chars: number, waitAt: number, held: Promise<void>) {
+  startSse(res);
+  for (let sent = 0; sent < chars; sent += 8 * KiB) {
+    if (sent >= waitAt) {
+      await held;
+      waitAt = Infinity;
+    }
+    if (res.destroyed) return;
+    res.write(`data: ${JSON.stringify(contentChunk('x'.repeat(Math.min(8 * KiB, chars - sent))))}\n\n`);
+  }
+  res.write(`data: ${JSON.stringify({ ...contentChunk(''), choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\n`);
+  res.end('data: [DONE]\n\n');
+}
+
+const ask = (content: string) => ({ model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content }] });
+
+test('a buffered answer that would take the answers in progress past the budget is a 503 busy, not failed over; a lone one passes; the budget is let go', async (t) => {
+  const { upstream, letGo } = await upstreamOfLargeAnswers(t);
+  const { client, services } = await openaiGateway(t, upstream, {
+    SVC_GATEWAY_INFLIGHT_ANSWER_BYTES: String(BUDGET),
+    // A fallback the refused answer must not be sent to: the upstream made it, and another's would meet the same budget.
+    CHATCOMP_FALLBACK_API_KEY: 'sk-fallback',
+  });
+
+  const first = client.chat.completions.create(ask('#hold# one'));
+  await until(() => services.answers.heldBytes() >= 600 * KiB, 'the first answer held');
+
+  // Small answers are neither counted nor refused.
+  const small = await client.chat.completions.create(ask('short'));
+  assert.equal(small.choices[0]!.message.content!.length, 10);
+
+  const requestsBefore = upstream.requests.length;
+  const refused = await client.chat.completions.create(ask('#big# two')).then(
+    () => assert.fail('the second large answer was served'),
+    (error: unknown) => error,
+  );
+  assert.ok(refused instanceof OpenAI.APIError, String(refused));
+  assert.equal(refused.status, 503);
+  assert.equal(refused.headers?.get('retry-after'), '1');
+  assert.equal((refused.error as { code?: string }).code, 'busy');
+  assert.match(refused.message, /SVC_GATEWAY_INFLIGHT_ANSWER_BYTES/);
+  assert.equal(upstream.requests.length, requestsBefore + 1, 'the refused call was failed over');
+
+  letGo();
+  assert.equal((await first).choices[0]!.message.content!.length, 700 * KiB);
+  await until(() => services.answers.heldBytes() === 0, 'the answers let go');
+
+  // Alone, an answer past the budget passes (one answer of any allowed size always does).
+  const lone = await client.chat.completions.create(ask('#big# three'));
+  assert.equal(lone.choices[0]!.message.content!.length, 700 * KiB);
+  const twoAtOnce = await Promise.all([client.chat.completions.create(ask('#big# four')), client.chat.completions.create(ask('short again'))]);
+  assert.equal(twoAtOnce[0].choices[0]!.message.content!.length, 700 * KiB);
+  await until(() => services.answers.heldBytes() === 0, 'the answers let go');
+});
+
+test('a stream whose bytes would take the answers in progress past the budget is cut as an over-long one is; the budget is let go', async (t) => {
+  const { upstream, letGo } = await upstreamOfLargeAnswers(t);
+  const { client, services } = await openaiGateway(t, upstream, { SVC_GATEWAY_INFLIGHT_ANSWER_BYTES: String(BUDGET) });
+
+  const first = client.chat.completions.create({ ...ask('#hold# one'), stream: true });
+  const firstStream = await first;
+  const firstText = (async () => {
+    let text = '';
+    for await (const chunk of firstStream) text += chunk.choices[0]?.delta.content ?? '';
+    return text;
+  })();
+  await until(() => services.answers.heldBytes() >= 600 * KiB, 'the first stream held');
+
+  const second = await client.chat.completions.create({ ...ask('#big# two'), stream: true });
+  let cut: unknown = null;
+  let secondText = '';
+  try {
+    for await (const chunk of second) secondText += chunk.choices[0]?.delta.content ?? '';
+  } catch (error) {
+    cut = error;
+  }
+  assert.ok(cut instanceof Error, 'the second stream was not cut');
+  assert.ok(secondText.length > 0 && secondText.length < 700 * KiB, `the second stream relayed ${secondText.length} characters`);
+
+  letGo();
+  assert.equal((await firstText).length, 700 * KiB);
+  await until(() => services.answers.heldBytes() === 0, 'the streams let go');
+
+  // Alone, the same stream passes whole.
+  let lone = '';
+  for await (const chunk of await client.chat.completions.create({ ...ask('#big# three'), stream: true })) lone += chunk.choices[0]?.delta.content ?? '';
+  assert.equal(lone.length, 700 * KiB);
+  await until(() => services.answers.heldBytes() === 0, 'the stream let go');
+});
