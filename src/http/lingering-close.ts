@@ -42,6 +42,17 @@ export function lingerOnClose(request: IncomingMessage): void {
   socket.destroySoon = () => lingeringClose(socket);
 }
 
+/**
+ * Whether the body of `request` is still to come on its connection: its headers announce one (a transfer coding, or a
+ * length above zero) and it has not all arrived. (`complete` is not yet set for a request without a body while its
+ * hooks run.) An injected request has no connection, and no `complete`.
+ */
+export function bodyStillComing(request: IncomingMessage): boolean {
+  if (!(request.socket instanceof Socket) || request.complete) return false;
+  const { headers } = request;
+  return headers['transfer-encoding'] !== undefined || (headers['content-length'] !== undefined && headers['content-length'] !== '0');
+}
+
 function lingeringClose(socket: Socket): void {
   if (socket.destroyed) return;
   // The answer's bytes, then a FIN. The socket closes once the client's FIN has come as well or is cut below.

@@ -9,13 +9,13 @@
  */
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { AppError } from '../core/errors.ts';
+import { AppError, type ErrorCode } from '../core/errors.ts';
 import { NO_ORGANIZATION, type AuthContext } from '../identity/auth-context.ts';
 import type { IdentityService, Surface } from '../identity/service.ts';
 import { replyError, toAppError } from './error-shapes.ts';
 import type { AuthFailureLimiter } from './auth-failures.ts';
 import { isLocalOperator } from './local-socket.ts';
-import { lingerOnClose } from './lingering-close.ts';
+import { bodyStillComing, lingerOnClose } from './lingering-close.ts';
 import { MonotonicRateWindows } from './rate-window-store.ts';
 import { mayServeOpenIdentityAt, openIdentityRefused } from './open-mode-host.ts';
 import { originOf, presentedOrigin } from './request-origin.ts';
@@ -134,6 +134,16 @@ function clientGone(request: FastifyRequest): boolean {
  */
 export type InternalErrorObserver = (cause: unknown, requestId: string) => void;
 
+/**
+ * Refusals given before the request's body is read that never read it: a caller without an identity (401, in a
+ * surface's onRequest hook) and a path no route serves (404, src/http/unknown-paths.ts). Kept open, the connection has
+ * node drain the body's rest until it ends, or until SVC_REQUEST_TIMEOUT_MS from a client that sends without end (a
+ * declared length of a terabyte, an endless chunked body): a socket and bandwidth held by anyone, no credential needed.
+ * Such an answer to a body still coming closes its connection instead, lingering as after a 413; a request without a
+ * body, or whose body had come whole, keeps it.
+ */
+const CLOSES_BEFORE_BODY: ReadonlySet<ErrorCode> = new Set(['unauthorized', 'route_not_found']);
+
 /** Render errors of this encapsulated context in the surface's own shape. */
 export function installErrorHandler(app: FastifyInstance, onInternalError?: InternalErrorObserver): void {
   app.setErrorHandler((error, request, reply) => {
@@ -146,6 +156,7 @@ export function installErrorHandler(app: FastifyInstance, onInternalError?: Inte
     if (appError.code.startsWith('upstream_') && clientGone(request)) request.log.info({ err: error }, 'request aborted by the client');
     else if (appError.status >= 500 && appError.code !== 'busy' && appError.code !== 'not_implemented') request.log.error({ err: error }, 'request failed');
     for (const [name, value] of Object.entries(appError.headers)) reply.header(name, value);
+    if (CLOSES_BEFORE_BODY.has(appError.code) && bodyStillComing(request.raw)) reply.header('connection', 'close');
     // Answered before its body came whole (a 413): the client, still sending, must get to read the answer.
     lingerOnClose(request.raw);
     return replyError(request, reply, appError);

@@ -13,10 +13,10 @@
  * handler's own context, through that context's error handler. Registered in a surface, that context inherits the
  * surface's onRequest hooks (those added before it is registered), which run first: a caller without a credential is
  * still refused 401 in the surface's shape (a failed token counted), and `/api/v1`'s answers keep their `no-store`. The
- * surface's rate limit is a hook of each route (@fastify/rate-limit adds it on `onRoute`), which a 404 never was. node
- * then reads and discards the rest of the body as it does after any answer given before the body came (the surfaces'
- * 401s), so a request pipelined behind it is read where it starts, never out of the body; an answer that closes its
- * connection lingers (src/http/lingering-close.ts).
+ * surface's rate limit is a hook of each route (@fastify/rate-limit adds it on `onRoute`), which a 404 never was. A
+ * 404 to a body still coming closes its connection, as the surfaces' 401s do, lingering within its bounds
+ * (src/http/surface.ts, src/http/lingering-close.ts): what the client still sends is read and dropped, never parsed,
+ * and one sending without end is cut. A request without a body keeps its connection.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '../core/errors.ts';

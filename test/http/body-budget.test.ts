@@ -275,8 +275,10 @@ async function rawConnection(url: string) {
   let received = '';
   socket.on('data', (data: Buffer) => (received += data.toString('latin1')));
   socket.on('error', () => undefined);
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
   return {
     socket,
+    closed,
     statuses: () => [...received.matchAll(/HTTP\/1\.1 (\d+)/g)].map((match) => Number(match[1])),
     async waitFor(count: number, ms = 3_000) {
       const until = Date.now() + loadScaled(ms);
@@ -288,20 +290,23 @@ async function rawConnection(url: string) {
 
 const chunkedOf = (body: Buffer) => Buffer.concat([Buffer.from(`${body.length.toString(16)}\r\n`), body, Buffer.from('\r\n0\r\n\r\n')]);
 
-test('a chunked body its route never reads (a GET, a 404, a 415) does not stall the connection for its next request', async (t) => {
+test('a chunked body its route never reads (a GET, a 415) does not stall the connection for its next request; a 404 closes it', async (t) => {
   const { url } = await gateway(t);
+  // A 404 (and a 401) given before the body closes its connection (src/http/surface.ts): the request behind is not
+  // answered, and the connection ends, lingering within its bounds, not at the request timeout.
   const cases = [
-    ['GET', '/v1/models', 'application/json', 200],
-    ['GET', '/v1/nope', 'application/json', 404],
-    ['POST', '/v1/chat/completions', 'application/xml', 415],
+    ['GET', '/v1/models', 'application/json', [200, 200]],
+    ['GET', '/v1/nope', 'application/json', [404]],
+    ['POST', '/v1/chat/completions', 'application/xml', [415, 200]],
   ] as const;
-  for (const [method, path, type, status] of cases) {
+  for (const [method, path, type, statuses] of cases) {
     const connection = await rawConnection(url);
     connection.socket.write(`${method} ${path} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer sk-local-dev\r\ncontent-type: ${type}\r\ntransfer-encoding: chunked\r\n\r\n`);
     connection.socket.write(chunkedOf(Buffer.alloc(200 * KiB, 0x20)));
     await new Promise((resolve) => setTimeout(resolve, 200));
     connection.socket.write('GET /v1/models HTTP/1.1\r\nhost: x\r\nauthorization: Bearer sk-local-dev\r\n\r\n');
-    assert.deepEqual(await connection.waitFor(2), [status, 200], `${method} ${path}`);
+    if (statuses.length === 1) await connection.closed;
+    assert.deepEqual(await connection.waitFor(statuses.length), statuses, `${method} ${path}`);
     connection.socket.destroy();
   }
 });

@@ -3,8 +3,10 @@
  * parsed such a body first (broken JSON was a 400), up to 32 MiB, without any credential and outside the gateway's body
  * budget, so sixteen unauthenticated uploads to `/nope` took a server's peak RSS from 105 to 451 MB. Under `/api/v1` and
  * `/v1` the same after the surface's identity check (an authenticated caller's body was read, up to the root's limit).
- * Node discards the unread rest, and a keep-alive connection stays in step: a request written inside that body is never
- * read as one, the request behind the body is. Real `svc serve`, raw sockets.
+ * The connection then closes, lingering as after a 413 (src/http/lingering-close.ts): what the client still sends is
+ * read and dropped within its bounds, never parsed (a request written inside the body is never answered);
+ * test/http/refused-before-body.test.ts has a client sending without end cut, and a request without a body keep its
+ * connection. Real `svc serve`, raw sockets.
  */
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
@@ -15,7 +17,7 @@ before(ensureBundle);
 
 /** A request that, if read out of the body it hides in, answers HTML: it must never be answered. */
 const SMUGGLED = 'GET /login HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n';
-/** The request written after the body, on the same connection: it must be answered, and end the connection. */
+/** The request written after the body, on the same connection: never answered, the connection closing after the 404. */
 const BEHIND = 'GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n';
 
 /** Every status of the answers in `text`. */
@@ -36,7 +38,7 @@ function firstAnswer(text: string): { status: number; body: unknown } | null {
  * given and the connection is open, write the body's rest and `BEHIND`, and read until the server closes.
  */
 function sendInTwo(port: number, head: string, start: string, rest?: Buffer): Promise<{ beforeRest: string; all: string }> {
-  return new Promise((resolve, reject) => {
+  return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1', () => socket.write(head + start));
     let text = '';
     let beforeRest: string | null = null;
@@ -49,7 +51,8 @@ function sendInTwo(port: number, head: string, start: string, rest?: Buffer): Pr
       socket.write(rest);
       socket.write(BEHIND);
     });
-    socket.on('error', reject);
+    // Cut while still writing (lingering's bounds), the client's writes may end in a reset: what it read is the outcome.
+    socket.on('error', () => {});
     socket.on('close', () => resolve({ beforeRest: beforeRest ?? text, all: text }));
   });
 }
@@ -61,7 +64,7 @@ function restHiding(bytes: number): Buffer {
   return rest;
 }
 
-describe('an unknown path is answered 404 before its body, and the connection stays in step', () => {
+describe('an unknown path is answered 404 before its body, and nothing the body holds is read as a request', () => {
   const t = suiteCleanups();
   let port = 0;
 
@@ -89,9 +92,9 @@ describe('an unknown path is answered 404 before its body, and the connection st
       const start = '{"broken';
       const { beforeRest, all } = await sendInTwo(port, declared(method, path, bytes), start, restHiding(bytes - start.length));
       assert.deepEqual(firstAnswer(beforeRest), notFound(method, path));
-      assert.deepEqual(statuses(all), ['404', '200']);
-      assert.match(all, /"ok":true/, 'the request behind the body is answered');
-      assert.doesNotMatch(all, /<!doctype/i, 'the request inside the body is not');
+      assert.match(beforeRest, /\r\nconnection: close\r\n/i);
+      assert.deepEqual(statuses(all), ['404'], 'nothing sent after the 404 is read as a request');
+      assert.doesNotMatch(all, /<!doctype/i, 'the request inside the body is not answered');
     });
   }
 
@@ -101,7 +104,7 @@ describe('an unknown path is answered 404 before its body, and the connection st
     const rest = Buffer.concat([Buffer.from(`${hiding.length.toString(16)}\r\n`), hiding, Buffer.from('\r\n0\r\n\r\n')]);
     const { beforeRest, all } = await sendInTwo(port, head, '5\r\n{"a":\r\n', rest);
     assert.deepEqual(firstAnswer(beforeRest), notFound('POST', '/nope'));
-    assert.deepEqual(statuses(all), ['404', '200']);
+    assert.deepEqual(statuses(all), ['404']);
     assert.doesNotMatch(all, /<!doctype/i);
   });
 
@@ -130,7 +133,7 @@ describe('an unknown path is answered 404 before its body, and the connection st
       const { beforeRest, all } = await sendInTwo(port, head, start, restHiding(bytes - start.length));
       assert.deepEqual(firstAnswer(beforeRest), { status: 404, body: shape });
       if (path.startsWith('/api/v1')) assert.match(beforeRest, /\r\ncache-control: no-store\r\n/i);
-      assert.deepEqual(statuses(all), ['404', '200']);
+      assert.deepEqual(statuses(all), ['404']);
       assert.doesNotMatch(all, /<!doctype/i, 'the request inside the body is not answered');
     });
   }
