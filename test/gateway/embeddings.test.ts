@@ -306,7 +306,7 @@ test('an upstream answer that does not give each input exactly one embedding is 
   assert.deepEqual(positional.data.map((item) => item.embedding), [[1, 0], [0, 1]]);
 });
 
-test('an upstream vector with a value that is not a finite number, base64 that is not whole float32s, or a length unlike the others is a 502', async (t) => {
+test('an upstream vector with a value that is not a finite number a float32 holds, base64 that is not whole float32s, or a length unlike the others is a 502', async (t) => {
   let body = '';
   const upstream = await startFakeUpstream(t, (_req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
@@ -317,6 +317,8 @@ test('an upstream vector with a value that is not a finite number, base64 that i
   const answers: Array<[string, string]> = [
     // JSON.parse makes it Infinity, which svc's float answer wrote out as null.
     ['a number beyond float64', '[{"index":0,"embedding":[1e999,0.5]},{"index":1,"embedding":[0.5,0.5]}]'],
+    // A finite double no float32 holds: the base64 answer's bytes said Infinity, the float answer relayed it as it came.
+    ['a number beyond float32', '[{"index":0,"embedding":[0.5,-1e39]},{"index":1,"embedding":[0.5,0.5]}]'],
     ['NaN in base64', `[{"index":0,"embedding":${base64([Number.NaN, 0.5])}},{"index":1,"embedding":[0.5,0.5]}]`],
     // Six bytes: one float32 and two bytes that were dropped without a word.
     ['base64 of a partial float32', `[{"index":0,"embedding":"AACAPwEC"},{"index":1,"embedding":[0.5]}]`],
@@ -334,9 +336,12 @@ test('an upstream vector with a value that is not a finite number, base64 that i
       });
     }
   }
-  body = `[{"index":0,"embedding":${base64([0.25, -1])}},{"index":1,"embedding":[0.5,1e-40]}]`;
+  // The largest float32 (3.4028234663852886e38) and a double that rounds to it are as much a float32's as 1e-40 is.
+  body = `[{"index":0,"embedding":${base64([0.25, -1])}},{"index":1,"embedding":[3.4028235e38,1e-40]}]`;
   const fine = await client.embeddings.create({ model: 'text-embedding-3-small', input: ['first', 'second'], encoding_format: 'float' });
-  assert.deepEqual(fine.data.map((item) => item.embedding), [[0.25, -1], [0.5, 1e-40]]);
+  assert.deepEqual(fine.data.map((item) => item.embedding), [[0.25, -1], [3.4028235e38, 1e-40]]);
+  const fineBase64 = await client.embeddings.create({ model: 'text-embedding-3-small', input: ['first', 'second'], encoding_format: 'base64' });
+  assert.equal(fineBase64.data[1]!.embedding, Buffer.from(new Float32Array([3.4028234663852886e38, 1e-40]).buffer).toString('base64'));
 });
 
 test('parts of a split batch whose vectors differ in length (a model switched mid-way) are a 502, never a mixed answer: halves of a batch too large, and text beside token inputs', async (t) => {

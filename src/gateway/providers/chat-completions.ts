@@ -137,6 +137,16 @@ function isCompletionChoices(choices: unknown): boolean {
   return true;
 }
 
+/**
+ * Whether a vector's component is a number a float32 holds (one that rounds to it, up to 3.4028235e38). Embeddings
+ * are float32s, and base64, the official clients' default encoding, is their bytes: a finite double past that range
+ * (1e39) was Infinity in a base64 answer and relayed as it came in a float one, so the client's choice of encoding
+ * decided what it got. Such a value is no model's output, so the answer is refused whatever the encoding.
+ */
+function isFiniteFloat32(value: unknown): boolean {
+  return Number.isFinite(value) && Number.isFinite(Math.fround(value as number));
+}
+
 /** Little-endian float32s from base64, or null when the bytes are not a whole number of them. */
 function decodeBase64Floats(encoded: string): number[] | null {
   const bytes = Buffer.from(encoded, 'base64');
@@ -339,10 +349,10 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
       const index = item.index === undefined || item.index === null ? position : item.index;
       const raw = item.embedding;
       const vector = typeof raw === 'string' ? decodeBase64Floats(raw) : Array.isArray(raw) ? (raw as unknown[]) : null;
-      // Finite numbers (JSON's 1e999 parses to Infinity, which a float answer would write out as null), as many in
+      // Finite float32s (JSON's 1e999 parses to Infinity, which a float answer would write out as null), as many in
       // every vector of the answer: one model's embeddings have one length.
-      if (!vector || vector.length === 0 || (dimensions !== 0 && vector.length !== dimensions) || !vector.every(Number.isFinite)) {
-        throw badResponse('an upstream embedding is not a vector of finite numbers as long as the others');
+      if (!vector || vector.length === 0 || (dimensions !== 0 && vector.length !== dimensions) || !vector.every(isFiniteFloat32)) {
+        throw badResponse('an upstream embedding is not a vector of finite float32 numbers as long as the others');
       }
       dimensions = vector.length;
       if (!Number.isInteger(index) || (index as number) < 0 || (index as number) >= count) throw badResponse('an upstream embedding is malformed');
