@@ -1,7 +1,8 @@
 /**
- * Upstream answers in a content coding. svc decodes none: it asks every upstream for none (`accept-encoding:
- * identity`; a request without the header takes any coding, RFC 9110 section 12.5.3) and fails an answer encoded
- * anyway as a bad_response naming its coding, failed over like any answer it cannot read and never cached.
+ * Upstream answers in a content coding. svc asks every upstream for none (`accept-encoding: identity`; a request
+ * without the header takes any coding, RFC 9110 section 12.5.3) and fails a 2xx answer encoded anyway as a
+ * bad_response naming its coding, failed over like any answer it cannot read and never cached; an error answer's body
+ * is decoded for its message.
  */
 import assert from 'node:assert/strict';
 import test from 'node:test';
@@ -145,6 +146,60 @@ test('an answer compressed though svc asked for none (gzip, or bytes that are no
       const messagesRun = await finishedRun(alone.app, json(await alone.app.inject({ url: '/api/v1/runs?limit=1' })).runs[0].id);
       assert.equal(messagesRun.run.error.kind, 'bad_response', label);
       assert.match(messagesRun.run.error.message, /content coding "gzip"/, label);
+    }
+  }
+});
+
+test("an error answer compressed though svc asked for none is read in its coding (gzip, x-gzip, deflate, br, or several): the client gets the upstream's message on the chat and messages wires, and an embeddings batch it refuses as too large is split; bytes that do not decode, or a coding svc does not know, leave the status alone, never the bytes as text", async (t) => {
+  const zlib = await import('node:zlib');
+  const encoders: Record<string, (bytes: Buffer) => Buffer> = {
+    gzip: zlib.gzipSync,
+    'x-gzip': zlib.gzipSync,
+    deflate: zlib.deflateSync,
+    br: zlib.brotliCompressSync,
+    'deflate, gzip': (bytes) => zlib.gzipSync(zlib.deflateSync(bytes)),
+    corrupt: () => Buffer.from([0x1f, 0x8b, 0x08, 0x00, 0xff, 0xfe, 0x80, 0x81, 0x00, 0x00]),
+    zstd: (bytes) => zlib.gzipSync(bytes),
+  };
+  let coding = 'gzip';
+  const upstream = await startFakeUpstream(t, (request, res) => {
+    const isMessages = request.url.endsWith('/messages');
+    const embeddingsBatch = request.url.endsWith('/embeddings') && (request.body.input as unknown[]).length > 1;
+    if (request.url.endsWith('/embeddings') && !embeddingsBatch) {
+      return sendJson(res, 200, { object: 'list', model: 'text-embedding-3-small', data: [{ object: 'embedding', index: 0, embedding: [0.5, 0.5] }], usage: { prompt_tokens: 1, total_tokens: 1 } });
+    }
+    const message = embeddingsBatch ? "Invalid 'input': array too long. Expected an array with maximum length 1." : "Invalid 'temperature': decimal above maximum value.";
+    const body = isMessages ? { type: 'error', error: { type: 'invalid_request_error', message } } : { error: { message, type: 'invalid_request_error', param: 'temperature', code: 'decimal_above_max_value' } };
+    res.writeHead(400, { 'content-type': 'application/json', 'content-encoding': coding === 'corrupt' ? 'gzip' : coding });
+    res.end(encoders[coding]!(Buffer.from(JSON.stringify(body))));
+  });
+  const { openai, anthropic } = await gateway(t, {
+    CHATCOMP_API_KEY: 'sk-upstream-secret',
+    CHATCOMP_BASE_URL: upstream.baseUrl,
+    MESSAGES_API_KEY: 'sk-messages-secret',
+    MESSAGES_BASE_URL: upstream.baseUrl.replace(/\/v1$/, ''),
+  });
+  for (const each of Object.keys(encoders)) {
+    coding = each;
+    const decoded = each !== 'corrupt' && each !== 'zstd';
+    for (const stream of [false, true]) {
+      const label = `${each}, stream: ${stream}`;
+      await assert.rejects(openai.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: label }], stream }).then(readAll), (error: unknown) => {
+        assert.ok(error instanceof OpenAI.BadRequestError, `${label}: ${String(error)}`);
+        if (decoded) assert.match(error.message, /Invalid 'temperature': decimal above maximum value\./, label);
+        else assert.match(error.message, /upstream answered HTTP 400/, label);
+        return true;
+      });
+      await assert.rejects(anthropic.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 64, stream, messages: [{ role: 'user', content: label }] }).then(readAll), (error: unknown) => {
+        assert.ok(error instanceof Anthropic.BadRequestError, `${label}: ${String(error)}`);
+        if (decoded) assert.match(error.message, /Invalid 'temperature': decimal above maximum value\./, label);
+        else assert.match(error.message, /upstream answered HTTP 400/, label);
+        return true;
+      });
+    }
+    if (decoded) {
+      const embedded = await openai.embeddings.create({ model: 'text-embedding-3-small', input: ['a', 'b'], encoding_format: 'float' });
+      assert.deepEqual(embedded.data.map((item) => item.embedding), [[0.5, 0.5], [0.5, 0.5]], each);
     }
   }
 });

@@ -5,7 +5,9 @@
  * tenant's requests with it. An answer past the bound fails its call as `bad_response` (502, or a stream's error
  * event), like any other answer svc cannot use.
  */
+import { pipeline, type Readable, type Transform } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { Dispatcher } from 'undici';
 import { answerBudgetFailure, countAnswerChunk, type AnswerBudget } from '../answer-budget.ts';
 import type { CallSignal } from '../call-signal.ts';
@@ -31,7 +33,7 @@ export const EMBEDDINGS_ANSWER_FACTOR = 4;
  * The body as text, cut at `limit` bytes, read for at most `withinMs`: what came by then (an error body trickling in
  * a byte at a time would otherwise hold a stream's request, waiting only for the idle timeout between its bytes).
  */
-export async function readLimited(body: Body, limit: number, withinMs = Infinity): Promise<string> {
+export async function readLimited(body: Readable, limit: number, withinMs = Infinity): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   let timedOut = false;
@@ -58,6 +60,39 @@ export async function readLimited(body: Body, limit: number, withinMs = Infinity
     if (timer) clearTimeout(timer);
   }
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/** The codings an upstream or a proxy before it applies (those undici's decompress interceptor takes), by decoder. */
+const DECODERS: ReadonlyMap<string, () => Transform> = new Map<string, () => Transform>([
+  ['gzip', createGunzip],
+  ['x-gzip', createGunzip],
+  ['deflate', createInflate],
+  ['br', createBrotliDecompress],
+]);
+
+/**
+ * An error answer's body with the content coding its `content-encoding` names undone (several, last applied first
+ * undone), for its message: read as it came, its compressed bytes were relayed to the client as the message. null
+ * for a coding svc does not decode, the body released (the status alone then classifies the answer). A 2xx answer is
+ * never decoded (`encodedAnswerFailure`): svc asks for none, and an error's message is all that is worth the work.
+ * The caller's bound counts decoded bytes, so a small body inflating to gigabytes is cut as a large one is; bytes
+ * that do not decode fail the read as a broken body does.
+ */
+export function decodedErrorBody(body: Body, contentEncoding: string | undefined): Readable | null {
+  const codings = (contentEncoding ?? '')
+    .split(',')
+    .map((coding) => coding.trim().toLowerCase())
+    .filter((coding) => coding !== '' && coding !== 'identity');
+  if (codings.length === 0) return body;
+  if (!codings.every((coding) => DECODERS.has(coding))) {
+    discardBody(body);
+    return null;
+  }
+  const decoders = codings.reverse().map((coding) => DECODERS.get(coding)!());
+  // A failure anywhere (the connection cut, bytes that do not decode) ends the last decoder with it, where the reader
+  // meets it; the reader destroying the last (its bound, its deadline) ends them all, the upstream body too.
+  pipeline([body, ...decoders], () => undefined);
+  return decoders.at(-1)!;
 }
 
 /**

@@ -201,7 +201,7 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
           authorization: `Bearer ${apiKey}`,
           'content-type': 'application/json',
           accept: (body as { stream?: unknown }).stream ? 'text/event-stream' : 'application/json',
-          // svc decodes no content coding (errors.ts `encodedAnswerFailure`).
+          // svc decodes no answer's content coding (errors.ts `encodedAnswerFailure`), only an error's, for its message.
           'accept-encoding': 'identity',
         },
         body: JSON.stringify(body),

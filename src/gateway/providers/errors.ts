@@ -8,7 +8,7 @@ import type { Dispatcher } from 'undici';
 import type { CallSignal } from '../call-signal.ts';
 import { AppError, ERROR_CATALOGUE } from '../../core/errors.ts';
 import { BUDGET_REFUSAL_MESSAGE } from '../answer-budget.ts';
-import { discardBody, MAX_ERROR_BODY_BYTES, readLimited } from './bodies.ts';
+import { decodedErrorBody, discardBody, MAX_ERROR_BODY_BYTES, readLimited } from './bodies.ts';
 import { failedAfterRequestWritten } from './request-written.ts';
 import { ProviderError, type ProviderFailureKind, type Wire } from './types.ts';
 
@@ -216,13 +216,16 @@ export interface FailedAnswerContext {
 
 /**
  * The failure an upstream answer of a status other than 2xx stands for (`classifyHttpFailure`), its body read for the
- * message up to MAX_ERROR_BODY_BYTES and within `errorBodyMs`; the status alone classifies a body that breaks off. A
- * client that went away meanwhile makes the call an abort, as anywhere else in the call, not the upstream's failure.
+ * message up to MAX_ERROR_BODY_BYTES and within `errorBodyMs`, decoded when it came in a content coding svc asked it
+ * not to use (`decodedErrorBody`); the status alone classifies a body that breaks off, does not decode or is in a
+ * coding svc does not know. A client that went away meanwhile makes the call an abort, as anywhere else in the call,
+ * not the upstream's failure.
  */
 export async function readHttpFailure(response: Dispatcher.ResponseData, context: FailedAnswerContext): Promise<ProviderError> {
   let text = '';
   try {
-    text = await readLimited(response.body, MAX_ERROR_BODY_BYTES, context.errorBodyMs);
+    const body = decodedErrorBody(response.body, headerValue(response.headers, 'content-encoding'));
+    if (body) text = await readLimited(body, MAX_ERROR_BODY_BYTES, context.errorBodyMs);
   } catch (error) {
     if (context.clientSignal.aborted) return classifyThrown(context.provider, error, context.clientSignal);
   }

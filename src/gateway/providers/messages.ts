@@ -52,7 +52,7 @@ export function createMessagesProvider(options: MessagesProviderOptions): Provid
           ...(context.messagesBetas?.length ? { 'anthropic-beta': context.messagesBetas.join(',') } : {}),
           'content-type': 'application/json',
           accept: body.stream ? 'text/event-stream' : 'application/json',
-          // svc decodes no content coding (errors.ts `encodedAnswerFailure`).
+          // svc decodes no answer's content coding (errors.ts `encodedAnswerFailure`), only an error's, for its message.
           'accept-encoding': 'identity',
         },
         body: JSON.stringify(body),
