@@ -374,13 +374,15 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
         // an upstream sends for none) goes out as the count the client was given, which the run records.
         const keepsInput = usage?.input_tokens === undefined || usage.input_tokens === null || usage.input_tokens === this.inputTokens;
         if (keepsOutput && keepsInput) return [event];
-        const relayed: Record<string, unknown> = Object.assign({}, usage);
+        // Spread, not Object.assign: an upstream's own `__proto__` member is copied as the member it is, where
+        // assigned it set the copy's prototype and went out of the relayed usage.
+        const relayed: Record<string, unknown> = { ...usage };
         // The SDKs read the delta's output tokens (one without failed the client's stream with a TypeError while its
         // run completed): filled from the local count, as message_start's input tokens are. The run records the usage
         // as estimated, since the upstream reported none.
         if (!keepsOutput) relayed.output_tokens = this.estimatedOutputTokens = countTokens(this.producedText, this.validated.request.model);
         if (!keepsInput) relayed.input_tokens = this.inputTokens;
-        return [Object.assign({}, event, { usage: relayed })];
+        return [{ ...event, usage: relayed }];
       }
       case 'message_stop':
         this.requireStarted();

@@ -7,6 +7,8 @@ import { jsonPieces, textPieces } from './replay-pieces.ts';
 
 /** Replay a stored message as the wire's event stream (a cached streamed answer is served as a stream). */
 export function messageToEvents(message: MessagesResponse): MessagesStreamEvent[] {
+  // Blocks are copied by spreads, never Object.assign: a stored block's own `__proto__` member (an upstream's, as
+  // JSON.parse keeps it) is a member like any other there, where assigned it set the copy's prototype and was lost.
   // An answer stored without usage (by a version that kept an upstream's as it came) is replayed with zeros.
   const usage = message.usage ?? { input_tokens: 0, output_tokens: 0 };
   const events: MessagesStreamEvent[] = [
@@ -18,7 +20,7 @@ export function messageToEvents(message: MessagesResponse): MessagesStreamEvent[
       // The block's own fields beside its text on its start (`citations: null` too, as the SDKs keep it); citations
       // one `citations_delta` each after the text, as a live stream sends them and the SDKs gather them.
       const citations = Array.isArray(block.citations) && block.citations.length > 0 ? (block.citations as unknown[]) : null;
-      events.push({ type: 'content_block_start', index, content_block: Object.assign({}, block, { text: '' }, citations ? { citations: [] } : null) });
+      events.push({ type: 'content_block_start', index, content_block: { ...block, text: '', ...(citations ? { citations: [] } : null) } });
       for (const piece of textPieces(String(block.text))) {
         events.push({ type: 'content_block_delta', index, delta: { type: 'text_delta', text: piece } });
       }
@@ -26,14 +28,14 @@ export function messageToEvents(message: MessagesResponse): MessagesStreamEvent[
     } else if (block.type === 'tool_use' || block.type === 'server_tool_use' || block.type === 'mcp_tool_use') {
       // The block's own fields (`caller`, ...) on its start; its input in pieces, as a live stream sends a call's, a
       // server tool's and an MCP tool's (the SDKs' `inputJson` events come from those pieces).
-      events.push({ type: 'content_block_start', index, content_block: Object.assign({}, block, { input: {} }) });
+      events.push({ type: 'content_block_start', index, content_block: { ...block, input: {} } });
       const json = JSON.stringify(block.input ?? {});
       for (const piece of jsonPieces(json)) events.push({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: piece } });
     } else if (block.type === 'thinking') {
       // Its thinking in deltas and its signature in a `signature_delta`, as a live stream sends them: the SDKs emit
       // their `thinking` and `signature` events from those deltas, not from the block's start.
       const signature = typeof block.signature === 'string' && block.signature !== '' ? block.signature : null;
-      events.push({ type: 'content_block_start', index, content_block: Object.assign({}, block, { thinking: '' }, signature !== null ? { signature: '' } : null) });
+      events.push({ type: 'content_block_start', index, content_block: { ...block, thinking: '', ...(signature !== null ? { signature: '' } : null) } });
       for (const piece of textPieces(String(block.thinking ?? ''))) {
         events.push({ type: 'content_block_delta', index, delta: { type: 'thinking_delta', thinking: piece } });
       }
