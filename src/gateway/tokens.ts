@@ -161,10 +161,15 @@ function toolsTokens(tools: unknown): number {
 }
 
 /** Prompt tokens of a chat request: messages with their per-message overhead, tool calls and tool declarations. */
-/** The tokens of an embeddings request's inputs: a text's count, a token array's length. */
+/** The tokens of one embeddings input: a text's count, a token array's length. */
+export function countEmbeddingInputTokens(input: string | readonly number[]): number {
+  return typeof input === 'string' ? countTokens(input) : input.length;
+}
+
+/** The tokens of an embeddings request's inputs. */
 export function countEmbeddingTokens(inputs: ReadonlyArray<string | readonly number[]>): number {
   let tokens = 0;
-  for (const input of inputs) tokens += typeof input === 'string' ? countTokens(input) : input.length;
+  for (const input of inputs) tokens += countEmbeddingInputTokens(input);
   return tokens;
 }
 

@@ -506,3 +506,31 @@ test("an upstream vector's -0 keeps its sign where svc encodes the vector as bas
   const float = (await client.embeddings.create({ model: 'text-embedding-3-small', input: 'a', encoding_format: 'float' })).data[0]!.embedding;
   assert.ok(float.length === 3 && float[0] === 0 && float[1] === 0.5 && float[2] === 0, `${float}`);
 });
+
+test("the mock refuses an input of more than 8,192 tokens as the chat-completions family's upstream does (the OpenAPI document's bound for every embedding model), with its words: a 400, a text alone or in a batch, or a token array in a batch; 8,192 are embedded", async (t) => {
+  const { app } = await build(t);
+  const tokens = (count: number) => Array.from({ length: count }, (_, i) => i % 1000);
+  // ' word' is one token of the tokenizer's: 9,000 of them after the first.
+  const longText = `word${' word'.repeat(8999)}`;
+  const cases: Array<[string, unknown, number]> = [
+    // One token array alone is at most 2048 ids (the wire's 400 above); in an array of them, one is not bounded.
+    ['a token array of 9,000 ids in a batch', [tokens(3), tokens(9000)], 9000],
+    ['a text of 9,000 tokens', longText, 9000],
+    ['a text of 9,000 tokens in a batch of a split model', ['short', longText], 9000],
+  ];
+  for (const [what, input, requested] of cases) {
+    const model = what.includes('split') ? 'text-embedding-3-small-mock-batch-1' : 'text-embedding-3-small';
+    const refused = await embed(app, { model, input });
+    assert.equal(refused.statusCode, 400, what);
+    const error = json(refused).error;
+    assert.equal(error.type, 'invalid_request_error', what);
+    assert.equal(
+      error.message,
+      `This model's maximum context length is 8192 tokens, however you requested ${requested} tokens (${requested} in your prompt; 0 for the completion). Please reduce your prompt; or completion length.`,
+      what,
+    );
+  }
+  const at = await embed(app, { model: 'text-embedding-3-small', input: [tokens(8192), `word${' word'.repeat(8191)}`] });
+  assert.equal(at.statusCode, 200);
+  assert.equal(json(at).usage.prompt_tokens, 2 * 8192);
+});

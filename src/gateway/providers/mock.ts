@@ -11,7 +11,7 @@
  */
 import type { CallSignal } from '../call-signal.ts';
 import { createHash, randomBytes } from 'node:crypto';
-import { countChatTokens, countEmbeddingTokens, countTokens, truncateToTokens } from '../tokens.ts';
+import { countChatTokens, countEmbeddingInputTokens, countTokens, truncateToTokens } from '../tokens.ts';
 import { mockMessages, mockResponses, mockStreamMessages, mockStreamResponses } from './mock-wires.ts';
 import { sampleFromSchema, UnsatisfiableSchemaError } from './schema-sample.ts';
 import {
@@ -428,8 +428,13 @@ export function createMockProvider(options: MockProviderOptions = {}): Provider 
     if (refusal) throw refusal;
     const dimensions = request.dimensions ?? defaultEmbeddingDimensions(request.model);
     const inputs = request.input as Array<string | number[]>;
+    let tokens = 0;
+    for (const input of inputs) {
+      const count = countEmbeddingInputTokens(input);
+      if (count > MOCK_MAX_EMBEDDING_INPUT_TOKENS) throw inputTooLong(count);
+      tokens += count;
+    }
     const vectors = inputs.map((input) => mockEmbedding(input, dimensions));
-    const tokens = countEmbeddingTokens(inputs);
     return { model: request.model, vectors, usage: { prompt_tokens: tokens, total_tokens: tokens } };
   }
 
@@ -474,6 +479,19 @@ export function mockEmbeddingsRefusal(model: string, inputs: number, dimensions:
     return new ProviderError('rejected', message, { provider: MOCK_PROVIDER_NAME, upstreamStatus: 400 });
   }
   return null;
+}
+
+/**
+ * The most tokens of one embeddings input, the chat-completions family's bound for every embedding model (its OpenAPI
+ * document's `input`: "8192 tokens for all embedding models"). The mock refuses a longer one as that upstream does,
+ * so that what embeds against the mock embeds against the upstream.
+ */
+export const MOCK_MAX_EMBEDDING_INPUT_TOKENS = 8192;
+
+/** The upstream's refusal of an input past MOCK_MAX_EMBEDDING_INPUT_TOKENS, in its words (a 400 it gives no param). */
+function inputTooLong(tokens: number): ProviderError {
+  const message = `This model's maximum context length is ${MOCK_MAX_EMBEDDING_INPUT_TOKENS} tokens, however you requested ${tokens} tokens (${tokens} in your prompt; 0 for the completion). Please reduce your prompt; or completion length.`;
+  return new ProviderError('rejected', message, { provider: MOCK_PROVIDER_NAME, upstreamStatus: 400 });
 }
 
 /** 3072 for `*large*` embedding models, 1536 otherwise (text-embedding-3-small, ada-002, unknown ids). */
