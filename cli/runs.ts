@@ -110,15 +110,17 @@ Examples:
         if (page.pagination.hasMore) note(`${nextPageNote(page.pagination, page.runs.length, options.before)}\n`);
         return;
       }
-      const { client, kind } = await connectWithKind(options);
+      const { client, kind, token } = await connectWithKind(options);
       try {
         const where =
           kind === 'http'
             ? (options.url ?? env.SVC_BASE_URL ?? '')
             : loadConfig(env, options.dataDir !== undefined ? { dataDir: options.dataDir } : {}).dataDir ?? '';
         // Loaded only here: Ink, React and Yoga stay out of every other command's start-up.
-        const { startRunsTui } = await import('./tui/start-tui.tsx');
-        await startRunsTui({ client, kind, where, filters, limit, outDir });
+        const [{ startRunsTui }, { withTokenHint }] = await Promise.all([import('./tui/start-tui.tsx'), import('./token-hint.ts')]);
+        // A refused token's 401 names it on the error line, as every other command's message does.
+        const explainError = (error: unknown) => (token === null ? error : withTokenHint(error, token));
+        await startRunsTui({ client, kind, where, filters, limit, outDir, explainError });
       } finally {
         await client.close();
       }

@@ -37,9 +37,15 @@ export interface RunsSource {
  * A source over the reference client; evidence packets are written into `outDir` (default: the working directory).
  * What it returns for the screens has every string made safe for the terminal (cli/terminal-text.ts): trace payloads,
  * tool names and models are any API key's text. The answers are read as the screens' types whatever they held
- * (run-answers.ts). The exported packet is written as the server sent it.
+ * (run-answers.ts). The exported packet is written as the server sent it. `explainError` says more of a failure than
+ * the client's error does (start-tui.tsx, StartOptions.explainError): the screens show its result.
  */
-export function runsSource(client: SvcClient, outDir = process.cwd()): RunsSource {
+export function runsSource(client: SvcClient, outDir = process.cwd(), explainError?: (error: unknown) => unknown): RunsSource {
+  const source = clientSource(client, outDir);
+  return explainError === undefined ? source : explainingErrors(source, explainError);
+}
+
+function clientSource(client: SvcClient, outDir: string): RunsSource {
   return {
     list: async (query) => terminalSafe(runListPageOf(await client.runs.list(query))),
     async detail(runId) {
@@ -57,5 +63,26 @@ export function runsSource(client: SvcClient, outDir = process.cwd()): RunsSourc
       replaceWithPrivateFile(path, `${JSON.stringify(packet, null, 2)}\n`);
       return path;
     },
+  };
+}
+
+/** `source` whose failures are what `explain` makes of them. */
+function explainingErrors(source: RunsSource, explain: (error: unknown) => unknown): RunsSource {
+  const explained =
+    <A extends unknown[], R>(read: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      try {
+        return await read(...args);
+      } catch (error) {
+        throw explain(error);
+      }
+    };
+  return {
+    list: explained(source.list),
+    detail: explained(source.detail),
+    events: explained(source.events),
+    integrity: explained(source.integrity),
+    economics: explained(source.economics),
+    exportEvidence: explained(source.exportEvidence),
   };
 }

@@ -16,6 +16,12 @@ import { runsSource } from './runs-source.ts';
 export interface StartOptions {
   client: SvcClient;
   kind: ConnectionKind;
+  /**
+   * What a failed read says on the screen, given the client's error: svc's 401 with the hint naming the token it
+   * refused (cli/token-hint.ts). Passed in, not imported: this bundle (dist/tui.mjs) has its own copy of the client's
+   * modules, whose SvcApiError is not the class of the errors `client` throws.
+   */
+  explainError: (error: unknown) => unknown;
   /** Where the data is: the URL or the data directory, for the header. */
   where: string;
   filters: RunFilterInput;
@@ -50,7 +56,7 @@ const LEAVE_ALTERNATE_SCREEN = '\u001b[?1049l';
 const ENDING_SIGNALS: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGHUP', 'SIGINT'];
 
 export async function startRunsTui(options: StartOptions): Promise<void> {
-  const source = runsSource(options.client, options.outDir);
+  const source = runsSource(options.client, options.outDir, options.explainError);
   const color = colorWanted(process.env);
   process.stdout.write(ENTER_ALTERNATE_SCREEN);
   let endedBy: NodeJS.Signals | null = null;
