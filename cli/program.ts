@@ -5,6 +5,7 @@
  */
 import { note } from './output.ts';
 import { dropEmptyNoColor } from './terminal-color.ts';
+import { terminalText } from './terminal-text.ts';
 import { Command, CommanderError } from 'commander';
 import { ConfigError, SVC_VERSION } from '../src/config.ts';
 import { inheritConnectionOptions, UsageError, withConnectionOptions } from './connection.ts';
@@ -46,8 +47,10 @@ export function buildProgram(groups: readonly RegisterCommands[], argv: readonly
   program
     .name('svc')
     // Help, --version and usage errors go to the run's streams (commander's default is the process's); shared by
-    // every command added after this.
-    .configureOutput({ writeOut: (text) => currentRun().stdout.write(text), writeErr: (text) => currentRun().stderr.write(text) })
+    // every command added after this. A usage error quotes the command line (`unknown option '...'`), where a pasted
+    // argument may hold terminal control sequences (a window title, OSC 52's clipboard write): shown escaped, as
+    // everything else svc writes to a terminal (terminal-text.ts).
+    .configureOutput({ writeOut: (text) => currentRun().stdout.write(text), writeErr: (text) => currentRun().stderr.write(terminalText(text)) })
     .description('svc: self-hosted LLM gateway appliance')
     .version(SVC_VERSION, '-v, --version')
     .showHelpAfterError()

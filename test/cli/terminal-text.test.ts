@@ -93,3 +93,20 @@ test("the runs TUI's data from the server has every string escaped, trace payloa
   assert.equal(detail.run.model, terminalLine(HOSTILE));
   assert.doesNotMatch(terminalLine(HOSTILE), RAW);
 });
+
+test("commander's usage errors quote the command line escaped: a pasted argument's control sequences never reach the terminal raw", async (t) => {
+  const dataDir = ['--data-dir', tempDir(t)];
+  for (const args of [
+    [`--x${HOSTILE}`], // an unknown option of the program
+    [`ke${HOSTILE}ys`], // an unknown command
+    ['keys', 'list', `--lim${HOSTILE}it`, ...dataDir], // an unknown option of a command
+    ['keys', 'list', '--limit', HOSTILE, ...dataDir], // an option's invalid value
+    ['keys', `li${HOSTILE}st`, ...dataDir], // an unknown command of a group
+    ['help', `ke${HOSTILE}ys`], // help for an unknown command
+  ]) {
+    const result = await runSvc(args);
+    assert.equal(result.code, 2, result.stderr);
+    assert.ok(result.stderr.includes(terminalLine(HOSTILE)), result.stderr);
+    assert.doesNotMatch(result.stderr.replace(/\n/g, ''), RAW, JSON.stringify(result.stderr));
+  }
+});
