@@ -40,6 +40,7 @@ import { notFoundBeforeBody } from './unknown-paths.ts';
 import { requestIdOf } from './request-ids.ts';
 import { NOSNIFF, NOSNIFF_HEADER } from './nosniff.ts';
 import { percentEncodingRefusal } from './percent-encoding.ts';
+import { fragmentRefusal } from './fragment.ts';
 import { PATH_PARAMETER_MAX_LENGTH } from './path-parameters.ts';
 
 /**
@@ -95,10 +96,11 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
     // Errors the router raises before any route or hook runs (a malformed percent-encoding, an over-long path
     // parameter) get the envelope of their surface too; the path is not echoed (it may hold a token).
     frameworkErrors: (error, request, reply) => {
+      // The router refuses a target in absolute form holding a `#` itself: refused as the first hook refuses others.
       const appError =
         error.code === 'FST_ERR_MAX_PARAM_LENGTH'
           ? new AppError('uri_too_long')
-          : new AppError('invalid_request', { message: 'The URL is not valid (bad percent-encoding?).' });
+          : (fragmentRefusal(request.url) ?? new AppError('invalid_request', { message: 'The URL is not valid (bad percent-encoding?).' }));
       draining.track(reply.raw, request.raw.socket);
       void replyError(request, (reply as FastifyReply).header('x-request-id', request.id).header(NOSNIFF_HEADER, NOSNIFF), appError);
     },
@@ -119,6 +121,9 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
     // A NUL anywhere, or a path the router would read otherwise than the surface checks do (src/http/percent-encoding.ts).
     const encoding = percentEncodingRefusal(request.url);
     if (encoding !== null) return done(encoding);
+    // A raw `#`, whose fragment the router would read as the query (src/http/fragment.ts).
+    const fragment = fragmentRefusal(request.url);
+    if (fragment !== null) return done(fragment);
     // Host, Content-Type, a credential or an identity header given twice: which one counts would be the parser's choice.
     const repeated = repeatedSingularHeader(request.raw.rawHeaders);
     if (repeated !== null) return done(new AppError('invalid_request', { message: `The request carries more than one ${repeated} header.` }));

@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import test from 'node:test';
-import { build } from '../support/build.ts';
+import { bearer, build, newChatRun } from '../support/build.ts';
+import { exchange } from '../support/raw-http.ts';
 
 const BOOT = 'bootstrap-token-request-target-01';
 const MESSAGES = { model: 'claude-sonnet-4-5', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] };
@@ -86,4 +87,46 @@ test('a path percent-encoding a character that needs none is refused at once: th
   const nul = await send(port, 'GET', '/api/v1/keys?x=%00', { authorization: `Bearer ${BOOT}` });
   assert.equal(nul.status, 400);
   assert.equal(nul.body.error.message, 'The URL holds a NUL character (%00).');
+});
+
+test('a request target holding a raw # is refused on every surface: the router read the fragment as the query', async (t) => {
+  const { app } = await build(t, { env: { SVC_API_KEY: BOOT } });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (app.server.address() as { port: number }).port;
+  await newChatRun(app, bearer(BOOT));
+  await newChatRun(app, bearer(BOOT));
+  const refusal = 'The URL holds a # (a fragment, which a request target never carries): send a # as %23.';
+  // No HTTP client sends a fragment; only raw bytes do.
+  const get = (target: string, headers = '') => exchange(port, `GET ${target} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${BOOT}\r\n${headers}Connection: close\r\n\r\n`);
+
+  // `#limit=1` was applied as `?limit=1`: one run of the two listed.
+  const runs = await get('/api/v1/runs#limit=1');
+  assert.equal(runs.status, 400);
+  assert.deepEqual(runs.body, { error: { code: 'invalid_request', message: refusal } });
+  assert.match(runs.headers, /\r\nx-request-id: req_/);
+  assert.equal((await get('/api/v1/runs?limit=1#x')).status, 400);
+  // A write refused it as an unknown query parameter; now for what it is.
+  const write = await exchange(port, `POST /api/v1/keys#name=x HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${BOOT}\r\nContent-Type: application/json\r\nContent-Length: 13\r\nConnection: close\r\n\r\n{"name":"k1"}`);
+  assert.equal(write.status, 400);
+  assert.equal((write.body as any).error.message, refusal);
+  // The gateway's shapes, and a target in absolute form.
+  const models = await get('http://svc.example/v1/models#x');
+  assert.equal(models.status, 400);
+  assert.equal((models.body as any).error.type, 'invalid_request_error');
+  assert.equal((models.body as any).error.message, refusal);
+  const messages = await exchange(port, `POST /v1/messages#x HTTP/1.1\r\nHost: x\r\nx-api-key: ${BOOT}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`);
+  assert.equal(messages.status, 400);
+  assert.equal((messages.body as any).type, 'error');
+  assert.equal((messages.body as any).error.message, refusal);
+  const health = await get('/health#');
+  assert.equal(health.status, 400);
+
+  // An encoded # is a character of the path or the query, served as before.
+  const listed = await get('/api/v1/runs?limit=1');
+  assert.equal(listed.status, 200);
+  assert.equal((listed.body as any).runs.length, 1);
+  assert.equal((await get('/api/v1/runs')).status, 200);
+  const model = await get('/v1/models/a%23b');
+  assert.equal(model.status, 404);
+  assert.equal((model.body as any).error.code, 'model_not_found');
 });
