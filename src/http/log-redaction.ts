@@ -62,6 +62,10 @@ export function redactUrl(url: string): string {
   for (const pattern of TOKEN_PATHS) out = out.replace(pattern, '$1[redacted]');
   // The pattern only where its stem is (no route of svc holds it): ~25 ns a logged request, ~100 ns otherwise.
   if (out.includes(KEY_STEM)) out = out.replace(SVC_KEY_RUN, '[redacted]');
+  // A raw `#` is refused (src/http/fragment.ts), but logged as sent: what follows it names nothing svc serves and is
+  // where a URL carries a credential on its way to a browser (`#access_token=...`), so none of it is logged.
+  const fragment = out.indexOf('#');
+  if (fragment !== -1) out = `${out.slice(0, fragment)}#[redacted]`;
   // Most requests carry no query: nothing more to read.
   const query = out.indexOf('?');
   if (query === -1) return out;

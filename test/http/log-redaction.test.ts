@@ -57,6 +57,10 @@ test('query parameters named like a credential are redacted, whatever their case
   assert.equal(redactUrl('/v1/models?q=svc_abcdef&svc_ghijkl'), '/v1/models?q=[redacted]&[redacted]');
   assert.equal(redactUrl('/api/v1/runs?limit=5&cursor=abc&status=ok&model=svc/chorus'), '/api/v1/runs?limit=5&cursor=abc&status=ok&model=svc/chorus');
   assert.equal(redactUrl('/api/v1/audit?decision=deny&verify=1&before=x'), '/api/v1/audit?decision=deny&verify=1&before=x');
+  // A raw fragment (refused, but logged as sent): none of it, whatever its names.
+  assert.equal(redactUrl('/api/v1/runs#access_token=abc'), '/api/v1/runs#[redacted]');
+  assert.equal(redactUrl('/api/v1/runs?limit=1#id_token=abc&x=1'), '/api/v1/runs?limit=1#[redacted]');
+  assert.equal(redactUrl('/api/v1/runs#x?token=abc'), '/api/v1/runs#[redacted]');
 });
 
 test("svc serve's request log holds no credential: not a key sent in the query, nor the Authorization, x-api-key or Cookie headers", async (t) => {
