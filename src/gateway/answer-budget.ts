@@ -4,8 +4,9 @@
  * Each answer is bounded (`SVC_PROVIDER_MAX_ANSWER_BYTES`, providers/bodies.ts) but not their sum, and an answer lives
  * several times over until its run is recorded: a buffered one as text, parsed, and written out as JSON for the
  * client and the cache; a stream's assembled for its run. Eight buffered 60 MB answers at once took svc to ~0.9 GB,
- * thirty-two 60 MB streams to ~1.5 GB. A call's answer bytes are counted as they arrive (a stream's bytes as received:
- * what its assembly keeps is a part of them) and held until its run is recorded or its call failed. A call whose next
+ * thirty-two 60 MB streams to ~1.5 GB. A call's answer bytes are counted as they arrive (a stream's bytes as received,
+ * not what its assembly keeps: ~1/6 of them for token events, ~1.8 times them for large text events, docs/providers.md)
+ * and held until its run is recorded or its call failed. A call whose next
  * chunk would take the total past the budget fails as `busy` (providers/types.ts), unless no other call holds any,
  * so that one answer of any allowed size always passes.
  *
