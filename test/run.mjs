@@ -1,16 +1,18 @@
 #!/usr/bin/env node
 // Runs every test file (test/**/*.test.ts) as its own `node --test` process, several at a time (test files are
 // independent: each builds its own app, data directory and ports). Prints each file's result, the full output
-// of failing files, and a closing "N passed, N failed" line. Usage: node test/run.mjs [filter-substring ...]
+// of failing files, and a closing "N passed, N failed" line. Usage: node test/run.mjs [filter-substring ...]; a
+// filter that is the path of a file in the repository runs that file, whatever its name (a fixture of a runner test).
+// Each file runs in a process group and temp directory of its own, ended and removed with it (test/support/file-process.mjs).
 // The selected files are bundled first, in one esbuild build (test/support/test-bundles.mjs), and each process runs
 // its file's bundle; SVC_TEST_LOADER=tsx runs the .ts files through tsx's loader instead.
-import { spawn } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
-import { availableParallelism, loadavg } from 'node:os';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { startFileProcess } from './support/file-process.mjs';
 import { fileTimeouts } from './support/file-timeouts.mjs';
 import { bundleTestFiles } from './support/test-bundles.mjs';
-import { endTmuxServersNamed, fileSocketPrefix, SOCKET_PREFIX_VARIABLE } from './support/tmux-sockets.mjs';
+import { fileSocketPrefix } from './support/tmux-sockets.mjs';
 
 const root = join(import.meta.dirname, '..');
 const filters = process.argv.slice(2);
@@ -35,10 +37,18 @@ function findTests(dir) {
   return out;
 }
 
-const files = findTests(join(root, 'test'))
+/** The file of the repository `filter` is the path of, relative to the root, if it is one. */
+function namedFile(filter) {
+  const path = resolve(filter);
+  const file = relative(root, path);
+  return !file.startsWith('..') && existsSync(path) && statSync(path).isFile() ? file : null;
+}
+
+const named = filters.map(namedFile).filter((file) => file !== null);
+const found = findTests(join(root, 'test'))
   .map((file) => relative(root, file))
-  .filter((file) => filters.length === 0 || filters.some((f) => file.includes(f)))
-  .sort();
+  .filter((file) => filters.length === 0 || filters.some((f) => file.includes(f)));
+const files = [...new Set([...found, ...named])].sort();
 
 const loader = process.env.SVC_TEST_LOADER || 'bundle';
 if (loader !== 'bundle' && loader !== 'tsx') {
@@ -56,59 +66,71 @@ const loading = (file) =>
 const testEnv = { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' };
 delete testEnv.NODE_EXTRA_CA_CERTS;
 
+// The run's directory of the files' temp directories (test/support/file-process.mjs), removed when it ends.
+const tempRoot = mkdtempSync(join(tmpdir(), 'svc-run-'));
+const queue = [...files];
+// The files' processes running now, by file, to pass them a signal that ends the run.
+const running = new Map();
+// The signal the run was ended by, if it was: no file starts after it.
+let endedBy = null;
+
 let passed = 0;
 let failed = 0;
 let skipped = 0;
 const failures = [];
 const started = Date.now();
 
-function runFile(file) {
-  return new Promise((resolve) => {
-    const t0 = Date.now();
-    const timeouts = timeoutsFor();
-    // A hung file fails at node's --test-timeout (under `node --test <file>`, node 20 counts the file as one test, so
-    // the bound is the file's, not each test's: docs/configuration.md) and is killed at timeouts.file if it still
-    // hangs, so a run always ends.
-    const { flags, script } = loading(file);
-    // The start of the socket names of the file's tmux servers (test/support/tmux-sockets.mjs), to end those it leaves.
-    const tmuxSockets = fileSocketPrefix(process.pid, files.indexOf(file));
-    const child = spawn(process.execPath, [...flags, '--test', '--test-reporter=spec', `--test-timeout=${timeouts.test}`, script], {
-      cwd: root,
-      env: { ...testEnv, [SOCKET_PREFIX_VARIABLE]: tmuxSockets },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    const killer = setTimeout(() => {
-      output += `\nkilled: the file ran longer than ${timeouts.file / 1000}s\n`;
-      // SIGTERM first: the runner ends the file's process, whose cleanups (test/support/process-end.ts) stop its tmux
-      // servers and svc processes and remove its temp directories; SIGKILL (which they cannot catch) if it hangs.
-      child.kill('SIGTERM');
-      setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
-    }, timeouts.file);
-    child.stdout.on('data', (chunk) => (output += chunk));
-    child.stderr.on('data', (chunk) => (output += chunk));
-    child.on('close', (code) => {
-      clearTimeout(killer);
-      // A file killed by SIGKILL (below, or from outside) ran none of its cleanups: its tmux servers would run on.
-      endTmuxServersNamed(tmuxSockets);
-      const count = (label) => Number(new RegExp(`^ℹ ${label} (\\d+)`, 'm').exec(output)?.[1] ?? 0);
-      let p = count('pass');
-      let f = count('fail') + count('cancelled');
-      const s = count('skipped') + count('todo');
-      if (code !== 0 && f === 0) f = 1; // crashed before reporting
-      passed += p;
-      failed += f;
-      skipped += s;
-      const secs = ((Date.now() - t0) / 1000).toFixed(1);
-      const loaded = timeouts.factor > 1 ? `, load ${timeouts.load.toFixed(1)}: timeout ${timeouts.test / 1000}s` : '';
-      console.log(`${f ? 'FAIL' : 'ok  '} ${file} (${p} passed, ${f} failed, ${secs}s${loaded})`);
-      if (f) failures.push({ file, output });
-      resolve();
-    });
+async function runFile(file) {
+  const t0 = Date.now();
+  const timeouts = timeoutsFor();
+  const index = files.indexOf(file);
+  // A hung file fails at node's --test-timeout (under `node --test <file>`, node 20 counts the file as one test, so the
+  // bound is the file's, not each test's: docs/configuration.md) and is killed at timeouts.file if it still hangs, so a
+  // run always ends.
+  const { flags, script } = loading(file);
+  const fileProcess = startFileProcess({
+    argv: [process.execPath, ...flags, '--test', '--test-reporter=spec', `--test-timeout=${timeouts.test}`, script],
+    cwd: root,
+    env: testEnv,
+    tempDir: join(tempRoot, String(index)),
+    tmuxPrefix: fileSocketPrefix(process.pid, index),
+  });
+  running.set(file, fileProcess);
+  const killer = setTimeout(() => {
+    fileProcess.note(`\nkilled: the file ran longer than ${timeouts.file / 1000}s\n`);
+    // SIGTERM first, to all the file started: its cleanups (test/support/process-end.ts) stop its tmux servers and svc
+    // processes; SIGKILL, which they cannot catch, if it hangs (the runner then ends what they would have).
+    fileProcess.end('SIGTERM');
+  }, timeouts.file);
+  const { output, code } = await fileProcess.ended;
+  clearTimeout(killer);
+  running.delete(file);
+  const count = (label) => Number(new RegExp(`^ℹ ${label} (\\d+)`, 'm').exec(output)?.[1] ?? 0);
+  const p = count('pass');
+  let f = count('fail') + count('cancelled');
+  const s = count('skipped') + count('todo');
+  if (code !== 0 && f === 0) f = 1; // crashed before reporting
+  passed += p;
+  failed += f;
+  skipped += s;
+  const secs = ((Date.now() - t0) / 1000).toFixed(1);
+  const loaded = timeouts.factor > 1 ? `, load ${timeouts.load.toFixed(1)}: timeout ${timeouts.test / 1000}s` : '';
+  console.log(`${f ? 'FAIL' : 'ok  '} ${file} (${p} passed, ${f} failed, ${secs}s${loaded})`);
+  if (f) failures.push({ file, output });
+}
+
+// The files run in process groups of their own, which a Ctrl-C at the terminal (SIGINT to the foreground group) or a
+// CI job's SIGTERM to the run does not reach: the run passes it on to each, waits for them to end (their cleanups run,
+// then the runner's), and ends by it. A second one kills them at once.
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(signal, () => {
+    const again = endedBy !== null;
+    endedBy = signal;
+    queue.length = 0;
+    for (const fileProcess of running.values()) fileProcess.end(again ? 'SIGKILL' : signal);
   });
 }
 
-const queue = [...files];
 await Promise.all(
   Array.from({ length: Math.min(concurrency, queue.length) }, async () => {
     while (queue.length) await runFile(queue.shift());
@@ -116,9 +138,16 @@ await Promise.all(
 );
 
 bundled?.remove();
-for (const { file, output } of failures) {
-  console.log(`\n===== ${file} =====\n${output}`);
+rmSync(tempRoot, { recursive: true, force: true });
+if (endedBy) {
+  // As it would have without the listeners, so that what started the run (npm, a shell) sees it so.
+  process.removeAllListeners(endedBy);
+  process.kill(process.pid, endedBy);
+} else {
+  for (const { file, output } of failures) {
+    console.log(`\n===== ${file} =====\n${output}`);
+  }
+  console.log(`\n${files.length} test files in ${((Date.now() - started) / 1000).toFixed(1)}s`);
+  console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
+  process.exit(failed > 0 || files.length === 0 ? 1 : 0);
 }
-console.log(`\n${files.length} test files in ${((Date.now() - started) / 1000).toFixed(1)}s`);
-console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
-process.exit(failed > 0 || files.length === 0 ? 1 : 0);

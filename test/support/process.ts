@@ -1,6 +1,6 @@
 /** Spawning the bundled executable (`bin/svc`) in tests: one-shot commands and a `svc serve` that is killed after. */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
@@ -66,6 +66,20 @@ export function tempDir(t: Cleanups, prefix = 'svc-test-'): string {
     remove();
   });
   return dir;
+}
+
+/**
+ * Whether process `pid` runs: a zombie (ended, not yet reaped) does not, as an orphan's may stay one where pid 1 reaps
+ * none (some containers' init). Linux's /proc, as the tests that need it are.
+ */
+export function processRuns(pid: number): boolean {
+  try {
+    // The state follows the command's name in parentheses, which may itself hold any character.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
 }
 
 /** A TCP port free now on 127.0.0.1 (its listener is closed again), or an error if it cannot be bound. */

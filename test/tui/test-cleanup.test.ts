@@ -3,7 +3,8 @@
  * runner ends the file's process with SIGTERM, skipping the test's `t.after`) or ended by a signal (Ctrl-C on
  * `node test/run.mjs`) still kills the tmux server of test/support/tmux.ts, the `svc serve` of `startServe` and the
  * commands of `runSvc` still running, and removes the directories of `tempDir` (test/support/process-end.ts). One
- * killed by SIGKILL can do none of that: test/run.mjs ends its tmux servers (test/support/tmux-sockets.mjs).
+ * killed by SIGKILL can do none of that: test/run.mjs ends its tmux servers (test/support/tmux-sockets.mjs), and the
+ * rest (test/support/file-process.mjs, test/runner/file-process.test.ts).
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
