@@ -245,6 +245,12 @@ test('n and p page the trace through /events: older pages, then back to the newe
   await until((f) => f.includes('page 1 (newest)') && f.includes('tool_6'), 'back to the newest page');
 });
 
+/**
+ * Whether a frame says the packet was written to `path`: the line wraps where the terminal is narrower than the path
+ * (the runner's per-file TMPDIR makes it ~70 characters), so it is compared with the frame's white space taken out.
+ */
+const exported = (frame: string, path: string): boolean => frame.replace(/\s+/g, '').includes(`evidencepacketwrittento${path.replace(/\s+/g, '')}`);
+
 test('e writes the evidence packet to evidence-<runId>.json and shows the path', async (t) => {
   const { app, open, outDir } = await setup(t);
   const runId = await chat(app, 'export me');
@@ -254,7 +260,7 @@ test('e writes the evidence packet to evidence-<runId>.json and shows the path',
   await until((f) => f.includes('✓ chain verified'), 'the detail');
   press('e');
   const path = join(outDir, `evidence-${runId}.json`);
-  await until((f) => f.includes(`evidence packet written to ${path}`), 'the export message');
+  await until((f) => exported(f, path), 'the export message');
   const packet = JSON.parse(readFileSync(path, 'utf8'));
   assert.equal(packet.format, 'svc.evidence-packet');
   assert.equal(packet.run.id, runId);
@@ -273,7 +279,7 @@ test('e replaces a file already at its path with a private one: a world-readable
   press(KEY.enter);
   await until((f) => f.includes('✓ chain verified'), 'the detail');
   press('e');
-  await until((f) => f.includes(`evidence packet written to ${path}`), 'the export message');
+  await until((f) => exported(f, path), 'the export message');
   assert.equal(statSync(path).mode & 0o777, 0o600, 'the packet holds the run\'s prompts: private, as docs/cli.md says');
   assert.equal(JSON.parse(readFileSync(path, 'utf8')).run.id, runId);
 
@@ -288,7 +294,7 @@ test('e replaces a file already at its path with a private one: a world-readable
   press(KEY.enter);
   await until((f) => f.includes('✓ chain verified'), 'the detail again');
   press('e');
-  await until((f) => f.includes(`evidence packet written to ${path}`), 'the second export message');
+  await until((f) => exported(f, path), 'the second export message');
   assert.equal(readFileSync(elsewhere, 'utf8'), 'untouched\n');
   assert.ok(lstatSync(path).isFile());
   assert.equal(lstatSync(path).mode & 0o777, 0o600);
