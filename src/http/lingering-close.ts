@@ -11,9 +11,10 @@
  *
  * Lingering, the answer's bytes go out followed by a FIN; what arrives after it is read and dropped as it comes (never
  * held) until the client closes its side, which a client does once it has read the answer, or until `LINGER_BYTES` more
- * have come or `LINGER_MS` has passed, whichever is first: a client that would send forever is cut there. Nothing read
- * while lingering reaches node's HTTP parser: a request pipelined behind the refused body (its declared bytes sent
- * whole, then another request) was parsed and run, a write among them, though its answer could never be sent.
+ * have come or `LINGER_MS` has passed, whichever is first: a client that would send forever is cut there, reset with
+ * its last bytes unread (an answer it has not read by then is lost to it, docs/configuration.md 'Body limits').
+ * Nothing read while lingering reaches node's HTTP parser: a request pipelined behind the refused body (its declared
+ * bytes sent whole, then another request) was parsed and run, a write among them, though its answer could never be sent.
  *
  * Armed on the error path only (src/http/surface.ts), for a request whose body had not come whole: a request within
  * its limit pays nothing.
@@ -72,4 +73,26 @@ function lingeringClose(socket: Socket): void {
   });
   // Paused by node if answers had piled up unread; the client's bytes must still be read, or the close resets.
   socket.resume();
+  readAgain(socket);
+}
+
+/** What a socket reads through: `reading` is node's own record of whether `readStart()` is in effect. */
+interface SocketHandle {
+  reading: boolean;
+  readStart(): number;
+}
+
+/**
+ * Start reading `socket` again if node had stopped it. While node's parser read the socket's handle directly, a body
+ * that outran its answer filled the request's stream, which nobody reads when the request is refused, and node stopped
+ * the handle to hold the rest back; taken back from the parser, the socket does not start it again: its stream still
+ * awaits the first read it asked for before the parser took the handle, so `resume()` asks for none. The linger then
+ * read nothing: the client's writes stalled and the 2 s cut reset the connection with the body unread, dropping the
+ * answer of a client that reads once it has sent its body. Started as node starts a parser's handle again.
+ */
+function readAgain(socket: Socket): void {
+  const handle = (socket as Socket & { _handle?: SocketHandle | null })._handle;
+  if (!handle || handle.reading) return;
+  handle.reading = true;
+  if (handle.readStart() < 0) socket.destroy();
 }

@@ -7,11 +7,13 @@
  * was run though its answer could never be sent. Real `svc serve`, real sockets.
  */
 import assert from 'node:assert/strict';
-import { connect, type Socket } from 'node:net';
+import { connect, type NetConnectOpts, type Socket } from 'node:net';
 import { join } from 'node:path';
 import test, { before } from 'node:test';
 import OpenAI from 'openai';
 import { request } from 'undici';
+import { LINGER_BYTES } from '../../src/http/lingering-close.ts';
+import { loadScaled } from '../support/load-scaled.ts';
 import { ensureBundle, startServe, tempDir, type Cleanups } from '../support/process.ts';
 
 before(ensureBundle);
@@ -21,14 +23,18 @@ const LIMIT = 512 * 1024;
 const BODY = 10 * LIMIT;
 const TRIES = 8;
 
-/** Only the limits here, and the timeouts far away: nothing but lingering's own bounds may end a connection. */
-function serve(t: Cleanups) {
+/**
+ * Only the limits here, and the timeouts far away: nothing but lingering's own bounds may end a connection. `extra`:
+ * more of svc's environment.
+ */
+function serve(t: Cleanups, extra: Record<string, string> = {}) {
   const dataDir = tempDir(t);
   const env = {
     SVC_GATEWAY_BODY_LIMIT_BYTES: String(LIMIT),
     SVC_API_BODY_LIMIT_BYTES: String(LIMIT),
     SVC_REQUEST_TIMEOUT_MS: '600000',
     SVC_IDLE_TIMEOUT_MS: '600000',
+    ...extra,
   };
   return startServe(t, dataDir, env).then((svc) => ({ svc, port: Number(new URL(svc.address).port), socketPath: join(dataDir, 'svc.sock') }));
 }
@@ -129,6 +135,77 @@ test('a client that goes on sending after its 413 is cut: a trickle of a KiB eve
   // Far under the bytes bound: only the time bound can end it (the request and idle timeouts are ten minutes away).
   const trickle = await sendBody(connect({ port, host: '127.0.0.1', ...halfOpen }), 'POST /v1/chat/completions', ENDLESS, 20);
   assert.equal(outcome(trickle), '413 payload_too_large');
+});
+
+/**
+ * Send `head` and then a body of up to `LINGER_BYTES` (pieces of 64 KiB, chunk-framed when `chunked`), as fast as the
+ * socket takes it, reading nothing until all of it has gone to the kernel, as a client that sends its whole request
+ * before it reads (Python's http.client, a blocking `sendall`) does; then read until svc closes the connection.
+ */
+function sendAllThenRead(options: NetConnectOpts, head: string, chunked: boolean): Promise<Sent> {
+  return new Promise((resolve) => {
+    const socket = connect(options);
+    socket.pause();
+    let answer = '';
+    let error: string | null = null;
+    socket.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')));
+    socket.on('error', (failure: NodeJS.ErrnoException) => (error = failure.code ?? failure.message));
+    // Generous: the connection ends within lingering's 2 s.
+    const deadline = setTimeout(() => socket.destroy(new Error('not closed by svc')), loadScaled(15_000));
+    socket.on('close', () => {
+      clearTimeout(deadline);
+      resolve({ answer, error });
+    });
+    socket.write(head);
+    const blanks = Buffer.alloc(64 * 1024, ' ');
+    const piece = chunked ? Buffer.concat([Buffer.from(`${blanks.length.toString(16)}\r\n`), blanks, Buffer.from('\r\n')]) : blanks;
+    // No more than LINGER_BYTES on the wire, framing and all: within the bound, whatever svc read before answering.
+    let left = Math.floor(LINGER_BYTES / piece.length);
+    const more = (): void => {
+      while (!socket.destroyed && left > 0) {
+        left -= 1;
+        // The last piece's callback: all of the body is the kernel's.
+        if (left === 0) return void socket.write(piece, () => socket.resume());
+        if (!socket.write(piece)) return void socket.once('drain', more);
+      }
+    };
+    more();
+  });
+}
+
+/** The status and error code of the answer in `Sent`, whole, or what came instead. */
+function answered({ answer, error }: Sent): string {
+  const code = /"code":"([a-z_]+)"/.exec(answer)?.[1];
+  const status = /^HTTP\/1\.1 (\d{3}) /.exec(answer)?.[1];
+  return status && code && answer.endsWith('}') ? `${status} ${code}` : `${answer.split('\r\n', 1)[0] || 'no answer'} (${error ?? 'closed'})`;
+}
+
+test('a client that sends a body as long as the lingering bound before reading gets its answer: 401 and 413, declared and chunked, on TCP and the local socket', async (t) => {
+  const key = 'sk-lingering-close-0123456789abcdef';
+  const { port, socketPath } = await serve(t, { SVC_API_KEY: key });
+  const tcp = { port, host: '127.0.0.1' };
+  const local = { path: socketPath };
+  const head = (request: string, headers: string) => `${request} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n${headers}\r\n`;
+  const declared = `Content-Length: ${LINGER_BYTES}\r\n`;
+  const chunked = 'Transfer-Encoding: chunked\r\n';
+  const bearer = `Authorization: Bearer ${key}\r\n`;
+  // A body that outruns its answer (written at once behind the headers) had node stop reading the socket, the body
+  // unread, and the linger read nothing more: the client's writes stalled, and the cut at 2 s reset the connection,
+  // the answer still unread in the client's buffer lost.
+  const cases = {
+    'tcp 401 declared': [tcp, head('POST /v1/chat/completions', declared), false],
+    'tcp 401 chunked': [tcp, head('POST /v1/chat/completions', chunked), true],
+    'tcp 413 declared': [tcp, head('PUT /api/v1/settings', bearer + declared), false],
+    'local 413 declared': [local, head('PUT /api/v1/settings', declared), false],
+  } as const;
+  const outcomes: Record<string, string[]> = {};
+  const expected: Record<string, string[]> = {};
+  for (const [name, [options, request, isChunked]] of Object.entries(cases)) {
+    outcomes[name] = [];
+    for (let i = 0; i < TRIES; i++) outcomes[name].push(answered(await sendAllThenRead(options, request, isChunked)));
+    expected[name] = Array<string>(TRIES).fill(name.includes('401') ? '401 invalid_api_key' : '413 payload_too_large');
+  }
+  assert.deepEqual(outcomes, expected);
 });
 
 /** A raw request for the local socket (the operator, no credential needed): `PUT /api/v1/settings` of one key. */
