@@ -150,14 +150,18 @@ test('an answer compressed though svc asked for none (gzip, or bytes that are no
   }
 });
 
-test("an error answer compressed though svc asked for none is read in its coding (gzip, x-gzip, deflate, br, or several): the client gets the upstream's message on the chat and messages wires, and an embeddings batch it refuses as too large is split; bytes that do not decode, or a coding svc does not know, leave the status alone, never the bytes as text", async (t) => {
+test("an error answer compressed though svc asked for none is read in its coding (gzip, x-gzip, deflate, br, or up to five of them): the client gets the upstream's message on the chat and messages wires, and an embeddings batch it refuses as too large is split; bytes that do not decode, a coding svc does not know, or more than five codings leave the status alone, never the bytes as text", async (t) => {
   const zlib = await import('node:zlib');
+  const gzipTimes = (bytes: Buffer, times: number): Buffer => (times === 0 ? bytes : gzipTimes(zlib.gzipSync(bytes), times - 1));
   const encoders: Record<string, (bytes: Buffer) => Buffer> = {
     gzip: zlib.gzipSync,
     'x-gzip': zlib.gzipSync,
     deflate: zlib.deflateSync,
     br: zlib.brotliCompressSync,
     'deflate, gzip': (bytes) => zlib.gzipSync(zlib.deflateSync(bytes)),
+    // As many codings as undici's own decoders take, and one more: each is a decoder made before any byte is read.
+    [Array(5).fill('gzip').join(', ')]: (bytes) => gzipTimes(bytes, 5),
+    [Array(6).fill('gzip').join(', ')]: (bytes) => gzipTimes(bytes, 6),
     corrupt: () => Buffer.from([0x1f, 0x8b, 0x08, 0x00, 0xff, 0xfe, 0x80, 0x81, 0x00, 0x00]),
     zstd: (bytes) => zlib.gzipSync(bytes),
   };
@@ -181,7 +185,7 @@ test("an error answer compressed though svc asked for none is read in its coding
   });
   for (const each of Object.keys(encoders)) {
     coding = each;
-    const decoded = each !== 'corrupt' && each !== 'zstd';
+    const decoded = each !== 'corrupt' && each !== 'zstd' && each.split(',').length <= 5;
     for (const stream of [false, true]) {
       const label = `${each}, stream: ${stream}`;
       await assert.rejects(openai.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: label }], stream }).then(readAll), (error: unknown) => {

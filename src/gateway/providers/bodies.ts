@@ -71,12 +71,20 @@ const DECODERS: ReadonlyMap<string, () => Transform> = new Map<string, () => Tra
 ]);
 
 /**
- * An error answer's body with the content coding its `content-encoding` names undone (several, last applied first
- * undone), for its message: read as it came, its compressed bytes were relayed to the client as the message. null
- * for a coding svc does not decode, the body released (the status alone then classifies the answer). A 2xx answer is
- * never decoded (`encodedAnswerFailure`): svc asks for none, and an error's message is all that is worth the work.
- * The caller's bound counts decoded bytes, so a small body inflating to gigabytes is cut as a large one is; bytes
- * that do not decode fail the read as a broken body does.
+ * The most codings an error answer's body is decoded through, as undici's own decoders (its fetch and decompress
+ * interceptor, nodejs/undici#4729). Each is a decoder made before a byte is read: a header naming thousands (a 16 KiB
+ * header holds ~3,000 `gzip`) cost ~30 MB to make them, and a body nested as deep ~95 s and ~100 MB to decode, per
+ * answer of an upstream a tenant key may point anywhere.
+ */
+const MAX_CONTENT_CODINGS = 5;
+
+/**
+ * An error answer's body with the content coding its `content-encoding` names undone (up to MAX_CONTENT_CODINGS, last
+ * applied first undone), for its message: read as it came, its compressed bytes were relayed to the client as the
+ * message. null for a coding svc does not decode or too many of them, the body released (the status alone then
+ * classifies the answer). A 2xx answer is never decoded (`encodedAnswerFailure`): svc asks for none, and an error's
+ * message is all that is worth the work. The caller's bound counts decoded bytes, so a small body inflating to
+ * gigabytes is cut as a large one is; bytes that do not decode fail the read as a broken body does.
  */
 export function decodedErrorBody(body: Body, contentEncoding: string | undefined): Readable | null {
   const codings = (contentEncoding ?? '')
@@ -84,7 +92,7 @@ export function decodedErrorBody(body: Body, contentEncoding: string | undefined
     .map((coding) => coding.trim().toLowerCase())
     .filter((coding) => coding !== '' && coding !== 'identity');
   if (codings.length === 0) return body;
-  if (!codings.every((coding) => DECODERS.has(coding))) {
+  if (codings.length > MAX_CONTENT_CODINGS || !codings.every((coding) => DECODERS.has(coding))) {
     discardBody(body);
     return null;
   }
