@@ -127,6 +127,10 @@ class ChatRelay implements StreamRelay<ChatCompletion, ChatStreamEvent> {
     return true;
   }
 
+  get heldBytes(): number {
+    return this.assembler.heldBytes;
+  }
+
   get usage(): RunUsage | null {
     return usageOf(this.assembler.usage);
   }

@@ -6,6 +6,7 @@
  * the declared schema) before any of them is emitted (or, cut off by `max_tokens`, relayed as streamed when the
  * `message_delta` says so), and a stream that ends without `message_stop` treated as truncated.
  */
+import { HELD_EVENT_BYTES, heldJsonBytes, heldParsedBytes, heldTextBytes } from './answer-budget.ts';
 import type { CallSignal } from './call-signal.ts';
 import { newId } from '../core/ids.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../core/json-depth.ts';
@@ -225,6 +226,12 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
   private held: MessagesStreamEvent[] | null = null;
   /** The block held as `cut` (BlockState), whose fate the `message_delta` decides. */
   private cut: BlockState | null = null;
+  /**
+   * About the memory what the relay keeps takes (answer-budget.ts): its blocks' text and input pieces, their citations
+   * and parsed inputs, and the events it holds (`held`, `early`), each beside its text; one addition where it keeps one.
+   * Events let go are not taken off: the budget counts what a stream held at most.
+   */
+  heldBytes = 0;
 
   constructor(
     private readonly validated: ValidatedMessages,
@@ -240,6 +247,7 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
     const out = this.read(raw as MessagesStreamEvent);
     if (this.held === null) return out;
     for (const event of out) this.held.push(event);
+    this.heldBytes += out.length * HELD_EVENT_BYTES;
     const event = raw as MessagesStreamEvent;
     // A checked block's stop may free it, and a message_delta a block held as cut (`read`).
     if (event.type === 'message_delta') return this.release();
@@ -276,6 +284,7 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
       if (event.type === 'ping') return [];
       if (!KNOWN_EVENT_TYPES.has(event.type)) {
         (this.early ??= []).push(event);
+        this.heldBytes += heldJsonBytes(event);
         return [];
       }
     }
@@ -317,9 +326,12 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
         const state = this.blocks.get(event.index as number);
         if (!state || state.stopped) throw this.bad(`content_block_delta for unknown block ${String(event.index)}`);
         const delta = event.delta as { type: string; text?: string; partial_json?: string; thinking?: string; signature?: string; citation?: unknown };
-        if (delta.type === 'text_delta') state.text += delta.text ?? '';
-        else if (delta.type === 'input_json_delta') state.json += delta.partial_json ?? '';
-        else if (delta.type === 'thinking_delta') state.text += delta.thinking ?? '';
+        if (delta.type === 'text_delta') this.keepText(state, delta.text);
+        else if (delta.type === 'input_json_delta') {
+          const json = delta.partial_json ?? '';
+          state.json += json;
+          this.heldBytes += heldTextBytes(json);
+        } else if (delta.type === 'thinking_delta') this.keepText(state, delta.thinking);
         // The thinking block's signature (a client sends the block back with it on its next turn) and a text block's
         // citations belong to the assembled answer too: the cache and the run keep it whole. A signature_delta
         // carries the whole signature: the SDKs keep the last one sent, not a concatenation.
@@ -327,6 +339,7 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
         else if (delta.type === 'citations_delta' && delta.citation !== undefined) {
           // Pushed, not copied into a new array per delta (quadratic in the block's citations).
           ((state.block as { citations?: unknown[] | null }).citations ??= []).push(delta.citation);
+          this.heldBytes += heldJsonBytes(delta.citation);
         }
         return [event];
       }
@@ -353,6 +366,7 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
         // validated and stored by walks that recurse (a stack overflow, misread as a network failure).
         if (nestsDeeperThan(input, MAX_JSON_DEPTH)) throw new InvalidToolCallError(`the input of "${block.name}" nests more than ${MAX_JSON_DEPTH} levels deep`);
         block.input = input;
+        this.heldBytes += heldParsedBytes(state.json.length);
         checkToolUse(this.validated, block, event.index as number, state.json);
         return [event];
       }
@@ -399,6 +413,13 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
       default:
         return [event]; // forward-compatible: unknown event types pass through
     }
+  }
+
+  /** A text or thinking piece added to its block's text. */
+  private keepText(state: BlockState, piece: string | undefined): void {
+    const text = piece ?? '';
+    state.text += text;
+    this.heldBytes += heldTextBytes(text);
   }
 
   /** A `message_delta`'s usage: its counts, and the whole-message totals it repeats over the `message_start`'s. */
@@ -475,7 +496,10 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
       return;
     }
     if (nestsDeeperThan(input, MAX_JSON_DEPTH)) this.lossy = true;
-    else (state.block as { input?: unknown }).input = input;
+    else {
+      (state.block as { input?: unknown }).input = input;
+      this.heldBytes += heldParsedBytes(state.json.length);
+    }
   }
 
   private requireStarted(): void {

@@ -4,7 +4,7 @@
  * differs per wire (how to call a provider, relay and assemble its stream, replay a cached answer, shape a
  * failure) is a `WireAdapter`; the rest is here once. Free of HTTP: wire plugins render the `GatewayResult`.
  */
-import { createAnswerBudget, type AnswerBudget } from './answer-budget.ts';
+import { answerBudgetFailure, createAnswerBudget, StreamHeld, type AnswerBudget } from './answer-budget.ts';
 import type { CallSignal } from './call-signal.ts';
 import { canonicalJson } from '../core/canonical-json.ts';
 import { AppError } from '../core/errors.ts';
@@ -64,6 +64,12 @@ export interface StreamRelay<Res, Ev> {
   readonly usage: Partial<RunUsage> | null;
   /** Text produced so far (for partial usage estimates). */
   readonly producedText: string;
+  /**
+   * About the bytes of memory what the relay keeps of the stream takes (its assembled text, held events: see
+   * answer-budget.ts `heldTextBytes`), kept up to date by one addition where it keeps something: the stream is counted
+   * by it in the budget of the answers in progress, read once per upstream event.
+   */
+  readonly heldBytes: number;
   /** The assembled answer (cached and recorded). */
   result(): Res;
 }
@@ -293,7 +299,7 @@ async function trailingUsage<Ev>(upstream: AcceptedStream<Ev>, take: (event: unk
  * `keepalive` before `response.created`, the messages wire's `ping` before `message_start`: `awaitingStart`) is no
  * first event, so a failure after it is still the call's. The upstream is released on any such failure.
  */
-async function acceptedStream<Ev>(upstream: UpstreamEvents<unknown>, relay: StreamRelay<unknown, Ev>, provider: Provider): Promise<AcceptedStream<Ev>> {
+async function acceptedStream<Ev>(upstream: UpstreamEvents<unknown>, relay: StreamRelay<unknown, Ev>, provider: Provider, held: StreamHeld): Promise<AcceptedStream<Ev>> {
   const rest = upstream[Symbol.asyncIterator]();
   try {
     let firstOut: Ev[];
@@ -303,12 +309,23 @@ async function acceptedStream<Ev>(upstream: UpstreamEvents<unknown>, relay: Stre
       // keepalives), is no answer at all.
       if (next.done) throw new ProviderError('bad_response', 'the upstream stream ended before its first event', { provider: provider.name, upstreamStatus: 200 });
       firstOut = relay.accept(next.value);
+      countHeld(held, relay, provider);
     } while (relay.awaitingStart === true);
     return { firstOut, rest, release: upstream.release };
   } catch (thrown) {
     await rest.return?.();
     throw thrown;
   }
+}
+
+/**
+ * Count what a stream's relay holds in the budget of the answers in progress, after an upstream event: a `busy`
+ * failure when it does not fit (the stream is cut as an over-long one is). One comparison while it holds no more than
+ * was counted.
+ */
+function countHeld(held: StreamHeld, relay: StreamRelay<unknown, unknown>, provider: Provider): void {
+  const bytes = relay.heldBytes;
+  if (!held.reach(bytes)) throw answerBudgetFailure(provider.name, bytes, 200);
 }
 
 /** Stored events replayed as stream items (a cached answer served as a stream). */
@@ -682,7 +699,8 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
             const assembler = adapter.newRelay(provider);
             const opened = await dispatched(provider, () => adapter.openStream(provider, call.signal), (unread) => unread.release?.());
             openedRelay = assembler;
-            const upstream = await acceptedStream(opened, assembler, provider);
+            const held = new StreamHeld(answers, call.signal);
+            const upstream = await acceptedStream(opened, assembler, provider, held);
             let relayStarted = false;
             // A completed stream's run is recorded (its answer assembled, hashed, cached) once the response has ended
             // (`close`), so that this work follows the stream's last bytes instead of preceding them; by itself on the
@@ -692,7 +710,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
               settleCompleted = once(settle);
               setImmediate(settleCompleted);
             };
-            const items = relay(upstream, assembler, provider, startedAt, fallback, () => (relayStarted = true), deferSettle);
+            const items = relay(upstream, assembler, held, provider, startedAt, fallback, () => (relayStarted = true), deferSettle);
             const close = async () => {
               // A generator that never started has not entered its try/finally: step it once so `finally` runs.
               if (!relayStarted) await items.next().catch(() => undefined);
@@ -775,6 +793,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
       function relay(
         upstream: AcceptedStream<Ev>,
         assembler: StreamRelay<Res, Ev>,
+        held: StreamHeld,
         provider: Provider,
         startedAt: number,
         usedFallback: RouteExplanation['fallback'],
@@ -784,7 +803,11 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
         let failure: UpstreamFailure | null = null;
         return relayed(upstream, {
           start: onStart,
-          accept: (event) => assembler.accept(event),
+          accept: (event) => {
+            const out = assembler.accept(event);
+            countHeld(held, assembler, provider);
+            return out;
+          },
           end: () => assembler.end(),
           afterFailure(thrown) {
             const take = assembler.acceptTrailingUsage?.bind(assembler);

@@ -8,6 +8,7 @@
  * the way out (wires/responses.ts), so they increase by one whatever the upstream did.
  */
 import { newId } from '../core/ids.ts';
+import { heldJsonBytes, heldTextBytes } from './answer-budget.ts';
 import type { RunUsage } from '../evidence/types.ts';
 import { InvalidToolCallError, refusedAnswer, type StreamRelay, type UpstreamFailure, type WireAdapter } from './pipeline.ts';
 import { cachedTokensOf } from './pricing.ts';
@@ -178,6 +179,11 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
   /** The usage an upstream's `response.failed` reported: what the failed run used, rather than an estimate. */
   private failedUsage: RunUsage | null = null;
   private readonly items = new Map<string, ItemState>();
+  /**
+   * About the memory what the relay keeps takes (answer-budget.ts): its items' text and argument pieces, one addition
+   * each, and the items and terminal response it keeps whole, measured once each (their JSON written out).
+   */
+  heldBytes = 0;
 
   constructor(
     private readonly validated: ValidatedResponses,
@@ -232,7 +238,9 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
   /** A text delta added to its part's text so far. */
   private addText(event: ResponseStreamEvent, type: string): ResponseStreamEvent[] {
     const state = this.textPart(event, type);
-    state.texts[event.content_index as number] += String(event.delta ?? '');
+    const delta = String(event.delta ?? '');
+    state.texts[event.content_index as number] += delta;
+    this.heldBytes += heldTextBytes(delta);
     return this.relayed(state, event);
   }
 
@@ -295,9 +303,12 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
         return this.addText(event, 'reasoning_text');
       case 'response.reasoning_text.done':
         return this.doneText(event, 'reasoning_text', event.text);
-      case 'response.function_call_arguments.delta':
-        this.open(event.item_id, event.output_index).args += String(event.delta ?? '');
+      case 'response.function_call_arguments.delta': {
+        const delta = String(event.delta ?? '');
+        this.open(event.item_id, event.output_index).args += delta;
+        this.heldBytes += heldTextBytes(delta);
         break;
+      }
       case 'response.function_call_arguments.done': {
         const state = this.open(event.item_id, event.output_index);
         if (typeof event.arguments === 'string' && state.args !== '' && event.arguments !== state.args) throw this.bad('function_call_arguments.done differs from its deltas');
@@ -325,6 +336,7 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
         const state = this.open(item?.id, event.output_index);
         checkItem(this.validated, item, Number(event.output_index ?? 0));
         state.item = structuredClone(item);
+        this.heldBytes += heldJsonBytes(item);
         state.done = true;
         // The parts svc added are closed as the upstream would have closed them, the item's done after them.
         if (state.partsAddedHere) return [...partClosingEvents(state, item), event];
@@ -364,6 +376,7 @@ class ResponsesRelay implements StreamRelay<ResponseObject, ResponseStreamEvent>
         if (repeated || given < this.items.size) response.output = this.streamedItems(response.output);
         response.output.forEach((item, index) => checkItem(this.validated, item, index));
         this.final = response;
+        this.heldBytes += heldJsonBytes(response);
         if (closedHere) return [...this.closing(closedHere, response.output), event];
         break;
       }

@@ -61,6 +61,7 @@ import { InvalidToolCallError } from './pipeline.ts';
 import { documentLogprobs, namesModel, withDocumentTopValues } from './chat-document-values.ts';
 import { isDocumentFinishReason, withDocumentFinishReason } from './finish-reasons.ts';
 import type { DeclaredTools } from './tool-schemas.ts';
+import { heldJsonBytes, heldTextBytes } from './answer-budget.ts';
 
 /**
  * The text besides content a model writes into a message (or a stream's deltas): its refusal, and the reasoning of
@@ -291,6 +292,12 @@ export class StreamAssembler {
    * `completionText`.
    */
   private refusedText = '';
+  /**
+   * About the memory what the assembler keeps takes (answer-budget.ts): its text pieces, call arguments, annotations and
+   * the delta fields it keeps; one addition where it keeps one. The top-level and choice fields are not counted: each
+   * is the last value, not an accumulation.
+   */
+  heldBytes = 0;
 
   /** `model` is the one asked for: a stream's model where the upstream names none. */
   constructor(
@@ -335,8 +342,12 @@ export class StreamAssembler {
       if (typeof rest.content === 'string') {
         state.content += rest.content;
         state.hasContent = true;
+        this.heldBytes += heldTextBytes(rest.content);
       }
-      if (typeof rest.refusal === 'string') state.refusal = (state.refusal ?? '') + rest.refusal;
+      if (typeof rest.refusal === 'string') {
+        state.refusal = (state.refusal ?? '') + rest.refusal;
+        this.heldBytes += heldTextBytes(rest.refusal);
+      }
       if (fragments) this.acceptFragments(index, state, fragments, out);
       // One loop over the delta's keys both finds the fields to keep and tells whether it has any (no `Object.keys`
       // array per chunk).
@@ -358,17 +369,23 @@ export class StreamAssembler {
             // None sent as null (LiteLLM sends it so on every delta): the document has an object or none; left out.
             if (rest[key] === null) rest[key] = undefined;
             else if (!keepFunctionCall(state, rest[key])) this.lossy = true;
+            else this.heldBytes += heldTextBytes(textOf((rest[key] as { arguments?: unknown }).arguments));
             break;
           case 'annotations': {
             const value = rest[key];
             if (Array.isArray(value)) {
               const annotations = (state.annotations ??= []);
               for (const annotation of value) annotations.push(annotation);
+              this.heldBytes += heldJsonBytes(value);
             }
             break;
           }
-          default:
-            if (!keepDeltaField(state, key, rest[key])) this.lossy = true;
+          default: {
+            const value = rest[key];
+            if (!keepDeltaField(state, key, value)) this.lossy = true;
+            else if (typeof value === 'string') this.heldBytes += heldTextBytes(value);
+            else if (typeof value === 'object' && value !== null) this.heldBytes += heldJsonBytes(value);
+          }
         }
       }
       if (choice.finish_reason) {
@@ -618,7 +635,9 @@ export class StreamAssembler {
       call.upstreamId = true;
     }
     if (!call.name && fragment.function?.name) call.name = fragment.function.name;
-    call.arguments += fragment.function?.arguments ?? '';
+    const args = fragment.function?.arguments ?? '';
+    call.arguments += args;
+    this.heldBytes += heldTextBytes(args);
     // A key loop and a switch, as for a delta's fields: no array per fragment.
     for (const key in fragment) {
       switch (key) {

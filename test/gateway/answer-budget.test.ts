@@ -138,3 +138,83 @@ test('a stream whose bytes would take the answers in progress past the budget is
   assert.equal(lone.length, 700 * KiB);
   await until(() => services.answers.heldBytes() === 0, 'the stream let go');
 });
+
+/**
+ * A fake upstream streaming, for `#hold#`, 150 KiB of text in 8 KiB events of which the last wait for `letGo()`; for
+ * `#tokens#`, 8,000 token events of 4 characters each, ~220 bytes apiece as OpenAI's are (`obfuscation` pads them):
+ * ~1.7 MB received for ~32,000 characters; for `#large#`, 500 KiB of text in 8 KiB events; for `#endless#`, an
+ * event's line 900 KiB long that never ends.
+ */
+async function upstreamOfStreamShapes(t: TestContext) {
+  let letGo!: () => void;
+  const held = new Promise<void>((resolve) => (letGo = resolve));
+  const upstream = await startFakeUpstream(t, async (req, res) => {
+    const prompt = String(req.body.messages[0].content);
+    startSse(res);
+    const send = (chunk: unknown) => res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+    if (prompt.startsWith('#endless#')) {
+      // One event's line that never ends: the parser holds it all.
+      res.write(`data: ${JSON.stringify(contentChunk('')).slice(0, -20)}`);
+      for (let sent = 0; sent < 900 * KiB && !res.destroyed; sent += 8 * KiB) res.write('x'.repeat(8 * KiB));
+      return void res.end();
+    }
+    if (prompt.startsWith('#tokens#')) {
+      for (let at = 0; at < 8000; at += 1) send(contentChunk('abcd', { obfuscation: 'Zm9v'.repeat(20) }));
+    } else {
+      const chars = prompt.startsWith('#hold#') ? 150 * KiB : 500 * KiB;
+      for (let sent = 0; sent < chars; sent += 8 * KiB) {
+        if (prompt.startsWith('#hold#') && sent + 8 * KiB >= chars) await held;
+        if (res.destroyed) return;
+        send(contentChunk('x'.repeat(Math.min(8 * KiB, chars - sent))));
+      }
+    }
+    send({ ...contentChunk(''), choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });
+    res.end('data: [DONE]\n\n');
+  });
+  return { upstream, letGo };
+}
+
+/** The text of a chat stream, and what cut it (null when it ended whole). */
+async function streamed(stream: AsyncIterable<OpenAI.Chat.Completions.ChatCompletionChunk>): Promise<{ text: string; cut: unknown }> {
+  let text = '';
+  try {
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+    return { text, cut: null };
+  } catch (error) {
+    return { text, cut: error };
+  }
+}
+
+test('a stream is counted by what svc holds of it, not its bytes as received: token events pass beside a held stream, large text events are cut', async (t) => {
+  const { upstream, letGo } = await upstreamOfStreamShapes(t);
+  const { client, services } = await openaiGateway(t, upstream, { SVC_GATEWAY_INFLIGHT_ANSWER_BYTES: String(BUDGET) });
+
+  const holder = streamed(await client.chat.completions.create({ ...ask('#hold# one'), stream: true }));
+  // ~142 KiB of its text held (counted at about twice that).
+  await until(() => services.answers.heldBytes() >= 100 * KiB, 'the first stream held');
+
+  // ~1.7 MB received, more than the budget with the first stream, for ~32,000 characters held (~320 KB).
+  const tokens = await streamed(await client.chat.completions.create({ ...ask('#tokens# two'), stream: true }));
+  assert.equal(tokens.cut, null, `the token stream was cut: ${String(tokens.cut)}`);
+  assert.equal(tokens.text.length, 8000 * 4);
+
+  // ~510 KB received, which fits beside the first stream's bytes, for 500 KiB of text held at about twice that.
+  const large = await streamed(await client.chat.completions.create({ ...ask('#large# three'), stream: true }));
+  assert.ok(large.cut instanceof Error, 'the large-text stream was not cut');
+  assert.match(String((large.cut as Error).message), /SVC_GATEWAY_INFLIGHT_ANSWER_BYTES/);
+  assert.ok(large.text.length > 0 && large.text.length < 500 * KiB, `the large-text stream relayed ${large.text.length} characters`);
+
+  // An unfinished line is held by the parser before any event: counted, the stream is refused as busy.
+  const endless = await client.chat.completions.create({ ...ask('#endless# four'), stream: true }).then(
+    () => assert.fail('the endless line was streamed'),
+    (error: unknown) => error,
+  );
+  assert.ok(endless instanceof OpenAI.APIError, String(endless));
+  assert.equal(endless.status, 503);
+
+  letGo();
+  const first = await holder;
+  assert.equal(first.cut, null);
+  assert.equal(first.text.length, 150 * KiB);
+  await until(() => services.answers.heldBytes() === 0, 'the streams let go');
+});

@@ -11,7 +11,7 @@ import { classifyErrorEvent, classifyThrown, redactSecrets, upstreamMessage } fr
 import { ProviderError, type UpstreamEvents, type Wire } from './types.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../core/json-depth.ts';
 import { discardBody, MAX_ERROR_BODY_BYTES, readLimited, tooLargeMessage } from './bodies.ts';
-import { answerBudgetFailure, countAnswerChunk, type AnswerBudget } from '../answer-budget.ts';
+import { answerBudgetFailure, StreamHeld, type AnswerBudget } from '../answer-budget.ts';
 
 /** An event type that fits on an SSE `event:` line as the name it is: 1-128 letters, digits, `_`, `.`, `-`. */
 const EVENT_NAME = /^[\w.-]{1,128}$/;
@@ -33,7 +33,10 @@ export interface SseOptions {
   secrets: ReadonlyArray<string>;
   /** The most bytes the stream may have: all of it is held until it ends (src/gateway/providers/bodies.ts). */
   maxBytes: number;
-  /** The budget of the answers in progress the stream's bytes are held in (src/gateway/answer-budget.ts); absent: none. */
+  /**
+   * The budget of the answers in progress (src/gateway/answer-budget.ts) the parser's unfinished line is counted in
+   * (the events' relay counts what it keeps of them); absent: none.
+   */
   answerBudget?: AnswerBudget;
   /** How long the stream may send nothing but comments before its first event (`firstEventWatch`). */
   firstEventMs: number;
@@ -81,6 +84,16 @@ export async function notAnEventStream(body: Dispatcher.ResponseData['body'], ty
   const text = await readLimited(body, MAX_ERROR_BODY_BYTES, timeoutMs).catch(() => '');
   const message = redactSecrets(upstreamMessage(text), secrets);
   return `expected an event stream, got ${type || 'no content type'}${message ? `: ${message}` : ''}`;
+}
+
+/**
+ * The bytes of the line the SSE parser holds unfinished after a piece of `bytes` that completed `eventsParsed` events,
+ * `before` it: the pieces since the last event (a piece that completed one leaves at most its own tail, not counted).
+ * An upstream line that never ends (bounded by the answer's own bound only) is counted in the budget of the answers
+ * in progress so (`StreamHeld`).
+ */
+export function unfinishedLine(before: number, eventsParsed: number, bytes: number): number {
+  return eventsParsed === 0 ? before + bytes : 0;
 }
 
 const CR = 13;
@@ -138,6 +151,8 @@ async function* sseEvents<T>(body: Dispatcher.ResponseData['body'], options: Sse
   const feed = new SseFeed(createParser({ onEvent: (event) => pending.push(event) }));
   let finished = false;
   let received = 0;
+  let unfinished = 0;
+  const line = new StreamHeld(options.answerBudget, options.clientSignal);
   const firstEvent = firstEventWatch(options.provider, options.firstEventMs);
   const bad = (message: string) => new ProviderError('bad_response', message, { provider: options.provider, upstreamStatus: 200 });
   // The next parsed event's data, or undefined when none is pending (or the terminal one was taken). A plain function,
@@ -168,8 +183,9 @@ async function* sseEvents<T>(body: Dispatcher.ResponseData['body'], options: Sse
     for await (const piece of body) {
       received += (piece as Buffer).length;
       if (received > options.maxBytes) throw bad(tooLargeMessage('the upstream stream', options.maxBytes));
-      if (!countAnswerChunk(options.answerBudget, options.clientSignal, received, (piece as Buffer).length)) throw answerBudgetFailure(options.provider, received, 200);
       feed.piece(piece as Buffer);
+      unfinished = unfinishedLine(unfinished, pending.length, (piece as Buffer).length);
+      if (!line.reach(unfinished)) throw answerBudgetFailure(options.provider, received, 200);
       firstEvent(pending.length);
       for (let data = next(); data !== undefined; data = next()) yield data;
       if (finished) return;
