@@ -136,13 +136,15 @@ export type InternalErrorObserver = (cause: unknown, requestId: string) => void;
 
 /**
  * Refusals given before the request's body is read that never read it: a caller without an identity (401, in a
- * surface's onRequest hook) and a path no route serves (404, src/http/unknown-paths.ts). Kept open, the connection has
+ * surface's onRequest hook), a path no route serves (404, src/http/unknown-paths.ts) and a caller past its window (429:
+ * the surface's rate limit, an address locked out by failed credentials; the account routes' own 429s come after the
+ * body, which has then come whole). Kept open, the connection has
  * node drain the body's rest until it ends, or until SVC_REQUEST_TIMEOUT_MS from a client that sends without end (a
  * declared length of a terabyte, an endless chunked body): a socket and bandwidth held by anyone, no credential needed.
  * Such an answer to a body still coming closes its connection instead, lingering as after a 413; a request without a
  * body, or whose body had come whole, keeps it.
  */
-const CLOSES_BEFORE_BODY: ReadonlySet<ErrorCode> = new Set(['unauthorized', 'route_not_found']);
+const CLOSES_BEFORE_BODY: ReadonlySet<ErrorCode> = new Set(['unauthorized', 'route_not_found', 'rate_limited']);
 
 /** Render errors of this encapsulated context in the surface's own shape. */
 export function installErrorHandler(app: FastifyInstance, onInternalError?: InternalErrorObserver): void {

@@ -111,3 +111,39 @@ describe('an answer given before a body it never reads ends the connection while
     }
   });
 });
+
+describe("a 429 given before the body (a caller's window spent, an address locked out by failed credentials) ends the connection as well", () => {
+  const t = suiteCleanups();
+  let port = 0;
+
+  before(async () => {
+    const svc = await startServe(t, tempDir(t), {
+      SVC_API_KEY: KEY,
+      SVC_REQUEST_TIMEOUT_MS: '600000',
+      SVC_IDLE_TIMEOUT_MS: '600000',
+      SVC_RATE_LIMIT_GATEWAY_PER_MINUTE: '1',
+      SVC_AUTH_FAILURES_PER_MINUTE: '1',
+    });
+    port = Number(new URL(svc.address).port);
+  });
+
+  test("the gateway's window spent by the key: the next call's endless body is cut after its 429", async () => {
+    const first = await pipelined(port, `GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${KEY}\r\nConnection: close\r\n\r\n`);
+    assert.deepEqual(statuses(first), ['200']);
+    const head = `POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`;
+    const { closed, text } = await sendWithoutEnd(port, head, true);
+    assert.ok(closed, 'svc ended the connection before the deadline');
+    assert.deepEqual(statuses(text), ['429']);
+    assert.match(text, /\r\nconnection: close\r\n/i);
+  });
+
+  test('an address locked out after a refused credential: its next endless body is cut after its 429', async () => {
+    const refused = await pipelined(port, 'GET /api/v1/keys HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer sk-wrong\r\nConnection: close\r\n\r\n');
+    assert.deepEqual(statuses(refused), ['401']);
+    const head = `POST /api/v1/keys HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer sk-wrong-again\r\nContent-Type: application/json\r\nContent-Length: ${1024 ** 4}\r\n\r\n`;
+    const { closed, text } = await sendWithoutEnd(port, head, false);
+    assert.ok(closed, 'svc ended the connection before the deadline');
+    assert.deepEqual(statuses(text), ['429']);
+    assert.match(text, /\r\nconnection: close\r\n/i);
+  });
+});
