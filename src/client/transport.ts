@@ -164,12 +164,15 @@ function parseBody(text: string): unknown {
 /** What svc takes as a bearer token (src/identity/service.ts): visible ASCII, no spaces. */
 const BEARER_TOKEN = /^[\x21-\x7e]+$/;
 
+/** What the WHATWG URL parser strips from the ends of its input: C0 controls and spaces (U+0000-U+0020). */
+const LEADING_OR_TRAILING_C0_OR_SPACE = /^[\x00-\x20]+|[\x00-\x20]+$/g;
+
 /**
- * A base URL the client can put a path behind is checked at creation; otherwise every call failed with "cannot reach
+ * The base URL the client puts its paths behind, checked at creation; otherwise every call failed with "cannot reach
  * svc" (`127.0.0.1:8787` without its scheme), addressed no route (a query), or, for a URL with credentials, quoted
  * them in each error: the HTTP client refused such a URL, and the message named the base URL. The value is never quoted here.
  */
-function checkBaseUrl(baseUrl: string): void {
+function usableBaseUrl(baseUrl: string): string {
   let url: URL | null = null;
   try {
     url = new URL(baseUrl);
@@ -178,7 +181,11 @@ function checkBaseUrl(baseUrl: string): void {
   }
   const usable = url !== null && (url.protocol === 'http:' || url.protocol === 'https:') && !url.username && !url.password && !/[?#]/.test(baseUrl);
   if (!usable) throw new TypeError('the base URL must be an http(s) URL without credentials, query or fragment, such as http://127.0.0.1:8787; it is not shown here');
+  // Without what the URL parser drops around a URL (spaces, control characters), as it took it: with a path put behind
+  // them (`http://127.0.0.1:8787 /api/v1/keys`), every call was "Invalid URL" or addressed `/%20/...`.
+  return baseUrl.replace(LEADING_OR_TRAILING_C0_OR_SPACE, '');
 }
+
 
 /**
  * HTTP(S) to a base URL such as `http://127.0.0.1:8787`, with an optional bearer token (trimmed, as svc trims its
@@ -186,8 +193,8 @@ function checkBaseUrl(baseUrl: string): void {
  * without quoting it: undici's error for a header value it cannot send quotes the whole value, and every request's
  * error would have carried the API key into the caller's logs.
  */
-export function httpTransport(baseUrl: string, token: string | null): Transport {
-  checkBaseUrl(baseUrl);
+export function httpTransport(givenBaseUrl: string, token: string | null): Transport {
+  const baseUrl = usableBaseUrl(givenBaseUrl);
   const key = token?.trim() ?? '';
   if (key !== '' && !BEARER_TOKEN.test(key)) {
     throw new TypeError('the API key holds a character no svc token has (a space, a line break, a control or non-ASCII character); it is not shown here');

@@ -150,6 +150,20 @@ describe('svc serve and the admin CLI beside it', { concurrency: true }, () => {
     assert.equal(jsonOf(fromEnv.stdout).key.name, 'env');
   });
 
+  test('a base URL with spaces after it (an env file\'s `SVC_BASE_URL=http://... `) is read as the URL parser reads it', async (t) => {
+    // The check took it, as URL parsing drops spaces around a URL, but the paths were put behind the spaces: every
+    // command failed with a bare "Invalid URL", or addressed /%20/api/v1/keys.
+    const server = await startServe(t, tempDir(t));
+    const results = await Promise.all([
+      runSvc(['keys', 'list', '--json'], { env: { SVC_BASE_URL: `${server.address} ` } }),
+      runSvc(['keys', 'list', '--json', '--url', `${server.address}/ `]),
+    ]);
+    for (const result of results) {
+      assert.equal(result.code, 0, result.stderr);
+      assert.deepEqual(jsonOf(result.stdout).keys, []);
+    }
+  });
+
   test('a server on a port browsers block (6666, 10080: the Fetch standard\'s "bad ports") is reached by --url as on any other', async (t) => {
     // fetch refused these ports with "bad port" before connecting: the commands could not reach a server curl reached.
     const server = await serveOnFirstFree(t, [6666, 6667, 6668, 6669, 6665, 10080, 6000, 6697]);
