@@ -273,12 +273,17 @@ function prefixLength(range: string): number {
   return /^(1*)0*$/.exec(bits)?.[1]!.length ?? 0;
 }
 
+/**
+ * The provider transport, or null for the console. SVC_EMAIL_API_URL is checked whenever it is set, as every base
+ * address is: without the key it is not used, and one that is no URL started svc until the key was added.
+ */
 function emailProvider(apiKey: string | null, apiUrl: string | null): Config['accounts']['email'] {
+  const url = apiUrl === null ? null : baseUrl('SVC_EMAIL_API_URL', apiUrl);
   if (apiKey === null) return null;
-  if (apiUrl === null) {
+  if (url === null) {
     throw new ConfigError('invalid configuration: SVC_EMAIL_API_URL: required when EMAILPROV_API_KEY is set');
   }
-  return { apiKey, apiUrl: baseUrl('SVC_EMAIL_API_URL', apiUrl) };
+  return { apiKey, apiUrl: url };
 }
 
 /**

@@ -229,6 +229,22 @@ describe('svc serve and the admin CLI beside it', { concurrency: true }, () => {
     assert.equal(existsSync(dataDir), false);
   });
 
+  test('SVC_EMAIL_API_URL is checked whenever it is set, with EMAILPROV_API_KEY or without it, as every base address is', async (t) => {
+    // Without the key e-mails go to the console and the address is not used, but one that is no URL started svc without
+    // a word (where CHATCOMP_FALLBACK_BASE_URL without its key stops it), to stop it only once the key was added.
+    const dataDir = join(tempDir(t), 'not-created');
+    const results = await Promise.all(
+      ([{}, { EMAILPROV_API_KEY: 'emailprov-test-key' }] as Array<Record<string, string>>).map((key) =>
+        runSvc(['keys', 'list', '--data-dir', dataDir], { env: { SVC_EMAIL_API_URL: 'mail.example.com/send', ...key } }),
+      ),
+    );
+    for (const result of results) {
+      assert.equal(result.code, 2, result.stderr);
+      assert.equal(result.stderr, 'svc: invalid configuration: SVC_EMAIL_API_URL: must be an absolute http(s) URL\n');
+    }
+    assert.equal(existsSync(dataDir), false);
+  });
+
   test('an integer variable takes decimal digits only, in svc serve and in the commands that read it', async (t) => {
     const dataDir = join(tempDir(t), 'not-created');
     const bad = [['SVC_PORT', '0x1F90'], ['SVC_HEADERS_TIMEOUT_MS', '1e4'], ['SVC_SHUTDOWN_TIMEOUT_MS', '5000.0'], ['SVC_RATE_LIMIT_API_PER_MINUTE', '-0']] as const;
