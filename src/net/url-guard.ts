@@ -46,7 +46,21 @@ const defaultLookup: OutboundLookup = (hostname) => dns.lookup(hostname, { all: 
  * with a single slot, UV_THREADPOOL_SIZE of 2 or 3, there is nothing to share).
  */
 const LOOKUP_TIMEOUT_MS = 5_000;
-const MAX_LOOKUPS_IN_FLIGHT = Math.max(1, Math.floor((Number(process.env.UV_THREADPOOL_SIZE) || 4) / 2));
+
+/**
+ * The size of libuv's thread pool for a value of UV_THREADPOOL_SIZE, read as libuv reads it (its threadpool.c: `atoi`
+ * into an unsigned count): unset 4; leading digits (`8abc` is 8, ` 8` is 8); 0, empty or no number 1; above 1024, or
+ * negative (a huge unsigned), 1024. Read with `Number(value) || 4`, a pool of 1 (`0`, empty, `abc`) was counted as 4,
+ * so the lookups could take its one thread, and `2000` as 2000, letting them take 1,000 of its 1,024 threads.
+ */
+export function threadPoolSize(value: string | undefined): number {
+  if (value === undefined) return 4;
+  const count = Number.parseInt(value, 10);
+  if (Number.isNaN(count) || count === 0) return 1;
+  return count < 0 || count > 1024 ? 1024 : count;
+}
+
+const MAX_LOOKUPS_IN_FLIGHT = Math.max(1, Math.floor(threadPoolSize(process.env.UV_THREADPOOL_SIZE) / 2));
 const MAX_LOOKUPS_PER_TENANT = Math.max(1, Math.floor(MAX_LOOKUPS_IN_FLIGHT / 2));
 let lookupsInFlight = 0;
 /** Lookups in flight by tenant ('' for checks without one); a tenant with none has no entry. */

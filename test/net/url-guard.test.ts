@@ -10,6 +10,7 @@ import {
   createGuardedDispatcher,
   guardedFetch,
   isPublicAddress,
+  threadPoolSize,
   type OutboundLookup,
 } from '../../src/net/url-guard.ts';
 
@@ -412,4 +413,19 @@ test('guard lookups in flight are capped, abandoned ones included, and the check
   // Once the abandoned lookups are over, their slots are free again.
   await new Promise((resolve) => setImmediate(resolve));
   assert.deepEqual((await checkOutboundUrl('https://hooks.example.com/', { lookup: fast })).addresses, ['93.184.216.34']);
+});
+
+test("UV_THREADPOOL_SIZE is read as libuv reads it, so the lookups' share is half of the pool node really has", () => {
+  assert.equal(threadPoolSize(undefined), 4);
+  assert.equal(threadPoolSize('8'), 8);
+  // libuv's atoi: leading white space and digits; 0, empty or no number is a pool of 1 (svc counted those as 4).
+  assert.equal(threadPoolSize(' 8'), 8);
+  assert.equal(threadPoolSize('8abc'), 8);
+  assert.equal(threadPoolSize('0'), 1);
+  assert.equal(threadPoolSize(''), 1);
+  assert.equal(threadPoolSize('abc'), 1);
+  // At most 1024, and a negative count is a huge unsigned one (svc counted 2000 as 2000).
+  assert.equal(threadPoolSize('2000'), 1024);
+  assert.equal(threadPoolSize('-1'), 1024);
+  assert.equal(threadPoolSize('1024'), 1024);
 });
