@@ -149,7 +149,8 @@ export async function connect(options: ConnectionOptions): Promise<SvcClient> {
  */
 export async function connectWithKind(options: ConnectionOptions): Promise<{ client: SvcClient; kind: ConnectionKind; token: TokenSource | null }> {
   const { env } = currentRun();
-  const url = options.url ?? env.SVC_BASE_URL;
+  // A variable of spaces alone is unset, as svc and the client library read their environment.
+  const url = options.url ?? (env.SVC_BASE_URL?.trim() || undefined);
   if (url) {
     // A bad --url or SVC_BASE_URL is a usage error; commander's own message would echo the credentials in it.
     try {

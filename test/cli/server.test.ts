@@ -162,6 +162,11 @@ describe('svc serve and the admin CLI beside it', { concurrency: true }, () => {
       assert.equal(result.code, 0, result.stderr);
       assert.deepEqual(jsonOf(result.stdout).keys, []);
     }
+    // Spaces alone are no URL: unset, as an empty SVC_BASE_URL is and as the client library reads it (it was a usage
+    // error, "SVC_BASE_URL must be an http(s) URL").
+    const blank = await runSvc(['keys', 'list', '--json', '--data-dir', tempDir(t)], { env: { SVC_BASE_URL: '   ' } });
+    assert.equal(blank.code, 0, blank.stderr);
+    assert.deepEqual(jsonOf(blank.stdout).keys, []);
   });
 
   test('a server on a port browsers block (6666, 10080: the Fetch standard\'s "bad ports") is reached by --url as on any other', async (t) => {
