@@ -7,6 +7,7 @@
 import { answerBudgetFailure, createAnswerBudget, StreamHeld, type AnswerBudget } from './answer-budget.ts';
 import type { CallSignal } from './call-signal.ts';
 import { canonicalJson } from '../core/canonical-json.ts';
+import { deferContained, type FailureLog } from '../core/deferred.ts';
 import { AppError } from '../core/errors.ts';
 import { sha256Hex } from '../core/ids.ts';
 import type { Clock } from '../core/clock.ts';
@@ -150,6 +151,8 @@ export interface GatewayCall {
   requestId: string;
   /** Aborted when the client goes away: cancels the upstream call. */
   signal: CallSignal;
+  /** Where a failure of the run's recording put off past its answer is logged (the request's log). */
+  log: FailureLog;
 }
 
 export type StreamItem<Ev> = { event: Ev; terminal?: false } | { event: Ev; terminal: true };
@@ -704,11 +707,12 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
             let relayStarted = false;
             // A completed stream's run is recorded (its answer assembled, hashed, cached) once the response has ended
             // (`close`), so that this work follows the stream's last bytes instead of preceding them; by itself on the
-            // next turn of the event loop if nobody closes the stream.
+            // next turn of the event loop if nobody closes the stream first (a slow client still reading its end),
+            // where a failure is logged, not thrown (core/deferred.ts).
             let settleCompleted: (() => void) | null = null;
             const deferSettle = (settle: () => void) => {
               settleCompleted = once(settle);
-              setImmediate(settleCompleted);
+              deferContained(settleCompleted, call.log, run.id);
             };
             const items = relay(upstream, assembler, held, provider, startedAt, fallback, () => (relayStarted = true), deferSettle);
             const close = async () => {
@@ -735,7 +739,7 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
               answers.release(call.signal);
             }
           });
-          setImmediate(settle);
+          deferContained(settle, call.log, run.id);
           return { kind: 'json', runId: run.id, route: 'live', provider: provider.name, json, settle, recorded: recordedAfter(settle) };
         } catch (thrown) {
           // What the failed attempt read of its answer is gone with it.

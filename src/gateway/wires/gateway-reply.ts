@@ -36,6 +36,7 @@ function gatewayCall(request: FastifyRequest, reply: FastifyReply): GatewayCall 
     controls: parseCacheControls({ bypass: headerValue(request, 'x-svc-cache-bypass'), cacheControl: headerValue(request, 'cache-control') }),
     requestId: request.id,
     signal: clientGoneSignal(request, reply),
+    log: request.log,
   };
 }
 
