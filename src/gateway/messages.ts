@@ -227,8 +227,9 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
   /** The block held as `cut` (BlockState), whose fate the `message_delta` decides. */
   private cut: BlockState | null = null;
   /**
-   * About the memory what the relay keeps takes (answer-budget.ts): its blocks' text and input pieces, their citations
-   * and parsed inputs, and the events it holds (`held`, `early`), each beside its text; one addition where it keeps one.
+   * About the memory what the relay keeps takes (answer-budget.ts): its blocks as their starts gave them, their text and
+   * input pieces, citations and parsed inputs, and the events it holds (`held`, `early`), each beside its text; one
+   * addition where it keeps one.
    * Events let go are not taken off: the budget counts what a stream held at most.
    */
   heldBytes = 0;
@@ -313,6 +314,9 @@ class MessagesRelay implements StreamRelay<MessagesResponse, MessagesStreamEvent
         // order, would give the client other blocks than the assembled answer has.
         if (index !== this.blocks.size) throw this.bad(`content_block_start for block ${index} where block ${this.blocks.size} was due`);
         const block = structuredClone(event.content_block as MessagesContentBlock);
+        // Kept whole as the start gave it, with the text it may carry, or a server tool's result (web search's, each
+        // several KB): a stream of such blocks keeps as much as one of text deltas.
+        this.heldBytes += heldJsonBytes(block);
         const isTool = block.type === 'tool_use';
         if (isTool && !block.id) return this.startToolUseWithId(event, block, index);
         // Text the start already carries comes before the deltas', as the SDKs join them (an upstream may send it

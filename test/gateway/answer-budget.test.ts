@@ -7,8 +7,10 @@
 import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import test, { type TestContext } from 'node:test';
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { completion, contentChunk, startFakeUpstream, startSse } from '../support/fake-upstream.ts';
+import { build } from '../support/build.ts';
+import { completion, contentChunk, messageEvents, startFakeUpstream, startSse } from '../support/fake-upstream.ts';
 import { openaiGateway } from '../support/openai-gateway.ts';
 import { loadScaled } from '../support/load-scaled.ts';
 
@@ -216,5 +218,67 @@ test('a stream is counted by what svc holds of it, not its bytes as received: to
   const first = await holder;
   assert.equal(first.cut, null);
   assert.equal(first.text.length, 150 * KiB);
+  await until(() => services.answers.heldBytes() === 0, 'the streams let go');
+});
+
+/**
+ * A fake messages upstream streaming, for `#hold#`, 152 KiB of text in 8 KiB text deltas of which the last wait for
+ * `letGo()`; for `#blocks#`, 500 KiB of text carried in the `content_block_start` of 8 KiB text blocks, no deltas (an
+ * upstream may send a block's text there: the SDKs join it with its deltas').
+ */
+async function messagesUpstreamOfBlocks(t: TestContext) {
+  let letGo!: () => void;
+  const held = new Promise<void>((resolve) => (letGo = resolve));
+  const upstream = await startFakeUpstream(t, async (req, res) => {
+    const prompt = String(req.body.messages[0].content);
+    startSse(res);
+    const send = (event: Record<string, unknown>) => res.write(`event: ${String(event.type)}\ndata: ${JSON.stringify(event)}\n\n`);
+    const start = messageEvents('')[0]![1];
+    send(start);
+    let index = 0;
+    if (prompt.startsWith('#blocks#')) {
+      for (; index < (500 * KiB) / (8 * KiB); index += 1) {
+        send({ type: 'content_block_start', index, content_block: { type: 'text', text: 'x'.repeat(8 * KiB) } });
+        send({ type: 'content_block_stop', index });
+      }
+    } else {
+      send({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } });
+      for (let sent = 0; sent < 152 * KiB; sent += 8 * KiB) {
+        if (sent + 8 * KiB >= 152 * KiB) await held;
+        if (res.destroyed) return;
+        send({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'x'.repeat(8 * KiB) } });
+      }
+      send({ type: 'content_block_stop', index: 0 });
+    }
+    send({ type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 5 } });
+    send({ type: 'message_stop' });
+    res.end();
+  });
+  return { upstream, letGo };
+}
+
+test("a messages stream's blocks kept whole as their content_block_start gave them are counted as what it holds", async (t) => {
+  const { upstream, letGo } = await messagesUpstreamOfBlocks(t);
+  const { app, services } = await build(t, {
+    env: { MESSAGES_API_KEY: 'sk-ant-api03-Qx7Rk2Lm9Vt4Wz8N', MESSAGES_BASE_URL: upstream.baseUrl.replace(/\/v1$/, ''), SVC_GATEWAY_INFLIGHT_ANSWER_BYTES: String(BUDGET) },
+  });
+  const address = await app.listen({ port: 0, host: '127.0.0.1' });
+  const client = new Anthropic({ baseURL: address, apiKey: 'local-dev-key', maxRetries: 0, timeout: loadScaled(20_000) });
+  const ask = (content: string) => ({ model: 'claude-sonnet-4-5', max_tokens: 1024, messages: [{ role: 'user' as const, content }] });
+
+  const holder = client.messages.stream(ask('#hold# one')).finalMessage();
+  await until(() => services.answers.heldBytes() >= 100 * KiB, 'the first stream held');
+
+  // ~510 KB received, which fits beside the first stream, for 500 KiB of text held in its blocks.
+  const blocks = await client.messages.stream(ask('#blocks# two')).finalMessage().then(
+    (message) => message,
+    (error: unknown) => error,
+  );
+  assert.ok(blocks instanceof Error, `the stream of large blocks was not cut: ${(blocks as Anthropic.Message).content?.length} blocks relayed`);
+  assert.match(blocks.message, /SVC_GATEWAY_INFLIGHT_ANSWER_BYTES|answers in progress/);
+
+  letGo();
+  const first = await holder;
+  assert.equal((first.content[0] as Anthropic.TextBlock).text.length, 152 * KiB);
   await until(() => services.answers.heldBytes() === 0, 'the streams let go');
 });
