@@ -252,9 +252,13 @@ async function* relayed<Ev>(upstream: AcceptedStream<Ev>, steps: RelaySteps<Ev>)
     const terminal = steps.failed(thrown);
     if (terminal !== null) yield { event: terminal, terminal: true };
   } finally {
-    steps.settle(completed);
-    // Releases the upstream when the stream stopped early (the consumer left); a no-op on one that ended.
-    await upstream.rest.return?.();
+    try {
+      steps.settle(completed);
+    } finally {
+      // Releases the upstream when the stream stopped early (the consumer left, the relay refused an event); a no-op
+      // on one that ended. Whatever recording the run did: a settle that throws must not keep the connection open.
+      await upstream.rest.return?.();
+    }
   }
 }
 

@@ -1,18 +1,23 @@
 /**
  * A run's recording put off to a later turn of the event loop (a completed stream's settle, a buffered answer's when
  * its caller does not settle it) runs outside any request: a failure there is logged with the run's id and svc serves
- * on, instead of an uncaught exception ending `svc serve` with every request in flight.
+ * on, instead of an uncaught exception ending `svc serve` with every request in flight. A stream's recording as it
+ * ends early that fails lets the upstream connection go all the same.
  */
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { chatAdapter } from '../../src/gateway/chat.ts';
+import { responsesAdapter } from '../../src/gateway/responses.ts';
+import { parseResponsesRequest } from '../../src/gateway/wires/responses-schema.ts';
 import { parseCacheControls } from '../../src/gateway/cache-controls.ts';
 import { parseChatRequest } from '../../src/gateway/wires/chat-completions-schema.ts';
 import type { AuthContext } from '../../src/identity/auth-context.ts';
 import type { Store } from '../../src/store/store.ts';
 import { build, logSink } from '../support/build.ts';
+import { sleep, startFakeUpstream, startSse, streamUntilClientCloses } from '../support/fake-upstream.ts';
+import { loadScaled } from '../support/load-scaled.ts';
 import { tempDir } from '../support/process.ts';
 
 const FAILURE = 'the cache refused its entry (injected)';
@@ -104,4 +109,60 @@ test("a buffered answer's recording left to the next turn that fails is logged w
 
   const next = await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'next' }] } });
   assert.equal(next.statusCode, 200, 'the next request is served');
+});
+
+/** The store, with its next recording of a run's ledger change refused by a throw once `armed` (a store failure). */
+function failingLedgerWrite(armed: { now: boolean }) {
+  return (inner: Store): Store =>
+    new Proxy(inner, {
+      get(target, prop) {
+        if (prop === 'writeDeferredSteps' || prop === 'commitIfOverdue') {
+          return (...args: unknown[]) => {
+            if (armed.now) {
+              armed.now = false;
+              throw new Error(FAILURE);
+            }
+            return (Reflect.get(target, prop, target) as (...args: unknown[]) => unknown).apply(target, args);
+          };
+        }
+        const value: unknown = Reflect.get(target, prop, target);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+}
+
+test("a stream the relay refused midway whose recording then fails still releases its upstream connection", async (t) => {
+  const armed = { now: false };
+  // A responses stream whose fourth event names an item never announced: the relay refuses it (a bad response) while
+  // the upstream goes on streaming until svc lets its connection go.
+  const upstream = await startFakeUpstream(t, async (_req, res) => {
+    startSse(res);
+    const response = { id: 'resp_up', object: 'response', created_at: 1700000000, status: 'in_progress', model: 'gpt-4o-mini', output: [], usage: null };
+    const events = [
+      { type: 'response.created', sequence_number: 1, response },
+      { type: 'response.output_item.added', sequence_number: 2, output_index: 0, item: { id: 'msg_up', type: 'message', role: 'assistant', status: 'in_progress', content: [] } },
+    ];
+    for (const event of events) res.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+    await streamUntilClientCloses(res, (i) => {
+      const event = { type: 'response.output_text.delta', sequence_number: 3 + i, item_id: 'msg_unknown', output_index: 0, content_index: 0, delta: 'w ', logprobs: [] };
+      res.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+    });
+    res.end();
+  });
+  const { services } = await build(t, { env: { CHATCOMP_API_KEY: 'sk-upstream', CHATCOMP_BASE_URL: upstream.baseUrl }, wrapStore: failingLedgerWrite(armed) });
+  // A caller whose client stays: nothing but the pipeline itself lets the upstream go.
+  const call = { auth, controls: parseCacheControls({}), requestId: 'req_refused', signal: new AbortController().signal, log: { error: () => {} } };
+  const body = { model: 'gpt-4o-mini', input: 'refused midway', stream: true };
+  const result = await services.gateway.handle(responsesAdapter(parseResponsesRequest(body), Date.now), call);
+  assert.equal(result.kind, 'stream');
+  // Read as the wire does, up to the failure's terminal event (a loop's break would close the stream before arming).
+  let next = await result.items.next();
+  while (!next.done && next.value.terminal !== true) next = await result.items.next();
+  assert.equal(next.done, false, 'the refused stream ends with its failure');
+  // Closing it records the failed run: the recording is what fails.
+  armed.now = true;
+  await assert.rejects(result.close(), new RegExp(FAILURE.replace(/[()]/g, '\\$&')));
+  assert.equal(armed.now, false, 'the failure was injected');
+  const released = await Promise.race([upstream.clientClosed().then(() => true), sleep(loadScaled(10_000)).then(() => false)]);
+  assert.ok(released, 'the upstream connection was let go');
 });
