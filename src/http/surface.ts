@@ -9,7 +9,7 @@
  */
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { AppError, type ErrorCode } from '../core/errors.ts';
+import { AppError } from '../core/errors.ts';
 import { NO_ORGANIZATION, type AuthContext } from '../identity/auth-context.ts';
 import type { IdentityService, Surface } from '../identity/service.ts';
 import { replyError, toAppError } from './error-shapes.ts';
@@ -134,17 +134,6 @@ function clientGone(request: FastifyRequest): boolean {
  */
 export type InternalErrorObserver = (cause: unknown, requestId: string) => void;
 
-/**
- * Refusals given before the request's body is read that never read it: a caller without an identity (401, in a
- * surface's onRequest hook), a path no route serves (404, src/http/unknown-paths.ts) and a caller past its window (429:
- * the surface's rate limit, an address locked out by failed credentials; the account routes' own 429s come after the
- * body, which has then come whole). Kept open, the connection has
- * node drain the body's rest until it ends, or until SVC_REQUEST_TIMEOUT_MS from a client that sends without end (a
- * declared length of a terabyte, an endless chunked body): a socket and bandwidth held by anyone, no credential needed.
- * Such an answer to a body still coming closes its connection instead, lingering as after a 413; a request without a
- * body, or whose body had come whole, keeps it.
- */
-const CLOSES_BEFORE_BODY: ReadonlySet<ErrorCode> = new Set(['unauthorized', 'route_not_found', 'rate_limited']);
 
 /** Render errors of this encapsulated context in the surface's own shape. */
 export function installErrorHandler(app: FastifyInstance, onInternalError?: InternalErrorObserver): void {
@@ -158,8 +147,16 @@ export function installErrorHandler(app: FastifyInstance, onInternalError?: Inte
     if (appError.code.startsWith('upstream_') && clientGone(request)) request.log.info({ err: error }, 'request aborted by the client');
     else if (appError.status >= 500 && appError.code !== 'busy' && appError.code !== 'not_implemented') request.log.error({ err: error }, 'request failed');
     for (const [name, value] of Object.entries(appError.headers)) reply.header(name, value);
-    if (CLOSES_BEFORE_BODY.has(appError.code) && bodyStillComing(request.raw)) reply.header('connection', 'close');
-    // Answered before its body came whole (a 413): the client, still sending, must get to read the answer.
+    // A refusal given before the body is read never reads it: a caller without an identity (401), a path no route
+    // serves (404, src/http/unknown-paths.ts), a caller past its window (429), a malformed target or header (400), a
+    // content type no parser takes (415), the in-flight budget's 503 `busy`. Kept open, the connection had node drain
+    // the body's rest until it ended, or until SVC_REQUEST_TIMEOUT_MS from a client sending without end (a terabyte
+    // declared, an endless chunked body): a socket and bandwidth held by anyone, no credential needed. Such an answer
+    // to a body still coming closes its connection instead; a request without a body, or whose body had come whole (an
+    // error of its handler), keeps it.
+    if (bodyStillComing(request.raw)) reply.header('connection', 'close');
+    // Answered before its body came whole (a 413, and the refusals above): the client, still sending, must get to read
+    // the answer.
     lingerOnClose(request.raw);
     return replyError(request, reply, appError);
   });

@@ -80,16 +80,19 @@ describe('an answer given before a body it never reads ends the connection while
     port = Number(new URL(svc.address).port);
   });
 
-  for (const [path, authorization, status] of [
+  for (const [path, authorization, status, contentType = 'application/json'] of [
     ['/nope', '', '404'],
     ['/v1/nope', `Authorization: Bearer ${KEY}\r\n`, '404'],
     ['/v1/chat/completions', '', '401'],
     ['/api/v1/keys', '', '401'],
+    // Every refusal given before the body: a target refused by the first hook, a content type no parser takes.
+    ['/v1/chat/completions%00', `Authorization: Bearer ${KEY}\r\n`, '400'],
+    ['/v1/chat/completions', `Authorization: Bearer ${KEY}\r\n`, '415', 'text/plain'],
   ] as const) {
     for (const chunked of [true, false]) {
-      test(`POST ${path} ${authorization ? 'with' : 'without'} a key, ${chunked ? 'an endless chunked body' : 'a terabyte declared'}: ${status}, then cut`, async () => {
+      test(`POST ${path} ${authorization ? 'with' : 'without'} a key, ${contentType}, ${chunked ? 'an endless chunked body' : 'a terabyte declared'}: ${status}, then cut`, async () => {
         const framing = chunked ? 'Transfer-Encoding: chunked' : `Content-Length: ${1024 ** 4}`;
-        const head = `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n${authorization}Content-Type: application/json\r\n${framing}\r\n\r\n`;
+        const head = `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n${authorization}Content-Type: ${contentType}\r\n${framing}\r\n\r\n`;
         const { closed, text } = await sendWithoutEnd(port, head, chunked);
         assert.ok(closed, 'svc ended the connection before the deadline');
         assert.deepEqual(statuses(text), [status]);
