@@ -47,15 +47,17 @@ test('a transfer coding other than chunked is a 501 in the surface shape, whatev
   assert.equal((keys.body as { error: { code: string } }).error.code, 'not_implemented');
 });
 
-test('plain chunked is served in any spelling, and a connection goes on after a 501', async (t) => {
+test('plain chunked is served in any spelling, and a 501 to a body still coming closes its connection', async (t) => {
   const port = await listening(t);
   for (const spelling of ['chunked', 'Chunked', ' chunked ', ', chunked']) {
     assert.equal((await exchange(port, post('/v1/chat/completions', spelling, CHAT))).status, 200, spelling);
   }
-  // The chunks frame the refused body still: node reads past them to the next request.
+  // Refused before its body is read, as every such answer (src/http/surface.ts): the connection closes, lingering,
+  // rather than node draining a body that may never end, so the request behind it is not answered.
   const both = await exchangeText(port, Buffer.concat([post('/v1/chat/completions', 'gzip, chunked', CHAT, { connection: 'keep-alive' }), post('/v1/chat/completions', 'chunked', CHAT)]));
   assert.match(both, /^HTTP\/1\.1 501 /);
-  assert.match(both, /\r\n\r\nHTTP\/1\.1 200 |}HTTP\/1\.1 200 /);
+  assert.match(both, /\r\nconnection: close\r\n/i);
+  assert.doesNotMatch(both, /HTTP\/1\.1 200 /);
 });
 
 test('Transfer-Encoding on an HTTP/1.0 request is faulty framing: 400, and the connection is closed', async (t) => {
