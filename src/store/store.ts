@@ -760,13 +760,14 @@ class GroupCommitStore implements Store {
         this.dropAlone(ownerOfStep(queued, planSteps, step, writesEarly)?.kind, error),
       );
     } catch (error) {
-      if (!(error instanceof TransactionRolledBack)) throw error;
       // A failing statement rolled back the window's transaction: every write written early into it is lost, those
-      // of earlier turns too (the plans keep what they have not handed out yet, and stay queued for the commit).
-      this.transactionOpen = false;
+      // of earlier turns too (the plans keep what they have not handed out yet, and stay queued for the commit). A
+      // savepoint's own statement failing (SQLITE_NOMEM) leaves the transaction open instead: rolled back here, or
+      // every later BEGIN would fail. Thrown on, it would be an uncaught exception, from this turn of its own.
+      this.rollBack();
       const lost = this.writtenEarly;
       this.writtenEarly = [];
-      this.lostDeferred(lost, error.cause);
+      this.lostDeferred(lost, error instanceof TransactionRolledBack ? error.cause : error);
     }
     this.earlyWritingMs += performance.now() - startedAt;
   }
@@ -930,18 +931,17 @@ class GroupCommitStore implements Store {
       batchStartedAt = performance.now();
       outcomes = batch.map((write) => inSavepoint(this.sql, write.fn));
     } catch (error) {
-      if (!(error instanceof TransactionRolledBack)) throw error;
       // A failing statement (SQLITE_FULL: the file may not grow) rolled back the whole transaction: lost like a
-      // failed COMMIT. The awaited writes are not run outside it (each would commit on its own): they fail.
-      const failure = this.explained(error.cause);
-      try {
-        this.sql.run('ROLLBACK');
-      } catch {
-        // rolled back already
-      }
-      this.transactionOpen = false;
+      // failed COMMIT. So is a commit broken off otherwise before its COMMIT (a savepoint's own statement failing,
+      // SQLITE_NOMEM; the turn between slices failing), its transaction rolled back: thrown on, it would leave the
+      // transaction open, the awaited writes unsettled and the drain rejected (an unhandled rejection ends svc serve).
+      // The awaited writes are not run outside it (each would commit on its own): they fail. The plans handed out
+      // their steps already, so their writers have queued anew.
+      const cause = error instanceof TransactionRolledBack ? error.cause : error;
+      const failure = this.explained(cause);
+      this.rollBack();
       if (batch.length > 0) this.generation++;
-      this.commitFailed(batch, deferred, error.cause, writtenEarly, failure);
+      this.commitFailed(batch, deferred, cause, writtenEarly, failure);
       return;
     }
     // In the same turn as the batch's writes and their COMMIT (or ROLLBACK): no read between them and this saw a
@@ -952,12 +952,7 @@ class GroupCommitStore implements Store {
       this.sql.run('COMMIT');
     } catch (error) {
       const failure = this.explained(error);
-      try {
-        this.sql.run('ROLLBACK');
-      } catch {
-        // the failed COMMIT may already have rolled back
-      }
-      this.transactionOpen = false;
+      this.rollBack();
       this.commitFailed(batch, deferred, error, writtenEarly, failure);
       return;
     }
@@ -1021,6 +1016,16 @@ class GroupCommitStore implements Store {
       if (this.heldWindowTimer !== null) clearTimeout(this.heldWindowTimer);
       this.heldWindowTimer = null;
     }
+  }
+
+  /** End the open transaction, undoing it, after a failure; one that rolled it back (or a failed COMMIT) ended it already. */
+  private rollBack(): void {
+    try {
+      this.sql.run('ROLLBACK');
+    } catch {
+      // no transaction left to roll back
+    }
+    this.transactionOpen = false;
   }
 
   /**
