@@ -29,6 +29,7 @@ import { join } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import sqlite from 'node-sqlite3-wasm';
+import { noteForOperator } from '../core/operator-note.ts';
 import { ensurePrivateDataDir } from './data-dir.ts';
 import { FileSync, flushNow } from './file-sync.ts';
 import { CachedSql, inSavepoint, togetherOrAlone, TransactionRolledBack, type Outcome, type Sql } from './sql.ts';
@@ -328,6 +329,47 @@ export function windowDelayMs(deferredWindowMs: number, recentOverrunsMs: readon
  */
 const INITIAL_OVERRUN_MS = 10;
 
+/**
+ * A listener of the commits that threw: noted on standard error (the listener may be what logs), not thrown. Told
+ * from inside a commit, its throw ended the drain: the batch's awaited writes never settled, committed ones included,
+ * and the drain's rejection, unhandled, ended svc serve. What the commit did stands.
+ */
+function listenerFailed(listener: string, error: unknown): void {
+  const message = error instanceof Error ? error.message : String(error);
+  noteForOperator(`the store's listener ${listener} failed (${message}); the commit it was told of stands as it ended`);
+}
+
+/** `listener`, its throws noted (see `listenerFailed`). Made once, as the store opens. */
+function containedLossListener(listener: DeferredWriteLossListener): DeferredWriteLossListener {
+  return {
+    lost(loss) {
+      try {
+        listener.lost(loss);
+      } catch (error) {
+        listenerFailed('deferredWriteLosses.lost', error);
+      }
+    },
+    committedAgain() {
+      try {
+        listener.committedAgain();
+      } catch (error) {
+        listenerFailed('deferredWriteLosses.committedAgain', error);
+      }
+    },
+  };
+}
+
+/** `listener`, its throws noted (see `listenerFailed`). Made once, as the store opens. */
+function containedWindowListener(listener: (window: CommittedWindow) => void): (window: CommittedWindow) => void {
+  return (window) => {
+    try {
+      listener(window);
+    } catch (error) {
+      listenerFailed('onWindowCommitted', error);
+    }
+  };
+}
+
 /** Whether a deferred write may be written before its commit, under load: a plan (its ready steps) or an early piece. */
 function writesEarly(write: DeferredWrite): boolean {
   return !('fn' in write) || write.early;
@@ -451,14 +493,17 @@ export function openStore(options: StoreOptions): Store {
     db.close();
     throw unreadable(filePath, failure);
   }
-  return new GroupCommitStore(db, sql, filePath, schemaVersion, {
+  const timing: Timing = {
     deferredWindowMs: options.deferredWindowMs ?? 20,
     answersWaitFreshMs: options.answersWaitFreshMs ?? ANSWERS_WAIT_FRESH_MS,
     loadedTurnMs: options.loadedTurnMs ?? LOADED_TURN_MS,
     checkpointAfterWritingMs: options.checkpointAfterWritingMs ?? CHECKPOINT_AFTER_WRITING_MS,
     flushOnLoopMaxMs: options.flushOnLoopMaxMs ?? FLUSH_ON_LOOP_MAX_MS,
     turnBetweenSlices: options.turnBetweenSlices ?? (() => nextTurn()),
-  }, options.onWindowCommitted ?? null, options.deferredWriteLosses ?? null);
+  };
+  const onWindowCommitted = options.onWindowCommitted ? containedWindowListener(options.onWindowCommitted) : null;
+  const losses = options.deferredWriteLosses ? containedLossListener(options.deferredWriteLosses) : null;
+  return new GroupCommitStore(db, sql, filePath, schemaVersion, timing, onWindowCommitted, losses);
 }
 
 /**

@@ -1,12 +1,13 @@
 /**
  * The group commit on errors that are neither a write's own (dropped alone) nor SQLite's verdict on the transaction
  * (a failed BEGIN or COMMIT, a full rollback): a turn between slices that fails, a savepoint's own statement
- * failing. Each is contained: the writes it holds are settled, the transaction ended, and
+ * failing, a listener of the commits that throws. Each is contained: the writes it holds are settled, the transaction ended, and
  * the store commits the next write. Escaped, it was an unhandled rejection (svc serve ends) with awaited writes never
  * settled.
  */
 import assert from 'node:assert/strict';
 import test, { type TestContext } from 'node:test';
+import { sendOperatorNotesTo } from '../../src/core/operator-note.ts';
 import { openStore, type LostDeferredWrites, type Store, type StoreOptions } from '../../src/store/store.ts';
 import { tempDir } from '../support/process.ts';
 
@@ -30,6 +31,14 @@ async function storeWithTable(
   await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY)'));
   const ids = () => store.read((sql) => sql.all<{ id: number }>('SELECT id FROM t ORDER BY id').map((row) => row.id));
   return { store, ids };
+}
+
+/** The operator's notes (standard error) while the test runs. */
+function operatorNotes(t: TestContext): string[] {
+  const notes: string[] = [];
+  sendOperatorNotesTo(() => ({ write: (text: string) => notes.push(text) }));
+  t.after(() => sendOperatorNotesTo(() => process.stderr));
+  return notes;
 }
 
 test('a sliced commit whose turn between slices fails is a failed commit: rolled back, its awaited write rejected, its deferred writes told lost, and the next commit succeeds', async (t) => {
@@ -93,4 +102,64 @@ test('writes written early whose savepoint fails on its own (no full rollback) a
   assert.deepEqual(told[0]!.kinds, { 'cache entries': 2 });
   await settledWithin(store.write((sql) => sql.run('INSERT INTO t (id) VALUES (3)')), 'the next write');
   assert.deepEqual(await ids(), [3], 'the early writes rolled back, the next write committed');
+});
+
+test('a loss listener that throws is noted, not thrown: a commit it was told of after its COMMIT stands, a failed one is still a failed one, and the store commits on', async (t) => {
+  const notes = operatorNotes(t);
+  let lost = 0;
+  let again = 0;
+  const { store, ids } = await storeWithTable(t, {
+    lost: () => {
+      lost += 1;
+      throw new Error('the loss listener broke');
+    },
+    committedAgain: () => {
+      again += 1;
+      throw new Error('the listener broke again');
+    },
+  });
+  // A deferred write dropped alone (a duplicate): the commit succeeds, and the listener is told after its COMMIT.
+  store.writeDeferred((sql) => void sql.run('INSERT INTO t (id) VALUES (1)'));
+  store.writeDeferred((sql) => void sql.run('INSERT INTO t (id) VALUES (1)'));
+  const awaited = store.write((sql) => sql.run('INSERT INTO t (id) VALUES (2)').changes);
+  assert.equal(await settledWithin(awaited, 'the awaited write of a commit that succeeded'), 1);
+  assert.equal(lost, 1);
+  assert.deepEqual(await ids(), [1, 2], 'committed, not lost');
+  assert.equal(notes.length, 1);
+  assert.match(notes[0]!, /^svc: .*the loss listener broke/);
+
+  // A failed commit (BEGIN refused: a data file that cannot be written): its awaited write gets SQLite's error.
+  await store.read((sql) => sql.run('PRAGMA query_only = ON'));
+  store.writeDeferred((sql) => void sql.run('INSERT INTO t (id) VALUES (3)'));
+  await assert.rejects(settledWithin(store.write((sql) => sql.run('INSERT INTO t (id) VALUES (4)')), 'the refused write'), /readonly/);
+  assert.equal(lost, 2);
+  await store.read((sql) => sql.run('PRAGMA query_only = OFF'));
+
+  // The next commit succeeds: the listener told so throws too.
+  await settledWithin(store.write((sql) => sql.run('INSERT INTO t (id) VALUES (5)')), 'the next write');
+  assert.equal(again, 1);
+  assert.deepEqual(await ids(), [1, 2, 5]);
+  assert.equal(notes.length, 3);
+});
+
+test("a listener of the windows' commits that throws is noted, not thrown: the window's writes stay committed and the store commits on", async (t) => {
+  const notes = operatorNotes(t);
+  let told = 0;
+  const store = openStore({
+    dataDir: tempDir(t),
+    onWindowCommitted: () => {
+      told += 1;
+      throw new Error('the trace broke');
+    },
+  });
+  t.after(() => store.close());
+  await store.write((sql) => sql.run('CREATE TABLE t (id INTEGER PRIMARY KEY)'));
+  store.writeDeferred((sql) => void sql.run('INSERT INTO t (id) VALUES (1)'));
+  const awaited = store.write((sql) => sql.run('INSERT INTO t (id) VALUES (2)').changes);
+  assert.equal(await settledWithin(awaited, "the awaited write of the window's commit"), 1);
+  assert.equal(told, 1);
+  assert.match(notes.join(''), /the trace broke/);
+  store.writeDeferred((sql) => void sql.run('INSERT INTO t (id) VALUES (3)'));
+  await settledWithin(store.flush(), 'the next commit');
+  assert.deepEqual(await store.read((sql) => sql.all<{ id: number }>('SELECT id FROM t ORDER BY id').map((row) => row.id)), [1, 2, 3]);
 });
