@@ -67,9 +67,18 @@ export class FileSync {
     private readonly onLoopMaxMs = 0,
   ) {}
 
-  /** Flush the file's written data to the disk; a file that does not exist yet has nothing to flush. */
+  /**
+   * Flush the file's written data to the disk; a file that does not exist yet has nothing to flush. A file that cannot
+   * be opened (EMFILE) fails the flush as a rejection: the store starts flushes after its COMMIT and in a timer, where
+   * a throw would escape the commit (an unhandled rejection ends svc serve) or the timer (an uncaught exception).
+   */
   sync(): Promise<void> {
-    const fd = this.open();
+    let fd: number | null;
+    try {
+      fd = this.open();
+    } catch (error) {
+      return Promise.reject(error);
+    }
     if (fd === null) return Promise.resolve();
     const flushed = new Promise<void>((resolve, reject) => fdatasync(fd, (error) => (error ? reject(error) : resolve())));
     if (this.directoryFlushed) return flushed;

@@ -76,3 +76,15 @@ test('with a limit of 0 no flush runs on the event loop; with a generous one the
     quick.syncNow();
   }
 });
+
+test('a file that cannot be opened (too many open files, a directory by its name) fails its flush, as a promise, not a throw', async (t) => {
+  // The store starts a log flush after a COMMIT and one in a timer for commits nobody waits on: a throw there escaped
+  // the commit (its drain rejected unhandled, which ends svc serve) or the timer (an uncaught exception).
+  const path = join(tempDir(t), 'svc.db-wal');
+  mkdirSync(path);
+  const sync = new FileSync(path);
+  t.after(() => sync.close());
+  let flushed: Promise<void> | undefined;
+  assert.doesNotThrow(() => (flushed = sync.sync()));
+  await assert.rejects(flushed!, { code: 'EISDIR' });
+});
