@@ -832,17 +832,10 @@ export function createGateway(deps: { registry: ProviderRegistry; ledger: Ledger
         });
       }
 
-      /** Record a relayed stream's attempt, answer and outcome, however it ended. */
-      function settleStream(
-        assembler: StreamRelay<Res, Ev>,
-        provider: Provider,
-        startedAt: number,
-        usedFallback: RouteExplanation['fallback'],
-        completed: boolean,
-        failure: UpstreamFailure | null,
-      ): void {
+      /** Record a relayed stream's attempt, answer and outcome, however it ended; its answers' share let go after. */
+      function settleStream(...recorded: Parameters<typeof recordStream>): void {
         try {
-          recordStream(assembler, provider, startedAt, usedFallback, completed, failure);
+          recordStream(...recorded);
         } finally {
           answers.release(call.signal);
         }
