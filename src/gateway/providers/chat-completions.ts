@@ -29,9 +29,9 @@ import {
 } from './types.ts';
 import { deadlineSignal } from './deadline.ts';
 import { undiciSignal, type CallSignal } from '../call-signal.ts';
-import { firstEventWatch, notAnEventStream, releasable, SseFeed, sseJson, unfinishedLine } from './sse.ts';
+import { firstEventWatch, notAnEventStream, releasable, SseFeed, sseJson, UnfinishedLine } from './sse.ts';
 import { EMBEDDINGS_ANSWER_FACTOR, DEFAULT_MAX_ANSWER_BYTES, readAnswer, tooLargeMessage } from './bodies.ts';
-import { answerBudgetFailure, StreamHeld, type AnswerBudget } from '../answer-budget.ts';
+import { answerBudgetFailure, type AnswerBudget } from '../answer-budget.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../core/json-depth.ts';
 import { countEmbeddingTokens } from '../tokens.ts';
 import { namesModel } from '../chat-document-values.ts';
@@ -280,8 +280,7 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
     const feed = new SseFeed(createParser({ onEvent: (event) => pending.push(event) }));
     let finished = false;
     let received = 0;
-    let unfinished = 0;
-    const line = new StreamHeld(answerBudget, clientSignal);
+    const line = new UnfinishedLine(answerBudget, clientSignal);
     // The next pending chunk, or undefined when none is pending or `[DONE]` came. A plain function, not a generator
     // made per stream (see sse.ts).
     const next = (): ChatChunk | undefined => {
@@ -298,8 +297,7 @@ export function createChatCompletionsProvider(options: ChatCompletionsProviderOp
         if (received > maxAnswerBytes) throw badResponse(tooLargeMessage('the upstream stream', maxAnswerBytes), 200);
         feed.piece(piece as Buffer);
         // The relay's holdings are counted in the budget by the pipeline; the parser's unfinished line here.
-        unfinished = unfinishedLine(unfinished, pending.length, (piece as Buffer).length);
-        if (!line.reach(unfinished)) throw answerBudgetFailure(name, received, 200);
+        if (!line.fits(pending.length, (piece as Buffer).length)) throw answerBudgetFailure(name, received, 200);
         firstEvent(pending.length);
         for (let chunk = next(); chunk !== undefined; chunk = next()) yield chunk;
         if (finished) return;

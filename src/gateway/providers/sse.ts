@@ -87,13 +87,18 @@ export async function notAnEventStream(body: Dispatcher.ResponseData['body'], ty
 }
 
 /**
- * The bytes of the line the SSE parser holds unfinished after a piece of `bytes` that completed `eventsParsed` events,
- * `before` it: the pieces since the last event (a piece that completed one leaves at most its own tail, not counted).
- * An upstream line that never ends (bounded by the answer's own bound only) is counted in the budget of the answers
- * in progress so (`StreamHeld`).
+ * The line the SSE parser holds unfinished, counted in the budget of the answers in progress (`StreamHeld`): the
+ * pieces since the last event (a piece that completed one leaves at most its own tail, not counted). An upstream line
+ * that never ends is bounded by the answer's own bound only, so it is counted too. One per stream reader.
  */
-export function unfinishedLine(before: number, eventsParsed: number, bytes: number): number {
-  return eventsParsed === 0 ? before + bytes : 0;
+export class UnfinishedLine extends StreamHeld {
+  private bytes = 0;
+
+  /** After a piece of `bytes` that completed `eventsParsed` events: false when the budget refuses the line it leaves. */
+  fits(eventsParsed: number, bytes: number): boolean {
+    this.bytes = eventsParsed === 0 ? this.bytes + bytes : 0;
+    return this.reach(this.bytes);
+  }
 }
 
 const CR = 13;
@@ -151,8 +156,7 @@ async function* sseEvents<T>(body: Dispatcher.ResponseData['body'], options: Sse
   const feed = new SseFeed(createParser({ onEvent: (event) => pending.push(event) }));
   let finished = false;
   let received = 0;
-  let unfinished = 0;
-  const line = new StreamHeld(options.answerBudget, options.clientSignal);
+  const line = new UnfinishedLine(options.answerBudget, options.clientSignal);
   const firstEvent = firstEventWatch(options.provider, options.firstEventMs);
   const bad = (message: string) => new ProviderError('bad_response', message, { provider: options.provider, upstreamStatus: 200 });
   // The next parsed event's data, or undefined when none is pending (or the terminal one was taken). A plain function,
@@ -184,8 +188,7 @@ async function* sseEvents<T>(body: Dispatcher.ResponseData['body'], options: Sse
       received += (piece as Buffer).length;
       if (received > options.maxBytes) throw bad(tooLargeMessage('the upstream stream', options.maxBytes));
       feed.piece(piece as Buffer);
-      unfinished = unfinishedLine(unfinished, pending.length, (piece as Buffer).length);
-      if (!line.reach(unfinished)) throw answerBudgetFailure(options.provider, received, 200);
+      if (!line.fits(pending.length, (piece as Buffer).length)) throw answerBudgetFailure(options.provider, received, 200);
       firstEvent(pending.length);
       for (let data = next(); data !== undefined; data = next()) yield data;
       if (finished) return;
