@@ -26,13 +26,19 @@ async function until(ready: () => boolean, what: string): Promise<void> {
   }
 }
 
+/** A promise the fake upstreams wait on before their last bytes, and the function that lets them go on. */
+function gate(): { held: Promise<void>; letGo: () => void } {
+  let letGo!: () => void;
+  const held = new Promise<void>((resolve) => (letGo = resolve));
+  return { held, letGo };
+}
+
 /**
  * A fake upstream answering a prompt of `#hold#` with 700 KiB of text whose last 100 KiB wait for `letGo()`, `#big#`
  * with 700 KiB at once, anything else with a short answer; streamed in 8 KiB chunks when asked to.
  */
 async function upstreamOfLargeAnswers(t: TestContext) {
-  let letGo!: () => void;
-  const held = new Promise<void>((resolve) => (letGo = resolve));
+  const { held, letGo } = gate();
   const upstream = await startFakeUpstream(t, async (req, res) => {
     const prompt = String(req.body.messages[0].content);
     const chars = prompt.startsWith('#hold#') || prompt.startsWith('#big#') ? 700 * KiB : 10;
@@ -110,34 +116,21 @@ test('a stream whose bytes would take the answers in progress past the budget is
   const { upstream, letGo } = await upstreamOfLargeAnswers(t);
   const { client, services } = await openaiGateway(t, upstream, { SVC_GATEWAY_INFLIGHT_ANSWER_BYTES: String(BUDGET) });
 
-  const first = client.chat.completions.create({ ...ask('#hold# one'), stream: true });
-  const firstStream = await first;
-  const firstText = (async () => {
-    let text = '';
-    for await (const chunk of firstStream) text += chunk.choices[0]?.delta.content ?? '';
-    return text;
-  })();
+  const first = streamed(await client.chat.completions.create({ ...ask('#hold# one'), stream: true }));
   await until(() => services.answers.heldBytes() >= 600 * KiB, 'the first stream held');
 
-  const second = await client.chat.completions.create({ ...ask('#big# two'), stream: true });
-  let cut: unknown = null;
-  let secondText = '';
-  try {
-    for await (const chunk of second) secondText += chunk.choices[0]?.delta.content ?? '';
-  } catch (error) {
-    cut = error;
-  }
-  assert.ok(cut instanceof Error, 'the second stream was not cut');
-  assert.ok(secondText.length > 0 && secondText.length < 700 * KiB, `the second stream relayed ${secondText.length} characters`);
+  const second = await streamed(await client.chat.completions.create({ ...ask('#big# two'), stream: true }));
+  assert.ok(second.cut instanceof Error, 'the second stream was not cut');
+  assert.ok(second.text.length > 0 && second.text.length < 700 * KiB, `the second stream relayed ${second.text.length} characters`);
 
   letGo();
-  assert.equal((await firstText).length, 700 * KiB);
+  assert.equal((await first).text.length, 700 * KiB);
   await until(() => services.answers.heldBytes() === 0, 'the streams let go');
 
   // Alone, the same stream passes whole.
-  let lone = '';
-  for await (const chunk of await client.chat.completions.create({ ...ask('#big# three'), stream: true })) lone += chunk.choices[0]?.delta.content ?? '';
-  assert.equal(lone.length, 700 * KiB);
+  const lone = await streamed(await client.chat.completions.create({ ...ask('#big# three'), stream: true }));
+  assert.equal(lone.cut, null);
+  assert.equal(lone.text.length, 700 * KiB);
   await until(() => services.answers.heldBytes() === 0, 'the stream let go');
 });
 
@@ -148,8 +141,7 @@ test('a stream whose bytes would take the answers in progress past the budget is
  * event's line 900 KiB long that never ends.
  */
 async function upstreamOfStreamShapes(t: TestContext) {
-  let letGo!: () => void;
-  const held = new Promise<void>((resolve) => (letGo = resolve));
+  const { held, letGo } = gate();
   const upstream = await startFakeUpstream(t, async (req, res) => {
     const prompt = String(req.body.messages[0].content);
     startSse(res);
@@ -227,8 +219,7 @@ test('a stream is counted by what svc holds of it, not its bytes as received: to
  * upstream may send a block's text there: the SDKs join it with its deltas').
  */
 async function messagesUpstreamOfBlocks(t: TestContext) {
-  let letGo!: () => void;
-  const held = new Promise<void>((resolve) => (letGo = resolve));
+  const { held, letGo } = gate();
   const upstream = await startFakeUpstream(t, async (req, res) => {
     const prompt = String(req.body.messages[0].content);
     startSse(res);
