@@ -32,7 +32,7 @@ export function surfaceOfUrl(url: string): ErrorSurface {
  * (refused, src/http/fragment.ts) is refused in the shape of the route the router found. Two scans, no allocation for a
  * target without either (cheaper than the `split('?')` it replaced).
  */
-function beforeQuery(url: string): string {
+export function beforeQuery(url: string): string {
   let end = url.indexOf('?');
   const hash = url.indexOf('#');
   if (hash !== -1 && (end === -1 || hash < end)) end = hash;

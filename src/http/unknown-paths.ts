@@ -20,11 +20,11 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '../core/errors.ts';
-import { replyError } from './error-shapes.ts';
+import { beforeQuery, replyError } from './error-shapes.ts';
 
 /** The `404 route_not_found` of `request`; the path is named without its query (which may hold a token). */
 export function routeNotFound(request: FastifyRequest): AppError {
-  return new AppError('route_not_found', { message: `No route for ${request.method} ${request.url.split('?', 1)[0]}.` });
+  return new AppError('route_not_found', { message: `No route for ${request.method} ${beforeQuery(request.url)}.` });
 }
 
 /**
